@@ -1,0 +1,148 @@
+# harness.sh -- shared helpers for integration tests (bash). Source it:
+#   . "$BATON_TESTS_DIR/lib/harness.sh"
+# It gives every test a temporary directory ($T), starts real redis-servers
+# on free loopback ports, starts processes whose pids it records, waits for
+# log lines with deadlines, and on exit stops everything it started, by pid.
+# A test fails (exit 1) with `fail MESSAGE`; it never skips.
+
+set -u
+BATON_BIN=${BATON_BIN:-baton}
+T=$(mktemp -d "${TMPDIR:-/tmp}/baton-test.XXXXXX")
+declare -A PROC_PID=()     # name -> pid of processes started with spawn
+HARNESS_REDIS_PIDS=()
+TEST_NAME=$(basename "${0%.sh}")
+
+harness_cleanup() {
+    local rc=$?
+    local pid
+    for pid in "${PROC_PID[@]}"; do kill -TERM "$pid" 2>/dev/null; done
+    for pid in "${PROC_PID[@]}"; do
+        for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.02; done
+        kill -KILL "$pid" 2>/dev/null
+        kill -CONT "$pid" 2>/dev/null
+    done
+    for pid in "${HARNESS_REDIS_PIDS[@]}"; do
+        kill -TERM "$pid" 2>/dev/null
+        for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.02; done
+        kill -KILL "$pid" 2>/dev/null
+    done
+    wait 2>/dev/null
+    if [ "$rc" -ne 0 ] && [ -z "${HARNESS_KEEP:-}" ]; then
+        echo "--- $TEST_NAME failed; last lines of the logs in $T:" >&2
+        local f
+        for f in "$T"/*.out "$T"/*.err "$T"/*.log; do
+            [ -s "$f" ] || continue
+            echo "--- $f" >&2; tail -n 25 "$f" >&2
+        done
+    fi
+    rm -rf "$T"
+    exit "$rc"
+}
+trap harness_cleanup EXIT
+trap 'exit 130' INT TERM
+
+fail() { echo "FAIL [$TEST_NAME]: $*" >&2; exit 1; }
+note() { echo "[$TEST_NAME] $*"; }
+now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+
+# assert_eq EXPECTED ACTUAL WHAT
+assert_eq() { [ "$1" == "$2" ] || fail "$3: expected [$1], got [$2]"; }
+
+# redis_start [REDIS-SERVER ARGS...]: starts a redis-server on a free loopback
+# port with its own directory. Sets REDIS_PORT, REDIS_PID, REDIS_URL,
+# REDIS_DIR. Extra args are kept for redis_restart.
+redis_start() {
+    command -v redis-server >/dev/null || fail "redis-server is not installed (apt-get install redis-server)"
+    REDIS_ARGS=("$@")
+    local attempt port
+    for attempt in $(seq 1 30); do
+        port=$(( 20000 + (RANDOM * 32768 + RANDOM) % 30000 ))
+        REDIS_DIR="$T/redis-$port"
+        mkdir -p "$REDIS_DIR"
+        if redis_launch "$port"; then return 0; fi
+    done
+    fail "could not start redis-server on a free port"
+}
+
+redis_launch() {
+    local port=$1
+    redis-server --port "$port" --bind 127.0.0.1 --dir "$REDIS_DIR" --save '' \
+        --appendonly no --daemonize no --logfile "$REDIS_DIR/redis.log" \
+        "${REDIS_ARGS[@]}" </dev/null >/dev/null 2>&1 &
+    local pid=$!
+    local i
+    for i in $(seq 1 250); do
+        if redis-cli -p "$port" ping 2>/dev/null | grep -q PONG; then
+            REDIS_PORT=$port REDIS_PID=$pid
+            REDIS_URL="redis://127.0.0.1:$port/0"
+            HARNESS_REDIS_PIDS+=("$pid")
+            return 0
+        fi
+        kill -0 "$pid" 2>/dev/null || return 1
+        sleep 0.02
+    done
+    kill -KILL "$pid" 2>/dev/null
+    return 1
+}
+
+# redis_stop: stops the redis-server started last (SIGTERM, then SIGKILL).
+redis_stop() {
+    kill -TERM "$REDIS_PID" 2>/dev/null
+    local i
+    for i in $(seq 1 250); do kill -0 "$REDIS_PID" 2>/dev/null || break; sleep 0.02; done
+    kill -KILL "$REDIS_PID" 2>/dev/null
+    wait "$REDIS_PID" 2>/dev/null
+    return 0
+}
+
+# redis_restart: stops it and starts it again on the same port and directory.
+redis_restart() {
+    redis_stop
+    local i
+    for i in $(seq 1 100); do
+        redis_launch "$REDIS_PORT" && return 0
+        sleep 0.05
+    done
+    fail "could not restart redis-server on port $REDIS_PORT"
+}
+
+rcli() { redis-cli -p "$REDIS_PORT" "$@"; }
+
+# spawn NAME CMD [ARGS...]: starts CMD in the background with stdout in
+# $T/NAME.out and stderr in $T/NAME.err; its pid is PROC_PID[NAME].
+spawn() {
+    local name=$1; shift
+    "$@" >"$T/$name.out" 2>"$T/$name.err" </dev/null &
+    PROC_PID[$name]=$!
+}
+
+# pid_of NAME
+pid_of() { echo "${PROC_PID[$1]}"; }
+
+# wait_exit NAME TIMEOUT_S: waits for a spawned process; sets EXIT_CODE.
+wait_exit() {
+    local pid=${PROC_PID[$1]} deadline=$(( $(now_ms) + ${2%.*} * 1000 ))
+    while kill -0 "$pid" 2>/dev/null; do
+        [ "$(now_ms)" -lt "$deadline" ] || fail "$1 (pid $pid) did not exit within $2 s"
+        sleep 0.01
+    done
+    wait "$pid"; EXIT_CODE=$?
+    unset "PROC_PID[$1]"
+}
+
+# wait_for_line FILE REGEX TIMEOUT_S: waits until a line of FILE matches the
+# extended REGEX; prints it. Fails after the timeout.
+wait_for_line() {
+    local file=$1 re=$2 deadline=$(( $(now_ms) + $(awk "BEGIN{printf \"%d\", $3*1000}") ))
+    local line
+    while :; do
+        if [ -f "$file" ] && line=$(grep -E -m1 -- "$re" "$file"); then
+            printf '%s\n' "$line"; return 0
+        fi
+        [ "$(now_ms)" -lt "$deadline" ] || fail "no line matching /$re/ in $(basename "$file") within $3 s"
+        sleep 0.01
+    done
+}
+
+# count_lines FILE REGEX
+count_lines() { [ -f "$1" ] && grep -c -E -- "$2" "$1" || echo 0; }

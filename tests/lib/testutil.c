@@ -1,0 +1,122 @@
+/* testutil.c -- see testutil.h. */
+#include <arpa/inet.h>
+#include <hiredis/hiredis.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+const char *tu_redis_url(void)
+{
+    const char *u = getenv("BATON_TEST_URL");
+    if (u == NULL || *u == '\0') {
+        fprintf(stderr, "BATON_TEST_URL is not set: run this suite through tests/lib/with-redis.sh\n");
+        abort();
+    }
+    return u;
+}
+
+int tu_redis_port(void)
+{
+    const char *p = getenv("BATON_TEST_REDIS_PORT");
+    if (p == NULL) {
+        fprintf(stderr, "BATON_TEST_REDIS_PORT is not set: run through tests/lib/with-redis.sh\n");
+        abort();
+    }
+    return (int)strtol(p, NULL, 10);
+}
+
+int64_t tu_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int64_t tu_now_ms(void) { return tu_now_ns() / 1000000; }
+
+void tu_sleep_ms(int64_t ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000};
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+}
+
+static char *reply_text(const redisReply *r)
+{
+    char *out = NULL;
+    switch (r->type) {
+    case REDIS_REPLY_NIL: out = strdup("(nil)"); break;
+    case REDIS_REPLY_INTEGER:
+        if (asprintf(&out, "%lld", r->integer) < 0)
+            out = NULL;
+        break;
+    case REDIS_REPLY_ERROR:
+        if (asprintf(&out, "-%s", r->str) < 0)
+            out = NULL;
+        break;
+    case REDIS_REPLY_STRING:
+    case REDIS_REPLY_STATUS: out = strdup(r->str); break;
+    case REDIS_REPLY_ARRAY: {
+        size_t cap = 2, len = 0;
+        out = calloc(1, cap);
+        for (size_t i = 0; out != NULL && i < r->elements; i++) {
+            char *e = reply_text(r->element[i]);
+            size_t n = strlen(e);
+            char *grown = realloc(out, cap + n + 1);
+            if (grown == NULL) {
+                free(out);
+                out = NULL;
+            } else {
+                out = grown;
+                cap += n + 1;
+                memcpy(out + len, e, n);
+                len += n;
+                out[len++] = (i + 1 < r->elements) ? ' ' : '\0';
+                out[len] = '\0';
+            }
+            free(e);
+        }
+        break;
+    }
+    default: out = strdup("?");
+    }
+    return out;
+}
+
+char *tu_redis(const char *cmd)
+{
+    struct timeval tv = {2, 0};
+    redisContext *c = redisConnectWithTimeout("127.0.0.1", tu_redis_port(), tv);
+    if (c == NULL || c->err) {
+        fprintf(stderr, "tu_redis: cannot connect: %s\n", c ? c->errstr : "oom");
+        abort();
+    }
+    redisReply *r = redisCommand(c, cmd);
+    if (r == NULL) {
+        fprintf(stderr, "tu_redis: %s: %s\n", cmd, c->errstr);
+        abort();
+    }
+    char *out = reply_text(r);
+    freeReplyObject(r);
+    redisFree(c);
+    return out;
+}
+
+int tu_dead_port(void)
+{
+    /* Bind a port, do not listen, close: connecting to it is refused. */
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, len) != 0 ||
+        getsockname(fd, (struct sockaddr *)&a, &len) != 0)
+        abort();
+    close(fd);
+    return ntohs(a.sin_port);
+}

@@ -1,0 +1,27 @@
+/* testutil.h -- helpers for the C test suites and benchmarks. */
+#ifndef BATON_TESTUTIL_H
+#define BATON_TESTUTIL_H
+
+#include <stdint.h>
+
+/* The URL of the throwaway redis-server that tests/lib/with-redis.sh started
+ * (BATON_TEST_URL). Aborts the test, failing it, when unset: suites that need
+ * Redis never skip. */
+const char *tu_redis_url(void);
+/* Its port (BATON_TEST_REDIS_PORT). */
+int tu_redis_port(void);
+
+/* CLOCK_MONOTONIC in ns / ms. */
+int64_t tu_now_ns(void);
+int64_t tu_now_ms(void);
+void tu_sleep_ms(int64_t ms);
+
+/* Runs one Redis command given as a space-separated string (no quoting) on
+ * a fresh connection to the test server and returns the reply as text
+ * ("(nil)", "OK", "42", "-ERR ..."). Returns: owned; free with free(). */
+char *tu_redis(const char *cmd);
+
+/* A loopback port nothing listens on (for "Redis unreachable" tests). */
+int tu_dead_port(void);
+
+#endif
