@@ -1,0 +1,111 @@
+/* config.h -- baton.yaml: the supervisor's configuration.
+ *
+ * Every option is one row of a table (config.c, `options[]`): key, type,
+ * field, default, bounds and documentation. Parsing, defaults, validation,
+ * the options reference (`config_write_reference`) and the effective
+ * configuration (`config_write_effective`) all read that table, so adding an
+ * option is adding a row. The table is exposed read-only through
+ * config_options() so that tests can loop over it.
+ *
+ * Errors are "file:line:col: message" (1-based, pointing at the offending key
+ * or value) and reject the file whole: on error nothing is returned.
+ *
+ * Choices (see also config/baton.yaml):
+ *   - An empty file (or one holding only comments, or `---`) means "all
+ *     defaults". A missing file is an error.
+ *   - YAML anchors, aliases and tags are rejected: a config file should read
+ *     the same to a human as to baton. Only one document per file.
+ *   - Lease arithmetic: lease.ttl >= 2 x lease.renew + redis_timeout, i.e. a
+ *     renewal that times out after the full redis_timeout still leaves room
+ *     for one more renewal before the lease runs out (one lost renewal never
+ *     costs the leadership). poll >= redis_timeout, so that safety-net polls
+ *     never overlap.
+ */
+#ifndef BATON_CONFIG_H
+#define BATON_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+enum log_level { LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR };
+
+struct config {
+    char *path;              /* the file it came from (owned) */
+    char *node;              /* default: hostname:pid; [A-Za-z0-9_.:@-]{1,128} */
+    char *redis;             /* Redis URL; default redis://127.0.0.1:6379/0 */
+    char *group;             /* default "default"; [A-Za-z0-9_.-]{1,64} */
+    int64_t lease_ttl_ms;    /* lease.ttl, default 10s */
+    int64_t lease_renew_ms;  /* lease.renew, default ttl/3 */
+    int64_t poll_ms;         /* poll, default 5s: follower safety-net poll */
+    int64_t shutdown_grace_ms;   /* default 30s */
+    int64_t redis_timeout_ms;    /* redis_timeout (connect+command), default 1s */
+    char *jobs_path;         /* jobs: path to jobs.yaml, resolved relative to the
+                                config file's directory; default "jobs.yaml"
+                                beside it */
+    char *timezone;          /* default zone for jobs; default "UTC" (checked
+                                with cron_tz_load at load) */
+    enum log_level log_level;/* log.level: debug|info|warn|error, default info */
+    int64_t history_len;     /* history: runs kept per job in Redis, default 100
+                                (1..100000) */
+};
+
+/* Loads path. Returns 0 and *out (owned; free with config_free), or -1 with
+ * err = "path:line:col: message" (or "path: message" when the file cannot be
+ * read) and *out NULL: the file is rejected whole. err is always
+ * NUL-terminated when errlen > 0. */
+int config_load(const char *path, struct config **out, char *err, size_t errlen);
+
+/* Same from memory (buf need not be NUL-terminated); name is used in messages
+ * and as config->path, and its directory resolves a relative `jobs:`. */
+int config_load_buffer(const char *name, const char *buf, size_t len, struct config **out,
+                       char *err, size_t errlen);
+
+/* Frees c and everything it owns. NULL is a no-op. */
+void config_free(struct config *c);
+
+/* Without -c: "baton.yaml" (in the working directory) then
+ * "/etc/baton/baton.yaml". Returns: the first that exists (a static string),
+ * or NULL. */
+const char *config_default_path(void);
+
+/* Writes the options reference, a Markdown table (key, type, default, bounds,
+ * meaning), from the options table: for the docs and `baton check`. */
+void config_write_reference(FILE *out);
+
+/* Writes the effective configuration, one `key: value` per line in table
+ * order, dotted keys (`lease.ttl: 10s`); passwords in the Redis URL are
+ * written as "***". For `baton check`. */
+void config_write_effective(const struct config *c, FILE *out);
+
+/* ---- the options table, read-only (for tests and tools) ---- */
+
+enum config_type {
+    CONFIG_STRING,   /* char *; min/max bound the length; check() validates */
+    CONFIG_PATH,     /* char *; relative values resolve against the file's dir */
+    CONFIG_DURATION, /* int64_t ms; min/max in ms */
+    CONFIG_INT,      /* int64_t; min/max */
+    CONFIG_ENUM,     /* an enum stored as int; names[] lists the spellings */
+};
+
+struct config_option {
+    const char *key;         /* dotted path: "lease.ttl" is `lease: {ttl: ...}` */
+    enum config_type type;
+    size_t offset;           /* of the field in struct config */
+    const char *def;         /* default, written as in the file; NULL: computed */
+    const char *def_doc;     /* the default for the docs when computed */
+    /* Computes the default (def == NULL); runs after every row above it has
+     * its value. Returns 0, or -1 with a message in msg. */
+    int (*def_fn)(struct config *c, char *msg, size_t msglen);
+    int64_t min, max;        /* bounds (length for strings) */
+    /* Extra validation of a string value: returns 0, or -1 with a message. */
+    int (*check)(const char *s, char *msg, size_t msglen);
+    const char *const *names;/* CONFIG_ENUM: the spellings, index = value */
+    const char *bounds_doc;  /* extra bounds text for the docs, or NULL */
+    const char *doc;         /* one line: what it means */
+};
+
+/* Returns: the options table (borrowed, static) and its length in *n. */
+const struct config_option *config_options(size_t *n);
+
+#endif /* BATON_CONFIG_H */

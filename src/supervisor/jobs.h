@@ -1,0 +1,130 @@
+/* jobs.h -- jobs.yaml: the jobs the leader runs.
+ *
+ *   defaults:            # optional: applied to every job (not name,
+ *     timeout: 10m       # schedule, command or shell); env merges
+ *   jobs:
+ *     - name: daily-report
+ *       schedule: "0 7 * * MON-FRI"
+ *       command: ["/usr/local/bin/report", "--daily"]
+ *
+ * Every job key is one row of a table (jobs.c, `job_keys[]`) that parsing,
+ * defaults and the reference read; it is exposed read-only through
+ * jobs_keys() for tests. Errors are "file:line:col: message" pointing at the
+ * offending key or value, prefixed with `job "NAME": ` (or `job N: ` before
+ * the name is known); the file is rejected whole.
+ *
+ * Choices: an empty file, or `jobs:` empty, is a valid set of no jobs. YAML
+ * anchors, aliases and tags are rejected (use defaults: instead). A disabled
+ * job (enabled: false) is still validated and kept in the set.
+ */
+#ifndef BATON_JOBS_H
+#define BATON_JOBS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct cron_expr;
+struct cron_tz;
+
+enum job_concurrency { JOB_FORBID, JOB_ALLOW, JOB_REPLACE };
+
+#define JOB_CATCHUP_LAST (-1) /* catchup: last (default) */
+
+struct job {
+    char *name;            /* unique, [A-Za-z0-9_.-]{1,128} (it goes into Redis keys) */
+    char *schedule;        /* as written */
+    struct cron_expr *expr;/* parsed (cron.h); owned by the job */
+    char *timezone;        /* job's zone, else defaults:, else the config's */
+    struct cron_tz *tz;    /* loaded; borrowed from the set (zones are shared
+                              between jobs): valid until jobs_free() */
+    char **argv;           /* command: ["prog", "arg"...], NULL-terminated; or
+                              NULL when shell is set */
+    char *shell;           /* shell: "..." run as /bin/sh -c; NULL when argv is
+                              set (exactly one of the two) */
+    int64_t timeout_ms;    /* 0: none */
+    int64_t kill_grace_ms; /* SIGTERM->SIGKILL grace on timeout/stop; default 5s */
+    enum job_concurrency concurrency; /* default forbid */
+    int64_t catchup_ms;    /* JOB_CATCHUP_LAST (-1, default, `catchup: last`):
+                              run the most recent missed tick once; 0 disables;
+                              else the window */
+    int retries;           /* default 0, at most 100 */
+    int64_t retry_backoff_ms; /* default 10s; doubling per attempt is the runner's business */
+    char **env;            /* "KEY=VALUE" strings sorted by KEY, NULL-terminated
+                              (may be empty); defaults: env merged under the
+                              job's own */
+    char *workdir;         /* NULL: inherit; else an absolute path */
+    char *user;            /* NULL: same user. Checked at load: the user exists
+                              (getpwnam_r), and baton runs as root unless it
+                              is the current user */
+    bool enabled;          /* default true */
+    int line, col;         /* where the job's mapping starts in the file */
+    uint64_t fingerprint;  /* hash of the whole normalized definition (not the
+                              position): equal fingerprints = unchanged job
+                              (used by SIGHUP reload) */
+};
+
+struct jobs {
+    char *path;            /* the file it came from (owned) */
+    struct job *v;         /* in file order */
+    size_t n;
+    struct cron_tz **zones;/* the distinct zones the jobs use (owned) */
+    size_t nzones;
+};
+
+/* default_tz: the config's timezone (NULL: "UTC"). Returns 0 and *out (owned;
+ * free with jobs_free), or -1 with err = "path:line:col: message" (or
+ * "path: message" when the file cannot be read) and *out NULL. */
+int jobs_load(const char *path, const char *default_tz, struct jobs **out, char *err,
+              size_t errlen);
+/* Same from memory (buf need not be NUL-terminated); name is used in
+ * messages and as jobs->path. */
+int jobs_load_buffer(const char *name, const char *buf, size_t len, const char *default_tz,
+                     struct jobs **out, char *err, size_t errlen);
+/* Frees j and everything it owns. NULL is a no-op. */
+void jobs_free(struct jobs *j);
+/* Returns: the job named name, or NULL. Borrowed; valid until jobs_free(j). */
+const struct job *jobs_find(const struct jobs *j, const char *name);
+
+/* Returns: "forbid", "allow" or "replace" (static). */
+const char *job_concurrency_name(enum job_concurrency c);
+
+/* Writes the jobs.yaml key reference, a Markdown table (key, type, default,
+ * bounds, meaning), from the key table. */
+void jobs_write_reference(FILE *out);
+
+/* ---- the job key table, read-only (for tests and tools) ---- */
+
+enum job_key_type {
+    JK_NAME,        /* char *; [A-Za-z0-9_.-]{1,128} */
+    JK_SCHEDULE,    /* char * + expr */
+    JK_TIMEZONE,    /* char *; loaded after the job is read */
+    JK_ARGV,        /* char **; a non-empty sequence of strings */
+    JK_SHELL,       /* char *; non-empty */
+    JK_PATH,        /* char *; absolute path */
+    JK_USER,        /* char *; an existing user */
+    JK_DURATION,    /* int64_t ms; min/max */
+    JK_CATCHUP,     /* int64_t ms; "last" = -1, else a duration within min/max */
+    JK_INT,         /* int; min/max */
+    JK_CONCURRENCY, /* enum job_concurrency */
+    JK_ENV,         /* char **; a mapping of NAME: value */
+    JK_BOOL,        /* bool */
+};
+
+struct job_key {
+    const char *key;
+    enum job_key_type type;
+    size_t offset;         /* of the field in struct job */
+    const char *def;       /* default as written in the file; NULL: none */
+    const char *def_doc;   /* the default for the docs */
+    int64_t min, max;      /* bounds for numbers and durations */
+    bool required;         /* name, schedule (command/shell: one of the two) */
+    bool in_defaults;      /* allowed under defaults: */
+    const char *doc;
+};
+
+/* Returns: the job key table (borrowed, static) and its length in *n. */
+const struct job_key *jobs_keys(size_t *n);
+
+#endif /* BATON_JOBS_H */
