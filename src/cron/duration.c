@@ -1,4 +1,4 @@
-/* duration.c -- parse "500ms", "10s", "1h30m" into milliseconds. */
+/* duration.c -- parse "500ms", "10s", "1h30m" (or a bare "0") into milliseconds. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -38,6 +38,10 @@ int cron_duration_parse(const char *s, int64_t *ms, char *err, size_t errlen)
     if (s == NULL || *s == '\0') {
         snprintf(err, errlen, "empty duration");
         return -1;
+    }
+    if (strcmp(s, "0") == 0) { /* zero needs no unit */
+        *ms = 0;
+        return 0;
     }
     while (*p != '\0') {
         if (*p < '0' || *p > '9') {
