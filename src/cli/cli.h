@@ -28,7 +28,8 @@ struct cli_cmd {
 int cmd_lock(int argc, char **argv);
 int cmd_next(int argc, char **argv);
 
-/* Prints "baton: <cmd>: <message>" and a hint to stderr. Returns
+/* Prints "baton: <cmd>: <message> (see 'baton <cmd> --help')", one line, to
+ * stderr. Returns
  * CLI_EXIT_USAGE so callers can `return cli_usage(...)`. */
 int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Prints "baton: <cmd>: <message>" to stderr. Returns CLI_EXIT_FAIL. */

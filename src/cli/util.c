@@ -17,9 +17,10 @@ int cli_usage(const char *cmd, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vmessage(cmd, fmt, ap);
+    fprintf(stderr, "baton: %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "Try 'baton %s --help'.\n", cmd);
+    fprintf(stderr, " (see 'baton %s --help')\n", cmd);
     return CLI_EXIT_USAGE;
 }
 

@@ -15,7 +15,8 @@ const char *tu_redis_url(void)
 {
     const char *u = getenv("BATON_TEST_URL");
     if (u == NULL || *u == '\0') {
-        fprintf(stderr, "BATON_TEST_URL is not set: run this suite through tests/lib/with-redis.sh\n");
+        fprintf(stderr,
+                "BATON_TEST_URL is not set: run this suite through tests/lib/with-redis.sh\n");
         abort();
     }
     return u;
@@ -38,7 +39,10 @@ int64_t tu_now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-int64_t tu_now_ms(void) { return tu_now_ns() / 1000000; }
+int64_t tu_now_ms(void)
+{
+    return tu_now_ns() / 1000000;
+}
 
 void tu_sleep_ms(int64_t ms)
 {

@@ -1,0 +1,359 @@
+/* cmd_lock.c -- `baton lock KEY -- CMD [ARG...]`: run a command while
+ * holding a lock, like flock(1) across machines.
+ *
+ * The command runs in its own process group under a shim (proc.h), with
+ * BATON_LOCK_KEY and BATON_FENCE in its environment. The lock is renewed
+ * every ttl/3. If it is lost, or its validity deadline comes close without
+ * a confirmed renewal, the group gets SIGTERM, then SIGKILL just before the
+ * deadline: it is dead before the lock could be granted to anyone else.
+ * SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 are forwarded to
+ * the group. The lock is released once the command has exited.
+ *
+ * Exit status: the command's (128+N when killed by signal N), or
+ *   75  not acquired within --wait (EX_TEMPFAIL)
+ *   70  the lock was lost while the command ran; the command was stopped
+ *   69  Redis unreachable or failing (EX_UNAVAILABLE)
+ *   2   usage error; 126 command not executable; 127 command not found
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "baton.h"
+#include "cli.h"
+#include "proc.h"
+
+#define EXIT_NOT_ACQUIRED 75
+#define EXIT_LOST         70
+#define EXIT_UNAVAILABLE  69
+#define EXIT_NOEXEC       126
+#define EXIT_NOTFOUND     127
+#define BATON_KEYVAR_MAX  1100
+
+static const char help_text[] =
+    "\n"
+    "Runs CMD (argv, no shell) while holding the distributed lock KEY, renewing\n"
+    "it while CMD runs. CMD gets BATON_LOCK_KEY and BATON_FENCE (the fencing\n"
+    "token: strictly increasing across all grants of KEY).\n"
+    "\n"
+    "options:\n"
+    "  --url URL       Redis URL (default $BATON_REDIS_URL or redis://127.0.0.1:6379/0)\n"
+    "  --ttl D         lease, renewed every D/3 (default 30s; e.g. 500ms, 10s, 2m)\n"
+    "  --wait D        wait at most D for the lock (default: forever; 0: try once)\n"
+    "  --kill-grace D  SIGTERM-to-SIGKILL grace when the lock is lost (default ttl/5, max 2s)\n"
+    "  -v, --verbose   say on stderr when the lock is acquired and released\n"
+    "\n"
+    "exit status: CMD's (128+N if killed by signal N); 75 not acquired within\n"
+    "--wait; 70 lock lost while CMD ran (CMD was stopped); 69 Redis unreachable;\n"
+    "2 usage; 126 CMD not executable; 127 CMD not found.\n";
+
+struct lock_args {
+    const char *url;
+    const char *key;
+    char **cmd;
+    int64_t ttl_ms;
+    int64_t wait_ms; /* -1: forever */
+    int64_t kill_grace_ms;
+    bool verbose;
+};
+
+static int parse_args(int argc, char **argv, struct lock_args *a)
+{
+    static const struct option opts[] = {
+        {"url", required_argument, NULL, 'u'},
+        {"ttl", required_argument, NULL, 't'},
+        {"wait", required_argument, NULL, 'w'},
+        {"kill-grace", required_argument, NULL, 'g'},
+        {"verbose", no_argument, NULL, 'v'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int c;
+    a->url = cli_default_url();
+    a->ttl_ms = 30000;
+    a->wait_ms = -1;
+    a->kill_grace_ms = -1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "+hv", opts, NULL)) != -1) {
+        switch (c) {
+        case 'u': a->url = optarg; break;
+        case 't':
+            if (!cli_duration("lock", "--ttl", optarg, false, &a->ttl_ms))
+                return CLI_EXIT_USAGE;
+            if (a->ttl_ms < 100)
+                return cli_usage("lock", "--ttl \"%s\": must be at least 100ms", optarg);
+            break;
+        case 'w':
+            if (!cli_duration("lock", "--wait", optarg, true, &a->wait_ms))
+                return CLI_EXIT_USAGE;
+            break;
+        case 'g':
+            if (!cli_duration("lock", "--kill-grace", optarg, true, &a->kill_grace_ms))
+                return CLI_EXIT_USAGE;
+            break;
+        case 'v': a->verbose = true; break;
+        case 'h':
+            cli_print_usage("lock");
+            fputs(help_text, stdout);
+            return -1;
+        default:
+            if (optopt != 0)
+                return cli_usage("lock", "option -%c: unknown or missing its value", optopt);
+            return cli_usage("lock", "%s: unknown option or missing value", argv[optind - 1]);
+        }
+    }
+    if (optind >= argc)
+        return cli_usage("lock", "missing KEY");
+    a->key = argv[optind++];
+    if (*a->key == '\0')
+        return cli_usage("lock", "KEY must not be empty");
+    if (a->key[0] == '-' && strcmp(a->key, "--") != 0)
+        return cli_usage("lock", "%s: unknown option", a->key);
+    if (strcmp(a->key, "--") == 0)
+        return cli_usage("lock", "missing KEY before --");
+    if (optind < argc && strcmp(argv[optind], "--") == 0)
+        optind++;
+    if (optind >= argc)
+        return cli_usage("lock", "missing the command to run after KEY --");
+    a->cmd = argv + optind;
+    if (a->kill_grace_ms < 0) {
+        a->kill_grace_ms = a->ttl_ms / 5;
+        if (a->kill_grace_ms > 2000)
+            a->kill_grace_ms = 2000;
+    }
+    if (a->kill_grace_ms >= a->ttl_ms / 2)
+        return cli_usage("lock", "--kill-grace must be less than half of --ttl");
+    return 0;
+}
+
+static void on_lost(struct baton_lock *lk, void *arg)
+{
+    (void)lk;
+    uint64_t one = 1;
+    ssize_t n = write(*(int *)arg, &one, sizeof one);
+    (void)n;
+}
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void format_ms(int64_t ms, char *buf, size_t len)
+{
+    if (ms % 1000 == 0)
+        snprintf(buf, len, "%" PRId64 "s", ms / 1000);
+    else
+        snprintf(buf, len, "%" PRId64 "ms", ms);
+}
+
+/* State of the supervision loop. */
+struct watch {
+    pid_t pgid;
+    bool stopping;   /* SIGTERM sent because of the lock */
+    int64_t kill_at; /* SIGKILL time once stopping */
+    bool killed;
+    int status; /* the shim's wait status */
+};
+
+/* Starts stopping the command because the lock is (about to be) gone. */
+static void stop_command(struct watch *w, int64_t now, int64_t deadline, int64_t grace_ns)
+{
+    if (w->stopping)
+        return;
+    w->stopping = true;
+    proc_signal_group(w->pgid, SIGTERM);
+    w->kill_at = now + grace_ns;
+    if (w->kill_at > deadline - 5000000)
+        w->kill_at = deadline - 5000000;
+}
+
+/* Supervises the command until it exits. Returns true if the lock was lost
+ * (or could not be confirmed) while it ran. */
+static bool supervise(struct baton_lock *lk, int sfd, int lostfd, const struct lock_args *a,
+                      struct watch *w)
+{
+    const int64_t grace_ns = a->kill_grace_ms * 1000000;
+    for (;;) {
+        int64_t now = now_ns();
+        int64_t deadline = baton_lock_deadline_ns(lk);
+        if (!w->stopping && (baton_lock_lost(lk) || now >= deadline - grace_ns - 5000000))
+            stop_command(w, now, deadline, grace_ns);
+        if (w->stopping && !w->killed && now >= w->kill_at) {
+            proc_signal_group(w->pgid, SIGKILL);
+            w->killed = true;
+        }
+
+        int64_t next = w->stopping ? (w->killed ? now + 1000000000 : w->kill_at)
+                                   : deadline - grace_ns - 5000000;
+        int timeout = next <= now ? 0 : (int)((next - now + 999999) / 1000000);
+        struct pollfd p[2] = {{.fd = sfd, .events = POLLIN}, {.fd = lostfd, .events = POLLIN}};
+        if (poll(p, 2, timeout) < 0 && errno != EINTR)
+            continue;
+        if (p[1].revents & POLLIN) {
+            uint64_t v;
+            ssize_t n = read(lostfd, &v, sizeof v);
+            (void)n;
+        }
+        if (!(p[0].revents & POLLIN))
+            continue;
+        struct signalfd_siginfo si;
+        if (read(sfd, &si, sizeof si) != (ssize_t)sizeof si)
+            continue;
+        if (si.ssi_signo != SIGCHLD) {
+            proc_signal_group(w->pgid, (int)si.ssi_signo);
+            continue;
+        }
+        int st;
+        if (waitpid(w->pgid, &st, WNOHANG) == w->pgid) {
+            w->status = st;
+            return w->stopping;
+        }
+    }
+}
+
+static int run_locked(struct baton_lock *lk, const struct lock_args *a, const char *path, int sfd,
+                      int lostfd)
+{
+    char fence[64], keyvar[BATON_KEYVAR_MAX];
+    snprintf(fence, sizeof fence, "BATON_FENCE=%" PRIu64, baton_lock_fence(lk));
+    snprintf(keyvar, sizeof keyvar, "BATON_LOCK_KEY=%s", a->key);
+    char *extra[2] = {keyvar, fence};
+    char **env = proc_env_build(NULL, extra, 2);
+    if (env == NULL)
+        return cli_fail("lock", "out of memory");
+
+    struct proc_spec spec = {
+        .path = path, .argv = a->cmd, .envp = env, .stdin_fd = 0, .stdout_fd = -1, .stderr_fd = -1};
+    struct watch w = {0};
+    int err = proc_spawn(&spec, &w.pgid);
+    proc_env_free(env);
+    if (err != 0)
+        return cli_fail("lock", "cannot start %s: %s", a->cmd[0], strerror(err));
+
+    bool lost = supervise(lk, sfd, lostfd, a, &w);
+    /* Whatever the command left behind in its group goes with it. */
+    proc_signal_group(w.pgid, SIGKILL);
+    int code = proc_status_code(w.status);
+    if (lost) {
+        fprintf(stderr, "baton: lock: %s: %s; the command was stopped\n", a->key,
+                baton_lock_errstr(lk)[0] != '\0'
+                    ? baton_lock_errstr(lk)
+                    : "the lease could not be confirmed before its deadline");
+        return EXIT_LOST;
+    }
+    return code;
+}
+
+int cmd_lock(int argc, char **argv)
+{
+    struct lock_args a = {0};
+    struct baton_client *client = NULL;
+    struct baton_lock *lk = NULL;
+    char path[4096];
+    int sfd = -1, lostfd = -1;
+    int rc = parse_args(argc, argv, &a);
+    if (rc != 0)
+        return rc < 0 ? CLI_EXIT_OK : rc;
+    if (strlen(a.key) > BATON_KEYVAR_MAX - 32)
+        return cli_usage("lock", "KEY is too long (at most %d bytes)", BATON_KEYVAR_MAX - 32);
+
+    int perr = proc_resolve(a.cmd[0], path, sizeof path);
+    if (perr == ENOENT) {
+        fprintf(stderr, "baton: lock: %s: command not found\n", a.cmd[0]);
+        return EXIT_NOTFOUND;
+    }
+    if (perr != 0) {
+        fprintf(stderr, "baton: lock: %s: %s\n", a.cmd[0], strerror(perr));
+        return EXIT_NOEXEC;
+    }
+
+    /* Block the signals we handle before libbaton starts its threads, so
+     * that they all reach the signalfd. */
+    sigset_t mask;
+    sigemptyset(&mask);
+    int handled[] = {SIGCHLD, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+    for (size_t i = 0; i < sizeof handled / sizeof handled[0]; i++)
+        sigaddset(&mask, handled[i]);
+    sigprocmask(SIG_BLOCK, &mask, NULL);
+    sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+    lostfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (sfd < 0 || lostfd < 0) {
+        rc = cli_fail("lock", "signalfd/eventfd: %s", strerror(errno));
+        goto out;
+    }
+
+    struct baton_client_opts copts = {.connect_timeout_ms = 2000, .command_timeout_ms = 2000};
+    rc = baton_client_new(a.url, &copts, &client);
+    if (rc != BATON_OK) {
+        fprintf(stderr, "baton: lock: %s\n", baton_client_errstr(client));
+        rc = rc == BATON_EINVAL ? CLI_EXIT_USAGE : EXIT_UNAVAILABLE;
+        goto out;
+    }
+
+    struct baton_lock_opts lopts = {
+        .ttl_ms = a.ttl_ms,
+        .max_wait_ms = a.wait_ms < 0    ? BATON_WAIT_FOREVER
+                       : a.wait_ms == 0 ? BATON_NO_WAIT
+                                        : a.wait_ms,
+        .auto_renew = true,
+        .on_lost = on_lost,
+        .on_lost_arg = &lostfd,
+    };
+    rc = baton_lock_acquire(client, a.key, &lopts, &lk);
+    if (rc == BATON_ETIMEDOUT || rc == BATON_ETAKEN) {
+        char wait[32];
+        format_ms(a.wait_ms, wait, sizeof wait);
+        if (a.wait_ms == 0)
+            fprintf(stderr, "baton: lock: %s: held by another owner\n", a.key);
+        else
+            fprintf(stderr, "baton: lock: %s: not acquired within %s\n", a.key, wait);
+        rc = EXIT_NOT_ACQUIRED;
+        goto out;
+    }
+    if (rc != BATON_OK) {
+        fprintf(stderr, "baton: lock: %s: %s\n", a.key,
+                baton_client_errstr(client)[0] ? baton_client_errstr(client) : baton_strerror(rc));
+        rc = EXIT_UNAVAILABLE;
+        goto out;
+    }
+    if (a.verbose)
+        fprintf(stderr, "baton: lock: acquired %s (fence %" PRIu64 ")\n", a.key,
+                baton_lock_fence(lk));
+
+    rc = run_locked(lk, &a, path, sfd, lostfd);
+
+    if (rc != EXIT_LOST) {
+        int r = baton_lock_release(lk);
+        if (r == BATON_ELOST) {
+            fprintf(stderr, "baton: lock: %s: %s\n", a.key, baton_lock_errstr(lk));
+            rc = EXIT_LOST;
+        } else if (r != BATON_OK) {
+            /* The command finished under the lock; the lease will expire. */
+            fprintf(stderr, "baton: lock: %s: release failed (%s); it expires with its lease\n",
+                    a.key, baton_lock_errstr(lk));
+        } else if (a.verbose) {
+            fprintf(stderr, "baton: lock: released %s\n", a.key);
+        }
+    }
+out:
+    baton_lock_free(lk);
+    baton_client_free(client);
+    if (sfd >= 0)
+        close(sfd);
+    if (lostfd >= 0)
+        close(lostfd);
+    return rc;
+}

@@ -1,0 +1,235 @@
+/* baton_int.h -- libbaton internals shared between the files of src/lib.
+ *
+ * Layers, bottom up:
+ *   util.c     clock, randomness, hex, the one error-detail writer
+ *   url.c      redis:// and unix:// URLs
+ *   conn.c     one connection: our transport, hiredis's reader and formatter
+ *   client.c   the client: URL, options, connection pool, script calls
+ *   scripts.c  the Lua scripts (acquire, release, extend, cancel)
+ *   waiters.c  waiting: flood control, the shared subscriber thread
+ *   renew.c    auto-renewal: the shared renewal thread
+ *   lock.c     the lock API
+ *   with_lock.c baton_with_lock()
+ */
+#ifndef BATON_INT_H
+#define BATON_INT_H
+
+#include <hiredis/hiredis.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "baton.h"
+
+#define BATON__ERRLEN 256
+#define BATON__CID_LEN 16    /* hex chars of the client id */
+#define BATON__TOKEN_LEN 48  /* client id + 32 hex chars (128 random bits) */
+#define BATON__KEY_MAX 1024  /* longest user key accepted */
+
+/* ---- util.c ---- */
+
+int64_t baton__now_ns(void);
+/* Fills buf with len bytes from getrandom(2). Returns 0 or BATON_EIO. */
+int baton__random(void *buf, size_t len);
+/* Writes 2n hex chars and a NUL into out. */
+void baton__hex(const unsigned char *in, size_t n, char *out);
+/* The one writer of error detail: bounded, always NUL-terminated. */
+void baton__set_error(char *dst, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* A small PRNG for jitter (xorshift64*); seed it from baton__random. */
+uint64_t baton__rand_next(uint64_t *state);
+/* d +/- 25%, uniformly. */
+int64_t baton__jitter(int64_t d, uint64_t *state);
+/* Absolute CLOCK_MONOTONIC deadline for pthread_cond_timedwait. */
+void baton__timespec_at(int64_t ns, struct timespec *ts);
+/* A condition variable that waits on CLOCK_MONOTONIC. */
+int baton__cond_init_monotonic(pthread_cond_t *cv);
+
+/* ---- url.c ---- */
+
+enum baton__transport { BATON__TCP, BATON__UNIX };
+
+struct baton__url {
+    enum baton__transport transport;
+    char *host; /* TCP */
+    int port;   /* TCP */
+    char *path; /* UNIX */
+    int db;
+    char *user; /* NULL: no ACL user */
+    char *pass; /* NULL: no AUTH */
+    char *redacted; /* the URL without its password, for messages */
+};
+
+/* Parses text into *u. Returns 0, or BATON_EINVAL/ENOMEM with detail in err
+ * (the text is not echoed in full, as it may hold a password). On failure u
+ * is cleared. Free the fields with baton__url_clear(). */
+int baton__url_parse(const char *text, struct baton__url *u, char *err, size_t errlen);
+void baton__url_clear(struct baton__url *u);
+
+/* ---- conn.c ---- */
+
+struct baton__conn {
+    int fd;
+    redisReader *reader;
+    char *obuf; /* pending output */
+    size_t olen, ocap;
+    bool broken;             /* an I/O error or timeout: never reuse */
+    struct baton__conn *next; /* pool link */
+    char err[BATON__ERRLEN];
+};
+
+/* Connects, authenticates and selects the database, all before
+ * deadline_ns. Returns 0 and *out (owned; baton__conn_free), or a negative
+ * code with detail in err (prefixed by the redacted URL). */
+int baton__conn_open(const struct baton__url *u, int64_t deadline_ns, struct baton__conn **out,
+                     char *err, size_t errlen);
+void baton__conn_free(struct baton__conn *cn);
+/* Queues one command. Returns 0 or BATON_ENOMEM. */
+int baton__conn_append(struct baton__conn *cn, int argc, const char **argv, const size_t *lens);
+/* Writes all queued output. Returns 0 or BATON_EIO (conn broken). */
+int baton__conn_flush(struct baton__conn *cn, int64_t deadline_ns);
+/* Reads one reply. Returns 0 and *reply (owned; freeReplyObject), or
+ * BATON_EIO / BATON_EPROTO with the conn marked broken. */
+int baton__conn_read(struct baton__conn *cn, redisReply **reply, int64_t deadline_ns);
+/* Parses one reply from what has arrived, without blocking. Returns 1 and
+ * *reply, 0 when none is complete yet, or a negative code. */
+int baton__conn_poll_reply(struct baton__conn *cn, redisReply **reply);
+/* append + flush + read. */
+int baton__conn_command(struct baton__conn *cn, int argc, const char **argv, const size_t *lens,
+                        redisReply **reply, int64_t deadline_ns);
+
+/* ---- scripts.c ---- */
+
+enum baton__script_id {
+    BATON__S_ACQUIRE,
+    BATON__S_RELEASE,
+    BATON__S_EXTEND,
+    BATON__S_CANCEL,
+    BATON__S_COUNT
+};
+
+/* The Lua source of a script. Static. */
+const char *baton__script_source(enum baton__script_id id);
+
+/* ---- sha1.c ---- */
+
+/* Writes the 40 hex chars + NUL of SHA-1(data) into out. */
+void baton__sha1_hex(const void *data, size_t len, char out[41]);
+
+/* ---- client.c ---- */
+
+struct baton__waiters;
+struct baton__renewer;
+
+struct baton_client {
+    struct baton__url url;
+    int64_t connect_timeout_ms;
+    int64_t command_timeout_ms;
+    int max_waiters;
+    char *prefix;
+    char cid[BATON__CID_LEN + 1];
+    char sha[BATON__S_COUNT][41]; /* immutable after creation */
+
+    pthread_mutex_t mu; /* guards idle, nidle, errstr, waiters, renewer */
+    struct baton__conn *idle;
+    int nidle;
+    char errstr[BATON__ERRLEN];
+    struct baton__waiters *waiters; /* started on first wait */
+    struct baton__renewer *renewer; /* started on first auto-renewal */
+};
+
+/* Takes an idle pooled connection or opens one. Returns 0 and *out, or a
+ * negative code with detail in err. Give it back with baton__client_put. */
+int baton__client_get(struct baton_client *c, struct baton__conn **out, char *err, size_t errlen);
+/* Returns cn to the pool, or frees it when broken or the pool is full. */
+void baton__client_put(struct baton_client *c, struct baton__conn *cn);
+/* Opens a connection outside the pool (subscriber). Same contract. */
+int baton__client_open(struct baton_client *c, struct baton__conn **out, char *err, size_t errlen);
+/* Deadline of a command sent now. */
+int64_t baton__client_deadline(const struct baton_client *c);
+
+/* Queues EVALSHA of script id on cn (no I/O). */
+int baton__script_append(struct baton_client *c, struct baton__conn *cn, enum baton__script_id id,
+                         int nkeys, const char **keys, int nargs, const char **args);
+/* Reads the reply of a queued script call; on NOSCRIPT (a restarted or
+ * flushed server) re-sends it as EVAL, which also loads it. Error replies
+ * become BATON_EREDIS with the text in err. */
+int baton__script_finish(struct baton_client *c, struct baton__conn *cn, enum baton__script_id id,
+                         int nkeys, const char **keys, int nargs, const char **args,
+                         redisReply **reply, int64_t deadline_ns, char *err, size_t errlen);
+/* append + flush + finish, all before deadline_ns. *sent_ns (optional)
+ * gets the send time. */
+int baton__script_call(struct baton_client *c, struct baton__conn *cn, enum baton__script_id id,
+                       int nkeys, const char **keys, int nargs, const char **args,
+                       redisReply **reply, int64_t deadline_ns, int64_t *sent_ns, char *err,
+                       size_t errlen);
+
+/* ---- lock.c (shared with renew.c and waiters.c) ---- */
+
+struct baton_lock {
+    struct baton_client *c;
+    char *key;                /* the user's key */
+    char *rkeys[4];           /* lock, fence counter, queue, queue expiries */
+    char token[BATON__TOKEN_LEN + 1];
+    int64_t ttl_ms;
+    int64_t renew_ms;
+    baton_lost_fn on_lost;
+    void *on_lost_arg;
+
+    pthread_mutex_t mu;        /* orders confirmations and the loss report */
+    _Atomic uint64_t fence;
+    _Atomic int64_t deadline_ns;
+    _Atomic bool lost;
+    _Atomic bool released;
+    int64_t confirmed_sent_ns;    /* under mu: send time of the last confirmation */
+    char lost_why[BATON__ERRLEN]; /* under mu; written once, before lost is set */
+    char errstr[BATON__ERRLEN];   /* owner thread's last failure */
+
+    /* renew.c's, under the renewer's mutex */
+    bool renewing;
+    int busy;                  /* the renewal thread is using it */
+    int64_t next_renew_ns;
+    struct baton_lock *rnext, *rprev; /* the renewer's list */
+    struct baton_lock *bnext;         /* the renewer's current batch */
+    bool batch_expired;               /* in the batch because its deadline passed */
+};
+
+/* Marks lk lost with a reason (first reason wins) and calls on_lost once.
+ * Safe from any thread. */
+void baton__lock_mark_lost(struct baton_lock *lk, const char *why);
+/* Records a confirmed grant or extension sent at sent_ns. */
+void baton__lock_confirm(struct baton_lock *lk, int64_t sent_ns, int64_t ttl_ms);
+
+/* ---- waiters.c ---- */
+
+struct baton__waiter {
+    const char *key;
+    const char *token;
+    bool woken;
+    pthread_cond_t cv;
+    struct baton__waiter *next, *prev;
+};
+
+/* Registers w as a waiter of w->key. Returns 0; BATON_EQUEUEFULL when the
+ * process already has max_waiters_per_key waiters for it. Starts the
+ * subscriber on first use. */
+int baton__waiters_enter(struct baton_client *c, struct baton__waiter *w);
+void baton__waiters_leave(struct baton_client *c, struct baton__waiter *w);
+/* Sleeps until w is woken or until_ns. Returns true when woken (and clears
+ * the flag). */
+bool baton__waiters_sleep(struct baton_client *c, struct baton__waiter *w, int64_t until_ns);
+/* The channel on which this client's waiters are woken. Writes into buf. */
+void baton__waiters_channel(const struct baton_client *c, char *buf, size_t len);
+void baton__waiters_stop(struct baton_client *c);
+
+/* ---- renew.c ---- */
+
+int baton__renew_add(struct baton_lock *lk, int64_t renew_ms);
+/* Stops renewing lk; waits for a renewal of lk in flight to finish. */
+void baton__renew_remove(struct baton_lock *lk);
+void baton__renew_stop(struct baton_client *c);
+
+#endif /* BATON_INT_H */

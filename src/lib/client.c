@@ -1,0 +1,230 @@
+/* client.c -- the client: URL and options, a pool of connections shared by
+ * all threads, and script calls by SHA with the NOSCRIPT fallback. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "baton_int.h"
+
+#define POOL_MAX_IDLE   32
+#define SCRIPT_MAX_ARGS 16
+
+int64_t baton__client_deadline(const struct baton_client *c)
+{
+    return baton__now_ns() + c->command_timeout_ms * 1000000;
+}
+
+int baton__client_open(struct baton_client *c, struct baton__conn **out, char *err, size_t errlen)
+{
+    int64_t deadline = baton__now_ns() + c->connect_timeout_ms * 1000000;
+    return baton__conn_open(&c->url, deadline, out, err, errlen);
+}
+
+int baton__client_get(struct baton_client *c, struct baton__conn **out, char *err, size_t errlen)
+{
+    pthread_mutex_lock(&c->mu);
+    struct baton__conn *cn = c->idle;
+    if (cn != NULL) {
+        c->idle = cn->next;
+        c->nidle--;
+        cn->next = NULL;
+    }
+    pthread_mutex_unlock(&c->mu);
+    if (cn != NULL) {
+        *out = cn;
+        return BATON_OK;
+    }
+    return baton__client_open(c, out, err, errlen);
+}
+
+void baton__client_put(struct baton_client *c, struct baton__conn *cn)
+{
+    if (cn == NULL)
+        return;
+    if (!cn->broken && cn->olen == 0) {
+        pthread_mutex_lock(&c->mu);
+        if (c->nidle < POOL_MAX_IDLE) {
+            cn->next = c->idle;
+            c->idle = cn;
+            c->nidle++;
+            cn = NULL;
+        }
+        pthread_mutex_unlock(&c->mu);
+    }
+    baton__conn_free(cn);
+}
+
+static int build_argv(const char *verb, const char *script, int nkeys, const char **keys, int nargs,
+                      const char **args, const char **argv, size_t *lens, char *nkeys_buf)
+{
+    int argc = 0;
+    if (nkeys + nargs + 3 > SCRIPT_MAX_ARGS)
+        return -1;
+    snprintf(nkeys_buf, 8, "%d", nkeys);
+    argv[argc++] = verb;
+    argv[argc++] = script;
+    argv[argc++] = nkeys_buf;
+    for (int i = 0; i < nkeys; i++)
+        argv[argc++] = keys[i];
+    for (int i = 0; i < nargs; i++)
+        argv[argc++] = args[i];
+    for (int i = 0; i < argc; i++)
+        lens[i] = strlen(argv[i]);
+    return argc;
+}
+
+int baton__script_append(struct baton_client *c, struct baton__conn *cn, enum baton__script_id id,
+                         int nkeys, const char **keys, int nargs, const char **args)
+{
+    const char *argv[SCRIPT_MAX_ARGS];
+    size_t lens[SCRIPT_MAX_ARGS];
+    char nk[8];
+    int argc = build_argv("EVALSHA", c->sha[id], nkeys, keys, nargs, args, argv, lens, nk);
+    if (argc < 0)
+        return BATON_EINVAL;
+    return baton__conn_append(cn, argc, argv, lens);
+}
+
+static int io_error(struct baton_client *c, struct baton__conn *cn, int rc, char *err,
+                    size_t errlen)
+{
+    baton__set_error(err, errlen, "%s: %s", c->url.redacted, cn->err);
+    return rc;
+}
+
+int baton__script_finish(struct baton_client *c, struct baton__conn *cn, enum baton__script_id id,
+                         int nkeys, const char **keys, int nargs, const char **args,
+                         redisReply **reply, int64_t deadline_ns, char *err, size_t errlen)
+{
+    redisReply *r = NULL;
+    int rc = baton__conn_read(cn, &r, deadline_ns);
+    if (rc != BATON_OK)
+        return io_error(c, cn, rc, err, errlen);
+    if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0) {
+        const char *argv[SCRIPT_MAX_ARGS];
+        size_t lens[SCRIPT_MAX_ARGS];
+        char nk[8];
+        freeReplyObject(r);
+        r = NULL;
+        int argc =
+            build_argv("EVAL", baton__script_source(id), nkeys, keys, nargs, args, argv, lens, nk);
+        if (argc < 0)
+            return BATON_EINVAL;
+        rc = baton__conn_command(cn, argc, argv, lens, &r, deadline_ns);
+        if (rc != BATON_OK)
+            return io_error(c, cn, rc, err, errlen);
+    }
+    if (r->type == REDIS_REPLY_ERROR) {
+        baton__set_error(err, errlen, "%s: redis error: %.200s", c->url.redacted, r->str);
+        freeReplyObject(r);
+        return BATON_EREDIS;
+    }
+    *reply = r;
+    return BATON_OK;
+}
+
+int baton__script_call(struct baton_client *c, struct baton__conn *cn, enum baton__script_id id,
+                       int nkeys, const char **keys, int nargs, const char **args,
+                       redisReply **reply, int64_t deadline, int64_t *sent_ns, char *err,
+                       size_t errlen)
+{
+    int rc = baton__script_append(c, cn, id, nkeys, keys, nargs, args);
+    if (rc != BATON_OK)
+        return rc;
+    if (sent_ns != NULL)
+        *sent_ns = baton__now_ns();
+    if ((rc = baton__conn_flush(cn, deadline)) != BATON_OK)
+        return io_error(c, cn, rc, err, errlen);
+    return baton__script_finish(c, cn, id, nkeys, keys, nargs, args, reply, deadline, err, errlen);
+}
+
+static void set_client_error(struct baton_client *c, const char *msg)
+{
+    pthread_mutex_lock(&c->mu);
+    baton__set_error(c->errstr, sizeof c->errstr, "%s", msg);
+    pthread_mutex_unlock(&c->mu);
+}
+
+int baton_client_new(const char *url, const struct baton_client_opts *opts,
+                     struct baton_client **out)
+{
+    struct baton_client_opts o = {0};
+    char err[BATON__ERRLEN] = "";
+    struct baton__conn *cn = NULL;
+    unsigned char id[BATON__CID_LEN / 2];
+    int rc;
+
+    if (out == NULL)
+        return BATON_EINVAL;
+    *out = NULL;
+    if (opts != NULL)
+        o = *opts;
+    struct baton_client *c = calloc(1, sizeof *c);
+    if (c == NULL)
+        return BATON_ENOMEM;
+    if (pthread_mutex_init(&c->mu, NULL) != 0) {
+        free(c);
+        return BATON_ENOMEM;
+    }
+    *out = c;
+    c->connect_timeout_ms = o.connect_timeout_ms > 0 ? o.connect_timeout_ms : 2000;
+    c->command_timeout_ms = o.command_timeout_ms > 0 ? o.command_timeout_ms : 2000;
+    c->max_waiters = o.max_waiters_per_key != 0 ? o.max_waiters_per_key : 1000;
+    c->prefix = strdup(o.key_prefix != NULL ? o.key_prefix : "baton:");
+    if (c->prefix == NULL)
+        return BATON_ENOMEM;
+    if (strpbrk(c->prefix, "{}") != NULL || strlen(c->prefix) > 128) {
+        set_client_error(c, "key_prefix must not contain braces and is at most 128 bytes");
+        return BATON_EINVAL;
+    }
+    if ((rc = baton__random(id, sizeof id)) != BATON_OK) {
+        set_client_error(c, "getrandom failed");
+        return rc;
+    }
+    baton__hex(id, sizeof id, c->cid);
+    for (int i = 0; i < BATON__S_COUNT; i++) {
+        const char *src = baton__script_source((enum baton__script_id)i);
+        baton__sha1_hex(src, strlen(src), c->sha[i]);
+    }
+    if (url == NULL) {
+        set_client_error(c, "no URL given");
+        return BATON_EINVAL;
+    }
+    if ((rc = baton__url_parse(url, &c->url, err, sizeof err)) != BATON_OK) {
+        set_client_error(c, err);
+        return rc;
+    }
+    if ((rc = baton__client_open(c, &cn, err, sizeof err)) != BATON_OK) {
+        set_client_error(c, err);
+        return rc;
+    }
+    baton__client_put(c, cn);
+    return BATON_OK;
+}
+
+void baton_client_free(struct baton_client *c)
+{
+    if (c == NULL)
+        return;
+    baton__waiters_stop(c);
+    baton__renew_stop(c);
+    while (c->idle != NULL) {
+        struct baton__conn *cn = c->idle;
+        c->idle = cn->next;
+        baton__conn_free(cn);
+    }
+    baton__url_clear(&c->url);
+    free(c->prefix);
+    pthread_mutex_destroy(&c->mu);
+    free(c);
+}
+
+const char *baton_client_errstr(const struct baton_client *c)
+{
+    return c != NULL ? c->errstr : "";
+}
+
+const char *baton_client_url(const struct baton_client *c)
+{
+    return (c != NULL && c->url.redacted != NULL) ? c->url.redacted : "";
+}

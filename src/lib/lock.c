@@ -1,0 +1,403 @@
+/* lock.c -- the lock: try, acquire with a bounded wait, extend, release.
+ *
+ * A grant's validity deadline is measured on CLOCK_MONOTONIC from the send
+ * time of the request that succeeded: sent + ttl - drift, drift = 1% of ttl
+ * + 2 ms (the margin Redlock uses for clock drift between the two hosts). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "baton_int.h"
+
+#define DEFAULT_TTL_MS      30000
+#define DEFAULT_MAX_WAIT_MS 5000
+#define DEFAULT_RETRY_MS    200
+#define MAX_DURATION_MS     (INT64_C(366) * 86400 * 1000)
+
+/* Fills *o from in with defaults applied. Returns 0 or BATON_EINVAL. */
+static int normalize(const struct baton_lock_opts *in, struct baton_lock_opts *o)
+{
+    static const struct baton_lock_opts zero = {0};
+    *o = in != NULL ? *in : zero;
+    if (o->ttl_ms == 0)
+        o->ttl_ms = DEFAULT_TTL_MS;
+    if (o->max_wait_ms == 0)
+        o->max_wait_ms = DEFAULT_MAX_WAIT_MS;
+    if (o->retry_delay_ms == 0)
+        o->retry_delay_ms = DEFAULT_RETRY_MS;
+    if (o->renew_ms == 0)
+        o->renew_ms = o->ttl_ms / 3;
+    if (o->ttl_ms < 10 || o->ttl_ms > MAX_DURATION_MS)
+        return BATON_EINVAL;
+    if (o->max_wait_ms < BATON_NO_WAIT || o->max_wait_ms > MAX_DURATION_MS)
+        return BATON_EINVAL;
+    if (o->retry_delay_ms < 1 || o->retry_delay_ms > 60000)
+        return BATON_EINVAL;
+    if (o->renew_ms < 1 || o->renew_ms >= o->ttl_ms)
+        return BATON_EINVAL;
+    return BATON_OK;
+}
+
+static int lock_new(struct baton_client *c, const char *key, const struct baton_lock_opts *o,
+                    struct baton_lock **out)
+{
+    static const char *const suffix[4] = {"", ":fence", ":q", ":qx"};
+    unsigned char rnd[(BATON__TOKEN_LEN - BATON__CID_LEN) / 2];
+    int rc = BATON_ENOMEM;
+
+    *out = NULL;
+    struct baton_lock *lk = calloc(1, sizeof *lk);
+    if (lk == NULL)
+        return BATON_ENOMEM;
+    if (pthread_mutex_init(&lk->mu, NULL) != 0) {
+        free(lk);
+        return BATON_ENOMEM;
+    }
+    lk->c = c;
+    lk->ttl_ms = o->ttl_ms;
+    lk->renew_ms = o->renew_ms;
+    lk->on_lost = o->on_lost;
+    lk->on_lost_arg = o->on_lost_arg;
+    if ((lk->key = strdup(key)) == NULL)
+        goto out_free;
+    for (int i = 0; i < 4; i++)
+        if (asprintf(&lk->rkeys[i], "%s{%s}%s", c->prefix, key, suffix[i]) < 0) {
+            lk->rkeys[i] = NULL;
+            goto out_free;
+        }
+    if ((rc = baton__random(rnd, sizeof rnd)) != BATON_OK)
+        goto out_free;
+    memcpy(lk->token, c->cid, BATON__CID_LEN);
+    baton__hex(rnd, sizeof rnd, lk->token + BATON__CID_LEN);
+    *out = lk;
+    return BATON_OK;
+out_free:
+    baton_lock_free(lk);
+    return rc;
+}
+
+static bool valid_key(const char *key)
+{
+    if (key == NULL || *key == '\0')
+        return false;
+    return strnlen(key, BATON__KEY_MAX + 1) <= BATON__KEY_MAX;
+}
+
+void baton__lock_confirm(struct baton_lock *lk, int64_t sent_ns, int64_t ttl_ms)
+{
+    int64_t drift_ms = ttl_ms / 100 + 2;
+    pthread_mutex_lock(&lk->mu);
+    if (sent_ns >= lk->confirmed_sent_ns) {
+        lk->confirmed_sent_ns = sent_ns;
+        atomic_store(&lk->deadline_ns, sent_ns + (ttl_ms - drift_ms) * 1000000);
+    }
+    pthread_mutex_unlock(&lk->mu);
+}
+
+void baton__lock_mark_lost(struct baton_lock *lk, const char *why)
+{
+    bool first = false;
+    pthread_mutex_lock(&lk->mu);
+    if (!atomic_load(&lk->lost)) {
+        baton__set_error(lk->lost_why, sizeof lk->lost_why, "%s", why);
+        atomic_store(&lk->lost, true);
+        first = true;
+    }
+    pthread_mutex_unlock(&lk->mu);
+    if (first && lk->on_lost != NULL)
+        lk->on_lost(lk, lk->on_lost_arg);
+}
+
+/* One run of the acquire script. Returns 0 when granted (fence and
+ * deadline set); BATON_ETAKEN with *pttl_ms (holder's remaining lease, -1
+ * unknown, 0 free but queued behind others); or an error. */
+static int attempt(struct baton_lock *lk, bool wait, int64_t entry_ttl_ms, int64_t *pttl_ms)
+{
+    struct baton_client *c = lk->c;
+    struct baton__conn *cn = NULL;
+    redisReply *r = NULL;
+    char ttl[24], ettl[24];
+    int64_t sent = 0;
+    int rc;
+
+    snprintf(ttl, sizeof ttl, "%lld", (long long)lk->ttl_ms);
+    snprintf(ettl, sizeof ettl, "%lld", (long long)entry_ttl_ms);
+    const char *keys[4] = {lk->rkeys[0], lk->rkeys[1], lk->rkeys[2], lk->rkeys[3]};
+    const char *args[4] = {lk->token, ttl, wait ? "1" : "0", ettl};
+
+    if ((rc = baton__client_get(c, &cn, lk->errstr, sizeof lk->errstr)) != BATON_OK)
+        return rc;
+    rc = baton__script_call(c, cn, BATON__S_ACQUIRE, 4, keys, 4, args, &r,
+                            baton__client_deadline(c), &sent, lk->errstr, sizeof lk->errstr);
+    baton__client_put(c, cn);
+    if (rc != BATON_OK)
+        return rc;
+    if (r->type == REDIS_REPLY_INTEGER && r->integer > 0) {
+        atomic_store(&lk->fence, (uint64_t)r->integer);
+        baton__lock_confirm(lk, sent, lk->ttl_ms);
+        rc = BATON_OK;
+    } else if (r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
+               r->element[0]->type == REDIS_REPLY_INTEGER) {
+        *pttl_ms = r->element[0]->integer;
+        rc = BATON_ETAKEN;
+    } else {
+        baton__set_error(lk->errstr, sizeof lk->errstr,
+                         "%s: unexpected reply to the acquire script", c->url.redacted);
+        rc = BATON_EPROTO;
+    }
+    freeReplyObject(r);
+    return rc;
+}
+
+/* Best effort: leave the wait queue (and wake the next waiter). */
+static void cancel_wait(struct baton_lock *lk)
+{
+    struct baton_client *c = lk->c;
+    struct baton__conn *cn = NULL;
+    redisReply *r = NULL;
+    char chan[160], err[BATON__ERRLEN];
+    baton__waiters_channel(c, chan, sizeof chan);
+    const char *keys[3] = {lk->rkeys[0], lk->rkeys[2], lk->rkeys[3]};
+    const char *args[2] = {lk->token, chan};
+    if (baton__client_get(c, &cn, err, sizeof err) != BATON_OK)
+        return;
+    if (baton__script_call(c, cn, BATON__S_CANCEL, 3, keys, 2, args, &r, baton__client_deadline(c),
+                           NULL, err, sizeof err) == BATON_OK)
+        freeReplyObject(r);
+    baton__client_put(c, cn);
+}
+
+/* Returns the error, after copying lk's detail to the client for callers
+ * who get no lock object back. */
+static int give_up(struct baton_lock *lk, int rc, struct baton_lock **out)
+{
+    if (rc != BATON_ETAKEN && rc != BATON_ETIMEDOUT && rc != BATON_EQUEUEFULL) {
+        pthread_mutex_lock(&lk->c->mu);
+        baton__set_error(lk->c->errstr, sizeof lk->c->errstr, "%s", lk->errstr);
+        pthread_mutex_unlock(&lk->c->mu);
+    }
+    baton_lock_free(lk);
+    *out = NULL;
+    return rc;
+}
+
+int baton_lock_try(struct baton_client *c, const char *key, const struct baton_lock_opts *opts,
+                   struct baton_lock **out)
+{
+    struct baton_lock_opts o;
+    struct baton_lock *lk = NULL;
+    int64_t pttl = 0;
+    int rc;
+
+    if (out == NULL)
+        return BATON_EINVAL;
+    *out = NULL;
+    if (c == NULL || !valid_key(key) || normalize(opts, &o) != BATON_OK)
+        return BATON_EINVAL;
+    if ((rc = lock_new(c, key, &o, &lk)) != BATON_OK)
+        return rc;
+    if ((rc = attempt(lk, false, 0, &pttl)) != BATON_OK)
+        return give_up(lk, rc, out);
+    if (o.auto_renew && (rc = baton__renew_add(lk, o.renew_ms)) != BATON_OK)
+        return give_up(lk, rc, out);
+    *out = lk;
+    return BATON_OK;
+}
+
+int baton_lock_acquire(struct baton_client *c, const char *key, const struct baton_lock_opts *opts,
+                       struct baton_lock **out)
+{
+    struct baton_lock_opts o;
+    struct baton_lock *lk = NULL;
+    struct baton__waiter w = {0};
+    uint64_t rng = 0;
+    bool queued = false;
+    int rc;
+
+    if (out == NULL)
+        return BATON_EINVAL;
+    *out = NULL;
+    if (c == NULL || !valid_key(key) || normalize(opts, &o) != BATON_OK)
+        return BATON_EINVAL;
+    if (o.max_wait_ms == BATON_NO_WAIT)
+        return baton_lock_try(c, key, opts, out);
+    if ((rc = lock_new(c, key, &o, &lk)) != BATON_OK)
+        return rc;
+    w.key = lk->key;
+    w.token = lk->token;
+    if ((rc = baton__waiters_enter(c, &w)) != BATON_OK)
+        return give_up(lk, rc, out);
+    baton__random(&rng, sizeof rng);
+
+    int64_t start = baton__now_ns();
+    int64_t deadline = o.max_wait_ms < 0 ? INT64_MAX : start + o.max_wait_ms * 1000000;
+    /* A queue entry outlives two retry periods, so only a dead waiter's
+     * entry ever expires. */
+    int64_t entry_ttl = o.retry_delay_ms * 5 / 2 + 1000;
+    for (;;) {
+        int64_t pttl = 0;
+        rc = attempt(lk, true, entry_ttl, &pttl);
+        if (rc != BATON_ETAKEN)
+            break;
+        queued = true;
+        int64_t now = baton__now_ns();
+        if (now >= deadline) {
+            rc = BATON_ETIMEDOUT;
+            break;
+        }
+        int64_t until = now + baton__jitter(o.retry_delay_ms, &rng) * 1000000;
+        if (pttl > 0 && now + (pttl + 1) * 1000000 < until)
+            until = now + (pttl + 1) * 1000000; /* the holder's lease runs out */
+        if (until > deadline)
+            until = deadline;
+        baton__waiters_sleep(c, &w, until);
+    }
+    baton__waiters_leave(c, &w);
+    if (rc != BATON_OK) {
+        if (queued)
+            cancel_wait(lk);
+        return give_up(lk, rc, out);
+    }
+    if (o.auto_renew && (rc = baton__renew_add(lk, o.renew_ms)) != BATON_OK)
+        return give_up(lk, rc, out);
+    *out = lk;
+    return BATON_OK;
+}
+
+int baton_lock_extend(struct baton_lock *lk, int64_t ttl_ms)
+{
+    if (lk == NULL || ttl_ms < 0 || ttl_ms > MAX_DURATION_MS || atomic_load(&lk->released))
+        return BATON_EINVAL;
+    if (ttl_ms == 0)
+        ttl_ms = lk->ttl_ms;
+
+    struct baton_client *c = lk->c;
+    struct baton__conn *cn = NULL;
+    redisReply *r = NULL;
+    char ttl[24];
+    int64_t sent = 0;
+    int rc;
+
+    snprintf(ttl, sizeof ttl, "%lld", (long long)ttl_ms);
+    const char *keys[1] = {lk->rkeys[0]};
+    const char *args[2] = {lk->token, ttl};
+    if ((rc = baton__client_get(c, &cn, lk->errstr, sizeof lk->errstr)) != BATON_OK)
+        return rc;
+    rc = baton__script_call(c, cn, BATON__S_EXTEND, 1, keys, 2, args, &r, baton__client_deadline(c),
+                            &sent, lk->errstr, sizeof lk->errstr);
+    baton__client_put(c, cn);
+    if (rc != BATON_OK)
+        return rc;
+    if (r->type == REDIS_REPLY_INTEGER && r->integer == 1) {
+        baton__lock_confirm(lk, sent, ttl_ms);
+    } else if (r->type == REDIS_REPLY_INTEGER) {
+        baton__set_error(lk->errstr, sizeof lk->errstr, "lock %s is no longer held by this owner",
+                         lk->key);
+        baton__lock_mark_lost(lk, lk->errstr);
+        rc = BATON_ELOST;
+    } else {
+        rc = BATON_EPROTO;
+    }
+    freeReplyObject(r);
+    return rc;
+}
+
+int baton_lock_release(struct baton_lock *lk)
+{
+    if (lk == NULL || atomic_load(&lk->released))
+        return BATON_EINVAL;
+    baton__renew_remove(lk); /* renewal never outlives the release */
+
+    struct baton_client *c = lk->c;
+    struct baton__conn *cn = NULL;
+    redisReply *r = NULL;
+    char chan[160];
+    int rc;
+
+    baton__waiters_channel(c, chan, sizeof chan);
+    const char *keys[3] = {lk->rkeys[0], lk->rkeys[2], lk->rkeys[3]};
+    const char *args[2] = {lk->token, chan};
+    if ((rc = baton__client_get(c, &cn, lk->errstr, sizeof lk->errstr)) != BATON_OK)
+        return rc;
+    rc = baton__script_call(c, cn, BATON__S_RELEASE, 3, keys, 2, args, &r,
+                            baton__client_deadline(c), NULL, lk->errstr, sizeof lk->errstr);
+    baton__client_put(c, cn);
+    if (rc != BATON_OK)
+        return rc;
+    if (r->type == REDIS_REPLY_INTEGER && r->integer == 1) {
+        atomic_store(&lk->released, true);
+    } else if (r->type == REDIS_REPLY_INTEGER) {
+        baton__set_error(lk->errstr, sizeof lk->errstr,
+                         "lock %s was no longer held by this owner at release", lk->key);
+        baton__lock_mark_lost(lk, lk->errstr);
+        atomic_store(&lk->released, true);
+        rc = BATON_ELOST;
+    } else {
+        rc = BATON_EPROTO;
+    }
+    freeReplyObject(r);
+    return rc;
+}
+
+int baton_lock_auto_renew(struct baton_lock *lk, int64_t renew_ms)
+{
+    if (lk == NULL || atomic_load(&lk->released) || renew_ms < 0 || renew_ms >= lk->ttl_ms)
+        return BATON_EINVAL;
+    return baton__renew_add(lk, renew_ms != 0 ? renew_ms : lk->ttl_ms / 3);
+}
+
+void baton_lock_free(struct baton_lock *lk)
+{
+    if (lk == NULL)
+        return;
+    if (lk->c != NULL)
+        baton__renew_remove(lk);
+    for (int i = 0; i < 4; i++)
+        free(lk->rkeys[i]);
+    free(lk->key);
+    pthread_mutex_destroy(&lk->mu);
+    free(lk);
+}
+
+bool baton_lock_lost(const struct baton_lock *lk)
+{
+    if (lk == NULL || atomic_load(&lk->released))
+        return lk != NULL && atomic_load(&lk->lost);
+    return atomic_load(&lk->lost) || baton__now_ns() >= atomic_load(&lk->deadline_ns);
+}
+
+uint64_t baton_lock_fence(const struct baton_lock *lk)
+{
+    return lk ? atomic_load(&lk->fence) : 0;
+}
+
+int64_t baton_lock_deadline_ns(const struct baton_lock *lk)
+{
+    return lk ? atomic_load(&lk->deadline_ns) : 0;
+}
+
+int64_t baton_lock_remaining_ms(const struct baton_lock *lk)
+{
+    if (lk == NULL || atomic_load(&lk->lost) || atomic_load(&lk->released))
+        return 0;
+    int64_t left = atomic_load(&lk->deadline_ns) - baton__now_ns();
+    return left > 0 ? left / 1000000 : 0;
+}
+
+const char *baton_lock_key(const struct baton_lock *lk)
+{
+    return lk ? lk->key : "";
+}
+const char *baton_lock_token(const struct baton_lock *lk)
+{
+    return lk ? lk->token : "";
+}
+
+const char *baton_lock_errstr(const struct baton_lock *lk)
+{
+    if (lk == NULL)
+        return "";
+    if (lk->errstr[0] == '\0' && atomic_load(&lk->lost))
+        return lk->lost_why;
+    return lk->errstr;
+}

@@ -1,0 +1,233 @@
+/* renew.c -- auto-renewal: one thread per client renews every registered
+ * lock every renew_ms, whatever the lock's owner is doing.
+ *
+ * Each renewal is the owner-checked extend script, so a late renewal can
+ * never extend a lock that someone else now holds. A lock is reported lost
+ * (flag + on_lost) when a renewal finds another owner, and also when its
+ * validity deadline passes without a confirmed renewal, whether or not Redis
+ * can be reached: the thread wakes at each deadline, and every Redis call it
+ * makes is bounded by the earliest deadline in play. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "baton_int.h"
+
+/* After a failed renewal, try again this soon (bounded by renew_ms/4). */
+#define RETRY_MS 200
+
+struct baton__renewer {
+    struct baton_client *c;
+    pthread_mutex_t mu;     /* guards the list, the locks' renew fields, stop */
+    pthread_cond_t cv;      /* work changed */
+    pthread_cond_t idle_cv; /* a lock stopped being busy */
+    struct baton_lock *head;
+    bool stop;
+    pthread_t thread;
+};
+
+static int64_t min64(int64_t a, int64_t b)
+{
+    return a < b ? a : b;
+}
+
+/* Renews one lock. Returns the time of its next attempt. */
+static int64_t renew_one(struct baton__renewer *rn, struct baton_lock *lk, int64_t bound_ns)
+{
+    struct baton_client *c = rn->c;
+    struct baton__conn *cn = NULL;
+    redisReply *r = NULL;
+    char ttl[24], err[BATON__ERRLEN];
+    int64_t sent = 0;
+    int64_t retry = baton__now_ns() + min64(RETRY_MS, lk->renew_ms / 4 + 1) * 1000000;
+
+    snprintf(ttl, sizeof ttl, "%lld", (long long)lk->ttl_ms);
+    const char *keys[1] = {lk->rkeys[0]};
+    const char *args[2] = {lk->token, ttl};
+    if (baton__client_get(c, &cn, err, sizeof err) != BATON_OK)
+        return retry;
+    int rc = baton__script_call(c, cn, BATON__S_EXTEND, 1, keys, 2, args, &r,
+                                min64(baton__client_deadline(c), bound_ns), &sent, err, sizeof err);
+    baton__client_put(c, cn);
+    if (rc != BATON_OK)
+        return retry;
+    if (r->type == REDIS_REPLY_INTEGER && r->integer == 1) {
+        baton__lock_confirm(lk, sent, lk->ttl_ms);
+        retry = sent + lk->renew_ms * 1000000;
+    } else if (r->type == REDIS_REPLY_INTEGER) {
+        baton__set_error(err, sizeof err,
+                         "lock %s was lost: renewal found it no longer held by this owner",
+                         lk->key);
+        baton__lock_mark_lost(lk, err);
+    }
+    freeReplyObject(r);
+    return retry;
+}
+
+/* Collects the locks due for renewal or past their deadline into a batch
+ * (marking them busy). Returns the batch; *wake gets the next event time
+ * when the batch is empty. Called with rn->mu held. */
+static struct baton_lock *collect(struct baton__renewer *rn, int64_t now, int64_t *wake,
+                                  int64_t *bound)
+{
+    struct baton_lock *batch = NULL;
+    *wake = INT64_MAX;
+    *bound = INT64_MAX;
+    for (struct baton_lock *lk = rn->head; lk != NULL; lk = lk->rnext) {
+        if (atomic_load(&lk->lost))
+            continue;
+        int64_t dl = atomic_load(&lk->deadline_ns);
+        *bound = min64(*bound, dl);
+        if (now >= dl || now >= lk->next_renew_ns) {
+            lk->batch_expired = now >= dl;
+            lk->busy++;
+            lk->bnext = batch;
+            batch = lk;
+        } else {
+            *wake = min64(*wake, min64(lk->next_renew_ns, dl));
+        }
+    }
+    return batch;
+}
+
+static void *renewer_main(void *arg)
+{
+    struct baton__renewer *rn = arg;
+    pthread_mutex_lock(&rn->mu);
+    while (!rn->stop) {
+        int64_t wake, bound;
+        struct baton_lock *batch = collect(rn, baton__now_ns(), &wake, &bound);
+        if (batch == NULL) {
+            struct timespec ts;
+            baton__timespec_at(wake == INT64_MAX ? baton__now_ns() + INT64_C(3600000000000) : wake,
+                               &ts);
+            pthread_cond_timedwait(&rn->cv, &rn->mu, &ts);
+            continue;
+        }
+        pthread_mutex_unlock(&rn->mu);
+        for (struct baton_lock *lk = batch; lk != NULL; lk = lk->bnext) {
+            if (lk->batch_expired) {
+                char why[BATON__ERRLEN];
+                baton__set_error(why, sizeof why,
+                                 "lock %s was lost: its validity deadline passed without a "
+                                 "confirmed renewal",
+                                 lk->key);
+                baton__lock_mark_lost(lk, why);
+                continue;
+            }
+            int64_t next = renew_one(rn, lk, bound);
+            pthread_mutex_lock(&rn->mu);
+            lk->next_renew_ns = next;
+            pthread_mutex_unlock(&rn->mu);
+        }
+        pthread_mutex_lock(&rn->mu);
+        for (struct baton_lock *lk = batch; lk != NULL;) {
+            struct baton_lock *next = lk->bnext;
+            lk->bnext = NULL;
+            lk->busy--;
+            lk = next;
+        }
+        pthread_cond_broadcast(&rn->idle_cv);
+    }
+    pthread_mutex_unlock(&rn->mu);
+    return NULL;
+}
+
+static struct baton__renewer *get_renewer(struct baton_client *c)
+{
+    pthread_mutex_lock(&c->mu);
+    struct baton__renewer *rn = c->renewer;
+    if (rn != NULL)
+        goto out;
+    if ((rn = calloc(1, sizeof *rn)) == NULL)
+        goto out;
+    rn->c = c;
+    if (pthread_mutex_init(&rn->mu, NULL) != 0)
+        goto out_free;
+    if (baton__cond_init_monotonic(&rn->cv) != BATON_OK)
+        goto out_mutex;
+    if (pthread_cond_init(&rn->idle_cv, NULL) != 0)
+        goto out_cv;
+    if (pthread_create(&rn->thread, NULL, renewer_main, rn) != 0)
+        goto out_idle;
+    c->renewer = rn;
+    goto out;
+out_idle:
+    pthread_cond_destroy(&rn->idle_cv);
+out_cv:
+    pthread_cond_destroy(&rn->cv);
+out_mutex:
+    pthread_mutex_destroy(&rn->mu);
+out_free:
+    free(rn);
+    rn = NULL;
+out:
+    pthread_mutex_unlock(&c->mu);
+    return rn;
+}
+
+int baton__renew_add(struct baton_lock *lk, int64_t renew_ms)
+{
+    struct baton__renewer *rn = get_renewer(lk->c);
+    if (rn == NULL)
+        return BATON_ENOMEM;
+    pthread_mutex_lock(&lk->mu);
+    int64_t base = lk->confirmed_sent_ns;
+    pthread_mutex_unlock(&lk->mu);
+
+    pthread_mutex_lock(&rn->mu);
+    lk->renew_ms = renew_ms;
+    lk->next_renew_ns = base + renew_ms * 1000000;
+    if (!lk->renewing) {
+        lk->renewing = true;
+        lk->rprev = NULL;
+        lk->rnext = rn->head;
+        if (rn->head != NULL)
+            rn->head->rprev = lk;
+        rn->head = lk;
+    }
+    pthread_cond_signal(&rn->cv);
+    pthread_mutex_unlock(&rn->mu);
+    return BATON_OK;
+}
+
+void baton__renew_remove(struct baton_lock *lk)
+{
+    pthread_mutex_lock(&lk->c->mu);
+    struct baton__renewer *rn = lk->c->renewer;
+    pthread_mutex_unlock(&lk->c->mu);
+    if (rn == NULL)
+        return;
+    pthread_mutex_lock(&rn->mu);
+    while (lk->busy > 0)
+        pthread_cond_wait(&rn->idle_cv, &rn->mu);
+    if (lk->renewing) {
+        if (lk->rprev != NULL)
+            lk->rprev->rnext = lk->rnext;
+        else
+            rn->head = lk->rnext;
+        if (lk->rnext != NULL)
+            lk->rnext->rprev = lk->rprev;
+        lk->renewing = false;
+        lk->rnext = lk->rprev = NULL;
+    }
+    pthread_mutex_unlock(&rn->mu);
+}
+
+void baton__renew_stop(struct baton_client *c)
+{
+    struct baton__renewer *rn = c->renewer;
+    if (rn == NULL)
+        return;
+    pthread_mutex_lock(&rn->mu);
+    rn->stop = true;
+    pthread_cond_signal(&rn->cv);
+    pthread_mutex_unlock(&rn->mu);
+    pthread_join(rn->thread, NULL);
+    pthread_cond_destroy(&rn->idle_cv);
+    pthread_cond_destroy(&rn->cv);
+    pthread_mutex_destroy(&rn->mu);
+    free(rn);
+    c->renewer = NULL;
+}

@@ -1,0 +1,63 @@
+/* proc.h -- run a command in its own process group, under a shim that takes
+ * the whole group down if baton dies.
+ *
+ *   baton ── fork ──> shim (pid P, process group leader of group P)
+ *                       └─ fork+exec ──> the command (group P), and its
+ *                                         children (group P)
+ *
+ * The shim has PR_SET_PDEATHSIG: when baton dies, even by SIGKILL or the
+ * OOM killer, the kernel signals the shim, which SIGKILLs group P. A lock
+ * or lease that expires after baton's death therefore never has an orphan
+ * still working under it. The shim blocks every other signal, waits for
+ * the command and exits the way the command did (same exit code, or killed
+ * by the same signal), so baton reaps one pid and reads the command's status.
+ * To signal the command and its children, signal the group: kill(-P, sig).
+ */
+#ifndef BATON_PROC_H
+#define BATON_PROC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+struct proc_spec {
+    const char *path;   /* executable, as resolved by proc_resolve() */
+    char *const *argv;  /* argv[0] is shown to the command */
+    char *const *envp;  /* full environment */
+    const char *workdir;/* NULL: inherit */
+    int stdin_fd;       /* -1: /dev/null */
+    int stdout_fd;      /* -1: inherit */
+    int stderr_fd;      /* -1: inherit */
+    bool set_ids;       /* run as uid/gid (supplementary groups of user) */
+    uid_t uid;
+    gid_t gid;
+    const char *user;   /* for initgroups(); with set_ids */
+};
+
+/* Finds name in $PATH (or takes it as is when it contains '/'), checking it
+ * is an executable regular file. Returns 0 with the path in out, or ENOENT
+ * (not found) / EACCES (found, not executable) / ENAMETOOLONG. */
+int proc_resolve(const char *name, char *out, size_t len);
+
+/* Starts the shim and the command. Returns 0 and *pid (the shim's pid, also
+ * the process group id), or an errno value. Signals should be blocked in the
+ * caller (they are reset to defaults and unblocked in the command). */
+int proc_spawn(const struct proc_spec *spec, pid_t *pid);
+
+/* kill(-pgid, sig), ignoring a group that is already gone. Returns 0 or
+ * errno. */
+int proc_signal_group(pid_t pgid, int sig);
+
+/* The signal the kernel sends the shim when baton dies. */
+int proc_deathsig(void);
+
+/* Builds a NUL-terminated environment: base (NULL: environ) with each
+ * "NAME=value" of extra replacing or adding NAME. Returns: owned array
+ * whose strings are owned too; free with proc_env_free(). NULL on ENOMEM. */
+char **proc_env_build(char *const *base, char *const *extra, size_t nextra);
+void proc_env_free(char **env);
+
+/* Exit status in shell terms: the code, or 128+N when killed by signal N. */
+int proc_status_code(int wstatus);
+
+#endif

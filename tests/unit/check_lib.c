@@ -1,0 +1,214 @@
+/* check_lib.c -- libbaton pieces that need no Redis: the error table, URL
+ * parsing, SHA-1, jitter. (Library internals are tested through
+ * baton_int.h; the lock itself in check_redis_lock.c.) */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "baton.h"
+#include "baton_int.h"
+
+/* Every row of the error table has a distinct code, a name and a message,
+ * and codes outside the table are reported as unknown. */
+START_TEST(error_table)
+{
+    static const struct {
+        int code;
+        const char *name;
+    } rows[] = {
+#define ROW(name, code, msg) {code, #name},
+        BATON_ERRNO_MAP(ROW)
+#undef ROW
+    };
+    size_t n = sizeof rows / sizeof rows[0];
+    ck_assert_int_ge(n, 11);
+    for (size_t i = 0; i < n; i++) {
+        ck_assert_str_eq(baton_errname(rows[i].code), rows[i].name);
+        ck_assert_str_ne(baton_strerror(rows[i].code), "unknown error");
+        ck_assert_int_le(rows[i].code, 0);
+        for (size_t j = i + 1; j < n; j++)
+            ck_assert_int_ne(rows[i].code, rows[j].code);
+    }
+    ck_assert_str_eq(baton_errname(-999), "UNKNOWN");
+    ck_assert_str_eq(baton_strerror(42), "unknown error");
+    ck_assert_str_eq(baton_errname(BATON_ETAKEN), "ETAKEN");
+    ck_assert_str_eq(baton_errname(BATON_EQUEUEFULL), "EQUEUEFULL");
+}
+END_TEST
+
+static const struct {
+    const char *url;
+    int transport;
+    const char *host_or_path;
+    int port, db;
+    const char *user, *pass, *redacted;
+} good_urls[] = {
+    {"redis://127.0.0.1:6379/0", BATON__TCP, "127.0.0.1", 6379, 0, NULL, NULL,
+     "redis://127.0.0.1:6379/0"},
+    {"redis://localhost", BATON__TCP, "localhost", 6379, 0, NULL, NULL, "redis://localhost:6379/0"},
+    {"redis://h:7000/3", BATON__TCP, "h", 7000, 3, NULL, NULL, "redis://h:7000/3"},
+    {"redis://:s3cret@h:1/0", BATON__TCP, "h", 1, 0, NULL, "s3cret", "redis://h:1/0"},
+    {"redis://s3cret@h", BATON__TCP, "h", 6379, 0, NULL, "s3cret", "redis://h:6379/0"},
+    {"redis://alice:p%40ss@h:6380/2", BATON__TCP, "h", 6380, 2, "alice", "p@ss",
+     "redis://alice@h:6380/2"},
+    {"redis://[::1]:6390/1", BATON__TCP, "::1", 6390, 1, NULL, NULL, "redis://[::1]:6390/1"},
+    {"redis://u:p:q@h", BATON__TCP, "h", 6379, 0, "u", "p:q", "redis://u@h:6379/0"},
+    {"redis://h/", BATON__TCP, "h", 6379, 0, NULL, NULL, "redis://h:6379/0"},
+    {"unix:///run/redis.sock", BATON__UNIX, "/run/redis.sock", 0, 0, NULL, NULL,
+     "unix:///run/redis.sock?db=0"},
+    {"unix:///tmp/r.sock?db=4&user=bob&password=x%26y", BATON__UNIX, "/tmp/r.sock", 0, 4, "bob",
+     "x&y", "unix://bob@/tmp/r.sock?db=4"},
+};
+
+START_TEST(url_good)
+{
+    char err[256];
+    struct baton__url u;
+    for (size_t i = 0; i < sizeof good_urls / sizeof good_urls[0]; i++) {
+        ck_assert_msg(baton__url_parse(good_urls[i].url, &u, err, sizeof err) == BATON_OK, "%s: %s",
+                      good_urls[i].url, err);
+        ck_assert_int_eq(u.transport, good_urls[i].transport);
+        ck_assert_str_eq(u.transport == BATON__TCP ? u.host : u.path, good_urls[i].host_or_path);
+        if (u.transport == BATON__TCP)
+            ck_assert_int_eq(u.port, good_urls[i].port);
+        ck_assert_int_eq(u.db, good_urls[i].db);
+        ck_assert_pstr_eq(u.user, good_urls[i].user);
+        ck_assert_pstr_eq(u.pass, good_urls[i].pass);
+        ck_assert_str_eq(u.redacted, good_urls[i].redacted);
+        baton__url_clear(&u);
+    }
+}
+END_TEST
+
+static const struct {
+    const char *url, *message;
+} bad_urls[] = {
+    {"", "invalid URL: empty"},
+    {"http://h", "invalid URL: expected redis://host:port/db or unix:///path"},
+    {"redis://", "invalid URL: missing host"},
+    {"redis://:pw@", "invalid URL: missing host"},
+    {"redis://h:0", "invalid URL: port must be a number from 1 to 65535"},
+    {"redis://h:65536", "invalid URL: port must be a number from 1 to 65535"},
+    {"redis://h:x", "invalid URL: port must be a number from 1 to 65535"},
+    {"redis://h/x", "invalid URL: database must be a number after the /"},
+    {"redis://h/1?a=b", "invalid URL: redis:// URLs take no query (use /DB for the database)"},
+    {"redis://[::1", "invalid URL: unterminated [IPv6] host"},
+    {"redis://u:p%zz@h", "invalid URL: bad percent-escape in the user or password"},
+    {"unix://relative.sock",
+     "invalid URL: unix:// needs an absolute socket path (unix:///run/redis.sock)"},
+    {"unix:///s?bogus=1", "invalid URL: unknown query item \"bogus\" (db, user, password)"},
+    {"unix:///s?db=x", "invalid URL: db must be a number"},
+};
+
+START_TEST(url_bad)
+{
+    char err[256];
+    struct baton__url u;
+    for (size_t i = 0; i < sizeof bad_urls / sizeof bad_urls[0]; i++) {
+        err[0] = '\0';
+        ck_assert_int_eq(baton__url_parse(bad_urls[i].url, &u, err, sizeof err), BATON_EINVAL);
+        ck_assert_str_eq(err, bad_urls[i].message);
+        ck_assert_ptr_null(u.host);
+    }
+}
+END_TEST
+
+/* A password never appears in a message. */
+START_TEST(url_errors_hide_password)
+{
+    char err[256];
+    struct baton__url u;
+    ck_assert_int_eq(baton__url_parse("redis://u:hunter2@h:99999", &u, err, sizeof err),
+                     BATON_EINVAL);
+    ck_assert_ptr_null(strstr(err, "hunter2"));
+    ck_assert_int_eq(baton__url_parse("redis://u:hunter2@h:1/0", &u, err, sizeof err), BATON_OK);
+    ck_assert_ptr_null(strstr(u.redacted, "hunter2"));
+    baton__url_clear(&u);
+}
+END_TEST
+
+START_TEST(sha1_vectors)
+{
+    static const struct {
+        const char *in, *hex;
+    } v[] = {
+        {"", "da39a3ee5e6b4b0d3255bfef95601890afd80709"},
+        {"abc", "a9993e364706816aba3e25717850c26c9cd0d89d"},
+        {"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
+         "84983e441c3bd26ebaae4aa1f95129e5e54670f1"},
+        {"return 1", "e0e1f9fabfc9d4800c877a703b823ac0578ff8db"}, /* SCRIPT LOAD "return 1" */
+    };
+    char out[41];
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        baton__sha1_hex(v[i].in, strlen(v[i].in), out);
+        ck_assert_str_eq(out, v[i].hex);
+    }
+    /* A million 'a's crosses many blocks. */
+    char *big = malloc(1000000);
+    memset(big, 'a', 1000000);
+    baton__sha1_hex(big, 1000000, out);
+    ck_assert_str_eq(out, "34aa973cd4c4daa4f61eeb2bdbad27316534016f");
+    free(big);
+}
+END_TEST
+
+START_TEST(jitter_bounds)
+{
+    uint64_t st = 12345;
+    int64_t lo = 1000, hi = 0;
+    for (int i = 0; i < 100000; i++) {
+        int64_t j = baton__jitter(200, &st);
+        lo = j < lo ? j : lo;
+        hi = j > hi ? j : hi;
+    }
+    ck_assert_int_eq(lo, 150);
+    ck_assert_int_eq(hi, 250);
+}
+END_TEST
+
+/* Client creation reports bad URLs and unreachable servers precisely. */
+START_TEST(client_errors)
+{
+    struct baton_client *c = NULL;
+    ck_assert_int_eq(baton_client_new("nope://x", NULL, &c), BATON_EINVAL);
+    ck_assert_str_eq(baton_client_errstr(c),
+                     "invalid URL: expected redis://host:port/db or unix:///path");
+    baton_client_free(c);
+    ck_assert_int_eq(baton_client_new("unix:///nonexistent/baton.sock", NULL, &c), BATON_EIO);
+    ck_assert_str_eq(
+        baton_client_errstr(c),
+        "unix:///nonexistent/baton.sock?db=0: cannot connect: No such file or directory");
+    baton_client_free(c);
+    struct baton_client_opts o = {.key_prefix = "a{b"};
+    ck_assert_int_eq(baton_client_new("redis://127.0.0.1:1/0", &o, &c), BATON_EINVAL);
+    baton_client_free(c);
+    baton_client_free(NULL);
+    baton_lock_free(NULL);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("lib");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, error_table);
+    tcase_add_test(tc, url_good);
+    tcase_add_test(tc, url_bad);
+    tcase_add_test(tc, url_errors_hide_password);
+    tcase_add_test(tc, sha1_vectors);
+    tcase_add_test(tc, jitter_bounds);
+    tcase_add_test(tc, client_errors);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(suite());
+    srunner_set_fork_status(sr, CK_FORK);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
