@@ -24,6 +24,7 @@
 #ifndef BATON_CONFIG_H
 #define BATON_CONFIG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -103,6 +104,7 @@ struct config_option {
     const char *const *names;/* CONFIG_ENUM: the spellings, index = value */
     const char *bounds_doc;  /* extra bounds text for the docs, or NULL */
     const char *doc;         /* one line: what it means */
+    bool secret;             /* a URL that may hold a password: written masked */
 };
 
 /* Returns: the options table (borrowed, static) and its length in *n. */

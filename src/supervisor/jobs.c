@@ -1,0 +1,1009 @@
+/* jobs.c -- jobs.yaml: the jobs the leader runs (see jobs.h).
+ *
+ * One table, `job_keys[]`, lists every key a job may have with its type,
+ * field, default and bounds. A job is read in three passes over that table:
+ * the keys the job sets, then the keys `defaults:` sets (re-read from the
+ * defaults node, which was validated once up front, so one code path reads
+ * every value), then the table defaults (written as they would be in the file
+ * and read by the same code). `env` merges: defaults first, the job's own
+ * over them.
+ *
+ * Zones are loaded once per distinct name and shared by the jobs (a leader
+ * with 1,000 jobs in one zone holds one copy).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cron.h"
+#include "jobs.h"
+#include "yamlx.h"
+
+_Static_assert(sizeof(enum job_concurrency) == sizeof(int), "enum keys are stored as int");
+
+#define MS_SECOND INT64_C(1000)
+#define MS_MINUTE (60 * MS_SECOND)
+#define MS_HOUR (60 * MS_MINUTE)
+#define MS_DAY (24 * MS_HOUR)
+
+#define JOBS_MAX 10000   /* jobs in one file */
+#define NAME_MAX_LEN 128
+
+static const char *const concurrency_names[] = {"forbid", "allow", "replace", NULL};
+
+#define OFF(f) offsetof(struct job, f)
+
+static const struct job_key job_keys[] = {
+    {.key = "name", .type = JK_NAME, .offset = OFF(name), .def_doc = "(required)",
+     .required = true,
+     .doc = "Unique name: letters, digits, _ . - (1-128); it goes into Redis keys and logs."},
+    {.key = "schedule", .type = JK_SCHEDULE, .offset = OFF(schedule), .def_doc = "(required)",
+     .required = true,
+     .doc = "Cron expression: 5 fields, 6 with seconds first, @hourly..., or @every 90s."},
+    {.key = "timezone", .type = JK_TIMEZONE, .offset = OFF(timezone),
+     .def_doc = "the config's `timezone`", .in_defaults = true,
+     .doc = "IANA zone the schedule is read in."},
+    {.key = "command", .type = JK_ARGV, .offset = OFF(argv), .def_doc = "(command or shell)",
+     .doc = "Program and arguments as a sequence, run without a shell."},
+    {.key = "shell", .type = JK_SHELL, .offset = OFF(shell), .def_doc = "(command or shell)",
+     .doc = "A command line run as /bin/sh -c \"...\"."},
+    {.key = "timeout", .type = JK_DURATION, .offset = OFF(timeout_ms), .def = "0",
+     .def_doc = "`0` (none)", .min = 0, .max = 30 * MS_DAY, .in_defaults = true,
+     .doc = "A run still going after this long gets SIGTERM, then SIGKILL after kill_grace."},
+    {.key = "kill_grace", .type = JK_DURATION, .offset = OFF(kill_grace_ms), .def = "5s",
+     .min = 0, .max = MS_HOUR, .in_defaults = true,
+     .doc = "Time between SIGTERM and SIGKILL when a run is stopped (timeout, replace, stop)."},
+    {.key = "concurrency", .type = JK_CONCURRENCY, .offset = OFF(concurrency), .def = "forbid",
+     .in_defaults = true,
+     .doc = "When a tick comes while the previous run is alive: forbid skips the tick, allow "
+            "overlaps, replace stops the old run first."},
+    {.key = "catchup", .type = JK_CATCHUP, .offset = OFF(catchup_ms), .def = "last",
+     .min = 0, .max = 7 * MS_DAY, .in_defaults = true,
+     .doc = "After a failover, missed ticks younger than this run; `last` runs the most "
+            "recent missed tick once; `0` runs none."},
+    {.key = "retries", .type = JK_INT, .offset = OFF(retries), .def = "0", .min = 0, .max = 100,
+     .in_defaults = true, .doc = "Extra attempts after a run that fails (non-zero exit)."},
+    {.key = "retry_backoff", .type = JK_DURATION, .offset = OFF(retry_backoff_ms), .def = "10s",
+     .min = 0, .max = MS_DAY, .in_defaults = true,
+     .doc = "Wait before the first retry; it doubles with each attempt."},
+    {.key = "env", .type = JK_ENV, .offset = OFF(env), .def_doc = "none", .in_defaults = true,
+     .doc = "Extra environment, NAME: value (NAME not starting with BATON_); defaults: env "
+            "merges under the job's."},
+    {.key = "workdir", .type = JK_PATH, .offset = OFF(workdir), .def_doc = "baton's",
+     .in_defaults = true, .doc = "Absolute directory the job runs in."},
+    {.key = "user", .type = JK_USER, .offset = OFF(user), .def_doc = "baton's",
+     .in_defaults = true,
+     .doc = "Run as this user (must exist; needs baton to run as root unless it is baton's "
+            "own user)."},
+    {.key = "enabled", .type = JK_BOOL, .offset = OFF(enabled), .def = "true",
+     .in_defaults = true, .doc = "false keeps the job defined and checked but never runs it."},
+};
+
+#define NKEYS (sizeof job_keys / sizeof job_keys[0])
+
+const struct job_key *jobs_keys(size_t *n)
+{
+    *n = NKEYS;
+    return job_keys;
+}
+
+const char *job_concurrency_name(enum job_concurrency c)
+{
+    if ((int)c < 0 || (int)c > JOB_REPLACE)
+        return "?";
+    return concurrency_names[c];
+}
+
+static const char *const top_keys[] = {"jobs", "defaults"};
+
+/* ------------------------------------------------------------------------ */
+/* Small helpers */
+
+static int key_index(const char *key)
+{
+    for (size_t i = 0; i < NKEYS; i++)
+        if (strcmp(job_keys[i].key, key) == 0)
+            return (int)i;
+    return -1;
+}
+
+static void list_names(const char *const *names, size_t n, char *buf, size_t len)
+{
+    size_t o = 0;
+
+    buf[0] = '\0';
+    for (size_t i = 0; i < n && names[i] != NULL && o < len; i++) {
+        int w = snprintf(buf + o, len - o, "%s%s", i > 0 ? ", " : "", names[i]);
+
+        if (w < 0)
+            break;
+        o += (size_t)w;
+    }
+}
+
+static int unknown_key(const struct yamlx_diag *d, const struct yamlx_node *k, const char *prefix,
+                       const char *const *names, size_t n)
+{
+    const char *best = yamlx_suggest(k->str, names, n);
+    char q[96], all[512];
+
+    if (best != NULL)
+        return yamlx_errorf(d, k, "%sunknown key %s (did you mean \"%s\"?)", prefix,
+                            yamlx_quote(k->str, q, sizeof q), best);
+    list_names(names, n, all, sizeof all);
+    return yamlx_errorf(d, k, "%sunknown key %s (known keys: %s)", prefix,
+                        yamlx_quote(k->str, q, sizeof q), all);
+}
+
+static bool name_char(char ch, const char *extra)
+{
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+           (ch != '\0' && strchr(extra, ch) != NULL);
+}
+
+static void free_strv(char **v)
+{
+    if (v == NULL)
+        return;
+    for (char **p = v; *p != NULL; p++)
+        free(*p);
+    free(v);
+}
+
+static void job_clear(struct job *j)
+{
+    free(j->name);
+    free(j->schedule);
+    cron_free(j->expr);
+    free(j->timezone);
+    free_strv(j->argv);
+    free(j->shell);
+    free_strv(j->env);
+    free(j->workdir);
+    free(j->user);
+    memset(j, 0, sizeof *j);
+}
+
+/* Replaces the string field at *field with a copy of s. */
+static int set_str(char **field, const char *s, char *msg, size_t msglen)
+{
+    char *v = strdup(s);
+
+    if (v == NULL) {
+        snprintf(msg, msglen, "out of memory");
+        return -1;
+    }
+    free(*field);
+    *field = v;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Zones, shared by the jobs of a set */
+
+static int zone_get(struct jobs *set, const char *name, struct cron_tz **out, char *msg,
+                    size_t msglen)
+{
+    struct cron_tz *tz = NULL, **nz;
+
+    for (size_t i = 0; i < set->nzones; i++) {
+        if (strcmp(cron_tz_name(set->zones[i]), name) == 0) {
+            *out = set->zones[i];
+            return 0;
+        }
+    }
+    if (cron_tz_load(name, &tz, msg, msglen) != 0)
+        return -1;
+    nz = realloc(set->zones, (set->nzones + 1) * sizeof *nz);
+    if (nz == NULL) {
+        cron_tz_free(tz);
+        snprintf(msg, msglen, "out of memory");
+        return -1;
+    }
+    set->zones = nz;
+    set->zones[set->nzones++] = tz;
+    *out = tz;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Reading one value */
+
+struct jparse {
+    const struct yamlx_diag *d;
+    struct jobs *set;
+    const char *default_tz;
+};
+
+static int check_user(const char *name, char *msg, size_t msglen)
+{
+    struct passwd pw, *res = NULL;
+    char q[96], *buf = NULL;
+    size_t cap = 1024;
+    int r, rc = -1;
+
+    for (;;) {
+        char *nb = realloc(buf, cap);
+
+        if (nb == NULL) {
+            snprintf(msg, msglen, "out of memory");
+            goto out;
+        }
+        buf = nb;
+        r = getpwnam_r(name, &pw, buf, cap, &res);
+        if (r != ERANGE || cap >= (1u << 20))
+            break;
+        cap *= 2;
+    }
+    if (res == NULL) {
+        if (r != 0)
+            snprintf(msg, msglen, "cannot look up user %s: %s", yamlx_quote(name, q, sizeof q),
+                     strerror(r));
+        else
+            snprintf(msg, msglen, "unknown user %s", yamlx_quote(name, q, sizeof q));
+        goto out;
+    }
+    if (geteuid() != 0 && pw.pw_uid != geteuid()) {
+        snprintf(msg, msglen, "running a job as %s needs baton to run as root",
+                 yamlx_quote(name, q, sizeof q));
+        goto out;
+    }
+    rc = 0;
+out:
+    free(buf);
+    return rc;
+}
+
+/* Converts text for a scalar key and stores it in j. The one path for values
+ * from the file and for table defaults. Returns 0, or -1 with a message
+ * (without the key) in msg. */
+static int set_text(struct jparse *p, struct job *j, const struct job_key *k, const char *text,
+                    char *msg, size_t msglen)
+{
+    void *field = (char *)j + k->offset;
+    char q[96];
+
+    switch (k->type) {
+    case JK_NAME: {
+        size_t n = strlen(text);
+        bool ok = n >= 1 && n <= NAME_MAX_LEN;
+
+        for (size_t i = 0; ok && i < n; i++)
+            ok = name_char(text[i], "_.-");
+        if (!ok) {
+            snprintf(msg, msglen, "%s: use 1-%d letters, digits, _ . -",
+                     yamlx_quote(text, q, sizeof q), NAME_MAX_LEN);
+            return -1;
+        }
+        return set_str(field, text, msg, msglen);
+    }
+    case JK_TIMEZONE:
+        if (zone_get(p->set, text, &j->tz, msg, msglen) != 0)
+            return -1;
+        return set_str(field, text, msg, msglen);
+    case JK_SHELL:
+        if (text[0] == '\0') {
+            snprintf(msg, msglen, "must not be empty");
+            return -1;
+        }
+        return set_str(field, text, msg, msglen);
+    case JK_PATH:
+        if (text[0] != '/') {
+            snprintf(msg, msglen, "%s: must be an absolute path", yamlx_quote(text, q, sizeof q));
+            return -1;
+        }
+        return set_str(field, text, msg, msglen);
+    case JK_USER:
+        if (check_user(text, msg, msglen) != 0)
+            return -1;
+        return set_str(field, text, msg, msglen);
+    case JK_DURATION:
+        return yamlx_duration_in(text, k->min, k->max, field, msg, msglen);
+    case JK_CATCHUP:
+        if (strcmp(text, "last") == 0) {
+            *(int64_t *)field = JOB_CATCHUP_LAST;
+            return 0;
+        }
+        return yamlx_duration_in(text, k->min, k->max, field, msg, msglen);
+    case JK_INT: {
+        int64_t v;
+
+        if (yamlx_int_in(text, k->min, k->max, &v, msg, msglen) != 0)
+            return -1;
+        *(int *)field = (int)v;
+        return 0;
+    }
+    case JK_CONCURRENCY:
+        for (int i = 0; concurrency_names[i] != NULL; i++) {
+            if (strcmp(text, concurrency_names[i]) == 0) {
+                *(int *)field = i;
+                return 0;
+            }
+        }
+        snprintf(msg, msglen, "expected forbid, allow or replace, got %s",
+                 yamlx_quote(text, q, sizeof q));
+        return -1;
+    case JK_BOOL:
+        return yamlx_parse_bool(text, field, msg, msglen);
+    case JK_SCHEDULE:
+    case JK_ARGV:
+    case JK_ENV:
+        break;
+    }
+    snprintf(msg, msglen, "internal error: no text form");
+    return -1;
+}
+
+static const char *expected_text(const struct job_key *k)
+{
+    switch (k->type) {
+    case JK_DURATION:
+        return "a duration like 500ms, 10s, 1h30m";
+    case JK_CATCHUP:
+        return "a duration, 0 or last";
+    case JK_INT:
+        return "an integer";
+    case JK_BOOL:
+        return "true or false";
+    case JK_CONCURRENCY:
+        return "forbid, allow or replace";
+    default:
+        return "a string";
+    }
+}
+
+/* cron_error_format() ends in " (column N)"; the file position already says
+ * where, so that part is dropped. */
+static void strip_column_suffix(char *s)
+{
+    char *p = strstr(s, " (column ");
+    char *last = NULL;
+
+    while (p != NULL) {
+        last = p;
+        p = strstr(p + 1, " (column ");
+    }
+    if (last == NULL)
+        return;
+    p = last + 9;
+    if (*p < '0' || *p > '9')
+        return;
+    while (*p >= '0' && *p <= '9')
+        p++;
+    if (strcmp(p, ")") == 0)
+        *last = '\0';
+}
+
+static int set_schedule(struct jparse *p, struct job *j, const struct yamlx_node *n,
+                        const char *what)
+{
+    struct cron_error ce;
+    struct cron_expr *e = NULL;
+    char msg[320];
+
+    if (yamlx_expect_scalar(p->d, n, what, "a cron expression like \"0 7 * * MON-FRI\"") != 0)
+        return -1;
+    memset(&ce, 0, sizeof ce);
+    if (cron_parse(n->str, &e, &ce) != 0) {
+        int col = ce.column >= 1 ? yamlx_scalar_col(n, (size_t)ce.column - 1) : n->col;
+
+        cron_error_format(&ce, msg, sizeof msg);
+        strip_column_suffix(msg);
+        return yamlx_errorf_at(p->d, n->line, col, "%s: %s", what, msg);
+    }
+    if (set_str(&j->schedule, n->str, msg, sizeof msg) != 0) {
+        cron_free(e);
+        return yamlx_errorf(p->d, NULL, "%s", msg);
+    }
+    cron_free(j->expr);
+    j->expr = e;
+    return 0;
+}
+
+static int set_argv(struct jparse *p, struct job *j, const struct yamlx_node *n, const char *what)
+{
+    char **v;
+
+    if (n->kind != YAMLX_SEQ)
+        return yamlx_errorf(p->d, n,
+                            "%s: expected a sequence like [\"/usr/bin/prog\", \"arg\"], got %s "
+                            "(use shell: for a command line)",
+                            what, yamlx_kind_name(n));
+    if (n->nitems == 0)
+        return yamlx_errorf(p->d, n, "%s: empty (give at least the program)", what);
+    v = calloc(n->nitems + 1, sizeof *v);
+    if (v == NULL)
+        return yamlx_errorf(p->d, NULL, "out of memory");
+    for (size_t i = 0; i < n->nitems; i++) {
+        const struct yamlx_node *it = n->items[i];
+        char w[256];
+
+        snprintf(w, sizeof w, "%s[%zu]", what, i);
+        if (yamlx_expect_scalar(p->d, it, w, "a string") != 0)
+            goto out_free;
+        if (i == 0 && it->len == 0) {
+            yamlx_errorf(p->d, it, "%s: the program must not be empty", w);
+            goto out_free;
+        }
+        v[i] = strdup(it->str);
+        if (v[i] == NULL) {
+            yamlx_errorf(p->d, NULL, "out of memory");
+            goto out_free;
+        }
+    }
+    free_strv(j->argv);
+    j->argv = v;
+    return 0;
+out_free:
+    free_strv(v);
+    return -1;
+}
+
+static size_t strv_len(char **v)
+{
+    size_t n = 0;
+
+    while (v != NULL && v[n] != NULL)
+        n++;
+    return n;
+}
+
+/* Sets NAME=value in the NULL-terminated list *env, replacing an entry for
+ * the same NAME. */
+static int env_put(char ***env, const char *name, const char *value)
+{
+    size_t nl = strlen(name), vl = strlen(value), n = strv_len(*env);
+    char *kv = malloc(nl + vl + 2), **nv;
+
+    if (kv == NULL)
+        return -1;
+    memcpy(kv, name, nl);
+    kv[nl] = '=';
+    memcpy(kv + nl + 1, value, vl + 1);
+    for (size_t i = 0; i < n; i++) {
+        if (strncmp((*env)[i], name, nl) == 0 && (*env)[i][nl] == '=') {
+            free((*env)[i]);
+            (*env)[i] = kv;
+            return 0;
+        }
+    }
+    nv = realloc(*env, (n + 2) * sizeof *nv);
+    if (nv == NULL) {
+        free(kv);
+        return -1;
+    }
+    nv[n] = kv;
+    nv[n + 1] = NULL;
+    *env = nv;
+    return 0;
+}
+
+/* Merges the mapping n into j->env. */
+static int set_env(struct jparse *p, struct job *j, const struct yamlx_node *n, const char *what)
+{
+    char q[96];
+
+    if (n->kind == YAMLX_SCALAR && n->null)
+        return 0;
+    if (n->kind != YAMLX_MAP)
+        return yamlx_errorf(p->d, n, "%s: expected a mapping of NAME: value, got %s", what,
+                            yamlx_kind_name(n));
+    for (size_t i = 0; i < n->npairs; i++) {
+        const struct yamlx_node *k = n->pairs[i].key, *v = n->pairs[i].value;
+        bool ok = k->len > 0 && !(k->str[0] >= '0' && k->str[0] <= '9');
+        char w[256];
+
+        for (size_t c = 0; ok && c < k->len; c++)
+            ok = name_char(k->str[c], "_");
+        if (!ok)
+            return yamlx_errorf(p->d, k,
+                                "%s: invalid variable name %s (letters, digits and _, not "
+                                "starting with a digit)",
+                                what, yamlx_quote(k->str, q, sizeof q));
+        if (strncmp(k->str, "BATON_", 6) == 0)
+            return yamlx_errorf(p->d, k,
+                                "%s: %s: names starting with BATON_ are reserved for the "
+                                "variables baton sets",
+                                what, yamlx_quote(k->str, q, sizeof q));
+        snprintf(w, sizeof w, "%s.%s", what, k->str);
+        if (v->kind == YAMLX_SCALAR && v->null)
+            return yamlx_errorf(p->d, v, "%s: missing value (write \"\" for an empty string)", w);
+        if (yamlx_expect_scalar(p->d, v, w, "a string") != 0)
+            return -1;
+        if (env_put(&j->env, k->str, v->str) != 0)
+            return yamlx_errorf(p->d, NULL, "out of memory");
+    }
+    return 0;
+}
+
+/* Reads node n as key k of job j; what prefixes messages. */
+static int set_key(struct jparse *p, struct job *j, const struct job_key *k,
+                   const struct yamlx_node *n, const char *what)
+{
+    char msg[512];
+
+    switch (k->type) {
+    case JK_SCHEDULE:
+        return set_schedule(p, j, n, what);
+    case JK_ARGV:
+        return set_argv(p, j, n, what);
+    case JK_ENV:
+        return set_env(p, j, n, what);
+    default:
+        break;
+    }
+    if (yamlx_expect_scalar(p->d, n, what, expected_text(k)) != 0)
+        return -1;
+    if (set_text(p, j, k, n->str, msg, sizeof msg) != 0)
+        return yamlx_errorf(p->d, n, "%s: %s", what, msg);
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Fingerprint: FNV-1a over the normalized definition, every field tagged
+ * and length-prefixed so that no two definitions hash the same input. */
+
+#define FNV_OFFSET UINT64_C(0xcbf29ce484222325)
+#define FNV_PRIME UINT64_C(0x100000001b3)
+
+static void fnv(uint64_t *h, const void *data, size_t n)
+{
+    const unsigned char *b = data;
+
+    for (size_t i = 0; i < n; i++) {
+        *h ^= b[i];
+        *h *= FNV_PRIME;
+    }
+}
+
+static void fnv_u64(uint64_t *h, uint64_t v)
+{
+    unsigned char b[8];
+
+    for (int i = 0; i < 8; i++)
+        b[i] = (unsigned char)(v >> (8 * i));
+    fnv(h, b, sizeof b);
+}
+
+static void fnv_str(uint64_t *h, const char *s)
+{
+    if (s == NULL) {
+        fnv_u64(h, UINT64_MAX);
+        return;
+    }
+    fnv_u64(h, strlen(s));
+    fnv(h, s, strlen(s));
+}
+
+/* The schedule with runs of blanks collapsed and the ends trimmed. */
+static void fnv_schedule(uint64_t *h, const char *s)
+{
+    bool space = false, any = false;
+    uint64_t n = 0;
+
+    for (const char *c = s; *c != '\0'; c++) {
+        if (*c == ' ' || *c == '\t') {
+            space = any;
+            continue;
+        }
+        if (space) {
+            fnv(h, " ", 1);
+            n++;
+        }
+        fnv(h, c, 1);
+        n++;
+        space = false;
+        any = true;
+    }
+    fnv_u64(h, n);
+}
+
+static uint64_t fingerprint(const struct job *j)
+{
+    uint64_t h = FNV_OFFSET;
+
+    for (size_t i = 0; i < NKEYS; i++) {
+        const struct job_key *k = &job_keys[i];
+        const void *field = (const char *)j + k->offset;
+
+        fnv_str(&h, k->key);
+        switch (k->type) {
+        case JK_SCHEDULE:
+            fnv_schedule(&h, j->schedule);
+            break;
+        case JK_NAME:
+        case JK_TIMEZONE:
+        case JK_SHELL:
+        case JK_PATH:
+        case JK_USER:
+            fnv_str(&h, *(char *const *)field);
+            break;
+        case JK_ARGV:
+        case JK_ENV: {
+            char *const *v = *(char *const *const *)field;
+            size_t n = strv_len((char **)v);
+
+            fnv_u64(&h, v == NULL ? UINT64_MAX : n);
+            for (size_t a = 0; a < n; a++)
+                fnv_str(&h, v[a]);
+            break;
+        }
+        case JK_DURATION:
+        case JK_CATCHUP:
+            fnv_u64(&h, (uint64_t) * (const int64_t *)field);
+            break;
+        case JK_INT:
+        case JK_CONCURRENCY:
+            fnv_u64(&h, (uint64_t)(int64_t) * (const int *)field);
+            break;
+        case JK_BOOL:
+            fnv_u64(&h, *(const bool *)field ? 1 : 0);
+            break;
+        }
+    }
+    return h;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Reading a job */
+
+static int env_cmp(const void *a, const void *b)
+{
+    const char *x = *(char *const *)a, *y = *(char *const *)b;
+    size_t xl = strcspn(x, "="), yl = strcspn(y, "=");
+    int c = strncmp(x, y, xl < yl ? xl : yl);
+
+    if (c != 0)
+        return c;
+    return xl < yl ? -1 : xl > yl;
+}
+
+/* Reads the defaults: mapping once, for its errors; keys that cannot have a
+ * default are refused. */
+static int check_defaults(struct jparse *p, const struct yamlx_node *defaults)
+{
+    struct job scratch;
+    int rc = -1;
+
+    memset(&scratch, 0, sizeof scratch);
+    for (size_t i = 0; i < defaults->npairs; i++) {
+        const struct yamlx_node *k = defaults->pairs[i].key;
+        int ki = key_index(k->str);
+        char what[128];
+
+        if (ki < 0) {
+            const char *names[NKEYS];
+            size_t n = 0;
+
+            for (size_t a = 0; a < NKEYS; a++)
+                if (job_keys[a].in_defaults)
+                    names[n++] = job_keys[a].key;
+            unknown_key(p->d, k, "defaults: ", names, n);
+            goto out;
+        }
+        if (!job_keys[ki].in_defaults) {
+            yamlx_errorf(p->d, k, "defaults: \"%s\" cannot have a default (set it on each job)",
+                         job_keys[ki].key);
+            goto out;
+        }
+        snprintf(what, sizeof what, "defaults: %s", job_keys[ki].key);
+        if (set_key(p, &scratch, &job_keys[ki], defaults->pairs[i].value, what) != 0)
+            goto out;
+    }
+    rc = 0;
+out:
+    job_clear(&scratch);
+    return rc;
+}
+
+/* Reads job number idx (0-based) from mapping m into j (zeroed). */
+static int read_job(struct jparse *p, const struct yamlx_node *m, size_t idx,
+                    const struct yamlx_node *defaults, const struct jobs *set, struct job *j)
+{
+    const struct yamlx_node *at[NKEYS] = {0};
+    const struct yamlx_node *name_node;
+    char prefix[200], what[240], msg[320], q[96];
+    int ki_name = key_index("name"), ki_cmd = key_index("command"),
+        ki_shell = key_index("shell"), ki_tz = key_index("timezone");
+
+    snprintf(prefix, sizeof prefix, "job %zu", idx + 1);
+    if (m->kind != YAMLX_MAP)
+        return yamlx_errorf(p->d, m, "%s: expected a mapping (name:, schedule:, command:), got %s",
+                            prefix, yamlx_kind_name(m));
+    j->line = m->line;
+    j->col = m->col;
+    j->enabled = true;
+
+    /* The name first, so that every other message can say which job. */
+    name_node = yamlx_map_get(m, "name");
+    if (name_node != NULL) {
+        snprintf(what, sizeof what, "%s: name", prefix);
+        if (set_key(p, j, &job_keys[ki_name], name_node, what) != 0)
+            return -1;
+        at[ki_name] = name_node;
+        snprintf(prefix, sizeof prefix, "job \"%s\"", j->name);
+        for (size_t i = 0; i < set->n; i++)
+            if (strcmp(set->v[i].name, j->name) == 0)
+                return yamlx_errorf(p->d, name_node, "%s: duplicate name (first at line %d)",
+                                    prefix, set->v[i].line);
+    }
+
+    /* 1. The job's own keys, in file order. */
+    for (size_t i = 0; i < m->npairs; i++) {
+        const struct yamlx_node *k = m->pairs[i].key;
+        int ki = key_index(k->str);
+
+        if (ki < 0) {
+            const char *names[NKEYS];
+            char pre[220];
+
+            for (size_t a = 0; a < NKEYS; a++)
+                names[a] = job_keys[a].key;
+            snprintf(pre, sizeof pre, "%s: ", prefix);
+            return unknown_key(p->d, k, pre, names, NKEYS);
+        }
+        if (ki == ki_name)
+            continue;
+        snprintf(what, sizeof what, "%s: %s", prefix, job_keys[ki].key);
+        if (set_key(p, j, &job_keys[ki], m->pairs[i].value, what) != 0)
+            return -1;
+        at[ki] = m->pairs[i].value;
+    }
+
+    /* Required keys, and exactly one of command and shell. */
+    for (size_t i = 0; i < NKEYS; i++)
+        if (job_keys[i].required && at[i] == NULL)
+            return yamlx_errorf(p->d, m, "%s: missing required key \"%s\"", prefix,
+                                job_keys[i].key);
+    if (at[ki_cmd] == NULL && at[ki_shell] == NULL)
+        return yamlx_errorf(p->d, m, "%s: missing \"command\" or \"shell\" (one is required)",
+                            prefix);
+    if (at[ki_cmd] != NULL && at[ki_shell] != NULL) {
+        const struct yamlx_node *second = at[ki_cmd]->line > at[ki_shell]->line ||
+                                                  (at[ki_cmd]->line == at[ki_shell]->line &&
+                                                   at[ki_cmd]->col > at[ki_shell]->col)
+                                              ? at[ki_cmd]
+                                              : at[ki_shell];
+
+        return yamlx_errorf(p->d, second, "%s: both \"command\" and \"shell\" are set (keep one)",
+                            prefix);
+    }
+
+    /* 2. What defaults: sets (already checked; env merges under the job's). */
+    for (size_t i = 0; defaults != NULL && i < defaults->npairs; i++) {
+        int ki = key_index(defaults->pairs[i].key->str);
+
+        if (ki < 0 || (at[ki] != NULL && job_keys[ki].type != JK_ENV))
+            continue;
+        snprintf(what, sizeof what, "defaults: %s", job_keys[ki].key);
+        if (job_keys[ki].type == JK_ENV && at[ki] != NULL) {
+            char **own = j->env;
+
+            /* Defaults first, then the job's own on top. */
+            j->env = NULL;
+            if (set_key(p, j, &job_keys[ki], defaults->pairs[i].value, what) != 0 ||
+                set_key(p, j, &job_keys[ki], at[ki], what) != 0) {
+                free_strv(own);
+                return -1;
+            }
+            free_strv(own);
+        } else if (set_key(p, j, &job_keys[ki], defaults->pairs[i].value, what) != 0) {
+            return -1;
+        }
+        at[ki] = defaults->pairs[i].value;
+    }
+
+    /* 3. The table defaults. */
+    for (size_t i = 0; i < NKEYS; i++) {
+        if (at[i] != NULL || job_keys[i].def == NULL)
+            continue;
+        if (set_text(p, j, &job_keys[i], job_keys[i].def, msg, sizeof msg) != 0)
+            return yamlx_errorf(p->d, m, "%s: %s: default: %s", prefix, job_keys[i].key, msg);
+    }
+    if (at[ki_tz] == NULL) {
+        if (zone_get(p->set, p->default_tz, &j->tz, msg, sizeof msg) != 0)
+            return yamlx_errorf(p->d, m, "%s: timezone %s (the config's default): %s", prefix,
+                                yamlx_quote(p->default_tz, q, sizeof q), msg);
+        if (set_str(&j->timezone, p->default_tz, msg, sizeof msg) != 0)
+            return yamlx_errorf(p->d, NULL, "%s", msg);
+    }
+    if (j->env == NULL) {
+        j->env = calloc(1, sizeof *j->env);
+        if (j->env == NULL)
+            return yamlx_errorf(p->d, NULL, "out of memory");
+    }
+    qsort(j->env, strv_len(j->env), sizeof *j->env, env_cmp);
+    j->fingerprint = fingerprint(j);
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Loading */
+
+static int read_jobs(struct jparse *p, const struct yamlx_node *root)
+{
+    const struct yamlx_node *defaults, *list;
+    struct jobs *set = p->set;
+
+    if (root->kind != YAMLX_MAP)
+        return yamlx_errorf(p->d, root, "expected a mapping with a \"jobs:\" list, got %s",
+                            yamlx_kind_name(root));
+    for (size_t i = 0; i < root->npairs; i++) {
+        const struct yamlx_node *k = root->pairs[i].key;
+        bool known = false;
+
+        for (size_t a = 0; a < sizeof top_keys / sizeof top_keys[0]; a++)
+            known = known || strcmp(k->str, top_keys[a]) == 0;
+        if (!known)
+            return unknown_key(p->d, k, "", top_keys, sizeof top_keys / sizeof top_keys[0]);
+    }
+    defaults = yamlx_map_get(root, "defaults");
+    if (defaults != NULL && defaults->kind == YAMLX_SCALAR && defaults->null)
+        defaults = NULL;
+    if (defaults != NULL && defaults->kind != YAMLX_MAP)
+        return yamlx_errorf(p->d, defaults, "defaults: expected a mapping, got %s",
+                            yamlx_kind_name(defaults));
+    if (defaults != NULL && check_defaults(p, defaults) != 0)
+        return -1;
+    list = yamlx_map_get(root, "jobs");
+    if (list == NULL || (list->kind == YAMLX_SCALAR && list->null))
+        return 0;
+    if (list->kind != YAMLX_SEQ)
+        return yamlx_errorf(p->d, list, "jobs: expected a sequence of jobs (- name: ...), got %s",
+                            yamlx_kind_name(list));
+    if (list->nitems > JOBS_MAX)
+        return yamlx_errorf(p->d, list->items[JOBS_MAX], "jobs: too many jobs (at most %d)",
+                            JOBS_MAX);
+    set->v = calloc(list->nitems, sizeof *set->v);
+    if (set->v == NULL && list->nitems > 0)
+        return yamlx_errorf(p->d, NULL, "out of memory");
+    for (size_t i = 0; i < list->nitems; i++) {
+        int r = read_job(p, list->items[i], i, defaults, set, &set->v[i]);
+
+        /* Counted even when half-read, so that jobs_free frees it. */
+        set->n++;
+        if (r != 0)
+            return -1;
+    }
+    return 0;
+}
+
+int jobs_load_buffer(const char *name, const char *buf, size_t len, const char *default_tz,
+                     struct jobs **out, char *err, size_t errlen)
+{
+    struct yamlx_diag d = {name, err, errlen};
+    struct jparse p = {.d = &d, .default_tz = default_tz != NULL ? default_tz : "UTC"};
+    struct yamlx_node *root = NULL;
+    int rc = -1;
+
+    *out = NULL;
+    if (errlen > 0)
+        err[0] = '\0';
+    p.set = calloc(1, sizeof *p.set);
+    if (p.set == NULL || (p.set->path = strdup(name)) == NULL) {
+        yamlx_errorf(&d, NULL, "out of memory");
+        goto out;
+    }
+    if (yamlx_parse(buf, len, &d, &root) != 0)
+        goto out;
+    if (root != NULL && read_jobs(&p, root) != 0)
+        goto out;
+    *out = p.set;
+    p.set = NULL;
+    rc = 0;
+out:
+    yamlx_free(root);
+    jobs_free(p.set);
+    return rc;
+}
+
+int jobs_load(const char *path, const char *default_tz, struct jobs **out, char *err,
+              size_t errlen)
+{
+    struct yamlx_diag d = {path, err, errlen};
+    char *buf = NULL;
+    size_t len = 0;
+    int rc;
+
+    *out = NULL;
+    if (yamlx_read_file(path, &buf, &len, &d) != 0)
+        return -1;
+    rc = jobs_load_buffer(path, buf, len, default_tz, out, err, errlen);
+    free(buf);
+    return rc;
+}
+
+void jobs_free(struct jobs *j)
+{
+    if (j == NULL)
+        return;
+    for (size_t i = 0; i < j->n; i++)
+        job_clear(&j->v[i]);
+    free(j->v);
+    for (size_t i = 0; i < j->nzones; i++)
+        cron_tz_free(j->zones[i]);
+    free(j->zones);
+    free(j->path);
+    free(j);
+}
+
+const struct job *jobs_find(const struct jobs *j, const char *name)
+{
+    if (j == NULL || name == NULL)
+        return NULL;
+    for (size_t i = 0; i < j->n; i++)
+        if (strcmp(j->v[i].name, name) == 0)
+            return &j->v[i];
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Reference */
+
+static const char *key_type_name(enum job_key_type t)
+{
+    switch (t) {
+    case JK_NAME:
+    case JK_SHELL:
+    case JK_USER:
+        return "string";
+    case JK_SCHEDULE:
+        return "cron";
+    case JK_TIMEZONE:
+        return "zone";
+    case JK_ARGV:
+        return "list of strings";
+    case JK_PATH:
+        return "path";
+    case JK_DURATION:
+        return "duration";
+    case JK_CATCHUP:
+        return "duration or `last`";
+    case JK_INT:
+        return "integer";
+    case JK_CONCURRENCY:
+        return "enum";
+    case JK_ENV:
+        return "mapping";
+    case JK_BOOL:
+        return "bool";
+    }
+    return "?";
+}
+
+void jobs_write_reference(FILE *out)
+{
+    fputs("| key | type | default | bounds | meaning |\n", out);
+    fputs("|---|---|---|---|---|\n", out);
+    for (size_t i = 0; i < NKEYS; i++) {
+        const struct job_key *k = &job_keys[i];
+        char lo[32], hi[32];
+
+        fprintf(out, "| `%s` | %s | ", k->key, key_type_name(k->type));
+        if (k->def_doc != NULL)
+            fputs(k->def_doc, out);
+        else
+            fprintf(out, "`%s`", k->def);
+        fputs(" | ", out);
+        switch (k->type) {
+        case JK_DURATION:
+        case JK_CATCHUP:
+            fprintf(out, "%s..%s", yamlx_format_duration(k->min, lo, sizeof lo),
+                    yamlx_format_duration(k->max, hi, sizeof hi));
+            break;
+        case JK_INT:
+            fprintf(out, "%" PRId64 "..%" PRId64, k->min, k->max);
+            break;
+        case JK_CONCURRENCY:
+            fputs("forbid, allow, replace", out);
+            break;
+        default:
+            break;
+        }
+        fprintf(out, " | %s%s |\n", k->doc, k->in_defaults ? "" : " Not in `defaults:`.");
+    }
+}
