@@ -133,9 +133,11 @@ struct baton_client {
     char cid[BATON__CID_LEN + 1];
     char sha[BATON__S_COUNT][41]; /* immutable after creation */
 
-    pthread_mutex_t mu; /* guards idle, nidle, errstr, waiters, renewer */
+    pthread_mutex_t mu; /* guards idle, nidle, errstr, waiters, renewer, rnd */
     struct baton__conn *idle;
     int nidle;
+    unsigned char rnd[4096]; /* getrandom output, handed out in tokens */
+    size_t rnd_used;
     char errstr[BATON__ERRLEN];
     struct baton__waiters *waiters; /* started on first wait */
     struct baton__renewer *renewer; /* started on first auto-renewal */
@@ -148,6 +150,9 @@ int baton__client_get(struct baton_client *c, struct baton__conn **out, char *er
 void baton__client_put(struct baton_client *c, struct baton__conn *cn);
 /* Opens a connection outside the pool (subscriber). Same contract. */
 int baton__client_open(struct baton_client *c, struct baton__conn **out, char *err, size_t errlen);
+/* Fills buf with len (<= 64) bytes of getrandom output from the client's
+ * buffer (one syscall per 4 KiB instead of one per token). */
+int baton__client_random(struct baton_client *c, void *buf, size_t len);
 /* Deadline of a command sent now. */
 int64_t baton__client_deadline(const struct baton_client *c);
 
@@ -171,8 +176,9 @@ int baton__script_call(struct baton_client *c, struct baton__conn *cn, enum bato
 
 struct baton_lock {
     struct baton_client *c;
-    char *key;                /* the user's key */
+    char *key;                /* the user's key (one allocation with rkeys) */
     char *rkeys[4];           /* lock, fence counter, queue, queue expiries */
+    _Atomic bool ever_renewed; /* registered with the renewer at some time */
     char token[BATON__TOKEN_LEN + 1];
     int64_t ttl_ms;
     int64_t renew_ms;

@@ -54,6 +54,25 @@ void baton__client_put(struct baton_client *c, struct baton__conn *cn)
     baton__conn_free(cn);
 }
 
+int baton__client_random(struct baton_client *c, void *buf, size_t len)
+{
+    int rc = BATON_OK;
+    if (len > 64)
+        return BATON_EINVAL;
+    pthread_mutex_lock(&c->mu);
+    if (c->rnd_used + len > sizeof c->rnd) {
+        rc = baton__random(c->rnd, sizeof c->rnd);
+        c->rnd_used = 0;
+    }
+    if (rc == BATON_OK) {
+        memcpy(buf, c->rnd + c->rnd_used, len);
+        memset(c->rnd + c->rnd_used, 0, len); /* never handed out twice */
+        c->rnd_used += len;
+    }
+    pthread_mutex_unlock(&c->mu);
+    return rc;
+}
+
 static int build_argv(const char *verb, const char *script, int nkeys, const char **keys, int nargs,
                       const char **args, const char **argv, size_t *lens, char *nkeys_buf)
 {
@@ -167,6 +186,7 @@ int baton_client_new(const char *url, const struct baton_client_opts *opts,
         return BATON_ENOMEM;
     }
     *out = c;
+    c->rnd_used = sizeof c->rnd; /* empty: filled on first use */
     c->connect_timeout_ms = o.connect_timeout_ms > 0 ? o.connect_timeout_ms : 2000;
     c->command_timeout_ms = o.command_timeout_ms > 0 ? o.command_timeout_ms : 2000;
     c->max_waiters = o.max_waiters_per_key != 0 ? o.max_waiters_per_key : 1000;

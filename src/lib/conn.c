@@ -308,15 +308,30 @@ int baton__conn_poll_reply(struct baton__conn *cn, redisReply **reply)
 
 int baton__conn_read(struct baton__conn *cn, redisReply **reply, int64_t deadline_ns)
 {
+    void *r = NULL;
+    *reply = NULL;
+    if (cn->broken)
+        return BATON_EIO;
+    /* Parse what has arrived; otherwise wait first, then read: a reply is
+     * rarely there the moment after a request went out, so trying recv()
+     * first would mostly cost a syscall. */
     for (;;) {
-        int r = baton__conn_poll_reply(cn, reply);
-        if (r != 0)
-            return r > 0 ? BATON_OK : r;
+        if (redisReaderGetReply(cn->reader, &r) != REDIS_OK) {
+            conn_fail(cn, "protocol error: ", cn->reader->errstr);
+            return BATON_EPROTO;
+        }
+        if (r != NULL) {
+            *reply = r;
+            return BATON_OK;
+        }
         int w = wait_fd(cn->fd, POLLIN, deadline_ns);
         if (w <= 0) {
             conn_fail(cn, "read: ", w == 0 ? "timed out waiting for redis" : strerror(errno));
             return BATON_EIO;
         }
+        int f = fill(cn);
+        if (f < 0)
+            return f;
     }
 }
 

@@ -43,37 +43,44 @@ static int lock_new(struct baton_client *c, const char *key, const struct baton_
 {
     static const char *const suffix[4] = {"", ":fence", ":q", ":qx"};
     unsigned char rnd[(BATON__TOKEN_LEN - BATON__CID_LEN) / 2];
-    int rc = BATON_ENOMEM;
+    size_t klen = strlen(key), plen = strlen(c->prefix);
 
     *out = NULL;
-    struct baton_lock *lk = calloc(1, sizeof *lk);
+    /* The lock and its strings in one allocation: key, then the 4 keys. */
+    size_t need = sizeof(struct baton_lock) + klen + 1;
+    for (int i = 0; i < 4; i++)
+        need += plen + klen + 2 + strlen(suffix[i]) + 1;
+    struct baton_lock *lk = calloc(1, need);
     if (lk == NULL)
         return BATON_ENOMEM;
     if (pthread_mutex_init(&lk->mu, NULL) != 0) {
         free(lk);
         return BATON_ENOMEM;
     }
+    char *p = (char *)(lk + 1);
+    lk->key = p;
+    memcpy(p, key, klen + 1);
+    p += klen + 1;
+    for (int i = 0; i < 4; i++) {
+        size_t n = plen + klen + 2 + strlen(suffix[i]) + 1;
+        lk->rkeys[i] = p;
+        snprintf(p, n, "%s{%s}%s", c->prefix, key, suffix[i]);
+        p += n;
+    }
     lk->c = c;
     lk->ttl_ms = o->ttl_ms;
     lk->renew_ms = o->renew_ms;
     lk->on_lost = o->on_lost;
     lk->on_lost_arg = o->on_lost_arg;
-    if ((lk->key = strdup(key)) == NULL)
-        goto out_free;
-    for (int i = 0; i < 4; i++)
-        if (asprintf(&lk->rkeys[i], "%s{%s}%s", c->prefix, key, suffix[i]) < 0) {
-            lk->rkeys[i] = NULL;
-            goto out_free;
-        }
-    if ((rc = baton__random(rnd, sizeof rnd)) != BATON_OK)
-        goto out_free;
+    int rc = baton__client_random(c, rnd, sizeof rnd);
+    if (rc != BATON_OK) {
+        baton_lock_free(lk);
+        return rc;
+    }
     memcpy(lk->token, c->cid, BATON__CID_LEN);
     baton__hex(rnd, sizeof rnd, lk->token + BATON__CID_LEN);
     *out = lk;
     return BATON_OK;
-out_free:
-    baton_lock_free(lk);
-    return rc;
 }
 
 static bool valid_key(const char *key)
@@ -108,10 +115,12 @@ void baton__lock_mark_lost(struct baton_lock *lk, const char *why)
         lk->on_lost(lk, lk->on_lost_arg);
 }
 
-/* One run of the acquire script. Returns 0 when granted (fence and
- * deadline set); BATON_ETAKEN with *pttl_ms (holder's remaining lease, -1
- * unknown, 0 free but queued behind others); or an error. */
-static int attempt(struct baton_lock *lk, bool wait, int64_t entry_ttl_ms, int64_t *pttl_ms)
+/* One run of the acquire script; wait: join (or stay in) the queue;
+ * queued: we may already be in it. Returns 0 when granted (fence and
+ * deadline set); BATON_ETAKEN with *pttl_ms (the holder's remaining lease,
+ * -1 unknown); or an error. */
+static int attempt(struct baton_lock *lk, bool wait, bool queued, int64_t entry_ttl_ms,
+                   int64_t *pttl_ms)
 {
     struct baton_client *c = lk->c;
     struct baton__conn *cn = NULL;
@@ -123,11 +132,11 @@ static int attempt(struct baton_lock *lk, bool wait, int64_t entry_ttl_ms, int64
     snprintf(ttl, sizeof ttl, "%lld", (long long)lk->ttl_ms);
     snprintf(ettl, sizeof ettl, "%lld", (long long)entry_ttl_ms);
     const char *keys[4] = {lk->rkeys[0], lk->rkeys[1], lk->rkeys[2], lk->rkeys[3]};
-    const char *args[4] = {lk->token, ttl, wait ? "1" : "0", ettl};
+    const char *args[5] = {lk->token, ttl, wait ? "1" : "0", ettl, queued ? "1" : "0"};
 
     if ((rc = baton__client_get(c, &cn, lk->errstr, sizeof lk->errstr)) != BATON_OK)
         return rc;
-    rc = baton__script_call(c, cn, BATON__S_ACQUIRE, 4, keys, 4, args, &r,
+    rc = baton__script_call(c, cn, BATON__S_ACQUIRE, 4, keys, 5, args, &r,
                             baton__client_deadline(c), &sent, lk->errstr, sizeof lk->errstr);
     baton__client_put(c, cn);
     if (rc != BATON_OK)
@@ -196,7 +205,7 @@ int baton_lock_try(struct baton_client *c, const char *key, const struct baton_l
         return BATON_EINVAL;
     if ((rc = lock_new(c, key, &o, &lk)) != BATON_OK)
         return rc;
-    if ((rc = attempt(lk, false, 0, &pttl)) != BATON_OK)
+    if ((rc = attempt(lk, false, false, 0, &pttl)) != BATON_OK)
         return give_up(lk, rc, out);
     if (o.auto_renew && (rc = baton__renew_add(lk, o.renew_ms)) != BATON_OK)
         return give_up(lk, rc, out);
@@ -236,7 +245,7 @@ int baton_lock_acquire(struct baton_client *c, const char *key, const struct bat
     int64_t entry_ttl = o.retry_delay_ms * 5 / 2 + 1000;
     for (;;) {
         int64_t pttl = 0;
-        rc = attempt(lk, true, entry_ttl, &pttl);
+        rc = attempt(lk, true, queued, entry_ttl, &pttl);
         if (rc != BATON_ETAKEN)
             break;
         queued = true;
@@ -352,9 +361,6 @@ void baton_lock_free(struct baton_lock *lk)
         return;
     if (lk->c != NULL)
         baton__renew_remove(lk);
-    for (int i = 0; i < 4; i++)
-        free(lk->rkeys[i]);
-    free(lk->key);
     pthread_mutex_destroy(&lk->mu);
     free(lk);
 }

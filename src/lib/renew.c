@@ -176,6 +176,7 @@ int baton__renew_add(struct baton_lock *lk, int64_t renew_ms)
     int64_t base = lk->confirmed_sent_ns;
     pthread_mutex_unlock(&lk->mu);
 
+    atomic_store(&lk->ever_renewed, true);
     pthread_mutex_lock(&rn->mu);
     lk->renew_ms = renew_ms;
     lk->next_renew_ns = base + renew_ms * 1000000;
@@ -194,6 +195,8 @@ int baton__renew_add(struct baton_lock *lk, int64_t renew_ms)
 
 void baton__renew_remove(struct baton_lock *lk)
 {
+    if (!atomic_load(&lk->ever_renewed))
+        return;
     pthread_mutex_lock(&lk->c->mu);
     struct baton__renewer *rn = lk->c->renewer;
     pthread_mutex_unlock(&lk->c->mu);

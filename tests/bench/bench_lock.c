@@ -1,0 +1,286 @@
+/* bench_lock.c -- lock throughput and handoff latency, printed as JSON.
+ *
+ *  1. uncontended: 50 threads, each on its own key, acquire+release cycles
+ *     per second through libbaton (one shared client), next to the ceiling
+ *     measured in the same run: the same 50 threads on the same transport
+ *     sending raw `SET key v NX PX` + `DEL key` pairs. Target >= 0.85.
+ *  2. hot key: 20 contenders on one key, each with its own client (its own
+ *     connections), zero hold time: handoffs per second; the time from one
+ *     holder's release to the next holder's grant (p50, p99, max), ordered
+ *     by fencing token; each contender's longest wait. Targets: p99 handoff
+ *     <= 2 ms; longest wait <= 20 x (p99 handoff + hold).
+ *
+ * usage: bench_lock [--url URL] [--seconds S] [--smoke]
+ * (URL defaults to $BATON_TEST_URL; tests/lib/with-redis.sh provides one.)
+ */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "baton.h"
+#include "baton_int.h"
+#include "testutil.h"
+
+#define UNCONTENDED_THREADS 50
+#define HOT_CONTENDERS 20
+
+static const char *url;
+static double seconds = 5.0;
+
+static int64_t run_ns(void) { return (int64_t)(seconds * 1e9); }
+
+/* ---- 1. uncontended ---- */
+
+struct unc_arg {
+    int id;
+    bool raw;
+    struct baton_client *c;
+    atomic_bool *stop;
+    int64_t cycles;
+    int errors;
+};
+
+static void *raw_main(void *p)
+{
+    struct unc_arg *a = p;
+    struct baton__conn *cn = NULL;
+    struct baton__url u;
+    char err[256], key[64];
+    snprintf(key, sizeof key, "bench:raw:%d", a->id);
+    if (baton__url_parse(url, &u, err, sizeof err) != BATON_OK ||
+        baton__conn_open(&u, tu_now_ns() + INT64_C(2000000000), &cn, err, sizeof err) != BATON_OK) {
+        a->errors++;
+        baton__url_clear(&u);
+        return NULL;
+    }
+    const char *set[6] = {"SET", key, "0123456789abcdef0123456789abcdef0123456789abcdef", "NX", "PX",
+                          "30000"};
+    const char *del[2] = {"DEL", key};
+    size_t setl[6], dell[2];
+    for (int i = 0; i < 6; i++)
+        setl[i] = strlen(set[i]);
+    for (int i = 0; i < 2; i++)
+        dell[i] = strlen(del[i]);
+    while (!atomic_load(a->stop)) {
+        redisReply *r = NULL;
+        int64_t dl = tu_now_ns() + INT64_C(2000000000);
+        if (baton__conn_command(cn, 6, set, setl, &r, dl) != BATON_OK) {
+            a->errors++;
+            break;
+        }
+        freeReplyObject(r);
+        if (baton__conn_command(cn, 2, del, dell, &r, dl) != BATON_OK) {
+            a->errors++;
+            break;
+        }
+        freeReplyObject(r);
+        a->cycles++;
+    }
+    baton__conn_free(cn);
+    baton__url_clear(&u);
+    return NULL;
+}
+
+static void *lib_main(void *p)
+{
+    struct unc_arg *a = p;
+    char key[64];
+    snprintf(key, sizeof key, "bench:lib:%d", a->id);
+    struct baton_lock_opts o = {.ttl_ms = 30000};
+    while (!atomic_load(a->stop)) {
+        struct baton_lock *lk = NULL;
+        if (baton_lock_try(a->c, key, &o, &lk) != BATON_OK || baton_lock_release(lk) != BATON_OK) {
+            a->errors++;
+            baton_lock_free(lk);
+            break;
+        }
+        baton_lock_free(lk);
+        a->cycles++;
+    }
+    return NULL;
+}
+
+/* Runs 50 threads of fn for the configured time. Returns cycles/s. */
+static double run_uncontended(bool raw, struct baton_client *c, int *errors)
+{
+    pthread_t th[UNCONTENDED_THREADS];
+    struct unc_arg a[UNCONTENDED_THREADS];
+    atomic_bool stop = false;
+    for (int i = 0; i < UNCONTENDED_THREADS; i++) {
+        a[i] = (struct unc_arg){.id = i, .raw = raw, .c = c, .stop = &stop};
+        pthread_create(&th[i], NULL, raw ? raw_main : lib_main, &a[i]);
+    }
+    int64_t t0 = tu_now_ns();
+    tu_sleep_ms(run_ns() / 1000000);
+    atomic_store(&stop, true);
+    int64_t total = 0;
+    for (int i = 0; i < UNCONTENDED_THREADS; i++) {
+        pthread_join(th[i], NULL);
+        total += a[i].cycles;
+        *errors += a[i].errors;
+    }
+    return (double)total / ((double)(tu_now_ns() - t0) / 1e9);
+}
+
+/* ---- 2. hot key ---- */
+
+struct grant {
+    uint64_t fence;
+    int64_t acquired_ns, released_ns;
+};
+
+struct hot_arg {
+    int id;
+    atomic_bool *stop;
+    struct grant *grants;
+    size_t n, cap;
+    int64_t longest_wait_ns;
+    int errors;
+};
+
+static void *hot_main(void *p)
+{
+    struct hot_arg *a = p;
+    struct baton_client *c = NULL;
+    if (baton_client_new(url, NULL, &c) != BATON_OK) {
+        a->errors++;
+        baton_client_free(c);
+        return NULL;
+    }
+    struct baton_lock_opts o = {.ttl_ms = 10000, .max_wait_ms = 20000};
+    while (!atomic_load(a->stop) && a->n < a->cap) {
+        struct baton_lock *lk = NULL;
+        int64_t t0 = tu_now_ns();
+        if (baton_lock_acquire(c, "bench:hot", &o, &lk) != BATON_OK) {
+            a->errors++;
+            break;
+        }
+        int64_t got = tu_now_ns();
+        if (got - t0 > a->longest_wait_ns)
+            a->longest_wait_ns = got - t0;
+        struct grant *g = &a->grants[a->n++];
+        g->fence = baton_lock_fence(lk);
+        g->acquired_ns = got;
+        g->released_ns = tu_now_ns(); /* zero hold */
+        if (baton_lock_release(lk) != BATON_OK)
+            a->errors++;
+        baton_lock_free(lk);
+    }
+    baton_client_free(c);
+    return NULL;
+}
+
+static int cmp_grant(const void *x, const void *y)
+{
+    const struct grant *a = x, *b = y;
+    return a->fence < b->fence ? -1 : a->fence > b->fence;
+}
+
+static int cmp_i64(const void *x, const void *y)
+{
+    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+    return a < b ? -1 : a > b;
+}
+
+static int64_t pct(const int64_t *v, size_t n, double p)
+{
+    if (n == 0)
+        return 0;
+    size_t i = (size_t)(p * (double)(n - 1) + 0.5);
+    return v[i];
+}
+
+int main(int argc, char **argv)
+{
+    url = getenv("BATON_TEST_URL");
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--smoke") == 0)
+            seconds = 0.3;
+        else if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc)
+            seconds = strtod(argv[++i], NULL);
+        else if (strcmp(argv[i], "--url") == 0 && i + 1 < argc)
+            url = argv[++i];
+        else {
+            fprintf(stderr, "usage: bench_lock [--url URL] [--seconds S] [--smoke]\n");
+            return 2;
+        }
+    }
+    if (url == NULL || seconds <= 0 || seconds > 600) {
+        fprintf(stderr, "bench_lock: need --url or BATON_TEST_URL, and 0 < seconds <= 600\n");
+        return 2;
+    }
+
+    struct baton_client *c = NULL;
+    if (baton_client_new(url, NULL, &c) != BATON_OK) {
+        fprintf(stderr, "bench_lock: %s\n", baton_client_errstr(c));
+        baton_client_free(c);
+        return 1;
+    }
+    int errors = 0;
+    double ceiling = run_uncontended(true, NULL, &errors);
+    double lib = run_uncontended(false, c, &errors);
+    baton_client_free(c);
+
+    pthread_t th[HOT_CONTENDERS];
+    struct hot_arg h[HOT_CONTENDERS];
+    atomic_bool stop = false;
+    size_t cap = (size_t)(seconds * 200000) + 1000;
+    for (int i = 0; i < HOT_CONTENDERS; i++) {
+        h[i] = (struct hot_arg){.id = i, .stop = &stop, .cap = cap};
+        h[i].grants = calloc(cap, sizeof(struct grant));
+        pthread_create(&th[i], NULL, hot_main, &h[i]);
+    }
+    tu_sleep_ms(300); /* everyone queued */
+    int64_t t0 = tu_now_ns();
+    size_t base = 0;
+    for (int i = 0; i < HOT_CONTENDERS; i++)
+        base += h[i].n;
+    tu_sleep_ms(run_ns() / 1000000);
+    atomic_store(&stop, true);
+    int64_t t1 = tu_now_ns();
+    size_t total = 0;
+    int64_t longest = 0;
+    for (int i = 0; i < HOT_CONTENDERS; i++) {
+        pthread_join(th[i], NULL);
+        total += h[i].n;
+        errors += h[i].errors;
+        if (h[i].longest_wait_ns > longest)
+            longest = h[i].longest_wait_ns;
+    }
+    struct grant *all = calloc(total + 1, sizeof *all);
+    size_t k = 0;
+    for (int i = 0; i < HOT_CONTENDERS; i++) {
+        memcpy(all + k, h[i].grants, h[i].n * sizeof *all);
+        k += h[i].n;
+        free(h[i].grants);
+    }
+    qsort(all, total, sizeof *all, cmp_grant);
+    int64_t *hand = calloc(total + 1, sizeof *hand);
+    size_t nh = 0;
+    for (size_t i = 1; i < total; i++)
+        if (all[i].fence == all[i - 1].fence + 1 && all[i].acquired_ns >= all[i - 1].released_ns)
+            hand[nh++] = all[i].acquired_ns - all[i - 1].released_ns;
+    qsort(hand, nh, sizeof *hand, cmp_i64);
+    double p50 = (double)pct(hand, nh, 0.50) / 1e6, p99 = (double)pct(hand, nh, 0.99) / 1e6;
+    double hmax = nh ? (double)hand[nh - 1] / 1e6 : 0;
+    double longest_ms = (double)longest / 1e6;
+    double handoffs = (double)(total - base) / ((double)(t1 - t0) / 1e9);
+    double ratio = ceiling > 0 ? lib / ceiling : 0;
+    bool ok = errors == 0 && ratio >= 0.85 && p99 <= 2.0 && longest_ms <= 20 * (p99 + 0.0);
+
+    printf("{\"bench\":\"lock\",\"seconds\":%.1f,\n"
+           " \"uncontended\":{\"threads\":%d,\"ceiling_raw_setnx_del_per_sec\":%.0f,"
+           "\"baton_acquire_release_per_sec\":%.0f,\"ratio\":%.3f,\"target_ratio\":0.85},\n"
+           " \"hot_key\":{\"contenders\":%d,\"hold_ms\":0,\"handoffs_per_sec\":%.0f,"
+           "\"handoff_ms\":{\"p50\":%.3f,\"p99\":%.3f,\"max\":%.3f,\"samples\":%zu},"
+           "\"longest_wait_ms\":%.3f,\"target_p99_ms\":2.0,\"target_longest_wait_ms\":%.3f},\n"
+           " \"errors\":%d,\"ok\":%s}\n",
+           seconds, UNCONTENDED_THREADS, ceiling, lib, ratio, HOT_CONTENDERS, handoffs, p50, p99,
+           hmax, nh, longest_ms, 20 * p99, errors, ok ? "true" : "false");
+    free(all);
+    free(hand);
+    return errors == 0 ? 0 : 1;
+}
