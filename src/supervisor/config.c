@@ -8,6 +8,7 @@
  * table; the only per-option code is in the `check` and `def_fn` hooks and in
  * the relations between options (`relations[]`).
  */
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
@@ -43,8 +44,11 @@ static bool in_charset(const char *s, const char *extra)
 
 static int check_node(const char *s, char *msg, size_t msglen)
 {
+    char q[96];
+
     if (!in_charset(s, "_.:-")) {
-        snprintf(msg, msglen, "may contain only letters, digits and _ . : -");
+        snprintf(msg, msglen, "%s: may contain only letters, digits and _ . : -",
+                 yamlx_quote(s, q, sizeof q));
         return -1;
     }
     return 0;
@@ -52,8 +56,11 @@ static int check_node(const char *s, char *msg, size_t msglen)
 
 static int check_group(const char *s, char *msg, size_t msglen)
 {
+    char q[96];
+
     if (!in_charset(s, "_.-")) {
-        snprintf(msg, msglen, "may contain only letters, digits and _ . -");
+        snprintf(msg, msglen, "%s: may contain only letters, digits and _ . -",
+                 yamlx_quote(s, q, sizeof q));
         return -1;
     }
     return 0;
@@ -94,6 +101,12 @@ static int check_tcp_url(const char *s, char *msg, size_t msglen)
     const char *end = slash != NULL ? slash : host + strlen(host);
     const char *hend, *port = NULL;
 
+    for (const char *p = s; at != NULL && p < at; p++) {
+        if (*p == '%' && !(isxdigit((unsigned char)p[1]) && isxdigit((unsigned char)p[2]))) {
+            snprintf(msg, msglen, "bad percent-escape in the user or password");
+            return -1;
+        }
+    }
     if (host[0] == '[') {
         hend = memchr(host, ']', (size_t)(end - host));
         if (hend == NULL || hend == host + 1) {

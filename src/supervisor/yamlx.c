@@ -440,6 +440,9 @@ static int syntax_error(const struct yamlx_diag *d, const yaml_parser_t *p, cons
         return yamlx_errorf(d, NULL, "out of memory");
     case YAML_READER_ERROR:
         offset_position(buf, len, p->problem_offset, &line, &col);
+        if (strstr(problem, "UTF-8") != NULL)
+            return yamlx_errorf_at(d, line, col, "invalid YAML: the text is not UTF-8 (%s)",
+                                   problem);
         if (p->problem_value != -1)
             return yamlx_errorf_at(d, line, col, "invalid YAML: %s (byte 0x%02x)", problem,
                                    (unsigned)p->problem_value & 0xffu);
@@ -467,10 +470,16 @@ static int check_node_props(const struct yamlx_diag *d, const yaml_event_t *ev,
         return yamlx_errorf_at(d, line, col,
                                "YAML anchors (&%.40s) are not supported",
                                (const char *)anchor);
-    if (tag != NULL)
+    if (tag != NULL) {
+        const char *t = (const char *)tag, *core = "tag:yaml.org,2002:";
+
+        if (strncmp(t, core, strlen(core)) == 0)
+            return yamlx_errorf_at(d, line, col,
+                                   "YAML tags (!!%.40s) are not supported; quote the value instead",
+                                   t + strlen(core));
         return yamlx_errorf_at(d, line, col,
-                               "YAML tags (%.60s) are not supported; quote the value instead",
-                               (const char *)tag);
+                               "YAML tags (%.60s) are not supported; quote the value instead", t);
+    }
     return 0;
 }
 
