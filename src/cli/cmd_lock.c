@@ -84,7 +84,7 @@ static int parse_args(int argc, char **argv, struct lock_args *a)
     a->wait_ms = -1;
     a->kill_grace_ms = -1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "+hv", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+:hv", opts, NULL)) != -1) {
         switch (c) {
         case 'u': a->url = optarg; break;
         case 't':
@@ -106,14 +106,19 @@ static int parse_args(int argc, char **argv, struct lock_args *a)
             cli_print_usage("lock");
             fputs(help_text, stdout);
             return -1;
+        case ':': return cli_usage("lock", "%s: missing its value", argv[optind - 1]);
         default:
             if (optopt != 0)
-                return cli_usage("lock", "option -%c: unknown or missing its value", optopt);
-            return cli_usage("lock", "%s: unknown option or missing value", argv[optind - 1]);
+                return cli_usage("lock", "-%c: unknown option", optopt);
+            return cli_usage("lock", "%s: unknown option", argv[optind - 1]);
         }
     }
+    /* getopt consumed a "--" right before KEY: `baton lock -- CMD`. */
+    bool dashdash = optind > 1 && strcmp(argv[optind - 1], "--") == 0;
     if (optind >= argc)
-        return cli_usage("lock", "missing KEY");
+        return cli_usage("lock", dashdash ? "missing KEY before --" : "missing KEY");
+    if (dashdash && (optind + 1 >= argc || strcmp(argv[optind + 1], "--") != 0))
+        return cli_usage("lock", "missing KEY before --");
     a->key = argv[optind++];
     if (*a->key == '\0')
         return cli_usage("lock", "KEY must not be empty");

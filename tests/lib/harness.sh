@@ -144,5 +144,13 @@ wait_for_line() {
     done
 }
 
+# alive PID: true while PID runs (a zombie counts as dead: its reaper may
+# be a pid 1 that never reaps).
+alive() {
+    local st
+    st=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) || return 1
+    [ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ]
+}
+
 # count_lines FILE REGEX
 count_lines() { [ -f "$1" ] && grep -c -E -- "$2" "$1" || echo 0; }
