@@ -1,0 +1,872 @@
+/* check_jobs.c -- jobs.yaml (src/supervisor/jobs.c).
+ *
+ * Table-driven: every row of the job key table (default, wrong type,
+ * defaults:, bounds, fingerprint), and every bad file in
+ * tests/data/bad/jobs_*.yaml with its exact "file:line:col: message".
+ * Needs BATON_TESTS_DIR and BATON_SOURCE_DIR (set by ctest).
+ */
+#include <check.h>
+#include <dirent.h>
+#include <inttypes.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cron.h"
+#include "jobs.h"
+#include "yamlx.h"
+
+static const char *env_dir(const char *var)
+{
+    const char *d = getenv(var);
+
+    ck_assert_msg(d != NULL && *d != '\0', "%s is not set (run the suite through ctest)", var);
+    return d;
+}
+
+/* Loads yaml as "j.yaml" with default zone UTC. */
+static struct jobs *load(const char *yaml, char *err, size_t errlen)
+{
+    struct jobs *j = NULL;
+    int r = jobs_load_buffer("j.yaml", yaml, strlen(yaml), "UTC", &j, err, errlen);
+
+    ck_assert_int_eq(r == 0, j != NULL);
+    return j;
+}
+
+static struct jobs *load_ok(const char *yaml)
+{
+    char err[512];
+    struct jobs *j = load(yaml, err, sizeof err);
+
+    ck_assert_msg(j != NULL, "unexpected error for <<%s>>: %s", yaml, err);
+    return j;
+}
+
+static void load_err(const char *yaml, const char *expected)
+{
+    char err[512];
+    struct jobs *j = load(yaml, err, sizeof err);
+
+    ck_assert_msg(j == NULL, "accepted <<%s>>", yaml);
+    ck_assert_str_eq(err, expected);
+}
+
+static const char *my_user(void)
+{
+    struct passwd *pw = getpwuid(geteuid());
+
+    ck_assert_ptr_nonnull(pw);
+    return pw->pw_name;
+}
+
+/* ------------------------------------------------------------------------ */
+
+START_TEST(empty_sets)
+{
+    static const char *const empties[] = {"",          "# no jobs yet\n", "jobs:\n",
+                                          "jobs: []\n", "---\n",          "defaults: {timeout: 1m}\n",
+                                          "defaults:\njobs:\n"};
+
+    for (size_t i = 0; i < sizeof empties / sizeof empties[0]; i++) {
+        struct jobs *j = load_ok(empties[i]);
+
+        ck_assert_uint_eq(j->n, 0);
+        ck_assert_str_eq(j->path, "j.yaml");
+        ck_assert_ptr_null(jobs_find(j, "x"));
+        jobs_free(j);
+    }
+}
+END_TEST
+
+START_TEST(minimal_job_defaults)
+{
+    struct jobs *j = load_ok("jobs:\n"
+                             "  - name: a\n"
+                             "    schedule: \"@hourly\"\n"
+                             "    command: [/bin/true]\n");
+    const struct job *a = jobs_find(j, "a");
+
+    ck_assert_ptr_nonnull(a);
+    ck_assert_int_eq(a->line, 2);
+    ck_assert_int_eq(a->col, 5);
+    ck_assert_str_eq(a->schedule, "@hourly");
+    ck_assert_ptr_nonnull(a->expr);
+    ck_assert_str_eq(a->timezone, "UTC");
+    ck_assert_ptr_nonnull(a->tz);
+    ck_assert_str_eq(a->argv[0], "/bin/true");
+    ck_assert_ptr_null(a->argv[1]);
+    ck_assert_ptr_null(a->shell);
+    ck_assert_int_eq(a->timeout_ms, 0);
+    ck_assert_int_eq(a->kill_grace_ms, 5000);
+    ck_assert_int_eq(a->concurrency, JOB_FORBID);
+    ck_assert_int_eq(a->catchup_ms, JOB_CATCHUP_LAST);
+    ck_assert_int_eq(a->retries, 0);
+    ck_assert_int_eq(a->retry_backoff_ms, 10000);
+    ck_assert_ptr_nonnull(a->env);
+    ck_assert_ptr_null(a->env[0]);
+    ck_assert_ptr_null(a->workdir);
+    ck_assert_ptr_null(a->user);
+    ck_assert(a->enabled);
+    jobs_free(j);
+}
+END_TEST
+
+START_TEST(full_job)
+{
+    char yaml[1024];
+    struct jobs *j;
+    const struct job *a;
+
+    snprintf(yaml, sizeof yaml,
+             "jobs:\n"
+             "  - name: daily-report\n"
+             "    schedule: \"0 7 * * MON-FRI\"\n"
+             "    timezone: Etc/UTC\n"
+             "    command: [\"/usr/local/bin/report\", \"--daily\", \"\"]\n"
+             "    timeout: 10m\n"
+             "    kill_grace: 1s\n"
+             "    concurrency: replace\n"
+             "    catchup: 1h\n"
+             "    retries: 2\n"
+             "    retry_backoff: 30s\n"
+             "    env: {REPORT_FORMAT: pdf, COUNT: 3, _X: \"\"}\n"
+             "    workdir: /srv/app\n"
+             "    user: %s\n"
+             "    enabled: false\n",
+             my_user());
+    j = load_ok(yaml);
+    a = &j->v[0];
+    ck_assert_str_eq(a->name, "daily-report");
+    ck_assert_str_eq(a->timezone, "Etc/UTC");
+    ck_assert_str_eq(a->argv[1], "--daily");
+    ck_assert_str_eq(a->argv[2], "");
+    ck_assert_ptr_null(a->argv[3]);
+    ck_assert_int_eq(a->timeout_ms, 600000);
+    ck_assert_int_eq(a->kill_grace_ms, 1000);
+    ck_assert_int_eq(a->concurrency, JOB_REPLACE);
+    ck_assert_int_eq(a->catchup_ms, 3600000);
+    ck_assert_int_eq(a->retries, 2);
+    ck_assert_int_eq(a->retry_backoff_ms, 30000);
+    /* env sorted by name */
+    ck_assert_str_eq(a->env[0], "COUNT=3");
+    ck_assert_str_eq(a->env[1], "REPORT_FORMAT=pdf");
+    ck_assert_str_eq(a->env[2], "_X=");
+    ck_assert_ptr_null(a->env[3]);
+    ck_assert_str_eq(a->workdir, "/srv/app");
+    ck_assert_str_eq(a->user, my_user());
+    ck_assert(!a->enabled);
+    ck_assert_str_eq(job_concurrency_name(a->concurrency), "replace");
+    jobs_free(j);
+}
+END_TEST
+
+/* defaults: applies under each job; env merges with the job's winning. */
+START_TEST(defaults_section)
+{
+    struct jobs *j = load_ok("jobs:\n"
+                             "  - name: a\n"
+                             "    schedule: \"@hourly\"\n"
+                             "    shell: echo a\n"
+                             "    env: {B: job, C: c}\n"
+                             "  - name: b\n"
+                             "    schedule: \"@hourly\"\n"
+                             "    shell: echo b\n"
+                             "    timeout: 5s\n"
+                             "    timezone: UTC\n"
+                             "defaults:\n"
+                             "  timeout: 1m\n"
+                             "  timezone: Etc/UTC\n"
+                             "  retries: 3\n"
+                             "  env: {A: d, B: d}\n");
+    const struct job *a = jobs_find(j, "a"), *b = jobs_find(j, "b");
+
+    ck_assert_int_eq(a->timeout_ms, 60000);
+    ck_assert_int_eq(b->timeout_ms, 5000);
+    ck_assert_str_eq(a->timezone, "Etc/UTC");
+    ck_assert_str_eq(b->timezone, "UTC");
+    ck_assert_int_eq(a->retries, 3);
+    ck_assert_int_eq(b->retries, 3);
+    ck_assert_str_eq(a->env[0], "A=d");
+    ck_assert_str_eq(a->env[1], "B=job");
+    ck_assert_str_eq(a->env[2], "C=c");
+    ck_assert_ptr_null(a->env[3]);
+    ck_assert_str_eq(b->env[0], "A=d");
+    ck_assert_str_eq(b->env[1], "B=d");
+    ck_assert_ptr_null(b->env[2]);
+    jobs_free(j);
+}
+END_TEST
+
+/* The config's zone applies when neither the job nor defaults: set one;
+ * zones are loaded once and shared. */
+START_TEST(zones)
+{
+    const char *yaml = "jobs:\n"
+                       "  - {name: a, schedule: \"@hourly\", shell: x}\n"
+                       "  - {name: b, schedule: \"@hourly\", shell: x}\n"
+                       "  - {name: c, schedule: \"@hourly\", shell: x, timezone: UTC}\n";
+    struct jobs *j = NULL;
+    char err[512];
+
+    ck_assert_int_eq(jobs_load_buffer("j.yaml", yaml, strlen(yaml), "Etc/UTC", &j, err, sizeof err), 0);
+    ck_assert_str_eq(j->v[0].timezone, "Etc/UTC");
+    ck_assert_ptr_eq(j->v[0].tz, j->v[1].tz);
+    ck_assert_str_eq(j->v[2].timezone, "UTC");
+    ck_assert_uint_eq(j->nzones, 2);
+    jobs_free(j);
+    ck_assert_int_eq(jobs_load_buffer("j.yaml", yaml, strlen(yaml), NULL, &j, err, sizeof err), 0);
+    ck_assert_str_eq(j->v[0].timezone, "UTC");
+    ck_assert_uint_eq(j->nzones, 1);
+    jobs_free(j);
+    ck_assert_int_eq(jobs_load_buffer("j.yaml", yaml, strlen(yaml), "Mars/Base", &j, err, sizeof err), -1);
+    ck_assert_str_eq(err, "j.yaml:2:5: job \"a\": timezone \"Mars/Base\" (the config's default): "
+                          "unknown time zone \"Mars/Base\"");
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* The job key table, row by row */
+
+/* Two valid, different values for a key of type t (b NULL: "absent" is the
+ * other value), and one value of a wrong YAML kind. */
+static void sample_values(const struct job_key *k, char *a, char *b, size_t len,
+                          const char **wrong, const char **wrong_kind)
+{
+    *wrong = "{x: 1}";
+    *wrong_kind = "got a mapping";
+    switch (k->type) {
+    case JK_NAME:
+        snprintf(a, len, "first");
+        snprintf(b, len, "second");
+        break;
+    case JK_SCHEDULE:
+        snprintf(a, len, "\"@hourly\"");
+        snprintf(b, len, "\"*/5 * * * * *\"");
+        break;
+    case JK_TIMEZONE:
+        snprintf(a, len, "UTC");
+        snprintf(b, len, "Etc/UTC");
+        break;
+    case JK_ARGV:
+        snprintf(a, len, "[/bin/true]");
+        snprintf(b, len, "[/bin/true, x]");
+        break;
+    case JK_SHELL:
+        snprintf(a, len, "\"echo a\"");
+        snprintf(b, len, "\"echo b\"");
+        break;
+    case JK_PATH:
+        snprintf(a, len, "/srv/a");
+        snprintf(b, len, "/srv/b");
+        break;
+    case JK_USER:
+        snprintf(a, len, "%s", my_user());
+        b[0] = '\0';
+        break;
+    case JK_DURATION:
+    case JK_INT:
+        snprintf(a, len, "%" PRId64 "%s", k->min, k->type == JK_DURATION ? "ms" : "");
+        snprintf(b, len, "%" PRId64 "%s", k->max, k->type == JK_DURATION ? "ms" : "");
+        break;
+    case JK_CATCHUP:
+        snprintf(a, len, "last");
+        snprintf(b, len, "%" PRId64 "ms", k->max);
+        break;
+    case JK_CONCURRENCY:
+        snprintf(a, len, "allow");
+        snprintf(b, len, "replace");
+        break;
+    case JK_ENV:
+        snprintf(a, len, "{A: \"1\"}");
+        snprintf(b, len, "{A: \"2\"}");
+        *wrong = "[A=1]";
+        *wrong_kind = "got a sequence";
+        break;
+    case JK_BOOL:
+        snprintf(a, len, "true");
+        snprintf(b, len, "false");
+        break;
+    }
+}
+
+/* A job named j with key set to value (value NULL: key absent), plus what it
+ * needs to be complete, optionally with `defaults: {key: defaults}`; returns
+ * the line and column of the value. */
+static void job_yaml(const struct job_key *k, const char *value, const char *defaults, char *buf,
+                     size_t len, int *line, int *col)
+{
+    const char *lines[4];
+    char own[128], name[128];
+    size_t n = 0, o = 0;
+
+    if (k->type != JK_NAME || value != NULL) {
+        snprintf(name, sizeof name, "name: %s", k->type == JK_NAME ? value : "j");
+        lines[n++] = name;
+    }
+    if (k->type != JK_SCHEDULE)
+        lines[n++] = "schedule: \"@hourly\"";
+    if (k->type != JK_ARGV && k->type != JK_SHELL)
+        lines[n++] = "shell: echo";
+    if (k->type != JK_NAME && value != NULL) {
+        snprintf(own, sizeof own, "%s: %s", k->key, value);
+        lines[n++] = own;
+    } else if (value == NULL && (k->type == JK_ARGV || k->type == JK_SHELL)) {
+        lines[n++] = k->type == JK_ARGV ? "shell: echo" : "command: [x]";
+    }
+    if (defaults != NULL)
+        o += (size_t)snprintf(buf + o, len - o, "defaults:\n  %s: %s\n", k->key, defaults);
+    o += (size_t)snprintf(buf + o, len - o, "jobs:\n");
+    *line = defaults != NULL ? 4 : 2;
+    for (size_t i = 0; i < n; i++)
+        o += (size_t)snprintf(buf + o, len - o, "%s%s\n", i == 0 ? "  - " : "    ", lines[i]);
+    /* The key under test is the first line for name, else the last. */
+    if (k->type == JK_NAME) {
+        *col = 11;
+    } else {
+        *line += (int)n - 1;
+        *col = 4 + (int)strlen(k->key) + 3;
+    }
+}
+
+START_TEST(key_row)
+{
+    size_t n;
+    const struct job_key *k = &jobs_keys(&n)[_i];
+    char a[64], b[64], yaml[1024], err[512], want[256];
+    const char *wrong, *wrong_kind;
+    struct jobs *ja, *jb;
+    int line, col;
+
+    ck_assert_ptr_nonnull(k->doc);
+    sample_values(k, a, b, sizeof a, &wrong, &wrong_kind);
+
+    /* 1. Absent: the default applies (or the key is required). */
+    job_yaml(k, NULL, NULL, yaml, sizeof yaml, &line, &col);
+    ja = load(yaml, err, sizeof err);
+    if (k->required) {
+        ck_assert_ptr_null(ja);
+        snprintf(want, sizeof want, "j.yaml:2:5: job %s: missing required key \"%s\"",
+                 k->type == JK_NAME ? "1" : "\"j\"", k->key);
+        ck_assert_str_eq(err, want);
+    } else {
+        const void *field;
+        char msg[256];
+        int64_t v;
+        bool bv;
+
+        ck_assert_msg(ja != NULL, "%s", err);
+        field = (const char *)&ja->v[0] + k->offset;
+        if (k->def != NULL) {
+            switch (k->type) {
+            case JK_DURATION:
+                ck_assert_int_eq(yamlx_parse_duration(k->def, &v, msg, sizeof msg), 0);
+                ck_assert_int_eq(*(const int64_t *)field, v);
+                break;
+            case JK_CATCHUP:
+                ck_assert_int_eq(*(const int64_t *)field, JOB_CATCHUP_LAST);
+                break;
+            case JK_INT:
+                ck_assert_int_eq(yamlx_parse_int(k->def, &v, msg, sizeof msg), 0);
+                ck_assert_int_eq(*(const int *)field, v);
+                break;
+            case JK_CONCURRENCY:
+                ck_assert_str_eq(job_concurrency_name(*(const int *)field), k->def);
+                break;
+            case JK_BOOL:
+                ck_assert_int_eq(yamlx_parse_bool(k->def, &bv, msg, sizeof msg), 0);
+                ck_assert_int_eq(*(const bool *)field, bv);
+                break;
+            default:
+                ck_abort_msg("%s: unexpected default", k->key);
+            }
+        } else if (k->type == JK_TIMEZONE) {
+            ck_assert_str_eq(ja->v[0].timezone, "UTC");
+        } else if (k->type == JK_ENV) {
+            ck_assert_ptr_null(ja->v[0].env[0]);
+        } else {
+            ck_assert_ptr_null(*(void *const *)field);
+        }
+        jobs_free(ja);
+    }
+
+    /* 2. A wrong YAML kind is refused at the value. */
+    job_yaml(k, wrong, NULL, yaml, sizeof yaml, &line, &col);
+    ck_assert_ptr_null(load(yaml, err, sizeof err));
+    snprintf(want, sizeof want, "j.yaml:%d:%d: job ", line, col);
+    ck_assert_msg(strncmp(err, want, strlen(want)) == 0, "want %s..., got %s", want, err);
+    ck_assert_msg(strstr(err, wrong_kind) != NULL, "%s", err);
+    snprintf(want, sizeof want, "%s: ", k->key);
+    ck_assert_msg(strstr(err, want) != NULL, "%s", err);
+
+    /* 3. Two different valid values give two different fingerprints, and the
+     * same definition the same one. */
+    job_yaml(k, a, NULL, yaml, sizeof yaml, &line, &col);
+    ja = load(yaml, err, sizeof err);
+    ck_assert_msg(ja != NULL, "%s: %s", a, err);
+    job_yaml(k, b[0] != '\0' ? b : NULL, NULL, yaml, sizeof yaml, &line, &col);
+    jb = load(yaml, err, sizeof err);
+    ck_assert_msg(jb != NULL, "%s: %s", b, err);
+    ck_assert_msg(ja->v[0].fingerprint != jb->v[0].fingerprint, "%s: %s and %s hash the same",
+                  k->key, a, b);
+    jobs_free(jb);
+    job_yaml(k, a, NULL, yaml, sizeof yaml, &line, &col);
+    jb = load(yaml, err, sizeof err);
+    ck_assert_uint_eq(ja->v[0].fingerprint, jb->v[0].fingerprint);
+    jobs_free(jb);
+
+    /* 4. defaults: gives the same job as setting the key on the job, or
+     * refuses the key. */
+    job_yaml(k, NULL, a, yaml, sizeof yaml, &line, &col);
+    jb = load(yaml, err, sizeof err);
+    if (k->in_defaults) {
+        ck_assert_msg(jb != NULL, "%s", err);
+        ck_assert_uint_eq(ja->v[0].fingerprint, jb->v[0].fingerprint);
+        jobs_free(jb);
+    } else {
+        ck_assert_ptr_null(jb);
+        snprintf(want, sizeof want,
+                 "j.yaml:2:3: defaults: \"%s\" cannot have a default (set it on each job)", k->key);
+        ck_assert_str_eq(err, want);
+    }
+    jobs_free(ja);
+
+    /* 5. Bounds. */
+    if (k->type == JK_DURATION || k->type == JK_INT || k->type == JK_CATCHUP) {
+        const char *unit = k->type == JK_INT ? "" : "ms";
+
+        snprintf(a, sizeof a, "%" PRId64 "%s", k->max + 1, unit);
+        job_yaml(k, a, NULL, yaml, sizeof yaml, &line, &col);
+        ck_assert_ptr_null(load(yaml, err, sizeof err));
+        snprintf(want, sizeof want, "j.yaml:%d:%d: job \"j\": %s: \"%s\" is out of range (", line,
+                 col, k->key, a);
+        ck_assert_msg(strncmp(err, want, strlen(want)) == 0, "want %s..., got %s", want, err);
+        if (k->min > 0 || k->type == JK_INT) {
+            snprintf(a, sizeof a, "%" PRId64 "%s", k->min - 1, unit);
+            job_yaml(k, a, NULL, yaml, sizeof yaml, &line, &col);
+            ck_assert_ptr_null(load(yaml, err, sizeof err));
+            snprintf(want, sizeof want, "j.yaml:%d:%d: job \"j\": %s: ", line, col, k->key);
+            ck_assert_msg(strncmp(err, want, strlen(want)) == 0, "want %s..., got %s", want, err);
+        }
+    }
+
+    /* 6. The reference lists the key. */
+    {
+        char *text = NULL;
+        size_t tlen = 0;
+        FILE *f = open_memstream(&text, &tlen);
+
+        jobs_write_reference(f);
+        fclose(f);
+        snprintf(want, sizeof want, "| `%s` | ", k->key);
+        ck_assert_ptr_nonnull(strstr(text, want));
+        free(text);
+    }
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Fingerprints: what is and is not a change */
+
+START_TEST(fingerprint_normalized)
+{
+    struct jobs *a = load_ok("jobs:\n"
+                             "  - name: x\n"
+                             "    schedule: \"0 7 * * *\"\n"
+                             "    shell: echo\n"
+                             "    env: {A: \"1\", B: \"2\"}\n"
+                             "  - name: y\n"
+                             "    schedule: \"@daily\"\n"
+                             "    shell: echo\n");
+    /* Moved, keys reordered, blanks in the schedule, env from defaults and
+     * in another order, an explicit default, and its neighbour changed. */
+    struct jobs *b = load_ok("defaults:\n"
+                             "  env: {B: \"2\"}\n"
+                             "jobs:\n"
+                             "  - name: y\n"
+                             "    schedule: \"@hourly\"\n"
+                             "    shell: echo\n"
+                             "\n"
+                             "  - shell: echo\n"
+                             "    env: {A: \"1\"}\n"
+                             "    schedule: \" 0  7 * *\t*\"\n"
+                             "    timeout: 0\n"
+                             "    catchup: last\n"
+                             "    name: x\n");
+
+    ck_assert_uint_eq(jobs_find(a, "x")->fingerprint, jobs_find(b, "x")->fingerprint);
+    ck_assert_uint_ne(jobs_find(a, "y")->fingerprint, jobs_find(b, "y")->fingerprint);
+    ck_assert_uint_ne(jobs_find(a, "x")->fingerprint, jobs_find(a, "y")->fingerprint);
+    jobs_free(a);
+    jobs_free(b);
+}
+END_TEST
+
+/* command: [a, b] and command: ["a b"] (or shell) are different jobs. */
+START_TEST(fingerprint_unambiguous)
+{
+    struct jobs *a = load_ok("jobs: [{name: x, schedule: \"@daily\", command: [a, b]}]\n");
+    struct jobs *b = load_ok("jobs: [{name: x, schedule: \"@daily\", command: [\"a b\"]}]\n");
+    struct jobs *c = load_ok("jobs: [{name: x, schedule: \"@daily\", shell: \"a b\"}]\n");
+    struct jobs *d = load_ok("jobs: [{name: x, schedule: \"@daily\", command: [a], env: {B: b}}]\n");
+    struct jobs *e = load_ok("jobs: [{name: x, schedule: \"@daily\", command: [a, B=b]}]\n");
+
+    ck_assert_uint_ne(a->v[0].fingerprint, b->v[0].fingerprint);
+    ck_assert_uint_ne(b->v[0].fingerprint, c->v[0].fingerprint);
+    ck_assert_uint_ne(d->v[0].fingerprint, e->v[0].fingerprint);
+    jobs_free(a);
+    jobs_free(b);
+    jobs_free(c);
+    jobs_free(d);
+    jobs_free(e);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Errors that point into a value */
+
+START_TEST(schedule_columns)
+{
+    /* The column is the schedule's plus the cron error's (-1, +1 for a quote). */
+    load_err("jobs:\n  - name: report\n    shell: x\n    schedule: 0 25 * * *\n",
+             "j.yaml:4:17: job \"report\": schedule: field 2 (hour) \"25\": value out of range "
+             "0-23");
+    load_err("jobs:\n  - name: report\n    shell: x\n    schedule: \"0 25 * * *\"\n",
+             "j.yaml:4:18: job \"report\": schedule: field 2 (hour) \"25\": value out of range "
+             "0-23");
+    load_err("jobs:\n  - name: report\n    shell: x\n    schedule: '0 0 25 * * *'\n",
+             "j.yaml:4:20: job \"report\": schedule: field 3 (hour) \"25\": value out of range "
+             "0-23");
+    load_err("jobs: [{name: r, shell: x, schedule: \"0 7 * * MON-FRY\"}]\n",
+             "j.yaml:1:51: job \"r\": schedule: field 5 (day-of-week) \"FRY\": unknown name (use "
+             "SUN-SAT)");
+    /* An escape before the error: the column of the scalar. */
+    load_err("jobs:\n  - name: report\n    shell: x\n    schedule: \"0\\t25 * * *\"\n",
+             "j.yaml:4:15: job \"report\": schedule: field 2 (hour) \"25\": value out of range "
+             "0-23");
+}
+END_TEST
+
+START_TEST(names_and_duplicates)
+{
+    char name[200], yaml[512], err[512];
+
+    memset(name, 'n', 128);
+    name[128] = '\0';
+    snprintf(yaml, sizeof yaml, "jobs: [{name: %s, schedule: \"@daily\", shell: x}]\n", name);
+    jobs_free(load_ok(yaml));
+    name[128] = 'n';
+    name[129] = '\0';
+    snprintf(yaml, sizeof yaml, "jobs: [{name: %s, schedule: \"@daily\", shell: x}]\n", name);
+    ck_assert_ptr_null(load(yaml, err, sizeof err));
+    ck_assert_msg(strncmp(err, "j.yaml:1:15: job 1: name: \"nnnn", 31) == 0, "%s", err);
+    ck_assert_ptr_nonnull(strstr(err, "...\": use 1-128 letters, digits, _ . -"));
+    jobs_free(load_ok("jobs: [{name: a.b_c-D9, schedule: \"@daily\", shell: x}]\n"));
+    /* Names are case-sensitive: two jobs. */
+    jobs_free(load_ok("jobs:\n  - {name: a, schedule: \"@daily\", shell: x}\n"
+                      "  - {name: A, schedule: \"@daily\", shell: x}\n"));
+    /* The second of three is reported, naming the first's line. */
+    load_err("jobs:\n  - {name: a, schedule: \"@daily\", shell: x}\n"
+             "  - {name: b, schedule: \"@daily\", shell: x}\n"
+             "  - {shell: x, schedule: \"@daily\", name: a}\n",
+             "j.yaml:4:42: job \"a\": duplicate name (first at line 2)");
+}
+END_TEST
+
+START_TEST(env_rules)
+{
+    jobs_free(load_ok("jobs: [{name: a, schedule: \"@daily\", shell: x, env: {_A1: x, a: y, "
+                      "BATONX: z}}]\n"));
+    load_err("jobs: [{name: a, schedule: \"@daily\", shell: x, env: {BATON_FENCE: \"1\"}}]\n",
+             "j.yaml:1:54: job \"a\": env: \"BATON_FENCE\": names starting with BATON_ are "
+             "reserved for the variables baton sets");
+    load_err("jobs: [{name: a, schedule: \"@daily\", shell: x, env: {\"A=B\": x}}]\n",
+             "j.yaml:1:54: job \"a\": env: invalid variable name \"A=B\" (letters, digits and _, "
+             "not starting with a digit)");
+    load_err("jobs: [{name: a, schedule: \"@daily\", shell: x, env: {\"\": x}}]\n",
+             "j.yaml:1:54: job \"a\": env: invalid variable name \"\" (letters, digits and _, not "
+             "starting with a digit)");
+    load_err("jobs: [{name: a, schedule: \"@daily\", shell: x, env: {A: [1]}}]\n",
+             "j.yaml:1:57: job \"a\": env.A: expected a string, got a sequence");
+    load_err("defaults: {env: {BATON_JOB: x}}\n",
+             "j.yaml:1:18: defaults: env: \"BATON_JOB\": names starting with BATON_ are reserved "
+             "for the variables baton sets");
+}
+END_TEST
+
+START_TEST(users)
+{
+    char yaml[512];
+
+    snprintf(yaml, sizeof yaml, "jobs: [{name: a, schedule: \"@daily\", shell: x, user: %s}]\n",
+             my_user());
+    jobs_free(load_ok(yaml));
+    load_err("jobs: [{name: a, schedule: \"@daily\", shell: x, user: no-such-user-here}]\n",
+             "j.yaml:1:54: job \"a\": user: unknown user \"no-such-user-here\"");
+    if (geteuid() != 0) {
+        /* Another user needs root. */
+        load_err("jobs: [{name: a, schedule: \"@daily\", shell: x, user: root}]\n",
+                 "j.yaml:1:54: job \"a\": user: running a job as \"root\" needs baton to run as "
+                 "root");
+    } else {
+        jobs_free(load_ok("jobs: [{name: a, schedule: \"@daily\", shell: x, user: nobody}]\n"));
+    }
+}
+END_TEST
+
+START_TEST(too_many_jobs)
+{
+    size_t cap = 10001 * 64, o = 0;
+    char *yaml = malloc(cap), err[512];
+
+    o += (size_t)snprintf(yaml, cap, "jobs:\n");
+    for (int i = 0; i < 10001; i++)
+        o += (size_t)snprintf(yaml + o, cap - o, "- {name: j%d, schedule: \"@daily\", shell: x}\n",
+                              i);
+    ck_assert_ptr_null(load(yaml, err, sizeof err));
+    ck_assert_str_eq(err, "j.yaml:10002:3: jobs: too many jobs (at most 10000)");
+    free(yaml);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Files */
+
+START_TEST(sample_loads)
+{
+    char path[4096], err[512];
+    struct jobs *j = NULL;
+    const struct job *x;
+    size_t enabled = 0;
+
+    snprintf(path, sizeof path, "%s/config/jobs.yaml", env_dir("BATON_SOURCE_DIR"));
+    ck_assert_msg(jobs_load(path, "UTC", &j, err, sizeof err) == 0, "%s", err);
+    ck_assert_str_eq(j->path, path);
+    /* The demo: a few enabled jobs firing every few seconds, one that
+     * writes output, one that fails. */
+    for (size_t i = 0; i < j->n; i++) {
+        enabled += j->v[i].enabled;
+        ck_assert_ptr_nonnull(j->v[i].expr);
+    }
+    ck_assert_uint_ge(enabled, 3);
+    x = jobs_find(j, "hello");
+    ck_assert_ptr_nonnull(x);
+    ck_assert_ptr_nonnull(strstr(x->shell, "echo hello from $BATON_NODE"));
+    x = jobs_find(j, "flaky");
+    ck_assert_ptr_nonnull(x);
+    ck_assert_ptr_nonnull(strstr(x->shell, "exit 1"));
+    x = jobs_find(j, "tick");
+    ck_assert_ptr_nonnull(x);
+    ck_assert(cron_is_every(x->expr));
+    ck_assert_int_le(cron_every_seconds(x->expr), 10);
+    jobs_free(j);
+}
+END_TEST
+
+START_TEST(unreadable_file)
+{
+    char err[512];
+    struct jobs *j = (struct jobs *)&err;
+
+    ck_assert_int_eq(jobs_load("/nonexistent/jobs.yaml", "UTC", &j, err, sizeof err), -1);
+    ck_assert_ptr_null(j);
+    ck_assert_str_eq(err, "/nonexistent/jobs.yaml: cannot open: No such file or directory");
+}
+END_TEST
+
+static const struct {
+    const char *file, *error;
+} bad_files[] = {
+    {"jobs_alias.yaml", "jobs_alias.yaml:5:10: YAML aliases (*common) are not supported"},
+    {"jobs_anchor.yaml", "jobs_anchor.yaml:2:5: YAML anchors (&base) are not supported"},
+    {"jobs_argv_empty_prog.yaml",
+     "jobs_argv_empty_prog.yaml:4:15: job \"report\": command[0]: the program must not be empty"},
+    {"jobs_argv_item_map.yaml",
+     "jobs_argv_item_map.yaml:4:34: job \"report\": command[1]: expected a string, got a mapping"},
+    {"jobs_argv_string.yaml",
+     "jobs_argv_string.yaml:4:14: job \"report\": command: expected a sequence like "
+     "[\"/usr/bin/prog\", \"arg\"], got a string (use shell: for a command line)"},
+    {"jobs_bad_duration.yaml",
+     "jobs_bad_duration.yaml:5:14: job \"report\": timeout: \"soon\": expected a number at "
+     "\"soon\" (durations look like 500ms, 10s, 1h30m)"},
+    {"jobs_bad_schedule.yaml",
+     "jobs_bad_schedule.yaml:4:17: job \"report\": schedule: field 2 (hour) \"25\": value out of "
+     "range 0-23"},
+    {"jobs_bad_schedule_quoted.yaml",
+     "jobs_bad_schedule_quoted.yaml:4:28: job \"report\": schedule: field 5 (day-of-week) "
+     "\"FRY\": unknown name (use SUN-SAT)"},
+    {"jobs_bad_timezone.yaml",
+     "jobs_bad_timezone.yaml:5:15: job \"report\": timezone: unknown time zone \"Europe/Berln\""},
+    {"jobs_bad_utf8.yaml",
+     "jobs_bad_utf8.yaml:4:22: invalid YAML: the text is not UTF-8 (invalid trailing UTF-8 "
+     "octet)"},
+    {"jobs_both_command_shell.yaml",
+     "jobs_both_command_shell.yaml:5:12: job \"report\": both \"command\" and \"shell\" are set "
+     "(keep one)"},
+    {"jobs_catchup_range.yaml",
+     "jobs_catchup_range.yaml:5:14: job \"report\": catchup: \"8d\" is out of range (0..7d)"},
+    {"jobs_catchup_word.yaml",
+     "jobs_catchup_word.yaml:5:14: job \"report\": catchup: \"all\": expected a number at \"all\" "
+     "(durations look like 500ms, 10s, 1h30m)"},
+    {"jobs_concurrency.yaml",
+     "jobs_concurrency.yaml:5:18: job \"report\": concurrency: expected forbid, allow or "
+     "replace, got \"queue\""},
+    {"jobs_deep.yaml", "jobs_deep.yaml:1:70: nested more than 64 levels deep"},
+    {"jobs_defaults_bad_value.yaml",
+     "jobs_defaults_bad_value.yaml:2:12: defaults: retries: \"-1\" is out of range (0..100)"},
+    {"jobs_defaults_name.yaml",
+     "jobs_defaults_name.yaml:2:3: defaults: \"name\" cannot have a default (set it on each "
+     "job)"},
+    {"jobs_defaults_scalar.yaml",
+     "jobs_defaults_scalar.yaml:1:11: defaults: expected a mapping, got a string"},
+    {"jobs_defaults_schedule.yaml",
+     "jobs_defaults_schedule.yaml:2:3: defaults: \"schedule\" cannot have a default (set it on "
+     "each job)"},
+    {"jobs_defaults_unknown.yaml",
+     "jobs_defaults_unknown.yaml:2:3: defaults: unknown key \"timout\" (did you mean "
+     "\"timeout\"?)"},
+    {"jobs_dup_key.yaml", "jobs_dup_key.yaml:5:5: duplicate key \"schedule\" (first at line 3)"},
+    {"jobs_dup_name.yaml",
+     "jobs_dup_name.yaml:8:11: job \"report\": duplicate name (first at line 2)"},
+    {"jobs_empty_argv.yaml",
+     "jobs_empty_argv.yaml:4:14: job \"report\": command: empty (give at least the program)"},
+    {"jobs_enabled.yaml",
+     "jobs_enabled.yaml:5:14: job \"report\": enabled: expected true or false, got \"maybe\""},
+    {"jobs_env_key.yaml",
+     "jobs_env_key.yaml:6:7: job \"report\": env: invalid variable name \"REPORT-FORMAT\" "
+     "(letters, digits and _, not starting with a digit)"},
+    {"jobs_env_not_map.yaml",
+     "jobs_env_not_map.yaml:5:10: job \"report\": env: expected a mapping of NAME: value, got a "
+     "sequence"},
+    {"jobs_env_null_value.yaml",
+     "jobs_env_null_value.yaml:6:14: job \"report\": env.FORMAT: missing value (write \"\" for "
+     "an empty string)"},
+    {"jobs_env_reserved.yaml",
+     "jobs_env_reserved.yaml:6:7: job \"report\": env: \"BATON_JOB\": names starting with "
+     "BATON_ are reserved for the variables baton sets"},
+    {"jobs_item_scalar.yaml",
+     "jobs_item_scalar.yaml:2:5: job 1: expected a mapping (name:, schedule:, command:), got a "
+     "string"},
+    {"jobs_missing_command.yaml",
+     "jobs_missing_command.yaml:2:5: job \"report\": missing \"command\" or \"shell\" (one is "
+     "required)"},
+    {"jobs_missing_name.yaml", "jobs_missing_name.yaml:2:5: job 1: missing required key \"name\""},
+    {"jobs_missing_schedule.yaml",
+     "jobs_missing_schedule.yaml:2:5: job \"report\": missing required key \"schedule\""},
+    {"jobs_multi_doc.yaml",
+     "jobs_multi_doc.yaml:5:1: a second YAML document; the file must hold only one"},
+    {"jobs_name_chars.yaml",
+     "jobs_name_chars.yaml:2:11: job 1: name: \"daily report\": use 1-128 letters, digits, _ . -"},
+    {"jobs_name_type.yaml",
+     "jobs_name_type.yaml:2:11: job 1: name: expected a string, got a sequence"},
+    {"jobs_not_list.yaml",
+     "jobs_not_list.yaml:2:3: jobs: expected a sequence of jobs (- name: ...), got a mapping"},
+    {"jobs_not_mapping.yaml",
+     "jobs_not_mapping.yaml:1:1: expected a mapping with a \"jobs:\" list, got a sequence"},
+    {"jobs_retries_range.yaml",
+     "jobs_retries_range.yaml:5:14: job \"report\": retries: \"101\" is out of range (0..100)"},
+    {"jobs_retries_type.yaml",
+     "jobs_retries_type.yaml:5:14: job \"report\": retries: expected an integer, got \"twice\""},
+    {"jobs_schedule_map.yaml",
+     "jobs_schedule_map.yaml:4:15: job \"report\": schedule: expected a cron expression like "
+     "\"0 7 * * MON-FRI\", got a mapping"},
+    {"jobs_shell_empty.yaml", "jobs_shell_empty.yaml:4:12: job \"report\": shell: must not be empty"},
+    {"jobs_syntax.yaml",
+     "jobs_syntax.yaml:5:1: invalid YAML: found unexpected end of stream (while scanning a quoted "
+     "scalar that starts at line 3)"},
+    {"jobs_tag.yaml",
+     "jobs_tag.yaml:4:12: YAML tags (!!str) are not supported; quote the value instead"},
+    {"jobs_timeout_range.yaml",
+     "jobs_timeout_range.yaml:5:14: job \"report\": timeout: \"31d\" is out of range (0..30d)"},
+    {"jobs_unknown_key.yaml",
+     "jobs_unknown_key.yaml:3:5: job \"report\": unknown key \"shedule\" (did you mean "
+     "\"schedule\"?)"},
+    {"jobs_unknown_top.yaml",
+     "jobs_unknown_top.yaml:1:1: unknown key \"job\" (did you mean \"jobs\"?)"},
+    {"jobs_user_unknown.yaml",
+     "jobs_user_unknown.yaml:5:11: job \"report\": user: unknown user \"no-such-user-here\""},
+    {"jobs_workdir_relative.yaml",
+     "jobs_workdir_relative.yaml:5:14: job \"report\": workdir: \"srv/app\": must be an absolute "
+     "path"},
+};
+
+START_TEST(bad_file)
+{
+    char dir[4096], err[1024];
+    struct jobs *j = NULL;
+
+    snprintf(dir, sizeof dir, "%s/data/bad", env_dir("BATON_TESTS_DIR"));
+    ck_assert_int_eq(chdir(dir), 0);
+    ck_assert_int_eq(jobs_load(bad_files[_i].file, "UTC", &j, err, sizeof err), -1);
+    ck_assert_ptr_null(j);
+    ck_assert_str_eq(err, bad_files[_i].error);
+}
+END_TEST
+
+START_TEST(bad_files_all_listed)
+{
+    char dir[4096];
+    DIR *d;
+    struct dirent *e;
+    size_t seen = 0;
+
+    snprintf(dir, sizeof dir, "%s/data/bad", env_dir("BATON_TESTS_DIR"));
+    d = opendir(dir);
+    ck_assert_ptr_nonnull(d);
+    while ((e = readdir(d)) != NULL) {
+        bool listed = false;
+
+        if (strncmp(e->d_name, "jobs_", 5) != 0)
+            continue;
+        for (size_t i = 0; i < sizeof bad_files / sizeof bad_files[0]; i++)
+            listed = listed || strcmp(bad_files[i].file, e->d_name) == 0;
+        ck_assert_msg(listed, "%s has no expected error in check_jobs.c", e->d_name);
+        seen++;
+    }
+    closedir(d);
+    ck_assert_uint_eq(seen, sizeof bad_files / sizeof bad_files[0]);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("jobs");
+    TCase *tc = tcase_create("jobs");
+    size_t nkeys;
+
+    jobs_keys(&nkeys);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, empty_sets);
+    tcase_add_test(tc, minimal_job_defaults);
+    tcase_add_test(tc, full_job);
+    tcase_add_test(tc, defaults_section);
+    tcase_add_test(tc, zones);
+    tcase_add_loop_test(tc, key_row, 0, (int)nkeys);
+    tcase_add_test(tc, fingerprint_normalized);
+    tcase_add_test(tc, fingerprint_unambiguous);
+    tcase_add_test(tc, schedule_columns);
+    tcase_add_test(tc, names_and_duplicates);
+    tcase_add_test(tc, env_rules);
+    tcase_add_test(tc, users);
+    tcase_add_test(tc, too_many_jobs);
+    tcase_add_test(tc, sample_loads);
+    tcase_add_test(tc, unreadable_file);
+    tcase_add_loop_test(tc, bad_file, 0, (int)(sizeof bad_files / sizeof bad_files[0]));
+    tcase_add_test(tc, bad_files_all_listed);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(suite());
+    int failed;
+
+    srunner_set_fork_status(sr, CK_FORK);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
