@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# run.sh -- the whole test suite: what CI runs (.ci/run calls this).
+#
+#   1. build with -Wall -Wextra -Werror and run every suite (unit, Redis,
+#      integration, examples, benchmark smoke runs);
+#   2. build with AddressSanitizer + UndefinedBehaviorSanitizer and run them
+#      all again;
+#   3. build the libFuzzer targets with clang and run each for a bounded time
+#      (BATON_FUZZ_SECONDS, default 30).
+# Installs what it needs first (deploy/setup.sh). Every test starts and stops
+# its own redis-server on a free loopback port.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+start=$(date +%s)
+bash deploy/setup.sh --deps-only
+
+build() {
+    local dir=$1; shift
+    mkdir -p "$dir"
+    if ! { cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" &&
+           cmake --build "$dir" -j"$(nproc)"; } >"$dir/build.log" 2>&1; then
+        tail -n 60 "$dir/build.log"
+        echo "run.sh: the build in $dir failed"
+        exit 1
+    fi
+}
+
+echo "== 1/3: -Wall -Wextra -Werror build, all suites"
+build build/werror -DBATON_WERROR=ON
+ctest --test-dir build/werror --output-on-failure --timeout 600
+
+echo "== 2/3: AddressSanitizer + UndefinedBehaviorSanitizer build, all suites"
+build build/asan -DBATON_WERROR=ON -DBATON_SANITIZE=ON
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1 \
+UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --test-dir build/asan --output-on-failure --timeout 900
+
+echo "== 3/3: libFuzzer targets"
+build build/fuzz -DBATON_FUZZ=ON -DBATON_BUILD_EXAMPLES=OFF -DCMAKE_C_COMPILER=clang \
+    -DCMAKE_C_FLAGS="-fsanitize=fuzzer-no-link,address,undefined"
+secs=${BATON_FUZZ_SECONDS:-30}
+for f in build/fuzz/tests/fuzz_*; do
+    [ -x "$f" ] || continue
+    name=$(basename "$f")
+    work=$(mktemp -d)
+    seeds=tests/fuzz/corpus/$name
+    [ -d "$seeds" ] || seeds=
+    echo "-- $name for ${secs}s"
+    if ! "$f" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+            -artifact_prefix="$work/" "$work" $seeds >"$work/log" 2>&1; then
+        tail -n 40 "$work/log"
+        echo "run.sh: $name found a crash; the input is in $work"
+        exit 1
+    fi
+    grep -E "stat::number_of_executed_units|Done" "$work/log" | tr '\n' ' '; echo
+    rm -rf "$work"
+done
+echo "== all green in $(( $(date +%s) - start ))s"
