@@ -124,6 +124,17 @@ void baton__sha1_hex(const void *data, size_t len, char out[41]);
 struct baton__waiters;
 struct baton__renewer;
 
+/* One shard of the connection pool. Threads pick a shard by thread id, so
+ * that fifty threads do not convoy on one mutex. */
+#define BATON__SHARDS 8
+struct baton__shard {
+    pthread_mutex_t mu; /* guards everything in the shard */
+    struct baton__conn *idle;
+    int nidle;
+    unsigned char rnd[1024]; /* getrandom output, handed out in tokens */
+    size_t rnd_used;
+};
+
 struct baton_client {
     struct baton__url url;
     int64_t connect_timeout_ms;
@@ -133,11 +144,8 @@ struct baton_client {
     char cid[BATON__CID_LEN + 1];
     char sha[BATON__S_COUNT][41]; /* immutable after creation */
 
-    pthread_mutex_t mu; /* guards idle, nidle, errstr, waiters, renewer, rnd */
-    struct baton__conn *idle;
-    int nidle;
-    unsigned char rnd[4096]; /* getrandom output, handed out in tokens */
-    size_t rnd_used;
+    pthread_mutex_t mu; /* guards errstr, waiters, renewer */
+    struct baton__shard shard[BATON__SHARDS];
     char errstr[BATON__ERRLEN];
     struct baton__waiters *waiters; /* started on first wait */
     struct baton__renewer *renewer; /* started on first auto-renewal */
@@ -151,7 +159,7 @@ void baton__client_put(struct baton_client *c, struct baton__conn *cn);
 /* Opens a connection outside the pool (subscriber). Same contract. */
 int baton__client_open(struct baton_client *c, struct baton__conn **out, char *err, size_t errlen);
 /* Fills buf with len (<= 64) bytes of getrandom output from the client's
- * buffer (one syscall per 4 KiB instead of one per token). */
+ * buffers (one syscall per KiB instead of one per token). */
 int baton__client_random(struct baton_client *c, void *buf, size_t len);
 /* Deadline of a command sent now. */
 int64_t baton__client_deadline(const struct baton_client *c);

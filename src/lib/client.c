@@ -6,7 +6,7 @@
 
 #include "baton_int.h"
 
-#define POOL_MAX_IDLE   32
+#define SHARD_MAX_IDLE  16
 #define SCRIPT_MAX_ARGS 16
 
 int64_t baton__client_deadline(const struct baton_client *c)
@@ -20,16 +20,25 @@ int baton__client_open(struct baton_client *c, struct baton__conn **out, char *e
     return baton__conn_open(&c->url, deadline, out, err, errlen);
 }
 
+static struct baton__shard *my_shard(struct baton_client *c)
+{
+    uint64_t h = (uint64_t)pthread_self();
+    h ^= h >> 17;
+    h *= 0x9e3779b97f4a7c15u;
+    return &c->shard[(h >> 32) % BATON__SHARDS];
+}
+
 int baton__client_get(struct baton_client *c, struct baton__conn **out, char *err, size_t errlen)
 {
-    pthread_mutex_lock(&c->mu);
-    struct baton__conn *cn = c->idle;
+    struct baton__shard *s = my_shard(c);
+    pthread_mutex_lock(&s->mu);
+    struct baton__conn *cn = s->idle;
     if (cn != NULL) {
-        c->idle = cn->next;
-        c->nidle--;
+        s->idle = cn->next;
+        s->nidle--;
         cn->next = NULL;
     }
-    pthread_mutex_unlock(&c->mu);
+    pthread_mutex_unlock(&s->mu);
     if (cn != NULL) {
         *out = cn;
         return BATON_OK;
@@ -42,34 +51,36 @@ void baton__client_put(struct baton_client *c, struct baton__conn *cn)
     if (cn == NULL)
         return;
     if (!cn->broken && cn->olen == 0) {
-        pthread_mutex_lock(&c->mu);
-        if (c->nidle < POOL_MAX_IDLE) {
-            cn->next = c->idle;
-            c->idle = cn;
-            c->nidle++;
+        struct baton__shard *s = my_shard(c);
+        pthread_mutex_lock(&s->mu);
+        if (s->nidle < SHARD_MAX_IDLE) {
+            cn->next = s->idle;
+            s->idle = cn;
+            s->nidle++;
             cn = NULL;
         }
-        pthread_mutex_unlock(&c->mu);
+        pthread_mutex_unlock(&s->mu);
     }
     baton__conn_free(cn);
 }
 
 int baton__client_random(struct baton_client *c, void *buf, size_t len)
 {
+    struct baton__shard *s = my_shard(c);
     int rc = BATON_OK;
     if (len > 64)
         return BATON_EINVAL;
-    pthread_mutex_lock(&c->mu);
-    if (c->rnd_used + len > sizeof c->rnd) {
-        rc = baton__random(c->rnd, sizeof c->rnd);
-        c->rnd_used = 0;
+    pthread_mutex_lock(&s->mu);
+    if (s->rnd_used + len > sizeof s->rnd) {
+        rc = baton__random(s->rnd, sizeof s->rnd);
+        s->rnd_used = 0;
     }
     if (rc == BATON_OK) {
-        memcpy(buf, c->rnd + c->rnd_used, len);
-        memset(c->rnd + c->rnd_used, 0, len); /* never handed out twice */
-        c->rnd_used += len;
+        memcpy(buf, s->rnd + s->rnd_used, len);
+        memset(s->rnd + s->rnd_used, 0, len); /* never handed out twice */
+        s->rnd_used += len;
     }
-    pthread_mutex_unlock(&c->mu);
+    pthread_mutex_unlock(&s->mu);
     return rc;
 }
 
@@ -185,8 +196,11 @@ int baton_client_new(const char *url, const struct baton_client_opts *opts,
         free(c);
         return BATON_ENOMEM;
     }
+    for (int i = 0; i < BATON__SHARDS; i++) {
+        pthread_mutex_init(&c->shard[i].mu, NULL);
+        c->shard[i].rnd_used = sizeof c->shard[i].rnd; /* empty: filled on first use */
+    }
     *out = c;
-    c->rnd_used = sizeof c->rnd; /* empty: filled on first use */
     c->connect_timeout_ms = o.connect_timeout_ms > 0 ? o.connect_timeout_ms : 2000;
     c->command_timeout_ms = o.command_timeout_ms > 0 ? o.command_timeout_ms : 2000;
     c->max_waiters = o.max_waiters_per_key != 0 ? o.max_waiters_per_key : 1000;
@@ -228,10 +242,14 @@ void baton_client_free(struct baton_client *c)
         return;
     baton__waiters_stop(c);
     baton__renew_stop(c);
-    while (c->idle != NULL) {
-        struct baton__conn *cn = c->idle;
-        c->idle = cn->next;
-        baton__conn_free(cn);
+    for (int i = 0; i < BATON__SHARDS; i++) {
+        struct baton__shard *s = &c->shard[i];
+        while (s->idle != NULL) {
+            struct baton__conn *cn = s->idle;
+            s->idle = cn->next;
+            baton__conn_free(cn);
+        }
+        pthread_mutex_destroy(&s->mu);
     }
     baton__url_clear(&c->url);
     free(c->prefix);
