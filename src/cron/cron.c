@@ -233,8 +233,10 @@ static int parse_elem(const struct pctx *c, const char *s, const char *e, const 
             return fail(c, fs, (size_t)(fe - fs), "? must be the whole field");
         set_range(c, x, sp->min, sp->max, 1);
         return 0;
-    } else if (upper(*p) == 'L' && (p + 1 == e || !is_alpha(p[1]))) {
+    } else if (upper(*p) == 'L') { /* no month or day name begins with L */
         if (c->f == F_DOM) {
+            if (p + 1 != e && upper(p[1]) == 'W')
+                return fail(c, p, (size_t)(e - p), "W (nearest weekday) is not supported");
             if (p + 1 != e)
                 return fail(c, p, (size_t)(e - p), "unexpected text after L (L-n is not supported)");
             x->dom_last = true;
@@ -504,7 +506,7 @@ int cron_parse(const char *text, struct cron_expr **out, struct cron_error *err)
     while (*p != '\0' && is_space(*p))
         p++;
     if (*p == '\0') {
-        fail(&c, p, 0, "empty expression");
+        fail(&c, text, 0, "empty expression");
         goto out_fail;
     }
     if (*p == '@') {
