@@ -45,17 +45,17 @@ extern "C" {
 /* Errors: one table, which generates the enum, baton_strerror() and
  * baton_errname(). Contention is a result (BATON_ETAKEN), not a failure. */
 
-#define BATON_ERRNO_MAP(X)                                                     \
-    X(OK, 0, "success")                                                        \
-    X(EINVAL, -1, "invalid argument")                                          \
-    X(ENOMEM, -2, "out of memory")                                             \
-    X(EIO, -3, "redis unreachable or i/o error")                               \
-    X(EPROTO, -4, "unexpected reply from redis")                               \
-    X(EREDIS, -5, "redis answered with an error")                              \
-    X(EAUTH, -6, "redis refused the credentials")                              \
-    X(ETAKEN, -7, "held by another owner")                                     \
-    X(ETIMEDOUT, -8, "not acquired within the maximum wait")                   \
-    X(ELOST, -9, "no longer held by this owner")                               \
+#define BATON_ERRNO_MAP(X)                                                                         \
+    X(OK, 0, "success")                                                                            \
+    X(EINVAL, -1, "invalid argument")                                                              \
+    X(ENOMEM, -2, "out of memory")                                                                 \
+    X(EIO, -3, "redis unreachable or i/o error")                                                   \
+    X(EPROTO, -4, "unexpected reply from redis")                                                   \
+    X(EREDIS, -5, "redis answered with an error")                                                  \
+    X(EAUTH, -6, "redis refused the credentials")                                                  \
+    X(ETAKEN, -7, "held by another owner")                                                         \
+    X(ETIMEDOUT, -8, "not acquired within the maximum wait")                                       \
+    X(ELOST, -9, "no longer held by this owner")                                                   \
     X(EQUEUEFULL, -10, "too many waiters for this key in this process")
 
 enum baton_err {
@@ -83,6 +83,9 @@ struct baton_client_opts {
                                    waiters of one key in this process beyond
                                    it get BATON_EQUEUEFULL at once. */
     const char *key_prefix;     /* default "baton:"; must not contain '{' */
+    bool lazy;                  /* do not connect in baton_client_new(): the
+                                   first operation connects (for daemons that
+                                   start before Redis) */
 };
 
 /* Parses url, connects one connection (to validate URL, credentials and
@@ -117,7 +120,7 @@ BATON_API const char *baton_client_url(const struct baton_client *c);
 struct baton_lock;
 
 #define BATON_WAIT_FOREVER (-1) /* max_wait_ms: no limit */
-#define BATON_NO_WAIT (-2)      /* max_wait_ms: try once */
+#define BATON_NO_WAIT      (-2) /* max_wait_ms: try once */
 
 typedef void (*baton_lost_fn)(struct baton_lock *lk, void *arg);
 
@@ -198,6 +201,120 @@ BATON_API const char *baton_lock_errstr(const struct baton_lock *lk);
 typedef int (*baton_locked_fn)(struct baton_lock *lk, void *arg);
 BATON_API int baton_with_lock(struct baton_client *c, const char *key,
                               const struct baton_lock_opts *opts, baton_locked_fn fn, void *arg);
+
+/* ------------------------------------------------------------------------ */
+/* Leader election: one leader per name, with a term that strictly increases
+ * with every leadership (it is the fencing token of the name's lock).
+ *
+ * These are the primitives, each one bounded Redis call, for a caller that
+ * drives the campaign from its own event loop (the baton supervisor does):
+ * campaign, renew and resign; followers watch a subscription (poll its fd)
+ * that says at once when the leader resigns, and sleep until the leader's
+ * lease runs out (campaign reports it). A struct baton_election belongs to
+ * one thread; baton_election_is_leader() and baton_election_term() may be
+ * called from any. */
+
+struct baton_election;
+
+struct baton_election_opts {
+    int64_t ttl_ms;       /* leadership lease; default 10000 */
+    const char *identity; /* who we are, shown by baton_election_leader();
+                             default "" */
+};
+
+/* Returns: 0 and *out (owned; free with baton_election_free()), or
+ * BATON_EINVAL (empty name, name with braces, or longer than 200 bytes) or
+ * BATON_ENOMEM. No Redis I/O. */
+BATON_API int baton_election_new(struct baton_client *c, const char *name,
+                                 const struct baton_election_opts *opts,
+                                 struct baton_election **out);
+/* Frees e (closing its subscription). Does not resign. NULL is a no-op. */
+BATON_API void baton_election_free(struct baton_election *e);
+
+/* Tries once to become the leader. Returns 0 when we lead (already did, or
+ * now do: a new term); BATON_ETAKEN when another leads, with its remaining
+ * lease in *holder_ttl_ms (-1 unknown; may be NULL); EIO/EPROTO/EREDIS. */
+BATON_API int baton_election_campaign(struct baton_election *e, int64_t *holder_ttl_ms);
+/* Extends the lease. Returns 0; BATON_ELOST (not the leader any more: the
+ * lease was lost or taken); EIO... (leadership unconfirmed: the caller
+ * watches baton_election_deadline_ns()). */
+BATON_API int baton_election_renew(struct baton_election *e);
+/* Gives up leadership if still ours and wakes every follower. Returns 0,
+ * BATON_ELOST (it was not ours any more) or EIO... (then the lease expires). */
+BATON_API int baton_election_resign(struct baton_election *e);
+
+/* True while we lead: campaign succeeded, no loss seen, deadline not past. */
+BATON_API bool baton_election_is_leader(const struct baton_election *e);
+/* The term of our current (or last) leadership; 0 before the first. */
+BATON_API uint64_t baton_election_term(const struct baton_election *e);
+/* Validity deadline of our leadership (CLOCK_MONOTONIC ns), 0 if none. */
+BATON_API int64_t baton_election_deadline_ns(const struct baton_election *e);
+/* Detail of the last failure on e ("" if none). Borrowed; valid until the
+ * next call on e. */
+BATON_API const char *baton_election_errstr(const struct baton_election *e);
+
+/* The subscription: (re)connects and subscribes to the name's events.
+ * Returns 0 or EIO... Bounded by the client's timeouts. */
+BATON_API int baton_election_watch(struct baton_election *e);
+/* Its file descriptor (poll it for POLLIN), or -1 when not subscribed. */
+BATON_API int baton_election_watch_fd(const struct baton_election *e);
+
+#define BATON_EVENT_RESIGNED  1u /* the leader resigned: campaign now */
+#define BATON_EVENT_STEP_DOWN 2u /* someone asked the leader of this term to step down */
+
+/* Reads what has arrived, without blocking; ORs BATON_EVENT_* into *events.
+ * A step-down request counts only when it names our current term. Returns 0,
+ * or EIO/EPROTO when the subscription broke (it is closed: call
+ * baton_election_watch() again). */
+BATON_API int baton_election_watch_read(struct baton_election *e, unsigned *events);
+
+struct baton_leader_info {
+    bool has_leader;
+    char identity[256]; /* the leader's identity, truncated */
+    uint64_t term;      /* its term; when there is no leader, the last term */
+    int64_t ttl_ms;     /* its remaining lease */
+};
+
+/* Who leads name now. Returns 0 and *info, or EIO... */
+BATON_API int baton_election_leader(struct baton_client *c, const char *name,
+                                    struct baton_leader_info *info);
+/* Asks the leader of name, whose term is term, to resign. *receivers (may be
+ * NULL) gets how many subscribers heard it. Returns 0 or EIO... */
+BATON_API int baton_election_request_step_down(struct baton_client *c, const char *name,
+                                               uint64_t term, int *receivers);
+
+/* ------------------------------------------------------------------------ */
+/* Commands: for tools built on libbaton that keep their own data next to
+ * the locks (the baton supervisor's claims, heartbeats and history). The
+ * same connections, timeouts and credentials as the locks. */
+
+enum baton_reply_type {
+    BATON_REPLY_NIL,
+    BATON_REPLY_INTEGER,
+    BATON_REPLY_STRING, /* bulk or status */
+    BATON_REPLY_ARRAY,
+};
+
+struct baton_reply {
+    enum baton_reply_type type;
+    long long integer;
+    char *str; /* NUL-terminated (binary-safe with len) */
+    size_t len;
+    struct baton_reply **element;
+    size_t elements;
+};
+
+/* Runs one command. Error replies become BATON_EREDIS with the text in
+ * baton_client_errstr(). Returns 0 and *out (owned; free with
+ * baton_reply_free()), or a negative code. */
+BATON_API int baton_client_command(struct baton_client *c, int argc, const char *const *argv,
+                                   const size_t *lens, struct baton_reply **out);
+/* Runs a Lua script by SHA, loading it when Redis does not know it. Keys and
+ * args are NUL-terminated strings. Same contract as baton_client_command(). */
+BATON_API int baton_client_eval(struct baton_client *c, const char *script, int nkeys,
+                                const char *const *keys, int nargs, const char *const *args,
+                                struct baton_reply **out);
+BATON_API void baton_reply_free(struct baton_reply *r);
 
 #ifdef __cplusplus
 }

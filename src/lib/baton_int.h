@@ -24,10 +24,10 @@
 
 #include "baton.h"
 
-#define BATON__ERRLEN 256
-#define BATON__CID_LEN 16    /* hex chars of the client id */
-#define BATON__TOKEN_LEN 48  /* client id + 32 hex chars (128 random bits) */
-#define BATON__KEY_MAX 1024  /* longest user key accepted */
+#define BATON__ERRLEN    256
+#define BATON__CID_LEN   16   /* hex chars of the client id */
+#define BATON__TOKEN_LEN 48   /* client id + 32 hex chars (128 random bits) */
+#define BATON__KEY_MAX   1024 /* longest user key accepted */
 
 /* ---- util.c ---- */
 
@@ -58,8 +58,8 @@ struct baton__url {
     int port;   /* TCP */
     char *path; /* UNIX */
     int db;
-    char *user; /* NULL: no ACL user */
-    char *pass; /* NULL: no AUTH */
+    char *user;     /* NULL: no ACL user */
+    char *pass;     /* NULL: no AUTH */
     char *redacted; /* the URL without its password, for messages */
 };
 
@@ -76,7 +76,7 @@ struct baton__conn {
     redisReader *reader;
     char *obuf; /* pending output */
     size_t olen, ocap;
-    bool broken;             /* an I/O error or timeout: never reuse */
+    bool broken;              /* an I/O error or timeout: never reuse */
     struct baton__conn *next; /* pool link */
     char err[BATON__ERRLEN];
 };
@@ -164,36 +164,37 @@ int baton__client_random(struct baton_client *c, void *buf, size_t len);
 /* Deadline of a command sent now. */
 int64_t baton__client_deadline(const struct baton_client *c);
 
-/* Queues EVALSHA of script id on cn (no I/O). */
-int baton__script_append(struct baton_client *c, struct baton__conn *cn, enum baton__script_id id,
-                         int nkeys, const char **keys, int nargs, const char **args);
-/* Reads the reply of a queued script call; on NOSCRIPT (a restarted or
- * flushed server) re-sends it as EVAL, which also loads it. Error replies
- * become BATON_EREDIS with the text in err. */
-int baton__script_finish(struct baton_client *c, struct baton__conn *cn, enum baton__script_id id,
-                         int nkeys, const char **keys, int nargs, const char **args,
-                         redisReply **reply, int64_t deadline_ns, char *err, size_t errlen);
-/* append + flush + finish, all before deadline_ns. *sent_ns (optional)
- * gets the send time. */
+/* Runs a script by SHA on cn, falling back to EVAL on NOSCRIPT (a
+ * restarted or flushed server), all before deadline_ns. Error replies
+ * become BATON_EREDIS with the text in err; I/O failures carry the redacted
+ * URL. *sent_ns (optional) gets the send time. */
+int baton__eval(struct baton_client *c, struct baton__conn *cn, const char *sha, const char *src,
+                int nkeys, const char *const *keys, int nargs, const char *const *args,
+                redisReply **reply, int64_t deadline_ns, int64_t *sent_ns, char *err,
+                size_t errlen);
+/* baton__eval() of one of our scripts. */
 int baton__script_call(struct baton_client *c, struct baton__conn *cn, enum baton__script_id id,
                        int nkeys, const char **keys, int nargs, const char **args,
                        redisReply **reply, int64_t deadline_ns, int64_t *sent_ns, char *err,
                        size_t errlen);
+/* Sets the client's error detail (under its mutex). */
+void baton__client_error(struct baton_client *c, const char *msg);
 
 /* ---- lock.c (shared with renew.c and waiters.c) ---- */
 
 struct baton_lock {
     struct baton_client *c;
-    char *key;                /* the user's key (one allocation with rkeys) */
-    char *rkeys[4];           /* lock, fence counter, queue, queue expiries */
+    char *key;                 /* the user's key (one allocation with rkeys) */
+    char *rkeys[4];            /* lock, fence counter, queue, queue expiries */
     _Atomic bool ever_renewed; /* registered with the renewer at some time */
-    char token[BATON__TOKEN_LEN + 1];
+    char *token;               /* 48 hex chars [+ ":" + identity] (same allocation) */
+    const char *release_chan;  /* elections: published to on release; else NULL */
     int64_t ttl_ms;
     int64_t renew_ms;
     baton_lost_fn on_lost;
     void *on_lost_arg;
 
-    pthread_mutex_t mu;        /* orders confirmations and the loss report */
+    pthread_mutex_t mu; /* orders confirmations and the loss report */
     _Atomic uint64_t fence;
     _Atomic int64_t deadline_ns;
     _Atomic bool lost;
@@ -204,13 +205,24 @@ struct baton_lock {
 
     /* renew.c's, under the renewer's mutex */
     bool renewing;
-    int busy;                  /* the renewal thread is using it */
+    int busy; /* the renewal thread is using it */
     int64_t next_renew_ns;
     struct baton_lock *rnext, *rprev; /* the renewer's list */
     struct baton_lock *bnext;         /* the renewer's current batch */
     bool batch_expired;               /* in the batch because its deadline passed */
 };
 
+/* Makes a lock object (no Redis I/O) on the Redis key base (its companions
+ * are base + ":fence", ":q", ":qx"). name is shown in messages; identity,
+ * when not NULL, is appended to the token after a ':'. o must be
+ * normalized. Returns 0 and *out, or BATON_ENOMEM/EIO. */
+int baton__lock_new(struct baton_client *c, const char *base, const char *name,
+                    const char *identity, const struct baton_lock_opts *o, struct baton_lock **out);
+/* Fills *o from in with defaults applied. Returns 0 or BATON_EINVAL. */
+int baton__lock_opts(const struct baton_lock_opts *in, struct baton_lock_opts *o);
+/* One acquire attempt without waiting. Returns 0, BATON_ETAKEN with
+ * *pttl_ms, or an error. */
+int baton__lock_try_once(struct baton_lock *lk, int64_t *pttl_ms);
 /* Marks lk lost with a reason (first reason wins) and calls on_lost once.
  * Safe from any thread. */
 void baton__lock_mark_lost(struct baton_lock *lk, const char *why);

@@ -84,11 +84,12 @@ int baton__client_random(struct baton_client *c, void *buf, size_t len)
     return rc;
 }
 
-static int build_argv(const char *verb, const char *script, int nkeys, const char **keys, int nargs,
-                      const char **args, const char **argv, size_t *lens, char *nkeys_buf)
+static int build_argv(const char *verb, const char *script, int nkeys, const char *const *keys,
+                      int nargs, const char *const *args, const char **argv, size_t *lens,
+                      char *nkeys_buf)
 {
     int argc = 0;
-    if (nkeys + nargs + 3 > SCRIPT_MAX_ARGS)
+    if (nkeys < 0 || nargs < 0 || nkeys + nargs + 3 > SCRIPT_MAX_ARGS)
         return -1;
     snprintf(nkeys_buf, 8, "%d", nkeys);
     argv[argc++] = verb;
@@ -103,18 +104,6 @@ static int build_argv(const char *verb, const char *script, int nkeys, const cha
     return argc;
 }
 
-int baton__script_append(struct baton_client *c, struct baton__conn *cn, enum baton__script_id id,
-                         int nkeys, const char **keys, int nargs, const char **args)
-{
-    const char *argv[SCRIPT_MAX_ARGS];
-    size_t lens[SCRIPT_MAX_ARGS];
-    char nk[8];
-    int argc = build_argv("EVALSHA", c->sha[id], nkeys, keys, nargs, args, argv, lens, nk);
-    if (argc < 0)
-        return BATON_EINVAL;
-    return baton__conn_append(cn, argc, argv, lens);
-}
-
 static int io_error(struct baton_client *c, struct baton__conn *cn, int rc, char *err,
                     size_t errlen)
 {
@@ -122,26 +111,36 @@ static int io_error(struct baton_client *c, struct baton__conn *cn, int rc, char
     return rc;
 }
 
-int baton__script_finish(struct baton_client *c, struct baton__conn *cn, enum baton__script_id id,
-                         int nkeys, const char **keys, int nargs, const char **args,
-                         redisReply **reply, int64_t deadline_ns, char *err, size_t errlen)
+int baton__eval(struct baton_client *c, struct baton__conn *cn, const char *sha, const char *src,
+                int nkeys, const char *const *keys, int nargs, const char *const *args,
+                redisReply **reply, int64_t deadline, int64_t *sent_ns, char *err, size_t errlen)
 {
+    const char *argv[SCRIPT_MAX_ARGS];
+    size_t lens[SCRIPT_MAX_ARGS];
+    char nk[8];
     redisReply *r = NULL;
-    int rc = baton__conn_read(cn, &r, deadline_ns);
-    if (rc != BATON_OK)
+    int rc;
+
+    *reply = NULL;
+    int argc = build_argv("EVALSHA", sha, nkeys, keys, nargs, args, argv, lens, nk);
+    if (argc < 0)
+        return BATON_EINVAL;
+    if ((rc = baton__conn_append(cn, argc, argv, lens)) != BATON_OK)
+        return rc;
+    if (sent_ns != NULL)
+        *sent_ns = baton__now_ns();
+    if ((rc = baton__conn_flush(cn, deadline)) != BATON_OK ||
+        (rc = baton__conn_read(cn, &r, deadline)) != BATON_OK)
         return io_error(c, cn, rc, err, errlen);
     if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0) {
-        const char *argv[SCRIPT_MAX_ARGS];
-        size_t lens[SCRIPT_MAX_ARGS];
-        char nk[8];
+        /* A restarted or flushed server: EVAL runs the script and loads it. */
         freeReplyObject(r);
         r = NULL;
-        int argc =
-            build_argv("EVAL", baton__script_source(id), nkeys, keys, nargs, args, argv, lens, nk);
-        if (argc < 0)
-            return BATON_EINVAL;
-        rc = baton__conn_command(cn, argc, argv, lens, &r, deadline_ns);
-        if (rc != BATON_OK)
+        argv[0] = "EVAL";
+        argv[1] = src;
+        lens[0] = 4;
+        lens[1] = strlen(src);
+        if ((rc = baton__conn_command(cn, argc, argv, lens, &r, deadline)) != BATON_OK)
             return io_error(c, cn, rc, err, errlen);
     }
     if (r->type == REDIS_REPLY_ERROR) {
@@ -158,17 +157,11 @@ int baton__script_call(struct baton_client *c, struct baton__conn *cn, enum bato
                        redisReply **reply, int64_t deadline, int64_t *sent_ns, char *err,
                        size_t errlen)
 {
-    int rc = baton__script_append(c, cn, id, nkeys, keys, nargs, args);
-    if (rc != BATON_OK)
-        return rc;
-    if (sent_ns != NULL)
-        *sent_ns = baton__now_ns();
-    if ((rc = baton__conn_flush(cn, deadline)) != BATON_OK)
-        return io_error(c, cn, rc, err, errlen);
-    return baton__script_finish(c, cn, id, nkeys, keys, nargs, args, reply, deadline, err, errlen);
+    return baton__eval(c, cn, c->sha[id], baton__script_source(id), nkeys, keys, nargs, args, reply,
+                       deadline, sent_ns, err, errlen);
 }
 
-static void set_client_error(struct baton_client *c, const char *msg)
+void baton__client_error(struct baton_client *c, const char *msg)
 {
     pthread_mutex_lock(&c->mu);
     baton__set_error(c->errstr, sizeof c->errstr, "%s", msg);
@@ -208,11 +201,11 @@ int baton_client_new(const char *url, const struct baton_client_opts *opts,
     if (c->prefix == NULL)
         return BATON_ENOMEM;
     if (strpbrk(c->prefix, "{}") != NULL || strlen(c->prefix) > 128) {
-        set_client_error(c, "key_prefix must not contain braces and is at most 128 bytes");
+        baton__client_error(c, "key_prefix must not contain braces and is at most 128 bytes");
         return BATON_EINVAL;
     }
     if ((rc = baton__random(id, sizeof id)) != BATON_OK) {
-        set_client_error(c, "getrandom failed");
+        baton__client_error(c, "getrandom failed");
         return rc;
     }
     baton__hex(id, sizeof id, c->cid);
@@ -221,15 +214,17 @@ int baton_client_new(const char *url, const struct baton_client_opts *opts,
         baton__sha1_hex(src, strlen(src), c->sha[i]);
     }
     if (url == NULL) {
-        set_client_error(c, "no URL given");
+        baton__client_error(c, "no URL given");
         return BATON_EINVAL;
     }
     if ((rc = baton__url_parse(url, &c->url, err, sizeof err)) != BATON_OK) {
-        set_client_error(c, err);
+        baton__client_error(c, err);
         return rc;
     }
+    if (o.lazy)
+        return BATON_OK;
     if ((rc = baton__client_open(c, &cn, err, sizeof err)) != BATON_OK) {
-        set_client_error(c, err);
+        baton__client_error(c, err);
         return rc;
     }
     baton__client_put(c, cn);

@@ -14,8 +14,7 @@
 #define DEFAULT_RETRY_MS    200
 #define MAX_DURATION_MS     (INT64_C(366) * 86400 * 1000)
 
-/* Fills *o from in with defaults applied. Returns 0 or BATON_EINVAL. */
-static int normalize(const struct baton_lock_opts *in, struct baton_lock_opts *o)
+int baton__lock_opts(const struct baton_lock_opts *in, struct baton_lock_opts *o)
 {
     static const struct baton_lock_opts zero = {0};
     *o = in != NULL ? *in : zero;
@@ -38,18 +37,19 @@ static int normalize(const struct baton_lock_opts *in, struct baton_lock_opts *o
     return BATON_OK;
 }
 
-static int lock_new(struct baton_client *c, const char *key, const struct baton_lock_opts *o,
-                    struct baton_lock **out)
+int baton__lock_new(struct baton_client *c, const char *base, const char *name,
+                    const char *identity, const struct baton_lock_opts *o, struct baton_lock **out)
 {
     static const char *const suffix[4] = {"", ":fence", ":q", ":qx"};
     unsigned char rnd[(BATON__TOKEN_LEN - BATON__CID_LEN) / 2];
-    size_t klen = strlen(key), plen = strlen(c->prefix);
+    size_t blen = strlen(base), nlen = strlen(name);
+    size_t ilen = identity != NULL ? strlen(identity) + 1 : 0;
 
     *out = NULL;
-    /* The lock and its strings in one allocation: key, then the 4 keys. */
-    size_t need = sizeof(struct baton_lock) + klen + 1;
+    /* The lock and its strings in one allocation: name, token, the 4 keys. */
+    size_t need = sizeof(struct baton_lock) + nlen + 1 + BATON__TOKEN_LEN + ilen + 1;
     for (int i = 0; i < 4; i++)
-        need += plen + klen + 2 + strlen(suffix[i]) + 1;
+        need += blen + strlen(suffix[i]) + 1;
     struct baton_lock *lk = calloc(1, need);
     if (lk == NULL)
         return BATON_ENOMEM;
@@ -59,12 +59,14 @@ static int lock_new(struct baton_client *c, const char *key, const struct baton_
     }
     char *p = (char *)(lk + 1);
     lk->key = p;
-    memcpy(p, key, klen + 1);
-    p += klen + 1;
+    memcpy(p, name, nlen + 1);
+    p += nlen + 1;
+    lk->token = p;
+    p += BATON__TOKEN_LEN + ilen + 1;
     for (int i = 0; i < 4; i++) {
-        size_t n = plen + klen + 2 + strlen(suffix[i]) + 1;
+        size_t n = blen + strlen(suffix[i]) + 1;
         lk->rkeys[i] = p;
-        snprintf(p, n, "%s{%s}%s", c->prefix, key, suffix[i]);
+        snprintf(p, n, "%s%s", base, suffix[i]);
         p += n;
     }
     lk->c = c;
@@ -79,8 +81,24 @@ static int lock_new(struct baton_client *c, const char *key, const struct baton_
     }
     memcpy(lk->token, c->cid, BATON__CID_LEN);
     baton__hex(rnd, sizeof rnd, lk->token + BATON__CID_LEN);
+    if (identity != NULL) {
+        lk->token[BATON__TOKEN_LEN] = ':';
+        memcpy(lk->token + BATON__TOKEN_LEN + 1, identity, ilen);
+    }
     *out = lk;
     return BATON_OK;
+}
+
+/* A user lock on key lives at prefix{key}. */
+static int lock_new(struct baton_client *c, const char *key, const struct baton_lock_opts *o,
+                    struct baton_lock **out)
+{
+    char *base = NULL;
+    if (asprintf(&base, "%s{%s}", c->prefix, key) < 0)
+        return BATON_ENOMEM;
+    int rc = baton__lock_new(c, base, key, NULL, o, out);
+    free(base);
+    return rc;
 }
 
 static bool valid_key(const char *key)
@@ -158,6 +176,11 @@ static int attempt(struct baton_lock *lk, bool wait, bool queued, int64_t entry_
     return rc;
 }
 
+int baton__lock_try_once(struct baton_lock *lk, int64_t *pttl_ms)
+{
+    return attempt(lk, false, false, 0, pttl_ms);
+}
+
 /* Best effort: leave the wait queue (and wake the next waiter). */
 static void cancel_wait(struct baton_lock *lk)
 {
@@ -201,7 +224,7 @@ int baton_lock_try(struct baton_client *c, const char *key, const struct baton_l
     if (out == NULL)
         return BATON_EINVAL;
     *out = NULL;
-    if (c == NULL || !valid_key(key) || normalize(opts, &o) != BATON_OK)
+    if (c == NULL || !valid_key(key) || baton__lock_opts(opts, &o) != BATON_OK)
         return BATON_EINVAL;
     if ((rc = lock_new(c, key, &o, &lk)) != BATON_OK)
         return rc;
@@ -226,7 +249,7 @@ int baton_lock_acquire(struct baton_client *c, const char *key, const struct bat
     if (out == NULL)
         return BATON_EINVAL;
     *out = NULL;
-    if (c == NULL || !valid_key(key) || normalize(opts, &o) != BATON_OK)
+    if (c == NULL || !valid_key(key) || baton__lock_opts(opts, &o) != BATON_OK)
         return BATON_EINVAL;
     if (o.max_wait_ms == BATON_NO_WAIT)
         return baton_lock_try(c, key, opts, out);
@@ -325,10 +348,10 @@ int baton_lock_release(struct baton_lock *lk)
 
     baton__waiters_channel(c, chan, sizeof chan);
     const char *keys[3] = {lk->rkeys[0], lk->rkeys[2], lk->rkeys[3]};
-    const char *args[2] = {lk->token, chan};
+    const char *args[3] = {lk->token, chan, lk->release_chan != NULL ? lk->release_chan : ""};
     if ((rc = baton__client_get(c, &cn, lk->errstr, sizeof lk->errstr)) != BATON_OK)
         return rc;
-    rc = baton__script_call(c, cn, BATON__S_RELEASE, 3, keys, 2, args, &r,
+    rc = baton__script_call(c, cn, BATON__S_RELEASE, 3, keys, 3, args, &r,
                             baton__client_deadline(c), NULL, lk->errstr, sizeof lk->errstr);
     baton__client_put(c, cn);
     if (rc != BATON_OK)
