@@ -40,6 +40,11 @@ static int verrorf_at(const struct yamlx_diag *d, int line, int col, const char 
     if (n < 0 || (size_t)n >= d->len)
         return -1;
     vsnprintf(d->buf + n, d->len - (size_t)n, fmt, ap);
+    /* One line whatever went into it (a token quoted by another module, a
+     * file name): control characters become '?'. */
+    for (char *p = d->buf; *p != '\0'; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            *p = '?';
     return -1;
 }
 
