@@ -25,7 +25,7 @@ _Static_assert(sizeof(enum log_level) == sizeof(int), "enum options are stored a
 
 #define MS_SECOND INT64_C(1000)
 #define MS_MINUTE (60 * MS_SECOND)
-#define MS_HOUR (60 * MS_MINUTE)
+#define MS_HOUR   (60 * MS_MINUTE)
 
 /* ------------------------------------------------------------------------ */
 /* Checks and computed defaults (the hooks of the table) */
@@ -198,8 +198,7 @@ static int check_redis_url(const char *s, char *msg, size_t msglen)
 
         snprintf(scheme, sizeof scheme, "%.*s", (int)(sep - s), s);
         if (in_charset(scheme, "+.-")) {
-            snprintf(msg, msglen, "unsupported scheme \"%s://\" (use redis:// or unix://)",
-                     scheme);
+            snprintf(msg, msglen, "unsupported scheme \"%s://\" (use redis:// or unix://)", scheme);
             return -1;
         }
     }
@@ -245,6 +244,7 @@ static const char *const log_level_names[] = {"debug", "info", "warn", "error", 
 
 #define OFF(f) offsetof(struct config, f)
 
+/* clang-format off */
 static const struct config_option options[] = {
     {.key = "node", .type = CONFIG_STRING, .offset = OFF(node),
      .def_doc = "hostname:pid", .def_fn = default_node, .min = 1, .max = 128,
@@ -289,6 +289,7 @@ static const struct config_option options[] = {
      .def = "100", .min = 1, .max = 100000,
      .doc = "Runs kept per job in Redis for `baton history` and `baton status`."},
 };
+/* clang-format on */
 
 #define NOPTS (sizeof options / sizeof options[0])
 
@@ -301,16 +302,11 @@ const struct config_option *config_options(size_t *n)
 static const char *type_name(enum config_type t)
 {
     switch (t) {
-    case CONFIG_STRING:
-        return "string";
-    case CONFIG_PATH:
-        return "path";
-    case CONFIG_DURATION:
-        return "duration";
-    case CONFIG_INT:
-        return "integer";
-    case CONFIG_ENUM:
-        return "enum";
+    case CONFIG_STRING: return "string";
+    case CONFIG_PATH: return "path";
+    case CONFIG_DURATION: return "duration";
+    case CONFIG_INT: return "integer";
+    case CONFIG_ENUM: return "enum";
     }
     return "?";
 }
@@ -353,10 +349,12 @@ static const struct relation {
     int (*check)(const struct config *c, char *msg, size_t msglen);
     const char *doc;
 } relations[] = {
-    {{"lease.renew", "lease.ttl", "redis_timeout"}, check_lease,
+    {{"lease.renew", "lease.ttl", "redis_timeout"},
+     check_lease,
      "`lease.ttl` >= 2 x `lease.renew` + `redis_timeout`: a renewal that times out still "
      "leaves time for one more before the lease runs out."},
-    {{"poll", "redis_timeout", NULL}, check_poll,
+    {{"poll", "redis_timeout", NULL},
+     check_poll,
      "`poll` >= `redis_timeout`: safety-net polls never overlap."},
 };
 
@@ -366,8 +364,8 @@ static const struct relation {
 struct parse {
     struct config *c;
     const struct yamlx_diag *d;
-    const char *dir;                      /* of the file, "" for none */
-    const struct yamlx_node *at[NOPTS];   /* where each option was set */
+    const char *dir;                    /* of the file, "" for none */
+    const struct yamlx_node *at[NOPTS]; /* where each option was set */
 };
 
 static const struct config_option *find_option(const char *key)
@@ -481,8 +479,7 @@ static int set_value(struct parse *p, const struct config_option *o, const char 
     }
     case CONFIG_DURATION:
         return yamlx_duration_in(text, o->min, o->max, (int64_t *)field, msg, msglen);
-    case CONFIG_INT:
-        return yamlx_int_in(text, o->min, o->max, (int64_t *)field, msg, msglen);
+    case CONFIG_INT: return yamlx_int_in(text, o->min, o->max, (int64_t *)field, msg, msglen);
     case CONFIG_ENUM: {
         char q[96], all[128];
 
@@ -504,19 +501,14 @@ static int set_value(struct parse *p, const struct config_option *o, const char 
 static const char *expected_text(const struct config_option *o)
 {
     switch (o->type) {
-    case CONFIG_DURATION:
-        return "a duration like 500ms, 10s, 1h30m";
-    case CONFIG_INT:
-        return "an integer";
-    case CONFIG_ENUM:
-        return "one of its names";
-    default:
-        return "a string";
+    case CONFIG_DURATION: return "a duration like 500ms, 10s, 1h30m";
+    case CONFIG_INT: return "an integer";
+    case CONFIG_ENUM: return "one of its names";
+    default: return "a string";
     }
 }
 
-static int set_from_node(struct parse *p, const struct config_option *o,
-                         const struct yamlx_node *n)
+static int set_from_node(struct parse *p, const struct config_option *o, const struct yamlx_node *n)
 {
     char msg[512];
 
@@ -581,7 +573,8 @@ static int apply_defaults(struct parse *p)
 
         if (p->at[i] != NULL)
             continue;
-        r = o->def != NULL ? set_value(p, o, o->def, msg, sizeof msg) : o->def_fn(p->c, msg, sizeof msg);
+        r = o->def != NULL ? set_value(p, o, o->def, msg, sizeof msg)
+                           : o->def_fn(p->c, msg, sizeof msg);
         if (r != 0)
             return yamlx_errorf(p->d, NULL, "%s: default: %s", o->key, msg);
     }
@@ -625,24 +618,24 @@ int config_load_buffer(const char *name, const char *buf, size_t len, struct con
     dir = slash != NULL ? strndup(name, slash == name ? 1 : (size_t)(slash - name)) : strdup("");
     if (p.c == NULL || dir == NULL || (p.c->path = strdup(name)) == NULL) {
         yamlx_errorf(&d, NULL, "out of memory");
-        goto out;
+        goto out_free;
     }
     p.dir = dir;
     if (yamlx_parse(buf, len, &d, &root) != 0)
-        goto out;
+        goto out_free;
     if (root != NULL && root->kind != YAMLX_MAP) {
         yamlx_errorf(&d, root, "expected a mapping of options (key: value), got %s",
                      yamlx_kind_name(root));
-        goto out;
+        goto out_free;
     }
     if (root != NULL && walk_map(&p, root, "") != 0)
-        goto out;
+        goto out_free;
     if (apply_defaults(&p) != 0 || check_relations(&p) != 0)
-        goto out;
+        goto out_free;
     *out = p.c;
     p.c = NULL;
     rc = 0;
-out:
+out_free:
     yamlx_free(root);
     free(dir);
     config_free(p.c);
@@ -697,9 +690,7 @@ static void write_bounds(const struct config_option *o, FILE *out)
         fprintf(out, "%s..%s", yamlx_format_duration(o->min, lo, sizeof lo),
                 yamlx_format_duration(o->max, hi, sizeof hi));
         break;
-    case CONFIG_INT:
-        fprintf(out, "%" PRId64 "..%" PRId64, o->min, o->max);
-        break;
+    case CONFIG_INT: fprintf(out, "%" PRId64 "..%" PRId64, o->min, o->max); break;
     case CONFIG_ENUM:
         list_names(o->names, SIZE_MAX, all, sizeof all);
         fputs(all, out);
@@ -803,12 +794,8 @@ void config_write_effective(const struct config *c, FILE *out)
         case CONFIG_DURATION:
             fputs(yamlx_format_duration(*(const int64_t *)field, buf, sizeof buf), out);
             break;
-        case CONFIG_INT:
-            fprintf(out, "%" PRId64, *(const int64_t *)field);
-            break;
-        case CONFIG_ENUM:
-            fputs(o->names[*(const int *)field], out);
-            break;
+        case CONFIG_INT: fprintf(out, "%" PRId64, *(const int64_t *)field); break;
+        case CONFIG_ENUM: fputs(o->names[*(const int *)field], out); break;
         }
         fputc('\n', out);
     }

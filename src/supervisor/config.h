@@ -32,23 +32,23 @@
 enum log_level { LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR };
 
 struct config {
-    char *path;              /* the file it came from (owned) */
-    char *node;              /* default: hostname:pid; [A-Za-z0-9_.:@-]{1,128} */
-    char *redis;             /* Redis URL; default redis://127.0.0.1:6379/0 */
-    char *group;             /* default "default"; [A-Za-z0-9_.-]{1,64} */
-    int64_t lease_ttl_ms;    /* lease.ttl, default 10s */
-    int64_t lease_renew_ms;  /* lease.renew, default ttl/3 */
-    int64_t poll_ms;         /* poll, default 5s: follower safety-net poll */
-    int64_t shutdown_grace_ms;   /* default 30s */
-    int64_t redis_timeout_ms;    /* redis_timeout (connect+command), default 1s */
-    char *jobs_path;         /* jobs: path to jobs.yaml, resolved relative to the
-                                config file's directory; default "jobs.yaml"
-                                beside it */
-    char *timezone;          /* default zone for jobs; default "UTC" (checked
-                                with cron_tz_load at load) */
-    enum log_level log_level;/* log.level: debug|info|warn|error, default info */
-    int64_t history_len;     /* history: runs kept per job in Redis, default 100
-                                (1..100000) */
+    char *path;                /* the file it came from (owned) */
+    char *node;                /* default: hostname:pid; [A-Za-z0-9_.:@-]{1,128} */
+    char *redis;               /* Redis URL; default redis://127.0.0.1:6379/0 */
+    char *group;               /* default "default"; [A-Za-z0-9_.-]{1,64} */
+    int64_t lease_ttl_ms;      /* lease.ttl, default 10s */
+    int64_t lease_renew_ms;    /* lease.renew, default ttl/3 */
+    int64_t poll_ms;           /* poll, default 5s: follower safety-net poll */
+    int64_t shutdown_grace_ms; /* default 30s */
+    int64_t redis_timeout_ms;  /* redis_timeout (connect+command), default 1s */
+    char *jobs_path;           /* jobs: path to jobs.yaml, resolved relative to the
+                                  config file's directory; default "jobs.yaml"
+                                  beside it */
+    char *timezone;            /* default zone for jobs; default "UTC" (checked
+                                  with cron_tz_load at load) */
+    enum log_level log_level;  /* log.level: debug|info|warn|error, default info */
+    int64_t history_len;       /* history: runs kept per job in Redis, default 100
+                                  (1..100000) */
 };
 
 /* Loads path. Returns 0 and *out (owned; free with config_free), or -1 with
@@ -90,21 +90,21 @@ enum config_type {
 };
 
 struct config_option {
-    const char *key;         /* dotted path: "lease.ttl" is `lease: {ttl: ...}` */
+    const char *key; /* dotted path: "lease.ttl" is `lease: {ttl: ...}` */
     enum config_type type;
-    size_t offset;           /* of the field in struct config */
-    const char *def;         /* default, written as in the file; NULL: computed */
-    const char *def_doc;     /* the default for the docs when computed */
+    size_t offset;       /* of the field in struct config */
+    const char *def;     /* default, written as in the file; NULL: computed */
+    const char *def_doc; /* the default for the docs when computed */
     /* Computes the default (def == NULL); runs after every row above it has
      * its value. Returns 0, or -1 with a message in msg. */
     int (*def_fn)(struct config *c, char *msg, size_t msglen);
-    int64_t min, max;        /* bounds (length for strings) */
+    int64_t min, max; /* bounds (length for strings) */
     /* Extra validation of a string value: returns 0, or -1 with a message. */
     int (*check)(const char *s, char *msg, size_t msglen);
-    const char *const *names;/* CONFIG_ENUM: the spellings, index = value */
-    const char *bounds_doc;  /* extra bounds text for the docs, or NULL */
-    const char *doc;         /* one line: what it means */
-    bool secret;             /* a URL that may hold a password: written masked */
+    const char *const *names; /* CONFIG_ENUM: the spellings, index = value */
+    const char *bounds_doc;   /* extra bounds text for the docs, or NULL */
+    const char *doc;          /* one line: what it means */
+    bool secret;              /* a URL that may hold a password: written masked */
 };
 
 /* Returns: the options table (borrowed, static) and its length in *n. */

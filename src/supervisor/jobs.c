@@ -27,16 +27,17 @@ _Static_assert(sizeof(enum job_concurrency) == sizeof(int), "enum keys are store
 
 #define MS_SECOND INT64_C(1000)
 #define MS_MINUTE (60 * MS_SECOND)
-#define MS_HOUR (60 * MS_MINUTE)
-#define MS_DAY (24 * MS_HOUR)
+#define MS_HOUR   (60 * MS_MINUTE)
+#define MS_DAY    (24 * MS_HOUR)
 
-#define JOBS_MAX 10000   /* jobs in one file */
+#define JOBS_MAX     10000 /* jobs in one file */
 #define NAME_MAX_LEN 128
 
 static const char *const concurrency_names[] = {"forbid", "allow", "replace", NULL};
 
 #define OFF(f) offsetof(struct job, f)
 
+/* clang-format off */
 static const struct job_key job_keys[] = {
     {.key = "name", .type = JK_NAME, .offset = OFF(name), .def_doc = "(required)",
      .required = true,
@@ -82,6 +83,7 @@ static const struct job_key job_keys[] = {
     {.key = "enabled", .type = JK_BOOL, .offset = OFF(enabled), .def = "true",
      .in_defaults = true, .doc = "false keeps the job defined and checked but never runs it."},
 };
+/* clang-format on */
 
 #define NKEYS (sizeof job_keys / sizeof job_keys[0])
 
@@ -231,7 +233,7 @@ static int check_user(const char *name, char *msg, size_t msglen)
 
         if (nb == NULL) {
             snprintf(msg, msglen, "out of memory");
-            goto out;
+            goto out_free;
         }
         buf = nb;
         r = getpwnam_r(name, &pw, buf, cap, &res);
@@ -245,15 +247,15 @@ static int check_user(const char *name, char *msg, size_t msglen)
                      strerror(r));
         else
             snprintf(msg, msglen, "unknown user %s", yamlx_quote(name, q, sizeof q));
-        goto out;
+        goto out_free;
     }
     if (geteuid() != 0 && pw.pw_uid != geteuid()) {
         snprintf(msg, msglen, "running a job as %s needs baton to run as root",
                  yamlx_quote(name, q, sizeof q));
-        goto out;
+        goto out_free;
     }
     rc = 0;
-out:
+out_free:
     free(buf);
     return rc;
 }
@@ -301,8 +303,7 @@ static int set_text(struct jparse *p, struct job *j, const struct job_key *k, co
         if (check_user(text, msg, msglen) != 0)
             return -1;
         return set_str(field, text, msg, msglen);
-    case JK_DURATION:
-        return yamlx_duration_in(text, k->min, k->max, field, msg, msglen);
+    case JK_DURATION: return yamlx_duration_in(text, k->min, k->max, field, msg, msglen);
     case JK_CATCHUP:
         if (strcmp(text, "last") == 0) {
             *(int64_t *)field = JOB_CATCHUP_LAST;
@@ -327,12 +328,10 @@ static int set_text(struct jparse *p, struct job *j, const struct job_key *k, co
         snprintf(msg, msglen, "expected forbid, allow or replace, got %s",
                  yamlx_quote(text, q, sizeof q));
         return -1;
-    case JK_BOOL:
-        return yamlx_parse_bool(text, field, msg, msglen);
+    case JK_BOOL: return yamlx_parse_bool(text, field, msg, msglen);
     case JK_SCHEDULE:
     case JK_ARGV:
-    case JK_ENV:
-        break;
+    case JK_ENV: break;
     }
     snprintf(msg, msglen, "internal error: no text form");
     return -1;
@@ -341,18 +340,12 @@ static int set_text(struct jparse *p, struct job *j, const struct job_key *k, co
 static const char *expected_text(const struct job_key *k)
 {
     switch (k->type) {
-    case JK_DURATION:
-        return "a duration like 500ms, 10s, 1h30m";
-    case JK_CATCHUP:
-        return "a duration, 0 or last";
-    case JK_INT:
-        return "an integer";
-    case JK_BOOL:
-        return "true or false";
-    case JK_CONCURRENCY:
-        return "forbid, allow or replace";
-    default:
-        return "a string";
+    case JK_DURATION: return "a duration like 500ms, 10s, 1h30m";
+    case JK_CATCHUP: return "a duration, 0 or last";
+    case JK_INT: return "an integer";
+    case JK_BOOL: return "true or false";
+    case JK_CONCURRENCY: return "forbid, allow or replace";
+    default: return "a string";
     }
 }
 
@@ -527,14 +520,10 @@ static int set_key(struct jparse *p, struct job *j, const struct job_key *k,
     char msg[512];
 
     switch (k->type) {
-    case JK_SCHEDULE:
-        return set_schedule(p, j, n, what);
-    case JK_ARGV:
-        return set_argv(p, j, n, what);
-    case JK_ENV:
-        return set_env(p, j, n, what);
-    default:
-        break;
+    case JK_SCHEDULE: return set_schedule(p, j, n, what);
+    case JK_ARGV: return set_argv(p, j, n, what);
+    case JK_ENV: return set_env(p, j, n, what);
+    default: break;
     }
     if (yamlx_expect_scalar(p->d, n, what, expected_text(k)) != 0)
         return -1;
@@ -548,7 +537,7 @@ static int set_key(struct jparse *p, struct job *j, const struct job_key *k,
  * and length-prefixed so that no two definitions hash the same input. */
 
 #define FNV_OFFSET UINT64_C(0xcbf29ce484222325)
-#define FNV_PRIME UINT64_C(0x100000001b3)
+#define FNV_PRIME  UINT64_C(0x100000001b3)
 
 static void fnv(uint64_t *h, const void *data, size_t n)
 {
@@ -612,16 +601,12 @@ static uint64_t fingerprint(const struct job *j)
 
         fnv_str(&h, k->key);
         switch (k->type) {
-        case JK_SCHEDULE:
-            fnv_schedule(&h, j->schedule);
-            break;
+        case JK_SCHEDULE: fnv_schedule(&h, j->schedule); break;
         case JK_NAME:
         case JK_TIMEZONE:
         case JK_SHELL:
         case JK_PATH:
-        case JK_USER:
-            fnv_str(&h, *(char *const *)field);
-            break;
+        case JK_USER: fnv_str(&h, *(char *const *)field); break;
         case JK_ARGV:
         case JK_ENV: {
             char *const *v = *(char *const *const *)field;
@@ -633,16 +618,10 @@ static uint64_t fingerprint(const struct job *j)
             break;
         }
         case JK_DURATION:
-        case JK_CATCHUP:
-            fnv_u64(&h, (uint64_t) * (const int64_t *)field);
-            break;
+        case JK_CATCHUP: fnv_u64(&h, (uint64_t) * (const int64_t *)field); break;
         case JK_INT:
-        case JK_CONCURRENCY:
-            fnv_u64(&h, (uint64_t)(int64_t) * (const int *)field);
-            break;
-        case JK_BOOL:
-            fnv_u64(&h, *(const bool *)field ? 1 : 0);
-            break;
+        case JK_CONCURRENCY: fnv_u64(&h, (uint64_t)(int64_t) * (const int *)field); break;
+        case JK_BOOL: fnv_u64(&h, *(const bool *)field ? 1 : 0); break;
         }
     }
     return h;
@@ -683,19 +662,19 @@ static int check_defaults(struct jparse *p, const struct yamlx_node *defaults)
                 if (job_keys[a].in_defaults)
                     names[n++] = job_keys[a].key;
             unknown_key(p->d, k, "defaults: ", names, n);
-            goto out;
+            goto out_free;
         }
         if (!job_keys[ki].in_defaults) {
             yamlx_errorf(p->d, k, "defaults: \"%s\" cannot have a default (set it on each job)",
                          job_keys[ki].key);
-            goto out;
+            goto out_free;
         }
         snprintf(what, sizeof what, "defaults: %s", job_keys[ki].key);
         if (set_key(p, &scratch, &job_keys[ki], defaults->pairs[i].value, what) != 0)
-            goto out;
+            goto out_free;
     }
     rc = 0;
-out:
+out_free:
     job_clear(&scratch);
     return rc;
 }
@@ -707,8 +686,8 @@ static int read_job(struct jparse *p, const struct yamlx_node *m, size_t idx,
     const struct yamlx_node *at[NKEYS] = {0};
     const struct yamlx_node *name_node;
     char prefix[200], what[240], msg[320], q[96];
-    int ki_name = key_index("name"), ki_cmd = key_index("command"),
-        ki_shell = key_index("shell"), ki_tz = key_index("timezone");
+    int ki_name = key_index("name"), ki_cmd = key_index("command"), ki_shell = key_index("shell"),
+        ki_tz = key_index("timezone");
 
     snprintf(prefix, sizeof prefix, "job %zu", idx + 1);
     if (m->kind != YAMLX_MAP)
@@ -763,11 +742,11 @@ static int read_job(struct jparse *p, const struct yamlx_node *m, size_t idx,
         return yamlx_errorf(p->d, m, "%s: missing \"command\" or \"shell\" (one is required)",
                             prefix);
     if (at[ki_cmd] != NULL && at[ki_shell] != NULL) {
-        const struct yamlx_node *second = at[ki_cmd]->line > at[ki_shell]->line ||
-                                                  (at[ki_cmd]->line == at[ki_shell]->line &&
-                                                   at[ki_cmd]->col > at[ki_shell]->col)
-                                              ? at[ki_cmd]
-                                              : at[ki_shell];
+        const struct yamlx_node *second =
+            at[ki_cmd]->line > at[ki_shell]->line ||
+                    (at[ki_cmd]->line == at[ki_shell]->line && at[ki_cmd]->col > at[ki_shell]->col)
+                ? at[ki_cmd]
+                : at[ki_shell];
 
         return yamlx_errorf(p->d, second, "%s: both \"command\" and \"shell\" are set (keep one)",
                             prefix);
@@ -886,23 +865,22 @@ int jobs_load_buffer(const char *name, const char *buf, size_t len, const char *
     p.set = calloc(1, sizeof *p.set);
     if (p.set == NULL || (p.set->path = strdup(name)) == NULL) {
         yamlx_errorf(&d, NULL, "out of memory");
-        goto out;
+        goto out_free;
     }
     if (yamlx_parse(buf, len, &d, &root) != 0)
-        goto out;
+        goto out_free;
     if (root != NULL && read_jobs(&p, root) != 0)
-        goto out;
+        goto out_free;
     *out = p.set;
     p.set = NULL;
     rc = 0;
-out:
+out_free:
     yamlx_free(root);
     jobs_free(p.set);
     return rc;
 }
 
-int jobs_load(const char *path, const char *default_tz, struct jobs **out, char *err,
-              size_t errlen)
+int jobs_load(const char *path, const char *default_tz, struct jobs **out, char *err, size_t errlen)
 {
     struct yamlx_diag d = {path, err, errlen};
     char *buf = NULL;
@@ -949,28 +927,17 @@ static const char *key_type_name(enum job_key_type t)
     switch (t) {
     case JK_NAME:
     case JK_SHELL:
-    case JK_USER:
-        return "string";
-    case JK_SCHEDULE:
-        return "cron";
-    case JK_TIMEZONE:
-        return "zone";
-    case JK_ARGV:
-        return "list of strings";
-    case JK_PATH:
-        return "path";
-    case JK_DURATION:
-        return "duration";
-    case JK_CATCHUP:
-        return "duration or `last`";
-    case JK_INT:
-        return "integer";
-    case JK_CONCURRENCY:
-        return "enum";
-    case JK_ENV:
-        return "mapping";
-    case JK_BOOL:
-        return "bool";
+    case JK_USER: return "string";
+    case JK_SCHEDULE: return "cron";
+    case JK_TIMEZONE: return "zone";
+    case JK_ARGV: return "list of strings";
+    case JK_PATH: return "path";
+    case JK_DURATION: return "duration";
+    case JK_CATCHUP: return "duration or `last`";
+    case JK_INT: return "integer";
+    case JK_CONCURRENCY: return "enum";
+    case JK_ENV: return "mapping";
+    case JK_BOOL: return "bool";
     }
     return "?";
 }
@@ -995,14 +962,9 @@ void jobs_write_reference(FILE *out)
             fprintf(out, "%s..%s", yamlx_format_duration(k->min, lo, sizeof lo),
                     yamlx_format_duration(k->max, hi, sizeof hi));
             break;
-        case JK_INT:
-            fprintf(out, "%" PRId64 "..%" PRId64, k->min, k->max);
-            break;
-        case JK_CONCURRENCY:
-            fputs("forbid, allow, replace", out);
-            break;
-        default:
-            break;
+        case JK_INT: fprintf(out, "%" PRId64 "..%" PRId64, k->min, k->max); break;
+        case JK_CONCURRENCY: fputs("forbid, allow, replace", out); break;
+        default: break;
         }
         fprintf(out, " | %s%s |\n", k->doc, k->in_defaults ? "" : " Not in `defaults:`.");
     }

@@ -33,43 +33,43 @@ enum job_concurrency { JOB_FORBID, JOB_ALLOW, JOB_REPLACE };
 #define JOB_CATCHUP_LAST (-1) /* catchup: last (default) */
 
 struct job {
-    char *name;            /* unique, [A-Za-z0-9_.-]{1,128} (it goes into Redis keys) */
-    char *schedule;        /* as written */
-    struct cron_expr *expr;/* parsed (cron.h); owned by the job */
-    char *timezone;        /* job's zone, else defaults:, else the config's */
-    struct cron_tz *tz;    /* loaded; borrowed from the set (zones are shared
-                              between jobs): valid until jobs_free() */
-    char **argv;           /* command: ["prog", "arg"...], NULL-terminated; or
-                              NULL when shell is set */
-    char *shell;           /* shell: "..." run as /bin/sh -c; NULL when argv is
-                              set (exactly one of the two) */
-    int64_t timeout_ms;    /* 0: none */
-    int64_t kill_grace_ms; /* SIGTERM->SIGKILL grace on timeout/stop; default 5s */
+    char *name;                       /* unique, [A-Za-z0-9_.-]{1,128} (it goes into Redis keys) */
+    char *schedule;                   /* as written */
+    struct cron_expr *expr;           /* parsed (cron.h); owned by the job */
+    char *timezone;                   /* job's zone, else defaults:, else the config's */
+    struct cron_tz *tz;               /* loaded; borrowed from the set (zones are shared
+                                         between jobs): valid until jobs_free() */
+    char **argv;                      /* command: ["prog", "arg"...], NULL-terminated; or
+                                         NULL when shell is set */
+    char *shell;                      /* shell: "..." run as /bin/sh -c; NULL when argv is
+                                         set (exactly one of the two) */
+    int64_t timeout_ms;               /* 0: none */
+    int64_t kill_grace_ms;            /* SIGTERM->SIGKILL grace on timeout/stop; default 5s */
     enum job_concurrency concurrency; /* default forbid */
-    int64_t catchup_ms;    /* JOB_CATCHUP_LAST (-1, default, `catchup: last`):
-                              run the most recent missed tick once; 0 disables;
-                              else the window */
-    int retries;           /* default 0, at most 100 */
+    int64_t catchup_ms;               /* JOB_CATCHUP_LAST (-1, default, `catchup: last`):
+                                         run the most recent missed tick once; 0 disables;
+                                         else the window */
+    int retries;                      /* default 0, at most 100 */
     int64_t retry_backoff_ms; /* default 10s; doubling per attempt is the runner's business */
-    char **env;            /* "KEY=VALUE" strings sorted by KEY, NULL-terminated
-                              (may be empty); defaults: env merged under the
-                              job's own */
-    char *workdir;         /* NULL: inherit; else an absolute path */
-    char *user;            /* NULL: same user. Checked at load: the user exists
-                              (getpwnam_r), and baton runs as root unless it
-                              is the current user */
-    bool enabled;          /* default true */
-    int line, col;         /* where the job's mapping starts in the file */
-    uint64_t fingerprint;  /* hash of the whole normalized definition (not the
-                              position): equal fingerprints = unchanged job
-                              (used by SIGHUP reload) */
+    char **env;               /* "KEY=VALUE" strings sorted by KEY, NULL-terminated
+                                 (may be empty); defaults: env merged under the
+                                 job's own */
+    char *workdir;            /* NULL: inherit; else an absolute path */
+    char *user;               /* NULL: same user. Checked at load: the user exists
+                                 (getpwnam_r), and baton runs as root unless it
+                                 is the current user */
+    bool enabled;             /* default true */
+    int line, col;            /* where the job's mapping starts in the file */
+    uint64_t fingerprint;     /* hash of the whole normalized definition (not the
+                                 position): equal fingerprints = unchanged job
+                                 (used by SIGHUP reload) */
 };
 
 struct jobs {
-    char *path;            /* the file it came from (owned) */
-    struct job *v;         /* in file order */
+    char *path;    /* the file it came from (owned) */
+    struct job *v; /* in file order */
     size_t n;
-    struct cron_tz **zones;/* the distinct zones the jobs use (owned) */
+    struct cron_tz **zones; /* the distinct zones the jobs use (owned) */
     size_t nzones;
 };
 
@@ -115,12 +115,12 @@ enum job_key_type {
 struct job_key {
     const char *key;
     enum job_key_type type;
-    size_t offset;         /* of the field in struct job */
-    const char *def;       /* default as written in the file; NULL: none */
-    const char *def_doc;   /* the default for the docs */
-    int64_t min, max;      /* bounds for numbers and durations */
-    bool required;         /* name, schedule (command/shell: one of the two) */
-    bool in_defaults;      /* allowed under defaults: */
+    size_t offset;       /* of the field in struct job */
+    const char *def;     /* default as written in the file; NULL: none */
+    const char *def_doc; /* the default for the docs */
+    int64_t min, max;    /* bounds for numbers and durations */
+    bool required;       /* name, schedule (command/shell: one of the two) */
+    bool in_defaults;    /* allowed under defaults: */
     const char *doc;
 };
 

@@ -122,12 +122,9 @@ const char *yamlx_kind_name(const struct yamlx_node *n)
     if (n == NULL)
         return "nothing";
     switch (n->kind) {
-    case YAMLX_MAP:
-        return "a mapping";
-    case YAMLX_SEQ:
-        return "a sequence";
-    case YAMLX_SCALAR:
-        break;
+    case YAMLX_MAP: return "a mapping";
+    case YAMLX_SEQ: return "a sequence";
+    case YAMLX_SCALAR: break;
     }
     return n->null ? "an empty value" : "a string";
 }
@@ -235,8 +232,8 @@ const struct yamlx_node *yamlx_map_get(const struct yamlx_node *map, const char 
 /* One open collection on the builder's stack. */
 struct frame {
     struct yamlx_node *node;
-    struct yamlx_node *key;   /* a mapping's key waiting for its value */
-    size_t cap;               /* of items or pairs */
+    struct yamlx_node *key; /* a mapping's key waiting for its value */
+    size_t cap;             /* of items or pairs */
 };
 
 struct builder {
@@ -287,19 +284,11 @@ static struct yamlx_node *scalar_new(const yaml_event_t *ev, const struct yamlx_
     n->str[len] = '\0';
     n->len = len;
     switch (ev->data.scalar.style) {
-    case YAML_SINGLE_QUOTED_SCALAR_STYLE:
-        n->style = YAMLX_SINGLE;
-        break;
-    case YAML_DOUBLE_QUOTED_SCALAR_STYLE:
-        n->style = YAMLX_DOUBLE;
-        break;
+    case YAML_SINGLE_QUOTED_SCALAR_STYLE: n->style = YAMLX_SINGLE; break;
+    case YAML_DOUBLE_QUOTED_SCALAR_STYLE: n->style = YAMLX_DOUBLE; break;
     case YAML_LITERAL_SCALAR_STYLE:
-    case YAML_FOLDED_SCALAR_STYLE:
-        n->style = YAMLX_BLOCK;
-        break;
-    default:
-        n->style = YAMLX_PLAIN;
-        break;
+    case YAML_FOLDED_SCALAR_STYLE: n->style = YAMLX_BLOCK; break;
+    default: n->style = YAMLX_PLAIN; break;
     }
     n->null = n->style == YAMLX_PLAIN && is_null_text(n->str);
     return n;
@@ -441,8 +430,7 @@ static int syntax_error(const struct yamlx_diag *d, const yaml_parser_t *p, cons
     int line, col;
 
     switch (p->error) {
-    case YAML_MEMORY_ERROR:
-        return yamlx_errorf(d, NULL, "out of memory");
+    case YAML_MEMORY_ERROR: return yamlx_errorf(d, NULL, "out of memory");
     case YAML_READER_ERROR:
         offset_position(buf, len, p->problem_offset, &line, &col);
         if (strstr(problem, "UTF-8") != NULL)
@@ -452,8 +440,7 @@ static int syntax_error(const struct yamlx_diag *d, const yaml_parser_t *p, cons
             return yamlx_errorf_at(d, line, col, "invalid YAML: %s (byte 0x%02x)", problem,
                                    (unsigned)p->problem_value & 0xffu);
         return yamlx_errorf_at(d, line, col, "invalid YAML: %s", problem);
-    default:
-        break;
+    default: break;
     }
     line = (int)p->problem_mark.line + 1;
     col = (int)p->problem_mark.column + 1;
@@ -472,8 +459,7 @@ static int check_node_props(const struct yamlx_diag *d, const yaml_event_t *ev,
     /* libyaml admits only [0-9A-Za-z_-] in anchor names and URI characters
      * in tags: both are safe to print as they are, truncated. */
     if (anchor != NULL)
-        return yamlx_errorf_at(d, line, col,
-                               "YAML anchors (&%.40s) are not supported",
+        return yamlx_errorf_at(d, line, col, "YAML anchors (&%.40s) are not supported",
                                (const char *)anchor);
     if (tag != NULL) {
         const char *t = (const char *)tag, *core = "tag:yaml.org,2002:";
@@ -495,8 +481,7 @@ static int on_event(struct builder *b, const yaml_event_t *ev, int *ndocs)
     struct yamlx_node *n;
 
     switch (ev->type) {
-    case YAML_STREAM_END_EVENT:
-        return 1;
+    case YAML_STREAM_END_EVENT: return 1;
     case YAML_DOCUMENT_START_EVENT:
         if (++*ndocs > 1)
             return yamlx_errorf_at(b->d, (int)ev->start_mark.line + 1,
@@ -518,8 +503,8 @@ static int on_event(struct builder *b, const yaml_event_t *ev, int *ndocs)
     case YAML_MAPPING_START_EVENT: {
         bool seq = ev->type == YAML_SEQUENCE_START_EVENT;
 
-        if (check_node_props(b->d, ev, seq ? ev->data.sequence_start.anchor
-                                           : ev->data.mapping_start.anchor,
+        if (check_node_props(b->d, ev,
+                             seq ? ev->data.sequence_start.anchor : ev->data.mapping_start.anchor,
                              seq ? ev->data.sequence_start.tag : ev->data.mapping_start.tag) != 0)
             return -1;
         if (b->depth == YAMLX_MAX_DEPTH)
@@ -554,8 +539,7 @@ static int on_event(struct builder *b, const yaml_event_t *ev, int *ndocs)
             return check_duplicates(b->d, f->node);
         return 0;
     }
-    default:
-        return 0;
+    default: return 0;
     }
 }
 
@@ -575,12 +559,12 @@ int yamlx_parse(const char *buf, size_t len, const struct yamlx_diag *d, struct 
 
         if (!yaml_parser_parse(&p, &ev)) {
             syntax_error(d, &p, buf, len);
-            goto out;
+            goto out_delete;
         }
         r = on_event(&b, &ev, &ndocs);
         yaml_event_delete(&ev);
         if (r < 0)
-            goto out;
+            goto out_delete;
         if (r == 1)
             break;
     }
@@ -591,7 +575,7 @@ int yamlx_parse(const char *buf, size_t len, const struct yamlx_diag *d, struct 
     *root = b.root;
     b.root = NULL;
     rc = 0;
-out:
+out_delete:
     /* Keys still waiting for a value are not in the tree yet. */
     for (size_t i = 0; i < b.depth; i++)
         yamlx_free(b.stack[i].key);
@@ -732,8 +716,10 @@ out_bad:
 
 int yamlx_parse_bool(const char *s, bool *v, char *msg, size_t msglen)
 {
-    static const char *const yes[] = {"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON"};
-    static const char *const no[] = {"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF"};
+    static const char *const yes[] = {"true", "True", "TRUE", "yes", "Yes",
+                                      "YES",  "on",   "On",   "ON"};
+    static const char *const no[] = {"false", "False", "FALSE", "no", "No",
+                                     "NO",    "off",   "Off",   "OFF"};
     char q[96];
 
     for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++) {
@@ -790,7 +776,8 @@ int yamlx_duration_in(const char *s, int64_t min, int64_t max, int64_t *out, cha
         return -1;
     if (v < min || v > max) {
         snprintf(msg, msglen, "%s is out of range (%s..%s)", yamlx_quote(s, q, sizeof q),
-                 yamlx_format_duration(min, lo, sizeof lo), yamlx_format_duration(max, hi, sizeof hi));
+                 yamlx_format_duration(min, lo, sizeof lo),
+                 yamlx_format_duration(max, hi, sizeof hi));
         return -1;
     }
     *out = v;
@@ -817,57 +804,12 @@ int yamlx_int_in(const char *s, int64_t min, int64_t max, int64_t *out, char *ms
 /* Typed readers */
 
 int yamlx_expect_scalar(const struct yamlx_diag *d, const struct yamlx_node *n, const char *what,
-                         const char *expected)
+                        const char *expected)
 {
     if (n->kind != YAMLX_SCALAR)
         return yamlx_errorf(d, n, "%s: expected %s, got %s", what, expected, yamlx_kind_name(n));
     if (n->null)
         return yamlx_errorf(d, n, "%s: missing value (expected %s)", what, expected);
-    return 0;
-}
-
-int yamlx_read_duration(const struct yamlx_diag *d, const struct yamlx_node *n, const char *what,
-                        int64_t min, int64_t max, int64_t *out)
-{
-    char msg[256];
-
-    if (yamlx_expect_scalar(d, n, what, "a duration like 500ms, 10s, 1h30m") != 0)
-        return -1;
-    if (yamlx_duration_in(n->str, min, max, out, msg, sizeof msg) != 0)
-        return yamlx_errorf(d, n, "%s: %s", what, msg);
-    return 0;
-}
-
-int yamlx_read_int(const struct yamlx_diag *d, const struct yamlx_node *n, const char *what,
-                   int64_t min, int64_t max, int64_t *out)
-{
-    char msg[256];
-
-    if (yamlx_expect_scalar(d, n, what, "an integer") != 0)
-        return -1;
-    if (yamlx_int_in(n->str, min, max, out, msg, sizeof msg) != 0)
-        return yamlx_errorf(d, n, "%s: %s", what, msg);
-    return 0;
-}
-
-int yamlx_read_bool(const struct yamlx_diag *d, const struct yamlx_node *n, const char *what,
-                    bool *out)
-{
-    char msg[256];
-
-    if (yamlx_expect_scalar(d, n, what, "true or false") != 0)
-        return -1;
-    if (yamlx_parse_bool(n->str, out, msg, sizeof msg) != 0)
-        return yamlx_errorf(d, n, "%s: %s", what, msg);
-    return 0;
-}
-
-int yamlx_read_string(const struct yamlx_diag *d, const struct yamlx_node *n, const char *what,
-                      const char **out)
-{
-    if (yamlx_expect_scalar(d, n, what, "a string") != 0)
-        return -1;
-    *out = n->str;
     return 0;
 }
 
@@ -878,15 +820,10 @@ int yamlx_scalar_col(const struct yamlx_node *n, size_t offset)
     if (n->kind != YAMLX_SCALAR || n->line != n->end_line || offset > n->len)
         return n->col;
     switch (n->style) {
-    case YAMLX_PLAIN:
-        quotes = 0;
-        break;
+    case YAMLX_PLAIN: quotes = 0; break;
     case YAMLX_SINGLE:
-    case YAMLX_DOUBLE:
-        quotes = 2;
-        break;
-    default:
-        return n->col;
+    case YAMLX_DOUBLE: quotes = 2; break;
+    default: return n->col;
     }
     /* Columns count characters and the value bytes: only ASCII maps 1:1, and
      * then any escape makes the source longer than the value. */

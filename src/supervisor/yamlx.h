@@ -8,8 +8,9 @@
  * deep, and no NUL inside a string. Each of those is an error with a
  * position. Scalars stay text: the schema decides what a value means.
  *
- * Also here: the typed readers (duration, integer, boolean, string) that both
- * files use, so that a duration is spelled and checked the same everywhere.
+ * Also here: the text conversions (duration, integer, boolean, with bounds)
+ * that both files use, so that a duration is spelled and checked the same
+ * everywhere.
  */
 #ifndef BATON_YAMLX_H
 #define BATON_YAMLX_H
@@ -19,7 +20,7 @@
 #include <stdint.h>
 
 #define YAMLX_MAX_DEPTH 64
-#define YAMLX_MAX_FILE (16 * 1024 * 1024)
+#define YAMLX_MAX_FILE  (16 * 1024 * 1024)
 
 enum yamlx_kind { YAMLX_SCALAR, YAMLX_SEQ, YAMLX_MAP };
 enum yamlx_style { YAMLX_PLAIN, YAMLX_SINGLE, YAMLX_DOUBLE, YAMLX_BLOCK };
@@ -27,19 +28,19 @@ enum yamlx_style { YAMLX_PLAIN, YAMLX_SINGLE, YAMLX_DOUBLE, YAMLX_BLOCK };
 struct yamlx_node;
 
 struct yamlx_pair {
-    struct yamlx_node *key;   /* always a scalar */
+    struct yamlx_node *key; /* always a scalar */
     struct yamlx_node *value;
 };
 
 struct yamlx_node {
     enum yamlx_kind kind;
-    int line, col;            /* 1-based start */
-    int end_line, end_col;    /* 1-based, just past the end */
+    int line, col;         /* 1-based start */
+    int end_line, end_col; /* 1-based, just past the end */
     /* YAMLX_SCALAR */
-    char *str;                /* NUL-terminated; never contains a NUL */
+    char *str; /* NUL-terminated; never contains a NUL */
     size_t len;
     enum yamlx_style style;
-    bool null;                /* plain "", "~", "null", "Null" or "NULL" */
+    bool null; /* plain "", "~", "null", "Null" or "NULL" */
     /* YAMLX_SEQ */
     struct yamlx_node **items;
     size_t nitems;
@@ -107,23 +108,11 @@ int yamlx_int_in(const char *s, int64_t min, int64_t max, int64_t *out, char *ms
  * "3s333ms", "0"). Returns buf. */
 const char *yamlx_format_duration(int64_t ms, char *buf, size_t len);
 
-/* ---- typed readers: n must be a non-empty scalar; what prefixes the
- * message ("lease.ttl", `job "x": timeout`). Return 0, or -1 with the error
- * at n in d. ---- */
-
-/* n must be a scalar that is not empty: "what: expected <expected>, got a
- * mapping" / "what: missing value (expected <expected>)". */
+/* n must be a scalar that is not empty. Returns 0, or -1 with the error at n
+ * in d: "what: expected <expected>, got a mapping" or "what: missing value
+ * (expected <expected>)". */
 int yamlx_expect_scalar(const struct yamlx_diag *d, const struct yamlx_node *n, const char *what,
                         const char *expected);
-int yamlx_read_duration(const struct yamlx_diag *d, const struct yamlx_node *n, const char *what,
-                        int64_t min, int64_t max, int64_t *out);
-int yamlx_read_int(const struct yamlx_diag *d, const struct yamlx_node *n, const char *what,
-                   int64_t min, int64_t max, int64_t *out);
-int yamlx_read_bool(const struct yamlx_diag *d, const struct yamlx_node *n, const char *what,
-                    bool *out);
-/* *out is borrowed from n (valid until yamlx_free). */
-int yamlx_read_string(const struct yamlx_diag *d, const struct yamlx_node *n, const char *what,
-                      const char **out);
 
 /* The column of character `offset` (0-based) of scalar n's text in the file
  * when it can be known exactly (a one-line plain or quoted scalar without

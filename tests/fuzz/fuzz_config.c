@@ -36,7 +36,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct config *c = NULL;
     struct jobs *j = NULL;
 
-    if (config_load_buffer("/etc/baton/fuzz.yaml", (const char *)data, size, &c, err, errlen) == 0) {
+    if (config_load_buffer("/etc/baton/fuzz.yaml", (const char *)data, size, &c, err, errlen) ==
+        0) {
         FILE *out = fopen("/dev/null", "w");
 
         if (out != NULL) {

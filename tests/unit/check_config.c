@@ -85,8 +85,9 @@ static void assert_defaults(const struct config *c)
  * defaults. */
 START_TEST(empty_files_mean_defaults)
 {
-    static const char *const empties[] = {"", "\n\n", "# nothing here\n", "---\n", "--- ~\n",
-                                          "null\n", "---\n...\n", "\xef\xbb\xbf# BOM\n"};
+    static const char *const empties[] = {
+        "",        "\n\n",   "# nothing here\n", "---\n",
+        "--- ~\n", "null\n", "---\n...\n",       "\xef\xbb\xbf# BOM\n"};
 
     for (size_t i = 0; i < sizeof empties / sizeof empties[0]; i++) {
         struct config *c = load_ok(empties[i]);
@@ -217,8 +218,8 @@ START_TEST(option_row)
 
     ck_assert_ptr_nonnull(o->key);
     ck_assert_ptr_nonnull(o->doc);
-    ck_assert_msg(o->def != NULL || (o->def_fn != NULL && o->def_doc != NULL),
-                  "%s: no default", o->key);
+    ck_assert_msg(o->def != NULL || (o->def_fn != NULL && o->def_doc != NULL), "%s: no default",
+                  o->key);
 
     /* 1. Absent: the default applies (as the text of the table says). */
     field = (char *)c + o->offset;
@@ -228,9 +229,7 @@ START_TEST(option_row)
 
         switch (o->type) {
         case CONFIG_STRING:
-        case CONFIG_PATH:
-            ck_assert_str_eq(*(char **)field, o->def);
-            break;
+        case CONFIG_PATH: ck_assert_str_eq(*(char **)field, o->def); break;
         case CONFIG_DURATION:
             ck_assert_int_eq(yamlx_parse_duration(o->def, &v, msg, sizeof msg), 0);
             ck_assert_int_eq(*(int64_t *)field, v);
@@ -239,9 +238,7 @@ START_TEST(option_row)
             ck_assert_int_eq(yamlx_parse_int(o->def, &v, msg, sizeof msg), 0);
             ck_assert_int_eq(*(int64_t *)field, v);
             break;
-        case CONFIG_ENUM:
-            ck_assert_str_eq(o->names[*(int *)field], o->def);
-            break;
+        case CONFIG_ENUM: ck_assert_str_eq(o->names[*(int *)field], o->def); break;
         }
     }
     config_free(c);
@@ -329,7 +326,8 @@ START_TEST(option_row)
         config_write_effective(c, f);
         fclose(f);
         snprintf(needle, sizeof needle, "\n%s: ", o->key);
-        ck_assert_msg(strstr(text, needle) != NULL || strncmp(text, needle + 1, strlen(needle + 1)) == 0,
+        ck_assert_msg(strstr(text, needle) != NULL ||
+                          strncmp(text, needle + 1, strlen(needle + 1)) == 0,
                       "%s missing from the effective configuration", o->key);
         free(text);
         config_free(c);
@@ -390,10 +388,17 @@ END_TEST
 START_TEST(redis_urls)
 {
     static const char *const good[] = {
-        "redis://127.0.0.1:6379/0", "redis://localhost", "redis://h:7000/3",
-        "\"redis://:s3cret@h:1/0\"", "redis://s3cret@h", "\"redis://alice:p%40ss@h:6380/2\"",
-        "\"redis://[::1]:6390/1\"", "\"redis://u:p:q@h\"", "redis://h/",
-        "unix:///run/redis.sock", "\"unix:///tmp/r.sock?db=4&user=bob&password=x%26y\"",
+        "redis://127.0.0.1:6379/0",
+        "redis://localhost",
+        "redis://h:7000/3",
+        "\"redis://:s3cret@h:1/0\"",
+        "redis://s3cret@h",
+        "\"redis://alice:p%40ss@h:6380/2\"",
+        "\"redis://[::1]:6390/1\"",
+        "\"redis://u:p:q@h\"",
+        "redis://h/",
+        "unix:///run/redis.sock",
+        "\"unix:///tmp/r.sock?db=4&user=bob&password=x%26y\"",
     };
     static const struct {
         const char *url, *msg;
@@ -411,8 +416,7 @@ START_TEST(redis_urls)
         {"\"redis://[::1\"", "invalid IPv6 address (write redis://[::1]:6379)"},
         {"\"redis://u:p%zz@h\"", "bad percent-escape in the user or password"},
         {"\"redis://h o\"", "invalid character in the host name"},
-        {"unix://relative.sock",
-         "the socket path must be absolute (unix:///run/redis/redis.sock)"},
+        {"unix://relative.sock", "the socket path must be absolute (unix:///run/redis/redis.sock)"},
         {"\"unix:///s?bogus=1\"", "unknown URL parameter (use db=, user=, password=)"},
         {"\"unix:///s?db=x\"", "invalid database number in ?db="},
     };
@@ -481,8 +485,7 @@ START_TEST(names)
         snprintf(yaml, sizeof yaml, "group: %s\n", bad_groups[i]);
         c = load(yaml, err, sizeof err);
         ck_assert_ptr_null(c);
-        ck_assert_msg(strstr(err, "may contain only letters, digits and _ . -") != NULL, "%s",
-                      err);
+        ck_assert_msg(strstr(err, "may contain only letters, digits and _ . -") != NULL, "%s", err);
     }
     load_err("node: \"web 1\"\n",
              "t.yaml:1:7: node: \"web 1\": may contain only letters, digits and _ . : -");
@@ -799,8 +802,13 @@ START_TEST(yaml_helpers)
     static const struct {
         int64_t ms;
         const char *text;
-    } durations[] = {{0, "0"}, {1, "1ms"}, {1000, "1s"}, {90000, "1m30s"},
-                     {3333, "3s333ms"}, {86400000, "1d"}, {90061001, "1d1h1m1s1ms"}};
+    } durations[] = {{0, "0"},
+                     {1, "1ms"},
+                     {1000, "1s"},
+                     {90000, "1m30s"},
+                     {3333, "3s333ms"},
+                     {86400000, "1d"},
+                     {90061001, "1d1h1m1s1ms"}};
     for (size_t i = 0; i < sizeof durations / sizeof durations[0]; i++) {
         ck_assert_str_eq(yamlx_format_duration(durations[i].ms, buf, sizeof buf),
                          durations[i].text);
@@ -833,13 +841,13 @@ START_TEST(yaml_scalar_columns)
         size_t offset;
         int col;
     } rows[] = {
-        {"k: 0 25 * * *\n", 2, 6},          /* plain */
-        {"k: \"0 25 * * *\"\n", 2, 7},      /* double-quoted: +1 */
-        {"k: '0 25 * * *'\n", 2, 7},        /* single-quoted: +1 */
-        {"k: \"0\\t25 * * *\"\n", 2, 4},    /* an escape: unknown, the scalar's column */
-        {"k: 'it''s 25'\n", 5, 4},          /* '' escape: the same */
-        {"k: |\n  0 25 * * *\n", 2, 4},     /* block scalar: the scalar's column */
-        {"k: \"caf\xc3\xa9 25\"\n", 5, 4},  /* non-ASCII: the scalar's column */
+        {"k: 0 25 * * *\n", 2, 6},         /* plain */
+        {"k: \"0 25 * * *\"\n", 2, 7},     /* double-quoted: +1 */
+        {"k: '0 25 * * *'\n", 2, 7},       /* single-quoted: +1 */
+        {"k: \"0\\t25 * * *\"\n", 2, 4},   /* an escape: unknown, the scalar's column */
+        {"k: 'it''s 25'\n", 5, 4},         /* '' escape: the same */
+        {"k: |\n  0 25 * * *\n", 2, 4},    /* block scalar: the scalar's column */
+        {"k: \"caf\xc3\xa9 25\"\n", 5, 4}, /* non-ASCII: the scalar's column */
     };
 
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {

@@ -66,9 +66,9 @@ static const char *my_user(void)
 
 START_TEST(empty_sets)
 {
-    static const char *const empties[] = {"",          "# no jobs yet\n", "jobs:\n",
-                                          "jobs: []\n", "---\n",          "defaults: {timeout: 1m}\n",
-                                          "defaults:\njobs:\n"};
+    static const char *const empties[] = {
+        "",      "# no jobs yet\n",           "jobs:\n",           "jobs: []\n",
+        "---\n", "defaults: {timeout: 1m}\n", "defaults:\njobs:\n"};
 
     for (size_t i = 0; i < sizeof empties / sizeof empties[0]; i++) {
         struct jobs *j = load_ok(empties[i]);
@@ -211,7 +211,8 @@ START_TEST(zones)
     struct jobs *j = NULL;
     char err[512];
 
-    ck_assert_int_eq(jobs_load_buffer("j.yaml", yaml, strlen(yaml), "Etc/UTC", &j, err, sizeof err), 0);
+    ck_assert_int_eq(jobs_load_buffer("j.yaml", yaml, strlen(yaml), "Etc/UTC", &j, err, sizeof err),
+                     0);
     ck_assert_str_eq(j->v[0].timezone, "Etc/UTC");
     ck_assert_ptr_eq(j->v[0].tz, j->v[1].tz);
     ck_assert_str_eq(j->v[2].timezone, "UTC");
@@ -221,7 +222,8 @@ START_TEST(zones)
     ck_assert_str_eq(j->v[0].timezone, "UTC");
     ck_assert_uint_eq(j->nzones, 1);
     jobs_free(j);
-    ck_assert_int_eq(jobs_load_buffer("j.yaml", yaml, strlen(yaml), "Mars/Base", &j, err, sizeof err), -1);
+    ck_assert_int_eq(
+        jobs_load_buffer("j.yaml", yaml, strlen(yaml), "Mars/Base", &j, err, sizeof err), -1);
     ck_assert_str_eq(err, "j.yaml:2:5: job \"a\": timezone \"Mars/Base\" (the config's default): "
                           "unknown time zone \"Mars/Base\"");
 }
@@ -232,8 +234,8 @@ END_TEST
 
 /* Two valid, different values for a key of type t (b NULL: "absent" is the
  * other value), and one value of a wrong YAML kind. */
-static void sample_values(const struct job_key *k, char *a, char *b, size_t len,
-                          const char **wrong, const char **wrong_kind)
+static void sample_values(const struct job_key *k, char *a, char *b, size_t len, const char **wrong,
+                          const char **wrong_kind)
 {
     *wrong = "{x: 1}";
     *wrong_kind = "got a mapping";
@@ -365,9 +367,7 @@ START_TEST(key_row)
                 ck_assert_int_eq(yamlx_parse_duration(k->def, &v, msg, sizeof msg), 0);
                 ck_assert_int_eq(*(const int64_t *)field, v);
                 break;
-            case JK_CATCHUP:
-                ck_assert_int_eq(*(const int64_t *)field, JOB_CATCHUP_LAST);
-                break;
+            case JK_CATCHUP: ck_assert_int_eq(*(const int64_t *)field, JOB_CATCHUP_LAST); break;
             case JK_INT:
                 ck_assert_int_eq(yamlx_parse_int(k->def, &v, msg, sizeof msg), 0);
                 ck_assert_int_eq(*(const int *)field, v);
@@ -379,8 +379,7 @@ START_TEST(key_row)
                 ck_assert_int_eq(yamlx_parse_bool(k->def, &bv, msg, sizeof msg), 0);
                 ck_assert_int_eq(*(const bool *)field, bv);
                 break;
-            default:
-                ck_abort_msg("%s: unexpected default", k->key);
+            default: ck_abort_msg("%s: unexpected default", k->key);
             }
         } else if (k->type == JK_TIMEZONE) {
             ck_assert_str_eq(ja->v[0].timezone, "UTC");
@@ -510,7 +509,8 @@ START_TEST(fingerprint_unambiguous)
     struct jobs *a = load_ok("jobs: [{name: x, schedule: \"@daily\", command: [a, b]}]\n");
     struct jobs *b = load_ok("jobs: [{name: x, schedule: \"@daily\", command: [\"a b\"]}]\n");
     struct jobs *c = load_ok("jobs: [{name: x, schedule: \"@daily\", shell: \"a b\"}]\n");
-    struct jobs *d = load_ok("jobs: [{name: x, schedule: \"@daily\", command: [a], env: {B: b}}]\n");
+    struct jobs *d =
+        load_ok("jobs: [{name: x, schedule: \"@daily\", command: [a], env: {B: b}}]\n");
     struct jobs *e = load_ok("jobs: [{name: x, schedule: \"@daily\", command: [a, B=b]}]\n");
 
     ck_assert_uint_ne(a->v[0].fingerprint, b->v[0].fingerprint);
@@ -772,7 +772,8 @@ static const struct {
     {"jobs_schedule_map.yaml",
      "jobs_schedule_map.yaml:4:15: job \"report\": schedule: expected a cron expression like "
      "\"0 7 * * MON-FRI\", got a mapping"},
-    {"jobs_shell_empty.yaml", "jobs_shell_empty.yaml:4:12: job \"report\": shell: must not be empty"},
+    {"jobs_shell_empty.yaml",
+     "jobs_shell_empty.yaml:4:12: job \"report\": shell: must not be empty"},
     {"jobs_syntax.yaml",
      "jobs_syntax.yaml:5:1: invalid YAML: found unexpected end of stream (while scanning a quoted "
      "scalar that starts at line 3)"},
