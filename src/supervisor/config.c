@@ -520,21 +520,46 @@ static int set_from_node(struct parse *p, const struct config_option *o, const s
     return 0;
 }
 
+/* Rejects key k found under prefix, suggesting what was probably meant. */
+static int unknown_key(struct parse *p, const struct yamlx_node *k, const char *prefix,
+                       const char *full)
+{
+    char store[NOPTS][64], all[512], q[96];
+    const char *names[NOPTS], *best;
+    size_t n = child_names(prefix, store, names);
+
+    if (strchr(k->str, '.') != NULL && (find_option(full) != NULL || is_section(full)))
+        return yamlx_errorf(p->d, k,
+                            "unknown key %s (nest it: write each part of the dotted name as its "
+                            "own mapping level)",
+                            yamlx_quote(k->str, q, sizeof q));
+    best = yamlx_suggest(k->str, names, n);
+    if (best != NULL)
+        return yamlx_errorf(p->d, k, "unknown key %s (did you mean \"%s\"?)",
+                            yamlx_quote(k->str, q, sizeof q), best);
+    list_names(names, n, all, sizeof all);
+    return yamlx_errorf(p->d, k, "unknown key %s (known keys: %s)",
+                        yamlx_quote(k->str, q, sizeof q), all);
+}
+
 static int walk_map(struct parse *p, const struct yamlx_node *map, const char *prefix)
 {
     for (size_t i = 0; i < map->npairs; i++) {
         const struct yamlx_node *k = map->pairs[i].key, *v = map->pairs[i].value;
-        const struct config_option *o;
-        char full[160], q[96];
+        bool dotted = strchr(k->str, '.') != NULL;
+        const struct config_option *o = NULL;
+        char full[160];
 
         if (prefix[0] != '\0')
             snprintf(full, sizeof full, "%s.%s", prefix, k->str);
         else
             snprintf(full, sizeof full, "%s", k->str);
-        if (strchr(k->str, '.') == NULL && (o = find_option(full)) != NULL) {
+        if (!dotted)
+            o = find_option(full);
+        if (o != NULL) {
             if (set_from_node(p, o, v) != 0)
                 return -1;
-        } else if (strchr(k->str, '.') == NULL && is_section(full)) {
+        } else if (!dotted && is_section(full)) {
             if (v->kind == YAMLX_SCALAR && v->null)
                 continue; /* `lease:` with everything commented out */
             if (v->kind != YAMLX_MAP)
@@ -543,22 +568,7 @@ static int walk_map(struct parse *p, const struct yamlx_node *map, const char *p
             if (walk_map(p, v, full) != 0)
                 return -1;
         } else {
-            char store[NOPTS][64], all[512];
-            const char *names[NOPTS], *best;
-            size_t n = child_names(prefix, store, names);
-
-            if (strchr(k->str, '.') != NULL && (find_option(full) != NULL || is_section(full)))
-                return yamlx_errorf(p->d, k,
-                                    "unknown key %s (nest it: write each part of the dotted "
-                                    "name as its own mapping level)",
-                                    yamlx_quote(k->str, q, sizeof q));
-            best = yamlx_suggest(k->str, names, n);
-            if (best != NULL)
-                return yamlx_errorf(p->d, k, "unknown key %s (did you mean \"%s\"?)",
-                                    yamlx_quote(k->str, q, sizeof q), best);
-            list_names(names, n, all, sizeof all);
-            return yamlx_errorf(p->d, k, "unknown key %s (known keys: %s)",
-                                yamlx_quote(k->str, q, sizeof q), all);
+            return unknown_key(p, k, prefix, full);
         }
     }
     return 0;
@@ -616,7 +626,9 @@ int config_load_buffer(const char *name, const char *buf, size_t len, struct con
         err[0] = '\0';
     p.c = calloc(1, sizeof *p.c);
     dir = slash != NULL ? strndup(name, slash == name ? 1 : (size_t)(slash - name)) : strdup("");
-    if (p.c == NULL || dir == NULL || (p.c->path = strdup(name)) == NULL) {
+    if (p.c != NULL)
+        p.c->path = strdup(name);
+    if (p.c == NULL || dir == NULL || p.c->path == NULL) {
         yamlx_errorf(&d, NULL, "out of memory");
         goto out_free;
     }

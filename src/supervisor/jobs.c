@@ -242,7 +242,8 @@ static int check_user(const char *name, char *msg, size_t msglen)
         cap *= 2;
     }
     if (res == NULL) {
-        if (r != 0)
+        /* getpwnam_r(3): these mean "no such user" on some systems. */
+        if (r != 0 && r != ENOENT && r != ESRCH && r != EBADF && r != EPERM)
             snprintf(msg, msglen, "cannot look up user %s: %s", yamlx_quote(name, q, sizeof q),
                      strerror(r));
         else
@@ -863,7 +864,9 @@ int jobs_load_buffer(const char *name, const char *buf, size_t len, const char *
     if (errlen > 0)
         err[0] = '\0';
     p.set = calloc(1, sizeof *p.set);
-    if (p.set == NULL || (p.set->path = strdup(name)) == NULL) {
+    if (p.set != NULL)
+        p.set->path = strdup(name);
+    if (p.set == NULL || p.set->path == NULL) {
         yamlx_errorf(&d, NULL, "out of memory");
         goto out_free;
     }

@@ -709,7 +709,7 @@ START_TEST(bad_files_all_listed)
     snprintf(dir, sizeof dir, "%s/data/bad", env_dir("BATON_TESTS_DIR"));
     d = opendir(dir);
     ck_assert_ptr_nonnull(d);
-    while ((e = readdir(d)) != NULL) {
+    for (e = readdir(d); e != NULL; e = readdir(d)) {
         bool listed = false;
 
         if (strncmp(e->d_name, "config_", 7) != 0)
