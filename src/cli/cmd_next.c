@@ -93,7 +93,10 @@ int cmd_next(int argc, char **argv)
 
     optind = 1;
     opterr = 0;
-    while ((opt = getopt_long(argc, argv, ":hn:", longopts, NULL)) != -1) {
+    for (;;) {
+        opt = getopt_long(argc, argv, ":hn:", longopts, NULL);
+        if (opt == -1)
+            break;
         switch (opt) {
         case 'z':
             zone = optarg;

@@ -498,6 +498,11 @@ int cron_parse(const char *text, struct cron_expr **out, struct cron_error *err)
 
     *out = NULL;
     memset(err, 0, sizeof *err);
+    if (text == NULL) {
+        c.text = p = text = "";
+        fail(&c, text, 0, "empty expression");
+        return -1;
+    }
     x = calloc(1, sizeof *x);
     if (x == NULL) {
         fail(&c, text, 0, "out of memory");

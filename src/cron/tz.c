@@ -247,7 +247,9 @@ static int parse_posix_tz(const char *p, const char *e, struct posix_tz *tz)
     int32_t v;
     memset(tz, 0, sizeof *tz);
     p = parse_abbr(p, e);
-    if (p == NULL || (p = parse_hms(p, e, 24, &v)) == NULL)
+    if (p != NULL)
+        p = parse_hms(p, e, 24, &v);
+    if (p == NULL)
         return -1;
     tz->std_off = -v; /* POSIX counts west of UTC */
     if (p == e)
@@ -268,10 +270,12 @@ static int parse_posix_tz(const char *p, const char *e, struct posix_tz *tz)
         tz->end = (struct rule_date){'M', 0, 11, 1, 0, 7200};
         return 0;
     }
-    if (*p != ',' || (p = parse_rule_date(p + 1, e, &tz->start)) == NULL)
+    if (*p != ',')
         return -1;
-    if (p >= e || *p != ',' || (p = parse_rule_date(p + 1, e, &tz->end)) == NULL)
+    p = parse_rule_date(p + 1, e, &tz->start);
+    if (p == NULL || p >= e || *p != ',')
         return -1;
+    p = parse_rule_date(p + 1, e, &tz->end);
     return p == e ? 0 : -1;
 }
 
