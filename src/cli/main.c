@@ -10,6 +10,8 @@
 
 /* The subcommand table: also the source of `baton --help`. */
 static const struct cli_cmd commands[] = {
+    {"run", "[-c baton.yaml]", "the supervisor: elect a leader, run the jobs of jobs.yaml",
+     cmd_run},
     {"lock", "[--url URL] [--ttl D] [--wait D] KEY -- CMD [ARG...]",
      "run a command while holding a lock, renewed while it runs", cmd_lock},
     {"next", "[--tz ZONE] [--from RFC3339] [--count N] [--local] EXPR",

@@ -231,10 +231,17 @@ BATON_API int baton_election_new(struct baton_client *c, const char *name,
 /* Frees e (closing its subscription). Does not resign. NULL is a no-op. */
 BATON_API void baton_election_free(struct baton_election *e);
 
+struct baton_leader_info {
+    bool has_leader;
+    char identity[256]; /* the leader's identity, truncated */
+    uint64_t term;      /* its term; when there is no leader, the last term */
+    int64_t ttl_ms;     /* its remaining lease (-1 unknown) */
+};
+
 /* Tries once to become the leader. Returns 0 when we lead (already did, or
- * now do: a new term); BATON_ETAKEN when another leads, with its remaining
- * lease in *holder_ttl_ms (-1 unknown; may be NULL); EIO/EPROTO/EREDIS. */
-BATON_API int baton_election_campaign(struct baton_election *e, int64_t *holder_ttl_ms);
+ * now do: a new term); BATON_ETAKEN when another leads, described in
+ * *holder (may be NULL); EIO/EPROTO/EREDIS. */
+BATON_API int baton_election_campaign(struct baton_election *e, struct baton_leader_info *holder);
 /* Extends the lease. Returns 0; BATON_ELOST (not the leader any more: the
  * lease was lost or taken); EIO... (leadership unconfirmed: the caller
  * watches baton_election_deadline_ns()). */
@@ -252,6 +259,13 @@ BATON_API int64_t baton_election_deadline_ns(const struct baton_election *e);
 /* Detail of the last failure on e ("" if none). Borrowed; valid until the
  * next call on e. */
 BATON_API const char *baton_election_errstr(const struct baton_election *e);
+/* The Redis key of the leadership (prefix{name}:leader), and the value it
+ * holds while we lead (NULL when we do not): a script that must act only for
+ * the current leader compares the two (GET key == token) in the same atomic
+ * step as its write. Keys of the form prefix{name}:... share its cluster
+ * slot. Borrowed; valid until the next campaign/resign or free. */
+BATON_API const char *baton_election_key(const struct baton_election *e);
+BATON_API const char *baton_election_token(const struct baton_election *e);
 
 /* The subscription: (re)connects and subscribes to the name's events.
  * Returns 0 or EIO... Bounded by the client's timeouts. */
@@ -267,13 +281,6 @@ BATON_API int baton_election_watch_fd(const struct baton_election *e);
  * or EIO/EPROTO when the subscription broke (it is closed: call
  * baton_election_watch() again). */
 BATON_API int baton_election_watch_read(struct baton_election *e, unsigned *events);
-
-struct baton_leader_info {
-    bool has_leader;
-    char identity[256]; /* the leader's identity, truncated */
-    uint64_t term;      /* its term; when there is no leader, the last term */
-    int64_t ttl_ms;     /* its remaining lease */
-};
 
 /* Who leads name now. Returns 0 and *info, or EIO... */
 BATON_API int baton_election_leader(struct baton_client *c, const char *name,

@@ -220,9 +220,15 @@ int baton__lock_new(struct baton_client *c, const char *base, const char *name,
                     const char *identity, const struct baton_lock_opts *o, struct baton_lock **out);
 /* Fills *o from in with defaults applied. Returns 0 or BATON_EINVAL. */
 int baton__lock_opts(const struct baton_lock_opts *in, struct baton_lock_opts *o);
-/* One acquire attempt without waiting. Returns 0, BATON_ETAKEN with
- * *pttl_ms, or an error. */
-int baton__lock_try_once(struct baton_lock *lk, int64_t *pttl_ms);
+/* What an acquire attempt saw of the holder when it was refused. */
+struct baton__holder {
+    int64_t pttl_ms;   /* remaining lease, -1 unknown */
+    char value[320];   /* the lock's value (truncated) */
+    uint64_t fence;    /* the last fence granted */
+};
+/* One acquire attempt without waiting. Returns 0, BATON_ETAKEN with *h
+ * filled, or an error. */
+int baton__lock_try_once(struct baton_lock *lk, struct baton__holder *h);
 /* Marks lk lost with a reason (first reason wins) and calls on_lost once.
  * Safe from any thread. */
 void baton__lock_mark_lost(struct baton_lock *lk, const char *why);

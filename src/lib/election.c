@@ -97,17 +97,38 @@ const char *baton_election_errstr(const struct baton_election *e)
     return e != NULL ? e->errstr : "";
 }
 
-int baton_election_campaign(struct baton_election *e, int64_t *holder_ttl_ms)
+const char *baton_election_key(const struct baton_election *e) { return e != NULL ? e->base : ""; }
+
+const char *baton_election_token(const struct baton_election *e)
+{
+    return (e != NULL && e->lk != NULL && atomic_load(&e->leading)) ? e->lk->token : NULL;
+}
+
+/* Fills info from a lock value "<token>:<identity>". */
+static void describe(struct baton_leader_info *info, const char *value, int64_t ttl, uint64_t term)
+{
+    memset(info, 0, sizeof *info);
+    info->has_leader = strlen(value) > BATON__TOKEN_LEN;
+    if (info->has_leader && value[BATON__TOKEN_LEN] == ':') {
+        const char *id = value + BATON__TOKEN_LEN + 1;
+        size_t n = strnlen(id, sizeof info->identity - 1);
+        memcpy(info->identity, id, n); /* truncated; memset left the NUL */
+    }
+    info->ttl_ms = ttl;
+    info->term = term;
+}
+
+int baton_election_campaign(struct baton_election *e, struct baton_leader_info *holder)
 {
     struct baton_lock_opts o;
     struct baton_lock *lk = NULL;
-    int64_t pttl = -1;
+    struct baton__holder h = {.pttl_ms = -1};
     int rc;
 
     if (e == NULL)
         return BATON_EINVAL;
-    if (holder_ttl_ms != NULL)
-        *holder_ttl_ms = -1;
+    if (holder != NULL)
+        describe(holder, "", -1, 0);
     if (baton_election_is_leader(e))
         return BATON_OK;
     drop_lock(e);
@@ -116,7 +137,7 @@ int baton_election_campaign(struct baton_election *e, int64_t *holder_ttl_ms)
     if ((rc = baton__lock_new(e->c, e->base, e->name, e->identity, &o, &lk)) != BATON_OK)
         return rc;
     lk->release_chan = e->events;
-    rc = baton__lock_try_once(lk, &pttl);
+    rc = baton__lock_try_once(lk, &h);
     if (rc == BATON_OK) {
         e->lk = lk;
         atomic_store(&e->term, baton_lock_fence(lk));
@@ -125,8 +146,8 @@ int baton_election_campaign(struct baton_election *e, int64_t *holder_ttl_ms)
         e->errstr[0] = '\0';
         return BATON_OK;
     }
-    if (rc == BATON_ETAKEN && holder_ttl_ms != NULL)
-        *holder_ttl_ms = pttl;
+    if (rc == BATON_ETAKEN && holder != NULL)
+        describe(holder, h.value, h.pttl_ms, h.fence);
     if (rc != BATON_ETAKEN)
         baton__set_error(e->errstr, sizeof e->errstr, "%s", lk->errstr);
     baton_lock_free(lk);
@@ -263,12 +284,8 @@ int baton_election_leader(struct baton_client *c, const char *name, struct baton
         rc = BATON_EPROTO;
         goto out;
     }
-    const char *v = r->element[0]->str;
-    info->has_leader = r->element[0]->len > BATON__TOKEN_LEN;
-    if (info->has_leader && v[BATON__TOKEN_LEN] == ':')
-        snprintf(info->identity, sizeof info->identity, "%s", v + BATON__TOKEN_LEN + 1);
-    info->ttl_ms = r->element[1]->integer;
-    info->term = strtoull(r->element[2]->str, NULL, 10);
+    describe(info, r->element[0]->str, r->element[1]->integer,
+             strtoull(r->element[2]->str, NULL, 10));
 out:
     baton_reply_free(r);
     free(keys[0]);

@@ -135,10 +135,10 @@ void baton__lock_mark_lost(struct baton_lock *lk, const char *why)
 
 /* One run of the acquire script; wait: join (or stay in) the queue;
  * queued: we may already be in it. Returns 0 when granted (fence and
- * deadline set); BATON_ETAKEN with *pttl_ms (the holder's remaining lease,
- * -1 unknown); or an error. */
+ * deadline set); BATON_ETAKEN with *h (what the holder looks like); or an
+ * error. */
 static int attempt(struct baton_lock *lk, bool wait, bool queued, int64_t entry_ttl_ms,
-                   int64_t *pttl_ms)
+                   struct baton__holder *h)
 {
     struct baton_client *c = lk->c;
     struct baton__conn *cn = NULL;
@@ -163,9 +163,13 @@ static int attempt(struct baton_lock *lk, bool wait, bool queued, int64_t entry_
         atomic_store(&lk->fence, (uint64_t)r->integer);
         baton__lock_confirm(lk, sent, lk->ttl_ms);
         rc = BATON_OK;
-    } else if (r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
-               r->element[0]->type == REDIS_REPLY_INTEGER) {
-        *pttl_ms = r->element[0]->integer;
+    } else if (r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
+               r->element[0]->type == REDIS_REPLY_INTEGER &&
+               r->element[1]->type == REDIS_REPLY_STRING &&
+               r->element[2]->type == REDIS_REPLY_STRING) {
+        h->pttl_ms = r->element[0]->integer;
+        snprintf(h->value, sizeof h->value, "%s", r->element[1]->str);
+        h->fence = strtoull(r->element[2]->str, NULL, 10);
         rc = BATON_ETAKEN;
     } else {
         baton__set_error(lk->errstr, sizeof lk->errstr,
@@ -176,9 +180,9 @@ static int attempt(struct baton_lock *lk, bool wait, bool queued, int64_t entry_
     return rc;
 }
 
-int baton__lock_try_once(struct baton_lock *lk, int64_t *pttl_ms)
+int baton__lock_try_once(struct baton_lock *lk, struct baton__holder *h)
 {
-    return attempt(lk, false, false, 0, pttl_ms);
+    return attempt(lk, false, false, 0, h);
 }
 
 /* Best effort: leave the wait queue (and wake the next waiter). */
@@ -218,7 +222,7 @@ int baton_lock_try(struct baton_client *c, const char *key, const struct baton_l
 {
     struct baton_lock_opts o;
     struct baton_lock *lk = NULL;
-    int64_t pttl = 0;
+    struct baton__holder h;
     int rc;
 
     if (out == NULL)
@@ -228,7 +232,7 @@ int baton_lock_try(struct baton_client *c, const char *key, const struct baton_l
         return BATON_EINVAL;
     if ((rc = lock_new(c, key, &o, &lk)) != BATON_OK)
         return rc;
-    if ((rc = attempt(lk, false, false, 0, &pttl)) != BATON_OK)
+    if ((rc = attempt(lk, false, false, 0, &h)) != BATON_OK)
         return give_up(lk, rc, out);
     if (o.auto_renew && (rc = baton__renew_add(lk, o.renew_ms)) != BATON_OK)
         return give_up(lk, rc, out);
@@ -267,8 +271,9 @@ int baton_lock_acquire(struct baton_client *c, const char *key, const struct bat
      * entry ever expires. */
     int64_t entry_ttl = o.retry_delay_ms * 5 / 2 + 1000;
     for (;;) {
-        int64_t pttl = 0;
-        rc = attempt(lk, true, queued, entry_ttl, &pttl);
+        struct baton__holder h = {.pttl_ms = -1};
+        rc = attempt(lk, true, queued, entry_ttl, &h);
+        int64_t pttl = h.pttl_ms;
         if (rc != BATON_ETAKEN)
             break;
         queued = true;

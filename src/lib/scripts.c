@@ -45,8 +45,8 @@
 
 /* KEYS: lock fence q qx. ARGV: token ttl_ms wait(0|1) entry_ttl_ms
  * queued(0|1: this token may be in the queue).
- * Returns the fence (integer) when granted, else {pttl}: the holder's
- * remaining ms (-1: no TTL). */
+ * Returns the fence (integer) when granted, else {pttl, holder, fence}: the
+ * holder's remaining ms (-1: no TTL), its value and the last fence. */
 static const char acquire_src[] =
     "local lock, fence, q, qx = KEYS[1], KEYS[2], KEYS[3], KEYS[4]\n"
     "local tok, ttl = ARGV[1], ARGV[2]\n"
@@ -54,7 +54,8 @@ static const char acquire_src[] =
     "  if ARGV[5] == '1' then redis.call('zrem', q, tok); redis.call('hdel', qx, tok) end\n"
     "  return redis.call('incr', fence)\n"
     "end\n"
-    "if redis.call('get', lock) == '~' .. tok then\n"
+    "local holder = redis.call('get', lock)\n"
+    "if holder == '~' .. tok then\n"
     "  redis.call('set', lock, tok, 'PX', ttl)\n"
     "  redis.call('zrem', q, tok); redis.call('hdel', qx, tok)\n"
     "  return redis.call('incr', fence)\n"
@@ -71,17 +72,20 @@ static const char acquire_src[] =
     "    redis.call('pexpire', q, ettl); redis.call('pexpire', qx, ettl)\n"
     "  end\n"
     "end\n"
-    "return {redis.call('pttl', lock)}\n";
+    "return {redis.call('pttl', lock), holder or '', redis.call('get', fence) or '0'}\n";
 
-/* KEYS: lock q qx. ARGV: token wake_channel_prefix.
+/* KEYS: lock q qx. ARGV: token wake_channel_prefix [release_channel].
  * Returns 1 when released (or handed to the next waiter), 0 when the lock
- * was not ours (nothing changed). */
-static const char release_src[] = "local lock, q, qx, chan = KEYS[1], KEYS[2], KEYS[3], ARGV[2]\n"
-                                  "if redis.call('get', lock) ~= ARGV[1] then return 0 end\n"
-                                  "if redis.call('exists', q) == 0 then\n"
-                                  "  redis.call('del', lock)\n"
-                                  "  return 1\n"
-                                  "end\n" HANDOFF;
+ * was not ours (nothing changed). With a release channel (elections),
+ * "resigned" is published on it, waking every follower at once. */
+static const char release_src[] =
+    "local lock, q, qx, chan = KEYS[1], KEYS[2], KEYS[3], ARGV[2]\n"
+    "if redis.call('get', lock) ~= ARGV[1] then return 0 end\n"
+    "if redis.call('exists', q) == 0 then\n"
+    "  redis.call('del', lock)\n"
+    "  if ARGV[3] and ARGV[3] ~= '' then redis.call('publish', ARGV[3], 'resigned') end\n"
+    "  return 1\n"
+    "end\n" HANDOFF;
 
 /* KEYS: lock. ARGV: token ttl_ms. Returns 1 when extended, 0 if not ours. */
 static const char extend_src[] = "if redis.call('get', KEYS[1]) == ARGV[1] then\n"

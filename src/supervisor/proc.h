@@ -21,17 +21,17 @@
 #include <sys/types.h>
 
 struct proc_spec {
-    const char *path;   /* executable, as resolved by proc_resolve() */
-    char *const *argv;  /* argv[0] is shown to the command */
-    char *const *envp;  /* full environment */
-    const char *workdir;/* NULL: inherit */
-    int stdin_fd;       /* -1: /dev/null */
-    int stdout_fd;      /* -1: inherit */
-    int stderr_fd;      /* -1: inherit */
-    bool set_ids;       /* run as uid/gid (supplementary groups of user) */
+    const char *path;    /* executable, as resolved by proc_resolve() */
+    char *const *argv;   /* argv[0] is shown to the command */
+    char *const *envp;   /* full environment */
+    const char *workdir; /* NULL: inherit */
+    int stdin_fd;        /* -1: /dev/null */
+    int stdout_fd;       /* -1: inherit */
+    int stderr_fd;       /* -1: inherit */
+    bool set_ids;        /* run as uid/gid (supplementary groups of user) */
     uid_t uid;
     gid_t gid;
-    const char *user;   /* for initgroups(); with set_ids */
+    const char *user; /* for initgroups(); with set_ids */
 };
 
 /* Finds name in $PATH (or takes it as is when it contains '/'), checking it

@@ -1,0 +1,642 @@
+/* daemon.c -- `baton run`: the machine's actions, and the event loop that
+ * turns timers, signals and Redis notifications into the machine's events.
+ *
+ * One thread. Every Redis call is bounded by redis_timeout, and while we
+ * lead, also by the lease's local deadline (the timer T_DEADLINE fires
+ * before any other, so a node that was stopped or starved past its
+ * deadline pauses before it could act as leader). State changes only
+ * through machine_dispatch(); the actions below return the next event. */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/signalfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "baton.h"
+#include "daemon.h"
+#include "jobs.h"
+#include "log.h"
+#include "loop.h"
+#include "machine.h"
+#include "members.h"
+#include "runner.h"
+
+#ifndef BATON_VERSION_STRING
+#define BATON_VERSION_STRING "unknown"
+#endif
+
+/* Timers, in priority order: when several are due, the lowest fires first. */
+enum {
+    T_DEADLINE,  /* the lease's local validity deadline */
+    T_RENEW,     /* renew the lease */
+    T_JOBS,      /* the runner's next tick, timeout, kill or retry */
+    T_DRAIN,     /* shutdown_grace is over: terminate the jobs */
+    T_WAKE,      /* the leader's lease runs out: campaign */
+    T_POLL,      /* followers' safety-net poll */
+    T_BACKOFF,   /* Redis unreachable: try again */
+    T_RESTART,   /* the pause after a step-down is over */
+    T_HEARTBEAT, /* write our heartbeat */
+};
+
+#define STEP_DOWN_PAUSE_MS 1000
+#define BACKOFF_MIN_MS     100
+#define KILL_MARGIN_MS     50 /* jobs are dead this long before the deadline */
+
+struct daemon {
+    struct config *cfg;
+    char *config_path;
+    struct log *log;
+    struct baton_client *client;
+    struct baton_election *election;
+    struct runner *runner;
+    struct machine m;
+    struct loop loop;
+    struct loop_watch sig_watch;
+    struct loop_watch sub_watch;
+    bool sub_added;
+
+    bool stopping;      /* SIGTERM/SIGINT received */
+    int stop_signals;   /* how many */
+    bool stepping_down; /* releasing because of `baton step-down` */
+    bool awaiting_jobs; /* pause/drain waits for runner_running() == 0 */
+    bool done;
+
+    struct baton_leader_info holder; /* the leader, as the last campaign saw it */
+    uint64_t following_term;         /* the term we announced following */
+    int64_t backoff_ms;
+    bool outage; /* Redis unreachable since outage_since */
+    int64_t outage_since;
+    bool redis_seen; /* we have talked to Redis at least once */
+    uint64_t rng;
+    char since[40]; /* when we started, for the heartbeat */
+};
+
+/* ---- helpers ---- */
+
+static int64_t jitter_ms(struct daemon *d, int64_t ms, int pct)
+{
+    d->rng ^= d->rng << 13;
+    d->rng ^= d->rng >> 7;
+    d->rng ^= d->rng << 17;
+    int64_t span = ms * pct / 100;
+    if (span <= 0)
+        return ms;
+    return ms - span + (int64_t)(d->rng % (uint64_t)(2 * span + 1));
+}
+
+/* Logs the first failure of an outage and the first success after it:
+ * one line per state of the outage, not one per attempt. */
+static void redis_ok(struct daemon *d)
+{
+    if (d->outage) {
+        cJSON *f = log_fields();
+        cJSON_AddNumberToObject(f, "outage_ms", (double)((loop_now() - d->outage_since) / 1000000));
+        log_emit(d->log, LOG_INFO, "redis_reachable", f);
+        d->outage = false;
+    } else if (!d->redis_seen) {
+        cJSON *f = log_fields();
+        cJSON_AddStringToObject(f, "url", baton_client_url(d->client));
+        log_emit(d->log, LOG_INFO, "redis_connected", f);
+    }
+    d->redis_seen = true;
+    d->backoff_ms = BACKOFF_MIN_MS;
+}
+
+static void redis_failed(struct daemon *d, const char *what, const char *detail, int64_t retry_ms)
+{
+    if (d->outage)
+        return;
+    d->outage = true;
+    d->outage_since = loop_now();
+    cJSON *f = log_fields();
+    cJSON_AddStringToObject(f, "during", what);
+    cJSON_AddStringToObject(f, "error", detail);
+    if (retry_ms >= 0)
+        cJSON_AddNumberToObject(f, "retry_in_ms", (double)retry_ms);
+    log_emit(d->log, LOG_WARN, "redis_unreachable", f);
+}
+
+static void heartbeat(struct daemon *d)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "state", machine_state_name(d->m.state));
+    cJSON_AddNumberToObject(o, "term", (double)baton_election_term(d->election));
+    cJSON_AddNumberToObject(o, "pid", (double)getpid());
+    cJSON_AddStringToObject(o, "version", BATON_VERSION_STRING);
+    cJSON_AddStringToObject(o, "since", d->since);
+    char *json = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    if (json != NULL && members_heartbeat(d->client, d->cfg->group, d->cfg->node, json) == BATON_OK)
+        redis_ok(d);
+    free(json);
+    loop_arm_in(&d->loop, T_HEARTBEAT, jitter_ms(d, d->cfg->poll_ms, 10));
+}
+
+/* Subscribes to the group's events if we are not subscribed. */
+static void ensure_watch(struct daemon *d);
+
+static void disarm_leader_timers(struct daemon *d)
+{
+    loop_disarm(&d->loop, T_RENEW);
+    loop_disarm(&d->loop, T_DEADLINE);
+    loop_disarm(&d->loop, T_DRAIN);
+}
+
+static void disarm_follower_timers(struct daemon *d)
+{
+    loop_disarm(&d->loop, T_WAKE);
+    loop_disarm(&d->loop, T_POLL);
+    loop_disarm(&d->loop, T_BACKOFF);
+}
+
+static void arm_jobs_timer(struct daemon *d)
+{
+    int64_t at = runner_next_ns(d->runner);
+    if (at != 0)
+        loop_arm(&d->loop, T_JOBS, at);
+    else
+        loop_disarm(&d->loop, T_JOBS);
+}
+
+/* ---- the actions (MACHINE_ACTIONS) ---- */
+
+static enum machine_event act_campaign(void *ctx)
+{
+    struct daemon *d = ctx;
+    ensure_watch(d);
+    int rc = baton_election_campaign(d->election, &d->holder);
+    if (rc == BATON_OK || rc == BATON_ETAKEN)
+        redis_ok(d);
+    if (rc == BATON_OK)
+        return EV_ACQUIRED;
+    if (rc == BATON_ETAKEN)
+        return EV_TAKEN;
+    redis_failed(d, "campaign", baton_election_errstr(d->election), d->backoff_ms);
+    return EV_REDIS_ERROR;
+}
+
+static enum machine_event act_lead(void *ctx)
+{
+    struct daemon *d = ctx;
+    d->following_term = 0;
+    disarm_follower_timers(d);
+    loop_arm(&d->loop, T_DEADLINE, baton_election_deadline_ns(d->election));
+    loop_arm_in(&d->loop, T_RENEW, d->cfg->lease_renew_ms);
+    heartbeat(d);
+    runner_lead(d->runner, baton_election_term(d->election));
+    arm_jobs_timer(d);
+    return EV_NONE;
+}
+
+static enum machine_event act_follow(void *ctx)
+{
+    struct daemon *d = ctx;
+    disarm_leader_timers(d);
+    if (d->stopping)
+        return EV_STOP;
+    ensure_watch(d);
+    if (d->holder.term != d->following_term) {
+        d->following_term = d->holder.term;
+        cJSON *f = log_fields();
+        cJSON_AddStringToObject(f, "leader", d->holder.identity);
+        cJSON_AddNumberToObject(f, "term", (double)d->holder.term);
+        cJSON_AddNumberToObject(f, "lease_left_ms", (double)d->holder.ttl_ms);
+        log_emit(d->log, LOG_INFO, "following", f);
+    }
+    /* Wake when the leader's lease would run out (a crashed leader), and
+     * poll as a safety net; a resignation wakes us at once (the watch). */
+    if (d->holder.ttl_ms > 0 && d->holder.ttl_ms < d->cfg->poll_ms)
+        loop_arm_in(&d->loop, T_WAKE, d->holder.ttl_ms + 1);
+    else
+        loop_disarm(&d->loop, T_WAKE);
+    loop_arm_in(&d->loop, T_POLL, jitter_ms(d, d->cfg->poll_ms, 10));
+    d->holder.ttl_ms = -1;
+    return EV_NONE;
+}
+
+static enum machine_event act_backoff(void *ctx)
+{
+    struct daemon *d = ctx;
+    disarm_leader_timers(d);
+    if (d->stopping)
+        return EV_STOP;
+    loop_disarm(&d->loop, T_WAKE);
+    loop_disarm(&d->loop, T_POLL);
+    loop_arm_in(&d->loop, T_BACKOFF, jitter_ms(d, d->backoff_ms, 25));
+    d->backoff_ms *= 2;
+    if (d->backoff_ms > d->cfg->poll_ms)
+        d->backoff_ms = d->cfg->poll_ms;
+    return EV_NONE;
+}
+
+static enum machine_event act_renew(void *ctx)
+{
+    struct daemon *d = ctx;
+    int rc = baton_election_renew(d->election);
+    if (rc == BATON_OK) {
+        redis_ok(d);
+        loop_arm(&d->loop, T_DEADLINE, baton_election_deadline_ns(d->election));
+        loop_arm_in(&d->loop, T_RENEW, d->cfg->lease_renew_ms);
+        if (log_enabled(d->log, LOG_DEBUG)) {
+            cJSON *f = log_fields();
+            cJSON_AddNumberToObject(f, "term", (double)baton_election_term(d->election));
+            cJSON_AddNumberToObject(f, "ttl_ms", (double)d->cfg->lease_ttl_ms);
+            log_emit(d->log, LOG_DEBUG, "lease_renewed", f);
+        }
+        return EV_RENEWED;
+    }
+    if (rc == BATON_ELOST) {
+        redis_ok(d);
+        return EV_LOST;
+    }
+    redis_failed(d, "renew", baton_election_errstr(d->election), -1);
+    return EV_REDIS_ERROR;
+}
+
+static enum machine_event act_retry(void *ctx)
+{
+    struct daemon *d = ctx;
+    /* Keep trying until the deadline: it, not the backoff, decides when we
+     * stop leading. */
+    int64_t ms = d->cfg->lease_renew_ms / 4;
+    if (ms > 500)
+        ms = 500;
+    loop_arm_in(&d->loop, T_RENEW, jitter_ms(d, ms < 10 ? 10 : ms, 25));
+    return EV_NONE;
+}
+
+/* Waits for the runner to have no job left; returns jobs_stopped now if
+ * that is already so. */
+static enum machine_event await_jobs(struct daemon *d)
+{
+    arm_jobs_timer(d);
+    if (runner_running(d->runner) == 0) {
+        d->awaiting_jobs = false;
+        return EV_JOBS_STOPPED;
+    }
+    d->awaiting_jobs = true;
+    return EV_NONE;
+}
+
+static enum machine_event act_pause(void *ctx)
+{
+    struct daemon *d = ctx;
+    int64_t deadline = baton_election_deadline_ns(d->election);
+    disarm_leader_timers(d);
+    runner_unlead(d->runner);
+    if (loop_now() >= deadline || deadline == 0) {
+        cJSON *f = log_fields();
+        cJSON_AddNumberToObject(f, "term", (double)baton_election_term(d->election));
+        log_emit(d->log, LOG_WARN, "lease_deadline_missed", f);
+    }
+    /* Jobs must be dead before the lease could be granted to another node:
+     * that cannot happen before our local deadline. */
+    int64_t kill_by = deadline - KILL_MARGIN_MS * INT64_C(1000000);
+    runner_terminate(d->runner, kill_by > loop_now() ? kill_by : 1);
+    return await_jobs(d);
+}
+
+static enum machine_event act_drain(void *ctx)
+{
+    struct daemon *d = ctx;
+    runner_unlead(d->runner);
+    size_t n = runner_running(d->runner);
+    if (n > 0) {
+        cJSON *f = log_fields();
+        cJSON_AddNumberToObject(f, "running", (double)n);
+        cJSON_AddNumberToObject(f, "grace_ms", (double)d->cfg->shutdown_grace_ms);
+        log_emit(d->log, LOG_INFO, "draining", f);
+        loop_arm_in(&d->loop, T_DRAIN, d->cfg->shutdown_grace_ms);
+    }
+    return await_jobs(d);
+}
+
+static enum machine_event act_hurry(void *ctx)
+{
+    struct daemon *d = ctx;
+    runner_terminate(d->runner, 0);
+    arm_jobs_timer(d);
+    return EV_NONE;
+}
+
+static enum machine_event act_resign(void *ctx)
+{
+    struct daemon *d = ctx;
+    disarm_leader_timers(d);
+    uint64_t term = baton_election_term(d->election);
+    int rc = baton_election_resign(d->election);
+    cJSON *f = log_fields();
+    cJSON_AddNumberToObject(f, "term", (double)term);
+    if (rc == BATON_OK) {
+        redis_ok(d);
+        log_emit(d->log, LOG_INFO, "lease_released", f);
+    } else {
+        cJSON_AddStringToObject(f, "error", baton_election_errstr(d->election));
+        cJSON_AddStringToObject(f, "then", "the lease expires on its own");
+        log_emit(d->log, LOG_WARN, "lease_release_failed", f);
+    }
+    return EV_RELEASED;
+}
+
+static enum machine_event act_finish(void *ctx)
+{
+    struct daemon *d = ctx;
+    disarm_leader_timers(d);
+    disarm_follower_timers(d);
+    if (d->stopping) {
+        d->done = true;
+        return EV_NONE;
+    }
+    if (d->stepping_down) {
+        /* Give the followers, woken by our resignation, a head start. */
+        d->stepping_down = false;
+        loop_arm_in(&d->loop, T_RESTART, STEP_DOWN_PAUSE_MS);
+    }
+    return EV_NONE;
+}
+
+static const machine_action_fn actions[ACT_COUNT] = {
+    [ACT_CAMPAIGN] = act_campaign, [ACT_LEAD] = act_lead,     [ACT_FOLLOW] = act_follow,
+    [ACT_BACKOFF] = act_backoff,   [ACT_RENEW] = act_renew,   [ACT_RETRY] = act_retry,
+    [ACT_PAUSE] = act_pause,       [ACT_DRAIN] = act_drain,   [ACT_HURRY] = act_hurry,
+    [ACT_RESIGN] = act_resign,     [ACT_FINISH] = act_finish,
+};
+
+/* Logs every change of state. */
+static void on_transition(void *ctx, enum machine_state from, enum machine_state to,
+                          enum machine_event trigger, int64_t in_state_ms, bool quiet)
+{
+    struct daemon *d = ctx;
+    cJSON *f = log_fields();
+    uint64_t term = baton_election_term(d->election);
+    cJSON_AddStringToObject(f, "from", machine_state_name(from));
+    cJSON_AddStringToObject(f, "to", machine_state_name(to));
+    cJSON_AddStringToObject(f, "trigger", machine_event_name(trigger));
+    cJSON_AddNumberToObject(f, "term", (double)term);
+    cJSON_AddNumberToObject(f, "fence", (double)term);
+    cJSON_AddNumberToObject(f, "in_state_ms", (double)in_state_ms);
+    log_emit(d->log, quiet ? LOG_DEBUG : LOG_INFO, "transition", f);
+}
+
+static void dispatch(struct daemon *d, enum machine_event ev)
+{
+    if (machine_dispatch(&d->m, ev) < 0)
+        log_emit(d->log, LOG_ERROR, "machine_loop", NULL);
+    if (d->awaiting_jobs && runner_running(d->runner) == 0) {
+        d->awaiting_jobs = false;
+        dispatch(d, EV_JOBS_STOPPED);
+    }
+}
+
+/* ---- event sources ---- */
+
+static void on_timer(void *ctx, int id)
+{
+    struct daemon *d = ctx;
+    switch (id) {
+    case T_DEADLINE: dispatch(d, EV_DEADLINE); break;
+    case T_RENEW: dispatch(d, EV_RENEW_DUE); break;
+    case T_JOBS:
+        runner_on_timer(d->runner);
+        arm_jobs_timer(d);
+        dispatch(d, EV_NONE);
+        break;
+    case T_DRAIN:
+        log_emit(d->log, LOG_WARN, "drain_timeout", NULL);
+        runner_terminate(d->runner, 0);
+        arm_jobs_timer(d);
+        break;
+    case T_WAKE:
+    case T_POLL:
+    case T_BACKOFF: dispatch(d, EV_WAKE); break;
+    case T_RESTART: dispatch(d, EV_START); break;
+    case T_HEARTBEAT: heartbeat(d); break;
+    default: break;
+    }
+}
+
+static void on_sub(void *ctx, struct loop_watch *w, uint32_t events)
+{
+    struct daemon *d = ctx;
+    (void)w;
+    (void)events;
+    unsigned ev = 0;
+    if (baton_election_watch_read(d->election, &ev) != BATON_OK) {
+        loop_del(&d->loop, &d->sub_watch);
+        d->sub_added = false;
+        if (log_enabled(d->log, LOG_DEBUG)) {
+            cJSON *f = log_fields();
+            cJSON_AddStringToObject(f, "error", baton_election_errstr(d->election));
+            log_emit(d->log, LOG_DEBUG, "watch_lost", f);
+        }
+    }
+    if (ev & BATON_EVENT_STEP_DOWN) {
+        log_emit(d->log, LOG_INFO, "step_down_requested", NULL);
+        d->stepping_down = true;
+        dispatch(d, EV_STEP_DOWN);
+    }
+    if (ev & BATON_EVENT_RESIGNED)
+        dispatch(d, EV_WAKE);
+}
+
+static void ensure_watch(struct daemon *d)
+{
+    if (d->sub_added)
+        return;
+    if (baton_election_watch(d->election) != BATON_OK)
+        return; /* campaigns and polls keep working; we retry next time */
+    d->sub_watch =
+        (struct loop_watch){.fd = baton_election_watch_fd(d->election), .cb = on_sub, .ctx = d};
+    if (loop_add(&d->loop, &d->sub_watch) == 0)
+        d->sub_added = true;
+}
+
+static void reload(struct daemon *d);
+
+static void on_signal(void *ctx, struct loop_watch *w, uint32_t events)
+{
+    struct daemon *d = ctx;
+    struct signalfd_siginfo si;
+    (void)events;
+    if (read(w->fd, &si, sizeof si) != (ssize_t)sizeof si)
+        return;
+    int sig = (int)si.ssi_signo;
+    if (sig == SIGCHLD) {
+        runner_on_sigchld(d->runner);
+        arm_jobs_timer(d);
+        dispatch(d, EV_NONE);
+        return;
+    }
+    cJSON *f = log_fields();
+    cJSON_AddStringToObject(f, "signal", sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
+    log_emit(d->log, LOG_INFO, "signal_received", f);
+    if (sig == SIGHUP) {
+        reload(d);
+        return;
+    }
+    d->stopping = true;
+    d->stop_signals++;
+    dispatch(d, EV_STOP);
+}
+
+/* ---- set-up and reload ---- */
+
+/* Loads the jobs file of cfg. Returns NULL with a message in err. */
+static struct jobs *load_jobs(const struct config *cfg, char *err, size_t errlen)
+{
+    struct jobs *j = NULL;
+    if (access(cfg->jobs_path, F_OK) != 0) {
+        snprintf(err, errlen, "%s: %s", cfg->jobs_path, strerror(errno));
+        return NULL;
+    }
+    if (jobs_load(cfg->jobs_path, cfg->timezone, &j, err, errlen) != 0)
+        return NULL;
+    return j;
+}
+
+static void reload(struct daemon *d)
+{
+    char err[1024];
+    struct config *cfg = NULL;
+    struct jobs *jobs = NULL;
+    cJSON *f = log_fields();
+    if (config_load(d->config_path, &cfg, err, sizeof err) != 0 ||
+        (jobs = load_jobs(cfg, err, sizeof err)) == NULL) {
+        cJSON_AddStringToObject(f, "error", err);
+        cJSON_AddStringToObject(f, "then", "keeping the running configuration");
+        log_emit(d->log, LOG_ERROR, "reload_failed", f);
+        config_free(cfg);
+        return;
+    }
+    /* What needs a new process (identity, Redis, lease of the running
+     * election) is reported and kept; the rest applies now. */
+    static const char *const fixed[] = {"node", "redis", "group", "lease.ttl", "lease.renew"};
+    cJSON *kept = cJSON_CreateArray();
+    bool differs[5] = {strcmp(cfg->node, d->cfg->node) != 0, strcmp(cfg->redis, d->cfg->redis) != 0,
+                       strcmp(cfg->group, d->cfg->group) != 0,
+                       cfg->lease_ttl_ms != d->cfg->lease_ttl_ms,
+                       cfg->lease_renew_ms != d->cfg->lease_renew_ms};
+    for (int i = 0; i < 5; i++)
+        if (differs[i])
+            cJSON_AddItemToArray(kept, cJSON_CreateString(fixed[i]));
+    if (cJSON_GetArraySize(kept) > 0) {
+        cJSON_AddItemToObject(f, "restart_needed_for", kept);
+        free(cfg->node);
+        free(cfg->redis);
+        free(cfg->group);
+        cfg->node = strdup(d->cfg->node);
+        cfg->redis = strdup(d->cfg->redis);
+        cfg->group = strdup(d->cfg->group);
+        cfg->lease_ttl_ms = d->cfg->lease_ttl_ms;
+        cfg->lease_renew_ms = d->cfg->lease_renew_ms;
+    } else {
+        cJSON_Delete(kept);
+    }
+    cJSON_AddNumberToObject(f, "jobs", (double)jobs->n);
+    config_free(d->cfg);
+    d->cfg = cfg;
+    log_set_level(d->log, cfg->log_level);
+    runner_set_jobs(d->runner, jobs);
+    arm_jobs_timer(d);
+    log_emit(d->log, LOG_INFO, "reloaded", f);
+}
+
+static void free_daemon(struct daemon *d)
+{
+    runner_free(d->runner);
+    baton_election_free(d->election);
+    baton_client_free(d->client);
+    loop_close(&d->loop);
+    if (d->sig_watch.fd >= 0)
+        close(d->sig_watch.fd);
+    log_free(d->log);
+    config_free(d->cfg);
+    free(d->config_path);
+}
+
+int daemon_run(const char *config_path)
+{
+    struct daemon d = {.sig_watch.fd = -1, .backoff_ms = BACKOFF_MIN_MS};
+    char err[1024];
+    int rc = 1;
+    struct jobs *jobs = NULL;
+
+    if ((d.config_path = strdup(config_path)) == NULL)
+        return 1;
+    if (config_load(config_path, &d.cfg, err, sizeof err) != 0 ||
+        (jobs = load_jobs(d.cfg, err, sizeof err)) == NULL) {
+        fprintf(stderr, "baton: run: %s\n", err);
+        goto out;
+    }
+    if (getrandom(&d.rng, sizeof d.rng, 0) != sizeof d.rng || d.rng == 0)
+        d.rng = (uint64_t)getpid() * 0x9e3779b97f4a7c15u;
+    log_rfc3339(time(NULL), d.since, sizeof d.since);
+
+    /* Signals arrive on a signalfd; block them before libbaton could start
+     * a thread (it does not here: no auto-renewed locks, no blocking waits). */
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGHUP);
+    sigaddset(&mask, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &mask, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    struct baton_client_opts co = {.connect_timeout_ms = d.cfg->redis_timeout_ms,
+                                   .command_timeout_ms = d.cfg->redis_timeout_ms,
+                                   .lazy = true};
+    struct baton_election_opts eo = {.ttl_ms = d.cfg->lease_ttl_ms, .identity = d.cfg->node};
+    if ((d.log = log_new(STDOUT_FILENO, d.cfg->log_level, d.cfg->node, d.cfg->group)) == NULL ||
+        baton_client_new(d.cfg->redis, &co, &d.client) != BATON_OK ||
+        baton_election_new(d.client, d.cfg->group, &eo, &d.election) != BATON_OK ||
+        loop_init(&d.loop, on_timer, &d) != 0) {
+        fprintf(stderr, "baton: run: cannot set up: %s\n",
+                d.client ? baton_client_errstr(d.client) : strerror(errno));
+        jobs_free(jobs);
+        goto out;
+    }
+    struct runner_host host = {.log = d.log,
+                               .loop = &d.loop,
+                               .client = d.client,
+                               .election = d.election,
+                               .node = d.cfg->node,
+                               .group = d.cfg->group,
+                               .history_len = d.cfg->history_len};
+    if ((d.runner = runner_new(&host)) == NULL) {
+        jobs_free(jobs);
+        goto out;
+    }
+    runner_set_jobs(d.runner, jobs);
+    d.sig_watch = (struct loop_watch){
+        .fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK), .cb = on_signal, .ctx = &d};
+    if (d.sig_watch.fd < 0 || loop_add(&d.loop, &d.sig_watch) != 0) {
+        fprintf(stderr, "baton: run: signalfd: %s\n", strerror(errno));
+        goto out;
+    }
+
+    cJSON *f = log_fields();
+    cJSON_AddStringToObject(f, "version", BATON_VERSION_STRING);
+    cJSON_AddNumberToObject(f, "pid", (double)getpid());
+    cJSON_AddStringToObject(f, "config", d.cfg->path);
+    cJSON_AddStringToObject(f, "redis", baton_client_url(d.client));
+    cJSON_AddNumberToObject(f, "jobs", (double)jobs->n);
+    cJSON_AddNumberToObject(f, "lease_ttl_ms", (double)d.cfg->lease_ttl_ms);
+    log_emit(d.log, LOG_INFO, "started", f);
+
+    machine_init(&d.m, actions, on_transition, &d);
+    loop_arm_in(&d.loop, T_HEARTBEAT, 0);
+    dispatch(&d, EV_START);
+    while (!d.done)
+        loop_once(&d.loop);
+    log_emit(d.log, LOG_INFO, "stopped", NULL);
+    rc = 0;
+out:
+    free_daemon(&d);
+    return rc;
+}

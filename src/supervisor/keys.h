@@ -1,0 +1,18 @@
+/* keys.h -- the Redis keys of a group, in one place.
+ *
+ *   baton:{G}:leader          the leadership lock (libbaton's election)
+ *   baton:{G}:leader:fence    its fencing counter: the term
+ *   baton:{G}:events          pub/sub: "resigned", "step-down <term>"
+ *   baton:{G}:last:<job>      the job's last claimed tick (Unix seconds)
+ *   baton:{G}:runs:<job>      stream: the job's recent runs (history)
+ *   baton:{G}:nodes           hash: node -> heartbeat JSON
+ *   baton:{G}:seen            hash: node -> last heartbeat (server ms)
+ * All share the hash tag {G}: one cluster slot per group. */
+#ifndef BATON_KEYS_H
+#define BATON_KEYS_H
+
+/* Returns: "baton:{group}:" followed by the formatted suffix; owned (free()),
+ * or NULL on ENOMEM. */
+char *group_key(const char *group, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif

@@ -1,0 +1,110 @@
+/* loop.c -- see loop.h. */
+#include <errno.h>
+#include <sys/epoll.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "loop.h"
+
+int64_t loop_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int loop_init(struct loop *l, void (*on_timer)(void *ctx, int id), void *ctx)
+{
+    for (int i = 0; i < LOOP_TIMERS; i++)
+        l->at[i] = 0;
+    l->on_timer = on_timer;
+    l->ctx = ctx;
+    l->epfd = epoll_create1(EPOLL_CLOEXEC);
+    return l->epfd < 0 ? errno : 0;
+}
+
+void loop_close(struct loop *l)
+{
+    if (l->epfd >= 0)
+        close(l->epfd);
+    l->epfd = -1;
+}
+
+void loop_arm(struct loop *l, int id, int64_t at_ns)
+{
+    if (id >= 0 && id < LOOP_TIMERS)
+        l->at[id] = at_ns > 0 ? at_ns : 1;
+}
+
+void loop_arm_in(struct loop *l, int id, int64_t ms)
+{
+    loop_arm(l, id, loop_now() + ms * 1000000);
+}
+
+void loop_disarm(struct loop *l, int id)
+{
+    if (id >= 0 && id < LOOP_TIMERS)
+        l->at[id] = 0;
+}
+
+bool loop_armed(const struct loop *l, int id)
+{
+    return id >= 0 && id < LOOP_TIMERS && l->at[id] != 0;
+}
+
+int loop_add(struct loop *l, struct loop_watch *w)
+{
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = w};
+    return epoll_ctl(l->epfd, EPOLL_CTL_ADD, w->fd, &ev) == 0 ? 0 : errno;
+}
+
+void loop_del(struct loop *l, struct loop_watch *w)
+{
+    if (w->fd >= 0)
+        epoll_ctl(l->epfd, EPOLL_CTL_DEL, w->fd, NULL);
+}
+
+/* Fires due timers, lowest id first, re-reading the clock and the table
+ * after each (a callback may arm or disarm others). */
+static void run_timers(struct loop *l)
+{
+    for (;;) {
+        int64_t now = loop_now();
+        int due = -1;
+        for (int i = 0; i < LOOP_TIMERS && due < 0; i++)
+            if (l->at[i] != 0 && l->at[i] <= now)
+                due = i;
+        if (due < 0)
+            return;
+        l->at[due] = 0;
+        l->on_timer(l->ctx, due);
+    }
+}
+
+void loop_once(struct loop *l)
+{
+    run_timers(l);
+    int64_t next = 0;
+    for (int i = 0; i < LOOP_TIMERS; i++)
+        if (l->at[i] != 0 && (next == 0 || l->at[i] < next))
+            next = l->at[i];
+    int timeout = -1;
+    if (next != 0) {
+        int64_t left = next - loop_now();
+        timeout = left <= 0 ? 0 : (int)((left + 999999) / 1000000);
+    }
+    struct epoll_event ev;
+    int n = epoll_wait(l->epfd, &ev, 1, timeout);
+    /* Timers first: a lease deadline that passed while we slept (or were
+     * stopped) wins over anything a descriptor says. The descriptor is
+     * level-triggered: skipped now, it is reported again next time, so no
+     * timer callback can leave it stale. */
+    int64_t now = loop_now();
+    for (int i = 0; i < LOOP_TIMERS; i++)
+        if (l->at[i] != 0 && l->at[i] <= now)
+            return;
+    if (n == 1) {
+        struct loop_watch *w = ev.data.ptr;
+        w->cb(w->ctx, w, ev.events);
+    }
+}

@@ -1,0 +1,50 @@
+/* loop.h -- the supervisor's event loop: epoll for file descriptors, and a
+ * small table of one-shot timers on CLOCK_MONOTONIC.
+ *
+ * Timers are identified by small integers (the caller's enum); when several
+ * are due at once they fire in id order, so the caller puts what must win
+ * first (the lease deadline before anything that would act as leader). One
+ * loop_once() handles all due timers and at most one ready descriptor, so a
+ * callback may remove any watch without leaving a stale event behind. */
+#ifndef BATON_LOOP_H
+#define BATON_LOOP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define LOOP_TIMERS 16
+
+struct loop_watch {
+    int fd;
+    void (*cb)(void *ctx, struct loop_watch *w, uint32_t events);
+    void *ctx;
+};
+
+struct loop {
+    int epfd;
+    int64_t at[LOOP_TIMERS]; /* 0: disarmed */
+    void (*on_timer)(void *ctx, int id);
+    void *ctx;
+};
+
+/* Returns 0 or an errno value. */
+int loop_init(struct loop *l, void (*on_timer)(void *ctx, int id), void *ctx);
+void loop_close(struct loop *l);
+
+int64_t loop_now(void); /* CLOCK_MONOTONIC ns */
+void loop_arm(struct loop *l, int id, int64_t at_ns);
+void loop_arm_in(struct loop *l, int id, int64_t ms);
+void loop_disarm(struct loop *l, int id);
+bool loop_armed(const struct loop *l, int id);
+
+/* Watches w->fd for input (EPOLLIN). w stays the caller's; it must stay
+ * valid until loop_del(). Returns 0 or an errno value. */
+int loop_add(struct loop *l, struct loop_watch *w);
+void loop_del(struct loop *l, struct loop_watch *w);
+
+/* Runs due timers, waits (at most until the next timer) for one descriptor,
+ * and runs its callback unless a timer became due meanwhile (it is then
+ * reported again by the next call). */
+void loop_once(struct loop *l);
+
+#endif
