@@ -62,7 +62,7 @@
 ROW(START,         T(ACQUIRING,CAMPAIGN), __,               __,                 __,                 __,                 __,                __)                   \
 ROW(ACQUIRED,      __,                  T(WORKING,LEAD),    __,                 __,                 __,                 __,                __)                   \
 ROW(TAKEN,         __,                  Q(WAITING,FOLLOW),  __,                 __,                 __,                 __,                __)                   \
-ROW(REDIS_ERROR,   __,                  T(WAITING,BACKOFF), __,                 Q(RENEWING,RETRY),  __,                 Q(RELEASING,RETRY),__)                   \
+ROW(REDIS_ERROR,   __,                  Q(WAITING,BACKOFF), __,                 Q(RENEWING,RETRY),  __,                 Q(RELEASING,RETRY),__)                   \
 ROW(RENEW_DUE,     __,                  __,                 Q(RENEWING,RENEW),  Q(RENEWING,RENEW),  __,                 Q(RELEASING,RENEW),__)                   \
 ROW(RENEWED,       __,                  __,                 __,                 Q(WORKING,NONE),    __,                 __,                __)                   \
 ROW(LOST,          __,                  __,                 T(PAUSING,PAUSE),   T(PAUSING,PAUSE),   __,                 T(PAUSING,PAUSE),  __)                   \

@@ -210,7 +210,7 @@ static enum machine_event act_follow(void *ctx)
     }
     /* Wake when the leader's lease would run out (a crashed leader), and
      * poll as a safety net; a resignation wakes us at once (the watch). */
-    if (d->holder.ttl_ms > 0 && d->holder.ttl_ms < d->cfg->poll_ms)
+    if (d->holder.ttl_ms > 0)
         loop_arm_in(&d->loop, T_WAKE, d->holder.ttl_ms + 1);
     else
         loop_disarm(&d->loop, T_WAKE);
@@ -238,6 +238,8 @@ static enum machine_event act_renew(void *ctx)
 {
     struct daemon *d = ctx;
     int rc = baton_election_renew(d->election);
+    if (rc == BATON_OK && loop_now() >= baton_election_deadline_ns(d->election))
+        return EV_DEADLINE; /* confirmed, but too late: we were stalled past it */
     if (rc == BATON_OK) {
         redis_ok(d);
         loop_arm(&d->loop, T_DEADLINE, baton_election_deadline_ns(d->election));

@@ -85,6 +85,28 @@ redis_launch() {
     return 1
 }
 
+# redis_start_port PORT [ARGS...]: starts a redis-server on PORT (which the
+# test chose, e.g. to start it after the processes that will use it).
+redis_start_port() {
+    local port=$1; shift
+    REDIS_ARGS=("$@")
+    REDIS_DIR="$T/redis-$port"
+    mkdir -p "$REDIS_DIR"
+    redis_launch "$port" || fail "could not start redis-server on port $port"
+}
+
+# free_port: a loopback port nothing listens on now.
+free_port() {
+    local port
+    while :; do
+        port=$(( 20000 + (RANDOM * 32768 + RANDOM) % 30000 ))
+        redis-cli -p "$port" ping >/dev/null 2>&1 || { echo "$port"; return; }
+    done
+}
+
+# ts_ms "2026-01-02T07:00:00.123Z": Unix milliseconds.
+ts_ms() { date -d "$1" +%s%3N; }
+
 # redis_stop: stops the redis-server started last (SIGTERM, then SIGKILL).
 redis_stop() {
     kill -TERM "$REDIS_PID" 2>/dev/null

@@ -1,0 +1,158 @@
+# test_supervisor.sh -- `baton run`: three real supervisors, a real
+# redis-server, real signals. Election, graceful and crash handover,
+# a stopped leader that resumes after its deadline, a Redis outage, Redis
+# absent at start, SIGHUP with a broken config, bad configs.
+. "$BATON_TESTS_DIR/lib/harness.sh"
+B=$BATON_BIN
+TTL_MS=1000
+
+cat > "$T/jobs.yaml" <<'EOF'
+jobs: []
+EOF
+
+# node_config NAME URL: writes $T/NAME.yaml
+node_config() {
+    cat > "$T/$1.yaml" <<EOF
+node: $1
+redis: $2
+group: g1
+lease: {ttl: 1s}
+redis_timeout: 200ms
+poll: 1s
+shutdown_grace: 2s
+jobs: $T/jobs.yaml
+EOF
+}
+start_node() { node_config "$1" "${2:-$REDIS_URL}"; spawn "$1" "$B" run -c "$T/$1.yaml"; }
+# leader: the node named in the leader key ("" if none)
+leader() { rcli get 'baton:{g1}:leader' 2>/dev/null | sed -n 's/^[0-9a-f]\{48\}://p'; }
+wait_leader() { # wait_leader TIMEOUT_S [NOT_THIS_NODE]: prints the leader
+    local deadline=$(( $(now_ms) + $1 * 1000 )) l
+    while :; do
+        l=$(leader)
+        if [ -n "$l" ] && [ "$l" != "${2:-}" ]; then echo "$l"; return 0; fi
+        [ "$(now_ms)" -lt "$deadline" ] || fail "no new leader within $1 s (still: '$l')"
+        sleep 0.01
+    done
+}
+workers() { grep -l '"to":"working"' "$T"/n*.out 2>/dev/null | wc -l; }
+
+redis_start
+note "three supervisors: exactly one reaches working"
+for n in n1 n2 n3; do start_node $n; done
+L1=$(wait_leader 5)
+sleep 1.5
+assert_eq 1 "$(workers)" "nodes that reached working"
+grep -q '"to":"working"' "$T/$L1.out" || fail "the leader key names $L1 but its log has no working transition"
+for n in n1 n2 n3; do
+    [ "$n" = "$L1" ] && continue
+    wait_for_line "$T/$n.out" '"event":"following".*"leader":"'"$L1"'"' 3 >/dev/null
+done
+# Every line is JSON with the documented fields.
+line=$(grep -m1 '"event":"transition"' "$T/$L1.out")
+for field in ts level event from to trigger node group term in_state_ms; do
+    echo "$line" | grep -q "\"$field\":" || fail "transition line lacks \"$field\": $line"
+done
+echo "$line" | grep -qE '"ts":"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z"' || fail "ts format: $line"
+
+note "SIGTERM the leader ($L1): another takes over at once, the old one exits 0"
+t0=$(now_ms)
+kill -TERM "$(pid_of "$L1")"
+L2=$(wait_leader 5 "$L1")
+t1=$(now_ms)
+note "  $L2 leads $((t1 - t0)) ms after the SIGTERM"
+[ $((t1 - t0)) -lt 500 ] || fail "graceful handover took $((t1 - t0)) ms"
+wait_exit "$L1" 5
+assert_eq 0 "$EXIT_CODE" "exit status after SIGTERM"
+grep -q '"event":"lease_released"' "$T/$L1.out" || fail "no lease_released in $L1's log"
+tail -n1 "$T/$L1.out" | grep -q '"event":"stopped"' || fail "$L1's last line is not 'stopped'"
+start_node "$L1" # back as a follower
+
+note "SIGKILL the leader ($L2): another takes over within ttl + 100 ms"
+sleep 0.5
+killed=$(date +%s%3N)
+kill -KILL "$(pid_of "$L2")"
+L3=$(wait_leader 5 "$L2")
+wline=$(grep '"to":"working"' "$T/$L3.out" | tail -n1)
+wts=$(echo "$wline" | sed 's/.*"ts":"\([^"]*\)".*/\1/')
+ms=$(( $(ts_ms "$wts") - killed ))
+note "  $L3 working $ms ms after the SIGKILL (ttl $TTL_MS ms)"
+[ "$ms" -le $((TTL_MS + 100)) ] || fail "crash handover took $ms ms > ttl + 100"
+wait_exit "$L2" 2
+start_node "$L2"
+
+note "SIGSTOP the leader ($L3) for 2 x ttl: another takes over; on SIGCONT its first move is to pause"
+sleep 0.5
+stopped_at=$(date +%s%3N)
+kill -STOP "$(pid_of "$L3")"
+L4=$(wait_leader 5 "$L3")
+sleep $(awk "BEGIN{print 2 * $TTL_MS / 1000}")
+lines_before=$(wc -l < "$T/$L3.out")
+kill -CONT "$(pid_of "$L3")"
+wait_for_line "$T/$L3.out" '"to":"waiting"' 5 >/dev/null
+first=$(tail -n +$((lines_before + 1)) "$T/$L3.out" | grep -m1 '"event":"transition"')
+echo "$first" | grep -q '"from":"working","to":"pausing","trigger":"deadline"' \
+    || fail "resumed leader's first transition: $first"
+assert_eq "$L4" "$(leader)" "leader after the stopped one resumed"
+grep -q '"event":"lease_deadline_missed"' "$T/$L3.out" || fail "no lease_deadline_missed logged"
+
+note "Redis down for 2 x ttl: the leader ($L4) pauses; afterwards exactly one leader"
+redis_stop
+wait_for_line "$T/$L4.out" '"to":"pausing"' 3 >/dev/null
+sleep $(awk "BEGIN{print 2 * $TTL_MS / 1000}")
+redis_restart
+L5=$(wait_leader 10)
+sleep 2
+assert_eq 1 "$(for n in n1 n2 n3; do tail -n 30 "$T/$n.out" | grep '"to":"' | tail -n1; done | grep -c '"to":"working"')" \
+    "nodes whose latest transition is to working"
+assert_eq "$L5" "$(leader)" "leader is stable"
+grep -q '"event":"redis_unreachable"' "$T/$L4.out" || fail "no redis_unreachable logged"
+grep -q '"event":"redis_reachable"' "$T/$L4.out" || fail "no redis_reachable logged"
+[ "$(grep -c '"event":"redis_unreachable"' "$T/$L4.out")" -le 2 ] || fail "one line per outage expected"
+
+note "SIGHUP with a broken config: keeps running on the old one"
+cp "$T/$L5.yaml" "$T/$L5.good"
+echo "lease: {ttl: nonsense}" >> "$T/$L5.yaml"
+kill -HUP "$(pid_of "$L5")"
+wait_for_line "$T/$L5.out" '"event":"reload_failed"' 3 | grep -q "$L5.yaml:" || fail "reload_failed does not name the file"
+sleep 0.5
+alive "$(pid_of "$L5")" || fail "$L5 died on a bad reload"
+assert_eq "$L5" "$(leader)" "leader after a failed reload"
+cp "$T/$L5.good" "$T/$L5.yaml"
+kill -HUP "$(pid_of "$L5")"
+wait_for_line "$T/$L5.out" '"event":"reloaded"' 3 >/dev/null
+
+note "stop everything: each exits 0"
+for n in n1 n2 n3; do kill -TERM "$(pid_of $n)"; done
+for n in n1 n2 n3; do wait_exit $n 5; assert_eq 0 "$EXIT_CODE" "$n exit status"; done
+assert_eq "" "$(leader)" "leader key after everyone stopped"
+redis_stop
+
+note "Redis absent at start: the supervisors wait, and elect when it appears"
+port=$(free_port)
+for n in n1 n2 n3; do rm -f "$T/$n.out"; start_node $n "redis://127.0.0.1:$port/0"; done
+sleep 1.5
+for n in n1 n2 n3; do
+    grep -q '"event":"redis_unreachable"' "$T/$n.out" || fail "$n did not report Redis unreachable"
+    alive "$(pid_of $n)" || fail "$n exited while Redis was absent"
+done
+redis_start_port "$port"
+L6=$(wait_leader 10)
+note "  $L6 elected after Redis appeared"
+sleep 1
+assert_eq 1 "$(workers)" "leaders after Redis appeared"
+for n in n1 n2 n3; do kill -TERM "$(pid_of $n)"; done
+for n in n1 n2 n3; do wait_exit $n 5; done
+
+note "bad configs: the exact error, exit 1, nothing started"
+printf 'lease:\n  ttl: 10s\n  renew: 9s\n' > "$T/bad1.yaml"
+"$B" run -c "$T/bad1.yaml" >/dev/null 2>"$T/e"; assert_eq 1 $? "exit status for a bad lease"
+assert_eq "baton: run: $T/bad1.yaml:3:10: lease.ttl (10s) must be at least 2 x lease.renew (9s) + redis_timeout (1s) = 19s, so that a renewal that times out can be retried before the lease runs out" \
+    "$(cat "$T/e")" "bad lease message"
+printf 'grup: x\n' > "$T/bad2.yaml"
+"$B" run -c "$T/bad2.yaml" >/dev/null 2>"$T/e"; assert_eq 1 $? "exit status for an unknown key"
+assert_eq "baton: run: $T/bad2.yaml:1:1: unknown key \"grup\" (did you mean \"group\"?)" "$(cat "$T/e")" "unknown key message"
+"$B" run -c "$T/missing.yaml" >/dev/null 2>"$T/e"; assert_eq 1 $? "exit status for a missing file"
+grep -q "missing.yaml" "$T/e" || fail "message: $(cat "$T/e")"
+"$B" run --bogus 2>"$T/e"; assert_eq 2 $? "bad option"
+note "ok"
