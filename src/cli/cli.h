@@ -25,9 +25,13 @@ struct cli_cmd {
     int (*run)(int argc, char **argv);
 };
 
+int cmd_check(int argc, char **argv);
+int cmd_history(int argc, char **argv);
 int cmd_lock(int argc, char **argv);
 int cmd_next(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_status(int argc, char **argv);
+int cmd_stepdown(int argc, char **argv);
 
 /* Parses `[-c FILE]` (and --help). Returns the config path (given, or the
  * default one that exists), or NULL with *rc set: -1 for --help, else the

@@ -16,6 +16,14 @@ static const struct cli_cmd commands[] = {
      "run a command while holding a lock, renewed while it runs", cmd_lock},
     {"next", "[--tz ZONE] [--from RFC3339] [--count N] [--local] EXPR",
      "print the next fire times of a cron expression", cmd_next},
+    {"check", "[-c baton.yaml]",
+     "validate baton.yaml and jobs.yaml, print each job's next runs", cmd_check},
+    {"status", "[-c baton.yaml] [--json]",
+     "leader, term, lease left, nodes seen, each job's last and next run", cmd_status},
+    {"history", "[-c baton.yaml] [--json] [--count N] JOB", "the recent runs of a job",
+     cmd_history},
+    {"step-down", "[-c baton.yaml] [--wait D]", "ask the leader to hand over gracefully",
+     cmd_stepdown},
 };
 static const size_t ncommands = sizeof(commands) / sizeof(commands[0]);
 

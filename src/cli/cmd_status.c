@@ -1,0 +1,390 @@
+/* cmd_status.c -- `baton status [-c FILE] [--json]`: the state of a group,
+ * read from Redis: the leader, the nodes seen (their heartbeats), and for
+ * each job of jobs.yaml its last run (from its history stream) and its next
+ * run (computed here from the schedule, from now).
+ *
+ *   group:   default
+ *   redis:   redis://127.0.0.1:6379/0
+ *   leader:  web-1 (term 7, lease 8.2s left)
+ *
+ *   NODE   STATE    TERM  SEEN     PID    SINCE
+ *   web-1  working  7     0.4s ago 4242   2026-01-02T07:00:00Z  leader
+ *   web-2  waiting  6     1.1s ago 4250   2026-01-02T07:00:01Z
+ *
+ *   JOB   LAST RUN              OUTCOME      NODE   DURATION  NEXT RUN
+ *   tick  2026-01-02T07:10:04Z  ok (exit 0)  web-1  3ms       2026-01-02T07:10:05Z
+ *
+ * With --json, one JSON object on stdout:
+ *
+ *   {
+ *     "group":  "default",
+ *     "redis":  "redis://127.0.0.1:6379/0",        (password removed)
+ *     "leader": {"node": "web-1", "term": 7, "lease_ms": 8200} | null,
+ *     "term":   7,            (the current term, or the last one when no leader)
+ *     "nodes":  [{"node": "web-1", "state": "working", "term": 7, "pid": 4242,
+ *                 "version": "0.1.0", "since": "2026-01-02T07:00:00Z",
+ *                 "seen_ms_ago": 412, "leader": true}, ...],
+ *                (most recently seen first; fields the node did not write are
+ *                 null; "lease_ms" is null when Redis did not say)
+ *     "jobs":   [{"name": "tick", "schedule": "* * * * * *", "timezone": "UTC",
+ *                 "enabled": true,
+ *                 "last_run": {"id", "run_id", "node", "term", "scheduled_at",
+ *                              "started", "duration_ms", "outcome", "result",
+ *                              "attempt"} | null,   (as `baton history --json`)
+ *                 "next_run": "2026-01-02T07:10:05Z" | null}, ...]
+ *                (null when the job is disabled or never fires again)
+ *     "jobs_error": "jobs.yaml:3:5: ..."   (only when jobs.yaml cannot be
+ *                                          loaded; "jobs" is then [])
+ *   }
+ *
+ * Exit: 0; 1 when Redis cannot be reached or answers oddly (one line on
+ * stderr, nothing on stdout), or when jobs.yaml cannot be loaded (the rest is
+ * still printed, the error goes to stderr); 2 for a bad argument.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "config.h"
+#include "cron.h"
+#include "jobs.h"
+#include "members.h"
+#include "tools.h"
+
+static const char help_text[] =
+    "\n"
+    "Shows the group's leader (term, lease time left), the nodes seen (state,\n"
+    "term, last heartbeat) and, for each job of jobs.yaml, its last run and its\n"
+    "next one.\n"
+    "\n"
+    "options:\n"
+    "  -c, --config FILE  baton.yaml (default ./baton.yaml, then /etc/baton/baton.yaml)\n"
+    "  --json             print one JSON object (schema at the top of cmd_status.c)\n"
+    "\n"
+    "exit status: 0; 1 Redis unreachable or jobs.yaml invalid; 2 usage.\n";
+
+/* What status gathered. */
+struct status {
+    const struct config *cfg;
+    const char *url;
+    struct baton_leader_info leader;
+    struct member *members;
+    size_t nmembers;
+    const struct jobs *jobs; /* NULL when jobs.yaml could not be loaded */
+    const char *jobs_error;
+    struct tool_runs *last; /* one per job: the last run (n 0 or 1) */
+    int64_t now;
+};
+
+/* ---- human output ---- */
+
+static void print_leader(const struct status *s)
+{
+    char left[32];
+    if (!s->leader.has_leader) {
+        if (s->leader.term > 0)
+            printf("leader:  no leader (last term %llu)\n", (unsigned long long)s->leader.term);
+        else
+            printf("leader:  no leader\n");
+        return;
+    }
+    printf("leader:  %s (term %llu", s->leader.identity[0] ? s->leader.identity : "?",
+           (unsigned long long)s->leader.term);
+    if (s->leader.ttl_ms >= 0)
+        printf(", lease %s left", tool_format_ms(s->leader.ttl_ms, left, sizeof left));
+    printf(")\n");
+}
+
+/* The string field name of a heartbeat, or NULL. */
+static const char *hb_string(const cJSON *hb, const char *name)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(hb, name);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* The numeric field name of a heartbeat, as text in buf, or NULL. */
+static const char *hb_number(const cJSON *hb, const char *name, char *buf, size_t len)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(hb, name);
+    if (!cJSON_IsNumber(v))
+        return NULL;
+    snprintf(buf, len, "%.0f", v->valuedouble);
+    return buf;
+}
+
+static bool is_leader(const struct status *s, const char *node)
+{
+    return s->leader.has_leader && strcmp(s->leader.identity, node) == 0;
+}
+
+static void print_nodes(const struct status *s)
+{
+    struct tool_table t;
+    if (s->nmembers == 0) {
+        printf("\nno nodes seen in the last hour\n");
+        return;
+    }
+    tool_table_init(&t, 7);
+    tool_table_add(&t, (const char *const[]){"NODE", "STATE", "TERM", "SEEN", "PID", "SINCE", ""});
+    for (size_t i = 0; i < s->nmembers; i++) {
+        const struct member *m = &s->members[i];
+        cJSON *hb = cJSON_Parse(m->info_json);
+        char term[32], pid[32], seen[48], ago[32];
+        snprintf(seen, sizeof seen, "%s ago", tool_format_ms(m->seen_ago_ms, ago, sizeof ago));
+        const char *row[7] = {
+            m->node,
+            hb_string(hb, "state"),
+            hb_number(hb, "term", term, sizeof term),
+            seen,
+            hb_number(hb, "pid", pid, sizeof pid),
+            hb_string(hb, "since"),
+            is_leader(s, m->node) ? "leader" : "",
+        };
+        tool_table_add(&t, row);
+        cJSON_Delete(hb);
+    }
+    printf("\n");
+    tool_table_print(&t, "", stdout);
+    tool_table_free(&t);
+}
+
+static void next_run(const struct job *j, int64_t now, char *buf, size_t len)
+{
+    int64_t t;
+    if (!j->enabled)
+        snprintf(buf, len, "disabled");
+    else if (cron_next(j->expr, j->tz, now, &t) != 0)
+        snprintf(buf, len, "never");
+    else
+        cron_time_format(t, NULL, buf, len);
+}
+
+static void print_jobs(const struct status *s)
+{
+    struct tool_table t;
+    if (s->jobs == NULL) {
+        printf("\njobs: cannot load: %s\n", s->jobs_error);
+        return;
+    }
+    if (s->jobs->n == 0) {
+        printf("\nno jobs in %s\n", s->jobs->path);
+        return;
+    }
+    tool_table_init(&t, 6);
+    tool_table_add(&t,
+                   (const char *const[]){"JOB", "LAST RUN", "OUTCOME", "NODE", "DURATION", "NEXT RUN"});
+    for (size_t i = 0; i < s->jobs->n; i++) {
+        const struct job *j = &s->jobs->v[i];
+        char next[CRON_TIME_BUFSZ], outcome[128], dur[32];
+        next_run(j, s->now, next, sizeof next);
+        if (s->last[i].n == 0) {
+            tool_table_add(&t, (const char *const[]){j->name, "never", "", "", "", next});
+            continue;
+        }
+        const struct tool_run *r = &s->last[i].v[0];
+        char *end = NULL;
+        long long ms = strtoll(r->duration_ms, &end, 10);
+        bool has_dur = r->duration_ms[0] != '\0' && *end == '\0' && r->started[0] != '\0';
+        const char *row[6] = {
+            j->name,
+            r->scheduled_at[0] != '\0' ? r->scheduled_at : "?",
+            tool_run_outcome(r, outcome, sizeof outcome),
+            r->node[0] != '\0' ? r->node : "?",
+            has_dur ? tool_format_ms(ms, dur, sizeof dur) : "-",
+            next,
+        };
+        tool_table_add(&t, row);
+    }
+    printf("\n");
+    tool_table_print(&t, "", stdout);
+    tool_table_free(&t);
+}
+
+static void print_human(const struct status *s)
+{
+    printf("group:   %s\n", s->cfg->group);
+    printf("redis:   %s\n", s->url);
+    print_leader(s);
+    print_nodes(s);
+    print_jobs(s);
+}
+
+/* ---- JSON output ---- */
+
+static void add_hb_field(cJSON *o, const cJSON *hb, const char *name)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(hb, name);
+    if (cJSON_IsString(v) || cJSON_IsNumber(v))
+        cJSON_AddItemToObject(o, name, cJSON_Duplicate(v, false));
+    else
+        cJSON_AddNullToObject(o, name);
+}
+
+static cJSON *status_json(const struct status *s)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "group", s->cfg->group);
+    cJSON_AddStringToObject(o, "redis", s->url);
+    if (s->leader.has_leader) {
+        cJSON *l = cJSON_AddObjectToObject(o, "leader");
+        cJSON_AddStringToObject(l, "node", s->leader.identity);
+        cJSON_AddNumberToObject(l, "term", (double)s->leader.term);
+        if (s->leader.ttl_ms >= 0)
+            cJSON_AddNumberToObject(l, "lease_ms", (double)s->leader.ttl_ms);
+        else
+            cJSON_AddNullToObject(l, "lease_ms");
+    } else {
+        cJSON_AddNullToObject(o, "leader");
+    }
+    cJSON_AddNumberToObject(o, "term", (double)s->leader.term);
+
+    cJSON *nodes = cJSON_AddArrayToObject(o, "nodes");
+    for (size_t i = 0; i < s->nmembers; i++) {
+        const struct member *m = &s->members[i];
+        cJSON *hb = cJSON_Parse(m->info_json);
+        cJSON *n = cJSON_CreateObject();
+        cJSON_AddStringToObject(n, "node", m->node);
+        add_hb_field(n, hb, "state");
+        add_hb_field(n, hb, "term");
+        add_hb_field(n, hb, "pid");
+        add_hb_field(n, hb, "version");
+        add_hb_field(n, hb, "since");
+        cJSON_AddNumberToObject(n, "seen_ms_ago", (double)m->seen_ago_ms);
+        cJSON_AddBoolToObject(n, "leader", is_leader(s, m->node));
+        cJSON_AddItemToArray(nodes, n);
+        cJSON_Delete(hb);
+    }
+
+    cJSON *jobs = cJSON_AddArrayToObject(o, "jobs");
+    for (size_t i = 0; s->jobs != NULL && i < s->jobs->n; i++) {
+        const struct job *j = &s->jobs->v[i];
+        cJSON *jo = cJSON_CreateObject();
+        int64_t t;
+        char next[CRON_TIME_BUFSZ];
+        cJSON_AddStringToObject(jo, "name", j->name);
+        cJSON_AddStringToObject(jo, "schedule", j->schedule);
+        cJSON_AddStringToObject(jo, "timezone", j->timezone != NULL ? j->timezone : "UTC");
+        cJSON_AddBoolToObject(jo, "enabled", j->enabled);
+        if (s->last[i].n > 0)
+            cJSON_AddItemToObject(jo, "last_run", tool_run_json(&s->last[i].v[0]));
+        else
+            cJSON_AddNullToObject(jo, "last_run");
+        if (j->enabled && cron_next(j->expr, j->tz, s->now, &t) == 0)
+            cJSON_AddStringToObject(jo, "next_run", cron_time_format(t, NULL, next, sizeof next));
+        else
+            cJSON_AddNullToObject(jo, "next_run");
+        cJSON_AddItemToArray(jobs, jo);
+    }
+    if (s->jobs == NULL)
+        cJSON_AddStringToObject(o, "jobs_error", s->jobs_error);
+    return o;
+}
+
+/* ---- gathering ---- */
+
+/* Says why a Redis read failed. Returns CLI_EXIT_FAIL. */
+static int redis_failed(struct baton_client *c, const char *what, int rc)
+{
+    const char *why = baton_client_errstr(c);
+    return cli_fail("status", "%s: %s: %s", baton_client_url(c), what,
+                    rc == BATON_EPROTO || why[0] == '\0' ? baton_strerror(rc) : why);
+}
+
+int cmd_status(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"config", required_argument, NULL, 'c'},
+        {"json", no_argument, NULL, TOOL_OPT_JSON},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *given = NULL;
+    struct config *cfg = NULL;
+    struct jobs *jobs = NULL;
+    struct baton_client *client = NULL;
+    struct status s = {0};
+    char jobs_err[1024];
+    bool json = false;
+    int c, rc;
+
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":c:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'c': given = optarg; break;
+        case TOOL_OPT_JSON: json = true; break;
+        case 'h':
+            cli_print_usage("status");
+            fputs(help_text, stdout);
+            return CLI_EXIT_OK;
+        default: return tool_opt_error("status", c, argv, opts);
+        }
+    }
+    if (optind < argc)
+        return cli_usage("status", "unexpected argument \"%s\"", argv[optind]);
+    const char *path = tool_config_path("status", given, &rc);
+    if (path == NULL)
+        return rc;
+    rc = tool_load_config("status", path, &cfg);
+    if (rc != 0)
+        return rc;
+    if (jobs_load(cfg->jobs_path, cfg->timezone, &jobs, jobs_err, sizeof jobs_err) != 0)
+        jobs = NULL;
+    rc = tool_connect("status", cfg, &client);
+    if (rc != 0)
+        goto out;
+
+    s.cfg = cfg;
+    s.url = baton_client_url(client);
+    s.jobs = jobs;
+    s.jobs_error = jobs_err;
+    s.now = (int64_t)time(NULL);
+    int brc = baton_election_leader(client, cfg->group, &s.leader);
+    if (brc != BATON_OK) {
+        rc = redis_failed(client, "reading the leader", brc);
+        goto out;
+    }
+    brc = members_read(client, cfg->group, &s.members, &s.nmembers);
+    if (brc != BATON_OK) {
+        rc = redis_failed(client, "reading the nodes", brc);
+        goto out;
+    }
+    if (jobs != NULL && jobs->n > 0) {
+        s.last = calloc(jobs->n, sizeof *s.last);
+        if (s.last == NULL) {
+            rc = cli_fail("status", "out of memory");
+            goto out;
+        }
+        for (size_t i = 0; i < jobs->n; i++) {
+            brc = tool_runs_read(client, cfg->group, jobs->v[i].name, 1, &s.last[i]);
+            if (brc != BATON_OK) {
+                char what[200];
+                snprintf(what, sizeof what, "reading the history of job %s", jobs->v[i].name);
+                rc = redis_failed(client, what, brc);
+                goto out;
+            }
+        }
+    }
+
+    if (json) {
+        rc = tool_print_json("status", status_json(&s));
+    } else {
+        print_human(&s);
+        rc = tool_flush("status");
+    }
+    if (rc == 0 && jobs == NULL)
+        rc = cli_fail("status", "%s", jobs_err);
+out:
+    if (s.last != NULL)
+        for (size_t i = 0; i < jobs->n; i++)
+            tool_runs_free(&s.last[i]);
+    free(s.last);
+    members_free(s.members, s.nmembers);
+    baton_client_free(client);
+    jobs_free(jobs);
+    config_free(cfg);
+    return rc;
+}

@@ -1,0 +1,120 @@
+/* tools.h -- helpers shared by the operator tools `baton check`, `status`,
+ * `history` and `step-down`: option errors, loading the configuration,
+ * connecting, reading a job's run history, aligned tables and formatting.
+ *
+ * Every helper that can fail prints its one-line message itself
+ * ("baton: CMD: ...") and returns the exit status, so that callers can
+ * `return` it.
+ */
+#ifndef BATON_CLI_TOOLS_H
+#define BATON_CLI_TOOLS_H
+
+#include <getopt.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <cjson/cJSON.h>
+
+#include "baton.h"
+
+struct config;
+struct job;
+
+/* Option codes for long options without a short form (above any char). */
+enum {
+    TOOL_OPT_JSON = 256,
+    TOOL_OPT_COUNT,
+    TOOL_OPT_WAIT,
+};
+
+/* Reports what getopt_long returned for a bad option (c is ':' or '?'):
+ * missing value, unknown option, or a value given to a flag. Returns
+ * CLI_EXIT_USAGE. */
+int tool_opt_error(const char *cmd, int c, char **argv, const struct option *opts);
+
+/* The configuration path: given (from -c), else the default one that
+ * exists. NULL after printing why (the exit status in *rc). */
+const char *tool_config_path(const char *cmd, const char *given, int *rc);
+
+/* Loads baton.yaml. Returns 0 and *out (owned; free with config_free), or
+ * CLI_EXIT_FAIL after printing "baton: CMD: file:line:col: message". */
+int tool_load_config(const char *cmd, const char *path, struct config **out);
+
+/* Connects to the configured Redis with redis_timeout for both connect and
+ * commands. Returns 0 and *out (owned; free with baton_client_free), or
+ * CLI_EXIT_FAIL after printing why (one line). */
+int tool_connect(const char *cmd, const struct config *cfg, struct baton_client **out);
+
+/* True when s is a valid job name ([A-Za-z0-9_.-]{1,128}). */
+bool tool_job_name_ok(const char *s);
+
+/* ---- run history: the stream baton:{G}:runs:JOB (runner.c) ---- */
+
+/* One entry. Every field is a NUL-terminated string, "" when absent.
+ * Borrowed from the reply held by struct tool_runs. */
+struct tool_run {
+    const char *id; /* the stream entry id ("1700000000000-0") */
+    const char *run_id, *node, *term, *scheduled_at, *started, *duration_ms, *outcome, *result,
+        *attempt;
+};
+
+struct tool_runs {
+    struct baton_reply *reply;
+    struct tool_run *v; /* newest first */
+    size_t n;
+};
+
+/* Reads the count (>= 1) most recent runs of job (XREVRANGE key + - COUNT
+ * count). Returns 0 and *out (free with tool_runs_free), or a BATON_E* code:
+ * EPROTO when the reply is not a stream range; EREDIS (e.g. WRONGTYPE) with
+ * the detail in baton_client_errstr(). */
+int tool_runs_read(struct baton_client *c, const char *group, const char *job, long count,
+                   struct tool_runs *out);
+/* Frees what tool_runs_read() returned; a zeroed struct is a no-op. */
+void tool_runs_free(struct tool_runs *r);
+
+/* Returns: a JSON object for a run (owned by the caller; NULL on ENOMEM):
+ * id, run_id, node, scheduled_at, started (null when it never started),
+ * outcome, result (strings) and term, duration_ms, attempt (numbers; null
+ * when absent or not a number). */
+cJSON *tool_run_json(const struct tool_run *r);
+
+/* Writes "ok (exit 0)", "killed (signal TERM)", "skipped" into buf. */
+const char *tool_run_outcome(const struct tool_run *r, char *buf, size_t len);
+
+/* ---- formatting ---- */
+
+/* A duration for humans: "350ms", "4.2s", "3m05s", "2h07m", "3d04h". */
+const char *tool_format_ms(int64_t ms, char *buf, size_t len);
+
+/* The command of a job as a shell would read it: argv joined with spaces
+ * and quoted where needed, or `sh -c '...'`. Returns: owned (free()), or
+ * NULL on ENOMEM. */
+char *tool_job_command(const struct job *j);
+
+/* Prints cJSON item (on one line) and a newline on stdout, and deletes it.
+ * Returns 0, or CLI_EXIT_FAIL (after a message) on ENOMEM or a write error. */
+int tool_print_json(const char *cmd, cJSON *item);
+
+/* Flushes stdout. Returns 0, or CLI_EXIT_FAIL after a message. */
+int tool_flush(const char *cmd);
+
+/* ---- aligned tables ---- */
+
+struct tool_table {
+    size_t ncols, nrows, cap;
+    char **cells; /* nrows x ncols, owned */
+    bool oom;     /* a row could not be stored */
+};
+
+void tool_table_init(struct tool_table *t, size_t ncols);
+/* Appends a row of ncols cells (copied; NULL is written as "-"). */
+void tool_table_add(struct tool_table *t, const char *const *cells);
+/* Writes the rows with columns padded to their widest cell, two spaces
+ * apart, each line starting with indent. */
+void tool_table_print(const struct tool_table *t, const char *indent, FILE *out);
+void tool_table_free(struct tool_table *t);
+
+#endif /* BATON_CLI_TOOLS_H */
