@@ -4,8 +4,9 @@
  * run; capped by the config's `history`).
  *
  *   job tick: the last 3 runs, newest first
- *   SCHEDULED_AT          NODE   TERM  STARTED                   DURATION  OUTCOME      ATTEMPT  RUN_ID
- *   2026-01-02T07:10:04Z  web-1  7     2026-01-02T07:10:04.002Z  3ms       ok (exit 0)  1        1767337804-7-1-12
+ *   SCHEDULED_AT          NODE   TERM  STARTED                   DURATION  OUTCOME      ATTEMPT
+ * RUN_ID 2026-01-02T07:10:04Z  web-1  7     2026-01-02T07:10:04.002Z  3ms       ok (exit 0)  1
+ * 1767337804-7-1-12
  *   ...
  *
  * A job that is not in jobs.yaml (removed, or another node's file) is still
@@ -33,7 +34,7 @@
 #include "tools.h"
 
 #define HISTORY_COUNT_DEFAULT 20
-#define HISTORY_COUNT_MAX 10000
+#define HISTORY_COUNT_MAX     10000
 
 static const char help_text[] =
     "\n"
@@ -171,10 +172,9 @@ int cmd_history(int argc, char **argv)
         goto out;
     int brc = tool_runs_read(client, cfg->group, job, count, &runs);
     if (brc != BATON_OK) {
-        const char *why = baton_client_errstr(client);
-        rc = cli_fail("history", "%s: reading the history of job %s: %s",
-                      baton_client_url(client), job,
-                      brc == BATON_EPROTO || why[0] == '\0' ? baton_strerror(brc) : why);
+        char what[200];
+        snprintf(what, sizeof what, "reading the history of job %s", job);
+        rc = tool_redis_error("history", client, brc, what);
         goto out;
     }
     if (json) {

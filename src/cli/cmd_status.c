@@ -7,12 +7,14 @@
  *   redis:   redis://127.0.0.1:6379/0
  *   leader:  web-1 (term 7, lease 8.2s left)
  *
- *   NODE   STATE    TERM  SEEN     PID    SINCE
- *   web-1  working  7     0.4s ago 4242   2026-01-02T07:00:00Z  leader
- *   web-2  waiting  6     1.1s ago 4250   2026-01-02T07:00:01Z
+ *   NODE   STATE    TERM  SEEN       PID   SINCE
+ *   web-1  working  7     412ms ago  4242  2026-01-02T07:00:00Z  leader
+ *   web-2  waiting  6     1.1s ago   4250  2026-01-02T07:00:01Z
  *
- *   JOB   LAST RUN              OUTCOME      NODE   DURATION  NEXT RUN
- *   tick  2026-01-02T07:10:04Z  ok (exit 0)  web-1  3ms       2026-01-02T07:10:05Z
+ *   JOB     LAST RUN              OUTCOME      NODE   DURATION  NEXT RUN
+ *   tick    2026-01-02T07:10:04Z  ok (exit 0)  web-1  3ms       2026-01-02T07:10:05Z
+ *   report  never                                               2026-01-05T06:00:00Z
+ *   off     never                                               disabled
  *
  * With --json, one JSON object on stdout:
  *
@@ -62,7 +64,8 @@ static const char help_text[] =
     "\n"
     "options:\n"
     "  -c, --config FILE  baton.yaml (default ./baton.yaml, then /etc/baton/baton.yaml)\n"
-    "  --json             print one JSON object (schema at the top of cmd_status.c)\n"
+    "  --json             print one JSON object: group, redis, leader {node, term,\n"
+    "                     lease_ms} or null, term, nodes [...], jobs [...]\n"
     "\n"
     "exit status: 0; 1 Redis unreachable or jobs.yaml invalid; 2 usage.\n";
 
@@ -174,8 +177,8 @@ static void print_jobs(const struct status *s)
         return;
     }
     tool_table_init(&t, 6);
-    tool_table_add(&t,
-                   (const char *const[]){"JOB", "LAST RUN", "OUTCOME", "NODE", "DURATION", "NEXT RUN"});
+    tool_table_add(
+        &t, (const char *const[]){"JOB", "LAST RUN", "OUTCOME", "NODE", "DURATION", "NEXT RUN"});
     for (size_t i = 0; i < s->jobs->n; i++) {
         const struct job *j = &s->jobs->v[i];
         char next[CRON_TIME_BUFSZ], outcome[128], dur[32];
@@ -285,14 +288,6 @@ static cJSON *status_json(const struct status *s)
 
 /* ---- gathering ---- */
 
-/* Says why a Redis read failed. Returns CLI_EXIT_FAIL. */
-static int redis_failed(struct baton_client *c, const char *what, int rc)
-{
-    const char *why = baton_client_errstr(c);
-    return cli_fail("status", "%s: %s: %s", baton_client_url(c), what,
-                    rc == BATON_EPROTO || why[0] == '\0' ? baton_strerror(rc) : why);
-}
-
 int cmd_status(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -344,12 +339,12 @@ int cmd_status(int argc, char **argv)
     s.now = (int64_t)time(NULL);
     int brc = baton_election_leader(client, cfg->group, &s.leader);
     if (brc != BATON_OK) {
-        rc = redis_failed(client, "reading the leader", brc);
+        rc = tool_redis_error("status", client, brc, "reading the leader");
         goto out;
     }
     brc = members_read(client, cfg->group, &s.members, &s.nmembers);
     if (brc != BATON_OK) {
-        rc = redis_failed(client, "reading the nodes", brc);
+        rc = tool_redis_error("status", client, brc, "reading the nodes");
         goto out;
     }
     if (jobs != NULL && jobs->n > 0) {
@@ -363,7 +358,7 @@ int cmd_status(int argc, char **argv)
             if (brc != BATON_OK) {
                 char what[200];
                 snprintf(what, sizeof what, "reading the history of job %s", jobs->v[i].name);
-                rc = redis_failed(client, what, brc);
+                rc = tool_redis_error("status", client, brc, what);
                 goto out;
             }
         }

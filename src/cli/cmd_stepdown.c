@@ -28,9 +28,9 @@
 #include "config.h"
 #include "tools.h"
 
-#define POLL_MS 50
-#define WAIT_DEFAULT_MS 5000
-#define WAIT_MAX_MS 3600000
+#define POLL_MS            50
+#define WAIT_DEFAULT_MS    5000
+#define WAIT_MAX_MS        3600000
 #define NEW_LEADER_WAIT_MS 2000
 
 static const char help_text[] =
@@ -76,9 +76,7 @@ static int read_leader(struct baton_client *c, const char *group, struct baton_l
     int rc = baton_election_leader(c, group, info);
     if (rc == BATON_OK)
         return 0;
-    const char *why = baton_client_errstr(c);
-    return cli_fail("step-down", "%s: reading the leader: %s", baton_client_url(c),
-                    rc == BATON_EPROTO || why[0] == '\0' ? baton_strerror(rc) : why);
+    return tool_redis_error("step-down", c, rc, "reading the leader");
 }
 
 static int step_down(struct baton_client *client, const char *group, int64_t wait_ms)
@@ -92,11 +90,8 @@ static int step_down(struct baton_client *client, const char *group, int64_t wai
     if (!old.has_leader)
         return cli_fail("step-down", "no leader in group %s", group);
     rc = baton_election_request_step_down(client, group, old.term, &receivers);
-    if (rc != BATON_OK) {
-        const char *why = baton_client_errstr(client);
-        return cli_fail("step-down", "%s: sending the request: %s", baton_client_url(client),
-                        why[0] != '\0' ? why : baton_strerror(rc));
-    }
+    if (rc != BATON_OK)
+        return tool_redis_error("step-down", client, rc, "sending the request");
     if (receivers == 0)
         return cli_fail("step-down",
                         "no supervisor is listening on group %s (leader %s, term %" PRIu64 ")",

@@ -85,6 +85,16 @@ int tool_connect(const char *cmd, const struct config *cfg, struct baton_client 
     return 0;
 }
 
+int tool_redis_error(const char *cmd, struct baton_client *c, int rc, const char *what)
+{
+    /* The client's detail starts with the (redacted) URL; a reply we could
+     * not make sense of leaves no detail there. */
+    const char *why = baton_client_errstr(c);
+    if (rc == BATON_EPROTO || rc == BATON_ENOMEM || why[0] == '\0')
+        return cli_fail(cmd, "%s: %s (while %s)", baton_client_url(c), baton_strerror(rc), what);
+    return cli_fail(cmd, "%s (while %s)", why, what);
+}
+
 bool tool_job_name_ok(const char *s)
 {
     size_t n = strlen(s);

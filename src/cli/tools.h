@@ -47,6 +47,11 @@ int tool_load_config(const char *cmd, const char *path, struct config **out);
  * CLI_EXIT_FAIL after printing why (one line). */
 int tool_connect(const char *cmd, const struct config *cfg, struct baton_client **out);
 
+/* Reports a failed Redis operation (rc a BATON_E* code) as one line,
+ * "baton: CMD: redis://host:port/db: <detail> (while <what>)". Returns
+ * CLI_EXIT_FAIL. */
+int tool_redis_error(const char *cmd, struct baton_client *c, int rc, const char *what);
+
 /* True when s is a valid job name ([A-Za-z0-9_.-]{1,128}). */
 bool tool_job_name_ok(const char *s);
 
