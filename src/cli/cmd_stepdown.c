@@ -119,7 +119,9 @@ static int step_down(struct baton_client *client, const char *group, int64_t wai
             return tool_flush("step-down");
         }
         if (t >= deadline)
-            return cli_fail("step-down", "leader %s (term %" PRIu64 ") did not step down within %s",
+            return cli_fail("step-down",
+                            "leader %s (term %" PRIu64 ") did not step down within %s (it lets "
+                            "running jobs finish first, up to shutdown_grace: try a longer --wait)",
                             old.identity, old.term, format_wait(wait_ms, wait, sizeof wait));
     }
 }

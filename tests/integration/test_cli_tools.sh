@@ -234,7 +234,7 @@ printf '%s\n' "$OUT" | grep -qE "^leader:  node-$new \(term 2, " || fail "status
 
 note "step-down: a stopped leader does not hand over within --wait"
 kill -STOP "$(pid_of "node-$new")"
-expect_fail step-down "leader node-$new (term 2) did not step down within 300ms" -c "$CFG" --wait 300ms
+expect_fail step-down "leader node-$new (term 2) did not step down within 300ms (it lets running jobs finish first, up to shutdown_grace: try a longer --wait)" -c "$CFG" --wait 300ms
 kill -CONT "$(pid_of "node-$new")"
 wait_working 3 10
 note "node-$LEADER leads (term 3)"
