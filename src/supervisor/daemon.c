@@ -1,11 +1,15 @@
 /* daemon.c -- `baton run`: the machine's actions, and the event loop that
  * turns timers, signals and Redis notifications into the machine's events.
  *
- * One thread. Every Redis call is bounded by redis_timeout, and while we
- * lead, also by the lease's local deadline (the timer T_DEADLINE fires
- * before any other, so a node that was stopped or starved past its
- * deadline pauses before it could act as leader). State changes only
- * through machine_dispatch(); the actions below return the next event. */
+ * One thread. Every Redis call is bounded by redis_timeout. While we lead,
+ * the lease's local deadline is guarded by a stop point, deadline - (one
+ * redis_timeout + 2 x KILL_MARGIN): the timer T_DEADLINE fires there, before
+ * any other timer, so even after the longest call it can wait behind we
+ * pause in time to TERM the jobs and KILL them KILL_MARGIN before the
+ * deadline. Pausing makes no Redis call, so its kill timer is punctual. A
+ * node that was stopped or starved past its stop point pauses before it
+ * could act as leader. State changes only through machine_dispatch(); the
+ * actions below return the next event. */
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -66,6 +70,7 @@ struct daemon {
     bool awaiting_jobs; /* pause/drain waits for runner_running() == 0 */
     bool done;
 
+    int64_t guard_ns;                /* the stop point's distance from the deadline */
     struct baton_leader_info holder; /* the leader, as the last campaign saw it */
     uint64_t following_term;         /* the term we announced following */
     int64_t backoff_ms;
@@ -123,6 +128,10 @@ static void redis_failed(struct daemon *d, const char *what, const char *detail,
 
 static void heartbeat(struct daemon *d)
 {
+    if (d->m.state == ST_PAUSING) { /* no blocking call while jobs are being stopped */
+        loop_arm_in(&d->loop, T_HEARTBEAT, d->cfg->poll_ms);
+        return;
+    }
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "state", machine_state_name(d->m.state));
     cJSON_AddNumberToObject(o, "term", (double)baton_election_term(d->election));
@@ -185,7 +194,7 @@ static enum machine_event act_lead(void *ctx)
     struct daemon *d = ctx;
     d->following_term = 0;
     disarm_follower_timers(d);
-    loop_arm(&d->loop, T_DEADLINE, baton_election_deadline_ns(d->election));
+    loop_arm(&d->loop, T_DEADLINE, baton_election_deadline_ns(d->election) - d->guard_ns);
     loop_arm_in(&d->loop, T_RENEW, d->cfg->lease_renew_ms);
     heartbeat(d);
     runner_lead(d->runner, baton_election_term(d->election));
@@ -238,11 +247,11 @@ static enum machine_event act_renew(void *ctx)
 {
     struct daemon *d = ctx;
     int rc = baton_election_renew(d->election);
-    if (rc == BATON_OK && loop_now() >= baton_election_deadline_ns(d->election))
+    if (rc == BATON_OK && loop_now() >= baton_election_deadline_ns(d->election) - d->guard_ns)
         return EV_DEADLINE; /* confirmed, but too late: we were stalled past it */
     if (rc == BATON_OK) {
         redis_ok(d);
-        loop_arm(&d->loop, T_DEADLINE, baton_election_deadline_ns(d->election));
+        loop_arm(&d->loop, T_DEADLINE, baton_election_deadline_ns(d->election) - d->guard_ns);
         loop_arm_in(&d->loop, T_RENEW, d->cfg->lease_renew_ms);
         if (log_enabled(d->log, LOG_DEBUG)) {
             cJSON *f = log_fields();
@@ -291,7 +300,7 @@ static enum machine_event act_pause(void *ctx)
     int64_t deadline = baton_election_deadline_ns(d->election);
     disarm_leader_timers(d);
     runner_unlead(d->runner);
-    if (loop_now() >= deadline || deadline == 0) {
+    if (loop_now() >= deadline - d->guard_ns || deadline == 0) {
         cJSON *f = log_fields();
         cJSON_AddNumberToObject(f, "term", (double)baton_election_term(d->election));
         log_emit(d->log, LOG_WARN, "lease_deadline_missed", f);

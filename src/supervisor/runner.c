@@ -624,8 +624,8 @@ static int claim(struct runner *r, const struct job *job, int64_t tick)
 {
     const char *token = baton_election_token(r->h.election);
     int64_t deadline = baton_election_deadline_ns(r->h.election);
-    if (token == NULL || mono_ns() >= deadline - CLAIM_MARGIN_MS * INT64_C(1000000))
-        return -1;
+    if (token == NULL || mono_ns() >= deadline - r->h.guard_ns)
+        return -1; /* the call could end past the point where we must stop */
     char *last = group_key(r->h.group, "last:%s", job->name);
     char tickbuf[24];
     snprintf(tickbuf, sizeof tickbuf, "%" PRId64, tick);
@@ -641,7 +641,7 @@ static int claim(struct runner *r, const struct job *job, int64_t tick)
     free(last);
     /* The claim's reply may come after our deadline (a stall): then the
      * tick is not ours to run. */
-    if (res == 1 && mono_ns() >= baton_election_deadline_ns(r->h.election))
+    if (res == 1 && mono_ns() >= baton_election_deadline_ns(r->h.election) - r->h.guard_ns)
         res = -1;
     if (res == -2 || res == -1) {
         char when[32];

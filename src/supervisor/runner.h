@@ -28,6 +28,7 @@ struct runner_host {
     const char *node;
     const char *group;
     int64_t history_len;
+    int64_t guard_ns; /* no claim starts later than the lease deadline minus this */
 };
 
 /* Returns: owned (free with runner_free), or NULL on ENOMEM. */
