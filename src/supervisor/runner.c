@@ -31,6 +31,7 @@
 
 #define LINE_MAX_BYTES  4096
 #define CATCHUP_MAX     1000 /* missed ticks run per job and leadership, at most */
+#define CLAIM_RETRY_MS 100 /* a claim that failed (Redis unreachable) is retried this often */
 #define CLAIM_MARGIN_MS 20   /* do not claim this close to the lease deadline */
 
 static const char claim_src[] =
@@ -89,7 +90,8 @@ struct pending {
 struct jobstate {
     const struct job *job;
     struct jobset *set;
-    int64_t next_tick; /* Unix s; 0: none */
+    int64_t next_tick;      /* Unix s; 0: none */
+    int64_t claim_retry_at; /* next_tick's claim failed: retry then (monotonic) */
     int running;
     struct jobstate *next;
 };
@@ -657,13 +659,14 @@ static int claim(struct runner *r, const struct job *job, int64_t tick)
     return res;
 }
 
-/* A due tick: claim it, then start, skip or replace as the job says. */
-static void fire(struct runner *r, struct jobstate *js, int64_t tick)
+/* A due tick: claim it, then start, skip or replace as the job says.
+ * Returns the claim's result (see claim()). */
+static int fire(struct runner *r, struct jobstate *js, int64_t tick)
 {
     const struct job *job = js->job;
     int c = claim(r, job, tick);
     if (c != 1)
-        return;
+        return c;
     if (js->running > 0 && job->concurrency == JOB_FORBID) {
         char when[32];
         log_rfc3339(tick, when, sizeof when);
@@ -676,16 +679,26 @@ static void fire(struct runner *r, struct jobstate *js, int64_t tick)
         char id[64];
         snprintf(id, sizeof id, "%" PRId64 "-%" PRIu64 "-skip", tick, r->term);
         record_history(r, job->name, id, tick, r->term, 0, 0, "skipped", "", 0);
-        return;
+        return c;
     }
     if (js->running > 0 && job->concurrency == JOB_REPLACE) {
         for (struct run *run = r->runs; run != NULL; run = run->next)
             if (run->js == js)
                 stop_run(run, "replaced", 0);
         add_pending(r, js, tick, 1, 0, true);
-        return;
+        return c;
     }
     start_run(r, js, tick, 1);
+    return c;
+}
+
+/* Whether a tick whose claim failed is still worth claiming now: within
+ * the catch-up window, or (catchup: last or 0) while no later tick is due. */
+static bool still_wanted(const struct job *job, int64_t tick, int64_t after, int64_t now_s)
+{
+    if (job->catchup_ms > 0)
+        return (now_s - tick) * 1000 <= job->catchup_ms;
+    return after == 0 || after > now_s;
 }
 
 /* Reads the jobs' last claimed ticks and runs what a failover missed. */
@@ -735,7 +748,11 @@ static void catch_up(struct runner *r, struct jobstate *js, int64_t now_s)
         cJSON_AddNumberToObject(f, "outside_window", (double)skipped);
     log_emit(r->h.log, LOG_INFO, "catch_up", f);
     for (size_t i = 0; i < n && r->leading; i++)
-        fire(r, js, missed[i]);
+        if (fire(r, js, missed[i]) == -2) { /* retried in order by the tick loop */
+            js->next_tick = missed[i];
+            js->claim_retry_at = mono_ns() + CLAIM_RETRY_MS * INT64_C(1000000);
+            break;
+        }
 }
 
 void runner_lead(struct runner *r, uint64_t term)
@@ -751,8 +768,10 @@ void runner_unlead(struct runner *r)
 {
     r->leading = false;
     drop_pending_of(r, NULL);
-    for (struct jobstate *js = r->states; js != NULL; js = js->next)
+    for (struct jobstate *js = r->states; js != NULL; js = js->next) {
         js->next_tick = 0;
+        js->claim_retry_at = 0;
+    }
 }
 
 size_t runner_running(const struct runner *r)
@@ -788,8 +807,10 @@ int64_t runner_next_ns(const struct runner *r)
             CONSIDER(p->at_ns > 0 ? p->at_ns : 1);
     if (r->leading)
         for (const struct jobstate *js = r->states; js != NULL; js = js->next)
-            if (js->next_tick != 0)
-                CONSIDER(mono_at_wall(js->next_tick));
+            if (js->next_tick != 0) {
+                int64_t at = mono_at_wall(js->next_tick);
+                CONSIDER(js->claim_retry_at > at ? js->claim_retry_at : at);
+            }
 #undef CONSIDER
     return next;
 }
@@ -824,13 +845,34 @@ void runner_on_timer(struct runner *r)
         start_run(r, pd->js, pd->tick, pd->attempt);
         free(pd);
     }
-    /* Ticks. */
+    /* Ticks, in order per job. A tick whose claim failed (Redis briefly
+     * unreachable) stays next and is retried: a later tick claimed first
+     * would make it unclaimable. */
     int64_t now_s = wall_ms() / 1000;
     for (struct jobstate *js = r->states; js != NULL && r->leading; js = js->next)
         while (js->next_tick != 0 && js->next_tick <= now_s && r->leading) {
+            if (js->claim_retry_at != 0 && mono_ns() < js->claim_retry_at)
+                break;
             int64_t tick = js->next_tick;
-            js->next_tick = next_tick_after(js->job, tick);
-            fire(r, js, tick);
+            int64_t after = next_tick_after(js->job, tick);
+            if (js->claim_retry_at != 0 && !still_wanted(js->job, tick, after, now_s)) {
+                char when[32];
+                log_rfc3339(tick, when, sizeof when);
+                cJSON *f = log_fields();
+                cJSON_AddStringToObject(f, "job", js->job->name);
+                cJSON_AddStringToObject(f, "scheduled_at", when);
+                cJSON_AddStringToObject(f, "reason", "could not be claimed within its catch-up window");
+                log_emit(r->h.log, LOG_WARN, "tick_dropped", f);
+                js->claim_retry_at = 0;
+                js->next_tick = after;
+                continue;
+            }
+            if (fire(r, js, tick) == -2) {
+                js->claim_retry_at = mono_ns() + CLAIM_RETRY_MS * INT64_C(1000000);
+                break;
+            }
+            js->claim_retry_at = 0;
+            js->next_tick = after;
         }
 }
 
