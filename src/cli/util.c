@@ -6,7 +6,8 @@
 #include "cli.h"
 #include "cron.h"
 
-static void vmessage(const char *cmd, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) static void vmessage(const char *cmd, const char *fmt,
+                                                           va_list ap)
 {
     fprintf(stderr, "baton: %s: ", cmd);
     vfprintf(stderr, fmt, ap);

@@ -196,7 +196,6 @@ static enum machine_event act_lead(void *ctx)
     disarm_follower_timers(d);
     loop_arm(&d->loop, T_DEADLINE, baton_election_deadline_ns(d->election) - d->guard_ns);
     loop_arm_in(&d->loop, T_RENEW, d->cfg->lease_renew_ms);
-    heartbeat(d);
     runner_lead(d->runner, baton_election_term(d->election));
     arm_jobs_timer(d);
     return EV_NONE;
@@ -392,6 +391,9 @@ static void on_transition(void *ctx, enum machine_state from, enum machine_state
     cJSON_AddNumberToObject(f, "fence", (double)term);
     cJSON_AddNumberToObject(f, "in_state_ms", (double)in_state_ms);
     log_emit(d->log, quiet ? LOG_DEBUG : LOG_INFO, "transition", f);
+    /* Others see a change of role at once, not at the next heartbeat. */
+    if (!quiet && to != ST_ACQUIRING && to != ST_PAUSING && !(to == ST_IDLE && d->stopping))
+        heartbeat(d);
 }
 
 static void dispatch(struct daemon *d, enum machine_event ev)

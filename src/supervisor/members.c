@@ -1,4 +1,5 @@
 /* members.c -- see members.h. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,6 +100,11 @@ int members_read(struct baton_client *c, const char *group, struct member **out,
         const struct baton_reply *name = seen->element[i], *ms = seen->element[i + 1];
         if (name->type != BATON_REPLY_STRING || ms->type != BATON_REPLY_STRING)
             continue;
+        char *end = NULL;
+        errno = 0;
+        long long seen_ms = strtoll(ms->str, &end, 10);
+        if (errno != 0 || end == ms->str || *end != '\0' || seen_ms > now)
+            continue; /* not written by a heartbeat: ignore it */
         const char *json = "{}";
         for (size_t k = 0; k + 1 < info->elements; k += 2)
             if (info->element[k]->type == BATON_REPLY_STRING &&
@@ -107,7 +113,7 @@ int members_read(struct baton_client *c, const char *group, struct member **out,
                 json = info->element[k + 1]->str;
         m[count].node = strdup(name->str);
         m[count].info_json = strdup(json);
-        m[count].seen_ago_ms = now - strtoll(ms->str, NULL, 10);
+        m[count].seen_ago_ms = now - seen_ms;
         count++;
         if (m[count - 1].node == NULL || m[count - 1].info_json == NULL)
             goto out;

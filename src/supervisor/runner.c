@@ -31,7 +31,7 @@
 
 #define LINE_MAX_BYTES  4096
 #define CATCHUP_MAX     1000 /* missed ticks run per job and leadership, at most */
-#define CLAIM_RETRY_MS 100 /* a claim that failed (Redis unreachable) is retried this often */
+#define CLAIM_RETRY_MS  100  /* a claim that failed (Redis unreachable) is retried this often */
 #define CLAIM_MARGIN_MS 20   /* do not claim this close to the lease deadline */
 
 static const char claim_src[] =
@@ -861,7 +861,8 @@ void runner_on_timer(struct runner *r)
                 cJSON *f = log_fields();
                 cJSON_AddStringToObject(f, "job", js->job->name);
                 cJSON_AddStringToObject(f, "scheduled_at", when);
-                cJSON_AddStringToObject(f, "reason", "could not be claimed within its catch-up window");
+                cJSON_AddStringToObject(f, "reason",
+                                        "could not be claimed within its catch-up window");
                 log_emit(r->h.log, LOG_WARN, "tick_dropped", f);
                 js->claim_retry_at = 0;
                 js->next_tick = after;
