@@ -26,6 +26,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h> /* FILE, for baton_stats_write_prometheus() */
 
 #ifdef __cplusplus
 extern "C" {
@@ -322,6 +323,327 @@ BATON_API int baton_client_eval(struct baton_client *c, const char *script, int 
                                 const char *const *keys, int nargs, const char *const *args,
                                 struct baton_reply **out);
 BATON_API void baton_reply_free(struct baton_reply *r);
+
+/* ------------------------------------------------------------------------ */
+/* Semaphores: at most `limit` holders of a name at once (seed 000's
+ * rate-limited resource). Each holder gets a permit: its own id, its own
+ * lease (extendable, auto-renewable, lost like a lock's), and a fencing
+ * token from a counter per name that increases with every grant. Expired
+ * permits are reclaimed atomically by every acquire; time is the server's
+ * (TIME inside the scripts), never a client's clock. Waiters are served
+ * first come, first served across processes and woken when a permit is
+ * released (its slot is handed to the longest waiter), or when the
+ * earliest lease runs out.
+ *
+ * Different limits for one name: each acquire checks its own limit against
+ * the live holders, so a caller passing 3 waits while 3 or more hold, one
+ * passing 5 while 5 or more do; a released permit goes to the longest
+ * waiter one for one, so holders never exceed the largest limit in use.
+ * Use one limit per name unless that is what you want.
+ *
+ * Redis keys: prefix{name}:sem (holders), :sem:fence, :sem:q, :sem:qx.
+ * A struct baton_permit belongs to one thread at a time; baton_permit_lost(),
+ * _fence(), _deadline_ns() and _remaining_ms() may be called from any. */
+
+struct baton_permit;
+
+typedef void (*baton_permit_lost_fn)(struct baton_permit *p, void *arg);
+
+struct baton_sem_opts {
+    int64_t ttl_ms;         /* lease of the permit; default 30000 */
+    int64_t max_wait_ms;    /* default 5000; BATON_NO_WAIT, BATON_WAIT_FOREVER */
+    int64_t retry_delay_ms; /* safety-net retry while waiting, +/-25% jitter;
+                               default 200 (waiters are woken on release) */
+    bool auto_renew;        /* renew every renew_ms in the background */
+    int64_t renew_ms;       /* default ttl/3 */
+    baton_permit_lost_fn on_lost; /* optional: called once, from the client's
+                                     renewal thread, when the permit is lost.
+                                     It must not free or release p. */
+    void *on_lost_arg;
+};
+
+/* Tries once to take a permit of name (1 <= limit <= 1000000). Returns: 0
+ * and the permit in *out; BATON_ETAKEN when limit holders hold (or waiters
+ * are queued before us); EINVAL; EIO/EPROTO/EREDIS. On success *out is
+ * owned: release with baton_sem_release() and free with baton_permit_free().
+ * On failure *out is NULL. */
+BATON_API int baton_sem_try(struct baton_client *c, const char *name, int limit,
+                            const struct baton_sem_opts *opts, struct baton_permit **out);
+
+/* Takes a permit, waiting up to opts->max_wait_ms. Returns: 0 and *out;
+ * BATON_ETIMEDOUT; BATON_EQUEUEFULL (at once, when max_waiters_per_key
+ * callers of this process already wait for name); EINVAL; EIO... Ownership
+ * as baton_sem_try(). */
+BATON_API int baton_sem_acquire(struct baton_client *c, const char *name, int limit,
+                                const struct baton_sem_opts *opts, struct baton_permit **out);
+
+/* Releases the permit if still held (stopping its auto-renewal first); its
+ * slot goes to the longest waiter. Returns: 0; BATON_ELOST when it was no
+ * longer held (its lease had run out: nothing else is changed);
+ * EIO/EPROTO/EREDIS. p stays valid; free it with baton_permit_free(). */
+BATON_API int baton_sem_release(struct baton_permit *p);
+
+/* Releases the permit whose id is permit_id (baton_permit_id()), for a
+ * process that kept only the id. Returns 0; BATON_ELOST when no such
+ * permit is held; EINVAL; EIO... A struct baton_permit of that id in this
+ * process learns it at its next renewal (it is then lost). */
+BATON_API int baton_sem_release_id(struct baton_client *c, const char *name,
+                                   const char *permit_id);
+
+/* Sets the permit's remaining lease to ttl_ms (0: its ttl) if still held,
+ * and moves its validity deadline. Returns 0; BATON_ELOST; EIO... */
+BATON_API int baton_sem_extend(struct baton_permit *p, int64_t ttl_ms);
+
+/* Starts auto-renewal (every renew_ms; 0: ttl/3) if not already on. */
+BATON_API int baton_sem_auto_renew(struct baton_permit *p, int64_t renew_ms);
+
+/* Live holders of name now (server time). Returns 0 and *holders, or EIO... */
+BATON_API int baton_sem_holders(struct baton_client *c, const char *name, int *holders);
+
+/* Frees p, stopping its auto-renewal. Does not release it (its lease
+ * will run out). NULL is a no-op. */
+BATON_API void baton_permit_free(struct baton_permit *p);
+
+/* As the baton_lock_ queries: lost once known lost or past the validity
+ * deadline (send time of the last confirmed grant/extend + ttl - drift). */
+BATON_API bool baton_permit_lost(const struct baton_permit *p);
+BATON_API uint64_t baton_permit_fence(const struct baton_permit *p);
+BATON_API int64_t baton_permit_deadline_ns(const struct baton_permit *p);
+BATON_API int64_t baton_permit_remaining_ms(const struct baton_permit *p);
+/* The permit id (48 hex chars) and the semaphore's name. Borrowed; valid
+ * until baton_permit_free(p). */
+BATON_API const char *baton_permit_id(const struct baton_permit *p);
+BATON_API const char *baton_permit_name(const struct baton_permit *p);
+/* Detail of the last failure on p ("" if none). Borrowed, same lifetime. */
+BATON_API const char *baton_permit_errstr(const struct baton_permit *p);
+
+/* ------------------------------------------------------------------------ */
+/* Multi-lock: several keys, all or nothing (seed 001's transfer between two
+ * accounts). Keys are sorted (strcmp) and duplicates dropped, so every
+ * caller takes them in one order and two callers locking {A,B} and {B,A}
+ * cannot deadlock.
+ *   - When every key's Redis key lies in one cluster hash slot (keys with
+ *     the same {tag}, e.g. "{acct}:1" and "{acct}:2"), one script takes
+ *     them all at once if all are free.
+ *   - Otherwise, or when some key is held and the caller may wait, the
+ *     keys are acquired one by one in sorted order, each waiting as
+ *     baton_lock_acquire() does, within one overall max_wait_ms; on any
+ *     failure those already taken are released.
+ * Each key is an ordinary lock (same Redis keys, fencing counter and
+ * queue as baton_lock_acquire() on it), so multi-locks and single locks on
+ * the same keys exclude each other. A struct baton_multi belongs to one
+ * thread at a time; baton_multi_lost() may be called from any. */
+
+struct baton_multi;
+
+#define BATON_MULTI_MAX_KEYS 16
+
+/* Takes keys[0..n) (1 <= n <= BATON_MULTI_MAX_KEYS) with opts applying to
+ * each lock (opts->max_wait_ms bounds the whole operation; BATON_NO_WAIT
+ * tries once). Returns: 0 and *out (owned: release with
+ * baton_multi_release() and free with baton_multi_free()); BATON_ETAKEN
+ * (BATON_NO_WAIT and a key held); BATON_ETIMEDOUT; BATON_EQUEUEFULL;
+ * EINVAL; EIO... with detail in baton_client_errstr(). On failure *out is
+ * NULL and nothing is held. */
+BATON_API int baton_multi_acquire(struct baton_client *c, const char *const *keys, size_t n,
+                                  const struct baton_lock_opts *opts, struct baton_multi **out);
+
+/* Releases every lock (in reverse order), stopping renewal first. Returns
+ * 0; BATON_ELOST when any was no longer held (the others are released
+ * anyway); EIO... m stays valid; free it with baton_multi_free(). */
+BATON_API int baton_multi_release(struct baton_multi *m);
+
+/* Extends every lock (ttl_ms 0: the ttl). Returns 0, or the first error. */
+BATON_API int baton_multi_extend(struct baton_multi *m, int64_t ttl_ms);
+
+/* Frees m and its locks, stopping renewal; does not release. NULL: no-op. */
+BATON_API void baton_multi_free(struct baton_multi *m);
+
+/* True when any of the locks is lost. */
+BATON_API bool baton_multi_lost(const struct baton_multi *m);
+/* The earliest validity deadline of the locks (CLOCK_MONOTONIC ns). */
+BATON_API int64_t baton_multi_deadline_ns(const struct baton_multi *m);
+/* The number of distinct keys, and the lock of the i-th in sorted order
+ * (fence, key, token...). Borrowed; valid until baton_multi_free(m). */
+BATON_API size_t baton_multi_count(const struct baton_multi *m);
+BATON_API struct baton_lock *baton_multi_lock(const struct baton_multi *m, size_t i);
+
+/* Runs fn(m, arg) while holding every key, renewed in the background.
+ * Returns as baton_with_lock(): fn's result, or BATON_ELOST when a lock
+ * was lost while fn ran, or the acquire error when fn was not run. */
+typedef int (*baton_multi_fn)(struct baton_multi *m, void *arg);
+BATON_API int baton_with_locks(struct baton_client *c, const char *const *keys, size_t n,
+                               const struct baton_lock_opts *opts, baton_multi_fn fn, void *arg);
+
+/* ------------------------------------------------------------------------ */
+/* Once: process an id at most once (seed 000's webhook dedup). The id is a
+ * lock key; a marker prefix{id}:done, written only after fn succeeded,
+ * says "done" for marker_ttl_ms.
+ *   1. marker present                      -> BATON_ONCE_ALREADY_PROCESSED
+ *   2. lock held by someone (no waiting)   -> BATON_ONCE_DUPLICATE
+ *   3. lock taken, marker checked again, fn run under the auto-renewed
+ *      lock; fn returned 0: marker written -> BATON_ONCE_PROCESSED
+ * A process that dies in fn leaves no marker: the id can be processed
+ * again once the lock's lease runs out (lock_ttl_ms). Outcomes are results,
+ * not errors: they are >= 0, and errors are the negative BATON_E* codes. */
+
+enum baton_once_result {
+    BATON_ONCE_PROCESSED = 0,         /* fn ran and succeeded; marker written */
+    BATON_ONCE_DUPLICATE = 1,         /* someone is processing the id now */
+    BATON_ONCE_ALREADY_PROCESSED = 2, /* a marker says it was done */
+};
+
+struct baton_once_opts {
+    int64_t marker_ttl_ms; /* how long "done" is remembered; default 86400000 */
+    int64_t lock_ttl_ms;   /* lease of the processing lock (auto-renewed while
+                              fn runs): how soon an id whose processor died
+                              can be processed again; default 30000 */
+};
+
+/* Processes id at most once with marker_ttl_ms = ttl_ms (see above). fn
+ * gets the processing lock (baton_lock_lost(), baton_lock_fence()) and
+ * returns 0 on success, or a negative value on failure.
+ * Returns: a baton_once_result; fn's negative value when it failed (no
+ * marker: the id can be processed again at once; values that collide with
+ * BATON_E* codes cannot be told apart; a positive value from fn is returned
+ * as BATON_EINVAL); BATON_ELOST when fn succeeded but the lock was lost while
+ * it ran (the marker is written anyway, as the work was done, but another
+ * process may have run fn at the same time); EINVAL; EIO... (if Redis fails
+ * after fn succeeded, no marker may have been written). */
+BATON_API int baton_once(struct baton_client *c, const char *id, int64_t ttl_ms,
+                         baton_locked_fn fn, void *arg);
+BATON_API int baton_once_with(struct baton_client *c, const char *id,
+                              const struct baton_once_opts *opts, baton_locked_fn fn, void *arg);
+/* Returns: "processed", "duplicate", "already_processed", or for a
+ * negative code baton_errname(code). Static. */
+BATON_API const char *baton_once_result_name(int result);
+
+/* ------------------------------------------------------------------------ */
+/* Leader election for embedding (seed 000's LeaderElection): a background
+ * thread per campaign drives the election primitives above (campaign,
+ * renew, resign, watch) and calls back when leadership is gained or lost.
+ *
+ * Loss is reported before the validity deadline: when renewals cannot be
+ * confirmed, on_lost is called loss_margin_ms before the deadline (send
+ * time of the last confirmed renewal + ttl - drift), Redis reachable or
+ * not, since the thread never starts a Redis call that could outlast that
+ * moment. Another node can only be elected after the lease has run out in
+ * Redis, which is later still. Followers campaign at once when the leader
+ * resigns (a subscription), when its lease runs out, and every retry_ms. A
+ * request to step down (baton_election_request_step_down()) naming our
+ * term makes us resign, wait retry_ms, and campaign again.
+ *
+ * Callbacks run on the campaign's thread, one at a time, alternating
+ * gained, lost, gained...; on_lost comes before leadership is given up in
+ * Redis (on resign too), so the leader's work can stop first. Keep them
+ * short; they may call baton_leader_is_leader() and baton_leader_term(),
+ * but not baton_leader_resign() or baton_leader_free() on their leader.
+ * baton_leader_is_leader() and _term() may be called from any thread;
+ * resign and free from one thread. */
+
+struct baton_leader;
+
+/* term: the term gained or lost. reason, for on_lost: 0 (we resigned, or
+ * stepped down on request), BATON_ELOST (another node holds the lease), or
+ * BATON_EIO (renewals not confirmed in time); 0 for on_gained. */
+typedef void (*baton_leader_fn)(struct baton_leader *l, uint64_t term, int reason, void *arg);
+
+struct baton_leader_opts {
+    int64_t ttl_ms;         /* leadership lease; default 10000 */
+    int64_t renew_ms;       /* default ttl/3 */
+    int64_t loss_margin_ms; /* default ttl/10 (at least 1) */
+    int64_t retry_ms;       /* followers' safety-net poll; the cap of the
+                               back-off when Redis is unreachable; default
+                               1000 */
+    const char *identity;   /* shown by baton_election_leader(); default "" */
+    baton_leader_fn on_gained;
+    baton_leader_fn on_lost;
+    void *arg;
+};
+
+/* Starts campaigning for name in a new thread. The client's
+ * command_timeout_ms bounds every Redis call, so it must fit between a
+ * renewal and the loss: renew_ms + command_timeout_ms + loss_margin_ms <
+ * ttl_ms - drift (1% of ttl + 2 ms), or BATON_EINVAL. Also EINVAL for a name
+ * that baton_election_new() refuses; ENOMEM. No Redis I/O in the caller's
+ * thread. Returns: 0 and *out (owned; free with baton_leader_free()). */
+BATON_API int baton_leader_campaign(struct baton_client *c, const char *name,
+                                    const struct baton_leader_opts *opts,
+                                    struct baton_leader **out);
+
+/* Stops the campaign: if leading, on_lost(reason 0) is called, then
+ * leadership is released and every follower woken. Waits for the thread
+ * (at most about one command timeout). Returns 0; BATON_ELOST (leadership
+ * was not ours any more); EIO... (not released: it expires with its
+ * lease); BATON_EINVAL when called from a callback. A second call returns
+ * the first's result. */
+BATON_API int baton_leader_resign(struct baton_leader *l);
+
+/* Resigns if still campaigning, and frees l. NULL is a no-op. */
+BATON_API void baton_leader_free(struct baton_leader *l);
+
+/* True from just before on_gained until just before on_lost, and never
+ * past loss_margin_ms before the validity deadline. */
+BATON_API bool baton_leader_is_leader(const struct baton_leader *l);
+/* The term of the current (or last) leadership; 0 before the first. */
+BATON_API uint64_t baton_leader_term(const struct baton_leader *l);
+/* While leading: the moment (CLOCK_MONOTONIC ns) at which leadership is
+ * given up unless renewed (the validity deadline - loss_margin_ms); else 0. */
+BATON_API int64_t baton_leader_deadline_ns(const struct baton_leader *l);
+
+/* ------------------------------------------------------------------------ */
+/* Stats: what one client's locks did, by key class, the first
+ * colon-separated segment of the key ("account:123" -> "account"; a key
+ * without a colon is its own class). Counted: grants (semaphore permits
+ * under their name's class; baton_once() under its id's), releases,
+ * acquires that timed out, losses of held locks, contention (acquires that
+ * found the key held, whether they then waited or were refused), locks
+ * held now, and the wait from the acquire call to the grant. Election
+ * leases are not counted.
+ *
+ * The stats belong to the client (no process-global state: two clients
+ * keep separate books; a process exports the union by writing each). The
+ * first BATON_STATS_MAX_CLASSES classes get their own series; later ones
+ * are counted as "other" (as is a class named "other"), so cardinality is
+ * bounded. Bytes outside printable ASCII in a class become '_', and classes
+ * are cut at BATON_STATS_CLASS_LEN - 1 bytes. All stats functions are
+ * thread-safe; counting takes no lock. */
+
+#define BATON_STATS_MAX_CLASSES 32
+#define BATON_STATS_CLASS_LEN   64
+/* The histogram's upper bounds, seconds: 0.0005 0.001 0.0025 0.005 0.01
+ * 0.025 0.05 0.1 0.25 0.5 1 2.5 5 10 (and +Inf = wait_count). */
+#define BATON_STATS_BUCKETS 14
+
+struct baton_stats {
+    char key_class[BATON_STATS_CLASS_LEN];
+    uint64_t acquired;
+    uint64_t released;
+    uint64_t acquire_timeouts;
+    uint64_t lost;
+    uint64_t contention;
+    int64_t held;
+    uint64_t wait_le[BATON_STATS_BUCKETS]; /* cumulative, as in Prometheus */
+    uint64_t wait_count;
+    double wait_sum_seconds;
+};
+
+/* The stats of one class (all zero if never seen). Returns 0 or EINVAL. */
+BATON_API int baton_stats_get(struct baton_client *c, const char *key_class,
+                              struct baton_stats *out);
+/* Fills out[0..cap) with the classes seen, in order of first sighting,
+ * "other" last when used. Returns how many were written, or EINVAL. */
+BATON_API int baton_stats_classes(struct baton_client *c, struct baton_stats *out, int cap);
+
+/* Writes the stats in the Prometheus text exposition format (0.0.4):
+ *   baton_lock_acquired_total, baton_lock_released_total,
+ *   baton_lock_acquire_timeouts_total, baton_lock_lost_total,
+ *   baton_lock_contention_total (counters), baton_lock_held (gauge),
+ *   baton_lock_acquire_wait_seconds (histogram), labelled key_class.
+ * Per client rather than the process-wide baton_stats_write_prometheus(FILE *)
+ * first sketched: libbaton keeps no global mutable state.
+ * Returns 0, EINVAL, or EIO when writing to f failed. */
+BATON_API int baton_stats_write_prometheus(struct baton_client *c, FILE *f);
 
 #ifdef __cplusplus
 }

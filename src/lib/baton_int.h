@@ -10,6 +10,11 @@
  *   renew.c    auto-renewal: the shared renewal thread
  *   lock.c     the lock API
  *   with_lock.c baton_with_lock()
+ *   stats.c    per-client counters by key class (Prometheus text output)
+ *   sem.c      semaphores: N holders, each permit a lease (a struct baton_lock)
+ *   multi.c    several locks, all or nothing, in sorted order
+ *   once.c     baton_once(): process an id at most once
+ *   leader.c   leader election for embedding: a thread on election.c
  */
 #ifndef BATON_INT_H
 #define BATON_INT_H
@@ -108,6 +113,11 @@ enum baton__script_id {
     BATON__S_RELEASE,
     BATON__S_EXTEND,
     BATON__S_CANCEL,
+    BATON__S_SEM_ACQUIRE,
+    BATON__S_SEM_RELEASE,
+    BATON__S_SEM_EXTEND,
+    BATON__S_SEM_CANCEL,
+    BATON__S_MULTI_ACQUIRE,
     BATON__S_COUNT
 };
 
@@ -123,6 +133,7 @@ void baton__sha1_hex(const void *data, size_t len, char out[41]);
 
 struct baton__waiters;
 struct baton__renewer;
+struct baton__stats;
 
 /* One shard of the connection pool. Threads pick a shard by thread id, so
  * that fifty threads do not convoy on one mutex. */
@@ -149,6 +160,7 @@ struct baton_client {
     char errstr[BATON__ERRLEN];
     struct baton__waiters *waiters; /* started on first wait */
     struct baton__renewer *renewer; /* started on first auto-renewal */
+    struct baton__stats *stats;     /* stats.c; made with the client */
 };
 
 /* Takes an idle pooled connection or opens one. Returns 0 and *out, or a
@@ -189,6 +201,7 @@ struct baton_lock {
     _Atomic bool ever_renewed; /* registered with the renewer at some time */
     char *token;               /* 48 hex chars [+ ":" + identity] (same allocation) */
     const char *release_chan;  /* elections: published to on release; else NULL */
+    enum baton__script_id extend_script; /* BATON__S_EXTEND; semaphore permits: SEM_EXTEND */
     int64_t ttl_ms;
     int64_t renew_ms;
     baton_lost_fn on_lost;
@@ -202,6 +215,10 @@ struct baton_lock {
     int64_t confirmed_sent_ns;    /* under mu: send time of the last confirmation */
     char lost_why[BATON__ERRLEN]; /* under mu; written once, before lost is set */
     char errstr[BATON__ERRLEN];   /* owner thread's last failure */
+
+    /* stats.c's: set while a grant is counted as held in class stats_class */
+    _Atomic bool stats_held;
+    int stats_class;
 
     /* renew.c's, under the renewer's mutex */
     bool renewing;
@@ -243,6 +260,11 @@ struct baton__waiter {
     bool woken;
     pthread_cond_t cv;
     struct baton__waiter *next, *prev;
+    /* A grant handed over in-process by baton__waiters_grant(): the fields
+     * are written before granted is set, and never again. */
+    _Atomic bool granted;
+    uint64_t grant_fence;
+    int64_t grant_sent_ns;
 };
 
 /* Registers w as a waiter of w->key. Returns 0; BATON_EQUEUEFULL when the
@@ -253,6 +275,13 @@ void baton__waiters_leave(struct baton_client *c, struct baton__waiter *w);
 /* Sleeps until w is woken or until_ns. Returns true when woken (and clears
  * the flag). */
 bool baton__waiters_sleep(struct baton_client *c, struct baton__waiter *w, int64_t until_ns);
+/* Hands a grant to this client's waiter of token (a semaphore release
+ * that gave its slot to a waiter of the same process) and wakes it: fence,
+ * and the send time of the request that granted it. Returns false when no
+ * such waiter waits any more (it then finds the grant in Redis, or its
+ * cancel passes it on). */
+bool baton__waiters_grant(struct baton_client *c, const char *token, uint64_t fence,
+                          int64_t sent_ns);
 /* The channel on which this client's waiters are woken. Writes into buf. */
 void baton__waiters_channel(const struct baton_client *c, char *buf, size_t len);
 void baton__waiters_stop(struct baton_client *c);
@@ -263,5 +292,27 @@ int baton__renew_add(struct baton_lock *lk, int64_t renew_ms);
 /* Stops renewing lk; waits for a renewal of lk in flight to finish. */
 void baton__renew_remove(struct baton_lock *lk);
 void baton__renew_stop(struct baton_client *c);
+
+/* ---- stats.c ---- */
+
+/* Returns: owned; free with baton__stats_free(). NULL on ENOMEM. */
+struct baton__stats *baton__stats_new(void);
+void baton__stats_free(struct baton__stats *st);
+/* The hooks. key is the user's key (its class is the part before the first
+ * ':'). A grant marks lk held; released/lost/dropped unmark it, and the
+ * first of them to do so counts (a lock is held at most once). */
+void baton__stats_granted(struct baton_lock *lk, const char *key, int64_t wait_ns, bool contended);
+/* An acquire found key held: contention; timed_out: it then gave up. */
+void baton__stats_refused(struct baton_client *c, const char *key, bool timed_out);
+void baton__stats_released(struct baton_lock *lk);
+void baton__stats_lost(struct baton_lock *lk);
+/* Freed while still counted as held (never released). */
+void baton__stats_dropped(struct baton_lock *lk);
+
+/* ---- multi.c ---- */
+
+/* The Redis Cluster hash slot of a Redis key (CRC16/XMODEM of its hash tag,
+ * mod 16384). */
+unsigned baton__key_slot(const char *rkey, size_t len);
 
 #endif /* BATON_INT_H */

@@ -7,7 +7,7 @@
 #include "baton_int.h"
 
 #define SHARD_MAX_IDLE  16
-#define SCRIPT_MAX_ARGS 16
+#define SCRIPT_MAX_ARGS 64 /* the multi-lock script: 3 per key + 4 */
 
 int64_t baton__client_deadline(const struct baton_client *c)
 {
@@ -194,6 +194,8 @@ int baton_client_new(const char *url, const struct baton_client_opts *opts,
         c->shard[i].rnd_used = sizeof c->shard[i].rnd; /* empty: filled on first use */
     }
     *out = c;
+    if ((c->stats = baton__stats_new()) == NULL)
+        return BATON_ENOMEM;
     c->connect_timeout_ms = o.connect_timeout_ms > 0 ? o.connect_timeout_ms : 2000;
     c->command_timeout_ms = o.command_timeout_ms > 0 ? o.command_timeout_ms : 2000;
     c->max_waiters = o.max_waiters_per_key != 0 ? o.max_waiters_per_key : 1000;
@@ -247,6 +249,7 @@ void baton_client_free(struct baton_client *c)
         pthread_mutex_destroy(&s->mu);
     }
     baton__url_clear(&c->url);
+    baton__stats_free(c->stats);
     free(c->prefix);
     pthread_mutex_destroy(&c->mu);
     free(c);

@@ -70,6 +70,7 @@ int baton__lock_new(struct baton_client *c, const char *base, const char *name,
         p += n;
     }
     lk->c = c;
+    lk->extend_script = BATON__S_EXTEND;
     lk->ttl_ms = o->ttl_ms;
     lk->renew_ms = o->renew_ms;
     lk->on_lost = o->on_lost;
@@ -129,6 +130,8 @@ void baton__lock_mark_lost(struct baton_lock *lk, const char *why)
         first = true;
     }
     pthread_mutex_unlock(&lk->mu);
+    if (first)
+        baton__stats_lost(lk);
     if (first && lk->on_lost != NULL)
         lk->on_lost(lk, lk->on_lost_arg);
 }
@@ -232,8 +235,12 @@ int baton_lock_try(struct baton_client *c, const char *key, const struct baton_l
         return BATON_EINVAL;
     if ((rc = lock_new(c, key, &o, &lk)) != BATON_OK)
         return rc;
-    if ((rc = attempt(lk, false, false, 0, &h)) != BATON_OK)
+    if ((rc = attempt(lk, false, false, 0, &h)) != BATON_OK) {
+        if (rc == BATON_ETAKEN)
+            baton__stats_refused(c, key, false);
         return give_up(lk, rc, out);
+    }
+    baton__stats_granted(lk, key, 0, false);
     if (o.auto_renew && (rc = baton__renew_add(lk, o.renew_ms)) != BATON_OK)
         return give_up(lk, rc, out);
     *out = lk;
@@ -293,8 +300,11 @@ int baton_lock_acquire(struct baton_client *c, const char *key, const struct bat
     if (rc != BATON_OK) {
         if (queued)
             cancel_wait(lk);
+        if (queued || rc == BATON_ETIMEDOUT)
+            baton__stats_refused(c, key, rc == BATON_ETIMEDOUT);
         return give_up(lk, rc, out);
     }
+    baton__stats_granted(lk, key, baton__now_ns() - start, queued);
     if (o.auto_renew && (rc = baton__renew_add(lk, o.renew_ms)) != BATON_OK)
         return give_up(lk, rc, out);
     *out = lk;
@@ -320,8 +330,8 @@ int baton_lock_extend(struct baton_lock *lk, int64_t ttl_ms)
     const char *args[2] = {lk->token, ttl};
     if ((rc = baton__client_get(c, &cn, lk->errstr, sizeof lk->errstr)) != BATON_OK)
         return rc;
-    rc = baton__script_call(c, cn, BATON__S_EXTEND, 1, keys, 2, args, &r, baton__client_deadline(c),
-                            &sent, lk->errstr, sizeof lk->errstr);
+    rc = baton__script_call(c, cn, lk->extend_script, 1, keys, 2, args, &r,
+                            baton__client_deadline(c), &sent, lk->errstr, sizeof lk->errstr);
     baton__client_put(c, cn);
     if (rc != BATON_OK)
         return rc;
@@ -363,6 +373,7 @@ int baton_lock_release(struct baton_lock *lk)
         return rc;
     if (r->type == REDIS_REPLY_INTEGER && r->integer == 1) {
         atomic_store(&lk->released, true);
+        baton__stats_released(lk);
     } else if (r->type == REDIS_REPLY_INTEGER) {
         baton__set_error(lk->errstr, sizeof lk->errstr,
                          "lock %s was no longer held by this owner at release", lk->key);
@@ -389,6 +400,7 @@ void baton_lock_free(struct baton_lock *lk)
         return;
     if (lk->c != NULL)
         baton__renew_remove(lk);
+    baton__stats_dropped(lk);
     pthread_mutex_destroy(&lk->mu);
     free(lk);
 }

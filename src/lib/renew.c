@@ -47,7 +47,7 @@ static int64_t renew_one(struct baton__renewer *rn, struct baton_lock *lk, int64
     const char *args[2] = {lk->token, ttl};
     if (baton__client_get(c, &cn, err, sizeof err) != BATON_OK)
         return retry;
-    int rc = baton__script_call(c, cn, BATON__S_EXTEND, 1, keys, 2, args, &r,
+    int rc = baton__script_call(c, cn, lk->extend_script, 1, keys, 2, args, &r,
                                 min64(baton__client_deadline(c), bound_ns), &sent, err, sizeof err);
     baton__client_put(c, cn);
     if (rc != BATON_OK)

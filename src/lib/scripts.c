@@ -102,6 +102,147 @@ static const char cancel_src[] = "local lock, q, qx, chan = KEYS[1], KEYS[2], KE
                                  "local v = redis.call('get', lock)\n"
                                  "if v and v ~= '~' .. ARGV[1] then return 1 end\n" HANDOFF;
 
+/* ---- Semaphores (sem.c) ----
+ *
+ * Keys of semaphore S, all in the slot of {S}:
+ *   P{S}:sem        holders, a sorted set: member = permit id (a token),
+ *                   score = lease expiry (ms, server time). Expired members
+ *                   are reclaimed by every acquire. The key's own TTL covers
+ *                   the longest lease, so an abandoned set vanishes.
+ *   P{S}:sem:fence  fencing counter: INCR on every grant, no TTL
+ *   P{S}:sem:q      waiters, a sorted set: member = "<ttl_ms>|<token>",
+ *                   score = arrival (us)
+ *   P{S}:sem:qx     waiters' liveness, a sorted set: member -> expiry (ms)
+ * A release that finds waiters hands its slot to the first live waiter:
+ *   - a waiter of the releasing client (the token starts with its id) is
+ *     granted the permit at once, with the lease it asked for (the ttl in
+ *     its member); the script returns {token, fence} and the releasing
+ *     thread hands the grant over in-process: no wake-up message, no
+ *     round trip for the waiter;
+ *   - a waiter elsewhere gets a reservation: its token enters the holders
+ *     with the expiry of its queue entry, and it is woken on its client's
+ *     channel; its next acquire turns the reservation into a permit.
+ * Either way waiters are served first come, first served, and the slot of
+ * a waiter that died is reclaimed like any expired permit. */
+
+#define NOW_MS                                                                                     \
+    "local t = redis.call('time')\n"                                                               \
+    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+
+/* Gives one freed slot to the first live waiter. Expects h, q, qx, f,
+ * chan, cid, now in scope. */
+#define SEM_HANDOFF                                                                                \
+    "while true do\n"                                                                              \
+    "  local w = redis.call('zpopmin', q)[1]\n"                                                    \
+    "  if not w then break end\n"                                                                  \
+    "  local e = tonumber(redis.call('zscore', qx, w))\n"                                          \
+    "  redis.call('zrem', qx, w)\n"                                                                \
+    "  if e and e > now then\n"                                                                    \
+    "    local ttl, tok = string.match(w, '^(%d+)|(.+)$')\n"                                       \
+    "    ttl = tonumber(ttl)\n"                                                                    \
+    "    if string.sub(tok, 1, 16) == cid then\n"                                                  \
+    "      redis.call('zadd', h, string.format('%.0f', now + ttl), tok)\n"                         \
+    "      if redis.call('pttl', h) < ttl then redis.call('pexpire', h, ttl) end\n"                \
+    "      return {tok, redis.call('incr', f)}\n"                                                  \
+    "    end\n"                                                                                    \
+    "    redis.call('zadd', h, string.format('%.0f', e), tok)\n"                                   \
+    "    redis.call('publish', chan .. string.sub(tok, 1, 16), tok)\n"                             \
+    "    return 1\n"                                                                               \
+    "  end\n"                                                                                      \
+    "end\n"                                                                                        \
+    "return 1\n"
+
+/* KEYS: holders fence q qx. ARGV: token limit ttl_ms wait(0|1)
+ * entry_ttl_ms queued(0|1).
+ * Returns the fence (an integer) when granted, else {ms}: ms until the
+ * earliest lease ends (-1: none). A newcomer is admitted when fewer than
+ * limit hold and no live waiter is queued; a waiter when its rank in the
+ * queue is below the number of free slots. */
+static const char sem_acquire_src[] =
+    "local h, f, q, qx = KEYS[1], KEYS[2], KEYS[3], KEYS[4]\n"
+    "local tok, limit, ttl = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])\n"
+    "local me = ARGV[3] .. '|' .. tok\n" NOW_MS
+    "redis.call('zremrangebyscore', h, '-inf', now)\n"
+    "local function grant()\n"
+    "  redis.call('zadd', h, string.format('%.0f', now + ttl), tok)\n"
+    "  if redis.call('pttl', h) < ttl then redis.call('pexpire', h, ttl) end\n"
+    "  return redis.call('incr', f)\n"
+    "end\n"
+    "if ARGV[6] == '1' and redis.call('zscore', h, tok) then return grant() end\n"
+    "local n = redis.call('zcard', h)\n"
+    "if n < limit then\n"
+    "  local ok = true\n"
+    "  if redis.call('exists', q) == 1 then\n"
+    "    local dead = redis.call('zrangebyscore', qx, '-inf', now)\n"
+    "    for i = 1, #dead do redis.call('zrem', q, dead[i]) end\n"
+    "    if #dead > 0 then redis.call('zremrangebyscore', qx, '-inf', now) end\n"
+    "    local r = redis.call('zrank', q, me)\n"
+    "    if r then ok = r < limit - n else ok = redis.call('zcard', q) == 0 end\n"
+    "  end\n"
+    "  if ok then\n"
+    "    if ARGV[6] == '1' then redis.call('zrem', q, me); redis.call('zrem', qx, me) end\n"
+    "    return grant()\n"
+    "  end\n"
+    "end\n"
+    "if ARGV[4] == '1' then\n"
+    "  local ettl = tonumber(ARGV[5])\n"
+    "  redis.call('zadd', q, 'NX', t[1] .. string.sub('00000' .. t[2], -6), me)\n"
+    "  redis.call('zadd', qx, string.format('%.0f', now + ettl), me)\n"
+    "  if redis.call('pttl', q) < ettl then\n"
+    "    redis.call('pexpire', q, ettl); redis.call('pexpire', qx, ettl)\n"
+    "  end\n"
+    "end\n"
+    "local first = redis.call('zrange', h, 0, 0, 'withscores')[2]\n"
+    "return {first and tonumber(first) - now or -1}\n";
+
+/* KEYS: holders q qx fence. ARGV: token wake_channel_prefix client_id.
+ * Returns 1 when the permit was released (its slot handed on, if anyone
+ * waits), {token, fence} when its slot was granted to a waiter of the same
+ * client, 0 when it was not held (absent, or its lease had run out). */
+static const char sem_release_src[] =
+    "local h, q, qx, f = KEYS[1], KEYS[2], KEYS[3], KEYS[4]\n"
+    "local chan, cid = ARGV[2], ARGV[3]\n"
+    "local s = redis.call('zscore', h, ARGV[1])\n"
+    "if not s then return 0 end\n"
+    "redis.call('zrem', h, ARGV[1])\n" NOW_MS "if tonumber(s) <= now then return 0 end\n"
+    "if redis.call('exists', q) == 0 then return 1 end\n" SEM_HANDOFF;
+
+/* KEYS: holders. ARGV: token ttl_ms. Returns 1 when extended, 0 when the
+ * permit is not held (absent or expired). */
+static const char sem_extend_src[] =
+    "local h, tok, ttl = KEYS[1], ARGV[1], tonumber(ARGV[2])\n" NOW_MS
+    "local s = redis.call('zscore', h, tok)\n"
+    "if not s or tonumber(s) <= now then return 0 end\n"
+    "redis.call('zadd', h, string.format('%.0f', now + ttl), tok)\n"
+    "if redis.call('pttl', h) < ttl then redis.call('pexpire', h, ttl) end\n"
+    "return 1\n";
+
+/* KEYS: holders q qx fence. ARGV: token wake_channel_prefix client_id
+ * ttl_ms. A waiter gives up: it leaves the queue, and a slot handed to it
+ * goes to the next waiter. Returns as the release script. */
+static const char sem_cancel_src[] =
+    "local h, q, qx, f = KEYS[1], KEYS[2], KEYS[3], KEYS[4]\n"
+    "local chan, cid = ARGV[2], ARGV[3]\n"
+    "local me = ARGV[4] .. '|' .. ARGV[1]\n"
+    "redis.call('zrem', q, me); redis.call('zrem', qx, me)\n"
+    "if redis.call('zrem', h, ARGV[1]) == 0 then return 1 end\n" NOW_MS SEM_HANDOFF;
+
+/* ---- Multi-lock (multi.c) ----
+ * KEYS: lock_1..lock_n fence_1..fence_n (one hash slot). ARGV: ttl_ms
+ * token_1..token_n. Takes every lock or none: returns the fences (an
+ * array) when all were free, else the 1-based index of the first lock
+ * held (an integer). */
+static const char multi_acquire_src[] = "local n = #ARGV - 1\n"
+                                        "for i = 1, n do\n"
+                                        "  if redis.call('exists', KEYS[i]) == 1 then return i end\n"
+                                        "end\n"
+                                        "local out = {}\n"
+                                        "for i = 1, n do\n"
+                                        "  redis.call('set', KEYS[i], ARGV[i + 1], 'PX', ARGV[1])\n"
+                                        "  out[i] = redis.call('incr', KEYS[n + i])\n"
+                                        "end\n"
+                                        "return out\n";
+
 const char *baton__script_source(enum baton__script_id id)
 {
     switch (id) {
@@ -109,6 +250,11 @@ const char *baton__script_source(enum baton__script_id id)
     case BATON__S_RELEASE: return release_src;
     case BATON__S_EXTEND: return extend_src;
     case BATON__S_CANCEL: return cancel_src;
+    case BATON__S_SEM_ACQUIRE: return sem_acquire_src;
+    case BATON__S_SEM_RELEASE: return sem_release_src;
+    case BATON__S_SEM_EXTEND: return sem_extend_src;
+    case BATON__S_SEM_CANCEL: return sem_cancel_src;
+    case BATON__S_MULTI_ACQUIRE: return multi_acquire_src;
     case BATON__S_COUNT: break;
     }
     return "";

@@ -222,6 +222,30 @@ void baton__waiters_leave(struct baton_client *c, struct baton__waiter *w)
     pthread_cond_destroy(&w->cv);
 }
 
+bool baton__waiters_grant(struct baton_client *c, const char *token, uint64_t fence,
+                          int64_t sent_ns)
+{
+    pthread_mutex_lock(&c->mu);
+    struct baton__waiters *ws = c->waiters;
+    pthread_mutex_unlock(&c->mu);
+    bool found = false;
+    if (ws == NULL)
+        return false;
+    pthread_mutex_lock(&ws->mu);
+    for (struct baton__waiter *w = ws->head; w != NULL && !found; w = w->next) {
+        if (strcmp(w->token, token) != 0)
+            continue;
+        w->grant_fence = fence;
+        w->grant_sent_ns = sent_ns;
+        atomic_store(&w->granted, true);
+        w->woken = true;
+        pthread_cond_signal(&w->cv);
+        found = true;
+    }
+    pthread_mutex_unlock(&ws->mu);
+    return found;
+}
+
 bool baton__waiters_sleep(struct baton_client *c, struct baton__waiter *w, int64_t until_ns)
 {
     struct baton__waiters *ws = c->waiters;

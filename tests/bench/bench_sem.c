@@ -1,0 +1,169 @@
+/* bench_sem.c -- semaphore throughput, printed as one JSON object.
+ *
+ * 50 threads share one client and cycle baton_sem_acquire() +
+ * baton_sem_release() on one semaphore of limit 5 (zero hold time, so 45
+ * threads wait at any moment and every cycle is a handoff through the
+ * queue and the wake-up channel). Next to it, the ceiling measured in the
+ * same run: the same 50 threads on the same transport (our connection
+ * code, one connection per thread) sending the raw commands of the
+ * equivalent work, `ZADD key score member` + `ZREM key member` pairs on
+ * one key, with no limit and no waiting. Target: >= 0.7 x the ceiling.
+ * The holders seen inside at once are counted, and must never exceed 5.
+ *
+ * usage: bench_sem [--url URL] [--seconds S] [--smoke]
+ * (URL defaults to $BATON_TEST_URL; tests/lib/with-redis.sh provides one.)
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "baton.h"
+#include "baton_int.h"
+#include "testutil.h"
+
+#define THREADS 50
+#define LIMIT   5
+
+static const char *url;
+static double seconds = 5.0;
+
+struct arg {
+    int id;
+    struct baton_client *c;
+    atomic_bool *stop;
+    atomic_int *inside, *max_inside;
+    int64_t cycles;
+    int errors;
+};
+
+static void *raw_main(void *p)
+{
+    struct arg *a = p;
+    struct baton__conn *cn = NULL;
+    struct baton__url u;
+    char err[256], member[64];
+    snprintf(member, sizeof member, "0123456789abcdef0123456789abcdef01234567%08d", a->id);
+    if (baton__url_parse(url, &u, err, sizeof err) != BATON_OK ||
+        baton__conn_open(&u, tu_now_ns() + INT64_C(2000000000), &cn, err, sizeof err) != BATON_OK) {
+        a->errors++;
+        baton__url_clear(&u);
+        return NULL;
+    }
+    const char *zadd[4] = {"ZADD", "bench:sem:raw", "1700000000000", member};
+    const char *zrem[3] = {"ZREM", "bench:sem:raw", member};
+    size_t addl[4], reml[3];
+    for (int i = 0; i < 4; i++)
+        addl[i] = strlen(zadd[i]);
+    for (int i = 0; i < 3; i++)
+        reml[i] = strlen(zrem[i]);
+    while (!atomic_load(a->stop)) {
+        redisReply *r = NULL;
+        int64_t dl = tu_now_ns() + INT64_C(2000000000);
+        if (baton__conn_command(cn, 4, zadd, addl, &r, dl) != BATON_OK) {
+            a->errors++;
+            break;
+        }
+        freeReplyObject(r);
+        if (baton__conn_command(cn, 3, zrem, reml, &r, dl) != BATON_OK) {
+            a->errors++;
+            break;
+        }
+        freeReplyObject(r);
+        a->cycles++;
+    }
+    baton__conn_free(cn);
+    baton__url_clear(&u);
+    return NULL;
+}
+
+static void *lib_main(void *p)
+{
+    struct arg *a = p;
+    struct baton_sem_opts o = {.ttl_ms = 30000, .max_wait_ms = 30000};
+    while (!atomic_load(a->stop)) {
+        struct baton_permit *pm = NULL;
+        if (baton_sem_acquire(a->c, "bench:sem", LIMIT, &o, &pm) != BATON_OK) {
+            a->errors++;
+            break;
+        }
+        int now = atomic_fetch_add(a->inside, 1) + 1;
+        int seen = atomic_load(a->max_inside);
+        while (now > seen && !atomic_compare_exchange_weak(a->max_inside, &seen, now))
+            ;
+        atomic_fetch_sub(a->inside, 1);
+        if (baton_sem_release(pm) != BATON_OK)
+            a->errors++;
+        baton_permit_free(pm);
+        a->cycles++;
+    }
+    return NULL;
+}
+
+/* Runs THREADS threads of fn for the configured time. Returns cycles/s. */
+static double run(void *(*fn)(void *), struct baton_client *c, int *errors, int *max_inside)
+{
+    pthread_t th[THREADS];
+    struct arg a[THREADS];
+    atomic_bool stop = false;
+    atomic_int inside = 0, maxi = 0;
+    for (int i = 0; i < THREADS; i++) {
+        a[i] = (struct arg){
+            .id = i, .c = c, .stop = &stop, .inside = &inside, .max_inside = &maxi};
+        pthread_create(&th[i], NULL, fn, &a[i]);
+    }
+    int64_t t0 = tu_now_ns();
+    tu_sleep_ms((int64_t)(seconds * 1000));
+    atomic_store(&stop, true);
+    int64_t total = 0;
+    for (int i = 0; i < THREADS; i++) {
+        pthread_join(th[i], NULL);
+        total += a[i].cycles;
+        *errors += a[i].errors;
+    }
+    *max_inside = atomic_load(&maxi);
+    return (double)total / ((double)(tu_now_ns() - t0) / 1e9);
+}
+
+int main(int argc, char **argv)
+{
+    url = getenv("BATON_TEST_URL");
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--smoke") == 0) {
+            seconds = 0.3;
+        } else if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc) {
+            char *end = NULL;
+            seconds = strtod(argv[++i], &end);
+            if (end == argv[i] || *end != '\0')
+                seconds = -1;
+        } else if (strcmp(argv[i], "--url") == 0 && i + 1 < argc) {
+            url = argv[++i];
+        } else {
+            fprintf(stderr, "usage: bench_sem [--url URL] [--seconds S] [--smoke]\n");
+            return 2;
+        }
+    }
+    if (url == NULL || !(seconds > 0 && seconds <= 600)) {
+        fprintf(stderr, "bench_sem: need --url or BATON_TEST_URL, and 0 < seconds <= 600\n");
+        return 2;
+    }
+    struct baton_client *c = NULL;
+    if (baton_client_new(url, NULL, &c) != BATON_OK) {
+        fprintf(stderr, "bench_sem: %s\n", baton_client_errstr(c));
+        baton_client_free(c);
+        return 1;
+    }
+    int errors = 0, max_raw = 0, max_lib = 0;
+    double ceiling = run(raw_main, NULL, &errors, &max_raw);
+    double lib = run(lib_main, c, &errors, &max_lib);
+    baton_client_free(c);
+    double ratio = ceiling > 0 ? lib / ceiling : 0;
+    bool ok = errors == 0 && max_lib <= LIMIT && ratio >= 0.7;
+    printf("{\"bench\":\"sem\",\"seconds\":%.1f,\"threads\":%d,\"limit\":%d,"
+           "\"ceiling_raw_zadd_zrem_per_sec\":%.0f,\"baton_acquire_release_per_sec\":%.0f,"
+           "\"ratio\":%.3f,\"target_ratio\":0.7,\"max_holders_seen\":%d,\"errors\":%d,"
+           "\"ok\":%s}\n",
+           seconds, THREADS, LIMIT, ceiling, lib, ratio, max_lib, errors, ok ? "true" : "false");
+    return errors == 0 && max_lib <= LIMIT ? 0 : 1;
+}
