@@ -133,7 +133,7 @@ static void heartbeat(struct daemon *d)
         return;
     }
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "state", machine_state_name(d->m.state));
+    cJSON_AddStringToObject(o, "state", d->done ? "stopped" : machine_state_name(d->m.state));
     cJSON_AddNumberToObject(o, "term", (double)baton_election_term(d->election));
     cJSON_AddNumberToObject(o, "pid", (double)getpid());
     cJSON_AddStringToObject(o, "version", BATON_VERSION_STRING);
@@ -360,6 +360,7 @@ static enum machine_event act_finish(void *ctx)
     disarm_follower_timers(d);
     if (d->stopping) {
         d->done = true;
+        heartbeat(d); /* "stopped": status shows it at once */
         return EV_NONE;
     }
     if (d->stepping_down) {
@@ -392,7 +393,7 @@ static void on_transition(void *ctx, enum machine_state from, enum machine_state
     cJSON_AddNumberToObject(f, "in_state_ms", (double)in_state_ms);
     log_emit(d->log, quiet ? LOG_DEBUG : LOG_INFO, "transition", f);
     /* Others see a change of role at once, not at the next heartbeat. */
-    if (!quiet && to != ST_ACQUIRING && to != ST_PAUSING && !(to == ST_IDLE && d->stopping))
+    if (!quiet && to != ST_ACQUIRING && to != ST_PAUSING && to != ST_IDLE)
         heartbeat(d);
 }
 
