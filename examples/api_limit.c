@@ -122,8 +122,8 @@ int main(int argc, char **argv)
     snprintf(max, sizeof max, "api:max-inflight:%ld", (long)getpid());
     const char *keys[2] = {inflight, max};
 
-    printf("%d processes x %d workers x %d calls, limit %d concurrent calls\n", PROCESSES,
-           THREADS, CALLS, LIMIT);
+    printf("%d processes x %d workers x %d calls, limit %d concurrent calls\n", PROCESSES, THREADS,
+           CALLS, LIMIT);
     pid_t pid[PROCESSES];
     for (int i = 0; i < PROCESSES; i++) {
         fflush(stdout);

@@ -91,8 +91,7 @@ static void *steal(void *arg)
     }
     if (th->rc == BATON_OK) {
         th->fence = baton_lock_fence(lk);
-        printf("  another node: took report:weekly (fence %llu)\n",
-               (unsigned long long)th->fence);
+        printf("  another node: took report:weekly (fence %llu)\n", (unsigned long long)th->fence);
         usleep(300000); /* it works a while, then releases */
         baton_lock_release(lk);
     }
@@ -138,7 +137,7 @@ int main(int argc, char **argv)
            took, t2.done, t2.steps, rc2 < 0 ? baton_errname(rc2) : "the task's result",
            (unsigned long long)th.fence, (unsigned long long)t2.fence,
            rc2 == BATON_ELOST && t2.saw_loss && th.fence > t2.fence ? "saw the loss and stopped"
-                                                                     : "WRONG");
+                                                                    : "WRONG");
     baton_client_free(c);
     return rc1 == 0 && !t1.saw_loss && rc2 == BATON_ELOST && t2.saw_loss && th.rc == BATON_OK &&
                    th.fence > t2.fence

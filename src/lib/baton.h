@@ -356,15 +356,16 @@ struct baton_sem_opts {
                                default 200 (waiters are woken on release) */
     bool auto_renew;        /* renew every renew_ms in the background */
     int64_t renew_ms;       /* default ttl/3 */
-    baton_permit_lost_fn on_lost; /* optional: called once, from the client's
-                                     renewal thread, when the permit is lost.
-                                     It must not free or release p. */
+    /* optional: called once, from the client's renewal thread, when the
+     * permit is lost. It must not free or release p. */
+    baton_permit_lost_fn on_lost;
     void *on_lost_arg;
 };
 
 /* Tries once to take a permit of name (1 <= limit <= 1000000). Returns: 0
- * and the permit in *out; BATON_ETAKEN when limit holders hold (or waiters
- * are queued before us); EINVAL; EIO/EPROTO/EREDIS. On success *out is
+ * and the permit in *out; BATON_ETAKEN when limit holders hold, or when
+ * the free slots are all owed to waiters queued before us; EINVAL;
+ * EIO/EPROTO/EREDIS. On success *out is
  * owned: release with baton_sem_release() and free with baton_permit_free().
  * On failure *out is NULL. */
 BATON_API int baton_sem_try(struct baton_client *c, const char *name, int limit,
@@ -387,8 +388,7 @@ BATON_API int baton_sem_release(struct baton_permit *p);
  * process that kept only the id. Returns 0; BATON_ELOST when no such
  * permit is held; EINVAL; EIO... A struct baton_permit of that id in this
  * process learns it at its next renewal (it is then lost). */
-BATON_API int baton_sem_release_id(struct baton_client *c, const char *name,
-                                   const char *permit_id);
+BATON_API int baton_sem_release_id(struct baton_client *c, const char *name, const char *permit_id);
 
 /* Sets the permit's remaining lease to ttl_ms (0: its ttl) if still held,
  * and moves its validity deadline. Returns 0; BATON_ELOST; EIO... */
@@ -510,8 +510,8 @@ struct baton_once_opts {
  * it ran (the marker is written anyway, as the work was done, but another
  * process may have run fn at the same time); EINVAL; EIO... (if Redis fails
  * after fn succeeded, no marker may have been written). */
-BATON_API int baton_once(struct baton_client *c, const char *id, int64_t ttl_ms,
-                         baton_locked_fn fn, void *arg);
+BATON_API int baton_once(struct baton_client *c, const char *id, int64_t ttl_ms, baton_locked_fn fn,
+                         void *arg);
 BATON_API int baton_once_with(struct baton_client *c, const char *id,
                               const struct baton_once_opts *opts, baton_locked_fn fn, void *arg);
 /* Returns: "processed", "duplicate", "already_processed", or for a

@@ -201,7 +201,8 @@ struct baton_lock {
     _Atomic bool ever_renewed; /* registered with the renewer at some time */
     char *token;               /* 48 hex chars [+ ":" + identity] (same allocation) */
     const char *release_chan;  /* elections: published to on release; else NULL */
-    enum baton__script_id extend_script; /* BATON__S_EXTEND; semaphore permits: SEM_EXTEND */
+    /* BATON__S_EXTEND; semaphore permits: BATON__S_SEM_EXTEND */
+    enum baton__script_id extend_script;
     int64_t ttl_ms;
     int64_t renew_ms;
     baton_lost_fn on_lost;

@@ -10,10 +10,8 @@
  * never starts a Redis call that could end after that moment (a call is
  * bounded by the client's connect + command timeouts), so it is awake to
  * report the loss on time whether or not Redis answers. */
-#include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -107,7 +105,7 @@ static void follow(struct baton_leader *l, int64_t *backoff_ms, int64_t *next_re
         *backoff_ms = BACKOFF_START_MS;
         int64_t wait = baton__jitter(l->retry_ms, &l->rng);
         if (holder.ttl_ms >= 0 && holder.ttl_ms + 1 < wait)
-            wait = holder.ttl_ms + 1; /* the leader's lease runs out */
+            wait = holder.ttl_ms + 1;             /* the leader's lease runs out */
         (void)nap(l, now + wait * 1000000, true); /* any event: campaign again */
         return;
     }
@@ -245,8 +243,7 @@ void baton_leader_free(struct baton_leader *l)
 
 bool baton_leader_is_leader(const struct baton_leader *l)
 {
-    return l != NULL && atomic_load(&l->leading) &&
-           baton__now_ns() < atomic_load(&l->lose_at_ns);
+    return l != NULL && atomic_load(&l->leading) && baton__now_ns() < atomic_load(&l->lose_at_ns);
 }
 
 uint64_t baton_leader_term(const struct baton_leader *l)

@@ -18,7 +18,7 @@
 struct baton_multi {
     struct baton_client *c;
     size_t n;
-    char *keys[BATON_MULTI_MAX_KEYS];             /* sorted, distinct */
+    char *keys[BATON_MULTI_MAX_KEYS];            /* sorted, distinct */
     struct baton_lock *lk[BATON_MULTI_MAX_KEYS]; /* lk[i] holds keys[i] */
 };
 
@@ -104,13 +104,14 @@ static void drop_locks(struct baton_multi *m)
     }
 }
 
-/* True when every lock's Redis key lies in one cluster slot. */
+/* True when every lock's Redis key (prefix{key}) lies in one cluster slot. */
 static bool one_slot(const struct baton_multi *m)
 {
+    char rkey[BATON__KEY_MAX + 160]; /* prefix <= 128 bytes, key <= BATON__KEY_MAX */
     unsigned first = 0;
     for (size_t i = 0; i < m->n; i++) {
-        const char *k = m->lk[i]->rkeys[0];
-        unsigned s = baton__key_slot(k, strlen(k));
+        int n = snprintf(rkey, sizeof rkey, "%s{%s}", m->c->prefix, m->keys[i]);
+        unsigned s = baton__key_slot(rkey, (size_t)n);
         if (i == 0)
             first = s;
         else if (s != first)
@@ -122,8 +123,8 @@ static bool one_slot(const struct baton_multi *m)
 /* Takes every lock with one script. Returns 0 (fences and deadlines set);
  * BATON_ETAKEN with *held = index of a held key; or an error with detail
  * in err. */
-static int take_all(struct baton_multi *m, const struct baton_lock_opts *o, size_t *held,
-                    char *err, size_t errlen)
+static int take_all(struct baton_multi *m, const struct baton_lock_opts *o, size_t *held, char *err,
+                    size_t errlen)
 {
     struct baton_client *c = m->c;
     struct baton__conn *cn = NULL;
@@ -179,6 +180,9 @@ static int try_one_script(struct baton_multi *m, const struct baton_lock_opts *o
 {
     struct baton_client *c = m->c;
     int rc = BATON_OK;
+    *held = SIZE_MAX;
+    if (!one_slot(m))
+        return BATON_ETAKEN;
     for (size_t i = 0; i < m->n && rc == BATON_OK; i++) {
         char *base = NULL;
         if (asprintf(&base, "%s{%s}", c->prefix, m->keys[i]) < 0)
@@ -187,9 +191,8 @@ static int try_one_script(struct baton_multi *m, const struct baton_lock_opts *o
             rc = baton__lock_new(c, base, m->keys[i], NULL, o, &m->lk[i]);
         free(base);
     }
-    *held = SIZE_MAX;
     if (rc == BATON_OK)
-        rc = one_slot(m) ? take_all(m, o, held, err, errlen) : BATON_ETAKEN;
+        rc = take_all(m, o, held, err, errlen);
     if (rc != BATON_OK)
         drop_locks(m);
     return rc;

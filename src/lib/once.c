@@ -3,10 +3,10 @@
  *
  * The id is a lock key (prefix{id}); the marker is prefix{id}:done, in the
  * same slot. Order of operations, and why:
- *   1. GET marker: a redelivery of a finished id costs one round trip and
- *      never touches the lock.
+ *   1. EXISTS marker: a redelivery of a finished id costs one round trip
+ *      and never touches the lock.
  *   2. Try the lock once, auto-renewed: held by someone -> duplicate.
- *   3. GET marker again: someone may have finished between 1 and 2.
+ *   3. EXISTS marker again: someone may have finished between 1 and 2.
  *   4. fn; on success SET marker PX ttl, then release the lock. The marker
  *      is written before the lock goes, so there is no moment when neither
  *      says the id is taken; a crash in fn leaves no marker, and the id is
@@ -46,8 +46,7 @@ static int marker_present(struct baton_client *c, const char *marker)
 
 /* Writes the marker: the fence of the run that did the work, for
  * whoever reads it. Returns 0 or a negative code. */
-static int marker_write(struct baton_client *c, const char *marker, int64_t ttl_ms,
-                        uint64_t fence)
+static int marker_write(struct baton_client *c, const char *marker, int64_t ttl_ms, uint64_t fence)
 {
     struct baton_reply *r = NULL;
     char ttl[24], value[32];
@@ -62,10 +61,10 @@ static int marker_write(struct baton_client *c, const char *marker, int64_t ttl_
 int baton_once_with(struct baton_client *c, const char *id, const struct baton_once_opts *opts,
                     baton_locked_fn fn, void *arg)
 {
-    int64_t marker_ttl = opts != NULL && opts->marker_ttl_ms != 0 ? opts->marker_ttl_ms
-                                                                  : DEFAULT_MARKER_TTL_MS;
-    int64_t lock_ttl = opts != NULL && opts->lock_ttl_ms != 0 ? opts->lock_ttl_ms
-                                                              : DEFAULT_LOCK_TTL_MS;
+    int64_t marker_ttl =
+        opts != NULL && opts->marker_ttl_ms != 0 ? opts->marker_ttl_ms : DEFAULT_MARKER_TTL_MS;
+    int64_t lock_ttl =
+        opts != NULL && opts->lock_ttl_ms != 0 ? opts->lock_ttl_ms : DEFAULT_LOCK_TTL_MS;
     struct baton_lock_opts lo = {.ttl_ms = lock_ttl, .auto_renew = true};
     struct baton_lock *lk = NULL;
     char *marker = NULL;

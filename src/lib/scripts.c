@@ -155,14 +155,13 @@ static const char cancel_src[] = "local lock, q, qx, chan = KEYS[1], KEYS[2], KE
 /* KEYS: holders fence q qx. ARGV: token limit ttl_ms wait(0|1)
  * entry_ttl_ms queued(0|1).
  * Returns the fence (an integer) when granted, else {ms}: ms until the
- * earliest lease ends (-1: none). A newcomer is admitted when fewer than
- * limit hold and no live waiter is queued; a waiter when its rank in the
- * queue is below the number of free slots. */
+ * earliest lease ends (-1: none). A waiter is admitted when its rank in
+ * the queue is below the number of free slots (limit - live holders); a
+ * newcomer when the free slots outnumber the live waiters. */
 static const char sem_acquire_src[] =
     "local h, f, q, qx = KEYS[1], KEYS[2], KEYS[3], KEYS[4]\n"
     "local tok, limit, ttl = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])\n"
-    "local me = ARGV[3] .. '|' .. tok\n" NOW_MS
-    "redis.call('zremrangebyscore', h, '-inf', now)\n"
+    "local me = ARGV[3] .. '|' .. tok\n" NOW_MS "redis.call('zremrangebyscore', h, '-inf', now)\n"
     "local function grant()\n"
     "  redis.call('zadd', h, string.format('%.0f', now + ttl), tok)\n"
     "  if redis.call('pttl', h) < ttl then redis.call('pexpire', h, ttl) end\n"
@@ -177,7 +176,7 @@ static const char sem_acquire_src[] =
     "    for i = 1, #dead do redis.call('zrem', q, dead[i]) end\n"
     "    if #dead > 0 then redis.call('zremrangebyscore', qx, '-inf', now) end\n"
     "    local r = redis.call('zrank', q, me)\n"
-    "    if r then ok = r < limit - n else ok = redis.call('zcard', q) == 0 end\n"
+    "    if r then ok = r < limit - n else ok = redis.call('zcard', q) < limit - n end\n"
     "  end\n"
     "  if ok then\n"
     "    if ARGV[6] == '1' then redis.call('zrem', q, me); redis.call('zrem', qx, me) end\n"
@@ -199,13 +198,12 @@ static const char sem_acquire_src[] =
  * Returns 1 when the permit was released (its slot handed on, if anyone
  * waits), {token, fence} when its slot was granted to a waiter of the same
  * client, 0 when it was not held (absent, or its lease had run out). */
-static const char sem_release_src[] =
-    "local h, q, qx, f = KEYS[1], KEYS[2], KEYS[3], KEYS[4]\n"
-    "local chan, cid = ARGV[2], ARGV[3]\n"
-    "local s = redis.call('zscore', h, ARGV[1])\n"
-    "if not s then return 0 end\n"
-    "redis.call('zrem', h, ARGV[1])\n" NOW_MS "if tonumber(s) <= now then return 0 end\n"
-    "if redis.call('exists', q) == 0 then return 1 end\n" SEM_HANDOFF;
+static const char sem_release_src[] = "local h, q, qx, f = KEYS[1], KEYS[2], KEYS[3], KEYS[4]\n"
+                                      "local chan, cid = ARGV[2], ARGV[3]\n"
+                                      "local s = redis.call('zscore', h, ARGV[1])\n"
+                                      "if not s then return 0 end\n"
+                                      "redis.call('zrem', h, ARGV[1])\n" NOW_MS
+                                      "if tonumber(s) <= now then return 0 end\n" SEM_HANDOFF;
 
 /* KEYS: holders. ARGV: token ttl_ms. Returns 1 when extended, 0 when the
  * permit is not held (absent or expired). */
@@ -232,16 +230,17 @@ static const char sem_cancel_src[] =
  * token_1..token_n. Takes every lock or none: returns the fences (an
  * array) when all were free, else the 1-based index of the first lock
  * held (an integer). */
-static const char multi_acquire_src[] = "local n = #ARGV - 1\n"
-                                        "for i = 1, n do\n"
-                                        "  if redis.call('exists', KEYS[i]) == 1 then return i end\n"
-                                        "end\n"
-                                        "local out = {}\n"
-                                        "for i = 1, n do\n"
-                                        "  redis.call('set', KEYS[i], ARGV[i + 1], 'PX', ARGV[1])\n"
-                                        "  out[i] = redis.call('incr', KEYS[n + i])\n"
-                                        "end\n"
-                                        "return out\n";
+static const char multi_acquire_src[] =
+    "local n = #ARGV - 1\n"
+    "for i = 1, n do\n"
+    "  if redis.call('exists', KEYS[i]) == 1 then return i end\n"
+    "end\n"
+    "local out = {}\n"
+    "for i = 1, n do\n"
+    "  redis.call('set', KEYS[i], ARGV[i + 1], 'PX', ARGV[1])\n"
+    "  out[i] = redis.call('incr', KEYS[n + i])\n"
+    "end\n"
+    "return out\n";
 
 const char *baton__script_source(enum baton__script_id id)
 {

@@ -24,10 +24,10 @@ static const struct {
     int64_t ns;
     const char *le;
 } bucket[BATON_STATS_BUCKETS] = {
-    {500000, "0.0005"},    {1000000, "0.001"},   {2500000, "0.0025"},   {5000000, "0.005"},
-    {10000000, "0.01"},    {25000000, "0.025"},  {50000000, "0.05"},    {100000000, "0.1"},
-    {250000000, "0.25"},   {500000000, "0.5"},   {1000000000, "1"},     {2500000000, "2.5"},
-    {5000000000, "5"},     {10000000000, "10"},
+    {500000, "0.0005"},  {1000000, "0.001"},  {2500000, "0.0025"}, {5000000, "0.005"},
+    {10000000, "0.01"},  {25000000, "0.025"}, {50000000, "0.05"},  {100000000, "0.1"},
+    {250000000, "0.25"}, {500000000, "0.5"},  {1000000000, "1"},   {2500000000, "2.5"},
+    {5000000000, "5"},   {10000000000, "10"},
 };
 
 #define OTHER BATON_STATS_MAX_CLASSES /* index of the overflow class */
@@ -36,7 +36,8 @@ struct stats_class {
     char name[BATON_STATS_CLASS_LEN]; /* written once, before publication */
     _Atomic uint64_t acquired, released, timeouts, lost, contention;
     _Atomic int64_t held;
-    _Atomic uint64_t waits[BATON_STATS_BUCKETS + 1]; /* per bound, not cumulative; last: above all */
+    _Atomic uint64_t
+        waits[BATON_STATS_BUCKETS + 1]; /* per bound, not cumulative; last: above all */
     _Atomic uint64_t wait_sum_ns;
 };
 
@@ -250,11 +251,26 @@ struct family {
     uint64_t (*get)(const struct baton_stats *s);
 };
 
-static uint64_t get_acquired(const struct baton_stats *s) { return s->acquired; }
-static uint64_t get_released(const struct baton_stats *s) { return s->released; }
-static uint64_t get_timeouts(const struct baton_stats *s) { return s->acquire_timeouts; }
-static uint64_t get_lost(const struct baton_stats *s) { return s->lost; }
-static uint64_t get_contention(const struct baton_stats *s) { return s->contention; }
+static uint64_t get_acquired(const struct baton_stats *s)
+{
+    return s->acquired;
+}
+static uint64_t get_released(const struct baton_stats *s)
+{
+    return s->released;
+}
+static uint64_t get_timeouts(const struct baton_stats *s)
+{
+    return s->acquire_timeouts;
+}
+static uint64_t get_lost(const struct baton_stats *s)
+{
+    return s->lost;
+}
+static uint64_t get_contention(const struct baton_stats *s)
+{
+    return s->contention;
+}
 
 static const struct family counters[] = {
     {"baton_lock_acquired_total", "counter", "Locks granted (semaphore permits included).",
@@ -263,8 +279,7 @@ static const struct family counters[] = {
     {"baton_lock_acquire_timeouts_total", "counter",
      "Acquires that gave up after their maximum wait.", get_timeouts},
     {"baton_lock_lost_total", "counter",
-     "Locks lost while held: taken over, or not renewed before their validity deadline.",
-     get_lost},
+     "Locks lost while held: taken over, or not renewed before their validity deadline.", get_lost},
     {"baton_lock_contention_total", "counter",
      "Acquires that found the lock held (and waited, or were refused).", get_contention},
 };
@@ -301,9 +316,9 @@ int baton_stats_write_prometheus(struct baton_client *c, FILE *f)
         for (int b = 0; b <= BATON_STATS_BUCKETS; b++) {
             fputs("baton_lock_acquire_wait_seconds_bucket{key_class=\"", f);
             put_label(f, s[i].key_class);
-            fprintf(f, "\",le=\"%s\"} %llu\n", b < BATON_STATS_BUCKETS ? bucket[b].le : "+Inf",
-                    (unsigned long long)(b < BATON_STATS_BUCKETS ? s[i].wait_le[b]
-                                                                 : s[i].wait_count));
+            fprintf(
+                f, "\",le=\"%s\"} %llu\n", b < BATON_STATS_BUCKETS ? bucket[b].le : "+Inf",
+                (unsigned long long)(b < BATON_STATS_BUCKETS ? s[i].wait_le[b] : s[i].wait_count));
         }
         fputs("baton_lock_acquire_wait_seconds_sum{key_class=\"", f);
         put_label(f, s[i].key_class);

@@ -307,8 +307,7 @@ START_TEST(step_down_request)
     uint64_t term = baton_leader_term(l);
     tu_sleep_ms(100); /* the leader's subscription is up */
     int receivers = 0;
-    ck_assert_int_eq(baton_election_request_step_down(c, "L:step", term + 7, &receivers),
-                     BATON_OK);
+    ck_assert_int_eq(baton_election_request_step_down(c, "L:step", term + 7, &receivers), BATON_OK);
     tu_sleep_ms(200);
     ck_assert_int_eq(count(&s, false), 0); /* another term's request is ignored */
     ck_assert_int_eq(baton_election_request_step_down(c, "L:step", term, &receivers), BATON_OK);
@@ -331,8 +330,8 @@ START_TEST(unreachable)
     char url[64];
     snprintf(url, sizeof url, "redis://127.0.0.1:%d/0", tu_dead_port());
     struct baton_client *c = NULL;
-    struct baton_client_opts co = {.lazy = true, .connect_timeout_ms = 200,
-                                   .command_timeout_ms = 200};
+    struct baton_client_opts co = {
+        .lazy = true, .connect_timeout_ms = 200, .command_timeout_ms = 200};
     ck_assert_int_eq(baton_client_new(url, &co, &c), BATON_OK);
     struct seen s;
     seen_init(&s, "L:dead");

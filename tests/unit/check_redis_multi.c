@@ -131,10 +131,9 @@ static void all_or_nothing(const char *a, const char *b, const char *c3)
     const char *keys[3] = {a, b, c3};
     char cmd[256];
     ck_assert_int_eq(baton_lock_try(c, b, NULL, &h), BATON_OK);
-    ck_assert_int_eq(
-        baton_multi_acquire(c, keys, 3, &(struct baton_lock_opts){.max_wait_ms = BATON_NO_WAIT},
-                            &m),
-        BATON_ETAKEN);
+    ck_assert_int_eq(baton_multi_acquire(
+                         c, keys, 3, &(struct baton_lock_opts){.max_wait_ms = BATON_NO_WAIT}, &m),
+                     BATON_ETAKEN);
     ck_assert_ptr_null(m);
     snprintf(cmd, sizeof cmd, "EXISTS baton:{%s} baton:{%s}", a, c3);
     ck_assert_int_eq(redis_int(cmd), 0);
@@ -189,11 +188,11 @@ START_TEST(waits_and_is_woken)
     struct holder_arg ha = {.lk = h, .after_ms = 300};
     pthread_t t;
     pthread_create(&t, NULL, release_later, &ha);
-    ck_assert_int_eq(baton_multi_acquire(c, keys, 2,
-                                         &(struct baton_lock_opts){.max_wait_ms = 10000,
-                                                                   .retry_delay_ms = 5000},
-                                         &m),
-                     BATON_OK);
+    ck_assert_int_eq(
+        baton_multi_acquire(c, keys, 2,
+                            &(struct baton_lock_opts){.max_wait_ms = 10000, .retry_delay_ms = 5000},
+                            &m),
+        BATON_OK);
     int64_t got = tu_now_ns();
     pthread_join(t, NULL);
     ck_assert_msg(got - ha.released_ns < INT64_C(500000000), "woken %lld ms after the release",

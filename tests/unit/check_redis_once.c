@@ -34,9 +34,9 @@ static long long redis_int(const char *cmd)
 
 struct work {
     atomic_int runs;
-    int result;           /* what fn returns */
-    int64_t hold_ms;      /* how long fn works */
-    uint64_t fence;       /* the lock's fence, seen by fn */
+    int result;      /* what fn returns */
+    int64_t hold_ms; /* how long fn works */
+    uint64_t fence;  /* the lock's fence, seen by fn */
     atomic_bool started;
 };
 

@@ -130,7 +130,8 @@ START_TEST(release_by_id)
     ck_assert_int_eq(holders(c, "s:id"), 0);
     ck_assert_int_eq(baton_sem_release_id(c, "s:id", id), BATON_ELOST);
     ck_assert_int_eq(baton_sem_release(p), BATON_ELOST);
-    ck_assert_str_eq(baton_permit_errstr(p), "permit of semaphore s:id was no longer held at release");
+    ck_assert_str_eq(baton_permit_errstr(p),
+                     "permit of semaphore s:id was no longer held at release");
     ck_assert_int_eq(baton_sem_release_id(c, "s:id", ""), BATON_EINVAL);
     ck_assert_int_eq(baton_sem_release_id(c, "", id), BATON_EINVAL);
     baton_permit_free(p);
@@ -174,10 +175,8 @@ START_TEST(wake_on_release)
     struct baton_permit *h1 = NULL, *h2 = NULL;
     ck_assert_int_eq(baton_sem_try(c, "s:wake", 2, NULL, &h1), BATON_OK);
     ck_assert_int_eq(baton_sem_try(c, "s:wake", 2, NULL, &h2), BATON_OK);
-    struct waiter w = {.c = c,
-                       .name = "s:wake",
-                       .limit = 2,
-                       .o = {.max_wait_ms = 10000, .retry_delay_ms = 5000}};
+    struct waiter w = {
+        .c = c, .name = "s:wake", .limit = 2, .o = {.max_wait_ms = 10000, .retry_delay_ms = 5000}};
     pthread_t t;
     pthread_create(&t, NULL, waiter_main, &w);
     tu_sleep_ms(300);
@@ -204,10 +203,8 @@ START_TEST(wake_at_lease_end)
                      BATON_OK);
     int64_t granted = tu_now_ns();
     baton_permit_free(h); /* "crash": no release */
-    struct waiter w = {.c = c,
-                       .name = "s:crash",
-                       .limit = 1,
-                       .o = {.max_wait_ms = 10000, .retry_delay_ms = 5000}};
+    struct waiter w = {
+        .c = c, .name = "s:crash", .limit = 1, .o = {.max_wait_ms = 10000, .retry_delay_ms = 5000}};
     waiter_main(&w);
     ck_assert_int_eq(w.rc, BATON_OK);
     int64_t ms = (w.got_ns - granted) / 1000000;
@@ -233,8 +230,7 @@ START_TEST(timeout_leaves_the_queue)
     ck_assert_int_eq(redis_int("ZCARD baton:{s:to}:sem:q"), 0);
     ck_assert_int_eq(redis_int("ZCARD baton:{s:to}:sem:qx"), 0);
     ck_assert_int_eq(
-        baton_sem_acquire(c, "s:to", 1, &(struct baton_sem_opts){.max_wait_ms = BATON_NO_WAIT},
-                          &w),
+        baton_sem_acquire(c, "s:to", 1, &(struct baton_sem_opts){.max_wait_ms = BATON_NO_WAIT}, &w),
         BATON_ETAKEN);
     baton_sem_release(h);
     baton_permit_free(h);
@@ -295,10 +291,8 @@ START_TEST(dead_waiter_reservation_expires)
     free(tu_redis(cmd));
     /* The live waiter is not told (the ghost was woken instead): its retry
      * timer finds the slot once the ghost's reservation has run out. */
-    struct waiter w = {.c = c,
-                       .name = "s:dead",
-                       .limit = 1,
-                       .o = {.max_wait_ms = 10000, .retry_delay_ms = 200}};
+    struct waiter w = {
+        .c = c, .name = "s:dead", .limit = 1, .o = {.max_wait_ms = 10000, .retry_delay_ms = 200}};
     pthread_t th;
     pthread_create(&th, NULL, waiter_main, &w);
     tu_sleep_ms(200);
@@ -313,6 +307,37 @@ START_TEST(dead_waiter_reservation_expires)
     int64_t ms = (w.got_ns - released) / 1000000;
     ck_assert_msg(ms >= 400 && ms < 1000, "acquired %lld ms after the release", (long long)ms);
     baton_permit_free(h);
+    baton_client_free(c);
+}
+END_TEST
+
+/* Free slots go to queued waiters first: a newcomer gets one only when
+ * the free slots outnumber the live waiters. */
+START_TEST(waiters_before_newcomers)
+{
+    struct baton_client *c = client();
+    struct baton_permit *h = NULL, *n1 = NULL, *n2 = NULL;
+    ck_assert_int_eq(baton_sem_try(c, "s:owed", 3, NULL, &h), BATON_OK);
+    char *t = tu_redis("TIME");
+    long long sec = 0, usec = 0;
+    ck_assert_int_eq(sscanf(t, "%lld %lld", &sec, &usec), 2);
+    free(t);
+    char cmd[200];
+    const char *ghost = "eeeeeeeeeeeeeeee00000000000000000000000000000000";
+    snprintf(cmd, sizeof cmd, "ZADD baton:{s:owed}:sem:q 1 30000|%s", ghost);
+    free(tu_redis(cmd));
+    snprintf(cmd, sizeof cmd, "ZADD baton:{s:owed}:sem:qx %lld 30000|%s",
+             sec * 1000 + usec / 1000 + 20000, ghost);
+    free(tu_redis(cmd));
+    /* 2 free slots, 1 live waiter: one is left for a newcomer... */
+    ck_assert_int_eq(baton_sem_try(c, "s:owed", 3, NULL, &n1), BATON_OK);
+    /* ...but not two: the last free slot is the waiter's. */
+    ck_assert_int_eq(baton_sem_try(c, "s:owed", 3, NULL, &n2), BATON_ETAKEN);
+    ck_assert_int_eq(holders(c, "s:owed"), 2);
+    baton_sem_release(h);
+    baton_sem_release(n1);
+    baton_permit_free(h);
+    baton_permit_free(n1);
     baton_client_free(c);
 }
 END_TEST
@@ -534,6 +559,7 @@ static Suite *suite(void)
     tcase_add_test(tw, timeout_leaves_the_queue);
     tcase_add_test(tw, fifo_order);
     tcase_add_test(tw, dead_waiter_reservation_expires);
+    tcase_add_test(tw, waiters_before_newcomers);
     tcase_add_test(tw, queue_full);
     tcase_add_test(tw, threads_respect_the_limit);
     suite_add_tcase(s, tw);

@@ -78,9 +78,9 @@ START_TEST(contention_and_timeouts)
     struct baton_stats s = get(c, "job");
     ck_assert_uint_eq(s.contention, 1);
     ck_assert_uint_eq(s.acquire_timeouts, 0);
-    ck_assert_int_eq(baton_lock_acquire(c, "job:a", &(struct baton_lock_opts){.max_wait_ms = 100},
-                                        &x),
-                     BATON_ETIMEDOUT);
+    ck_assert_int_eq(
+        baton_lock_acquire(c, "job:a", &(struct baton_lock_opts){.max_wait_ms = 100}, &x),
+        BATON_ETIMEDOUT);
     s = get(c, "job");
     ck_assert_uint_eq(s.contention, 2);
     ck_assert_uint_eq(s.acquire_timeouts, 1);
@@ -114,9 +114,9 @@ START_TEST(wait_histogram)
     struct later l = {h, 300};
     pthread_t t;
     pthread_create(&t, NULL, release_later, &l);
-    ck_assert_int_eq(baton_lock_acquire(c, "wait:x", &(struct baton_lock_opts){.max_wait_ms = 5000},
-                                        &w),
-                     BATON_OK);
+    ck_assert_int_eq(
+        baton_lock_acquire(c, "wait:x", &(struct baton_lock_opts){.max_wait_ms = 5000}, &w),
+        BATON_OK);
     pthread_join(t, NULL);
     struct baton_stats s = get(c, "wait");
     ck_assert_uint_eq(s.acquired, 2);
@@ -237,8 +237,7 @@ static void *hammer(void *arg)
     snprintf(key, sizeof key, "mt:%d", a->id);
     for (int i = 0; i < 150; i++) {
         struct baton_lock *lk = NULL;
-        if (baton_lock_try(a->c, key, NULL, &lk) != BATON_OK ||
-            baton_lock_release(lk) != BATON_OK)
+        if (baton_lock_try(a->c, key, NULL, &lk) != BATON_OK || baton_lock_release(lk) != BATON_OK)
             a->failures++;
         baton_lock_free(lk);
     }
@@ -338,9 +337,9 @@ START_TEST(prometheus_output)
 
     struct baton_lock *h = NULL, *lk = NULL;
     ck_assert_int_eq(baton_lock_try(c, "order:1", NULL, &h), BATON_OK);
-    ck_assert_int_eq(baton_lock_acquire(c, "order:1", &(struct baton_lock_opts){.max_wait_ms = 50},
-                                        &lk),
-                     BATON_ETIMEDOUT);
+    ck_assert_int_eq(
+        baton_lock_acquire(c, "order:1", &(struct baton_lock_opts){.max_wait_ms = 50}, &lk),
+        BATON_ETIMEDOUT);
     /* Classes that need escaping or replacing in a label value. */
     const char *odd[3] = {"say \"hi\":1", "back\\slash:1", "caf\xc3\xa9\nnl:1"};
     for (int i = 0; i < 3; i++) {
