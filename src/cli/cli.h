@@ -33,11 +33,6 @@ int cmd_run(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_stepdown(int argc, char **argv);
 
-/* Parses `[-c FILE]` (and --help). Returns the config path (given, or the
- * default one that exists), or NULL with *rc set: -1 for --help, else the
- * exit status after a one-line message. With next_arg, leaves the first
- * non-option argument's index there instead of refusing extra arguments. */
-const char *cli_config_path(const char *cmd, int argc, char **argv, int *rc, int *next_arg);
 
 /* Prints "baton: <cmd>: <message> (see 'baton <cmd> --help')", one line, to
  * stderr. Returns

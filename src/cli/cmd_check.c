@@ -47,6 +47,8 @@ static const char help_text[] =
     "\n"
     "options:\n"
     "  -c, --config FILE  baton.yaml (default ./baton.yaml, then /etc/baton/baton.yaml)\n"
+    "  --reference        print the reference of every baton.yaml and jobs.yaml key\n"
+    "                     (Markdown, as in the README) and exit\n"
     "\n"
     "exit status: 0 valid; 1 invalid (\"baton: check: file:line:col: message\" on\n"
     "stderr); 2 usage.\n";
@@ -92,9 +94,11 @@ int cmd_check(int argc, char **argv)
     static const struct option opts[] = {
         {"config", required_argument, NULL, 'c'},
         {"help", no_argument, NULL, 'h'},
+        {"reference", no_argument, NULL, 'r'},
         {NULL, 0, NULL, 0},
     };
     const char *given = NULL;
+    bool reference = false;
     struct config *cfg = NULL;
     struct jobs *jobs = NULL;
     char err[1024];
@@ -105,6 +109,7 @@ int cmd_check(int argc, char **argv)
     while ((c = getopt_long(argc, argv, ":c:h", opts, NULL)) != -1) {
         switch (c) {
         case 'c': given = optarg; break;
+        case 'r': reference = true; break;
         case 'h':
             cli_print_usage("check");
             fputs(help_text, stdout);
@@ -114,6 +119,13 @@ int cmd_check(int argc, char **argv)
     }
     if (optind < argc)
         return cli_usage("check", "unexpected argument \"%s\"", argv[optind]);
+    if (reference) {
+        printf("### baton.yaml\n\n");
+        config_write_reference(stdout);
+        printf("\n### jobs.yaml\n\n");
+        jobs_write_reference(stdout);
+        return tool_flush("check");
+    }
     const char *path = tool_config_path("check", given, &rc);
     if (path == NULL)
         return rc;

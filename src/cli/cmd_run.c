@@ -1,11 +1,10 @@
 /* cmd_run.c -- `baton run [-c FILE]`: the supervisor (daemon.c). */
 #include <getopt.h>
 #include <stdio.h>
-#include <string.h>
 
 #include "cli.h"
-#include "config.h"
 #include "daemon.h"
+#include "tools.h"
 
 static const char help_text[] =
     "\n"
@@ -16,59 +15,35 @@ static const char help_text[] =
     "\n"
     "  -c, --config FILE  baton.yaml (default ./baton.yaml, then /etc/baton/baton.yaml)\n"
     "\n"
-    "signals: TERM/INT hand leadership over and exit (a second one shortens the\n"
-    "drain of running jobs); HUP reloads baton.yaml and jobs.yaml.\n";
+    "signals: TERM/INT hand leadership over and exit 0 (a second one shortens\n"
+    "the drain of running jobs); HUP reloads baton.yaml and jobs.yaml.\n"
+    "exit status: 0 after a graceful stop; 1 when the configuration is invalid\n"
+    "(\"baton: run: file:line:col: message\" on stderr); 2 usage.\n";
 
-/* Parses -c; returns the config path, or NULL after printing why (status
- * in *rc). Shared by run, check, status, history and step-down. */
-const char *cli_config_path(const char *cmd, int argc, char **argv, int *rc, int *next_arg)
+int cmd_run(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"config", required_argument, NULL, 'c'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    const char *path = NULL;
-    int c;
-    opterr = 0;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "+:c:h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'c': path = optarg; break;
-        case 'h': *rc = -1; return NULL;
-        case ':': *rc = cli_usage(cmd, "%s: missing its value", argv[optind - 1]); return NULL;
-        default:
-            *rc = optopt ? cli_usage(cmd, "-%c: unknown option", optopt)
-                         : cli_usage(cmd, "%s: unknown option", argv[optind - 1]);
-            return NULL;
-        }
-    }
-    if (next_arg != NULL)
-        *next_arg = optind;
-    else if (optind < argc) {
-        *rc = cli_usage(cmd, "unexpected argument \"%s\"", argv[optind]);
-        return NULL;
-    }
-    if (path == NULL && (path = config_default_path()) == NULL) {
-        *rc = cli_fail(cmd, "no configuration: give -c FILE, or create ./baton.yaml or "
-                            "/etc/baton/baton.yaml");
-        return NULL;
-    }
-    *rc = 0;
-    return path;
-}
+    const char *given = NULL;
+    int c, rc;
 
-int cmd_run(int argc, char **argv)
-{
-    int rc;
-    const char *path = cli_config_path("run", argc, argv, &rc, NULL);
-    if (path == NULL) {
-        if (rc < 0) {
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":c:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'c': given = optarg; break;
+        case 'h':
             cli_print_usage("run");
             fputs(help_text, stdout);
             return CLI_EXIT_OK;
+        default: return tool_opt_error("run", c, argv, opts);
         }
-        return rc;
     }
-    return daemon_run(path);
+    if (optind < argc)
+        return cli_usage("run", "unexpected argument \"%s\"", argv[optind]);
+    const char *path = tool_config_path("run", given, &rc);
+    return path == NULL ? rc : daemon_run(path);
 }

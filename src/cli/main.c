@@ -16,7 +16,7 @@ static const struct cli_cmd commands[] = {
      "run a command while holding a lock, renewed while it runs", cmd_lock},
     {"next", "[--tz ZONE] [--from RFC3339] [--count N] [--local] EXPR",
      "print the next fire times of a cron expression", cmd_next},
-    {"check", "[-c baton.yaml]",
+    {"check", "[-c baton.yaml] [--reference]",
      "validate baton.yaml and jobs.yaml, print each job's next runs", cmd_check},
     {"status", "[-c baton.yaml] [--json]",
      "leader, term, lease left, nodes seen, each job's last and next run", cmd_status},
