@@ -365,9 +365,9 @@ struct baton_sem_opts {
 /* Tries once to take a permit of name (1 <= limit <= 1000000). Returns: 0
  * and the permit in *out; BATON_ETAKEN when limit holders hold, or when
  * the free slots are all owed to waiters queued before us; EINVAL;
- * EIO/EPROTO/EREDIS. On success *out is
- * owned: release with baton_sem_release() and free with baton_permit_free().
- * On failure *out is NULL. */
+ * EIO/EPROTO/EREDIS. On success *out is owned: release with
+ * baton_sem_release() and free with baton_permit_free(). On failure *out
+ * is NULL. */
 BATON_API int baton_sem_try(struct baton_client *c, const char *name, int limit,
                             const struct baton_sem_opts *opts, struct baton_permit **out);
 
@@ -561,12 +561,14 @@ struct baton_leader_opts {
     void *arg;
 };
 
-/* Starts campaigning for name in a new thread. The client's
- * command_timeout_ms bounds every Redis call, so it must fit between a
- * renewal and the loss: renew_ms + command_timeout_ms + loss_margin_ms <
- * ttl_ms - drift (1% of ttl + 2 ms), or BATON_EINVAL. Also EINVAL for a name
- * that baton_election_new() refuses; ENOMEM. No Redis I/O in the caller's
- * thread. Returns: 0 and *out (owned; free with baton_leader_free()). */
+/* Starts campaigning for name in a new thread. A Redis call may take the
+ * client's connect_timeout_ms + command_timeout_ms, and one must fit
+ * between a renewal and the loss: renew_ms + connect_timeout_ms +
+ * command_timeout_ms + loss_margin_ms < ttl_ms - drift (1% of ttl + 2 ms),
+ * or BATON_EINVAL (the defaults fit: 3333 + 2000 + 2000 + 1000 < 9898).
+ * Also EINVAL for a name that baton_election_new() refuses; ENOMEM. No
+ * Redis I/O in the caller's thread. Returns: 0 and *out (owned; free with
+ * baton_leader_free()). */
 BATON_API int baton_leader_campaign(struct baton_client *c, const char *name,
                                     const struct baton_leader_opts *opts,
                                     struct baton_leader **out);
