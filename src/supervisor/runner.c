@@ -106,6 +106,7 @@ struct runner {
     bool leading;
     uint64_t term;
     uint64_t seq;
+    char *node, *group; /* owned copies behind h.node, h.group */
 };
 
 /* ---- clocks ---- */
@@ -167,8 +168,16 @@ static int64_t next_tick_after(const struct job *job, int64_t after)
 struct runner *runner_new(const struct runner_host *host)
 {
     struct runner *r = calloc(1, sizeof *r);
-    if (r != NULL)
-        r->h = *host;
+    if (r == NULL)
+        return NULL;
+    r->h = *host;
+    /* Our own copies: a reload frees the configuration they came from. */
+    r->h.node = r->node = strdup(host->node);
+    r->h.group = r->group = strdup(host->group);
+    if (r->node == NULL || r->group == NULL) {
+        runner_free(r);
+        return NULL;
+    }
     return r;
 }
 
@@ -903,5 +912,7 @@ void runner_free(struct runner *r)
         jobs_free(s->jobs);
         free(s);
     }
+    free(r->node);
+    free(r->group);
     free(r);
 }

@@ -20,7 +20,7 @@
 
 struct runner;
 
-struct runner_host {
+struct runner_host {      /* node and group are copied; the rest is borrowed */
     struct log *log;
     struct loop *loop; /* the runner registers its children's pipes here */
     struct baton_client *client;

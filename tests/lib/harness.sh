@@ -175,4 +175,4 @@ alive() {
 }
 
 # count_lines FILE REGEX
-count_lines() { [ -f "$1" ] && grep -c -E -- "$2" "$1" || echo 0; }
+count_lines() { [ -f "$1" ] || { echo 0; return; }; grep -c -E -- "$2" "$1"; return 0; }
