@@ -1,0 +1,38 @@
+# test_install.sh -- `cmake --install` gives a usable library: baton.h,
+# libbaton (static and shared), baton.pc and the baton binary; a program
+# built with pkg-config against the installed tree runs against a real Redis.
+. "$BATON_TESTS_DIR/lib/harness.sh"
+prefix=$T/root
+cmake --install "$BATON_BUILD_DIR" --prefix "$prefix" >"$T/install.log" 2>&1 || fail "install failed: $(tail -5 "$T/install.log")"
+libdir=$(ls -d "$prefix"/lib* | head -n1)
+for f in "$prefix/bin/baton" "$prefix/include/baton.h" "$libdir/libbaton.a" "$libdir/libbaton.so" \
+         "$libdir/pkgconfig/baton.pc"; do
+    [ -e "$f" ] || fail "not installed: ${f#$prefix/}"
+done
+"$prefix/bin/baton" --version | grep -q '^baton ' || fail "installed baton --version"
+cat > "$T/app.c" <<'C'
+#include <baton.h>
+#include <stdio.h>
+static int work(struct baton_lock *lk, void *arg) { (void)arg; return (int)baton_lock_fence(lk); }
+int main(int argc, char **argv)
+{
+    struct baton_client *c = NULL;
+    if (argc < 2 || baton_client_new(argv[1], NULL, &c) != BATON_OK) {
+        fprintf(stderr, "%s\n", baton_client_errstr(c));
+        return 1;
+    }
+    int fence = baton_with_lock(c, "install:check", NULL, work, NULL);
+    printf("fence %d, %s\n", fence, baton_errname(BATON_ETAKEN));
+    baton_client_free(c);
+    return fence > 0 ? 0 : 1;
+}
+C
+export PKG_CONFIG_PATH=$libdir/pkgconfig
+cc -o "$T/app" "$T/app.c" $(pkg-config --cflags --libs baton) -Wl,-rpath,"$libdir" \
+    || fail "cannot build against the installed library"
+cc -o "$T/app-static" "$T/app.c" $(pkg-config --cflags baton) "$libdir/libbaton.a" \
+    $(pkg-config --libs --static baton) || fail "cannot link the static library"
+redis_start
+assert_eq "fence 1, ETAKEN" "$("$T/app" "$REDIS_URL")" "shared library program"
+assert_eq "fence 2, ETAKEN" "$("$T/app-static" "$REDIS_URL")" "static library program"
+note "ok"
