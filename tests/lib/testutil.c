@@ -1,5 +1,6 @@
 /* testutil.c -- see testutil.h. */
 #include <arpa/inet.h>
+#include <check.h>
 #include <hiredis/hiredis.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -10,6 +11,16 @@
 #include <unistd.h>
 
 #include "testutil.h"
+
+int tu_run(Suite *s)
+{
+    SRunner *sr = srunner_create(s);
+    srunner_set_fork_status(sr, CK_FORK);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
 
 const char *tu_redis_url(void)
 {

@@ -4,6 +4,11 @@
 
 #include <stdint.h>
 
+struct Suite;
+/* Runs a Check suite in fork mode (a crash fails one test, not the run).
+ * Returns the process exit status: 0 when every test passed. */
+int tu_run(struct Suite *s);
+
 /* The URL of the throwaway redis-server that tests/lib/with-redis.sh started
  * (BATON_TEST_URL). Aborts the test, failing it, when unset: suites that need
  * Redis never skip. */

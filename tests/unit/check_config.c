@@ -17,6 +17,7 @@
 
 #include "config.h"
 #include "yamlx.h"
+#include "testutil.h"
 
 static const char *env_dir(const char *var)
 {
@@ -893,14 +894,4 @@ static Suite *suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    int failed;
-
-    srunner_set_fork_status(sr, CK_FORK);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+int main(void) { return tu_run(suite()); }

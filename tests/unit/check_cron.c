@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "cron.h"
+#include "testutil.h"
 
 #define TIMEOUT_S 60
 
@@ -1372,14 +1373,4 @@ static Suite *cron_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(cron_suite());
-    int failed;
-
-    srunner_set_fork_status(sr, CK_FORK);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+int main(void) { return tu_run(cron_suite()); }

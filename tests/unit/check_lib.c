@@ -7,6 +7,7 @@
 
 #include "baton.h"
 #include "baton_int.h"
+#include "testutil.h"
 
 /* Every row of the error table has a distinct code, a name and a message,
  * and codes outside the table are reported as unknown. */
@@ -203,12 +204,4 @@ static Suite *suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    srunner_set_fork_status(sr, CK_FORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+int main(void) { return tu_run(suite()); }
