@@ -184,11 +184,11 @@ int baton__eval(struct baton_client *c, struct baton__conn *cn, const char *sha,
                 int nkeys, const char *const *keys, int nargs, const char *const *args,
                 redisReply **reply, int64_t deadline_ns, int64_t *sent_ns, char *err,
                 size_t errlen);
-/* baton__eval() of one of our scripts. */
-int baton__script_call(struct baton_client *c, struct baton__conn *cn, enum baton__script_id id,
-                       int nkeys, const char **keys, int nargs, const char **args,
-                       redisReply **reply, int64_t deadline_ns, int64_t *sent_ns, char *err,
-                       size_t errlen);
+/* baton__eval() of one of our scripts on a pooled connection (taken and
+ * given back here). */
+int baton__script_call(struct baton_client *c, enum baton__script_id id, int nkeys,
+                       const char **keys, int nargs, const char **args, redisReply **reply,
+                       int64_t deadline_ns, int64_t *sent_ns, char *err, size_t errlen);
 /* Sets the client's error detail (under its mutex). */
 void baton__client_error(struct baton_client *c, const char *msg);
 

@@ -152,13 +152,18 @@ int baton__eval(struct baton_client *c, struct baton__conn *cn, const char *sha,
     return BATON_OK;
 }
 
-int baton__script_call(struct baton_client *c, struct baton__conn *cn, enum baton__script_id id,
-                       int nkeys, const char **keys, int nargs, const char **args,
-                       redisReply **reply, int64_t deadline, int64_t *sent_ns, char *err,
-                       size_t errlen)
+int baton__script_call(struct baton_client *c, enum baton__script_id id, int nkeys,
+                       const char **keys, int nargs, const char **args, redisReply **reply,
+                       int64_t deadline, int64_t *sent_ns, char *err, size_t errlen)
 {
-    return baton__eval(c, cn, c->sha[id], baton__script_source(id), nkeys, keys, nargs, args, reply,
-                       deadline, sent_ns, err, errlen);
+    struct baton__conn *cn = NULL;
+    int rc = baton__client_get(c, &cn, err, errlen);
+    if (rc != BATON_OK)
+        return rc;
+    rc = baton__eval(c, cn, c->sha[id], baton__script_source(id), nkeys, keys, nargs, args, reply,
+                     deadline, sent_ns, err, errlen);
+    baton__client_put(c, cn);
+    return rc;
 }
 
 void baton__client_error(struct baton_client *c, const char *msg)

@@ -144,7 +144,6 @@ static int attempt(struct baton_lock *lk, bool wait, bool queued, int64_t entry_
                    struct baton__holder *h)
 {
     struct baton_client *c = lk->c;
-    struct baton__conn *cn = NULL;
     redisReply *r = NULL;
     char ttl[24], ettl[24];
     int64_t sent = 0;
@@ -155,11 +154,8 @@ static int attempt(struct baton_lock *lk, bool wait, bool queued, int64_t entry_
     const char *keys[4] = {lk->rkeys[0], lk->rkeys[1], lk->rkeys[2], lk->rkeys[3]};
     const char *args[5] = {lk->token, ttl, wait ? "1" : "0", ettl, queued ? "1" : "0"};
 
-    if ((rc = baton__client_get(c, &cn, lk->errstr, sizeof lk->errstr)) != BATON_OK)
-        return rc;
-    rc = baton__script_call(c, cn, BATON__S_ACQUIRE, 4, keys, 5, args, &r,
-                            baton__client_deadline(c), &sent, lk->errstr, sizeof lk->errstr);
-    baton__client_put(c, cn);
+    rc = baton__script_call(c, BATON__S_ACQUIRE, 4, keys, 5, args, &r, baton__client_deadline(c),
+                            &sent, lk->errstr, sizeof lk->errstr);
     if (rc != BATON_OK)
         return rc;
     if (r->type == REDIS_REPLY_INTEGER && r->integer > 0) {
@@ -192,18 +188,14 @@ int baton__lock_try_once(struct baton_lock *lk, struct baton__holder *h)
 static void cancel_wait(struct baton_lock *lk)
 {
     struct baton_client *c = lk->c;
-    struct baton__conn *cn = NULL;
     redisReply *r = NULL;
     char chan[160], err[BATON__ERRLEN];
     baton__waiters_channel(c, chan, sizeof chan);
     const char *keys[3] = {lk->rkeys[0], lk->rkeys[2], lk->rkeys[3]};
     const char *args[2] = {lk->token, chan};
-    if (baton__client_get(c, &cn, err, sizeof err) != BATON_OK)
-        return;
-    if (baton__script_call(c, cn, BATON__S_CANCEL, 3, keys, 2, args, &r, baton__client_deadline(c),
+    if (baton__script_call(c, BATON__S_CANCEL, 3, keys, 2, args, &r, baton__client_deadline(c),
                            NULL, err, sizeof err) == BATON_OK)
         freeReplyObject(r);
-    baton__client_put(c, cn);
 }
 
 /* Returns the error, after copying lk's detail to the client for callers
@@ -319,7 +311,6 @@ int baton_lock_extend(struct baton_lock *lk, int64_t ttl_ms)
         ttl_ms = lk->ttl_ms;
 
     struct baton_client *c = lk->c;
-    struct baton__conn *cn = NULL;
     redisReply *r = NULL;
     char ttl[24];
     int64_t sent = 0;
@@ -328,11 +319,8 @@ int baton_lock_extend(struct baton_lock *lk, int64_t ttl_ms)
     snprintf(ttl, sizeof ttl, "%lld", (long long)ttl_ms);
     const char *keys[1] = {lk->rkeys[0]};
     const char *args[2] = {lk->token, ttl};
-    if ((rc = baton__client_get(c, &cn, lk->errstr, sizeof lk->errstr)) != BATON_OK)
-        return rc;
-    rc = baton__script_call(c, cn, lk->extend_script, 1, keys, 2, args, &r,
-                            baton__client_deadline(c), &sent, lk->errstr, sizeof lk->errstr);
-    baton__client_put(c, cn);
+    rc = baton__script_call(c, lk->extend_script, 1, keys, 2, args, &r, baton__client_deadline(c),
+                            &sent, lk->errstr, sizeof lk->errstr);
     if (rc != BATON_OK)
         return rc;
     if (r->type == REDIS_REPLY_INTEGER && r->integer == 1) {
@@ -356,7 +344,6 @@ int baton_lock_release(struct baton_lock *lk)
     baton__renew_remove(lk); /* renewal never outlives the release */
 
     struct baton_client *c = lk->c;
-    struct baton__conn *cn = NULL;
     redisReply *r = NULL;
     char chan[160];
     int rc;
@@ -364,11 +351,8 @@ int baton_lock_release(struct baton_lock *lk)
     baton__waiters_channel(c, chan, sizeof chan);
     const char *keys[3] = {lk->rkeys[0], lk->rkeys[2], lk->rkeys[3]};
     const char *args[3] = {lk->token, chan, lk->release_chan != NULL ? lk->release_chan : ""};
-    if ((rc = baton__client_get(c, &cn, lk->errstr, sizeof lk->errstr)) != BATON_OK)
-        return rc;
-    rc = baton__script_call(c, cn, BATON__S_RELEASE, 3, keys, 3, args, &r,
-                            baton__client_deadline(c), NULL, lk->errstr, sizeof lk->errstr);
-    baton__client_put(c, cn);
+    rc = baton__script_call(c, BATON__S_RELEASE, 3, keys, 3, args, &r, baton__client_deadline(c),
+                            NULL, lk->errstr, sizeof lk->errstr);
     if (rc != BATON_OK)
         return rc;
     if (r->type == REDIS_REPLY_INTEGER && r->integer == 1) {

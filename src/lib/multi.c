@@ -127,7 +127,6 @@ static int take_all(struct baton_multi *m, const struct baton_lock_opts *o, size
                     size_t errlen)
 {
     struct baton_client *c = m->c;
-    struct baton__conn *cn = NULL;
     redisReply *r = NULL;
     const char *keys[2 * BATON_MULTI_MAX_KEYS], *args[1 + BATON_MULTI_MAX_KEYS];
     char ttl[24];
@@ -141,11 +140,8 @@ static int take_all(struct baton_multi *m, const struct baton_lock_opts *o, size
         keys[m->n + i] = m->lk[i]->rkeys[1];
         args[1 + i] = m->lk[i]->token;
     }
-    if ((rc = baton__client_get(c, &cn, err, errlen)) != BATON_OK)
-        return rc;
-    rc = baton__script_call(c, cn, BATON__S_MULTI_ACQUIRE, (int)(2 * m->n), keys, (int)(1 + m->n),
-                            args, &r, baton__client_deadline(c), &sent, err, errlen);
-    baton__client_put(c, cn);
+    rc = baton__script_call(c, BATON__S_MULTI_ACQUIRE, (int)(2 * m->n), keys, (int)(1 + m->n), args,
+                            &r, baton__client_deadline(c), &sent, err, errlen);
     if (rc != BATON_OK)
         return rc;
     if (r->type == REDIS_REPLY_INTEGER && r->integer >= 1 && (size_t)r->integer <= m->n) {

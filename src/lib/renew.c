@@ -36,7 +36,6 @@ static int64_t min64(int64_t a, int64_t b)
 static int64_t renew_one(struct baton__renewer *rn, struct baton_lock *lk, int64_t bound_ns)
 {
     struct baton_client *c = rn->c;
-    struct baton__conn *cn = NULL;
     redisReply *r = NULL;
     char ttl[24], err[BATON__ERRLEN];
     int64_t sent = 0;
@@ -45,11 +44,8 @@ static int64_t renew_one(struct baton__renewer *rn, struct baton_lock *lk, int64
     snprintf(ttl, sizeof ttl, "%lld", (long long)lk->ttl_ms);
     const char *keys[1] = {lk->rkeys[0]};
     const char *args[2] = {lk->token, ttl};
-    if (baton__client_get(c, &cn, err, sizeof err) != BATON_OK)
-        return retry;
-    int rc = baton__script_call(c, cn, lk->extend_script, 1, keys, 2, args, &r,
+    int rc = baton__script_call(c, lk->extend_script, 1, keys, 2, args, &r,
                                 min64(baton__client_deadline(c), bound_ns), &sent, err, sizeof err);
-    baton__client_put(c, cn);
     if (rc != BATON_OK)
         return retry;
     if (r->type == REDIS_REPLY_INTEGER && r->integer == 1) {

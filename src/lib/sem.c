@@ -99,7 +99,6 @@ static int attempt(struct baton_permit *p, bool wait, bool queued, int64_t entry
 {
     struct baton_lock *lk = p->lk;
     struct baton_client *c = lk->c;
-    struct baton__conn *cn = NULL;
     redisReply *r = NULL;
     char limit[16], ttl[24], ettl[24];
     int64_t sent = 0;
@@ -112,11 +111,8 @@ static int attempt(struct baton_permit *p, bool wait, bool queued, int64_t entry
     const char *args[6] = {lk->token, limit, ttl, wait ? "1" : "0", ettl, queued ? "1" : "0"};
 
     *next_ms = -1;
-    if ((rc = baton__client_get(c, &cn, lk->errstr, sizeof lk->errstr)) != BATON_OK)
-        return rc;
-    rc = baton__script_call(c, cn, BATON__S_SEM_ACQUIRE, 4, keys, 6, args, &r,
+    rc = baton__script_call(c, BATON__S_SEM_ACQUIRE, 4, keys, 6, args, &r,
                             baton__client_deadline(c), &sent, lk->errstr, sizeof lk->errstr);
-    baton__client_put(c, cn);
     if (rc != BATON_OK)
         return rc;
     if (r->type == REDIS_REPLY_INTEGER && r->integer > 0) {
@@ -143,7 +139,6 @@ static int attempt(struct baton_permit *p, bool wait, bool queued, int64_t entry
 static int give_back(struct baton_client *c, char *const rkeys[4], enum baton__script_id id,
                      const char *token, int64_t ttl_ms, long long *held, char *err, size_t errlen)
 {
-    struct baton__conn *cn = NULL;
     redisReply *r = NULL;
     char chan[160], ttl[24];
     int64_t sent = 0;
@@ -153,11 +148,8 @@ static int give_back(struct baton_client *c, char *const rkeys[4], enum baton__s
     snprintf(ttl, sizeof ttl, "%lld", (long long)ttl_ms);
     const char *keys[4] = {rkeys[0], rkeys[2], rkeys[3], rkeys[1]};
     const char *args[4] = {token, chan, c->cid, ttl};
-    if ((rc = baton__client_get(c, &cn, err, errlen)) != BATON_OK)
-        return rc;
-    rc = baton__script_call(c, cn, id, 4, keys, id == BATON__S_SEM_CANCEL ? 4 : 3, args, &r,
+    rc = baton__script_call(c, id, 4, keys, id == BATON__S_SEM_CANCEL ? 4 : 3, args, &r,
                             baton__client_deadline(c), &sent, err, errlen);
-    baton__client_put(c, cn);
     if (rc != BATON_OK)
         return rc;
     if (r->type == REDIS_REPLY_INTEGER) {
