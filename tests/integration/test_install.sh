@@ -28,10 +28,12 @@ int main(int argc, char **argv)
 }
 C
 export PKG_CONFIG_PATH=$libdir/pkgconfig
-cc -o "$T/app" "$T/app.c" $(pkg-config --cflags --libs baton) -Wl,-rpath,"$libdir" \
+cc ${BATON_TEST_CFLAGS:-} -o "$T/app" "$T/app.c" $(pkg-config --cflags --libs baton) -Wl,-rpath,"$libdir" \
     || fail "cannot build against the installed library"
-cc -o "$T/app-static" "$T/app.c" $(pkg-config --cflags baton) "$libdir/libbaton.a" \
-    $(pkg-config --libs --static baton) || fail "cannot link the static library"
+cc ${BATON_TEST_CFLAGS:-} -o "$T/app-static" "$T/app.c" $(pkg-config --cflags baton) \
+    $(pkg-config --libs --static baton | sed 's/-lbaton/-Wl,-Bstatic -lbaton -Wl,-Bdynamic/') \
+    || fail "cannot link the static library"
+ldd "$T/app-static" | grep -q libbaton && fail "the static program still needs libbaton.so"
 redis_start
 assert_eq "fence 1, ETAKEN" "$("$T/app" "$REDIS_URL")" "shared library program"
 assert_eq "fence 2, ETAKEN" "$("$T/app-static" "$REDIS_URL")" "static library program"
