@@ -205,6 +205,7 @@ static enum machine_event act_follow(void *ctx)
 {
     struct daemon *d = ctx;
     disarm_leader_timers(d);
+    runner_flush_history(d->runner); /* what pausing held back */
     if (d->stopping)
         return EV_STOP;
     ensure_watch(d);
@@ -360,6 +361,7 @@ static enum machine_event act_finish(void *ctx)
     disarm_follower_timers(d);
     if (d->stopping) {
         d->done = true;
+        runner_flush_history(d->runner);
         heartbeat(d); /* "stopped": status shows it at once */
         return EV_NONE;
     }
@@ -540,12 +542,14 @@ static void reload(struct daemon *d)
             cJSON_AddItemToArray(kept, cJSON_CreateString(fixed[i]));
     if (cJSON_GetArraySize(kept) > 0) {
         cJSON_AddItemToObject(f, "restart_needed_for", kept);
-        free(cfg->node);
-        free(cfg->redis);
-        free(cfg->group);
-        cfg->node = strdup(d->cfg->node);
-        cfg->redis = strdup(d->cfg->redis);
-        cfg->group = strdup(d->cfg->group);
+        /* Keep the running values: move them over (no allocation to fail). */
+        char **mine[3] = {&cfg->node, &cfg->redis, &cfg->group};
+        char **running[3] = {&d->cfg->node, &d->cfg->redis, &d->cfg->group};
+        for (int i = 0; i < 3; i++) {
+            free(*mine[i]);
+            *mine[i] = *running[i];
+            *running[i] = NULL;
+        }
         cfg->lease_ttl_ms = d->cfg->lease_ttl_ms;
         cfg->lease_renew_ms = d->cfg->lease_renew_ms;
     } else {

@@ -30,6 +30,8 @@
 #include "runner.h"
 
 #define LINE_MAX_BYTES  4096
+#define HIST_ARGC       24   /* arguments of a history XADD */
+#define HIST_QUEUE_MAX  1000 /* deferred history entries kept, at most */
 #define CATCHUP_MAX     1000 /* missed ticks run per job and leadership, at most */
 #define CLAIM_RETRY_MS  100  /* a claim that failed (Redis unreachable) is retried this often */
 #define CLAIM_MARGIN_MS 20   /* do not claim this close to the lease deadline */
@@ -107,6 +109,9 @@ struct runner {
     uint64_t term;
     uint64_t seq;
     char *node, *group; /* owned copies behind h.node, h.group */
+    bool defer_history; /* no blocking call now: queue history entries */
+    struct histrec *hist;
+    size_t nhist;
 };
 
 /* ---- clocks ---- */
@@ -247,13 +252,41 @@ static void add_tick_fields(cJSON *f, const struct run *run)
     cJSON_AddNumberToObject(f, "attempt", run->attempt);
 }
 
+/* A history entry: the XADD's arguments, owned. */
+struct histrec {
+    char *argv[HIST_ARGC];
+    struct histrec *next;
+};
+
+static void histrec_free(struct histrec *h)
+{
+    for (int i = 0; h != NULL && i < HIST_ARGC; i++)
+        free(h->argv[i]);
+    free(h);
+}
+
+static void history_send(struct runner *r, struct histrec *h)
+{
+    struct baton_reply *rep = NULL;
+    int rc = baton_client_command(r->h.client, HIST_ARGC, (const char *const *)h->argv, NULL, &rep);
+    baton_reply_free(rep);
+    if (rc != BATON_OK) {
+        cJSON *f = log_fields();
+        cJSON_AddStringToObject(f, "key", h->argv[1]);
+        cJSON_AddStringToObject(f, "run_id", h->argv[7]);
+        cJSON_AddStringToObject(f, "error", baton_client_errstr(r->h.client));
+        log_emit(r->h.log, LOG_WARN, "history_write_failed", f);
+    }
+    histrec_free(h);
+}
+
+/* Records a run in the job's stream: now, or, while the runner must make no
+ * blocking call (jobs being stopped against a deadline), at the next
+ * runner_flush_history(). */
 static void record_history(struct runner *r, const char *job, const char *run_id, int64_t tick,
                            uint64_t term, int64_t started_ms, int64_t duration_ms,
                            const char *outcome, const char *result, int attempt)
 {
-    char *key = group_key(r->h.group, "runs:%s", job);
-    if (key == NULL)
-        return;
     char maxlen[24], sched[32], started[40], dur[24], termbuf[24], att[16];
     snprintf(maxlen, sizeof maxlen, "%" PRId64, r->h.history_len);
     log_rfc3339(tick, sched, sizeof sched);
@@ -264,22 +297,46 @@ static void record_history(struct runner *r, const char *job, const char *run_id
     snprintf(dur, sizeof dur, "%" PRId64, duration_ms);
     snprintf(termbuf, sizeof termbuf, "%" PRIu64, term);
     snprintf(att, sizeof att, "%d", attempt);
-    const char *argv[] = {"XADD",         key,     "MAXLEN",  "~",       maxlen,        "*",
-                          "run_id",       run_id,  "node",    r->h.node, "term",        termbuf,
-                          "scheduled_at", sched,   "started", started,   "duration_ms", dur,
-                          "outcome",      outcome, "result",  result,    "attempt",     att};
-    struct baton_reply *rep = NULL;
-    int rc =
-        baton_client_command(r->h.client, (int)(sizeof argv / sizeof argv[0]), argv, NULL, &rep);
-    baton_reply_free(rep);
-    if (rc != BATON_OK) {
-        cJSON *f = log_fields();
-        cJSON_AddStringToObject(f, "job", job);
-        cJSON_AddStringToObject(f, "run_id", run_id);
-        cJSON_AddStringToObject(f, "error", baton_client_errstr(r->h.client));
-        log_emit(r->h.log, LOG_WARN, "history_write_failed", f);
+    const char *argv[HIST_ARGC] = {
+        "XADD",        NULL,      "MAXLEN",  "~",     maxlen,         "*",    "run_id",  run_id,
+        "node",        r->h.node, "term",    termbuf, "scheduled_at", sched,  "started", started,
+        "duration_ms", dur,       "outcome", outcome, "result",       result, "attempt", att};
+    struct histrec *h = calloc(1, sizeof *h);
+    if (h == NULL || (h->argv[1] = group_key(r->h.group, "runs:%s", job)) == NULL) {
+        histrec_free(h);
+        return;
     }
-    free(key);
+    for (int i = 0; i < HIST_ARGC; i++)
+        if (i != 1 && (h->argv[i] = strdup(argv[i])) == NULL) {
+            histrec_free(h);
+            return;
+        }
+    if (!r->defer_history) {
+        history_send(r, h);
+        return;
+    }
+    if (r->nhist == HIST_QUEUE_MAX) { /* bounded: the oldest goes */
+        struct histrec *old = r->hist;
+        r->hist = old->next;
+        histrec_free(old);
+        r->nhist--;
+    }
+    struct histrec **tail = &r->hist;
+    while (*tail != NULL)
+        tail = &(*tail)->next;
+    *tail = h;
+    r->nhist++;
+}
+
+void runner_flush_history(struct runner *r)
+{
+    r->defer_history = false;
+    while (r->hist != NULL) {
+        struct histrec *h = r->hist;
+        r->hist = h->next;
+        r->nhist--;
+        history_send(r, h);
+    }
 }
 
 /* ---- output ---- */
@@ -766,6 +823,7 @@ static void catch_up(struct runner *r, struct jobstate *js, int64_t now_s)
 
 void runner_lead(struct runner *r, uint64_t term)
 {
+    runner_flush_history(r);
     r->leading = true;
     r->term = term;
     int64_t now_s = wall_ms() / 1000;
@@ -793,6 +851,8 @@ size_t runner_running(const struct runner *r)
 
 void runner_terminate(struct runner *r, int64_t kill_by_ns)
 {
+    if (kill_by_ns != 0)
+        r->defer_history = true; /* racing a deadline: no blocking call */
     for (struct run *run = r->runs; run != NULL; run = run->next)
         stop_run(run, "stopped", kill_by_ns);
 }
@@ -911,6 +971,11 @@ void runner_free(struct runner *r)
         r->sets = s->next;
         jobs_free(s->jobs);
         free(s);
+    }
+    while (r->hist != NULL) {
+        struct histrec *h = r->hist;
+        r->hist = h->next;
+        histrec_free(h);
     }
     free(r->node);
     free(r->group);

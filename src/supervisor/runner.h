@@ -51,8 +51,12 @@ void runner_unlead(struct runner *r);
 size_t runner_running(const struct runner *r);
 
 /* SIGTERM to every running job's process group now; SIGKILL to each at
- * min(now + its kill_grace, kill_by_ns), kill_by_ns 0 meaning no bound. */
+ * min(now + its kill_grace, kill_by_ns), kill_by_ns 0 meaning no bound.
+ * With a bound, the runner makes no Redis call until runner_flush_history()
+ * (history entries wait in a bounded queue): nothing may delay the kills. */
 void runner_terminate(struct runner *r, int64_t kill_by_ns);
+/* Writes the history entries queued since runner_terminate(). */
+void runner_flush_history(struct runner *r);
 
 /* CLOCK_MONOTONIC time of the runner's next event (a tick, a timeout, a
  * kill, a retry), or 0. The daemon arms a timer for it. */

@@ -152,22 +152,28 @@ kill -TERM "$(pid_of h1)"; wait_exit h1 8
 
 # ---------------------------------------------------------------------
 note "lease lost (Redis frozen): running jobs are dead before the lease could pass"
+# One job dies at SIGTERM (its end would be recorded in Redis, which hangs),
+# the other ignores SIGTERM and needs the SIGKILL before the deadline.
 cat > "$T/long.yaml" <<EOF
 jobs:
   - {name: long, schedule: "*/2 * * * * *", catchup: 0, shell: "echo \$\$ > $T/longpid; exec sleep 100"}
+  - {name: deaf, schedule: "*/2 * * * * *", catchup: 0, kill_grace: 10s,
+     shell: "trap '' TERM; echo \$\$ > $T/deafpid; while :; do sleep 0.05; done"}
 EOF
 GROUP=l run_node l1 "$T/long.yaml"
-wait_job l1 job_start long '' 5 >/dev/null
-for _ in $(seq 1 100); do [ -s "$T/longpid" ] && break; sleep 0.01; done
-lp=$(cat "$T/longpid")
+wait_job l1 job_start deaf '' 5 >/dev/null
+for _ in $(seq 1 100); do [ -s "$T/longpid" ] && [ -s "$T/deafpid" ] && break; sleep 0.01; done
+lp=$(cat "$T/longpid") dp=$(cat "$T/deafpid")
 kill -STOP "$REDIS_PID"; frozen=$(now_ms)
-for _ in $(seq 1 300); do alive "$lp" || break; sleep 0.01; done
+for _ in $(seq 1 300); do alive "$lp" || alive "$dp" || break; sleep 0.01; done
 died=$(now_ms)
 kill -CONT "$REDIS_PID"
 alive "$lp" && fail "job still running with the lease unconfirmed"
-note "  job dead $((died - frozen)) ms after Redis froze (ttl 1000 ms)"
-[ $((died - frozen)) -lt 1000 ] || fail "job outlived the lease"
+alive "$dp" && fail "a job ignoring SIGTERM still running with the lease unconfirmed"
+note "  jobs dead $((died - frozen)) ms after Redis froze (ttl 1000 ms)"
+[ $((died - frozen)) -lt 1000 ] || fail "a job outlived the lease"
 wait_job l1 job_end long '"outcome":"killed"' 3 >/dev/null
+wait_job l1 job_end deaf '"signal":"KILL"' 3 >/dev/null
 kill -TERM "$(pid_of l1)"; wait_exit l1 5
 
 # ---------------------------------------------------------------------
