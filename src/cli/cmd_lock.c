@@ -38,7 +38,6 @@
 #define EXIT_UNAVAILABLE  69
 #define EXIT_NOEXEC       126
 #define EXIT_NOTFOUND     127
-#define BATON_KEYVAR_MAX  1100
 
 static const char help_text[] =
     "\n"
@@ -232,7 +231,7 @@ static bool supervise(struct baton_lock *lk, int sfd, int lostfd, const struct l
 static int run_locked(struct baton_lock *lk, const struct lock_args *a, const char *path, int sfd,
                       int lostfd)
 {
-    char fence[64], keyvar[BATON_KEYVAR_MAX];
+    char fence[64], keyvar[BATON_KEY_MAX + 32];
     snprintf(fence, sizeof fence, "BATON_FENCE=%" PRIu64, baton_lock_fence(lk));
     snprintf(keyvar, sizeof keyvar, "BATON_LOCK_KEY=%s", a->key);
     char *extra[2] = {keyvar, fence};
@@ -272,8 +271,8 @@ int cmd_lock(int argc, char **argv)
     int rc = parse_args(argc, argv, &a);
     if (rc != 0)
         return rc < 0 ? CLI_EXIT_OK : rc;
-    if (strlen(a.key) > BATON_KEYVAR_MAX - 32)
-        return cli_usage("lock", "KEY is too long (at most %d bytes)", BATON_KEYVAR_MAX - 32);
+    if (strlen(a.key) > BATON_KEY_MAX)
+        return cli_usage("lock", "KEY is too long (at most %d bytes)", BATON_KEY_MAX);
 
     int perr = proc_resolve(a.cmd[0], path, sizeof path);
     if (perr == ENOENT) {

@@ -120,6 +120,7 @@ BATON_API const char *baton_client_url(const struct baton_client *c);
 
 struct baton_lock;
 
+#define BATON_KEY_MAX 1024      /* longest key (and name, id) accepted, in bytes */
 #define BATON_WAIT_FOREVER (-1) /* max_wait_ms: no limit */
 #define BATON_NO_WAIT      (-2) /* max_wait_ms: try once */
 

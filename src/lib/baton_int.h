@@ -32,7 +32,7 @@
 #define BATON__ERRLEN    256
 #define BATON__CID_LEN   16   /* hex chars of the client id */
 #define BATON__TOKEN_LEN 48   /* client id + 32 hex chars (128 random bits) */
-#define BATON__KEY_MAX   1024 /* longest user key accepted */
+#define BATON__KEY_MAX   BATON_KEY_MAX
 
 /* ---- util.c ---- */
 

@@ -150,6 +150,10 @@ k --|baton: lock: missing the command to run after KEY -- (see 'baton lock --hel
 --url nope://x k -- true|baton: lock: invalid URL: expected redis://host:port/db or unix:///path
 --url redis://h:0 k -- true|baton: lock: invalid URL: port must be a number from 1 to 65535
 EOF
+long=$(head -c 1025 /dev/zero | tr '\0' k)
+"$B" lock "$long" -- true 2>"$T/e"; assert_eq 2 $? "a key of 1025 bytes"
+assert_eq "baton: lock: KEY is too long (at most 1024 bytes) (see 'baton lock --help')" "$(cat "$T/e")" "long key"
+"$B" lock "${long:1}" -- true || fail "a key of 1024 bytes is fine"
 "$B" bogus 2>"$T/e"; assert_eq 2 $? "unknown subcommand"
 assert_eq "baton: unknown command 'bogus'; see 'baton --help'" "$(cat "$T/e")" "unknown subcommand message"
 
