@@ -66,7 +66,8 @@ int baton__lock_new(struct baton_client *c, const char *base, const char *name,
     for (int i = 0; i < 4; i++) {
         size_t n = blen + strlen(suffix[i]) + 1;
         lk->rkeys[i] = p;
-        snprintf(p, n, "%s%s", base, suffix[i]);
+        memcpy(p, base, blen); /* not snprintf: this is every acquire's path */
+        memcpy(p + blen, suffix[i], n - blen);
         p += n;
     }
     lk->c = c;
@@ -94,12 +95,13 @@ int baton__lock_new(struct baton_client *c, const char *base, const char *name,
 static int lock_new(struct baton_client *c, const char *key, const struct baton_lock_opts *o,
                     struct baton_lock **out)
 {
-    char *base = NULL;
-    if (asprintf(&base, "%s{%s}", c->prefix, key) < 0)
-        return BATON_ENOMEM;
-    int rc = baton__lock_new(c, base, key, NULL, o, out);
-    free(base);
-    return rc;
+    size_t plen = strlen(c->prefix), klen = strlen(key); /* key <= BATON_KEY_MAX */
+    char base[BATON_KEY_MAX + 200];
+    memcpy(base, c->prefix, plen);
+    base[plen] = '{';
+    memcpy(base + plen + 1, key, klen);
+    memcpy(base + plen + 1 + klen, "}", 2);
+    return baton__lock_new(c, base, key, NULL, o, out);
 }
 
 static bool valid_key(const char *key)
