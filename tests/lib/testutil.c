@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "baton.h"
 #include "testutil.h"
 
 int tu_run(Suite *s)
@@ -121,6 +122,26 @@ char *tu_redis(const char *cmd)
     freeReplyObject(r);
     redisFree(c);
     return out;
+}
+
+struct baton_client *tu_client(int64_t timeout_ms)
+{
+    struct baton_client *c = NULL;
+    struct baton_client_opts o = {.command_timeout_ms = timeout_ms,
+                                  .connect_timeout_ms = timeout_ms};
+    int rc = baton_client_new(tu_redis_url(), &o, &c);
+    ck_assert_msg(rc == BATON_OK, "connect: %s", baton_client_errstr(c));
+    return c;
+}
+
+long long tu_redis_int(const char *cmd)
+{
+    char *got = tu_redis(cmd);
+    char *end = NULL;
+    long long v = strtoll(got, &end, 10);
+    ck_assert_msg(end != got && *end == '\0', "%s: not an integer: [%s]", cmd, got);
+    free(got);
+    return v;
 }
 
 int tu_dead_port(void)

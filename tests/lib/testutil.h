@@ -26,6 +26,13 @@ void tu_sleep_ms(int64_t ms);
  * ("(nil)", "OK", "42", "-ERR ..."). Returns: owned; free with free(). */
 char *tu_redis(const char *cmd);
 
+/* A client of the test server with connect and command timeouts of
+ * timeout_ms; fails the test when it cannot connect. Owned; free with
+ * baton_client_free(). */
+struct baton_client *tu_client(int64_t timeout_ms);
+/* tu_redis() whose reply must be an integer. */
+long long tu_redis_int(const char *cmd);
+
 /* A loopback port nothing listens on (for "Redis unreachable" tests). */
 int tu_dead_port(void);
 

@@ -13,14 +13,7 @@
 #include "baton.h"
 #include "testutil.h"
 
-static struct baton_client *client(void)
-{
-    struct baton_client *c = NULL;
-    struct baton_client_opts o = {.command_timeout_ms = 500, .connect_timeout_ms = 500};
-    int rc = baton_client_new(tu_redis_url(), &o, &c);
-    ck_assert_msg(rc == BATON_OK, "connect: %s", baton_client_errstr(c));
-    return c;
-}
+static struct baton_client *client(void) { return tu_client(500); }
 
 static void redis_eq(const char *cmd, const char *want)
 {

@@ -14,24 +14,7 @@
 #include "baton_int.h"
 #include "testutil.h"
 
-static struct baton_client *client(void)
-{
-    struct baton_client *c = NULL;
-    struct baton_client_opts o = {.command_timeout_ms = 1000, .connect_timeout_ms = 1000};
-    int rc = baton_client_new(tu_redis_url(), &o, &c);
-    ck_assert_msg(rc == BATON_OK, "connect: %s", baton_client_errstr(c));
-    return c;
-}
-
-static long long redis_int(const char *cmd)
-{
-    char *got = tu_redis(cmd);
-    char *end = NULL;
-    long long v = strtoll(got, &end, 10);
-    ck_assert_msg(end != got && *end == '\0', "%s: not an integer: [%s]", cmd, got);
-    free(got);
-    return v;
-}
+static struct baton_client *client(void) { return tu_client(1000); }
 
 /* Script calls so far (EVALSHA + EVAL), from INFO commandstats. */
 static long long script_calls(void)
@@ -90,13 +73,13 @@ START_TEST(one_slot_one_script)
         ck_assert_str_eq(v, baton_lock_token(lk));
         free(v);
         snprintf(cmd, sizeof cmd, "GET baton:{%s}:fence", baton_lock_key(lk));
-        ck_assert_int_eq(redis_int(cmd), (long long)baton_lock_fence(lk));
+        ck_assert_int_eq(tu_redis_int(cmd), (long long)baton_lock_fence(lk));
         ck_assert_int_gt(baton_lock_remaining_ms(lk), 29000);
     }
     ck_assert(!baton_multi_lost(m));
     ck_assert_int_le(baton_multi_deadline_ns(m), baton_lock_deadline_ns(baton_multi_lock(m, 1)));
     ck_assert_int_eq(baton_multi_release(m), BATON_OK);
-    ck_assert_int_eq(redis_int("EXISTS baton:{{acct}:1} baton:{{acct}:2} baton:{{acct}:3}"), 0);
+    ck_assert_int_eq(tu_redis_int("EXISTS baton:{{acct}:1} baton:{{acct}:2} baton:{{acct}:3}"), 0);
     baton_multi_free(m);
     baton_client_free(c);
 }
@@ -114,9 +97,9 @@ START_TEST(cross_slot_sequential)
     ck_assert_int_ge(script_calls() - before, 3);
     ck_assert_str_eq(baton_lock_key(baton_multi_lock(m, 0)), "acct:a");
     ck_assert_str_eq(baton_lock_key(baton_multi_lock(m, 1)), "acct:b");
-    ck_assert_int_eq(redis_int("EXISTS baton:{acct:a} baton:{acct:b} baton:{acct:c}"), 3);
+    ck_assert_int_eq(tu_redis_int("EXISTS baton:{acct:a} baton:{acct:b} baton:{acct:c}"), 3);
     ck_assert_int_eq(baton_multi_release(m), BATON_OK);
-    ck_assert_int_eq(redis_int("EXISTS baton:{acct:a} baton:{acct:b} baton:{acct:c}"), 0);
+    ck_assert_int_eq(tu_redis_int("EXISTS baton:{acct:a} baton:{acct:b} baton:{acct:c}"), 0);
     baton_multi_free(m);
     baton_client_free(c);
 }
@@ -136,7 +119,7 @@ static void all_or_nothing(const char *a, const char *b, const char *c3)
                      BATON_ETAKEN);
     ck_assert_ptr_null(m);
     snprintf(cmd, sizeof cmd, "EXISTS baton:{%s} baton:{%s}", a, c3);
-    ck_assert_int_eq(redis_int(cmd), 0);
+    ck_assert_int_eq(tu_redis_int(cmd), 0);
     int64_t t0 = tu_now_ns();
     ck_assert_int_eq(
         baton_multi_acquire(c, keys, 3, &(struct baton_lock_opts){.max_wait_ms = 300}, &m),
@@ -144,7 +127,7 @@ static void all_or_nothing(const char *a, const char *b, const char *c3)
     int64_t ms = (tu_now_ns() - t0) / 1000000;
     ck_assert_int_ge(ms, 290);
     ck_assert_int_lt(ms, 900);
-    ck_assert_int_eq(redis_int(cmd), 0);
+    ck_assert_int_eq(tu_redis_int(cmd), 0);
     baton_lock_release(h);
     baton_lock_free(h);
     baton_client_free(c);
@@ -228,7 +211,7 @@ START_TEST(release_reports_loss)
     ck_assert_int_eq(baton_multi_extend(m, 0), BATON_ELOST);
     ck_assert(baton_multi_lost(m));
     ck_assert_int_eq(baton_multi_release(m), BATON_ELOST);
-    ck_assert_int_eq(redis_int("EXISTS baton:{{l}:b}"), 0); /* the other was released anyway */
+    ck_assert_int_eq(tu_redis_int("EXISTS baton:{{l}:b}"), 0); /* the other was released anyway */
     baton_multi_free(m);
     baton_client_free(c);
 }

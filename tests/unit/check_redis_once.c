@@ -13,24 +13,7 @@
 #include "baton.h"
 #include "testutil.h"
 
-static struct baton_client *client(void)
-{
-    struct baton_client *c = NULL;
-    struct baton_client_opts o = {.command_timeout_ms = 1000, .connect_timeout_ms = 1000};
-    int rc = baton_client_new(tu_redis_url(), &o, &c);
-    ck_assert_msg(rc == BATON_OK, "connect: %s", baton_client_errstr(c));
-    return c;
-}
-
-static long long redis_int(const char *cmd)
-{
-    char *got = tu_redis(cmd);
-    char *end = NULL;
-    long long v = strtoll(got, &end, 10);
-    ck_assert_msg(end != got && *end == '\0', "%s: not an integer: [%s]", cmd, got);
-    free(got);
-    return v;
-}
+static struct baton_client *client(void) { return tu_client(1000); }
 
 struct work {
     atomic_int runs;
@@ -58,11 +41,11 @@ START_TEST(processed_then_already_processed)
     ck_assert_int_eq(baton_once(c, "hook:1", 60000, process, &w), BATON_ONCE_PROCESSED);
     ck_assert_int_eq(atomic_load(&w.runs), 1);
     /* The marker: the run's fence, with the TTL asked for. */
-    ck_assert_int_eq(redis_int("GET baton:{hook:1}:done"), (long long)w.fence);
-    long long pttl = redis_int("PTTL baton:{hook:1}:done");
+    ck_assert_int_eq(tu_redis_int("GET baton:{hook:1}:done"), (long long)w.fence);
+    long long pttl = tu_redis_int("PTTL baton:{hook:1}:done");
     ck_assert_int_gt(pttl, 59000);
     ck_assert_int_le(pttl, 60000);
-    ck_assert_int_eq(redis_int("EXISTS baton:{hook:1}"), 0); /* the lock is released */
+    ck_assert_int_eq(tu_redis_int("EXISTS baton:{hook:1}"), 0); /* the lock is released */
     ck_assert_int_eq(baton_once(c, "hook:1", 60000, process, &w), BATON_ONCE_ALREADY_PROCESSED);
     ck_assert_int_eq(atomic_load(&w.runs), 1);
     baton_client_free(c);
@@ -96,7 +79,7 @@ START_TEST(duplicate_while_processing)
     int64_t t0 = tu_now_ns();
     ck_assert_int_eq(baton_once(c, "hook:2", 60000, process, &w), BATON_ONCE_DUPLICATE);
     ck_assert_int_lt(tu_now_ns() - t0, INT64_C(100000000));
-    ck_assert_int_eq(redis_int("EXISTS baton:{hook:2}:done"), 0); /* not done yet */
+    ck_assert_int_eq(tu_redis_int("EXISTS baton:{hook:2}:done"), 0); /* not done yet */
     pthread_join(t, NULL);
     ck_assert_int_eq(d.rc, BATON_ONCE_PROCESSED);
     ck_assert_int_eq(atomic_load(&w.runs), 1);
@@ -141,7 +124,7 @@ START_TEST(failure_leaves_no_marker)
     struct baton_client *c = client();
     struct work w = {.result = -1000};
     ck_assert_int_eq(baton_once(c, "hook:3", 60000, process, &w), -1000);
-    ck_assert_int_eq(redis_int("EXISTS baton:{hook:3}:done baton:{hook:3}"), 0);
+    ck_assert_int_eq(tu_redis_int("EXISTS baton:{hook:3}:done baton:{hook:3}"), 0);
     w.result = 7; /* positive: outcomes are positive, so it is EINVAL */
     ck_assert_int_eq(baton_once(c, "hook:3", 60000, process, &w), BATON_EINVAL);
     w.result = 0;
@@ -179,7 +162,7 @@ START_TEST(crash_mid_fn)
     struct baton_client *c = client();
     struct work w = {0};
     ck_assert_int_eq(baton_once(c, "hook:crash", 60000, process, &w), BATON_ONCE_DUPLICATE);
-    ck_assert_int_eq(redis_int("EXISTS baton:{hook:crash}:done"), 0);
+    ck_assert_int_eq(tu_redis_int("EXISTS baton:{hook:crash}:done"), 0);
     int rc;
     while ((rc = baton_once(c, "hook:crash", 60000, process, &w)) == BATON_ONCE_DUPLICATE)
         tu_sleep_ms(20);
@@ -219,7 +202,7 @@ START_TEST(lost_while_processing)
     struct baton_client *c = client();
     struct baton_once_opts o = {.lock_ttl_ms = 300};
     ck_assert_int_eq(baton_once_with(c, "hook:lost", &o, steal, NULL), BATON_ELOST);
-    ck_assert_int_eq(redis_int("EXISTS baton:{hook:lost}:done"), 1);
+    ck_assert_int_eq(tu_redis_int("EXISTS baton:{hook:lost}:done"), 1);
     baton_client_free(c);
 }
 END_TEST

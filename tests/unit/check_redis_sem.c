@@ -14,24 +14,7 @@
 #include "baton.h"
 #include "testutil.h"
 
-static struct baton_client *client(void)
-{
-    struct baton_client *c = NULL;
-    struct baton_client_opts o = {.command_timeout_ms = 500, .connect_timeout_ms = 500};
-    int rc = baton_client_new(tu_redis_url(), &o, &c);
-    ck_assert_msg(rc == BATON_OK, "connect: %s", baton_client_errstr(c));
-    return c;
-}
-
-static long long redis_int(const char *cmd)
-{
-    char *got = tu_redis(cmd);
-    char *end = NULL;
-    long long v = strtoll(got, &end, 10);
-    ck_assert_msg(end != got && *end == '\0', "%s: not an integer: [%s]", cmd, got);
-    free(got);
-    return v;
-}
+static struct baton_client *client(void) { return tu_client(500); }
 
 static int holders(struct baton_client *c, const char *name)
 {
@@ -56,7 +39,7 @@ START_TEST(limit_and_fences)
     }
     ck_assert_str_ne(baton_permit_id(p[0]), baton_permit_id(p[1]));
     ck_assert_int_eq(holders(c, "s:lim"), 3);
-    ck_assert_int_eq(redis_int("ZCARD baton:{s:lim}:sem"), 3);
+    ck_assert_int_eq(tu_redis_int("ZCARD baton:{s:lim}:sem"), 3);
     ck_assert_int_eq(baton_sem_try(c, "s:lim", 3, &o, &p[3]), BATON_ETAKEN);
     ck_assert_ptr_null(p[3]);
     ck_assert_int_eq(baton_sem_release(p[1]), BATON_OK);
@@ -64,13 +47,13 @@ START_TEST(limit_and_fences)
     ck_assert_int_eq(holders(c, "s:lim"), 2);
     ck_assert_int_eq(baton_sem_try(c, "s:lim", 3, &o, &p[3]), BATON_OK);
     ck_assert_uint_gt(baton_permit_fence(p[3]), last);
-    ck_assert_int_eq(redis_int("PTTL baton:{s:lim}:sem:fence"), -1); /* never expires */
+    ck_assert_int_eq(tu_redis_int("PTTL baton:{s:lim}:sem:fence"), -1); /* never expires */
     for (int i = 0; i < 4; i++) {
         if (i != 1)
             ck_assert_int_eq(baton_sem_release(p[i]), BATON_OK);
         baton_permit_free(p[i]);
     }
-    ck_assert_int_eq(redis_int("EXISTS baton:{s:lim}:sem"), 0);
+    ck_assert_int_eq(tu_redis_int("EXISTS baton:{s:lim}:sem"), 0);
     baton_client_free(c);
 }
 END_TEST
@@ -87,7 +70,7 @@ START_TEST(server_time_and_reclaim)
     /* b's score = server time (ms) + 20000. */
     char cmd[160];
     snprintf(cmd, sizeof cmd, "ZSCORE baton:{s:exp}:sem %s", baton_permit_id(b));
-    long long score = redis_int(cmd);
+    long long score = tu_redis_int(cmd);
     char *t = tu_redis("TIME");
     long long sec = 0, usec = 0;
     ck_assert_int_eq(sscanf(t, "%lld %lld", &sec, &usec), 2);
@@ -96,14 +79,14 @@ START_TEST(server_time_and_reclaim)
     ck_assert_int_le(score - now, 20000);
     ck_assert_int_ge(score - now, 19500);
     /* The set's own TTL covers the longest lease. */
-    ck_assert_int_gt(redis_int("PTTL baton:{s:exp}:sem"), 19000);
+    ck_assert_int_gt(tu_redis_int("PTTL baton:{s:exp}:sem"), 19000);
 
     ck_assert_int_eq(baton_sem_try(c, "s:exp", 2, NULL, &x), BATON_ETAKEN);
     tu_sleep_ms(150); /* a's lease runs out: the next acquire reclaims it */
     ck_assert(baton_permit_lost(a));
     ck_assert_int_eq(holders(c, "s:exp"), 1);
     ck_assert_int_eq(baton_sem_try(c, "s:exp", 2, NULL, &x), BATON_OK);
-    ck_assert_int_eq(redis_int("ZCARD baton:{s:exp}:sem"), 2);
+    ck_assert_int_eq(tu_redis_int("ZCARD baton:{s:exp}:sem"), 2);
     /* The expired permit cannot be released or extended. */
     ck_assert_int_eq(baton_sem_extend(a, 5000), BATON_ELOST);
     ck_assert_int_eq(baton_sem_release(a), BATON_ELOST);
@@ -186,7 +169,7 @@ START_TEST(wake_on_release)
     ck_assert_int_eq(w.rc, BATON_OK);
     ck_assert_msg(w.got_ns - released < INT64_C(200000000), "woken after %lld ms",
                   (long long)((w.got_ns - released) / 1000000));
-    ck_assert_int_eq(redis_int("EXISTS baton:{s:wake}:sem:q"), 0);
+    ck_assert_int_eq(tu_redis_int("EXISTS baton:{s:wake}:sem:q"), 0);
     baton_sem_release(h1);
     baton_permit_free(h1);
     baton_permit_free(h2);
@@ -227,8 +210,8 @@ START_TEST(timeout_leaves_the_queue)
     ck_assert_int_ge(ms, 300);
     ck_assert_int_lt(ms, 800);
     ck_assert_ptr_null(w);
-    ck_assert_int_eq(redis_int("ZCARD baton:{s:to}:sem:q"), 0);
-    ck_assert_int_eq(redis_int("ZCARD baton:{s:to}:sem:qx"), 0);
+    ck_assert_int_eq(tu_redis_int("ZCARD baton:{s:to}:sem:q"), 0);
+    ck_assert_int_eq(tu_redis_int("ZCARD baton:{s:to}:sem:qx"), 0);
     ck_assert_int_eq(
         baton_sem_acquire(c, "s:to", 1, &(struct baton_sem_opts){.max_wait_ms = BATON_NO_WAIT}, &w),
         BATON_ETAKEN);
@@ -492,7 +475,7 @@ START_TEST(threads_respect_the_limit)
     }
     ck_assert_int_eq(atomic_load(&max_inside), 3);
     ck_assert_int_eq(holders(c, "s:threads"), 0);
-    ck_assert_int_eq(redis_int("EXISTS baton:{s:threads}:sem:q"), 0);
+    ck_assert_int_eq(tu_redis_int("EXISTS baton:{s:threads}:sem:q"), 0);
     baton_client_free(c);
 }
 END_TEST

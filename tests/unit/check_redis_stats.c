@@ -18,14 +18,7 @@
 
 #define PROMTOOL "/usr/bin/promtool"
 
-static struct baton_client *client(void)
-{
-    struct baton_client *c = NULL;
-    struct baton_client_opts o = {.command_timeout_ms = 1000, .connect_timeout_ms = 1000};
-    int rc = baton_client_new(tu_redis_url(), &o, &c);
-    ck_assert_msg(rc == BATON_OK, "connect: %s", baton_client_errstr(c));
-    return c;
-}
+static struct baton_client *client(void) { return tu_client(1000); }
 
 static struct baton_stats get(struct baton_client *c, const char *cls)
 {
