@@ -413,20 +413,6 @@ static size_t child_names(const char *prefix, char store[NOPTS][64], const char 
     return n;
 }
 
-static void list_names(const char *const *names, size_t n, char *buf, size_t len)
-{
-    size_t o = 0;
-
-    buf[0] = '\0';
-    for (size_t i = 0; i < n && names[i] != NULL && o < len; i++) {
-        int w = snprintf(buf + o, len - o, "%s%s", i > 0 ? ", " : "", names[i]);
-
-        if (w < 0)
-            break;
-        o += (size_t)w;
-    }
-}
-
 static char *join_path(const char *dir, const char *rel)
 {
     size_t dl = strlen(dir), rl = strlen(rel);
@@ -489,7 +475,7 @@ static int set_value(struct parse *p, const struct config_option *o, const char 
                 return 0;
             }
         }
-        list_names(o->names, SIZE_MAX, all, sizeof all);
+        yamlx_list_names(o->names, SIZE_MAX, all, sizeof all);
         snprintf(msg, msglen, "expected one of %s, got %s", all, yamlx_quote(text, q, sizeof q));
         return -1;
     }
@@ -537,7 +523,7 @@ static int unknown_key(struct parse *p, const struct yamlx_node *k, const char *
     if (best != NULL)
         return yamlx_errorf(p->d, k, "unknown key %s (did you mean \"%s\"?)",
                             yamlx_quote(k->str, q, sizeof q), best);
-    list_names(names, n, all, sizeof all);
+    yamlx_list_names(names, n, all, sizeof all);
     return yamlx_errorf(p->d, k, "unknown key %s (known keys: %s)",
                         yamlx_quote(k->str, q, sizeof q), all);
 }
@@ -704,7 +690,7 @@ static void write_bounds(const struct config_option *o, FILE *out)
         break;
     case CONFIG_INT: fprintf(out, "%" PRId64 "..%" PRId64, o->min, o->max); break;
     case CONFIG_ENUM:
-        list_names(o->names, SIZE_MAX, all, sizeof all);
+        yamlx_list_names(o->names, SIZE_MAX, all, sizeof all);
         fputs(all, out);
         break;
     case CONFIG_STRING:

@@ -113,20 +113,6 @@ static int key_index(const char *key)
     return -1;
 }
 
-static void list_names(const char *const *names, size_t n, char *buf, size_t len)
-{
-    size_t o = 0;
-
-    buf[0] = '\0';
-    for (size_t i = 0; i < n && names[i] != NULL && o < len; i++) {
-        int w = snprintf(buf + o, len - o, "%s%s", i > 0 ? ", " : "", names[i]);
-
-        if (w < 0)
-            break;
-        o += (size_t)w;
-    }
-}
-
 static int unknown_key(const struct yamlx_diag *d, const struct yamlx_node *k, const char *prefix,
                        const char *const *names, size_t n)
 {
@@ -136,7 +122,7 @@ static int unknown_key(const struct yamlx_diag *d, const struct yamlx_node *k, c
     if (best != NULL)
         return yamlx_errorf(d, k, "%sunknown key %s (did you mean \"%s\"?)", prefix,
                             yamlx_quote(k->str, q, sizeof q), best);
-    list_names(names, n, all, sizeof all);
+    yamlx_list_names(names, n, all, sizeof all);
     return yamlx_errorf(d, k, "%sunknown key %s (known keys: %s)", prefix,
                         yamlx_quote(k->str, q, sizeof q), all);
 }

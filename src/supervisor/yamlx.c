@@ -834,3 +834,17 @@ int yamlx_scalar_col(const struct yamlx_node *n, size_t offset)
         return n->col;
     return n->col + (int)(quotes / 2) + (int)offset;
 }
+
+void yamlx_list_names(const char *const *names, size_t n, char *buf, size_t len)
+{
+    size_t o = 0;
+
+    buf[0] = '\0';
+    for (size_t i = 0; i < n && names[i] != NULL && o < len; i++) {
+        int w = snprintf(buf + o, len - o, "%s%s", i > 0 ? ", " : "", names[i]);
+
+        if (w < 0)
+            break;
+        o += (size_t)w;
+    }
+}

@@ -77,6 +77,10 @@ int yamlx_errorf(const struct yamlx_diag *d, const struct yamlx_node *n, const c
 int yamlx_errorf_at(const struct yamlx_diag *d, int line, int col, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* Writes the first n names (stopping at a NULL) into buf as "a, b, c",
+ * truncated to len. For messages that list the allowed values. */
+void yamlx_list_names(const char *const *names, size_t n, char *buf, size_t len);
+
 /* Writes s as a double-quoted, escaped string of bounded length (long strings
  * end in "..."), for messages. Returns buf. */
 const char *yamlx_quote(const char *s, char *buf, size_t len);

@@ -50,41 +50,16 @@ struct unc_arg {
 static void *raw_main(void *p)
 {
     struct unc_arg *a = p;
-    struct baton__conn *cn = NULL;
-    struct baton__url u;
-    char err[256], key[64];
+    char key[64];
     snprintf(key, sizeof key, "bench:raw:%d", a->id);
-    if (baton__url_parse(url, &u, err, sizeof err) != BATON_OK ||
-        baton__conn_open(&u, tu_now_ns() + INT64_C(2000000000), &cn, err, sizeof err) != BATON_OK) {
-        a->errors++;
-        baton__url_clear(&u);
-        return NULL;
-    }
     const char *set[6] = {"SET", key,  "0123456789abcdef0123456789abcdef0123456789abcdef",
                           "NX",  "PX", "30000"};
     const char *del[2] = {"DEL", key};
-    size_t setl[6], dell[2];
-    for (int i = 0; i < 6; i++)
-        setl[i] = strlen(set[i]);
-    for (int i = 0; i < 2; i++)
-        dell[i] = strlen(del[i]);
-    while (!atomic_load(a->stop)) {
-        redisReply *r = NULL;
-        int64_t dl = tu_now_ns() + INT64_C(2000000000);
-        if (baton__conn_command(cn, 6, set, setl, &r, dl) != BATON_OK) {
-            a->errors++;
-            break;
-        }
-        freeReplyObject(r);
-        if (baton__conn_command(cn, 2, del, dell, &r, dl) != BATON_OK) {
-            a->errors++;
-            break;
-        }
-        freeReplyObject(r);
-        a->cycles++;
+    a->cycles = tu_raw_pairs(url, 6, set, 2, del, a->stop);
+    if (a->cycles < 0) {
+        a->cycles = 0;
+        a->errors++;
     }
-    baton__conn_free(cn);
-    baton__url_clear(&u);
     return NULL;
 }
 

@@ -46,40 +46,15 @@ struct arg {
 static void *raw_main(void *p)
 {
     struct arg *a = p;
-    struct baton__conn *cn = NULL;
-    struct baton__url u;
-    char err[256], member[64];
+    char member[64];
     snprintf(member, sizeof member, "0123456789abcdef0123456789abcdef01234567%08d", a->id);
-    if (baton__url_parse(url, &u, err, sizeof err) != BATON_OK ||
-        baton__conn_open(&u, tu_now_ns() + INT64_C(2000000000), &cn, err, sizeof err) != BATON_OK) {
-        a->errors++;
-        baton__url_clear(&u);
-        return NULL;
-    }
     const char *zadd[4] = {"ZADD", "bench:sem:raw", "1700000000000", member};
     const char *zrem[3] = {"ZREM", "bench:sem:raw", member};
-    size_t addl[4], reml[3];
-    for (int i = 0; i < 4; i++)
-        addl[i] = strlen(zadd[i]);
-    for (int i = 0; i < 3; i++)
-        reml[i] = strlen(zrem[i]);
-    while (!atomic_load(a->stop)) {
-        redisReply *r = NULL;
-        int64_t dl = tu_now_ns() + INT64_C(2000000000);
-        if (baton__conn_command(cn, 4, zadd, addl, &r, dl) != BATON_OK) {
-            a->errors++;
-            break;
-        }
-        freeReplyObject(r);
-        if (baton__conn_command(cn, 3, zrem, reml, &r, dl) != BATON_OK) {
-            a->errors++;
-            break;
-        }
-        freeReplyObject(r);
-        a->cycles++;
+    a->cycles = tu_raw_pairs(url, 4, zadd, 3, zrem, a->stop);
+    if (a->cycles < 0) {
+        a->cycles = 0;
+        a->errors++;
     }
-    baton__conn_free(cn);
-    baton__url_clear(&u);
     return NULL;
 }
 

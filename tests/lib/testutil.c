@@ -3,6 +3,7 @@
 #include <check.h>
 #include <hiredis/hiredis.h>
 #include <netinet/in.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "baton.h"
+#include "baton_int.h"
 #include "testutil.h"
 
 int tu_run(Suite *s)
@@ -142,6 +144,44 @@ long long tu_redis_int(const char *cmd)
     ck_assert_msg(end != got && *end == '\0', "%s: not an integer: [%s]", cmd, got);
     free(got);
     return v;
+}
+
+/* One command, waiting at most 2 s. */
+static bool raw_command(struct baton__conn *cn, int argc, const char *const *argv)
+{
+    size_t lens[16];
+    redisReply *r = NULL;
+    if (argc > 16)
+        return false;
+    for (int i = 0; i < argc; i++)
+        lens[i] = strlen(argv[i]);
+    if (baton__conn_command(cn, argc, (const char **)argv, lens, &r,
+                            tu_now_ns() + INT64_C(2000000000)) != BATON_OK)
+        return false;
+    freeReplyObject(r);
+    return true;
+}
+
+int64_t tu_raw_pairs(const char *url, int na, const char *const *a, int nb, const char *const *b,
+                     atomic_bool *stop)
+{
+    struct baton__url u;
+    struct baton__conn *cn = NULL;
+    char err[256];
+    int64_t pairs = 0;
+    if (baton__url_parse(url, &u, err, sizeof err) != BATON_OK)
+        return -1;
+    if (baton__conn_open(&u, tu_now_ns() + INT64_C(2000000000), &cn, err, sizeof err) != BATON_OK)
+        pairs = -1;
+    while (pairs >= 0 && !atomic_load(stop)) {
+        if (!raw_command(cn, na, a) || !raw_command(cn, nb, b))
+            pairs = -1;
+        else
+            pairs++;
+    }
+    baton__conn_free(cn);
+    baton__url_clear(&u);
+    return pairs;
 }
 
 int tu_dead_port(void)

@@ -2,6 +2,7 @@
 #ifndef BATON_TESTUTIL_H
 #define BATON_TESTUTIL_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 struct Suite;
@@ -32,6 +33,12 @@ char *tu_redis(const char *cmd);
 struct baton_client *tu_client(int64_t timeout_ms);
 /* tu_redis() whose reply must be an integer. */
 long long tu_redis_int(const char *cmd);
+
+/* A benchmark's ceiling: on a connection of its own to url (libbaton's
+ * transport), sends command a then command b, as raw commands, until *stop.
+ * Returns the number of pairs, or -1 when a connection or command fails. */
+int64_t tu_raw_pairs(const char *url, int na, const char *const *a, int nb, const char *const *b,
+                     atomic_bool *stop);
 
 /* A loopback port nothing listens on (for "Redis unreachable" tests). */
 int tu_dead_port(void);
