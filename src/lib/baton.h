@@ -79,7 +79,8 @@ struct baton_client;
 
 struct baton_client_opts {
     int64_t connect_timeout_ms; /* default 2000 */
-    int64_t command_timeout_ms; /* default 2000: bound on each round trip */
+    int64_t command_timeout_ms; /* default 2000: bound on each operation,
+                                   connecting included */
     int max_waiters_per_key;    /* default 1000; -1: unbounded. Flood control:
                                    waiters of one key in this process beyond
                                    it get BATON_EQUEUEFULL at once. */

@@ -163,9 +163,12 @@ struct baton_client {
     struct baton__stats *stats;     /* stats.c; made with the client */
 };
 
-/* Takes an idle pooled connection or opens one. Returns 0 and *out, or a
- * negative code with detail in err. Give it back with baton__client_put. */
-int baton__client_get(struct baton_client *c, struct baton__conn **out, char *err, size_t errlen);
+/* Takes an idle pooled connection or opens one, connecting by deadline_ns
+ * at the latest (the deadline of the operation it is for). Returns 0 and
+ * *out, or a negative code with detail in err. Give it back with
+ * baton__client_put. */
+int baton__client_get(struct baton_client *c, int64_t deadline_ns, struct baton__conn **out,
+                      char *err, size_t errlen);
 /* Returns cn to the pool, or frees it when broken or the pool is full. */
 void baton__client_put(struct baton_client *c, struct baton__conn *cn);
 /* Opens a connection outside the pool (subscriber). Same contract. */

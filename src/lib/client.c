@@ -28,7 +28,8 @@ static struct baton__shard *my_shard(struct baton_client *c)
     return &c->shard[(h >> 32) % BATON__SHARDS];
 }
 
-int baton__client_get(struct baton_client *c, struct baton__conn **out, char *err, size_t errlen)
+int baton__client_get(struct baton_client *c, int64_t deadline_ns, struct baton__conn **out,
+                      char *err, size_t errlen)
 {
     struct baton__shard *s = my_shard(c);
     pthread_mutex_lock(&s->mu);
@@ -43,7 +44,11 @@ int baton__client_get(struct baton_client *c, struct baton__conn **out, char *er
         *out = cn;
         return BATON_OK;
     }
-    return baton__client_open(c, out, err, errlen);
+    /* A new connection counts against the operation's deadline: connecting
+     * and the command together never take longer than command_timeout. */
+    int64_t connect_by = baton__now_ns() + c->connect_timeout_ms * 1000000;
+    return baton__conn_open(&c->url, connect_by < deadline_ns ? connect_by : deadline_ns, out, err,
+                            errlen);
 }
 
 void baton__client_put(struct baton_client *c, struct baton__conn *cn)
@@ -157,7 +162,7 @@ int baton__script_call(struct baton_client *c, enum baton__script_id id, int nke
                        int64_t deadline, int64_t *sent_ns, char *err, size_t errlen)
 {
     struct baton__conn *cn = NULL;
-    int rc = baton__client_get(c, &cn, err, errlen);
+    int rc = baton__client_get(c, deadline, &cn, err, errlen);
     if (rc != BATON_OK)
         return rc;
     rc = baton__eval(c, cn, c->sha[id], baton__script_source(id), nkeys, keys, nargs, args, reply,

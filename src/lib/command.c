@@ -85,7 +85,8 @@ int baton_client_command(struct baton_client *c, int argc, const char *const *ar
     *out = NULL;
     if (c == NULL || argc < 1 || argv == NULL)
         return BATON_EINVAL;
-    if ((rc = baton__client_get(c, &cn, err, sizeof err)) != BATON_OK) {
+    int64_t deadline = baton__client_deadline(c); /* connecting included */
+    if ((rc = baton__client_get(c, deadline, &cn, err, sizeof err)) != BATON_OK) {
         baton__client_error(c, err);
         return rc;
     }
@@ -98,8 +99,8 @@ int baton_client_command(struct baton_client *c, int argc, const char *const *ar
         for (int i = 0; i < argc; i++)
             own[i] = strlen(argv[i]);
     }
-    rc = baton__conn_command(cn, argc, (const char **)argv, lens != NULL ? lens : own, &r,
-                             baton__client_deadline(c));
+    rc =
+        baton__conn_command(cn, argc, (const char **)argv, lens != NULL ? lens : own, &r, deadline);
     free(own);
     if (rc != BATON_OK) {
         baton__set_error(err, sizeof err, "%s: %s", c->url.redacted, cn->err);
@@ -126,12 +127,13 @@ int baton_client_eval(struct baton_client *c, const char *script, int nkeys,
     if (c == NULL || script == NULL)
         return BATON_EINVAL;
     baton__sha1_hex(script, strlen(script), sha);
-    if ((rc = baton__client_get(c, &cn, err, sizeof err)) != BATON_OK) {
+    int64_t deadline = baton__client_deadline(c); /* connecting included */
+    if ((rc = baton__client_get(c, deadline, &cn, err, sizeof err)) != BATON_OK) {
         baton__client_error(c, err);
         return rc;
     }
-    rc = baton__eval(c, cn, sha, script, nkeys, keys, nargs, args, &r, baton__client_deadline(c),
-                     NULL, err, sizeof err);
+    rc = baton__eval(c, cn, sha, script, nkeys, keys, nargs, args, &r, deadline, NULL, err,
+                     sizeof err);
     baton__client_put(c, cn);
     if (rc != BATON_OK) {
         baton__client_error(c, err);

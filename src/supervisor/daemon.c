@@ -619,13 +619,15 @@ int daemon_run(const char *config_path)
         jobs_free(jobs);
         goto out;
     }
+    d.guard_ns = (d.cfg->redis_timeout_ms + 2 * KILL_MARGIN_MS) * INT64_C(1000000);
     struct runner_host host = {.log = d.log,
                                .loop = &d.loop,
                                .client = d.client,
                                .election = d.election,
                                .node = d.cfg->node,
                                .group = d.cfg->group,
-                               .history_len = d.cfg->history_len};
+                               .history_len = d.cfg->history_len,
+                               .guard_ns = d.guard_ns};
     if ((d.runner = runner_new(&host)) == NULL) {
         jobs_free(jobs);
         goto out;
