@@ -5,6 +5,7 @@
  *   url.c      redis:// and unix:// URLs
  *   conn.c     one connection: our transport, hiredis's reader and formatter
  *   client.c   the client: URL, options, connection pool, script calls
+ *   mux.c      a pool shard's shared connection, pipelining our scripts
  *   scripts.c  the Lua scripts (acquire, release, extend, cancel)
  *   waiters.c  waiting: flood control, the shared subscriber thread
  *   renew.c    auto-renewal: the shared renewal thread
@@ -99,6 +100,12 @@ int baton__conn_flush(struct baton__conn *cn, int64_t deadline_ns);
 /* Reads one reply. Returns 0 and *reply (owned; freeReplyObject), or
  * BATON_EIO / BATON_EPROTO with the conn marked broken. */
 int baton__conn_read(struct baton__conn *cn, redisReply **reply, int64_t deadline_ns);
+/* Waits until cn is readable, changing nothing in cn (so that it can be
+ * called without the lock that guards cn). Returns 1 ready, 0 timed out,
+ * or -errno. */
+int baton__conn_wait_readable(const struct baton__conn *cn, int64_t deadline_ns);
+/* Marks cn broken with the message what + detail. */
+void baton__conn_fail(struct baton__conn *cn, const char *what, const char *detail);
 /* Parses one reply from what has arrived, without blocking. Returns 1 and
  * *reply, 0 when none is complete yet, or a negative code. */
 int baton__conn_poll_reply(struct baton__conn *cn, redisReply **reply);
@@ -138,8 +145,30 @@ struct baton__stats;
 /* One shard of the connection pool. Threads pick a shard by thread id, so
  * that fifty threads do not convoy on one mutex. */
 #define BATON__SHARDS 8
+
+/* mux.c: the shard's shared, pipelined connection for our scripts. */
+struct baton__mreq;
+struct baton__mux {
+    pthread_mutex_t mu;               /* guards everything in the mux */
+    struct baton__conn *cn;           /* NULL: none open */
+    struct baton__mreq *head, *tail;  /* awaiting replies, in the order sent */
+    bool reading;                     /* a requester waits on cn for the rest */
+};
+void baton__mux_init(struct baton__mux *m);
+/* Frees the connection; no request may be under way. */
+void baton__mux_clear(struct baton__mux *m);
+struct baton_client;
+/* Sends one command on m's connection (opening one by deadline_ns if there
+ * is none) and waits for its reply. Returns 0 and *reply (owned), or a
+ * negative code with detail (prefixed by the redacted URL) in err.
+ * *sent_ns (optional) gets a time before the command left. Thread-safe. */
+int baton__mux_call(struct baton_client *c, struct baton__mux *m, int argc, const char **argv,
+                    const size_t *lens, redisReply **reply, int64_t deadline_ns, int64_t *sent_ns,
+                    char *err, size_t errlen);
+
 struct baton__shard {
-    pthread_mutex_t mu; /* guards everything in the shard */
+    pthread_mutex_t mu; /* guards everything in the shard but mux */
+    struct baton__mux mux;
     struct baton__conn *idle;
     int nidle;
     unsigned char rnd[1024]; /* getrandom output, handed out in tokens */
@@ -187,8 +216,8 @@ int baton__eval(struct baton_client *c, struct baton__conn *cn, const char *sha,
                 int nkeys, const char *const *keys, int nargs, const char *const *args,
                 redisReply **reply, int64_t deadline_ns, int64_t *sent_ns, char *err,
                 size_t errlen);
-/* baton__eval() of one of our scripts on a pooled connection (taken and
- * given back here). */
+/* One of our scripts, as baton__eval(), on the calling thread's shard's
+ * shared connection (mux.c). */
 int baton__script_call(struct baton_client *c, enum baton__script_id id, int nkeys,
                        const char **keys, int nargs, const char **args, redisReply **reply,
                        int64_t deadline_ns, int64_t *sent_ns, char *err, size_t errlen);

@@ -116,6 +116,25 @@ static int io_error(struct baton_client *c, struct baton__conn *cn, int rc, char
     return rc;
 }
 
+/* Turns an error reply into BATON_EREDIS with its text in err (and frees
+ * it); else hands r to *reply. */
+static int take_reply(struct baton_client *c, redisReply *r, redisReply **reply, char *err,
+                      size_t errlen)
+{
+    if (r->type == REDIS_REPLY_ERROR) {
+        baton__set_error(err, errlen, "%s: redis error: %.200s", c->url.redacted, r->str);
+        freeReplyObject(r);
+        return BATON_EREDIS;
+    }
+    *reply = r;
+    return BATON_OK;
+}
+
+static bool is_noscript(const redisReply *r)
+{
+    return r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0;
+}
+
 int baton__eval(struct baton_client *c, struct baton__conn *cn, const char *sha, const char *src,
                 int nkeys, const char *const *keys, int nargs, const char *const *args,
                 redisReply **reply, int64_t deadline, int64_t *sent_ns, char *err, size_t errlen)
@@ -137,7 +156,7 @@ int baton__eval(struct baton_client *c, struct baton__conn *cn, const char *sha,
     if ((rc = baton__conn_flush(cn, deadline)) != BATON_OK ||
         (rc = baton__conn_read(cn, &r, deadline)) != BATON_OK)
         return io_error(c, cn, rc, err, errlen);
-    if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0) {
+    if (is_noscript(r)) {
         /* A restarted or flushed server: EVAL runs the script and loads it. */
         freeReplyObject(r);
         r = NULL;
@@ -148,27 +167,41 @@ int baton__eval(struct baton_client *c, struct baton__conn *cn, const char *sha,
         if ((rc = baton__conn_command(cn, argc, argv, lens, &r, deadline)) != BATON_OK)
             return io_error(c, cn, rc, err, errlen);
     }
-    if (r->type == REDIS_REPLY_ERROR) {
-        baton__set_error(err, errlen, "%s: redis error: %.200s", c->url.redacted, r->str);
-        freeReplyObject(r);
-        return BATON_EREDIS;
-    }
-    *reply = r;
-    return BATON_OK;
+    return take_reply(c, r, reply, err, errlen);
 }
 
 int baton__script_call(struct baton_client *c, enum baton__script_id id, int nkeys,
                        const char **keys, int nargs, const char **args, redisReply **reply,
                        int64_t deadline, int64_t *sent_ns, char *err, size_t errlen)
 {
-    struct baton__conn *cn = NULL;
-    int rc = baton__client_get(c, deadline, &cn, err, errlen);
-    if (rc != BATON_OK)
+    const char *argv[SCRIPT_MAX_ARGS];
+    size_t lens[SCRIPT_MAX_ARGS];
+    char nk[8];
+    redisReply *r = NULL;
+    struct baton__mux *m = &my_shard(c)->mux;
+    int rc;
+
+    *reply = NULL;
+    int argc = build_argv("EVALSHA", c->sha[id], nkeys, keys, nargs, args, argv, lens, nk);
+    if (argc < 0)
+        return BATON_EINVAL;
+    if ((rc = baton__mux_call(c, m, argc, argv, lens, &r, deadline, sent_ns, err, errlen)) !=
+        BATON_OK)
         return rc;
-    rc = baton__eval(c, cn, c->sha[id], baton__script_source(id), nkeys, keys, nargs, args, reply,
-                     deadline, sent_ns, err, errlen);
-    baton__client_put(c, cn);
-    return rc;
+    if (is_noscript(r)) {
+        /* A restarted or flushed server: EVAL runs the script and loads it.
+         * The send time stays the first one's: the earlier, the safer. */
+        freeReplyObject(r);
+        r = NULL;
+        argv[0] = "EVAL";
+        argv[1] = baton__script_source(id);
+        lens[0] = 4;
+        lens[1] = strlen(argv[1]);
+        if ((rc = baton__mux_call(c, m, argc, argv, lens, &r, deadline, NULL, err, errlen)) !=
+            BATON_OK)
+            return rc;
+    }
+    return take_reply(c, r, reply, err, errlen);
 }
 
 void baton__client_error(struct baton_client *c, const char *msg)
@@ -201,6 +234,7 @@ int baton_client_new(const char *url, const struct baton_client_opts *opts,
     }
     for (int i = 0; i < BATON__SHARDS; i++) {
         pthread_mutex_init(&c->shard[i].mu, NULL);
+        baton__mux_init(&c->shard[i].mux);
         c->shard[i].rnd_used = sizeof c->shard[i].rnd; /* empty: filled on first use */
     }
     *out = c;
@@ -256,6 +290,7 @@ void baton_client_free(struct baton_client *c)
             s->idle = cn->next;
             baton__conn_free(cn);
         }
+        baton__mux_clear(&s->mux);
         pthread_mutex_destroy(&s->mu);
     }
     baton__url_clear(&c->url);

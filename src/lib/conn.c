@@ -306,6 +306,17 @@ int baton__conn_poll_reply(struct baton__conn *cn, redisReply **reply)
     }
 }
 
+int baton__conn_wait_readable(const struct baton__conn *cn, int64_t deadline_ns)
+{
+    int w = wait_fd(cn->fd, POLLIN, deadline_ns);
+    return w > 0 ? 1 : w == 0 ? 0 : -errno;
+}
+
+void baton__conn_fail(struct baton__conn *cn, const char *what, const char *detail)
+{
+    conn_fail(cn, what, detail);
+}
+
 int baton__conn_read(struct baton__conn *cn, redisReply **reply, int64_t deadline_ns)
 {
     void *r = NULL;

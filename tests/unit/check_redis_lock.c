@@ -495,6 +495,104 @@ START_TEST(threads_mutual_exclusion)
 }
 END_TEST
 
+/* Threads sharing a client share its pipelined connections (mux.c): every
+ * reply must reach the thread that asked. Each thread cycles a lock of its
+ * own, whose fencing counter only it moves: its fences must be consecutive,
+ * so any reply handed to the wrong thread shows. */
+struct mux_arg {
+    struct baton_client *c;
+    int id, cycles, failures;
+    int64_t worst_ms; /* frozen test: the slowest failure */
+    int rc;
+};
+
+static void *mux_cycler(void *p)
+{
+    struct mux_arg *a = p;
+    char key[32];
+    uint64_t last = 0;
+    snprintf(key, sizeof key, "t:mux:%d", a->id);
+    for (int i = 0; i < a->cycles; i++) {
+        struct baton_lock *lk = NULL;
+        if (baton_lock_try(a->c, key, NULL, &lk) != BATON_OK) {
+            a->failures++;
+            continue;
+        }
+        uint64_t f = baton_lock_fence(lk);
+        if ((last != 0 && f != last + 1) || strcmp(baton_lock_key(lk), key) != 0)
+            a->failures++;
+        last = f;
+        if (baton_lock_release(lk) != BATON_OK)
+            a->failures++;
+        baton_lock_free(lk);
+    }
+    return NULL;
+}
+
+START_TEST(threads_get_their_own_replies)
+{
+    enum { T = 32 };
+    struct baton_client *c = client();
+    pthread_t th[T];
+    struct mux_arg a[T];
+    for (int i = 0; i < T; i++) {
+        a[i] = (struct mux_arg){.c = c, .id = i, .cycles = 300};
+        pthread_create(&th[i], NULL, mux_cycler, &a[i]);
+    }
+    for (int i = 0; i < T; i++) {
+        pthread_join(th[i], NULL);
+        ck_assert_int_eq(a[i].failures, 0);
+    }
+    baton_client_free(c);
+}
+END_TEST
+
+static void *mux_frozen(void *p)
+{
+    struct mux_arg *a = p;
+    struct baton_lock *lk = NULL;
+    char key[32];
+    snprintf(key, sizeof key, "t:muxf:%d", a->id);
+    int64_t t0 = tu_now_ns();
+    a->rc = baton_lock_try(a->c, key, NULL, &lk);
+    a->worst_ms = (tu_now_ns() - t0) / 1000000;
+    baton_lock_free(lk);
+    return NULL;
+}
+
+/* Redis frozen with many requests queued on the shared connections: every
+ * one fails within the command timeout, and the client recovers. */
+START_TEST(threads_fail_in_time_when_frozen)
+{
+    enum { T = 24 };
+    struct baton_client *c = client(); /* 500 ms command timeout */
+    pthread_t th[T];
+    struct mux_arg a[T];
+    redis_signal(SIGSTOP);
+    for (int i = 0; i < T; i++) {
+        a[i] = (struct mux_arg){.c = c, .id = i};
+        pthread_create(&th[i], NULL, mux_frozen, &a[i]);
+    }
+    for (int i = 0; i < T; i++)
+        pthread_join(th[i], NULL);
+    redis_signal(SIGCONT);
+    for (int i = 0; i < T; i++) {
+        ck_assert_int_eq(a[i].rc, BATON_EIO);
+        ck_assert_msg(a[i].worst_ms < 1000, "thread %d failed after %lld ms", i,
+                      (long long)a[i].worst_ms);
+    }
+    for (int i = 0; i < T; i++) {
+        a[i] = (struct mux_arg){.c = c, .id = i, .cycles = 20};
+        pthread_create(&th[i], NULL, mux_cycler, &a[i]);
+    }
+    for (int i = 0; i < T; i++) {
+        pthread_join(th[i], NULL);
+        ck_assert_int_eq(a[i].failures, 0);
+    }
+    baton_client_free(c);
+}
+END_TEST
+
 static int wait_for_loss(struct baton_lock *lk, void *arg)
 {
     (void)arg;
@@ -576,6 +674,8 @@ static Suite *suite(void)
     tcase_add_test(tr, command_timeout_bounds_calls);
     tcase_add_test(tr, with_lock_reports_loss);
     tcase_add_test(tr, threads_mutual_exclusion);
+    tcase_add_test(tr, threads_get_their_own_replies);
+    tcase_add_test(tr, threads_fail_in_time_when_frozen);
     suite_add_tcase(s, tr);
     return s;
 }

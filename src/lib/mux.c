@@ -1,0 +1,198 @@
+/* mux.c -- one connection shared by the threads of a pool shard, with
+ * requests pipelined on it.
+ *
+ * A thread writes its command at once (under the shard's mux mutex) and
+ * joins the queue of requests awaiting replies; Redis answers in order, so
+ * the n-th reply belongs to the n-th request. One of the waiting threads at
+ * a time, the reader, waits on the socket and hands every reply that has
+ * arrived to its request, waking its thread; a reader whose own reply came
+ * passes the role to the first request still waiting. Redis thus reads and
+ * writes the commands of several threads per system call, which is where
+ * most of its time per command goes (our scripts are short).
+ *
+ * Failure: when writing fails, or the reader's wait passes the earliest
+ * deadline of the queue (the head's, as every request of a client has the
+ * same command timeout), the connection is given up and every request
+ * still queued on it fails with BATON_EIO; the next request opens a new
+ * one. A connection is freed by the thread that gives it up, unless a
+ * reader is waiting on it: the reader frees it when it comes back.
+ *
+ * Only our own scripts travel here: they are short and never block, so no
+ * request delays the others by more than Redis's own order. Commands from
+ * baton_client_command(), which may block, use a connection of their own
+ * from the pool. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "baton_int.h"
+
+struct baton__mreq {
+    pthread_cond_t cv;
+    int64_t deadline_ns;
+    bool done;
+    int rc;
+    redisReply *reply;
+    char *err; /* the caller's buffer for the failure's detail */
+    size_t errlen;
+    struct baton__mreq *next;
+};
+
+void baton__mux_init(struct baton__mux *m)
+{
+    memset(m, 0, sizeof *m);
+    pthread_mutex_init(&m->mu, NULL);
+}
+
+void baton__mux_clear(struct baton__mux *m)
+{
+    baton__conn_free(m->cn);
+    m->cn = NULL;
+    pthread_mutex_destroy(&m->mu);
+}
+
+/* Gives up m's connection: every queued request fails with rc and the
+ * connection's error. Returns the connection for the caller to free (NULL
+ * when a reader is out waiting on it: the reader frees it). Under m->mu. */
+static struct baton__conn *give_up(struct baton_client *c, struct baton__mux *m, int rc,
+                                   bool i_am_reader)
+{
+    struct baton__conn *cn = m->cn;
+    for (struct baton__mreq *q = m->head; q != NULL; q = q->next) {
+        q->done = true;
+        q->rc = rc;
+        baton__set_error(q->err, q->errlen, "%s: %s", c->url.redacted,
+                         cn->err[0] ? cn->err : "connection given up");
+        pthread_cond_signal(&q->cv);
+    }
+    m->head = m->tail = NULL;
+    m->cn = NULL;
+    return (i_am_reader || !m->reading) ? cn : NULL;
+}
+
+/* Hands the replies that have arrived to their requests, in order. Returns
+ * 0, or a negative code when the connection failed or Redis answered more
+ * than was asked (the caller gives the connection up). Under m->mu. */
+static int deliver(struct baton__mux *m, struct baton__conn *cn)
+{
+    for (;;) {
+        redisReply *r = NULL;
+        int k = baton__conn_poll_reply(cn, &r);
+        if (k <= 0)
+            return k;
+        struct baton__mreq *q = m->head;
+        if (q == NULL) {
+            freeReplyObject(r);
+            cn->broken = true;
+            baton__set_error(cn->err, sizeof cn->err, "a reply nobody asked for");
+            return BATON_EPROTO;
+        }
+        m->head = q->next;
+        if (m->head == NULL)
+            m->tail = NULL;
+        q->reply = r;
+        q->rc = BATON_OK;
+        q->done = true;
+        pthread_cond_signal(&q->cv);
+    }
+}
+
+/* Makes sure m has a connection, opening (or taking from the pool) one by
+ * deadline_ns. Called and returns with m->mu held; drops it to connect. */
+static int ensure_conn(struct baton_client *c, struct baton__mux *m, int64_t deadline_ns,
+                       char *err, size_t errlen)
+{
+    while (m->cn == NULL) {
+        struct baton__conn *cn = NULL;
+        pthread_mutex_unlock(&m->mu);
+        int rc = baton__client_get(c, deadline_ns, &cn, err, errlen);
+        pthread_mutex_lock(&m->mu);
+        if (rc != BATON_OK)
+            return rc;
+        if (m->cn == NULL)
+            m->cn = cn;
+        else
+            baton__conn_free(cn); /* another thread was quicker */
+    }
+    return BATON_OK;
+}
+
+/* Waits, as the reader, until the head's deadline for data on the
+ * connection, and delivers what came. Called and returns with m->mu held
+ * and m->reading set by the caller. */
+static void read_once(struct baton_client *c, struct baton__mux *m)
+{
+    struct baton__conn *cn = m->cn;
+    int64_t deadline = m->head->deadline_ns;
+    for (struct baton__mreq *q = m->head; q != NULL; q = q->next)
+        if (q->deadline_ns < deadline)
+            deadline = q->deadline_ns;
+    pthread_mutex_unlock(&m->mu);
+    int w = baton__conn_wait_readable(cn, deadline);
+    pthread_mutex_lock(&m->mu);
+    if (cn != m->cn) { /* given up by a writer meanwhile */
+        baton__conn_free(cn);
+        return;
+    }
+    int rc = BATON_EIO;
+    if (w > 0)
+        rc = deliver(m, cn);
+    else
+        baton__conn_fail(cn, "read: ", w == 0 ? "timed out waiting for redis" : strerror(-w));
+    if (rc < 0)
+        baton__conn_free(give_up(c, m, rc == BATON_EPROTO ? rc : BATON_EIO, true));
+}
+
+int baton__mux_call(struct baton_client *c, struct baton__mux *m, int argc, const char **argv,
+                    const size_t *lens, redisReply **reply, int64_t deadline_ns, int64_t *sent_ns,
+                    char *err, size_t errlen)
+{
+    struct baton__mreq q = {.deadline_ns = deadline_ns, .err = err, .errlen = errlen};
+    int rc;
+
+    *reply = NULL;
+    if (baton__cond_init_monotonic(&q.cv) != 0)
+        return BATON_ENOMEM;
+    pthread_mutex_lock(&m->mu);
+    if ((rc = ensure_conn(c, m, deadline_ns, err, errlen)) != BATON_OK)
+        goto out;
+    struct baton__conn *cn = m->cn;
+    if ((rc = baton__conn_append(cn, argc, argv, lens)) != BATON_OK)
+        goto out; /* nothing was queued: the connection is intact */
+    if (m->tail != NULL)
+        m->tail->next = &q;
+    else
+        m->head = &q;
+    m->tail = &q;
+    if (sent_ns != NULL)
+        *sent_ns = baton__now_ns();
+    if (baton__conn_flush(cn, deadline_ns) != BATON_OK)
+        baton__conn_free(give_up(c, m, BATON_EIO, false));
+
+    while (!q.done) {
+        if (!m->reading) {
+            m->reading = true;
+            read_once(c, m);
+            m->reading = false;
+        } else {
+            /* The reader's wait ends by the earliest deadline of the queue,
+             * ours included; waking at ours only guards against a lost
+             * signal. */
+            if (baton__now_ns() < deadline_ns) {
+                struct timespec ts;
+                baton__timespec_at(deadline_ns, &ts);
+                pthread_cond_timedwait(&q.cv, &m->mu, &ts);
+            } else {
+                pthread_cond_wait(&q.cv, &m->mu);
+            }
+        }
+    }
+    /* Pass the reader's role on to the first request still waiting. */
+    if (!m->reading && m->head != NULL)
+        pthread_cond_signal(&m->head->cv);
+    rc = q.rc;
+    *reply = q.reply;
+out:
+    pthread_mutex_unlock(&m->mu);
+    pthread_cond_destroy(&q.cv);
+    return rc;
+}
