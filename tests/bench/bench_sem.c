@@ -50,7 +50,7 @@ static void *raw_main(void *p)
     snprintf(member, sizeof member, "0123456789abcdef0123456789abcdef01234567%08d", a->id);
     const char *zadd[4] = {"ZADD", "bench:sem:raw", "1700000000000", member};
     const char *zrem[3] = {"ZREM", "bench:sem:raw", member};
-    a->cycles = tu_raw_pairs(url, 4, zadd, 3, zrem, a->stop);
+    a->cycles = tu_raw_pairs(url, 4, zadd, 3, zrem, a->stop, NULL);
     if (a->cycles < 0) {
         a->cycles = 0;
         a->errors++;

@@ -163,8 +163,9 @@ static bool raw_command(struct baton__conn *cn, int argc, const char *const *arg
 }
 
 int64_t tu_raw_pairs(const char *url, int na, const char *const *a, int nb, const char *const *b,
-                     atomic_bool *stop)
+                     atomic_bool *stop, int64_t *worst_ns)
 {
+    int64_t worst = 0;
     struct baton__url u;
     struct baton__conn *cn = NULL;
     char err[256];
@@ -174,11 +175,17 @@ int64_t tu_raw_pairs(const char *url, int na, const char *const *a, int nb, cons
     if (baton__conn_open(&u, tu_now_ns() + INT64_C(2000000000), &cn, err, sizeof err) != BATON_OK)
         pairs = -1;
     while (pairs >= 0 && !atomic_load(stop)) {
-        if (!raw_command(cn, na, a) || !raw_command(cn, nb, b))
+        int64_t t0 = tu_now_ns();
+        if (!raw_command(cn, na, a) || !raw_command(cn, nb, b)) {
             pairs = -1;
-        else
+        } else {
             pairs++;
+            if (tu_now_ns() - t0 > worst)
+                worst = tu_now_ns() - t0;
+        }
     }
+    if (worst_ns != NULL)
+        *worst_ns = worst;
     baton__conn_free(cn);
     baton__url_clear(&u);
     return pairs;

@@ -36,9 +36,10 @@ long long tu_redis_int(const char *cmd);
 
 /* A benchmark's ceiling: on a connection of its own to url (libbaton's
  * transport), sends command a then command b, as raw commands, until *stop.
- * Returns the number of pairs, or -1 when a connection or command fails. */
+ * Returns the number of pairs, or -1 when a connection or command fails.
+ * *worst_ns (optional) gets the longest pair. */
 int64_t tu_raw_pairs(const char *url, int na, const char *const *a, int nb, const char *const *b,
-                     atomic_bool *stop);
+                     atomic_bool *stop, int64_t *worst_ns);
 
 /* A loopback port nothing listens on (for "Redis unreachable" tests). */
 int tu_dead_port(void);
