@@ -40,6 +40,10 @@
 int64_t baton__now_ns(void);
 /* Fills buf with len bytes from getrandom(2). Returns 0 or BATON_EIO. */
 int baton__random(void *buf, size_t len);
+/* Writes v in decimal (no printf: this is on every acquire's path).
+ * Returns buf. */
+#define BATON__I64_LEN 24
+char *baton__i64_str(int64_t v, char buf[BATON__I64_LEN]);
 /* Writes 2n hex chars and a NUL into out. */
 void baton__hex(const unsigned char *in, size_t n, char *out);
 /* The one writer of error detail: bounded, always NUL-terminated. */
@@ -182,6 +186,7 @@ struct baton_client {
     int max_waiters;
     char *prefix;
     char cid[BATON__CID_LEN + 1];
+    char wake_chan[160];          /* prefix + "wake:" (waiters.c) */
     char sha[BATON__S_COUNT][41]; /* immutable after creation */
 
     pthread_mutex_t mu; /* guards errstr, waiters, renewer */
@@ -315,8 +320,9 @@ bool baton__waiters_sleep(struct baton_client *c, struct baton__waiter *w, int64
  * cancel passes it on). */
 bool baton__waiters_grant(struct baton_client *c, const char *token, uint64_t fence,
                           int64_t sent_ns);
-/* The channel on which this client's waiters are woken. Writes into buf. */
-void baton__waiters_channel(const struct baton_client *c, char *buf, size_t len);
+/* The prefix of the channels on which waiters are woken (the scripts
+ * append a client id). */
+const char *baton__waiters_channel(const struct baton_client *c);
 void baton__waiters_stop(struct baton_client *c);
 
 /* ---- renew.c ---- */

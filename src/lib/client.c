@@ -91,12 +91,12 @@ int baton__client_random(struct baton_client *c, void *buf, size_t len)
 
 static int build_argv(const char *verb, const char *script, int nkeys, const char *const *keys,
                       int nargs, const char *const *args, const char **argv, size_t *lens,
-                      char *nkeys_buf)
+                      char nkeys_buf[BATON__I64_LEN])
 {
     int argc = 0;
     if (nkeys < 0 || nargs < 0 || nkeys + nargs + 3 > SCRIPT_MAX_ARGS)
         return -1;
-    snprintf(nkeys_buf, 8, "%d", nkeys);
+    baton__i64_str(nkeys, nkeys_buf);
     argv[argc++] = verb;
     argv[argc++] = script;
     argv[argc++] = nkeys_buf;
@@ -141,7 +141,7 @@ int baton__eval(struct baton_client *c, struct baton__conn *cn, const char *sha,
 {
     const char *argv[SCRIPT_MAX_ARGS];
     size_t lens[SCRIPT_MAX_ARGS];
-    char nk[8];
+    char nk[BATON__I64_LEN];
     redisReply *r = NULL;
     int rc;
 
@@ -176,7 +176,7 @@ int baton__script_call(struct baton_client *c, enum baton__script_id id, int nke
 {
     const char *argv[SCRIPT_MAX_ARGS];
     size_t lens[SCRIPT_MAX_ARGS];
-    char nk[8];
+    char nk[BATON__I64_LEN];
     redisReply *r = NULL;
     struct baton__mux *m = &my_shard(c)->mux;
     int rc;
@@ -250,6 +250,8 @@ int baton_client_new(const char *url, const struct baton_client_opts *opts,
         baton__client_error(c, "key_prefix must not contain braces and is at most 128 bytes");
         return BATON_EINVAL;
     }
+    /* The client id is appended by the scripts, from the token. */
+    snprintf(c->wake_chan, sizeof c->wake_chan, "%swake:", c->prefix);
     if ((rc = baton__random(id, sizeof id)) != BATON_OK) {
         baton__client_error(c, "getrandom failed");
         return rc;

@@ -147,14 +147,13 @@ static int attempt(struct baton_lock *lk, bool wait, bool queued, int64_t entry_
 {
     struct baton_client *c = lk->c;
     redisReply *r = NULL;
-    char ttl[24], ettl[24];
+    char ttl[BATON__I64_LEN], ettl[BATON__I64_LEN];
     int64_t sent = 0;
     int rc;
 
-    snprintf(ttl, sizeof ttl, "%lld", (long long)lk->ttl_ms);
-    snprintf(ettl, sizeof ettl, "%lld", (long long)entry_ttl_ms);
     const char *keys[4] = {lk->rkeys[0], lk->rkeys[1], lk->rkeys[2], lk->rkeys[3]};
-    const char *args[5] = {lk->token, ttl, wait ? "1" : "0", ettl, queued ? "1" : "0"};
+    const char *args[5] = {lk->token, baton__i64_str(lk->ttl_ms, ttl), wait ? "1" : "0",
+                           baton__i64_str(entry_ttl_ms, ettl), queued ? "1" : "0"};
 
     rc = baton__script_call(c, BATON__S_ACQUIRE, 4, keys, 5, args, &r, baton__client_deadline(c),
                             &sent, lk->errstr, sizeof lk->errstr);
@@ -191,10 +190,9 @@ static void cancel_wait(struct baton_lock *lk)
 {
     struct baton_client *c = lk->c;
     redisReply *r = NULL;
-    char chan[160], err[BATON__ERRLEN];
-    baton__waiters_channel(c, chan, sizeof chan);
+    char err[BATON__ERRLEN];
     const char *keys[3] = {lk->rkeys[0], lk->rkeys[2], lk->rkeys[3]};
-    const char *args[2] = {lk->token, chan};
+    const char *args[2] = {lk->token, baton__waiters_channel(c)};
     if (baton__script_call(c, BATON__S_CANCEL, 3, keys, 2, args, &r, baton__client_deadline(c),
                            NULL, err, sizeof err) == BATON_OK)
         freeReplyObject(r);
@@ -347,12 +345,11 @@ int baton_lock_release(struct baton_lock *lk)
 
     struct baton_client *c = lk->c;
     redisReply *r = NULL;
-    char chan[160];
     int rc;
 
-    baton__waiters_channel(c, chan, sizeof chan);
     const char *keys[3] = {lk->rkeys[0], lk->rkeys[2], lk->rkeys[3]};
-    const char *args[3] = {lk->token, chan, lk->release_chan != NULL ? lk->release_chan : ""};
+    const char *args[3] = {lk->token, baton__waiters_channel(c),
+                           lk->release_chan != NULL ? lk->release_chan : ""};
     rc = baton__script_call(c, BATON__S_RELEASE, 3, keys, 3, args, &r, baton__client_deadline(c),
                             NULL, lk->errstr, sizeof lk->errstr);
     if (rc != BATON_OK)

@@ -140,14 +140,13 @@ static int give_back(struct baton_client *c, char *const rkeys[4], enum baton__s
                      const char *token, int64_t ttl_ms, long long *held, char *err, size_t errlen)
 {
     redisReply *r = NULL;
-    char chan[160], ttl[24];
+    char ttl[24];
     int64_t sent = 0;
     int rc;
 
-    baton__waiters_channel(c, chan, sizeof chan);
     snprintf(ttl, sizeof ttl, "%lld", (long long)ttl_ms);
     const char *keys[4] = {rkeys[0], rkeys[2], rkeys[3], rkeys[1]};
-    const char *args[4] = {token, chan, c->cid, ttl};
+    const char *args[4] = {token, baton__waiters_channel(c), c->cid, ttl};
     rc = baton__script_call(c, id, 4, keys, id == BATON__S_SEM_CANCEL ? 4 : 3, args, &r,
                             baton__client_deadline(c), &sent, err, errlen);
     if (rc != BATON_OK)

@@ -39,6 +39,24 @@ void baton__hex(const unsigned char *in, size_t n, char *out)
     out[2 * n] = '\0';
 }
 
+char *baton__i64_str(int64_t v, char buf[BATON__I64_LEN])
+{
+    char tmp[BATON__I64_LEN];
+    size_t n = 0;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    do {
+        tmp[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u != 0);
+    char *p = buf;
+    if (v < 0)
+        *p++ = '-';
+    while (n > 0)
+        *p++ = tmp[--n];
+    *p = '\0';
+    return buf;
+}
+
 void baton__set_error(char *dst, size_t len, const char *fmt, ...)
 {
     if (dst == NULL || len == 0)

@@ -32,10 +32,9 @@ struct baton__waiters {
     char err[BATON__ERRLEN];
 };
 
-void baton__waiters_channel(const struct baton_client *c, char *buf, size_t len)
+const char *baton__waiters_channel(const struct baton_client *c)
 {
-    /* The client id is appended by the scripts from the token. */
-    snprintf(buf, len, "%swake:", c->prefix);
+    return c->wake_chan;
 }
 
 /* Wakes the waiter holding token, or every waiter when token is NULL.
@@ -149,7 +148,7 @@ static struct baton__waiters *get_waiters(struct baton_client *c)
         goto out;
     ws->c = c;
     ws->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    baton__waiters_channel(c, ws->channel, sizeof ws->channel);
+    snprintf(ws->channel, sizeof ws->channel, "%s", c->wake_chan);
     if (ws->efd < 0 || pthread_mutex_init(&ws->mu, NULL) != 0)
         goto out_free;
     if (baton__cond_init_monotonic(&ws->ready_cv) != BATON_OK)

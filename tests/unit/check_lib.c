@@ -2,6 +2,7 @@
  * parsing, SHA-1, jitter. (Library internals are tested through
  * baton_int.h; the lock itself in check_redis_lock.c.) */
 #include <check.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -153,6 +154,18 @@ START_TEST(sha1_vectors)
 }
 END_TEST
 
+START_TEST(decimal_strings)
+{
+    char b[BATON__I64_LEN];
+    ck_assert_str_eq(baton__i64_str(0, b), "0");
+    ck_assert_str_eq(baton__i64_str(7, b), "7");
+    ck_assert_str_eq(baton__i64_str(-1, b), "-1");
+    ck_assert_str_eq(baton__i64_str(30000, b), "30000");
+    ck_assert_str_eq(baton__i64_str(INT64_MAX, b), "9223372036854775807");
+    ck_assert_str_eq(baton__i64_str(INT64_MIN, b), "-9223372036854775808");
+}
+END_TEST
+
 START_TEST(jitter_bounds)
 {
     uint64_t st = 12345;
@@ -198,6 +211,7 @@ static Suite *suite(void)
     tcase_add_test(tc, url_bad);
     tcase_add_test(tc, url_errors_hide_password);
     tcase_add_test(tc, sha1_vectors);
+    tcase_add_test(tc, decimal_strings);
     tcase_add_test(tc, jitter_bounds);
     tcase_add_test(tc, client_errors);
     suite_add_tcase(s, tc);
