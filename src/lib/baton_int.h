@@ -31,8 +31,8 @@
 #include "baton.h"
 
 #define BATON__ERRLEN    256
-#define BATON__CID_LEN   16   /* hex chars of the client id */
-#define BATON__TOKEN_LEN 48   /* client id + 32 hex chars (128 random bits) */
+#define BATON__CID_LEN   16 /* hex chars of the client id */
+#define BATON__TOKEN_LEN 48 /* client id + 32 hex chars (128 random bits) */
 #define BATON__KEY_MAX   BATON_KEY_MAX
 
 /* ---- util.c ---- */
@@ -153,10 +153,10 @@ struct baton__stats;
 /* mux.c: the shard's shared, pipelined connection for our scripts. */
 struct baton__mreq;
 struct baton__mux {
-    pthread_mutex_t mu;               /* guards everything in the mux */
-    struct baton__conn *cn;           /* NULL: none open */
-    struct baton__mreq *head, *tail;  /* awaiting replies, in the order sent */
-    bool reading;                     /* a requester waits on cn for the rest */
+    pthread_mutex_t mu;              /* guards everything in the mux */
+    struct baton__conn *cn;          /* NULL: none open */
+    struct baton__mreq *head, *tail; /* awaiting replies, in the order sent */
+    bool reading;                    /* a requester waits on cn for the rest */
 };
 void baton__mux_init(struct baton__mux *m);
 /* Frees the connection; no request may be under way. */
@@ -277,9 +277,9 @@ int baton__lock_new(struct baton_client *c, const char *base, const char *name,
 int baton__lock_opts(const struct baton_lock_opts *in, struct baton_lock_opts *o);
 /* What an acquire attempt saw of the holder when it was refused. */
 struct baton__holder {
-    int64_t pttl_ms;   /* remaining lease, -1 unknown */
-    char value[320];   /* the lock's value (truncated) */
-    uint64_t fence;    /* the last fence granted */
+    int64_t pttl_ms; /* remaining lease, -1 unknown */
+    char value[320]; /* the lock's value (truncated) */
+    uint64_t fence;  /* the last fence granted */
 };
 /* One acquire attempt without waiting. Returns 0, BATON_ETAKEN with *h
  * filled, or an error. */

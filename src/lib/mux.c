@@ -98,8 +98,8 @@ static int deliver(struct baton__mux *m, struct baton__conn *cn)
 
 /* Makes sure m has a connection, opening (or taking from the pool) one by
  * deadline_ns. Called and returns with m->mu held; drops it to connect. */
-static int ensure_conn(struct baton_client *c, struct baton__mux *m, int64_t deadline_ns,
-                       char *err, size_t errlen)
+static int ensure_conn(struct baton_client *c, struct baton__mux *m, int64_t deadline_ns, char *err,
+                       size_t errlen)
 {
     while (m->cn == NULL) {
         struct baton__conn *cn = NULL;

@@ -12,7 +12,11 @@
  *
  * For context, the same 50 threads with limit 50 (nobody ever waits): what
  * one acquire script + one release script cost against two plain
- * commands, without the handoffs.
+ * commands, without the handoffs; and the ceiling at the semaphore's own
+ * concurrency: the same raw pairs by the same 50 threads, but only by the
+ * holder of one of 5 in-process tokens, handed first come, first served
+ * from thread to thread (a limit of 5 allows no more round trips in flight,
+ * and every cycle waits for a handoff between threads).
  *
  * usage: bench_sem [--url URL] [--seconds S] [--smoke]
  * (URL defaults to $BATON_TEST_URL; tests/lib/with-redis.sh provides one.)
@@ -50,11 +54,37 @@ static void *raw_main(void *p)
     snprintf(member, sizeof member, "0123456789abcdef0123456789abcdef01234567%08d", a->id);
     const char *zadd[4] = {"ZADD", "bench:sem:raw", "1700000000000", member};
     const char *zrem[3] = {"ZREM", "bench:sem:raw", member};
-    a->cycles = tu_raw_pairs(url, 4, zadd, 3, zrem, a->stop, NULL);
+    a->cycles = tu_raw_pairs(url, 4, zadd, 3, zrem, a->stop);
     if (a->cycles < 0) {
         a->cycles = 0;
         a->errors++;
     }
+    return NULL;
+}
+
+/* The semaphore's concurrency without the semaphore: LIMIT in-process
+ * tokens, handed first come, first served. */
+static struct tu_tokens tokens = TU_TOKENS(LIMIT);
+
+static void *chain_main(void *p)
+{
+    struct arg *a = p;
+    char member[64];
+    snprintf(member, sizeof member, "0123456789abcdef0123456789abcdef01234567%08d", a->id);
+    const char *zadd[4] = {"ZADD", "bench:sem:chain", "1700000000000", member};
+    const char *zrem[3] = {"ZREM", "bench:sem:chain", member};
+    struct baton__conn *cn = tu_raw_open(url);
+    if (cn == NULL)
+        a->errors++;
+    while (cn != NULL && !atomic_load(a->stop)) {
+        tu_tokens_take(&tokens);
+        if (!tu_raw_cmd(cn, 4, zadd) || !tu_raw_cmd(cn, 3, zrem))
+            a->errors++;
+        else
+            a->cycles++;
+        tu_tokens_give(&tokens);
+    }
+    tu_raw_close(cn);
     return NULL;
 }
 
@@ -138,6 +168,7 @@ int main(int argc, char **argv)
     }
     int errors = 0, max_raw = 0, max_lib = 0, max_wide = 0;
     double ceiling = run(raw_main, NULL, 0, &errors, &max_raw);
+    double chain = run(chain_main, NULL, LIMIT, &errors, &max_raw);
     double lib = run(lib_main, c, LIMIT, &errors, &max_lib);
     double wide = run(lib_main, c, THREADS, &errors, &max_wide);
     baton_client_free(c);
@@ -148,8 +179,11 @@ int main(int argc, char **argv)
            " \"limit_%d\":{\"baton_acquire_release_per_sec\":%.0f,\"ratio\":%.3f,"
            "\"target_ratio\":0.7,\"max_holders_seen\":%d},\n"
            " \"limit_%d_nobody_waits\":{\"baton_acquire_release_per_sec\":%.0f,\"ratio\":%.3f},\n"
+           " \"ceiling_at_concurrency_%d\":{\"raw_pairs_by_5_token_holders_per_sec\":%.0f,"
+           "\"baton_limit_%d_ratio\":%.3f},\n"
            " \"errors\":%d,\"ok\":%s}\n",
            seconds, THREADS, ceiling, LIMIT, lib, ratio, max_lib, THREADS, wide,
-           ceiling > 0 ? wide / ceiling : 0, errors, ok ? "true" : "false");
+           ceiling > 0 ? wide / ceiling : 0, LIMIT, chain, LIMIT, chain > 0 ? lib / chain : 0,
+           errors, ok ? "true" : "false");
     return errors == 0 && max_lib <= LIMIT ? 0 : 1;
 }

@@ -147,7 +147,7 @@ long long tu_redis_int(const char *cmd)
 }
 
 /* One command, waiting at most 2 s. */
-static bool raw_command(struct baton__conn *cn, int argc, const char *const *argv)
+bool tu_raw_cmd(struct baton__conn *cn, int argc, const char *const *argv)
 {
     size_t lens[16];
     redisReply *r = NULL;
@@ -162,33 +162,79 @@ static bool raw_command(struct baton__conn *cn, int argc, const char *const *arg
     return true;
 }
 
-int64_t tu_raw_pairs(const char *url, int na, const char *const *a, int nb, const char *const *b,
-                     atomic_bool *stop, int64_t *worst_ns)
+struct baton__conn *tu_raw_open(const char *url)
 {
-    int64_t worst = 0;
     struct baton__url u;
     struct baton__conn *cn = NULL;
     char err[256];
-    int64_t pairs = 0;
     if (baton__url_parse(url, &u, err, sizeof err) != BATON_OK)
-        return -1;
+        return NULL;
     if (baton__conn_open(&u, tu_now_ns() + INT64_C(2000000000), &cn, err, sizeof err) != BATON_OK)
-        pairs = -1;
-    while (pairs >= 0 && !atomic_load(stop)) {
-        int64_t t0 = tu_now_ns();
-        if (!raw_command(cn, na, a) || !raw_command(cn, nb, b)) {
-            pairs = -1;
-        } else {
-            pairs++;
-            if (tu_now_ns() - t0 > worst)
-                worst = tu_now_ns() - t0;
-        }
-    }
-    if (worst_ns != NULL)
-        *worst_ns = worst;
-    baton__conn_free(cn);
+        cn = NULL;
     baton__url_clear(&u);
+    return cn;
+}
+
+void tu_raw_close(struct baton__conn *cn)
+{
+    baton__conn_free(cn);
+}
+
+int64_t tu_raw_pairs(const char *url, int na, const char *const *a, int nb, const char *const *b,
+                     atomic_bool *stop)
+{
+    struct baton__conn *cn = tu_raw_open(url);
+    int64_t pairs = cn != NULL ? 0 : -1;
+    while (pairs >= 0 && !atomic_load(stop)) {
+        if (!tu_raw_cmd(cn, na, a) || !tu_raw_cmd(cn, nb, b))
+            pairs = -1;
+        else
+            pairs++;
+    }
+    tu_raw_close(cn);
     return pairs;
+}
+
+struct tu_tnode {
+    pthread_cond_t cv;
+    bool got;
+    struct tu_tnode *next;
+};
+
+void tu_tokens_take(struct tu_tokens *t)
+{
+    pthread_mutex_lock(&t->mu);
+    if (t->free > 0 && t->head == NULL) {
+        t->free--;
+    } else {
+        struct tu_tnode n = {.got = false};
+        pthread_cond_init(&n.cv, NULL);
+        if (t->tail != NULL)
+            t->tail->next = &n;
+        else
+            t->head = &n;
+        t->tail = &n;
+        while (!n.got)
+            pthread_cond_wait(&n.cv, &t->mu);
+        pthread_cond_destroy(&n.cv);
+    }
+    pthread_mutex_unlock(&t->mu);
+}
+
+void tu_tokens_give(struct tu_tokens *t)
+{
+    pthread_mutex_lock(&t->mu);
+    struct tu_tnode *n = t->head;
+    if (n != NULL) { /* straight to the first waiter: nobody barges in */
+        t->head = n->next;
+        if (t->head == NULL)
+            t->tail = NULL;
+        n->got = true;
+        pthread_cond_signal(&n->cv);
+    } else {
+        t->free++;
+    }
+    pthread_mutex_unlock(&t->mu);
 }
 
 int tu_dead_port(void)

@@ -2,7 +2,9 @@
 #ifndef BATON_TESTUTIL_H
 #define BATON_TESTUTIL_H
 
+#include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 struct Suite;
@@ -36,10 +38,33 @@ long long tu_redis_int(const char *cmd);
 
 /* A benchmark's ceiling: on a connection of its own to url (libbaton's
  * transport), sends command a then command b, as raw commands, until *stop.
- * Returns the number of pairs, or -1 when a connection or command fails.
- * *worst_ns (optional) gets the longest pair. */
+ * Returns the number of pairs, or -1 when a connection or command fails. */
 int64_t tu_raw_pairs(const char *url, int na, const char *const *a, int nb, const char *const *b,
-                     atomic_bool *stop, int64_t *worst_ns);
+                     atomic_bool *stop);
+
+/* A raw connection to url on libbaton's transport, or NULL. Free it with
+ * tu_raw_close(). */
+struct baton__conn *tu_raw_open(const char *url);
+void tu_raw_close(struct baton__conn *cn);
+/* Sends one raw command (argc <= 16) and reads its reply. Returns false
+ * when it fails. */
+bool tu_raw_cmd(struct baton__conn *cn, int argc, const char *const *argv);
+
+/* An in-process counting semaphore that hands its tokens to waiting
+ * threads in arrival order: the ideal local handoff, for the ceilings of
+ * contended benchmarks. Initialize with TU_TOKENS(n). */
+struct tu_tnode;
+struct tu_tokens {
+    pthread_mutex_t mu;
+    int free;
+    struct tu_tnode *head, *tail;
+};
+#define TU_TOKENS(n)                                                                               \
+    {                                                                                              \
+        .mu = PTHREAD_MUTEX_INITIALIZER, .free = (n)                                               \
+    }
+void tu_tokens_take(struct tu_tokens *t);
+void tu_tokens_give(struct tu_tokens *t);
 
 /* A loopback port nothing listens on (for "Redis unreachable" tests). */
 int tu_dead_port(void);

@@ -13,7 +13,10 @@
 #include "baton.h"
 #include "testutil.h"
 
-static struct baton_client *client(void) { return tu_client(500); }
+static struct baton_client *client(void)
+{
+    return tu_client(500);
+}
 
 static void redis_eq(const char *cmd, const char *want)
 {
@@ -680,4 +683,7 @@ static Suite *suite(void)
     return s;
 }
 
-int main(void) { return tu_run(suite()); }
+int main(void)
+{
+    return tu_run(suite());
+}
