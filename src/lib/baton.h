@@ -5,9 +5,11 @@
  *
  * Model:
  *   struct baton_client  one per process (or per Redis deployment). Owns a
- *                        small pool of connections, and, started on first
- *                        need, one subscriber thread (wake-ups of waiters)
- *                        and one renewal thread (auto-renewed locks).
+ *                        few connections (the threads of the process share
+ *                        them, their lock operations pipelined), and,
+ *                        started on first need, one subscriber thread
+ *                        (wake-ups of waiters) and one renewal thread
+ *                        (auto-renewed locks).
  *   struct baton_lock    one granted lock. Carries its owner token, its
  *                        fencing token and its validity deadline.
  *
@@ -73,7 +75,13 @@ BATON_API const char *baton_errname(int code);
 
 /* ------------------------------------------------------------------------ */
 /* Client. Thread-safe: share one client between all threads of a process.
- * Every operation takes a pooled connection for its duration. */
+ * Lock, semaphore, multi-lock, once and election operations travel on up to
+ * 8 shared connections, the requests of several threads pipelined on each
+ * (Redis then reads and answers many per system call); when one of them
+ * times out, the requests queued behind it on that connection fail with
+ * BATON_EIO too, and the next operation opens a new one. Commands of
+ * baton_client_command() and _eval(), which may block, take a pooled
+ * connection of their own for their duration. */
 
 struct baton_client;
 
