@@ -107,12 +107,21 @@ watch_logs() { # FILES...: follow the logs (both processes are stopped by pid at
 for n in node-a node-b node-c; do start $n; sleep 0.1; done
 watch_logs "$T"/node-*.1.out
 pause 9
+# A leader lets its running jobs finish before it hands over (up to
+# shutdown_grace); "slow" runs for 4 s from every 15th second, so signal
+# outside that window to show the handover itself.
+for _ in $(seq 1 100); do (( 10#$(date +%S) % 15 >= 6 )) && break; sleep 0.1; done
 L=$(leader)
 bold "SIGTERM the leader ($L): it hands over and exits; a follower leads within milliseconds"
 t0=$(date +%s%3N)
 kill -TERM "$(pid "$L")"
 for _ in $(seq 1 500); do N=$(leader); [ -n "$N" ] && [ "$N" != "$L" ] && break; sleep 0.01; done
-say "$N leads $(( $(date +%s%3N) - t0 )) ms after the signal (the old leader let its running jobs finish first)"
+ms=$(( $(date +%s%3N) - t0 ))
+if (( ms > 200 )); then
+    say "$N leads $ms ms after the signal (the old leader let its running jobs finish first)"
+else
+    say "$N leads $ms ms after the signal"
+fi
 pause 8
 bold "SIGKILL the new leader ($N): no goodbye; the last node takes over when the lease ($DEMO_TTL) runs out"
 kill -KILL "$(pid "$N")"; wait "$(pid "$N")" 2>/dev/null
