@@ -116,8 +116,8 @@ static int ensure_conn(struct baton_client *c, struct baton__mux *m, int64_t dea
     return BATON_OK;
 }
 
-/* Waits, as the reader, until the head's deadline for data on the
- * connection, and delivers what came. Called and returns with m->mu held
+/* Waits, as the reader, for data on the connection until the earliest
+ * deadline of the queue, and delivers what came. Called and returns with m->mu held
  * and m->reading set by the caller. */
 static void read_once(struct baton_client *c, struct baton__mux *m)
 {

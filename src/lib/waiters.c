@@ -28,7 +28,6 @@ struct baton__waiters {
     bool stop;
     int efd; /* wakes the thread to stop */
     pthread_t thread;
-    char channel[160];
     char err[BATON__ERRLEN];
 };
 
@@ -86,7 +85,7 @@ static void set_subscribed(struct baton__waiters *ws, bool on)
 static bool serve(struct baton__waiters *ws, struct baton__conn *cn)
 {
     char chan[200];
-    snprintf(chan, sizeof chan, "%s%s", ws->channel, ws->c->cid);
+    snprintf(chan, sizeof chan, "%s%s", ws->c->wake_chan, ws->c->cid);
     const char *argv[2] = {"SUBSCRIBE", chan};
     size_t lens[2] = {9, strlen(chan)};
     redisReply *r = NULL;
@@ -148,7 +147,6 @@ static struct baton__waiters *get_waiters(struct baton_client *c)
         goto out;
     ws->c = c;
     ws->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    snprintf(ws->channel, sizeof ws->channel, "%s", c->wake_chan);
     if (ws->efd < 0 || pthread_mutex_init(&ws->mu, NULL) != 0)
         goto out_free;
     if (baton__cond_init_monotonic(&ws->ready_cv) != BATON_OK)

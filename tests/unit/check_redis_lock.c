@@ -532,20 +532,29 @@ static void *mux_cycler(void *p)
     return NULL;
 }
 
+/* Runs n threads of fn on c, thread i with a[i] = {c, i, cycles}, and
+ * waits for them all. */
+static void mux_run(struct baton_client *c, int n, int cycles, void *(*fn)(void *),
+                    struct mux_arg *a)
+{
+    pthread_t th[64];
+    ck_assert_int_le(n, 64);
+    for (int i = 0; i < n; i++) {
+        a[i] = (struct mux_arg){.c = c, .id = i, .cycles = cycles};
+        pthread_create(&th[i], NULL, fn, &a[i]);
+    }
+    for (int i = 0; i < n; i++)
+        pthread_join(th[i], NULL);
+}
+
 START_TEST(threads_get_their_own_replies)
 {
     enum { T = 32 };
     struct baton_client *c = client();
-    pthread_t th[T];
     struct mux_arg a[T];
-    for (int i = 0; i < T; i++) {
-        a[i] = (struct mux_arg){.c = c, .id = i, .cycles = 300};
-        pthread_create(&th[i], NULL, mux_cycler, &a[i]);
-    }
-    for (int i = 0; i < T; i++) {
-        pthread_join(th[i], NULL);
+    mux_run(c, T, 300, mux_cycler, a);
+    for (int i = 0; i < T; i++)
         ck_assert_int_eq(a[i].failures, 0);
-    }
     baton_client_free(c);
 }
 END_TEST
@@ -569,29 +578,18 @@ START_TEST(threads_fail_in_time_when_frozen)
 {
     enum { T = 24 };
     struct baton_client *c = client(); /* 500 ms command timeout */
-    pthread_t th[T];
     struct mux_arg a[T];
     redis_signal(SIGSTOP);
-    for (int i = 0; i < T; i++) {
-        a[i] = (struct mux_arg){.c = c, .id = i};
-        pthread_create(&th[i], NULL, mux_frozen, &a[i]);
-    }
-    for (int i = 0; i < T; i++)
-        pthread_join(th[i], NULL);
+    mux_run(c, T, 0, mux_frozen, a);
     redis_signal(SIGCONT);
     for (int i = 0; i < T; i++) {
         ck_assert_int_eq(a[i].rc, BATON_EIO);
         ck_assert_msg(a[i].worst_ms < 1000, "thread %d failed after %lld ms", i,
                       (long long)a[i].worst_ms);
     }
-    for (int i = 0; i < T; i++) {
-        a[i] = (struct mux_arg){.c = c, .id = i, .cycles = 20};
-        pthread_create(&th[i], NULL, mux_cycler, &a[i]);
-    }
-    for (int i = 0; i < T; i++) {
-        pthread_join(th[i], NULL);
+    mux_run(c, T, 20, mux_cycler, a);
+    for (int i = 0; i < T; i++)
         ck_assert_int_eq(a[i].failures, 0);
-    }
     baton_client_free(c);
 }
 END_TEST
