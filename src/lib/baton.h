@@ -118,6 +118,14 @@ BATON_API void baton_client_free(struct baton_client *c);
  * single-threaded set-up; per-operation detail is on the lock. */
 BATON_API const char *baton_client_errstr(const struct baton_client *c);
 
+/* Checks url as baton_client_new() would read it, without connecting: the
+ * one parser of Redis URLs, for tools that validate a configuration. On
+ * success writes the URL with its password removed into redacted (may be
+ * NULL; truncated to rlen). Returns 0, BATON_EINVAL with a message in err
+ * ("invalid URL: ...", never the password), or BATON_ENOMEM. */
+BATON_API int baton_url_check(const char *url, char *redacted, size_t rlen, char *err,
+                              size_t errlen);
+
 /* Returns: the URL the client was made with, password removed. Borrowed;
  * valid until baton_client_free(c). */
 BATON_API const char *baton_client_url(const struct baton_client *c);

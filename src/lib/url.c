@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/un.h>
 
 #include "baton_int.h"
 
@@ -76,18 +77,21 @@ void baton__url_clear(struct baton__url *u)
     memset(u, 0, sizeof *u);
 }
 
+/* The URL as messages show it: normalized, the password as "***". */
 static int make_redacted(struct baton__url *u)
 {
     char *s = NULL;
     int n;
     const char *user = u->user ? u->user : "";
-    const char *at = u->user ? "@" : "";
+    const char *pass = u->pass ? ":***" : "";
+    const char *at = (u->user || u->pass) ? "@" : "";
     if (u->transport == BATON__UNIX)
-        n = asprintf(&s, "unix://%s%s%s?db=%d", user, at, u->path, u->db);
+        n = asprintf(&s, "unix://%s?db=%d%s%s%s", u->path, u->db, u->user ? "&user=" : "", user,
+                     u->pass ? "&password=***" : "");
     else if (strchr(u->host, ':') != NULL)
-        n = asprintf(&s, "redis://%s%s[%s]:%d/%d", user, at, u->host, u->port, u->db);
+        n = asprintf(&s, "redis://%s%s%s[%s]:%d/%d", user, pass, at, u->host, u->port, u->db);
     else
-        n = asprintf(&s, "redis://%s%s%s:%d/%d", user, at, u->host, u->port, u->db);
+        n = asprintf(&s, "redis://%s%s%s%s:%d/%d", user, pass, at, u->host, u->port, u->db);
     if (n < 0)
         return BATON_ENOMEM;
     u->redacted = s;
@@ -150,7 +154,7 @@ static int parse_tcp(const char *p, struct baton__url *u, char *err, size_t errl
     if (*p == '[') {
         const char *close = memchr(p, ']', (size_t)(hostend - p));
         if (close == NULL) {
-            baton__set_error(err, errlen, "invalid URL: unterminated [IPv6] host");
+            baton__set_error(err, errlen, "invalid URL: invalid IPv6 address (write redis://[::1]:6379)");
             return BATON_EINVAL;
         }
         hs = p + 1;
@@ -167,20 +171,34 @@ static int parse_tcp(const char *p, struct baton__url *u, char *err, size_t errl
         he = portsep ? portsep : hostend;
     }
     if (he == hs) {
-        baton__set_error(err, errlen, "invalid URL: missing host");
+        baton__set_error(err, errlen, "invalid URL: missing host (redis://host:6379/0)");
         return BATON_EINVAL;
+    }
+    const char *hostchars = *p == '[' ? "0123456789abcdefABCDEF:." : NULL;
+    for (const char *q = hs; q < he; q++) {
+        bool ok = hostchars != NULL
+                      ? strchr(hostchars, *q) != NULL
+                      : ((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') ||
+                         (*q >= '0' && *q <= '9') || *q == '.' || *q == '-' || *q == '_');
+        if (!ok) {
+            baton__set_error(err, errlen,
+                             hostchars != NULL
+                                 ? "invalid URL: invalid IPv6 address (write redis://[::1]:6379)"
+                                 : "invalid URL: invalid character in the host name");
+            return BATON_EINVAL;
+        }
     }
     if ((u->host = strndup(hs, (size_t)(he - hs))) == NULL)
         return BATON_ENOMEM;
     u->port = 6379;
     if (portsep != NULL &&
         !parse_int(portsep + 1, (size_t)(hostend - portsep - 1), 1, 65535, &u->port)) {
-        baton__set_error(err, errlen, "invalid URL: port must be a number from 1 to 65535");
+        baton__set_error(err, errlen, "invalid URL: invalid port (1..65535)");
         return BATON_EINVAL;
     }
     if (slash != NULL && slash + 1 < end &&
         !parse_int(slash + 1, (size_t)(end - slash - 1), 0, INT_MAX, &u->db)) {
-        baton__set_error(err, errlen, "invalid URL: database must be a number after the /");
+        baton__set_error(err, errlen, "invalid URL: invalid database number after the host (redis://host:6379/0)");
         return BATON_EINVAL;
     }
     return BATON_OK;
@@ -195,11 +213,18 @@ static int parse_unix(const char *p, struct baton__url *u, char *err, size_t err
     if (plen == 0 || p[0] != '/') {
         baton__set_error(
             err, errlen,
-            "invalid URL: unix:// needs an absolute socket path (unix:///run/redis.sock)");
+            "invalid URL: the socket path must be absolute (unix:///run/redis/redis.sock)");
         return BATON_EINVAL;
     }
     if ((u->path = decode(p, plen, &bad)) == NULL)
         goto bad_escape;
+    if (strlen(u->path) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
+        baton__set_error(err, errlen,
+                         "invalid URL: the socket path is %zu bytes long; the system allows "
+                         "at most %zu",
+                         strlen(u->path), sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
+        return BATON_EINVAL;
+    }
     while (q != NULL) {
         const char *name = q + 1;
         const char *amp = strchr(name, '&');
@@ -213,7 +238,7 @@ static int parse_unix(const char *p, struct baton__url *u, char *err, size_t err
         size_t nlen = (size_t)(eq - name), vlen = (size_t)(vend - eq - 1);
         if (nlen == 2 && strncmp(name, "db", 2) == 0) {
             if (!parse_int(eq + 1, vlen, 0, INT_MAX, &u->db)) {
-                baton__set_error(err, errlen, "invalid URL: db must be a number");
+                baton__set_error(err, errlen, "invalid URL: invalid database number in ?db=");
                 return BATON_EINVAL;
             }
         } else if (nlen == 4 && strncmp(name, "user", 4) == 0) {
@@ -226,7 +251,7 @@ static int parse_unix(const char *p, struct baton__url *u, char *err, size_t err
                 goto bad_escape;
         } else {
             baton__set_error(err, errlen,
-                             "invalid URL: unknown query item \"%.*s\" (db, user, password)",
+                             "invalid URL: unknown URL parameter \"%.*s\" (use db=, user=, password=)",
                              (int)(nlen > 32 ? 32 : nlen), name);
             return BATON_EINVAL;
         }
@@ -254,7 +279,16 @@ int baton__url_parse(const char *text, struct baton__url *u, char *err, size_t e
         u->transport = BATON__UNIX;
         r = parse_unix(text + 7, u, err, errlen);
     } else {
-        baton__set_error(err, errlen, "invalid URL: expected redis://host:port/db or unix:///path");
+        const char *sep = strstr(text, "://");
+        if (sep != NULL && sep - text <= 20 && strspn(text, "abcdefghijklmnopqrstuvwxyz"
+                                                           "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-") ==
+                                                   (size_t)(sep - text))
+            baton__set_error(err, errlen,
+                             "invalid URL: unsupported scheme \"%.*s://\" (use redis:// or unix://)",
+                             (int)(sep - text), text);
+        else
+            baton__set_error(err, errlen,
+                             "invalid URL: expected a URL like redis://host:6379/0 or unix:///run/redis/redis.sock");
         r = BATON_EINVAL;
     }
     if (r == BATON_OK)
@@ -262,4 +296,17 @@ int baton__url_parse(const char *text, struct baton__url *u, char *err, size_t e
     if (r != BATON_OK)
         baton__url_clear(u);
     return r;
+}
+
+int baton_url_check(const char *url, char *redacted, size_t rlen, char *err, size_t errlen)
+{
+    struct baton__url u;
+    char detail[BATON__ERRLEN];
+    int rc = baton__url_parse(url, &u, detail, sizeof detail);
+    if (rc == BATON_OK && redacted != NULL && rlen > 0)
+        baton__set_error(redacted, rlen, "%s", u.redacted);
+    if (rc != BATON_OK && err != NULL && errlen > 0)
+        baton__set_error(err, errlen, "%s", rc == BATON_ENOMEM ? "out of memory" : detail);
+    baton__url_clear(&u);
+    return rc;
 }

@@ -8,7 +8,6 @@
  * table; the only per-option code is in the `check` and `def_fn` hooks and in
  * the relations between options (`relations[]`).
  */
-#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
@@ -17,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "baton.h"
 #include "config.h"
 #include "cron.h"
 #include "yamlx.h"
@@ -76,135 +76,12 @@ static int check_timezone(const char *s, char *msg, size_t msglen)
     return 0;
 }
 
-/* Parses a decimal number within [min, max] from s[0..n). */
-static bool number_in(const char *s, size_t n, int64_t min, int64_t max)
-{
-    int64_t v = 0;
-
-    if (n == 0 || n > 10)
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return false;
-        v = v * 10 + (s[i] - '0');
-    }
-    return v >= min && v <= max;
-}
-
-/* redis://[[user]:pass@]host[:port][/db], host a name, an IPv4 address or
- * [an IPv6 address]. Never quotes the URL back: it may hold a password. */
-static int check_tcp_url(const char *s, char *msg, size_t msglen)
-{
-    const char *at = strrchr(s, '@');
-    const char *host = at != NULL ? at + 1 : s;
-    const char *slash = strchr(host, '/');
-    const char *end = slash != NULL ? slash : host + strlen(host);
-    const char *hend, *port = NULL;
-
-    for (const char *p = s; at != NULL && p < at; p++) {
-        if (*p == '%' && !(isxdigit((unsigned char)p[1]) && isxdigit((unsigned char)p[2]))) {
-            snprintf(msg, msglen, "bad percent-escape in the user or password");
-            return -1;
-        }
-    }
-    if (host[0] == '[') {
-        hend = memchr(host, ']', (size_t)(end - host));
-        if (hend == NULL || hend == host + 1) {
-            snprintf(msg, msglen, "invalid IPv6 address (write redis://[::1]:6379)");
-            return -1;
-        }
-        for (const char *p = host + 1; p < hend; p++) {
-            if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f') ||
-                  (*p >= 'A' && *p <= 'F') || *p == ':' || *p == '.')) {
-                snprintf(msg, msglen, "invalid IPv6 address (write redis://[::1]:6379)");
-                return -1;
-            }
-        }
-        hend++;
-        if (hend < end && *hend != ':') {
-            snprintf(msg, msglen, "unexpected text after the IPv6 address");
-            return -1;
-        }
-    } else {
-        hend = memchr(host, ':', (size_t)(end - host));
-        if (hend == NULL)
-            hend = end;
-        if (hend == host) {
-            snprintf(msg, msglen, "missing host (redis://host:6379/0)");
-            return -1;
-        }
-        for (const char *p = host; p < hend; p++) {
-            if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-                  (*p >= '0' && *p <= '9') || *p == '.' || *p == '-' || *p == '_')) {
-                snprintf(msg, msglen, "invalid character in the host name");
-                return -1;
-            }
-        }
-    }
-    if (hend < end)
-        port = hend + 1;
-    if (port != NULL && !number_in(port, (size_t)(end - port), 1, 65535)) {
-        snprintf(msg, msglen, "invalid port (1..65535)");
-        return -1;
-    }
-    if (slash != NULL && slash[1] != '\0' &&
-        !number_in(slash + 1, strlen(slash + 1), 0, INT32_MAX)) {
-        snprintf(msg, msglen, "invalid database number after the host (redis://host:6379/0)");
-        return -1;
-    }
-    return 0;
-}
-
-/* unix:///path/to/socket[?db=N&password=P&user=U] */
-static int check_unix_url(const char *s, char *msg, size_t msglen)
-{
-    const char *q = strchr(s, '?');
-    size_t plen = q != NULL ? (size_t)(q - s) : strlen(s);
-
-    if (s[0] != '/' || plen < 2) {
-        snprintf(msg, msglen, "the socket path must be absolute (unix:///run/redis/redis.sock)");
-        return -1;
-    }
-    while (q != NULL) {
-        const char *p = q + 1, *amp = strchr(p, '&');
-        size_t n = amp != NULL ? (size_t)(amp - p) : strlen(p);
-
-        if (n > 3 && strncmp(p, "db=", 3) == 0) {
-            if (!number_in(p + 3, n - 3, 0, INT32_MAX)) {
-                snprintf(msg, msglen, "invalid database number in ?db=");
-                return -1;
-            }
-        } else if (!(n >= 9 && strncmp(p, "password=", 9) == 0) &&
-                   !(n >= 5 && strncmp(p, "user=", 5) == 0)) {
-            snprintf(msg, msglen, "unknown URL parameter (use db=, user=, password=)");
-            return -1;
-        }
-        q = amp;
-    }
-    return 0;
-}
-
+/* The library's parser is the one grammar of Redis URLs: `baton check`,
+ * `baton run` and `baton lock` give the same verdict on every URL. Its
+ * messages never echo a password. */
 static int check_redis_url(const char *s, char *msg, size_t msglen)
 {
-    const char *sep;
-
-    if (strncmp(s, "redis://", 8) == 0)
-        return check_tcp_url(s + 8, msg, msglen);
-    if (strncmp(s, "unix://", 7) == 0)
-        return check_unix_url(s + 7, msg, msglen);
-    sep = strstr(s, "://");
-    if (sep != NULL && sep - s <= 16) {
-        char scheme[20];
-
-        snprintf(scheme, sizeof scheme, "%.*s", (int)(sep - s), s);
-        if (in_charset(scheme, "+.-")) {
-            snprintf(msg, msglen, "unsupported scheme \"%s://\" (use redis:// or unix://)", scheme);
-            return -1;
-        }
-    }
-    snprintf(msg, msglen,
-             "expected a URL like redis://host:6379/0 or unix:///run/redis/redis.sock");
-    return -1;
+    return baton_url_check(s, NULL, 0, msg, msglen) == BATON_OK ? 0 : -1;
 }
 
 static int default_node(struct config *c, char *msg, size_t msglen)
@@ -724,40 +601,15 @@ void config_write_reference(FILE *out)
         fprintf(out, "- %s\n", relations[i].doc);
 }
 
-/* Writes a Redis URL with its password replaced by "***". */
+/* Writes a Redis URL as the library shows it: without its password. */
 static void write_masked_url(const char *url, FILE *out)
 {
-    const char *s = url;
+    char red[4200];
 
-    if (strncmp(s, "redis://", 8) == 0) {
-        const char *host = s + 8, *at = strrchr(host, '@'), *colon;
-
-        if (at == NULL) {
-            fputs(url, out);
-            return;
-        }
-        colon = memchr(host, ':', (size_t)(at - host));
-        if (colon != NULL)
-            fprintf(out, "redis://%.*s:***%s", (int)(colon - host), host, at);
-        else
-            fprintf(out, "redis://***%s", at);
-        return;
-    }
-    /* unix:///path?password=P: mask each password= parameter. */
-    for (;;) {
-        const char *pw = strstr(s, "password=");
-
-        if (pw == NULL) {
-            fputs(s, out);
-            return;
-        }
-        fprintf(out, "%.*s", (int)(pw + 9 - s), s);
-        s = pw + 9;
-        if (pw > url && (pw[-1] == '?' || pw[-1] == '&')) {
-            fputs("***", out);
-            s += strcspn(s, "&");
-        }
-    }
+    if (baton_url_check(url, red, sizeof red, NULL, 0) == BATON_OK)
+        fputs(red, out);
+    else
+        fputs("(invalid URL)", out);
 }
 
 static void write_string(const char *s, FILE *out)

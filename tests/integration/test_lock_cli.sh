@@ -147,8 +147,8 @@ k --|baton: lock: missing the command to run after KEY -- (see 'baton lock --hel
 --kill-grace 10s --ttl 10s k -- true|baton: lock: --kill-grace must be less than half of --ttl (see 'baton lock --help')
 --bogus k -- true|baton: lock: --bogus: unknown option (see 'baton lock --help')
 -x k -- true|baton: lock: -x: unknown option (see 'baton lock --help')
---url nope://x k -- true|baton: lock: invalid URL: expected redis://host:port/db or unix:///path
---url redis://h:0 k -- true|baton: lock: invalid URL: port must be a number from 1 to 65535
+--url nope://x k -- true|baton: lock: invalid URL: unsupported scheme "nope://" (use redis:// or unix://)
+--url redis://h:0 k -- true|baton: lock: invalid URL: invalid port (1..65535)
 EOF
 long=$(head -c 1025 /dev/zero | tr '\0' k)
 "$B" lock "$long" -- true 2>"$T/e"; assert_eq 2 $? "a key of 1025 bytes"

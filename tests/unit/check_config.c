@@ -405,7 +405,6 @@ START_TEST(redis_urls)
         const char *url, *msg;
     } bad[] = {
         {"http://h", "unsupported scheme \"http://\" (use redis:// or unix://)"},
-        {"rediss://h", "unsupported scheme \"rediss://\" (use redis:// or unix://)"},
         {"h:6379", "expected a URL like redis://host:6379/0 or unix:///run/redis/redis.sock"},
         {"redis://", "missing host (redis://host:6379/0)"},
         {"\"redis://:pw@\"", "missing host (redis://host:6379/0)"},
@@ -413,13 +412,16 @@ START_TEST(redis_urls)
         {"redis://h:65536", "invalid port (1..65535)"},
         {"redis://h:x", "invalid port (1..65535)"},
         {"redis://h/x", "invalid database number after the host (redis://host:6379/0)"},
-        {"\"redis://h/1?a=b\"", "invalid database number after the host (redis://host:6379/0)"},
+        {"\"redis://h/1?a=b\"", "redis:// URLs take no query (use /DB for the database)"},
         {"\"redis://[::1\"", "invalid IPv6 address (write redis://[::1]:6379)"},
+        {"\"redis://[::g]\"", "invalid IPv6 address (write redis://[::1]:6379)"},
         {"\"redis://u:p%zz@h\"", "bad percent-escape in the user or password"},
+        {"\"redis://u%00@h\"", "bad percent-escape in the user or password"},
         {"\"redis://h o\"", "invalid character in the host name"},
         {"unix://relative.sock", "the socket path must be absolute (unix:///run/redis/redis.sock)"},
-        {"\"unix:///s?bogus=1\"", "unknown URL parameter (use db=, user=, password=)"},
+        {"\"unix:///s?bogus=1\"", "unknown URL parameter \"bogus\" (use db=, user=, password=)"},
         {"\"unix:///s?db=x\"", "invalid database number in ?db="},
+        {"\"unix:///run/redis.sock?password=%zz\"", "bad percent-escape"},
     };
     char yaml[256], want[512];
 
@@ -432,7 +434,7 @@ START_TEST(redis_urls)
     }
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         snprintf(yaml, sizeof yaml, "redis: %s\n", bad[i].url);
-        snprintf(want, sizeof want, "t.yaml:1:8: redis: %s", bad[i].msg);
+        snprintf(want, sizeof want, "t.yaml:1:8: redis: invalid URL: %s", bad[i].msg);
         load_err(yaml, want);
     }
 }
@@ -460,7 +462,7 @@ START_TEST(redis_password_hidden)
     f = open_memstream(&text, &len);
     config_write_effective(c, f);
     fclose(f);
-    ck_assert_ptr_nonnull(strstr(text, "redis: unix:///run/r.sock?db=2&password=***&user=u\n"));
+    ck_assert_ptr_nonnull(strstr(text, "redis: unix:///run/r.sock?db=2&user=u&password=***\n"));
     free(text);
     config_free(c);
 }
@@ -633,16 +635,19 @@ static const struct {
     {"config_poll_short.yaml",
      "config_poll_short.yaml:1:7: poll (2s) must be at least redis_timeout (3s)"},
     {"config_redis_db.yaml",
-     "config_redis_db.yaml:1:8: redis: invalid database number after the host "
+     "config_redis_db.yaml:1:8: redis: invalid URL: invalid database number after the host "
      "(redis://host:6379/0)"},
     {"config_redis_host.yaml",
-     "config_redis_host.yaml:1:8: redis: missing host (redis://host:6379/0)"},
+     "config_redis_host.yaml:1:8: redis: invalid URL: missing host (redis://host:6379/0)"},
     {"config_redis_not_url.yaml",
-     "config_redis_not_url.yaml:1:8: redis: expected a URL like redis://host:6379/0 or "
+     "config_redis_not_url.yaml:1:8: redis: invalid URL: expected a URL like "
+     "redis://host:6379/0 or "
      "unix:///run/redis/redis.sock"},
-    {"config_redis_port.yaml", "config_redis_port.yaml:1:8: redis: invalid port (1..65535)"},
+    {"config_redis_port.yaml",
+     "config_redis_port.yaml:1:8: redis: invalid URL: invalid port (1..65535)"},
     {"config_redis_scheme.yaml",
-     "config_redis_scheme.yaml:1:8: redis: unsupported scheme \"rediss://\" (use redis:// or "
+     "config_redis_scheme.yaml:1:8: redis: invalid URL: unsupported scheme \"rediss://\" (use "
+     "redis:// or "
      "unix://)"},
     {"config_renew_margin.yaml",
      "config_renew_margin.yaml:3:10: lease.ttl (10s) must be at least 2 x lease.renew (5s) + "
@@ -673,9 +678,10 @@ static const struct {
     {"config_ttl_range.yaml",
      "config_ttl_range.yaml:2:8: lease.ttl: \"20m\" is out of range (100ms..10m)"},
     {"config_unix_param.yaml",
-     "config_unix_param.yaml:1:8: redis: unknown URL parameter (use db=, user=, password=)"},
+     "config_unix_param.yaml:1:8: redis: invalid URL: unknown URL parameter \"timeout\" (use "
+     "db=, user=, password=)"},
     {"config_unix_relative.yaml",
-     "config_unix_relative.yaml:1:8: redis: the socket path must be absolute "
+     "config_unix_relative.yaml:1:8: redis: invalid URL: the socket path must be absolute "
      "(unix:///run/redis/redis.sock)"},
     {"config_unknown_far.yaml",
      "config_unknown_far.yaml:1:1: unknown key \"color\" (known keys: node, redis, group, "

@@ -49,17 +49,17 @@ static const struct {
      "redis://127.0.0.1:6379/0"},
     {"redis://localhost", BATON__TCP, "localhost", 6379, 0, NULL, NULL, "redis://localhost:6379/0"},
     {"redis://h:7000/3", BATON__TCP, "h", 7000, 3, NULL, NULL, "redis://h:7000/3"},
-    {"redis://:s3cret@h:1/0", BATON__TCP, "h", 1, 0, NULL, "s3cret", "redis://h:1/0"},
-    {"redis://s3cret@h", BATON__TCP, "h", 6379, 0, NULL, "s3cret", "redis://h:6379/0"},
+    {"redis://:s3cret@h:1/0", BATON__TCP, "h", 1, 0, NULL, "s3cret", "redis://:***@h:1/0"},
+    {"redis://s3cret@h", BATON__TCP, "h", 6379, 0, NULL, "s3cret", "redis://:***@h:6379/0"},
     {"redis://alice:p%40ss@h:6380/2", BATON__TCP, "h", 6380, 2, "alice", "p@ss",
-     "redis://alice@h:6380/2"},
+     "redis://alice:***@h:6380/2"},
     {"redis://[::1]:6390/1", BATON__TCP, "::1", 6390, 1, NULL, NULL, "redis://[::1]:6390/1"},
-    {"redis://u:p:q@h", BATON__TCP, "h", 6379, 0, "u", "p:q", "redis://u@h:6379/0"},
+    {"redis://u:p:q@h", BATON__TCP, "h", 6379, 0, "u", "p:q", "redis://u:***@h:6379/0"},
     {"redis://h/", BATON__TCP, "h", 6379, 0, NULL, NULL, "redis://h:6379/0"},
     {"unix:///run/redis.sock", BATON__UNIX, "/run/redis.sock", 0, 0, NULL, NULL,
      "unix:///run/redis.sock?db=0"},
     {"unix:///tmp/r.sock?db=4&user=bob&password=x%26y", BATON__UNIX, "/tmp/r.sock", 0, 4, "bob",
-     "x&y", "unix://bob@/tmp/r.sock?db=4"},
+     "x&y", "unix:///tmp/r.sock?db=4&user=bob&password=***"},
 };
 
 START_TEST(url_good)
@@ -86,20 +86,21 @@ static const struct {
     const char *url, *message;
 } bad_urls[] = {
     {"", "invalid URL: empty"},
-    {"http://h", "invalid URL: expected redis://host:port/db or unix:///path"},
-    {"redis://", "invalid URL: missing host"},
-    {"redis://:pw@", "invalid URL: missing host"},
-    {"redis://h:0", "invalid URL: port must be a number from 1 to 65535"},
-    {"redis://h:65536", "invalid URL: port must be a number from 1 to 65535"},
-    {"redis://h:x", "invalid URL: port must be a number from 1 to 65535"},
-    {"redis://h/x", "invalid URL: database must be a number after the /"},
+    {"http://h", "invalid URL: unsupported scheme \"http://\" (use redis:// or unix://)"},
+    {"h:6379", "invalid URL: expected a URL like redis://host:6379/0 or unix:///run/redis/redis.sock"},
+    {"redis://", "invalid URL: missing host (redis://host:6379/0)"},
+    {"redis://:pw@", "invalid URL: missing host (redis://host:6379/0)"},
+    {"redis://h:0", "invalid URL: invalid port (1..65535)"},
+    {"redis://h:65536", "invalid URL: invalid port (1..65535)"},
+    {"redis://h:x", "invalid URL: invalid port (1..65535)"},
+    {"redis://h/x", "invalid URL: invalid database number after the host (redis://host:6379/0)"},
     {"redis://h/1?a=b", "invalid URL: redis:// URLs take no query (use /DB for the database)"},
-    {"redis://[::1", "invalid URL: unterminated [IPv6] host"},
+    {"redis://[::1", "invalid URL: invalid IPv6 address (write redis://[::1]:6379)"},
     {"redis://u:p%zz@h", "invalid URL: bad percent-escape in the user or password"},
     {"unix://relative.sock",
-     "invalid URL: unix:// needs an absolute socket path (unix:///run/redis.sock)"},
-    {"unix:///s?bogus=1", "invalid URL: unknown query item \"bogus\" (db, user, password)"},
-    {"unix:///s?db=x", "invalid URL: db must be a number"},
+     "invalid URL: the socket path must be absolute (unix:///run/redis/redis.sock)"},
+    {"unix:///s?bogus=1", "invalid URL: unknown URL parameter \"bogus\" (use db=, user=, password=)"},
+    {"unix:///s?db=x", "invalid URL: invalid database number in ?db="},
 };
 
 START_TEST(url_bad)
@@ -186,7 +187,7 @@ START_TEST(client_errors)
     struct baton_client *c = NULL;
     ck_assert_int_eq(baton_client_new("nope://x", NULL, &c), BATON_EINVAL);
     ck_assert_str_eq(baton_client_errstr(c),
-                     "invalid URL: expected redis://host:port/db or unix:///path");
+                     "invalid URL: unsupported scheme \"nope://\" (use redis:// or unix://)");
     baton_client_free(c);
     ck_assert_int_eq(baton_client_new("unix:///nonexistent/baton.sock", NULL, &c), BATON_EIO);
     ck_assert_str_eq(
