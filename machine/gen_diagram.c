@@ -14,25 +14,54 @@
 #define BEGIN_MARK "<!-- BEGIN GENERATED: machine/gen_diagram.c from MACHINE_TABLE -->\n"
 #define END_MARK   "<!-- END GENERATED -->\n"
 
+/* One edge of the diagram: "from --> to : event [guard] / action". */
+static size_t edge(char *buf, size_t len, int s, int e, const struct machine_branch *b,
+                   const char *guard)
+{
+    int n = snprintf(buf, len, "    %s --> %s : %s", machine_state_name((enum machine_state)s),
+                     machine_state_name(b->next), machine_event_name((enum machine_event)e));
+    size_t used = n > 0 ? (size_t)n : 0;
+    if (guard != NULL)
+        used += (size_t)snprintf(buf + used, used < len ? len - used : 0, " [%s]", guard);
+    if (b->action != ACT_NONE)
+        used += (size_t)snprintf(buf + used, used < len ? len - used : 0, " / %s",
+                                 machine_action_name(b->action));
+    used += (size_t)snprintf(buf + used, used < len ? len - used : 0, "\n");
+    return used;
+}
+
+/* A branch as a table cell: "next / action" or "next". */
+static size_t branch_text(char *buf, size_t len, const struct machine_branch *b)
+{
+    int n = b->action == ACT_NONE
+                ? snprintf(buf, len, "%s", machine_state_name(b->next))
+                : snprintf(buf, len, "%s / %s", machine_state_name(b->next),
+                           machine_action_name(b->action));
+    return n > 0 ? (size_t)n : 0;
+}
+
 /* Appends the block to buf (at least 16 KiB). */
 static void render(char *buf, size_t len)
 {
     size_t n = 0;
 #define OUT(...) n += (size_t)snprintf(buf + n, n < len ? len - n : 0, __VA_ARGS__)
+#define AT       buf + n, n < len ? len - n : 0
     OUT("%s```mermaid\nstateDiagram-v2\n    [*] --> idle\n", BEGIN_MARK);
     for (int s = 0; s < ST_COUNT; s++)
         for (int e = 0; e < EV_COUNT; e++) {
             const struct machine_cell *c =
                 machine_cell((enum machine_state)s, (enum machine_event)e);
-            if (c->ignored)
+            if (c->guard == G_ALWAYS) {
+                if (!c->then.ignored)
+                    n += edge(AT, s, e, &c->then, NULL);
                 continue;
-            OUT("    %s --> %s : %s", machine_state_name((enum machine_state)s),
-                machine_state_name(c->next), machine_event_name((enum machine_event)e));
-            if (c->action != ACT_NONE)
-                OUT(" / %s", machine_action_name(c->action));
-            OUT("\n");
+            }
+            char not_guard[64];
+            snprintf(not_guard, sizeof not_guard, "not %s", machine_guard_name(c->guard));
+            n += edge(AT, s, e, &c->then, machine_guard_name(c->guard));
+            n += edge(AT, s, e, &c->otherwise, not_guard);
         }
-    OUT("    idle --> [*] : (after finish on stop)\n```\n\n");
+    OUT("    idle --> [*] : (after finish)\n```\n\n");
     OUT("| state \\ event |");
     for (int e = 0; e < EV_COUNT; e++)
         OUT(" %s |", machine_event_name((enum machine_event)e));
@@ -45,16 +74,27 @@ static void render(char *buf, size_t len)
         for (int e = 0; e < EV_COUNT; e++) {
             const struct machine_cell *c =
                 machine_cell((enum machine_state)s, (enum machine_event)e);
-            if (c->ignored)
-                OUT(" · |");
-            else if (c->action == ACT_NONE)
-                OUT(" %s |", machine_state_name(c->next));
-            else
-                OUT(" %s / %s |", machine_state_name(c->next), machine_action_name(c->action));
+            OUT(" ");
+            if (c->guard != G_ALWAYS) {
+                OUT("[%s] ", machine_guard_name(c->guard));
+                n += branch_text(AT, &c->then);
+                OUT("; else ");
+                n += branch_text(AT, &c->otherwise);
+            } else if (c->then.ignored) {
+                OUT("·");
+            } else {
+                n += branch_text(AT, &c->then);
+            }
+            OUT(" |");
         }
         OUT("\n");
     }
+    OUT("\nGuards: ");
+    for (int g = 1; g < G_COUNT; g++)
+        OUT("%s`%s`", g > 1 ? ", " : "", machine_guard_name((enum machine_guard)g));
+    OUT(" (defined beside the table in machine.h, evaluated by the supervisor).\n");
     OUT("%s", END_MARK);
+#undef AT
 #undef OUT
 }
 

@@ -33,6 +33,7 @@
 
 #include "cli.h"
 #include "config.h"
+#include "events.h"
 #include "cron.h"
 #include "jobs.h"
 #include "tools.h"
@@ -124,6 +125,8 @@ int cmd_check(int argc, char **argv)
         config_write_reference(stdout);
         printf("\n### jobs.yaml\n\n");
         jobs_write_reference(stdout);
+        printf("\n### Log events\n\n");
+        log_events_write_reference(stdout);
         return tool_flush("check");
     }
     const char *path = tool_config_path("check", given, &rc);

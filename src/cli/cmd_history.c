@@ -154,9 +154,8 @@ int cmd_history(int argc, char **argv)
     const char *job = argv[optind];
     if (optind + 1 < argc)
         return cli_usage("history", "unexpected argument \"%s\"", argv[optind + 1]);
-    if (!tool_job_name_ok(job))
-        return cli_usage("history",
-                         "JOB \"%s\": a job name is 1-128 letters, digits, '_', '.' or '-'", job);
+    if (!job_name_ok(job))
+        return cli_usage("history", "JOB \"%s\": a job name is %s", job, job_name_rule());
     const char *path = tool_config_path("history", given, &rc);
     if (path == NULL)
         return rc;

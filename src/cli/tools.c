@@ -12,7 +12,6 @@
 #include "keys.h"
 #include "tools.h"
 
-#define JOB_NAME_MAX 128
 
 int tool_opt_error(const char *cmd, int c, char **argv, const struct option *opts)
 {
@@ -93,14 +92,6 @@ int tool_redis_error(const char *cmd, struct baton_client *c, int rc, const char
     if (rc == BATON_EPROTO || rc == BATON_ENOMEM || why[0] == '\0')
         return cli_fail(cmd, "%s: %s (while %s)", baton_client_url(c), baton_strerror(rc), what);
     return cli_fail(cmd, "%s (while %s)", why, what);
-}
-
-bool tool_job_name_ok(const char *s)
-{
-    size_t n = strlen(s);
-    if (n == 0 || n > JOB_NAME_MAX)
-        return false;
-    return strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") == n;
 }
 
 /* ---- run history ---- */

@@ -52,8 +52,6 @@ int tool_connect(const char *cmd, const struct config *cfg, struct baton_client 
  * CLI_EXIT_FAIL. */
 int tool_redis_error(const char *cmd, struct baton_client *c, int rc, const char *what);
 
-/* True when s is a valid job name ([A-Za-z0-9_.-]{1,128}). */
-bool tool_job_name_ok(const char *s);
 
 /* ---- run history: the stream baton:{G}:runs:JOB (runner.c) ---- */
 

@@ -257,10 +257,22 @@ struct baton_leader_info {
     int64_t ttl_ms;     /* its remaining lease (-1 unknown) */
 };
 
-/* Tries once to become the leader. Returns 0 when we lead (already did, or
- * now do: a new term); BATON_ETAKEN when another leads, described in
- * *holder (may be NULL); EIO/EPROTO/EREDIS. */
+/* Tries once to become the leader, always asking Redis: leadership comes
+ * only from a grant confirmed in this call, never from what this node
+ * believes. A lease this node may still hold from an earlier term (after
+ * baton_election_abandon(), or a renewal that timed out but that Redis may
+ * have applied late) is first released by its token, waking the
+ * followers, so that the group does not wait out a lease nobody uses.
+ * Returns 0 when we now lead, in a new term; BATON_ETAKEN when another
+ * leads, described in *holder (may be NULL); EIO/EPROTO/EREDIS. */
 BATON_API int baton_election_campaign(struct baton_election *e, struct baton_leader_info *holder);
+/* True when the last campaign found Redis still holding a lease of ours
+ * from an earlier term, and released it. */
+BATON_API bool baton_election_released_stale(const struct baton_election *e);
+/* Stops leading at once, without Redis I/O: for a leader that could not
+ * confirm its lease before its own stop point. The next campaign releases
+ * what Redis may still hold. */
+BATON_API void baton_election_abandon(struct baton_election *e);
 /* Extends the lease. Returns 0; BATON_ELOST (not the leader any more: the
  * lease was lost or taken); EIO... (leadership unconfirmed: the caller
  * watches baton_election_deadline_ns()). */
@@ -300,6 +312,12 @@ BATON_API int baton_election_watch_fd(const struct baton_election *e);
  * or EIO/EPROTO when the subscription broke (it is closed: call
  * baton_election_watch() again). */
 BATON_API int baton_election_watch_read(struct baton_election *e, unsigned *events);
+/* The same, handing every other message published on the name's events
+ * channel to on_msg(arg, msg, len) (msg is NUL-terminated, borrowed for
+ * the call), for callers that publish their own events there. */
+typedef void (*baton_election_msg_fn)(void *arg, const char *msg, size_t len);
+BATON_API int baton_election_watch_read_msgs(struct baton_election *e, unsigned *events,
+                                             baton_election_msg_fn on_msg, void *arg);
 
 /* Who leads name now. Returns 0 and *info, or EIO... */
 BATON_API int baton_election_leader(struct baton_client *c, const char *name,

@@ -25,6 +25,7 @@ struct baton_election {
     _Atomic uint64_t term;
     _Atomic int64_t deadline_ns;
     struct baton__conn *sub; /* the subscription, or NULL */
+    bool released_stale;     /* the last campaign released a lease of an earlier term */
     char errstr[BATON__ERRLEN];
 };
 
@@ -129,9 +130,22 @@ int baton_election_campaign(struct baton_election *e, struct baton_leader_info *
         return BATON_EINVAL;
     if (holder != NULL)
         describe(holder, "", -1, 0);
-    if (baton_election_is_leader(e))
-        return BATON_OK;
-    drop_lock(e);
+    /* Leadership comes only from an answer of Redis to this campaign: a
+     * lease we may still hold from an earlier term (abandoned, or renewed
+     * without our knowing: a renewal that timed out may have been applied
+     * late) is first given up by its token, waking the followers, so that
+     * the group does not wait it out; then we campaign for a new term. */
+    e->released_stale = false;
+    if (e->lk != NULL) {
+        atomic_store(&e->leading, false);
+        rc = baton_lock_release(e->lk);
+        if (rc != BATON_OK && rc != BATON_ELOST) {
+            baton__set_error(e->errstr, sizeof e->errstr, "%s", baton_lock_errstr(e->lk));
+            return rc; /* not reachable: keep the token for the next campaign */
+        }
+        e->released_stale = rc == BATON_OK;
+        drop_lock(e);
+    }
     if ((rc = baton__lock_opts(&(struct baton_lock_opts){.ttl_ms = e->ttl_ms}, &o)) != BATON_OK)
         return rc;
     if ((rc = baton__lock_new(e->c, e->base, e->name, e->identity, &o, &lk)) != BATON_OK)
@@ -152,6 +166,17 @@ int baton_election_campaign(struct baton_election *e, struct baton_leader_info *
         baton__set_error(e->errstr, sizeof e->errstr, "%s", lk->errstr);
     baton_lock_free(lk);
     return rc;
+}
+
+bool baton_election_released_stale(const struct baton_election *e)
+{
+    return e != NULL && e->released_stale;
+}
+
+void baton_election_abandon(struct baton_election *e)
+{
+    if (e != NULL)
+        atomic_store(&e->leading, false); /* the token stays for the next campaign */
 }
 
 int baton_election_renew(struct baton_election *e)
@@ -241,6 +266,12 @@ static unsigned parse_event(const struct baton_election *e, const redisReply *r)
 
 int baton_election_watch_read(struct baton_election *e, unsigned *events)
 {
+    return baton_election_watch_read_msgs(e, events, NULL, NULL);
+}
+
+int baton_election_watch_read_msgs(struct baton_election *e, unsigned *events,
+                                   baton_election_msg_fn on_msg, void *arg)
+{
     redisReply *r = NULL;
     int n;
     if (e == NULL || events == NULL)
@@ -248,7 +279,13 @@ int baton_election_watch_read(struct baton_election *e, unsigned *events)
     if (e->sub == NULL)
         return BATON_EIO;
     while ((n = baton__conn_poll_reply(e->sub, &r)) == 1) {
-        *events |= parse_event(e, r);
+        unsigned ev = parse_event(e, r);
+        *events |= ev;
+        if (ev == 0 && on_msg != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
+            r->element[0]->type == REDIS_REPLY_STRING &&
+            strcmp(r->element[0]->str, "message") == 0 &&
+            r->element[2]->type == REDIS_REPLY_STRING)
+            on_msg(arg, r->element[2]->str, r->element[2]->len);
         freeReplyObject(r);
     }
     if (n < 0) {

@@ -1,11 +1,12 @@
 /* config.h -- baton.yaml: the supervisor's configuration.
  *
  * Every option is one row of a table (config.c, `options[]`): key, type,
- * field, default, bounds and documentation. Parsing, defaults, validation,
- * the options reference (`config_write_reference`) and the effective
+ * field, default, bounds and documentation, read by the schema engine
+ * (schema.h) that jobs.yaml shares. Parsing, defaults, validation, the
+ * options reference (`config_write_reference`) and the effective
  * configuration (`config_write_effective`) all read that table, so adding an
  * option is adding a row. The table is exposed read-only through
- * config_options() so that tests can loop over it.
+ * config_schema() so that tests can loop over it.
  *
  * Errors are "file:line:col: message" (1-based, pointing at the offending key
  * or value) and reject the file whole: on error nothing is returned.
@@ -71,43 +72,18 @@ void config_free(struct config *c);
 const char *config_default_path(void);
 
 /* Writes the options reference, a Markdown table (key, type, default, bounds,
- * meaning), from the options table: for the docs and `baton check`. */
+ * meaning), and the relations checked at load: for the docs and `baton
+ * check`. */
 void config_write_reference(FILE *out);
 
 /* Writes the effective configuration, one `key: value` per line in table
- * order, dotted keys (`lease.ttl: 10s`); passwords in the Redis URL are
- * written as "***". For `baton check`. */
+ * order, dotted keys (`lease.ttl: 10s`); the Redis URL as the library
+ * redacts it (its password as "***"). For `baton check`. */
 void config_write_effective(const struct config *c, FILE *out);
 
-/* ---- the options table, read-only (for tests and tools) ---- */
-
-enum config_type {
-    CONFIG_STRING,   /* char *; min/max bound the length; check() validates */
-    CONFIG_PATH,     /* char *; relative values resolve against the file's dir */
-    CONFIG_DURATION, /* int64_t ms; min/max in ms */
-    CONFIG_INT,      /* int64_t; min/max */
-    CONFIG_ENUM,     /* an enum stored as int; names[] lists the spellings */
-};
-
-struct config_option {
-    const char *key; /* dotted path: "lease.ttl" is `lease: {ttl: ...}` */
-    enum config_type type;
-    size_t offset;       /* of the field in struct config */
-    const char *def;     /* default, written as in the file; NULL: computed */
-    const char *def_doc; /* the default for the docs when computed */
-    /* Computes the default (def == NULL); runs after every row above it has
-     * its value. Returns 0, or -1 with a message in msg. */
-    int (*def_fn)(struct config *c, char *msg, size_t msglen);
-    int64_t min, max; /* bounds (length for strings) */
-    /* Extra validation of a string value: returns 0, or -1 with a message. */
-    int (*check)(const char *s, char *msg, size_t msglen);
-    const char *const *names; /* CONFIG_ENUM: the spellings, index = value */
-    const char *bounds_doc;   /* extra bounds text for the docs, or NULL */
-    const char *doc;          /* one line: what it means */
-    bool secret;              /* a URL that may hold a password: written masked */
-};
-
-/* Returns: the options table (borrowed, static) and its length in *n. */
-const struct config_option *config_options(size_t *n);
+/* Returns: the options table (schema.h; borrowed, static), for tests and
+ * tools. */
+struct schema;
+const struct schema *config_schema(void);
 
 #endif /* BATON_CONFIG_H */

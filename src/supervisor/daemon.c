@@ -1,15 +1,21 @@
-/* daemon.c -- `baton run`: the machine's actions, and the event loop that
- * turns timers, signals and Redis notifications into the machine's events.
+/* daemon.c -- `baton run`: the machine's actions and guards, and the event
+ * loop that turns timers, signals and Redis notifications into the
+ * machine's events.
  *
- * One thread. Every Redis call is bounded by redis_timeout. While we lead,
- * the lease's local deadline is guarded by a stop point, deadline - (one
- * redis_timeout + 2 x KILL_MARGIN): the timer T_DEADLINE fires there, before
- * any other timer, so even after the longest call it can wait behind we
- * pause in time to TERM the jobs and KILL them KILL_MARGIN before the
- * deadline. Pausing makes no Redis call, so its kill timer is punctual. A
- * node that was stopped or starved past its stop point pauses before it
- * could act as leader. State changes only through machine_dispatch(); the
- * actions below return the next event. */
+ * One thread. State changes only through machine_dispatch(); the actions
+ * below return the next event, and the guards (MACHINE_GUARDS) are the
+ * only reads of the daemon's flags that decide a transition.
+ *
+ * The stop point. While we lead, the lease's local validity deadline is
+ * guarded by a stop point, deadline - (redis_timeout + 2 x KILL_MARGIN):
+ * the timer T_DEADLINE fires there, before any other timer, and no
+ * blocking Redis call starts after it (may_block(), the one gate every
+ * call on this loop goes through, the runner's included). So even a call
+ * that waits the whole redis_timeout ends before we must pause, and pausing
+ * (which makes no Redis call) TERMs the jobs and KILLs them KILL_MARGIN
+ * before the deadline. A node that was stopped or starved past its stop
+ * point pauses before it could act as leader. The runner applies the same
+ * rule to the runs it keeps registered on their own after a handover. */
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -36,10 +42,10 @@
 
 /* Timers, in priority order: when several are due, the lowest fires first. */
 enum {
-    T_DEADLINE,  /* the lease's local validity deadline */
+    T_DEADLINE,  /* the lease's stop point */
     T_RENEW,     /* renew the lease */
-    T_JOBS,      /* the runner's next tick, timeout, kill or retry */
-    T_DRAIN,     /* shutdown_grace is over: terminate the jobs */
+    T_JOBS,      /* the runner's own timer (it arms it itself) */
+    T_DRAIN,     /* shutdown_grace is over */
     T_WAKE,      /* the leader's lease runs out: campaign */
     T_POLL,      /* followers' safety-net poll */
     T_BACKOFF,   /* Redis unreachable: try again */
@@ -50,6 +56,7 @@ enum {
 #define STEP_DOWN_PAUSE_MS 1000
 #define BACKOFF_MIN_MS     100
 #define KILL_MARGIN_MS     50 /* jobs are dead this long before the deadline */
+#define MS                 INT64_C(1000000)
 
 struct daemon {
     struct config *cfg;
@@ -64,13 +71,10 @@ struct daemon {
     struct loop_watch sub_watch;
     bool sub_added;
 
-    bool stopping;      /* SIGTERM/SIGINT received */
-    int stop_signals;   /* how many */
-    bool stepping_down; /* releasing because of `baton step-down` */
-    bool awaiting_jobs; /* pause/drain waits for runner_running() == 0 */
-    bool done;
-
-    int64_t guard_ns;                /* the stop point's distance from the deadline */
+    bool stopping;    /* SIGTERM/SIGINT received: the guard `stopping` */
+    bool done;        /* finish ran: the loop ends */
+    uint64_t term;    /* of our current (or last) leadership */
+    int64_t guard_ns; /* the stop point's distance from the deadline */
     struct baton_leader_info holder; /* the leader, as the last campaign saw it */
     uint64_t following_term;         /* the term we announced following */
     int64_t backoff_ms;
@@ -94,19 +98,38 @@ static int64_t jitter_ms(struct daemon *d, int64_t ms, int pct)
     return ms - span + (int64_t)(d->rng % (uint64_t)(2 * span + 1));
 }
 
+/* The one gate of blocking Redis calls on this loop: a call may start only
+ * if it would end (after at most redis_timeout) before a stop point: the
+ * lease's while we hold it, the runner's for the runs it keeps registered.
+ * None while pausing: jobs are being stopped against a deadline. */
+static bool may_block(void *ctx)
+{
+    struct daemon *d = ctx;
+    if (d->m.state == ST_PAUSING)
+        return false;
+    int64_t now = loop_now(), stop = 0;
+    int64_t deadline = baton_election_deadline_ns(d->election);
+    if (deadline != 0)
+        stop = deadline - d->guard_ns;
+    int64_t runs = runner_stop_point(d->runner);
+    if (runs != 0 && (stop == 0 || runs < stop))
+        stop = runs;
+    return stop == 0 || now < stop;
+}
+
 /* Logs the first failure of an outage and the first success after it:
  * one line per state of the outage, not one per attempt. */
 static void redis_ok(struct daemon *d)
 {
     if (d->outage) {
         cJSON *f = log_fields();
-        cJSON_AddNumberToObject(f, "outage_ms", (double)((loop_now() - d->outage_since) / 1000000));
-        log_emit(d->log, LOG_INFO, "redis_reachable", f);
+        cJSON_AddNumberToObject(f, "outage_ms", (double)((loop_now() - d->outage_since) / MS));
+        log_emit(d->log, LE_REDIS_REACHABLE, f);
         d->outage = false;
     } else if (!d->redis_seen) {
         cJSON *f = log_fields();
         cJSON_AddStringToObject(f, "url", baton_client_url(d->client));
-        log_emit(d->log, LOG_INFO, "redis_connected", f);
+        log_emit(d->log, LE_REDIS_CONNECTED, f);
     }
     d->redis_seen = true;
     d->backoff_ms = BACKOFF_MIN_MS;
@@ -123,27 +146,26 @@ static void redis_failed(struct daemon *d, const char *what, const char *detail,
     cJSON_AddStringToObject(f, "error", detail);
     if (retry_ms >= 0)
         cJSON_AddNumberToObject(f, "retry_in_ms", (double)retry_ms);
-    log_emit(d->log, LOG_WARN, "redis_unreachable", f);
+    log_emit(d->log, LE_REDIS_UNREACHABLE, f);
 }
 
 static void heartbeat(struct daemon *d)
 {
-    if (d->m.state == ST_PAUSING) { /* no blocking call while jobs are being stopped */
-        loop_arm_in(&d->loop, T_HEARTBEAT, d->cfg->poll_ms);
-        return;
-    }
+    loop_arm_in(&d->loop, T_HEARTBEAT, jitter_ms(d, d->cfg->poll_ms, 10));
+    if (!may_block(d))
+        return; /* the next one */
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "state", d->done ? "stopped" : machine_state_name(d->m.state));
-    cJSON_AddNumberToObject(o, "term", (double)baton_election_term(d->election));
+    cJSON_AddNumberToObject(o, "term", (double)d->term);
     cJSON_AddNumberToObject(o, "pid", (double)getpid());
     cJSON_AddStringToObject(o, "version", BATON_VERSION_STRING);
     cJSON_AddStringToObject(o, "since", d->since);
+    cJSON_AddNumberToObject(o, "running", (double)runner_running(d->runner));
     char *json = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     if (json != NULL && members_heartbeat(d->client, d->cfg->group, d->cfg->node, json) == BATON_OK)
         redis_ok(d);
     free(json);
-    loop_arm_in(&d->loop, T_HEARTBEAT, jitter_ms(d, d->cfg->poll_ms, 10));
 }
 
 /* Subscribes to the group's events if we are not subscribed. */
@@ -153,7 +175,6 @@ static void disarm_leader_timers(struct daemon *d)
 {
     loop_disarm(&d->loop, T_RENEW);
     loop_disarm(&d->loop, T_DEADLINE);
-    loop_disarm(&d->loop, T_DRAIN);
 }
 
 static void disarm_follower_timers(struct daemon *d)
@@ -163,26 +184,57 @@ static void disarm_follower_timers(struct daemon *d)
     loop_disarm(&d->loop, T_BACKOFF);
 }
 
-static void arm_jobs_timer(struct daemon *d)
+static void arm_stop_point(struct daemon *d)
 {
-    int64_t at = runner_next_ns(d->runner);
-    if (at != 0)
-        loop_arm(&d->loop, T_JOBS, at);
-    else
-        loop_disarm(&d->loop, T_JOBS);
+    loop_arm(&d->loop, T_DEADLINE, baton_election_deadline_ns(d->election) - d->guard_ns);
 }
+
+/* ---- the guards (MACHINE_GUARDS) ---- */
+
+static bool guard_in_time(const void *ctx)
+{
+    const struct daemon *d = ctx;
+    int64_t deadline = baton_election_deadline_ns(d->election);
+    return deadline != 0 && loop_now() < deadline - d->guard_ns;
+}
+
+static bool guard_stopping(const void *ctx)
+{
+    const struct daemon *d = ctx;
+    return d->stopping;
+}
+
+static bool guard_runs_left(const void *ctx)
+{
+    const struct daemon *d = ctx;
+    return runner_running(d->runner) > 0;
+}
+
+static const machine_guard_fn guards[G_COUNT] = {
+    [G_IN_TIME] = guard_in_time,
+    [G_STOPPING] = guard_stopping,
+    [G_RUNS_LEFT] = guard_runs_left,
+};
 
 /* ---- the actions (MACHINE_ACTIONS) ---- */
 
 static enum machine_event act_campaign(void *ctx)
 {
     struct daemon *d = ctx;
+    uint64_t old_term = d->term;
     ensure_watch(d);
     int rc = baton_election_campaign(d->election, &d->holder);
     if (rc == BATON_OK || rc == BATON_ETAKEN)
         redis_ok(d);
-    if (rc == BATON_OK)
+    if (baton_election_released_stale(d->election)) {
+        cJSON *f = log_fields();
+        cJSON_AddNumberToObject(f, "term", (double)old_term);
+        log_emit(d->log, LE_STALE_LEASE_RELEASED, f);
+    }
+    if (rc == BATON_OK) {
+        d->term = baton_election_term(d->election);
         return EV_ACQUIRED;
+    }
     if (rc == BATON_ETAKEN)
         return EV_TAKEN;
     redis_failed(d, "campaign", baton_election_errstr(d->election), d->backoff_ms);
@@ -194,10 +246,9 @@ static enum machine_event act_lead(void *ctx)
     struct daemon *d = ctx;
     d->following_term = 0;
     disarm_follower_timers(d);
-    loop_arm(&d->loop, T_DEADLINE, baton_election_deadline_ns(d->election) - d->guard_ns);
+    arm_stop_point(d);
     loop_arm_in(&d->loop, T_RENEW, d->cfg->lease_renew_ms);
-    runner_lead(d->runner, baton_election_term(d->election));
-    arm_jobs_timer(d);
+    runner_lead(d->runner, d->term, baton_election_deadline_ns(d->election));
     return EV_NONE;
 }
 
@@ -205,9 +256,7 @@ static enum machine_event act_follow(void *ctx)
 {
     struct daemon *d = ctx;
     disarm_leader_timers(d);
-    runner_flush_history(d->runner); /* what pausing held back */
-    if (d->stopping)
-        return EV_STOP;
+    runner_flush(d->runner); /* what pausing held back */
     ensure_watch(d);
     if (d->holder.term != d->following_term) {
         d->following_term = d->holder.term;
@@ -215,14 +264,14 @@ static enum machine_event act_follow(void *ctx)
         cJSON_AddStringToObject(f, "leader", d->holder.identity);
         cJSON_AddNumberToObject(f, "term", (double)d->holder.term);
         cJSON_AddNumberToObject(f, "lease_left_ms", (double)d->holder.ttl_ms);
-        log_emit(d->log, LOG_INFO, "following", f);
+        log_emit(d->log, LE_FOLLOWING, f);
     }
-    /* Wake when the leader's lease would run out (a crashed leader), and
-     * poll as a safety net; a resignation wakes us at once (the watch). */
-    if (d->holder.ttl_ms > 0)
+    /* Wake when the leader's lease can have run out (a crashed leader),
+     * and poll as a safety net; a resignation wakes us at once. */
+    if (d->holder.ttl_ms >= 0)
         loop_arm_in(&d->loop, T_WAKE, d->holder.ttl_ms + 1);
     else
-        loop_disarm(&d->loop, T_WAKE);
+        loop_arm_in(&d->loop, T_WAKE, 1); /* no lease seen: campaign now */
     loop_arm_in(&d->loop, T_POLL, jitter_ms(d, d->cfg->poll_ms, 10));
     d->holder.ttl_ms = -1;
     return EV_NONE;
@@ -232,8 +281,6 @@ static enum machine_event act_backoff(void *ctx)
 {
     struct daemon *d = ctx;
     disarm_leader_timers(d);
-    if (d->stopping)
-        return EV_STOP;
     loop_disarm(&d->loop, T_WAKE);
     loop_disarm(&d->loop, T_POLL);
     loop_arm_in(&d->loop, T_BACKOFF, jitter_ms(d, d->backoff_ms, 25));
@@ -246,20 +293,22 @@ static enum machine_event act_backoff(void *ctx)
 static enum machine_event act_renew(void *ctx)
 {
     struct daemon *d = ctx;
+    if (!may_block(d))
+        return EV_DEADLINE; /* past the stop point: no call may start */
     int rc = baton_election_renew(d->election);
-    if (rc == BATON_OK && loop_now() >= baton_election_deadline_ns(d->election) - d->guard_ns)
-        return EV_DEADLINE; /* confirmed, but too late: we were stalled past it */
     if (rc == BATON_OK) {
         redis_ok(d);
-        loop_arm(&d->loop, T_DEADLINE, baton_election_deadline_ns(d->election) - d->guard_ns);
+        arm_stop_point(d);
         loop_arm_in(&d->loop, T_RENEW, d->cfg->lease_renew_ms);
         if (log_enabled(d->log, LOG_DEBUG)) {
             cJSON *f = log_fields();
-            cJSON_AddNumberToObject(f, "term", (double)baton_election_term(d->election));
+            cJSON_AddNumberToObject(f, "term", (double)d->term);
             cJSON_AddNumberToObject(f, "ttl_ms", (double)d->cfg->lease_ttl_ms);
-            log_emit(d->log, LOG_DEBUG, "lease_renewed", f);
+            log_emit(d->log, LE_LEASE_RENEWED, f);
         }
-        return EV_RENEWED;
+        if (guard_in_time(d))
+            runner_lease_renewed(d->runner, baton_election_deadline_ns(d->election));
+        return EV_RENEWED; /* the guard in_time decides: confirmed in time, or a stall */
     }
     if (rc == BATON_ELOST) {
         redis_ok(d);
@@ -272,25 +321,12 @@ static enum machine_event act_renew(void *ctx)
 static enum machine_event act_retry(void *ctx)
 {
     struct daemon *d = ctx;
-    /* Keep trying until the deadline: it, not the backoff, decides when we
-     * stop leading. */
+    /* Keep trying until the stop point: it, not the backoff, decides when
+     * we stop leading. */
     int64_t ms = d->cfg->lease_renew_ms / 4;
     if (ms > 500)
         ms = 500;
     loop_arm_in(&d->loop, T_RENEW, jitter_ms(d, ms < 10 ? 10 : ms, 25));
-    return EV_NONE;
-}
-
-/* Waits for the runner to have no job left; returns jobs_stopped now if
- * that is already so. */
-static enum machine_event await_jobs(struct daemon *d)
-{
-    arm_jobs_timer(d);
-    if (runner_running(d->runner) == 0) {
-        d->awaiting_jobs = false;
-        return EV_JOBS_STOPPED;
-    }
-    d->awaiting_jobs = true;
     return EV_NONE;
 }
 
@@ -299,59 +335,88 @@ static enum machine_event act_pause(void *ctx)
     struct daemon *d = ctx;
     int64_t deadline = baton_election_deadline_ns(d->election);
     disarm_leader_timers(d);
+    /* Leaving working drops local leadership: only a new grant from Redis
+     * makes us lead again (the next campaign first releases this lease). */
+    baton_election_abandon(d->election);
     runner_unlead(d->runner);
-    if (loop_now() >= deadline - d->guard_ns || deadline == 0) {
+    if (deadline == 0 || loop_now() >= deadline - d->guard_ns) {
         cJSON *f = log_fields();
-        cJSON_AddNumberToObject(f, "term", (double)baton_election_term(d->election));
-        log_emit(d->log, LOG_WARN, "lease_deadline_missed", f);
+        cJSON_AddNumberToObject(f, "term", (double)d->term);
+        log_emit(d->log, LE_LEASE_DEADLINE_MISSED, f);
     }
     /* Jobs must be dead before the lease could be granted to another node:
      * that cannot happen before our local deadline. */
-    int64_t kill_by = deadline - KILL_MARGIN_MS * INT64_C(1000000);
-    runner_terminate(d->runner, kill_by > loop_now() ? kill_by : 1);
-    return await_jobs(d);
+    int64_t kill_by = deadline - KILL_MARGIN_MS * MS;
+    runner_terminate(d->runner, false, kill_by > loop_now() ? kill_by : 1);
+    return runner_running(d->runner) == 0 ? EV_JOBS_STOPPED : EV_NONE;
+}
+
+static enum machine_event act_handover(void *ctx)
+{
+    struct daemon *d = ctx;
+    int64_t deadline = baton_election_deadline_ns(d->election);
+    size_t running = runner_running(d->runner);
+    disarm_leader_timers(d);
+    runner_unlead(d->runner);
+    /* The runs still going are registered on their own, then the lease is
+     * given up at once: the next leader schedules while they finish. */
+    int rc = runner_handover(d->runner, deadline);
+    cJSON *f = log_fields();
+    cJSON_AddNumberToObject(f, "term", (double)d->term);
+    if (rc == BATON_OK) {
+        cJSON_AddNumberToObject(f, "running", (double)running);
+        log_emit(d->log, LE_HANDOVER, f);
+    } else {
+        cJSON_AddStringToObject(f, "error", baton_client_errstr(d->client));
+        cJSON_AddStringToObject(f, "then", "the runs are stopped before the lease ends");
+        log_emit(d->log, LE_HANDOVER_FAILED, f);
+    }
+    f = log_fields();
+    cJSON_AddNumberToObject(f, "term", (double)d->term);
+    rc = may_block(d) ? baton_election_resign(d->election) : BATON_ETIMEDOUT;
+    if (rc == BATON_OK) {
+        redis_ok(d);
+        log_emit(d->log, LE_LEASE_RELEASED, f);
+    } else {
+        baton_election_abandon(d->election);
+        cJSON_AddStringToObject(f, "error", rc == BATON_ETIMEDOUT
+                                                ? "past the stop point"
+                                                : baton_election_errstr(d->election));
+        cJSON_AddStringToObject(f, "then", "the lease expires on its own");
+        log_emit(d->log, LE_LEASE_RELEASE_FAILED, f);
+    }
+    return EV_RELEASED;
 }
 
 static enum machine_event act_drain(void *ctx)
 {
     struct daemon *d = ctx;
-    runner_unlead(d->runner);
     size_t n = runner_running(d->runner);
-    if (n > 0) {
-        cJSON *f = log_fields();
-        cJSON_AddNumberToObject(f, "running", (double)n);
-        cJSON_AddNumberToObject(f, "grace_ms", (double)d->cfg->shutdown_grace_ms);
-        log_emit(d->log, LOG_INFO, "draining", f);
-        loop_arm_in(&d->loop, T_DRAIN, d->cfg->shutdown_grace_ms);
-    }
-    return await_jobs(d);
+    if (n == 0)
+        return EV_JOBS_STOPPED;
+    cJSON *f = log_fields();
+    cJSON_AddNumberToObject(f, "running", (double)n);
+    cJSON_AddNumberToObject(f, "grace_ms", (double)d->cfg->shutdown_grace_ms);
+    log_emit(d->log, LE_DRAINING, f);
+    loop_arm_in(&d->loop, T_DRAIN, d->cfg->shutdown_grace_ms);
+    return EV_NONE;
 }
 
 static enum machine_event act_hurry(void *ctx)
 {
     struct daemon *d = ctx;
-    runner_terminate(d->runner, 0);
-    arm_jobs_timer(d);
-    return EV_NONE;
+    runner_terminate(d->runner, true, 0);
+    return runner_running(d->runner) == 0 ? EV_JOBS_STOPPED : EV_NONE;
 }
 
-static enum machine_event act_resign(void *ctx)
+static enum machine_event act_restart(void *ctx)
 {
     struct daemon *d = ctx;
     disarm_leader_timers(d);
-    uint64_t term = baton_election_term(d->election);
-    int rc = baton_election_resign(d->election);
-    cJSON *f = log_fields();
-    cJSON_AddNumberToObject(f, "term", (double)term);
-    if (rc == BATON_OK) {
-        redis_ok(d);
-        log_emit(d->log, LOG_INFO, "lease_released", f);
-    } else {
-        cJSON_AddStringToObject(f, "error", baton_election_errstr(d->election));
-        cJSON_AddStringToObject(f, "then", "the lease expires on its own");
-        log_emit(d->log, LOG_WARN, "lease_release_failed", f);
-    }
-    return EV_RELEASED;
+    disarm_follower_timers(d);
+    /* Give the followers, woken by our resignation, a head start. */
+    loop_arm_in(&d->loop, T_RESTART, STEP_DOWN_PAUSE_MS);
+    return EV_NONE;
 }
 
 static enum machine_event act_finish(void *ctx)
@@ -359,41 +424,40 @@ static enum machine_event act_finish(void *ctx)
     struct daemon *d = ctx;
     disarm_leader_timers(d);
     disarm_follower_timers(d);
-    if (d->stopping) {
-        d->done = true;
-        runner_flush_history(d->runner);
-        heartbeat(d); /* "stopped": status shows it at once */
-        return EV_NONE;
-    }
-    if (d->stepping_down) {
-        /* Give the followers, woken by our resignation, a head start. */
-        d->stepping_down = false;
-        loop_arm_in(&d->loop, T_RESTART, STEP_DOWN_PAUSE_MS);
-    }
+    loop_disarm(&d->loop, T_DRAIN);
+    loop_disarm(&d->loop, T_RESTART);
+    d->done = true;
+    runner_flush(d->runner);
+    heartbeat(d); /* "stopped": status shows it at once */
     return EV_NONE;
 }
 
 static const machine_action_fn actions[ACT_COUNT] = {
-    [ACT_CAMPAIGN] = act_campaign, [ACT_LEAD] = act_lead,     [ACT_FOLLOW] = act_follow,
-    [ACT_BACKOFF] = act_backoff,   [ACT_RENEW] = act_renew,   [ACT_RETRY] = act_retry,
-    [ACT_PAUSE] = act_pause,       [ACT_DRAIN] = act_drain,   [ACT_HURRY] = act_hurry,
-    [ACT_RESIGN] = act_resign,     [ACT_FINISH] = act_finish,
+    [ACT_CAMPAIGN] = act_campaign, [ACT_LEAD] = act_lead,         [ACT_FOLLOW] = act_follow,
+    [ACT_BACKOFF] = act_backoff,   [ACT_RENEW] = act_renew,       [ACT_RETRY] = act_retry,
+    [ACT_PAUSE] = act_pause,       [ACT_HANDOVER] = act_handover, [ACT_DRAIN] = act_drain,
+    [ACT_HURRY] = act_hurry,       [ACT_RESTART] = act_restart,   [ACT_FINISH] = act_finish,
 };
 
 /* Logs every change of state. */
 static void on_transition(void *ctx, enum machine_state from, enum machine_state to,
-                          enum machine_event trigger, int64_t in_state_ms, bool quiet)
+                          enum machine_event trigger, enum machine_guard guard, bool held,
+                          int64_t in_state_ms, bool quiet)
 {
     struct daemon *d = ctx;
     cJSON *f = log_fields();
-    uint64_t term = baton_election_term(d->election);
     cJSON_AddStringToObject(f, "from", machine_state_name(from));
     cJSON_AddStringToObject(f, "to", machine_state_name(to));
     cJSON_AddStringToObject(f, "trigger", machine_event_name(trigger));
-    cJSON_AddNumberToObject(f, "term", (double)term);
-    cJSON_AddNumberToObject(f, "fence", (double)term);
+    if (guard != G_ALWAYS) {
+        char g[64];
+        snprintf(g, sizeof g, "%s%s", held ? "" : "not ", machine_guard_name(guard));
+        cJSON_AddStringToObject(f, "guard", g);
+    }
+    cJSON_AddNumberToObject(f, "term", (double)d->term);
+    cJSON_AddNumberToObject(f, "fence", (double)d->term);
     cJSON_AddNumberToObject(f, "in_state_ms", (double)in_state_ms);
-    log_emit(d->log, quiet ? LOG_DEBUG : LOG_INFO, "transition", f);
+    log_emit_at(d->log, quiet ? LOG_DEBUG : LOG_INFO, LE_TRANSITION, f);
     /* Others see a change of role at once, not at the next heartbeat. */
     if (!quiet && to != ST_ACQUIRING && to != ST_PAUSING && to != ST_IDLE)
         heartbeat(d);
@@ -402,11 +466,13 @@ static void on_transition(void *ctx, enum machine_state from, enum machine_state
 static void dispatch(struct daemon *d, enum machine_event ev)
 {
     if (machine_dispatch(&d->m, ev) < 0)
-        log_emit(d->log, LOG_ERROR, "machine_loop", NULL);
-    if (d->awaiting_jobs && runner_running(d->runner) == 0) {
-        d->awaiting_jobs = false;
-        dispatch(d, EV_JOBS_STOPPED);
-    }
+        log_emit(d->log, LE_MACHINE_LOOP, NULL);
+}
+
+/* The runner's last run ended. */
+static void on_runs_idle(void *ctx)
+{
+    dispatch(ctx, EV_JOBS_STOPPED);
 }
 
 /* ---- event sources ---- */
@@ -417,16 +483,14 @@ static void on_timer(void *ctx, int id)
     switch (id) {
     case T_DEADLINE: dispatch(d, EV_DEADLINE); break;
     case T_RENEW: dispatch(d, EV_RENEW_DUE); break;
-    case T_JOBS:
-        runner_on_timer(d->runner);
-        arm_jobs_timer(d);
-        dispatch(d, EV_NONE);
+    case T_JOBS: runner_on_timer(d->runner); break;
+    case T_DRAIN: {
+        cJSON *f = log_fields();
+        cJSON_AddNumberToObject(f, "running", (double)runner_running(d->runner));
+        log_emit(d->log, LE_DRAIN_TIMEOUT, f);
+        dispatch(d, EV_DRAIN_TIMEOUT);
         break;
-    case T_DRAIN:
-        log_emit(d->log, LOG_WARN, "drain_timeout", NULL);
-        runner_terminate(d->runner, 0);
-        arm_jobs_timer(d);
-        break;
+    }
     case T_WAKE:
     case T_POLL:
     case T_BACKOFF: dispatch(d, EV_WAKE); break;
@@ -436,24 +500,29 @@ static void on_timer(void *ctx, int id)
     }
 }
 
+static void on_message(void *ctx, const char *msg, size_t len)
+{
+    struct daemon *d = ctx;
+    runner_on_message(d->runner, msg, len);
+}
+
 static void on_sub(void *ctx, struct loop_watch *w, uint32_t events)
 {
     struct daemon *d = ctx;
     (void)w;
     (void)events;
     unsigned ev = 0;
-    if (baton_election_watch_read(d->election, &ev) != BATON_OK) {
+    if (baton_election_watch_read_msgs(d->election, &ev, on_message, d) != BATON_OK) {
         loop_del(&d->loop, &d->sub_watch);
         d->sub_added = false;
         if (log_enabled(d->log, LOG_DEBUG)) {
             cJSON *f = log_fields();
             cJSON_AddStringToObject(f, "error", baton_election_errstr(d->election));
-            log_emit(d->log, LOG_DEBUG, "watch_lost", f);
+            log_emit(d->log, LE_WATCH_LOST, f);
         }
     }
     if (ev & BATON_EVENT_STEP_DOWN) {
-        log_emit(d->log, LOG_INFO, "step_down_requested", NULL);
-        d->stepping_down = true;
+        log_emit(d->log, LE_STEP_DOWN_REQUESTED, NULL);
         dispatch(d, EV_STEP_DOWN);
     }
     if (ev & BATON_EVENT_RESIGNED)
@@ -484,19 +553,16 @@ static void on_signal(void *ctx, struct loop_watch *w, uint32_t events)
     int sig = (int)si.ssi_signo;
     if (sig == SIGCHLD) {
         runner_on_sigchld(d->runner);
-        arm_jobs_timer(d);
-        dispatch(d, EV_NONE);
         return;
     }
     cJSON *f = log_fields();
     cJSON_AddStringToObject(f, "signal", sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
-    log_emit(d->log, LOG_INFO, "signal_received", f);
+    log_emit(d->log, LE_SIGNAL_RECEIVED, f);
     if (sig == SIGHUP) {
         reload(d);
         return;
     }
     d->stopping = true;
-    d->stop_signals++;
     dispatch(d, EV_STOP);
 }
 
@@ -525,7 +591,7 @@ static void reload(struct daemon *d)
         (jobs = load_jobs(cfg, err, sizeof err)) == NULL) {
         cJSON_AddStringToObject(f, "error", err);
         cJSON_AddStringToObject(f, "then", "keeping the running configuration");
-        log_emit(d->log, LOG_ERROR, "reload_failed", f);
+        log_emit(d->log, LE_RELOAD_FAILED, f);
         config_free(cfg);
         return;
     }
@@ -555,13 +621,21 @@ static void reload(struct daemon *d)
     } else {
         cJSON_Delete(kept);
     }
-    cJSON_AddNumberToObject(f, "jobs", (double)jobs->n);
+    size_t njobs = jobs->n;
+    if (runner_set_jobs(d->runner, jobs) != BATON_OK) {
+        cJSON_Delete(f);
+        f = log_fields();
+        cJSON_AddStringToObject(f, "error", "out of memory");
+        cJSON_AddStringToObject(f, "then", "keeping the running configuration");
+        log_emit(d->log, LE_RELOAD_FAILED, f);
+        config_free(cfg);
+        return;
+    }
+    cJSON_AddNumberToObject(f, "jobs", (double)njobs);
     config_free(d->cfg);
     d->cfg = cfg;
     log_set_level(d->log, cfg->log_level);
-    runner_set_jobs(d->runner, jobs);
-    arm_jobs_timer(d);
-    log_emit(d->log, LOG_INFO, "reloaded", f);
+    log_emit(d->log, LE_RELOADED, f);
 }
 
 static void free_daemon(struct daemon *d)
@@ -619,20 +693,31 @@ int daemon_run(const char *config_path)
         jobs_free(jobs);
         goto out;
     }
-    d.guard_ns = (d.cfg->redis_timeout_ms + 2 * KILL_MARGIN_MS) * INT64_C(1000000);
+    d.guard_ns = (d.cfg->redis_timeout_ms + 2 * KILL_MARGIN_MS) * MS;
+    const char *fault = getenv("BATON_TEST_FAULT");
     struct runner_host host = {.log = d.log,
                                .loop = &d.loop,
+                               .timer_id = T_JOBS,
                                .client = d.client,
                                .election = d.election,
                                .node = d.cfg->node,
                                .group = d.cfg->group,
                                .history_len = d.cfg->history_len,
-                               .guard_ns = d.guard_ns};
-    if ((d.runner = runner_new(&host)) == NULL) {
-        jobs_free(jobs);
+                               .lease_ttl_ms = d.cfg->lease_ttl_ms,
+                               .refresh_ms = d.cfg->lease_renew_ms,
+                               .guard_ns = d.guard_ns,
+                               .kill_margin_ns = KILL_MARGIN_MS * MS,
+                               .may_block = may_block,
+                               .on_idle = on_runs_idle,
+                               .ctx = &d,
+                               .fault_start = fault != NULL && strcmp(fault, "start") == 0};
+    machine_init(&d.m, actions, guards, on_transition, &d);
+    if ((d.runner = runner_new(&host)) == NULL || runner_set_jobs(d.runner, jobs) != BATON_OK) {
+        fprintf(stderr, "baton: run: out of memory\n");
+        if (d.runner == NULL)
+            jobs_free(jobs);
         goto out;
     }
-    runner_set_jobs(d.runner, jobs);
     d.sig_watch = (struct loop_watch){
         .fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK), .cb = on_signal, .ctx = &d};
     if (d.sig_watch.fd < 0 || loop_add(&d.loop, &d.sig_watch) != 0) {
@@ -647,14 +732,13 @@ int daemon_run(const char *config_path)
     cJSON_AddStringToObject(f, "redis", baton_client_url(d.client));
     cJSON_AddNumberToObject(f, "jobs", (double)jobs->n);
     cJSON_AddNumberToObject(f, "lease_ttl_ms", (double)d.cfg->lease_ttl_ms);
-    log_emit(d.log, LOG_INFO, "started", f);
+    log_emit(d.log, LE_STARTED, f);
 
-    machine_init(&d.m, actions, on_transition, &d);
     loop_arm_in(&d.loop, T_HEARTBEAT, 0);
     dispatch(&d, EV_START);
     while (!d.done)
         loop_once(&d.loop);
-    log_emit(d.log, LOG_INFO, "stopped", NULL);
+    log_emit(d.log, LE_STOPPED, NULL);
     rc = 0;
 out:
     free_daemon(&d);

@@ -1,12 +1,12 @@
 /* jobs.c -- jobs.yaml: the jobs the leader runs (see jobs.h).
  *
  * One table, `job_keys[]`, lists every key a job may have with its type,
- * field, default and bounds. A job is read in three passes over that table:
- * the keys the job sets, then the keys `defaults:` sets (re-read from the
- * defaults node, which was validated once up front, so one code path reads
- * every value), then the table defaults (written as they would be in the file
- * and read by the same code). `env` merges: defaults first, the job's own
- * over them.
+ * field, default and bounds; the schema engine (schema.h, shared with
+ * baton.yaml) reads it. A job is read in three layers: the keys the job
+ * sets, then the keys `defaults:` sets (re-read from the defaults node,
+ * which was validated once up front, so one code path reads every value),
+ * then the table defaults (written as they would be in the file and read by
+ * the same code). `env` merges: defaults first, the job's own over them.
  *
  * Zones are loaded once per distinct name and shared by the jobs (a leader
  * with 1,000 jobs in one zone holds one copy).
@@ -21,6 +21,7 @@
 
 #include "cron.h"
 #include "jobs.h"
+#include "schema.h"
 #include "yamlx.h"
 
 _Static_assert(sizeof(enum job_concurrency) == sizeof(int), "enum keys are stored as int");
@@ -31,106 +32,34 @@ _Static_assert(sizeof(enum job_concurrency) == sizeof(int), "enum keys are store
 #define MS_DAY    (24 * MS_HOUR)
 
 #define JOBS_MAX     10000 /* jobs in one file */
-#define NAME_MAX_LEN 128
 
 static const char *const concurrency_names[] = {"forbid", "allow", "replace", NULL};
+static const char *const top_keys[] = {"jobs", "defaults"};
 
 #define OFF(f) offsetof(struct job, f)
 
-/* clang-format off */
-static const struct job_key job_keys[] = {
-    {.key = "name", .type = JK_NAME, .offset = OFF(name), .def_doc = "(required)",
-     .required = true,
-     .doc = "Unique name: letters, digits, _ . - (1-128); it goes into Redis keys and logs."},
-    {.key = "schedule", .type = JK_SCHEDULE, .offset = OFF(schedule), .def_doc = "(required)",
-     .required = true,
-     .doc = "Cron expression: 5 fields, 6 with seconds first, @hourly..., or @every 90s."},
-    {.key = "timezone", .type = JK_TIMEZONE, .offset = OFF(timezone),
-     .def_doc = "the config's `timezone`", .in_defaults = true,
-     .doc = "IANA zone the schedule is read in."},
-    {.key = "command", .type = JK_ARGV, .offset = OFF(argv), .def_doc = "(command or shell)",
-     .doc = "Program and arguments as a sequence, run without a shell."},
-    {.key = "shell", .type = JK_SHELL, .offset = OFF(shell), .def_doc = "(command or shell)",
-     .doc = "A command line run as /bin/sh -c \"...\"."},
-    {.key = "timeout", .type = JK_DURATION, .offset = OFF(timeout_ms), .def = "0",
-     .def_doc = "`0` (none)", .min = 0, .max = 30 * MS_DAY, .in_defaults = true,
-     .doc = "A run still going after this long gets SIGTERM, then SIGKILL after kill_grace."},
-    {.key = "kill_grace", .type = JK_DURATION, .offset = OFF(kill_grace_ms), .def = "5s",
-     .min = 0, .max = MS_HOUR, .in_defaults = true,
-     .doc = "Time between SIGTERM and SIGKILL when a run is stopped (timeout, replace, stop)."},
-    {.key = "concurrency", .type = JK_CONCURRENCY, .offset = OFF(concurrency), .def = "forbid",
-     .in_defaults = true,
-     .doc = "When a tick comes while the previous run is alive: forbid skips the tick, allow "
-            "overlaps, replace stops the old run first."},
-    {.key = "catchup", .type = JK_CATCHUP, .offset = OFF(catchup_ms), .def = "last",
-     .min = 0, .max = 7 * MS_DAY, .in_defaults = true,
-     .doc = "After a failover, missed ticks younger than this run; `last` runs the most "
-            "recent missed tick once; `0` runs none."},
-    {.key = "retries", .type = JK_INT, .offset = OFF(retries), .def = "0", .min = 0, .max = 100,
-     .in_defaults = true, .doc = "Extra attempts after a run that fails (non-zero exit)."},
-    {.key = "retry_backoff", .type = JK_DURATION, .offset = OFF(retry_backoff_ms), .def = "10s",
-     .min = 0, .max = MS_DAY, .in_defaults = true,
-     .doc = "Wait before the first retry; it doubles with each attempt."},
-    {.key = "env", .type = JK_ENV, .offset = OFF(env), .def_doc = "none", .in_defaults = true,
-     .doc = "Extra environment, NAME: value (NAME not starting with BATON_); defaults: env "
-            "merges under the job's."},
-    {.key = "workdir", .type = JK_PATH, .offset = OFF(workdir), .def_doc = "baton's",
-     .in_defaults = true, .doc = "Absolute directory the job runs in."},
-    {.key = "user", .type = JK_USER, .offset = OFF(user), .def_doc = "baton's",
-     .in_defaults = true,
-     .doc = "Run as this user (must exist; needs baton to run as root unless it is baton's "
-            "own user)."},
-    {.key = "enabled", .type = JK_BOOL, .offset = OFF(enabled), .def = "true",
-     .in_defaults = true, .doc = "false keeps the job defined and checked but never runs it."},
-};
-/* clang-format on */
-
-#define NKEYS (sizeof job_keys / sizeof job_keys[0])
-
-const struct job_key *jobs_keys(size_t *n)
-{
-    *n = NKEYS;
-    return job_keys;
-}
-
-const char *job_concurrency_name(enum job_concurrency c)
-{
-    if ((int)c < 0 || (int)c > JOB_REPLACE)
-        return "?";
-    return concurrency_names[c];
-}
-
-static const char *const top_keys[] = {"jobs", "defaults"};
-
 /* ------------------------------------------------------------------------ */
 /* Small helpers */
-
-static int key_index(const char *key)
-{
-    for (size_t i = 0; i < NKEYS; i++)
-        if (strcmp(job_keys[i].key, key) == 0)
-            return (int)i;
-    return -1;
-}
-
-static int unknown_key(const struct yamlx_diag *d, const struct yamlx_node *k, const char *prefix,
-                       const char *const *names, size_t n)
-{
-    const char *best = yamlx_suggest(k->str, names, n);
-    char q[96], all[512];
-
-    if (best != NULL)
-        return yamlx_errorf(d, k, "%sunknown key %s (did you mean \"%s\"?)", prefix,
-                            yamlx_quote(k->str, q, sizeof q), best);
-    yamlx_list_names(names, n, all, sizeof all);
-    return yamlx_errorf(d, k, "%sunknown key %s (known keys: %s)", prefix,
-                        yamlx_quote(k->str, q, sizeof q), all);
-}
 
 static bool name_char(char ch, const char *extra)
 {
     return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
            (ch != '\0' && strchr(extra, ch) != NULL);
+}
+
+bool job_name_ok(const char *s)
+{
+    size_t n = strlen(s);
+    bool ok = n >= 1 && n <= JOB_NAME_MAX;
+
+    for (size_t i = 0; ok && i < n; i++)
+        ok = name_char(s[i], "_.-");
+    return ok;
+}
+
+const char *job_name_rule(void)
+{
+    return "1-128 letters, digits, '_', '.' or '-'";
 }
 
 static void free_strv(char **v)
@@ -201,10 +130,12 @@ static int zone_get(struct jobs *set, const char *name, struct cron_tz **out, ch
 /* ------------------------------------------------------------------------ */
 /* Reading one value */
 
+/* The state the hooks share: ctx->user of the schema engine. */
 struct jparse {
     const struct yamlx_diag *d;
     struct jobs *set;
     const char *default_tz;
+    struct schema_ctx ctx;
 };
 
 static int check_user(const char *name, char *msg, size_t msglen)
@@ -247,93 +178,40 @@ out_free:
     return rc;
 }
 
-/* Converts text for a scalar key and stores it in j. The one path for values
- * from the file and for table defaults. Returns 0, or -1 with a message
- * (without the key) in msg. */
-static int set_text(struct jparse *p, struct job *j, const struct job_key *k, const char *text,
-                    char *msg, size_t msglen)
+/* ---- the hooks of the table: scalar keys read by set_text ---- */
+
+static int set_name(void *obj, struct schema_ctx *ctx, const char *text, char *msg, size_t msglen)
 {
-    void *field = (char *)j + k->offset;
+    struct job *j = obj;
     char q[96];
 
-    switch (k->type) {
-    case JK_NAME: {
-        size_t n = strlen(text);
-        bool ok = n >= 1 && n <= NAME_MAX_LEN;
-
-        for (size_t i = 0; ok && i < n; i++)
-            ok = name_char(text[i], "_.-");
-        if (!ok) {
-            snprintf(msg, msglen, "%s: use 1-%d letters, digits, _ . -",
-                     yamlx_quote(text, q, sizeof q), NAME_MAX_LEN);
-            return -1;
-        }
-        return set_str(field, text, msg, msglen);
-    }
-    case JK_TIMEZONE:
-        if (zone_get(p->set, text, &j->tz, msg, msglen) != 0)
-            return -1;
-        return set_str(field, text, msg, msglen);
-    case JK_SHELL:
-        if (text[0] == '\0') {
-            snprintf(msg, msglen, "must not be empty");
-            return -1;
-        }
-        return set_str(field, text, msg, msglen);
-    case JK_PATH:
-        if (text[0] != '/') {
-            snprintf(msg, msglen, "%s: must be an absolute path", yamlx_quote(text, q, sizeof q));
-            return -1;
-        }
-        return set_str(field, text, msg, msglen);
-    case JK_USER:
-        if (check_user(text, msg, msglen) != 0)
-            return -1;
-        return set_str(field, text, msg, msglen);
-    case JK_DURATION: return yamlx_duration_in(text, k->min, k->max, field, msg, msglen);
-    case JK_CATCHUP:
-        if (strcmp(text, "last") == 0) {
-            *(int64_t *)field = JOB_CATCHUP_LAST;
-            return 0;
-        }
-        return yamlx_duration_in(text, k->min, k->max, field, msg, msglen);
-    case JK_INT: {
-        int64_t v;
-
-        if (yamlx_int_in(text, k->min, k->max, &v, msg, msglen) != 0)
-            return -1;
-        *(int *)field = (int)v;
-        return 0;
-    }
-    case JK_CONCURRENCY:
-        for (int i = 0; concurrency_names[i] != NULL; i++) {
-            if (strcmp(text, concurrency_names[i]) == 0) {
-                *(int *)field = i;
-                return 0;
-            }
-        }
-        snprintf(msg, msglen, "expected forbid, allow or replace, got %s",
-                 yamlx_quote(text, q, sizeof q));
+    (void)ctx;
+    if (!job_name_ok(text)) {
+        snprintf(msg, msglen, "%s: use %s", yamlx_quote(text, q, sizeof q), job_name_rule());
         return -1;
-    case JK_BOOL: return yamlx_parse_bool(text, field, msg, msglen);
-    case JK_SCHEDULE:
-    case JK_ARGV:
-    case JK_ENV: break;
     }
-    snprintf(msg, msglen, "internal error: no text form");
-    return -1;
+    return set_str(&j->name, text, msg, msglen);
 }
 
-static const char *expected_text(const struct job_key *k)
+static int set_timezone(void *obj, struct schema_ctx *ctx, const char *text, char *msg,
+                        size_t msglen)
 {
-    switch (k->type) {
-    case JK_DURATION: return "a duration like 500ms, 10s, 1h30m";
-    case JK_CATCHUP: return "a duration, 0 or last";
-    case JK_INT: return "an integer";
-    case JK_BOOL: return "true or false";
-    case JK_CONCURRENCY: return "forbid, allow or replace";
-    default: return "a string";
-    }
+    struct job *j = obj;
+    struct jparse *p = ctx->user;
+
+    if (zone_get(p->set, text, &j->tz, msg, msglen) != 0)
+        return -1;
+    return set_str(&j->timezone, text, msg, msglen);
+}
+
+static int set_user(void *obj, struct schema_ctx *ctx, const char *text, char *msg, size_t msglen)
+{
+    struct job *j = obj;
+
+    (void)ctx;
+    if (check_user(text, msg, msglen) != 0)
+        return -1;
+    return set_str(&j->user, text, msg, msglen);
 }
 
 /* cron_error_format() ends in " (column N)"; the file position already says
@@ -358,9 +236,11 @@ static void strip_column_suffix(char *s)
         *last = '\0';
 }
 
-static int set_schedule(struct jparse *p, struct job *j, const struct yamlx_node *n,
+static int set_schedule(void *obj, struct schema_ctx *ctx, const struct yamlx_node *n,
                         const char *what)
 {
+    struct jparse *p = ctx->user;
+    struct job *j = obj;
     struct cron_error ce;
     struct cron_expr *e = NULL;
     char msg[320];
@@ -384,8 +264,10 @@ static int set_schedule(struct jparse *p, struct job *j, const struct yamlx_node
     return 0;
 }
 
-static int set_argv(struct jparse *p, struct job *j, const struct yamlx_node *n, const char *what)
+static int set_argv(void *obj, struct schema_ctx *ctx, const struct yamlx_node *n, const char *what)
 {
+    struct jparse *p = ctx->user;
+    struct job *j = obj;
     char **v;
 
     if (n->kind != YAMLX_SEQ)
@@ -463,8 +345,10 @@ static int env_put(char ***env, const char *name, const char *value)
 }
 
 /* Merges the mapping n into j->env. */
-static int set_env(struct jparse *p, struct job *j, const struct yamlx_node *n, const char *what)
+static int set_env(void *obj, struct schema_ctx *ctx, const struct yamlx_node *n, const char *what)
 {
+    struct jparse *p = ctx->user;
+    struct job *j = obj;
     char q[96];
 
     if (n->kind == YAMLX_SCALAR && n->null)
@@ -500,23 +384,78 @@ static int set_env(struct jparse *p, struct job *j, const struct yamlx_node *n, 
     return 0;
 }
 
-/* Reads node n as key k of job j; what prefixes messages. */
-static int set_key(struct jparse *p, struct job *j, const struct job_key *k,
-                   const struct yamlx_node *n, const char *what)
-{
-    char msg[512];
+/* ------------------------------------------------------------------------ */
+/* The table */
 
-    switch (k->type) {
-    case JK_SCHEDULE: return set_schedule(p, j, n, what);
-    case JK_ARGV: return set_argv(p, j, n, what);
-    case JK_ENV: return set_env(p, j, n, what);
-    default: break;
-    }
-    if (yamlx_expect_scalar(p->d, n, what, expected_text(k)) != 0)
-        return -1;
-    if (set_text(p, j, k, n->str, msg, sizeof msg) != 0)
-        return yamlx_errorf(p->d, n, "%s: %s", what, msg);
-    return 0;
+/* clang-format off */
+static const struct schema_field job_keys[] = {
+    {.key = "name", .type = SCHEMA_TEXT, .offset = OFF(name), .set_text = set_name, .def_doc = "(required)",
+     .flags = SCHEMA_REQUIRED | SCHEMA_NO_DEFAULTS,
+     .doc = "Unique name: letters, digits, _ . - (1-128); it goes into Redis keys and logs."},
+    {.key = "schedule", .type = SCHEMA_NODE, .offset = OFF(schedule), .set_node = set_schedule, .type_doc = "cron",
+     .def_doc = "(required)", .flags = SCHEMA_REQUIRED | SCHEMA_NO_DEFAULTS,
+     .doc = "Cron expression: 5 fields, 6 with seconds first, @hourly..., or @every 90s."},
+    {.key = "timezone", .type = SCHEMA_TEXT, .offset = OFF(timezone), .set_text = set_timezone, .type_doc = "zone",
+     .def_doc = "the config's `timezone`",
+     .doc = "IANA zone the schedule is read in."},
+    {.key = "command", .type = SCHEMA_NODE, .offset = OFF(argv), .set_node = set_argv, .type_doc = "list of strings",
+     .def_doc = "(command or shell)", .flags = SCHEMA_NO_DEFAULTS,
+     .doc = "Program and arguments as a sequence, run without a shell."},
+    {.key = "shell", .type = SCHEMA_STRING, .offset = OFF(shell), .min = 1,
+     .def_doc = "(command or shell)", .flags = SCHEMA_NO_DEFAULTS,
+     .doc = "A command line run as /bin/sh -c \"...\"."},
+    {.key = "timeout", .type = SCHEMA_DURATION, .offset = OFF(timeout_ms), .def = "0",
+     .def_doc = "`0` (none)", .min = 0, .max = 30 * MS_DAY,
+     .doc = "A run still going after this long gets SIGTERM, then SIGKILL after kill_grace."},
+    {.key = "kill_grace", .type = SCHEMA_DURATION, .offset = OFF(kill_grace_ms), .def = "5s",
+     .min = 0, .max = MS_HOUR,
+     .doc = "Time between SIGTERM and SIGKILL when a run is stopped (timeout, replace, stop)."},
+    {.key = "concurrency", .type = SCHEMA_ENUM, .offset = OFF(concurrency), .def = "forbid",
+     .names = concurrency_names, .expected = "forbid, allow or replace",
+     .doc = "When a tick comes while a run of the job is alive anywhere in the group: forbid "
+            "skips the tick, allow overlaps, replace stops the old run first. Ticks missed "
+            "during a failover run one after another (forbid), together (allow), or only the "
+            "newest (replace)."},
+    {.key = "catchup", .type = SCHEMA_DURATION, .offset = OFF(catchup_ms), .def = "last",
+     .word = "last", .word_value = JOB_CATCHUP_LAST, .min = 0, .max = 7 * MS_DAY,
+     .type_doc = "duration or `last`", .expected = "a duration, 0 or last",
+     .doc = "After a failover, missed ticks younger than this run; `last` runs the most "
+            "recent missed tick once; `0` runs none."},
+    {.key = "retries", .type = SCHEMA_INT, .offset = OFF(retries), .width = sizeof(int),
+     .def = "0", .min = 0, .max = 100,
+     .doc = "Extra attempts after a run that fails (non-zero exit)."},
+    {.key = "retry_backoff", .type = SCHEMA_DURATION, .offset = OFF(retry_backoff_ms),
+     .def = "10s", .min = 0, .max = MS_DAY,
+     .doc = "Wait before the first retry; it doubles with each attempt."},
+    {.key = "env", .type = SCHEMA_NODE, .offset = OFF(env), .set_node = set_env, .type_doc = "mapping",
+     .def_doc = "none",
+     .doc = "Extra environment, NAME: value (NAME not starting with BATON_); defaults: env "
+            "merges under the job's."},
+    {.key = "workdir", .type = SCHEMA_PATH, .offset = OFF(workdir), .flags = SCHEMA_ABSOLUTE,
+     .def_doc = "baton's", .doc = "Absolute directory the job runs in."},
+    {.key = "user", .type = SCHEMA_TEXT, .offset = OFF(user), .set_text = set_user, .def_doc = "baton's",
+     .doc = "Run as this user (must exist; needs baton to run as root unless it is baton's "
+            "own user)."},
+    {.key = "enabled", .type = SCHEMA_BOOL, .offset = OFF(enabled), .def = "true",
+     .doc = "false keeps the job defined and checked but never runs it."},
+};
+/* clang-format on */
+
+#define NKEYS (sizeof job_keys / sizeof job_keys[0])
+
+static const struct schema jobs_schema_ = {
+    .fields = job_keys, .n = NKEYS, .has_defaults_section = true};
+
+const struct schema *jobs_schema(void)
+{
+    return &jobs_schema_;
+}
+
+const char *job_concurrency_name(enum job_concurrency c)
+{
+    if ((int)c < 0 || (int)c > JOB_REPLACE)
+        return "?";
+    return concurrency_names[c];
 }
 
 /* ------------------------------------------------------------------------ */
@@ -583,19 +522,19 @@ static uint64_t fingerprint(const struct job *j)
     uint64_t h = FNV_OFFSET;
 
     for (size_t i = 0; i < NKEYS; i++) {
-        const struct job_key *k = &job_keys[i];
+        const struct schema_field *k = &job_keys[i];
         const void *field = (const char *)j + k->offset;
 
         fnv_str(&h, k->key);
+        if (k->offset == offsetof(struct job, schedule)) {
+            fnv_schedule(&h, j->schedule);
+            continue;
+        }
         switch (k->type) {
-        case JK_SCHEDULE: fnv_schedule(&h, j->schedule); break;
-        case JK_NAME:
-        case JK_TIMEZONE:
-        case JK_SHELL:
-        case JK_PATH:
-        case JK_USER: fnv_str(&h, *(char *const *)field); break;
-        case JK_ARGV:
-        case JK_ENV: {
+        case SCHEMA_TEXT:
+        case SCHEMA_STRING:
+        case SCHEMA_PATH: fnv_str(&h, *(char *const *)field); break;
+        case SCHEMA_NODE: { /* command, env: string vectors */
             char *const *v = *(char *const *const *)field;
             size_t n = strv_len((char **)v);
 
@@ -604,11 +543,10 @@ static uint64_t fingerprint(const struct job *j)
                 fnv_str(&h, v[a]);
             break;
         }
-        case JK_DURATION:
-        case JK_CATCHUP: fnv_u64(&h, (uint64_t) * (const int64_t *)field); break;
-        case JK_INT:
-        case JK_CONCURRENCY: fnv_u64(&h, (uint64_t)(int64_t) * (const int *)field); break;
-        case JK_BOOL: fnv_u64(&h, *(const bool *)field ? 1 : 0); break;
+        case SCHEMA_DURATION: fnv_u64(&h, (uint64_t) * (const int64_t *)field); break;
+        case SCHEMA_INT:
+        case SCHEMA_ENUM: fnv_u64(&h, (uint64_t)(int64_t) * (const int *)field); break;
+        case SCHEMA_BOOL: fnv_u64(&h, *(const bool *)field ? 1 : 0); break;
         }
     }
     return h;
@@ -628,40 +566,16 @@ static int env_cmp(const void *a, const void *b)
     return xl < yl ? -1 : xl > yl;
 }
 
-/* Reads the defaults: mapping once, for its errors; keys that cannot have a
- * default are refused. */
+/* Reads the defaults: mapping once, for its errors (keys that cannot have
+ * a default are refused), whether or not a job uses them. */
 static int check_defaults(struct jparse *p, const struct yamlx_node *defaults)
 {
     struct job scratch;
-    int rc = -1;
+    schema_at at[NKEYS] = {0};
+    int rc;
 
     memset(&scratch, 0, sizeof scratch);
-    for (size_t i = 0; i < defaults->npairs; i++) {
-        const struct yamlx_node *k = defaults->pairs[i].key;
-        int ki = key_index(k->str);
-        char what[128];
-
-        if (ki < 0) {
-            const char *names[NKEYS];
-            size_t n = 0;
-
-            for (size_t a = 0; a < NKEYS; a++)
-                if (job_keys[a].in_defaults)
-                    names[n++] = job_keys[a].key;
-            unknown_key(p->d, k, "defaults: ", names, n);
-            goto out_free;
-        }
-        if (!job_keys[ki].in_defaults) {
-            yamlx_errorf(p->d, k, "defaults: \"%s\" cannot have a default (set it on each job)",
-                         job_keys[ki].key);
-            goto out_free;
-        }
-        snprintf(what, sizeof what, "defaults: %s", job_keys[ki].key);
-        if (set_key(p, &scratch, &job_keys[ki], defaults->pairs[i].value, what) != 0)
-            goto out_free;
-    }
-    rc = 0;
-out_free:
+    rc = schema_read_map(&jobs_schema_, &p->ctx, defaults, &scratch, at, "defaults: ", true);
     job_clear(&scratch);
     return rc;
 }
@@ -670,63 +584,44 @@ out_free:
 static int read_job(struct jparse *p, const struct yamlx_node *m, size_t idx,
                     const struct yamlx_node *defaults, const struct jobs *set, struct job *j)
 {
-    const struct yamlx_node *at[NKEYS] = {0};
-    const struct yamlx_node *name_node;
+    schema_at at[NKEYS] = {0};
+    const struct yamlx_node *name_node, *own_env;
     char prefix[200], what[240], msg[320], q[96];
-    int ki_name = key_index("name"), ki_cmd = key_index("command"), ki_shell = key_index("shell"),
-        ki_tz = key_index("timezone");
+    int ki_name = schema_find(&jobs_schema_, "name"), ki_cmd = schema_find(&jobs_schema_, "command"),
+        ki_shell = schema_find(&jobs_schema_, "shell"), ki_tz = schema_find(&jobs_schema_, "timezone"),
+        ki_env = schema_find(&jobs_schema_, "env");
 
-    snprintf(prefix, sizeof prefix, "job %zu", idx + 1);
+    snprintf(prefix, sizeof prefix, "job %zu: ", idx + 1);
     if (m->kind != YAMLX_MAP)
-        return yamlx_errorf(p->d, m, "%s: expected a mapping (name:, schedule:, command:), got %s",
-                            prefix, yamlx_kind_name(m));
+        return yamlx_errorf(p->d, m, "job %zu: expected a mapping (name:, schedule:, command:), got %s",
+                            idx + 1, yamlx_kind_name(m));
     j->line = m->line;
     j->col = m->col;
-    j->enabled = true;
 
     /* The name first, so that every other message can say which job. */
     name_node = yamlx_map_get(m, "name");
     if (name_node != NULL) {
-        snprintf(what, sizeof what, "%s: name", prefix);
-        if (set_key(p, j, &job_keys[ki_name], name_node, what) != 0)
+        snprintf(what, sizeof what, "%sname", prefix);
+        if (schema_read_field(&job_keys[ki_name], &p->ctx, name_node, j, what) != 0)
             return -1;
         at[ki_name] = name_node;
-        snprintf(prefix, sizeof prefix, "job \"%s\"", j->name);
+        snprintf(prefix, sizeof prefix, "job \"%s\": ", j->name);
         for (size_t i = 0; i < set->n; i++)
             if (strcmp(set->v[i].name, j->name) == 0)
-                return yamlx_errorf(p->d, name_node, "%s: duplicate name (first at line %d)",
+                return yamlx_errorf(p->d, name_node, "%sduplicate name (first at line %d)",
                                     prefix, set->v[i].line);
     }
 
     /* 1. The job's own keys, in file order. */
-    for (size_t i = 0; i < m->npairs; i++) {
-        const struct yamlx_node *k = m->pairs[i].key;
-        int ki = key_index(k->str);
-
-        if (ki < 0) {
-            const char *names[NKEYS];
-            char pre[220];
-
-            for (size_t a = 0; a < NKEYS; a++)
-                names[a] = job_keys[a].key;
-            snprintf(pre, sizeof pre, "%s: ", prefix);
-            return unknown_key(p->d, k, pre, names, NKEYS);
-        }
-        if (ki == ki_name)
-            continue;
-        snprintf(what, sizeof what, "%s: %s", prefix, job_keys[ki].key);
-        if (set_key(p, j, &job_keys[ki], m->pairs[i].value, what) != 0)
-            return -1;
-        at[ki] = m->pairs[i].value;
-    }
+    if (schema_read_map(&jobs_schema_, &p->ctx, m, j, at, prefix, false) != 0)
+        return -1;
 
     /* Required keys, and exactly one of command and shell. */
     for (size_t i = 0; i < NKEYS; i++)
-        if (job_keys[i].required && at[i] == NULL)
-            return yamlx_errorf(p->d, m, "%s: missing required key \"%s\"", prefix,
-                                job_keys[i].key);
+        if ((job_keys[i].flags & SCHEMA_REQUIRED) && at[i] == NULL)
+            return yamlx_errorf(p->d, m, "%smissing required key \"%s\"", prefix, job_keys[i].key);
     if (at[ki_cmd] == NULL && at[ki_shell] == NULL)
-        return yamlx_errorf(p->d, m, "%s: missing \"command\" or \"shell\" (one is required)",
+        return yamlx_errorf(p->d, m, "%smissing \"command\" or \"shell\" (one is required)",
                             prefix);
     if (at[ki_cmd] != NULL && at[ki_shell] != NULL) {
         const struct yamlx_node *second =
@@ -735,44 +630,40 @@ static int read_job(struct jparse *p, const struct yamlx_node *m, size_t idx,
                 ? at[ki_cmd]
                 : at[ki_shell];
 
-        return yamlx_errorf(p->d, second, "%s: both \"command\" and \"shell\" are set (keep one)",
+        return yamlx_errorf(p->d, second, "%sboth \"command\" and \"shell\" are set (keep one)",
                             prefix);
     }
 
-    /* 2. What defaults: sets (already checked; env merges under the job's). */
-    for (size_t i = 0; defaults != NULL && i < defaults->npairs; i++) {
-        int ki = key_index(defaults->pairs[i].key->str);
+    /* 2. What defaults: sets (already checked). env merges: the defaults'
+     * first, then the job's own on top. */
+    own_env = at[ki_env];
+    if (defaults != NULL) {
+        char **own = NULL;
 
-        if (ki < 0 || (at[ki] != NULL && job_keys[ki].type != JK_ENV))
-            continue;
-        snprintf(what, sizeof what, "defaults: %s", job_keys[ki].key);
-        if (job_keys[ki].type == JK_ENV && at[ki] != NULL) {
-            char **own = j->env;
-
-            /* Defaults first, then the job's own on top. */
+        if (own_env != NULL) {
+            own = j->env;
             j->env = NULL;
-            if (set_key(p, j, &job_keys[ki], defaults->pairs[i].value, what) != 0 ||
-                set_key(p, j, &job_keys[ki], at[ki], what) != 0) {
-                free_strv(own);
-                return -1;
-            }
+            at[ki_env] = NULL;
+        }
+        if (schema_read_map(&jobs_schema_, &p->ctx, defaults, j, at, "defaults: ", true) != 0) {
             free_strv(own);
-        } else if (set_key(p, j, &job_keys[ki], defaults->pairs[i].value, what) != 0) {
             return -1;
         }
-        at[ki] = defaults->pairs[i].value;
+        if (own_env != NULL) {
+            free_strv(own);
+            snprintf(what, sizeof what, "%senv", prefix);
+            if (schema_read_field(&job_keys[ki_env], &p->ctx, own_env, j, what) != 0)
+                return -1;
+            at[ki_env] = own_env;
+        }
     }
 
-    /* 3. The table defaults. */
-    for (size_t i = 0; i < NKEYS; i++) {
-        if (at[i] != NULL || job_keys[i].def == NULL)
-            continue;
-        if (set_text(p, j, &job_keys[i], job_keys[i].def, msg, sizeof msg) != 0)
-            return yamlx_errorf(p->d, m, "%s: %s: default: %s", prefix, job_keys[i].key, msg);
-    }
+    /* 3. The table defaults; the zone defaults to the config's. */
+    if (schema_apply_defaults(&jobs_schema_, &p->ctx, j, at, m, prefix) != 0)
+        return -1;
     if (at[ki_tz] == NULL) {
         if (zone_get(p->set, p->default_tz, &j->tz, msg, sizeof msg) != 0)
-            return yamlx_errorf(p->d, m, "%s: timezone %s (the config's default): %s", prefix,
+            return yamlx_errorf(p->d, m, "%stimezone %s (the config's default): %s", prefix,
                                 yamlx_quote(p->default_tz, q, sizeof q), msg);
         if (set_str(&j->timezone, p->default_tz, msg, sizeof msg) != 0)
             return yamlx_errorf(p->d, NULL, "%s", msg);
@@ -804,8 +695,16 @@ static int read_jobs(struct jparse *p, const struct yamlx_node *root)
 
         for (size_t a = 0; a < sizeof top_keys / sizeof top_keys[0]; a++)
             known = known || strcmp(k->str, top_keys[a]) == 0;
-        if (!known)
-            return unknown_key(p->d, k, "", top_keys, sizeof top_keys / sizeof top_keys[0]);
+        if (!known) {
+            const char *best = yamlx_suggest(k->str, top_keys, sizeof top_keys / sizeof top_keys[0]);
+            char q[96];
+
+            if (best != NULL)
+                return yamlx_errorf(p->d, k, "unknown key %s (did you mean \"%s\"?)",
+                                    yamlx_quote(k->str, q, sizeof q), best);
+            return yamlx_errorf(p->d, k, "unknown key %s (known keys: jobs, defaults)",
+                                yamlx_quote(k->str, q, sizeof q));
+        }
     }
     defaults = yamlx_map_get(root, "defaults");
     if (defaults != NULL && defaults->kind == YAMLX_SCALAR && defaults->null)
@@ -856,6 +755,7 @@ int jobs_load_buffer(const char *name, const char *buf, size_t len, const char *
         yamlx_errorf(&d, NULL, "out of memory");
         goto out_free;
     }
+    p.ctx = (struct schema_ctx){.d = &d, .dir = "", .user = &p};
     if (yamlx_parse(buf, len, &d, &root) != 0)
         goto out_free;
     if (root != NULL && read_jobs(&p, root) != 0)
@@ -911,50 +811,7 @@ const struct job *jobs_find(const struct jobs *j, const char *name)
 /* ------------------------------------------------------------------------ */
 /* Reference */
 
-static const char *key_type_name(enum job_key_type t)
-{
-    switch (t) {
-    case JK_NAME:
-    case JK_SHELL:
-    case JK_USER: return "string";
-    case JK_SCHEDULE: return "cron";
-    case JK_TIMEZONE: return "zone";
-    case JK_ARGV: return "list of strings";
-    case JK_PATH: return "path";
-    case JK_DURATION: return "duration";
-    case JK_CATCHUP: return "duration or `last`";
-    case JK_INT: return "integer";
-    case JK_CONCURRENCY: return "enum";
-    case JK_ENV: return "mapping";
-    case JK_BOOL: return "bool";
-    }
-    return "?";
-}
-
 void jobs_write_reference(FILE *out)
 {
-    fputs("| key | type | default | bounds | meaning |\n", out);
-    fputs("|---|---|---|---|---|\n", out);
-    for (size_t i = 0; i < NKEYS; i++) {
-        const struct job_key *k = &job_keys[i];
-        char lo[32], hi[32];
-
-        fprintf(out, "| `%s` | %s | ", k->key, key_type_name(k->type));
-        if (k->def_doc != NULL)
-            fputs(k->def_doc, out);
-        else
-            fprintf(out, "`%s`", k->def);
-        fputs(" | ", out);
-        switch (k->type) {
-        case JK_DURATION:
-        case JK_CATCHUP:
-            fprintf(out, "%s..%s", yamlx_format_duration(k->min, lo, sizeof lo),
-                    yamlx_format_duration(k->max, hi, sizeof hi));
-            break;
-        case JK_INT: fprintf(out, "%" PRId64 "..%" PRId64, k->min, k->max); break;
-        case JK_CONCURRENCY: fputs("forbid, allow, replace", out); break;
-        default: break;
-        }
-        fprintf(out, " | %s%s |\n", k->doc, k->in_defaults ? "" : " Not in `defaults:`.");
-    }
+    schema_write_reference(&jobs_schema_, out);
 }

@@ -7,9 +7,9 @@
  *       schedule: "0 7 * * MON-FRI"
  *       command: ["/usr/local/bin/report", "--daily"]
  *
- * Every job key is one row of a table (jobs.c, `job_keys[]`) that parsing,
- * defaults and the reference read; it is exposed read-only through
- * jobs_keys() for tests. Errors are "file:line:col: message" pointing at the
+ * Every job key is one row of a table (jobs.c, `job_keys[]`) that the schema
+ * engine (schema.h, shared with baton.yaml) reads for parsing, defaults and
+ * the reference; it is exposed read-only through jobs_schema() for tests. Errors are "file:line:col: message" pointing at the
  * offending key or value, prefixed with `job "NAME": ` (or `job N: ` before
  * the name is known); the file is rejected whole.
  *
@@ -94,37 +94,16 @@ const char *job_concurrency_name(enum job_concurrency c);
  * bounds, meaning), from the key table. */
 void jobs_write_reference(FILE *out);
 
-/* ---- the job key table, read-only (for tests and tools) ---- */
+/* The one job-name rule ([A-Za-z0-9_.-]{1,128}: names go into Redis keys
+ * and logs), for the file and for the tools that take a job name. */
+#define JOB_NAME_MAX 128
+bool job_name_ok(const char *s);
+/* Returns: the rule in words, for messages. Static. */
+const char *job_name_rule(void);
 
-enum job_key_type {
-    JK_NAME,        /* char *; [A-Za-z0-9_.-]{1,128} */
-    JK_SCHEDULE,    /* char * + expr */
-    JK_TIMEZONE,    /* char *; loaded after the job is read */
-    JK_ARGV,        /* char **; a non-empty sequence of strings */
-    JK_SHELL,       /* char *; non-empty */
-    JK_PATH,        /* char *; absolute path */
-    JK_USER,        /* char *; an existing user */
-    JK_DURATION,    /* int64_t ms; min/max */
-    JK_CATCHUP,     /* int64_t ms; "last" = -1, else a duration within min/max */
-    JK_INT,         /* int; min/max */
-    JK_CONCURRENCY, /* enum job_concurrency */
-    JK_ENV,         /* char **; a mapping of NAME: value */
-    JK_BOOL,        /* bool */
-};
-
-struct job_key {
-    const char *key;
-    enum job_key_type type;
-    size_t offset;       /* of the field in struct job */
-    const char *def;     /* default as written in the file; NULL: none */
-    const char *def_doc; /* the default for the docs */
-    int64_t min, max;    /* bounds for numbers and durations */
-    bool required;       /* name, schedule (command/shell: one of the two) */
-    bool in_defaults;    /* allowed under defaults: */
-    const char *doc;
-};
-
-/* Returns: the job key table (borrowed, static) and its length in *n. */
-const struct job_key *jobs_keys(size_t *n);
+/* Returns: the job key table (schema.h; borrowed, static), for tests and
+ * tools. */
+struct schema;
+const struct schema *jobs_schema(void);
 
 #endif /* BATON_JOBS_H */

@@ -2,8 +2,11 @@
  *
  *   baton:{G}:leader          the leadership lock (libbaton's election)
  *   baton:{G}:leader:fence    its fencing counter: the term
- *   baton:{G}:events          pub/sub: "resigned", "step-down <term>"
+ *   baton:{G}:events          pub/sub: "resigned", "step-down <term>",
+ *                             "ended <job>", "stop <node>/<run_id>"
  *   baton:{G}:last:<job>      the job's last claimed tick (Unix seconds)
+ *   baton:{G}:busy:<job>      zset: the job's live runs "<node>/<run_id>" by
+ *                             expiry (claim.h)
  *   baton:{G}:runs:<job>      stream: the job's recent runs (history)
  *   baton:{G}:nodes           hash: node -> heartbeat JSON
  *   baton:{G}:seen            hash: node -> last heartbeat (server ms)

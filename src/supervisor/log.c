@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "utf8.h"
 
 struct log {
     int fd;
@@ -93,7 +94,27 @@ static void write_all(int fd, const char *p, size_t n)
     }
 }
 
-void log_emit(struct log *lg, enum log_level lvl, const char *event, cJSON *fields)
+/* Replaces every string value in o's tree that is not valid UTF-8. Raw
+ * items (job output, already quoted by json_quote_bytes) are left alone. */
+static void fix_strings(cJSON *o)
+{
+    for (cJSON *it = o; it != NULL; it = it->next) {
+        if (cJSON_IsString(it) && it->valuestring != NULL &&
+            !utf8_valid(it->valuestring, strlen(it->valuestring))) {
+            char *fixed = utf8_fix(it->valuestring);
+            if (fixed != NULL) {
+                free(it->valuestring);
+                it->valuestring = fixed;
+            } else {
+                it->valuestring[0] = '\0'; /* out of memory: drop, never emit invalid JSON */
+            }
+        }
+        if (it->child != NULL)
+            fix_strings(it->child);
+    }
+}
+
+void log_emit_at(struct log *lg, enum log_level lvl, enum log_event ev, cJSON *fields)
 {
     if (!log_enabled(lg, lvl)) {
         cJSON_Delete(fields);
@@ -107,7 +128,7 @@ void log_emit(struct log *lg, enum log_level lvl, const char *event, cJSON *fiel
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "ts", when);
     cJSON_AddStringToObject(o, "level", log_level_name(lvl));
-    cJSON_AddStringToObject(o, "event", event);
+    cJSON_AddStringToObject(o, "event", log_event_name(ev));
     cJSON_AddStringToObject(o, "node", lg->node);
     cJSON_AddStringToObject(o, "group", lg->group);
     if (fields != NULL) {
@@ -120,6 +141,8 @@ void log_emit(struct log *lg, enum log_level lvl, const char *event, cJSON *fiel
         }
         cJSON_Delete(fields);
     }
+    if (o != NULL)
+        fix_strings(o->child);
     char *line = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     if (line == NULL)
@@ -128,4 +151,9 @@ void log_emit(struct log *lg, enum log_level lvl, const char *event, cJSON *fiel
     line[n] = '\n'; /* cJSON's buffer has room: it held the NUL */
     write_all(lg->fd, line, n + 1);
     free(line);
+}
+
+void log_emit(struct log *lg, enum log_event ev, cJSON *fields)
+{
+    log_emit_at(lg, log_event_level(ev), ev, fields);
 }

@@ -3,7 +3,10 @@
  * Every line: ts (RFC 3339 UTC with milliseconds), level, event, node,
  * group, then the event's own fields. Lines are written with one write(2)
  * each, so lines of several processes sharing a pipe never interleave
- * (up to PIPE_BUF). Never log secrets. */
+ * (up to PIPE_BUF). Events are the enum of events.h, so every line the code
+ * can write is in the documented table. Every line is valid JSON: string
+ * values that are not valid UTF-8 are repaired (utf8.h) before writing.
+ * Never log secrets. */
 #ifndef BATON_LOG_H
 #define BATON_LOG_H
 
@@ -11,6 +14,7 @@
 #include <stdbool.h>
 
 #include "config.h"
+#include "events.h"
 
 struct log;
 
@@ -20,8 +24,11 @@ void log_free(struct log *lg);
 void log_set_level(struct log *lg, enum log_level min);
 bool log_enabled(const struct log *lg, enum log_level lvl);
 
-/* Writes one line. fields (may be NULL) is consumed. */
-void log_emit(struct log *lg, enum log_level lvl, const char *event, cJSON *fields);
+/* Writes one line of event ev at the event's level in the table. fields
+ * (may be NULL) is consumed. */
+void log_emit(struct log *lg, enum log_event ev, cJSON *fields);
+/* The same at lvl: for the events whose level varies per line. */
+void log_emit_at(struct log *lg, enum log_level lvl, enum log_event ev, cJSON *fields);
 
 /* A new fields object (NULL on ENOMEM; cJSON's adders accept NULL). */
 cJSON *log_fields(void);

@@ -1,21 +1,17 @@
 /* runner.c -- see runner.h.
  *
- * Exactly once: the tick T of job J is claimed with one script that checks
- * the leader key still holds our token and then moves J's high-water mark
- * baton:{G}:last:J from below T to T. Ticks of a job are claimed in
- * increasing order, so a tick can be claimed once, by the leader of the
- * moment, and never again: a paused ex-leader that wakes up cannot claim
- * (the token check), and a new leader catches up only ticks above the mark.
- * No claim, no run; and a claim whose local lease deadline has passed by
- * the time it returns is not run either.
+ * Data, per job (struct jobstate): the last tick dealt with, the next one
+ * to wait for, a queue of due ticks in tick order, the runs alive, the
+ * retries waiting, and a range of ticks that did not run (written as one
+ * history record). The jobs wait in a min-heap keyed by the time each has
+ * something to do, so a timer costs O(log jobs), never O(jobs).
  *
- * Children run under proc.h's shim in their own process group; their
- * output is read line by line into job_output log lines (lines longer than
- * LINE_MAX are cut into several, marked partial). */
+ * Runs (struct rrun) are a list: their number is bounded by the processes
+ * alive, not by the jobs. A run is covered by the lease while its leader
+ * leads; after a handover, by its own registration (claim.h), which the
+ * runner refreshes every lease.renew and enforces like a lease. */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
-#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,24 +20,23 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cron.h"
+#include "claim.h"
+#include "history.h"
 #include "keys.h"
-#include "proc.h"
+#include "run.h"
 #include "runner.h"
+#include "schedule.h"
 
-#define LINE_MAX_BYTES  4096
-#define HIST_ARGC       24   /* arguments of a history XADD */
-#define HIST_QUEUE_MAX  1000 /* deferred history entries kept, at most */
-#define CATCHUP_MAX     1000 /* missed ticks run per job and leadership, at most */
+#define QUEUE_MAX       4096 /* ticks queued per job, at most */
+#define OUTBOX_MAX      1000 /* bookkeeping writes waiting, at most */
 #define CLAIM_RETRY_MS  100  /* a claim that failed (Redis unreachable) is retried this often */
-#define CLAIM_MARGIN_MS 20   /* do not claim this close to the lease deadline */
+#define BUSY_POLL_MS    500  /* a tick waiting for a run elsewhere looks again this often */
+#define GATE_RETRY_MS   20   /* no blocking call allowed now: look again this soon */
+#define FLUSH_RETRY_MS  1000 /* the outbox could not be written: try again then */
+#define MARK_BATCH      500  /* high-water marks read per MGET */
+#define MS              INT64_C(1000000)
 
-static const char claim_src[] =
-    "if redis.call('get', KEYS[1]) ~= ARGV[1] then return -1 end\n"
-    "local last = redis.call('get', KEYS[2])\n"
-    "if last and tonumber(last) >= tonumber(ARGV[2]) then return 0 end\n"
-    "redis.call('set', KEYS[2], ARGV[2])\n"
-    "return 1\n";
+/* ---- the parts ---- */
 
 /* A jobs.yaml generation, kept while a run or a job state uses it. */
 struct jobset {
@@ -50,68 +45,76 @@ struct jobset {
     struct jobset *next;
 };
 
-struct jobstate;
-
-struct stream {
-    struct loop_watch w;
-    struct run *run;
-    const char *name; /* "stdout" | "stderr" */
-    char buf[LINE_MAX_BYTES];
-    size_t len;
-};
-
-struct run {
-    struct runner *r;
-    struct jobstate *js; /* NULL once its job is gone from jobs.yaml */
-    const struct job *job;
-    struct jobset *set;
-    char id[64];
+struct retry {
     int64_t tick;
     int attempt;
-    uint64_t term;
-    pid_t pgid;
-    int64_t started_ns;
-    int64_t timeout_at, kill_at; /* CLOCK_MONOTONIC; 0: none */
-    const char *stop_reason;     /* why we signalled it: timeout|stopped|replaced */
-    bool exited;
-    int status;
-    struct stream out, err;
-    struct run *next;
-};
-
-/* A start to make: a tick already claimed (catch-up, retry, replacement). */
-struct pending {
-    struct jobstate *js;
-    int64_t tick;
-    int attempt;
-    int64_t at_ns;  /* not before */
-    bool wait_idle; /* replace: once the job's previous runs are gone */
-    struct pending *next;
+    int64_t at_ns;
+    struct retry *next;
 };
 
 struct jobstate {
     const struct job *job;
     struct jobset *set;
-    int64_t next_tick;      /* Unix s; 0: none */
-    int64_t claim_retry_at; /* next_tick's claim failed: retry then (monotonic) */
-    int running;
-    struct jobstate *next;
+    bool mark_known;    /* the high-water mark was read in this leadership */
+    int64_t last;       /* the last tick dealt with (Unix s) */
+    int64_t next_tick;  /* the next tick to queue (Unix s); 0: none */
+    struct sched_tick *q;
+    size_t qhead, qlen, qcap, qmissed; /* a ring; qmissed: how many are missed */
+    int running;        /* runs of this job alive here */
+    int64_t hold_until; /* CLOCK_MONOTONIC: the head waits until then */
+    struct retry *retries;
+    struct sched_range skipped; /* ticks that did not run, not yet written */
+    /* replace: a claimed tick waiting for the runs it replaces to end */
+    bool pending;
+    int64_t pending_tick;
+    int pending_attempt;
+    enum run_trigger pending_trigger;
+    char pending_id[RUN_ID_MAX];
+    size_t heap_pos;
+    int64_t key; /* when it next has something to do (CLOCK_MONOTONIC), 0: never */
+    struct jobstate *next;     /* all states */
+    struct jobstate *hash_next;
 };
+
+struct rrun {
+    struct run run;
+    struct jobstate *js; /* NULL once its job is gone from jobs.yaml */
+    struct jobset *set;
+    bool own;            /* registered on its own (after a handover), not by the lease */
+    struct rrun *next;
+};
+
+struct outbox_item {
+    bool release;            /* unregister a run; else a history record */
+    struct history_command cmd;
+    char *job, *member;
+    struct outbox_item *next;
+};
+
+#define HEAP_NONE ((size_t)-1)
+#define HASH_SIZE 16384
 
 struct runner {
     struct runner_host h;
-    struct jobset *sets;    /* every generation still in use */
-    struct jobset *current; /* the newest: the runner holds one reference */
+    char *node, *group;
+    struct run_env env;
+    struct jobset *sets, *current;
     struct jobstate *states;
-    struct run *runs;
-    struct pending *pending;
+    struct jobstate *hash[HASH_SIZE];
+    struct jobstate **heap;
+    size_t nheap, heapcap;
+    struct rrun *runs;
+    size_t nruns;
     bool leading;
     uint64_t term;
+    int64_t lease_deadline;  /* covers the runs that are not on their own */
+    int64_t own_cover;       /* covers the runs on their own: their registration's end */
+    int64_t own_refresh_at;  /* next refresh of those */
+    int64_t wall_offset_ms;  /* wall - monotonic when the keys were computed */
     uint64_t seq;
-    char *node, *group; /* owned copies behind h.node, h.group */
-    bool defer_history; /* no blocking call now: queue history entries */
-    struct histrec *hist;
-    size_t nhist;
+    struct outbox_item *outbox, *outbox_tail;
+    size_t noutbox;
+    int64_t flush_retry_at;
 };
 
 /* ---- clocks ---- */
@@ -128,13 +131,289 @@ static int64_t wall_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Monotonic time at which the wall clock shows unix_s. */
-static int64_t mono_at_wall(int64_t unix_s)
+/* The monotonic time at which the wall clock shows unix_s. */
+static int64_t mono_at(int64_t unix_s, int64_t now_ns, int64_t now_wall_ms)
 {
-    return mono_ns() + (unix_s * 1000 - wall_ms()) * INT64_C(1000000);
+    return now_ns + (unix_s * 1000 - now_wall_ms) * MS;
 }
 
-/* ---- job sets and states ---- */
+/* ---- job states: hash and heap ---- */
+
+static unsigned hash_name(const char *s)
+{
+    unsigned h = 2166136261u;
+    for (; *s != '\0'; s++)
+        h = (h ^ (unsigned char)*s) * 16777619u;
+    return h % HASH_SIZE;
+}
+
+static struct jobstate *find_state(struct runner *r, const char *name)
+{
+    for (struct jobstate *js = r->hash[hash_name(name)]; js != NULL; js = js->hash_next)
+        if (strcmp(js->job->name, name) == 0)
+            return js;
+    return NULL;
+}
+
+static void heap_swap(struct runner *r, size_t a, size_t b)
+{
+    struct jobstate *t = r->heap[a];
+    r->heap[a] = r->heap[b];
+    r->heap[b] = t;
+    r->heap[a]->heap_pos = a;
+    r->heap[b]->heap_pos = b;
+}
+
+static void heap_sift(struct runner *r, size_t i)
+{
+    while (i > 0 && r->heap[(i - 1) / 2]->key > r->heap[i]->key) {
+        heap_swap(r, i, (i - 1) / 2);
+        i = (i - 1) / 2;
+    }
+    for (;;) {
+        size_t l = 2 * i + 1, s = i;
+        if (l < r->nheap && r->heap[l]->key < r->heap[s]->key)
+            s = l;
+        if (l + 1 < r->nheap && r->heap[l + 1]->key < r->heap[s]->key)
+            s = l + 1;
+        if (s == i)
+            return;
+        heap_swap(r, i, s);
+        i = s;
+    }
+}
+
+static void heap_remove(struct runner *r, struct jobstate *js)
+{
+    size_t i = js->heap_pos;
+    if (i == HEAP_NONE)
+        return;
+    js->heap_pos = HEAP_NONE;
+    if (i != --r->nheap) {
+        r->heap[i] = r->heap[r->nheap];
+        r->heap[i]->heap_pos = i;
+        heap_sift(r, i);
+    }
+}
+
+/* Sets js's key (0: nothing to do) and its place in the heap. */
+static void set_key(struct runner *r, struct jobstate *js, int64_t key)
+{
+    js->key = key;
+    if (key == 0) {
+        heap_remove(r, js);
+        return;
+    }
+    if (js->heap_pos == HEAP_NONE) {
+        if (r->nheap == r->heapcap) {
+            size_t cap = r->heapcap ? r->heapcap * 2 : 64;
+            struct jobstate **h = realloc(r->heap, cap * sizeof *h);
+            if (h == NULL)
+                return; /* out of memory: the job waits for the next event */
+            r->heap = h;
+            r->heapcap = cap;
+        }
+        js->heap_pos = r->nheap;
+        r->heap[r->nheap++] = js;
+    }
+    heap_sift(r, js->heap_pos);
+}
+
+/* ---- queues ---- */
+
+static struct sched_tick *q_head(struct jobstate *js)
+{
+    return &js->q[js->qhead];
+}
+
+static bool q_push(struct jobstate *js, int64_t at, bool missed, bool overlapped)
+{
+    if (js->qlen == js->qcap) {
+        if (js->qcap == QUEUE_MAX)
+            return false;
+        size_t cap = js->qcap ? js->qcap * 2 : 8;
+        struct sched_tick *q = malloc(cap * sizeof *q);
+        if (q == NULL)
+            return false;
+        for (size_t i = 0; i < js->qlen; i++)
+            q[i] = js->q[(js->qhead + i) % js->qcap];
+        free(js->q);
+        js->q = q;
+        js->qcap = cap;
+        js->qhead = 0;
+    }
+    js->q[(js->qhead + js->qlen) % js->qcap] =
+        (struct sched_tick){.at = at, .missed = missed, .overlapped = overlapped};
+    js->qlen++;
+    js->qmissed += missed;
+    return true;
+}
+
+static void q_pop(struct jobstate *js)
+{
+    js->qmissed -= q_head(js)->missed;
+    js->qhead = (js->qhead + 1) % js->qcap;
+    js->qlen--;
+}
+
+/* ---- the outbox: bookkeeping written when a blocking call is allowed ---- */
+
+static void outbox_item_free(struct outbox_item *it)
+{
+    history_command_free(&it->cmd);
+    free(it->job);
+    free(it->member);
+    free(it);
+}
+
+static void outbox_put(struct runner *r, struct outbox_item *it)
+{
+    if (r->noutbox == OUTBOX_MAX) { /* bounded: the oldest goes */
+        struct outbox_item *old = r->outbox;
+        r->outbox = old->next;
+        if (r->outbox == NULL)
+            r->outbox_tail = NULL;
+        r->noutbox--;
+        cJSON *f = log_fields();
+        cJSON_AddStringToObject(f, "job", old->job != NULL ? old->job : "");
+        cJSON_AddStringToObject(f, "run_id", "");
+        cJSON_AddStringToObject(f, "error", "too many records waiting for Redis: the oldest "
+                                            "is dropped");
+        log_emit(r->h.log, LE_HISTORY_WRITE_FAILED, f);
+        outbox_item_free(old);
+    }
+    if (r->outbox_tail != NULL)
+        r->outbox_tail->next = it;
+    else
+        r->outbox = it;
+    r->outbox_tail = it;
+    r->noutbox++;
+}
+
+static void queue_history(struct runner *r, const char *job, const struct history_rec *rec)
+{
+    struct outbox_item *it = calloc(1, sizeof *it);
+    if (it == NULL || (it->job = strdup(job)) == NULL ||
+        history_command(rec, r->group, job, r->h.history_len, &it->cmd) != BATON_OK) {
+        if (it != NULL)
+            outbox_item_free(it);
+        cJSON *f = log_fields();
+        cJSON_AddStringToObject(f, "job", job);
+        cJSON_AddStringToObject(f, "run_id", rec->run_id != NULL ? rec->run_id : "");
+        cJSON_AddStringToObject(f, "error", "out of memory");
+        log_emit(r->h.log, LE_HISTORY_WRITE_FAILED, f);
+        return;
+    }
+    outbox_put(r, it);
+}
+
+static void queue_release(struct runner *r, const char *job, const char *member)
+{
+    struct outbox_item *it = calloc(1, sizeof *it);
+    if (it == NULL || (it->job = strdup(job)) == NULL || (it->member = strdup(member)) == NULL) {
+        if (it != NULL)
+            outbox_item_free(it);
+        return; /* the registration expires on its own */
+    }
+    it->release = true;
+    outbox_put(r, it);
+}
+
+void runner_flush(struct runner *r)
+{
+    while (r->outbox != NULL && r->h.may_block(r->h.ctx)) {
+        struct outbox_item *it = r->outbox;
+        int rc;
+        if (it->release) {
+            rc = claim_release(r->h.client, r->group, it->job, it->member);
+        } else {
+            struct baton_reply *rep = NULL;
+            rc = baton_client_command(r->h.client, it->cmd.argc,
+                                      (const char *const *)it->cmd.argv, NULL, &rep);
+            baton_reply_free(rep);
+        }
+        if (rc == BATON_EIO || rc == BATON_ENOMEM) {
+            r->flush_retry_at = mono_ns() + FLUSH_RETRY_MS * MS; /* keep it: try later */
+            return;
+        }
+        if (rc != BATON_OK && !it->release) {
+            cJSON *f = log_fields();
+            cJSON_AddStringToObject(f, "job", it->job);
+            cJSON_AddStringToObject(f, "run_id", it->cmd.argc > 10 ? it->cmd.argv[9] : "");
+            cJSON_AddStringToObject(f, "error", baton_client_errstr(r->h.client));
+            log_emit(r->h.log, LE_HISTORY_WRITE_FAILED, f);
+        }
+        r->outbox = it->next;
+        if (r->outbox == NULL)
+            r->outbox_tail = NULL;
+        r->noutbox--;
+        outbox_item_free(it);
+    }
+    /* Whatever is left waits for the gate to open. */
+    r->flush_retry_at = r->outbox == NULL ? 0 : mono_ns() + GATE_RETRY_MS * MS;
+}
+
+/* ---- ticks that do not run ---- */
+
+/* Writes js's accumulated range of ticks that did not run: one log line,
+ * one history record. */
+static void write_skipped(struct runner *r, const char *job, const struct sched_range *s)
+{
+    char first[32], last[32];
+    if (s->count == 0)
+        return;
+    log_rfc3339(s->first, first, sizeof first);
+    log_rfc3339(s->last, last, sizeof last);
+    cJSON *f = log_fields();
+    cJSON_AddStringToObject(f, "job", job);
+    cJSON_AddStringToObject(f, "scheduled_at", first);
+    cJSON_AddStringToObject(f, "until", last);
+    if (s->count > 0)
+        cJSON_AddNumberToObject(f, "ticks", (double)s->count);
+    else
+        cJSON_AddNullToObject(f, "ticks");
+    cJSON_AddStringToObject(f, "outcome", history_outcome_name(s->outcome));
+    cJSON_AddStringToObject(f, "reason", s->reason);
+    log_emit_at(r->h.log, s->outcome == HO_MISSED ? LOG_WARN : LOG_INFO, LE_TICK_SKIPPED, f);
+    struct history_rec rec = {.run_id = "",
+                              .node = r->node,
+                              .term = r->term,
+                              .scheduled_at = s->first,
+                              .until = s->last,
+                              .ticks = s->count > 0 ? s->count : 0,
+                              .trigger = "schedule",
+                              .outcome = s->outcome,
+                              .exit_code = -1,
+                              .signal = "",
+                              .reason = s->reason};
+    queue_history(r, job, &rec);
+}
+
+static void flush_skipped(struct runner *r, struct jobstate *js)
+{
+    write_skipped(r, js->job->name, &js->skipped);
+    memset(&js->skipped, 0, sizeof js->skipped);
+}
+
+/* Adds tick t to js's range of ticks that did not run, writing the range
+ * first when t's outcome or reason differs. */
+static void add_skipped(struct runner *r, struct jobstate *js, int64_t t, enum history_outcome o,
+                        const char *reason)
+{
+    struct sched_range *s = &js->skipped;
+    if (s->count != 0 && (s->outcome != o || strcmp(s->reason, reason) != 0))
+        flush_skipped(r, js);
+    if (s->count == 0) {
+        s->first = t;
+        s->outcome = o;
+        s->reason = reason;
+    }
+    if (s->count >= 0)
+        s->count++;
+    s->last = t;
+}
+
+/* ---- job sets ---- */
 
 static void set_unref(struct runner *r, struct jobset *s)
 {
@@ -149,25 +428,28 @@ static void set_unref(struct runner *r, struct jobset *s)
     free(s);
 }
 
-static void drop_pending_of(struct runner *r, struct jobstate *js)
+static void clear_schedule(struct runner *r, struct jobstate *js)
 {
-    for (struct pending **p = &r->pending; *p != NULL;) {
-        if (js == NULL || (*p)->js == js) {
-            struct pending *dead = *p;
-            *p = dead->next;
-            free(dead);
-        } else {
-            p = &(*p)->next;
-        }
+    flush_skipped(r, js);
+    js->qhead = js->qlen = js->qmissed = 0;
+    js->hold_until = 0;
+    js->pending = false;
+    js->mark_known = false;
+    js->next_tick = 0;
+    while (js->retries != NULL) {
+        struct retry *t = js->retries;
+        js->retries = t->next;
+        free(t);
     }
+    set_key(r, js, 0);
 }
 
-static int64_t next_tick_after(const struct job *job, int64_t after)
+static void free_state(struct runner *r, struct jobstate *js)
 {
-    int64_t t = 0;
-    if (!job->enabled || cron_next(job->expr, job->tz, after, &t) != 0)
-        return 0;
-    return t;
+    clear_schedule(r, js);
+    set_unref(r, js->set);
+    free(js->q);
+    free(js);
 }
 
 struct runner *runner_new(const struct runner_host *host)
@@ -183,15 +465,17 @@ struct runner *runner_new(const struct runner_host *host)
         runner_free(r);
         return NULL;
     }
+    r->env = (struct run_env){
+        .log = host->log, .loop = host->loop, .node = r->node, .fault_start = host->fault_start};
     return r;
 }
 
-void runner_set_jobs(struct runner *r, struct jobs *jobs)
+int runner_set_jobs(struct runner *r, struct jobs *jobs)
 {
     struct jobset *set = calloc(1, sizeof *set);
     if (set == NULL) {
         jobs_free(jobs);
-        return;
+        return BATON_ENOMEM;
     }
     set->jobs = jobs;
     set->refs = 1; /* the runner's */
@@ -200,25 +484,39 @@ void runner_set_jobs(struct runner *r, struct jobs *jobs)
 
     struct jobstate *old = r->states, *fresh = NULL, **tail = &fresh;
     r->states = NULL;
+    memset(r->hash, 0, sizeof r->hash);
+    /* Index the old states by name, so that matching is not O(jobs^2). */
+    for (struct jobstate *js = old; js != NULL; js = js->next) {
+        unsigned h = hash_name(js->job->name);
+        js->hash_next = r->hash[h];
+        r->hash[h] = js;
+    }
     int64_t now_s = wall_ms() / 1000;
     for (size_t i = 0; i < jobs->n; i++) {
         const struct job *job = &jobs->v[i];
-        struct jobstate *js = NULL;
-        for (struct jobstate **p = &old; *p != NULL; p = &(*p)->next)
-            if (strcmp((*p)->job->name, job->name) == 0) {
-                js = *p;
-                *p = js->next;
-                break;
-            }
-        if (js == NULL && (js = calloc(1, sizeof *js)) == NULL)
-            continue;
+        struct jobstate *js = find_state(r, job->name);
+        if (js != NULL) { /* take it out of the old list */
+            for (struct jobstate **p = &old; *p != NULL; p = &(*p)->next)
+                if (*p == js) {
+                    *p = js->next;
+                    break;
+                }
+        } else if ((js = calloc(1, sizeof *js)) == NULL) {
+            continue; /* out of memory: the job is left out (the set below still holds it) */
+        } else {
+            js->heap_pos = HEAP_NONE;
+        }
         bool same = js->job != NULL && js->job->fingerprint == job->fingerprint;
         set_unref(r, js->set);
         js->job = job;
         js->set = set;
         set->refs++;
-        if (!same) /* new or changed: its schedule starts now */
-            js->next_tick = r->leading ? next_tick_after(job, now_s) : 0;
+        if (!same && r->leading) { /* new or changed: its schedule starts now */
+            clear_schedule(r, js);
+            js->mark_known = true;
+            js->last = now_s;
+            js->next_tick = sched_next(job, now_s);
+        }
         js->next = NULL;
         *tail = js;
         tail = &js->next;
@@ -227,368 +525,90 @@ void runner_set_jobs(struct runner *r, struct jobs *jobs)
     while (old != NULL) {
         struct jobstate *js = old;
         old = js->next;
-        drop_pending_of(r, js);
-        for (struct run *run = r->runs; run != NULL; run = run->next)
-            if (run->js == js)
-                run->js = NULL;
-        set_unref(r, js->set);
-        free(js);
+        for (struct rrun *rr = r->runs; rr != NULL; rr = rr->next)
+            if (rr->js == js)
+                rr->js = NULL;
+        free_state(r, js);
     }
     r->states = fresh;
+    memset(r->hash, 0, sizeof r->hash);
+    for (struct jobstate *js = r->states; js != NULL; js = js->next) {
+        unsigned h = hash_name(js->job->name);
+        js->hash_next = r->hash[h];
+        r->hash[h] = js;
+    }
     struct jobset *previous = r->current;
     r->current = set;
     set_unref(r, previous);
-}
-
-/* ---- history and logs ---- */
-
-static void add_tick_fields(cJSON *f, const struct run *run)
-{
-    char when[32];
-    log_rfc3339(run->tick, when, sizeof when);
-    cJSON_AddStringToObject(f, "job", run->job->name);
-    cJSON_AddStringToObject(f, "run_id", run->id);
-    cJSON_AddStringToObject(f, "scheduled_at", when);
-    cJSON_AddNumberToObject(f, "attempt", run->attempt);
-}
-
-/* A history entry: the XADD's arguments, owned. */
-struct histrec {
-    char *argv[HIST_ARGC];
-    struct histrec *next;
-};
-
-static void histrec_free(struct histrec *h)
-{
-    for (int i = 0; h != NULL && i < HIST_ARGC; i++)
-        free(h->argv[i]);
-    free(h);
-}
-
-static void history_send(struct runner *r, struct histrec *h)
-{
-    struct baton_reply *rep = NULL;
-    int rc = baton_client_command(r->h.client, HIST_ARGC, (const char *const *)h->argv, NULL, &rep);
-    baton_reply_free(rep);
-    if (rc != BATON_OK) {
-        cJSON *f = log_fields();
-        cJSON_AddStringToObject(f, "key", h->argv[1]);
-        cJSON_AddStringToObject(f, "run_id", h->argv[7]);
-        cJSON_AddStringToObject(f, "error", baton_client_errstr(r->h.client));
-        log_emit(r->h.log, LOG_WARN, "history_write_failed", f);
-    }
-    histrec_free(h);
-}
-
-/* Records a run in the job's stream: now, or, while the runner must make no
- * blocking call (jobs being stopped against a deadline), at the next
- * runner_flush_history(). */
-static void record_history(struct runner *r, const char *job, const char *run_id, int64_t tick,
-                           uint64_t term, int64_t started_ms, int64_t duration_ms,
-                           const char *outcome, const char *result, int attempt)
-{
-    char maxlen[24], sched[32], started[40], dur[24], termbuf[24], att[16];
-    snprintf(maxlen, sizeof maxlen, "%" PRId64, r->h.history_len);
-    log_rfc3339(tick, sched, sizeof sched);
-    if (started_ms > 0)
-        log_rfc3339_ms(started_ms, started, sizeof started);
-    else
-        started[0] = '\0';
-    snprintf(dur, sizeof dur, "%" PRId64, duration_ms);
-    snprintf(termbuf, sizeof termbuf, "%" PRIu64, term);
-    snprintf(att, sizeof att, "%d", attempt);
-    const char *argv[HIST_ARGC] = {
-        "XADD",        NULL,      "MAXLEN",  "~",     maxlen,         "*",    "run_id",  run_id,
-        "node",        r->h.node, "term",    termbuf, "scheduled_at", sched,  "started", started,
-        "duration_ms", dur,       "outcome", outcome, "result",       result, "attempt", att};
-    struct histrec *h = calloc(1, sizeof *h);
-    if (h == NULL || (h->argv[1] = group_key(r->h.group, "runs:%s", job)) == NULL) {
-        histrec_free(h);
-        return;
-    }
-    for (int i = 0; i < HIST_ARGC; i++)
-        if (i != 1 && (h->argv[i] = strdup(argv[i])) == NULL) {
-            histrec_free(h);
-            return;
-        }
-    if (!r->defer_history) {
-        history_send(r, h);
-        return;
-    }
-    if (r->nhist == HIST_QUEUE_MAX) { /* bounded: the oldest goes */
-        struct histrec *old = r->hist;
-        r->hist = old->next;
-        histrec_free(old);
-        r->nhist--;
-    }
-    struct histrec **tail = &r->hist;
-    while (*tail != NULL)
-        tail = &(*tail)->next;
-    *tail = h;
-    r->nhist++;
-}
-
-void runner_flush_history(struct runner *r)
-{
-    r->defer_history = false;
-    while (r->hist != NULL) {
-        struct histrec *h = r->hist;
-        r->hist = h->next;
-        r->nhist--;
-        history_send(r, h);
-    }
-}
-
-/* ---- output ---- */
-
-static void emit_line(struct stream *s, const char *line, size_t n, bool partial)
-{
-    struct run *run = s->run;
-    cJSON *f = log_fields();
-    cJSON_AddStringToObject(f, "job", run->job->name);
-    cJSON_AddStringToObject(f, "run_id", run->id);
-    cJSON_AddStringToObject(f, "stream", s->name);
-    char *copy = strndup(line, n);
-    cJSON_AddStringToObject(f, "line", copy != NULL ? copy : "");
-    free(copy);
-    if (partial)
-        cJSON_AddBoolToObject(f, "partial", true);
-    log_emit(run->r->h.log, LOG_INFO, "job_output", f);
-}
-
-/* Emits the complete lines in the buffer (and a full buffer as a partial
- * line); keeps the rest. */
-static void flush_lines(struct stream *s, bool eof)
-{
-    size_t start = 0;
-    for (size_t i = 0; i < s->len; i++)
-        if (s->buf[i] == '\n') {
-            emit_line(s, s->buf + start, i - start, false);
-            start = i + 1;
-        }
-    if (start < s->len && (eof || (start == 0 && s->len == sizeof s->buf))) {
-        emit_line(s, s->buf + start, s->len - start, !eof);
-        start = s->len;
-    }
-    memmove(s->buf, s->buf + start, s->len - start);
-    s->len -= start;
-}
-
-static void close_stream(struct stream *s)
-{
-    if (s->w.fd < 0)
-        return;
-    flush_lines(s, true);
-    loop_del(s->run->r->h.loop, &s->w);
-    close(s->w.fd);
-    s->w.fd = -1;
-}
-
-/* Reads what is there; returns false at EOF or error. */
-static bool read_stream(struct stream *s)
-{
-    for (;;) {
-        ssize_t n = read(s->w.fd, s->buf + s->len, sizeof s->buf - s->len);
-        if (n > 0) {
-            s->len += (size_t)n;
-            flush_lines(s, false);
-            continue;
-        }
-        if (n < 0 && errno == EINTR)
-            continue;
-        return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
-    }
-}
-
-static void on_output(void *ctx, struct loop_watch *w, uint32_t events)
-{
-    struct stream *s = ctx;
-    (void)w;
-    (void)events;
-    if (!read_stream(s))
-        close_stream(s);
+    for (struct jobstate *js = r->states; js != NULL && r->leading; js = js->next)
+        set_key(r, js, mono_ns());
+    runner_on_timer(r);
+    return BATON_OK;
 }
 
 /* ---- runs ---- */
 
-static void signal_run(struct run *run, int sig)
+size_t runner_running(const struct runner *r)
 {
-    proc_signal_group(run->pgid, sig);
+    return r->nruns;
 }
 
-/* TERM now, KILL at kill_by (monotonic) or after the job's grace. */
-static void stop_run(struct run *run, const char *reason, int64_t kill_by)
+static void make_run_id(struct runner *r, int64_t tick, int attempt, char *id, size_t len)
 {
-    if (run->exited)
-        return;
-    int64_t now = mono_ns();
-    if (run->stop_reason == NULL || strcmp(run->stop_reason, "timeout") != 0)
-        run->stop_reason = reason;
-    if (run->kill_at == 0) {
-        signal_run(run, SIGTERM);
-        run->kill_at = now + run->job->kill_grace_ms * INT64_C(1000000);
-    }
-    if (kill_by > 0 && kill_by < run->kill_at)
-        run->kill_at = kill_by;
-    if (run->kill_at <= now) {
-        signal_run(run, SIGKILL);
-        run->kill_at = 0;
-    }
-}
-
-static void add_pending(struct runner *r, struct jobstate *js, int64_t tick, int attempt,
-                        int64_t at_ns, bool wait_idle)
-{
-    struct pending *p = calloc(1, sizeof *p);
-    if (p == NULL)
-        return;
-    *p = (struct pending){
-        .js = js, .tick = tick, .attempt = attempt, .at_ns = at_ns, .wait_idle = wait_idle};
-    struct pending **tail = &r->pending;
-    while (*tail != NULL)
-        tail = &(*tail)->next;
-    *tail = p;
-}
-
-static int open_pipe(int fds[2])
-{
-    if (pipe2(fds, O_CLOEXEC) != 0)
-        return errno;
-    fcntl(fds[0], F_SETFL, O_NONBLOCK);
-    return 0;
-}
-
-/* Logs a start that failed before any process ran, as a failed run. */
-static void fail_start(struct runner *r, struct jobstate *js, int64_t tick, int attempt,
-                       const char *id, const char *why, int code)
-{
-    char when[32];
-    log_rfc3339(tick, when, sizeof when);
-    cJSON *f = log_fields();
-    cJSON_AddStringToObject(f, "job", js->job->name);
-    cJSON_AddStringToObject(f, "run_id", id);
-    cJSON_AddStringToObject(f, "scheduled_at", when);
-    cJSON_AddNumberToObject(f, "attempt", attempt);
-    cJSON_AddNumberToObject(f, "duration_ms", 0);
-    cJSON_AddNumberToObject(f, "exit_code", code);
-    cJSON_AddStringToObject(f, "outcome", "failed");
-    cJSON_AddStringToObject(f, "error", why);
-    log_emit(r->h.log, LOG_ERROR, "job_end", f);
-    char result[32];
-    snprintf(result, sizeof result, "exit %d", code);
-    record_history(r, js->job->name, id, tick, r->term, 0, 0, "failed", result, attempt);
-}
-
-static void start_run(struct runner *r, struct jobstate *js, int64_t tick, int attempt)
-{
-    const struct job *job = js->job;
-    char path[4096], sched[32], idvar[96], jobvar[200], schedvar[64], fencevar[48], nodevar[200];
-    int outp[2] = {-1, -1}, errp[2] = {-1, -1};
-    char **env = NULL;
-    struct run *run = NULL;
-    char id[64];
-
     r->seq++;
-    snprintf(id, sizeof id, "%" PRId64 "-%" PRIu64 "-%d-%" PRIu64, tick, r->term, attempt, r->seq);
-    char *shell_argv[4] = {"/bin/sh", "-c", job->shell, NULL};
-    char *const *argv = job->argv != NULL ? job->argv : shell_argv;
-    int perr = proc_resolve(argv[0], path, sizeof path);
-    if (perr != 0) {
-        fail_start(r, js, tick, attempt, id, perr == ENOENT ? "command not found" : strerror(perr),
-                   perr == ENOENT ? 127 : 126);
-        return;
-    }
-    struct proc_spec spec = {.path = path, .argv = argv, .workdir = job->workdir, .stdin_fd = -1};
-    if (job->user != NULL) {
-        struct passwd *pw = getpwnam(job->user);
-        if (pw == NULL) {
-            fail_start(r, js, tick, attempt, id, "unknown user", 126);
-            return;
-        }
-        spec.set_ids = true;
-        spec.uid = pw->pw_uid;
-        spec.gid = pw->pw_gid;
-        spec.user = job->user;
-    }
+    snprintf(id, len, "%" PRId64 "-%" PRIu64 "-%d-%" PRIu64, tick, r->term, attempt, r->seq);
+}
 
-    log_rfc3339(tick, sched, sizeof sched);
-    snprintf(jobvar, sizeof jobvar, "BATON_JOB=%s", job->name);
-    snprintf(idvar, sizeof idvar, "BATON_RUN_ID=%s", id);
-    snprintf(schedvar, sizeof schedvar, "BATON_SCHEDULED_AT=%s", sched);
-    snprintf(fencevar, sizeof fencevar, "BATON_FENCE=%" PRIu64, r->term);
-    snprintf(nodevar, sizeof nodevar, "BATON_NODE=%s", r->h.node);
-    size_t nenv = 0;
-    while (job->env != NULL && job->env[nenv] != NULL)
-        nenv++;
-    char **extra = calloc(nenv + 5, sizeof *extra);
-    if (extra == NULL)
+/* Records a finished run (or one that never started) and unregisters it. */
+static void record_run(struct runner *r, const struct run *run)
+{
+    struct history_rec rec;
+    queue_release(r, run->job->name, run->member);
+    run_record(run, r->node, &rec);
+    queue_history(r, run->job->name, &rec);
+}
+
+/* Starts a run of js for a claimed tick. A start that fails is recorded. */
+static void start_run(struct runner *r, struct jobstate *js, const char *id, int64_t tick,
+                      int attempt, enum run_trigger trigger)
+{
+    struct rrun *rr = calloc(1, sizeof *rr);
+    if (rr == NULL) {
+        /* No memory for even the record: a tiny one on the stack. */
+        struct run gone = {.job = js->job, .tick = tick, .attempt = attempt, .term = r->term,
+                           .trigger = trigger, .state = RUN_EXITED,
+                           .outcome = HO_FAILED_TO_START, .env = &r->env};
+        snprintf(gone.id, sizeof gone.id, "%s", id);
+        snprintf(gone.member, sizeof gone.member, "%s/%s", r->node, id);
+        snprintf(gone.error, sizeof gone.error, "out of memory");
+        cJSON *f = log_fields();
+        cJSON_AddStringToObject(f, "job", js->job->name);
+        cJSON_AddStringToObject(f, "run_id", id);
+        cJSON_AddStringToObject(f, "outcome", "failed_to_start");
+        cJSON_AddStringToObject(f, "error", "out of memory");
+        log_emit_at(r->h.log, LOG_ERROR, LE_JOB_END, f);
+        record_run(r, &gone);
         return;
-    for (size_t i = 0; i < nenv; i++)
-        extra[i] = job->env[i];
-    extra[nenv] = jobvar;
-    extra[nenv + 1] = idvar;
-    extra[nenv + 2] = schedvar;
-    extra[nenv + 3] = fencevar;
-    extra[nenv + 4] = nodevar;
-    env = proc_env_build(NULL, extra, nenv + 5);
-    free(extra);
-    if (env == NULL || (run = calloc(1, sizeof *run)) == NULL || open_pipe(outp) != 0 ||
-        open_pipe(errp) != 0) {
-        fail_start(r, js, tick, attempt, id, "out of resources (memory or descriptors)", 126);
-        goto fail;
     }
-    spec.envp = env;
-    spec.stdout_fd = outp[1];
-    spec.stderr_fd = errp[1];
-    int64_t wall = wall_ms();
-    int64_t lateness = wall - tick * 1000;
-    int err = proc_spawn(&spec, &run->pgid);
-    close(outp[1]);
-    close(errp[1]);
-    outp[1] = errp[1] = -1;
-    if (err != 0) {
-        fail_start(r, js, tick, attempt, id, strerror(err), 126);
-        goto fail;
+    if (!run_start(&rr->run, &r->env, js->job, id, tick, attempt, r->term, trigger)) {
+        record_run(r, &rr->run); /* failed_to_start: logged by run_start */
+        run_dispose(&rr->run);
+        free(rr);
+        return;
     }
-    run->r = r;
-    run->js = js;
-    run->job = job;
-    run->set = js->set;
+    rr->js = js;
+    rr->set = js->set;
     js->set->refs++;
-    snprintf(run->id, sizeof run->id, "%s", id);
-    run->tick = tick;
-    run->attempt = attempt;
-    run->term = r->term;
-    run->started_ns = mono_ns();
-    if (job->timeout_ms > 0)
-        run->timeout_at = run->started_ns + job->timeout_ms * INT64_C(1000000);
-    run->out = (struct stream){.w = {.fd = outp[0], .cb = on_output}, .run = run, .name = "stdout"};
-    run->err = (struct stream){.w = {.fd = errp[0], .cb = on_output}, .run = run, .name = "stderr"};
-    run->out.w.ctx = &run->out;
-    run->err.w.ctx = &run->err;
-    loop_add(r->h.loop, &run->out.w);
-    loop_add(r->h.loop, &run->err.w);
-    run->next = r->runs;
-    r->runs = run;
+    rr->next = r->runs;
+    r->runs = rr;
+    r->nruns++;
     js->running++;
-    proc_env_free(env);
+}
 
-    cJSON *f = log_fields();
-    add_tick_fields(f, run);
-    cJSON_AddNumberToObject(f, "lateness_ms", (double)lateness);
-    cJSON_AddNumberToObject(f, "term", (double)r->term);
-    cJSON_AddNumberToObject(f, "pid", (double)run->pgid);
-    log_emit(r->h.log, LOG_INFO, "job_start", f);
-    return;
-fail:
-    for (int i = 0; i < 2; i++) {
-        if (outp[i] >= 0)
-            close(outp[i]);
-        if (errp[i] >= 0)
-            close(errp[i]);
-    }
-    free(run);
-    proc_env_free(env);
+static void wake_job(struct runner *r, struct jobstate *js)
+{
+    if (r->leading)
+        set_key(r, js, mono_ns());
 }
 
 static int64_t retry_delay_ms(const struct job *job, int attempt)
@@ -599,265 +619,650 @@ static int64_t retry_delay_ms(const struct job *job, int attempt)
     return d > INT64_C(3600000) ? INT64_C(3600000) : d;
 }
 
-static void finish_run(struct runner *r, struct run *run)
+static void finish_run(struct runner *r, struct rrun *rr)
 {
-    int64_t duration = (mono_ns() - run->started_ns) / 1000000;
-    const char *outcome;
-    char result[32];
-    int st = run->status;
-    if (WIFEXITED(st) && WEXITSTATUS(st) == 0 && run->stop_reason == NULL)
-        outcome = "ok";
-    else if (run->stop_reason != NULL && strcmp(run->stop_reason, "timeout") == 0)
-        outcome = "timeout";
-    else if (run->stop_reason != NULL)
-        outcome = "killed";
-    else
-        outcome = "failed";
-    if (WIFEXITED(st))
-        snprintf(result, sizeof result, "exit %d", WEXITSTATUS(st));
-    else
-        snprintf(result, sizeof result, "signal %s",
-                 sigabbrev_np(WTERMSIG(st)) ? sigabbrev_np(WTERMSIG(st)) : "?");
-
-    cJSON *f = log_fields();
-    add_tick_fields(f, run);
-    cJSON_AddNumberToObject(f, "duration_ms", (double)duration);
-    if (WIFEXITED(st))
-        cJSON_AddNumberToObject(f, "exit_code", WEXITSTATUS(st));
-    else
-        cJSON_AddStringToObject(f, "signal",
-                                sigabbrev_np(WTERMSIG(st)) ? sigabbrev_np(WTERMSIG(st)) : "?");
-    cJSON_AddStringToObject(f, "outcome", outcome);
-    if (run->stop_reason != NULL)
-        cJSON_AddStringToObject(f, "stopped_because", run->stop_reason);
-    log_emit(r->h.log, strcmp(outcome, "ok") == 0 ? LOG_INFO : LOG_WARN, "job_end", f);
-    int64_t started_ms = wall_ms() - duration;
-    record_history(r, run->job->name, run->id, run->tick, run->term, started_ms, duration, outcome,
-                   result, run->attempt);
-
-    struct jobstate *js = run->js;
-    bool retry = (strcmp(outcome, "failed") == 0 || strcmp(outcome, "timeout") == 0) &&
-                 js != NULL && r->leading && run->attempt <= js->job->retries &&
-                 js->job == run->job;
-    if (retry) {
+    struct run *run = &rr->run;
+    struct jobstate *js = rr->js;
+    record_run(r, run);
+    bool failed = run->outcome == HO_FAILED || run->outcome == HO_TIMEOUT;
+    if (failed && js != NULL && r->leading && !rr->own && js->job == run->job &&
+        run->attempt <= js->job->retries && run->term == r->term) {
+        struct retry *t = calloc(1, sizeof *t);
         int64_t delay = retry_delay_ms(run->job, run->attempt);
-        cJSON *g = log_fields();
-        add_tick_fields(g, run);
-        cJSON_AddNumberToObject(g, "next_attempt", run->attempt + 1);
-        cJSON_AddNumberToObject(g, "retry_in_ms", (double)delay);
-        log_emit(r->h.log, LOG_INFO, "job_retry", g);
-        add_pending(r, js, run->tick, run->attempt + 1, mono_ns() + delay * INT64_C(1000000),
-                    false);
+        if (t != NULL) {
+            *t = (struct retry){.tick = run->tick, .attempt = run->attempt + 1,
+                                .at_ns = mono_ns() + delay * MS, .next = js->retries};
+            js->retries = t;
+            cJSON *g = log_fields();
+            cJSON_AddStringToObject(g, "job", run->job->name);
+            cJSON_AddStringToObject(g, "run_id", run->id);
+            cJSON_AddNumberToObject(g, "next_attempt", run->attempt + 1);
+            cJSON_AddNumberToObject(g, "retry_in_ms", (double)delay);
+            log_emit(r->h.log, LE_JOB_RETRY, g);
+        }
     }
-    if (js != NULL)
+    if (js != NULL) {
         js->running--;
-    for (struct run **p = &r->runs; *p != NULL; p = &(*p)->next)
-        if (*p == run) {
-            *p = run->next;
+        wake_job(r, js);
+    }
+    for (struct rrun **p = &r->runs; *p != NULL; p = &(*p)->next)
+        if (*p == rr) {
+            *p = rr->next;
             break;
         }
-    set_unref(r, run->set);
-    free(run);
+    r->nruns--;
+    run_dispose(run);
+    set_unref(r, rr->set);
+    free(rr);
 }
 
-void runner_on_sigchld(struct runner *r)
+/* ---- claims and decisions ---- */
+
+static void log_claim(struct runner *r, const char *job, int64_t tick, enum log_event ev,
+                      const char *then)
 {
-    for (;;) {
-        int st;
-        pid_t pid = waitpid(-1, &st, WNOHANG);
-        if (pid <= 0)
-            break;
-        for (struct run *run = r->runs; run != NULL; run = run->next)
-            if (run->pgid == pid) {
-                run->exited = true;
-                run->status = st;
-                /* What the group left behind goes with it. */
-                proc_signal_group(run->pgid, SIGKILL);
-                if (read_stream(&run->out))
-                    flush_lines(&run->out, false);
-                if (read_stream(&run->err))
-                    flush_lines(&run->err, false);
-                close_stream(&run->out);
-                close_stream(&run->err);
-                finish_run(r, run);
-                break;
-            }
+    char when[32];
+    log_rfc3339(tick, when, sizeof when);
+    cJSON *f = log_fields();
+    cJSON_AddStringToObject(f, "job", job);
+    cJSON_AddStringToObject(f, "scheduled_at", when);
+    if (ev == LE_CLAIM_FAILED)
+        cJSON_AddStringToObject(f, "error", baton_client_errstr(r->h.client));
+    cJSON_AddStringToObject(f, "then", then);
+    log_emit(r->h.log, ev, f);
+}
+
+/* True when member ("<node>/<run_id>") is a run of ours that has ended
+ * (its unregistration is still in the outbox). */
+static bool stale_own(const struct runner *r, const char *member)
+{
+    size_t nl = strlen(r->node);
+    if (strncmp(member, r->node, nl) != 0 || member[nl] != '/')
+        return false;
+    for (const struct rrun *rr = r->runs; rr != NULL; rr = rr->next)
+        if (strcmp(rr->run.member, member) == 0)
+            return false;
+    return true;
+}
+
+/* The reason to record for a live tick skipped because of a run elsewhere. */
+static const char reason_busy[] = "a run of the job was still alive in the group "
+                                  "(concurrency: forbid)";
+
+/* Stops js's runs here, and asks for the runs elsewhere to be stopped
+ * (replace). Returns how many runs other than `mine` were alive. */
+static size_t replace_others(struct runner *r, struct jobstate *js, const struct claim_reply *c,
+                             const char *mine)
+{
+    size_t others = 0;
+    for (struct rrun *rr = r->runs; rr != NULL; rr = rr->next)
+        if (rr->js == js && rr->run.state != RUN_EXITED) {
+            run_stop(&rr->run, RUN_STOP_REPLACED, 0);
+            others++;
+        }
+    for (size_t i = 0; i < c->nbusy; i++) {
+        if (strcmp(c->busy[i], mine) == 0 || strncmp(c->busy[i], r->node, strlen(r->node)) == 0)
+            continue; /* ours: handled above, or ended */
+        claim_request_stop(r->h.client, r->group, c->busy[i]);
+        others++;
     }
+    return others;
 }
 
-/* ---- claims ---- */
-
-/* Returns 1 claimed, 0 already claimed, -1 not the leader, -2 failure. */
-static int claim(struct runner *r, const struct job *job, int64_t tick)
+/* Claims the head of js's queue with mode and acts on the answer.
+ * Returns true when the head was dealt with (popped), false when it
+ * waits (js->hold_until says until when, 0: until a run ends). */
+static bool claim_head(struct runner *r, struct jobstate *js, enum claim_mode mode)
 {
+    const struct sched_tick h = *q_head(js);
     const char *token = baton_election_token(r->h.election);
-    int64_t deadline = baton_election_deadline_ns(r->h.election);
-    if (token == NULL || mono_ns() >= deadline - r->h.guard_ns)
-        return -1; /* the call could end past the point where we must stop */
-    char *last = group_key(r->h.group, "last:%s", job->name);
-    char tickbuf[24];
-    snprintf(tickbuf, sizeof tickbuf, "%" PRId64, tick);
-    const char *keys[2] = {baton_election_key(r->h.election), last};
-    const char *args[2] = {token, tickbuf};
-    struct baton_reply *rep = NULL;
-    int rc = last != NULL ? baton_client_eval(r->h.client, claim_src, 2, keys, 2, args, &rep)
-                          : BATON_ENOMEM;
-    int res = -2;
-    if (rc == BATON_OK && rep->type == BATON_REPLY_INTEGER)
-        res = (int)rep->integer;
-    baton_reply_free(rep);
-    free(last);
-    /* The claim's reply may come after our deadline (a stall): then the
-     * tick is not ours to run. */
-    if (res == 1 && mono_ns() >= baton_election_deadline_ns(r->h.election) - r->h.guard_ns)
-        res = -1;
-    if (res == -2 || res == -1) {
-        char when[32];
-        log_rfc3339(tick, when, sizeof when);
+    int64_t now = mono_ns();
+    char id[RUN_ID_MAX], member[RUN_ID_MAX + 160];
+    struct claim_reply c;
+
+    runner_flush(r); /* our ended runs unregistered first: they must not look busy */
+    if (token == NULL)
+        return false;
+    if (!r->h.may_block(r->h.ctx)) {
+        js->hold_until = now + GATE_RETRY_MS * MS;
+        return false;
+    }
+    make_run_id(r, h.at, 1, id, sizeof id);
+    snprintf(member, sizeof member, "%s/%s", r->node, id);
+    enum claim_result res = claim_tick(r->h.client, r->group, js->job->name,
+                                       baton_election_key(r->h.election), token, h.at, mode,
+                                       member, &c);
+    /* The answer may come after the point where we must stop acting as
+     * the leader (a stall): the tick is ours, but running it now could
+     * overlap the next leader. It is recorded as failed to start. */
+    bool late = res == CLAIM_OK &&
+                mono_ns() >= baton_election_deadline_ns(r->h.election) - r->h.guard_ns;
+    /* Runs of ours that ended count for nothing. */
+    size_t live = 0;
+    for (size_t i = 0; i < c.nbusy; i++)
+        if (!stale_own(r, c.busy[i]))
+            c.busy[live++] = c.busy[i];
+    c.nbusy = live;
+    bool done = true;
+    switch (res) {
+    case CLAIM_OK:
+        q_pop(js);
+        if (late) {
+            struct run gone = {.job = js->job, .tick = h.at, .attempt = 1, .term = r->term,
+                               .state = RUN_STARTING, .env = &r->env};
+            snprintf(gone.id, sizeof gone.id, "%s", id);
+            snprintf(gone.member, sizeof gone.member, "%s", member);
+            gone.trigger = h.missed ? RUN_TRIGGER_CATCHUP : RUN_TRIGGER_SCHEDULE;
+            gone.outcome = HO_FAILED_TO_START;
+            snprintf(gone.error, sizeof gone.error,
+                     "claimed after the leader's stop point (it was stalled): not started");
+            cJSON *f = log_fields();
+            cJSON_AddStringToObject(f, "job", js->job->name);
+            cJSON_AddStringToObject(f, "run_id", id);
+            cJSON_AddStringToObject(f, "outcome", "failed_to_start");
+            cJSON_AddStringToObject(f, "error", gone.error);
+            log_emit_at(r->h.log, LOG_ERROR, LE_JOB_END, f);
+            record_run(r, &gone);
+        } else if (js->job->concurrency == JOB_REPLACE && replace_others(r, js, &c, member) > 0) {
+            js->pending = true;
+            js->pending_tick = h.at;
+            js->pending_attempt = 1;
+            js->pending_trigger = h.missed ? RUN_TRIGGER_CATCHUP : RUN_TRIGGER_SCHEDULE;
+            snprintf(js->pending_id, sizeof js->pending_id, "%s", id);
+            js->hold_until = now + BUSY_POLL_MS * MS;
+        } else {
+            start_run(r, js, id, h.at, 1, h.missed ? RUN_TRIGGER_CATCHUP : RUN_TRIGGER_SCHEDULE);
+        }
+        break;
+    case CLAIM_SKIPPED:
+        q_pop(js);
+        add_skipped(r, js, h.at, HO_SKIPPED,
+                    mode == CLAIM_SKIP ? sched_reason(js->job, SV_SKIP) : reason_busy);
+        break;
+    case CLAIM_BUSY:
+        if (c.nbusy == 0) { /* only our own ended runs: try again at once */
+            js->hold_until = now + GATE_RETRY_MS * MS;
+        } else {
+            js->hold_until = now + BUSY_POLL_MS * MS;
+        }
+        done = false;
+        break;
+    case CLAIM_TAKEN: /* another leader dealt with it */
+        q_pop(js);
+        break;
+    case CLAIM_NOT_LEADER:
+        log_claim(r, js->job->name, h.at, LE_CLAIM_REFUSED, "not run");
+        js->hold_until = now + CLAIM_RETRY_MS * MS;
+        done = false;
+        break;
+    case CLAIM_ERROR:
+        log_claim(r, js->job->name, h.at, LE_CLAIM_FAILED,
+                  "retried in order within its catch-up window");
+        js->hold_until = now + CLAIM_RETRY_MS * MS;
+        done = false;
+        break;
+    }
+    claim_reply_free(&c);
+    return done;
+}
+
+/* replace: the claimed tick starts once the runs it replaces have ended. */
+static bool start_pending(struct runner *r, struct jobstate *js)
+{
+    if (js->running > 0)
+        return false; /* a run of ours still ends: its SIGCHLD wakes us */
+    if (!r->h.may_block(r->h.ctx)) {
+        js->hold_until = mono_ns() + GATE_RETRY_MS * MS;
+        return false;
+    }
+    char member[RUN_ID_MAX + 160];
+    struct claim_reply c;
+    snprintf(member, sizeof member, "%s/%s", r->node, js->pending_id);
+    int rc = claim_busy(r->h.client, r->group, js->job->name, member, &c);
+    size_t others = 0;
+    for (size_t i = 0; rc == BATON_OK && i < c.nbusy; i++)
+        others += !stale_own(r, c.busy[i]);
+    claim_reply_free(&c);
+    if (rc != BATON_OK || others > 0) {
+        js->hold_until = mono_ns() + BUSY_POLL_MS * MS;
+        return false;
+    }
+    js->pending = false;
+    start_run(r, js, js->pending_id, js->pending_tick, js->pending_attempt, js->pending_trigger);
+    return true;
+}
+
+/* Starts the retries that are due (they need no claim: the tick is ours;
+ * they are registered like any run). */
+static void start_retries(struct runner *r, struct jobstate *js, int64_t now)
+{
+    for (struct retry **p = &js->retries; *p != NULL;) {
+        struct retry *t = *p;
+        if (t->at_ns > now || (js->job->concurrency == JOB_FORBID && js->running > 0)) {
+            p = &t->next;
+            continue;
+        }
+        const char *token = baton_election_token(r->h.election);
+        if (token == NULL || !r->h.may_block(r->h.ctx))
+            return;
+        char id[RUN_ID_MAX], member[RUN_ID_MAX + 160];
+        struct claim_reply c;
+        make_run_id(r, t->tick, t->attempt, id, sizeof id);
+        snprintf(member, sizeof member, "%s/%s", r->node, id);
+        enum claim_result res =
+            claim_tick(r->h.client, r->group, js->job->name, baton_election_key(r->h.election),
+                       token, t->tick, CLAIM_REGISTER, member, &c);
+        claim_reply_free(&c);
+        if (res == CLAIM_ERROR) {
+            t->at_ns = now + CLAIM_RETRY_MS * MS;
+            return;
+        }
+        *p = t->next;
+        if (res == CLAIM_OK)
+            start_run(r, js, id, t->tick, t->attempt, RUN_TRIGGER_RETRY);
+        free(t);
+    }
+}
+
+/* Queues the ticks due for js at wall (ms), recording those the catch-up
+ * policy does not run. */
+static void queue_due(struct runner *r, struct jobstate *js, int64_t wall)
+{
+    int64_t missed[SCHED_CATCHUP_MAX];
+    struct sched_due d;
+    size_t room = QUEUE_MAX - js->qlen;
+    sched_due(js->job, js->last, wall, missed, room < SCHED_CATCHUP_MAX ? room : SCHED_CATCHUP_MAX,
+              &d);
+    if (d.nmissed > 0 || d.dropped.count != 0 || d.superseded.count != 0) {
         cJSON *f = log_fields();
-        cJSON_AddStringToObject(f, "job", job->name);
-        cJSON_AddStringToObject(f, "scheduled_at", when);
-        if (res == -2)
-            cJSON_AddStringToObject(f, "error", baton_client_errstr(r->h.client));
-        cJSON_AddStringToObject(f, "then", "not run");
-        log_emit(r->h.log, LOG_WARN, res == -2 ? "claim_failed" : "claim_refused", f);
+        cJSON_AddStringToObject(f, "job", js->job->name);
+        cJSON_AddNumberToObject(f, "missed_ticks", (double)d.nmissed);
+        if (d.dropped.count != 0)
+            cJSON_AddNumberToObject(f, "outside_window", (double)d.dropped.count);
+        if (d.superseded.count != 0)
+            cJSON_AddNumberToObject(f, "superseded", (double)d.superseded.count);
+        log_emit(r->h.log, LE_CATCH_UP, f);
     }
-    return res;
+    /* In tick order: the dropped ones are the oldest, then the superseded
+     * (catchup: last), then those that run. */
+    flush_skipped(r, js);
+    write_skipped(r, js->job->name, &d.dropped);
+    write_skipped(r, js->job->name, &d.superseded);
+    for (size_t i = 0; i < d.nmissed; i++)
+        q_push(js, missed[i], true, false);
+    if (d.live != 0) {
+        bool overlapped = js->job->concurrency == JOB_FORBID && js->running > 0;
+        if (!q_push(js, d.live, false, overlapped))
+            add_skipped(r, js, d.live, HO_SKIPPED, "the job's queue of due ticks is full");
+    }
+    js->last = wall / 1000;
+    js->next_tick = d.next;
 }
 
-/* A due tick: claim it, then start, skip or replace as the job says.
- * Returns the claim's result (see claim()). */
-static int fire(struct runner *r, struct jobstate *js, int64_t tick)
+/* Reads js's high-water mark (one GET). Returns false when it cannot now. */
+static bool read_mark(struct runner *r, struct jobstate *js)
 {
-    const struct job *job = js->job;
-    int c = claim(r, job, tick);
-    if (c != 1)
-        return c;
-    if (js->running > 0 && job->concurrency == JOB_FORBID) {
-        char when[32];
-        log_rfc3339(tick, when, sizeof when);
-        cJSON *f = log_fields();
-        cJSON_AddStringToObject(f, "job", job->name);
-        cJSON_AddStringToObject(f, "scheduled_at", when);
-        cJSON_AddStringToObject(f, "reason",
-                                "the previous run is still running (concurrency: forbid)");
-        log_emit(r->h.log, LOG_INFO, "job_skipped", f);
-        char id[64];
-        snprintf(id, sizeof id, "%" PRId64 "-%" PRIu64 "-skip", tick, r->term);
-        record_history(r, job->name, id, tick, r->term, 0, 0, "skipped", "", 0);
-        return c;
-    }
-    if (js->running > 0 && job->concurrency == JOB_REPLACE) {
-        for (struct run *run = r->runs; run != NULL; run = run->next)
-            if (run->js == js)
-                stop_run(run, "replaced", 0);
-        add_pending(r, js, tick, 1, 0, true);
-        return c;
-    }
-    start_run(r, js, tick, 1);
-    return c;
-}
-
-/* Whether a tick whose claim failed is still worth claiming now: within
- * the catch-up window, or (catchup: last or 0) while no later tick is due. */
-static bool still_wanted(const struct job *job, int64_t tick, int64_t after, int64_t now_s)
-{
-    if (job->catchup_ms > 0)
-        return (now_s - tick) * 1000 <= job->catchup_ms;
-    return after == 0 || after > now_s;
-}
-
-/* Reads the jobs' last claimed ticks and runs what a failover missed. */
-static void catch_up(struct runner *r, struct jobstate *js, int64_t now_s)
-{
-    const struct job *job = js->job;
-    js->next_tick = next_tick_after(job, now_s);
-    if (!job->enabled || job->catchup_ms == 0)
-        return;
-    char *key = group_key(r->h.group, "last:%s", job->name);
+    if (!r->h.may_block(r->h.ctx))
+        return false;
+    char *key = group_key(r->group, "last:%s", js->job->name);
     struct baton_reply *rep = NULL;
     const char *argv[2] = {"GET", key};
     int rc = key != NULL ? baton_client_command(r->h.client, 2, argv, NULL, &rep) : BATON_ENOMEM;
     free(key);
-    if (rc != BATON_OK || rep->type != BATON_REPLY_STRING) {
-        baton_reply_free(rep); /* never claimed: a new job starts at its next tick */
-        return;
+    bool ok = rc == BATON_OK && (rep->type == BATON_REPLY_NIL || rep->type == BATON_REPLY_STRING);
+    int64_t now_s = wall_ms() / 1000;
+    if (ok) {
+        char *end = NULL;
+        long long v = rep->type == BATON_REPLY_STRING ? strtoll(rep->str, &end, 10) : 0;
+        if (rep->type == BATON_REPLY_STRING && end != NULL && *end == '\0' && v > 0 &&
+            v <= now_s + 86400) {
+            js->last = v;
+        } else {
+            js->last = now_s;
+            if (js->job->catchup_ms != 0 && js->job->enabled) {
+                cJSON *f = log_fields();
+                cJSON_AddStringToObject(f, "job", js->job->name);
+                log_emit(r->h.log, LE_NO_HIGH_WATER_MARK, f);
+            }
+        }
+        js->mark_known = true;
+        js->next_tick = sched_next(js->job, js->last);
     }
-    int64_t last = strtoll(rep->str, NULL, 10);
     baton_reply_free(rep);
-
-    int64_t missed[CATCHUP_MAX];
-    size_t n = 0, skipped = 0;
-    for (int64_t t = next_tick_after(job, last); t != 0 && t <= now_s;
-         t = next_tick_after(job, t)) {
-        if (job->catchup_ms > 0 && (now_s - t) * 1000 > job->catchup_ms) {
-            skipped++;
-            continue; /* older than the window */
-        }
-        if (job->catchup_ms == JOB_CATCHUP_LAST)
-            n = 0; /* only the most recent */
-        if (n == CATCHUP_MAX) {
-            memmove(missed, missed + 1, (CATCHUP_MAX - 1) * sizeof missed[0]);
-            n--;
-            skipped++;
-        }
-        missed[n++] = t;
-        if (skipped > 10 * CATCHUP_MAX)
-            break;
-    }
-    if (n == 0)
-        return;
-    cJSON *f = log_fields();
-    cJSON_AddStringToObject(f, "job", job->name);
-    cJSON_AddNumberToObject(f, "missed_ticks", (double)n);
-    if (skipped > 0)
-        cJSON_AddNumberToObject(f, "outside_window", (double)skipped);
-    log_emit(r->h.log, LOG_INFO, "catch_up", f);
-    for (size_t i = 0; i < n && r->leading; i++)
-        if (fire(r, js, missed[i]) == -2) { /* retried in order by the tick loop */
-            js->next_tick = missed[i];
-            js->claim_retry_at = mono_ns() + CLAIM_RETRY_MS * INT64_C(1000000);
-            break;
-        }
+    return ok;
 }
 
-void runner_lead(struct runner *r, uint64_t term)
+/* Does what js has to do now; sets its key to when it next has something
+ * to do. */
+static void process_job(struct runner *r, struct jobstate *js)
 {
-    runner_flush_history(r);
+    int64_t now = mono_ns(), wall = wall_ms();
+    if (!r->leading) {
+        set_key(r, js, 0);
+        return;
+    }
+    if (js->hold_until != 0 && js->hold_until <= now)
+        js->hold_until = 0;
+    if (!js->mark_known && js->hold_until == 0 && !read_mark(r, js))
+        js->hold_until = now + CLAIM_RETRY_MS * MS;
+    if (js->mark_known) {
+        start_retries(r, js, now);
+        if (js->next_tick != 0 && js->next_tick * 1000 <= wall)
+            queue_due(r, js, wall);
+        while (r->leading && js->hold_until == 0) {
+            if (js->pending) {
+                if (!start_pending(r, js))
+                    break;
+                continue;
+            }
+            if (js->qlen == 0)
+                break;
+            struct sched_tick *h = q_head(js);
+            if (!h->missed && wall - h->at * 1000 >= SCHED_LIVE_SLACK_MS) {
+                h->missed = true; /* it waited: the catch-up policy decides now */
+                js->qmissed++;
+            }
+            enum sched_verdict v = sched_decide(js->job, h, js->qlen - 1,
+                                                js->qmissed - (h->missed ? 1 : 0), js->running,
+                                                wall);
+            if (v == SV_WAIT)
+                break; /* a run of ours ends first: its SIGCHLD wakes us */
+            if (v == SV_DROP || v == SV_SUPERSEDE) {
+                add_skipped(r, js, h->at, v == SV_DROP ? HO_MISSED : HO_SUPERSEDED,
+                            sched_reason(js->job, v));
+                q_pop(js);
+                continue;
+            }
+            enum claim_mode mode = CLAIM_RUN;
+            if (v == SV_SKIP)
+                mode = CLAIM_SKIP;
+            else if (js->job->concurrency == JOB_FORBID)
+                mode = h->missed ? CLAIM_RUN_OR_WAIT : CLAIM_RUN_OR_SKIP;
+            if (!claim_head(r, js, mode))
+                break;
+        }
+        flush_skipped(r, js);
+    }
+    /* When next: the next tick, a hold, a retry. */
+    int64_t key = 0;
+#define CONSIDER(t)                                                                                \
+    do {                                                                                           \
+        int64_t t_ = (t);                                                                          \
+        if (t_ > 0 && (key == 0 || t_ < key))                                                      \
+            key = t_;                                                                              \
+    } while (0)
+    if (js->next_tick != 0)
+        CONSIDER(mono_at(js->next_tick, now, wall));
+    CONSIDER(js->hold_until);
+    /* A due retry that could not start (no blocking call allowed, Redis
+     * failing) looks again soon: never a key in the past. */
+    for (const struct retry *t = js->retries; t != NULL; t = t->next)
+        if (!(js->job->concurrency == JOB_FORBID && js->running > 0))
+            CONSIDER(t->at_ns > now ? t->at_ns : now + GATE_RETRY_MS * MS);
+#undef CONSIDER
+    set_key(r, js, key);
+}
+
+/* ---- leading ---- */
+
+/* Reads the high-water marks of every job, MARK_BATCH keys per MGET. Jobs
+ * whose mark could not be read read it themselves later. */
+static void read_marks(struct runner *r)
+{
+    const char *argv[MARK_BATCH + 1];
+    char *keys[MARK_BATCH];
+    struct jobstate *batch[MARK_BATCH];
+    int64_t now_s = wall_ms() / 1000;
+    struct jobstate *js = r->states;
+
+    argv[0] = "MGET";
+    while (js != NULL && r->h.may_block(r->h.ctx)) {
+        size_t n = 0;
+        for (; js != NULL && n < MARK_BATCH; js = js->next) {
+            if ((keys[n] = group_key(r->group, "last:%s", js->job->name)) == NULL)
+                break;
+            argv[n + 1] = keys[n];
+            batch[n++] = js;
+        }
+        struct baton_reply *rep = NULL;
+        int rc = baton_client_command(r->h.client, (int)n + 1, argv, NULL, &rep);
+        for (size_t i = 0; i < n; i++)
+            free(keys[i]);
+        if (rc != BATON_OK || rep->type != BATON_REPLY_ARRAY || rep->elements != n) {
+            baton_reply_free(rep);
+            return;
+        }
+        for (size_t i = 0; i < n; i++) {
+            const struct baton_reply *e = rep->element[i];
+            struct jobstate *j = batch[i];
+            char *end = NULL;
+            long long v = e->type == BATON_REPLY_STRING ? strtoll(e->str, &end, 10) : 0;
+            if (e->type == BATON_REPLY_STRING && end != NULL && *end == '\0' && v > 0 &&
+                v <= now_s + 86400) {
+                j->last = v;
+            } else {
+                j->last = now_s;
+                if (j->job->catchup_ms != 0 && j->job->enabled) {
+                    cJSON *f = log_fields();
+                    cJSON_AddStringToObject(f, "job", j->job->name);
+                    log_emit(r->h.log, LE_NO_HIGH_WATER_MARK, f);
+                }
+            }
+            j->mark_known = true;
+            j->next_tick = sched_next(j->job, j->last);
+        }
+        baton_reply_free(rep);
+    }
+}
+
+void runner_lead(struct runner *r, uint64_t term, int64_t lease_deadline_ns)
+{
+    runner_flush(r);
     r->leading = true;
     r->term = term;
-    int64_t now_s = wall_ms() / 1000;
+    r->lease_deadline = lease_deadline_ns;
     for (struct jobstate *js = r->states; js != NULL; js = js->next)
-        catch_up(r, js, now_s);
+        clear_schedule(r, js);
+    read_marks(r);
+    int64_t now = mono_ns();
+    for (struct jobstate *js = r->states; js != NULL; js = js->next)
+        set_key(r, js, now);
+    runner_on_timer(r);
+}
+
+/* The runs of ours covered by the lease (own == false), as claim entries.
+ * Returns how many (owned array in *out). */
+static size_t lease_runs(struct runner *r, bool own, struct claim_entry **out, struct rrun ***which)
+{
+    size_t n = 0;
+    *out = NULL;
+    *which = NULL;
+    for (struct rrun *rr = r->runs; rr != NULL; rr = rr->next)
+        n += rr->own == own && rr->run.state != RUN_EXITED;
+    if (n == 0)
+        return 0;
+    *out = calloc(n, sizeof **out);
+    *which = calloc(n, sizeof **which);
+    if (*out == NULL || *which == NULL) {
+        free(*out);
+        free(*which);
+        *out = NULL;
+        *which = NULL;
+        return 0;
+    }
+    size_t i = 0;
+    for (struct rrun *rr = r->runs; rr != NULL; rr = rr->next)
+        if (rr->own == own && rr->run.state != RUN_EXITED) {
+            (*out)[i] = (struct claim_entry){.job = rr->run.job->name, .member = rr->run.member};
+            (*which)[i++] = rr;
+        }
+    return n;
+}
+
+void runner_lease_renewed(struct runner *r, int64_t lease_deadline_ns)
+{
+    r->lease_deadline = lease_deadline_ns;
+    struct claim_entry *e;
+    struct rrun **which;
+    size_t n = lease_runs(r, false, &e, &which);
+    const char *token = baton_election_token(r->h.election);
+    if (n > 0 && token != NULL && r->h.may_block(r->h.ctx)) {
+        bool *lost = calloc(n, sizeof *lost);
+        if (lost != NULL)
+            claim_refresh(r->h.client, r->group, baton_election_key(r->h.election), token,
+                          REFRESH_LEASE, r->h.lease_ttl_ms, e, n, lost);
+        free(lost);
+    }
+    free(e);
+    free(which);
+    runner_on_timer(r);
 }
 
 void runner_unlead(struct runner *r)
 {
     r->leading = false;
-    drop_pending_of(r, NULL);
-    for (struct jobstate *js = r->states; js != NULL; js = js->next) {
-        js->next_tick = 0;
-        js->claim_retry_at = 0;
+    for (struct jobstate *js = r->states; js != NULL; js = js->next)
+        clear_schedule(r, js);
+    runner_on_timer(r);
+}
+
+/* The end of a registration measured from the send time of the request
+ * that confirmed it, less the drift the library allows a lease. */
+static int64_t cover_from(int64_t sent_ns, int64_t ttl_ms)
+{
+    return sent_ns + (ttl_ms - ttl_ms / 100 - 2) * MS;
+}
+
+int runner_handover(struct runner *r, int64_t lease_deadline_ns)
+{
+    struct claim_entry *e;
+    struct rrun **which;
+    r->lease_deadline = lease_deadline_ns;
+    size_t n = lease_runs(r, false, &e, &which);
+    const char *token = baton_election_token(r->h.election);
+    int rc = BATON_OK;
+    if (n > 0) {
+        bool *lost = calloc(n, sizeof *lost);
+        int64_t sent = mono_ns();
+        if (lost == NULL)
+            rc = BATON_ENOMEM;
+        else if (token == NULL)
+            rc = BATON_ELOST;
+        else if (!r->h.may_block(r->h.ctx))
+            rc = BATON_ETIMEDOUT;
+        else
+            rc = claim_refresh(r->h.client, r->group, baton_election_key(r->h.election), token,
+                               REFRESH_HANDOVER, r->h.lease_ttl_ms, e, n, lost);
+        if (rc == BATON_OK) {
+            int64_t cover = cover_from(sent, r->h.lease_ttl_ms);
+            for (size_t i = 0; i < n; i++) {
+                which[i]->own = !lost[i];
+                if (lost[i]) /* gone from Redis (a data loss): nothing covers it */
+                    run_stop(&which[i]->run, RUN_STOP_UNREGISTERED, mono_ns());
+            }
+            if (r->own_cover == 0 || cover < r->own_cover)
+                r->own_cover = cover;
+            r->own_refresh_at = mono_ns() + r->h.refresh_ms * MS;
+        }
+        free(lost);
     }
+    free(e);
+    free(which);
+    runner_on_timer(r);
+    return rc;
 }
 
-size_t runner_running(const struct runner *r)
+int64_t runner_stop_point(const struct runner *r)
 {
-    size_t n = 0;
-    for (const struct run *run = r->runs; run != NULL; run = run->next)
-        n++;
-    return n;
+    int64_t p = 0;
+    for (const struct rrun *rr = r->runs; rr != NULL; rr = rr->next) {
+        int64_t cover = rr->own ? r->own_cover : (r->leading ? 0 : r->lease_deadline);
+        if (cover != 0 && (p == 0 || cover - r->h.guard_ns < p))
+            p = cover - r->h.guard_ns;
+    }
+    return p;
 }
 
-void runner_terminate(struct runner *r, int64_t kill_by_ns)
+void runner_terminate(struct runner *r, bool all, int64_t kill_by_ns)
 {
-    if (kill_by_ns != 0)
-        r->defer_history = true; /* racing a deadline: no blocking call */
-    for (struct run *run = r->runs; run != NULL; run = run->next)
-        stop_run(run, "stopped", kill_by_ns);
+    for (struct rrun *rr = r->runs; rr != NULL; rr = rr->next)
+        if (all || !rr->own)
+            run_stop(&rr->run, all ? RUN_STOP_SHUTDOWN : RUN_STOP_PAUSED, kill_by_ns);
+    runner_on_timer(r);
 }
 
-int64_t runner_next_ns(const struct runner *r)
+/* Keeps the registration of the runs on their own alive; stops them when
+ * it cannot be confirmed in time. */
+static void tend_own_runs(struct runner *r, int64_t now)
+{
+    struct claim_entry *e;
+    struct rrun **which;
+    size_t n = lease_runs(r, true, &e, &which);
+    if (n == 0) {
+        r->own_cover = r->own_refresh_at = 0;
+        goto out;
+    }
+    if (now >= r->own_cover - r->h.guard_ns) {
+        /* Unconfirmed at its stop point: dead before it ends. */
+        for (size_t i = 0; i < n; i++)
+            if (which[i]->run.state == RUN_RUNNING) {
+                cJSON *f = log_fields();
+                cJSON_AddStringToObject(f, "job", which[i]->run.job->name);
+                cJSON_AddStringToObject(f, "run_id", which[i]->run.id);
+                cJSON_AddStringToObject(f, "reason", "its registration could not be renewed");
+                log_emit(r->h.log, LE_RUN_LOST, f);
+            }
+        for (size_t i = 0; i < n; i++)
+            run_stop(&which[i]->run, RUN_STOP_UNREGISTERED, r->own_cover - r->h.kill_margin_ns);
+        goto out;
+    }
+    if (now < r->own_refresh_at)
+        goto out;
+    if (!r->h.may_block(r->h.ctx)) {
+        r->own_refresh_at = now + GATE_RETRY_MS * MS;
+        goto out;
+    }
+    bool *lost = calloc(n, sizeof *lost);
+    int64_t sent = mono_ns();
+    int rc = lost != NULL ? claim_refresh(r->h.client, r->group, baton_election_key(r->h.election),
+                                          NULL, REFRESH_OWN, r->h.lease_ttl_ms, e, n, lost)
+                          : BATON_ENOMEM;
+    if (rc == BATON_OK) {
+        r->own_cover = cover_from(sent, r->h.lease_ttl_ms);
+        r->own_refresh_at = mono_ns() + r->h.refresh_ms * MS;
+        for (size_t i = 0; i < n; i++)
+            if (lost[i] && which[i]->run.state == RUN_RUNNING) {
+                cJSON *f = log_fields();
+                cJSON_AddStringToObject(f, "job", which[i]->run.job->name);
+                cJSON_AddStringToObject(f, "run_id", which[i]->run.id);
+                cJSON_AddStringToObject(f, "reason", "its registration is gone from Redis");
+                log_emit(r->h.log, LE_RUN_LOST, f);
+                run_stop(&which[i]->run, RUN_STOP_UNREGISTERED, mono_ns());
+            }
+    } else {
+        int64_t retry = r->h.refresh_ms / 4;
+        r->own_refresh_at = mono_ns() + (retry < 10 ? 10 : retry > 500 ? 500 : retry) * MS;
+    }
+    free(lost);
+out:
+    free(e);
+    free(which);
+}
+
+/* Runs whose lease is no longer renewed by a leader (a handover that could
+ * not register them): stopped before the lease ends. */
+static void fence_lease_runs(struct runner *r, int64_t now)
+{
+    if (r->leading || r->lease_deadline == 0 || now < r->lease_deadline - r->h.guard_ns)
+        return;
+    for (struct rrun *rr = r->runs; rr != NULL; rr = rr->next)
+        if (!rr->own)
+            run_stop(&rr->run, RUN_STOP_PAUSED, r->lease_deadline - r->h.kill_margin_ns);
+}
+
+/* ---- the timer ---- */
+
+static void rearm(struct runner *r)
 {
     int64_t next = 0;
 #define CONSIDER(t)                                                                                \
@@ -866,105 +1271,120 @@ int64_t runner_next_ns(const struct runner *r)
         if (t_ > 0 && (next == 0 || t_ < next))                                                    \
             next = t_;                                                                             \
     } while (0)
-    for (const struct run *run = r->runs; run != NULL; run = run->next) {
-        if (run->kill_at == 0)
-            CONSIDER(run->timeout_at);
-        CONSIDER(run->kill_at);
+    if (r->nheap > 0)
+        CONSIDER(r->heap[0]->key);
+    /* The stop points matter for runs not yet told to stop (a run being
+     * stopped has its own KILL time): never a time in the past again. */
+    bool own = false, own_running = false, lease_running = false;
+    for (const struct rrun *rr = r->runs; rr != NULL; rr = rr->next) {
+        CONSIDER(run_next_ns(&rr->run));
+        own |= rr->own;
+        own_running |= rr->own && rr->run.state == RUN_RUNNING;
+        lease_running |= !rr->own && rr->run.state == RUN_RUNNING;
     }
-    for (const struct pending *p = r->pending; p != NULL; p = p->next)
-        if (!p->wait_idle || p->js->running == 0)
-            CONSIDER(p->at_ns > 0 ? p->at_ns : 1);
-    if (r->leading)
-        for (const struct jobstate *js = r->states; js != NULL; js = js->next)
-            if (js->next_tick != 0) {
-                int64_t at = mono_at_wall(js->next_tick);
-                CONSIDER(js->claim_retry_at > at ? js->claim_retry_at : at);
-            }
+    if (own)
+        CONSIDER(r->own_refresh_at);
+    if (own_running)
+        CONSIDER(r->own_cover - r->h.guard_ns);
+    if (lease_running && !r->leading && r->lease_deadline != 0)
+        CONSIDER(r->lease_deadline - r->h.guard_ns);
+    CONSIDER(r->flush_retry_at);
 #undef CONSIDER
-    return next;
+    /* Everything due was just done: a time in the past here would be a bug
+     * that spins the loop and starves its descriptors (signals). Never
+     * sooner than a millisecond. */
+    int64_t soonest = mono_ns() + MS;
+    if (next != 0 && next < soonest)
+        next = soonest;
+    if (next != 0)
+        loop_arm(r->h.loop, r->h.timer_id, next);
+    else
+        loop_disarm(r->h.loop, r->h.timer_id);
 }
 
 void runner_on_timer(struct runner *r)
 {
-    int64_t now = mono_ns();
-    for (struct run *run = r->runs; run != NULL; run = run->next) {
-        if (run->kill_at != 0 && now >= run->kill_at) {
-            signal_run(run, SIGKILL);
-            run->kill_at = 0;
-        } else if (run->timeout_at != 0 && now >= run->timeout_at && run->kill_at == 0) {
-            cJSON *f = log_fields();
-            add_tick_fields(f, run);
-            cJSON_AddNumberToObject(f, "timeout_ms", (double)run->job->timeout_ms);
-            log_emit(r->h.log, LOG_WARN, "job_timeout", f);
-            run->timeout_at = 0;
-            run->stop_reason = "timeout";
-            stop_run(run, "timeout", 0);
-        }
+    int64_t now = mono_ns(), wall = wall_ms();
+    /* A step of the wall clock moves every tick's monotonic time. */
+    int64_t offset = wall - now / MS;
+    if (llabs(offset - r->wall_offset_ms) > 500) {
+        r->wall_offset_ms = offset;
+        for (struct jobstate *js = r->states; js != NULL && r->leading; js = js->next)
+            if (js->key != 0)
+                set_key(r, js, now);
     }
-    if (!r->leading)
-        return;
-    /* Starts that were waiting (retries, replacements). */
-    for (struct pending **p = &r->pending; *p != NULL && r->leading;) {
-        struct pending *pd = *p;
-        if ((pd->wait_idle && pd->js->running > 0) || pd->at_ns > mono_ns()) {
-            p = &pd->next;
-            continue;
-        }
-        *p = pd->next;
-        start_run(r, pd->js, pd->tick, pd->attempt);
-        free(pd);
-    }
-    /* Ticks, in order per job. A tick whose claim failed (Redis briefly
-     * unreachable) stays next and is retried: a later tick claimed first
-     * would make it unclaimable. */
-    int64_t now_s = wall_ms() / 1000;
-    for (struct jobstate *js = r->states; js != NULL && r->leading; js = js->next)
-        while (js->next_tick != 0 && js->next_tick <= now_s && r->leading) {
-            if (js->claim_retry_at != 0 && mono_ns() < js->claim_retry_at)
-                break;
-            int64_t tick = js->next_tick;
-            int64_t after = next_tick_after(js->job, tick);
-            if (js->claim_retry_at != 0 && !still_wanted(js->job, tick, after, now_s)) {
-                char when[32];
-                log_rfc3339(tick, when, sizeof when);
-                cJSON *f = log_fields();
-                cJSON_AddStringToObject(f, "job", js->job->name);
-                cJSON_AddStringToObject(f, "scheduled_at", when);
-                cJSON_AddStringToObject(f, "reason",
-                                        "could not be claimed within its catch-up window");
-                log_emit(r->h.log, LOG_WARN, "tick_dropped", f);
-                js->claim_retry_at = 0;
-                js->next_tick = after;
-                continue;
-            }
-            if (fire(r, js, tick) == -2) {
-                js->claim_retry_at = mono_ns() + CLAIM_RETRY_MS * INT64_C(1000000);
+    for (struct rrun *rr = r->runs; rr != NULL; rr = rr->next)
+        run_tick(&rr->run, now);
+    tend_own_runs(r, now);
+    fence_lease_runs(r, now);
+    /* Every job that has something to do now, earliest first. A job that
+     * still has something to do now gets a later key (a hold): the loop
+     * ends. */
+    while (r->leading && r->nheap > 0 && r->heap[0]->key <= mono_ns())
+        process_job(r, r->heap[0]); /* gives it a key in the future, or none */
+    runner_flush(r);
+    rearm(r);
+}
+
+void runner_on_sigchld(struct runner *r)
+{
+    size_t before = r->nruns;
+    for (;;) {
+        int st;
+        pid_t pid = waitpid(-1, &st, WNOHANG);
+        if (pid <= 0)
+            break;
+        for (struct rrun *rr = r->runs; rr != NULL; rr = rr->next)
+            if (rr->run.pgid == pid) {
+                run_reaped(&rr->run, st);
+                finish_run(r, rr);
                 break;
             }
-            js->claim_retry_at = 0;
-            js->next_tick = after;
+    }
+    runner_on_timer(r);
+    if (before > 0 && r->nruns == 0 && r->h.on_idle != NULL)
+        r->h.on_idle(r->h.ctx);
+}
+
+void runner_on_message(struct runner *r, const char *msg, size_t len)
+{
+    if (len > 6 && strncmp(msg, "ended ", 6) == 0) {
+        char name[JOB_NAME_MAX + 1];
+        size_t n = len - 6 < JOB_NAME_MAX ? len - 6 : JOB_NAME_MAX;
+        memcpy(name, msg + 6, n);
+        name[n] = '\0';
+        struct jobstate *js = find_state(r, name);
+        if (js != NULL && js->hold_until != 0) {
+            js->hold_until = 0;
+            wake_job(r, js);
         }
+    } else if (len > 5 && strncmp(msg, "stop ", 5) == 0) {
+        size_t nl = strlen(r->node);
+        const char *member = msg + 5;
+        if (len - 5 > nl && strncmp(member, r->node, nl) == 0 && member[nl] == '/')
+            for (struct rrun *rr = r->runs; rr != NULL; rr = rr->next)
+                if (strlen(rr->run.member) == len - 5 &&
+                    memcmp(rr->run.member, member, len - 5) == 0)
+                    run_stop(&rr->run, RUN_STOP_REPLACED, 0);
+    }
+    runner_on_timer(r);
 }
 
 void runner_free(struct runner *r)
 {
     if (r == NULL)
         return;
-    for (struct run *run = r->runs; run != NULL;) {
-        struct run *next = run->next;
-        signal_run(run, SIGKILL);
-        close_stream(&run->out);
-        close_stream(&run->err);
-        set_unref(r, run->set);
-        free(run);
-        run = next;
+    while (r->runs != NULL) {
+        struct rrun *rr = r->runs;
+        r->runs = rr->next;
+        run_dispose(&rr->run);
+        set_unref(r, rr->set);
+        free(rr);
     }
-    drop_pending_of(r, NULL);
     while (r->states != NULL) {
         struct jobstate *js = r->states;
         r->states = js->next;
-        set_unref(r, js->set);
-        free(js);
+        free_state(r, js);
     }
     while (r->sets != NULL) {
         struct jobset *s = r->sets;
@@ -972,11 +1392,12 @@ void runner_free(struct runner *r)
         jobs_free(s->jobs);
         free(s);
     }
-    while (r->hist != NULL) {
-        struct histrec *h = r->hist;
-        r->hist = h->next;
-        histrec_free(h);
+    while (r->outbox != NULL) {
+        struct outbox_item *it = r->outbox;
+        r->outbox = it->next;
+        outbox_item_free(it);
     }
+    free(r->heap);
     free(r->node);
     free(r->group);
     free(r);

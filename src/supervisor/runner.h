@@ -1,15 +1,32 @@
-/* runner.h -- the jobs of jobs.yaml: scheduling, exactly-once claims,
- * catch-up, child processes, output, timeouts, retries, history.
+/* runner.h -- the jobs of jobs.yaml while this node leads, and the runs it
+ * still has after it stops leading.
+ *
+ * A tick goes schedule.h -> claim.h -> run.h: when it is due the runner
+ * queues it (schedule decides live or missed), decides the head of the
+ * job's queue (schedule), claims it in Redis (claim), and starts the run
+ * (run). Every tick that does not run is recorded with its reason
+ * (history.h), so that each tick of a job either ran or says why not.
  *
  * The runner schedules only between runner_lead() and runner_unlead(); it
- * never decides leadership. Before each start it claims the job's tick in
- * Redis with one script that also checks that the leader key still holds
- * this node's token: a tick claimed is a tick no other node will run, and a
- * node that is no longer the leader cannot claim at all. Single-threaded:
- * everything runs on the daemon's loop. */
+ * never decides leadership. It owns one timer of the daemon's loop
+ * (host->timer_id) and arms it itself after every call.
+ *
+ * Runs outlive leadership: at a graceful handover (runner_handover) the
+ * leader's runs are registered in Redis on their own, and the runner keeps
+ * that registration alive while they finish; the next leader sees them
+ * (claim.h) and applies each job's concurrency policy against them. If the
+ * registration cannot be confirmed, the runner stops those runs before it
+ * could expire (SIGTERM at its stop point, SIGKILL before its end), as the
+ * daemon does for the lease.
+ *
+ * No blocking Redis call starts unless host->may_block() allows it (the
+ * daemon's stop point): bookkeeping (history records, unregistering runs)
+ * waits in a bounded outbox meanwhile. Single-threaded: everything runs
+ * on the daemon's loop. */
 #ifndef BATON_RUNNER_H
 #define BATON_RUNNER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -22,13 +39,23 @@ struct runner;
 
 struct runner_host {      /* node and group are copied; the rest is borrowed */
     struct log *log;
-    struct loop *loop; /* the runner registers its children's pipes here */
+    struct loop *loop;
+    int timer_id; /* the loop timer the runner owns */
     struct baton_client *client;
     struct baton_election *election;
     const char *node;
     const char *group;
     int64_t history_len;
-    int64_t guard_ns; /* no claim starts later than the lease deadline minus this */
+    int64_t lease_ttl_ms;   /* runs on their own are registered for this long */
+    int64_t refresh_ms;     /* ... and refreshed this often (lease.renew) */
+    int64_t guard_ns;       /* stop point = end of a registration - guard_ns */
+    int64_t kill_margin_ns; /* runs are dead this long before it ends */
+    /* True when a blocking Redis call (up to redis_timeout) may start now. */
+    bool (*may_block)(void *ctx);
+    /* Called when the last run alive ended. */
+    void (*on_idle)(void *ctx);
+    void *ctx;
+    bool fault_start; /* tests (BATON_TEST_FAULT=start): every start fails after its claim */
 };
 
 /* Returns: owned (free with runner_free), or NULL on ENOMEM. */
@@ -37,33 +64,48 @@ struct runner *runner_new(const struct runner_host *host);
 void runner_free(struct runner *r);
 
 /* Takes ownership of jobs. A job whose definition did not change keeps its
- * state (running children, next tick); a removed or changed job's running
- * children finish under their old definition. */
-void runner_set_jobs(struct runner *r, struct jobs *jobs);
+ * state (queue, running runs, next tick); a removed or changed job's runs
+ * finish under their old definition. Returns 0, or BATON_ENOMEM (then the
+ * running set stays and jobs is freed). */
+int runner_set_jobs(struct runner *r, struct jobs *jobs);
 
-/* Starts scheduling as the leader of term: runs the ticks missed since each
- * job's last claimed tick (within its catch-up window), then every tick. */
-void runner_lead(struct runner *r, uint64_t term);
-/* Stops starting anything (pending retries and replacements are dropped). */
+/* Starts scheduling as the leader of term whose lease ends at
+ * lease_deadline_ns: reads each job's high-water mark and queues the ticks
+ * missed since (within its catch-up window), then every tick. */
+void runner_lead(struct runner *r, uint64_t term, int64_t lease_deadline_ns);
+/* The lease was renewed: extends the registration of the leader's runs. */
+void runner_lease_renewed(struct runner *r, int64_t lease_deadline_ns);
+/* Stops scheduling: queues, pending retries and replacements are dropped
+ * (their ticks stay unclaimed, for the next leader). */
 void runner_unlead(struct runner *r);
 
-/* Number of job processes running. */
+/* A graceful handover, called while still the leader: registers the
+ * leader's runs on their own. Returns 0, or the error (the runs then stay
+ * covered by the lease only: the runner stops them before it ends). */
+int runner_handover(struct runner *r, int64_t lease_deadline_ns);
+
+/* Runs alive (of any term). */
 size_t runner_running(const struct runner *r);
 
-/* SIGTERM to every running job's process group now; SIGKILL to each at
- * min(now + its kill_grace, kill_by_ns), kill_by_ns 0 meaning no bound.
- * With a bound, the runner makes no Redis call until runner_flush_history()
- * (history entries wait in a bounded queue): nothing may delay the kills. */
-void runner_terminate(struct runner *r, int64_t kill_by_ns);
-/* Writes the history entries queued since runner_terminate(). */
-void runner_flush_history(struct runner *r);
+/* SIGTERM now to the runs covered by the lease (all runs when all is
+ * true), SIGKILL to each at min(now + its kill_grace, kill_by_ns), kill_by_ns
+ * 0 meaning no bound. */
+void runner_terminate(struct runner *r, bool all, int64_t kill_by_ns);
 
-/* CLOCK_MONOTONIC time of the runner's next event (a tick, a timeout, a
- * kill, a retry), or 0. The daemon arms a timer for it. */
-int64_t runner_next_ns(const struct runner *r);
-/* Handles everything due. */
+/* The point before which the runner's own registrations need a confirmed
+ * refresh (CLOCK_MONOTONIC ns), or 0 when it has none: blocking calls must
+ * not start after it. */
+int64_t runner_stop_point(const struct runner *r);
+
+/* Writes what the outbox holds (history, unregistrations) while
+ * host->may_block() allows. */
+void runner_flush(struct runner *r);
+
+/* Event sources. */
 void runner_on_timer(struct runner *r);
-/* Reaps exited children (after SIGCHLD). */
 void runner_on_sigchld(struct runner *r);
+/* A message on the group's events channel that the election did not
+ * consume ("ended <job>", "stop <node>/<run_id>"). */
+void runner_on_message(struct runner *r, const char *msg, size_t len);
 
-#endif
+#endif /* BATON_RUNNER_H */

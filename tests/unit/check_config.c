@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "schema.h"
 #include "yamlx.h"
 #include "testutil.h"
 
@@ -181,7 +182,7 @@ static void nested_yaml(const char *key, const char *value, char *buf, size_t le
 
 /* Sets one option to value; returns the error (or "" when accepted) and, when
  * accepted and out != NULL, the config. */
-static void try_option(const struct config_option *o, const char *value, char *err, size_t errlen,
+static void try_option(const struct schema_field *o, const char *value, char *err, size_t errlen,
                        struct config **out, int *line, int *col)
 {
     char yaml[8192];
@@ -210,8 +211,7 @@ static void assert_error_at(const char *err, int line, int col, const char *key,
 
 START_TEST(option_row)
 {
-    size_t n;
-    const struct config_option *o = &config_options(&n)[_i];
+    const struct schema_field *o = &config_schema()->fields[_i];
     void *field;
     struct config *c = load_ok("");
     char err[512], val[8300];
@@ -229,17 +229,18 @@ START_TEST(option_row)
         char msg[256];
 
         switch (o->type) {
-        case CONFIG_STRING:
-        case CONFIG_PATH: ck_assert_str_eq(*(char **)field, o->def); break;
-        case CONFIG_DURATION:
+        case SCHEMA_STRING:
+        case SCHEMA_PATH: ck_assert_str_eq(*(char **)field, o->def); break;
+        case SCHEMA_DURATION:
             ck_assert_int_eq(yamlx_parse_duration(o->def, &v, msg, sizeof msg), 0);
             ck_assert_int_eq(*(int64_t *)field, v);
             break;
-        case CONFIG_INT:
+        case SCHEMA_INT:
             ck_assert_int_eq(yamlx_parse_int(o->def, &v, msg, sizeof msg), 0);
             ck_assert_int_eq(*(int64_t *)field, v);
             break;
-        case CONFIG_ENUM: ck_assert_str_eq(o->names[*(int *)field], o->def); break;
+        case SCHEMA_ENUM: ck_assert_str_eq(o->names[*(int *)field], o->def); break;
+        default: ck_abort_msg("%s: baton.yaml has no option of this type", o->key);
         }
     }
     config_free(c);
@@ -256,9 +257,9 @@ START_TEST(option_row)
 
     /* 3. Bounds. */
     switch (o->type) {
-    case CONFIG_DURATION:
-    case CONFIG_INT: {
-        const char *unit = o->type == CONFIG_DURATION ? "ms" : "";
+    case SCHEMA_DURATION:
+    case SCHEMA_INT: {
+        const char *unit = o->type == SCHEMA_DURATION ? "ms" : "";
         int64_t edges[2] = {o->min, o->max};
 
         ck_assert_int_le(o->min, o->max);
@@ -285,8 +286,8 @@ START_TEST(option_row)
         assert_error_at(err, line, col, o->key, "\"many\"");
         break;
     }
-    case CONFIG_STRING:
-    case CONFIG_PATH: {
+    case SCHEMA_STRING:
+    case SCHEMA_PATH: {
         size_t big = (size_t)o->max + 1;
 
         ck_assert_int_ge(o->min, 1);
@@ -299,7 +300,7 @@ START_TEST(option_row)
         assert_error_at(err, line, col, o->key, "too long");
         break;
     }
-    case CONFIG_ENUM:
+    case SCHEMA_ENUM:
         for (int i = 0; o->names[i] != NULL; i++) {
             try_option(o, o->names[i], err, sizeof err, &c, &line, &col);
             ck_assert_msg(c != NULL, "%s", err);
@@ -309,6 +310,7 @@ START_TEST(option_row)
         try_option(o, "bogus", err, sizeof err, NULL, &line, &col);
         assert_error_at(err, line, col, o->key, "expected one of");
         break;
+    default: ck_abort_msg("%s: baton.yaml has no option of this type", o->key);
     }
 
     /* 4. The reference and the effective configuration show the row. */
@@ -873,9 +875,8 @@ static Suite *suite(void)
 {
     Suite *s = suite_create("config");
     TCase *tc = tcase_create("config");
-    size_t nopts;
+    size_t nopts = config_schema()->n;
 
-    config_options(&nopts);
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, empty_files_mean_defaults);
     tcase_add_test(tc, empty_sections);

@@ -8,11 +8,13 @@
 #include "machine.h"
 #include "testutil.h"
 
-/* Fake actions: record which ran; return what the test says. */
+/* Fake actions: record which ran; return what the test says. Fake guards
+ * say what the test says. */
 struct probe {
     enum machine_action ran[8];
     int nran;
     enum machine_event next[ACT_COUNT]; /* what each action returns */
+    bool guard[G_COUNT];                /* what each guard says */
     int transitions;
     enum machine_state from, to;
     bool quiet;
@@ -37,11 +39,29 @@ static const machine_action_fn fakes[ACT_COUNT] = {
 #undef FAKE_ROW
 };
 
+#define FAKE_GUARD(id, name)                                                                       \
+    static bool guard_##name(const void *ctx)                                                      \
+    {                                                                                              \
+        const struct probe *p = ctx;                                                               \
+        return p->guard[G_##id];                                                                   \
+    }
+MACHINE_GUARDS(FAKE_GUARD)
+#undef FAKE_GUARD
+
+static const machine_guard_fn fake_guards[G_COUNT] = {
+#define FAKE_GUARD_ROW(id, name) [G_##id] = guard_##name,
+    MACHINE_GUARDS(FAKE_GUARD_ROW)
+#undef FAKE_GUARD_ROW
+};
+
 static void observe(void *ctx, enum machine_state from, enum machine_state to,
-                    enum machine_event trigger, int64_t in_state_ms, bool quiet)
+                    enum machine_event trigger, enum machine_guard guard, bool held,
+                    int64_t in_state_ms, bool quiet)
 {
     struct probe *p = ctx;
     (void)trigger;
+    if (guard != G_ALWAYS)
+        ck_assert(held == p->guard[guard]);
     ck_assert_int_ge(in_state_ms, 0);
     p->transitions++;
     p->from = from;
@@ -57,47 +77,80 @@ static void reset(struct probe *p)
     current = p;
 }
 
-/* Every (state, event) pair: the dispatcher goes where the cell says, runs
- * exactly the cell's action, and reports the change (or stays silent). */
+/* Every (state, event) pair, and each branch of a guarded pair: the
+ * dispatcher goes where the branch says, runs exactly its action, and
+ * reports the change (or stays silent). */
 START_TEST(every_cell)
 {
-    int decided = 0, ignored = 0;
+    int decided = 0, ignored = 0, guarded = 0;
+    for (int s = 0; s < ST_COUNT; s++)
+        for (int e = 0; e < EV_COUNT; e++)
+            for (int truth = 0; truth < 2; truth++) {
+                struct probe p;
+                struct machine m;
+                const struct machine_cell *c =
+                    machine_cell((enum machine_state)s, (enum machine_event)e);
+                ck_assert_ptr_nonnull(c);
+                if (c->guard == G_ALWAYS && truth == 1)
+                    continue; /* one branch only */
+                reset(&p);
+                if (c->guard != G_ALWAYS) {
+                    p.guard[c->guard] = truth == 1;
+                    guarded += truth;
+                }
+                machine_init(&m, fakes, fake_guards, observe, &p);
+                m.state = (enum machine_state)s; /* the test places it; only the dispatcher moves it */
+                const struct machine_branch *b =
+                    c->guard == G_ALWAYS ? &c->then : (truth ? &c->then : &c->otherwise);
+                ck_assert_ptr_eq(machine_branch(&m, c), b);
+                int n = machine_dispatch(&m, (enum machine_event)e);
+                if (b->ignored) {
+                    ck_assert_int_eq(c->guard, G_ALWAYS); /* a guard picks between two moves */
+                    ignored++;
+                    ck_assert_int_eq(n, 0);
+                    ck_assert_int_eq(m.state, s);
+                    ck_assert_int_eq(p.nran, 0);
+                    ck_assert_int_eq(p.transitions, 0);
+                    continue;
+                }
+                decided++;
+                ck_assert_int_eq(n, 1);
+                ck_assert_int_eq(m.state, b->next);
+                if (b->action == ACT_NONE) {
+                    ck_assert_int_eq(p.nran, 0);
+                } else {
+                    ck_assert_int_eq(p.nran, 1);
+                    ck_assert_int_eq(p.ran[0], b->action);
+                }
+                ck_assert_int_eq(p.transitions, (int)s != (int)b->next || !b->quiet ? 1 : 0);
+                if (p.transitions == 1) {
+                    ck_assert_int_eq(p.from, s);
+                    ck_assert_int_eq(p.to, b->next);
+                    ck_assert(p.quiet == b->quiet);
+                }
+            }
+    ck_assert_int_ge(decided, 30);
+    ck_assert_int_ge(guarded, 6);
+    ck_assert_int_ge(ignored, 60);
+}
+END_TEST
+
+/* Each guard decides somewhere, and no guarded cell ignores its event on
+ * either branch. */
+START_TEST(guards_used)
+{
+    bool used[G_COUNT] = {false};
     for (int s = 0; s < ST_COUNT; s++)
         for (int e = 0; e < EV_COUNT; e++) {
-            struct probe p;
-            struct machine m;
-            reset(&p);
-            machine_init(&m, fakes, observe, &p);
-            m.state = (enum machine_state)s; /* the test places it; only the dispatcher moves it */
             const struct machine_cell *c = machine_cell((enum machine_state)s, (enum machine_event)e);
-            ck_assert_ptr_nonnull(c);
-            int n = machine_dispatch(&m, (enum machine_event)e);
-            if (c->ignored) {
-                ignored++;
-                ck_assert_int_eq(n, 0);
-                ck_assert_int_eq(m.state, s);
-                ck_assert_int_eq(p.nran, 0);
-                ck_assert_int_eq(p.transitions, 0);
-                continue;
-            }
-            decided++;
-            ck_assert_int_eq(n, 1);
-            ck_assert_int_eq(m.state, c->next);
-            if (c->action == ACT_NONE) {
-                ck_assert_int_eq(p.nran, 0);
-            } else {
-                ck_assert_int_eq(p.nran, 1);
-                ck_assert_int_eq(p.ran[0], c->action);
-            }
-            ck_assert_int_eq(p.transitions, (int)s != (int)c->next || !c->quiet ? 1 : 0);
-            if (p.transitions == 1) {
-                ck_assert_int_eq(p.from, s);
-                ck_assert_int_eq(p.to, c->next);
-                ck_assert(p.quiet == c->quiet);
-            }
+            used[c->guard] = true;
+            if (c->guard != G_ALWAYS)
+                ck_assert(!c->then.ignored && !c->otherwise.ignored);
         }
-    ck_assert_int_eq(decided + ignored, ST_COUNT * EV_COUNT);
-    ck_assert_int_ge(decided, 25);
+    for (int g = 1; g < G_COUNT; g++)
+        ck_assert_msg(used[g], "guard %s decides nothing", machine_guard_name((enum machine_guard)g));
+    ck_assert_str_eq(machine_guard_name(G_ALWAYS), "always");
+    ck_assert_str_eq(machine_guard_name(G_IN_TIME), "in_time");
 }
 END_TEST
 
@@ -127,15 +180,18 @@ START_TEST(reachability)
         for (int s = 0; s < ST_COUNT; s++)
             for (int e = 0; e < EV_COUNT && from_idle[s]; e++) {
                 const struct machine_cell *c = machine_cell((enum machine_state)s, (enum machine_event)e);
-                if (!c->ignored)
-                    from_idle[c->next] = true;
+                if (!c->then.ignored)
+                    from_idle[c->then.next] = true;
+                if (c->guard != G_ALWAYS)
+                    from_idle[c->otherwise.next] = true;
             }
     bool to_idle[ST_COUNT] = {[ST_IDLE] = true};
     for (int round = 0; round < ST_COUNT; round++)
         for (int s = 0; s < ST_COUNT; s++)
             for (int e = 0; e < EV_COUNT; e++) {
                 const struct machine_cell *c = machine_cell((enum machine_state)s, (enum machine_event)e);
-                if (!c->ignored && to_idle[c->next])
+                if ((!c->then.ignored && to_idle[c->then.next]) ||
+                    (c->guard != G_ALWAYS && to_idle[c->otherwise.next]))
                     to_idle[s] = true;
             }
     for (int s = 0; s < ST_COUNT; s++) {
@@ -145,7 +201,8 @@ START_TEST(reachability)
 }
 END_TEST
 
-/* The paths of the product, driven by what the actions return. */
+/* The paths of the product, driven by what the actions return and what
+ * the guards say. */
 START_TEST(paths)
 {
     struct probe p;
@@ -154,25 +211,29 @@ START_TEST(paths)
     /* Win the election. */
     reset(&p);
     p.next[ACT_CAMPAIGN] = EV_ACQUIRED;
-    machine_init(&m, fakes, observe, &p);
+    machine_init(&m, fakes, fake_guards, observe, &p);
     ck_assert_int_eq(machine_dispatch(&m, EV_START), 2);
     ck_assert_int_eq(m.state, ST_WORKING);
     ck_assert_int_eq(p.ran[0], ACT_CAMPAIGN);
     ck_assert_int_eq(p.ran[1], ACT_LEAD);
 
-    /* A renewal round trip returns to working. */
+    /* A renewal confirmed in time returns to working. */
     reset(&p);
     p.next[ACT_RENEW] = EV_RENEWED;
+    p.guard[G_IN_TIME] = true;
     m.ctx = &p;
     ck_assert_int_eq(machine_dispatch(&m, EV_RENEW_DUE), 2);
     ck_assert_int_eq(m.state, ST_WORKING);
 
-    /* A lost lease pauses, and with no job running, waits. */
+    /* Confirmed, but after the stop point (a stall): pause. */
     reset(&p);
+    p.next[ACT_RENEW] = EV_RENEWED;
     p.next[ACT_PAUSE] = EV_JOBS_STOPPED;
     m.ctx = &p;
-    ck_assert_int_eq(machine_dispatch(&m, EV_LOST), 2);
+    ck_assert_int_eq(machine_dispatch(&m, EV_RENEW_DUE), 3); /* renew, pause, follow */
     ck_assert_int_eq(m.state, ST_WAITING);
+    ck_assert_int_eq(p.ran[1], ACT_PAUSE);
+    ck_assert_int_eq(p.ran[2], ACT_FOLLOW);
 
     /* A follower woken: campaigns, finds the lease taken, waits again. */
     reset(&p);
@@ -181,28 +242,57 @@ START_TEST(paths)
     ck_assert_int_eq(machine_dispatch(&m, EV_WAKE), 2);
     ck_assert_int_eq(m.state, ST_WAITING);
 
-    /* Leader stopped: drain (no jobs), resign, finish. */
+    /* Leader stopped: hand over at once, then drain the runs, then finish. */
     reset(&p);
     m.state = ST_WORKING;
-    p.next[ACT_DRAIN] = EV_JOBS_STOPPED;
-    p.next[ACT_RESIGN] = EV_RELEASED;
+    p.guard[G_STOPPING] = true;
+    p.next[ACT_HANDOVER] = EV_RELEASED;
     m.ctx = &p;
-    ck_assert_int_eq(machine_dispatch(&m, EV_STOP), 3); /* drain, resign, finish */
+    ck_assert_int_eq(machine_dispatch(&m, EV_STOP), 2); /* handover, drain */
+    ck_assert_int_eq(m.state, ST_RELEASING);
+    ck_assert_int_eq(p.ran[0], ACT_HANDOVER);
+    ck_assert_int_eq(p.ran[1], ACT_DRAIN);
+    ck_assert_int_eq(machine_dispatch(&m, EV_JOBS_STOPPED), 1);
     ck_assert_int_eq(m.state, ST_IDLE);
-    ck_assert_int_eq(p.ran[1], ACT_RESIGN);
     ck_assert_int_eq(p.ran[2], ACT_FINISH);
 
-    /* A deadline beats everything in working, renewing and releasing. */
-    enum machine_state leaderish[] = {ST_WORKING, ST_RENEWING, ST_RELEASING};
-    for (size_t i = 0; i < 3; i++) {
-        ck_assert_int_eq(machine_cell(leaderish[i], EV_DEADLINE)->next, ST_PAUSING);
-        ck_assert_int_eq(machine_cell(leaderish[i], EV_LOST)->next, ST_PAUSING);
+    /* Step-down: hand over, then campaign again after a pause; the runs
+     * of the old term finish meanwhile. */
+    reset(&p);
+    m.state = ST_WORKING;
+    p.next[ACT_HANDOVER] = EV_RELEASED;
+    m.ctx = &p;
+    ck_assert_int_eq(machine_dispatch(&m, EV_STEP_DOWN), 2);
+    ck_assert_int_eq(m.state, ST_IDLE);
+    ck_assert_int_eq(p.ran[1], ACT_RESTART);
+    /* SIGTERM while those runs are still alive: drain them first. */
+    p.guard[G_RUNS_LEFT] = true;
+    ck_assert_int_eq(machine_dispatch(&m, EV_STOP), 1);
+    ck_assert_int_eq(m.state, ST_RELEASING);
+    ck_assert_int_eq(p.ran[2], ACT_DRAIN);
+
+    /* SIGTERM while pausing: the pause completes, then the node ends. */
+    reset(&p);
+    m.state = ST_PAUSING;
+    m.ctx = &p;
+    ck_assert_int_eq(machine_dispatch(&m, EV_STOP), 0);
+    p.guard[G_STOPPING] = true;
+    ck_assert_int_eq(machine_dispatch(&m, EV_JOBS_STOPPED), 1);
+    ck_assert_int_eq(m.state, ST_IDLE);
+    ck_assert_int_eq(p.ran[0], ACT_FINISH);
+
+    /* A deadline or a loss beats everything while leading. */
+    enum machine_state leaderish[] = {ST_WORKING, ST_RENEWING};
+    for (size_t i = 0; i < 2; i++) {
+        ck_assert_int_eq(machine_cell(leaderish[i], EV_DEADLINE)->then.next, ST_PAUSING);
+        ck_assert_int_eq(machine_cell(leaderish[i], EV_LOST)->then.next, ST_PAUSING);
     }
-    /* No state but working acts on a job tick: only acquired leads. */
+    /* Only a won campaign leads: no other cell runs lead. */
     for (int s = 0; s < ST_COUNT; s++)
         for (int e = 0; e < EV_COUNT; e++) {
             const struct machine_cell *c = machine_cell((enum machine_state)s, (enum machine_event)e);
-            if (!c->ignored && c->action == ACT_LEAD)
+            if ((!c->then.ignored && c->then.action == ACT_LEAD) ||
+                (c->guard != G_ALWAYS && c->otherwise.action == ACT_LEAD))
                 ck_assert(s == ST_ACQUIRING && e == EV_ACQUIRED);
         }
 }
@@ -215,7 +305,7 @@ START_TEST(runaway_chain)
     struct machine m;
     reset(&p);
     p.next[ACT_RENEW] = EV_RENEW_DUE; /* renewing -> renewing forever */
-    machine_init(&m, fakes, observe, &p);
+    machine_init(&m, fakes, fake_guards, observe, &p);
     m.state = ST_WORKING;
     ck_assert_int_eq(machine_dispatch(&m, EV_RENEW_DUE), -1);
 }
@@ -227,6 +317,7 @@ static Suite *suite(void)
     TCase *tc = tcase_create("table");
     tcase_set_timeout(tc, 10);
     tcase_add_test(tc, every_cell);
+    tcase_add_test(tc, guards_used);
     tcase_add_test(tc, states_and_names);
     tcase_add_test(tc, reachability);
     tcase_add_test(tc, paths);

@@ -1,0 +1,102 @@
+/* claim.h -- exactly once: a tick becomes this leader's to run, skip or
+ * leave, in one atomic script; and the runs registered in Redis so that
+ * the whole group knows which runs of a job are alive.
+ *
+ * Keys (group G, job J; keys.h):
+ *   baton:{G}:last:J   the job's high-water mark: its last claimed tick
+ *   baton:{G}:busy:J   sorted set of the job's live runs, "<node>/<run_id>",
+ *                      scored by their expiry (server time, ms)
+ *
+ * The claim of tick T checks that the leader key still holds our token,
+ * that the mark is below T, and (concurrency: forbid) whether a run of J is
+ * alive anywhere in the group; then it moves the mark to T and registers
+ * the new run with the lease's own expiry. Ticks are claimed in increasing
+ * order, so a claimed tick can never be claimed again, and a node that is
+ * no longer the leader cannot claim at all.
+ *
+ * A registered run stays registered while its node refreshes it: with the
+ * lease (the leader's runs expire with its lease: a crashed leader's runs
+ * died with it), or on its own after a handover (the runs of a leader that
+ * gave its lease up at SIGTERM finish while the next leader already
+ * schedules; see runner.h). The end of a run removes it and publishes
+ * "ended <job>" on the group's events channel, waking a leader that waits
+ * for it. Time is the server's inside every script, never a node's. */
+#ifndef BATON_CLAIM_H
+#define BATON_CLAIM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "baton.h"
+
+enum claim_mode {
+    CLAIM_RUN,          /* claim and register (allow, replace) */
+    CLAIM_RUN_OR_WAIT,  /* forbid, a missed tick: if a run is alive, do not claim */
+    CLAIM_RUN_OR_SKIP,  /* forbid, a live tick: if a run is alive, claim it as skipped */
+    CLAIM_SKIP,         /* claim it as skipped (it fired while our own run was alive) */
+    CLAIM_REGISTER,     /* register a run of a tick already ours (a retry): no claim */
+};
+
+enum claim_result {
+    CLAIM_OK,         /* claimed; the run is registered */
+    CLAIM_SKIPPED,    /* claimed as skipped */
+    CLAIM_BUSY,       /* not claimed: a run of the job is alive (CLAIM_RUN_OR_WAIT) */
+    CLAIM_TAKEN,      /* already claimed: not ours */
+    CLAIM_NOT_LEADER, /* the leader key does not hold our token */
+    CLAIM_ERROR,      /* Redis did not answer as it should: detail in the client */
+};
+
+/* Returns: the result's name ("ok", "skipped"...). Static. */
+const char *claim_result_name(enum claim_result r);
+
+/* The live runs the claim saw (other than the new one), as "<node>/<run_id>".
+ * Borrowed from the reply; valid until claim_reply_free(). */
+struct claim_reply {
+    struct baton_reply *reply;
+    const char *busy[32];
+    size_t nbusy;
+};
+void claim_reply_free(struct claim_reply *r);
+
+/* Claims tick (Unix s) of job for the leader whose lease key and token
+ * are given, registering member ("<node>/<run_id>") when a run is to
+ * start. Returns the result; *out holds the live runs seen. */
+enum claim_result claim_tick(struct baton_client *c, const char *group, const char *job,
+                             const char *leader_key, const char *token, int64_t tick,
+                             enum claim_mode mode, const char *member, struct claim_reply *out);
+
+/* One registered run of this node. */
+struct claim_entry {
+    const char *job;
+    const char *member;
+};
+
+enum claim_refresh_mode {
+    REFRESH_LEASE,    /* expire with the lease; only while token holds it */
+    REFRESH_HANDOVER, /* expire ttl_ms from now; only while token holds the lease */
+    REFRESH_OWN,      /* expire ttl_ms from now (runs of a leader that handed over) */
+};
+
+/* Extends the registration of n runs (see enum claim_refresh_mode; token
+ * is ignored with REFRESH_OWN). lost[] (n entries) is set for each run no
+ * longer registered (a data loss, or it expired). Returns 0; BATON_ELOST
+ * when token no longer holds the lease (nothing was extended); EIO... */
+int claim_refresh(struct baton_client *c, const char *group, const char *leader_key,
+                  const char *token, enum claim_refresh_mode mode, int64_t ttl_ms,
+                  const struct claim_entry *runs, size_t n, bool *lost);
+
+/* The end of a run: unregisters member and publishes "ended <job>".
+ * Returns 0 or EIO... */
+int claim_release(struct baton_client *c, const char *group, const char *job, const char *member);
+
+/* The live runs of job other than `except` (may be NULL), into *out.
+ * Returns 0 or EIO... */
+int claim_busy(struct baton_client *c, const char *group, const char *job, const char *except,
+               struct claim_reply *out);
+
+/* Asks the node running member to stop it ("stop <node>/<run_id>" on the
+ * events channel). Returns 0 or EIO... */
+int claim_request_stop(struct baton_client *c, const char *group, const char *member);
+
+#endif /* BATON_CLAIM_H */

@@ -1,0 +1,109 @@
+/* events.h -- every event the supervisor logs, in one table: name, level
+ * and fields. log_emit() takes an enum log_event, so the code cannot log
+ * an event that is not here, and the README's log reference is generated
+ * from this table (`baton check --reference`; test_docs keeps them equal).
+ *
+ * Level: the level the line is written at. A few events choose it per line
+ * (VAR): their doc says how, and the code passes it to log_emit_at(). */
+#ifndef BATON_EVENTS_H
+#define BATON_EVENTS_H
+
+#include <stdio.h>
+
+#include "config.h" /* enum log_level */
+
+/* X(ID, name, level, fields, what it means) */
+#define LOG_EVENTS(X)                                                                              \
+    X(STARTED, "started", INFO, "`version`, `pid`, `config`, `redis` (no password), `jobs`, "      \
+      "`lease_ttl_ms`", "the supervisor is up")                                                    \
+    X(STOPPED, "stopped", INFO, "", "the supervisor exits")                                        \
+    X(TRANSITION, "transition", VAR,                                                               \
+      "`from`, `to`, `trigger`, `guard` (when a guard decided), `term`, `fence` (= term), "        \
+      "`in_state_ms`",                                                                             \
+      "a change of state (info; debug for the routine renewal and poll round trips)")              \
+    X(MACHINE_LOOP, "machine_loop", ERROR, "", "an action chain did not end (a table bug)")        \
+    X(FOLLOWING, "following", INFO, "`leader`, `term`, `lease_left_ms`",                           \
+      "once per term a follower sees")                                                             \
+    X(LEASE_RENEWED, "lease_renewed", DEBUG, "`term`, `ttl_ms`", "the lease was extended")         \
+    X(LEASE_DEADLINE_MISSED, "lease_deadline_missed", WARN, "`term`",                              \
+      "the node paused at or after its stop point (it was stalled)")                               \
+    X(LEASE_RELEASED, "lease_released", INFO, "`term`", "the lease was given up")                  \
+    X(LEASE_RELEASE_FAILED, "lease_release_failed", WARN, "`term`, `error`, `then`",               \
+      "giving up the lease failed; it expires on its own")                                         \
+    X(STALE_LEASE_RELEASED, "stale_lease_released", INFO, "`term`",                                \
+      "a node that paused gave up, by its token, a lease Redis may still hold for it")             \
+    X(REDIS_CONNECTED, "redis_connected", INFO, "`url`", "the first answer from Redis")            \
+    X(REDIS_UNREACHABLE, "redis_unreachable", WARN, "`during`, `error`, `retry_in_ms`",            \
+      "the first failure of an outage")                                                            \
+    X(REDIS_REACHABLE, "redis_reachable", INFO, "`outage_ms`", "the end of an outage")             \
+    X(WATCH_LOST, "watch_lost", DEBUG, "`error`",                                                  \
+      "the subscription to the group's events broke (it is made again)")                           \
+    X(SIGNAL_RECEIVED, "signal_received", INFO, "`signal`", "SIGTERM, SIGINT or SIGHUP")           \
+    X(STEP_DOWN_REQUESTED, "step_down_requested", INFO, "",                                        \
+      "`baton step-down` asked this leader to hand over")                                          \
+    X(HANDOVER, "handover", INFO, "`term`, `running`",                                             \
+      "the leader gave its lease up at once; its `running` runs finish under their own "          \
+      "registration")                                                                              \
+    X(HANDOVER_FAILED, "handover_failed", WARN, "`term`, `error`, `then`",                         \
+      "the runs could not be registered: they are stopped before the lease ends")                  \
+    X(DRAINING, "draining", INFO, "`running`, `grace_ms`",                                         \
+      "waiting up to shutdown_grace for runs before exiting")                                      \
+    X(DRAIN_TIMEOUT, "drain_timeout", WARN, "`running`", "shutdown_grace is over: TERM, then KILL")\
+    X(RELOADED, "reloaded", INFO, "`jobs`, `restart_needed_for`", "SIGHUP applied")                \
+    X(RELOAD_FAILED, "reload_failed", ERROR, "`error` (file:line:col: message), `then`",           \
+      "SIGHUP found an error: the running configuration stays")                                    \
+    X(CATCH_UP, "catch_up", INFO, "`job`, `missed_ticks`, `outside_window`, `superseded`",         \
+      "a new leader found ticks missed since the job's last claim")                                \
+    X(NO_HIGH_WATER_MARK, "no_high_water_mark", INFO, "`job`",                                     \
+      "no tick of the job was ever claimed (a new job, or Redis lost its data): it starts "        \
+      "from now, without catch-up")                                                                \
+    X(TICK_SKIPPED, "tick_skipped", VAR,                                                           \
+      "`job`, `scheduled_at`, `until`, `ticks`, `outcome` (skipped, superseded, missed), "         \
+      "`reason`",                                                                                  \
+      "ticks that do not run, and why (info; warn for missed ticks)")                              \
+    X(CLAIM_REFUSED, "claim_refused", WARN, "`job`, `scheduled_at`, `then`",                       \
+      "the claim found another leader: the tick is not ours")                                      \
+    X(CLAIM_FAILED, "claim_failed", WARN, "`job`, `scheduled_at`, `error`, `then`",                \
+      "Redis did not answer the claim: it is retried in order within the catch-up window")         \
+    X(JOB_START, "job_start", INFO,                                                                \
+      "`job`, `run_id`, `scheduled_at`, `attempt`, `trigger`, `lateness_ms`, `term`, `pid`",       \
+      "a run started")                                                                             \
+    X(JOB_OUTPUT, "job_output", INFO,                                                              \
+      "`job`, `run_id`, `stream` (stdout, stderr), `line`, `partial`, `continued`, "               \
+      "`invalid_utf8`",                                                                            \
+      "one line of a run's output (see below)")                                                    \
+    X(JOB_END, "job_end", VAR,                                                                     \
+      "`job`, `run_id`, `scheduled_at`, `attempt`, `duration_ms`, `exit_code` or `signal`, "       \
+      "`outcome` (ok, failed, timeout, killed, failed_to_start), `stopped_because`, `error`",      \
+      "a run ended (info when ok, warn otherwise, error when it could not start)")                 \
+    X(RUN_STATE, "run_state", DEBUG, "`job`, `run_id`, `from`, `to`, `because`",                 \
+      "a run was told to stop: terminating, then killing")                                        \
+    X(JOB_RETRY, "job_retry", INFO, "`job`, `run_id`, `next_attempt`, `retry_in_ms`",              \
+      "a failed run is tried again")                                                               \
+    X(JOB_TIMEOUT, "job_timeout", WARN, "`job`, `run_id`, `timeout_ms`",                           \
+      "a run outlived its timeout: TERM, then KILL after kill_grace")                              \
+    X(RUN_LOST, "run_lost", WARN, "`job`, `run_id`, `reason`",                                     \
+      "a run whose leader handed over lost its registration: it is stopped")                       \
+    X(HISTORY_WRITE_FAILED, "history_write_failed", WARN, "`job`, `run_id`, `error`",              \
+      "a history record could not be written")
+
+enum log_event {
+#define LOG_EVENT_ENUM_(id, name, level, fields, doc) LE_##id,
+    LOG_EVENTS(LOG_EVENT_ENUM_)
+#undef LOG_EVENT_ENUM_
+        LE_COUNT
+};
+
+/* Returns: the event's name ("?" out of range). Static. */
+const char *log_event_name(enum log_event e);
+/* Returns: the event's level in the table; for a VAR event, the most
+ * common one (its doc says when it differs). */
+enum log_level log_event_level(enum log_event e);
+/* True when the level is chosen per line. */
+bool log_event_varies(enum log_event e);
+
+/* Writes the log reference, a Markdown table (event, level, fields,
+ * meaning), for the README and `baton check --reference`. */
+void log_events_write_reference(FILE *out);
+
+#endif /* BATON_EVENTS_H */

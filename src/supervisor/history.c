@@ -1,0 +1,338 @@
+/* history.c -- see history.h. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "history.h"
+#include "keys.h"
+#include "log.h"
+
+static const struct {
+    const char *name;
+    bool ran;
+} outcomes[HO_COUNT] = {
+#define ROW_(id, nm, r) [HO_##id] = {nm, r},
+    HISTORY_OUTCOMES(ROW_)
+#undef ROW_
+};
+
+const char *history_outcome_name(enum history_outcome o)
+{
+    return ((int)o >= 0 && o < HO_COUNT) ? outcomes[o].name : "?";
+}
+
+bool history_outcome_ran(enum history_outcome o)
+{
+    return (int)o >= 0 && o < HO_COUNT && outcomes[o].ran;
+}
+
+bool history_outcome_parse(const char *name, enum history_outcome *o)
+{
+    for (int i = 0; i < HO_COUNT; i++)
+        if (strcmp(outcomes[i].name, name) == 0) {
+            *o = (enum history_outcome)i;
+            return true;
+        }
+    return false;
+}
+
+/* ---- writing ---- */
+
+#define HIST_MAX_ARGS 48
+
+static int push(struct history_command *c, const char *s)
+{
+    if (c->argc >= HIST_MAX_ARGS || (c->argv[c->argc] = strdup(s)) == NULL)
+        return BATON_ENOMEM;
+    c->argc++;
+    return BATON_OK;
+}
+
+static int push_field(struct history_command *c, const char *name, const char *value)
+{
+    int rc = push(c, name);
+    return rc == BATON_OK ? push(c, value) : rc;
+}
+
+static int push_i64(struct history_command *c, const char *name, int64_t v)
+{
+    char buf[24];
+    snprintf(buf, sizeof buf, "%" PRId64, v);
+    return push_field(c, name, buf);
+}
+
+int history_command(const struct history_rec *r, const char *group, const char *job,
+                    int64_t maxlen, struct history_command *out)
+{
+    char sched[32], until[32], started[40], result[48];
+    char *key = group_key(group, "runs:%s", job);
+    int rc = BATON_ENOMEM;
+
+    out->argc = 0;
+    out->argv = calloc(HIST_MAX_ARGS + 1, sizeof *out->argv);
+    if (key == NULL || out->argv == NULL)
+        goto out;
+    log_rfc3339(r->scheduled_at, sched, sizeof sched);
+    log_rfc3339(r->until != 0 ? r->until : r->scheduled_at, until, sizeof until);
+    started[0] = '\0';
+    if (r->started_ms > 0)
+        log_rfc3339_ms(r->started_ms, started, sizeof started);
+    result[0] = '\0';
+    if (r->signal != NULL && r->signal[0] != '\0')
+        snprintf(result, sizeof result, "signal %s", r->signal);
+    else if (r->exit_code >= 0)
+        snprintf(result, sizeof result, "exit %d", r->exit_code);
+    char n[24];
+    snprintf(n, sizeof n, "%" PRId64, maxlen);
+    if ((rc = push(out, "XADD")) != BATON_OK || (rc = push(out, key)) != BATON_OK ||
+        (rc = push(out, "MAXLEN")) != BATON_OK || (rc = push(out, "~")) != BATON_OK ||
+        (rc = push(out, n)) != BATON_OK || (rc = push(out, "*")) != BATON_OK ||
+        (rc = push_i64(out, "v", HISTORY_VERSION)) != BATON_OK ||
+        (rc = push_field(out, "run_id", r->run_id != NULL ? r->run_id : "")) != BATON_OK ||
+        (rc = push_field(out, "node", r->node != NULL ? r->node : "")) != BATON_OK ||
+        (rc = push_i64(out, "term", (int64_t)r->term)) != BATON_OK ||
+        (rc = push_field(out, "scheduled_at", sched)) != BATON_OK ||
+        (rc = push_field(out, "until", until)) != BATON_OK ||
+        (rc = push_i64(out, "ticks", r->ticks)) != BATON_OK ||
+        (rc = push_field(out, "trigger", r->trigger != NULL ? r->trigger : "")) != BATON_OK ||
+        (rc = push_field(out, "started", started)) != BATON_OK ||
+        (rc = push_i64(out, "duration_ms", r->duration_ms)) != BATON_OK ||
+        (rc = push_i64(out, "attempt", r->attempt)) != BATON_OK ||
+        (rc = push_field(out, "outcome", history_outcome_name(r->outcome))) != BATON_OK ||
+        (rc = push_field(out, "result", result)) != BATON_OK)
+        goto out;
+    if (r->signal != NULL && r->signal[0] != '\0')
+        rc = push_field(out, "signal", r->signal);
+    else if (r->exit_code >= 0)
+        rc = push_i64(out, "exit_code", r->exit_code);
+    if (rc == BATON_OK && r->reason != NULL && r->reason[0] != '\0')
+        rc = push_field(out, "reason", r->reason);
+out:
+    free(key);
+    if (rc != BATON_OK)
+        history_command_free(out);
+    return rc;
+}
+
+void history_command_free(struct history_command *c)
+{
+    for (int i = 0; c->argv != NULL && i < c->argc; i++)
+        free(c->argv[i]);
+    free(c->argv);
+    c->argv = NULL;
+    c->argc = 0;
+}
+
+/* ---- reading ---- */
+
+static const char empty[] = "";
+
+/* Parses a whole decimal number; false (and *v untouched) otherwise. */
+static bool number(const char *s, int64_t *v)
+{
+    char *end = NULL;
+    errno = 0;
+    long long x = strtoll(s, &end, 10);
+    if (s[0] == '\0' || errno != 0 || *end != '\0' || (s[0] != '-' && (s[0] < '0' || s[0] > '9')))
+        return false;
+    *v = x;
+    return true;
+}
+
+/* Parses 2026-01-02T07:00:00Z or ...00.123Z into Unix ms. */
+static bool rfc3339_ms(const char *s, int64_t *ms)
+{
+    struct tm tm;
+    memset(&tm, 0, sizeof tm);
+    const char *p = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+    int frac = 0;
+    if (p == NULL)
+        return false;
+    if (*p == '.') {
+        int digits = 0;
+        for (p++; *p >= '0' && *p <= '9'; p++, digits++)
+            if (digits < 3)
+                frac = frac * 10 + (*p - '0');
+        for (; digits < 3; digits++)
+            frac *= 10;
+    }
+    if (strcmp(p, "Z") != 0)
+        return false;
+    *ms = (int64_t)timegm(&tm) * 1000 + frac;
+    return true;
+}
+
+bool history_parse(const struct baton_reply *e, struct history_rec *r)
+{
+    memset(r, 0, sizeof *r);
+    r->run_id = r->node = r->trigger = r->reason = r->signal = r->outcome_name = empty;
+    r->exit_code = -1;
+    r->version = 1;
+    r->ticks = 1;
+    if (e->type != BATON_REPLY_ARRAY || e->elements != 2 ||
+        e->element[0]->type != BATON_REPLY_STRING)
+        return false;
+    r->id = e->element[0]->str;
+    const struct baton_reply *f = e->element[1];
+    if (f->type == BATON_REPLY_NIL) /* a deleted entry */
+        return true;
+    if (f->type != BATON_REPLY_ARRAY || f->elements % 2 != 0)
+        return false;
+    const char *result = empty, *until = empty;
+    for (size_t i = 0; i < f->elements; i += 2) {
+        const struct baton_reply *name = f->element[i], *val = f->element[i + 1];
+        if (name->type != BATON_REPLY_STRING || val->type != BATON_REPLY_STRING)
+            return false;
+        const char *k = name->str, *v = val->str;
+        int64_t x, ms;
+        if (strcmp(k, "v") == 0 && number(v, &x))
+            r->version = (int)x;
+        else if (strcmp(k, "run_id") == 0)
+            r->run_id = v;
+        else if (strcmp(k, "node") == 0)
+            r->node = v;
+        else if (strcmp(k, "term") == 0 && number(v, &x))
+            r->term = (uint64_t)x;
+        else if (strcmp(k, "scheduled_at") == 0 && rfc3339_ms(v, &ms))
+            r->scheduled_at = ms / 1000;
+        else if (strcmp(k, "until") == 0)
+            until = v;
+        else if (strcmp(k, "ticks") == 0 && number(v, &x))
+            r->ticks = x;
+        else if (strcmp(k, "trigger") == 0)
+            r->trigger = v;
+        else if (strcmp(k, "started") == 0 && rfc3339_ms(v, &ms))
+            r->started_ms = ms;
+        else if (strcmp(k, "duration_ms") == 0 && number(v, &x))
+            r->duration_ms = x;
+        else if (strcmp(k, "attempt") == 0 && number(v, &x))
+            r->attempt = (int)x;
+        else if (strcmp(k, "outcome") == 0) {
+            r->outcome_name = v;
+            r->outcome_known = history_outcome_parse(v, &r->outcome);
+        } else if (strcmp(k, "exit_code") == 0 && number(v, &x))
+            r->exit_code = (int)x;
+        else if (strcmp(k, "signal") == 0)
+            r->signal = v;
+        else if (strcmp(k, "reason") == 0)
+            r->reason = v;
+        else if (strcmp(k, "result") == 0)
+            result = v;
+    }
+    int64_t ms;
+    r->until = rfc3339_ms(until, &ms) ? ms / 1000 : r->scheduled_at;
+    /* Version 1 wrote only "exit N" / "signal X". */
+    if (r->exit_code < 0 && r->signal[0] == '\0') {
+        int64_t x;
+        if (strncmp(result, "exit ", 5) == 0 && number(result + 5, &x))
+            r->exit_code = (int)x;
+        else if (strncmp(result, "signal ", 7) == 0)
+            r->signal = result + 7;
+    }
+    return true;
+}
+
+int history_read(struct baton_client *c, const char *group, const char *job, long count,
+                 struct history_list *out)
+{
+    char cnt[24];
+    int rc;
+    memset(out, 0, sizeof *out);
+    char *key = group_key(group, "runs:%s", job);
+    if (key == NULL)
+        return BATON_ENOMEM;
+    snprintf(cnt, sizeof cnt, "%ld", count);
+    const char *argv[] = {"XREVRANGE", key, "+", "-", "COUNT", cnt};
+    rc = baton_client_command(c, 6, argv, NULL, &out->reply);
+    free(key);
+    if (rc != BATON_OK)
+        goto out_free;
+    const struct baton_reply *r = out->reply;
+    rc = BATON_EPROTO;
+    if (r->type != BATON_REPLY_ARRAY)
+        goto out_free;
+    if (r->elements > 0 && (out->v = calloc(r->elements, sizeof *out->v)) == NULL) {
+        rc = BATON_ENOMEM;
+        goto out_free;
+    }
+    for (size_t i = 0; i < r->elements; i++)
+        if (!history_parse(r->element[i], &out->v[i]))
+            goto out_free;
+    out->n = r->elements;
+    return BATON_OK;
+out_free:
+    history_list_free(out);
+    return rc;
+}
+
+void history_list_free(struct history_list *l)
+{
+    baton_reply_free(l->reply);
+    free(l->v);
+    memset(l, 0, sizeof *l);
+}
+
+/* ---- showing ---- */
+
+cJSON *history_json(const struct history_rec *r)
+{
+    char when[40];
+    cJSON *o = cJSON_CreateObject();
+    if (o == NULL)
+        return NULL;
+    cJSON_AddStringToObject(o, "id", r->id != NULL ? r->id : "");
+    cJSON_AddNumberToObject(o, "v", r->version);
+    cJSON_AddStringToObject(o, "run_id", r->run_id);
+    cJSON_AddStringToObject(o, "node", r->node);
+    cJSON_AddNumberToObject(o, "term", (double)r->term);
+    log_rfc3339(r->scheduled_at, when, sizeof when);
+    cJSON_AddStringToObject(o, "scheduled_at", when);
+    log_rfc3339(r->until, when, sizeof when);
+    cJSON_AddStringToObject(o, "until", when);
+    if (r->ticks > 0)
+        cJSON_AddNumberToObject(o, "ticks", (double)r->ticks);
+    else
+        cJSON_AddNullToObject(o, "ticks");
+    cJSON_AddStringToObject(o, "trigger", r->trigger);
+    if (r->started_ms > 0) {
+        log_rfc3339_ms(r->started_ms, when, sizeof when);
+        cJSON_AddStringToObject(o, "started", when);
+    } else {
+        cJSON_AddNullToObject(o, "started");
+    }
+    cJSON_AddNumberToObject(o, "duration_ms", (double)r->duration_ms);
+    cJSON_AddNumberToObject(o, "attempt", r->attempt);
+    cJSON_AddStringToObject(o, "outcome", r->outcome_name != NULL && r->outcome_name[0] != '\0'
+                                              ? r->outcome_name
+                                              : history_outcome_name(r->outcome));
+    if (r->signal[0] != '\0')
+        cJSON_AddStringToObject(o, "signal", r->signal);
+    else if (r->exit_code >= 0)
+        cJSON_AddNumberToObject(o, "exit_code", r->exit_code);
+    if (r->reason[0] != '\0')
+        cJSON_AddStringToObject(o, "reason", r->reason);
+    return o;
+}
+
+const char *history_summary(const struct history_rec *r, char *buf, size_t len)
+{
+    const char *name = r->outcome_name != NULL && r->outcome_name[0] != '\0'
+                           ? r->outcome_name
+                           : history_outcome_name(r->outcome);
+    if (r->signal[0] != '\0')
+        snprintf(buf, len, "%s (signal %s)", name, r->signal);
+    else if (r->exit_code >= 0)
+        snprintf(buf, len, "%s (exit %d)", name, r->exit_code);
+    else if (r->ticks > 1 && r->reason[0] != '\0')
+        snprintf(buf, len, "%s x%" PRId64 ": %s", name, r->ticks, r->reason);
+    else if (r->ticks == 0 && r->reason[0] != '\0')
+        snprintf(buf, len, "%s (many ticks): %s", name, r->reason);
+    else if (r->reason[0] != '\0')
+        snprintf(buf, len, "%s: %s", name, r->reason);
+    else
+        snprintf(buf, len, "%s", name);
+    return buf;
+}

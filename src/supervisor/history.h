@@ -1,0 +1,120 @@
+/* history.h -- the run record: the one owner of its format, written by the
+ * runner and read by `baton history` and `baton status`.
+ *
+ * Each job has a stream baton:{G}:runs:<job> (keys.h), capped at the
+ * config's `history` entries (XADD MAXLEN ~). An entry is one run, or one
+ * range of ticks that did not run (skipped, superseded or missed), so that
+ * every tick of a job either ran or has a recorded reason, without a run
+ * of 600 skipped ticks pushing the real runs out of the stream.
+ *
+ * Fields (all strings, as Redis keeps them):
+ *   v             record version (HISTORY_VERSION; absent in version 1)
+ *   run_id        BATON_RUN_ID of the run ("" for ticks that did not run)
+ *   node, term    who ran (or decided) it, in which term
+ *   scheduled_at  the tick, RFC 3339 UTC; until: the last tick of a range
+ *   ticks         how many ticks the entry covers (1 for a run)
+ *   trigger       schedule | catchup | retry
+ *   started       RFC 3339 UTC with ms ("" when it never started)
+ *   duration_ms, attempt
+ *   outcome       one of HISTORY_OUTCOMES below
+ *   exit_code or signal (runs that ended), reason (why it did not run, or
+ *                 could not start, or was stopped)
+ *   result        "exit 0" / "signal TERM" (kept for version 1 readers)
+ * Readers ignore fields they do not know: a newer supervisor may add some.
+ */
+#ifndef BATON_HISTORY_H
+#define BATON_HISTORY_H
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "baton.h"
+
+#define HISTORY_VERSION 2
+
+/* X(ID, name, ran: the entry is a run that started) */
+#define HISTORY_OUTCOMES(X)                                                                        \
+    X(OK, "ok", true)                          /* exited 0 */                                      \
+    X(FAILED, "failed", true)                  /* exited non-zero, or killed by a signal */        \
+    X(TIMEOUT, "timeout", true)                /* stopped by its timeout */                        \
+    X(KILLED, "killed", true)                  /* stopped by baton: replaced, paused, drain */     \
+    X(FAILED_TO_START, "failed_to_start", false) /* claimed, but could not be started */           \
+    X(SKIPPED, "skipped", false)               /* concurrency: forbid, a run was alive */          \
+    X(SUPERSEDED, "superseded", false)         /* a newer tick ran instead (replace, last) */      \
+    X(MISSED, "missed", false)                 /* outside the catch-up window */
+
+enum history_outcome {
+#define HISTORY_OUTCOME_ENUM_(id, name, ran) HO_##id,
+    HISTORY_OUTCOMES(HISTORY_OUTCOME_ENUM_)
+#undef HISTORY_OUTCOME_ENUM_
+        HO_COUNT
+};
+
+/* Returns: the outcome's name ("?" out of range). Static. */
+const char *history_outcome_name(enum history_outcome o);
+/* True when the outcome is that of a run that started. */
+bool history_outcome_ran(enum history_outcome o);
+/* Finds an outcome by name. Returns true and *o, or false. */
+bool history_outcome_parse(const char *name, enum history_outcome *o);
+
+/* One record. Strings are borrowed (from the writer, or from the reply a
+ * history_list holds); "" when absent. */
+struct history_rec {
+    const char *id; /* stream entry id, on read ("1700000000000-0") */
+    int version;    /* 1 for records without `v` */
+    const char *run_id, *node, *trigger, *reason, *signal;
+    uint64_t term;
+    int64_t scheduled_at; /* Unix s */
+    int64_t until;        /* Unix s: the last tick the entry covers */
+    int64_t ticks;        /* ticks covered; 0: unknown (too many to count) */
+    int64_t started_ms;   /* Unix ms; 0: never started */
+    int64_t duration_ms;
+    enum history_outcome outcome;
+    bool outcome_known; /* on read: false for a name this version does not know */
+    const char *outcome_name; /* on read: as written */
+    int exit_code;            /* -1: none */
+    int attempt;
+};
+
+/* An XADD of r to job's stream, capped near maxlen: owned argv (free with
+ * history_command_free). Returns 0 or BATON_ENOMEM. */
+struct history_command {
+    int argc;
+    char **argv;
+};
+int history_command(const struct history_rec *r, const char *group, const char *job,
+                    int64_t maxlen, struct history_command *out);
+void history_command_free(struct history_command *c);
+
+/* Records, newest first, with the reply that holds their strings. */
+struct history_list {
+    struct baton_reply *reply;
+    struct history_rec *v;
+    size_t n;
+};
+
+/* Reads the count (>= 1) most recent records of job. Returns 0 and *out
+ * (free with history_list_free), or a BATON_E* code: EPROTO when the reply
+ * is not a stream range; EREDIS (e.g. WRONGTYPE) with the detail in
+ * baton_client_errstr(). */
+int history_read(struct baton_client *c, const char *group, const char *job, long count,
+                 struct history_list *out);
+/* Frees what history_read() returned; a zeroed struct is a no-op. */
+void history_list_free(struct history_list *l);
+
+/* Fills r from one stream entry [id, [field, value, ...]]. Strings are
+ * borrowed from e. Returns false when e is not an entry. */
+bool history_parse(const struct baton_reply *e, struct history_rec *r);
+
+/* Returns: r as a JSON object (owned; NULL on ENOMEM): id, v, run_id, node,
+ * term, scheduled_at, until, ticks, trigger, started (null when it never
+ * started), duration_ms, attempt, outcome, exit_code or signal, reason. */
+cJSON *history_json(const struct history_rec *r);
+
+/* Writes what happened in a few words: "ok (exit 0)", "failed (signal
+ * KILL)", "skipped x3: the previous run is still running". Returns buf. */
+const char *history_summary(const struct history_rec *r, char *buf, size_t len);
+
+#endif /* BATON_HISTORY_H */

@@ -1,0 +1,489 @@
+/* run.c -- see run.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pwd.h>
+#include <stdarg.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "proc.h"
+#include "run.h"
+#include "utf8.h"
+
+/* ---- names and the state table ---- */
+
+static const char *const state_names[] = {
+#define NAME_(id, name) name,
+    RUN_STATES(NAME_)
+#undef NAME_
+};
+static const char *const stop_names[] = {
+#define NAME_(id, name) name,
+    RUN_STOPS(NAME_)
+#undef NAME_
+};
+
+const char *run_state_name(enum run_state s)
+{
+    return ((int)s >= 0 && s < RUN_STATE_COUNT) ? state_names[s] : "?";
+}
+
+const char *run_stop_name(enum run_stop s)
+{
+    return ((int)s >= 0 && s < RUN_STOP_COUNT) ? stop_names[s] : "?";
+}
+
+const char *run_trigger_name(enum run_trigger t)
+{
+    static const char *const names[] = {"schedule", "catchup", "retry"};
+    return ((int)t >= 0 && (size_t)t < sizeof names / sizeof names[0]) ? names[t] : "?";
+}
+
+#define X_ RUN_STATE_COUNT /* no move: the event is ignored */
+/* next[state][event] */
+static const enum run_state next_states[RUN_STATE_COUNT][5] = {
+    /*               spawned      spawn_failed  term              kill          reaped */
+    [RUN_STARTING] = {RUN_RUNNING, RUN_EXITED, X_, X_, X_},
+    [RUN_RUNNING] = {X_, X_, RUN_TERMINATING, RUN_KILLING, RUN_EXITED},
+    [RUN_TERMINATING] = {X_, X_, X_, RUN_KILLING, RUN_EXITED},
+    [RUN_KILLING] = {X_, X_, X_, X_, RUN_EXITED},
+    [RUN_EXITED] = {X_, X_, X_, X_, X_},
+};
+
+enum run_state run_next_state(enum run_state s, enum run_event e)
+{
+    if ((int)s < 0 || s >= RUN_STATE_COUNT || (int)e < 0 || e > RUN_EV_REAPED)
+        return s;
+    enum run_state n = next_states[s][e];
+    return n == X_ ? s : n;
+}
+#undef X_
+
+/* ---- clocks ---- */
+
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- logging ---- */
+
+static void add_tick_fields(cJSON *f, const struct run *run)
+{
+    char when[32];
+    log_rfc3339(run->tick, when, sizeof when);
+    cJSON_AddStringToObject(f, "job", run->job->name);
+    cJSON_AddStringToObject(f, "run_id", run->id);
+    cJSON_AddStringToObject(f, "scheduled_at", when);
+    cJSON_AddNumberToObject(f, "attempt", run->attempt);
+}
+
+static void log_start(const struct run *run)
+{
+    cJSON *f = log_fields();
+    add_tick_fields(f, run);
+    cJSON_AddStringToObject(f, "trigger", run_trigger_name(run->trigger));
+    cJSON_AddNumberToObject(f, "lateness_ms", (double)(run->started_wall_ms - run->tick * 1000));
+    cJSON_AddNumberToObject(f, "term", (double)run->term);
+    cJSON_AddNumberToObject(f, "pid", (double)run->pgid);
+    log_emit(run->env->log, LE_JOB_START, f);
+}
+
+static void log_end(const struct run *run)
+{
+    cJSON *f = log_fields();
+    add_tick_fields(f, run);
+    enum log_level lvl = LOG_WARN;
+    if (run->outcome == HO_FAILED_TO_START) {
+        lvl = LOG_ERROR;
+        cJSON_AddNumberToObject(f, "duration_ms", 0);
+        cJSON_AddStringToObject(f, "outcome", history_outcome_name(run->outcome));
+        cJSON_AddStringToObject(f, "error", run->error);
+    } else {
+        int st = run->wstatus;
+        cJSON_AddNumberToObject(f, "duration_ms",
+                                (double)((loop_now() - run->started_ns) / 1000000));
+        if (WIFEXITED(st))
+            cJSON_AddNumberToObject(f, "exit_code", WEXITSTATUS(st));
+        else
+            cJSON_AddStringToObject(f, "signal",
+                                    sigabbrev_np(WTERMSIG(st)) ? sigabbrev_np(WTERMSIG(st)) : "?");
+        cJSON_AddStringToObject(f, "outcome", history_outcome_name(run->outcome));
+        if (run->stop != RUN_STOP_NONE)
+            cJSON_AddStringToObject(f, "stopped_because", run_stop_name(run->stop));
+        if (run->outcome == HO_OK)
+            lvl = LOG_INFO;
+    }
+    log_emit_at(run->env->log, lvl, LE_JOB_END, f);
+}
+
+/* The one place a run changes state: the table decides, this logs. */
+static void run_transition(struct run *run, enum run_event ev)
+{
+    enum run_state from = run->state, to = run_next_state(from, ev);
+    if (to == from)
+        return;
+    run->state = to;
+    if (to == RUN_RUNNING) {
+        log_start(run);
+    } else if (to == RUN_EXITED) {
+        log_end(run);
+    } else if (log_enabled(run->env->log, LOG_DEBUG)) {
+        cJSON *f = log_fields();
+        add_tick_fields(f, run);
+        cJSON_AddStringToObject(f, "from", run_state_name(from));
+        cJSON_AddStringToObject(f, "to", run_state_name(to));
+        cJSON_AddStringToObject(f, "because", run_stop_name(run->stop));
+        log_emit(run->env->log, LE_RUN_STATE, f);
+    }
+}
+
+/* ---- output ---- */
+
+static void emit_piece(struct run_output *o, const char *p, size_t n, bool partial)
+{
+    struct run *run = o->run;
+    bool replaced = false;
+    char *quoted = json_quote_bytes(p, n, &replaced);
+    cJSON *f = log_fields();
+    cJSON_AddStringToObject(f, "job", run->job->name);
+    cJSON_AddStringToObject(f, "run_id", run->id);
+    cJSON_AddStringToObject(f, "stream", o->name);
+    if (quoted != NULL)
+        cJSON_AddRawToObject(f, "line", quoted);
+    else
+        cJSON_AddStringToObject(f, "line", ""); /* out of memory: the line is lost, said so */
+    free(quoted);
+    if (partial)
+        cJSON_AddBoolToObject(f, "partial", true);
+    if (o->continued)
+        cJSON_AddBoolToObject(f, "continued", true);
+    if (replaced)
+        cJSON_AddBoolToObject(f, "invalid_utf8", true);
+    if (quoted == NULL)
+        cJSON_AddBoolToObject(f, "lost", true);
+    log_emit(run->env->log, LE_JOB_OUTPUT, f);
+    o->continued = partial;
+}
+
+/* Emits the complete lines in the buffer, and a full buffer as a piece of
+ * a longer line (cut between characters); keeps the rest. */
+static void flush_lines(struct run_output *o, bool eof)
+{
+    size_t start = 0;
+    for (size_t i = 0; i < o->len; i++)
+        if (o->buf[i] == '\n') {
+            emit_piece(o, o->buf + start, i - start, false);
+            start = i + 1;
+        }
+    if (start < o->len && eof) {
+        emit_piece(o, o->buf + start, o->len - start, false);
+        start = o->len;
+    } else if (start == 0 && o->len == sizeof o->buf) {
+        /* A character straddling the end waits for its last bytes. */
+        size_t cut = utf8_cut(o->buf, o->len);
+        emit_piece(o, o->buf, cut, true);
+        start = cut;
+    }
+    memmove(o->buf, o->buf + start, o->len - start);
+    o->len -= start;
+}
+
+static void close_output(struct run_output *o)
+{
+    if (o->w.fd < 0)
+        return;
+    flush_lines(o, true);
+    loop_del(o->run->env->loop, &o->w);
+    close(o->w.fd);
+    o->w.fd = -1;
+}
+
+/* Reads what is there; returns false at EOF or error. */
+static bool read_output(struct run_output *o)
+{
+    for (;;) {
+        ssize_t n = read(o->w.fd, o->buf + o->len, sizeof o->buf - o->len);
+        if (n > 0) {
+            o->len += (size_t)n;
+            flush_lines(o, false);
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+    }
+}
+
+static void on_output(void *ctx, struct loop_watch *w, uint32_t events)
+{
+    struct run_output *o = ctx;
+    (void)w;
+    (void)events;
+    if (!read_output(o))
+        close_output(o);
+}
+
+/* ---- starting ---- */
+
+static bool fail_start(struct run *run, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static bool fail_start(struct run *run, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(run->error, sizeof run->error, fmt, ap);
+    va_end(ap);
+    run->outcome = HO_FAILED_TO_START;
+    run->started_ns = loop_now();
+    run_transition(run, RUN_EV_SPAWN_FAILED);
+    return false;
+}
+
+static int open_pipe(int fds[2])
+{
+    if (pipe2(fds, O_CLOEXEC) != 0)
+        return errno;
+    fcntl(fds[0], F_SETFL, O_NONBLOCK);
+    return 0;
+}
+
+/* The job's environment plus BATON_*: owned (proc_env_free), or NULL. */
+static char **build_env(const struct run *run)
+{
+    char sched[32], idvar[96], jobvar[200], schedvar[64], fencevar[48], nodevar[200],
+        trigvar[48];
+    log_rfc3339(run->tick, sched, sizeof sched);
+    snprintf(jobvar, sizeof jobvar, "BATON_JOB=%s", run->job->name);
+    snprintf(idvar, sizeof idvar, "BATON_RUN_ID=%s", run->id);
+    snprintf(schedvar, sizeof schedvar, "BATON_SCHEDULED_AT=%s", sched);
+    snprintf(fencevar, sizeof fencevar, "BATON_FENCE=%" PRIu64, run->term);
+    snprintf(nodevar, sizeof nodevar, "BATON_NODE=%s", run->env->node);
+    snprintf(trigvar, sizeof trigvar, "BATON_TRIGGER=%s", run_trigger_name(run->trigger));
+    char *const mine[] = {jobvar, idvar, schedvar, fencevar, nodevar, trigvar};
+    size_t nmine = sizeof mine / sizeof mine[0], njob = 0;
+    while (run->job->env != NULL && run->job->env[njob] != NULL)
+        njob++;
+    char **extra = calloc(njob + nmine, sizeof *extra);
+    if (extra == NULL)
+        return NULL;
+    for (size_t i = 0; i < njob; i++)
+        extra[i] = run->job->env[i];
+    for (size_t i = 0; i < nmine; i++)
+        extra[njob + i] = mine[i];
+    char **env = proc_env_build(NULL, extra, njob + nmine);
+    free(extra);
+    return env;
+}
+
+bool run_start(struct run *run, const struct run_env *env, const struct job *job, const char *id,
+               int64_t tick, int attempt, uint64_t term, enum run_trigger trigger)
+{
+    char path[4096];
+    int outp[2] = {-1, -1}, errp[2] = {-1, -1};
+    char **envp = NULL;
+    bool ok = false;
+
+    run->env = env;
+    run->job = job;
+    snprintf(run->id, sizeof run->id, "%s", id);
+    snprintf(run->member, sizeof run->member, "%s/%s", env->node, id);
+    run->tick = tick;
+    run->attempt = attempt;
+    run->term = term;
+    run->trigger = trigger;
+    run->state = RUN_STARTING;
+    run->out = (struct run_output){.w = {.fd = -1}, .run = run, .name = "stdout"};
+    run->err = (struct run_output){.w = {.fd = -1}, .run = run, .name = "stderr"};
+    run->started_wall_ms = wall_ms();
+
+    if (env->fault_start)
+        return fail_start(run, "could not start: injected fault (BATON_TEST_FAULT=start)");
+    char *shell_argv[4] = {"/bin/sh", "-c", job->shell, NULL};
+    char *const *argv = job->argv != NULL ? job->argv : shell_argv;
+    int perr = proc_resolve(argv[0], path, sizeof path);
+    if (perr != 0)
+        return fail_start(run, "%s: %s", argv[0],
+                          perr == ENOENT ? "command not found" : strerror(perr));
+    struct proc_spec spec = {.path = path, .argv = argv, .workdir = job->workdir, .stdin_fd = -1};
+    if (job->user != NULL) {
+        struct passwd *pw = getpwnam(job->user);
+        if (pw == NULL)
+            return fail_start(run, "unknown user \"%s\"", job->user);
+        spec.set_ids = true;
+        spec.uid = pw->pw_uid;
+        spec.gid = pw->pw_gid;
+        spec.user = job->user;
+    }
+    if (job->workdir != NULL && access(job->workdir, X_OK) != 0)
+        return fail_start(run, "workdir %s: %s", job->workdir, strerror(errno));
+    if ((envp = build_env(run)) == NULL) {
+        fail_start(run, "out of memory building the environment");
+        goto out;
+    }
+    int e = open_pipe(outp);
+    if (e == 0)
+        e = open_pipe(errp);
+    if (e != 0) {
+        fail_start(run, "cannot make the output pipes: %s", strerror(e));
+        goto out;
+    }
+    spec.envp = envp;
+    spec.stdout_fd = outp[1];
+    spec.stderr_fd = errp[1];
+    run->started_wall_ms = wall_ms();
+    e = proc_spawn(&spec, &run->pgid);
+    close(outp[1]);
+    close(errp[1]);
+    outp[1] = errp[1] = -1;
+    if (e != 0) {
+        fail_start(run, "cannot start the process: %s", strerror(e));
+        goto out;
+    }
+    run->started_ns = loop_now();
+    if (job->timeout_ms > 0)
+        run->timeout_at = run->started_ns + job->timeout_ms * INT64_C(1000000);
+    run->out.w = (struct loop_watch){.fd = outp[0], .cb = on_output, .ctx = &run->out};
+    run->err.w = (struct loop_watch){.fd = errp[0], .cb = on_output, .ctx = &run->err};
+    outp[0] = errp[0] = -1;
+    loop_add(env->loop, &run->out.w);
+    loop_add(env->loop, &run->err.w);
+    run_transition(run, RUN_EV_SPAWNED);
+    ok = true;
+out:
+    for (int i = 0; i < 2; i++) {
+        if (outp[i] >= 0)
+            close(outp[i]);
+        if (errp[i] >= 0)
+            close(errp[i]);
+    }
+    proc_env_free(envp);
+    return ok;
+}
+
+/* ---- stopping and reaping ---- */
+
+void run_stop(struct run *run, enum run_stop why, int64_t kill_by_ns)
+{
+    if (run->state == RUN_EXITED || run->state == RUN_STARTING)
+        return;
+    int64_t now = loop_now();
+    if (run->stop != RUN_STOP_TIMEOUT)
+        run->stop = why;
+    if (run->state == RUN_RUNNING) {
+        proc_signal_group(run->pgid, SIGTERM);
+        run->kill_at = now + run->job->kill_grace_ms * INT64_C(1000000);
+        run_transition(run, RUN_EV_TERM);
+    }
+    if (kill_by_ns > 0 && (run->kill_at == 0 || kill_by_ns < run->kill_at))
+        run->kill_at = kill_by_ns;
+    if (run->state != RUN_KILLING && run->kill_at != 0 && run->kill_at <= now)
+        run_tick(run, now);
+}
+
+void run_tick(struct run *run, int64_t now_ns)
+{
+    if (run->state == RUN_EXITED || run->state == RUN_STARTING)
+        return;
+    if (run->state == RUN_TERMINATING && run->kill_at != 0 && now_ns >= run->kill_at) {
+        proc_signal_group(run->pgid, SIGKILL);
+        run->kill_at = 0;
+        run_transition(run, RUN_EV_KILL);
+        return;
+    }
+    if (run->state == RUN_RUNNING && run->timeout_at != 0 && now_ns >= run->timeout_at) {
+        cJSON *f = log_fields();
+        add_tick_fields(f, run);
+        cJSON_AddNumberToObject(f, "timeout_ms", (double)run->job->timeout_ms);
+        log_emit(run->env->log, LE_JOB_TIMEOUT, f);
+        run->timeout_at = 0;
+        run->stop = RUN_STOP_TIMEOUT;
+        run_stop(run, RUN_STOP_TIMEOUT, 0);
+    }
+}
+
+int64_t run_next_ns(const struct run *run)
+{
+    if (run->state == RUN_RUNNING)
+        return run->timeout_at;
+    if (run->state == RUN_TERMINATING)
+        return run->kill_at;
+    return 0;
+}
+
+void run_reaped(struct run *run, int wstatus)
+{
+    if (run->state == RUN_EXITED)
+        return;
+    run->wstatus = wstatus;
+    /* What the group left behind goes with it. */
+    proc_signal_group(run->pgid, SIGKILL);
+    if (run->out.w.fd >= 0 && read_output(&run->out))
+        flush_lines(&run->out, false);
+    if (run->err.w.fd >= 0 && read_output(&run->err))
+        flush_lines(&run->err, false);
+    close_output(&run->out);
+    close_output(&run->err);
+    if (run->stop == RUN_STOP_TIMEOUT)
+        run->outcome = HO_TIMEOUT;
+    else if (run->stop != RUN_STOP_NONE)
+        run->outcome = HO_KILLED;
+    else if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0)
+        run->outcome = HO_OK;
+    else
+        run->outcome = HO_FAILED;
+    run_transition(run, RUN_EV_REAPED);
+}
+
+void run_dispose(struct run *run)
+{
+    if (run->state != RUN_EXITED && run->state != RUN_STARTING)
+        proc_signal_group(run->pgid, SIGKILL);
+    if (run->out.w.fd >= 0) {
+        loop_del(run->env->loop, &run->out.w);
+        close(run->out.w.fd);
+        run->out.w.fd = -1;
+    }
+    if (run->err.w.fd >= 0) {
+        loop_del(run->env->loop, &run->err.w);
+        close(run->err.w.fd);
+        run->err.w.fd = -1;
+    }
+}
+
+void run_record(const struct run *run, const char *node, struct history_rec *out)
+{
+    memset(out, 0, sizeof *out);
+    out->run_id = run->id;
+    out->node = node;
+    out->term = run->term;
+    out->scheduled_at = out->until = run->tick;
+    out->ticks = 1;
+    out->trigger = run_trigger_name(run->trigger);
+    out->attempt = run->attempt;
+    out->outcome = run->outcome;
+    out->exit_code = -1;
+    out->signal = "";
+    out->reason = "";
+    if (run->outcome == HO_FAILED_TO_START) {
+        out->reason = run->error;
+        return;
+    }
+    out->started_ms = run->started_wall_ms;
+    out->duration_ms = (loop_now() - run->started_ns) / 1000000;
+    if (WIFEXITED(run->wstatus))
+        out->exit_code = WEXITSTATUS(run->wstatus);
+    else
+        out->signal = sigabbrev_np(WTERMSIG(run->wstatus)) ? sigabbrev_np(WTERMSIG(run->wstatus))
+                                                           : "?";
+    if (run->stop != RUN_STOP_NONE)
+        out->reason = run_stop_name(run->stop);
+}

@@ -1,0 +1,154 @@
+/* run.h -- one run of a job: its process, its output, its states.
+ *
+ * A run's life is a small machine, in the manner of systemd's service
+ * state/result pairs: every change goes through run_transition(), which
+ * logs it (job_start on running, job_end on exited, run_state at debug in
+ * between), and the next state comes from the table of run_next_state(),
+ * which the unit tests walk without processes.
+ *
+ *   state \ event  spawned   spawn_failed  term         kill      reaped
+ *   starting       running   exited        .            .         .
+ *   running        .         .             terminating  killing   exited
+ *   terminating    .         .             .            killing   exited
+ *   killing        .         .             .            .         exited
+ *   exited         .         .             .            .         .
+ *
+ * The outcome (history.h) is decided once, on exit: ok, failed, timeout
+ * (stopped by its timeout), killed (stopped by baton for another reason:
+ * run_stop_reason), or failed_to_start (it never ran; the reason is kept).
+ * A claimed tick that cannot start is therefore a run that exits at once
+ * with failed_to_start: logged and recorded, never dropped.
+ *
+ * The command runs under proc.h's shim in its own process group; its
+ * stdout and stderr become job_output lines that are always valid JSON
+ * (utf8.h): invalid UTF-8 becomes U+FFFD, NUL and control characters are
+ * escaped, and a line longer than RUN_LINE_MAX is written in pieces marked
+ * `partial` (all but the last) and `continued` (all but the first), so a
+ * job that prints 100 MB without a newline costs RUN_LINE_MAX of memory. */
+#ifndef BATON_RUN_H
+#define BATON_RUN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "history.h"
+#include "jobs.h"
+#include "log.h"
+#include "loop.h"
+
+#define RUN_LINE_MAX 4096
+#define RUN_ID_MAX   64
+
+#define RUN_STATES(X)                                                                              \
+    X(STARTING, "starting")                                                                        \
+    X(RUNNING, "running")                                                                          \
+    X(TERMINATING, "terminating")                                                                  \
+    X(KILLING, "killing")                                                                          \
+    X(EXITED, "exited")
+
+enum run_state {
+#define RUN_STATE_ENUM_(id, name) RUN_##id,
+    RUN_STATES(RUN_STATE_ENUM_)
+#undef RUN_STATE_ENUM_
+        RUN_STATE_COUNT
+};
+
+enum run_event { RUN_EV_SPAWNED, RUN_EV_SPAWN_FAILED, RUN_EV_TERM, RUN_EV_KILL, RUN_EV_REAPED };
+
+/* Why baton stopped a run. */
+#define RUN_STOPS(X)                                                                               \
+    X(NONE, "")                                                                                    \
+    X(TIMEOUT, "timeout")                   /* its own timeout */                                  \
+    X(REPLACED, "replaced")                 /* concurrency: replace, a newer tick */               \
+    X(PAUSED, "lease_lost")                 /* the leader could not confirm its lease */           \
+    X(SHUTDOWN, "shutdown")                 /* shutdown_grace ran out, or a second SIGTERM */      \
+    X(UNREGISTERED, "registration_lost")    /* after a handover: its registration ended */
+
+enum run_stop {
+#define RUN_STOP_ENUM_(id, name) RUN_STOP_##id,
+    RUN_STOPS(RUN_STOP_ENUM_)
+#undef RUN_STOP_ENUM_
+        RUN_STOP_COUNT
+};
+
+/* What started a run. */
+enum run_trigger { RUN_TRIGGER_SCHEDULE, RUN_TRIGGER_CATCHUP, RUN_TRIGGER_RETRY };
+
+const char *run_state_name(enum run_state s);
+const char *run_stop_name(enum run_stop s);
+const char *run_trigger_name(enum run_trigger t);
+
+/* The table above: the state after event e in state s, or s itself when
+ * the table has no move (the event is ignored). */
+enum run_state run_next_state(enum run_state s, enum run_event e);
+
+struct run;
+
+/* One output stream of a run. */
+struct run_output {
+    struct loop_watch w;
+    struct run *run;
+    const char *name; /* "stdout" | "stderr" */
+    char buf[RUN_LINE_MAX];
+    size_t len;
+    bool continued; /* the next piece continues a cut line */
+};
+
+struct run_env {          /* what a run needs from its supervisor (borrowed) */
+    struct log *log;
+    struct loop *loop;
+    const char *node;
+    bool fault_start; /* tests: fail every start after the claim */
+};
+
+struct run {
+    char id[RUN_ID_MAX];
+    char member[RUN_ID_MAX + 160]; /* "<node>/<id>": its registration */
+    const struct job *job;         /* borrowed from the job set the run holds */
+    int64_t tick;                  /* Unix s */
+    int attempt;
+    uint64_t term;
+    enum run_trigger trigger;
+    enum run_state state;
+    enum history_outcome outcome; /* once exited */
+    enum run_stop stop;           /* why baton stopped it, if it did */
+    char error[160];              /* failed_to_start: why */
+    pid_t pgid;
+    int wstatus;
+    int64_t started_ns;     /* CLOCK_MONOTONIC */
+    int64_t started_wall_ms;
+    int64_t timeout_at;     /* CLOCK_MONOTONIC; 0: none */
+    int64_t kill_at;        /* 0: none */
+    struct run_output out, err;
+    const struct run_env *env;
+};
+
+/* Sets up run (zeroed by the caller) for one attempt at tick and starts
+ * it. Returns true when the command runs; false when it could not start:
+ * the run is then already exited with outcome failed_to_start, its reason
+ * in run->error, and job_end logged. */
+bool run_start(struct run *run, const struct run_env *env, const struct job *job, const char *id,
+               int64_t tick, int attempt, uint64_t term, enum run_trigger trigger);
+
+/* TERM the process group now (once), and KILL it at min(now + kill_grace,
+ * kill_by_ns) (kill_by_ns 0: no bound). why is kept (a timeout is not
+ * overwritten by a later reason). */
+void run_stop(struct run *run, enum run_stop why, int64_t kill_by_ns);
+
+/* Acts on what is due at now: the timeout, the KILL. */
+void run_tick(struct run *run, int64_t now_ns);
+/* The next time run_tick() has something to do, or 0. */
+int64_t run_next_ns(const struct run *run);
+
+/* The process group leader exited with wstatus: drains the output, kills
+ * what the group left, closes the pipes, decides the outcome, exits. */
+void run_reaped(struct run *run, int wstatus);
+
+/* Frees the run's resources (pipes); SIGKILLs the group if still alive. */
+void run_dispose(struct run *run);
+
+/* The run as a history record (strings borrowed from run). */
+void run_record(const struct run *run, const char *node, struct history_rec *out);
+
+#endif /* BATON_RUN_H */

@@ -1,0 +1,103 @@
+/* schedule.h -- when a job's ticks fall, and what becomes of each. Pure:
+ * no I/O and no clock reads (callers pass the time), so every rule here is
+ * a table-driven unit test (tests/unit/check_schedule.c).
+ *
+ * The life of a tick, as the runner drives it:
+ *
+ *   jobs.yaml --sched_next()--> a tick T is due
+ *     --sched_due()--> T is live (on time), or missed (a failover, a stall:
+ *                      the catch-up policy decides: queued, superseded or
+ *                      dropped)
+ *     --> the job's queue, in tick order
+ *     --sched_decide() at the head--> start | wait | skip | supersede |
+ *                      drop | replace
+ *     --> claim (claim.h) --> run (run.h)
+ *
+ * Ticks are claimed in increasing order per job (the claim moves a
+ * high-water mark), so the queue is strictly ordered and only its head is
+ * ever decided: a tick that waits holds back the ones behind it.
+ *
+ * Concurrency policies:
+ *   forbid   one run at a time. A tick that fires while a run of the job is
+ *            alive is skipped (recorded); missed ticks (the backlog of a
+ *            failover) wait and run one after another, in order.
+ *   allow    runs overlap; the backlog starts at once (at most
+ *            SCHED_ALLOW_PARALLEL runs of one job at a time).
+ *   replace  only the newest queued tick runs; older ones are superseded
+ *            (recorded); a running run is stopped first.
+ */
+#ifndef BATON_SCHEDULE_H
+#define BATON_SCHEDULE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "history.h"
+#include "jobs.h"
+
+#define SCHED_LIVE_SLACK_MS  1000  /* a tick handled later than this after its time is missed */
+#define SCHED_CATCHUP_MAX    1000  /* missed ticks queued per job at once, at most */
+#define SCHED_ALLOW_PARALLEL 32    /* runs of one `allow` job at once, at most */
+#define SCHED_ENUM_MAX       200000 /* ticks counted one by one, at most, per call */
+
+/* The next tick of job strictly after `after` (Unix s); 0 when there is
+ * none (disabled, or an expression that no longer fires). */
+int64_t sched_next(const struct job *job, int64_t after);
+
+/* A run of ticks that will not run, and why. count 0: none; count -1: more
+ * than could be counted (first and last are still right, last at most
+ * approximate: the second before the next tick considered). reason is
+ * static. */
+struct sched_range {
+    int64_t first, last, count;
+    enum history_outcome outcome;
+    const char *reason;
+};
+
+/* What is due for job at now_ms (Unix ms), after the tick `after` (the
+ * last one already dealt with: the high-water mark for a new leader, the
+ * last queued tick otherwise). */
+struct sched_due {
+    struct sched_range dropped;    /* missed, outside the catch-up window */
+    struct sched_range superseded; /* missed, and catchup: last keeps only the newest */
+    size_t nmissed;                /* missed ticks to queue, written to missed[] */
+    int64_t live;                  /* the tick due now (within the slack), or 0 */
+    int64_t next;                  /* the first tick after now_ms, or 0 */
+};
+
+/* Fills out for the ticks in (after, now_ms]; missed[] (cap entries)
+ * receives the missed ticks to queue, oldest first (when there are more
+ * than cap, the oldest beyond it are dropped). */
+void sched_due(const struct job *job, int64_t after, int64_t now_ms, int64_t *missed, size_t cap,
+               struct sched_due *out);
+
+/* One queued tick. */
+struct sched_tick {
+    int64_t at;      /* Unix s */
+    bool missed;     /* from a failover or a stall, not on time */
+    bool overlapped; /* it fired while a run of the job was alive (forbid) */
+};
+
+enum sched_verdict {
+    SV_START,     /* claim it and start a run */
+    SV_WAIT,      /* leave it at the head until a run ends */
+    SV_SKIP,      /* claim it as skipped: forbid, and it fired while a run was alive */
+    SV_SUPERSEDE, /* record it superseded: a newer tick runs instead */
+    SV_DROP,      /* record it missed: it aged out of the catch-up window in the queue */
+    SV_REPLACE,   /* replace: stop the running runs, then start it */
+};
+
+/* Returns: the verdict's name ("start", "wait"...). Static. */
+const char *sched_verdict_name(enum sched_verdict v);
+
+/* What to do with the head of a job's queue: head, with `behind` ticks
+ * queued after it (`missed_behind` of them missed), while `running` runs
+ * of the job are alive here, at now_ms. */
+enum sched_verdict sched_decide(const struct job *job, const struct sched_tick *head,
+                                size_t behind, size_t missed_behind, int running, int64_t now_ms);
+
+/* The reason recorded for a verdict that does not run its tick. Static. */
+const char *sched_reason(const struct job *job, enum sched_verdict v);
+
+#endif /* BATON_SCHEDULE_H */
