@@ -24,13 +24,16 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "config.h"
+#include "history.h"
 #include "jobs.h"
+#include "log.h"
 #include "tools.h"
 
 #define HISTORY_COUNT_DEFAULT 20
@@ -62,34 +65,38 @@ static bool parse_count(const char *s, long *out)
     return true;
 }
 
-static void print_human(const char *job, bool known, const struct tool_runs *runs)
+static void print_human(const char *job, bool known, const struct history_list *runs)
 {
     struct tool_table t;
     if (runs->n == 0) {
         printf("no runs recorded for %s%s\n", job, known ? "" : " (not in jobs.yaml)");
         return;
     }
-    printf("job %s%s: the last %zu run%s, newest first\n", job, known ? "" : " (not in jobs.yaml)",
-           runs->n, runs->n == 1 ? "" : "s");
+    printf("job %s%s: the last %zu record%s, newest first\n", job,
+           known ? "" : " (not in jobs.yaml)", runs->n, runs->n == 1 ? "" : "s");
     tool_table_init(&t, 8);
     tool_table_add(&t, (const char *const[]){"SCHEDULED_AT", "NODE", "TERM", "STARTED", "DURATION",
                                              "OUTCOME", "ATTEMPT", "RUN_ID"});
     for (size_t i = 0; i < runs->n; i++) {
-        const struct tool_run *r = &runs->v[i];
-        char dur[32], outcome[128];
-        char *end = NULL;
-        errno = 0;
-        long long ms = strtoll(r->duration_ms, &end, 10);
-        bool has_dur =
-            r->started[0] != '\0' && r->duration_ms[0] != '\0' && *end == '\0' && errno == 0;
+        const struct history_rec *r = &runs->v[i];
+        char sched[64], until[32], started[40], term[24], dur[32], outcome[256], attempt[16];
+        log_rfc3339(r->scheduled_at, sched, sizeof sched);
+        if (r->until > r->scheduled_at) { /* a range of ticks that did not run */
+            log_rfc3339(r->until, until, sizeof until);
+            snprintf(sched + strlen(sched), sizeof sched - strlen(sched), "..%s", until + 11);
+        }
+        if (r->started_ms > 0)
+            log_rfc3339_ms(r->started_ms, started, sizeof started);
+        snprintf(term, sizeof term, "%" PRIu64, r->term);
+        snprintf(attempt, sizeof attempt, "%d", r->attempt);
         const char *row[8] = {
-            r->scheduled_at[0] ? r->scheduled_at : "-",
+            sched,
             r->node[0] ? r->node : "-",
-            r->term[0] ? r->term : "-",
-            r->started[0] ? r->started : "-",
-            has_dur ? tool_format_ms(ms, dur, sizeof dur) : "-",
-            tool_run_outcome(r, outcome, sizeof outcome),
-            r->attempt[0] ? r->attempt : "-",
+            r->term > 0 ? term : "-",
+            r->started_ms > 0 ? started : "-",
+            r->started_ms > 0 ? tool_format_ms(r->duration_ms, dur, sizeof dur) : "-",
+            history_summary(r, outcome, sizeof outcome),
+            r->attempt > 0 ? attempt : "-",
             r->run_id[0] ? r->run_id : "-",
         };
         tool_table_add(&t, row);
@@ -98,11 +105,11 @@ static void print_human(const char *job, bool known, const struct tool_runs *run
     tool_table_free(&t);
 }
 
-static int print_json(const struct tool_runs *runs)
+static int print_json(const struct history_list *runs)
 {
     cJSON *a = cJSON_CreateArray();
     for (size_t i = 0; a != NULL && i < runs->n; i++) {
-        cJSON *o = tool_run_json(&runs->v[i]);
+        cJSON *o = history_json(&runs->v[i]);
         if (o == NULL || !cJSON_AddItemToArray(a, o)) {
             cJSON_Delete(o);
             cJSON_Delete(a);
@@ -125,7 +132,7 @@ int cmd_history(int argc, char **argv)
     struct config *cfg = NULL;
     struct jobs *jobs = NULL;
     struct baton_client *client = NULL;
-    struct tool_runs runs = {0};
+    struct history_list runs = {0};
     long count = HISTORY_COUNT_DEFAULT;
     char err[1024];
     bool json = false;
@@ -169,7 +176,7 @@ int cmd_history(int argc, char **argv)
     rc = tool_connect("history", cfg, &client);
     if (rc != 0)
         goto out;
-    int brc = tool_runs_read(client, cfg->group, job, count, &runs);
+    int brc = history_read(client, cfg->group, job, count, &runs);
     if (brc != BATON_OK) {
         char what[200];
         snprintf(what, sizeof what, "reading the history of job %s", job);
@@ -184,7 +191,7 @@ int cmd_history(int argc, char **argv)
         rc = tool_flush("history");
     }
 out:
-    tool_runs_free(&runs);
+    history_list_free(&runs);
     baton_client_free(client);
     jobs_free(jobs);
     config_free(cfg);

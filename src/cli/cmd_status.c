@@ -52,7 +52,9 @@
 #include "cli.h"
 #include "config.h"
 #include "cron.h"
+#include "history.h"
 #include "jobs.h"
+#include "log.h"
 #include "members.h"
 #include "tools.h"
 
@@ -78,7 +80,7 @@ struct status {
     size_t nmembers;
     const struct jobs *jobs; /* NULL when jobs.yaml could not be loaded */
     const char *jobs_error;
-    struct tool_runs *last; /* one per job: the last run (n 0 or 1) */
+    struct history_list *last; /* one per job: the last record (n 0 or 1) */
     int64_t now;
 };
 
@@ -187,16 +189,15 @@ static void print_jobs(const struct status *s)
             tool_table_add(&t, (const char *const[]){j->name, "never", "", "", "", next});
             continue;
         }
-        const struct tool_run *r = &s->last[i].v[0];
-        char *end = NULL;
-        long long ms = strtoll(r->duration_ms, &end, 10);
-        bool has_dur = r->duration_ms[0] != '\0' && *end == '\0' && r->started[0] != '\0';
+        const struct history_rec *r = &s->last[i].v[0];
+        char when[32];
+        log_rfc3339(r->scheduled_at, when, sizeof when);
         const char *row[6] = {
             j->name,
-            r->scheduled_at[0] != '\0' ? r->scheduled_at : "?",
-            tool_run_outcome(r, outcome, sizeof outcome),
+            when,
+            history_summary(r, outcome, sizeof outcome),
             r->node[0] != '\0' ? r->node : "?",
-            has_dur ? tool_format_ms(ms, dur, sizeof dur) : "-",
+            r->started_ms > 0 ? tool_format_ms(r->duration_ms, dur, sizeof dur) : "-",
             next,
         };
         tool_table_add(&t, row);
@@ -272,7 +273,7 @@ static cJSON *status_json(const struct status *s)
         cJSON_AddStringToObject(jo, "timezone", j->timezone != NULL ? j->timezone : "UTC");
         cJSON_AddBoolToObject(jo, "enabled", j->enabled);
         if (s->last[i].n > 0)
-            cJSON_AddItemToObject(jo, "last_run", tool_run_json(&s->last[i].v[0]));
+            cJSON_AddItemToObject(jo, "last_run", history_json(&s->last[i].v[0]));
         else
             cJSON_AddNullToObject(jo, "last_run");
         if (j->enabled && cron_next(j->expr, j->tz, s->now, &t) == 0)
@@ -354,7 +355,7 @@ int cmd_status(int argc, char **argv)
             goto out;
         }
         for (size_t i = 0; i < jobs->n; i++) {
-            brc = tool_runs_read(client, cfg->group, jobs->v[i].name, 1, &s.last[i]);
+            brc = history_read(client, cfg->group, jobs->v[i].name, 1, &s.last[i]);
             if (brc != BATON_OK) {
                 char what[200];
                 snprintf(what, sizeof what, "reading the history of job %s", jobs->v[i].name);
@@ -375,7 +376,7 @@ int cmd_status(int argc, char **argv)
 out:
     if (s.last != NULL)
         for (size_t i = 0; i < jobs->n; i++)
-            tool_runs_free(&s.last[i]);
+            history_list_free(&s.last[i]);
     free(s.last);
     members_free(s.members, s.nmembers);
     baton_client_free(client);

@@ -1,6 +1,7 @@
 /* tools.h -- helpers shared by the operator tools `baton check`, `status`,
  * `history` and `step-down`: option errors, loading the configuration,
- * connecting, reading a job's run history, aligned tables and formatting.
+ * connecting, aligned tables and formatting. (The run history is
+ * history.h's: one module writes and reads it.)
  *
  * Every helper that can fail prints its one-line message itself
  * ("baton: CMD: ...") and returns the exit status, so that callers can
@@ -52,40 +53,6 @@ int tool_connect(const char *cmd, const struct config *cfg, struct baton_client 
  * CLI_EXIT_FAIL. */
 int tool_redis_error(const char *cmd, struct baton_client *c, int rc, const char *what);
 
-
-/* ---- run history: the stream baton:{G}:runs:JOB (runner.c) ---- */
-
-/* One entry. Every field is a NUL-terminated string, "" when absent.
- * Borrowed from the reply held by struct tool_runs. */
-struct tool_run {
-    const char *id; /* the stream entry id ("1700000000000-0") */
-    const char *run_id, *node, *term, *scheduled_at, *started, *duration_ms, *outcome, *result,
-        *attempt;
-};
-
-struct tool_runs {
-    struct baton_reply *reply;
-    struct tool_run *v; /* newest first */
-    size_t n;
-};
-
-/* Reads the count (>= 1) most recent runs of job (XREVRANGE key + - COUNT
- * count). Returns 0 and *out (free with tool_runs_free), or a BATON_E* code:
- * EPROTO when the reply is not a stream range; EREDIS (e.g. WRONGTYPE) with
- * the detail in baton_client_errstr(). */
-int tool_runs_read(struct baton_client *c, const char *group, const char *job, long count,
-                   struct tool_runs *out);
-/* Frees what tool_runs_read() returned; a zeroed struct is a no-op. */
-void tool_runs_free(struct tool_runs *r);
-
-/* Returns: a JSON object for a run (owned by the caller; NULL on ENOMEM):
- * id, run_id, node, scheduled_at, started (null when it never started),
- * outcome, result (strings) and term, duration_ms, attempt (numbers; null
- * when absent or not a number). */
-cJSON *tool_run_json(const struct tool_run *r);
-
-/* Writes "ok (exit 0)", "killed (signal TERM)", "skipped" into buf. */
-const char *tool_run_outcome(const struct tool_run *r, char *buf, size_t len);
 
 /* ---- formatting ---- */
 

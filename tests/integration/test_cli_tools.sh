@@ -171,7 +171,7 @@ has "$OUT" '"node":"node-'$LEADER'","state":"working","term":1,' "status --json:
 assert_eq 1 "$(printf '%s' "$OUT" | grep -o '"leader":true' | wc -l)" "status --json: one node is the leader"
 assert_eq 2 "$(printf '%s' "$OUT" | grep -o '"leader":false' | wc -l)" "status --json: two followers"
 printf '%s' "$OUT" | grep -qE '"seen_ms_ago":[0-9]+,' || fail "status --json: seen_ms_ago in $OUT"
-printf '%s' "$OUT" | grep -qE '\{"name":"tick","schedule":"\* \* \* \* \* \*","timezone":"UTC","enabled":true,"last_run":\{"id":"[0-9]+-[0-9]+","run_id":"[^"]+","node":"node-'$LEADER'","term":1,"scheduled_at":"'"$RFC"'","started":"[^"]+","duration_ms":[0-9]+,"outcome":"ok","result":"exit 0","attempt":1\},"next_run":"'"$RFC"'"\}' || fail "status --json: tick in $OUT"
+printf '%s' "$OUT" | grep -qE '\{"name":"tick","schedule":"\* \* \* \* \* \*","timezone":"UTC","enabled":true,"last_run":\{"id":"[0-9]+-[0-9]+","v":2,"run_id":"[^"]+","node":"node-'$LEADER'","term":1,"scheduled_at":"'"$RFC"'","until":"'"$RFC"'","ticks":1,"trigger":"schedule","started":"[^"]+","duration_ms":[0-9]+,"attempt":1,"outcome":"ok","exit_code":0\},"next_run":"'"$RFC"'"\}' || fail "status --json: tick in $OUT"
 has "$OUT" '{"name":"berlin","schedule":"0 7 * * MON-FRI","timezone":"Europe/Berlin","enabled":true,"last_run":null,"next_run":"' "status --json: berlin"
 has "$OUT" '{"name":"off","schedule":"@hourly","timezone":"UTC","enabled":false,"last_run":null,"next_run":null}]}' "status --json: off"
 
@@ -180,7 +180,7 @@ note "history: the recent runs, newest first"
 run history -c "$CFG" tick --count 3
 assert_eq 0 "$RC" "history exit status"
 assert_eq "" "$ERR" "history stderr"
-assert_eq "job tick: the last 3 runs, newest first" "$(printf '%s\n' "$OUT" | sed -n 1p)" "history header"
+assert_eq "job tick: the last 3 records, newest first" "$(printf '%s\n' "$OUT" | sed -n 1p)" "history header"
 printf '%s\n' "$OUT" | sed -n 2p | grep -qE '^SCHEDULED_AT +NODE +TERM +STARTED +DURATION +OUTCOME +ATTEMPT +RUN_ID$' || fail "history: table header in: $OUT"
 assert_eq 3 "$(printf '%s\n' "$OUT" | grep -cE "^$RFC +node-$LEADER +1 +[0-9T:.-]+Z +[0-9.]+(ms|s) +ok \(exit 0\) +1 +[0-9]+-1-1-[0-9]+\$")" "history: three ok rows"
 s1=$(printf '%s\n' "$OUT" | sed -n 3p | cut -c1-20); s3=$(printf '%s\n' "$OUT" | sed -n 5p | cut -c1-20)
@@ -192,7 +192,7 @@ has "$OUT" "job tick: the last " "history: default count"
 note "history --json: an array"
 run history -c "$CFG" --json -n 2 tick
 assert_eq 0 "$RC" "history --json exit status"
-printf '%s' "$OUT" | grep -qE '^\[\{"id":"[0-9]+-[0-9]+","run_id":"[^"]+","node":"node-'$LEADER'","term":1,"scheduled_at":"'"$RFC"'","started":"[^"]+","duration_ms":[0-9]+,"outcome":"ok","result":"exit 0","attempt":1\}, ?\{"id":.*\}\]$' || fail "history --json: $OUT"
+printf '%s' "$OUT" | grep -qE '^\[\{"id":"[0-9]+-[0-9]+","v":2,"run_id":"[^"]+","node":"node-'$LEADER'","term":1,"scheduled_at":"'"$RFC"'","until":"'"$RFC"'","ticks":1,"trigger":"schedule","started":"[^"]+","duration_ms":[0-9]+,"attempt":1,"outcome":"ok","exit_code":0\}, ?\{"id":.*\}\]$' || fail "history --json: $OUT"
 assert_eq 2 "$(printf '%s' "$OUT" | grep -o '"outcome":"ok"' | wc -l)" "history --json --count 2"
 
 note "history: no runs, unknown jobs, a key of the wrong type"
@@ -207,10 +207,10 @@ assert_eq "[]" "$OUT" "history --json of an unknown job"
 rcli xadd 'baton:{tools}:runs:ghost' '*' run_id r1 node node-z term 9 scheduled_at 2026-01-02T07:00:00Z started '' duration_ms 0 outcome failed result 'exit 127' attempt 1 >/dev/null
 run history -c "$CFG" ghost
 assert_eq 0 "$RC" "history of a removed job"
-assert_eq "job ghost (not in jobs.yaml): the last 1 run, newest first" "$(printf '%s\n' "$OUT" | sed -n 1p)" "history of a removed job"
+assert_eq "job ghost (not in jobs.yaml): the last 1 record, newest first" "$(printf '%s\n' "$OUT" | sed -n 1p)" "history of a removed job"
 printf '%s\n' "$OUT" | grep -qE '^2026-01-02T07:00:00Z +node-z +9 +- +- +failed \(exit 127\) +1 +r1$' || fail "history: a run that never started: $OUT"
 run history -c "$CFG" --json ghost
-has "$OUT" '"started":null,"duration_ms":0,"outcome":"failed","result":"exit 127","attempt":1}]' "history --json: a run that never started"
+has "$OUT" '"v":1,"run_id":"r1","node":"node-z","term":9,"scheduled_at":"2026-01-02T07:00:00Z","until":"2026-01-02T07:00:00Z","ticks":1,"trigger":"","started":null,"duration_ms":0,"attempt":1,"outcome":"failed","exit_code":127}]' "history --json: a version 1 record of a run that never started"
 rcli set 'baton:{tools}:runs:weird' x >/dev/null
 run history -c "$CFG" weird
 assert_eq 1 "$RC" "history of a key of the wrong type"
