@@ -142,8 +142,11 @@ const char *sched_verdict_name(enum sched_verdict v)
 enum sched_verdict sched_decide(const struct job *job, const struct sched_tick *head,
                                 size_t behind, size_t missed_behind, int running, int64_t now_ms)
 {
-    /* A missed tick that waited past its window is owed no more. */
+    /* A missed tick that waited past its window is owed no more; with
+     * catchup: 0, no missed tick is. */
     if (head->missed && job->catchup_ms > 0 && now_ms - head->at * 1000 > job->catchup_ms)
+        return SV_DROP;
+    if (head->missed && job->catchup_ms == 0)
         return SV_DROP;
     /* catchup: last keeps the most recent missed tick only. */
     if (head->missed && job->catchup_ms == JOB_CATCHUP_LAST && missed_behind > 0)
@@ -167,7 +170,7 @@ const char *sched_reason(const struct job *job, enum sched_verdict v)
     case SV_SKIP: return reason_forbid;
     case SV_SUPERSEDE:
         return job->concurrency == JOB_REPLACE ? reason_replace : reason_last;
-    case SV_DROP: return reason_aged;
+    case SV_DROP: return job->catchup_ms == 0 ? reason_none : reason_aged;
     default: return "";
     }
 }

@@ -63,6 +63,8 @@ size_t utf8_cut(const char *s, size_t n)
         size_t at = n - back, sub;
         if (p[at] < 0xC0)
             continue; /* ASCII or a continuation byte: look further back */
+        if (p[at] < 0xC2 || p[at] > 0xF4)
+            return n; /* never a lead byte: invalid, cut anywhere */
         /* A lead byte: is p[at..n) the valid beginning of a longer
          * sequence? utf8_seq() reports how far it stays valid. */
         if (utf8_seq(p + at, back, &sub) == 0 && sub == back)

@@ -176,3 +176,24 @@ alive() {
 
 # count_lines FILE REGEX
 count_lines() { [ -f "$1" ] || { echo 0; return; }; grep -c -E -- "$2" "$1"; return 0; }
+
+# proxy_start NAME: starts the black-hole proxy (tests/lib/blackhole.c) on a
+# free loopback port in front of the redis-server started last; sets
+# PROXY_PORT. kill -USR1 $(pid_of NAME) cuts the link off, -USR2 heals it.
+proxy_start() {
+    local name=$1 attempt
+    [ -x "${BATON_BLACKHOLE:-}" ] || fail "BATON_BLACKHOLE is not set (run the test through ctest)"
+    for attempt in $(seq 1 20); do
+        PROXY_PORT=$(free_port)
+        spawn "$name" "$BATON_BLACKHOLE" "$PROXY_PORT" "$REDIS_PORT"
+        local i
+        for i in $(seq 1 200); do
+            grep -q '^ready$' "$T/$name.out" 2>/dev/null && return 0
+            kill -0 "${PROC_PID[$name]}" 2>/dev/null || break
+            sleep 0.01
+        done
+        wait "${PROC_PID[$name]}" 2>/dev/null
+        unset "PROC_PID[$name]"
+    done
+    fail "could not start the black-hole proxy"
+}

@@ -1,0 +1,252 @@
+# test_runner.sh -- the runner's promises, one section per defect of the
+# runner issue, each the scenario that broke them, through real supervisors
+# and a real redis-server:
+#   1. missed ticks under concurrency: forbid (the default) run one after
+#      another, in order, none lost;
+#   2. leadership only from Redis: a paused node that comes back releases its
+#      stale lease and campaigns at once, in a new term;
+#   3, 8. every log line is valid JSON whatever a job prints (invalid UTF-8,
+#      NUL, a 20 MB line without a newline costs no memory);
+#   5. a claimed tick that cannot start is logged and recorded;
+#   7. a graceful handover loses no tick of an every-second job while a long
+#      job finishes, and forbid holds across the two nodes.
+. "$BATON_TESTS_DIR/lib/harness.sh"
+B=$BATON_BIN
+redis_start --appendonly yes --appendfsync always
+
+# config NAME GROUP JOBSFILE [EXTRA YAML...]
+config() {
+    local name=$1 group=$2 jobs=$3; shift 3
+    {
+        printf 'node: %s\nredis: %s\ngroup: %s\nlease: {ttl: %s}\nredis_timeout: %s\n' \
+            "$name" "${URL:-$REDIS_URL}" "$group" "${TTL:-1s}" "${RTO:-200ms}"
+        printf 'poll: 1s\nshutdown_grace: 5s\nhistory: 1000\njobs: %s\n' "$jobs"
+        for x in "$@"; do printf '%s\n' "$x"; done
+    } > "$T/$name.yaml"
+}
+run_node() { config "$@"; spawn "$1" "$B" run -c "$T/$1.yaml"; }
+leader_of() { rcli get "baton:{$1}:leader" | sed -n 's/^[0-9a-f]\{48\}://p'; }
+# The ledger's seconds, sorted, as Unix seconds.
+ledger_secs() { awk '{print $1}' "$1" | sort | while read -r t; do date -u -d "$t" +%s; done; }
+
+# ---------------------------------------------------------------------
+note "1. forbid (the default): the ticks missed in a failover run one after another, in order"
+cat > "$T/backlog.yaml" <<EOF
+jobs:
+  - name: ledger
+    schedule: "* * * * * *"
+    catchup: 1h
+    shell: "echo \$BATON_SCHEDULED_AT start \$(date +%s%N) >> $T/backlog.txt; sleep 0.05; echo \$BATON_SCHEDULED_AT end \$(date +%s%N) >> $T/backlog.txt"
+EOF
+run_node a1 bl "$T/backlog.yaml"
+sleep 0.3
+run_node a2 bl "$T/backlog.yaml"
+run_node a3 bl "$T/backlog.yaml"
+sleep 2.5
+l=$(leader_of bl)
+others=(); for n in a1 a2 a3; do [ "$n" = "$l" ] || others+=("$n"); done
+# Nobody leads for 4 s: the followers are frozen, the leader killed.
+kill -STOP "$(pid_of "${others[0]}")" "$(pid_of "${others[1]}")"
+sleep 0.5
+kill -KILL "$(pid_of "$l")"; wait_exit "$l" 2
+sleep 4
+kill -CONT "$(pid_of "${others[0]}")" "$(pid_of "${others[1]}")"
+sleep 4
+nl=$(leader_of bl)
+grep -q '"event":"catch_up","node":"'"$nl"'".*"missed_ticks":[3-9]' "$T/$nl.out" \
+    || fail "the new leader $nl found no backlog: $(grep catch_up "$T/$nl.out")"
+for n in "${others[@]}"; do kill -TERM "$(pid_of "$n")"; done
+for n in "${others[@]}"; do wait_exit "$n" 8; done
+starts=$(grep -c ' start ' "$T/backlog.txt")
+[ "$(awk '$2 == "start" {print $1}' "$T/backlog.txt" | sort | uniq -d | wc -l)" -eq 0 ] \
+    || fail "a tick ran twice"
+# Every second from the first to the last tick ran, exactly once.
+first=$(awk '$2 == "start" {print $1}' "$T/backlog.txt" | sort | head -n1)
+last=$(awk '$2 == "start" {print $1}' "$T/backlog.txt" | sort | tail -n1)
+want=$(( $(date -u -d "$last" +%s) - $(date -u -d "$first" +%s) + 1 ))
+skipped=$(grep -h '"event":"tick_skipped".*"job":"ledger"' "$T"/a?.out | grep -o '"ticks":[0-9]*' \
+          | awk -F: '{s += $2} END {print s + 0}')
+note "  $starts runs from $first to $last ($want seconds), $skipped skipped (recorded)"
+assert_eq "$want" "$((starts + skipped))" "every second ran or was recorded as skipped"
+[ "$skipped" -le 2 ] || fail "forbid skipped missed ticks instead of running them: $skipped"
+# One after another: no start before the previous run's end, in tick order.
+sort -k3,3n "$T/backlog.txt" | awk '
+    $2 == "start" { if (open) {print "overlap at " $1; bad = 1} open = 1;
+                    if ($1 < prev) {print "out of order at " $1; bad = 1} prev = $1 }
+    $2 == "end" { open = 0 }
+    END { exit bad }' || fail "the backlog did not run one after another, in order"
+
+# ---------------------------------------------------------------------
+note "2. leadership comes only from Redis: a paused leader releases its stale lease and campaigns at once"
+# The node reaches Redis through a proxy that black-holes its traffic for
+# 2.5 s, right after a confirmed renewal. ttl 3 s, renewals every 1 s, each
+# waiting up to redis_timeout (1 s): the node pauses at about 2 s, and the
+# renewal it gave up on reaches Redis when the link heals, before the key
+# expired: Redis then holds, for a full ttl, a lease nobody uses. The node
+# must release it and lead again at once, in a new term.
+proxy_start proxy
+cat > "$T/idle.yaml" <<'EOF'
+jobs: []
+EOF
+URL="redis://127.0.0.1:$PROXY_PORT/0" TTL=3s RTO=1s run_node s1 st "$T/idle.yaml" "log: {level: debug}"
+wait_for_line "$T/s1.out" '"to":"working"' 5 >/dev/null
+sleep 0.5
+n0=$(count_lines "$T/s1.out" '"event":"lease_renewed"')
+for _ in $(seq 1 300); do [ "$(count_lines "$T/s1.out" '"event":"lease_renewed"')" -gt "$n0" ] && break; sleep 0.005; done
+kill -USR1 "$(pid_of proxy)"; sleep 2.5
+grep -q '"to":"pausing"' "$T/s1.out" || fail "the node did not pause while cut off"
+kill -USR2 "$(pid_of proxy)"; healed=$(now_ms)
+back=$(wait_for_line "$T/s1.out" '"from":"acquiring","to":"working","trigger":"acquired"[^}]*"term":2' 8)
+back_ms=$(ts_ms "$(echo "$back" | sed 's/.*"ts":"\([^"]*\)".*/\1/')")
+note "  leading again $((back_ms - healed)) ms after the link healed (lease ttl 3 s), in term 2"
+grep -q '"event":"stale_lease_released"' "$T/s1.out" || fail "the stale lease was not released"
+[ $((back_ms - healed)) -lt 1500 ] || fail "waited out a stale lease: $((back_ms - healed)) ms"
+# Working only from a grant (acquiring) or a renewal (renewing) that Redis
+# confirmed, and after the pause only through a new grant.
+grep '"event":"transition"' "$T/s1.out" | grep '"to":"working"' \
+    | grep -vq '"from":"acquiring"\|"from":"renewing"' && fail "entered working unconfirmed"
+sed -n '/"to":"pausing"/,$p' "$T/s1.out" | grep '"to":"working"' | head -n1 | grep -q '"from":"acquiring"' \
+    || fail "after the pause, working again without a new grant"
+kill -TERM "$(pid_of s1)"; wait_exit s1 5
+
+# ---------------------------------------------------------------------
+note "3, 8. every log line is valid JSON: invalid UTF-8, NUL, a 20 MB line"
+cat > "$T/output.yaml" <<EOF
+jobs:
+  - name: bytes
+    schedule: "*/3 * * * * *"
+    catchup: 0
+    shell: "printf '\\\\377\\\\376\\\\n'; printf 'before\\\\000after\\\\n'; printf 'caf\\\\303\\\\251 \\\\033[31m\\\\n'"
+  - name: flood
+    schedule: "*/3 * * * * *"
+    catchup: 0
+    shell: "head -c 20000000 /dev/zero | tr '\\\\0' x; echo; echo done"
+EOF
+run_node o1 out "$T/output.yaml"
+wait_job() { # wait_job NODE EVENT JOB REGEX TIMEOUT
+    wait_for_line "$T/$1.out" "\"event\":\"$2\".*\"job\":\"$3\".*$4" "$5"
+}
+wait_job o1 job_end flood '"outcome":"ok"' 20 >/dev/null
+wait_job o1 job_end bytes '"outcome":"ok"' 5 >/dev/null
+hwm=$(awk '/VmHWM/ {print $2}' "/proc/$(pid_of o1)/status")
+kill -TERM "$(pid_of o1)"; wait_exit o1 5
+n=$("$BATON_JSONL_CHECK" "$T/o1.out") || fail "a log line is not valid JSON"
+note "  $n lines, all valid JSON; peak RSS $hwm kB after a 20 MB line"
+[ "$hwm" -lt 16000 ] || fail "a 20 MB line cost $hwm kB"
+grep -q '"line":"\\ufffd\\ufffd","invalid_utf8":true\|"line":"\\ufffd\\ufffd",.*"invalid_utf8":true' "$T/o1.out" \
+    || fail "invalid UTF-8 not replaced: $(grep bytes "$T/o1.out" | head -3)"
+grep -q '"line":"before\\u0000after"' "$T/o1.out" || fail "NUL cut the line"
+grep -qF "$(printf '"line":"caf\303\251 \\u001b[31m"')" "$T/o1.out" || fail "valid UTF-8 or escapes changed"
+pieces=$(grep -c '"job":"flood".*"line":"xxxx' "$T/o1.out")
+[ "$pieces" -ge 4800 ] || fail "the 20 MB line came out in $pieces pieces"
+grep '"job":"flood".*"line":"xxxx' "$T/o1.out" | head -n1 | grep -q '"partial":true' \
+    || fail "the first piece is not marked partial"
+grep '"job":"flood".*"line":"xxxx' "$T/o1.out" | head -n1 | grep -q '"continued"' \
+    && fail "the first piece is marked continued"
+grep '"job":"flood".*"line":"xxxx' "$T/o1.out" | sed -n 2p | grep -q '"partial":true,"continued":true' \
+    || fail "a middle piece is not marked partial and continued"
+grep -q '"job":"flood".*"line":"done"' "$T/o1.out" || fail "the line after the flood was lost"
+
+# ---------------------------------------------------------------------
+note "5. a claimed tick that cannot start is logged and recorded, never dropped"
+cat > "$T/fault.yaml" <<'EOF'
+jobs:
+  - {name: doomed, schedule: "* * * * * *", catchup: 0, command: ["true"]}
+EOF
+config f1 ft "$T/fault.yaml"
+BATON_TEST_FAULT=start spawn f1 "$B" run -c "$T/f1.yaml"
+end=$(wait_job f1 job_end doomed '"outcome":"failed_to_start"' 5)
+echo "$end" | grep -q '"level":"error".*"error":"could not start' || fail "no reason: $end"
+sleep 1.2
+kill -TERM "$(pid_of f1)"; wait_exit f1 5
+rec=$(rcli xrevrange 'baton:{ft}:runs:doomed' + - COUNT 1 | tr '\n' ' ')
+case "$rec" in *"outcome failed_to_start "*"reason could not start"*) ;;
+    *) fail "not recorded in history: $rec" ;; esac
+mark=$(rcli get 'baton:{ft}:last:doomed')
+[ -n "$mark" ] || fail "the tick was not claimed"
+
+# ---------------------------------------------------------------------
+note "6. a leader cut off from Redis stops its jobs in time, even when six runs end at once"
+# p1 reaches Redis through a proxy, p2 directly. Six short jobs start on
+# the tens and end 3 s later, 0.2 s after p1's link is black-holed: each end
+# is a history write that could wait the whole redis_timeout (500 ms). No
+# Redis call may delay the pause: p1's long job (ticks on the fives, forbid)
+# must be dead before p2, the next leader, starts it at its next tick.
+proxy_start px6
+cat > "$T/part.yaml" <<EOF
+jobs:
+  - name: long
+    schedule: "5/10 * * * * *"
+    catchup: 0
+    shell: "while :; do echo \$BATON_NODE \$(date +%s%N) >> $T/part.txt; sleep 0.02; done"
+EOF
+for i in 1 2 3 4 5 6; do
+    printf '  - {name: short%d, schedule: "0/10 * * * * *", catchup: 0, command: ["sleep", "3"]}\n' "$i" \
+        >> "$T/part.yaml"
+done
+URL="redis://127.0.0.1:$PROXY_PORT/0" TTL=2s RTO=500ms run_node p1 part "$T/part.yaml"
+wait_for_line "$T/p1.out" '"to":"working"' 5 >/dev/null
+TTL=2s RTO=500ms run_node p2 part "$T/part.yaml"
+wait_for_line "$T/p1.out" '"event":"job_start".*"job":"long"' 12 >/dev/null
+n0=$(count_lines "$T/p1.out" '"event":"job_start".*"job":"short6"')
+for _ in $(seq 1 1200); do
+    [ "$(count_lines "$T/p1.out" '"event":"job_start".*"job":"short6"')" -gt "$n0" ] && break
+    sleep 0.01
+done
+started=$(grep '"event":"job_start".*"job":"short1"' "$T/p1.out" | tail -n1 | sed 's/.*"scheduled_at":"\([^"]*\)".*/\1/')
+hole_at=$(( $(ts_ms "$started") + 2800 ))
+while [ "$(now_ms)" -lt "$hole_at" ]; do sleep 0.01; done
+kill -USR1 "$(pid_of px6)"
+wait_for_line "$T/p2.out" '"event":"job_start".*"job":"long"' 10 >/dev/null
+sleep 1
+kill -USR2 "$(pid_of px6)"
+for n in p1 p2; do kill -TERM "$(pid_of "$n")"; done
+for n in p1 p2; do wait_exit "$n" 10; done
+a_last=$(awk '$1 == "p1" {print $2}' "$T/part.txt" | sort -n | tail -n1)
+b_first=$(awk '$1 == "p2" {print $2}' "$T/part.txt" | sort -n | head -n1)
+margin=$(( (b_first - a_last) / 1000000 ))
+pause=$(grep '"to":"pausing"' "$T/p1.out" | head -n1 | sed 's/.*"ts":"\([^"]*\)".*/\1/')
+note "  the cut-off leader paused $(( $(ts_ms "$pause") - hole_at )) ms after the hole; its job was dead $margin ms before the other node's started"
+[ "$margin" -gt 0 ] || fail "the job ran on both nodes for $(( -margin )) ms"
+
+# ---------------------------------------------------------------------
+note "7. a graceful handover: no tick of an every-second job lost or late, forbid held across nodes"
+cat > "$T/hand.yaml" <<EOF
+jobs:
+  - name: tick
+    schedule: "* * * * * *"
+    catchup: 1h
+    shell: "echo \$BATON_SCHEDULED_AT \$(date +%s%N) \$BATON_NODE >> $T/tick.txt"
+  - name: long
+    schedule: "*/10 * * * * *"
+    catchup: 0
+    shell: "echo start \$(date +%s%N) \$BATON_NODE >> $T/long.txt; sleep 6; echo end \$(date +%s%N) \$BATON_NODE >> $T/long.txt"
+EOF
+run_node h1 hand "$T/hand.yaml"
+sleep 0.3
+run_node h2 hand "$T/hand.yaml"
+wait_for_line "$T/h1.out" '"event":"job_start".*"job":"long"' 12 >/dev/null
+sleep 1
+kill -TERM "$(pid_of h1)"; term=$(now_ms)
+wait_exit h1 10
+assert_eq 0 "$EXIT_CODE" "the old leader's exit status"
+sleep 8
+kill -TERM "$(pid_of h2)"; wait_exit h2 10
+grep -q '"event":"job_end".*"job":"long".*"outcome":"ok"' "$T/h1.out" \
+    || fail "the old leader's long run did not finish"
+# Every second exactly once, and none late by more than the handover.
+dups=$(awk '{print $1}' "$T/tick.txt" | sort | uniq -d | wc -l)
+assert_eq 0 "$dups" "ticks run twice"
+first=$(awk '{print $1}' "$T/tick.txt" | sort | head -n1)
+last=$(awk '{print $1}' "$T/tick.txt" | sort | tail -n1)
+want=$(( $(date -u -d "$last" +%s) - $(date -u -d "$first" +%s) + 1 ))
+assert_eq "$want" "$(wc -l < "$T/tick.txt")" "every second from $first to $last ran"
+worst=$(while read -r at ns node; do
+            echo $(( ns / 1000000 - $(date -u -d "$at" +%s) * 1000 ))
+        done < "$T/tick.txt" | sort -n | tail -n1)
+note "  $want ticks, none lost; the latest started $worst ms after its second"
+[ "$worst" -lt 900 ] || fail "a tick was late by $worst ms across the handover"
+# The long job never ran on both nodes at once.
+sort -k2,2n "$T/long.txt" | awk '$1 == "start" {n++; if (n > 1) bad = 1} $1 == "end" {n--} END {exit bad}' \
+    || fail "long ran twice at once: $(cat "$T/long.txt")"
+note "ok"

@@ -1,0 +1,178 @@
+/* check_log.c -- every log line is valid JSON whatever it carries (utf8.h,
+ * log.c), and the table of log events (events.h). */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "events.h"
+#include "log.h"
+#include "utf8.h"
+#include "testutil.h"
+
+/* ---- UTF-8 ---- */
+
+static const struct {
+    const char *bytes;
+    size_t len;
+    bool valid;
+} seqs[] = {
+    {"plain ascii", 11, true},
+    {"caf\xc3\xa9", 5, true},
+    {"\xe2\x82\xac", 3, true},           /* EURO SIGN */
+    {"\xf0\x9f\x98\x80", 4, true},       /* U+1F600 */
+    {"\xf4\x8f\xbf\xbf", 4, true},       /* U+10FFFF, the last code point */
+    {"a\0b", 3, true},                   /* NUL is a character */
+    {"\xff\xfe", 2, false},              /* not UTF-8 at all */
+    {"\xc0\x80", 2, false},              /* an overlong NUL */
+    {"\xe0\x80\xaf", 3, false},          /* an overlong / */
+    {"\xed\xa0\x80", 3, false},          /* a surrogate */
+    {"\xf4\x90\x80\x80", 4, false},      /* above U+10FFFF */
+    {"\xe2\x82", 2, false},              /* truncated */
+    {"\x80", 1, false},                  /* a lone continuation byte */
+};
+
+START_TEST(validity)
+{
+    for (size_t i = 0; i < sizeof seqs / sizeof seqs[0]; i++)
+        ck_assert_msg(utf8_valid(seqs[i].bytes, seqs[i].len) == seqs[i].valid, "case %zu", i);
+}
+END_TEST
+
+/* Quoting: control characters and NUL escaped, invalid bytes replaced by
+ * U+FFFD (one per maximal invalid subpart), valid text untouched. */
+START_TEST(quoting)
+{
+    static const struct {
+        const char *in;
+        size_t len;
+        const char *out;
+        bool replaced;
+    } q[] = {
+        {"hello", 5, "\"hello\"", false},
+        {"before\0after", 12, "\"before\\u0000after\"", false},
+        {"\xff\xfe", 2, "\"\\ufffd\\ufffd\"", true},
+        {"a\xe2\x82z", 4, "\"a\\ufffdz\"", true}, /* a truncated sequence is one U+FFFD */
+        {"tab\there\n\"q\"\\", 13, "\"tab\\there\\n\\\"q\\\"\\\\\"", false},
+        {"\x1b[31mred\x7f", 9, "\"\\u001b[31mred\\u007f\"", false},
+        {"caf\xc3\xa9 \xf0\x9f\x98\x80", 10, "\"caf\xc3\xa9 \xf0\x9f\x98\x80\"", false},
+        {"\xed\xa0\x80", 3, "\"\\ufffd\\ufffd\\ufffd\"", true}, /* a surrogate: 3 subparts */
+    };
+    for (size_t i = 0; i < sizeof q / sizeof q[0]; i++) {
+        bool replaced = !q[i].replaced;
+        char *s = json_quote_bytes(q[i].in, q[i].len, &replaced);
+        ck_assert_ptr_nonnull(s);
+        ck_assert_msg(strcmp(s, q[i].out) == 0, "case %zu: %s", i, s);
+        ck_assert(replaced == q[i].replaced);
+        free(s);
+    }
+    char *fixed = utf8_fix("ok \xff ok");
+    ck_assert_str_eq(fixed, "ok \xef\xbf\xbd ok");
+    free(fixed);
+}
+END_TEST
+
+/* A long line is cut between characters, never inside one. */
+START_TEST(cutting)
+{
+    ck_assert_int_eq(utf8_cut("abc", 3), 3);
+    ck_assert_int_eq(utf8_cut("ab\xc3", 3), 2);          /* a 2-byte char begun */
+    ck_assert_int_eq(utf8_cut("ab\xe2\x82", 4), 2);      /* a 3-byte char begun */
+    ck_assert_int_eq(utf8_cut("ab\xf0\x9f\x98", 5), 2);  /* a 4-byte char begun */
+    ck_assert_int_eq(utf8_cut("ab\xc3\xa9", 4), 4);      /* complete */
+    ck_assert_int_eq(utf8_cut("ab\xff", 3), 3);          /* invalid: cut anywhere */
+    ck_assert_int_eq(utf8_cut("ab\x80\x80", 4), 4);      /* stray continuation bytes */
+}
+END_TEST
+
+/* ---- log lines ---- */
+
+/* Emits one line through a memory file and returns it (owned). */
+static char *emit(enum log_event ev, cJSON *fields)
+{
+    int fd = memfd_create("log", MFD_CLOEXEC);
+    ck_assert_int_ge(fd, 0);
+    struct log *lg = log_new(fd, LOG_DEBUG, "node-\xff", "g");
+    ck_assert_ptr_nonnull(lg);
+    log_emit(lg, ev, fields);
+    log_free(lg);
+    off_t n = lseek(fd, 0, SEEK_END);
+    char *buf = calloc(1, (size_t)n + 1);
+    ck_assert_int_eq(pread(fd, buf, (size_t)n, 0), n);
+    close(fd);
+    return buf;
+}
+
+/* Whatever strings an event carries, the line is one valid UTF-8 JSON
+ * object ending in a newline. */
+START_TEST(lines_are_valid_json)
+{
+    cJSON *f = log_fields();
+    cJSON_AddStringToObject(f, "error", "redis said \xc0\xaf and \x01");
+    cJSON_AddRawToObject(f, "line", "\"raw \\u0000 stays\"");
+    char *line = emit(LE_HISTORY_WRITE_FAILED, f);
+    size_t n = strlen(line);
+    ck_assert(n > 0 && line[n - 1] == '\n');
+    ck_assert(utf8_valid(line, n));
+    ck_assert_ptr_null(memchr(line, '\n', n - 1));
+    cJSON *o = cJSON_Parse(line);
+    ck_assert_ptr_nonnull(o);
+    ck_assert_str_eq(cJSON_GetObjectItem(o, "event")->valuestring, "history_write_failed");
+    ck_assert_str_eq(cJSON_GetObjectItem(o, "level")->valuestring, "warn");
+    ck_assert_str_eq(cJSON_GetObjectItem(o, "error")->valuestring,
+                     "redis said \xef\xbf\xbd\xef\xbf\xbd and \x01");
+    ck_assert_str_eq(cJSON_GetObjectItem(o, "node")->valuestring, "node-\xef\xbf\xbd");
+    ck_assert_ptr_nonnull(strstr(line, "\"error\":\"redis said \xef\xbf\xbd\xef\xbf\xbd and \\u0001\""));
+    ck_assert_ptr_nonnull(strstr(line, "\"line\":\"raw \\u0000 stays\""));
+    cJSON_Delete(o);
+    free(line);
+}
+END_TEST
+
+/* ---- the event table ---- */
+
+START_TEST(event_table)
+{
+    for (int e = 0; e < LE_COUNT; e++) {
+        const char *name = log_event_name((enum log_event)e);
+        ck_assert(name[0] != '\0' && strcmp(name, "?") != 0);
+        for (int k = 0; k < e; k++)
+            ck_assert_msg(strcmp(name, log_event_name((enum log_event)k)) != 0, "%s twice", name);
+        for (const char *p = name; *p != '\0'; p++)
+            ck_assert_msg((*p >= 'a' && *p <= 'z') || *p == '_', "%s: snake case", name);
+    }
+    ck_assert(log_event_varies(LE_TRANSITION));
+    ck_assert(log_event_varies(LE_JOB_END));
+    ck_assert_int_eq(log_event_level(LE_CLAIM_FAILED), LOG_WARN);
+    ck_assert_int_eq(log_event_level(LE_RELOAD_FAILED), LOG_ERROR);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    log_events_write_reference(f);
+    fclose(f);
+    for (int e = 0; e < LE_COUNT; e++) {
+        char want[96];
+        snprintf(want, sizeof want, "| `%s` | ", log_event_name((enum log_event)e));
+        ck_assert_ptr_nonnull(strstr(text, want));
+    }
+    free(text);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("log");
+    TCase *tc = tcase_create("log");
+    tcase_set_timeout(tc, 10);
+    tcase_add_test(tc, validity);
+    tcase_add_test(tc, quoting);
+    tcase_add_test(tc, cutting);
+    tcase_add_test(tc, lines_are_valid_json);
+    tcase_add_test(tc, event_table);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) { return tu_run(suite()); }
