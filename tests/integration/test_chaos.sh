@@ -1,96 +1,153 @@
-# test_chaos.sh -- exactly once under failures. Three supervisors run a job
-# every second that appends "BATON_SCHEDULED_AT BATON_FENCE BATON_NODE" to a
-# ledger. For CHAOS_SECONDS (default 60) a random node is SIGKILLed, SIGTERMed
-# or SIGSTOPped for longer than the lease, and restarted; once, redis-server
+# test_chaos.sh -- exactly once under failures, under each concurrency
+# policy. Three supervisors run a job every second that appends
+# "BATON_SCHEDULED_AT BATON_FENCE BATON_NODE" to a ledger. For CHAOS_SECONDS
+# (default 30 per policy) a random node is SIGKILLed, SIGTERMed or
+# SIGSTOPped for longer than the lease, and restarted; once, redis-server
 # itself is restarted (AOF, appendfsync always: what exactly-once across a
-# Redis restart requires). Then the ledger must hold every second of the
-# window exactly once, and fences must never go down as time goes up.
+# Redis restart requires). Then, for every second of the window:
+#   - it ran at most once (0 doubled);
+#   - it ran, or the history records why not, and only where the policy says
+#     a tick may not run: forbid may skip a tick that fires while a run is
+#     alive, replace may supersede or stop one, allow does neither;
+#   - fences never go down as time goes up.
+#
+# CHAOS_POLICY=forbid|allow|replace runs one policy (default: all three);
+# CHAOS_SEED replays a run. tests/bench/bench_chaos.sh runs 5 minutes each.
 #
 # Signals are sent half-way between ticks: a supervisor that dies takes its
-# running job with it (by design: no orphans), and the ledger job lives ~2 ms;
-# this test is about which ticks are scheduled, not about that luck.
+# running job with it (by design: no orphans), and the ledger job lives ~2
+# ms; this test is about which ticks are scheduled, not about that luck.
 . "$BATON_TESTS_DIR/lib/harness.sh"
 B=$BATON_BIN
-SECONDS_TOTAL=${CHAOS_SECONDS:-60}
+SECONDS_TOTAL=${CHAOS_SECONDS:-30}
+POLICIES=${CHAOS_POLICY:-forbid allow replace}
 SEED=${CHAOS_SEED:-$(( $(date +%s) % 32768 ))}
 RANDOM=$SEED
-note "seed $SEED (CHAOS_SEED=$SEED to replay), $SECONDS_TOTAL s"
-
+note "seed $SEED (CHAOS_SEED=$SEED to replay), $SECONDS_TOTAL s per policy: $POLICIES"
 redis_start --appendonly yes --appendfsync always
-cat > "$T/jobs.yaml" <<EOF
-jobs:
-  - name: ledger
-    schedule: "* * * * * *"
-    catchup: 1h
-    concurrency: allow
-    shell: "echo \$BATON_SCHEDULED_AT \$BATON_FENCE \$BATON_NODE >> $T/ledger.txt"
-EOF
-declare -A GEN=()
-start() {
-    local n=$1
-    GEN[$n]=$(( ${GEN[$n]:-0} + 1 ))
-    cat > "$T/$n.yaml" <<EOF
-node: $n
-redis: $REDIS_URL
-group: chaos
-lease: {ttl: 1s}
-redis_timeout: 200ms
-poll: 1s
-shutdown_grace: 2s
-jobs: $T/jobs.yaml
-EOF
-    spawn "$n.${GEN[$n]}" "$B" run -c "$T/$n.yaml"
-}
-pid() { pid_of "$1.${GEN[$1]}"; }
+
 mid_second() { # sleep until the next X.5 s
     local ns; ns=$(date +%N); ns=${ns#0}; ns=${ns#0}
     sleep "$(awk "BEGIN{d=(1500000000 - $ns) / 1e9; if (d > 1) d -= 1; print d}")"
 }
 
-for n in n1 n2 n3; do start $n; done
-sleep 2
-end=$(( $(now_ms) + SECONDS_TOTAL * 1000 ))
-half=$(( $(now_ms) + SECONDS_TOTAL * 500 ))
-restarted_redis=0 kills=0 terms=0 stops=0
-while [ "$(now_ms)" -lt "$end" ]; do
-    sleep $(( RANDOM % 2 + 1 ))
-    mid_second
-    if [ $restarted_redis -eq 0 ] && [ "$(now_ms)" -ge "$half" ]; then
-        note "  restart redis-server"
-        redis_restart
-        restarted_redis=1
-        continue
-    fi
-    n=n$(( RANDOM % 3 + 1 ))
-    case $(( RANDOM % 3 )) in
-    0) kill -KILL "$(pid $n)"; wait_exit "$n.${GEN[$n]}" 5; kills=$((kills + 1)); start $n ;;
-    1) kill -TERM "$(pid $n)"; wait_exit "$n.${GEN[$n]}" 10
-       assert_eq 0 "$EXIT_CODE" "exit status of $n after SIGTERM"; terms=$((terms + 1)); start $n ;;
-    2) kill -STOP "$(pid $n)"; sleep 1.6; kill -CONT "$(pid $n)"; stops=$((stops + 1)) ;;
-    esac
-done
-note "  $kills SIGKILL, $terms SIGTERM, $stops SIGSTOP, redis restarted $restarted_redis time"
-sleep 2
-for n in n1 n2 n3; do kill -TERM "$(pid $n)"; done
-for n in n1 n2 n3; do wait_exit "$n.${GEN[$n]}" 10; done
-
-[ -s "$T/ledger.txt" ] || fail "empty ledger"
-dups=$(awk '{print $1}' "$T/ledger.txt" | sort | uniq -d)
-[ -z "$dups" ] || fail "ticks run twice: $(echo $dups | head -c 300)"
-first=$(awk '{print $1}' "$T/ledger.txt" | sort | head -n1)
-last=$(awk '{print $1}' "$T/ledger.txt" | sort | tail -n1)
-want=$(( $(date -d "$last" +%s) - $(date -d "$first" +%s) + 1 ))
-got=$(wc -l < "$T/ledger.txt")
-if [ "$got" -ne "$want" ]; then
-    missing=""
-    for s in $(seq "$(date -d "$first" +%s)" "$(date -d "$last" +%s)"); do
-        t=$(date -u -d "@$s" +%Y-%m-%dT%H:%M:%SZ)
-        grep -q "^$t " "$T/ledger.txt" || missing="$missing $t"
+# The history of the ledger job as "first last outcome started_ms end_ms"
+# lines (Unix s; ms 0 for ticks that did not run), from redis-cli's flat
+# XRANGE output.
+history_ranges() {
+    rcli xrange "baton:{$1}:runs:ledger" - + | awk '
+        function out() { if (s != "") print s, (u == "" ? s : u), o, (st == "" ? "-" : st), d + 0 }
+        /^[0-9]+-[0-9]+$/ { out(); s = ""; u = ""; o = ""; st = ""; d = 0; k = ""; next }
+        k == "scheduled_at" { s = $0 } k == "until" { u = $0 } k == "outcome" { o = $0 }
+        k == "started" { st = $0 } k == "duration_ms" { d = $0 }
+        { k = (k == "" ? $0 : "") }
+        END { out() }' |
+    while read -r s u o st d; do
+        sms=0; [ "$st" != "-" ] && sms=$(date -u -d "$st" +%s%3N)
+        echo "$(date -u -d "$s" +%s) $(date -u -d "$u" +%s) $o $sms $((sms + d))"
     done
-    fail "$got ticks in the ledger, $want seconds from $first to $last; missing:$missing"
-fi
-sort "$T/ledger.txt" | awk '$2 < f {print "fence went down at " $1; bad=1} {f=$2} END{exit bad}' \
-    || fail "a later tick ran under a lower fence"
-terms_seen=$(awk '{print $2}' "$T/ledger.txt" | sort -un | wc -l)
-note "  $got ticks from $first to $last, each exactly once, under $terms_seen terms"
+}
+
+run_policy() {
+    local policy=$1 group=chaos-$1
+    local ledger=$T/ledger-$policy.txt
+    cat > "$T/jobs-$policy.yaml" <<EOF
+jobs:
+  - name: ledger
+    schedule: "* * * * * *"
+    catchup: 1h
+    concurrency: $policy
+    shell: "echo \$BATON_SCHEDULED_AT \$BATON_FENCE \$BATON_NODE >> $ledger"
+EOF
+    declare -A GEN=()
+    start() {
+        local n=$1
+        GEN[$n]=$(( ${GEN[$n]:-0} + 1 ))
+        cat > "$T/$policy-$n.yaml" <<EOF
+node: $n
+redis: $REDIS_URL
+group: $group
+lease: {ttl: 1s}
+redis_timeout: 200ms
+poll: 1s
+shutdown_grace: 2s
+history: 100000
+jobs: $T/jobs-$policy.yaml
+EOF
+        spawn "$policy-$n.${GEN[$n]}" "$B" run -c "$T/$policy-$n.yaml"
+    }
+    pid() { pid_of "$policy-$1.${GEN[$1]}"; }
+
+    for n in n1 n2 n3; do start $n; done
+    sleep 2
+    local end=$(( $(now_ms) + SECONDS_TOTAL * 1000 )) half=$(( $(now_ms) + SECONDS_TOTAL * 500 ))
+    local restarted_redis=0 kills=0 terms=0 stops=0 backlogs=0 n
+    while [ "$(now_ms)" -lt "$end" ]; do
+        sleep $(( RANDOM % 2 + 1 ))
+        mid_second
+        if [ $restarted_redis -eq 0 ] && [ "$(now_ms)" -ge "$half" ]; then
+            redis_restart
+            restarted_redis=1
+            continue
+        fi
+        n=n$(( RANDOM % 3 + 1 ))
+        case $(( RANDOM % 4 )) in
+        0) kill -KILL "$(pid $n)"; wait_exit "$policy-$n.${GEN[$n]}" 5; kills=$((kills + 1)); start $n ;;
+        1) kill -TERM "$(pid $n)"; wait_exit "$policy-$n.${GEN[$n]}" 10
+           assert_eq 0 "$EXIT_CODE" "exit status of $n after SIGTERM"; terms=$((terms + 1)); start $n ;;
+        2) kill -STOP "$(pid $n)"; sleep 1.6; kill -CONT "$(pid $n)"; stops=$((stops + 1)) ;;
+        3) # nobody leads for 3 s: a backlog of several ticks for the next leader
+           local l m; l=$(rcli get "baton:{$group}:leader" | sed -n 's/^[0-9a-f]\{48\}://p')
+           [ -n "$l" ] || continue
+           for m in n1 n2 n3; do [ "$m" = "$l" ] || kill -STOP "$(pid $m)"; done
+           kill -KILL "$(pid "$l")"; wait_exit "$policy-$l.${GEN[$l]}" 5; sleep 3
+           for m in n1 n2 n3; do [ "$m" = "$l" ] || kill -CONT "$(pid $m)"; done
+           start "$l"; kills=$((kills + 1)); backlogs=$((backlogs + 1)) ;;
+        esac
+    done
+    sleep 2
+    for n in n1 n2 n3; do kill -TERM "$(pid $n)"; done
+    for n in n1 n2 n3; do wait_exit "$policy-$n.${GEN[$n]}" 10; done
+
+    [ -s "$ledger" ] || fail "$policy: empty ledger"
+    local dups
+    dups=$(awk '{print $1}' "$ledger" | sort | uniq -d)
+    [ -z "$dups" ] || fail "$policy: ticks run twice: $(echo $dups | head -c 300)"
+    local first last
+    first=$(date -u -d "$(awk '{print $1}' "$ledger" | sort | head -n1)" +%s)
+    last=$(date -u -d "$(awk '{print $1}' "$ledger" | sort | tail -n1)" +%s)
+    # Seconds not in the ledger must have a record of why, allowed by the policy.
+    history_ranges "$group" > "$T/history-$policy.txt"
+    awk '{print $1}' "$ledger" | while read -r t; do date -u -d "$t" +%s; done | sort -n > "$T/ran-$policy.txt"
+    local missing="" skipped=0 superseded=0 killed=0 s why
+    for s in $(seq "$first" "$last"); do
+        grep -qx "$s" "$T/ran-$policy.txt" && continue
+        why=$(awk -v s="$s" '$1 <= s && s <= $2 {print $3; exit}' "$T/history-$policy.txt")
+        case "$policy:$why" in
+        forbid:skipped) # only a tick that fired while a run was alive
+            awk -v s="$s" '$4 > 0 && $4 <= s * 1000 + 1000 && $5 >= s * 1000 {ok = 1} END {exit !ok}' \
+                "$T/history-$policy.txt" || missing="$missing $(date -u -d "@$s" +%H:%M:%S)(skipped, no run alive)"
+            skipped=$((skipped + 1)) ;;
+        replace:superseded) superseded=$((superseded + 1)) ;;
+        replace:killed) killed=$((killed + 1)) ;;
+        *) missing="$missing $(date -u -d "@$s" +%H:%M:%S)(${why:-no record})" ;;
+        esac
+    done
+    [ -z "$missing" ] || fail "$policy: ticks neither run nor allowed to be left out:$missing"
+    sort "$ledger" | awk '$2 < f {print "fence went down at " $1; bad=1} {f=$2} END{exit bad}' \
+        || fail "$policy: a later tick ran under a lower fence"
+    local got terms_seen
+    got=$(wc -l < "$ledger")
+    terms_seen=$(awk '{print $2}' "$ledger" | sort -un | wc -l)
+    note "  $policy: $kills SIGKILL ($backlogs with everyone frozen), $terms SIGTERM, $stops SIGSTOP, redis restarted; $((last - first + 1)) s: $got ran once, $skipped skipped, $superseded superseded, $killed replaced (each recorded), 0 doubled, under $terms_seen terms"
+    printf '{"policy":"%s","seconds":%d,"ran":%d,"skipped":%d,"superseded":%d,"replaced":%d,"doubled":0,"missing":0,"fence_regressions":0,"sigkill":%d,"sigterm":%d,"sigstop":%d,"terms":%d}\n' \
+        "$policy" $((last - first + 1)) "$got" "$skipped" "$superseded" "$killed" "$kills" "$terms" "$stops" "$terms_seen" \
+        >> "$T/summary.jsonl"
+}
+
+for p in $POLICIES; do
+    case $p in forbid|allow|replace) ;; *) fail "CHAOS_POLICY: $p is not forbid, allow or replace" ;; esac
+    run_policy "$p"
+done
+[ -n "${CHAOS_SUMMARY:-}" ] && cp "$T/summary.jsonl" "$CHAOS_SUMMARY"
 note "ok"
