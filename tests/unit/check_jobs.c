@@ -591,7 +591,7 @@ START_TEST(names_and_duplicates)
     snprintf(yaml, sizeof yaml, "jobs: [{name: %s, schedule: \"@daily\", shell: x}]\n", name);
     ck_assert_ptr_null(load(yaml, err, sizeof err));
     ck_assert_msg(strncmp(err, "j.yaml:1:15: job 1: name: \"nnnn", 31) == 0, "%s", err);
-    ck_assert_ptr_nonnull(strstr(err, "...\": use 1-128 letters, digits, _ . -"));
+    ck_assert_ptr_nonnull(strstr(err, "...\": use 1-128 letters, digits, '_', '.' or '-'"));
     jobs_free(load_ok("jobs: [{name: a.b_c-D9, schedule: \"@daily\", shell: x}]\n"));
     /* Names are case-sensitive: two jobs. */
     jobs_free(load_ok("jobs:\n  - {name: a, schedule: \"@daily\", shell: x}\n"
