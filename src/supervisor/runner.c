@@ -899,6 +899,30 @@ static void queue_due(struct runner *r, struct jobstate *js, int64_t wall)
     js->next_tick = d.next;
 }
 
+/* js's high-water mark is rep (a string, or nil when no tick was ever
+ * claimed): its schedule continues after it. A missing or unbelievable mark
+ * (a new job, or Redis lost its data) starts from now, without catch-up:
+ * what ran before cannot be known, and no tick must run twice. */
+static void take_mark(struct runner *r, struct jobstate *js, const struct baton_reply *rep,
+                      int64_t now_s)
+{
+    char *end = NULL;
+    long long v = rep->type == BATON_REPLY_STRING ? strtoll(rep->str, &end, 10) : 0;
+    if (rep->type == BATON_REPLY_STRING && end != NULL && *end == '\0' && v > 0 &&
+        v <= now_s + 86400) {
+        js->last = v;
+    } else {
+        js->last = now_s;
+        if (js->job->catchup_ms != 0 && js->job->enabled) {
+            cJSON *f = log_fields();
+            cJSON_AddStringToObject(f, "job", js->job->name);
+            log_emit(r->h.log, LE_NO_HIGH_WATER_MARK, f);
+        }
+    }
+    js->mark_known = true;
+    js->next_tick = sched_next(js->job, js->last);
+}
+
 /* Reads js's high-water mark (one GET). Returns false when it cannot now. */
 static bool read_mark(struct runner *r, struct jobstate *js)
 {
@@ -910,24 +934,8 @@ static bool read_mark(struct runner *r, struct jobstate *js)
     int rc = key != NULL ? baton_client_command(r->h.client, 2, argv, NULL, &rep) : BATON_ENOMEM;
     free(key);
     bool ok = rc == BATON_OK && (rep->type == BATON_REPLY_NIL || rep->type == BATON_REPLY_STRING);
-    int64_t now_s = wall_ms() / 1000;
-    if (ok) {
-        char *end = NULL;
-        long long v = rep->type == BATON_REPLY_STRING ? strtoll(rep->str, &end, 10) : 0;
-        if (rep->type == BATON_REPLY_STRING && end != NULL && *end == '\0' && v > 0 &&
-            v <= now_s + 86400) {
-            js->last = v;
-        } else {
-            js->last = now_s;
-            if (js->job->catchup_ms != 0 && js->job->enabled) {
-                cJSON *f = log_fields();
-                cJSON_AddStringToObject(f, "job", js->job->name);
-                log_emit(r->h.log, LE_NO_HIGH_WATER_MARK, f);
-            }
-        }
-        js->mark_known = true;
-        js->next_tick = sched_next(js->job, js->last);
-    }
+    if (ok)
+        take_mark(r, js, rep, wall_ms() / 1000);
     baton_reply_free(rep);
     return ok;
 }
@@ -1032,25 +1040,8 @@ static void read_marks(struct runner *r)
             baton_reply_free(rep);
             return;
         }
-        for (size_t i = 0; i < n; i++) {
-            const struct baton_reply *e = rep->element[i];
-            struct jobstate *j = batch[i];
-            char *end = NULL;
-            long long v = e->type == BATON_REPLY_STRING ? strtoll(e->str, &end, 10) : 0;
-            if (e->type == BATON_REPLY_STRING && end != NULL && *end == '\0' && v > 0 &&
-                v <= now_s + 86400) {
-                j->last = v;
-            } else {
-                j->last = now_s;
-                if (j->job->catchup_ms != 0 && j->job->enabled) {
-                    cJSON *f = log_fields();
-                    cJSON_AddStringToObject(f, "job", j->job->name);
-                    log_emit(r->h.log, LE_NO_HIGH_WATER_MARK, f);
-                }
-            }
-            j->mark_known = true;
-            j->next_tick = sched_next(j->job, j->last);
-        }
+        for (size_t i = 0; i < n; i++)
+            take_mark(r, batch[i], rep->element[i], now_s);
         baton_reply_free(rep);
     }
 }

@@ -1,7 +1,7 @@
 # test_chaos.sh -- exactly once under failures, under each concurrency
 # policy. Three supervisors run a job every second that appends
 # "BATON_SCHEDULED_AT BATON_FENCE BATON_NODE" to a ledger. For CHAOS_SECONDS
-# (default 30 per policy) a random node is SIGKILLed, SIGTERMed or
+# (default 25 per policy) a random node is SIGKILLed, SIGTERMed or
 # SIGSTOPped for longer than the lease, and restarted; once, redis-server
 # itself is restarted (AOF, appendfsync always: what exactly-once across a
 # Redis restart requires). Then, for every second of the window:
@@ -19,7 +19,7 @@
 # ms; this test is about which ticks are scheduled, not about that luck.
 . "$BATON_TESTS_DIR/lib/harness.sh"
 B=$BATON_BIN
-SECONDS_TOTAL=${CHAOS_SECONDS:-30}
+SECONDS_TOTAL=${CHAOS_SECONDS:-25}
 POLICIES=${CHAOS_POLICY:-forbid allow replace}
 SEED=${CHAOS_SEED:-$(( $(date +%s) % 32768 ))}
 RANDOM=$SEED
