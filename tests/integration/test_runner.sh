@@ -18,8 +18,8 @@ redis_start --appendonly yes --appendfsync always
 config() {
     local name=$1 group=$2 jobs=$3; shift 3
     {
-        printf 'node: %s\nredis: %s\ngroup: %s\nlease: {ttl: %s}\nredis_timeout: %s\n' \
-            "$name" "${URL:-$REDIS_URL}" "$group" "${TTL:-1s}" "${RTO:-200ms}"
+        printf 'node: %s\nredis: %s\ngroup: %s\nlease: {ttl: %s%s}\nredis_timeout: %s\n' \
+            "$name" "${URL:-$REDIS_URL}" "$group" "${TTL:-1s}" "${RENEW:+, renew: $RENEW}" "${RTO:-200ms}"
         printf 'poll: 1s\nshutdown_grace: 5s\nhistory: 1000\njobs: %s\n' "$jobs"
         for x in "$@"; do printf '%s\n' "$x"; done
     } > "$T/$name.yaml"
@@ -78,35 +78,44 @@ sort -k3,3n "$T/backlog.txt" | awk '
 
 # ---------------------------------------------------------------------
 note "2. leadership comes only from Redis: a paused leader releases its stale lease and campaigns at once"
-# The node reaches Redis through a proxy that black-holes its traffic for
-# 2.5 s, right after a confirmed renewal. ttl 3 s, renewals every 1 s, each
-# waiting up to redis_timeout (1 s): the node pauses at about 2 s, and the
-# renewal it gave up on reaches Redis when the link heals, before the key
-# expired: Redis then holds, for a full ttl, a lease nobody uses. The node
-# must release it and lead again at once, in a new term.
+# The node reaches Redis through a proxy that black-holes its traffic right
+# after a confirmed renewal. ttl 10 s, renewals every 1 s, each waiting up
+# to redis_timeout (1 s): the node pauses between 8.8 and 9.8 s later, at
+# least 0.2 s before Redis would expire the key. The link heals as soon as
+# it pauses: the renewals it gave up on then reach Redis and extend, for a
+# full ttl, a lease nobody uses. The node must release it and lead again at
+# once, in a new term, not wait it out.
 proxy_start proxy
 cat > "$T/idle.yaml" <<'EOF'
 jobs: []
 EOF
-URL="redis://127.0.0.1:$PROXY_PORT/0" TTL=3s RTO=1s run_node s1 st "$T/idle.yaml" "log: {level: debug}"
+URL="redis://127.0.0.1:$PROXY_PORT/0" TTL=10s RENEW=1s RTO=1s run_node s1 st "$T/idle.yaml" \
+    "log: {level: debug}"
 wait_for_line "$T/s1.out" '"to":"working"' 5 >/dev/null
 sleep 0.5
 n0=$(count_lines "$T/s1.out" '"event":"lease_renewed"')
 for _ in $(seq 1 300); do [ "$(count_lines "$T/s1.out" '"event":"lease_renewed"')" -gt "$n0" ] && break; sleep 0.005; done
-kill -USR1 "$(pid_of proxy)"; sleep 2.5
-grep -q '"to":"pausing"' "$T/s1.out" || fail "the node did not pause while cut off"
+kill -USR1 "$(pid_of proxy)"
+wait_for_line "$T/s1.out" '"to":"pausing"' 12 >/dev/null
 kill -USR2 "$(pid_of proxy)"; healed=$(now_ms)
-back=$(wait_for_line "$T/s1.out" '"from":"acquiring","to":"working","trigger":"acquired"[^}]*"term":2' 8)
+for _ in $(seq 1 1500); do
+    [ "$(count_lines "$T/s1.out" '"from":"acquiring","to":"working"')" -ge 2 ] && break; sleep 0.01
+done
+back=$(grep '"from":"acquiring","to":"working"' "$T/s1.out" | sed -n 2p)
+[ -n "$back" ] || fail "not leading again within 15 s of the link healing"
 back_ms=$(ts_ms "$(echo "$back" | sed 's/.*"ts":"\([^"]*\)".*/\1/')")
-note "  leading again $((back_ms - healed)) ms after the link healed (lease ttl 3 s), in term 2"
+note "  leading again $((back_ms - healed)) ms after the link healed (lease ttl 10 s)"
 grep -q '"event":"stale_lease_released"' "$T/s1.out" || fail "the stale lease was not released"
 [ $((back_ms - healed)) -lt 1500 ] || fail "waited out a stale lease: $((back_ms - healed)) ms"
 # Working only from a grant (acquiring) or a renewal (renewing) that Redis
-# confirmed, and after the pause only through a new grant.
+# confirmed, and after the pause only through a new grant, in a new term.
 grep '"event":"transition"' "$T/s1.out" | grep '"to":"working"' \
     | grep -vq '"from":"acquiring"\|"from":"renewing"' && fail "entered working unconfirmed"
 sed -n '/"to":"pausing"/,$p' "$T/s1.out" | grep '"to":"working"' | head -n1 | grep -q '"from":"acquiring"' \
     || fail "after the pause, working again without a new grant"
+t1=$(grep '"to":"pausing"' "$T/s1.out" | head -n1 | sed 's/.*"term":\([0-9]*\).*/\1/')
+t2=$(echo "$back" | sed 's/.*"term":\([0-9]*\).*/\1/')
+[ "$t2" -gt "$t1" ] || fail "leading again in term $t2, not after term $t1"
 kill -TERM "$(pid_of s1)"; wait_exit s1 5
 
 # ---------------------------------------------------------------------
@@ -122,7 +131,9 @@ jobs:
     catchup: 0
     shell: "head -c 20000000 /dev/zero | tr '\\\\0' x; echo; echo done"
 EOF
-run_node o1 out "$T/output.yaml"
+# Under AddressSanitizer, freed memory waits in a quarantine (256 MB by
+# default): keep it small for this node so that its RSS means something.
+ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=1 run_node o1 out "$T/output.yaml"
 wait_job() { # wait_job NODE EVENT JOB REGEX TIMEOUT
     wait_for_line "$T/$1.out" "\"event\":\"$2\".*\"job\":\"$3\".*$4" "$5"
 }
@@ -132,7 +143,10 @@ hwm=$(awk '/VmHWM/ {print $2}' "/proc/$(pid_of o1)/status")
 kill -TERM "$(pid_of o1)"; wait_exit o1 5
 n=$("$BATON_JSONL_CHECK" "$T/o1.out") || fail "a log line is not valid JSON"
 note "  $n lines, all valid JSON; peak RSS $hwm kB after a 20 MB line"
-[ "$hwm" -lt 16000 ] || fail "a 20 MB line cost $hwm kB"
+# Without sanitizers about 3 MB; with them, their shadow memory adds a fixed
+# part. Either way, far below the 20 MB the line would cost if it were kept.
+limit=16000; case "${BATON_TEST_CFLAGS:-}" in *sanitize*) limit=48000 ;; esac
+[ "$hwm" -lt "$limit" ] || fail "a 20 MB line cost $hwm kB (limit $limit kB)"
 grep -q '"line":"\\ufffd\\ufffd","invalid_utf8":true\|"line":"\\ufffd\\ufffd",.*"invalid_utf8":true' "$T/o1.out" \
     || fail "invalid UTF-8 not replaced: $(grep bytes "$T/o1.out" | head -3)"
 grep -q '"line":"before\\u0000after"' "$T/o1.out" || fail "NUL cut the line"
