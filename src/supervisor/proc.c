@@ -8,10 +8,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "proc.h"
@@ -127,7 +130,61 @@ static void mirror_exit(int wstatus)
     _exit(WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 1);
 }
 
-/* The shim, after fork: never returns. */
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Reads every fence message waiting on fd into *f (the last one wins).
+ * Returns false at EOF or error: baton closed its end (it exits, or the
+ * run is over); the last fence read stays in force. */
+static bool read_fence(int fd, struct proc_fence *f)
+{
+    for (;;) {
+        struct proc_fence m;
+        ssize_t n = read(fd, &m, sizeof m);
+        if (n == (ssize_t)sizeof m) {
+            *f = m;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        return n < 0 && errno == EAGAIN;
+    }
+}
+
+/* Closes every descriptor from 3 up but those in keep[0..n) (n <= 4). The
+ * shim does not exec: without this it would hold baton's Redis sockets and
+ * the other runs' pipes open for as long as its command runs. */
+static void close_others(int *keep, int n)
+{
+    for (int i = 1; i < n; i++) /* insertion sort: n is tiny */
+        for (int j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
+            int t = keep[j];
+            keep[j] = keep[j - 1];
+            keep[j - 1] = t;
+        }
+    unsigned lo = 3;
+    for (int i = 0; i <= n; i++) {
+        unsigned hi = i < n ? (unsigned)keep[i] : ~0u;
+        if (i < n && keep[i] < 3)
+            continue;
+        if (hi > lo && close_range(lo, hi - 1, 0) != 0) {
+            long max = sysconf(_SC_OPEN_MAX);
+            for (long fd = lo; fd < (hi == ~0u ? (max > 0 ? max : 65536) : (long)hi); fd++)
+                close((int)fd);
+        }
+        lo = hi + 1;
+        if (hi == ~0u)
+            break;
+    }
+}
+
+/* The shim, after fork: never returns. It waits for the command (SIGCHLD),
+ * for baton's death (deathsig) and, with a fence, for the end of what
+ * covers the run. Only async-signal-safe calls. */
 static void run_shim(const struct proc_spec *spec, pid_t parent, int deathsig)
 {
     sigset_t all, wait_for;
@@ -136,29 +193,98 @@ static void run_shim(const struct proc_spec *spec, pid_t parent, int deathsig)
     setpgid(0, 0);
     if (prctl(PR_SET_PDEATHSIG, deathsig) != 0 || getppid() != parent)
         _exit(125); /* baton is already gone: start nothing */
+    int keep[4], nkeep = 0;
+    if (spec->stdin_fd >= 0)
+        keep[nkeep++] = spec->stdin_fd;
+    if (spec->stdout_fd >= 0)
+        keep[nkeep++] = spec->stdout_fd;
+    if (spec->stderr_fd >= 0)
+        keep[nkeep++] = spec->stderr_fd;
+    if (spec->fenced)
+        keep[nkeep++] = spec->fence_fd;
+    close_others(keep, nkeep);
 
     pid_t child = fork();
     if (child < 0)
         _exit(126);
-    if (child == 0)
+    if (child == 0) {
+        if (spec->fenced)
+            close(spec->fence_fd);
         exec_command(spec);
+    }
 
     sigemptyset(&wait_for);
     sigaddset(&wait_for, SIGCHLD);
     sigaddset(&wait_for, deathsig);
+    int sfd = signalfd(-1, &wait_for, SFD_CLOEXEC);
+    int ffd = spec->fenced ? spec->fence_fd : -1;
+    struct proc_fence fence = {0, 0};
+    bool termed = false;
+    if (sfd < 0) {
+        kill(0, SIGKILL); /* cannot watch over the command: it does not run */
+        _exit(137);
+    }
     for (;;) {
-        siginfo_t si;
-        int sig = sigwaitinfo(&wait_for, &si);
-        if (sig == deathsig) {
+        /* What baton wrote first: a renewal sent just before the stop
+         * point must move the fence before the fence acts. */
+        if (ffd >= 0 && !read_fence(ffd, &fence)) {
+            close(ffd);
+            ffd = -1;
+        }
+        int64_t now = mono_ns(), next = 0;
+        if (fence.kill_at != 0 && now >= fence.kill_at) {
             kill(0, SIGKILL); /* the whole group, the shim included */
             _exit(137);
         }
-        if (sig != SIGCHLD)
+        if (fence.term_at != 0 && now >= fence.term_at && !termed) {
+            kill(-getpid(), SIGTERM); /* the shim blocks it: the command gets it */
+            termed = true;
+        }
+        if (fence.term_at != 0 && now < fence.term_at)
+            next = fence.term_at;
+        else if (fence.kill_at != 0)
+            next = fence.kill_at;
+        int timeout = -1;
+        if (next != 0) {
+            int64_t ms = (next - now + 999999) / 1000000;
+            timeout = ms > 60000 ? 60000 : (int)ms;
+        }
+        struct pollfd p[2] = {{.fd = sfd, .events = POLLIN}, {.fd = ffd, .events = POLLIN}};
+        if (poll(p, ffd >= 0 ? 2 : 1, timeout) <= 0 || !(p[0].revents & POLLIN))
             continue;
+        struct signalfd_siginfo si;
+        if (read(sfd, &si, sizeof si) != (ssize_t)sizeof si)
+            continue;
+        if ((int)si.ssi_signo == deathsig) {
+            kill(0, SIGKILL); /* the whole group, the shim included */
+            _exit(137);
+        }
         int st;
         pid_t r = waitpid(child, &st, WNOHANG);
         if (r == child)
             mirror_exit(st);
+    }
+}
+
+int proc_fence_pipe(int fds[2])
+{
+    if (pipe2(fds, O_CLOEXEC) != 0)
+        return errno;
+    fcntl(fds[0], F_SETFL, O_NONBLOCK);
+    fcntl(fds[1], F_SETFL, O_NONBLOCK);
+    return 0;
+}
+
+int proc_fence_send(int fd, int64_t term_at, int64_t kill_at)
+{
+    struct proc_fence m = {term_at, kill_at};
+    for (;;) {
+        ssize_t n = write(fd, &m, sizeof m);
+        if (n == (ssize_t)sizeof m)
+            return 0;
+        if (n < 0 && errno == EINTR)
+            continue;
+        return n < 0 ? errno : EIO; /* a pipe write of 16 bytes is never partial */
     }
 }
 

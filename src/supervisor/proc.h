@@ -12,6 +12,17 @@
  * the command and exits the way the command did (same exit code, or killed
  * by the same signal), so baton reaps one pid and reads the command's status.
  * To signal the command and its children, signal the group: kill(-P, sig).
+ *
+ * Self-fencing. With a fence pipe (proc_spec.fenced, .fence_fd), the shim also
+ * learns from baton when the lease (or registration) that covers the run
+ * ends, and enforces it on its own, whatever happens to baton: a baton
+ * that is stopped (SIGSTOP, a debugger, a cgroup freeze of baton alone) or
+ * starved cannot keep the command running past its cover. Each message is
+ * a struct proc_fence: at term_at the shim SIGTERMs the group, at kill_at
+ * it SIGKILLs it (itself included), as baton would. A later message moves
+ * both (every renewal); {0, 0} lifts the fence. Times are CLOCK_MONOTONIC,
+ * the clock of libbaton's deadlines (a machine that is suspended is frozen
+ * whole: only fencing tokens help there, as for any lease).
  */
 #ifndef BATON_PROC_H
 #define BATON_PROC_H
@@ -28,6 +39,9 @@ struct proc_spec {
     int stdin_fd;        /* -1: /dev/null */
     int stdout_fd;       /* -1: inherit */
     int stderr_fd;       /* -1: inherit */
+    bool fenced;         /* fence_fd is the read end of a fence pipe (the
+                            shim keeps it; the caller closes its copy) */
+    int fence_fd;
     bool set_ids;        /* run as uid/gid (supplementary groups of user) */
     uid_t uid;
     gid_t gid;
@@ -43,6 +57,20 @@ int proc_resolve(const char *name, char *out, size_t len);
  * the process group id), or an errno value. Signals should be blocked in the
  * caller (they are reset to defaults and unblocked in the command). */
 int proc_spawn(const struct proc_spec *spec, pid_t *pid);
+
+/* One fence message: CLOCK_MONOTONIC ns; 0: none. */
+struct proc_fence {
+    int64_t term_at;
+    int64_t kill_at;
+};
+
+/* Makes a fence pipe: fds[0] for proc_spec.fence_fd, fds[1] for
+ * proc_fence_send() (non-blocking). Both O_CLOEXEC. Returns 0 or errno. */
+int proc_fence_pipe(int fds[2]);
+/* Tells the shim behind fd the new fence. Returns 0, or errno (EAGAIN
+ * when the shim has not read the last messages: it enforces the last it
+ * read, which is earlier, so nothing is lost but time). */
+int proc_fence_send(int fd, int64_t term_at, int64_t kill_at);
 
 /* kill(-pgid, sig), ignoring a group that is already gone. Returns 0 or
  * errno. */

@@ -285,10 +285,11 @@ static char **build_env(const struct run *run)
 }
 
 bool run_start(struct run *run, const struct run_env *env, const struct job *job, const char *id,
-               int64_t tick, int attempt, uint64_t term, enum run_trigger trigger)
+               int64_t tick, int attempt, uint64_t term, enum run_trigger trigger,
+               int64_t term_at, int64_t kill_at)
 {
     char path[4096];
-    int outp[2] = {-1, -1}, errp[2] = {-1, -1};
+    int outp[2] = {-1, -1}, errp[2] = {-1, -1}, fencep[2] = {-1, -1};
     char **envp = NULL;
     bool ok = false;
 
@@ -303,6 +304,7 @@ bool run_start(struct run *run, const struct run_env *env, const struct job *job
     run->state = RUN_STARTING;
     run->out = (struct run_output){.w = {.fd = -1}, .run = run, .name = "stdout"};
     run->err = (struct run_output){.w = {.fd = -1}, .run = run, .name = "stderr"};
+    run->fence_fd = -1;
     run->started_wall_ms = wall_ms();
 
     if (env->fault_start)
@@ -332,18 +334,26 @@ bool run_start(struct run *run, const struct run_env *env, const struct job *job
     int e = open_pipe(outp);
     if (e == 0)
         e = open_pipe(errp);
+    if (e == 0)
+        e = proc_fence_pipe(fencep);
     if (e != 0) {
-        fail_start(run, "cannot make the output pipes: %s", strerror(e));
+        fail_start(run, "cannot make the pipes of a run: %s", strerror(e));
         goto out;
     }
+    /* The first fence is in the pipe before the shim exists: it is never
+     * unfenced. */
+    proc_fence_send(fencep[1], term_at, kill_at);
     spec.envp = envp;
     spec.stdout_fd = outp[1];
     spec.stderr_fd = errp[1];
+    spec.fenced = true;
+    spec.fence_fd = fencep[0];
     run->started_wall_ms = wall_ms();
     e = proc_spawn(&spec, &run->pgid);
     close(outp[1]);
     close(errp[1]);
-    outp[1] = errp[1] = -1;
+    close(fencep[0]);
+    outp[1] = errp[1] = fencep[0] = -1;
     if (e != 0) {
         fail_start(run, "cannot start the process: %s", strerror(e));
         goto out;
@@ -353,7 +363,8 @@ bool run_start(struct run *run, const struct run_env *env, const struct job *job
         run->timeout_at = run->started_ns + job->timeout_ms * INT64_C(1000000);
     run->out.w = (struct loop_watch){.fd = outp[0], .cb = on_output, .ctx = &run->out};
     run->err.w = (struct loop_watch){.fd = errp[0], .cb = on_output, .ctx = &run->err};
-    outp[0] = errp[0] = -1;
+    run->fence_fd = fencep[1];
+    outp[0] = errp[0] = fencep[1] = -1;
     loop_add(env->loop, &run->out.w);
     loop_add(env->loop, &run->err.w);
     run_transition(run, RUN_EV_SPAWNED);
@@ -364,9 +375,17 @@ out:
             close(outp[i]);
         if (errp[i] >= 0)
             close(errp[i]);
+        if (fencep[i] >= 0)
+            close(fencep[i]);
     }
     proc_env_free(envp);
     return ok;
+}
+
+void run_fence(struct run *run, int64_t term_at, int64_t kill_at)
+{
+    if (run->fence_fd >= 0 && run->state != RUN_EXITED)
+        proc_fence_send(run->fence_fd, term_at, kill_at);
 }
 
 /* ---- stopping and reaping ---- */
@@ -447,6 +466,10 @@ void run_dispose(struct run *run)
 {
     if (run->state != RUN_EXITED && run->state != RUN_STARTING)
         proc_signal_group(run->pgid, SIGKILL);
+    if (run->fence_fd >= 0) {
+        close(run->fence_fd);
+        run->fence_fd = -1;
+    }
     if (run->out.w.fd >= 0) {
         loop_del(run->env->loop, &run->out.w);
         close(run->out.w.fd);

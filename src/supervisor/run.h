@@ -121,15 +121,22 @@ struct run {
     int64_t timeout_at;     /* CLOCK_MONOTONIC; 0: none */
     int64_t kill_at;        /* 0: none */
     struct run_output out, err;
+    int fence_fd; /* the write end of the shim's fence pipe (proc.h), or -1 */
     const struct run_env *env;
 };
 
 /* Sets up run (zeroed by the caller) for one attempt at tick and starts
- * it. Returns true when the command runs; false when it could not start:
- * the run is then already exited with outcome failed_to_start, its reason
- * in run->error, and job_end logged. */
+ * it, its shim fenced at {term_at, kill_at} (CLOCK_MONOTONIC ns; see
+ * proc.h: the shim TERMs and KILLs the run on its own then, unless
+ * run_fence() moves the fence). Returns true when the command runs; false
+ * when it could not start: the run is then already exited with outcome
+ * failed_to_start, its reason in run->error, and job_end logged. */
 bool run_start(struct run *run, const struct run_env *env, const struct job *job, const char *id,
-               int64_t tick, int attempt, uint64_t term, enum run_trigger trigger);
+               int64_t tick, int attempt, uint64_t term, enum run_trigger trigger,
+               int64_t term_at, int64_t kill_at);
+
+/* Moves the run's fence (one write to its shim). */
+void run_fence(struct run *run, int64_t term_at, int64_t kill_at);
 
 /* TERM the process group now (once), and KILL it at min(now + kill_grace,
  * kill_by_ns) (kill_by_ns 0: no bound). why is kept (a timeout is not

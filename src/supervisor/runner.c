@@ -559,6 +559,29 @@ static void make_run_id(struct runner *r, int64_t tick, int attempt, char *id, s
     snprintf(id, len, "%" PRId64 "-%" PRIu64 "-%d-%" PRIu64, tick, r->term, attempt, r->seq);
 }
 
+/* The fence a run's shim enforces on its own (proc.h): SIGTERM at the stop
+ * point of what covers it (the lease, or its own registration after a
+ * handover), SIGKILL kill_margin before that ends: what the daemon and the
+ * runner do themselves, in a process that a stopped or starved baton does
+ * not hold back. */
+static void fence_of(const struct runner *r, bool own, int64_t *term_at, int64_t *kill_at)
+{
+    int64_t cover = own ? r->own_cover : r->lease_deadline;
+    *term_at = cover != 0 ? cover - r->h.guard_ns : 0;
+    *kill_at = cover != 0 ? cover - r->h.kill_margin_ns : 0;
+}
+
+/* Tells the shims of the runs covered by the lease (own false) or by their
+ * own registration (own true) where their fence is now. */
+static void send_fences(struct runner *r, bool own)
+{
+    int64_t term_at, kill_at;
+    fence_of(r, own, &term_at, &kill_at);
+    for (struct rrun *rr = r->runs; rr != NULL; rr = rr->next)
+        if (rr->own == own)
+            run_fence(&rr->run, term_at, kill_at);
+}
+
 /* Records a finished run (or one that never started) and unregisters it. */
 static void record_run(struct runner *r, const struct run *run)
 {
@@ -577,7 +600,7 @@ static void start_run(struct runner *r, struct jobstate *js, const char *id, int
         /* No memory for even the record: a tiny one on the stack. */
         struct run gone = {.job = js->job, .tick = tick, .attempt = attempt, .term = r->term,
                            .trigger = trigger, .state = RUN_EXITED,
-                           .outcome = HO_FAILED_TO_START, .env = &r->env};
+                           .outcome = HO_FAILED_TO_START, .fence_fd = -1, .env = &r->env};
         snprintf(gone.id, sizeof gone.id, "%s", id);
         snprintf(gone.member, sizeof gone.member, "%s/%s", r->node, id);
         snprintf(gone.error, sizeof gone.error, "out of memory");
@@ -590,7 +613,10 @@ static void start_run(struct runner *r, struct jobstate *js, const char *id, int
         record_run(r, &gone);
         return;
     }
-    if (!run_start(&rr->run, &r->env, js->job, id, tick, attempt, r->term, trigger)) {
+    int64_t term_at, kill_at;
+    fence_of(r, false, &term_at, &kill_at);
+    if (!run_start(&rr->run, &r->env, js->job, id, tick, attempt, r->term, trigger, term_at,
+                   kill_at)) {
         record_run(r, &rr->run); /* failed_to_start: logged by run_start */
         run_dispose(&rr->run);
         free(rr);
@@ -749,7 +775,7 @@ static bool claim_head(struct runner *r, struct jobstate *js, enum claim_mode mo
         q_pop(js);
         if (late) {
             struct run gone = {.job = js->job, .tick = h.at, .attempt = 1, .term = r->term,
-                               .state = RUN_STARTING, .env = &r->env};
+                               .state = RUN_STARTING, .fence_fd = -1, .env = &r->env};
             snprintf(gone.id, sizeof gone.id, "%s", id);
             snprintf(gone.member, sizeof gone.member, "%s", member);
             gone.trigger = h.missed ? RUN_TRIGGER_CATCHUP : RUN_TRIGGER_SCHEDULE;
@@ -1093,6 +1119,7 @@ static size_t lease_runs(struct runner *r, bool own, struct claim_entry **out, s
 void runner_lease_renewed(struct runner *r, int64_t lease_deadline_ns)
 {
     r->lease_deadline = lease_deadline_ns;
+    send_fences(r, false);
     struct claim_entry *e;
     struct rrun **which;
     size_t n = lease_runs(r, false, &e, &which);
@@ -1154,6 +1181,7 @@ int runner_handover(struct runner *r, int64_t lease_deadline_ns)
             if (r->own_cover == 0 || cover < r->own_cover)
                 r->own_cover = cover;
             r->own_refresh_at = mono_ns() + r->h.refresh_ms * MS;
+            send_fences(r, true);
         }
         free(lost);
     }
@@ -1221,6 +1249,7 @@ static void tend_own_runs(struct runner *r, int64_t now)
     if (rc == BATON_OK) {
         r->own_cover = cover_from(sent, r->h.lease_ttl_ms);
         r->own_refresh_at = mono_ns() + r->h.refresh_ms * MS;
+        send_fences(r, true);
         for (size_t i = 0; i < n; i++)
             if (lost[i] && which[i]->run.state == RUN_RUNNING) {
                 cJSON *f = log_fields();

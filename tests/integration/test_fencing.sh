@@ -1,0 +1,65 @@
+# test_fencing.sh -- jobs die at the lease deadline even when the
+# supervisor cannot act: its shim enforces the deadline on its own.
+#
+# Two supervisors; the leader's `baton run` is SIGSTOPped (a debugger, a
+# cgroup freeze of baton alone, a VM stall of that process) for longer than
+# the lease while its job runs. The job, which appends "node time" to a
+# ledger every 20 ms, must be dead before the other node's copy starts
+# (margin > 0), in every round. Without the fence the frozen supervisor
+# cannot kill it, and it runs on both nodes for as long as the freeze.
+. "$BATON_TESTS_DIR/lib/harness.sh"
+B=$BATON_BIN
+ROUNDS=${FENCING_ROUNDS:-3}
+redis_start
+
+cat > "$T/jobs.yaml" <<EOF
+jobs:
+  - name: writer
+    schedule: "* * * * * *"
+    catchup: 0
+    shell: "while :; do echo \$BATON_NODE \$(date +%s%N) >> $T/ledger.txt; sleep 0.02; done"
+EOF
+declare -A GEN=()
+start() {
+    local n=$1
+    GEN[$n]=$(( ${GEN[$n]:-0} + 1 ))
+    printf 'node: %s\nredis: %s\ngroup: fence\nlease: {ttl: 2s}\nredis_timeout: 300ms\npoll: 1s\nshutdown_grace: 1s\njobs: %s\n' \
+        "$n" "$REDIS_URL" "$T/jobs.yaml" > "$T/$n.yaml"
+    spawn "$n.${GEN[$n]}" "$B" run -c "$T/$n.yaml"
+}
+pid() { pid_of "$1.${GEN[$1]}"; }
+leader() { rcli get 'baton:{fence}:leader' | sed -n 's/^[0-9a-f]\{48\}://p'; }
+
+start f1; sleep 0.3; start f2
+worst=""
+for round in $(seq 1 "$ROUNDS"); do
+    for _ in $(seq 1 500); do l=$(leader); [ -n "$l" ] && break; sleep 0.01; done
+    [ -n "$l" ] || fail "no leader"
+    o=f1; [ "$l" = f1 ] && o=f2
+    # Wait for the leader's writer to run, then freeze the leader alone.
+    n0=$(grep -c "^$l " "$T/ledger.txt" 2>/dev/null || echo 0)
+    for _ in $(seq 1 300); do
+        [ "$(grep -c "^$l " "$T/ledger.txt" 2>/dev/null || echo 0)" -gt "$n0" ] && break; sleep 0.01
+    done
+    : > "$T/ledger.txt"
+    kill -STOP "$(pid "$l")"; frozen=$(now_ms)
+    # The other node leads after the lease ends and starts its writer.
+    for _ in $(seq 1 800); do grep -q "^$o " "$T/ledger.txt" && break; sleep 0.01; done
+    grep -q "^$o " "$T/ledger.txt" || fail "round $round: $o never ran the job"
+    sleep 1
+    a_last=$(awk -v n="$l" '$1 == n {print $2}' "$T/ledger.txt" | sort -n | tail -n1)
+    b_first=$(awk -v n="$o" '$1 == n {print $2}' "$T/ledger.txt" | sort -n | head -n1)
+    [ -n "$a_last" ] || a_last=$(( frozen * 1000000 ))
+    margin=$(( (b_first - a_last) / 1000000 ))
+    dead_after=$(( a_last / 1000000 - frozen ))
+    note "  round $round: $l frozen; its job died $dead_after ms later, $margin ms before $o's copy started"
+    [ "$margin" -gt 0 ] || fail "round $round: the job ran on both nodes for $(( -margin )) ms"
+    [ -z "$worst" ] || [ "$margin" -lt "$worst" ] && worst=$margin
+    # Thawed, the old leader finds its lease gone and follows.
+    kill -CONT "$(pid "$l")"
+    wait_for_line "$T/$l.${GEN[$l]}.out" '"to":"waiting"' 5 >/dev/null
+    sleep 0.5
+done
+for n in f1 f2; do kill -TERM "$(pid $n)"; done
+for n in f1 f2; do wait_exit "$n.${GEN[$n]}" 10; done
+note "ok: worst margin $worst ms over $ROUNDS rounds"
