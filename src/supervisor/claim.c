@@ -11,7 +11,9 @@
 
 /* KEYS: leader, last:J, busy:J. ARGV: token, tick, mode, member.
  * Returns {-1} not the leader, {0} taken, {1, busy} claimed and registered,
- * {2, busy} busy (not claimed), {3, busy} claimed as skipped. */
+ * {2, busy} busy (not claimed), {3, busy} claimed as skipped, {4} claimed
+ * and registered by an earlier attempt with the same member (its answer
+ * was lost). */
 static const char claim_src[] =
     "if redis.call('get', KEYS[1]) ~= ARGV[1] then return {-1} end\n"
     "if ARGV[3] == 'register' then\n"
@@ -23,7 +25,10 @@ static const char claim_src[] =
     "  return {1, {}}\n"
     "end\n"
     "local last = redis.call('get', KEYS[2])\n"
-    "if last and tonumber(last) >= tonumber(ARGV[2]) then return {0} end\n"
+    "if last and tonumber(last) >= tonumber(ARGV[2]) then\n"
+    "  if ARGV[4] ~= '' and redis.call('zscore', KEYS[3], ARGV[4]) then return {4} end\n"
+    "  return {0}\n"
+    "end\n"
     "local t = redis.call('time')\n"
     "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
     "redis.call('zremrangebyscore', KEYS[3], '-inf', now)\n"
@@ -81,7 +86,8 @@ static const char busy_src[] =
 
 const char *claim_result_name(enum claim_result r)
 {
-    static const char *const names[] = {"ok", "skipped", "busy", "taken", "not_leader", "error"};
+    static const char *const names[] = {"ok",        "skipped",    "busy", "taken",
+                                        "not_leader", "error", "ours"};
     return ((int)r >= 0 && (size_t)r < sizeof names / sizeof names[0]) ? names[r] : "?";
 }
 
@@ -130,6 +136,7 @@ enum claim_result claim_tick(struct baton_client *c, const char *group, const ch
     case 1: res = CLAIM_OK; break;
     case 2: res = CLAIM_BUSY; break;
     case 3: res = CLAIM_SKIPPED; break;
+    case 4: res = CLAIM_OURS; break;
     default: goto out;
     }
     take_busy(out);

@@ -12,7 +12,9 @@
  * alive anywhere in the group; then it moves the mark to T and registers
  * the new run with the lease's own expiry. Ticks are claimed in increasing
  * order, so a claimed tick can never be claimed again, and a node that is
- * no longer the leader cannot claim at all.
+ * no longer the leader cannot claim at all. A claim whose answer is lost
+ * (Redis timed out after applying it) is retried with the same member: the
+ * script recognises its own registration, so the tick still runs once.
  *
  * A registered run stays registered while its node refreshes it: with the
  * lease (the leader's runs expire with its lease: a crashed leader's runs
@@ -45,6 +47,8 @@ enum claim_result {
     CLAIM_TAKEN,      /* already claimed: not ours */
     CLAIM_NOT_LEADER, /* the leader key does not hold our token */
     CLAIM_ERROR,      /* Redis did not answer as it should: detail in the client */
+    CLAIM_OURS,       /* claimed and registered by an earlier attempt of ours with the
+                         same member, whose answer was lost: start it */
 };
 
 /* Returns: the result's name ("ok", "skipped"...). Static. */

@@ -70,6 +70,10 @@ struct jobstate {
     int pending_attempt;
     enum run_trigger pending_trigger;
     char pending_id[RUN_ID_MAX];
+    /* The run id the head's claim is made with, kept across retries of the
+     * claim: a retry after a lost answer is recognised as the same claim. */
+    int64_t claim_tick;
+    char claim_id[RUN_ID_MAX];
     size_t heap_pos;
     int64_t key; /* when it next has something to do (CLOCK_MONOTONIC), 0: never */
     struct jobstate *next;     /* all states */
@@ -716,11 +720,13 @@ static const char reason_busy[] = "a run of the job was still alive in the group
                                   "(concurrency: forbid)";
 
 /* Stops js's runs here, and asks for the runs elsewhere to be stopped
- * (replace). Returns how many runs other than `mine` were alive. */
+ * (replace). Returns how many runs other than `mine` were alive; *remote
+ * gets how many of them run on other nodes. */
 static size_t replace_others(struct runner *r, struct jobstate *js, const struct claim_reply *c,
-                             const char *mine)
+                             const char *mine, size_t *remote)
 {
     size_t others = 0;
+    *remote = 0;
     for (struct rrun *rr = r->runs; rr != NULL; rr = rr->next)
         if (rr->js == js && rr->run.state != RUN_EXITED) {
             run_stop(&rr->run, RUN_STOP_REPLACED, 0);
@@ -731,6 +737,7 @@ static size_t replace_others(struct runner *r, struct jobstate *js, const struct
             continue; /* ours: handled above, or ended */
         claim_request_stop(r->h.client, r->group, c->busy[i]);
         others++;
+        (*remote)++;
     }
     return others;
 }
@@ -745,6 +752,7 @@ static bool claim_head(struct runner *r, struct jobstate *js, enum claim_mode mo
     int64_t now = mono_ns();
     char id[RUN_ID_MAX], member[RUN_ID_MAX + 160];
     struct claim_reply c;
+    size_t remote = 0;
 
     runner_flush(r); /* our ended runs unregistered first: they must not look busy */
     if (token == NULL)
@@ -753,7 +761,11 @@ static bool claim_head(struct runner *r, struct jobstate *js, enum claim_mode mo
         js->hold_until = now + GATE_RETRY_MS * MS;
         return false;
     }
-    make_run_id(r, h.at, 1, id, sizeof id);
+    if (js->claim_tick != h.at || js->claim_id[0] == '\0') {
+        make_run_id(r, h.at, 1, js->claim_id, sizeof js->claim_id);
+        js->claim_tick = h.at;
+    }
+    snprintf(id, sizeof id, "%s", js->claim_id);
     snprintf(member, sizeof member, "%s/%s", r->node, id);
     enum claim_result res = claim_tick(r->h.client, r->group, js->job->name,
                                        baton_election_key(r->h.election), token, h.at, mode,
@@ -761,7 +773,7 @@ static bool claim_head(struct runner *r, struct jobstate *js, enum claim_mode mo
     /* The answer may come after the point where we must stop acting as
      * the leader (a stall): the tick is ours, but running it now could
      * overlap the next leader. It is recorded as failed to start. */
-    bool late = res == CLAIM_OK &&
+    bool late = (res == CLAIM_OK || res == CLAIM_OURS) &&
                 mono_ns() >= baton_election_deadline_ns(r->h.election) - r->h.guard_ns;
     /* Runs of ours that ended count for nothing. */
     size_t live = 0;
@@ -770,7 +782,10 @@ static bool claim_head(struct runner *r, struct jobstate *js, enum claim_mode mo
             c.busy[live++] = c.busy[i];
     c.nbusy = live;
     bool done = true;
+    if (res != CLAIM_ERROR && res != CLAIM_BUSY && res != CLAIM_NOT_LEADER)
+        js->claim_id[0] = '\0'; /* the head is dealt with: the next claims afresh */
     switch (res) {
+    case CLAIM_OURS: /* an earlier attempt claimed it; its answer was lost */
     case CLAIM_OK:
         q_pop(js);
         if (late) {
@@ -789,13 +804,17 @@ static bool claim_head(struct runner *r, struct jobstate *js, enum claim_mode mo
             cJSON_AddStringToObject(f, "error", gone.error);
             log_emit_at(r->h.log, LOG_ERROR, LE_JOB_END, f);
             record_run(r, &gone);
-        } else if (js->job->concurrency == JOB_REPLACE && replace_others(r, js, &c, member) > 0) {
+        } else if (js->job->concurrency == JOB_REPLACE &&
+                   replace_others(r, js, &c, member, &remote) > 0) {
             js->pending = true;
             js->pending_tick = h.at;
             js->pending_attempt = 1;
             js->pending_trigger = h.missed ? RUN_TRIGGER_CATCHUP : RUN_TRIGGER_SCHEDULE;
             snprintf(js->pending_id, sizeof js->pending_id, "%s", id);
-            js->hold_until = now + BUSY_POLL_MS * MS;
+            /* Our own runs wake us when they end; runs elsewhere are polled
+             * (or their "ended" message wakes us). */
+            if (remote > 0)
+                js->hold_until = now + BUSY_POLL_MS * MS;
         } else {
             start_run(r, js, id, h.at, 1, h.missed ? RUN_TRIGGER_CATCHUP : RUN_TRIGGER_SCHEDULE);
         }

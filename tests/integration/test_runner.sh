@@ -180,6 +180,33 @@ mark=$(rcli get 'baton:{ft}:last:doomed')
 [ -n "$mark" ] || fail "the tick was not claimed"
 
 # ---------------------------------------------------------------------
+note "5b. a claim whose answer is lost still runs its tick, once"
+# Through a proxy that lets requests through but holds the replies for
+# 0.8 s around a tick: Redis applies the claim, the leader never hears it,
+# and its retries find the tick already claimed. The retry is recognised as
+# the same claim (same run id, registered): the tick runs, late, once.
+proxy_start px5
+cat > "$T/lost.yaml" <<EOF
+jobs:
+  - {name: tock, schedule: "*/2 * * * * *", catchup: 1h,
+     shell: "echo \$BATON_SCHEDULED_AT >> $T/tock.txt"}
+EOF
+URL="redis://127.0.0.1:$PROXY_PORT/0" TTL=5s RTO=300ms run_node l5 lost "$T/lost.yaml"
+wait_for_line "$T/l5.out" '"event":"job_start".*"job":"tock"' 5 >/dev/null
+# Mute 0.1 s before the next even second, heal 0.8 s later.
+now=$(now_ms); next=$(( (now / 2000 + 1) * 2000 ))
+while [ "$(now_ms)" -lt $((next - 100)) ]; do sleep 0.01; done
+kill -HUP "$(pid_of px5)"; sleep 0.8; kill -USR2 "$(pid_of px5)"
+lost_tick=$(date -u -d "@$((next / 1000))" +%Y-%m-%dT%H:%M:%SZ)
+sleep 3
+kill -TERM "$(pid_of l5)"; wait_exit l5 5
+grep -q '"event":"claim_failed".*"scheduled_at":"'"$lost_tick"'"' "$T/l5.out" \
+    || fail "the claim of $lost_tick did not lose its answer: $(grep -c claim_failed "$T/l5.out") claim_failed lines"
+assert_eq 1 "$(grep -c "^$lost_tick\$" "$T/tock.txt")" "runs of $lost_tick, whose claim's answer was lost"
+note "  $lost_tick: the claim's answer was lost, the tick ran once, $(grep '"event":"job_start".*"scheduled_at":"'"$lost_tick"'"' "$T/l5.out" | sed 's/.*"lateness_ms":\([0-9]*\).*/\1/') ms late"
+assert_eq 0 "$(sort "$T/tock.txt" | uniq -d | wc -l)" "ticks run twice"
+
+# ---------------------------------------------------------------------
 note "6. a leader cut off from Redis stops its jobs in time, even when six runs end at once"
 # p1 reaches Redis through a proxy, p2 directly. Six short jobs start on
 # the tens and end 3 s later, 0.2 s after p1's link is black-holed: each end

@@ -6,9 +6,11 @@
  *
  * Forwards every connection to 127.0.0.1:TARGET_PORT. SIGUSR1: black-hole
  * (nothing more is forwarded either way, nothing is closed, new
- * connections are left in the listen queue); SIGUSR2: heal (what waited
- * flows again, as after a real partition). SIGTERM ends it. Prints "ready"
- * once listening. One thread, poll(2).
+ * connections are left in the listen queue); SIGHUP: hold the answers only
+ * (requests reach the server, which acts on them; its replies wait, as when
+ * they are lost on the way back); SIGUSR2: heal (what waited flows again,
+ * as after a real partition). SIGTERM ends it. Prints "ready" once
+ * listening. One thread, poll(2).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -96,6 +98,7 @@ int main(int argc, char **argv)
     sigemptyset(&mask);
     sigaddset(&mask, SIGUSR1);
     sigaddset(&mask, SIGUSR2);
+    sigaddset(&mask, SIGHUP);
     sigaddset(&mask, SIGTERM);
     sigaddset(&mask, SIGINT);
     sigprocmask(SIG_BLOCK, &mask, NULL);
@@ -111,7 +114,7 @@ int main(int argc, char **argv)
     struct pair pairs[MAXC];
     for (int i = 0; i < MAXC; i++)
         pairs[i].a = pairs[i].b = -1;
-    bool holed = false;
+    bool holed = false, mute = false; /* mute: replies held */
     for (;;) {
         struct pollfd p[2 + 2 * MAXC];
         int n = 0;
@@ -120,7 +123,7 @@ int main(int argc, char **argv)
         for (int i = 0; i < MAXC; i++) {
             bool on = !holed && pairs[i].a >= 0;
             p[n++] = (struct pollfd){.fd = on ? pairs[i].a : -1, .events = POLLIN};
-            p[n++] = (struct pollfd){.fd = on ? pairs[i].b : -1, .events = POLLIN};
+            p[n++] = (struct pollfd){.fd = on && !mute ? pairs[i].b : -1, .events = POLLIN};
         }
         if (poll(p, (nfds_t)n, -1) < 0 && errno != EINTR)
             return 1;
@@ -129,8 +132,10 @@ int main(int argc, char **argv)
             if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
                 if (si.ssi_signo == SIGUSR1)
                     holed = true;
+                else if (si.ssi_signo == SIGHUP)
+                    mute = true;
                 else if (si.ssi_signo == SIGUSR2)
-                    holed = false;
+                    holed = mute = false;
                 else
                     return 0;
             }
