@@ -64,12 +64,6 @@ struct jobstate {
     int64_t hold_until; /* CLOCK_MONOTONIC: the head waits until then */
     struct retry *retries;
     struct sched_range skipped; /* ticks that did not run, not yet written */
-    /* replace: a claimed tick waiting for the runs it replaces to end */
-    bool pending;
-    int64_t pending_tick;
-    int pending_attempt;
-    enum run_trigger pending_trigger;
-    char pending_id[RUN_ID_MAX];
     /* The run id the head's claim is made with, kept across retries of the
      * claim: a retry after a lost answer is recognised as the same claim. */
     int64_t claim_tick;
@@ -437,7 +431,6 @@ static void clear_schedule(struct runner *r, struct jobstate *js)
     flush_skipped(r, js);
     js->qhead = js->qlen = js->qmissed = 0;
     js->hold_until = 0;
-    js->pending = false;
     js->mark_known = false;
     js->next_tick = 0;
     while (js->retries != NULL) {
@@ -719,27 +712,22 @@ static bool stale_own(const struct runner *r, const char *member)
 static const char reason_busy[] = "a run of the job was still alive in the group "
                                   "(concurrency: forbid)";
 
-/* Stops js's runs here, and asks for the runs elsewhere to be stopped
- * (replace). Returns how many runs other than `mine` were alive; *remote
- * gets how many of them run on other nodes. */
-static size_t replace_others(struct runner *r, struct jobstate *js, const struct claim_reply *c,
-                             const char *mine, size_t *remote)
+/* concurrency: replace: stops js's runs here (their SIGCHLD wakes the job). */
+static void stop_local_runs(struct runner *r, struct jobstate *js)
 {
-    size_t others = 0;
-    *remote = 0;
     for (struct rrun *rr = r->runs; rr != NULL; rr = rr->next)
-        if (rr->js == js && rr->run.state != RUN_EXITED) {
+        if (rr->js == js && rr->run.state == RUN_RUNNING)
             run_stop(&rr->run, RUN_STOP_REPLACED, 0);
-            others++;
-        }
-    for (size_t i = 0; i < c->nbusy; i++) {
-        if (strcmp(c->busy[i], mine) == 0 || strncmp(c->busy[i], r->node, strlen(r->node)) == 0)
-            continue; /* ours: handled above, or ended */
-        claim_request_stop(r->h.client, r->group, c->busy[i]);
-        others++;
-        (*remote)++;
-    }
-    return others;
+}
+
+/* concurrency: replace: asks the nodes running js's runs elsewhere to stop
+ * them (their "ended" message wakes the job). */
+static void stop_remote_runs(struct runner *r, const struct claim_reply *c)
+{
+    size_t nl = strlen(r->node);
+    for (size_t i = 0; i < c->nbusy; i++)
+        if (!(strncmp(c->busy[i], r->node, nl) == 0 && c->busy[i][nl] == '/'))
+            claim_request_stop(r->h.client, r->group, c->busy[i]);
 }
 
 /* Claims the head of js's queue with mode and acts on the answer.
@@ -752,9 +740,11 @@ static bool claim_head(struct runner *r, struct jobstate *js, enum claim_mode mo
     int64_t now = mono_ns();
     char id[RUN_ID_MAX], member[RUN_ID_MAX + 160];
     struct claim_reply c;
-    size_t remote = 0;
-
-    runner_flush(r); /* our ended runs unregistered first: they must not look busy */
+    /* The records of the ticks before this one first (superseded, dropped:
+     * this claim passes them), and our ended runs unregistered: they must
+     * not look busy. */
+    flush_skipped(r, js);
+    runner_flush(r);
     if (token == NULL)
         return false;
     if (!r->h.may_block(r->h.ctx)) {
@@ -804,17 +794,6 @@ static bool claim_head(struct runner *r, struct jobstate *js, enum claim_mode mo
             cJSON_AddStringToObject(f, "error", gone.error);
             log_emit_at(r->h.log, LOG_ERROR, LE_JOB_END, f);
             record_run(r, &gone);
-        } else if (js->job->concurrency == JOB_REPLACE &&
-                   replace_others(r, js, &c, member, &remote) > 0) {
-            js->pending = true;
-            js->pending_tick = h.at;
-            js->pending_attempt = 1;
-            js->pending_trigger = h.missed ? RUN_TRIGGER_CATCHUP : RUN_TRIGGER_SCHEDULE;
-            snprintf(js->pending_id, sizeof js->pending_id, "%s", id);
-            /* Our own runs wake us when they end; runs elsewhere are polled
-             * (or their "ended" message wakes us). */
-            if (remote > 0)
-                js->hold_until = now + BUSY_POLL_MS * MS;
         } else {
             start_run(r, js, id, h.at, 1, h.missed ? RUN_TRIGGER_CATCHUP : RUN_TRIGGER_SCHEDULE);
         }
@@ -824,10 +803,12 @@ static bool claim_head(struct runner *r, struct jobstate *js, enum claim_mode mo
         add_skipped(r, js, h.at, HO_SKIPPED,
                     mode == CLAIM_SKIP ? sched_reason(js->job, SV_SKIP) : reason_busy);
         break;
-    case CLAIM_BUSY:
+    case CLAIM_BUSY: /* runs elsewhere (after a handover): wait, or replace them */
         if (c.nbusy == 0) { /* only our own ended runs: try again at once */
             js->hold_until = now + GATE_RETRY_MS * MS;
         } else {
+            if (js->job->concurrency == JOB_REPLACE)
+                stop_remote_runs(r, &c);
             js->hold_until = now + BUSY_POLL_MS * MS;
         }
         done = false;
@@ -849,32 +830,6 @@ static bool claim_head(struct runner *r, struct jobstate *js, enum claim_mode mo
     }
     claim_reply_free(&c);
     return done;
-}
-
-/* replace: the claimed tick starts once the runs it replaces have ended. */
-static bool start_pending(struct runner *r, struct jobstate *js)
-{
-    if (js->running > 0)
-        return false; /* a run of ours still ends: its SIGCHLD wakes us */
-    if (!r->h.may_block(r->h.ctx)) {
-        js->hold_until = mono_ns() + GATE_RETRY_MS * MS;
-        return false;
-    }
-    char member[RUN_ID_MAX + 160];
-    struct claim_reply c;
-    snprintf(member, sizeof member, "%s/%s", r->node, js->pending_id);
-    int rc = claim_busy(r->h.client, r->group, js->job->name, member, &c);
-    size_t others = 0;
-    for (size_t i = 0; rc == BATON_OK && i < c.nbusy; i++)
-        others += !stale_own(r, c.busy[i]);
-    claim_reply_free(&c);
-    if (rc != BATON_OK || others > 0) {
-        js->hold_until = mono_ns() + BUSY_POLL_MS * MS;
-        return false;
-    }
-    js->pending = false;
-    start_run(r, js, js->pending_id, js->pending_tick, js->pending_attempt, js->pending_trigger);
-    return true;
 }
 
 /* Starts the retries that are due (they need no claim: the tick is ours;
@@ -1003,11 +958,6 @@ static void process_job(struct runner *r, struct jobstate *js)
         if (js->next_tick != 0 && js->next_tick * 1000 <= wall)
             queue_due(r, js, wall);
         while (r->leading && js->hold_until == 0) {
-            if (js->pending) {
-                if (!start_pending(r, js))
-                    break;
-                continue;
-            }
             if (js->qlen == 0)
                 break;
             struct sched_tick *h = q_head(js);
@@ -1020,17 +970,25 @@ static void process_job(struct runner *r, struct jobstate *js)
                                                 wall);
             if (v == SV_WAIT)
                 break; /* a run of ours ends first: its SIGCHLD wakes us */
+            if (v == SV_REPLACE) {
+                /* Unclaimed until the old runs are gone: a leader that dies
+                 * meanwhile leaves the tick to the next one, not lost. */
+                stop_local_runs(r, js);
+                break;
+            }
             if (v == SV_DROP || v == SV_SUPERSEDE) {
                 add_skipped(r, js, h->at, v == SV_DROP ? HO_MISSED : HO_SUPERSEDED,
                             sched_reason(js->job, v));
                 q_pop(js);
                 continue;
             }
-            enum claim_mode mode = CLAIM_RUN;
+            enum claim_mode mode = CLAIM_RUN; /* allow */
             if (v == SV_SKIP)
                 mode = CLAIM_SKIP;
-            else if (js->job->concurrency == JOB_FORBID)
-                mode = h->missed ? CLAIM_RUN_OR_WAIT : CLAIM_RUN_OR_SKIP;
+            else if (js->job->concurrency == JOB_FORBID && !h->missed)
+                mode = CLAIM_RUN_OR_SKIP;
+            else if (js->job->concurrency != JOB_ALLOW)
+                mode = CLAIM_RUN_OR_WAIT; /* forbid's backlog; replace: runs elsewhere */
             if (!claim_head(r, js, mode))
                 break;
         }

@@ -24,7 +24,9 @@
  *   allow    runs overlap; the backlog starts at once (at most
  *            SCHED_ALLOW_PARALLEL runs of one job at a time).
  *   replace  only the newest queued tick runs; older ones are superseded
- *            (recorded); a running run is stopped first.
+ *            (recorded); a running run is stopped first, and the tick is
+ *            claimed only once it is gone (a leader that dies meanwhile
+ *            leaves it unclaimed, to the next one).
  */
 #ifndef BATON_SCHEDULE_H
 #define BATON_SCHEDULE_H
@@ -85,7 +87,7 @@ enum sched_verdict {
     SV_SKIP,      /* claim it as skipped: forbid, and it fired while a run was alive */
     SV_SUPERSEDE, /* record it superseded: a newer tick runs instead */
     SV_DROP,      /* record it missed: it aged out of the catch-up window in the queue */
-    SV_REPLACE,   /* replace: stop the running runs, then start it */
+    SV_REPLACE,   /* replace: stop the running runs; it waits, unclaimed, until they end */
 };
 
 /* Returns: the verdict's name ("start", "wait"...). Static. */
