@@ -559,6 +559,7 @@ static void reload(struct daemon *d)
     config_free(d->cfg);
     d->cfg = cfg;
     log_set_level(d->log, cfg->log_level);
+    log_set_format(d->log, cfg->log_format);
     runner_set_jobs(d->runner, jobs);
     arm_jobs_timer(d);
     log_emit(d->log, LOG_INFO, "reloaded", f);
@@ -589,6 +590,7 @@ int daemon_run(const char *config_path)
     if (config_load(config_path, &d.cfg, err, sizeof err) != 0 ||
         (jobs = load_jobs(d.cfg, err, sizeof err)) == NULL) {
         fprintf(stderr, "baton: run: %s\n", err);
+        rc = DAEMON_ECONFIG;
         goto out;
     }
     if (getrandom(&d.rng, sizeof d.rng, 0) != sizeof d.rng || d.rng == 0)
@@ -619,6 +621,7 @@ int daemon_run(const char *config_path)
         jobs_free(jobs);
         goto out;
     }
+    log_set_format(d.log, d.cfg->log_format);
     d.guard_ns = (d.cfg->redis_timeout_ms + 2 * KILL_MARGIN_MS) * INT64_C(1000000);
     struct runner_host host = {.log = d.log,
                                .loop = &d.loop,

@@ -7,10 +7,12 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "logfmt.h"
 
 struct log {
     int fd;
     enum log_level min;
+    bool text, color; /* log.format: text lines, coloured */
     char *node;
     char *group;
 };
@@ -50,6 +52,14 @@ void log_free(struct log *lg)
 void log_set_level(struct log *lg, enum log_level min)
 {
     lg->min = min;
+}
+
+void log_set_format(struct log *lg, enum log_format format)
+{
+    const char *no = getenv("NO_COLOR");
+    bool tty = isatty(lg->fd) == 1;
+    lg->text = format == LOG_FORMAT_TEXT || (format == LOG_FORMAT_AUTO && tty);
+    lg->color = lg->text && tty && (no == NULL || *no == '\0');
 }
 
 bool log_enabled(const struct log *lg, enum log_level lvl)
@@ -120,12 +130,12 @@ void log_emit(struct log *lg, enum log_level lvl, const char *event, cJSON *fiel
         }
         cJSON_Delete(fields);
     }
-    char *line = cJSON_PrintUnformatted(o);
+    char *line = lg->text ? logfmt_event(o, lg->color) : cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     if (line == NULL)
         return;
     size_t n = strlen(line);
-    line[n] = '\n'; /* cJSON's buffer has room: it held the NUL */
+    line[n] = '\n'; /* the buffer has room: it held the NUL */
     write_all(lg->fd, line, n + 1);
     free(line);
 }

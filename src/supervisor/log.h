@@ -3,7 +3,8 @@
  * Every line: ts (RFC 3339 UTC with milliseconds), level, event, node,
  * group, then the event's own fields. Lines are written with one write(2)
  * each, so lines of several processes sharing a pipe never interleave
- * (up to PIPE_BUF). Never log secrets. */
+ * (up to PIPE_BUF). Never log secrets. With log_set_format(), the same
+ * events are written as readable text instead (logfmt.h). */
 #ifndef BATON_LOG_H
 #define BATON_LOG_H
 
@@ -18,6 +19,10 @@ struct log;
 struct log *log_new(int fd, enum log_level min, const char *node, const char *group);
 void log_free(struct log *lg);
 void log_set_level(struct log *lg, enum log_level min);
+/* Writes text lines (logfmt.h) instead of JSON: for LOG_FORMAT_TEXT, or
+ * LOG_FORMAT_AUTO when fd is a terminal; coloured on a terminal unless
+ * NO_COLOR is set. */
+void log_set_format(struct log *lg, enum log_format format);
 bool log_enabled(const struct log *lg, enum log_level lvl);
 
 /* Writes one line. fields (may be NULL) is consumed. */
