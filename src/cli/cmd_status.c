@@ -25,7 +25,8 @@
  *     "term":   7,            (the current term, or the last one when no leader)
  *     "nodes":  [{"node": "web-1", "state": "working", "term": 7, "pid": 4242,
  *                 "version": "0.1.0", "since": "2026-01-02T07:00:00Z",
- *                 "seen_ms_ago": 412, "leader": true}, ...],
+ *                 "host": "web-1", "seen_ms_ago": 412, "alive": true,
+ *                 "leader": true}, ...],
  *                (most recently seen first; fields the node did not write are
  *                 null; "lease_ms" is null when Redis did not say)
  *     "jobs":   [{"name": "tick", "schedule": "* * * * * *", "timezone": "UTC",
@@ -150,7 +151,7 @@ static void print_nodes(const struct status *s)
 {
     struct tool_table t;
     if (s->nmembers == 0) {
-        printf("\nno nodes seen in the last hour\n");
+        printf("\nno nodes\n");
         return;
     }
     tool_table_init(&t, 7);
@@ -160,9 +161,12 @@ static void print_nodes(const struct status *s)
         cJSON *hb = cJSON_Parse(m->info_json);
         char term[32], pid[32], seen[48], ago[32];
         snprintf(seen, sizeof seen, "%s ago", tool_format_ms(m->seen_ago_ms, ago, sizeof ago));
+        const char *state = hb_string(hb, "state");
+        if (!members_alive(m) && (state == NULL || strcmp(state, "stopped") != 0))
+            state = "unresponsive";
         const char *row[7] = {
             m->node,
-            hb_string(hb, "state"),
+            state,
             hb_number(hb, "term", term, sizeof term),
             seen,
             hb_number(hb, "pid", pid, sizeof pid),
@@ -278,7 +282,9 @@ static cJSON *status_json(const struct status *s)
         add_hb_field(n, hb, "pid");
         add_hb_field(n, hb, "version");
         add_hb_field(n, hb, "since");
+        add_hb_field(n, hb, "host");
         cJSON_AddNumberToObject(n, "seen_ms_ago", (double)m->seen_ago_ms);
+        cJSON_AddBoolToObject(n, "alive", members_alive(m));
         cJSON_AddBoolToObject(n, "leader", is_leader(s, m->node));
         cJSON_AddItemToArray(nodes, n);
         cJSON_Delete(hb);

@@ -134,13 +134,20 @@ static void heartbeat(struct daemon *d)
     }
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "state", d->done ? "stopped" : machine_state_name(d->m.state));
-    cJSON_AddNumberToObject(o, "term", (double)baton_election_term(d->election));
+    /* A follower shows the term it follows; a leader its own. */
+    cJSON_AddNumberToObject(o, "term", (double)(d->following_term != 0
+                                                    ? d->following_term
+                                                    : baton_election_term(d->election)));
     cJSON_AddNumberToObject(o, "pid", (double)getpid());
+    cJSON_AddStringToObject(o, "host", members_host());
+    cJSON_AddNumberToObject(o, "poll_ms", (double)d->cfg->poll_ms);
     cJSON_AddStringToObject(o, "version", BATON_VERSION_STRING);
     cJSON_AddStringToObject(o, "since", d->since);
     char *json = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
-    if (json != NULL && members_heartbeat(d->client, d->cfg->group, d->cfg->node, json) == BATON_OK)
+    if (json != NULL &&
+        members_heartbeat(d->client, d->cfg->group, d->cfg->node, json,
+                          members_forget_ms(d->cfg->poll_ms, d->done)) == BATON_OK)
         redis_ok(d);
     free(json);
     loop_arm_in(&d->loop, T_HEARTBEAT, jitter_ms(d, d->cfg->poll_ms, 10));
@@ -643,6 +650,14 @@ int daemon_run(const char *config_path)
         goto out;
     }
 
+    /* Two live supervisors must not share a name (an unreachable Redis
+     * cannot tell: then the heartbeats go on as usual). */
+    if (members_claim(d.client, d.cfg->group, d.cfg->node, d.cfg->poll_ms, err, sizeof err) ==
+        BATON_ETAKEN) {
+        fprintf(stderr, "baton: run: %s\n", err);
+        rc = DAEMON_ENAME_TAKEN;
+        goto out;
+    }
     cJSON *f = log_fields();
     cJSON_AddStringToObject(f, "version", BATON_VERSION_STRING);
     cJSON_AddNumberToObject(f, "pid", (double)getpid());

@@ -19,7 +19,7 @@ static const struct phrase {
     const char *hide;
 } phrases[] = {
     {"transition", "{from} -> {to} ({trigger})", "fence"},
-    {"following", "following {leader} (term {term})", ""},
+    {"following", "{leader} (term {term})", ""},
     {"job_start", "{job} started", ""},
     {"job_output", "{job}: {line}", "run_id"},
     {"job_end", "{job} {outcome}", ""},

@@ -494,8 +494,10 @@ static void start_run(struct runner *r, struct jobstate *js, int64_t tick, int a
     char *const *argv = job->argv != NULL ? job->argv : shell_argv;
     int perr = proc_resolve(argv[0], path, sizeof path);
     if (perr != 0) {
-        fail_start(r, js, tick, attempt, id, perr == ENOENT ? "command not found" : strerror(perr),
-                   perr == ENOENT ? 127 : 126);
+        char why[4200];
+        snprintf(why, sizeof why, "%s: %s", argv[0],
+                 perr == ENOENT ? "command not found" : strerror(perr));
+        fail_start(r, js, tick, attempt, id, why, perr == ENOENT ? 127 : 126);
         return;
     }
     struct proc_spec spec = {.path = path, .argv = argv, .workdir = job->workdir, .stdin_fd = -1};
