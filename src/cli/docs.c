@@ -6,6 +6,7 @@
  * left-adjusted and without hyphenation so that `man --warnings` is quiet
  * at any width; every hyphen is \- so that options copy and paste.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -163,6 +164,8 @@ static void troff_text(FILE *out, const char *s, size_t n)
             fputs("\\-", out);
         else if (ch == '\n')
             fputc(' ', out);
+        else if (ch == '/')
+            fputs("/\\:", out); /* a place to break a long path or list */
         else
             fputc(ch, out);
     }
@@ -300,10 +303,8 @@ static void man_command(FILE *out, const struct cli_cmd *c)
         }
     fputs(".RE\n", out);
     for (const struct cli_section *s = c->sections; s != NULL && s->title != NULL; s++) {
-        fputs(".PP\n", out);
-        troff_text(out, s->title, 1);
-        fputs(s->title + 1, out); /* titles are plain words */
-        fputs(":\n.RS\n", out);
+        /* Titles are plain lower-case words: "signals" reads "Signals:". */
+        fprintf(out, ".PP\n%c%s:\n.RS\n", toupper((unsigned char)s->title[0]), s->title + 1);
         for (const struct cli_item *i = s->items; i->term != NULL; i++) {
             fputs(".TP\n\\fB", out);
             troff_text(out, i->term, strlen(i->term));
