@@ -113,6 +113,41 @@ while IFS='|' read -r want args what; do
 done <<<"$rows"
 note "$n rows: every exit status as documented"
 
+note "a job's missing program or workdir: check names the path and the reason; so does a run"
+cat >"$T/wd-jobs.yaml" <<'EOF2'
+jobs:
+  - name: nowhere
+    schedule: "* * * * * *"
+    shell: "true"
+    workdir: /nonexistent/dir
+  - name: noprog
+    schedule: "* * * * * *"
+    command: ["/nonexistent/program", "x"]
+  - name: noname
+    schedule: "* * * * * *"
+    command: ["no-such-program-here"]
+  - name: notdir
+    schedule: "@daily"
+    shell: "true"
+    workdir: /etc/hostname
+    enabled: true
+EOF2
+w wd "$REDIS_URL" wd "$T/wd-jobs.yaml" >"$T/wd.yaml"
+"$B" check -c "$T/wd.yaml" >"$T/out" 2>"$T/err"
+assert_eq 78 "$?" "check with missing programs and workdirs"
+assert_eq "baton: check: $T/wd-jobs.yaml:2:5: job \"nowhere\": workdir \"/nonexistent/dir\": No such file or directory
+baton: check: $T/wd-jobs.yaml:6:5: job \"noprog\": command \"/nonexistent/program\": No such file or directory
+baton: check: $T/wd-jobs.yaml:9:5: job \"noname\": command \"no-such-program-here\": not found in PATH ($PATH)
+baton: check: $T/wd-jobs.yaml:12:5: job \"notdir\": workdir \"/etc/hostname\": Not a directory" "$(cat "$T/err")" "check's problems"
+grep -qx "invalid: 4 problems (on stderr)" "$T/out" || fail "check's verdict: $(tail -n1 "$T/out")"
+"$B" check -c "$T/wd.yaml" --json >"$T/out" 2>/dev/null
+grep -q '"valid":false' "$T/out" && grep -q 'Not a directory"\]}$' "$T/out" || fail "check --json: $(cat "$T/out")"
+spawn wd "$B" run -c "$T/wd.yaml"
+wait_for_line "$T/wd.out" '"event":"job_output","node":"wd","group":"wd","job":"nowhere".*"line":"baton: cannot change to the job.s workdir /nonexistent/dir: No such file or directory"' 5 >/dev/null
+wait_for_line "$T/wd.out" '"event":"job_end".*"job":"nowhere".*"exit_code":126' 5 >/dev/null
+wait_for_line "$T/wd.out" '"event":"job_end".*"job":"noprog".*"exit_code":127.*"error":"/nonexistent/program: command not found"' 5 >/dev/null
+wait_for_line "$T/wd.out" '"event":"job_end".*"job":"noname".*"error":"no-such-program-here: command not found"' 5 >/dev/null
+
 # The shared table: the same codes as cli.h's list, in the README too.
 for code in $(printf '%s\n' "$all" | grep -oE '^  [0-9]+' ); do
     grep -qE "^\| $code \| " "$BATON_SOURCE_DIR/README.md" || fail "README's exit status table lacks $code"
