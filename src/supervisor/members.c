@@ -267,7 +267,8 @@ int members_read(struct baton_client *c, const char *group, struct member **out,
         if (m[count - 1].node == NULL || m[count - 1].info_json == NULL)
             goto out;
     }
-    qsort(m, count, sizeof *m, by_seen);
+    if (count > 1)
+        qsort(m, count, sizeof *m, by_seen);
     *out = m;
     *n = count;
     m = NULL;
