@@ -324,7 +324,10 @@ static int cmd_check(int argc, char **argv)
     int id, rc;
 
     cli_parse_init(&p, &cli_cmd_check, argc, argv);
-    while ((id = cli_parse_next(&p)) >= 0) {
+    for (;;) {
+        id = cli_parse_next(&p);
+        if (id < 0)
+            break;
         switch (id) {
         case 'c': given = p.arg; break;
         case TOOL_OPT_JSON: json = true; break;

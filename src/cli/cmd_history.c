@@ -133,7 +133,10 @@ static int cmd_history(int argc, char **argv)
     int id = 0, rc;
 
     cli_parse_init(&p, &cli_cmd_history, argc, argv);
-    while (!bad && (id = cli_parse_next(&p)) >= 0) {
+    while (!bad) {
+        id = cli_parse_next(&p);
+        if (id < 0)
+            break;
         switch (id) {
         case 'c': given = p.arg; break;
         case 'n': bad = !cli_count("history", "--count", p.arg, HISTORY_COUNT_MAX, &count); break;

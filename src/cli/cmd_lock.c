@@ -121,7 +121,10 @@ static int parse_args(int argc, char **argv, struct lock_args *a)
     a->wait_ms = -1;
     a->kill_grace_ms = -1;
     cli_parse_init(&p, &cli_cmd_lock, argc, argv);
-    while (rc == 0 && (id = cli_parse_next(&p)) >= 0) {
+    while (rc == 0) {
+        id = cli_parse_next(&p);
+        if (id < 0)
+            break;
         switch (id) {
         case TOOL_OPT_URL: a->url = p.arg; break;
         case TOOL_OPT_TTL:

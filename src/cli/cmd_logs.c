@@ -71,7 +71,10 @@ static int format_stream(FILE *f, bool color)
     size_t cap = 0;
     ssize_t n;
     int rc = 0;
-    while (rc == 0 && (n = getline(&line, &cap, f)) >= 0) {
+    while (rc == 0) {
+        n = getline(&line, &cap, f);
+        if (n < 0)
+            break;
         if (n > 0 && line[n - 1] == '\n')
             n--;
         char *text = logfmt_line(line, (size_t)n, color);
@@ -95,9 +98,13 @@ static int cmd_logs(int argc, char **argv)
     int id, rc = CLI_EXIT_OK;
 
     cli_parse_init(&p, &cli_cmd_logs, argc, argv);
-    while ((id = cli_parse_next(&p)) >= 0)
+    for (;;) {
+        id = cli_parse_next(&p);
+        if (id < 0)
+            break;
         if (id == TOOL_OPT_COLOR)
             when = p.arg;
+    }
     cli_parse_end(&p);
     if (id == CLI_OPT_EXIT)
         return p.status;

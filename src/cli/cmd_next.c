@@ -95,7 +95,10 @@ static int cmd_next(int argc, char **argv)
     int64_t t;
 
     cli_parse_init(&p, &cli_cmd_next, argc, argv);
-    while (!bad && (id = cli_parse_next(&p)) >= 0) {
+    while (!bad) {
+        id = cli_parse_next(&p);
+        if (id < 0)
+            break;
         switch (id) {
         case TOOL_OPT_TZ: zone = p.arg; break;
         case TOOL_OPT_FROM: from_text = p.arg; break;

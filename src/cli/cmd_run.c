@@ -75,9 +75,13 @@ static int cmd_run(int argc, char **argv)
     int id, rc;
 
     cli_parse_init(&p, &cli_cmd_run, argc, argv);
-    while ((id = cli_parse_next(&p)) >= 0)
+    for (;;) {
+        id = cli_parse_next(&p);
+        if (id < 0)
+            break;
         if (id == 'c')
             given = p.arg;
+    }
     cli_parse_end(&p);
     if (id == CLI_OPT_EXIT)
         return p.status;

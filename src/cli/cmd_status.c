@@ -330,7 +330,10 @@ static int cmd_status(int argc, char **argv)
     int id, rc;
 
     cli_parse_init(&p, &cli_cmd_status, argc, argv);
-    while ((id = cli_parse_next(&p)) >= 0) {
+    for (;;) {
+        id = cli_parse_next(&p);
+        if (id < 0)
+            break;
         if (id == 'c')
             given = p.arg;
         else if (id == TOOL_OPT_JSON)

@@ -154,7 +154,10 @@ static int cmd_stepdown(int argc, char **argv)
     int id = 0, rc = 0;
 
     cli_parse_init(&p, &cli_cmd_stepdown, argc, argv);
-    while (rc == 0 && (id = cli_parse_next(&p)) >= 0) {
+    while (rc == 0) {
+        id = cli_parse_next(&p);
+        if (id < 0)
+            break;
         switch (id) {
         case 'c': given = p.arg; break;
         case 'w':

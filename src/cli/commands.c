@@ -92,8 +92,9 @@ static int cmd_help(int argc, char **argv)
     struct cli_parse p;
     int id;
     cli_parse_init(&p, &cli_cmd_help, argc, argv);
-    while ((id = cli_parse_next(&p)) >= 0)
-        ;
+    do
+        id = cli_parse_next(&p);
+    while (id >= 0);
     cli_parse_end(&p);
     if (id == CLI_OPT_EXIT)
         return p.status;

@@ -144,7 +144,8 @@ void docs_write_plain(FILE *out, const char *md)
             p++;
             continue;
         }
-        if ((n = link_at(p, &t, &tn)) > 0) {
+        n = link_at(p, &t, &tn);
+        if (n > 0) {
             fwrite(t, 1, tn, out);
             p += n - 1;
             continue;
@@ -177,19 +178,22 @@ static void troff_md_n(FILE *out, const char *md, size_t len)
 {
     const char *stop = md + len;
     for (const char *p = md; p < stop && *p != '\0'; p++) {
-        const char *t, *end;
-        size_t tn, n;
-        if (*p == '`' && (end = strchr(p + 1, '`')) != NULL) {
+        const char *t;
+        size_t tn;
+        const char *code = *p == '`' ? strchr(p + 1, '`') : NULL;
+        const char *bold = p[0] == '*' && p[1] == '*' ? strstr(p + 2, "**") : NULL;
+        size_t n = link_at(p, &t, &tn);
+        if (code != NULL) {
             fputs("\\fB", out);
-            troff_text(out, p + 1, (size_t)(end - p - 1));
+            troff_text(out, p + 1, (size_t)(code - p - 1));
             fputs("\\fR", out);
-            p = end;
-        } else if (p[0] == '*' && p[1] == '*' && (end = strstr(p + 2, "**")) != NULL) {
+            p = code;
+        } else if (bold != NULL) {
             fputs("\\fB", out);
-            troff_text(out, p + 2, (size_t)(end - p - 2));
+            troff_text(out, p + 2, (size_t)(bold - p - 2));
             fputs("\\fR", out);
-            p = end + 1;
-        } else if ((n = link_at(p, &t, &tn)) > 0) {
+            p = bold + 1;
+        } else if (n > 0) {
             troff_md_n(out, t, tn);
             p += n - 1;
         } else {
@@ -493,7 +497,10 @@ static char **readme_section(const char *readme, const char *heading)
     size_t n = 0, cap = 0;
     bool on = false;
     ssize_t got;
-    while ((got = getline(&line, &cap, f)) >= 0) {
+    for (;;) {
+        got = getline(&line, &cap, f);
+        if (got < 0)
+            break;
         if (got > 0 && line[got - 1] == '\n')
             line[got - 1] = '\0';
         if (strncmp(line, "## ", 3) == 0) {

@@ -140,8 +140,8 @@ static void write_phrase(FILE *out, const cJSON *ev, const struct phrase *p, con
                          size_t *nused, size_t maxused)
 {
     for (const char *t = p->tmpl; *t != '\0'; t++) {
-        const char *close;
-        if (*t != '{' || (close = strchr(t, '}')) == NULL) {
+        const char *close = *t == '{' ? strchr(t, '}') : NULL;
+        if (close == NULL) {
             fputc(*t, out);
             continue;
         }

@@ -242,8 +242,11 @@ int members_read(struct baton_client *c, const char *group, struct member **out,
     long long now = r->element[0]->integer;
     const struct baton_reply *info = r->element[1], *seen = r->element[2], *gone = r->element[3];
     rc = BATON_ENOMEM;
-    if (seen->elements / 2 > 0 && (m = calloc(seen->elements / 2, sizeof *m)) == NULL)
-        goto out;
+    if (seen->elements / 2 > 0) {
+        m = calloc(seen->elements / 2, sizeof *m);
+        if (m == NULL)
+            goto out;
+    }
     for (size_t i = 0; i + 1 < seen->elements; i += 2) {
         const struct baton_reply *name = seen->element[i], *ms = seen->element[i + 1];
         if (name->type != BATON_REPLY_STRING || ms->type != BATON_REPLY_STRING ||
