@@ -1,24 +1,41 @@
 #!/usr/bin/env bash
 # setup.sh -- install the Debian packages baton needs, then build it.
 #
-#   bash deploy/setup.sh                  install packages, build into build/release
-#   bash deploy/setup.sh --deps-only      install packages only
+#   bash deploy/setup.sh               every package (tests too), build into build/release
+#   bash deploy/setup.sh --demo        only what building baton and the demo need, build
+#   bash deploy/setup.sh --deps-only   every package, no build (tests/run.sh)
 #
 # Works on a fresh Debian 12 as root (or with sudo). Idempotent: packages
 # already installed are not fetched again, and the build is incremental.
+# The build goes to build/release, which git ignores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PACKAGES=(
-    build-essential cmake pkg-config      # compiler and build
-    libhiredis-dev libcjson-dev libyaml-dev  # libbaton's and the supervisor's libraries
-    check                                 # unit test framework
-    redis-server redis-tools              # tests, benchmarks and the demo start their own redis-server
-    tzdata                                # time zones for cron schedules
-    clang libclang-rt-14-dev              # libFuzzer targets
-    procps                                # ps, for the demo and tests
-    prometheus                            # promtool, to validate the metrics output
+# What baton itself and examples/demo.sh need: a C compiler and make (not
+# build-essential: no C++), cmake, the three libraries, and redis-server and
+# redis-cli for the demo's throwaway server.
+DEMO_PACKAGES=(
+    gcc libc6-dev make cmake pkg-config        # compiler and build
+    libhiredis-dev libcjson-dev libyaml-dev    # libbaton's and the supervisor's libraries
+    redis-server redis-tools                   # the demo (and the tests) start their own redis-server
+    tzdata                                     # time zones for cron schedules
 )
+# What the tests add (tests/run.sh).
+TEST_PACKAGES=(
+    check                                      # unit test framework
+    clang libclang-rt-14-dev                   # libFuzzer targets
+    procps                                     # ps, for the tests
+    prometheus                                 # promtool, to validate the metrics output
+    man-db groff-base                          # the man pages render without warnings
+    zsh                                        # the zsh completion parses
+)
+
+mode=${1:-}
+case $mode in
+    "" | --deps-only) PACKAGES=("${DEMO_PACKAGES[@]}" "${TEST_PACKAGES[@]}") ;;
+    --demo) PACKAGES=("${DEMO_PACKAGES[@]}") ;;
+    *) echo "usage: bash deploy/setup.sh [--demo | --deps-only]" >&2; exit 64 ;;
+esac
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -34,9 +51,10 @@ fi
 # Debian starts a system redis-server on port 6379 when the package is
 # installed; baton's tests, benchmarks and demo never use it.
 
-[ "${1:-}" = "--deps-only" ] && exit 0
+[ "$mode" = "--deps-only" ] && exit 0
 mkdir -p build/release
-if ! { cmake -S . -B build/release -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBATON_BUILD_TESTS=OFF &&
+if ! { cmake -S . -B build/release -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBATON_BUILD_TESTS=OFF \
+             -DBATON_BUILD_EXAMPLES=OFF &&
        cmake --build build/release -j"$(nproc)"; } >build/release/build.log 2>&1; then
     tail -n 60 build/release/build.log
     echo "setup: the build failed (full log: build/release/build.log)"

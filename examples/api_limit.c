@@ -1,4 +1,4 @@
-/* api_limit.c -- seed 000's rate-limited resource: at most 5 concurrent
+/* api_limit.c -- a rate-limited resource: at most 5 concurrent
  * calls to an external API, across every process that calls it.
  *
  * Two processes (fork) of ten worker threads each make three calls apiece

@@ -1,4 +1,4 @@
-/* cron_once.c -- seed 001's cron dedup with the library alone: the same
+/* cron_once.c -- a cron task deduplicated with the library alone: the same
  * crontab is deployed on three servers, so the "daily-report" task fires on
  * all three for the same tick. Each runs it through baton_once() keyed by
  * the task and its scheduled tick, so it runs once for the fleet:

@@ -3,27 +3,40 @@
 #
 #   bash examples/demo.sh
 #
-# Installs what it needs (deploy/setup.sh), builds, starts a throwaway
-# redis-server on a free loopback port, then:
+# Installs the few Debian packages it needs (deploy/setup.sh --demo: a C
+# compiler, cmake, the three libraries, redis-server), builds baton into
+# build/release (ignored by git; the README's tour uses it), starts a
+# throwaway redis-server on a free loopback port, then:
 #   1. `baton lock`: five workers racing for one lock take turns;
 #   2. `baton run`: three supervisors elect a leader, which runs the jobs of
 #      config/jobs.yaml while the others wait; SIGTERM hands leadership over
 #      in milliseconds; SIGKILL shows a crash takeover after the lease;
 #   3. `baton status` and `baton history`.
-# The supervisors' JSON log lines are shown one readable line per event.
-# Everything it starts is stopped when it ends (by pid).
+# The supervisors' JSON log lines go through `baton logs`, one readable line
+# per event. Colour only on a terminal, and never with NO_COLOR set. Every
+# file it makes, but the build, is in a temporary directory that is removed
+# at the end, with every process it started (stopped by pid).
+#
+# BATON_DEMO_BIN=/path/to/baton skips the installation and the build (the
+# tests run the demo so).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash deploy/setup.sh
+if [ -z "${BATON_DEMO_BIN:-}" ]; then
+    bash deploy/setup.sh --demo
+fi
+B=${BATON_DEMO_BIN:-$PWD/build/release/baton}
 export BATON_TESTS_DIR=$PWD/tests
 . tests/lib/harness.sh
 set +e
-B=$PWD/build/release/baton
 DEMO_TTL=3s
 
-bold() { printf '\n\033[1m%s\033[0m\n' "$*"; }
-say() { printf '\033[2m   %s\033[0m\n' "$*"; }
-pause() { sleep "$1"; }
+if [ -t 1 ] && [ -z "${NO_COLOR:-}" ]; then
+    COLOR=always BOLD=$'\033[1m' DIM=$'\033[2m' OFF=$'\033[0m'
+else
+    COLOR=never BOLD= DIM= OFF=
+fi
+bold() { printf '\n%s%s%s\n' "$BOLD" "$*" "$OFF"; }
+say() { printf '%s   %s%s\n' "$DIM" "$*" "$OFF"; }
 
 redis_start
 export BATON_REDIS_URL=$REDIS_URL
@@ -45,68 +58,35 @@ say "can refuse a write from a holder whose lock has since passed to someone els
 # ---------------------------------------------------------------------
 bold "2. baton run: three supervisors, one group, the jobs of config/jobs.yaml"
 say "jobs: $(grep -c '^  - name:' config/jobs.yaml) defined (hello every 5 s, tick every 3 s, flaky fails, slow times out, one disabled)"
+say "their JSON log lines, through 'baton logs': time, level, node, event, details"
 for n in node-a node-b node-c; do
     cat > "$T/$n.yaml" <<EOF
 node: $n
 redis: $REDIS_URL
-group: demo
 lease: {ttl: $DEMO_TTL}
 poll: 2s
 shutdown_grace: 5s
 jobs: $PWD/config/jobs.yaml
 EOF
 done
-# One readable line per JSON line (the raw JSON is in the logs: see README).
-pretty() {
-    awk -v start="$(date +%s)" '
-    function f(name,   r) {
-        if (match($0, "\"" name "\":\"[^\"]*\""))
-            return substr($0, RSTART + length(name) + 4, RLENGTH - length(name) - 5)
-        if (match($0, "\"" name "\":[-0-9.a-z]+"))
-            return substr($0, RSTART + length(name) + 3, RLENGTH - length(name) - 3)
-        return ""
-    }
-    {
-        t = substr(f("ts"), 12, 8); n = f("node"); e = f("event")
-        c = n == "node-a" ? "\033[36m" : n == "node-b" ? "\033[35m" : "\033[33m"
-        p = sprintf("   %s %s%-7s\033[0m ", t, c, n)
-        if (e == "transition")
-            printf "%s\033[1m%s -> %s\033[0m  (%s, term %s)\n", p, f("from"), f("to"), f("trigger"), f("term")
-        else if (e == "following")
-            printf "%sfollowing %s (term %s)\n", p, f("leader"), f("term")
-        else if (e == "job_start")
-            printf "%s> %s started  (tick %s, %s ms late)\n", p, f("job"), substr(f("scheduled_at"), 12, 8), f("lateness_ms")
-        else if (e == "job_output")
-            printf "%s  | %s: %s\n", p, f("job"), f("line")
-        else if (e == "job_end")
-            printf "%s< %s %s  (%s ms%s)\n", p, f("job"), f("outcome"), f("duration_ms"), f("exit_code") != "" ? ", exit " f("exit_code") : ", signal " f("signal")
-        else if (e == "job_retry")
-            printf "%s  retry %s in %s ms\n", p, f("job"), f("retry_in_ms")
-        else if (e == "job_timeout")
-            printf "%s  %s timed out after %s ms: TERM, then KILL\n", p, f("job"), f("timeout_ms")
-        else if (e == "catch_up")
-            printf "%scatching up %s missed tick(s) of %s\n", p, f("missed_ticks"), f("job")
-        else if (e == "signal_received")
-            printf "%s\033[1msignal %s\033[0m\n", p, f("signal")
-        else if (e == "lease_released" || e == "draining" || e == "stopped" || e == "lease_deadline_missed")
-            printf "%s%s\n", p, e
-        fflush()
-    }'
-}
+# Every supervisor writes into one pipe, read by one `baton logs`, which
+# writes each line as soon as it comes: the log and the narrative above it
+# stay in order whether stdout is a terminal, a pipe or a file. Each JSON
+# line is one write(2), so lines of different nodes never mix.
+mkfifo "$T/log"
+"$B" logs --color "$COLOR" <"$T/log" &
+PROC_PID[logs]=$!
+exec 3<>"$T/log"
 declare -A GEN=()
-start() { GEN[$1]=$(( ${GEN[$1]:-0} + 1 )); spawn "$1.${GEN[$1]}" "$B" run -c "$T/$1.yaml"; }
-pid() { pid_of "$1.${GEN[$1]}"; }
-leader() { rcli get 'baton:{demo}:leader' | sed -n 's/^[0-9a-f]\{48\}://p'; }
-watch_logs() { # FILES...: follow the logs (both processes are stopped by pid at the end)
-    mkfifo "$T/lines"
-    tail -q -n +1 -s 0.1 -F "$@" >"$T/lines" 2>/dev/null &
-    PROC_PID[tail]=$!
-    pretty <"$T/lines" &
-    PROC_PID[pretty]=$!
+start() {
+    GEN[$1]=$(( ${GEN[$1]:-0} + 1 ))
+    "$B" run -c "$T/$1.yaml" >&3 2>>"$T/$1.err" </dev/null &
+    PROC_PID[$1.${GEN[$1]}]=$!
 }
+pid() { pid_of "$1.${GEN[$1]}"; }
+leader() { rcli get 'baton:{default}:leader' | sed -n 's/^[0-9a-f]\{48\}://p'; }
 for n in node-a node-b node-c; do start $n; sleep 0.1; done
-watch_logs "$T"/node-*.1.out
-pause 9
+sleep 9
 # A leader lets its running jobs finish before it hands over (up to
 # shutdown_grace); "slow" runs for 4 s from every 15th second, so signal
 # outside that window to show the handover itself.
@@ -117,16 +97,17 @@ t0=$(date +%s%3N)
 kill -TERM "$(pid "$L")"
 for _ in $(seq 1 500); do N=$(leader); [ -n "$N" ] && [ "$N" != "$L" ] && break; sleep 0.01; done
 ms=$(( $(date +%s%3N) - t0 ))
+sleep 0.2
 if (( ms > 200 )); then
     say "$N leads $ms ms after the signal (the old leader let its running jobs finish first)"
 else
     say "$N leads $ms ms after the signal"
 fi
-pause 8
+sleep 8
 bold "SIGKILL the new leader ($N): no goodbye; the last node takes over when the lease ($DEMO_TTL) runs out"
 kill -KILL "$(pid "$N")"; wait "$(pid "$N")" 2>/dev/null
 say "its running jobs died with it; the missed tick(s) are caught up by the next leader"
-pause 7
+sleep 7
 
 bold "3. baton status"
 "$B" status -c "$T/node-a.yaml" | sed 's/^/   /'
@@ -137,8 +118,8 @@ bold "Stopping everything"
 for n in node-a node-b node-c; do
     p=$(pid "$n"); alive "$p" && kill -TERM "$p" && wait "$p"
 done
-sleep 0.5
-kill "${PROC_PID[tail]}" 2>/dev/null
-wait "${PROC_PID[pretty]}" 2>/dev/null
-bold "That was baton: a lock with fencing tokens, a leader that runs each tick once, and"
-bold "handover in milliseconds. Next: README.md (the 60-second tour and the guarantees)."
+exec 3>&-
+wait "${PROC_PID[logs]}" 2>/dev/null
+unset 'PROC_PID[logs]'
+bold "That was baton: a lock with fencing tokens, a leader that runs each tick once,"
+printf '%shandover in milliseconds. Next: README.md (the 60-second tour, the guarantees).%s\n' "$BOLD" "$OFF"

@@ -1,4 +1,4 @@
-/* leader_daemon.c -- seed 000's LeaderElection embedded in a small daemon:
+/* leader_daemon.c -- leader election embedded in a small daemon:
  * three daemons (processes) campaign for "scheduler"; whoever leads runs
  * the scheduler, the others wait.
  *

@@ -1,4 +1,4 @@
-/* long_task.c -- seeds 000 and 003: a task that outlives its lock's TTL is
+/* long_task.c -- a task that outlives its lock's TTL is
  * kept alive by auto-renewal; a task whose lock is taken away sees the
  * loss and stops.
  *

@@ -1,4 +1,4 @@
-/* payments.c -- seed 001's double payment: two payment workers deduct from
+/* payments.c -- the double payment: two payment workers deduct from
  * one account at the same time.
  *
  * The account's balance lives in Redis (standing in for the database).

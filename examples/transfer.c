@@ -1,4 +1,4 @@
-/* transfer.c -- seed 001's transfer between two accounts, in both
+/* transfer.c -- a transfer between two accounts, in both
  * directions at once, with the multi-lock.
  *
  * One worker moves money alice -> bob and locks {alice, bob}; the other

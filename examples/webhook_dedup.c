@@ -1,4 +1,4 @@
-/* webhook_dedup.c -- seed 000's webhook dedup: the payment provider
+/* webhook_dedup.c -- webhook deduplication: the payment provider
  * delivers the same webhook (id evt_<pid>) five times at once, to five
  * servers, and once more after it was handled.
  *

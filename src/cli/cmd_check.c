@@ -1,5 +1,5 @@
-/* cmd_check.c -- `baton check [-c FILE]`: validate baton.yaml and its
- * jobs.yaml, like `nginx -t`. Needs no Redis.
+/* cmd_check.c -- `baton check [-c FILE] [--json] [--reference]`: validate
+ * baton.yaml and its jobs.yaml, like `nginx -t`. Needs no Redis.
  *
  * On success prints the effective configuration (every option, defaults
  * included, passwords masked), then each job of jobs.yaml with its schedule,
@@ -22,43 +22,141 @@
  *
  *   ok: /etc/baton/baton.yaml and /etc/baton/jobs.yaml are valid (2 jobs)
  *
- * On error prints one line on stderr, "baton: check: file:line:col: message",
- * and exits 1 (2 for a bad argument).
+ * Beyond the files, what an enabled job needs on this machine is checked:
+ * its program is found and executable (as the runner will look for it, in
+ * baton's PATH), its workdir is a directory baton can enter. Each problem is
+ * one line on stderr, "jobs.yaml:LINE:COL: job "NAME": workdir "/srv/app":
+ * No such file or directory" (the job's position), after the listing.
+ *
+ * With --json, one object on stdout:
+ *   {"valid": true|false, "config": PATH, "settings": {"node": "web-1",
+ *    "lease.ttl": "10s", ..., "history": 100}, "jobs_file": PATH,
+ *    "jobs": [{"name", "schedule", "timezone", "enabled", "command": [argv]
+ *              | null, "shell": "..." | null, "workdir": PATH | null,
+ *              "next_runs": ["2026-01-05T06:00:00Z", ...]}],
+ *    "problems": ["..."], "error": "file:line:col: message" (when a file
+ *    is invalid: then the rest may be missing)}
+ *
+ * Exit: 0 valid; 78 invalid or a job's program/workdir missing (messages on
+ * stderr); 64 bad argument.
  */
-#include <getopt.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "config.h"
-#include "events.h"
 #include "cron.h"
+#include "docs.h"
+#include "events.h"
 #include "jobs.h"
+#include "proc.h"
 #include "tools.h"
 
 #define CHECK_NEXT_RUNS 3
 
-static const char help_text[] =
-    "\n"
-    "Validates baton.yaml and the jobs.yaml it names, without contacting Redis,\n"
-    "then prints the effective configuration and every job with its next three\n"
-    "runs (UTC, and local time when the job's zone is not UTC).\n"
-    "\n"
-    "options:\n"
-    "  -c, --config FILE  baton.yaml (default ./baton.yaml, then /etc/baton/baton.yaml)\n"
-    "  --reference        print the reference of every baton.yaml and jobs.yaml key\n"
-    "                     (Markdown, as in the README) and exit\n"
-    "\n"
-    "exit status: 0 valid; 1 invalid (\"baton: check: file:line:col: message\" on\n"
-    "stderr); 2 usage.\n";
+static int cmd_check(int argc, char **argv);
+
+static const struct cli_opt opts[] = {
+    TOOL_OPT_CONFIG,
+    TOOL_OPT_JSON_ROW("print one JSON object: valid, config, settings, jobs_file, jobs "
+                      "(with their next runs), problems"),
+    {TOOL_OPT_REFERENCE, "reference", NULL,
+     "print the reference of every baton.yaml and jobs.yaml key and of every log event "
+     "(Markdown) and exit"},
+    {0},
+};
+
+static const struct cli_exit exits[] = {
+    {CLI_EXIT_OK, "the files are valid and every enabled job's program and workdir exist"},
+    {CLI_EXIT_USAGE, "bad command line"},
+    {CLI_EXIT_CONFIG,
+     "a file is missing or invalid (\"file:line:col: message\"), or a job's program or "
+     "workdir is missing (one line each)"},
+    {-1, NULL},
+};
+
+const struct cli_cmd cli_cmd_check = {
+    .name = "check",
+    .operands = "",
+    .summary = "validate baton.yaml and jobs.yaml, print each job's next runs",
+    .description =
+        "Validates baton.yaml and the jobs.yaml it names without contacting Redis, like "
+        "'nginx -t', then prints the effective configuration (defaults included, passwords "
+        "masked) and every job with its next three runs (UTC, and local time when the job's "
+        "zone is not UTC).\n\n"
+        "It also checks what each enabled job needs on this machine: its program is found "
+        "in baton's PATH and is executable, its workdir is a directory. Each problem is one "
+        "line, \"jobs.yaml:LINE:COL: job NAME: workdir /srv/app: No such file or directory\".",
+    .opts = opts,
+    .exits = exits,
+    .run = cmd_check,
+};
 
 static bool is_utc(const struct job *j)
 {
     const char *z = j->timezone != NULL ? j->timezone : "UTC";
     return strcmp(z, "UTC") == 0 || strcmp(z, "Etc/UTC") == 0;
 }
+
+/* ---- what a job needs on this machine ---- */
+
+/* Appends one problem of job j ("file:line:col: job "x": ...") to list. */
+static void add_problem(cJSON *list, const struct jobs *js, const struct job *j, const char *what)
+{
+    char buf[5200];
+    snprintf(buf, sizeof buf, "%s:%d:%d: job \"%s\": %s", js->path, j->line, j->col, j->name,
+             what);
+    cJSON_AddItemToArray(list, cJSON_CreateString(buf));
+}
+
+/* Checks the program and workdir of every enabled job, the way the runner
+ * will use them. Returns: a JSON array of messages (owned). */
+static cJSON *job_problems(const struct jobs *js)
+{
+    cJSON *list = cJSON_CreateArray();
+    char what[4400], path[4096];
+    for (size_t i = 0; list != NULL && i < js->n; i++) {
+        const struct job *j = &js->v[i];
+        if (!j->enabled)
+            continue;
+        if (j->workdir != NULL) {
+            struct stat st;
+            int err = 0;
+            if (stat(j->workdir, &st) != 0)
+                err = errno;
+            else if (!S_ISDIR(st.st_mode))
+                err = ENOTDIR;
+            else if (j->user == NULL && access(j->workdir, X_OK) != 0)
+                err = errno;
+            if (err != 0) {
+                snprintf(what, sizeof what, "workdir \"%s\": %s", j->workdir, strerror(err));
+                add_problem(list, js, j, what);
+            }
+        }
+        const char *prog = j->argv != NULL ? j->argv[0] : "/bin/sh";
+        int err = proc_resolve(prog, path, sizeof path);
+        if (err == ENOENT && strchr(prog, '/') == NULL) {
+            const char *p = getenv("PATH");
+            snprintf(what, sizeof what, "command \"%s\": not found in PATH (%s)", prog,
+                     p != NULL && *p != '\0' ? p : "/usr/local/bin:/usr/bin:/bin");
+            add_problem(list, js, j, what);
+        } else if (err == EACCES) {
+            snprintf(what, sizeof what, "command \"%s\": not executable", path);
+            add_problem(list, js, j, what);
+        } else if (err != 0) {
+            snprintf(what, sizeof what, "command \"%s\": %s", prog, strerror(err));
+            add_problem(list, js, j, what);
+        }
+    }
+    return list;
+}
+
+/* ---- the listing ---- */
 
 static void print_job(const struct job *j, int64_t now)
 {
@@ -90,56 +188,8 @@ static void print_job(const struct job *j, int64_t now)
     }
 }
 
-int cmd_check(int argc, char **argv)
+static void print_human(const struct config *cfg, const struct jobs *jobs, const cJSON *problems)
 {
-    static const struct option opts[] = {
-        {"config", required_argument, NULL, 'c'},
-        {"help", no_argument, NULL, 'h'},
-        {"reference", no_argument, NULL, 'r'},
-        {NULL, 0, NULL, 0},
-    };
-    const char *given = NULL;
-    bool reference = false;
-    struct config *cfg = NULL;
-    struct jobs *jobs = NULL;
-    char err[1024];
-    int c, rc;
-
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":c:h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'c': given = optarg; break;
-        case 'r': reference = true; break;
-        case 'h':
-            cli_print_usage("check");
-            fputs(help_text, stdout);
-            return CLI_EXIT_OK;
-        default: return tool_opt_error("check", c, argv, opts);
-        }
-    }
-    if (optind < argc)
-        return cli_usage("check", "unexpected argument \"%s\"", argv[optind]);
-    if (reference) {
-        printf("### baton.yaml\n\n");
-        config_write_reference(stdout);
-        printf("\n### jobs.yaml\n\n");
-        jobs_write_reference(stdout);
-        printf("\n### Log events\n\n");
-        log_events_write_reference(stdout);
-        return tool_flush("check");
-    }
-    const char *path = tool_config_path("check", given, &rc);
-    if (path == NULL)
-        return rc;
-    rc = tool_load_config("check", path, &cfg);
-    if (rc != 0)
-        return rc;
-    if (jobs_load(cfg->jobs_path, cfg->timezone, &jobs, err, sizeof err) != 0) {
-        rc = cli_fail("check", "%s", err);
-        goto out_free_config;
-    }
-
     size_t disabled = 0;
     for (size_t i = 0; i < jobs->n; i++)
         disabled += !jobs->v[i].enabled;
@@ -149,13 +199,182 @@ int cmd_check(int argc, char **argv)
     int64_t now = (int64_t)time(NULL);
     for (size_t i = 0; i < jobs->n; i++)
         print_job(&jobs->v[i], now);
+    int np = cJSON_GetArraySize(problems);
+    if (np > 0) {
+        printf("\ninvalid: %d problem%s (on stderr)\n", np, np == 1 ? "" : "s");
+        return;
+    }
     printf("\nok: %s and %s are valid (%zu job%s", cfg->path, jobs->path, jobs->n,
            jobs->n == 1 ? "" : "s");
     if (disabled > 0)
         printf(", %zu disabled", disabled);
     printf(")\n");
-    rc = tool_flush("check");
+}
 
+/* ---- JSON ---- */
+
+/* The effective configuration as {"key": value}: integers as numbers, the
+ * rest as the strings `baton check` prints. */
+static cJSON *settings_json(const struct config *cfg)
+{
+    char *text = NULL;
+    size_t len = 0;
+    cJSON *o = cJSON_CreateObject();
+    FILE *f = open_memstream(&text, &len);
+    if (f == NULL)
+        return o;
+    config_write_effective(cfg, f);
+    if (fclose(f) != 0) {
+        free(text);
+        return o;
+    }
+    struct docs_ref ref = {0};
+    bool have_ref = docs_ref_load(DOCS_REF_CONFIG, &ref) == 0;
+    for (char *line = text, *next; line != NULL && *line != '\0'; line = next) {
+        next = strchr(line, '\n');
+        if (next != NULL)
+            *next++ = '\0';
+        char *sep = strstr(line, ": ");
+        if (sep == NULL)
+            continue;
+        *sep = '\0';
+        const char *val = sep + 2;
+        const char *type = have_ref ? docs_ref_type(&ref, line) : NULL;
+        char *end = NULL;
+        errno = 0;
+        long long n = strtoll(val, &end, 10);
+        if (type != NULL && strcmp(type, "integer") == 0 && errno == 0 && *end == '\0' &&
+            end != val)
+            cJSON_AddNumberToObject(o, line, (double)n);
+        else
+            cJSON_AddStringToObject(o, line, val);
+    }
+    docs_ref_free(&ref);
+    free(text);
+    return o;
+}
+
+static cJSON *job_json(const struct job *j, int64_t now)
+{
+    char when[CRON_TIME_BUFSZ];
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", j->name);
+    cJSON_AddStringToObject(o, "schedule", j->schedule);
+    cJSON_AddStringToObject(o, "timezone", j->timezone != NULL ? j->timezone : "UTC");
+    cJSON_AddBoolToObject(o, "enabled", j->enabled);
+    if (j->argv != NULL) {
+        cJSON *a = cJSON_AddArrayToObject(o, "command");
+        for (size_t i = 0; j->argv[i] != NULL; i++)
+            cJSON_AddItemToArray(a, cJSON_CreateString(j->argv[i]));
+        cJSON_AddNullToObject(o, "shell");
+    } else {
+        cJSON_AddNullToObject(o, "command");
+        cJSON_AddStringToObject(o, "shell", j->shell != NULL ? j->shell : "");
+    }
+    if (j->workdir != NULL)
+        cJSON_AddStringToObject(o, "workdir", j->workdir);
+    else
+        cJSON_AddNullToObject(o, "workdir");
+    cJSON *next = cJSON_AddArrayToObject(o, "next_runs");
+    int64_t t = now;
+    for (int i = 0; j->enabled && i < CHECK_NEXT_RUNS && cron_next(j->expr, j->tz, t, &t) == 0;
+         i++)
+        cJSON_AddItemToArray(next, cJSON_CreateString(cron_time_format(t, NULL, when, sizeof when)));
+    return o;
+}
+
+static cJSON *check_json(const struct config *cfg, const struct jobs *jobs, cJSON *problems,
+                         const char *error)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddBoolToObject(o, "valid", error == NULL && cJSON_GetArraySize(problems) == 0);
+    if (cfg != NULL) {
+        cJSON_AddStringToObject(o, "config", cfg->path);
+        cJSON_AddItemToObject(o, "settings", settings_json(cfg));
+        cJSON_AddStringToObject(o, "jobs_file", cfg->jobs_path);
+    }
+    cJSON *list = cJSON_AddArrayToObject(o, "jobs");
+    int64_t now = (int64_t)time(NULL);
+    for (size_t i = 0; jobs != NULL && i < jobs->n; i++)
+        cJSON_AddItemToArray(list, job_json(&jobs->v[i], now));
+    cJSON_AddItemToObject(o, "problems", problems != NULL ? problems : cJSON_CreateArray());
+    if (error != NULL)
+        cJSON_AddStringToObject(o, "error", error);
+    return o;
+}
+
+/* ---- the command ---- */
+
+static int write_reference(void)
+{
+    printf("### baton.yaml\n\n");
+    config_write_reference(stdout);
+    printf("\n### jobs.yaml\n\n");
+    jobs_write_reference(stdout);
+    printf("\n### Log events\n\n");
+    log_events_write_reference(stdout);
+    return tool_flush("check");
+}
+
+static int cmd_check(int argc, char **argv)
+{
+    struct cli_parse p;
+    const char *given = NULL;
+    bool reference = false, json = false;
+    struct config *cfg = NULL;
+    struct jobs *jobs = NULL;
+    cJSON *problems = NULL;
+    char err[1024];
+    int id, rc;
+
+    cli_parse_init(&p, &cli_cmd_check, argc, argv);
+    for (;;) {
+        id = cli_parse_next(&p);
+        if (id < 0)
+            break;
+        switch (id) {
+        case 'c': given = p.arg; break;
+        case TOOL_OPT_JSON: json = true; break;
+        case TOOL_OPT_REFERENCE: reference = true; break;
+        default: break;
+        }
+    }
+    cli_parse_end(&p);
+    if (id == CLI_OPT_EXIT)
+        return p.status;
+    if (p.optind < argc)
+        return cli_usage("check", "unexpected argument \"%s\"", argv[p.optind]);
+    if (reference)
+        return write_reference();
+    const char *path = tool_config_path("check", given, &rc);
+    if (path == NULL)
+        return rc;
+    if (config_load(path, &cfg, err, sizeof err) != 0) {
+        rc = cli_error(CLI_EXIT_CONFIG, "check", "%s", err);
+        if (json && tool_print_json("check", check_json(NULL, NULL, NULL, err)) != 0)
+            rc = CLI_EXIT_FAIL;
+        return rc;
+    }
+    if (jobs_load(cfg->jobs_path, cfg->timezone, &jobs, err, sizeof err) != 0) {
+        rc = cli_error(CLI_EXIT_CONFIG, "check", "%s", err);
+        if (json && tool_print_json("check", check_json(cfg, NULL, NULL, err)) != 0)
+            rc = CLI_EXIT_FAIL;
+        goto out_free_config;
+    }
+    problems = job_problems(jobs);
+    int np = cJSON_GetArraySize(problems);
+    for (int i = 0; i < np; i++)
+        fprintf(stderr, "baton: check: %s\n", cJSON_GetArrayItem(problems, i)->valuestring);
+    if (json) {
+        rc = tool_print_json("check", check_json(cfg, jobs, problems, NULL));
+        problems = NULL;
+    } else {
+        print_human(cfg, jobs, problems);
+        rc = tool_flush("check");
+    }
+    if (rc == 0 && np > 0)
+        rc = CLI_EXIT_CONFIG;
+    cJSON_Delete(problems);
     jobs_free(jobs);
 out_free_config:
     config_free(cfg);

@@ -18,12 +18,12 @@
  *    "result": "exit 0" | "signal TERM" | "", "attempt": 1}
  * (numbers are null when the entry lacks them).
  *
- * Exit: 0; 1 when Redis cannot be reached or answers oddly; 2 for a bad
- * argument. jobs.yaml is only read for the "(not in jobs.yaml)" note: when it
+ * Exit: 0; 1 for a job that is neither in jobs.yaml nor has runs recorded
+ * ("no job ..."); 69 when Redis cannot be reached or answers oddly; 78 for
+ * an invalid baton.yaml; 64 for a bad argument. jobs.yaml is only read for the "(not in jobs.yaml)" note: when it
  * cannot be loaded, a warning goes to stderr and the history is printed.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,31 +39,38 @@
 #define HISTORY_COUNT_DEFAULT 20
 #define HISTORY_COUNT_MAX     10000
 
-static const char help_text[] =
-    "\n"
-    "Prints the recent runs of JOB, newest first: scheduled time, node, term,\n"
-    "start, duration, outcome, attempt and run id.\n"
-    "\n"
-    "options:\n"
-    "  -c, --config FILE  baton.yaml (default ./baton.yaml, then /etc/baton/baton.yaml)\n"
-    "  -n, --count N      how many runs, 1-10000 (default 20)\n"
-    "  --json             print a JSON array of runs\n"
-    "\n"
-    "exit status: 0; 1 Redis unreachable; 2 usage.\n";
+static int cmd_history(int argc, char **argv);
 
-/* Parses --count: digits only, 1..HISTORY_COUNT_MAX. */
-static bool parse_count(const char *s, long *out)
-{
-    char *end = NULL;
-    if (*s < '0' || *s > '9')
-        return false;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno != 0 || *end != '\0' || v < 1 || v > HISTORY_COUNT_MAX)
-        return false;
-    *out = v;
-    return true;
-}
+static const struct cli_opt opts[] = {
+    TOOL_OPT_CONFIG,
+    {'n', "count", "N", "how many runs, 1-10000 (default 20)"},
+    TOOL_OPT_JSON_ROW("print a JSON array of runs, newest first"),
+    {0},
+};
+
+static const struct cli_exit exits[] = {
+    {CLI_EXIT_OK, "the runs were printed (none recorded yet for a job of jobs.yaml)"},
+    {CLI_EXIT_FAIL, "no such job: not in jobs.yaml, and no runs recorded"},
+    {CLI_EXIT_USAGE, "bad command line"},
+    {CLI_EXIT_UNAVAILABLE, "Redis unreachable or failing"},
+    {CLI_EXIT_CONFIG, "baton.yaml missing or invalid"},
+    {-1, NULL},
+};
+
+const struct cli_cmd cli_cmd_history = {
+    .name = "history",
+    .operands = "JOB",
+    .summary = "the recent runs of a job",
+    .description =
+        "Prints the recent runs of JOB, newest first: scheduled time, node, term, start, "
+        "duration, outcome, attempt and run id. The leader records every run in Redis, up "
+        "to `history` runs per job. A job no longer in jobs.yaml is still shown while runs "
+        "of it are recorded.",
+    .opts = opts,
+    .exits = exits,
+    .operand = CLI_OPERAND_JOB,
+    .run = cmd_history,
+};
 
 static void print_human(const char *job, bool known, const struct history_list *runs)
 {
@@ -119,50 +126,45 @@ static int print_json(const struct history_list *runs)
     return tool_print_json("history", a);
 }
 
-int cmd_history(int argc, char **argv)
+static int cmd_history(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"config", required_argument, NULL, 'c'},
-        {"count", required_argument, NULL, 'n'},
-        {"json", no_argument, NULL, TOOL_OPT_JSON},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     const char *given = NULL;
     struct config *cfg = NULL;
     struct jobs *jobs = NULL;
     struct baton_client *client = NULL;
     struct history_list runs = {0};
+    struct cli_parse p;
     long count = HISTORY_COUNT_DEFAULT;
     char err[1024];
-    bool json = false;
-    int c, rc;
+    bool json = false, bad = false;
+    int id = 0, rc;
 
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":c:n:h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'c': given = optarg; break;
-        case 'n':
-            if (!parse_count(optarg, &count))
-                return cli_usage("history", "--count \"%s\": expected a whole number from 1 to %d",
-                                 optarg, HISTORY_COUNT_MAX);
+    cli_parse_init(&p, &cli_cmd_history, argc, argv);
+    while (!bad) {
+        id = cli_parse_next(&p);
+        if (id < 0)
             break;
+        switch (id) {
+        case 'c': given = p.arg; break;
+        case 'n': bad = !cli_count("history", "--count", p.arg, HISTORY_COUNT_MAX, &count); break;
         case TOOL_OPT_JSON: json = true; break;
-        case 'h':
-            cli_print_usage("history");
-            fputs(help_text, stdout);
-            return CLI_EXIT_OK;
-        default: return tool_opt_error("history", c, argv, opts);
+        default: break;
         }
     }
+    cli_parse_end(&p);
+    if (bad)
+        return CLI_EXIT_USAGE;
+    if (id == CLI_OPT_EXIT)
+        return p.status;
+    int optind = p.optind;
     if (optind >= argc)
         return cli_usage("history", "missing JOB");
     const char *job = argv[optind];
     if (optind + 1 < argc)
         return cli_usage("history", "unexpected argument \"%s\"", argv[optind + 1]);
     if (!job_name_ok(job))
-        return cli_usage("history", "JOB \"%s\": a job name is %s", job, job_name_rule());
+        return cli_usage("history",
+                         "JOB \"%s\": a job name is 1-128 letters, digits, '_', '.' or '-'", job);
     const char *path = tool_config_path("history", given, &rc);
     if (path == NULL)
         return rc;
@@ -183,11 +185,15 @@ int cmd_history(int argc, char **argv)
         rc = tool_redis_error("history", client, brc, what);
         goto out;
     }
-    if (json) {
+    /* Without a readable jobs.yaml, do not claim the job is unknown. */
+    bool known = jobs == NULL || jobs_find(jobs, job) != NULL;
+    if (!known && runs.n == 0) {
+        rc = cli_fail("history", "no job \"%s\": not in %s, and no runs recorded", job,
+                      jobs->path);
+    } else if (json) {
         rc = print_json(&runs);
     } else {
-        /* Without a readable jobs.yaml, do not claim the job is unknown. */
-        print_human(job, jobs == NULL || jobs_find(jobs, job) != NULL, &runs);
+        print_human(job, known, &runs);
         rc = tool_flush("history");
     }
 out:

@@ -13,10 +13,9 @@
  *   75  not acquired within --wait (EX_TEMPFAIL)
  *   70  the lock was lost while the command ran; the command was stopped
  *   69  Redis unreachable or failing (EX_UNAVAILABLE)
- *   2   usage error; 126 command not executable; 127 command not found
+ *   64  usage error; 126 command not executable; 127 command not found
  */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
@@ -32,29 +31,75 @@
 #include "baton.h"
 #include "cli.h"
 #include "proc.h"
+#include "tools.h"
 
-#define EXIT_NOT_ACQUIRED 75
-#define EXIT_LOST         70
-#define EXIT_UNAVAILABLE  69
-#define EXIT_NOEXEC       126
-#define EXIT_NOTFOUND     127
+static int cmd_lock(int argc, char **argv);
 
-static const char help_text[] =
-    "\n"
-    "Runs CMD (argv, no shell) while holding the distributed lock KEY, renewing\n"
-    "it while CMD runs. CMD gets BATON_LOCK_KEY and BATON_FENCE (the fencing\n"
-    "token: strictly increasing across all grants of KEY).\n"
-    "\n"
-    "options:\n"
-    "  --url URL       Redis URL (default $BATON_REDIS_URL or redis://127.0.0.1:6379/0)\n"
-    "  --ttl D         lease, renewed every D/3 (default 30s; e.g. 500ms, 10s, 2m)\n"
-    "  --wait D        wait at most D for the lock (default: forever; 0: try once)\n"
-    "  --kill-grace D  SIGTERM-to-SIGKILL grace when the lock is lost (default ttl/5, max 2s)\n"
-    "  -v, --verbose   say on stderr when the lock is acquired and released\n"
-    "\n"
-    "exit status: CMD's (128+N if killed by signal N); 75 not acquired within\n"
-    "--wait; 70 lock lost while CMD ran (CMD was stopped); 69 Redis unreachable;\n"
-    "2 usage; 126 CMD not executable; 127 CMD not found.\n";
+static const struct cli_opt opts[] = {
+    {TOOL_OPT_URL, "url", "URL",
+     "Redis URL: redis://[user:pass@]host[:port][/db] or unix:///path?db=N&user=U&password=P "
+     "(default $BATON_REDIS_URL, else redis://127.0.0.1:6379/0)"},
+    {TOOL_OPT_TTL, "ttl", "D", "the lease, renewed every D/3 while CMD runs (default 30s)"},
+    {'w', "wait", "D", "wait at most D for the lock (default: forever; 0: try once)"},
+    {TOOL_OPT_KILL_GRACE, "kill-grace", "D",
+     "SIGTERM-to-SIGKILL grace when the lock is lost (default ttl/5, at most 2s)"},
+    {'v', "verbose", NULL, "say on stderr when the lock is acquired and released"},
+    {0},
+};
+
+static const struct cli_item environment[] = {
+    {"BATON_REDIS_URL", "the Redis URL when --url is not given"},
+    {"BATON_LOCK_KEY", "given to CMD: KEY"},
+    {"BATON_FENCE",
+     "given to CMD: the fencing token, strictly increasing across all grants of KEY; pass it "
+     "to the resource CMD changes so that it can refuse a stale holder"},
+    {NULL, NULL},
+};
+
+static const struct cli_item signals[] = {
+    {"TERM, INT, HUP, QUIT, USR1, USR2",
+     "forwarded to CMD's process group; the lock is released once CMD has exited"},
+    {NULL, NULL},
+};
+
+static const struct cli_section sections[] = {
+    {"environment", environment},
+    {"signals", signals},
+    {NULL, NULL},
+};
+
+static const struct cli_exit exits[] = {
+    {CLI_EXIT_OK, "CMD ran under the lock and exited 0; otherwise CMD's own exit status (128+N "
+                  "when killed by signal N)"},
+    {CLI_EXIT_USAGE, "bad command line (one line on stderr)"},
+    {CLI_EXIT_UNAVAILABLE, "Redis unreachable or failing"},
+    {CLI_EXIT_LOST,
+     "the lock was lost while CMD ran, or could not be confirmed before its deadline; CMD was "
+     "stopped"},
+    {CLI_EXIT_TEMPFAIL, "not acquired within --wait: someone else holds KEY"},
+    {CLI_EXIT_NOEXEC, "CMD is not executable"},
+    {CLI_EXIT_NOTFOUND, "CMD was not found"},
+    {-1, NULL},
+};
+
+const struct cli_cmd cli_cmd_lock = {
+    .name = "lock",
+    .operands = "KEY -- CMD [ARG...]",
+    .summary = "run a command while holding a lock, renewed while it runs",
+    .description =
+        "Runs CMD (argv as given, no shell) while holding the distributed lock KEY, like "
+        "flock(1) across machines. The lock is renewed every ttl/3 while CMD runs. If it is "
+        "lost, or cannot be confirmed before its deadline, CMD's whole process group gets "
+        "SIGTERM, then SIGKILL before the lock could pass to anyone else; if baton itself is "
+        "killed, CMD dies with it. Waiters are served first come, first served, and are woken "
+        "at once when the lock is released.",
+    .opts = opts,
+    .sections = sections,
+    .exits = exits,
+    .operand = CLI_OPERAND_KEY_CMD,
+    .flags = CLI_STOP_AT_OPERAND,
+    .run = cmd_lock,
+};
 
 struct lock_args {
     const char *url;
@@ -66,52 +111,46 @@ struct lock_args {
     bool verbose;
 };
 
+/* Returns 0, or the exit status after --help, --version or a usage error. */
 static int parse_args(int argc, char **argv, struct lock_args *a)
 {
-    static const struct option opts[] = {
-        {"url", required_argument, NULL, 'u'},
-        {"ttl", required_argument, NULL, 't'},
-        {"wait", required_argument, NULL, 'w'},
-        {"kill-grace", required_argument, NULL, 'g'},
-        {"verbose", no_argument, NULL, 'v'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    int c;
+    struct cli_parse p;
+    int id = 0, rc = 0;
     a->url = cli_default_url();
     a->ttl_ms = 30000;
     a->wait_ms = -1;
     a->kill_grace_ms = -1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "+:hv", opts, NULL)) != -1) {
-        switch (c) {
-        case 'u': a->url = optarg; break;
-        case 't':
-            if (!cli_duration("lock", "--ttl", optarg, false, &a->ttl_ms))
-                return CLI_EXIT_USAGE;
-            if (a->ttl_ms < 100)
-                return cli_usage("lock", "--ttl \"%s\": must be at least 100ms", optarg);
+    cli_parse_init(&p, &cli_cmd_lock, argc, argv);
+    while (rc == 0) {
+        id = cli_parse_next(&p);
+        if (id < 0)
+            break;
+        switch (id) {
+        case TOOL_OPT_URL: a->url = p.arg; break;
+        case TOOL_OPT_TTL:
+            if (!cli_duration("lock", "--ttl", p.arg, false, &a->ttl_ms))
+                rc = CLI_EXIT_USAGE;
+            else if (a->ttl_ms < 100)
+                rc = cli_usage("lock", "--ttl \"%s\": must be at least 100ms", p.arg);
             break;
         case 'w':
-            if (!cli_duration("lock", "--wait", optarg, true, &a->wait_ms))
-                return CLI_EXIT_USAGE;
+            if (!cli_duration("lock", "--wait", p.arg, true, &a->wait_ms))
+                rc = CLI_EXIT_USAGE;
             break;
-        case 'g':
-            if (!cli_duration("lock", "--kill-grace", optarg, true, &a->kill_grace_ms))
-                return CLI_EXIT_USAGE;
+        case TOOL_OPT_KILL_GRACE:
+            if (!cli_duration("lock", "--kill-grace", p.arg, true, &a->kill_grace_ms))
+                rc = CLI_EXIT_USAGE;
             break;
         case 'v': a->verbose = true; break;
-        case 'h':
-            cli_print_usage("lock");
-            fputs(help_text, stdout);
-            return -1;
-        case ':': return cli_usage("lock", "%s: missing its value", argv[optind - 1]);
-        default:
-            if (optopt != 0)
-                return cli_usage("lock", "-%c: unknown option", optopt);
-            return cli_usage("lock", "%s: unknown option", argv[optind - 1]);
+        default: break;
         }
     }
+    cli_parse_end(&p);
+    if (rc != 0)
+        return rc;
+    if (id == CLI_OPT_EXIT)
+        return p.status == CLI_EXIT_OK ? -1 : p.status;
+    int optind = p.optind;
     /* getopt consumed a "--" right before KEY: `baton lock -- CMD`. */
     bool dashdash = optind > 1 && strcmp(argv[optind - 1], "--") == 0;
     if (optind >= argc)
@@ -256,12 +295,12 @@ static int run_locked(struct baton_lock *lk, const struct lock_args *a, const ch
                 baton_lock_errstr(lk)[0] != '\0'
                     ? baton_lock_errstr(lk)
                     : "the lease could not be confirmed before its deadline");
-        return EXIT_LOST;
+        return CLI_EXIT_LOST;
     }
     return code;
 }
 
-int cmd_lock(int argc, char **argv)
+static int cmd_lock(int argc, char **argv)
 {
     struct lock_args a = {0};
     struct baton_client *client = NULL;
@@ -277,11 +316,11 @@ int cmd_lock(int argc, char **argv)
     int perr = proc_resolve(a.cmd[0], path, sizeof path);
     if (perr == ENOENT) {
         fprintf(stderr, "baton: lock: %s: command not found\n", a.cmd[0]);
-        return EXIT_NOTFOUND;
+        return CLI_EXIT_NOTFOUND;
     }
     if (perr != 0) {
         fprintf(stderr, "baton: lock: %s: %s\n", a.cmd[0], strerror(perr));
-        return EXIT_NOEXEC;
+        return CLI_EXIT_NOEXEC;
     }
 
     /* Block the signals we handle before libbaton starts its threads, so
@@ -303,7 +342,7 @@ int cmd_lock(int argc, char **argv)
     rc = baton_client_new(a.url, &copts, &client);
     if (rc != BATON_OK) {
         fprintf(stderr, "baton: lock: %s\n", baton_client_errstr(client));
-        rc = rc == BATON_EINVAL ? CLI_EXIT_USAGE : EXIT_UNAVAILABLE;
+        rc = rc == BATON_EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_UNAVAILABLE;
         goto out;
     }
 
@@ -324,13 +363,13 @@ int cmd_lock(int argc, char **argv)
             fprintf(stderr, "baton: lock: %s: held by another owner\n", a.key);
         else
             fprintf(stderr, "baton: lock: %s: not acquired within %s\n", a.key, wait);
-        rc = EXIT_NOT_ACQUIRED;
+        rc = CLI_EXIT_TEMPFAIL;
         goto out;
     }
     if (rc != BATON_OK) {
         fprintf(stderr, "baton: lock: %s: %s\n", a.key,
                 baton_client_errstr(client)[0] ? baton_client_errstr(client) : baton_strerror(rc));
-        rc = EXIT_UNAVAILABLE;
+        rc = CLI_EXIT_UNAVAILABLE;
         goto out;
     }
     if (a.verbose)
@@ -339,11 +378,11 @@ int cmd_lock(int argc, char **argv)
 
     rc = run_locked(lk, &a, path, sfd, lostfd);
 
-    if (rc != EXIT_LOST) {
+    if (rc != CLI_EXIT_LOST) {
         int r = baton_lock_release(lk);
         if (r == BATON_ELOST) {
             fprintf(stderr, "baton: lock: %s: %s\n", a.key, baton_lock_errstr(lk));
-            rc = EXIT_LOST;
+            rc = CLI_EXIT_LOST;
         } else if (r != BATON_OK) {
             /* The command finished under the lock; the lease will expire. */
             fprintf(stderr, "baton: lock: %s: release failed (%s); it expires with its lease\n",

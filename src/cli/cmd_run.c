@@ -1,49 +1,99 @@
 /* cmd_run.c -- `baton run [-c FILE]`: the supervisor (daemon.c). */
-#include <getopt.h>
 #include <stdio.h>
 
 #include "cli.h"
 #include "daemon.h"
 #include "tools.h"
 
-static const char help_text[] =
-    "\n"
-    "Runs the supervisor: one per server. The nodes of a group elect a leader\n"
-    "through Redis; the leader runs the jobs of jobs.yaml, each tick exactly\n"
-    "once; the others wait to take over. JSON lines on stdout, one per state\n"
-    "transition, job start, job end and line of job output.\n"
-    "\n"
-    "  -c, --config FILE  baton.yaml (default ./baton.yaml, then /etc/baton/baton.yaml)\n"
-    "\n"
-    "signals: TERM/INT hand leadership over and exit 0 (a second one shortens\n"
-    "the drain of running jobs); HUP reloads baton.yaml and jobs.yaml.\n"
-    "exit status: 0 after a graceful stop; 1 when the configuration is invalid\n"
-    "(\"baton: run: file:line:col: message\" on stderr); 2 usage.\n";
+static int cmd_run(int argc, char **argv);
 
-int cmd_run(int argc, char **argv)
+static const struct cli_opt opts[] = {
+    {'c', "config", "FILE", "baton.yaml (default ./baton.yaml, then /etc/baton/baton.yaml)"},
+    {0},
+};
+
+static const struct cli_item signals[] = {
+    {"TERM, INT",
+     "hand leadership over and exit 0: stop scheduling, let running jobs finish up to "
+     "shutdown_grace (then TERM, then KILL), release the lease and wake the followers, one of "
+     "which leads within milliseconds"},
+    {"second TERM", "shorten the drain: running jobs get TERM now"},
+    {"HUP",
+     "reload baton.yaml and jobs.yaml after validating both; on an error the running "
+     "configuration stays and the error is logged (node, redis, group and lease.* need a "
+     "restart)"},
+    {NULL, NULL},
+};
+
+static const struct cli_item files[] = {
+    {"baton.yaml", "the configuration: ./baton.yaml, then /etc/baton/baton.yaml; see baton.yaml(5)"},
+    {"jobs.yaml", "the jobs, named by the configuration's `jobs`; see jobs.yaml(5)"},
+    {NULL, NULL},
+};
+
+static const struct cli_section sections[] = {
+    {"signals", signals},
+    {"files", files},
+    {NULL, NULL},
+};
+
+static const struct cli_exit exits[] = {
+    {CLI_EXIT_OK, "stopped gracefully (after TERM or INT)"},
+    {CLI_EXIT_FAIL, "could not set up (out of memory, descriptors)"},
+    {CLI_EXIT_USAGE, "bad command line"},
+    {CLI_EXIT_TEMPFAIL,
+     "another running supervisor of the group uses this node name (the message names its host "
+     "and pid)"},
+    {CLI_EXIT_CONFIG, "baton.yaml or jobs.yaml missing or invalid (\"file:line:col: message\")"},
+    {-1, NULL},
+};
+
+const struct cli_cmd cli_cmd_run = {
+    .name = "run",
+    .operands = "",
+    .summary = "the supervisor: elect a leader, run the jobs of jobs.yaml",
+    .description =
+        "Runs the supervisor, one per server. The supervisors of a group elect a leader "
+        "through a lease in Redis; the leader runs the jobs of jobs.yaml on their schedules, "
+        "each tick exactly once across the group, while the others wait to take over: at once "
+        "when the leader hands over, when its lease runs out if it crashed.\n\n"
+        "It logs one line per event on stdout: state transitions, job starts and ends, and "
+        "every line a job writes. The lines are JSON, or readable text when log.format is "
+        "text, or auto (the default) and stdout is a terminal; 'baton logs' turns JSON lines "
+        "into the same text.",
+    .opts = opts,
+    .sections = sections,
+    .exits = exits,
+    .flags = CLI_CONFIG_KEYS,
+    .run = cmd_run,
+};
+
+static int cmd_run(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"config", required_argument, NULL, 'c'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
+    struct cli_parse p;
     const char *given = NULL;
-    int c, rc;
+    int id, rc;
 
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":c:h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'c': given = optarg; break;
-        case 'h':
-            cli_print_usage("run");
-            fputs(help_text, stdout);
-            return CLI_EXIT_OK;
-        default: return tool_opt_error("run", c, argv, opts);
-        }
+    cli_parse_init(&p, &cli_cmd_run, argc, argv);
+    for (;;) {
+        id = cli_parse_next(&p);
+        if (id < 0)
+            break;
+        if (id == 'c')
+            given = p.arg;
     }
-    if (optind < argc)
-        return cli_usage("run", "unexpected argument \"%s\"", argv[optind]);
+    cli_parse_end(&p);
+    if (id == CLI_OPT_EXIT)
+        return p.status;
+    if (p.optind < argc)
+        return cli_usage("run", "unexpected argument \"%s\"", argv[p.optind]);
     const char *path = tool_config_path("run", given, &rc);
-    return path == NULL ? rc : daemon_run(path);
+    if (path == NULL)
+        return rc;
+    switch (daemon_run(path)) {
+    case DAEMON_OK: return CLI_EXIT_OK;
+    case DAEMON_ECONFIG: return CLI_EXIT_CONFIG;
+    case DAEMON_ENAME_TAKEN: return CLI_EXIT_TEMPFAIL;
+    default: return CLI_EXIT_FAIL;
+    }
 }

@@ -25,7 +25,8 @@
  *     "term":   7,            (the current term, or the last one when no leader)
  *     "nodes":  [{"node": "web-1", "state": "working", "term": 7, "pid": 4242,
  *                 "version": "0.1.0", "since": "2026-01-02T07:00:00Z",
- *                 "seen_ms_ago": 412, "leader": true}, ...],
+ *                 "host": "web-1", "seen_ms_ago": 412, "alive": true,
+ *                 "leader": true}, ...],
  *                (most recently seen first; fields the node did not write are
  *                 null; "lease_ms" is null when Redis did not say)
  *     "jobs":   [{"name": "tick", "schedule": "* * * * * *", "timezone": "UTC",
@@ -39,11 +40,11 @@
  *                                          loaded; "jobs" is then [])
  *   }
  *
- * Exit: 0; 1 when Redis cannot be reached or answers oddly (one line on
- * stderr, nothing on stdout), or when jobs.yaml cannot be loaded (the rest is
- * still printed, the error goes to stderr); 2 for a bad argument.
+ * Exit: 0 with a leader; 3 without one (the rest is printed); 69 when Redis
+ * cannot be reached or answers oddly (one line on stderr, nothing on
+ * stdout); 78 when baton.yaml is invalid, or jobs.yaml cannot be loaded (the
+ * rest is still printed, the error goes to stderr); 64 for a bad argument.
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,18 +59,41 @@
 #include "members.h"
 #include "tools.h"
 
-static const char help_text[] =
-    "\n"
-    "Shows the group's leader (term, lease time left), the nodes seen (state,\n"
-    "term, last heartbeat) and, for each job of jobs.yaml, its last run and its\n"
-    "next one.\n"
-    "\n"
-    "options:\n"
-    "  -c, --config FILE  baton.yaml (default ./baton.yaml, then /etc/baton/baton.yaml)\n"
-    "  --json             print one JSON object: group, redis, leader {node, term,\n"
-    "                     lease_ms} or null, term, nodes [...], jobs [...]\n"
-    "\n"
-    "exit status: 0; 1 Redis unreachable or jobs.yaml invalid; 2 usage.\n";
+static int cmd_status(int argc, char **argv);
+
+static const struct cli_opt opts[] = {
+    TOOL_OPT_CONFIG,
+    TOOL_OPT_JSON_ROW("print one JSON object: group, redis, leader {node, term, lease_ms} or "
+                      "null, term, nodes [...], jobs [...]"),
+    {0},
+};
+
+static const struct cli_exit exits[] = {
+    {CLI_EXIT_OK, "the group has a leader"},
+    {CLI_EXIT_NO_LEADER, "the group has no leader (the rest is printed)"},
+    {CLI_EXIT_USAGE, "bad command line"},
+    {CLI_EXIT_UNAVAILABLE, "Redis unreachable or failing (nothing on stdout)"},
+    {CLI_EXIT_CONFIG,
+     "baton.yaml missing or invalid; or jobs.yaml invalid (the rest is printed)"},
+    {-1, NULL},
+};
+
+const struct cli_cmd cli_cmd_status = {
+    .name = "status",
+    .operands = "",
+    .summary = "leader, term, lease left, nodes, each job's last and next run",
+    .description =
+        "Shows the group's leader (its term and the time left on its lease), the nodes of "
+        "the group (each one's state, the term it leads or follows, its last heartbeat, pid "
+        "and start time) and, for each job of jobs.yaml, its last run and its next one.\n\n"
+        "Nodes heartbeat every `poll`. One whose heartbeat is overdue (more than 2 x poll + "
+        "2s) shows as unresponsive. A node that stopped is listed as stopped for 1 minute, "
+        "then removed; one not heard from is removed after 5 minutes (or 3 x its poll, if "
+        "longer).",
+    .opts = opts,
+    .exits = exits,
+    .run = cmd_status,
+};
 
 /* What status gathered. */
 struct status {
@@ -129,7 +153,7 @@ static void print_nodes(const struct status *s)
 {
     struct tool_table t;
     if (s->nmembers == 0) {
-        printf("\nno nodes seen in the last hour\n");
+        printf("\nno nodes\n");
         return;
     }
     tool_table_init(&t, 7);
@@ -139,9 +163,12 @@ static void print_nodes(const struct status *s)
         cJSON *hb = cJSON_Parse(m->info_json);
         char term[32], pid[32], seen[48], ago[32];
         snprintf(seen, sizeof seen, "%s ago", tool_format_ms(m->seen_ago_ms, ago, sizeof ago));
+        const char *state = hb_string(hb, "state");
+        if (!members_alive(m) && (state == NULL || strcmp(state, "stopped") != 0))
+            state = "unresponsive";
         const char *row[7] = {
             m->node,
-            hb_string(hb, "state"),
+            state,
             hb_number(hb, "term", term, sizeof term),
             seen,
             hb_number(hb, "pid", pid, sizeof pid),
@@ -256,7 +283,9 @@ static cJSON *status_json(const struct status *s)
         add_hb_field(n, hb, "pid");
         add_hb_field(n, hb, "version");
         add_hb_field(n, hb, "since");
+        add_hb_field(n, hb, "host");
         cJSON_AddNumberToObject(n, "seen_ms_ago", (double)m->seen_ago_ms);
+        cJSON_AddBoolToObject(n, "alive", members_alive(m));
         cJSON_AddBoolToObject(n, "leader", is_leader(s, m->node));
         cJSON_AddItemToArray(nodes, n);
         cJSON_Delete(hb);
@@ -289,38 +318,33 @@ static cJSON *status_json(const struct status *s)
 
 /* ---- gathering ---- */
 
-int cmd_status(int argc, char **argv)
+static int cmd_status(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"config", required_argument, NULL, 'c'},
-        {"json", no_argument, NULL, TOOL_OPT_JSON},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     const char *given = NULL;
     struct config *cfg = NULL;
     struct jobs *jobs = NULL;
     struct baton_client *client = NULL;
     struct status s = {0};
+    struct cli_parse p;
     char jobs_err[1024];
     bool json = false;
-    int c, rc;
+    int id, rc;
 
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":c:h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'c': given = optarg; break;
-        case TOOL_OPT_JSON: json = true; break;
-        case 'h':
-            cli_print_usage("status");
-            fputs(help_text, stdout);
-            return CLI_EXIT_OK;
-        default: return tool_opt_error("status", c, argv, opts);
-        }
+    cli_parse_init(&p, &cli_cmd_status, argc, argv);
+    for (;;) {
+        id = cli_parse_next(&p);
+        if (id < 0)
+            break;
+        if (id == 'c')
+            given = p.arg;
+        else if (id == TOOL_OPT_JSON)
+            json = true;
     }
-    if (optind < argc)
-        return cli_usage("status", "unexpected argument \"%s\"", argv[optind]);
+    cli_parse_end(&p);
+    if (id == CLI_OPT_EXIT)
+        return p.status;
+    if (p.optind < argc)
+        return cli_usage("status", "unexpected argument \"%s\"", argv[p.optind]);
     const char *path = tool_config_path("status", given, &rc);
     if (path == NULL)
         return rc;
@@ -372,7 +396,9 @@ int cmd_status(int argc, char **argv)
         rc = tool_flush("status");
     }
     if (rc == 0 && jobs == NULL)
-        rc = cli_fail("status", "%s", jobs_err);
+        rc = cli_error(CLI_EXIT_CONFIG, "status", "%s", jobs_err);
+    else if (rc == 0 && !s.leader.has_leader)
+        rc = CLI_EXIT_NO_LEADER;
 out:
     if (s.last != NULL)
         for (size_t i = 0; i < jobs->n; i++)

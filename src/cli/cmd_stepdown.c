@@ -13,12 +13,11 @@
  * When the old leader is gone but nobody leads yet, it waits a little more
  * (at most 2 s, within --wait) for the new leader, then says "no leader yet".
  *
- * Exit: 0 handed over; 1 no leader, nobody listening (no supervisor is
- * subscribed), the leader still leads after --wait (default 5s), or Redis
- * unreachable; 2 for a bad argument.
+ * Exit: 0 handed over; 3 no leader; 1 nobody listening (no supervisor is
+ * subscribed) or the leader still leads after --wait (default 5s); 69 Redis
+ * unreachable; 78 invalid baton.yaml; 64 for a bad argument.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -33,19 +32,38 @@
 #define WAIT_MAX_MS        3600000
 #define NEW_LEADER_WAIT_MS 2000
 
-static const char help_text[] =
-    "\n"
-    "Asks the leader of the group to hand over gracefully: it stops scheduling,\n"
-    "lets running jobs finish (up to shutdown_grace), releases the lease and\n"
-    "wakes the followers; one of them leads next. The old leader keeps running\n"
-    "as a follower.\n"
-    "\n"
-    "options:\n"
-    "  -c, --config FILE  baton.yaml (default ./baton.yaml, then /etc/baton/baton.yaml)\n"
-    "  -w, --wait D       wait at most D for the handover (default 5s, at most 1h)\n"
-    "\n"
-    "exit status: 0 handed over; 1 no leader, no supervisor listening, not\n"
-    "handed over within --wait, or Redis unreachable; 2 usage.\n";
+static int cmd_stepdown(int argc, char **argv);
+
+static const struct cli_opt opts[] = {
+    TOOL_OPT_CONFIG,
+    {'w', "wait", "D", "wait at most D for the handover (default 5s, at most 1h)"},
+    {0},
+};
+
+static const struct cli_exit exits[] = {
+    {CLI_EXIT_OK, "the leader handed over (the new leader is named when there is one)"},
+    {CLI_EXIT_FAIL,
+     "no supervisor is listening, or the leader did not hand over within --wait"},
+    {CLI_EXIT_NO_LEADER, "the group has no leader"},
+    {CLI_EXIT_USAGE, "bad command line"},
+    {CLI_EXIT_UNAVAILABLE, "Redis unreachable or failing"},
+    {CLI_EXIT_CONFIG, "baton.yaml missing or invalid"},
+    {-1, NULL},
+};
+
+const struct cli_cmd cli_cmd_stepdown = {
+    .name = "step-down",
+    .operands = "",
+    .summary = "ask the leader to hand over gracefully",
+    .description =
+        "Asks the leader of the group to hand over gracefully: it stops scheduling, lets "
+        "running jobs finish (up to shutdown_grace), releases the lease and wakes the "
+        "followers; one of them leads next. The old leader keeps running as a follower and "
+        "campaigns again after a second.",
+    .opts = opts,
+    .exits = exits,
+    .run = cmd_stepdown,
+};
 
 static int64_t now_ms(void)
 {
@@ -88,7 +106,7 @@ static int step_down(struct baton_client *client, const char *group, int64_t wai
     if (rc != 0)
         return rc;
     if (!old.has_leader)
-        return cli_fail("step-down", "no leader in group %s", group);
+        return cli_error(CLI_EXIT_NO_LEADER, "step-down", "no leader in group %s", group);
     rc = baton_election_request_step_down(client, group, old.term, &receivers);
     if (rc != BATON_OK)
         return tool_redis_error("step-down", client, rc, "sending the request");
@@ -126,38 +144,37 @@ static int step_down(struct baton_client *client, const char *group, int64_t wai
     }
 }
 
-int cmd_stepdown(int argc, char **argv)
+static int cmd_stepdown(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"config", required_argument, NULL, 'c'},
-        {"wait", required_argument, NULL, 'w'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     const char *given = NULL;
     struct config *cfg = NULL;
     struct baton_client *client = NULL;
+    struct cli_parse p;
     int64_t wait_ms = WAIT_DEFAULT_MS;
-    int c, rc;
+    int id = 0, rc = 0;
 
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":c:w:h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'c': given = optarg; break;
-        case 'w':
-            if (!cli_duration("step-down", "--wait", optarg, false, &wait_ms))
-                return CLI_EXIT_USAGE;
-            if (wait_ms > WAIT_MAX_MS)
-                return cli_usage("step-down", "--wait \"%s\": at most 1h", optarg);
+    cli_parse_init(&p, &cli_cmd_stepdown, argc, argv);
+    while (rc == 0) {
+        id = cli_parse_next(&p);
+        if (id < 0)
             break;
-        case 'h':
-            cli_print_usage("step-down");
-            fputs(help_text, stdout);
-            return CLI_EXIT_OK;
-        default: return tool_opt_error("step-down", c, argv, opts);
+        switch (id) {
+        case 'c': given = p.arg; break;
+        case 'w':
+            if (!cli_duration("step-down", "--wait", p.arg, false, &wait_ms))
+                rc = CLI_EXIT_USAGE;
+            else if (wait_ms > WAIT_MAX_MS)
+                rc = cli_usage("step-down", "--wait \"%s\": at most 1h", p.arg);
+            break;
+        default: break;
         }
     }
+    cli_parse_end(&p);
+    if (rc != 0)
+        return rc;
+    if (id == CLI_OPT_EXIT)
+        return p.status;
+    int optind = p.optind;
     if (optind < argc)
         return cli_usage("step-down", "unexpected argument \"%s\"", argv[optind]);
     const char *path = tool_config_path("step-down", given, &rc);

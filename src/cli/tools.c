@@ -13,42 +13,13 @@
 #include "tools.h"
 
 
-int tool_opt_error(const char *cmd, int c, char **argv, const struct option *opts)
-{
-    if (c == ':')
-        return cli_usage(cmd, "%s: missing its value", argv[optind - 1]);
-    /* A flag given a value (--json=1): getopt_long reports its code. */
-    for (const struct option *o = opts; optopt != 0 && o->name != NULL; o++)
-        if (o->val == optopt && o->has_arg == no_argument && argv[optind - 1][0] == '-' &&
-            argv[optind - 1][1] == '-')
-            return cli_usage(cmd, "--%s: takes no value", o->name);
-    if (optopt != 0 && optopt < 256)
-        return cli_usage(cmd, "-%c: unknown option", optopt);
-    /* An abbreviation of several long options (--co: --config, --count). */
-    const char *arg = argv[optind - 1];
-    if (arg[0] == '-' && arg[1] == '-') {
-        size_t n = strcspn(arg + 2, "=");
-        const char *first = NULL, *second = NULL;
-        for (const struct option *o = opts; n > 0 && o->name != NULL; o++)
-            if (strncmp(o->name, arg + 2, n) == 0) {
-                if (first == NULL)
-                    first = o->name;
-                else if (second == NULL)
-                    second = o->name;
-            }
-        if (second != NULL)
-            return cli_usage(cmd, "%.*s: ambiguous option (--%s, --%s)", (int)n + 2, arg, first,
-                             second);
-    }
-    return cli_usage(cmd, "%.*s: unknown option", (int)strcspn(arg, "="), arg);
-}
-
 const char *tool_config_path(const char *cmd, const char *given, int *rc)
 {
     const char *path = given != NULL ? given : config_default_path();
     if (path == NULL) {
-        *rc = cli_fail(cmd, "no configuration: give -c FILE, or create ./baton.yaml or "
-                            "/etc/baton/baton.yaml");
+        *rc = cli_error(CLI_EXIT_CONFIG, cmd,
+                        "no configuration: give -c FILE, or create ./baton.yaml or "
+                        "/etc/baton/baton.yaml");
         return NULL;
     }
     if (*path == '\0') {
@@ -63,7 +34,7 @@ int tool_load_config(const char *cmd, const char *path, struct config **out)
 {
     char err[1024];
     if (config_load(path, out, err, sizeof err) != 0)
-        return cli_fail(cmd, "%s", err);
+        return cli_error(CLI_EXIT_CONFIG, cmd, "%s", err);
     return 0;
 }
 
@@ -75,10 +46,10 @@ int tool_connect(const char *cmd, const struct config *cfg, struct baton_client 
     int rc = baton_client_new(cfg->redis, &o, &c);
     if (rc != BATON_OK) {
         const char *why = c != NULL ? baton_client_errstr(c) : "";
-        cli_fail(cmd, "%s", why[0] != '\0' ? why : baton_strerror(rc));
+        cli_error(CLI_EXIT_UNAVAILABLE, cmd, "%s", why[0] != '\0' ? why : baton_strerror(rc));
         baton_client_free(c);
         *out = NULL;
-        return CLI_EXIT_FAIL;
+        return CLI_EXIT_UNAVAILABLE;
     }
     *out = c;
     return 0;
@@ -90,8 +61,9 @@ int tool_redis_error(const char *cmd, struct baton_client *c, int rc, const char
      * not make sense of leaves no detail there. */
     const char *why = baton_client_errstr(c);
     if (rc == BATON_EPROTO || rc == BATON_ENOMEM || why[0] == '\0')
-        return cli_fail(cmd, "%s: %s (while %s)", baton_client_url(c), baton_strerror(rc), what);
-    return cli_fail(cmd, "%s (while %s)", why, what);
+        return cli_error(CLI_EXIT_UNAVAILABLE, cmd, "%s: %s (while %s)", baton_client_url(c),
+                         baton_strerror(rc), what);
+    return cli_error(CLI_EXIT_UNAVAILABLE, cmd, "%s (while %s)", why, what);
 }
 
 /* ---- formatting ---- */

@@ -23,34 +23,40 @@
 struct config;
 struct job;
 
-/* Option codes for long options without a short form (above any char). */
+/* Option codes for long options without a short form (cli.h). */
 enum {
     TOOL_OPT_JSON = 256,
-    TOOL_OPT_COUNT,
-    TOOL_OPT_WAIT,
+    TOOL_OPT_REFERENCE,
+    TOOL_OPT_TZ,
+    TOOL_OPT_FROM,
+    TOOL_OPT_LOCAL,
+    TOOL_OPT_URL,
+    TOOL_OPT_TTL,
+    TOOL_OPT_KILL_GRACE,
+    TOOL_OPT_COLOR,
 };
 
-/* Reports what getopt_long returned for a bad option (c is ':' or '?'):
- * missing value, unknown option, or a value given to a flag. Returns
- * CLI_EXIT_USAGE. */
-int tool_opt_error(const char *cmd, int c, char **argv, const struct option *opts);
+/* The -c option of the tools, one row of their option tables. */
+#define TOOL_OPT_CONFIG                                                                               {'c', "config", "FILE", "baton.yaml (default ./baton.yaml, then /etc/baton/baton.yaml)"}
+#define TOOL_OPT_JSON_ROW(what) {TOOL_OPT_JSON, "json", NULL, what}
 
 /* The configuration path: given (from -c), else the default one that
- * exists. NULL after printing why (the exit status in *rc). */
+ * exists. NULL after printing why (the exit status in *rc: CLI_EXIT_CONFIG
+ * when there is none, CLI_EXIT_USAGE for an empty -c). */
 const char *tool_config_path(const char *cmd, const char *given, int *rc);
 
 /* Loads baton.yaml. Returns 0 and *out (owned; free with config_free), or
- * CLI_EXIT_FAIL after printing "baton: CMD: file:line:col: message". */
+ * CLI_EXIT_CONFIG after printing "baton: CMD: file:line:col: message". */
 int tool_load_config(const char *cmd, const char *path, struct config **out);
 
 /* Connects to the configured Redis with redis_timeout for both connect and
  * commands. Returns 0 and *out (owned; free with baton_client_free), or
- * CLI_EXIT_FAIL after printing why (one line). */
+ * CLI_EXIT_UNAVAILABLE after printing why (one line). */
 int tool_connect(const char *cmd, const struct config *cfg, struct baton_client **out);
 
 /* Reports a failed Redis operation (rc a BATON_E* code) as one line,
  * "baton: CMD: redis://host:port/db: <detail> (while <what>)". Returns
- * CLI_EXIT_FAIL. */
+ * CLI_EXIT_UNAVAILABLE. */
 int tool_redis_error(const char *cmd, struct baton_client *c, int rc, const char *what);
 
 

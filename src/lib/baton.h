@@ -361,8 +361,8 @@ BATON_API int baton_client_eval(struct baton_client *c, const char *script, int 
 BATON_API void baton_reply_free(struct baton_reply *r);
 
 /* ------------------------------------------------------------------------ */
-/* Semaphores: at most `limit` holders of a name at once (seed 000's
- * rate-limited resource). Each holder gets a permit: its own id, its own
+/* Semaphores: at most `limit` holders of a name at once (for example, at
+ * most 5 concurrent calls to a rate-limited API). Each holder gets a permit: its own id, its own
  * lease (extendable, auto-renewable, lost like a lock's), and a fencing
  * token from a counter per name that increases with every grant. Expired
  * permits are reclaimed atomically by every acquire; time is the server's
@@ -454,8 +454,8 @@ BATON_API const char *baton_permit_name(const struct baton_permit *p);
 BATON_API const char *baton_permit_errstr(const struct baton_permit *p);
 
 /* ------------------------------------------------------------------------ */
-/* Multi-lock: several keys, all or nothing (seed 001's transfer between two
- * accounts). Keys are sorted (strcmp) and duplicates dropped, so every
+/* Multi-lock: several keys, all or nothing (for example, a transfer between
+ * two accounts). Keys are sorted (strcmp) and duplicates dropped, so every
  * caller takes them in one order and two callers locking {A,B} and {B,A}
  * cannot deadlock.
  *   - When every key's Redis key lies in one cluster hash slot (keys with
@@ -512,9 +512,9 @@ BATON_API int baton_with_locks(struct baton_client *c, const char *const *keys, 
                                const struct baton_lock_opts *opts, baton_multi_fn fn, void *arg);
 
 /* ------------------------------------------------------------------------ */
-/* Once: process an id at most once (seed 000's webhook dedup). The id is a
- * lock key; a marker prefix{id}:done, written only after fn succeeded,
- * says "done" for marker_ttl_ms.
+/* Once: process an id at most once (a webhook delivered twice is handled
+ * once). The id is a lock key; a marker prefix{id}:done, written only after
+ * fn succeeded, says "done" for marker_ttl_ms.
  *   1. marker present                      -> BATON_ONCE_ALREADY_PROCESSED
  *   2. lock held by someone (no waiting)   -> BATON_ONCE_DUPLICATE
  *   3. lock taken, marker checked again, fn run under the auto-renewed
@@ -555,7 +555,7 @@ BATON_API int baton_once_with(struct baton_client *c, const char *id,
 BATON_API const char *baton_once_result_name(int result);
 
 /* ------------------------------------------------------------------------ */
-/* Leader election for embedding (seed 000's LeaderElection): a background
+/* Leader election for embedding in a daemon: a background
  * thread per campaign drives the election primitives above (campaign,
  * renew, resign, watch) and calls back when leadership is gained or lost.
  *

@@ -23,6 +23,7 @@
 #include "yamlx.h"
 
 _Static_assert(sizeof(enum log_level) == sizeof(int), "enum options are stored as int");
+_Static_assert(sizeof(enum log_format) == sizeof(int), "enum options are stored as int");
 
 #define MS_SECOND INT64_C(1000)
 #define MS_MINUTE (60 * MS_SECOND)
@@ -100,7 +101,9 @@ static int default_node(void *obj, struct schema_ctx *ctx, char *msg, size_t msg
     for (char *p = host; *p != '\0'; p++)
         if (!in_charset((char[]){*p, '\0'}, "_.-"))
             *p = '-';
-    snprintf(buf, sizeof buf, "%.100s:%ld", host, (long)getpid());
+    /* The host name alone: stable across restarts, so that a node keeps
+     * its name (and its row in `baton status`) when it comes back. */
+    snprintf(buf, sizeof buf, "%.128s", host);
     c->node = strdup(buf);
     if (c->node == NULL) {
         snprintf(msg, msglen, "out of memory");
@@ -123,13 +126,14 @@ static int default_renew(void *obj, struct schema_ctx *ctx, char *msg, size_t ms
 /* The table */
 
 static const char *const log_level_names[] = {"debug", "info", "warn", "error", NULL};
+static const char *const log_format_names[] = {"auto", "json", "text", NULL};
 
 #define OFF(f) offsetof(struct config, f)
 
 /* clang-format off */
 static const struct schema_field options[] = {
     {.key = "node", .type = SCHEMA_STRING, .offset = OFF(node),
-     .def_doc = "hostname:pid", .def_fn = default_node, .min = 1, .max = 128,
+     .def_doc = "the host name", .def_fn = default_node, .min = 1, .max = 128,
      .check = check_node, .bounds_doc = "letters, digits, _ . : -; 1-128 chars",
      .doc = "This node's name in logs, `baton status` and the leader key; unique in the group."},
     {.key = "redis", .type = SCHEMA_STRING, .offset = OFF(redis),
@@ -167,6 +171,10 @@ static const struct schema_field options[] = {
     {.key = "log.level", .type = SCHEMA_ENUM, .offset = OFF(log_level),
      .def = "info", .names = log_level_names,
      .doc = "Least severe log lines written."},
+    {.key = "log.format", .type = SCHEMA_ENUM, .offset = OFF(log_format),
+     .def = "auto", .names = log_format_names,
+     .doc = "Log lines as JSON (for machines) or text (one readable line per event, as "
+            "`baton logs` prints); auto: text when stdout is a terminal, else JSON."},
     {.key = "history", .type = SCHEMA_INT, .offset = OFF(history_len),
      .def = "100", .min = 1, .max = 100000,
      .doc = "Runs kept per job in Redis for `baton history` and `baton status`."},

@@ -31,10 +31,12 @@
 #include <stdio.h>
 
 enum log_level { LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR };
+/* log.format: auto is text on a terminal, JSON otherwise. */
+enum log_format { LOG_FORMAT_AUTO, LOG_FORMAT_JSON, LOG_FORMAT_TEXT };
 
 struct config {
     char *path;                /* the file it came from (owned) */
-    char *node;                /* default: hostname:pid; [A-Za-z0-9_.:@-]{1,128} */
+    char *node;                /* default: the host name; [A-Za-z0-9_.:-]{1,128} */
     char *redis;               /* Redis URL; default redis://127.0.0.1:6379/0 */
     char *group;               /* default "default"; [A-Za-z0-9_.-]{1,64} */
     int64_t lease_ttl_ms;      /* lease.ttl, default 10s */
@@ -48,6 +50,7 @@ struct config {
     char *timezone;            /* default zone for jobs; default "UTC" (checked
                                   with cron_tz_load at load) */
     enum log_level log_level;  /* log.level: debug|info|warn|error, default info */
+    enum log_format log_format; /* log.format: auto|json|text, default auto */
     int64_t history_len;       /* history: runs kept per job in Redis, default 100
                                   (1..100000) */
 };

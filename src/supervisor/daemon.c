@@ -156,14 +156,20 @@ static void heartbeat(struct daemon *d)
         return; /* the next one */
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "state", d->done ? "stopped" : machine_state_name(d->m.state));
-    cJSON_AddNumberToObject(o, "term", (double)d->term);
+    /* A follower shows the term it follows; a leader its own. */
+    cJSON_AddNumberToObject(o, "term",
+                            (double)(d->following_term != 0 ? d->following_term : d->term));
     cJSON_AddNumberToObject(o, "pid", (double)getpid());
+    cJSON_AddStringToObject(o, "host", members_host());
+    cJSON_AddNumberToObject(o, "poll_ms", (double)d->cfg->poll_ms);
     cJSON_AddStringToObject(o, "version", BATON_VERSION_STRING);
     cJSON_AddStringToObject(o, "since", d->since);
     cJSON_AddNumberToObject(o, "running", (double)runner_running(d->runner));
     char *json = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
-    if (json != NULL && members_heartbeat(d->client, d->cfg->group, d->cfg->node, json) == BATON_OK)
+    if (json != NULL &&
+        members_heartbeat(d->client, d->cfg->group, d->cfg->node, json,
+                          members_forget_ms(d->cfg->poll_ms, d->done)) == BATON_OK)
         redis_ok(d);
     free(json);
 }
@@ -635,6 +641,7 @@ static void reload(struct daemon *d)
     config_free(d->cfg);
     d->cfg = cfg;
     log_set_level(d->log, cfg->log_level);
+    log_set_format(d->log, cfg->log_format);
     log_emit(d->log, LE_RELOADED, f);
 }
 
@@ -663,6 +670,7 @@ int daemon_run(const char *config_path)
     if (config_load(config_path, &d.cfg, err, sizeof err) != 0 ||
         (jobs = load_jobs(d.cfg, err, sizeof err)) == NULL) {
         fprintf(stderr, "baton: run: %s\n", err);
+        rc = DAEMON_ECONFIG;
         goto out;
     }
     if (getrandom(&d.rng, sizeof d.rng, 0) != sizeof d.rng || d.rng == 0)
@@ -693,6 +701,7 @@ int daemon_run(const char *config_path)
         jobs_free(jobs);
         goto out;
     }
+    log_set_format(d.log, d.cfg->log_format);
     d.guard_ns = (d.cfg->redis_timeout_ms + 2 * KILL_MARGIN_MS) * MS;
     const char *fault = getenv("BATON_TEST_FAULT");
     struct runner_host host = {.log = d.log,
@@ -725,6 +734,14 @@ int daemon_run(const char *config_path)
         goto out;
     }
 
+    /* Two live supervisors must not share a name (an unreachable Redis
+     * cannot tell: then the heartbeats go on as usual). */
+    if (members_claim(d.client, d.cfg->group, d.cfg->node, d.cfg->poll_ms, err, sizeof err) ==
+        BATON_ETAKEN) {
+        fprintf(stderr, "baton: run: %s\n", err);
+        rc = DAEMON_ENAME_TAKEN;
+        goto out;
+    }
     cJSON *f = log_fields();
     cJSON_AddStringToObject(f, "version", BATON_VERSION_STRING);
     cJSON_AddNumberToObject(f, "pid", (double)getpid());

@@ -44,6 +44,16 @@ bool log_event_varies(enum log_event e)
     return (int)e >= 0 && e < LE_COUNT && events[e].varies;
 }
 
+const char *log_event_fields(enum log_event e)
+{
+    return ((int)e >= 0 && e < LE_COUNT) ? events[e].fields : "";
+}
+
+const char *log_event_doc(enum log_event e)
+{
+    return ((int)e >= 0 && e < LE_COUNT) ? events[e].doc : "";
+}
+
 void log_events_write_reference(FILE *out)
 {
     fputs("| event | level | fields | meaning |\n", out);

@@ -101,6 +101,10 @@ const char *log_event_name(enum log_event e);
 enum log_level log_event_level(enum log_event e);
 /* True when the level is chosen per line. */
 bool log_event_varies(enum log_event e);
+/* The event's fields and meaning, as the reference writes them (Markdown:
+ * `name`, ...). Static. */
+const char *log_event_fields(enum log_event e);
+const char *log_event_doc(enum log_event e);
 
 /* Writes the log reference, a Markdown table (event, level, fields,
  * meaning), for the README and `baton check --reference`. */

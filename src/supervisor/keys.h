@@ -10,6 +10,7 @@
  *   baton:{G}:runs:<job>      stream: the job's recent runs (history)
  *   baton:{G}:nodes           hash: node -> heartbeat JSON
  *   baton:{G}:seen            hash: node -> last heartbeat (server ms)
+ *   baton:{G}:forget          zset: node -> when it is forgotten (server ms)
  * All share the hash tag {G}: one cluster slot per group. */
 #ifndef BATON_KEYS_H
 #define BATON_KEYS_H

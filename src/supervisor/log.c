@@ -7,11 +7,13 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "logfmt.h"
 #include "utf8.h"
 
 struct log {
     int fd;
     enum log_level min;
+    bool text, color; /* log.format: text lines, coloured */
     char *node;
     char *group;
 };
@@ -51,6 +53,14 @@ void log_free(struct log *lg)
 void log_set_level(struct log *lg, enum log_level min)
 {
     lg->min = min;
+}
+
+void log_set_format(struct log *lg, enum log_format format)
+{
+    const char *no = getenv("NO_COLOR");
+    bool tty = isatty(lg->fd) == 1;
+    lg->text = format == LOG_FORMAT_TEXT || (format == LOG_FORMAT_AUTO && tty);
+    lg->color = lg->text && tty && (no == NULL || *no == '\0');
 }
 
 bool log_enabled(const struct log *lg, enum log_level lvl)
@@ -143,12 +153,12 @@ void log_emit_at(struct log *lg, enum log_level lvl, enum log_event ev, cJSON *f
     }
     if (o != NULL)
         fix_strings(o->child);
-    char *line = cJSON_PrintUnformatted(o);
+    char *line = lg->text ? logfmt_event(o, lg->color) : cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     if (line == NULL)
         return;
     size_t n = strlen(line);
-    line[n] = '\n'; /* cJSON's buffer has room: it held the NUL */
+    line[n] = '\n'; /* the buffer has room: it held the NUL */
     write_all(lg->fd, line, n + 1);
     free(line);
 }

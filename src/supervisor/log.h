@@ -6,7 +6,8 @@
  * (up to PIPE_BUF). Events are the enum of events.h, so every line the code
  * can write is in the documented table. Every line is valid JSON: string
  * values that are not valid UTF-8 are repaired (utf8.h) before writing.
- * Never log secrets. */
+ * With log_set_format(), the same events are written as readable text
+ * instead (logfmt.h). Never log secrets. */
 #ifndef BATON_LOG_H
 #define BATON_LOG_H
 
@@ -22,6 +23,10 @@ struct log;
 struct log *log_new(int fd, enum log_level min, const char *node, const char *group);
 void log_free(struct log *lg);
 void log_set_level(struct log *lg, enum log_level min);
+/* Writes text lines (logfmt.h) instead of JSON: for LOG_FORMAT_TEXT, or
+ * LOG_FORMAT_AUTO when fd is a terminal; coloured on a terminal unless
+ * NO_COLOR is set. */
+void log_set_format(struct log *lg, enum log_format format);
 bool log_enabled(const struct log *lg, enum log_level lvl);
 
 /* Writes one line of event ev at the event's level in the table. fields

@@ -94,7 +94,13 @@ static void exec_command(const struct proc_spec *spec)
     if (spec->stderr_fd >= 0 && dup2(spec->stderr_fd, 2) < 0)
         _exit(126);
     if (spec->workdir != NULL && chdir(spec->workdir) != 0) {
-        write_str(2, "baton: cannot change to the job's workdir\n");
+        /* strerrordesc_np: a static string, no locale, safe after fork. */
+        const char *why = strerrordesc_np(errno);
+        write_str(2, "baton: cannot change to the job's workdir ");
+        write_str(2, spec->workdir);
+        write_str(2, ": ");
+        write_str(2, why != NULL ? why : "unknown error");
+        write_str(2, "\n");
         _exit(126);
     }
     if (spec->set_ids) {

@@ -3,8 +3,10 @@
 # runs; broken files with their exact file:line:col errors), `baton status`
 # (text and --json), `baton history` (text, --json, --count, unknown jobs,
 # wrong-type keys), `baton step-down` (handover to another node; timeout;
-# nobody listening; no leader), Redis unreachable, and every bad argument of
-# the four commands (exit 2, one exact line, nothing on stdout).
+# nobody listening; no leader), node names (a second supervisor with a live
+# one's name refuses to start; stopped and silent nodes), Redis unreachable,
+# and every bad argument of the four commands (exit 64, one exact line,
+# nothing on stdout). Each failure's exit status is the documented one.
 . "$BATON_TESTS_DIR/lib/harness.sh"
 B=$BATON_BIN
 RFC='[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z'
@@ -17,21 +19,22 @@ run() {
     ERR=$(cat "$T/cmd.stderr")
 }
 
-# expect_usage CMD MESSAGE ARGS...: `baton CMD ARGS` exits 2 with exactly
+# expect_usage CMD MESSAGE ARGS...: `baton CMD ARGS` exits 64 with exactly
 # "baton: CMD: MESSAGE (see 'baton CMD --help')" on stderr, nothing on stdout.
 expect_usage() {
     local cmd=$1 msg=$2; shift 2
     run "$cmd" "$@"
-    assert_eq 2 "$RC" "exit status of 'baton $cmd $*'"
+    assert_eq 64 "$RC" "exit status of 'baton $cmd $*'"
     assert_eq "" "$OUT" "stdout of 'baton $cmd $*'"
     assert_eq "baton: $cmd: $msg (see 'baton $cmd --help')" "$ERR" "stderr of 'baton $cmd $*'"
 }
 
-# expect_fail CMD MESSAGE ARGS...: exit 1 with exactly "baton: CMD: MESSAGE".
+# expect_fail STATUS CMD MESSAGE ARGS...: exit STATUS with exactly
+# "baton: CMD: MESSAGE" on stderr.
 expect_fail() {
-    local cmd=$1 msg=$2; shift 2
+    local status=$1 cmd=$2 msg=$3; shift 3
     run "$cmd" "$@"
-    assert_eq 1 "$RC" "exit status of 'baton $cmd $*'"
+    assert_eq "$status" "$RC" "exit status of 'baton $cmd $*'"
     assert_eq "baton: $cmd: $msg" "$ERR" "stderr of 'baton $cmd $*'"
 }
 
@@ -96,17 +99,17 @@ now=$(date +%s)
 berlin=$(printf '%s\n' "$OUT" | sed -n '/^job berlin$/,/^job /p' | grep -E "$RFC  [0-9-]{10}T07:00:00\+0[12]:00\$" | wc -l)
 assert_eq 3 "$berlin" "check: berlin's next runs in UTC and local time"
 
-note "check: broken files give exactly file:line:col: message, exit 1"
+note "check: broken files give exactly file:line:col: message, exit 78"
 printf 'node: node-a\nlease:\n  ttl: banana\n' >"$T/bad-ttl.yaml"
-expect_fail check "$T/bad-ttl.yaml:3:8: lease.ttl: \"banana\": expected a number at \"banana\" (durations look like 500ms, 10s, 1h30m)" -c "$T/bad-ttl.yaml"
+expect_fail 78 check "$T/bad-ttl.yaml:3:8: lease.ttl: \"banana\": expected a number at \"banana\" (durations look like 500ms, 10s, 1h30m)" -c "$T/bad-ttl.yaml"
 assert_eq "" "$OUT" "stdout of a failed check"
 printf 'jobs:\n  - name: x\n    schedule: "61 * * * *"\n    shell: "true"\n' >"$T/badjobs.yaml"
 printf 'jobs: badjobs.yaml\n' >"$T/bad-jobs.yaml"
-expect_fail check "$T/badjobs.yaml:3:16: job \"x\": schedule: field 1 (minute) \"61\": value out of range 0-59" -c "$T/bad-jobs.yaml"
-expect_fail check "$T/missing.yaml: cannot open: No such file or directory" -c "$T/missing.yaml"
+expect_fail 78 check "$T/badjobs.yaml:3:16: job \"x\": schedule: field 1 (minute) \"61\": value out of range 0-59" -c "$T/bad-jobs.yaml"
+expect_fail 78 check "$T/missing.yaml: cannot open: No such file or directory" -c "$T/missing.yaml"
 mkdir "$T/empty"
 (cd "$T/empty" && "$B" check >"$T/cmd.stdout" 2>"$T/cmd.stderr"); rc=$?
-assert_eq 1 $rc "check without -c nor ./baton.yaml"
+assert_eq 78 $rc "check without -c nor ./baton.yaml"
 assert_eq "baton: check: no configuration: give -c FILE, or create ./baton.yaml or /etc/baton/baton.yaml" "$(cat "$T/cmd.stderr")" "check without a config"
 
 # ---- three supervisors -------------------------------------------------------------
@@ -147,7 +150,8 @@ has "$OUT" "redis:   $REDIS_URL" "status: redis URL"
 printf '%s\n' "$OUT" | grep -qE "^leader:  node-$LEADER \(term 1, lease [0-9.]+(ms|s) left\)\$" || fail "status: leader line in: $OUT"
 printf '%s\n' "$OUT" | grep -qE '^NODE +STATE +TERM +SEEN +PID +SINCE$' || fail "status: nodes header in: $OUT"
 for n in a b c; do
-    printf '%s\n' "$OUT" | grep -qE "^node-$n +(working|renewing|waiting|acquiring) +[01] +[0-9.]+(ms|s) ago +[0-9]+ +$RFC" || fail "status: node-$n row in: $OUT"
+    # Followers show the term they follow: every node is in term 1.
+    printf '%s\n' "$OUT" | grep -qE "^node-$n +(working|renewing|waiting) +1 +[0-9.]+(ms|s) ago +[0-9]+ +$RFC" || fail "status: node-$n row in: $OUT"
 done
 printf '%s\n' "$OUT" | grep -qE "^node-$LEADER +(working|renewing) .* leader\$" || fail "status: the leader's row is marked in: $OUT"
 assert_eq 1 "$(printf '%s\n' "$OUT" | grep -cE ' leader$')" "status: one node marked leader"
@@ -199,11 +203,10 @@ note "history: no runs, unknown jobs, a key of the wrong type"
 run history -c "$CFG" berlin
 assert_eq 0 "$RC" "history of a job without runs"
 assert_eq "no runs recorded for berlin" "$OUT" "history of a job without runs"
-run history -c "$CFG" nope
-assert_eq 0 "$RC" "history of an unknown job"
-assert_eq "no runs recorded for nope (not in jobs.yaml)" "$OUT" "history of an unknown job"
-run history -c "$CFG" --json nope
-assert_eq "[]" "$OUT" "history --json of an unknown job"
+expect_fail 1 history "no job \"nope\": not in $T/jobs.yaml, and no runs recorded" -c "$CFG" nope
+assert_eq "" "$OUT" "stdout of history of an unknown job"
+expect_fail 1 history "no job \"nope\": not in $T/jobs.yaml, and no runs recorded" -c "$CFG" --json nope
+assert_eq "" "$OUT" "stdout of history --json of an unknown job"
 rcli xadd 'baton:{tools}:runs:ghost' '*' run_id r1 node node-z term 9 scheduled_at 2026-01-02T07:00:00Z started '' duration_ms 0 outcome failed result 'exit 127' attempt 1 >/dev/null
 run history -c "$CFG" ghost
 assert_eq 0 "$RC" "history of a removed job"
@@ -213,7 +216,7 @@ run history -c "$CFG" --json ghost
 has "$OUT" '"v":1,"run_id":"r1","node":"node-z","term":9,"scheduled_at":"2026-01-02T07:00:00Z","until":"2026-01-02T07:00:00Z","ticks":1,"trigger":"","started":null,"duration_ms":0,"attempt":1,"outcome":"failed","exit_code":127}]' "history --json: a version 1 record of a run that never started"
 rcli set 'baton:{tools}:runs:weird' x >/dev/null
 run history -c "$CFG" weird
-assert_eq 1 "$RC" "history of a key of the wrong type"
+assert_eq 69 "$RC" "history of a key of the wrong type"
 assert_eq "" "$OUT" "stdout of a failed history"
 assert_eq "baton: history: $REDIS_URL: redis error: WRONGTYPE Operation against a key holding the wrong kind of value (while reading the history of job weird)" "$ERR" "history of a key of the wrong type"
 assert_eq 1 "$(printf '%s\n' "$ERR" | wc -l)" "history error is one line"
@@ -234,10 +237,31 @@ printf '%s\n' "$OUT" | grep -qE "^leader:  node-$new \(term 2, " || fail "status
 
 note "step-down: a stopped leader does not hand over within --wait"
 kill -STOP "$(pid_of "node-$new")"
-expect_fail step-down "leader node-$new (term 2) did not step down within 300ms (it lets running jobs finish first, up to shutdown_grace: try a longer --wait)" -c "$CFG" --wait 300ms
+expect_fail 1 step-down "leader node-$new (term 2) did not step down within 300ms (it lets running jobs finish first, up to shutdown_grace: try a longer --wait)" -c "$CFG" --wait 300ms
 kill -CONT "$(pid_of "node-$new")"
 wait_working 3 10
 note "node-$LEADER leads (term 3)"
+
+note "node names: a second supervisor with a live one's name refuses to start (75)"
+run run -c "$T/node-$LEADER.yaml"
+assert_eq 75 "$RC" "a second node-$LEADER"
+assert_eq "" "$OUT" "stdout of a refused supervisor"
+printf '%s\n' "$ERR" | grep -qE "^baton: run: node name \"node-$LEADER\" is in use in group \"tools\" by pid $(pid_of "node-$LEADER") on host $(hostname) \(last heartbeat [0-9]+ ms ago\); stop that supervisor, or give this one another name \(node: in baton.yaml\)\$" \
+    || fail "refused supervisor's message: $ERR"
+
+note "members: a stopped node is listed as stopped, and forgotten 1 minute after"
+F=$(for n in a b c; do [ "$n" != "$LEADER" ] && echo "$n"; done | head -n1)
+kill -TERM "$(pid_of "node-$F")"; wait_exit "node-$F" 5
+assert_eq 0 "$EXIT_CODE" "node-$F after SIGTERM"
+run status -c "$CFG"
+printf '%s\n' "$OUT" | grep -qE "^node-$F +stopped " || fail "status: node-$F is not shown stopped: $OUT"
+seen=$(rcli hget 'baton:{tools}:seen' "node-$F"); forget=$(rcli zscore 'baton:{tools}:forget' "node-$F")
+assert_eq 60000 $(( ${forget%.*} - seen )) "node-$F is forgotten 1 minute after it stopped"
+seen=$(rcli hget 'baton:{tools}:seen' "node-$LEADER"); forget=$(rcli zscore 'baton:{tools}:forget' "node-$LEADER")
+assert_eq 300000 $(( ${forget%.*} - seen )) "a live node is forgotten 5 minutes after its last heartbeat"
+# The stopped node's name is free again: it restarts under it.
+spawn "node-$F" "$B" run -c "$T/node-$F.yaml"
+wait_for_line "$T/node-$F.out" '"event":"following"' 5 >/dev/null
 
 note "step-down: nobody listening, then no leader"
 # (bash's "Killed" notices of the reaped supervisors go to /dev/null)
@@ -245,27 +269,41 @@ note "step-down: nobody listening, then no leader"
     for n in a b c; do kill -KILL "$(pid_of "node-$n")"; done
     for n in a b c; do wait "$(pid_of "node-$n")"; unset "PROC_PID[node-$n]"; done
 } 2>/dev/null
-expect_fail step-down "no supervisor is listening on group tools (leader node-$LEADER, term 3)" -c "$CFG"
+killed=$(now_ms)
+expect_fail 1 step-down "no supervisor is listening on group tools (leader node-$LEADER, term 3)" -c "$CFG"
 deadline=$(( $(now_ms) + 5000 ))
 while [ "$(rcli exists 'baton:{tools}:leader')" != 0 ]; do
     [ "$(now_ms)" -lt "$deadline" ] || fail "the dead leader's lease did not expire"
     sleep 0.05
 done
-expect_fail step-down "no leader in group tools" -c "$CFG"
+expect_fail 3 step-down "no leader in group tools" -c "$CFG"
 run status -c "$CFG"
-assert_eq 0 "$RC" "status without a leader"
+assert_eq 3 "$RC" "status without a leader"
 has "$OUT" "leader:  no leader (last term 3)" "status without a leader"
 run status -c "$CFG" --json
+assert_eq 3 "$RC" "status --json without a leader"
 has "$OUT" '"leader":null,"term":3,' "status --json without a leader"
+note "members: nodes not heard from show unresponsive, and are forgotten in time"
+left=$(( 4200 - ($(now_ms) - killed) ))   # alive for 2 x poll (1s) + 2s after the last heartbeat
+[ "$left" -gt 0 ] && sleep "$(awk "BEGIN{print $left / 1000}")"
+run status -c "$CFG"
+for n in a b c; do
+    printf '%s\n' "$OUT" | grep -qE "^node-$n +unresponsive " || fail "status: node-$n not unresponsive: $OUT"
+done
+run status -c "$CFG" --json
+assert_eq 3 "$(printf '%s' "$OUT" | grep -o '"alive":false' | wc -l)" "status --json: three nodes not alive"
+for n in a b c; do rcli zadd 'baton:{tools}:forget' 1 "node-$n" >/dev/null; done
+run status -c "$CFG"
+has "$OUT" "no nodes" "status once the nodes are forgotten"
 
 # ---- Redis unreachable -----------------------------------------------------------------------
-note "Redis unreachable: one line, exit 1"
+note "Redis unreachable: one line, exit 69"
 dead=$REDIS_PORT
 redis_stop
 for cmd in status history step-down; do
     args=(-c "$CFG"); [ "$cmd" = history ] && args+=(tick)
     t0=$(now_ms); run "$cmd" "${args[@]}"; t1=$(now_ms)
-    assert_eq 1 "$RC" "$cmd with Redis down"
+    assert_eq 69 "$RC" "$cmd with Redis down"
     assert_eq "" "$OUT" "stdout of $cmd with Redis down"
     assert_eq 1 "$(printf '%s\n' "$ERR" | wc -l)" "$cmd error is one line: $ERR"
     has "$ERR" "baton: $cmd: redis://127.0.0.1:$dead/0: " "$cmd with Redis down"
@@ -275,11 +313,11 @@ run check -c "$CFG"
 assert_eq 0 "$RC" "check needs no Redis"
 
 # ---- bad arguments ------------------------------------------------------------------------
-note "bad arguments: exit 2, one exact line"
+note "bad arguments: exit 64, one exact line"
 for cmd in check status history step-down; do
     run "$cmd" --help
     assert_eq 0 "$RC" "$cmd --help"
-    has "$(printf '%s\n' "$OUT" | sed -n 1p)" "usage: baton $cmd [-c baton.yaml]" "$cmd --help"
+    has "$(printf '%s\n' "$OUT" | sed -n 1p)" "usage: baton $cmd [-c FILE]" "$cmd --help"
     job=(); [ "$cmd" = history ] && job=(tick)   # history also needs JOB
     expect_usage "$cmd" "--bogus: unknown option" "${job[@]}" --bogus
     expect_usage "$cmd" "--bogus: unknown option" "${job[@]}" --bogus=1

@@ -1,5 +1,6 @@
 # test_install.sh -- `cmake --install` gives a usable library: baton.h,
-# libbaton (static and shared), baton.pc and the baton binary; a program
+# libbaton (static and shared), baton.pc, the baton binary, its man pages,
+# shell completions and license; a program
 # built with pkg-config against the installed tree runs against a real Redis.
 . "$BATON_TESTS_DIR/lib/harness.sh"
 prefix=$T/root
@@ -10,6 +11,13 @@ for f in "$prefix/bin/baton" "$prefix/include/baton.h" "$libdir/libbaton.a" "$li
     [ -e "$f" ] || fail "not installed: ${f#$prefix/}"
 done
 "$prefix/bin/baton" --version | grep -q '^baton ' || fail "installed baton --version"
+for f in share/man/man1/baton.1 share/man/man5/baton.yaml.5 share/man/man5/jobs.yaml.5 \
+         share/man/man3/libbaton.3 share/bash-completion/completions/baton \
+         share/zsh/vendor-completions/_baton share/doc/baton/LICENSE; do
+    [ -s "$prefix/$f" ] || fail "not installed: $f"
+done
+MANPATH=$prefix/share/man man -w baton.yaml >/dev/null 2>&1 || fail "man does not find the installed baton.yaml(5)"
+grep -qx "License: BSD-3-Clause" "$libdir/pkgconfig/baton.pc" || fail "the installed baton.pc names no license"
 cat > "$T/app.c" <<'C'
 #include <baton.h>
 #include <stdio.h>

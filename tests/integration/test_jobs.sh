@@ -257,10 +257,10 @@ for p in "$(cat "$T/orphan_pid")" "$(cat "$T/orphan_gc")"; do
 done
 
 # ---------------------------------------------------------------------
-note "bad jobs.yaml: the exact error, exit 1"
+note "bad jobs.yaml: the exact error, exit 78 (EX_CONFIG)"
 printf 'jobs:\n  - name: x\n    schedule: "61 * * * *"\n    command: [true]\n' > "$T/bad.yaml"
 config b1 "$T/bad.yaml"
-"$B" run -c "$T/b1.yaml" >/dev/null 2>"$T/e"; assert_eq 1 $? "exit status"
+"$B" run -c "$T/b1.yaml" >/dev/null 2>"$T/e"; assert_eq 78 $? "exit status"
 assert_eq "baton: run: $T/bad.yaml:3:16: job \"x\": schedule: field 1 (minute) \"61\": value out of range 0-59" \
     "$(cat "$T/e")" "bad schedule message"
 note "ok"

@@ -123,12 +123,12 @@ grep -qx "baton: lock: redis://127.0.0.1:$port/0: cannot connect: Connection ref
 "$B" lock --url "redis://u:secretpw@127.0.0.1:$port/0" k -- true 2>"$T/e"
 grep -q secretpw "$T/e" && fail "the password appeared in an error message"
 
-note "every bad argument: one precise line on stderr, exit 2"
+note "every bad argument: one precise line on stderr, exit 64"
 while IFS='|' read -r args want; do
     [ -n "$args" ] || continue
     eval "set -- $args"
     "$B" lock "$@" >/dev/null 2>"$T/e"; rc=$?
-    assert_eq 2 $rc "exit status of: baton lock $args"
+    assert_eq 64 $rc "exit status of: baton lock $args"
     assert_eq 1 "$(wc -l < "$T/e")" "stderr lines of: baton lock $args"
     assert_eq "$want" "$(cat "$T/e")" "message of: baton lock $args"
 done <<'EOF'
@@ -151,14 +151,15 @@ k --|baton: lock: missing the command to run after KEY -- (see 'baton lock --hel
 --url redis://h:0 k -- true|baton: lock: invalid URL: invalid port (1..65535)
 EOF
 long=$(head -c 1025 /dev/zero | tr '\0' k)
-"$B" lock "$long" -- true 2>"$T/e"; assert_eq 2 $? "a key of 1025 bytes"
+"$B" lock "$long" -- true 2>"$T/e"; assert_eq 64 $? "a key of 1025 bytes"
 assert_eq "baton: lock: KEY is too long (at most 1024 bytes) (see 'baton lock --help')" "$(cat "$T/e")" "long key"
 "$B" lock "${long:1}" -- true || fail "a key of 1024 bytes is fine"
-"$B" bogus 2>"$T/e"; assert_eq 2 $? "unknown subcommand"
+"$B" bogus 2>"$T/e"; assert_eq 64 $? "unknown subcommand"
 assert_eq "baton: unknown command 'bogus'; see 'baton --help'" "$(cat "$T/e")" "unknown subcommand message"
 
 note "help and version"
 "$B" lock --help | grep -q "^usage: baton lock" || fail "baton lock --help"
 "$B" --help | grep -q "^  lock " || fail "baton --help lists lock"
 "$B" --version | grep -qE '^baton [0-9]+\.[0-9]+\.[0-9]+$' || fail "baton --version"
+"$B" lock --version | grep -qE '^baton [0-9]+\.[0-9]+\.[0-9]+$' || fail "baton lock --version"
 note "ok"

@@ -144,15 +144,15 @@ assert_eq 1 "$(workers)" "leaders after Redis appeared"
 for n in n1 n2 n3; do kill -TERM "$(pid_of $n)"; done
 for n in n1 n2 n3; do wait_exit $n 5; done
 
-note "bad configs: the exact error, exit 1, nothing started"
+note "bad configs: the exact error, exit 78 (EX_CONFIG), nothing started"
 printf 'lease:\n  ttl: 10s\n  renew: 9s\n' > "$T/bad1.yaml"
-"$B" run -c "$T/bad1.yaml" >/dev/null 2>"$T/e"; assert_eq 1 $? "exit status for a bad lease"
+"$B" run -c "$T/bad1.yaml" >/dev/null 2>"$T/e"; assert_eq 78 $? "exit status for a bad lease"
 assert_eq "baton: run: $T/bad1.yaml:3:10: lease.ttl (10s) must be at least 2 x lease.renew (9s) + redis_timeout (1s) = 19s, so that a renewal that times out can be retried before the lease runs out" \
     "$(cat "$T/e")" "bad lease message"
 printf 'grup: x\n' > "$T/bad2.yaml"
-"$B" run -c "$T/bad2.yaml" >/dev/null 2>"$T/e"; assert_eq 1 $? "exit status for an unknown key"
+"$B" run -c "$T/bad2.yaml" >/dev/null 2>"$T/e"; assert_eq 78 $? "exit status for an unknown key"
 assert_eq "baton: run: $T/bad2.yaml:1:1: unknown key \"grup\" (did you mean \"group\"?)" "$(cat "$T/e")" "unknown key message"
-"$B" run -c "$T/missing.yaml" >/dev/null 2>"$T/e"; assert_eq 1 $? "exit status for a missing file"
+"$B" run -c "$T/missing.yaml" >/dev/null 2>"$T/e"; assert_eq 78 $? "exit status for a missing file"
 grep -q "missing.yaml" "$T/e" || fail "message: $(cat "$T/e")"
-"$B" run --bogus 2>"$T/e"; assert_eq 2 $? "bad option"
+"$B" run --bogus 2>"$T/e"; assert_eq 64 $? "bad option"
 note "ok"

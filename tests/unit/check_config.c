@@ -68,7 +68,13 @@ static void assert_defaults(const struct config *c)
 
     ck_assert_str_eq(c->path, "t.yaml");
     ck_assert_int_eq(gethostname(host, sizeof host), 0);
-    snprintf(prefix, sizeof prefix, "%.100s:%ld", host, (long)getpid());
+    /* The host name alone (stable across restarts), with any character a
+     * node name may not hold replaced by '-'. */
+    snprintf(prefix, sizeof prefix, "%.128s", host);
+    for (char *p = prefix; *p != '\0'; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              strchr("_.-", *p) != NULL))
+            *p = '-';
     ck_assert_str_eq(c->node, prefix);
     ck_assert_str_eq(c->redis, "redis://127.0.0.1:6379/0");
     ck_assert_str_eq(c->group, "default");
@@ -80,6 +86,7 @@ static void assert_defaults(const struct config *c)
     ck_assert_str_eq(c->jobs_path, "jobs.yaml");
     ck_assert_str_eq(c->timezone, "UTC");
     ck_assert_int_eq(c->log_level, LOG_INFO);
+    ck_assert_int_eq(c->log_format, LOG_FORMAT_AUTO);
     ck_assert_int_eq(c->history_len, 100);
 }
 

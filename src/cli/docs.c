@@ -1,0 +1,901 @@
+/* docs.c -- see docs.h: man pages, completions and the README's exit status
+ * table, generated from the subcommand table (commands.c), the exit status
+ * table (cli.h) and the configuration reference (`baton check --reference`).
+ *
+ * The man pages are plain man(7) macros (TH SH SS TP PP IP RS RE nf fi),
+ * left-adjusted and without hyphenation so that `man --warnings` is quiet
+ * at any width; every hyphen is \- so that options copy and paste.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "config.h"
+#include "docs.h"
+#include "events.h"
+#include "log.h"
+#include "jobs.h"
+
+/* ---- the reference, read back ---- */
+
+/* Splits a Markdown table row "| a | b |" into at most max trimmed cells
+ * (in place; "\|" is a literal bar). Returns how many. */
+static size_t split_row(char *line, char **cells, size_t max)
+{
+    size_t n = 0;
+    char *p = line;
+    if (*p != '|')
+        return 0;
+    p++;
+    while (*p != '\0' && n < max) {
+        char *start = p, *w = p;
+        while (*p != '\0' && *p != '|') {
+            if (*p == '\\' && p[1] == '|')
+                p++;
+            *w++ = *p++;
+        }
+        if (*p != '|')
+            break;
+        p++;
+        *w = '\0';
+        while (*start == ' ')
+            start++;
+        while (w > start && w[-1] == ' ')
+            *--w = '\0';
+        cells[n++] = start;
+    }
+    return n;
+}
+
+int docs_ref_load(enum docs_ref_which which, struct docs_ref *out)
+{
+    size_t len = 0, cap = 0;
+    memset(out, 0, sizeof *out);
+    FILE *f = open_memstream(&out->text, &len);
+    if (f == NULL)
+        return -1;
+    if (which == DOCS_REF_CONFIG)
+        config_write_reference(f);
+    else
+        jobs_write_reference(f);
+    if (fclose(f) != 0)
+        goto fail;
+    for (char *line = out->text, *next; line != NULL && *line != '\0'; line = next) {
+        next = strchr(line, '\n');
+        if (next != NULL)
+            *next++ = '\0';
+        if (strncmp(line, "- ", 2) == 0) {
+            char **v = realloc(out->notes, (out->nnotes + 1) * sizeof *v);
+            if (v == NULL)
+                goto fail;
+            out->notes = v;
+            out->notes[out->nnotes++] = line + 2;
+            continue;
+        }
+        char *cells[5];
+        if (split_row(line, cells, 5) != 5 || strcmp(cells[0], "key") == 0 ||
+            strncmp(cells[0], "---", 3) == 0)
+            continue;
+        if (out->n == cap) {
+            cap = cap ? cap * 2 : 16;
+            struct docs_ref_row *v = realloc(out->rows, cap * sizeof *v);
+            if (v == NULL)
+                goto fail;
+            out->rows = v;
+        }
+        /* The key is written `key`. */
+        char *key = cells[0];
+        if (key[0] == '`' && key[strlen(key) - 1] == '`') {
+            key[strlen(key) - 1] = '\0';
+            key++;
+        }
+        out->rows[out->n++] = (struct docs_ref_row){key, cells[1], cells[2], cells[3], cells[4]};
+    }
+    return 0;
+fail:
+    docs_ref_free(out);
+    return -1;
+}
+
+void docs_ref_free(struct docs_ref *r)
+{
+    free(r->rows);
+    free(r->notes);
+    free(r->text);
+    memset(r, 0, sizeof *r);
+}
+
+const char *docs_ref_type(const struct docs_ref *r, const char *key)
+{
+    for (size_t i = 0; i < r->n; i++)
+        if (strcmp(r->rows[i].key, key) == 0)
+            return r->rows[i].type;
+    return NULL;
+}
+
+/* ---- inline Markdown ---- */
+
+/* Length of a link "[text](url)" at p, or 0; the text in *t, *tn. */
+static size_t link_at(const char *p, const char **t, size_t *tn)
+{
+    if (*p != '[')
+        return 0;
+    const char *close = strchr(p, ']');
+    if (close == NULL || close[1] != '(')
+        return 0;
+    const char *end = strchr(close, ')');
+    if (end == NULL)
+        return 0;
+    *t = p + 1;
+    *tn = (size_t)(close - p - 1);
+    return (size_t)(end - p + 1);
+}
+
+void docs_write_plain(FILE *out, const char *md)
+{
+    for (const char *p = md; *p != '\0'; p++) {
+        const char *t;
+        size_t tn, n;
+        if (*p == '`')
+            continue;
+        if (p[0] == '*' && p[1] == '*') {
+            p++;
+            continue;
+        }
+        n = link_at(p, &t, &tn);
+        if (n > 0) {
+            fwrite(t, 1, tn, out);
+            p += n - 1;
+            continue;
+        }
+        fputc(*p, out);
+    }
+}
+
+/* Writes n bytes of s escaped for troff text (no line-start handling). */
+static void troff_text(FILE *out, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        char ch = s[i];
+        if (ch == '\\')
+            fputs("\\e", out);
+        else if (ch == '-')
+            fputs("\\-", out);
+        else if (ch == '\n')
+            fputc(' ', out);
+        else if (ch == '/')
+            fputs("/\\:", out); /* a place to break a long path or list */
+        else
+            fputc(ch, out);
+    }
+}
+
+/* Writes n bytes of Markdown inline text as troff: `code` and **bold** in
+ * bold, links as their text. */
+static void troff_md_n(FILE *out, const char *md, size_t len)
+{
+    const char *stop = md + len;
+    for (const char *p = md; p < stop && *p != '\0'; p++) {
+        const char *t;
+        size_t tn;
+        const char *code = *p == '`' ? strchr(p + 1, '`') : NULL;
+        const char *bold = p[0] == '*' && p[1] == '*' ? strstr(p + 2, "**") : NULL;
+        size_t n = link_at(p, &t, &tn);
+        if (code != NULL) {
+            fputs("\\fB", out);
+            troff_text(out, p + 1, (size_t)(code - p - 1));
+            fputs("\\fR", out);
+            p = code;
+        } else if (bold != NULL) {
+            fputs("\\fB", out);
+            troff_text(out, p + 2, (size_t)(bold - p - 2));
+            fputs("\\fR", out);
+            p = bold + 1;
+        } else if (n > 0) {
+            troff_md_n(out, t, tn);
+            p += n - 1;
+        } else {
+            troff_text(out, p, 1);
+        }
+    }
+}
+
+/* The same for a whole string, starting with \& so that a leading . or '
+ * is text. */
+static void troff_md(FILE *out, const char *md)
+{
+    fputs("\\&", out);
+    troff_md_n(out, md, strlen(md));
+}
+
+/* Writes a paragraph of plain text (blank lines: new paragraphs). */
+static void troff_paragraphs(FILE *out, const char *text)
+{
+    const char *p = text;
+    while (*p != '\0') {
+        const char *end = strstr(p, "\n\n");
+        size_t n = end != NULL ? (size_t)(end - p) : strlen(p);
+        char *para = strndup(p, n);
+        if (para == NULL)
+            return;
+        fputs(".PP\n", out);
+        troff_md(out, para);
+        fputc('\n', out);
+        free(para);
+        p += n;
+        while (*p == '\n')
+            p++;
+    }
+}
+
+static void troff_tp(FILE *out, const char *tag_troff, const char *text_md)
+{
+    fprintf(out, ".TP\n%s\n", tag_troff);
+    troff_md(out, text_md);
+    fputc('\n', out);
+}
+
+static void man_header(FILE *out, const char *name, int section, const char *what)
+{
+    fprintf(out,
+            ".\\\" Generated by baton-gendocs from baton's tables; do not edit.\n"
+            ".\\\" Regenerate: cmake --build BUILD --target update_docs\n"
+            ".TH %s %d \"\" \"baton %s\" \"%s\"\n"
+            ".ad l\n.nh\n",
+            name, section, cli_version(), what);
+}
+
+/* ---- baton(1) ---- */
+
+/* "\fB\-c\fR \fIFILE\fR, \fB\-\-config\fR \fIFILE\fR" */
+static void option_tag(FILE *out, const struct cli_opt *o)
+{
+    if (o->id < CLI_OPT_LONG) {
+        fprintf(out, "\\fB\\-%c\\fR", o->id);
+        if (o->arg != NULL)
+            fprintf(out, " \\fI%s\\fR", o->arg);
+        fputs(", ", out);
+    }
+    fputs("\\fB\\-\\-", out);
+    troff_text(out, o->name, strlen(o->name));
+    fputs("\\fR", out);
+    if (o->arg != NULL)
+        fprintf(out, " \\fI%s\\fR", o->arg);
+}
+
+static void man_synopsis(FILE *out, const struct cli_cmd *c)
+{
+    fprintf(out, "\\fBbaton %s\\fR", c->name);
+    for (const struct cli_opt *o = c->opts; o != NULL && o->name != NULL; o++) {
+        if (o->id < CLI_OPT_LONG)
+            fprintf(out, " [\\fB\\-%c\\fR", o->id);
+        else {
+            fputs(" [\\fB\\-\\-", out);
+            troff_text(out, o->name, strlen(o->name));
+            fputs("\\fR", out);
+        }
+        if (o->id < CLI_OPT_LONG)
+            fputs("\\fR", out);
+        if (o->arg != NULL)
+            fprintf(out, " \\fI%s\\fR", o->arg);
+        fputc(']', out);
+    }
+    if (c->operands != NULL && c->operands[0] != '\0') {
+        fputc(' ', out);
+        troff_text(out, c->operands, strlen(c->operands));
+    }
+    fputc('\n', out);
+}
+
+static void man_command(FILE *out, const struct cli_cmd *c)
+{
+    fprintf(out, ".SS \"baton %s\"\n", c->name);
+    fputs(".PP\n", out);
+    man_synopsis(out, c);
+    troff_paragraphs(out, c->description);
+    fputs(".PP\nOptions:\n.RS\n", out);
+    for (size_t pass = 0; pass < 2; pass++)
+        for (const struct cli_opt *o = pass == 0 ? c->opts : cli_common_opts;
+             o != NULL && o->name != NULL; o++) {
+            fputs(".TP\n", out);
+            option_tag(out, o);
+            fputc('\n', out);
+            troff_md(out, o->help);
+            fputc('\n', out);
+        }
+    fputs(".RE\n", out);
+    for (const struct cli_section *s = c->sections; s != NULL && s->title != NULL; s++) {
+        /* Titles are plain lower-case words: "signals" reads "Signals:". */
+        fprintf(out, ".PP\n%c%s:\n.RS\n", toupper((unsigned char)s->title[0]), s->title + 1);
+        for (const struct cli_item *i = s->items; i->term != NULL; i++) {
+            fputs(".TP\n\\fB", out);
+            troff_text(out, i->term, strlen(i->term));
+            fputs("\\fR\n", out);
+            troff_md(out, i->text);
+            fputc('\n', out);
+        }
+        fputs(".RE\n", out);
+    }
+    if (c->flags & CLI_CONFIG_KEYS)
+        fputs(".PP\nConfiguration: every key of baton.yaml is described in\n"
+              ".BR baton.yaml (5).\n",
+              out);
+    fputs(".PP\nExit status:\n.RS\n", out);
+    for (const struct cli_exit *e = c->exits; e->code >= 0; e++) {
+        fprintf(out, ".TP\n\\fB%d\\fR\n", e->code);
+        troff_md(out, e->text);
+        fputc('\n', out);
+    }
+    fputs(".RE\n", out);
+}
+
+int docs_man_baton(FILE *out)
+{
+    size_t n, ne;
+    const struct cli_cmd *const *cmds = cli_commands(&n);
+    const struct cli_exit_info *ex = cli_exit_codes(&ne);
+    man_header(out, "BATON", 1, "User Commands");
+    fputs(".SH NAME\nbaton \\- distributed locks with fencing tokens, and exactly\\-once cron "
+          "for a fleet, over Redis\n"
+          ".SH SYNOPSIS\n\\fBbaton\\fR [\\fB\\-\\-version\\fR] [\\fB\\-\\-help\\fR] "
+          "\\fICOMMAND\\fR [\\fIARGS\\fR]\n"
+          ".SH DESCRIPTION\n"
+          ".PP\n\\fBbaton run\\fR is a supervisor, one per server: the supervisors of a group "
+          "elect a leader through a lease in Redis, and the leader runs the cron jobs of "
+          "jobs.yaml, each tick exactly once across the group. \\fBbaton lock\\fR runs a "
+          "command under a lock, like \\fBflock\\fR(1) across machines. The other commands "
+          "inspect and steer a group. The library underneath is \\fBlibbaton\\fR(3).\n"
+          ".PP\nCommands:\n.RS\n",
+          out);
+    for (size_t i = 0; i < n; i++) {
+        fprintf(out, ".TP\n\\fB%s\\fR\n", cmds[i]->name);
+        troff_md(out, cmds[i]->summary);
+        fputc('\n', out);
+    }
+    fputs(".RE\n.PP\nEvery command takes \\fB\\-h\\fR, \\fB\\-\\-help\\fR and "
+          "\\fB\\-V\\fR, \\fB\\-\\-version\\fR, after the command's name too.\n"
+          ".SH COMMANDS\n",
+          out);
+    for (size_t i = 0; i < n; i++)
+        man_command(out, cmds[i]);
+    fputs(".SH EXIT STATUS\n.PP\nThe same table holds for every command; each command above "
+          "lists the statuses it uses. \\fBbaton lock\\fR also exits with its command's "
+          "status, 128+N when the command was killed by signal N.\n",
+          out);
+    for (size_t i = 0; i < ne; i++) {
+        char tag[64];
+        snprintf(tag, sizeof tag, "\\fB%d\\fR", ex[i].code);
+        troff_tp(out, tag, ex[i].text);
+        if (ex[i].sysexit[0] != '\0')
+            fprintf(out, "(%s)\n", ex[i].sysexit);
+    }
+    fputs(".SH LOG EVENTS\n.PP\n\\fBbaton run\\fR writes one JSON object per line "
+          "(or one text line, see \\fBlog.format\\fR in \\fBbaton.yaml\\fR(5)) with "
+          "\\fIts\\fR, \\fIlevel\\fR, \\fIevent\\fR, \\fInode\\fR and \\fIgroup\\fR, then "
+          "the event's fields:\n",
+          out);
+    for (int e = 0; e < LE_COUNT; e++) {
+        char tag[96];
+        snprintf(tag, sizeof tag, "\\fB%s\\fR (%s)", log_event_name((enum log_event)e),
+                 log_event_varies((enum log_event)e)
+                     ? "level varies"
+                     : log_level_name(log_event_level((enum log_event)e)));
+        troff_tp(out, tag, log_event_doc((enum log_event)e));
+        if (log_event_fields((enum log_event)e)[0] != '\0') {
+            fputs("Fields: ", out);
+            troff_md(out, log_event_fields((enum log_event)e));
+            fputc('\n', out);
+        }
+    }
+    fputs(".SH ENVIRONMENT\n"
+          ".TP\n\\fBBATON_REDIS_URL\\fR\n"
+          "The Redis URL of \\fBbaton lock\\fR when \\fB\\-\\-url\\fR is not given.\n"
+          ".TP\n\\fBNO_COLOR\\fR\n"
+          "When set and not empty, no colour on a terminal (\\fBbaton logs\\fR, the text "
+          "log).\n"
+          ".TP\n\\fBBATON_JOB\\fR, \\fBBATON_RUN_ID\\fR, \\fBBATON_SCHEDULED_AT\\fR, "
+          "\\fBBATON_FENCE\\fR, \\fBBATON_NODE\\fR, \\fBBATON_TRIGGER\\fR\n"
+          "Given to every job run: its name, run id, scheduled time (RFC 3339 UTC), "
+          "fencing token (the leader's term), the node running it, and what started it "
+          "(schedule, catchup or retry).\n"
+          ".TP\n\\fBBATON_LOCK_KEY\\fR, \\fBBATON_FENCE\\fR\n"
+          "Given to the command of \\fBbaton lock\\fR: the key and the lock's fencing token.\n"
+          ".SH FILES\n"
+          ".TP\n\\fI./baton.yaml\\fR, \\fI/etc/baton/baton.yaml\\fR\n"
+          "The configuration read without \\fB\\-c\\fR, the first that exists; see "
+          "\\fBbaton.yaml\\fR(5).\n"
+          ".TP\n\\fIjobs.yaml\\fR\n"
+          "The jobs, beside baton.yaml unless it says otherwise; see \\fBjobs.yaml\\fR(5).\n"
+          ".SH SEE ALSO\n"
+          "\\fBbaton.yaml\\fR(5), \\fBjobs.yaml\\fR(5), \\fBlibbaton\\fR(3), "
+          "\\fBflock\\fR(1), \\fBcrontab\\fR(5), \\fBsysexits.h\\fR(3head)\n",
+          out);
+    return ferror(out) ? -1 : 0;
+}
+
+/* ---- baton.yaml(5), jobs.yaml(5) ---- */
+
+static void reference_entries(FILE *out, const struct docs_ref *r)
+{
+    for (size_t i = 0; i < r->n; i++) {
+        const struct docs_ref_row *row = &r->rows[i];
+        fputs(".TP\n\\fB", out);
+        troff_text(out, row->key, strlen(row->key));
+        fputs("\\fR (", out);
+        troff_text(out, row->type, strlen(row->type));
+        fputs(")\n", out);
+        troff_md(out, row->meaning);
+        fputs("\n.br\nDefault: ", out);
+        troff_md(out, row->def);
+        fputc('\n', out);
+        if (row->bounds[0] != '\0') {
+            fputs(".br\nValues: ", out);
+            troff_md(out, row->bounds);
+            fputc('\n', out);
+        }
+    }
+}
+
+int docs_man_reference(FILE *out, enum docs_ref_which which)
+{
+    struct docs_ref r;
+    if (docs_ref_load(which, &r) != 0) {
+        fprintf(stderr, "baton-gendocs: out of memory\n");
+        return -1;
+    }
+    if (which == DOCS_REF_CONFIG) {
+        man_header(out, "BATON.YAML", 5, "File Formats");
+        fputs(".SH NAME\nbaton.yaml \\- configuration of the baton supervisor\n"
+              ".SH SYNOPSIS\n\\fI/etc/baton/baton.yaml\\fR, \\fI./baton.yaml\\fR, or the file "
+              "given to \\fB\\-c\\fR\n"
+              ".SH DESCRIPTION\n"
+              ".PP\nThe configuration of \\fBbaton run\\fR (and of \\fBbaton status\\fR, "
+              "\\fBhistory\\fR, \\fBstep\\-down\\fR and \\fBcheck\\fR, which read the same "
+              "file): a YAML mapping of the keys below; a dotted key is written nested "
+              "(\\fBlease.ttl\\fR is \\fBlease: {ttl: 10s}\\fR). Every key is optional: an "
+              "empty file means all defaults.\n"
+              ".PP\nDurations are written 500ms, 10s, 2m, 1h30m, 1d, or 0. Errors read "
+              "\\fIfile\\fR:\\fIline\\fR:\\fIcol\\fR: \\fImessage\\fR and reject the file whole; "
+              "\\fBbaton check\\fR validates it without starting anything. YAML anchors, "
+              "aliases, tags and several documents are refused.\n"
+              ".SH KEYS\n",
+              out);
+    } else {
+        man_header(out, "JOBS.YAML", 5, "File Formats");
+        fputs(".SH NAME\njobs.yaml \\- the cron jobs a baton group runs\n"
+              ".SH SYNOPSIS\n.nf\n"
+              "defaults:\n  timeout: 10m\njobs:\n  \\- name: daily\\-report\n"
+              "    schedule: \"0 7 * * MON\\-FRI\"\n    timezone: Europe/Berlin\n"
+              "    command: [\"/usr/local/bin/report\", \"\\-\\-daily\"]\n.fi\n"
+              ".SH DESCRIPTION\n"
+              ".PP\nThe jobs that the leader of a \\fBbaton run\\fR group runs, each tick "
+              "exactly once across the group. The file named by the configuration's "
+              "\\fBjobs\\fR key holds \\fBjobs:\\fR, a list of jobs, and optionally "
+              "\\fBdefaults:\\fR, keys applied to every job that does not set them (env is "
+              "merged). An empty file is a valid set of no jobs.\n"
+              ".PP\nEvery run gets in its environment \\fBBATON_JOB\\fR, \\fBBATON_RUN_ID\\fR, "
+              "\\fBBATON_SCHEDULED_AT\\fR (RFC 3339 UTC), \\fBBATON_FENCE\\fR (the leader's "
+              "term) and \\fBBATON_NODE\\fR. Its stdout and stderr become log lines.\n"
+              ".PP\nSchedules are cron expressions: 5 fields (minute hour day\\-of\\-month "
+              "month day\\-of\\-week), 6 with seconds first; names, ranges, steps, lists, "
+              "\\fB?\\fR, \\fBL\\fR, \\fB5L\\fR, \\fB1#2\\fR; @yearly @monthly @weekly @daily "
+              "@hourly; and @every DURATION. Day matching and DST follow cronie; "
+              "\\fBbaton next\\fR prints the fire times of an expression.\n"
+              ".SH KEYS\n",
+              out);
+    }
+    reference_entries(out, &r);
+    if (r.nnotes > 0) {
+        fputs(".PP\nAlso checked at load:\n", out);
+        for (size_t i = 0; i < r.nnotes; i++) {
+            fputs(".IP \\(bu 2\n", out);
+            troff_md(out, r.notes[i]);
+            fputc('\n', out);
+        }
+    }
+    fputs(".SH SEE ALSO\n", out);
+    fputs(which == DOCS_REF_CONFIG ? "\\fBbaton\\fR(1), \\fBjobs.yaml\\fR(5)\n"
+                                   : "\\fBbaton\\fR(1), \\fBbaton.yaml\\fR(5), \\fBcrontab\\fR(5)\n",
+          out);
+    docs_ref_free(&r);
+    return ferror(out) ? -1 : 0;
+}
+
+/* ---- libbaton(3), from the README ---- */
+
+/* Reads the lines of the README section "## libbaton" into a NULL-ended
+ * array (owned, one allocation each; free with free_lines). */
+static char **readme_section(const char *readme, const char *heading)
+{
+    FILE *f = fopen(readme, "re");
+    if (f == NULL)
+        return NULL;
+    char **lines = NULL, *line = NULL;
+    size_t n = 0, cap = 0;
+    bool on = false;
+    ssize_t got;
+    for (;;) {
+        got = getline(&line, &cap, f);
+        if (got < 0)
+            break;
+        if (got > 0 && line[got - 1] == '\n')
+            line[got - 1] = '\0';
+        if (strncmp(line, "## ", 3) == 0) {
+            if (on)
+                break;
+            on = strcmp(line, heading) == 0;
+            continue;
+        }
+        if (!on)
+            continue;
+        char **v = realloc(lines, (n + 2) * sizeof *v);
+        if (v == NULL)
+            break;
+        lines = v;
+        lines[n++] = line;
+        lines[n] = NULL;
+        line = NULL;
+        cap = 0;
+    }
+    free(line);
+    fclose(f);
+    return lines;
+}
+
+static void free_lines(char **lines)
+{
+    for (size_t i = 0; lines != NULL && lines[i] != NULL; i++)
+        free(lines[i]);
+    free(lines);
+}
+
+/* Converts the Markdown subset the README uses: paragraphs, fenced code,
+ * "- " bullets, and two-column tables (as tagged paragraphs). */
+static void md_to_troff(FILE *out, char **lines)
+{
+    bool code = false, para = false;
+    for (size_t i = 0; lines[i] != NULL; i++) {
+        char *l = lines[i];
+        if (strncmp(l, "```", 3) == 0) {
+            fputs(code ? ".fi\n.RE\n" : ".PP\n.RS 4\n.nf\n", out);
+            code = !code;
+            para = false;
+            continue;
+        }
+        if (code) {
+            fputs("\\&", out);
+            troff_text(out, l, strlen(l));
+            fputc('\n', out);
+            continue;
+        }
+        if (l[0] == '\0') {
+            para = false;
+            continue;
+        }
+        char *cells[2];
+        char *copy = strdup(l);
+        if (copy != NULL && l[0] == '|' && split_row(copy, cells, 2) == 2) {
+            if (strncmp(cells[0], "---", 3) != 0 && strcmp(cells[0], "piece") != 0) {
+                fputs(".TP\n\\fB", out);
+                troff_text(out, cells[0], strlen(cells[0]));
+                fputs("\\fR\n", out);
+                troff_md(out, cells[1]);
+                fputc('\n', out);
+            }
+            free(copy);
+            para = false;
+            continue;
+        }
+        free(copy);
+        if (strncmp(l, "- ", 2) == 0) {
+            fputs(".IP \\(bu 2\n", out);
+            troff_md(out, l + 2);
+            fputc('\n', out);
+            para = true;
+            continue;
+        }
+        if (!para)
+            fputs(".PP\n", out);
+        para = true;
+        troff_md(out, l);
+        fputc('\n', out);
+    }
+    if (code)
+        fputs(".fi\n.RE\n", out);
+}
+
+int docs_man_libbaton(FILE *out, const char *readme)
+{
+    char **lines = readme_section(readme, "## libbaton");
+    if (lines == NULL) {
+        fprintf(stderr, "baton-gendocs: %s: no \"## libbaton\" section (%s)\n", readme,
+                errno ? strerror(errno) : "empty");
+        return -1;
+    }
+    man_header(out, "LIBBATON", 3, "Library Functions Manual");
+    fputs(".SH NAME\nlibbaton \\- distributed locks with fencing tokens over Redis\n"
+          ".SH SYNOPSIS\n.nf\n\\fB#include <baton.h>\\fR\n.fi\n.PP\n"
+          "Link with \\fI$(pkg\\-config \\-\\-cflags \\-\\-libs baton)\\fR.\n"
+          ".SH DESCRIPTION\n",
+          out);
+    md_to_troff(out, lines);
+    free_lines(lines);
+    fputs(".SH FILES\n.TP\n\\fIbaton.h\\fR\nThe reference: every function states its "
+          "contract, ownership and thread safety.\n"
+          ".SH SEE ALSO\n\\fBbaton\\fR(1), \\fBpkg\\-config\\fR(1)\n",
+          out);
+    return ferror(out) ? -1 : 0;
+}
+
+/* ---- the README's exit status table ---- */
+
+int docs_exit_table(FILE *out)
+{
+    size_t n;
+    const struct cli_exit_info *e = cli_exit_codes(&n);
+    fputs("| exit status | meaning |\n|---|---|\n", out);
+    for (size_t i = 0; i < n; i++) {
+        fprintf(out, "| %d | %s", e[i].code, e[i].text);
+        if (e[i].sysexit[0] != '\0')
+            fprintf(out, " (`%s`)", e[i].sysexit);
+        fputs(" |\n", out);
+    }
+    fputs("| 128+N | `baton lock`: the command was killed by signal N |\n", out);
+    return ferror(out) ? -1 : 0;
+}
+
+/* ---- shell completions ---- */
+
+/* How the value of an option is completed, from its name in the table. */
+static const char *value_kind(const char *arg)
+{
+    if (arg == NULL)
+        return "";
+    if (strcmp(arg, "FILE") == 0)
+        return "file";
+    if (strcmp(arg, "ZONE") == 0)
+        return "zone";
+    if (strcmp(arg, "WHEN") == 0)
+        return "when";
+    if (strcmp(arg, "LEVEL") == 0)
+        return "level";
+    return "none";
+}
+
+static void bash_words(FILE *out, const struct cli_cmd *c, bool with_arg)
+{
+    bool first = true;
+    for (size_t pass = 0; pass < 2; pass++)
+        for (const struct cli_opt *o = pass == 0 ? c->opts : cli_common_opts;
+             o != NULL && o->name != NULL; o++) {
+            if ((o->arg != NULL) != with_arg)
+                continue;
+            if (o->id < CLI_OPT_LONG) {
+                fprintf(out, "%s-%c", first ? "" : " ", o->id);
+                first = false;
+            }
+            fprintf(out, "%s--%s", first ? "" : " ", o->name);
+            first = false;
+        }
+}
+
+int docs_bash_completion(FILE *out)
+{
+    size_t n;
+    const struct cli_cmd *const *cmds = cli_commands(&n);
+    fputs("# bash completion for baton -- generated by baton-gendocs from the command\n"
+          "# table (src/cli); do not edit. Installed as\n"
+          "# share/bash-completion/completions/baton.\n\n"
+          "# _baton_jobs: the job names of the configuration on the command line.\n"
+          "_baton_jobs() {\n"
+          "    local i cfg=\n"
+          "    for ((i = 2; i < ${#COMP_WORDS[@]}; i++)); do\n"
+          "        case ${COMP_WORDS[i]} in\n"
+          "        -c | --config) cfg=${COMP_WORDS[i + 1]} ;;\n"
+          "        --config=*) cfg=${COMP_WORDS[i]#--config=} ;;\n"
+          "        esac\n"
+          "    done\n"
+          "    baton check ${cfg:+-c \"$cfg\"} --json 2>/dev/null |\n"
+          "        grep -o '\"name\":\"[A-Za-z0-9_.-]*\"' | cut -d'\"' -f4\n"
+          "}\n\n"
+          "_baton() {\n"
+          "    local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}\n"
+          "    local cmd=${COMP_WORDS[1]} flags= valued= operand= i\n"
+          "    COMPREPLY=()\n"
+          "    if [ \"$COMP_CWORD\" -eq 1 ]; then\n"
+          "        COMPREPLY=($(compgen -W '",
+          out);
+    for (size_t i = 0; i < n; i++)
+        fprintf(out, "%s ", cmds[i]->name);
+    fputs("--help --version' -- \"$cur\"))\n"
+          "        return\n"
+          "    fi\n"
+          "    case $cmd in\n",
+          out);
+    static const char *const operand_names[] = {
+        [CLI_OPERAND_NONE] = "none",      [CLI_OPERAND_JOB] = "job",
+        [CLI_OPERAND_KEY_CMD] = "key-cmd", [CLI_OPERAND_FILE] = "file",
+        [CLI_OPERAND_COMMAND] = "command", [CLI_OPERAND_CRON] = "none",
+    };
+    for (size_t i = 0; i < n; i++) {
+        fprintf(out, "    %s)\n        flags='", cmds[i]->name);
+        bash_words(out, cmds[i], false);
+        fputs("'\n        valued='", out);
+        bash_words(out, cmds[i], true);
+        fprintf(out, "'\n        operand=%s ;;\n", operand_names[cmds[i]->operand]);
+    }
+    fputs("    *) return ;;\n"
+          "    esac\n"
+          "    # After `--`, baton lock runs a command: complete it as one.\n"
+          "    if [ \"$operand\" = key-cmd ]; then\n"
+          "        for ((i = 2; i < COMP_CWORD; i++)); do\n"
+          "            if [ \"${COMP_WORDS[i]}\" = -- ]; then\n"
+          "                if declare -F _command_offset >/dev/null; then\n"
+          "                    _command_offset $((i + 1))\n"
+          "                elif [ $((i + 1)) -eq \"$COMP_CWORD\" ]; then\n"
+          "                    COMPREPLY=($(compgen -c -- \"$cur\"))\n"
+          "                else\n"
+          "                    COMPREPLY=($(compgen -f -- \"$cur\"))\n"
+          "                fi\n"
+          "                return\n"
+          "            fi\n"
+          "        done\n"
+          "    fi\n"
+          "    # The value of an option.\n"
+          "    case \" $valued \" in\n"
+          "    *\" $prev \"*)\n"
+          "        case $prev in\n",
+          out);
+    /* Value completions, per option name. */
+    const char *done[64];
+    size_t ndone = 0;
+    for (size_t i = 0; i < n; i++)
+        for (const struct cli_opt *o = cmds[i]->opts; o != NULL && o->name != NULL; o++) {
+            if (o->arg == NULL)
+                continue;
+            bool seen = false;
+            for (size_t k = 0; k < ndone && !seen; k++)
+                seen = strcmp(done[k], o->name) == 0;
+            if (seen || ndone == sizeof done / sizeof done[0])
+                continue;
+            done[ndone++] = o->name;
+            const char *kind = value_kind(o->arg);
+            fputs("        ", out);
+            if (o->id < CLI_OPT_LONG)
+                fprintf(out, "-%c | ", o->id);
+            fprintf(out, "--%s) ", o->name);
+            if (strcmp(kind, "file") == 0)
+                fputs("COMPREPLY=($(compgen -f -- \"$cur\")) ;;\n", out);
+            else if (strcmp(kind, "zone") == 0)
+                fputs("COMPREPLY=($(cd /usr/share/zoneinfo 2>/dev/null && compgen -f -- "
+                      "\"$cur\")) ;;\n",
+                      out);
+            else if (strcmp(kind, "when") == 0)
+                fputs("COMPREPLY=($(compgen -W 'auto always never' -- \"$cur\")) ;;\n", out);
+            else
+                fputs(";;\n", out);
+        }
+    fputs("        esac\n"
+          "        return ;;\n"
+          "    esac\n"
+          "    if [[ $cur == -* ]]; then\n"
+          "        COMPREPLY=($(compgen -W \"$flags $valued\" -- \"$cur\"))\n"
+          "        return\n"
+          "    fi\n"
+          "    case $operand in\n"
+          "    job) COMPREPLY=($(compgen -W \"$(_baton_jobs)\" -- \"$cur\")) ;;\n"
+          "    file) COMPREPLY=($(compgen -f -- \"$cur\")) ;;\n"
+          "    command) COMPREPLY=($(compgen -W '",
+          out);
+    for (size_t i = 0; i < n; i++)
+        fprintf(out, "%s ", cmds[i]->name);
+    fputs("exit-codes' -- \"$cur\")) ;;\n"
+          "    esac\n"
+          "}\n"
+          "complete -F _baton baton\n",
+          out);
+    return ferror(out) ? -1 : 0;
+}
+
+/* Writes s for a zsh _arguments description inside single quotes. */
+static void zsh_desc(FILE *out, const char *s)
+{
+    for (; *s != '\0'; s++) {
+        if (*s == '\'')
+            fputs("'\\''", out);
+        else if (*s == '[' || *s == ']' || *s == ':' || *s == '\\')
+            fprintf(out, "\\%c", *s);
+        else if (*s != '`')
+            fputc(*s, out);
+    }
+}
+
+static void zsh_option(FILE *out, const struct cli_opt *o)
+{
+    const char *kind = value_kind(o->arg);
+    const char *action = strcmp(kind, "file") == 0   ? "_files"
+                         : strcmp(kind, "zone") == 0 ? "_baton_zones"
+                         : strcmp(kind, "when") == 0 ? "(auto always never)"
+                                                     : " ";
+    fputs("        ", out);
+    if (o->id < CLI_OPT_LONG)
+        fprintf(out, "'(-%c --%s)'{-%c%s,--%s%s}'[", o->id, o->name, o->id, o->arg ? "+" : "",
+                o->name, o->arg ? "=" : "");
+    else
+        fprintf(out, "'--%s%s[", o->name, o->arg ? "=" : "");
+    zsh_desc(out, o->help);
+    fputc(']', out);
+    if (o->arg != NULL)
+        fprintf(out, ":%s:%s", o->arg, action);
+    fputs("' \\\n", out);
+}
+
+int docs_zsh_completion(FILE *out)
+{
+    size_t n;
+    const struct cli_cmd *const *cmds = cli_commands(&n);
+    fputs("#compdef baton\n"
+          "# zsh completion for baton -- generated by baton-gendocs from the command\n"
+          "# table (src/cli); do not edit. Installed as share/zsh/vendor-completions/_baton.\n\n"
+          "_baton_jobs() {\n"
+          "    local cfg=${opt_args[-c]:-${opt_args[--config]}}\n"
+          "    local -a jobs\n"
+          "    jobs=(${(f)\"$(baton check ${cfg:+-c $cfg} --json 2>/dev/null |\n"
+          "        grep -o '\"name\":\"[A-Za-z0-9_.-]*\"' | cut -d'\"' -f4)\"})\n"
+          "    _describe -t jobs 'job' jobs\n"
+          "}\n\n"
+          "_baton_zones() {\n"
+          "    _files -W /usr/share/zoneinfo\n"
+          "}\n\n"
+          "_baton() {\n"
+          "    local -a commands\n"
+          "    commands=(\n",
+          out);
+    for (size_t i = 0; i < n; i++) {
+        fprintf(out, "        '%s:", cmds[i]->name);
+        zsh_desc(out, cmds[i]->summary);
+        fputs("'\n", out);
+    }
+    fputs("    )\n"
+          "    if (( CURRENT == 2 )); then\n"
+          "        _describe -t commands 'baton command' commands\n"
+          "        return\n"
+          "    fi\n"
+          "    local cmd=$words[2]\n"
+          "    shift words\n"
+          "    (( CURRENT-- ))\n"
+          "    case $cmd in\n",
+          out);
+    for (size_t i = 0; i < n; i++) {
+        fprintf(out, "    %s)\n        _arguments -s -S \\\n", cmds[i]->name);
+        for (size_t pass = 0; pass < 2; pass++)
+            for (const struct cli_opt *o = pass == 0 ? cmds[i]->opts : cli_common_opts;
+                 o != NULL && o->name != NULL; o++)
+                zsh_option(out, o);
+        switch (cmds[i]->operand) {
+        case CLI_OPERAND_JOB: fputs("        '1:job:_baton_jobs'\n", out); break;
+        case CLI_OPERAND_KEY_CMD:
+            fputs("        '1:key: ' '*::command:_normal'\n", out);
+            break;
+        case CLI_OPERAND_FILE: fputs("        '*:file:_files'\n", out); break;
+        case CLI_OPERAND_COMMAND:
+            fputs("        '1:topic:(", out);
+            for (size_t k = 0; k < n; k++)
+                fprintf(out, "%s ", cmds[k]->name);
+            fputs("exit-codes)'\n", out);
+            break;
+        case CLI_OPERAND_CRON: fputs("        '*:cron expression: '\n", out); break;
+        case CLI_OPERAND_NONE: fputs("        \n", out); break;
+        }
+        fputs("        ;;\n", out);
+    }
+    fputs("    esac\n"
+          "}\n\n"
+          "_baton \"$@\"\n",
+          out);
+    return ferror(out) ? -1 : 0;
+}

@@ -1,0 +1,225 @@
+/* logfmt.c -- see logfmt.h. One table, `phrases[]`, says how the common
+ * events read; every other field is written key=value after the phrase. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "logfmt.h"
+
+#define C_RESET "\033[0m"
+#define C_BOLD  "\033[1m"
+#define C_DIM   "\033[2m"
+
+/* How an event reads: a template where {field} is the field's value (the
+ * field is then not repeated as key=value), and the fields never repeated
+ * (hide, space-separated; e.g. fence, which equals term). */
+static const struct phrase {
+    const char *event;
+    const char *tmpl;
+    const char *hide;
+} phrases[] = {
+    {"transition", "{from} -> {to} ({trigger})", "fence"},
+    {"following", "{leader} (term {term})", ""},
+    {"job_start", "{job} started", ""},
+    {"job_output", "{job}: {line}", "run_id"},
+    {"job_end", "{job} {outcome}", ""},
+    {"job_retry", "{job} retry {next_attempt}", ""},
+    {"job_timeout", "{job} timed out", ""},
+    {"job_skipped", "{job} skipped ({reason})", ""},
+    {"catch_up", "{job} catching up {missed_ticks} missed tick(s)", ""},
+    {"tick_dropped", "{job} tick {scheduled_at} dropped", ""},
+    {"signal_received", "{signal}", ""},
+    {"redis_unreachable", "Redis unreachable during {during}: {error}", ""},
+    {"reload_failed", "{error}", ""},
+    {"node_name_in_use", "{error}", ""},
+};
+
+static const struct phrase *find_phrase(const char *event)
+{
+    for (size_t i = 0; i < sizeof phrases / sizeof phrases[0]; i++)
+        if (strcmp(phrases[i].event, event) == 0)
+            return &phrases[i];
+    return NULL;
+}
+
+static bool is_head(const char *key)
+{
+    static const char *const head[] = {"ts", "level", "event", "node", "group"};
+    for (size_t i = 0; i < sizeof head / sizeof head[0]; i++)
+        if (strcmp(head[i], key) == 0)
+            return true;
+    return false;
+}
+
+/* True when word is one of the space-separated words of list. */
+static bool in_list(const char *list, const char *word, size_t n)
+{
+    for (const char *p = list; *p != '\0';) {
+        size_t w = strcspn(p, " ");
+        if (w == n && strncmp(p, word, n) == 0)
+            return true;
+        p += w;
+        while (*p == ' ')
+            p++;
+    }
+    return false;
+}
+
+/* Writes a value as text: strings as they are, numbers without a needless
+ * fraction, others as compact JSON. */
+static void write_value(FILE *out, const cJSON *v)
+{
+    if (cJSON_IsString(v)) {
+        fputs(v->valuestring, out);
+    } else if (cJSON_IsNumber(v)) {
+        double d = v->valuedouble;
+        if (d == (double)(long long)d && d < 9e15 && d > -9e15)
+            fprintf(out, "%lld", (long long)d);
+        else
+            fprintf(out, "%g", d);
+    } else {
+        char *s = cJSON_PrintUnformatted(v);
+        if (s != NULL)
+            fputs(s, out);
+        free(s);
+    }
+}
+
+/* key=value, the value quoted (JSON style) when it has spaces, quotes,
+ * '=' or control characters, or is empty. */
+static void write_pair(FILE *out, const cJSON *v, bool color)
+{
+    fprintf(out, "  %s%s=%s", color ? C_DIM : "", v->string, color ? C_RESET : "");
+    if (cJSON_IsString(v)) {
+        const char *s = v->valuestring;
+        bool quote = *s == '\0';
+        for (const char *p = s; !quote && *p != '\0'; p++)
+            quote = *p == ' ' || *p == '"' || *p == '=' || (unsigned char)*p < 0x20;
+        if (quote) {
+            char *q = cJSON_PrintUnformatted(v);
+            if (q != NULL)
+                fputs(q, out);
+            free(q);
+            return;
+        }
+    }
+    write_value(out, v);
+}
+
+static const char *level_color(const char *level)
+{
+    if (strcmp(level, "debug") == 0)
+        return C_DIM;
+    if (strcmp(level, "warn") == 0)
+        return "\033[33m";
+    if (strcmp(level, "error") == 0)
+        return "\033[1;31m";
+    return "\033[32m";
+}
+
+/* One of six colours for a node name (FNV-1a), so that each node reads
+ * apart from the others. */
+static const char *node_color(const char *node)
+{
+    static const char *const colors[] = {"\033[36m", "\033[35m", "\033[34m",
+                                         "\033[33m", "\033[32m", "\033[31m"};
+    unsigned h = 2166136261u;
+    for (const char *p = node; *p != '\0'; p++)
+        h = (h ^ (unsigned char)*p) * 16777619u;
+    return colors[h % 6];
+}
+
+static const char *str_field(const cJSON *ev, const char *name, const char *dflt)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(ev, name);
+    return cJSON_IsString(v) ? v->valuestring : dflt;
+}
+
+/* Writes the template of p, marking in used[] the fields it showed. */
+static void write_phrase(FILE *out, const cJSON *ev, const struct phrase *p, const cJSON **used,
+                         size_t *nused, size_t maxused)
+{
+    for (const char *t = p->tmpl; *t != '\0'; t++) {
+        const char *close = *t == '{' ? strchr(t, '}') : NULL;
+        if (close == NULL) {
+            fputc(*t, out);
+            continue;
+        }
+        char name[64];
+        snprintf(name, sizeof name, "%.*s", (int)(close - t - 1), t + 1);
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(ev, name);
+        if (v != NULL) {
+            write_value(out, v);
+            if (*nused < maxused)
+                used[(*nused)++] = v;
+        } else {
+            fputc('?', out);
+        }
+        t = close;
+    }
+}
+
+char *logfmt_event(const cJSON *ev, bool color)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    const cJSON *used[16];
+    size_t nused = 0;
+    FILE *out = open_memstream(&buf, &len);
+    if (out == NULL)
+        return NULL;
+
+    const char *level = str_field(ev, "level", "info");
+    const char *event = str_field(ev, "event", "?");
+    const char *node = str_field(ev, "node", "-");
+    const char *group = str_field(ev, "group", "default");
+    char lv[8];
+    size_t i;
+    for (i = 0; i < 5 && level[i] != '\0'; i++)
+        lv[i] = (char)(level[i] >= 'a' && level[i] <= 'z' ? level[i] - 'a' + 'A' : level[i]);
+    lv[i] = '\0';
+
+    fprintf(out, "%s%s%s %s%-5s%s %s%s%s %s", color ? C_DIM : "", str_field(ev, "ts", "-"),
+            color ? C_RESET : "", color ? level_color(level) : "", lv, color ? C_RESET : "",
+            color ? node_color(node) : "", node, color ? C_RESET : "", event);
+    const struct phrase *p = find_phrase(event);
+    if (p != NULL) {
+        fputs(color ? " " C_BOLD : " ", out);
+        write_phrase(out, ev, p, used, &nused, sizeof used / sizeof used[0]);
+        if (color)
+            fputs(C_RESET, out);
+    }
+    for (const cJSON *f = ev->child; f != NULL; f = f->next) {
+        bool skip = f->string == NULL || is_head(f->string);
+        for (size_t k = 0; !skip && k < nused; k++)
+            skip = used[k] == f;
+        if (!skip && p != NULL)
+            skip = in_list(p->hide, f->string, strlen(f->string));
+        if (!skip)
+            write_pair(out, f, color);
+    }
+    if (strcmp(group, "default") != 0)
+        fprintf(out, "  %sgroup=%s%s", color ? C_DIM : "", color ? C_RESET : "", group);
+    if (fclose(out) != 0) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+char *logfmt_line(const char *line, size_t len, bool color)
+{
+    cJSON *ev = NULL;
+    size_t start = 0;
+    while (start < len && (line[start] == ' ' || line[start] == '\t'))
+        start++;
+    if (start < len && line[start] == '{')
+        ev = cJSON_ParseWithLength(line, len);
+    if (!cJSON_IsObject(ev) || !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(ev, "event"))) {
+        cJSON_Delete(ev);
+        return strndup(line, len);
+    }
+    char *text = logfmt_event(ev, color);
+    cJSON_Delete(ev);
+    return text;
+}

@@ -1,0 +1,38 @@
+/* logfmt.h -- the supervisor's log lines as text for humans: one line per
+ * event, used by the log itself when `log.format` is text (or auto on a
+ * terminal) and by `baton logs`, which turns JSON lines into the same text
+ * (like bunyan's CLI). Pure: no I/O, no clock.
+ *
+ *   2026-11-22T02:30:23.573Z INFO  node-b transition acquiring -> working (acquired) term=2
+ *   2026-11-22T02:30:25.001Z INFO  node-b job_output hello: hello from node-b  stream=stdout
+ *   2026-11-22T02:30:29.004Z WARN  node-b job_end flaky failed  exit_code=1 duration_ms=3 ...
+ *
+ * After the time, level and node come the event's name and, for the events
+ * of a table (transition, job_start, job_end...), a short phrase; every
+ * other field follows as key=value (values quoted when they hold spaces,
+ * arrays and objects as compact JSON), so nothing is lost. `ts`, `level`,
+ * `event`, `node` and `group` are the line's head (`group` is shown, as
+ * group=G, only when it is not "default").
+ *
+ * With colour (ANSI escapes): the level is coloured (debug dim, warn yellow,
+ * error red), the node takes one of six colours chosen by its name, and the
+ * phrase is bold.
+ */
+#ifndef BATON_LOGFMT_H
+#define BATON_LOGFMT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+/* Formats one event (a JSON object as the log writes it). Returns: owned
+ * text without a newline (free()), or NULL on ENOMEM. */
+char *logfmt_event(const cJSON *event, bool color);
+
+/* Formats one input line (without its newline): a JSON object becomes text
+ * as above; anything else is returned unchanged. Returns: owned (free()),
+ * or NULL on ENOMEM. */
+char *logfmt_line(const char *line, size_t len, bool color);
+
+#endif /* BATON_LOGFMT_H */

@@ -1,0 +1,66 @@
+# test_demo.sh -- examples/demo.sh as a newcomer meets it, with the baton
+# under test (BATON_DEMO_BIN skips the install and the build):
+#   - stdout piped into a file: the narrative comes out in order, the log
+#     lines of each act under its heading, and no colour codes;
+#   - on a terminal (script(1)) with NO_COLOR set: no colour codes either;
+#   - it writes nothing into the source tree.
+. "$BATON_TESTS_DIR/lib/harness.sh"
+SRC=$BATON_SOURCE_DIR
+touch "$T/mark"
+sleep 0.01
+
+note "stdout piped"
+BATON_DEMO_BIN=$BATON_BIN timeout 120 bash "$SRC/examples/demo.sh" </dev/null >"$T/demo.out" 2>"$T/demo.err"
+rc=$?
+assert_eq 0 "$rc" "the demo's exit status (stderr: $(tail -n 5 "$T/demo.err"))"
+grep -q $'\033' "$T/demo.out" && fail "colour codes in piped output: $(grep -m3 $'\033' "$T/demo.out" | cat -v)"
+
+# The headings, in this order, each exactly once.
+line_of() { grep -n -m1 -F -- "$1" "$T/demo.out" | cut -d: -f1; }
+prev=0
+for h in "A throwaway redis-server" "1. baton lock: five workers" "2. baton run: three supervisors" \
+         "SIGTERM the leader" "SIGKILL the new leader" "3. baton status" "baton history flaky" \
+         "Stopping everything" "That was baton"; do
+    n=$(line_of "$h")
+    [ -n "$n" ] || fail "no heading '$h' in: $(cat "$T/demo.out")"
+    [ "$n" -gt "$prev" ] || fail "heading '$h' (line $n) comes before the one above it (line $prev)"
+    assert_eq 1 "$(grep -c -F -- "$h" "$T/demo.out")" "occurrences of '$h'"
+    prev=$n
+done
+# The workers of act 1 in order of their fencing tokens, under its heading.
+tokens=$(sed -n "$(line_of '1. baton lock'),$(line_of '2. baton run')p" "$T/demo.out" |
+    grep -oE 'worker [1-5] has the lock, fencing token [0-9]+' | awk '{print $NF}' | tr '\n' ' ')
+assert_eq "1 2 3 4 5 " "$tokens" "fencing tokens of the five workers, in order"
+# Log lines come through baton logs as text, within act 2, each where it belongs.
+sigterm=$(line_of "SIGTERM the leader"); sigkill=$(line_of "SIGKILL the new leader")
+status=$(line_of "3. baton status"); stopping=$(line_of "Stopping everything")
+first_log=$(grep -n -m1 -E '^[0-9T:.-]+Z (INFO|WARN|DEBUG|ERROR) ' "$T/demo.out" | cut -d: -f1)
+[ -n "$first_log" ] && [ "$first_log" -gt "$(line_of '2. baton run')" ] || fail "log lines before act 2"
+grep -q '^{' "$T/demo.out" && fail "raw JSON lines in the demo's output"
+term=$(grep -n -m1 'signal_received TERM' "$T/demo.out" | cut -d: -f1)
+[ -n "$term" ] && [ "$term" -gt "$sigterm" ] && [ "$term" -lt "$sigkill" ] \
+    || fail "the leader's 'signal_received TERM' (line $term) is not between its heading ($sigterm) and the next ($sigkill)"
+leads=$(grep -n -m1 -E '^   node-[abc] leads [0-9]+ ms after the signal' "$T/demo.out" | cut -d: -f1)
+[ -n "$leads" ] && [ "$leads" -gt "$sigterm" ] && [ "$leads" -lt "$sigkill" ] || fail "no handover line in act 2"
+grep -n -E 'transition acquiring -> working' "$T/demo.out" | cut -d: -f1 | awk -v a="$sigkill" -v b="$status" \
+    '$1 > a && $1 < b {found=1} END {exit !found}' || fail "no takeover logged after the SIGKILL"
+sed -n "$status,${stopping}p" "$T/demo.out" | grep -qE '^   leader:  node-[abc] \(term 3, ' || fail "status: no leader in term 3"
+
+note "on a terminal with NO_COLOR set"
+NO_COLOR=1 BATON_DEMO_BIN=$BATON_BIN TERM=xterm timeout 120 \
+    script -qefc "bash '$SRC/examples/demo.sh'" /dev/null </dev/null >"$T/tty.out" 2>&1
+assert_eq 0 "$?" "the demo's exit status on a terminal"
+grep -q "That was baton" "$T/tty.out" || fail "the demo on a terminal did not finish: $(tail -n 5 "$T/tty.out")"
+grep -q $'\033' "$T/tty.out" && fail "colour codes on a terminal with NO_COLOR: $(grep -m3 $'\033' "$T/tty.out" | cat -v)"
+
+note "baton logs colours a terminal, unless NO_COLOR is set"
+line='{"ts":"T","level":"warn","event":"x","node":"n"}'
+script -qefc "echo '$line' | '$BATON_BIN' logs" /dev/null </dev/null | grep -q $'\033\[33mWARN' \
+    || fail "baton logs on a terminal is not coloured"
+NO_COLOR=1 script -qefc "echo '$line' | '$BATON_BIN' logs" /dev/null </dev/null | grep -q $'\033' \
+    && fail "baton logs coloured a terminal with NO_COLOR set"
+
+note "nothing written into the source tree"
+changed=$(find "$SRC" -newer "$T/mark" -not -path "$SRC/.git/*" -not -path "$SRC/build*" -print | head -n 20)
+[ -z "$changed" ] || fail "the demo wrote into the source tree: $changed"
+note "ok"

@@ -1,0 +1,100 @@
+/* check_logfmt.c -- the log's text format (logfmt.c): a table of JSON lines
+ * and the exact text each becomes, with and without colour; lines that are
+ * not events pass unchanged. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "logfmt.h"
+#include "testutil.h"
+
+static const struct {
+    const char *json, *text;
+} cases[] = {
+    /* A phrase: its fields are not repeated; fence (= term) is hidden. */
+    {"{\"ts\":\"2026-11-22T02:30:23.573Z\",\"level\":\"info\",\"event\":\"transition\","
+     "\"node\":\"node-b\",\"group\":\"default\",\"from\":\"acquiring\",\"to\":\"working\","
+     "\"trigger\":\"acquired\",\"term\":2,\"fence\":2,\"in_state_ms\":0}",
+     "2026-11-22T02:30:23.573Z INFO  node-b transition acquiring -> working (acquired)  term=2"
+     "  in_state_ms=0"},
+    /* Values with spaces are quoted; another group is shown. */
+    {"{\"ts\":\"2026-11-22T02:30:25.001Z\",\"level\":\"info\",\"event\":\"job_output\","
+     "\"node\":\"a\",\"group\":\"g1\",\"job\":\"hello\",\"run_id\":\"1-2-1-3\","
+     "\"stream\":\"stderr\",\"line\":\"about to fail\"}",
+     "2026-11-22T02:30:25.001Z INFO  a job_output hello: about to fail  stream=stderr  group=g1"},
+    {"{\"ts\":\"T\",\"level\":\"warn\",\"event\":\"job_end\",\"node\":\"a\",\"group\":\"default\","
+     "\"job\":\"flaky\",\"outcome\":\"failed\",\"exit_code\":1,\"duration_ms\":3,"
+     "\"error\":\"a \\\"b\\\"\",\"ok\":false,\"x\":null,\"list\":[1,\"two\"],\"f\":1.5}",
+     "T WARN  a job_end flaky failed  exit_code=1  duration_ms=3  error=\"a \\\"b\\\"\"  ok=false"
+     "  x=null  list=[1,\"two\"]  f=1.5"},
+    /* An event without a phrase: every field as key=value. */
+    {"{\"ts\":\"T\",\"level\":\"debug\",\"event\":\"lease_renewed\",\"node\":\"n\","
+     "\"group\":\"default\",\"term\":7,\"ttl_ms\":10000}",
+     "T DEBUG n lease_renewed  term=7  ttl_ms=10000"},
+    {"{\"ts\":\"T\",\"level\":\"info\",\"event\":\"stopped\",\"node\":\"n\",\"group\":\"default\"}",
+     "T INFO  n stopped"},
+    /* A phrase whose field is missing shows '?'; empty strings are quoted. */
+    {"{\"ts\":\"T\",\"level\":\"info\",\"event\":\"following\",\"node\":\"n\",\"term\":3,"
+     "\"lease_left_ms\":900,\"note\":\"\"}",
+     "T INFO  n following ? (term 3)  lease_left_ms=900  note=\"\""},
+    /* Not events: unchanged. */
+    {"plain text from somewhere", "plain text from somewhere"},
+    {"{\"not\":\"an event\"}", "{\"not\":\"an event\"}"},
+    {"{broken json", "{broken json"},
+    {"", ""},
+};
+
+START_TEST(table)
+{
+    char *t = logfmt_line(cases[_i].json, strlen(cases[_i].json), false);
+    ck_assert_ptr_nonnull(t);
+    ck_assert_str_eq(t, cases[_i].text);
+    free(t);
+}
+END_TEST
+
+/* Colour: escapes around the parts, and the same text once they are removed. */
+START_TEST(colour)
+{
+    const char *json = cases[0].json;
+    char *t = logfmt_line(json, strlen(json), true);
+    ck_assert_ptr_nonnull(t);
+    ck_assert_ptr_nonnull(strstr(t, "\033[32mINFO \033[0m"));
+    ck_assert_ptr_nonnull(strstr(t, "\033[1macquiring -> working (acquired)\033[0m"));
+    char plain[512];
+    size_t n = 0;
+    for (const char *p = t; *p != '\0' && n + 1 < sizeof plain; p++) {
+        if (*p == '\033') {
+            p = strchr(p, 'm');
+            ck_assert_ptr_nonnull(p);
+            continue;
+        }
+        plain[n++] = *p;
+    }
+    plain[n] = '\0';
+    ck_assert_str_eq(plain, cases[0].text);
+    free(t);
+    /* A warning is yellow, an error bold red. */
+    const char *warn = "{\"ts\":\"T\",\"level\":\"warn\",\"event\":\"x\",\"node\":\"n\"}";
+    t = logfmt_line(warn, strlen(warn), true);
+    ck_assert_ptr_nonnull(strstr(t, "\033[33mWARN \033[0m"));
+    free(t);
+    const char *err = "{\"ts\":\"T\",\"level\":\"error\",\"event\":\"x\",\"node\":\"n\"}";
+    t = logfmt_line(err, strlen(err), true);
+    ck_assert_ptr_nonnull(strstr(t, "\033[1;31mERROR\033[0m"));
+    free(t);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("logfmt");
+    TCase *tc = tcase_create("format");
+    tcase_set_timeout(tc, 10);
+    tcase_add_loop_test(tc, table, 0, (int)(sizeof cases / sizeof cases[0]));
+    tcase_add_test(tc, colour);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) { return tu_run(suite()); }
