@@ -70,6 +70,12 @@ enum claim_result claim_tick(struct baton_client *c, const char *group, const ch
                              const char *leader_key, const char *token, int64_t tick,
                              enum claim_mode mode, const char *member, struct claim_reply *out);
 
+/* Interprets the reply in out->reply of a claim script ({code} or {code,
+ * {members...}}: -1 not the leader, 0 taken, 1 ok, 2 busy, 3 skipped, 4
+ * ours), filling out->busy. Returns the result; CLAIM_ERROR for any other
+ * reply. For the scripts that claim like claim_tick (trigger.h). */
+enum claim_result claim_parse(struct claim_reply *out);
+
 /* One registered run of this node. */
 struct claim_entry {
     const char *job;

@@ -305,6 +305,8 @@ static enum machine_event act_renew(void *ctx)
     if (rc == BATON_OK) {
         redis_ok(d);
         arm_stop_point(d);
+        if (may_block(d))
+            ensure_watch(d); /* a leader that lost its subscription makes it again */
         loop_arm_in(&d->loop, T_RENEW, d->cfg->lease_renew_ms);
         if (log_enabled(d->log, LOG_DEBUG)) {
             cJSON *f = log_fields();
@@ -543,8 +545,11 @@ static void ensure_watch(struct daemon *d)
         return; /* campaigns and polls keep working; we retry next time */
     d->sub_watch =
         (struct loop_watch){.fd = baton_election_watch_fd(d->election), .cb = on_sub, .ctx = d};
-    if (loop_add(&d->loop, &d->sub_watch) == 0)
+    if (loop_add(&d->loop, &d->sub_watch) == 0) {
         d->sub_added = true;
+        /* Requests and pauses published while we were not subscribed. */
+        runner_control_changed(d->runner);
+    }
 }
 
 static void reload(struct daemon *d);
@@ -715,11 +720,14 @@ int daemon_run(const char *config_path)
                                .lease_ttl_ms = d.cfg->lease_ttl_ms,
                                .refresh_ms = d.cfg->lease_renew_ms,
                                .guard_ns = d.guard_ns,
+                               .control_poll_ms = d.cfg->poll_ms,
                                .kill_margin_ns = KILL_MARGIN_MS * MS,
                                .may_block = may_block,
                                .on_idle = on_runs_idle,
                                .ctx = &d,
-                               .fault_start = fault != NULL && strcmp(fault, "start") == 0};
+                               .fault_start = fault != NULL && strcmp(fault, "start") == 0,
+                               .fault_stop_after_claim =
+                                   fault != NULL && strcmp(fault, "stop-after-claim") == 0};
     machine_init(&d.m, actions, guards, on_transition, &d);
     if ((d.runner = runner_new(&host)) == NULL || runner_set_jobs(d.runner, jobs) != BATON_OK) {
         fprintf(stderr, "baton: run: out of memory\n");

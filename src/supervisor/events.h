@@ -85,7 +85,21 @@
     X(RUN_LOST, "run_lost", WARN, "`job`, `run_id`, `reason`",                                     \
       "a run whose leader handed over lost its registration: it is stopped")                       \
     X(HISTORY_WRITE_FAILED, "history_write_failed", WARN, "`job`, `run_id`, `error`",              \
-      "a history record could not be written")
+      "a history record could not be written")                                                     \
+    X(TRIGGER_RECEIVED, "trigger_received", INFO, "`job`, `trigger_id`, `attempt`, `by`",          \
+      "the leader took a `baton trigger` request; it runs as the job's concurrency allows "        \
+      "(attempt > 1: the leader that claimed it before died before starting it)")                  \
+    X(TRIGGER_REJECTED, "trigger_rejected", WARN, "`job`, `trigger_id`, `reason`",                 \
+      "a request for a job the leader's jobs.yaml does not have: it is done, not run")             \
+    X(TRIGGER_LEFT, "trigger_left", WARN, "`job`, `trigger_id`, `attempt`, `reason`",              \
+      "a request claimed too late to start (a stall): the next leader runs it")                    \
+    X(TRIGGER_LOST, "trigger_lost", WARN, "`job`, `trigger_id`, `attempt`, `reason`",              \
+      "a manual run whose node died while it ran: recorded killed, not run again")                 \
+    X(JOB_PAUSED, "job_paused", INFO, "`job` (`*`: every job), `since`, `by`, `reason`",           \
+      "the leader sees a job paused (`baton pause`): its ticks are skipped")                       \
+    X(JOB_RESUMED, "job_resumed", INFO, "`job` (`*`: every job), `catchup`, `skipped_until`, `by`",\
+      "the leader sees a job resumed: from `skipped_until` on (catchup false), or catching up "    \
+      "the paused ticks within its window (catchup true)")
 
 enum log_event {
 #define LOG_EVENT_ENUM_(id, name, level, fields, doc) LE_##id,
