@@ -20,7 +20,7 @@ _baton() {
     local cmd=${COMP_WORDS[1]} flags= valued= operand= i
     COMPREPLY=()
     if [ "$COMP_CWORD" -eq 1 ]; then
-        COMPREPLY=($(compgen -W 'run lock next check status history step-down logs help --help --version' -- "$cur"))
+        COMPREPLY=($(compgen -W 'run lock next check status history trigger pause resume step-down logs help --help --version' -- "$cur"))
         return
     fi
     case $cmd in
@@ -47,6 +47,18 @@ _baton() {
     history)
         flags='--json -h --help -V --version'
         valued='-c --config -n --count'
+        operand=job ;;
+    trigger)
+        flags='-w --wait --json -h --help -V --version'
+        valued='-c --config --id --timeout'
+        operand=job ;;
+    pause)
+        flags='--all -h --help -V --version'
+        valued='-c --config --reason'
+        operand=job ;;
+    resume)
+        flags='--all --catchup -h --help -V --version'
+        valued='-c --config'
         operand=job ;;
     step-down)
         flags='-h --help -V --version'
@@ -89,6 +101,9 @@ _baton() {
         --tz) COMPREPLY=($(cd /usr/share/zoneinfo 2>/dev/null && compgen -f -- "$cur")) ;;
         --from) ;;
         -n | --count) ;;
+        --id) ;;
+        --timeout) ;;
+        --reason) ;;
         --color) COMPREPLY=($(compgen -W 'auto always never' -- "$cur")) ;;
         esac
         return ;;
@@ -100,7 +115,7 @@ _baton() {
     case $operand in
     job) COMPREPLY=($(compgen -W "$(_baton_jobs)" -- "$cur")) ;;
     file) COMPREPLY=($(compgen -f -- "$cur")) ;;
-    command) COMPREPLY=($(compgen -W 'run lock next check status history step-down logs help exit-codes' -- "$cur")) ;;
+    command) COMPREPLY=($(compgen -W 'run lock next check status history trigger pause resume step-down logs help exit-codes' -- "$cur")) ;;
     esac
 }
 complete -F _baton baton

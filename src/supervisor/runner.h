@@ -19,6 +19,11 @@
  * could expire (SIGTERM at its stop point, SIGKILL before its end), as the
  * daemon does for the lease.
  *
+ * The leader also serves the operators' requests (runner_control_changed,
+ * and a read every control_poll_ms): manual runs (trigger.h), claimed like
+ * ticks and run under the job's concurrency policy, and pauses (pause.h):
+ * a paused job's ticks are recorded as skipped, not run.
+ *
  * No blocking Redis call starts unless host->may_block() allows it (the
  * daemon's stop point): bookkeeping (history records, unregistering runs)
  * waits in a bounded outbox meanwhile. Single-threaded: everything runs

@@ -175,9 +175,9 @@ has "$OUT" '"node":"node-'$LEADER'","state":"working","term":1,' "status --json:
 assert_eq 1 "$(printf '%s' "$OUT" | grep -o '"leader":true' | wc -l)" "status --json: one node is the leader"
 assert_eq 2 "$(printf '%s' "$OUT" | grep -o '"leader":false' | wc -l)" "status --json: two followers"
 printf '%s' "$OUT" | grep -qE '"seen_ms_ago":[0-9]+,' || fail "status --json: seen_ms_ago in $OUT"
-printf '%s' "$OUT" | grep -qE '\{"name":"tick","schedule":"\* \* \* \* \* \*","timezone":"UTC","enabled":true,"last_run":\{"id":"[0-9]+-[0-9]+","v":2,"run_id":"[^"]+","node":"node-'$LEADER'","term":1,"scheduled_at":"'"$RFC"'","until":"'"$RFC"'","ticks":1,"trigger":"schedule","started":"[^"]+","duration_ms":[0-9]+,"attempt":1,"outcome":"ok","exit_code":0\},"next_run":"'"$RFC"'"\}' || fail "status --json: tick in $OUT"
+printf '%s' "$OUT" | grep -qE '\{"name":"tick","schedule":"\* \* \* \* \* \*","timezone":"UTC","enabled":true,"last_run":\{"id":"[0-9]+-[0-9]+","v":2,"run_id":"[^"]+","node":"node-'$LEADER'","term":1,"scheduled_at":"'"$RFC"'","until":"'"$RFC"'","ticks":1,"trigger":"schedule","started":"[^"]+","duration_ms":[0-9]+,"attempt":1,"outcome":"ok","exit_code":0\},"next_run":"'"$RFC"'","paused":null\}' || fail "status --json: tick in $OUT"
 has "$OUT" '{"name":"berlin","schedule":"0 7 * * MON-FRI","timezone":"Europe/Berlin","enabled":true,"last_run":null,"next_run":"' "status --json: berlin"
-has "$OUT" '{"name":"off","schedule":"@hourly","timezone":"UTC","enabled":false,"last_run":null,"next_run":null}]}' "status --json: off"
+has "$OUT" '{"name":"off","schedule":"@hourly","timezone":"UTC","enabled":false,"last_run":null,"next_run":null,"paused":null}]}' "status --json: off"
 
 # ---- history -------------------------------------------------------------------------
 note "history: the recent runs, newest first"
