@@ -27,6 +27,15 @@ harness_cleanup() {
         kill -KILL "$pid" 2>/dev/null
     done
     wait 2>/dev/null
+    # A sanitizer's report in any process's stderr fails the test, even
+    # when the process was stopped before its exit status could say so.
+    local bad
+    bad=$(grep -l -E 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$T"/*.err 2>/dev/null | head -n1)
+    if [ -n "$bad" ]; then
+        echo "FAIL [$TEST_NAME]: a sanitizer reported in $(basename "$bad"):" >&2
+        grep -m1 -A12 -E 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$bad" >&2
+        [ "$rc" -ne 0 ] || rc=1
+    fi
     if [ "$rc" -ne 0 ] && [ -z "${HARNESS_KEEP:-}" ]; then
         echo "--- $TEST_NAME failed; last lines of the logs in $T:" >&2
         local f
