@@ -252,6 +252,9 @@ int baton_election_watch_read(struct baton_election *e, unsigned *events)
         freeReplyObject(r);
     }
     if (n < 0) {
+        /* The server went away or was replaced: what followers know of the
+         * lease came from it. */
+        *events |= BATON_EVENT_SWITCHED;
         baton__set_error(e->errstr, sizeof e->errstr, "%s: %s", e->c->url.redacted, e->sub->err);
         baton__conn_free(e->sub);
         e->sub = NULL;
@@ -275,7 +278,7 @@ int baton_election_leader(struct baton_client *c, const char *name, struct baton
     if (asprintf(&keys[0], "%s{%s}:leader", c->prefix, name) < 0 ||
         asprintf(&keys[1], "%s{%s}:leader:fence", c->prefix, name) < 0)
         goto out;
-    rc = baton_client_eval(c, script, 2, (const char *const *)keys, 0, NULL, &r);
+    rc = baton__client_eval(c, script, 2, (const char *const *)keys, 0, NULL, false, &r);
     if (rc != BATON_OK)
         goto out;
     if (r->type != BATON_REPLY_ARRAY || r->elements != 3 ||

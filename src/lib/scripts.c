@@ -3,7 +3,12 @@
  * Keys of a lock on user key K, all in one cluster slot (hash tag {K}):
  *   P{K}        the lock: value = owner token, PX = lease; or, during a
  *               handoff, "~" + the token of the waiter it is reserved for
- *   P{K}:fence  fencing counter: INCR on every grant, no TTL, never reset
+ *   P{K}:fence  the last fencing token granted, no TTL, never reset; the
+ *               next is max(last + 1, server TIME in microseconds), so
+ *               that a counter lost (FLUSHALL, a restart without
+ *               persistence) or lagging (a failover to a replica that
+ *               missed grants) still starts above every token issued
+ *               before it, as long as the servers' clocks do not step back
  *   P{K}:q      waiters, a sorted set: member = token, score = arrival (us)
  *   P{K}:qx     waiters' liveness, a hash: token -> expiry (ms, server time)
  * where P is the client's key prefix ("baton:").
@@ -22,6 +27,19 @@
  * scripts is the server's (TIME), never a client's.
  */
 #include "baton_int.h"
+
+/* Defines fence_next(key): the next fencing token of key, stored there.
+ * Lua numbers are doubles: microseconds since 1970 (1.7e15) are exact up
+ * to 2^53 (year 2255); '%.0f' writes them without an exponent. */
+#define FENCE_FN                                                                                   \
+    "local function fence_next(k)\n"                                                               \
+    "  local t = redis.call('time')\n"                                                             \
+    "  local f = (tonumber(redis.call('get', k)) or 0) + 1\n"                                       \
+    "  local now = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"                                    \
+    "  if now > f then f = now end\n"                                                              \
+    "  redis.call('set', k, string.format('%.0f', f))\n"                                            \
+    "  return f\n"                                                                                 \
+    "end\n"
 
 /* Wakes the first live waiter and reserves the lock for it; else deletes
  * the lock. Expects lock, q, qx, chan in scope. */
@@ -48,17 +66,17 @@
  * Returns the fence (integer) when granted, else {pttl, holder, fence}: the
  * holder's remaining ms (-1: no TTL), its value and the last fence. */
 static const char acquire_src[] =
-    "local lock, fence, q, qx = KEYS[1], KEYS[2], KEYS[3], KEYS[4]\n"
+    FENCE_FN "local lock, fence, q, qx = KEYS[1], KEYS[2], KEYS[3], KEYS[4]\n"
     "local tok, ttl = ARGV[1], ARGV[2]\n"
     "if redis.call('set', lock, tok, 'NX', 'PX', ttl) then\n"
     "  if ARGV[5] == '1' then redis.call('zrem', q, tok); redis.call('hdel', qx, tok) end\n"
-    "  return redis.call('incr', fence)\n"
+    "  return fence_next(fence)\n"
     "end\n"
     "local holder = redis.call('get', lock)\n"
     "if holder == '~' .. tok then\n"
     "  redis.call('set', lock, tok, 'PX', ttl)\n"
     "  redis.call('zrem', q, tok); redis.call('hdel', qx, tok)\n"
-    "  return redis.call('incr', fence)\n"
+    "  return fence_next(fence)\n"
     "end\n"
     "if ARGV[3] == '1' then\n"
     "  local t = redis.call('time')\n"
@@ -109,7 +127,7 @@ static const char cancel_src[] = "local lock, q, qx, chan = KEYS[1], KEYS[2], KE
  *                   score = lease expiry (ms, server time). Expired members
  *                   are reclaimed by every acquire. The key's own TTL covers
  *                   the longest lease, so an abandoned set vanishes.
- *   P{S}:sem:fence  fencing counter: INCR on every grant, no TTL
+ *   P{S}:sem:fence  the last fencing token, no TTL (fence_next() above)
  *   P{S}:sem:q      waiters, a sorted set: member = "<ttl_ms>|<token>",
  *                   score = arrival (us)
  *   P{S}:sem:qx     waiters' liveness, a sorted set: member -> expiry (ms)
@@ -143,7 +161,7 @@ static const char cancel_src[] = "local lock, q, qx, chan = KEYS[1], KEYS[2], KE
     "    if string.sub(tok, 1, 16) == cid then\n"                                                  \
     "      redis.call('zadd', h, string.format('%.0f', now + ttl), tok)\n"                         \
     "      if redis.call('pttl', h) < ttl then redis.call('pexpire', h, ttl) end\n"                \
-    "      return {tok, redis.call('incr', f)}\n"                                                  \
+    "      return {tok, fence_next(f)}\n"                                                  \
     "    end\n"                                                                                    \
     "    redis.call('zadd', h, string.format('%.0f', e), tok)\n"                                   \
     "    redis.call('publish', chan .. string.sub(tok, 1, 16), tok)\n"                             \
@@ -159,13 +177,13 @@ static const char cancel_src[] = "local lock, q, qx, chan = KEYS[1], KEYS[2], KE
  * the queue is below the number of free slots (limit - live holders); a
  * newcomer when the free slots outnumber the live waiters. */
 static const char sem_acquire_src[] =
-    "local h, f, q, qx = KEYS[1], KEYS[2], KEYS[3], KEYS[4]\n"
+    FENCE_FN "local h, f, q, qx = KEYS[1], KEYS[2], KEYS[3], KEYS[4]\n"
     "local tok, limit, ttl = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])\n"
     "local me = ARGV[3] .. '|' .. tok\n" NOW_MS "redis.call('zremrangebyscore', h, '-inf', now)\n"
     "local function grant()\n"
     "  redis.call('zadd', h, string.format('%.0f', now + ttl), tok)\n"
     "  if redis.call('pttl', h) < ttl then redis.call('pexpire', h, ttl) end\n"
-    "  return redis.call('incr', f)\n"
+    "  return fence_next(f)\n"
     "end\n"
     "if ARGV[6] == '1' and redis.call('zscore', h, tok) then return grant() end\n"
     "local n = redis.call('zcard', h)\n"
@@ -198,7 +216,8 @@ static const char sem_acquire_src[] =
  * Returns 1 when the permit was released (its slot handed on, if anyone
  * waits), {token, fence} when its slot was granted to a waiter of the same
  * client, 0 when it was not held (absent, or its lease had run out). */
-static const char sem_release_src[] = "local h, q, qx, f = KEYS[1], KEYS[2], KEYS[3], KEYS[4]\n"
+static const char sem_release_src[] = FENCE_FN
+                                      "local h, q, qx, f = KEYS[1], KEYS[2], KEYS[3], KEYS[4]\n"
                                       "local chan, cid = ARGV[2], ARGV[3]\n"
                                       "local s = redis.call('zscore', h, ARGV[1])\n"
                                       "if not s then return 0 end\n"
@@ -219,7 +238,7 @@ static const char sem_extend_src[] =
  * ttl_ms. A waiter gives up: it leaves the queue, and a slot handed to it
  * goes to the next waiter. Returns as the release script. */
 static const char sem_cancel_src[] =
-    "local h, q, qx, f = KEYS[1], KEYS[2], KEYS[3], KEYS[4]\n"
+    FENCE_FN "local h, q, qx, f = KEYS[1], KEYS[2], KEYS[3], KEYS[4]\n"
     "local chan, cid = ARGV[2], ARGV[3]\n"
     "local me = ARGV[4] .. '|' .. ARGV[1]\n"
     "redis.call('zrem', q, me); redis.call('zrem', qx, me)\n"
@@ -231,14 +250,14 @@ static const char sem_cancel_src[] =
  * array) when all were free, else the 1-based index of the first lock
  * held (an integer). */
 static const char multi_acquire_src[] =
-    "local n = #ARGV - 1\n"
+    FENCE_FN "local n = #ARGV - 1\n"
     "for i = 1, n do\n"
     "  if redis.call('exists', KEYS[i]) == 1 then return i end\n"
     "end\n"
     "local out = {}\n"
     "for i = 1, n do\n"
     "  redis.call('set', KEYS[i], ARGV[i + 1], 'PX', ARGV[1])\n"
-    "  out[i] = redis.call('incr', KEYS[n + i])\n"
+    "  out[i] = fence_next(KEYS[n + i])\n"
     "end\n"
     "return out\n";
 
