@@ -32,6 +32,7 @@
 #include "baton.h"
 #include "cli.h"
 #include "proc.h"
+#include "secrets.h"
 
 #define EXIT_NOT_ACQUIRED 75
 #define EXIT_LOST         70
@@ -47,6 +48,13 @@ static const char help_text[] =
     "\n"
     "options:\n"
     "  --url URL       Redis URL (default $BATON_REDIS_URL or redis://127.0.0.1:6379/0)\n"
+    "  --password-file F  the Redis password is F's first line (keep F mode 0600); else\n"
+    "                  $BATON_REDIS_PASSWORD, else the URL's ($BATON_SENTINEL_PASSWORD: the\n"
+    "                  sentinels' own)\n"
+    "  --min-replicas N  the grant and every renewal count only once N replicas\n"
+    "                  acknowledge them (WAIT), within the lease (default 0: off)\n"
+    "  --pass-credentials  let CMD inherit BATON_REDIS_PASSWORD and a BATON_REDIS_URL\n"
+    "                  holding a password (default: removed from its environment)\n"
     "  --ttl D         lease, renewed every D/3 (default 30s; e.g. 500ms, 10s, 2m)\n"
     "  --wait D        wait at most D for the lock (default: forever; 0: try once)\n"
     "  --kill-grace D  SIGTERM-to-SIGKILL grace when the lock is lost (default ttl/5, max 2s)\n"
@@ -58,6 +66,10 @@ static const char help_text[] =
 
 struct lock_args {
     const char *url;
+    char *url_copy; /* --url with a password: our copy (argv's is masked) */
+    const char *password_file;
+    int min_replicas;
+    bool pass_credentials;
     const char *key;
     char **cmd;
     int64_t ttl_ms;
@@ -70,6 +82,9 @@ static int parse_args(int argc, char **argv, struct lock_args *a)
 {
     static const struct option opts[] = {
         {"url", required_argument, NULL, 'u'},
+        {"password-file", required_argument, NULL, 'P'},
+        {"min-replicas", required_argument, NULL, 'R'},
+        {"pass-credentials", no_argument, NULL, 'C'},
         {"ttl", required_argument, NULL, 't'},
         {"wait", required_argument, NULL, 'w'},
         {"kill-grace", required_argument, NULL, 'g'},
@@ -85,7 +100,31 @@ static int parse_args(int argc, char **argv, struct lock_args *a)
     opterr = 0;
     while ((c = getopt_long(argc, argv, "+:hv", opts, NULL)) != -1) {
         switch (c) {
-        case 'u': a->url = optarg; break;
+        case 'u':
+            a->url = optarg;
+            if (secrets_url_has_password(optarg)) {
+                /* ps shows argv: keep a copy, mask the original. */
+                free(a->url_copy);
+                if ((a->url_copy = strdup(optarg)) == NULL)
+                    return cli_fail("lock", "out of memory");
+                a->url = a->url_copy;
+                secrets_mask_url(optarg);
+                fprintf(stderr, "baton: lock: warning: a password in --url can be read by every "
+                                "user of this machine (ps); use --password-file or "
+                                "BATON_REDIS_PASSWORD\n");
+            }
+            break;
+        case 'P': a->password_file = optarg; break;
+        case 'R': {
+            char *end = NULL;
+            errno = 0;
+            long n = strtol(optarg, &end, 10);
+            if (errno != 0 || end == optarg || *end != '\0' || n < 0 || n > 16)
+                return cli_usage("lock", "--min-replicas \"%s\": expected 0..16", optarg);
+            a->min_replicas = (int)n;
+            break;
+        }
+        case 'C': a->pass_credentials = true; break;
         case 't':
             if (!cli_duration("lock", "--ttl", optarg, false, &a->ttl_ms))
                 return CLI_EXIT_USAGE;
@@ -268,9 +307,13 @@ int cmd_lock(int argc, char **argv)
     struct baton_lock *lk = NULL;
     char path[4096];
     int sfd = -1, lostfd = -1;
+    struct secrets sec = {0};
+    char serr[512];
     int rc = parse_args(argc, argv, &a);
-    if (rc != 0)
+    if (rc != 0) {
+        free(a.url_copy);
         return rc < 0 ? CLI_EXIT_OK : rc;
+    }
     if (strlen(a.key) > BATON_KEY_MAX)
         return cli_usage("lock", "KEY is too long (at most %d bytes)", BATON_KEY_MAX);
 
@@ -299,8 +342,28 @@ int cmd_lock(int argc, char **argv)
         goto out;
     }
 
-    struct baton_client_opts copts = {.connect_timeout_ms = 2000, .command_timeout_ms = 2000};
+    /* The password: --password-file, else the environment, else the URL.
+     * Then neither reaches CMD unless asked. */
+    if (secrets_load(a.password_file, NULL, &sec, serr, sizeof serr) != 0) {
+        rc = cli_usage("lock", "%s", serr);
+        goto out;
+    }
+    for (int i = 0; i < sec.nwarnings; i++)
+        fprintf(stderr, "baton: lock: warning: %s\n", sec.warning[i]);
+    if (a.url_copy == NULL && (a.url_copy = strdup(a.url)) == NULL) {
+        rc = cli_fail("lock", "out of memory");
+        goto out;
+    }
+    a.url = a.url_copy; /* BATON_REDIS_URL's value may go with the scrub */
+    if (!a.pass_credentials)
+        secrets_scrub_env();
+    struct baton_client_opts copts = {.connect_timeout_ms = 2000,
+                                      .command_timeout_ms = 2000,
+                                      .password = sec.password,
+                                      .sentinel_password = sec.sentinel_password,
+                                      .min_replicas = a.min_replicas};
     rc = baton_client_new(a.url, &copts, &client);
+    secrets_clear(&sec);
     if (rc != BATON_OK) {
         fprintf(stderr, "baton: lock: %s\n", baton_client_errstr(client));
         rc = rc == BATON_EINVAL ? CLI_EXIT_USAGE : EXIT_UNAVAILABLE;
@@ -353,6 +416,8 @@ int cmd_lock(int argc, char **argv)
         }
     }
 out:
+    secrets_clear(&sec);
+    free(a.url_copy);
     baton_lock_free(lk);
     baton_client_free(client);
     if (sfd >= 0)

@@ -255,14 +255,15 @@ BATON_API bool baton_lock_lost(const struct baton_lock *lk);
 
 /* The fencing token: strictly increasing across all grants of this key. Pass
  * it to the resource you write so that it can reject a stale holder.
- * Every grant's token is max(last token + 1, the server's TIME in
- * microseconds), computed inside the grant's script, so tokens keep
+ * Every grant's token is max(last token + 1, the server's TIME in units
+ * of 10 microseconds), computed inside the grant's script, so tokens keep
  * increasing across a FLUSHALL, a restart without persistence and a
  * failover to a replica that missed grants, provided the servers' clocks
  * never step back and differ by less than the time from the last grant on
- * the old master to the first on the new one (tokens are about 1.7e15 in
- * 2024: below 2^53, exact in a double). The same holds for semaphore
- * permits, multi-locks and election terms. */
+ * the old master to the first on the new one. Tokens are about 1.8e14
+ * today, below 10^15 until 2286: exact in a double, printed without an
+ * exponent. The same holds for semaphore permits, multi-locks and
+ * election terms. */
 BATON_API uint64_t baton_lock_fence(const struct baton_lock *lk);
 
 /* The validity deadline on CLOCK_MONOTONIC, in ns: send time of the last

@@ -4,7 +4,7 @@
  *   P{K}        the lock: value = owner token, PX = lease; or, during a
  *               handoff, "~" + the token of the waiter it is reserved for
  *   P{K}:fence  the last fencing token granted, no TTL, never reset; the
- *               next is max(last + 1, server TIME in microseconds), so
+ *               next is max(last + 1, server TIME in 10 us units), so
  *               that a counter lost (FLUSHALL, a restart without
  *               persistence) or lagging (a failover to a replica that
  *               missed grants) still starts above every token issued
@@ -28,14 +28,18 @@
  */
 #include "baton_int.h"
 
-/* Defines fence_next(key): the next fencing token of key, stored there.
- * Lua numbers are doubles: microseconds since 1970 (1.7e15) are exact up
- * to 2^53 (year 2255); '%.0f' writes them without an exponent. */
+/* Defines fence_next(key): the next fencing token of key, stored there:
+ * max(last + 1, server TIME in units of 10 microseconds). The unit keeps
+ * tokens below 10^15 until the year 2286, so that every consumer prints
+ * them as plain integers (a double shows 15 digits) and JavaScript reads
+ * them exactly; one key cannot be granted 100,000 times a second (each
+ * grant is a script run and a round trip), so the clock term stays ahead
+ * of the counter and a lost counter restarts above every token issued. */
 #define FENCE_FN                                                                                   \
     "local function fence_next(k)\n"                                                               \
     "  local t = redis.call('time')\n"                                                             \
     "  local f = (tonumber(redis.call('get', k)) or 0) + 1\n"                                       \
-    "  local now = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"                                    \
+    "  local now = tonumber(t[1]) * 100000 + math.floor(tonumber(t[2]) / 10)\n"                    \
     "  if now > f then f = now end\n"                                                              \
     "  redis.call('set', k, string.format('%.0f', f))\n"                                            \
     "  return f\n"                                                                                 \

@@ -29,6 +29,7 @@
 #include "machine.h"
 #include "members.h"
 #include "runner.h"
+#include "secrets.h"
 
 #ifndef BATON_VERSION_STRING
 #define BATON_VERSION_STRING "unknown"
@@ -456,8 +457,8 @@ static void on_sub(void *ctx, struct loop_watch *w, uint32_t events)
         d->stepping_down = true;
         dispatch(d, EV_STEP_DOWN);
     }
-    if (ev & BATON_EVENT_RESIGNED)
-        dispatch(d, EV_WAKE);
+    if (ev & (BATON_EVENT_RESIGNED | BATON_EVENT_SWITCHED))
+        dispatch(d, EV_WAKE); /* a switched Redis: do not wait out the old master's ttl */
 }
 
 static void ensure_watch(struct daemon *d)
@@ -606,18 +607,41 @@ int daemon_run(const char *config_path)
     sigprocmask(SIG_BLOCK, &mask, NULL);
     signal(SIGPIPE, SIG_IGN);
 
+    /* Credentials from the password files or the environment, which jobs
+     * do not inherit. */
+    struct secrets sec;
+    int srv = secrets_load(d.cfg->password_file, d.cfg->sentinel_password_file, &sec, err,
+                           sizeof err);
+    secrets_scrub_env();
     struct baton_client_opts co = {.connect_timeout_ms = d.cfg->redis_timeout_ms,
                                    .command_timeout_ms = d.cfg->redis_timeout_ms,
-                                   .lazy = true};
+                                   .lazy = true,
+                                   .password = sec.password,
+                                   .sentinel_password = sec.sentinel_password,
+                                   .min_replicas = (int)d.cfg->min_replicas};
     struct baton_election_opts eo = {.ttl_ms = d.cfg->lease_ttl_ms, .identity = d.cfg->node};
-    if ((d.log = log_new(STDOUT_FILENO, d.cfg->log_level, d.cfg->node, d.cfg->group)) == NULL ||
+    if (srv != 0 ||
+        (d.log = log_new(STDOUT_FILENO, d.cfg->log_level, d.cfg->node, d.cfg->group)) == NULL ||
         baton_client_new(d.cfg->redis, &co, &d.client) != BATON_OK ||
         baton_election_new(d.client, d.cfg->group, &eo, &d.election) != BATON_OK ||
         loop_init(&d.loop, on_timer, &d) != 0) {
         fprintf(stderr, "baton: run: cannot set up: %s\n",
-                d.client ? baton_client_errstr(d.client) : strerror(errno));
+                srv != 0 ? err : d.client ? baton_client_errstr(d.client) : strerror(errno));
+        secrets_clear(&sec);
         jobs_free(jobs);
         goto out;
+    }
+    for (int i = 0; i < sec.nwarnings; i++) {
+        cJSON *w = log_fields();
+        cJSON_AddStringToObject(w, "warning", sec.warning[i]);
+        log_emit(d.log, LOG_WARN, "secret_file_mode", w);
+    }
+    secrets_clear(&sec);
+    if (baton_client_tls_insecure(d.client)) {
+        cJSON *w = log_fields();
+        cJSON_AddStringToObject(w, "warning", "TLS certificate verification is off (verify=none): "
+                                              "anyone on the network path can pose as Redis");
+        log_emit(d.log, LOG_WARN, "tls_verify_off", w);
     }
     d.guard_ns = (d.cfg->redis_timeout_ms + 2 * KILL_MARGIN_MS) * INT64_C(1000000);
     struct runner_host host = {.log = d.log,
