@@ -333,12 +333,32 @@ static int tls_connect(struct baton__conn *cn, const struct baton__endpoint *ep,
 
 /* ---- I/O ---- */
 
+/* After a write failed because the server closed the connection: the
+ * server may have said why in an alert that arrived before (TLS 1.3 checks
+ * a client certificate only after the client's handshake is done). Reads
+ * it without blocking. Returns true with the reason in cn->err. */
+static bool read_alert(struct baton__conn *cn)
+{
+    struct tls_conn *t = cn->tls;
+    char one;
+    ERR_clear_error();
+    int r = SSL_read(t->ssl, &one, 1);
+    if (r > 0 || SSL_get_error(t->ssl, r) != SSL_ERROR_SSL || ERR_peek_last_error() == 0) {
+        ERR_clear_error();
+        return false;
+    }
+    return true;
+}
+
 /* A failed SSL_read/SSL_write: would block (0, cn->want set), or broken. */
 static ssize_t io_result(struct baton__conn *cn, int r, const char *op)
 {
     struct tls_conn *t = cn->tls;
     int saved = errno;
     int e = SSL_get_error(t->ssl, r);
+    if (e == SSL_ERROR_SYSCALL && ERR_peek_last_error() == 0 &&
+        (saved == ECONNRESET || saved == EPIPE) && strcmp(op, "write: ") == 0 && read_alert(cn))
+        e = SSL_ERROR_SSL;
     switch (e) {
     case SSL_ERROR_WANT_READ: cn->want = POLLIN; return 0;
     case SSL_ERROR_WANT_WRITE: cn->want = POLLOUT; return 0;
