@@ -14,6 +14,32 @@ int64_t baton__client_deadline(const struct baton_client *c)
     return baton__now_ns() + c->command_timeout_ms * 1000000;
 }
 
+/* With min_replicas, our scripts are loaded on every new connection: a
+ * durable call pipelines WAIT behind its EVALSHA, and a NOSCRIPT answer
+ * would spend a WAIT for nothing. (A new master after a failover does not
+ * have them: script caches are not replicated.) Failures are ignored: the
+ * NOSCRIPT fallback remains. */
+static int load_scripts(struct baton_client *c, struct baton__conn *cn, int64_t deadline_ns)
+{
+    int rc;
+    for (int i = 0; i < BATON__S_COUNT; i++) {
+        const char *argv[3] = {"SCRIPT", "LOAD", baton__script_source((enum baton__script_id)i)};
+        size_t lens[3] = {6, 4, strlen(argv[2])};
+        if ((rc = baton__conn_append(cn, 3, argv, lens)) != BATON_OK)
+            return rc;
+    }
+    if ((rc = baton__conn_flush(cn, deadline_ns)) != BATON_OK)
+        return rc;
+    for (int i = 0; i < BATON__S_COUNT; i++) {
+        redisReply *r = NULL;
+        if ((rc = baton__conn_read(cn, &r, deadline_ns)) != BATON_OK)
+            return rc;
+        freeReplyObject(r);
+    }
+    (void)c;
+    return BATON_OK;
+}
+
 int baton__client_connect(struct baton_client *c, int64_t deadline_ns, struct baton__conn **out,
                           char *err, size_t errlen)
 {
@@ -22,16 +48,24 @@ int baton__client_connect(struct baton_client *c, int64_t deadline_ns, struct ba
     int rc;
 
     *out = NULL;
-    if (c->url.master != NULL)
-        return baton__sentinel_connect(c, deadline_ns, out, err, errlen);
-    struct baton__endpoint ep = {
-        .host = c->url.host, .port = c->url.port, .path = c->url.path, .tls = c->tls};
-    if ((rc = baton__conn_open(&ep, deadline_ns, &cn, why, sizeof why)) != BATON_OK) {
-        baton__set_error(err, errlen, "%s: %s", c->url.redacted, why);
-        return rc;
+    if (c->url.master != NULL) {
+        if ((rc = baton__sentinel_connect(c, deadline_ns, &cn, err, errlen)) != BATON_OK)
+            return rc;
+    } else {
+        struct baton__endpoint ep = {
+            .host = c->url.host, .port = c->url.port, .path = c->url.path, .tls = c->tls};
+        if ((rc = baton__conn_open(&ep, deadline_ns, &cn, why, sizeof why)) != BATON_OK) {
+            baton__set_error(err, errlen, "%s: %s", c->url.redacted, why);
+            return rc;
+        }
+        if ((rc = baton__conn_hello(cn, c->user, c->pass, c->url.db, false, deadline_ns)) !=
+            BATON_OK) {
+            baton__set_error(err, errlen, "%s: %s", c->url.redacted, cn->err);
+            baton__conn_free(cn);
+            return rc;
+        }
     }
-    if ((rc = baton__conn_hello(cn, c->user, c->pass, c->url.db, false, deadline_ns)) !=
-        BATON_OK) {
+    if (c->min_replicas > 0 && (rc = load_scripts(c, cn, deadline_ns)) != BATON_OK) {
         baton__set_error(err, errlen, "%s: %s", c->url.redacted, cn->err);
         baton__conn_free(cn);
         return rc;
@@ -194,39 +228,6 @@ static void wait_argv(int replicas, int64_t ms, char nbuf[BATON__I64_LEN],
         lens[i] = strlen(argv[i]);
 }
 
-/* Sends the queued command plus WAIT (when wait_replicas > 0) and reads
- * the replies: *reply gets the command's, *acked WAIT's. */
-static int send_and_read(struct baton__conn *cn, int wait_replicas, redisReply **reply,
-                         long long *acked, int64_t deadline)
-{
-    char nb[BATON__I64_LEN], mb[BATON__I64_LEN];
-    const char *wargv[3];
-    size_t wlens[3];
-    redisReply *w = NULL;
-    int rc;
-
-    *acked = -1;
-    if (wait_replicas > 0) {
-        wait_argv(wait_replicas, wait_ms_until(deadline), nb, mb, wargv, wlens);
-        if ((rc = baton__conn_append(cn, 3, wargv, wlens)) != BATON_OK)
-            return rc;
-    }
-    if ((rc = baton__conn_flush(cn, deadline)) != BATON_OK ||
-        (rc = baton__conn_read(cn, reply, deadline)) != BATON_OK)
-        return rc;
-    if (wait_replicas > 0) {
-        if ((rc = baton__conn_read(cn, &w, deadline)) != BATON_OK) {
-            freeReplyObject(*reply);
-            *reply = NULL;
-            return rc;
-        }
-        if (w->type == REDIS_REPLY_INTEGER)
-            *acked = w->integer;
-        freeReplyObject(w);
-    }
-    return BATON_OK;
-}
-
 static int not_durable(struct baton_client *c, long long acked, char *err, size_t errlen)
 {
     baton__set_error(err, errlen,
@@ -250,9 +251,7 @@ int baton__eval(struct baton_client *c, struct baton__conn *cn, const char *sha,
     int argc = build_argv("EVALSHA", sha, nkeys, keys, nargs, args, argv, lens, nk);
     if (argc < 0)
         return BATON_EINVAL;
-    if ((rc = baton__conn_append(cn, argc, argv, lens)) != BATON_OK)
-        return rc;
-    if ((rc = send_and_read(cn, wait_replicas, &r, &acked, deadline)) != BATON_OK)
+    if ((rc = baton__conn_command(cn, argc, argv, lens, &r, deadline)) != BATON_OK)
         return io_error(c, cn, rc, err, errlen);
     if (is_noscript(r)) {
         /* A restarted or flushed server: EVAL runs the script and loads it. */
@@ -262,10 +261,25 @@ int baton__eval(struct baton_client *c, struct baton__conn *cn, const char *sha,
         argv[1] = src;
         lens[0] = 4;
         lens[1] = strlen(src);
-        if ((rc = baton__conn_append(cn, argc, argv, lens)) != BATON_OK)
-            return rc;
-        if ((rc = send_and_read(cn, wait_replicas, &r, &acked, deadline)) != BATON_OK)
+        if ((rc = baton__conn_command(cn, argc, argv, lens, &r, deadline)) != BATON_OK)
             return io_error(c, cn, rc, err, errlen);
+    }
+    /* WAIT on the same connection, right after the script (a script of a
+     * tool is seldom known to the server yet: WAIT is not pipelined behind
+     * an EVALSHA that may come back NOSCRIPT). */
+    if (r->type != REDIS_REPLY_ERROR && wait_replicas > 0) {
+        char nb[BATON__I64_LEN], mb[BATON__I64_LEN];
+        const char *wargv[3];
+        size_t wlens[3];
+        redisReply *w = NULL;
+        wait_argv(wait_replicas, wait_ms_until(deadline), nb, mb, wargv, wlens);
+        if ((rc = baton__conn_command(cn, 3, wargv, wlens, &w, deadline)) != BATON_OK) {
+            freeReplyObject(r);
+            return io_error(c, cn, rc, err, errlen);
+        }
+        if (w->type == REDIS_REPLY_INTEGER)
+            acked = w->integer;
+        freeReplyObject(w);
     }
     if (r->type != REDIS_REPLY_ERROR && wait_replicas > 0 && acked < wait_replicas) {
         freeReplyObject(r);
