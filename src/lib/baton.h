@@ -337,6 +337,18 @@ BATON_API int baton_election_renew(struct baton_election *e);
  * BATON_ELOST (it was not ours any more) or EIO... (then the lease expires). */
 BATON_API int baton_election_resign(struct baton_election *e);
 
+/* True when our current term was granted by a Redis master whose data may
+ * lack the last writes of the term before it: another server process than
+ * the one that granted the previous term, which was promoted from replica
+ * (a failover, Sentinel's or by hand), or no record of the previous term's
+ * server at all (FLUSHALL, a restart without persistence, or the first
+ * term ever). What the previous leader wrote last (a high-water mark, a
+ * claim) may then be missing or behind what it did: the baton supervisor
+ * does not catch up missed ticks in such a term, so that none runs twice.
+ * False after a plain restart of the same master (its persistence decides
+ * what it kept) and when the previous term was granted by this very
+ * server process. */
+BATON_API bool baton_election_server_changed(const struct baton_election *e);
 /* True while we lead: campaign succeeded, no loss seen, deadline not past. */
 BATON_API bool baton_election_is_leader(const struct baton_election *e);
 /* The term of our current (or last) leadership; 0 before the first. */

@@ -230,6 +230,7 @@ enum baton__script_id {
     BATON__S_SEM_EXTEND,
     BATON__S_SEM_CANCEL,
     BATON__S_MULTI_ACQUIRE,
+    BATON__S_CAMPAIGN,
     BATON__S_COUNT
 };
 

@@ -265,6 +265,30 @@ static const char multi_acquire_src[] =
     "end\n"
     "return out\n";
 
+/* ---- Elections (election.c) ----
+ * KEYS: lock fence server. ARGV: token ttl_ms. The acquire script's grant
+ * (elections have no wait queue) that also records which server process
+ * granted the term (run id, from INFO) in P{N}:leader:server, and says
+ * whether the term before may have been granted by a master whose last
+ * writes this one lacks: another process, and this one a promoted replica
+ * (INFO replication second_repl_offset set), or no record at all (lost
+ * with the data, or never made). Returns {fence, 0|1} when granted, else
+ * {pttl, holder, last fence} as the acquire script. */
+static const char campaign_src[] =
+    FENCE_FN "local lock, fence, srv = KEYS[1], KEYS[2], KEYS[3]\n"
+    "if redis.call('set', lock, ARGV[1], 'NX', 'PX', ARGV[2]) then\n"
+    "  local id = string.match(redis.call('info', 'server'), 'run_id:(%x+)') or '?'\n"
+    "  local second = string.match(redis.call('info', 'replication'),\n"
+    "                              'second_repl_offset:(%-?%d+)') or '-1'\n"
+    "  local prev = redis.call('get', srv)\n"
+    "  redis.call('set', srv, id)\n"
+    "  local switched = 0\n"
+    "  if not prev or (prev ~= id and second ~= '-1') then switched = 1 end\n"
+    "  return {fence_next(fence), switched}\n"
+    "end\n"
+    "return {redis.call('pttl', lock), redis.call('get', lock) or '', redis.call('get', fence) or "
+    "'0'}\n";
+
 const char *baton__script_source(enum baton__script_id id)
 {
     switch (id) {
@@ -277,6 +301,7 @@ const char *baton__script_source(enum baton__script_id id)
     case BATON__S_SEM_EXTEND: return sem_extend_src;
     case BATON__S_SEM_CANCEL: return sem_cancel_src;
     case BATON__S_MULTI_ACQUIRE: return multi_acquire_src;
+    case BATON__S_CAMPAIGN: return campaign_src;
     case BATON__S_COUNT: break;
     }
     return "";

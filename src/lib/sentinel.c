@@ -203,8 +203,8 @@ int baton__sentinel_connect(struct baton_client *c, int64_t deadline_ns, struct 
 {
     const int n = c->url.nsentinels;
     int start = atomic_load(&c->sentinel_next);
-    char detail[BATON__ERRLEN * 2] = "";
-    int rc = BATON_EIO;
+    char detail[BATON__ERRLEN * 2] = "", first_why[BATON__ERRLEN] = "", addrs[BATON__ERRLEN] = "";
+    int rc = BATON_EIO, same = 0;
 
     *out = NULL;
     for (int a = 0; a < n; a++) {
@@ -229,6 +229,14 @@ int baton__sentinel_connect(struct baton_client *c, int64_t deadline_ns, struct 
         baton__conn_free(sc);
         if (rc != BATON_OK) {
             note(detail, sizeof detail, "sentinel %s:%d: %s", s->host, s->port, why);
+            /* Every sentinel saying the same is said once. */
+            if (a == 0 || strcmp(why, first_why) == 0) {
+                same++;
+                baton__set_error(first_why, sizeof first_why, "%s", why);
+                size_t o = strlen(addrs);
+                snprintf(addrs + o, sizeof addrs - o, "%s%s:%d", o > 0 ? ", " : "", s->host,
+                         s->port);
+            }
             continue;
         }
         struct baton__endpoint ep = {.host = host, .port = port, .tls = c->tls};
@@ -253,8 +261,12 @@ int baton__sentinel_connect(struct baton_client *c, int64_t deadline_ns, struct 
         *out = cn;
         return BATON_OK;
     }
-    baton__set_error(err, errlen, "%s: no master for %s: %s", c->url.redacted, c->url.master,
-                     detail);
+    if (same == n && n > 1)
+        baton__set_error(err, errlen, "%s: no master for %s: sentinels %s: %s", c->url.redacted,
+                         c->url.master, addrs, first_why);
+    else
+        baton__set_error(err, errlen, "%s: no master for %s: %s", c->url.redacted,
+                         c->url.master, detail);
     return rc;
 }
 

@@ -316,8 +316,8 @@ START_TEST(client_errors)
              dead2);
     ck_assert_int_eq(baton_client_new(url, &quick, &c), BATON_EIO);
     snprintf(want, sizeof want,
-             "%s: no master for m: sentinel 127.0.0.1:%d: cannot connect: Connection refused; "
-             "sentinel 127.0.0.1:%d: cannot connect: Connection refused",
+             "%s: no master for m: sentinels 127.0.0.1:%d, 127.0.0.1:%d: cannot connect: "
+             "Connection refused",
              url, dead1, dead2);
     ck_assert_str_eq(baton_client_errstr(c), want);
     baton_client_free(c);

@@ -8,6 +8,7 @@
  * failovers with real replicas: tests/integration/test_fences.sh and
  * test_sentinel.sh. */
 #include <check.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -235,6 +236,47 @@ START_TEST(readonly_master_is_left)
 }
 END_TEST
 
+static bool campaign_changed(struct baton_client *c)
+{
+    struct baton_election *e = NULL;
+    ck_assert_int_eq(baton_election_new(c, "srv", NULL, &e), BATON_OK);
+    ck_assert_int_eq(baton_election_campaign(e, NULL), BATON_OK);
+    bool changed = baton_election_server_changed(e);
+    ck_assert_int_eq(baton_election_resign(e), BATON_OK);
+    baton_election_free(e);
+    return changed;
+}
+
+/* A term says whether the one before it may have been granted by a master
+ * whose last writes this one lacks: no record of the previous term's
+ * server, or another server and this one promoted from replica. */
+START_TEST(term_knows_a_switched_master)
+{
+    struct baton_client *c = client_with(0);
+    char cmd[64];
+    free(tu_redis("DEL baton:{srv}:leader:server"));
+    ck_assert(campaign_changed(c));  /* no record: lost with the data, or the first term */
+    ck_assert(!campaign_changed(c)); /* granted by this very server */
+    free(tu_redis("SET baton:{srv}:leader:server 0123456789abcdef0123456789abcdef01234567"));
+    free(tu_redis("REPLICAOF NO ONE"));
+    /* Another process, this one never a replica (a plain restart): its
+     * persistence decides what it kept; nothing was lost in a promotion. */
+    char *info = tu_redis("INFO replication");
+    bool promoted_before = strstr(info, "second_repl_offset:-1") == NULL;
+    free(info);
+    if (!promoted_before)
+        ck_assert(!campaign_changed(c));
+    /* Promoted from replica since: the previous term's writes may be lost. */
+    snprintf(cmd, sizeof cmd, "REPLICAOF 127.0.0.1 %d", tu_dead_port());
+    free(tu_redis(cmd));
+    free(tu_redis("REPLICAOF NO ONE"));
+    free(tu_redis("SET baton:{srv}:leader:server 0123456789abcdef0123456789abcdef01234567"));
+    ck_assert(campaign_changed(c));
+    ck_assert(!campaign_changed(c));
+    baton_client_free(c);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("redis_durable");
@@ -247,6 +289,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, min_replicas_refuses_unacknowledged_grants);
     tcase_add_test(tc, readonly_master_is_left);
+    tcase_add_test(tc, term_knows_a_switched_master);
     suite_add_tcase(s, tc);
     return s;
 }
