@@ -12,8 +12,10 @@ cd "$(dirname "$0")/.."
 PACKAGES=(
     build-essential cmake pkg-config      # compiler and build
     libhiredis-dev libcjson-dev libyaml-dev  # libbaton's and the supervisor's libraries
+    libssl-dev openssl                    # TLS (and SHA-1) for libbaton; tests make certificates
     check                                 # unit test framework
     redis-server redis-tools              # tests, benchmarks and the demo start their own redis-server
+    redis-sentinel                        # the Sentinel failover test
     tzdata                                # time zones for cron schedules
     clang libclang-rt-14-dev              # libFuzzer targets
     procps                                # ps, for the demo and tests

@@ -20,7 +20,21 @@
  * Only our own scripts travel here: they are short and never block, so no
  * request delays the others by more than Redis's own order. Commands from
  * baton_client_command(), which may block, use a connection of their own
- * from the pool. */
+ * from the pool. The one exception is WAIT (min_replicas): a durable
+ * request appends it right behind its script, under the lock, so that it
+ * waits for the replicas to have that script's writes; it blocks the
+ * connection for at most the request's own deadline, and the request
+ * takes both replies.
+ *
+ * TLS: the reader waits on the fd without the lock, so it must not touch
+ * the transport's state there. What the transport already holds (TLS
+ * records read and decrypted but not consumed) is asked under the lock,
+ * before the wait (baton__conn_read_events()); after deliver() nothing is
+ * left inside it, as conn.c reads until the transport would block.
+ *
+ * A stale connection (READONLY seen, or its master replaced: sentinel.c)
+ * takes no new request: the next one gives it up and opens another,
+ * through the sentinels. */
 #include <stdlib.h>
 #include <string.h>
 

@@ -3,22 +3,25 @@
 # password differs from the data nodes'). Three supervisors run a job every
 # second that appends "tick fence node" to a ledger, and two `baton lock`
 # loops append their fence under a lock, while the master is SIGKILLed
-# (then restarted as a replica) and while SENTINEL FAILOVER is issued:
-# SENTINEL_FAILOVERS (default 6) failovers. The first half with
-# min_replicas 0 (a grant is not trusted across a switch: the leader gives
-# it up and campaigns again), all by SIGKILL: a SENTINEL FAILOVER lets the
-# old master take writes for a second or two after the promotion, which a
-# supervisor without durable claims would lose (its successor would run
-# those ticks again, until the runner skips catch-up in a term whose
-# baton_election_server_changed() says so). The second half with
-# min_replicas 2, every replica (the grant survives: the leader goes on),
-# SENTINEL FAILOVER and SIGKILL in turn. For each failover the test measures
-# the time without a working leader: from the fault to the first lease
-# confirmation (grant or renewal) that any supervisor logs after the
-# sentinels name the new master; and it prints the p50 and max. Then the
-# ledgers: no tick ran twice; terms never go down as ticks go up; every
-# tick outside the outages is there; the lock's fences strictly increase;
-# every `baton lock` ended with an expected status.
+# (then restarted as a replica) and while SENTINEL FAILOVER is issued, in
+# turn: SENTINEL_FAILOVERS (default 6) failovers.
+#
+# The supervisors run with min_replicas 2, every replica: what exactly-once
+# across a Sentinel failover needs (a SENTINEL FAILOVER, or a failover
+# Sentinel starts on its own because a busy master answered late, lets the
+# old master take writes for a second or two after the promotion; with
+# fewer acknowledgements than every replica, a claim made there may be lost
+# and its tick run again by the next leader). Their grant survives: the
+# leader goes on. The lock loops run with min_replicas 0: their grant is
+# not trusted across a switch (the holder is told it is lost, exit 70, and
+# the lock is given back on the new master at once).
+#
+# For each failover the test measures the time without a working leader:
+# from the fault to the first lease confirmation (grant or renewal) that a
+# supervisor logs after the sentinels name the new master; it prints the
+# p50 and max. Then the ledgers: no tick ran twice; terms never go down as
+# ticks go up; every tick outside the outages is there; the lock's fences
+# strictly increase; every `baton lock` ended with an expected status.
 . "$BATON_TESTS_DIR/lib/harness.sh"
 . "$BATON_TESTS_DIR/lib/sentinel.sh"
 B=$BATON_BIN
@@ -132,6 +135,12 @@ failover() {
         sleep 0.02
     done
     tp=$(iso_now) tpms=$(now_ms)
+    # The killed node comes back as a replica of the new master at once, as
+    # an operator's restart would (with min_replicas 2 nothing is durable
+    # until it has synced).
+    if [ "$kind" = kill ]; then
+        node_start "$oi" --replicaof 127.0.0.1 "$new" || fail "failover $i: node $oi did not restart"
+    fi
     deadline=$(( $(now_ms) + 30000 ))
     until t1=$(confirmed_after "$phase" "$tp") && [ -n "$t1" ]; do
         [ "$(now_ms)" -lt "$deadline" ] || fail "failover $i ($kind): no working leader within 30 s of the switch"
@@ -142,35 +151,23 @@ failover() {
     AFTER+=($(( t1ms - tpms )))
     WINDOWS+=("$(( t0ms / 1000 - 1 )) $(( t1ms / 1000 + 1 ))")
     note "  failover $i ($kind, min_replicas $4): master $old -> $new; switch $(( tpms - t0ms )) ms after the fault; leader confirmed $(( t1ms - t0ms )) ms after the fault ($(( t1ms - tpms )) ms after the switch)"
-    if [ "$kind" = kill ]; then
-        node_start "$oi" --replicaof 127.0.0.1 "$new"
-    fi
 }
 
-note "phase 1: min_replicas 0"
-start_ms=$(now_ms)
-supervisors p1 0
+note "$FAILOVERS failovers, SIGKILL and SENTINEL FAILOVER in turn"
+supervisors p1 2
 spawn lockloop1 lock_loop 1
 spawn lockloop2 lock_loop 2
-half=$(( (FAILOVERS + 1) / 2 ))
-for i in $(seq 1 "$half"); do
-    failover "$i" kill p1 0
-done
-sleep 2
-sw0=$(now_ms)
-stop_supervisors p1
-note "phase 2: min_replicas 2"
-supervisors p2 2
-wait_for_line "$T/p2-a.out" '"to":"working"|"event":"following"' 20 >/dev/null
-WINDOWS+=("$(( sw0 / 1000 - 1 )) $(( $(now_ms) / 1000 + 1 ))")
-for i in $(seq $(( half + 1 )) "$FAILOVERS"); do
-    if [ $(( i % 2 )) = 0 ]; then failover "$i" failover p2 2; else failover "$i" kill p2 2; fi
+for i in $(seq 1 "$FAILOVERS"); do
+    if [ $(( i % 2 )) = 1 ]; then failover "$i" kill p1 2; else failover "$i" failover p1 2; fi
 done
 sleep 3
 touch "$T/stop"
 wait_exit lockloop1 60
 wait_exit lockloop2 60
-stop_supervisors p2
+stop_supervisors p1
+switches=$(cat "$T"/sentinel0/sentinel.log | grep -c '+switch-master')
+[ "$switches" -gt "$FAILOVERS" ] &&
+    note "  the sentinels also failed over $(( switches - FAILOVERS )) time(s) on their own (a master that answered late on this busy machine)"
 
 # ---- the figures ---------------------------------------------------------------------
 pct() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END{print a[int((NR+1)/2)] " " a[NR]}'; }

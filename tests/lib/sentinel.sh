@@ -10,7 +10,7 @@
 #   sentinel_master_port   the port the sentinels name as master now
 #   sentinel_wait_healthy S   waits up to S seconds for a master with two
 #                          online replicas that every sentinel knows
-#   node_kill I / node_start I [--replicaof ...]
+#   node_kill I / node_start I [--replicaof ...] (returns 1 if it fails)
 # Every process is stopped by the harness, by pid. Fails (never skips)
 # when redis-sentinel is missing.
 
@@ -24,7 +24,8 @@ MASTER_NAME=mymaster
 dcli() { redis-cli -p "$1" -a "$DATA_PW" --no-auth-warning "${@:2}"; }
 scli() { redis-cli -p "$1" -a "$SENT_PW" --no-auth-warning "${@:2}"; }
 
-# node_start I [ARGS...]: starts data node I on its port (again).
+# node_start I [ARGS...]: starts data node I on its port (again). Returns 1
+# when it does not start.
 node_start() {
     local i=$1 dir="$T/node$1" pid n
     shift
@@ -43,7 +44,19 @@ node_start() {
         kill -0 "$pid" 2>/dev/null || break
         sleep 0.02
     done
-    fail "data node $i did not start on port ${NODE_PORT[$i]}"
+    kill -KILL "$pid" 2>/dev/null
+    return 1
+}
+
+# node_first_start I [ARGS...]: node_start on another free port while its
+# own was taken meanwhile.
+node_first_start() {
+    local attempt
+    for attempt in 1 2 3 4 5; do
+        node_start "$@" && return 0
+        NODE_PORT[$1]=$(free_port)
+    done
+    fail "data node $1 did not start"
 }
 
 node_kill() {
@@ -51,7 +64,18 @@ node_kill() {
     return 0
 }
 
+# sentinel_start I: starts sentinel I, on another free port if its own is
+# taken meanwhile (the sentinels find each other through the master).
 sentinel_start() {
+    local i=$1 attempt
+    for attempt in 1 2 3 4 5; do
+        sentinel_launch "$i" && return 0
+        SENT_PORT[$i]=$(free_port)
+    done
+    fail "sentinel $i did not start"
+}
+
+sentinel_launch() {
     local i=$1 dir="$T/sentinel$1" pid n
     mkdir -p "$dir"
     cat >"$dir/sentinel.conf" <<EOF
@@ -64,7 +88,7 @@ requirepass $SENT_PW
 sentinel sentinel-pass $SENT_PW
 sentinel monitor $MASTER_NAME 127.0.0.1 ${NODE_PORT[0]} 2
 sentinel auth-pass $MASTER_NAME $DATA_PW
-sentinel down-after-milliseconds $MASTER_NAME 1000
+sentinel down-after-milliseconds $MASTER_NAME 1500
 sentinel failover-timeout $MASTER_NAME 3000
 sentinel parallel-syncs $MASTER_NAME 2
 EOF
@@ -79,7 +103,8 @@ EOF
         kill -0 "$pid" 2>/dev/null || break
         sleep 0.02
     done
-    fail "sentinel $i did not start on port ${SENT_PORT[$i]}"
+    kill -KILL "$pid" 2>/dev/null
+    return 1
 }
 
 sentinel_group_start() {
@@ -100,9 +125,9 @@ sentinel_group_start() {
         done
         SENT_PORT[$i]=$p
     done
-    node_start 0
-    node_start 1 --replicaof 127.0.0.1 "${NODE_PORT[0]}"
-    node_start 2 --replicaof 127.0.0.1 "${NODE_PORT[0]}"
+    node_first_start 0
+    node_first_start 1 --replicaof 127.0.0.1 "${NODE_PORT[0]}"
+    node_first_start 2 --replicaof 127.0.0.1 "${NODE_PORT[0]}"
     for i in 0 1 2; do sentinel_start "$i"; done
     SENT_URL="redis-sentinel://127.0.0.1:${SENT_PORT[0]},127.0.0.1:${SENT_PORT[1]},127.0.0.1:${SENT_PORT[2]}/0?master=$MASTER_NAME"
     sentinel_wait_healthy 30
