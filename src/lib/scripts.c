@@ -272,14 +272,16 @@ static const char multi_acquire_src[] =
  * whether the term before may have been granted by a master whose last
  * writes this one lacks: another process, and this one a promoted replica
  * (INFO replication second_repl_offset set), or no record at all (lost
- * with the data, or never made). Returns {fence, 0|1} when granted, else
+ * with the data, or never made). An ACL that refuses INFO leaves the run
+ * id unknown ("?"). Returns {fence, 0|1} when granted, else
  * {pttl, holder, last fence} as the acquire script. */
 static const char campaign_src[] =
     FENCE_FN "local lock, fence, srv = KEYS[1], KEYS[2], KEYS[3]\n"
     "if redis.call('set', lock, ARGV[1], 'NX', 'PX', ARGV[2]) then\n"
-    "  local id = string.match(redis.call('info', 'server'), 'run_id:(%x+)') or '?'\n"
-    "  local second = string.match(redis.call('info', 'replication'),\n"
-    "                              'second_repl_offset:(%-?%d+)') or '-1'\n"
+    "  local srvinfo, repl = redis.pcall('info', 'server'), redis.pcall('info', 'replication')\n"
+    "  local id = type(srvinfo) == 'string' and string.match(srvinfo, 'run_id:(%x+)') or '?'\n"
+    "  local second = type(repl) == 'string' and\n"
+    "                 string.match(repl, 'second_repl_offset:(%-?%d+)') or '-1'\n"
     "  local prev = redis.call('get', srv)\n"
     "  redis.call('set', srv, id)\n"
     "  local switched = 0\n"
