@@ -6,7 +6,8 @@
 # never completes); sni= and verify=none; mutual TLS; and the whole tool
 # over TLS: `baton lock`, two `baton run` supervisors electing a leader and
 # running a job through a rediss:// URL in their config, `baton status`,
-# `history`, `step-down` and `check`.
+# `history`, `step-down` and `check`; and rediss-sentinel://, TLS to a
+# sentinel and to the master it names.
 . "$BATON_TESTS_DIR/lib/harness.sh"
 . "$BATON_TESTS_DIR/lib/tls.sh"
 B=$BATON_BIN
@@ -76,6 +77,49 @@ t0=$(now_ms)
 lock_fails "a frozen TLS server" "$URL" "TLS handshake timed out after 2000 ms"
 kill -CONT "$TLS_PID_good"
 [ $(( $(now_ms) - t0 )) -lt 6000 ] || fail "the frozen server held baton lock for $(( $(now_ms) - t0 )) ms"
+
+note "rediss-sentinel://: TLS to the sentinel and to the master it names"
+command -v redis-sentinel >/dev/null || fail "redis-sentinel is not installed (apt-get install redis-sentinel)"
+tls_redis_start smaster "$C/server.pem" "$C/server.key"
+SMASTER=$TLS_PORT
+sdir=$T/tls-sentinel
+mkdir -p "$sdir"
+for attempt in 1 2 3 4 5; do
+    sport=$(free_port)
+    cat >"$sdir/sentinel.conf" <<EOT
+port 0
+tls-port $sport
+tls-cert-file $C/server.pem
+tls-key-file $C/server.key
+tls-ca-cert-file $C/ca.pem
+tls-auth-clients no
+tls-replication yes
+bind 127.0.0.1
+daemonize no
+dir $sdir
+logfile $sdir/sentinel.log
+sentinel monitor tlsgroup 127.0.0.1 $SMASTER 1
+EOT
+    redis-sentinel "$sdir/sentinel.conf" </dev/null >/dev/null 2>&1 &
+    spid=$!
+    up=0
+    for n in $(seq 1 250); do
+        kill -0 "$spid" 2>/dev/null || break
+        if redis-cli --tls --cacert "$C/ca.pem" -p "$sport" sentinel get-master-addr-by-name tlsgroup 2>/dev/null | grep -q "^$SMASTER\$"; then
+            up=1; break
+        fi
+        sleep 0.02
+    done
+    [ $up = 1 ] && break
+    kill -KILL "$spid" 2>/dev/null
+done
+[ $up = 1 ] || fail "the TLS sentinel did not start"
+HARNESS_REDIS_PIDS+=("$spid")
+SURL="rediss-sentinel://127.0.0.1:$sport/0?master=tlsgroup&ca=$C/ca.pem"
+f=$("$B" lock --url "$SURL" tls:s -- sh -c 'echo $BATON_FENCE') || fail "lock through a TLS sentinel"
+[ "$f" -gt 0 ] || fail "fence through a TLS sentinel: $f"
+lock_fails "a TLS sentinel trusting another CA" "rediss-sentinel://127.0.0.1:$sport/0?master=tlsgroup&ca=$C/otherca.pem" \
+    "sentinel 127.0.0.1:$sport: certificate verify failed: self-signed certificate in certificate chain"
 
 # ---- the supervisor and the operator tools over TLS ------------------------------
 note "two supervisors over rediss://, and every tool"

@@ -123,7 +123,9 @@ START_TEST(fence_survives_flushall)
                   (unsigned long long)f1, (unsigned long long)before);
     ck_assert_msg(f1b > f1, "%s: %llu then %llu", kinds[_i].kind, (unsigned long long)f1,
                   (unsigned long long)f1b);
-    ck_assert_str_eq(tu_redis("FLUSHALL"), "OK");
+    char *ok = tu_redis("FLUSHALL");
+    ck_assert_str_eq(ok, "OK");
+    free(ok);
     uint64_t f2 = kinds[_i].grant(c, "fl");
     ck_assert_msg(f2 > f1b, "%s: fence %llu after FLUSHALL, %llu before", kinds[_i].kind,
                   (unsigned long long)f2, (unsigned long long)f1b);
