@@ -150,12 +150,14 @@ struct baton_client_opts {
  * the sentinels again; +switch-master also closes every connection to the
  * old master at once.
  * A grant is tied to the Redis server process that made it (its run id,
- * read with INFO server at connect; unknown if INFO is refused). Without
- * min_replicas, a renewal answered by another server process (a failover,
- * or a restart) is not trusted: the lock is reported lost at once and
- * released there if it is still ours, so that waiters need not wait out
- * its ttl; the holder re-acquires. With min_replicas, a renewal that finds
- * the grant on the new master confirms it.
+ * read with INFO at connect; unknown if INFO is refused). Without
+ * min_replicas, a renewal answered by another server process that is a
+ * promoted replica (a failover) is not trusted: the lock is reported lost
+ * at once and released there if it is still ours, so that waiters need
+ * not wait out its ttl; the holder re-acquires, with a token from the new
+ * master. The same master restarted is trusted (its persistence kept the
+ * grant, or the renewal finds nothing). With min_replicas, a renewal that
+ * finds the grant on the new master confirms it.
  * Returns: 0, or a negative code; then *out is still set (unless ENOMEM or
  * EINVAL on a NULL argument) so that baton_client_errstr() tells why; free it
  * with baton_client_free(). Owned; free with baton_client_free(). */

@@ -178,6 +178,8 @@ struct baton__conn {
     _Atomic bool stale;
     char addr[80];  /* host:port (or path) it is connected to */
     char runid[41]; /* the server process's run id; "" when unknown */
+    bool promoted;  /* the server is a replica promoted to master (INFO replication
+                       second_repl_offset set): it may lack its old master's last writes */
     struct baton__conn *next;          /* pool link */
     struct baton_client *listed;       /* in this client's live list (sentinel.c) */
     struct baton__conn *lprev, *lnext; /* that list's links */
@@ -266,6 +268,7 @@ struct baton__req {
     long long acked;   /* WAIT's answer (-1: no answer) */
     int64_t sent_ns;   /* a time before the command left */
     char runid[41];    /* the run id of the server that answered, or "" */
+    bool promoted;     /* and whether it is a promoted replica */
     char *err;         /* detail of a failure, prefixed by the redacted URL */
     size_t errlen;
 };
@@ -385,6 +388,7 @@ struct baton__call {
     redisReply *reply; /* owned by the caller */
     int64_t sent_ns;
     char runid[41];
+    bool promoted;
     char *err;
     size_t errlen;
 };
@@ -548,7 +552,8 @@ void baton__sentinel_switched(struct baton_client *c, const char *addr);
 int baton__sentinel_watch_start(struct baton_client *c);
 void baton__sentinel_watch_stop(struct baton_client *c);
 /* Connection set-up shared with client.c: AUTH [user] pass, SELECT db,
- * INFO server (the run id), and with check_role ROLE, pipelined. Returns 0,
+ * INFO server (the run id), INFO replication (promoted or not), and with
+ * check_role ROLE, pipelined. Returns 0,
  * BATON_EAUTH, BATON_EREDIS, or an I/O error, with detail in cn->err. */
 int baton__conn_hello(struct baton__conn *cn, const char *user, const char *pass, int db,
                       bool check_role, int64_t deadline_ns);

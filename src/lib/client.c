@@ -330,6 +330,7 @@ static int script_round(struct baton_client *c, struct baton__mux *m, struct bat
     }
     k->sent_ns = first_sent;
     memcpy(k->runid, rq.runid, sizeof k->runid);
+    k->promoted = rq.promoted;
     *r = rq.reply;
     *acked = rq.acked;
     return BATON_OK;

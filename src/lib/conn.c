@@ -245,7 +245,7 @@ static void take_runid(struct baton__conn *cn, const redisReply *r)
 int baton__conn_hello(struct baton__conn *cn, const char *user, const char *pass, int db,
                       bool check_role, int64_t deadline_ns)
 {
-    enum { AUTH, SELECT, INFO, ROLE, N };
+    enum { AUTH, SELECT, INFO, REPL, ROLE, N };
     bool sent[N] = {false};
     const char *argv[3];
     size_t lens[3];
@@ -284,6 +284,11 @@ int baton__conn_hello(struct baton__conn *cn, const char *user, const char *pass
     if ((rc = baton__conn_append(cn, 2, argv, lens)) != BATON_OK)
         return rc;
     sent[INFO] = true;
+    argv[1] = "replication";
+    lens[1] = 11;
+    if ((rc = baton__conn_append(cn, 2, argv, lens)) != BATON_OK)
+        return rc;
+    sent[REPL] = true;
     if (check_role) {
         argv[0] = "ROLE";
         lens[0] = 4;
@@ -320,6 +325,9 @@ int baton__conn_hello(struct baton__conn *cn, const char *user, const char *pass
             rc = BATON_EAUTH;
         } else if (i == INFO && !error) {
             take_runid(cn, r);
+        } else if (i == REPL && !error && r->type == REDIS_REPLY_STRING) {
+            cn->promoted = strstr(r->str, "second_repl_offset:") != NULL &&
+                           strstr(r->str, "second_repl_offset:-1") == NULL;
         } else if (i == ROLE && !error &&
                    (r->type != REDIS_REPLY_ARRAY || r->elements < 1 ||
                     r->element[0]->type != REDIS_REPLY_STRING ||

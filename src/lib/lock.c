@@ -364,15 +364,18 @@ int baton_lock_acquire(struct baton_client *c, const char *key, const struct bat
 }
 
 /* Whether a confirmation from server runid may confirm lk: the server
- * that granted it, or any with min_replicas (a failover to a replica that
- * acknowledged keeps the grant; finding our token there proves it). */
-static bool trusted(struct baton_lock *lk, const char *runid, char *granted)
+ * that granted it; the same master restarted (not a promoted replica: its
+ * persistence kept our grant, or the extension would have found nothing);
+ * or, with min_replicas, any (a failover to a replica that acknowledged
+ * keeps the grant; finding our token there proves it). What is left is a
+ * switch to a promoted replica without durable grants: not trusted. */
+static bool trusted(struct baton_lock *lk, const char *runid, bool promoted, char *granted)
 {
     bool ok;
     pthread_mutex_lock(&lk->mu);
     memcpy(granted, lk->runid, sizeof lk->runid);
     ok = lk->runid[0] == '\0' || runid[0] == '\0' || strcmp(lk->runid, runid) == 0;
-    if (!ok && lk->c->min_replicas > 0) {
+    if (!ok && (!promoted || lk->c->min_replicas > 0)) {
         memcpy(lk->runid, runid, sizeof lk->runid);
         ok = true;
     }
@@ -402,15 +405,15 @@ int baton__lock_extend_call(struct baton_lock *lk, int64_t ttl_ms, int64_t deadl
     if (rc != BATON_OK && rc != BATON_ENOTDURABLE)
         return rc;
     if (r->type == REDIS_REPLY_INTEGER && r->integer == 1) {
-        if (!trusted(lk, k.runid, granted)) {
-            /* Another server process answered: a failover or a restart.
-             * Without min_replicas its copy of our grant may be a lucky
-             * survivor or may stand beside another's: we give it up and
-             * say so, and it is free at once for whoever waits. */
+        if (!trusted(lk, k.runid, k.promoted, granted)) {
+            /* A promoted replica answered: a failover. Without
+             * min_replicas our grant was not made to survive one: we give
+             * it up and say so, and it is free at once for whoever waits;
+             * the holder re-acquires, with a token from the new master. */
             baton__set_error(err, errlen,
-                             "lock %s was lost: Redis failed over or restarted (granted by "
-                             "server %.8s, %s answered by %.8s); without min_replicas a grant is "
-                             "not trusted across a switch: acquire it again",
+                             "lock %s was lost: Redis failed over (granted by server %.8s, %s "
+                             "answered by %.8s, a promoted replica); without min_replicas a grant "
+                             "is not trusted across a switch: acquire it again",
                              lk->key, granted, renewal ? "renewal" : "extension", k.runid);
             if (lk->extend_script == BATON__S_EXTEND)
                 drop_grant(lk);

@@ -108,6 +108,7 @@ static int deliver(struct baton__mux *m, struct baton__conn *cn)
         if (q->got == 0) {
             q->rq->reply = r;
             memcpy(q->rq->runid, cn->runid, sizeof q->rq->runid);
+            q->rq->promoted = cn->promoted;
         } else { /* WAIT's */
             q->rq->acked = r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
             freeReplyObject(r);

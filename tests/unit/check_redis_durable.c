@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "baton.h"
+#include "baton_int.h"
 #include "testutil.h"
 
 static struct baton_client *client_with(int min_replicas)
@@ -279,6 +280,35 @@ START_TEST(term_knows_a_switched_master)
 }
 END_TEST
 
+/* A renewal answered by a promoted replica that did not grant the lock (a
+ * failover) is not trusted without min_replicas: the lock is reported lost,
+ * with the reason, and given back there. (A restarted master that is not a
+ * promoted replica is trusted: test_fences.sh.) */
+START_TEST(grant_not_trusted_across_a_switch)
+{
+    char cmd[64];
+    snprintf(cmd, sizeof cmd, "REPLICAOF 127.0.0.1 %d", tu_dead_port());
+    free(tu_redis(cmd));
+    free(tu_redis("REPLICAOF NO ONE")); /* this server is now a promoted replica */
+    struct baton_client *c = client_with(0);
+    struct baton_lock *lk = NULL;
+    ck_assert_int_eq(baton_lock_try(c, "sw:k", &(struct baton_lock_opts){.ttl_ms = 5000}, &lk),
+                     BATON_OK);
+    ck_assert_int_eq(baton_lock_extend(lk, 0), BATON_OK); /* granted here: trusted */
+    /* As if another server process had granted it before the failover. */
+    baton__lock_granted_by(lk, "0123456789abcdef0123456789abcdef01234567");
+    ck_assert_int_eq(baton_lock_extend(lk, 0), BATON_ELOST);
+    ck_assert(baton_lock_lost(lk));
+    ck_assert_msg(strstr(baton_lock_errstr(lk), "lock sw:k was lost: Redis failed over "
+                                                "(granted by server 01234567, extension "
+                                                "answered by ") != NULL,
+                  "%s", baton_lock_errstr(lk));
+    ck_assert_int_eq(tu_redis_int("EXISTS baton:{sw:k}"), 0); /* given back */
+    baton_lock_free(lk);
+    baton_client_free(c);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("redis_durable");
@@ -292,6 +322,7 @@ static Suite *suite(void)
     tcase_add_test(tc, min_replicas_refuses_unacknowledged_grants);
     tcase_add_test(tc, readonly_master_is_left);
     tcase_add_test(tc, term_knows_a_switched_master);
+    tcase_add_test(tc, grant_not_trusted_across_a_switch);
     suite_add_tcase(s, tc);
     return s;
 }
