@@ -29,8 +29,8 @@ _baton() {
         valued='-c --config'
         operand=none ;;
     lock)
-        flags='-v --verbose -h --help -V --version'
-        valued='--url --ttl -w --wait --kill-grace'
+        flags='--pass-credentials -v --verbose -h --help -V --version'
+        valued='--url --password-file --min-replicas --ttl -w --wait --kill-grace'
         operand=key-cmd ;;
     next)
         flags='--local --json -h --help -V --version'
@@ -95,6 +95,8 @@ _baton() {
         case $prev in
         -c | --config) COMPREPLY=($(compgen -f -- "$cur")) ;;
         --url) ;;
+        --password-file) COMPREPLY=($(compgen -f -- "$cur")) ;;
+        --min-replicas) ;;
         --ttl) ;;
         -w | --wait) ;;
         --kill-grace) ;;

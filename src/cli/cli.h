@@ -30,7 +30,7 @@
     X(NO_LEADER, 3, "", "the group has no leader (`status`, `step-down`)")                        \
     X(USAGE, 64, "EX_USAGE",                                                                      \
       "bad command line: unknown option, missing or invalid argument or value")                  \
-    X(NOINPUT, 66, "EX_NOINPUT", "an input file cannot be opened (`logs`)")                       \
+    X(NOINPUT, 66, "EX_NOINPUT", "an input file cannot be read (`logs`; a password file)")                       \
     X(UNAVAILABLE, 69, "EX_UNAVAILABLE", "Redis unreachable, or it failed a command")             \
     X(LOST, 70, "EX_SOFTWARE",                                                                    \
       "the lock was lost while the command ran; it was stopped (`lock`); the run's node died "    \

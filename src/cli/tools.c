@@ -13,6 +13,7 @@
 #include "jobs.h"
 #include "keys.h"
 #include "members.h"
+#include "secrets.h"
 #include "tools.h"
 
 
@@ -43,10 +44,22 @@ int tool_load_config(const char *cmd, const char *path, struct config **out)
 
 int tool_connect(const char *cmd, const struct config *cfg, struct baton_client **out)
 {
+    struct secrets sec;
+    char err[512];
+    if (secrets_load(cfg->password_file, cfg->sentinel_password_file, &sec, err, sizeof err) != 0) {
+        secrets_clear(&sec);
+        *out = NULL;
+        return cli_fail(cmd, "%s", err);
+    }
+    for (int i = 0; i < sec.nwarnings; i++)
+        fprintf(stderr, "baton: %s: warning: %s\n", cmd, sec.warning[i]);
     struct baton_client_opts o = {.connect_timeout_ms = cfg->redis_timeout_ms,
-                                  .command_timeout_ms = cfg->redis_timeout_ms};
+                                  .command_timeout_ms = cfg->redis_timeout_ms,
+                                  .password = sec.password,
+                                  .sentinel_password = sec.sentinel_password};
     struct baton_client *c = NULL;
     int rc = baton_client_new(cfg->redis, &o, &c);
+    secrets_clear(&sec);
     if (rc != BATON_OK) {
         const char *why = c != NULL ? baton_client_errstr(c) : "";
         cli_error(CLI_EXIT_UNAVAILABLE, cmd, "%s", why[0] != '\0' ? why : baton_strerror(rc));

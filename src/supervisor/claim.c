@@ -86,8 +86,8 @@ static const char busy_src[] =
 
 const char *claim_result_name(enum claim_result r)
 {
-    static const char *const names[] = {"ok",        "skipped",    "busy", "taken",
-                                        "not_leader", "error", "ours"};
+    static const char *const names[] = {"ok",         "skipped", "busy", "taken",
+                                        "not_leader", "error",   "ours", "not_durable"};
     return ((int)r >= 0 && (size_t)r < sizeof names / sizeof names[0]) ? names[r] : "?";
 }
 
@@ -144,8 +144,9 @@ enum claim_result claim_tick(struct baton_client *c, const char *group, const ch
     snprintf(tickbuf, sizeof tickbuf, "%" PRId64, tick);
     const char *keys[3] = {leader_key, last, busy};
     const char *args[4] = {token, tickbuf, modes[mode], member != NULL ? member : ""};
-    if (baton_client_eval(c, claim_src, 3, keys, 4, args, &out->reply) == BATON_OK)
-        res = claim_parse(out);
+    int rc = baton_client_eval(c, claim_src, 3, keys, 4, args, &out->reply);
+    res = rc == BATON_ENOTDURABLE ? CLAIM_NOT_DURABLE : rc == BATON_OK ? claim_parse(out)
+                                                                       : CLAIM_ERROR;
 out:
     free(last);
     free(busy);

@@ -49,6 +49,8 @@ enum claim_result {
     CLAIM_ERROR,      /* Redis did not answer as it should: detail in the client */
     CLAIM_OURS,       /* claimed and registered by an earlier attempt of ours with the
                          same member, whose answer was lost: start it */
+    CLAIM_NOT_DURABLE, /* applied on the master, but not acknowledged by min_replicas
+                          replicas in time: a failover could lose it, so it must not run */
 };
 
 /* Returns: the result's name ("ok", "skipped"...). Static. */

@@ -33,6 +33,10 @@
     X(STALE_LEASE_RELEASED, "stale_lease_released", INFO, "`term`",                                \
       "a node that paused gave up, by its token, a lease Redis may still hold for it")             \
     X(REDIS_CONNECTED, "redis_connected", INFO, "`url`", "the first answer from Redis")            \
+    X(SECRET_FILE_MODE, "secret_file_mode", WARN, "`warning`",                                     \
+      "a password file others can read (it should be mode 0600)")                                  \
+    X(TLS_VERIFY_OFF, "tls_verify_off", WARN, "`warning`",                                         \
+      "the Redis URL turns TLS certificate verification off (verify=none)")                        \
     X(REDIS_UNREACHABLE, "redis_unreachable", WARN, "`during`, `error`, `retry_in_ms`",            \
       "the first failure of an outage")                                                            \
     X(REDIS_REACHABLE, "redis_reachable", INFO, "`outage_ms`", "the end of an outage")             \
@@ -54,6 +58,10 @@
       "SIGHUP found an error: the running configuration stays")                                    \
     X(CATCH_UP, "catch_up", INFO, "`job`, `missed_ticks`, `outside_window`, `superseded`",         \
       "a new leader found ticks missed since the job's last claim")                                \
+    X(CATCH_UP_SKIPPED, "catch_up_skipped", WARN, "`term`, `reason`",                              \
+      "the lease came from a Redis that may lack the last claims of the term before (a failover "  \
+      "to a replica, a restart without persistence): this term catches up no missed tick, so "     \
+      "that none runs twice (`min_replicas` keeps the claims across a Sentinel failover)")         \
     X(NO_HIGH_WATER_MARK, "no_high_water_mark", INFO, "`job`",                                     \
       "no tick of the job was ever claimed (a new job, or Redis lost its data): it starts "        \
       "from now, without catch-up")                                                                \

@@ -93,6 +93,7 @@ struct jobstate {
      * claim: a retry after a lost answer is recognised as the same claim. */
     int64_t claim_tick;
     char claim_id[RUN_ID_MAX];
+    int64_t claimed_max; /* the last tick this process claimed (kept across leaderships) */
     size_t heap_pos;
     int64_t key; /* when it next has something to do (CLOCK_MONOTONIC), 0: never */
     struct jobstate *next;     /* all states */
@@ -157,6 +158,9 @@ struct runner {
     int64_t all_until;  /* its pause (as pause_until) */
     size_t all_pending; /* jobs whose ticks before its resume are not yet recorded */
     size_t nmanuals;    /* requests waiting in the jobs' lists */
+    /* This term's grant came from a server that may lack the last writes of
+     * the term before (baton_election_server_changed): no catch-up. */
+    bool no_catchup, no_catchup_logged;
 };
 
 /* ---- clocks ---- */
@@ -874,6 +878,36 @@ static void stop_remote_runs(struct runner *r, const struct claim_reply *c)
             claim_request_stop(r->h.client, r->group, c->busy[i]);
 }
 
+/* Tick `tick` of js was claimed by this process: a later leadership of
+ * ours starts after it even if Redis lost the mark (a failover to a replica
+ * that missed it). */
+static void note_claimed(struct jobstate *js, int64_t tick)
+{
+    if (tick > js->claimed_max)
+        js->claimed_max = tick;
+}
+
+/* Records tick h of js, claimed under run id (member), as failed to start
+ * because of why. */
+static void not_started(struct runner *r, struct jobstate *js, const char *id, const char *member,
+                        const struct sched_tick *h, const char *why)
+{
+    struct run gone = {.job = js->job, .tick = h->at, .attempt = 1, .term = r->term,
+                       .state = RUN_STARTING, .fence_fd = -1, .env = &r->env};
+    snprintf(gone.id, sizeof gone.id, "%s", id);
+    snprintf(gone.member, sizeof gone.member, "%s", member);
+    gone.trigger = h->missed ? RUN_TRIGGER_CATCHUP : RUN_TRIGGER_SCHEDULE;
+    gone.outcome = HO_FAILED_TO_START;
+    snprintf(gone.error, sizeof gone.error, "%s", why);
+    cJSON *f = log_fields();
+    cJSON_AddStringToObject(f, "job", js->job->name);
+    cJSON_AddStringToObject(f, "run_id", id);
+    cJSON_AddStringToObject(f, "outcome", "failed_to_start");
+    cJSON_AddStringToObject(f, "error", gone.error);
+    log_emit_at(r->h.log, LOG_ERROR, LE_JOB_END, f);
+    record_run(r, &gone, NULL);
+}
+
 /* Claims the head of js's queue with mode and acts on the answer.
  * Returns true when the head was dealt with (popped), false when it
  * waits (js->hold_until says until when, 0: until a run ends). */
@@ -914,29 +948,24 @@ static bool claim_head(struct runner *r, struct jobstate *js, enum claim_mode mo
     case CLAIM_OURS: /* an earlier attempt claimed it; its answer was lost */
     case CLAIM_OK:
         q_pop(js);
-        if (late) {
-            struct run gone = {.job = js->job, .tick = h.at, .attempt = 1, .term = r->term,
-                               .state = RUN_STARTING, .fence_fd = -1, .env = &r->env};
-            snprintf(gone.id, sizeof gone.id, "%s", id);
-            snprintf(gone.member, sizeof gone.member, "%s", member);
-            gone.trigger = h.missed ? RUN_TRIGGER_CATCHUP : RUN_TRIGGER_SCHEDULE;
-            gone.outcome = HO_FAILED_TO_START;
-            snprintf(gone.error, sizeof gone.error,
-                     "claimed after the leader's stop point (it was stalled): not started");
-            cJSON *f = log_fields();
-            cJSON_AddStringToObject(f, "job", js->job->name);
-            cJSON_AddStringToObject(f, "run_id", id);
-            cJSON_AddStringToObject(f, "outcome", "failed_to_start");
-            cJSON_AddStringToObject(f, "error", gone.error);
-            log_emit_at(r->h.log, LOG_ERROR, LE_JOB_END, f);
-            record_run(r, &gone, NULL);
-        } else {
+        note_claimed(js, h.at);
+        if (late)
+            not_started(r, js, id, member, &h,
+                        "claimed after the leader's stop point (it was stalled): not started");
+        else
             start_run(r, js, id, h.at, 1, h.missed ? RUN_TRIGGER_CATCHUP : RUN_TRIGGER_SCHEDULE,
                       NULL);
-        }
+        break;
+    case CLAIM_NOT_DURABLE: /* claimed on the master only: running it could run it twice */
+        q_pop(js);
+        note_claimed(js, h.at);
+        not_started(r, js, id, member, &h,
+                    "claimed, but not acknowledged by min_replicas replicas in time: not run "
+                    "(after a failover another leader could run it too)");
         break;
     case CLAIM_SKIPPED:
         q_pop(js);
+        note_claimed(js, h.at);
         add_skipped(r, js, h.at, HO_SKIPPED,
                     mode == CLAIM_SKIP ? sched_reason(js->job, SV_SKIP) : reason_busy);
         break;
@@ -990,7 +1019,7 @@ static void start_retries(struct runner *r, struct jobstate *js, int64_t now)
             claim_tick(r->h.client, r->group, js->job->name, baton_election_key(r->h.election),
                        token, t->tick, CLAIM_REGISTER, member, &c);
         claim_reply_free(&c);
-        if (res == CLAIM_ERROR) {
+        if (res == CLAIM_ERROR || res == CLAIM_NOT_DURABLE) {
             t->at_ns = now + CLAIM_RETRY_MS * MS;
             return;
         }
@@ -1087,6 +1116,10 @@ static void start_manuals(struct runner *r, struct jobstate *js, int64_t now)
             }
             claim_reply_free(&c);
             return;
+        case CLAIM_NOT_DURABLE: /* not run: it is recovered once its registration expires */
+            log_trigger(r, LE_TRIGGER_LEFT, js->job->name, m->id, m->attempt,
+                        "claimed, but not acknowledged by min_replicas replicas in time");
+            /* fall through */
         case CLAIM_TAKEN: /* done, or taken over by another attempt */
         case CLAIM_SKIPPED:
             js->manuals = m->next;
@@ -1215,10 +1248,11 @@ static bool write_paused(struct runner *r, struct jobstate *js)
                                        baton_election_key(r->h.election), token, p->last,
                                        CLAIM_SKIP, "", &c);
     claim_reply_free(&c);
-    if (res == CLAIM_SKIPPED)
+    if (res == CLAIM_SKIPPED || res == CLAIM_NOT_DURABLE)
         write_skipped(r, js->job->name, p);
     else if (res != CLAIM_TAKEN) /* TAKEN: dealt with already */
         return false;
+    note_claimed(js, p->last);
     memset(p, 0, sizeof *p);
     return true;
 }
@@ -1421,12 +1455,28 @@ static void take_mark(struct runner *r, struct jobstate *js, const struct baton_
 {
     char *end = NULL;
     long long v = rep->type == BATON_REPLY_STRING ? strtoll(rep->str, &end, 10) : 0;
-    if (rep->type == BATON_REPLY_STRING && end != NULL && *end == '\0' && v > 0 &&
-        v <= now_s + 86400) {
-        js->last = v;
+    bool valid = rep->type == BATON_REPLY_STRING && end != NULL && *end == '\0' && v > 0 &&
+                 v <= now_s + 86400;
+    if (valid && r->no_catchup) {
+        /* The server may lack the last claims of the term before (a failover
+         * to a replica): what ran cannot be known, so nothing is caught up. */
+        int64_t t = sched_next(js->job, v);
+        if (t != 0 && t < now_s && !r->no_catchup_logged) {
+            cJSON *f = log_fields();
+            cJSON_AddNumberToObject(f, "term", (double)r->term);
+            cJSON_AddStringToObject(f, "reason",
+                                    "Redis failed over, restarted without persistence or lost "
+                                    "data since the previous term: what ran before cannot be "
+                                    "known");
+            log_emit(r->h.log, LE_CATCH_UP_SKIPPED, f);
+            r->no_catchup_logged = true;
+        }
+        js->last = now_s;
+    } else if (valid) {
+        js->last = v > js->claimed_max ? v : js->claimed_max;
     } else {
         js->last = now_s;
-        if (js->job->catchup_ms != 0 && js->job->enabled) {
+        if (js->job->catchup_ms != 0 && js->job->enabled && !r->no_catchup) {
             cJSON *f = log_fields();
             cJSON_AddStringToObject(f, "job", js->job->name);
             log_emit(r->h.log, LE_NO_HIGH_WATER_MARK, f);
@@ -1579,6 +1629,8 @@ void runner_lead(struct runner *r, uint64_t term, int64_t lease_deadline_ns)
     runner_flush(r);
     r->leading = true;
     r->term = term;
+    r->no_catchup = baton_election_server_changed(r->h.election);
+    r->no_catchup_logged = false;
     r->lease_deadline = lease_deadline_ns;
     for (struct jobstate *js = r->states; js != NULL; js = js->next)
         clear_schedule(r, js);

@@ -362,8 +362,10 @@ enum claim_result trigger_claim(struct baton_client *c, const char *group, const
         const char *keys[3] = {leader_key, tkey, busy};
         const char *args[7] = {token, mode == CLAIM_RUN_OR_WAIT ? "wait" : "run", member,
                                run_id, node, termbuf, attbuf};
-        if (baton_client_eval(c, claim_src, 3, keys, 7, args, &out->reply) == BATON_OK)
-            res = claim_parse(out);
+        int rc = baton_client_eval(c, claim_src, 3, keys, 7, args, &out->reply);
+        res = rc == BATON_ENOTDURABLE ? CLAIM_NOT_DURABLE
+              : rc == BATON_OK        ? claim_parse(out)
+                                      : CLAIM_ERROR;
     }
     free(tkey);
     free(busy);
