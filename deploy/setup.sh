@@ -31,6 +31,7 @@ TEST_PACKAGES=(
     prometheus                                 # promtool, to validate the metrics output
     man-db groff-base                          # the man pages render without warnings
     zsh                                        # the zsh completion parses
+    gcovr                                      # line and branch coverage, with its floor
 )
 
 mode=${1:-}

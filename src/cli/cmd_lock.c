@@ -40,9 +40,10 @@ enum { OPT_PASSWORD_FILE = TOOL_OPT_COLOR + 1, OPT_MIN_REPLICAS, OPT_PASS_CREDEN
 
 static const struct cli_opt opts[] = {
     {TOOL_OPT_URL, "url", "URL",
-     "Redis URL: redis://[user:pass@]host[:port][/db], rediss://...?ca=FILE[&cert=&key=&sni=&verify=], "
-     "unix:///path?db=N&user=U&password=P or redis-sentinel://h1,h2[/db]?master=NAME "
-     "(default $BATON_REDIS_URL, else redis://127.0.0.1:6379/0)"},
+     "Redis URL: redis://[user:pass@]host[:port][/db], rediss:// (TLS: ?ca=FILE, cert=, key=, "
+     "sni=, verify=), unix:///path?db=N&user=U&password=P or "
+     "redis-sentinel://h1,h2[/db]?master=NAME (default $BATON_REDIS_URL, else "
+     "redis://127.0.0.1:6379/0)"},
     {OPT_PASSWORD_FILE, "password-file", "FILE",
      "the Redis password is FILE's first line (keep FILE mode 0600); else "
      "$BATON_REDIS_PASSWORD, else the URL's ($BATON_SENTINEL_PASSWORD: the sentinels' own)"},
