@@ -115,25 +115,10 @@ struct status {
     int64_t now;
 };
 
-/* The pause that holds job now (its own, or every job's), or NULL. */
+/* The pause that holds job now, or NULL. */
 static const struct pause_entry *job_pause(const struct status *s, const char *job)
 {
-    const struct pause_entry *e = pause_find(&s->paused, job);
-    if (e != NULL && !e->resumed)
-        return e;
-    e = pause_find(&s->paused, PAUSE_ALL);
-    return e != NULL && !e->resumed ? e : NULL;
-}
-
-/* "since 2026-01-02T07:00:00Z by alice@web-1: migration" into buf. */
-static const char *pause_text(const struct pause_entry *e, char *buf, size_t len)
-{
-    char since[40];
-    log_rfc3339_ms(e->since_ms, since, sizeof since);
-    snprintf(buf, len, "since %s by %s%s%s%s", since, e->by[0] ? e->by : "?",
-             strcmp(e->job, PAUSE_ALL) == 0 ? " (every job)" : "", e->reason[0] ? ": " : "",
-             e->reason);
-    return buf;
+    return pause_holding(&s->paused, job);
 }
 
 /* ---- human output ---- */
@@ -271,7 +256,7 @@ static void print_jobs(const struct status *s)
         const struct pause_entry *e = job_pause(s, s->jobs->v[i].name);
         char text[512];
         if (e != NULL)
-            printf("paused: %s %s\n", s->jobs->v[i].name, pause_text(e, text, sizeof text));
+            printf("paused: %s %s\n", s->jobs->v[i].name, pause_describe(e, text, sizeof text));
     }
 }
 
