@@ -32,6 +32,7 @@ TEST_PACKAGES=(
     man-db groff-base                          # the man pages render without warnings
     zsh                                        # the zsh completion parses
     gcovr                                      # line and branch coverage, with its floor
+    faketime                                   # libfaketime: test_faults steps the supervisors' wall clock
 )
 
 mode=${1:-}
