@@ -33,6 +33,7 @@ TEST_PACKAGES=(
     zsh                                        # the zsh completion parses
     gcovr                                      # line and branch coverage, with its floor
     valgrind                                   # memcheck over baton lock and baton run
+    faketime                                   # libfaketime: test_faults steps the supervisors' wall clock
 )
 
 mode=${1:-}

@@ -1476,7 +1476,10 @@ static void take_mark(struct runner *r, struct jobstate *js, const struct baton_
         js->last = v > js->claimed_max ? v : js->claimed_max;
     } else {
         js->last = now_s;
-        if (js->job->catchup_ms != 0 && js->job->enabled && !r->no_catchup) {
+        /* Said even when the server changed (a restart without persistence
+         * loses the marks): without this line, the ticks of the loss window
+         * went unrun with nothing saying so (test_faults, restart_nopersist). */
+        if (js->job->catchup_ms != 0 && js->job->enabled) {
             cJSON *f = log_fields();
             cJSON_AddStringToObject(f, "job", js->job->name);
             log_emit(r->h.log, LE_NO_HIGH_WATER_MARK, f);

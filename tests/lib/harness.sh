@@ -47,6 +47,8 @@ harness_cleanup() {
         # Repeated last: a log tail cut by whoever shows the output keeps it.
         [ -z "$HARNESS_FAILURE" ] || echo "FAIL [$TEST_NAME]: $HARNESS_FAILURE" >&2
     fi
+    # HARNESS_SAVE=DIR keeps a failed test's files there, for a closer look.
+    [ "$rc" -eq 0 ] || [ -z "${HARNESS_SAVE:-}" ] || cp -r "$T" "$HARNESS_SAVE"
     rm -rf "$T"
     exit "$rc"
 }
@@ -208,4 +210,24 @@ proxy_start() {
         unset "PROC_PID[$name]"
     done
     fail "could not start the black-hole proxy"
+}
+
+# leader_of GROUP: the node named in GROUP's lease key ("" when none).
+leader_of() { rcli get "baton:{$1}:leader" | sed -n 's/^[0-9a-f]\{48\}://p'; }
+
+# history_ranges GROUP JOB: JOB's history as "first last outcome started_ms
+# end_ms" lines (Unix s; ms 0 for ticks that did not run), from redis-cli's
+# flat XRANGE output.
+history_ranges() {
+    rcli xrange "baton:{$1}:runs:$2" - + | awk '
+        function out() { if (s != "") print s, (u == "" ? s : u), o, (st == "" ? "-" : st), d + 0 }
+        /^[0-9]+-[0-9]+$/ { out(); s = ""; u = ""; o = ""; st = ""; d = 0; k = ""; next }
+        k == "scheduled_at" { s = $0 } k == "until" { u = $0 } k == "outcome" { o = $0 }
+        k == "started" { st = $0 } k == "duration_ms" { d = $0 }
+        { k = (k == "" ? $0 : "") }
+        END { out() }' |
+    while read -r s u o st d; do
+        sms=0; [ "$st" != "-" ] && sms=$(date -u -d "$st" +%s%3N)
+        echo "$(date -u -d "$s" +%s) $(date -u -d "$u" +%s) $o $sms $((sms + d))"
+    done
 }
