@@ -80,6 +80,9 @@
       "`job`, `run_id`, `stream` (stdout, stderr), `line`, `partial`, `continued`, "               \
       "`invalid_utf8`",                                                                            \
       "one line of a run's output (see below)")                                                    \
+    X(LOG_LINES_DROPPED, "log_lines_dropped", WARN, "`lines`, `bytes`",                            \
+      "the log's reader (stdout) fell behind by more than 4 MiB: this many lines of job output "   \
+      "were dropped so that the supervisor never waits for it (other lines are never dropped)")    \
     X(JOB_END, "job_end", VAR,                                                                     \
       "`job`, `run_id`, `scheduled_at`, `attempt`, `duration_ms`, `exit_code` or `signal`, "       \
       "`outcome` (ok, failed, timeout, killed, failed_to_start), `stopped_because`, `error`",      \

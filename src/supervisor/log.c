@@ -1,5 +1,6 @@
 /* log.c -- see log.h. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,13 +11,33 @@
 #include "logfmt.h"
 #include "utf8.h"
 
+/* How much may wait for a slow reader before job output is dropped. */
+#define LOG_QUEUE_MAX (4u << 20)
+
+struct line {
+    struct line *next;
+    size_t len;
+    char text[]; /* ends in '\n' */
+};
+
 struct log {
     int fd;
     enum log_level min;
     bool text, color; /* log.format: text lines, coloured */
     char *node;
     char *group;
+    /* The writer's queue; mu guards it and the drop counts. */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct line *head, *tail;
+    size_t queued; /* bytes */
+    bool stop;
+    int64_t dropped_lines, dropped_bytes; /* not yet reported */
+    pthread_t writer;
+    bool writer_started;
 };
+
+static void *writer_main(void *arg);
 
 static const char *const level_names[] = {"debug", "info", "warn", "error"};
 
@@ -34,10 +55,14 @@ struct log *log_new(int fd, enum log_level min, const char *node, const char *gr
     lg->min = min;
     lg->node = strdup(node);
     lg->group = strdup(group);
-    if (lg->node == NULL || lg->group == NULL) {
+    pthread_mutex_init(&lg->mu, NULL);
+    pthread_cond_init(&lg->cv, NULL);
+    if (lg->node == NULL || lg->group == NULL ||
+        pthread_create(&lg->writer, NULL, writer_main, lg) != 0) {
         log_free(lg);
         return NULL;
     }
+    lg->writer_started = true;
     return lg;
 }
 
@@ -45,6 +70,20 @@ void log_free(struct log *lg)
 {
     if (lg == NULL)
         return;
+    if (lg->writer_started) {
+        pthread_mutex_lock(&lg->mu);
+        lg->stop = true;
+        pthread_cond_signal(&lg->cv);
+        pthread_mutex_unlock(&lg->mu);
+        pthread_join(lg->writer, NULL); /* it writes what is queued first */
+    }
+    while (lg->head != NULL) {
+        struct line *l = lg->head;
+        lg->head = l->next;
+        free(l);
+    }
+    pthread_cond_destroy(&lg->cv);
+    pthread_mutex_destroy(&lg->mu);
     free(lg->node);
     free(lg->group);
     free(lg);
@@ -59,8 +98,10 @@ void log_set_format(struct log *lg, enum log_format format)
 {
     const char *no = getenv("NO_COLOR");
     bool tty = isatty(lg->fd) == 1;
+    pthread_mutex_lock(&lg->mu);
     lg->text = format == LOG_FORMAT_TEXT || (format == LOG_FORMAT_AUTO && tty);
     lg->color = lg->text && tty && (no == NULL || *no == '\0');
+    pthread_mutex_unlock(&lg->mu);
 }
 
 bool log_enabled(const struct log *lg, enum log_level lvl)
@@ -104,6 +145,88 @@ static void write_all(int fd, const char *p, size_t n)
     }
 }
 
+/* Queues a formatted line (NUL-terminated, without its newline) for the
+ * writer, or drops it when it is job output and too much is waiting.
+ * Takes ownership of text. */
+static void enqueue(struct log *lg, enum log_event ev, char *text)
+{
+    size_t n = strlen(text);
+    struct line *l = malloc(sizeof *l + n + 1);
+    if (l != NULL) {
+        memcpy(l->text, text, n);
+        l->text[n] = '\n';
+        l->len = n + 1;
+        l->next = NULL;
+    }
+    free(text);
+    pthread_mutex_lock(&lg->mu);
+    if (l != NULL && ev == LE_JOB_OUTPUT && lg->queued + l->len > LOG_QUEUE_MAX) {
+        lg->dropped_lines++;
+        lg->dropped_bytes += (int64_t)l->len;
+        free(l);
+        l = NULL;
+    }
+    if (l != NULL) {
+        if (lg->tail != NULL)
+            lg->tail->next = l;
+        else
+            lg->head = l;
+        lg->tail = l;
+        lg->queued += l->len;
+        pthread_cond_signal(&lg->cv);
+    }
+    pthread_mutex_unlock(&lg->mu);
+}
+
+static char *format_line(const struct log *lg, bool text, bool color, enum log_level lvl,
+                         enum log_event ev, cJSON *fields);
+
+/* The writer: lines in order, blocking on the reader as long as it takes,
+ * without holding the queue. Once the queue is down to a quarter, says how
+ * much job output was dropped. */
+static void *writer_main(void *arg)
+{
+    struct log *lg = arg;
+    pthread_mutex_lock(&lg->mu);
+    for (;;) {
+        while (lg->head == NULL && !lg->stop)
+            pthread_cond_wait(&lg->cv, &lg->mu);
+        if (lg->head == NULL)
+            break; /* stopping, all written */
+        struct line *l = lg->head;
+        lg->head = l->next;
+        if (lg->head == NULL)
+            lg->tail = NULL;
+        lg->queued -= l->len;
+        int64_t lines = 0, bytes = 0;
+        bool text = lg->text, color = lg->color; /* log_set_format() writes them under mu */
+        if (lg->dropped_lines > 0 && lg->queued <= LOG_QUEUE_MAX / 4) {
+            lines = lg->dropped_lines;
+            bytes = lg->dropped_bytes;
+            lg->dropped_lines = lg->dropped_bytes = 0;
+        }
+        pthread_mutex_unlock(&lg->mu);
+        write_all(lg->fd, l->text, l->len);
+        free(l);
+        if (lines > 0) {
+            cJSON *f = log_fields();
+            cJSON_AddNumberToObject(f, "lines", (double)lines);
+            cJSON_AddNumberToObject(f, "bytes", (double)bytes);
+            char *s = format_line(lg, text, color, log_event_level(LE_LOG_LINES_DROPPED),
+                                  LE_LOG_LINES_DROPPED, f);
+            if (s != NULL) {
+                size_t n = strlen(s);
+                s[n] = '\n'; /* the buffer has room: it held the NUL */
+                write_all(lg->fd, s, n + 1);
+                free(s);
+            }
+        }
+        pthread_mutex_lock(&lg->mu);
+    }
+    pthread_mutex_unlock(&lg->mu);
+    return NULL;
+}
+
 /* Replaces every string value in o's tree that is not valid UTF-8. Raw
  * items (job output, already quoted by json_quote_bytes) are left alone. */
 static void fix_strings(cJSON *o)
@@ -130,6 +253,18 @@ void log_emit_at(struct log *lg, enum log_level lvl, enum log_event ev, cJSON *f
         cJSON_Delete(fields);
         return;
     }
+    char *line = format_line(lg, lg->text, lg->color, lvl, ev, fields);
+    if (line != NULL)
+        enqueue(lg, ev, line);
+}
+
+/* The line of event ev (without its newline; owned), text or JSON, or NULL
+ * on ENOMEM. Consumes fields. Called by the emitting thread and by the
+ * writer (for log_lines_dropped): of lg it reads only node and group,
+ * which never change. */
+static char *format_line(const struct log *lg, bool text, bool color, enum log_level lvl,
+                         enum log_event ev, cJSON *fields)
+{
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     char when[40];
@@ -153,14 +288,9 @@ void log_emit_at(struct log *lg, enum log_level lvl, enum log_event ev, cJSON *f
     }
     if (o != NULL)
         fix_strings(o->child);
-    char *line = lg->text ? logfmt_event(o, lg->color) : cJSON_PrintUnformatted(o);
+    char *line = text ? logfmt_event(o, color) : cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
-    if (line == NULL)
-        return;
-    size_t n = strlen(line);
-    line[n] = '\n'; /* the buffer has room: it held the NUL */
-    write_all(lg->fd, line, n + 1);
-    free(line);
+    return line;
 }
 
 void log_emit(struct log *lg, enum log_event ev, cJSON *fields)
