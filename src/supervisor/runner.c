@@ -22,6 +22,7 @@
 
 #include "claim.h"
 #include "history.h"
+#include "hook.h"
 #include "keys.h"
 #include "run.h"
 #include "runner.h"
@@ -436,6 +437,7 @@ static void clear_schedule(struct runner *r, struct jobstate *js)
     while (js->retries != NULL) {
         struct retry *t = js->retries;
         js->retries = t->next;
+        hooks_retry_dropped(r->h.hooks, js->job->name, t->tick);
         free(t);
     }
     set_key(r, js, 0);
@@ -462,8 +464,11 @@ struct runner *runner_new(const struct runner_host *host)
         runner_free(r);
         return NULL;
     }
-    r->env = (struct run_env){
-        .log = host->log, .loop = host->loop, .node = r->node, .fault_start = host->fault_start};
+    r->env = (struct run_env){.log = host->log,
+                              .loop = host->loop,
+                              .node = r->node,
+                              .output_bytes = host->output_bytes,
+                              .fault_start = host->fault_start};
     return r;
 }
 
@@ -579,13 +584,15 @@ static void send_fences(struct runner *r, bool own)
             run_fence(&rr->run, term_at, kill_at);
 }
 
-/* Records a finished run (or one that never started) and unregisters it. */
-static void record_run(struct runner *r, const struct run *run)
+/* Records a finished run (or one that never started), unregisters it and
+ * hands it to its hook (deferred while a retry follows). */
+static void record_run(struct runner *r, const struct run *run, bool retry_follows)
 {
     struct history_rec rec;
     queue_release(r, run->job->name, run->member);
     run_record(run, r->node, &rec);
     queue_history(r, run->job->name, &rec);
+    hooks_run_ended(r->h.hooks, run, retry_follows);
 }
 
 /* Starts a run of js for a claimed tick. A start that fails is recorded. */
@@ -607,14 +614,14 @@ static void start_run(struct runner *r, struct jobstate *js, const char *id, int
         cJSON_AddStringToObject(f, "outcome", "failed_to_start");
         cJSON_AddStringToObject(f, "error", "out of memory");
         log_emit_at(r->h.log, LOG_ERROR, LE_JOB_END, f);
-        record_run(r, &gone);
+        record_run(r, &gone, false);
         return;
     }
     int64_t term_at, kill_at;
     fence_of(r, false, &term_at, &kill_at);
     if (!run_start(&rr->run, &r->env, js->job, id, tick, attempt, r->term, trigger, term_at,
                    kill_at)) {
-        record_run(r, &rr->run); /* failed_to_start: logged by run_start */
+        record_run(r, &rr->run, false); /* failed_to_start: logged by run_start */
         run_dispose(&rr->run);
         free(rr);
         return;
@@ -646,8 +653,7 @@ static void finish_run(struct runner *r, struct rrun *rr)
 {
     struct run *run = &rr->run;
     struct jobstate *js = rr->js;
-    record_run(r, run);
-    bool failed = run->outcome == HO_FAILED || run->outcome == HO_TIMEOUT;
+    bool failed = run->outcome == HO_FAILED || run->outcome == HO_TIMEOUT, retry = false;
     if (failed && js != NULL && r->leading && !rr->own && js->job == run->job &&
         run->attempt <= js->job->retries && run->term == r->term) {
         struct retry *t = calloc(1, sizeof *t);
@@ -662,8 +668,10 @@ static void finish_run(struct runner *r, struct rrun *rr)
             cJSON_AddNumberToObject(g, "next_attempt", run->attempt + 1);
             cJSON_AddNumberToObject(g, "retry_in_ms", (double)delay);
             log_emit(r->h.log, LE_JOB_RETRY, g);
+            retry = true;
         }
     }
+    record_run(r, run, retry);
     if (js != NULL) {
         js->running--;
         wake_job(r, js);
@@ -793,7 +801,7 @@ static bool claim_head(struct runner *r, struct jobstate *js, enum claim_mode mo
             cJSON_AddStringToObject(f, "outcome", "failed_to_start");
             cJSON_AddStringToObject(f, "error", gone.error);
             log_emit_at(r->h.log, LOG_ERROR, LE_JOB_END, f);
-            record_run(r, &gone);
+            record_run(r, &gone, false);
         } else {
             start_run(r, js, id, h.at, 1, h.missed ? RUN_TRIGGER_CATCHUP : RUN_TRIGGER_SCHEDULE);
         }
@@ -860,6 +868,8 @@ static void start_retries(struct runner *r, struct jobstate *js, int64_t now)
         *p = t->next;
         if (res == CLAIM_OK)
             start_run(r, js, id, t->tick, t->attempt, RUN_TRIGGER_RETRY);
+        else
+            hooks_retry_dropped(r->h.hooks, js->job->name, t->tick);
         free(t);
     }
 }
@@ -1331,12 +1341,15 @@ void runner_on_sigchld(struct runner *r)
         pid_t pid = waitpid(-1, &st, WNOHANG);
         if (pid <= 0)
             break;
-        for (struct rrun *rr = r->runs; rr != NULL; rr = rr->next)
-            if (rr->run.pgid == pid) {
-                run_reaped(&rr->run, st);
-                finish_run(r, rr);
-                break;
-            }
+        struct rrun *rr = r->runs;
+        while (rr != NULL && rr->run.pgid != pid)
+            rr = rr->next;
+        if (rr != NULL) {
+            run_reaped(&rr->run, st);
+            finish_run(r, rr);
+        } else {
+            hooks_reaped(r->h.hooks, pid, st);
+        }
     }
     runner_on_timer(r);
     if (before > 0 && r->nruns == 0 && r->h.on_idle != NULL)
@@ -1371,6 +1384,7 @@ void runner_free(struct runner *r)
 {
     if (r == NULL)
         return;
+    r->h.hooks = NULL; /* going away: no hook starts now */
     while (r->runs != NULL) {
         struct rrun *rr = r->runs;
         r->runs = rr->next;
