@@ -28,6 +28,7 @@ TEST_PACKAGES=(
     prometheus                                 # promtool, to validate the metrics output
     man-db groff-base                          # the man pages render without warnings
     zsh                                        # the zsh completion parses
+    curl python3                               # the hooks example posts with curl; its test listens with python3
 )
 
 mode=${1:-}

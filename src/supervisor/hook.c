@@ -24,6 +24,47 @@
 
 #define MS INT64_C(1000000)
 
+extern char **environ;
+
+/* Every variable a hook may get: inherited copies of them are removed, so
+ * that a hook never sees one that is not about its run (a BATON_SIGNAL
+ * left in baton's own environment, for a run that exited). */
+static const char *const hook_vars[] = {
+    "BATON_JOB",       "BATON_RUN_ID",     "BATON_NODE",         "BATON_GROUP",
+    "BATON_HOOK",      "BATON_OUTCOME",    "BATON_EXIT_CODE",    "BATON_SIGNAL",
+    "BATON_REASON",    "BATON_DURATION_MS", "BATON_ATTEMPT",     "BATON_TRIGGER",
+    "BATON_SCHEDULED_AT", "BATON_STARTED_AT", "BATON_OUTPUT_FILE", "BATON_OUTPUT_DROPPED",
+    "BATON_FENCE",
+};
+
+static bool is_hook_var(const char *kv)
+{
+    for (size_t i = 0; i < sizeof hook_vars / sizeof hook_vars[0]; i++) {
+        size_t n = strlen(hook_vars[i]);
+        if (strncmp(kv, hook_vars[i], n) == 0 && kv[n] == '=')
+            return true;
+    }
+    return false;
+}
+
+/* baton's environment without the hook's own variables, plus vars.
+ * Returns: owned (proc_env_free), or NULL on ENOMEM. */
+static char **hook_env(char *const *vars, size_t nvars)
+{
+    size_t n = 0, k = 0;
+    while (environ[n] != NULL)
+        n++;
+    char **base = calloc(n + 1, sizeof *base);
+    if (base == NULL)
+        return NULL;
+    for (size_t i = 0; i < n; i++)
+        if (!is_hook_var(environ[i]))
+            base[k++] = environ[i];
+    char **env = proc_env_build(base, vars, nvars);
+    free(base);
+    return env;
+}
+
 enum hook_stop { HOOK_STOP_NONE, HOOK_STOP_TIMEOUT, HOOK_STOP_SHUTDOWN };
 enum hook_state { HOOK_WAITING, HOOK_RUNNING, HOOK_TERMINATING, HOOK_KILLING };
 
@@ -355,7 +396,7 @@ static void start(struct hooks *h, struct hook *k)
         return;
     }
     if (add_var(k, "BATON_OUTPUT_FILE=%s", k->file) != 0 ||
-        (envp = proc_env_build(NULL, k->vars, k->nvars)) == NULL) {
+        (envp = hook_env(k->vars, k->nvars)) == NULL) {
         fail_start(h, k, "out of memory building the environment");
         return;
     }
