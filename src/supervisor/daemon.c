@@ -700,6 +700,7 @@ static void reload(struct daemon *d)
     log_set_level(d->log, cfg->log_level);
     log_set_format(d->log, cfg->log_format);
     log_emit(d->log, LE_RELOADED, f);
+    heartbeat(d); /* the group sees the new jobs' hash now, not at the next poll */
 }
 
 /* After the machine is done: waits for the hooks still alive, until the end
