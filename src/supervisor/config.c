@@ -191,13 +191,14 @@ static const struct schema_field options[] = {
             "`baton logs` prints); auto: text when stdout is a terminal, else JSON."},
     {.key = "history.runs", .type = SCHEMA_INT, .offset = OFF(history_len),
      .def = "100", .min = 1, .max = 100000, .flags = SCHEMA_SHORTHAND,
-     .doc = "Runs kept per job in Redis for `baton history` and `baton status` (exactly: older "
-            "records are trimmed as new ones come)."},
+     .doc = "Runs kept per job in Redis for `baton history` and `baton status` (Redis trims "
+            "whole blocks of the stream, so a few more may stay)."},
     {.key = "history.output_bytes", .type = SCHEMA_INT, .offset = OFF(output_bytes),
      .def = "16384", .min = 0, .max = 1048576,
      .doc = "The last bytes of each run's output (stdout and stderr, in arrival order) kept "
-            "with its record, for `baton history --output` and hooks; 0 keeps none. Redis "
-            "holds at most history.runs x output_bytes of output per job."},
+            "with its record, for `baton history --output` and hooks; 0 keeps none. Output "
+            "costs Redis about (history.runs + 1) x output_bytes per job, and the supervisor "
+            "output_bytes per run alive."},
     {.key = "hooks.on_failure", .type = SCHEMA_NODE, .offset = OFF(hook_on_failure),
      .set_node = set_hook_failure, .def_doc = "none", .type_doc = "command",
      .doc = "Every job's on_failure hook, unless the job or jobs.yaml's defaults: set one: "
