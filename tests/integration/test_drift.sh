@@ -9,12 +9,8 @@ B=$BATON_BIN
 redis_start
 command -v python3 >/dev/null || fail "python3 is not installed (apt-get install python3)"
 
-# config NAME JOBSFILE
-config() {
-    printf 'node: %s\nredis: %s\ngroup: dr\nlease: {ttl: 2s}\nredis_timeout: 200ms\npoll: 1s\njobs: %s\n' \
-        "$1" "$REDIS_URL" "$2" > "$T/$1.yaml"
-}
-leader_of() { rcli get "baton:{dr}:leader" | sed -n 's/^[0-9a-f]\{48\}://p'; }
+config() { node_config "$1" dr "$2"; }
+leader_of() { group_leader dr; }
 status_json() { "$B" status -c "$T/a.yaml" --json; }
 # drift_list: the "drift" array of status, space-separated.
 drift_list() { status_json | python3 -c 'import json,sys; print(" ".join(json.load(sys.stdin)["drift"]))'; }

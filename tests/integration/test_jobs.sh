@@ -122,7 +122,7 @@ assert_eq 3 "$(count r1 job_start flaky)" "attempts for one tick"
 assert_eq 2 "$(count r1 job_retry flaky)" "retries logged"
 assert_eq 3 "$(rcli xlen 'baton:{r}:runs:flaky')" "history entries"
 rec=$(rcli xrevrange 'baton:{r}:runs:flaky' + - COUNT 1 | tr '\n' ' ')
-for want in "v 2 " "attempt 3 " "outcome failed " "exit_code 3 " "trigger retry "; do
+for want in "v 3 " "attempt 3 " "outcome failed " "exit_code 3 " "trigger retry "; do
     case "$rec" in *"$want"*) ;; *) fail "history record lacks [$want]: $rec" ;; esac
 done
 kill -TERM "$(pid_of r1)"; wait_exit r1 5

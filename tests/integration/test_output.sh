@@ -15,18 +15,9 @@ B=$BATON_BIN
 redis_start
 command -v python3 >/dev/null || fail "python3 is not installed (apt-get install python3)"
 
-# config NAME GROUP JOBSFILE [EXTRA YAML...]
-config() {
-    local name=$1 group=$2 jobs=$3; shift 3
-    {
-        printf 'node: %s\nredis: %s\ngroup: %s\nlease: {ttl: 2s}\nredis_timeout: 200ms\n' \
-            "$name" "$REDIS_URL" "$group"
-        printf 'poll: 1s\nshutdown_grace: 5s\njobs: %s\n' "$jobs"
-        for x in "$@"; do printf '%s\n' "$x"; done
-    } > "$T/$name.yaml"
-}
-run_node() { config "$@"; spawn "$1" "$B" run -c "$T/$1.yaml"; }
-leader_of() { rcli get "baton:{$1}:leader" | sed -n 's/^[0-9a-f]\{48\}://p'; }
+config() { node_config "$@"; }
+run_node() { node_config "$@"; spawn "$1" "$B" run -c "$T/$1.yaml"; }
+leader_of() { group_leader "$1"; }
 
 # ---------------------------------------------------------------------
 note "1. the output of a run, read on another node after the one that ran it was killed"

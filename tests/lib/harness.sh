@@ -197,3 +197,24 @@ proxy_start() {
     done
     fail "could not start the black-hole proxy"
 }
+
+# node_config NAME GROUP JOBSFILE [EXTRA YAML...]: writes $T/NAME.yaml, the
+# baton.yaml of node NAME of GROUP on the redis-server started last, with
+# the short times tests use (lease 2 s, redis_timeout 200 ms, poll 1 s,
+# shutdown_grace 5 s); each EXTRA line is appended (a later key must not
+# repeat one of these).
+node_config() {
+    local name=$1 group=$2 jobs=$3; shift 3
+    {
+        printf 'node: %s\nredis: %s\ngroup: %s\nlease: {ttl: 2s}\nredis_timeout: 200ms\n' \
+            "$name" "$REDIS_URL" "$group"
+        printf 'poll: 1s\njobs: %s\n' "$jobs"
+        local x has_grace=
+        for x in "$@"; do case $x in shutdown_grace:*) has_grace=1 ;; esac; done
+        [ -n "$has_grace" ] || printf 'shutdown_grace: 5s\n'
+        for x in "$@"; do printf '%s\n' "$x"; done
+    } > "$T/$name.yaml"
+}
+
+# group_leader GROUP: the node holding GROUP's lease now ("" when none).
+group_leader() { rcli get "baton:{$1}:leader" | sed -n 's/^[0-9a-f]\{48\}://p'; }
