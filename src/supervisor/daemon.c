@@ -811,7 +811,9 @@ int daemon_run(const char *config_path)
                             .group = d.cfg->group};
     machine_init(&d.m, actions, guards, on_transition, &d);
     set_jobs_hash(&d, jobs);
-    if ((d.hooks = hooks_new(&hh)) == NULL || (d.drift = drift_new()) == NULL) {
+    d.hooks = hooks_new(&hh);
+    d.drift = drift_new();
+    if (d.hooks == NULL || d.drift == NULL) {
         fprintf(stderr, "baton: run: out of memory\n");
         jobs_free(jobs);
         goto out;

@@ -75,10 +75,12 @@ void drift_check(struct drift *d, struct log *log, const char *self, const char 
         }
         if (x == NULL) {
             x = calloc(1, sizeof *x);
-            if (x == NULL || (x->node = strdup(m[i].node)) == NULL) {
+            char *node = x != NULL ? strdup(m[i].node) : NULL;
+            if (node == NULL) {
                 free(x);
                 continue; /* out of memory: reported at the next check */
             }
+            x->node = node;
             x->next = d->list;
             d->list = x;
         }

@@ -349,7 +349,8 @@ int history_find(struct baton_client *c, const char *group, const char *job, con
                 hit = i;
         }
         if (rc == BATON_OK && hit < n) {
-            if ((out->v = calloc(1, sizeof *out->v)) == NULL) {
+            out->v = calloc(1, sizeof *out->v);
+            if (out->v == NULL) {
                 rc = BATON_ENOMEM;
             } else {
                 out->v[0] = rec;

@@ -395,8 +395,9 @@ static void start(struct hooks *h, struct hook *k)
                    strerror(e));
         return;
     }
-    if (add_var(k, "BATON_OUTPUT_FILE=%s", k->file) != 0 ||
-        (envp = hook_env(k->vars, k->nvars)) == NULL) {
+    if (add_var(k, "BATON_OUTPUT_FILE=%s", k->file) == 0)
+        envp = hook_env(k->vars, k->nvars);
+    if (envp == NULL) {
         fail_start(h, k, "out of memory building the environment");
         return;
     }

@@ -349,14 +349,20 @@ int job_cmd_copy(struct job_cmd *dst, const struct job_cmd *src)
     if (src != NULL && src->argv != NULL) {
         while (src->argv[n] != NULL)
             n++;
-        if ((c.argv = calloc(n + 1, sizeof *c.argv)) == NULL)
+        c.argv = calloc(n + 1, sizeof *c.argv);
+        if (c.argv == NULL)
             return -1;
-        for (size_t i = 0; i < n; i++)
-            if ((c.argv[i] = strdup(src->argv[i])) == NULL)
+        for (size_t i = 0; i < n; i++) {
+            c.argv[i] = strdup(src->argv[i]);
+            if (c.argv[i] == NULL)
                 goto fail;
+        }
     }
-    if (src != NULL && src->shell != NULL && (c.shell = strdup(src->shell)) == NULL)
-        goto fail;
+    if (src != NULL && src->shell != NULL) {
+        c.shell = strdup(src->shell);
+        if (c.shell == NULL)
+            goto fail;
+    }
     job_cmd_clear(dst);
     *dst = c;
     return 0;
@@ -393,7 +399,8 @@ int job_cmd_read(const struct yamlx_diag *d, const struct yamlx_node *n, const c
             return -1;
         if (sh->len == 0)
             return yamlx_errorf(d, sh, "%s: must not be empty", w);
-        if ((c.shell = strdup(sh->str)) == NULL)
+        c.shell = strdup(sh->str);
+        if (c.shell == NULL)
             return yamlx_errorf(d, NULL, "out of memory");
     } else if (n->null) {
         return yamlx_errorf(d, n, "%s: missing value (expected %s)", what, shape);

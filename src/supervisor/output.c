@@ -120,7 +120,9 @@ char *output_tail_take(struct output_tail *t, size_t *len, int64_t *dropped)
 
     *len = 0;
     *dropped = t->total;
-    if (t->cap == 0 || (s = malloc(n + 1)) == NULL)
+    if (t->cap > 0)
+        s = malloc(n + 1);
+    if (s == NULL)
         goto out;
     for (size_t i = 0; i < n; i++)
         s[i] = t->buf[(t->start + i) % t->size];

@@ -244,11 +244,11 @@ static int read_section(const struct schema *s, struct schema_ctx *ctx,
                 return -1;
             at[fi] = v;
         } else if (fi < 0 && !dotted && is_section(s, full)) {
-            int si;
+            int si = shorthand_of(s, full, only_defaults);
 
             if (v->kind == YAMLX_SCALAR && v->null)
                 continue; /* `lease:` with everything commented out */
-            if (v->kind == YAMLX_SCALAR && (si = shorthand_of(s, full, only_defaults)) >= 0) {
+            if (v->kind == YAMLX_SCALAR && si >= 0) {
                 /* `history: 500` for `history: {runs: 500}`: named as written. */
                 if (at[si] != NULL)
                     continue;
