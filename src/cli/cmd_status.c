@@ -18,6 +18,9 @@
  *   tick    2026-01-02T07:10:04Z  ok (exit 0)  web-1  3ms       2026-01-02T07:10:05Z
  *   report  never                                               2026-01-05T06:00:00Z
  *   off     never                                               disabled
+ *   backup  never                                               paused
+ *
+ *   paused: backup since 2026-01-02T06:00:00.000Z by ops@web-1: migration
  *
  * With --json, one JSON object on stdout:
  *
@@ -42,8 +45,10 @@
  *                 "last_run": {"id", "run_id", "node", "term", "scheduled_at",
  *                              "started", "duration_ms", "outcome", "result",
  *                              "attempt"} | null,   (as `baton history --json`)
- *                 "next_run": "2026-01-02T07:10:05Z" | null}, ...]
- *                (null when the job is disabled or never fires again)
+ *                 "next_run": "2026-01-02T07:10:05Z" | null,
+ *                 "paused": {"since", "by", "reason", "all"} | null}, ...]
+ *                (next_run null when the job is disabled or never fires
+ *                 again; paused: `baton pause`, all true for --all)
  *     "jobs_error": "jobs.yaml:3:5: ..."   (only when jobs.yaml cannot be
  *                                          loaded; "jobs" is then [])
  *   }
@@ -65,6 +70,7 @@
 #include "jobs.h"
 #include "log.h"
 #include "members.h"
+#include "pause.h"
 #include "tools.h"
 
 static int cmd_status(int argc, char **argv);
@@ -118,8 +124,30 @@ struct status {
     const struct jobs *jobs; /* NULL when jobs.yaml could not be loaded */
     const char *jobs_error;
     struct history_list *last; /* one per job: the last record (n 0 or 1) */
+    struct pause_list paused;
     int64_t now;
 };
+
+/* The pause that holds job now (its own, or every job's), or NULL. */
+static const struct pause_entry *job_pause(const struct status *s, const char *job)
+{
+    const struct pause_entry *e = pause_find(&s->paused, job);
+    if (e != NULL && !e->resumed)
+        return e;
+    e = pause_find(&s->paused, PAUSE_ALL);
+    return e != NULL && !e->resumed ? e : NULL;
+}
+
+/* "since 2026-01-02T07:00:00Z by alice@web-1: migration" into buf. */
+static const char *pause_text(const struct pause_entry *e, char *buf, size_t len)
+{
+    char since[40];
+    log_rfc3339_ms(e->since_ms, since, sizeof since);
+    snprintf(buf, len, "since %s by %s%s%s%s", since, e->by[0] ? e->by : "?",
+             strcmp(e->job, PAUSE_ALL) == 0 ? " (every job)" : "", e->reason[0] ? ": " : "",
+             e->reason);
+    return buf;
+}
 
 /* ---- human output ---- */
 
@@ -256,6 +284,7 @@ static void next_run(const struct job *j, int64_t now, char *buf, size_t len)
 static void print_jobs(const struct status *s)
 {
     struct tool_table t;
+    size_t npaused = 0;
     if (s->jobs == NULL) {
         printf("\njobs: cannot load: %s\n", s->jobs_error);
         return;
@@ -271,6 +300,10 @@ static void print_jobs(const struct status *s)
         const struct job *j = &s->jobs->v[i];
         char next[CRON_TIME_BUFSZ], outcome[128], dur[32];
         next_run(j, s->now, next, sizeof next);
+        if (job_pause(s, j->name) != NULL) {
+            snprintf(next, sizeof next, "paused");
+            npaused++;
+        }
         if (s->last[i].n == 0) {
             tool_table_add(&t, (const char *const[]){j->name, "never", "", "", "", next});
             continue;
@@ -291,6 +324,14 @@ static void print_jobs(const struct status *s)
     printf("\n");
     tool_table_print(&t, "", stdout);
     tool_table_free(&t);
+    if (npaused > 0)
+        printf("\n");
+    for (size_t i = 0; i < s->jobs->n; i++) {
+        const struct pause_entry *e = job_pause(s, s->jobs->v[i].name);
+        char text[512];
+        if (e != NULL)
+            printf("paused: %s %s\n", s->jobs->v[i].name, pause_text(e, text, sizeof text));
+    }
 }
 
 static void print_human(const struct status *s)
@@ -379,6 +420,17 @@ static cJSON *status_json(const struct status *s)
             cJSON_AddStringToObject(jo, "next_run", cron_time_format(t, NULL, next, sizeof next));
         else
             cJSON_AddNullToObject(jo, "next_run");
+        const struct pause_entry *e = job_pause(s, j->name);
+        if (e != NULL) {
+            cJSON *po = cJSON_AddObjectToObject(jo, "paused");
+            log_rfc3339_ms(e->since_ms, next, sizeof next);
+            cJSON_AddStringToObject(po, "since", next);
+            cJSON_AddStringToObject(po, "by", e->by);
+            cJSON_AddStringToObject(po, "reason", e->reason);
+            cJSON_AddBoolToObject(po, "all", strcmp(e->job, PAUSE_ALL) == 0);
+        } else {
+            cJSON_AddNullToObject(jo, "paused");
+        }
         cJSON_AddItemToArray(jobs, jo);
     }
     if (s->jobs == NULL)
@@ -442,6 +494,11 @@ static int cmd_status(int argc, char **argv)
         rc = tool_redis_error("status", client, brc, "reading the nodes");
         goto out;
     }
+    brc = pause_read(client, cfg->group, &s.paused);
+    if (brc != BATON_OK) {
+        rc = tool_redis_error("status", client, brc, "reading the paused jobs");
+        goto out;
+    }
     if (jobs != NULL && jobs->n > 0) {
         s.last = calloc(jobs->n, sizeof *s.last);
         if (s.last == NULL) {
@@ -474,6 +531,7 @@ out:
         for (size_t i = 0; i < jobs->n; i++)
             history_list_free(&s.last[i]);
     free(s.last);
+    pause_list_free(&s.paused);
     members_free(s.members, s.nmembers);
     baton_client_free(client);
     jobs_free(jobs);

@@ -62,6 +62,9 @@ struct config {
                                        defaults: sets its own */
     struct job_cmd hook_on_success; /* hooks.on_success */
     int64_t hook_timeout_ms;        /* hooks.timeout, default 30s */
+    char *password_file;          /* the data nodes' password, first line; "none" */
+    char *sentinel_password_file; /* the sentinels' password, first line; "none" */
+    int64_t min_replicas;         /* WAIT for this many replicas (0..16), default 0 */
 };
 
 /* Loads path. Returns 0 and *out (owned; free with config_free), or -1 with

@@ -42,6 +42,7 @@
 #include "machine.h"
 #include "members.h"
 #include "runner.h"
+#include "secrets.h"
 
 #ifndef BATON_VERSION_STRING
 #define BATON_VERSION_STRING "unknown"
@@ -345,6 +346,8 @@ static enum machine_event act_renew(void *ctx)
     if (rc == BATON_OK) {
         redis_ok(d);
         arm_stop_point(d);
+        if (may_block(d))
+            ensure_watch(d); /* a leader that lost its subscription makes it again */
         loop_arm_in(&d->loop, T_RENEW, d->cfg->lease_renew_ms);
         if (log_enabled(d->log, LOG_DEBUG)) {
             cJSON *f = log_fields();
@@ -578,8 +581,8 @@ static void on_sub(void *ctx, struct loop_watch *w, uint32_t events)
         log_emit(d->log, LE_STEP_DOWN_REQUESTED, NULL);
         dispatch(d, EV_STEP_DOWN);
     }
-    if (ev & BATON_EVENT_RESIGNED)
-        dispatch(d, EV_WAKE);
+    if (ev & (BATON_EVENT_RESIGNED | BATON_EVENT_SWITCHED))
+        dispatch(d, EV_WAKE); /* a switched Redis: do not wait out the old master's ttl */
 }
 
 static void ensure_watch(struct daemon *d)
@@ -590,8 +593,11 @@ static void ensure_watch(struct daemon *d)
         return; /* campaigns and polls keep working; we retry next time */
     d->sub_watch =
         (struct loop_watch){.fd = baton_election_watch_fd(d->election), .cb = on_sub, .ctx = d};
-    if (loop_add(&d->loop, &d->sub_watch) == 0)
+    if (loop_add(&d->loop, &d->sub_watch) == 0) {
         d->sub_added = true;
+        /* Requests and pauses published while we were not subscribed. */
+        runner_control_changed(d->runner);
+    }
 }
 
 static void reload(struct daemon *d);
@@ -655,27 +661,36 @@ static void reload(struct daemon *d)
     }
     /* What needs a new process (identity, Redis, lease of the running
      * election) is reported and kept; the rest applies now. */
-    static const char *const fixed[] = {"node", "redis", "group", "lease.ttl", "lease.renew"};
+    static const char *const fixed[] = {"node",          "redis",
+                                        "group",         "password_file",
+                                        "sentinel_password_file", "lease.ttl",
+                                        "lease.renew",   "min_replicas"};
+    enum { NSTRINGS = 5, NFIXED = sizeof fixed / sizeof fixed[0] };
+    char **mine[NSTRINGS] = {&cfg->node, &cfg->redis, &cfg->group, &cfg->password_file,
+                             &cfg->sentinel_password_file};
+    char **running[NSTRINGS] = {&d->cfg->node, &d->cfg->redis, &d->cfg->group,
+                                &d->cfg->password_file, &d->cfg->sentinel_password_file};
+    bool differs[NFIXED] = {false};
+    for (int i = 0; i < NSTRINGS; i++)
+        differs[i] = strcmp(*mine[i], *running[i]) != 0;
+    differs[NSTRINGS] = cfg->lease_ttl_ms != d->cfg->lease_ttl_ms;
+    differs[NSTRINGS + 1] = cfg->lease_renew_ms != d->cfg->lease_renew_ms;
+    differs[NSTRINGS + 2] = cfg->min_replicas != d->cfg->min_replicas;
     cJSON *kept = cJSON_CreateArray();
-    bool differs[5] = {strcmp(cfg->node, d->cfg->node) != 0, strcmp(cfg->redis, d->cfg->redis) != 0,
-                       strcmp(cfg->group, d->cfg->group) != 0,
-                       cfg->lease_ttl_ms != d->cfg->lease_ttl_ms,
-                       cfg->lease_renew_ms != d->cfg->lease_renew_ms};
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < NFIXED; i++)
         if (differs[i])
             cJSON_AddItemToArray(kept, cJSON_CreateString(fixed[i]));
     if (cJSON_GetArraySize(kept) > 0) {
         cJSON_AddItemToObject(f, "restart_needed_for", kept);
         /* Keep the running values: move them over (no allocation to fail). */
-        char **mine[3] = {&cfg->node, &cfg->redis, &cfg->group};
-        char **running[3] = {&d->cfg->node, &d->cfg->redis, &d->cfg->group};
-        for (int i = 0; i < 3; i++) {
+        for (int i = 0; i < NSTRINGS; i++) {
             free(*mine[i]);
             *mine[i] = *running[i];
             *running[i] = NULL;
         }
         cfg->lease_ttl_ms = d->cfg->lease_ttl_ms;
         cfg->lease_renew_ms = d->cfg->lease_renew_ms;
+        cfg->min_replicas = d->cfg->min_replicas;
     } else {
         cJSON_Delete(kept);
     }
@@ -771,20 +786,43 @@ int daemon_run(const char *config_path)
     sigprocmask(SIG_BLOCK, &mask, NULL);
     signal(SIGPIPE, SIG_IGN);
 
+    /* Credentials from the password files or the environment, which jobs
+     * do not inherit. */
+    struct secrets sec;
+    int srv = secrets_load(d.cfg->password_file, d.cfg->sentinel_password_file, &sec, err,
+                           sizeof err);
+    secrets_scrub_env();
     struct baton_client_opts co = {.connect_timeout_ms = d.cfg->redis_timeout_ms,
                                    .command_timeout_ms = d.cfg->redis_timeout_ms,
-                                   .lazy = true};
+                                   .lazy = true,
+                                   .password = sec.password,
+                                   .sentinel_password = sec.sentinel_password,
+                                   .min_replicas = (int)d.cfg->min_replicas};
     struct baton_election_opts eo = {.ttl_ms = d.cfg->lease_ttl_ms, .identity = d.cfg->node};
-    if ((d.log = log_new(STDOUT_FILENO, d.cfg->log_level, d.cfg->node, d.cfg->group)) == NULL ||
+    if (srv != 0 ||
+        (d.log = log_new(STDOUT_FILENO, d.cfg->log_level, d.cfg->node, d.cfg->group)) == NULL ||
         baton_client_new(d.cfg->redis, &co, &d.client) != BATON_OK ||
         baton_election_new(d.client, d.cfg->group, &eo, &d.election) != BATON_OK ||
         loop_init(&d.loop, on_timer, &d) != 0) {
         fprintf(stderr, "baton: run: cannot set up: %s\n",
-                d.client ? baton_client_errstr(d.client) : strerror(errno));
+                srv != 0 ? err : d.client ? baton_client_errstr(d.client) : strerror(errno));
+        secrets_clear(&sec);
         jobs_free(jobs);
         goto out;
     }
     log_set_format(d.log, d.cfg->log_format);
+    for (int i = 0; i < sec.nwarnings; i++) {
+        cJSON *w = log_fields();
+        cJSON_AddStringToObject(w, "warning", sec.warning[i]);
+        log_emit(d.log, LE_SECRET_FILE_MODE, w);
+    }
+    secrets_clear(&sec);
+    if (baton_client_tls_insecure(d.client)) {
+        cJSON *w = log_fields();
+        cJSON_AddStringToObject(w, "warning", "TLS certificate verification is off (verify=none): "
+                                              "anyone on the network path can pose as Redis");
+        log_emit(d.log, LE_TLS_VERIFY_OFF, w);
+    }
     d.guard_ns = (d.cfg->redis_timeout_ms + 2 * KILL_MARGIN_MS) * MS;
     const char *fault = getenv("BATON_TEST_FAULT");
     struct runner_host host = {.log = d.log,
@@ -799,11 +837,14 @@ int daemon_run(const char *config_path)
                                .lease_ttl_ms = d.cfg->lease_ttl_ms,
                                .refresh_ms = d.cfg->lease_renew_ms,
                                .guard_ns = d.guard_ns,
+                               .control_poll_ms = d.cfg->poll_ms,
                                .kill_margin_ns = KILL_MARGIN_MS * MS,
                                .may_block = may_block,
                                .on_idle = on_runs_idle,
                                .ctx = &d,
-                               .fault_start = fault != NULL && strcmp(fault, "start") == 0};
+                               .fault_start = fault != NULL && strcmp(fault, "start") == 0,
+                               .fault_stop_after_claim =
+                                   fault != NULL && strcmp(fault, "stop-after-claim") == 0};
     struct hooks_host hh = {.log = d.log,
                             .loop = &d.loop,
                             .timer_id = T_HOOKS,

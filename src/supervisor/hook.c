@@ -514,8 +514,12 @@ void hooks_run_ended(struct hooks *h, const struct run *run, bool retry_follows)
 {
     if (h == NULL)
         return;
-    /* An earlier attempt's deferred report: this attempt's end replaces it. */
-    hook_free(take_deferred(h, run->job->name, run->tick));
+    /* An earlier attempt's deferred report: this attempt's end replaces it.
+     * A manual run (baton trigger) is no attempt of a tick: its tick is the
+     * request's time, which may equal a scheduled tick's, and it is never
+     * retried, so it neither replaces nor waits. */
+    if (run->trigger != RUN_TRIGGER_MANUAL)
+        hook_free(take_deferred(h, run->job->name, run->tick));
     const struct job_cmd *cmd = NULL;
     const char *which = NULL;
     switch (run->outcome) {

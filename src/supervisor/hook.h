@@ -7,8 +7,10 @@
  * attempt with a retry scheduled waits here (deferred); the retry's own end
  * replaces it, and a retry that is dropped (the node stops leading, the job
  * changed, the retry's claim was refused) starts it. So a tick's failure is
- * reported once, by its last attempt (BATON_ATTEMPT). Ticks that did not
- * run (skipped, superseded, missed) have no run, and no hook.
+ * reported once, by its last attempt (BATON_ATTEMPT). A manual run (baton
+ * trigger) is never retried: its hook starts when it ends, as a tick's
+ * last attempt's does. Ticks that did not run (skipped, superseded,
+ * missed, paused) have no run, and no hook.
  *
  * How: like a run (proc.h's shim, its own process group, stdin /dev/null,
  * the job's user, workdir and env), but never fenced (a hook reports a run
