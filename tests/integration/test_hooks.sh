@@ -14,7 +14,11 @@
 #   5. shutdown_grace bounds the wait for hooks: a hook still going is
 #      stopped, and the exit comes within the grace plus kill_grace;
 #   6. the worked example (examples/hooks): notify-chat.sh posts a
-#      Slack-style JSON message to a local HTTP listener.
+#      Slack-style JSON message to a local HTTP listener;
+#   7. manual runs (baton trigger) run their hook once, as a tick's last
+#      attempt does (never retried: BATON_ATTEMPT=1, BATON_TRIGGER=manual),
+#      and keep their output in the history; the ticks of a paused job
+#      (baton pause) are recorded skipped and run no hook.
 . "$BATON_TESTS_DIR/lib/harness.sh"
 B=$BATON_BIN
 redis_start
@@ -376,4 +380,93 @@ ticks=$(grep -c '"event":"job_end".*"job":"nightly-backup".*"attempt":3' "$T/e1.
 posts=$(grep -c '"text":"job nightly-backup' "$T/posted.txt")
 assert_eq "$ticks" "$posts" "messages for nightly-backup (one per tick, after its third attempt)"
 note "  $posts message(s) posted, one per tick; body: $(echo "$body" | cut -c1-120)..."
+note "ok"
+
+# ---------------------------------------------------------------------
+note "7. manual runs run their hook once; a paused job's skipped ticks run none"
+: > "$T/hooks.log"
+cat > "$T/man.yaml" <<EOF
+jobs:
+  - name: flaky
+    schedule: "* * * * * *"
+    retries: 2
+    retry_backoff: 100ms
+    shell: "echo manual \$BATON_TRIGGER; sleep 0.1; echo oops >&2; exit 5"
+    on_failure: ["$T/capture.sh"]
+    on_success: ["$T/capture.sh"]
+  - name: fine
+    schedule: "0 0 0 1 1 *"
+    shell: "echo all good"
+    on_success: ["$T/capture.sh"]
+EOF
+config m1 man "$T/man.yaml"
+# Paused before any node runs: its ticks are skipped from the first.
+"$B" pause -c "$T/m1.yaml" flaky --reason "hooks test" >/dev/null || fail "pause: exit $?"
+spawn m1 "$B" run -c "$T/m1.yaml"
+wait_for_line "$T/m1.out" '"event":"job_paused".*"job":"flaky"' 8 >/dev/null
+# A failing manual run of the paused job: not retried, one on_failure.
+id=$("$B" trigger -c "$T/m1.yaml" flaky --wait 2>"$T/m-trig.err"); rc=$?
+assert_eq 5 "$rc" "trigger flaky --wait's exit status ($(cat "$T/m-trig.err"))"
+[ -n "$id" ] || fail "trigger printed no run id"
+wait_for_line "$T/m1.out" '"event":"hook_end".*"run_id":"'"$id"'"' 5 >/dev/null
+d="$T/hooks/$id.on_failure"
+[ -d "$d" ] || fail "the manual run $id got no on_failure hook: $(ls "$T/hooks")"
+grep -qx 'BATON_TRIGGER=manual' "$d/env" && grep -qx 'BATON_ATTEMPT=1' "$d/env" &&
+    grep -qx 'BATON_OUTCOME=failed' "$d/env" && grep -qx 'BATON_EXIT_CODE=5' "$d/env" &&
+    grep -qx 'BATON_JOB=flaky' "$d/env" && grep -qx "BATON_RUN_ID=$id" "$d/env" \
+    || fail "the manual run's hook environment: $(cat "$d/env")"
+assert_eq "$(printf 'manual manual\noops')" "$(cat "$d/output")" "the manual run's BATON_OUTPUT_FILE"
+grep -q '"event":"job_retry".*"run_id":"'"$id"'"' "$T/m1.out" && fail "a manual run was retried"
+# A manual run that works: on_success, once.
+id2=$("$B" trigger -c "$T/m1.yaml" fine --wait 2>"$T/m-trig2.err") \
+    || fail "trigger fine --wait: exit $?: $(cat "$T/m-trig2.err")"
+wait_for_line "$T/m1.out" '"event":"hook_end".*"run_id":"'"$id2"'"' 5 >/dev/null
+grep -qx 'BATON_TRIGGER=manual' "$T/hooks/$id2.on_success/env" &&
+    grep -qx 'BATON_OUTCOME=ok' "$T/hooks/$id2.on_success/env" \
+    || fail "the manual run's on_success environment: $(cat "$T/hooks/$id2.on_success/env")"
+# The manual run's record keeps its output, like a tick's.
+"$B" history -c "$T/m1.yaml" flaky --output "$id" > "$T/m-output.txt" 2>"$T/m-output.err" \
+    || fail "history --output $id: exit $?: $(cat "$T/m-output.err")"
+assert_eq "$(printf 'manual manual\noops')" "$(cat "$T/m-output.txt")" "history --output of the manual run"
+rec=$("$B" history -c "$T/m1.yaml" flaky --json)
+printf '%s' "$rec" | grep -q '"run_id":"'"$id"'"[^}]*"trigger":"manual"[^}]*"outcome":"failed","exit_code":5,"output_bytes":19,' \
+    || fail "the manual run's record: $rec"
+# Ticks fell while paused: none ran, none was hooked.
+sleep 1
+grep -q '"event":"job_start".*"job":"flaky".*"trigger":"\(schedule\|catchup\|retry\)"' "$T/m1.out" \
+    && fail "a tick of the paused job ran"
+assert_eq "$id on_failure m1
+$id2 on_success m1" "$(cat "$T/hooks.log")" "hooks while flaky was paused (the two manual runs only)"
+# The resume records them as skipped (reason paused); still no hook for them.
+"$B" resume -c "$T/m1.yaml" flaky >/dev/null || fail "resume: exit $?"
+wait_for_line "$T/m1.out" '"event":"job_resumed".*"job":"flaky"' 8 >/dev/null
+skipped=
+for _ in $(seq 1 100); do
+    skipped=$("$B" history -c "$T/m1.yaml" flaky --json | python3 -c '
+import json, sys
+for r in json.load(sys.stdin):
+    if r["outcome"] == "skipped" and "paused" in r.get("reason", ""):
+        print(r["scheduled_at"], r["until"], r["ticks"])
+        break')
+    [ -n "$skipped" ] && break
+    sleep 0.05
+done
+[ -n "$skipped" ] || fail "no skipped record for the paused ticks: $("$B" history -c "$T/m1.yaml" flaky --json)"
+set -- $skipped
+[ "$3" -ge 2 ] || fail "only $3 paused ticks recorded ($skipped)"
+# Ticks run again after the resume (they fail, retry, and are hooked):
+# every hook belongs to a run that ran, none to a paused tick.
+wait_for_line "$T/m1.out" '"event":"hook_end".*"job":"flaky".*"hook":"on_failure"' 8 >/dev/null
+sleep 0.5
+kill -TERM "$(pid_of m1)"; wait_exit m1 10
+assert_eq 0 "$EXIT_CODE" "m1's exit status"
+first=$(date -u -d "$1" +%s); last=$(date -u -d "$2" +%s)
+while read -r hid hook node; do
+    grep -q '"event":"job_end".*"run_id":"'"$hid"'"' "$T/m1.out" || fail "a hook of $hid, which did not run"
+    [ "$hid" = "$id" ] || [ "$hid" = "$id2" ] && continue
+    at=$(date -u -d "$(sed -n 's/^BATON_SCHEDULED_AT=//p' "$T/hooks/$hid.$hook/env")" +%s)
+    [ "$at" -lt "$first" ] || [ "$at" -gt "$last" ] || fail "a hook of $hid for a paused tick ($at in $first..$last)"
+done < "$T/hooks.log"
+assert_eq 0 "$(awk '{print $1}' "$T/hooks.log" | sort | uniq -d | wc -l)" "runs whose hook ran twice"
+note "  $3 paused ticks skipped, no hook; manual runs $id (failed) and $id2 (ok) hooked once; $(wc -l < "$T/hooks.log") hooks in all"
 note "ok"
