@@ -179,10 +179,13 @@ wait_for_line() {
 }
 
 # alive PID: true while PID runs (a zombie counts as dead: its reaper may
-# be a pid 1 that never reaps).
+# be a pid 1 that never reaps). No fork: tests time deaths with it.
 alive() {
     local st
-    st=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) || return 1
+    case $1 in '' | *[!0-9]*) return 1 ;; esac # not /proc/stat, nor a path
+    { IFS= read -r st < "/proc/$1/stat"; } 2>/dev/null || return 1
+    st=${st##*) } # the state follows "(comm) ", and comm may hold spaces
+    st=${st%% *}
     [ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ]
 }
 
