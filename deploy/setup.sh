@@ -34,6 +34,7 @@ TEST_PACKAGES=(
     gcovr                                      # line and branch coverage, with its floor
     valgrind                                   # memcheck over baton lock and baton run
     faketime                                   # libfaketime: test_faults steps the supervisors' wall clock
+    curl python3                               # the hooks example posts with curl; its test listens with python3
 )
 
 mode=${1:-}

@@ -181,10 +181,13 @@ wait_for_line() {
 }
 
 # alive PID: true while PID runs (a zombie counts as dead: its reaper may
-# be a pid 1 that never reaps).
+# be a pid 1 that never reaps). No fork: tests time deaths with it.
 alive() {
     local st
-    st=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) || return 1
+    case $1 in '' | *[!0-9]*) return 1 ;; esac # not /proc/stat, nor a path
+    { IFS= read -r st < "/proc/$1/stat"; } 2>/dev/null || return 1
+    st=${st##*) } # the state follows "(comm) ", and comm may hold spaces
+    st=${st%% *}
     [ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ]
 }
 
@@ -230,4 +233,22 @@ history_ranges() {
         sms=0; [ "$st" != "-" ] && sms=$(date -u -d "$st" +%s%3N)
         echo "$(date -u -d "$s" +%s) $(date -u -d "$u" +%s) $o $sms $((sms + d))"
     done
+}
+
+# node_config NAME GROUP JOBSFILE [EXTRA YAML...]: writes $T/NAME.yaml, the
+# baton.yaml of node NAME of GROUP on the redis-server started last, with
+# the short times tests use (lease 2 s, redis_timeout 200 ms, poll 1 s,
+# shutdown_grace 5 s); each EXTRA line is appended (a later key must not
+# repeat one of these).
+node_config() {
+    local name=$1 group=$2 jobs=$3; shift 3
+    {
+        printf 'node: %s\nredis: %s\ngroup: %s\nlease: {ttl: 2s}\nredis_timeout: 200ms\n' \
+            "$name" "$REDIS_URL" "$group"
+        printf 'poll: 1s\njobs: %s\n' "$jobs"
+        local x has_grace=
+        for x in "$@"; do case $x in shutdown_grace:*) has_grace=1 ;; esac; done
+        [ -n "$has_grace" ] || printf 'shutdown_grace: 5s\n'
+        for x in "$@"; do printf '%s\n' "$x"; done
+    } > "$T/$name.yaml"
 }
