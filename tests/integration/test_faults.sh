@@ -39,10 +39,7 @@
 # JSON line per fault (tests/bench/bench_faults.sh).
 . "$BATON_TESTS_DIR/lib/harness.sh"
 B=$BATON_BIN
-# slow_log is not in the default list: it fails today (the log is written
-# with blocking write(2) on the loop, so a slow reader of stdout stalls the
-# leader past its lease; see the fault's comment). FAULTS=slow_log runs it.
-FAULTS=${FAULTS:-partition sigstop_leader sigstop_redis_short sigstop_redis_long restart_aof restart_nopersist flushall clock_back clock_forward fd_exhaustion}
+FAULTS=${FAULTS:-partition sigstop_leader sigstop_redis_short sigstop_redis_long restart_aof restart_nopersist flushall clock_back clock_forward slow_log fd_exhaustion}
 REPEAT=${FAULTS_REPEAT:-1}
 FAKETIME_LIB=$(ls /usr/lib/*/faketime/libfaketime.so.1 2>/dev/null | head -n1)
 [ -n "$FAKETIME_LIB" ] || fail "libfaketime is not installed (apt-get install faketime)"
