@@ -10,7 +10,7 @@ redis_start
 command -v python3 >/dev/null || fail "python3 is not installed (apt-get install python3)"
 
 config() { node_config "$1" dr "$2"; }
-leader_of() { leader_of dr; }
+dr_leader() { leader_of dr; }
 status_json() { "$B" status -c "$T/a.yaml" --json; }
 # drift_list: the "drift" array of status, space-separated.
 drift_list() { status_json | python3 -c 'import json,sys; print(" ".join(json.load(sys.stdin)["drift"]))'; }
@@ -32,7 +32,7 @@ same='jobs:
 for n in a b c; do printf '%s' "$same" > "$T/jobs-$n.yaml"; config $n "$T/jobs-$n.yaml"; done
 for n in a b c; do spawn $n "$B" run -c "$T/$n.yaml"; sleep 0.2; done
 sleep 1.5
-l=$(leader_of)
+l=$(dr_leader)
 [ -n "$l" ] || fail "no leader"
 # The last of the three to differ is never the leader here: pick a follower.
 f=c; [ "$l" = c ] && f=b

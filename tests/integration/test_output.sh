@@ -17,7 +17,6 @@ command -v python3 >/dev/null || fail "python3 is not installed (apt-get install
 
 config() { node_config "$@"; }
 run_node() { node_config "$@"; spawn "$1" "$B" run -c "$T/$1.yaml"; }
-leader_of() { leader_of "$1"; }
 
 # ---------------------------------------------------------------------
 note "1. the output of a run, read on another node after the one that ran it was killed"

@@ -25,7 +25,6 @@ config() {
     } > "$T/$name.yaml"
 }
 run_node() { config "$@"; spawn "$1" "$B" run -c "$T/$1.yaml"; }
-leader_of() { rcli get "baton:{$1}:leader" | sed -n 's/^[0-9a-f]\{48\}://p'; }
 # The ledger's seconds, sorted, as Unix seconds.
 ledger_secs() { awk '{print $1}' "$1" | sort | while read -r t; do date -u -d "$t" +%s; done; }
 

@@ -5,7 +5,10 @@
 # go up: raise them as the suites cover more.
 set -euo pipefail
 build=${1:?usage: coverage.sh BUILD_DIR}
-declare -A FLOOR=([src/lib]=85 [src/supervisor]=85)
+# Measured 2026-11-23: src/lib 92.1 % lines (74.1 % branches), src/supervisor
+# 88.4 % (71.7 %). The floors sit a little below, for the runs whose timing
+# takes a rarer path.
+declare -A FLOOR=([src/lib]=90 [src/supervisor]=86)
 status=0
 for part in src/lib src/supervisor; do
     json=$(gcovr --root . --object-directory "$build" --filter "$part/" \
