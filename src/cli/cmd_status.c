@@ -16,29 +16,8 @@
  *   report  never                                               2026-01-05T06:00:00Z
  *   off     never                                               disabled
  *
- * With --json, one JSON object on stdout:
- *
- *   {
- *     "group":  "default",
- *     "redis":  "redis://127.0.0.1:6379/0",        (password removed)
- *     "leader": {"node": "web-1", "term": 7, "lease_ms": 8200} | null,
- *     "term":   7,            (the current term, or the last one when no leader)
- *     "nodes":  [{"node": "web-1", "state": "working", "term": 7, "pid": 4242,
- *                 "version": "0.1.0", "since": "2026-01-02T07:00:00Z",
- *                 "host": "web-1", "seen_ms_ago": 412, "alive": true,
- *                 "leader": true}, ...],
- *                (most recently seen first; fields the node did not write are
- *                 null; "lease_ms" is null when Redis did not say)
- *     "jobs":   [{"name": "tick", "schedule": "* * * * * *", "timezone": "UTC",
- *                 "enabled": true,
- *                 "last_run": {"id", "run_id", "node", "term", "scheduled_at",
- *                              "started", "duration_ms", "outcome", "result",
- *                              "attempt"} | null,   (as `baton history --json`)
- *                 "next_run": "2026-01-02T07:10:05Z" | null}, ...]
- *                (null when the job is disabled or never fires again)
- *     "jobs_error": "jobs.yaml:3:5: ..."   (only when jobs.yaml cannot be
- *                                          loaded; "jobs" is then [])
- *   }
+ * With --json, one JSON object on stdout: the status document of status.h
+ * (the supervisor serves the same at GET /status).
  *
  * Exit: 0 with a leader; 3 without one (the rest is printed); 69 when Redis
  * cannot be reached or answers oddly (one line on stderr, nothing on
@@ -57,6 +36,7 @@
 #include "jobs.h"
 #include "log.h"
 #include "members.h"
+#include "status.h"
 #include "tools.h"
 
 static int cmd_status(int argc, char **argv);
@@ -243,76 +223,27 @@ static void print_human(const struct status *s)
     print_jobs(s);
 }
 
-/* ---- JSON output ---- */
-
-static void add_hb_field(cJSON *o, const cJSON *hb, const char *name)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(hb, name);
-    if (cJSON_IsString(v) || cJSON_IsNumber(v))
-        cJSON_AddItemToObject(o, name, cJSON_Duplicate(v, false));
-    else
-        cJSON_AddNullToObject(o, name);
-}
+/* ---- JSON output (the document is status.c's) ---- */
 
 static cJSON *status_json(const struct status *s)
 {
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "group", s->cfg->group);
-    cJSON_AddStringToObject(o, "redis", s->url);
-    if (s->leader.has_leader) {
-        cJSON *l = cJSON_AddObjectToObject(o, "leader");
-        cJSON_AddStringToObject(l, "node", s->leader.identity);
-        cJSON_AddNumberToObject(l, "term", (double)s->leader.term);
-        if (s->leader.ttl_ms >= 0)
-            cJSON_AddNumberToObject(l, "lease_ms", (double)s->leader.ttl_ms);
-        else
-            cJSON_AddNullToObject(l, "lease_ms");
-    } else {
-        cJSON_AddNullToObject(o, "leader");
-    }
-    cJSON_AddNumberToObject(o, "term", (double)s->leader.term);
-
-    cJSON *nodes = cJSON_AddArrayToObject(o, "nodes");
-    for (size_t i = 0; i < s->nmembers; i++) {
-        const struct member *m = &s->members[i];
-        cJSON *hb = cJSON_Parse(m->info_json);
-        cJSON *n = cJSON_CreateObject();
-        cJSON_AddStringToObject(n, "node", m->node);
-        add_hb_field(n, hb, "state");
-        add_hb_field(n, hb, "term");
-        add_hb_field(n, hb, "pid");
-        add_hb_field(n, hb, "version");
-        add_hb_field(n, hb, "since");
-        add_hb_field(n, hb, "host");
-        cJSON_AddNumberToObject(n, "seen_ms_ago", (double)m->seen_ago_ms);
-        cJSON_AddBoolToObject(n, "alive", members_alive(m));
-        cJSON_AddBoolToObject(n, "leader", is_leader(s, m->node));
-        cJSON_AddItemToArray(nodes, n);
-        cJSON_Delete(hb);
-    }
-
-    cJSON *jobs = cJSON_AddArrayToObject(o, "jobs");
-    for (size_t i = 0; s->jobs != NULL && i < s->jobs->n; i++) {
-        const struct job *j = &s->jobs->v[i];
-        cJSON *jo = cJSON_CreateObject();
-        int64_t t;
-        char next[CRON_TIME_BUFSZ];
-        cJSON_AddStringToObject(jo, "name", j->name);
-        cJSON_AddStringToObject(jo, "schedule", j->schedule);
-        cJSON_AddStringToObject(jo, "timezone", j->timezone != NULL ? j->timezone : "UTC");
-        cJSON_AddBoolToObject(jo, "enabled", j->enabled);
-        if (s->last[i].n > 0)
-            cJSON_AddItemToObject(jo, "last_run", history_json(&s->last[i].v[0]));
-        else
-            cJSON_AddNullToObject(jo, "last_run");
-        if (j->enabled && cron_next(j->expr, j->tz, s->now, &t) == 0)
-            cJSON_AddStringToObject(jo, "next_run", cron_time_format(t, NULL, next, sizeof next));
-        else
-            cJSON_AddNullToObject(jo, "next_run");
-        cJSON_AddItemToArray(jobs, jo);
-    }
-    if (s->jobs == NULL)
-        cJSON_AddStringToObject(o, "jobs_error", s->jobs_error);
+    size_t n = s->jobs != NULL ? s->jobs->n : 0;
+    struct status_job *rows = n > 0 ? calloc(n, sizeof *rows) : NULL;
+    if (n > 0 && rows == NULL)
+        return NULL;
+    for (size_t i = 0; i < n; i++)
+        rows[i] = status_job_of(&s->jobs->v[i], s->last[i].n > 0 ? &s->last[i].v[0] : NULL);
+    struct status_doc d = {.group = s->cfg->group,
+                           .redis = s->url,
+                           .leader = &s->leader,
+                           .members = s->members,
+                           .nmembers = s->nmembers,
+                           .jobs = rows,
+                           .njobs = n,
+                           .jobs_error = s->jobs == NULL ? s->jobs_error : NULL,
+                           .now = s->now};
+    cJSON *o = status_doc_json(&d);
+    free(rows);
     return o;
 }
 

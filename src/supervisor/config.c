@@ -19,6 +19,7 @@
 #include "baton.h"
 #include "config.h"
 #include "cron.h"
+#include "http.h"
 #include "schema.h"
 #include "yamlx.h"
 
@@ -84,6 +85,23 @@ static int check_timezone(const char *s, char *msg, size_t msglen)
 static int check_redis_url(const char *s, char *msg, size_t msglen)
 {
     return baton_url_check(s, NULL, 0, msg, msglen) == BATON_OK ? 0 : -1;
+}
+
+/* http.listen: "off", or an address this build can serve on. */
+static int check_http_listen(const char *s, char *msg, size_t msglen)
+{
+    struct http_listen l;
+
+    if (strcmp(s, "off") == 0)
+        return 0;
+    if (http_listen_parse(s, &l, msg, msglen) != 0)
+        return -1;
+    if (!http_available()) {
+        snprintf(msg, msglen, "this baton was built without libmicrohttpd: it has no HTTP server "
+                              "(install libmicrohttpd-dev and rebuild, or set http.listen: off)");
+        return -1;
+    }
+    return 0;
 }
 
 static int default_node(void *obj, struct schema_ctx *ctx, char *msg, size_t msglen)
@@ -178,6 +196,12 @@ static const struct schema_field options[] = {
     {.key = "history", .type = SCHEMA_INT, .offset = OFF(history_len),
      .def = "100", .min = 1, .max = 100000,
      .doc = "Runs kept per job in Redis for `baton history` and `baton status`."},
+    {.key = "http.listen", .type = SCHEMA_STRING, .offset = OFF(http_listen),
+     .def = "off", .min = 1, .max = 255, .check = check_http_listen,
+     .bounds_doc = "off, host:port, [address]:port or unix:/path",
+     .doc = "Where `baton run` serves /metrics (Prometheus), /healthz, /readyz, /status (JSON) "
+            "and / (a status page); off: no HTTP server. Read-only; keep it on a private "
+            "address (127.0.0.1:9746)."},
 };
 /* clang-format on */
 

@@ -53,6 +53,8 @@ struct config {
     enum log_format log_format; /* log.format: auto|json|text, default auto */
     int64_t history_len;       /* history: runs kept per job in Redis, default 100
                                   (1..100000) */
+    char *http_listen;         /* http.listen: "off" (default), host:port,
+                                  [v6]:port or unix:/path (http.h) */
 };
 
 /* Loads path. Returns 0 and *out (owned; free with config_free), or -1 with

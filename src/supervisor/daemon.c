@@ -34,6 +34,7 @@
 #include "loop.h"
 #include "machine.h"
 #include "members.h"
+#include "ops.h"
 #include "runner.h"
 
 #ifndef BATON_VERSION_STRING
@@ -51,6 +52,7 @@ enum {
     T_BACKOFF,   /* Redis unreachable: try again */
     T_RESTART,   /* the pause after a step-down is over */
     T_HEARTBEAT, /* write our heartbeat */
+    T_OPS,       /* ops.c's own timer: liveness, systemd's watchdog, the HTTP view */
 };
 
 #define STEP_DOWN_PAUSE_MS 1000
@@ -65,6 +67,7 @@ struct daemon {
     struct baton_client *client;
     struct baton_election *election;
     struct runner *runner;
+    struct ops *ops; /* HTTP endpoint and systemd notifications (ops.h) */
     struct machine m;
     struct loop loop;
     struct loop_watch sig_watch;
@@ -502,6 +505,7 @@ static void on_timer(void *ctx, int id)
     case T_BACKOFF: dispatch(d, EV_WAKE); break;
     case T_RESTART: dispatch(d, EV_START); break;
     case T_HEARTBEAT: heartbeat(d); break;
+    case T_OPS: ops_on_timer(d->ops); break;
     default: break;
     }
 }
@@ -510,6 +514,7 @@ static void on_message(void *ctx, const char *msg, size_t len)
 {
     struct daemon *d = ctx;
     runner_on_message(d->runner, msg, len);
+    ops_on_message(d->ops, msg, len);
 }
 
 static void on_sub(void *ctx, struct loop_watch *w, uint32_t events)
@@ -626,6 +631,15 @@ static void reload(struct daemon *d)
         cfg->lease_renew_ms = d->cfg->lease_renew_ms;
     } else {
         cJSON_Delete(kept);
+        kept = NULL;
+    }
+    if (strcmp(cfg->http_listen, d->cfg->http_listen) != 0) { /* the server keeps its socket */
+        if (kept == NULL)
+            kept = cJSON_AddArrayToObject(f, "restart_needed_for");
+        cJSON_AddItemToArray(kept, cJSON_CreateString("http.listen"));
+        char *mine = cfg->http_listen;
+        cfg->http_listen = d->cfg->http_listen;
+        d->cfg->http_listen = mine;
     }
     size_t njobs = jobs->n;
     if (runner_set_jobs(d->runner, jobs) != BATON_OK) {
@@ -637,6 +651,7 @@ static void reload(struct daemon *d)
         config_free(cfg);
         return;
     }
+    ops_set_jobs(d->ops, jobs); /* the runner owns them; the view copies what it shows */
     cJSON_AddNumberToObject(f, "jobs", (double)njobs);
     config_free(d->cfg);
     d->cfg = cfg;
@@ -647,6 +662,7 @@ static void reload(struct daemon *d)
 
 static void free_daemon(struct daemon *d)
 {
+    ops_free(d->ops); /* first: its HTTP thread reads the client's stats */
     runner_free(d->runner);
     baton_election_free(d->election);
     baton_client_free(d->client);
@@ -727,6 +743,24 @@ int daemon_run(const char *config_path)
             jobs_free(jobs);
         goto out;
     }
+    struct ops_host oh = {.log = d.log,
+                          .loop = &d.loop,
+                          .timer_id = T_OPS,
+                          .client = d.client,
+                          .election = d.election,
+                          .runner = d.runner,
+                          .node = d.cfg->node,
+                          .group = d.cfg->group,
+                          .listen = d.cfg->http_listen,
+                          .poll_ms = d.cfg->poll_ms,
+                          .redis_timeout_ms = d.cfg->redis_timeout_ms,
+                          .may_block = may_block,
+                          .ctx = &d};
+    if (ops_new(&oh, &d.ops, err, sizeof err) != 0) {
+        fprintf(stderr, "baton: run: %s\n", err);
+        goto out;
+    }
+    ops_set_jobs(d.ops, jobs);
     d.sig_watch = (struct loop_watch){
         .fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK), .cb = on_signal, .ctx = &d};
     if (d.sig_watch.fd < 0 || loop_add(&d.loop, &d.sig_watch) != 0) {

@@ -16,6 +16,8 @@ struct log {
     bool text, color; /* log.format: text lines, coloured */
     char *node;
     char *group;
+    log_observer_fn observer;
+    void *observer_ctx;
 };
 
 static const char *const level_names[] = {"debug", "info", "warn", "error"};
@@ -61,6 +63,12 @@ void log_set_format(struct log *lg, enum log_format format)
     bool tty = isatty(lg->fd) == 1;
     lg->text = format == LOG_FORMAT_TEXT || (format == LOG_FORMAT_AUTO && tty);
     lg->color = lg->text && tty && (no == NULL || *no == '\0');
+}
+
+void log_set_observer(struct log *lg, log_observer_fn fn, void *ctx)
+{
+    lg->observer = fn;
+    lg->observer_ctx = ctx;
 }
 
 bool log_enabled(const struct log *lg, enum log_level lvl)
@@ -126,6 +134,8 @@ static void fix_strings(cJSON *o)
 
 void log_emit_at(struct log *lg, enum log_level lvl, enum log_event ev, cJSON *fields)
 {
+    if (lg->observer != NULL)
+        lg->observer(lg->observer_ctx, ev, lvl, fields);
     if (!log_enabled(lg, lvl)) {
         cJSON_Delete(fields);
         return;

@@ -694,7 +694,7 @@ static const struct {
      "(unix:///run/redis/redis.sock)"},
     {"config_unknown_far.yaml",
      "config_unknown_far.yaml:1:1: unknown key \"color\" (known keys: node, redis, group, "
-     "lease, poll, shutdown_grace, redis_timeout, jobs, timezone, log, history)"},
+     "lease, poll, shutdown_grace, redis_timeout, jobs, timezone, log, history, http)"},
     {"config_unknown_key.yaml",
      "config_unknown_key.yaml:3:3: unknown key \"tll\" (did you mean \"ttl\"?)"},
     {"config_unknown_top.yaml",
@@ -788,7 +788,7 @@ START_TEST(yaml_depth_and_size)
     c = load(wide, err, sizeof err);
     ck_assert_ptr_null(c);
     ck_assert_str_eq(err, "t.yaml:1:1: unknown key \"k0\" (known keys: node, redis, group, lease, "
-                          "poll, shutdown_grace, redis_timeout, jobs, timezone, log, history)");
+                          "poll, shutdown_grace, redis_timeout, jobs, timezone, log, history, http)");
     free(wide);
 }
 END_TEST

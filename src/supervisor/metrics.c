@@ -1,0 +1,517 @@
+/* metrics.c -- see metrics.h.
+ *
+ * The counters are plain integers in one struct with a flat array of jobs,
+ * so that metrics_dup() is two allocations and two copies: the HTTP thread
+ * copies under its lock and formats outside it. Jobs are found by a linear
+ * search: a handful of events per run, against at most a few thousand
+ * names. */
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "history.h"
+#include "jobs.h"
+#include "machine.h"
+#include "metrics.h"
+
+/* Histogram bounds, seconds: run durations, and start lateness (a catch-up
+ * run starts late by design: it has its own trigger label). */
+#define NBUCKETS 13
+static const double duration_le[NBUCKETS] = {0.01, 0.05, 0.1, 0.5,  1,    5,    10,
+                                             30,   60,   300, 900, 3600, 10800};
+static const double lateness_le[NBUCKETS] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                             0.25,  0.5,    1,     5,    30,    300};
+
+/* Run triggers, as job_start says them; the last is everything else. */
+static const char *const triggers[] = {"schedule", "catchup", "retry", "other"};
+#define NTRIGGERS (sizeof triggers / sizeof triggers[0])
+
+struct histo {
+    uint64_t n[NBUCKETS + 1]; /* per bucket, not cumulative; last: above all */
+    uint64_t count;
+    double sum;
+};
+
+#define NOTRUN_SLOTS 8 /* (outcome, reason) pairs per job; more fold into the last */
+
+struct mjob {
+    char name[JOB_NAME_MAX + 1];
+    uint64_t runs[HO_COUNT]; /* job_end, by outcome */
+    double last_run_s, last_success_s;
+    struct histo duration;
+    struct {
+        uint8_t outcome, reason;
+        uint64_t ticks;
+    } notrun[NOTRUN_SLOTS];
+    size_t nnotrun;
+};
+
+struct metrics {
+    uint64_t transitions[ST_COUNT][ST_COUNT][EV_COUNT];
+    struct histo lateness[NTRIGGERS];
+    char during[METRICS_MAX_DURING][32];
+    uint64_t redis_errors[METRICS_MAX_DURING];
+    size_t nduring;
+    char reasons[METRICS_MAX_REASONS][160];
+    size_t nreasons;
+    uint64_t reloads_ok, reloads_failed;
+    bool last_reload_ok;
+    struct mjob *jobs; /* METRICS_MAX_JOBS at most, then "other" */
+    size_t njobs, capjobs;
+    struct mjob other;
+};
+
+struct metrics *metrics_new(void)
+{
+    struct metrics *m = calloc(1, sizeof *m);
+    if (m == NULL)
+        return NULL;
+    m->last_reload_ok = true;
+    snprintf(m->other.name, sizeof m->other.name, "other");
+    return m;
+}
+
+void metrics_free(struct metrics *m)
+{
+    if (m == NULL)
+        return;
+    free(m->jobs);
+    free(m);
+}
+
+struct metrics *metrics_dup(const struct metrics *m)
+{
+    struct metrics *c = malloc(sizeof *c);
+    if (c == NULL)
+        return NULL;
+    *c = *m;
+    c->jobs = NULL;
+    c->capjobs = m->njobs;
+    if (m->njobs > 0) {
+        c->jobs = malloc(m->njobs * sizeof *c->jobs);
+        if (c->jobs == NULL) {
+            free(c);
+            return NULL;
+        }
+        memcpy(c->jobs, m->jobs, m->njobs * sizeof *c->jobs);
+    }
+    return c;
+}
+
+/* ---- counting ---- */
+
+static const char *str_field(const cJSON *f, const char *name)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(f, name);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* Sets *out to the number field name. Returns false when it is absent. */
+static bool num_field(const cJSON *f, const char *name, double *out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(f, name);
+    if (!cJSON_IsNumber(v))
+        return false;
+    *out = v->valuedouble;
+    return true;
+}
+
+static void histo_add(struct histo *h, const double *le, double v)
+{
+    size_t b = 0;
+    while (b < NBUCKETS && v > le[b])
+        b++;
+    h->n[b]++;
+    h->count++;
+    h->sum += v;
+}
+
+/* The slot of job name, made when new. */
+static struct mjob *job_slot(struct metrics *m, const char *name)
+{
+    if (name == NULL || name[0] == '\0' || strlen(name) > JOB_NAME_MAX)
+        return &m->other;
+    for (size_t i = 0; i < m->njobs; i++)
+        if (strcmp(m->jobs[i].name, name) == 0)
+            return &m->jobs[i];
+    if (m->njobs == METRICS_MAX_JOBS)
+        return &m->other;
+    if (m->njobs == m->capjobs) {
+        size_t cap = m->capjobs == 0 ? 16 : 2 * m->capjobs;
+        if (cap > METRICS_MAX_JOBS)
+            cap = METRICS_MAX_JOBS;
+        struct mjob *v = realloc(m->jobs, cap * sizeof *v);
+        if (v == NULL)
+            return &m->other;
+        m->jobs = v;
+        m->capjobs = cap;
+    }
+    struct mjob *j = &m->jobs[m->njobs++];
+    memset(j, 0, sizeof *j);
+    snprintf(j->name, sizeof j->name, "%s", name);
+    return j;
+}
+
+/* The index of s in table (n used of cap, each len bytes), added when new;
+ * the last slot takes everything once the table is full. */
+static size_t intern(char *table, size_t len, size_t *n, size_t cap, const char *s)
+{
+    for (size_t i = 0; i < *n; i++)
+        if (strcmp(table + i * len, s) == 0)
+            return i;
+    if (*n == cap)
+        return cap - 1;
+    if (*n == cap - 1)
+        s = "other";
+    snprintf(table + *n * len, len, "%s", s);
+    return (*n)++;
+}
+
+void metrics_add_job(struct metrics *m, const char *job)
+{
+    (void)job_slot(m, job);
+}
+
+static size_t during_slot(struct metrics *m, const char *what)
+{
+    return intern(&m->during[0][0], sizeof m->during[0], &m->nduring, METRICS_MAX_DURING,
+                  what != NULL ? what : "unknown");
+}
+
+static int state_index(const char *name)
+{
+    for (int s = 0; name != NULL && s < ST_COUNT; s++)
+        if (strcmp(machine_state_name((enum machine_state)s), name) == 0)
+            return s;
+    return -1;
+}
+
+static int event_index(const char *name)
+{
+    for (int e = 0; name != NULL && e < EV_COUNT; e++)
+        if (strcmp(machine_event_name((enum machine_event)e), name) == 0)
+            return e;
+    return -1;
+}
+
+static void count_transition(struct metrics *m, const cJSON *f)
+{
+    int from = state_index(str_field(f, "from")), to = state_index(str_field(f, "to"));
+    int trig = event_index(str_field(f, "trigger"));
+    if (from >= 0 && to >= 0 && trig >= 0)
+        m->transitions[from][to][trig]++;
+}
+
+static void count_start(struct metrics *m, const cJSON *f)
+{
+    double ms;
+    const char *trigger = str_field(f, "trigger");
+    size_t t = 0;
+    if (!num_field(f, "lateness_ms", &ms))
+        return;
+    while (t < NTRIGGERS - 1 && (trigger == NULL || strcmp(trigger, triggers[t]) != 0))
+        t++;
+    histo_add(&m->lateness[t], lateness_le, ms < 0 ? 0 : ms / 1000.0);
+}
+
+static void count_end(struct metrics *m, const cJSON *f, int64_t now_ms)
+{
+    enum history_outcome o;
+    double ms;
+    const char *name = str_field(f, "outcome");
+    if (name == NULL || !history_outcome_parse(name, &o))
+        return;
+    struct mjob *j = job_slot(m, str_field(f, "job"));
+    j->runs[o]++;
+    j->last_run_s = (double)now_ms / 1000.0;
+    if (o == HO_OK)
+        j->last_success_s = j->last_run_s;
+    if (history_outcome_ran(o) && num_field(f, "duration_ms", &ms))
+        histo_add(&j->duration, duration_le, ms < 0 ? 0 : ms / 1000.0);
+}
+
+static void count_not_run(struct metrics *m, const cJSON *f)
+{
+    enum history_outcome o;
+    double ticks;
+    const char *name = str_field(f, "outcome"), *reason = str_field(f, "reason");
+    if (name == NULL || !history_outcome_parse(name, &o))
+        return;
+    /* A range too long to count ("ticks": null) counts once. */
+    if (!num_field(f, "ticks", &ticks) || ticks < 1)
+        ticks = 1;
+    size_t r = intern(&m->reasons[0][0], sizeof m->reasons[0], &m->nreasons,
+                      METRICS_MAX_REASONS, reason != NULL ? reason : "");
+    struct mjob *j = job_slot(m, str_field(f, "job"));
+    size_t k = 0;
+    while (k < j->nnotrun && !(j->notrun[k].outcome == o && j->notrun[k].reason == r))
+        k++;
+    if (k == NOTRUN_SLOTS) {
+        k = NOTRUN_SLOTS - 1; /* full: the last pair takes the rest */
+    } else if (k == j->nnotrun) {
+        j->notrun[k].outcome = (uint8_t)o;
+        j->notrun[k].reason = (uint8_t)r;
+        j->nnotrun++;
+    }
+    j->notrun[k].ticks += (uint64_t)ticks;
+}
+
+void metrics_observe(struct metrics *m, enum log_event ev, const cJSON *fields,
+                     int64_t now_unix_ms)
+{
+    switch (ev) {
+    case LE_TRANSITION: count_transition(m, fields); break;
+    case LE_JOB_START: count_start(m, fields); break;
+    case LE_JOB_END: count_end(m, fields, now_unix_ms); break;
+    case LE_TICK_SKIPPED: count_not_run(m, fields); break;
+    case LE_REDIS_UNREACHABLE: m->redis_errors[during_slot(m, str_field(fields, "during"))]++; break;
+    case LE_CLAIM_FAILED: m->redis_errors[during_slot(m, "claim")]++; break;
+    case LE_HISTORY_WRITE_FAILED: m->redis_errors[during_slot(m, "history")]++; break;
+    case LE_HANDOVER_FAILED: m->redis_errors[during_slot(m, "handover")]++; break;
+    case LE_LEASE_RELEASE_FAILED: m->redis_errors[during_slot(m, "release")]++; break;
+    case LE_RELOADED:
+        m->reloads_ok++;
+        m->last_reload_ok = true;
+        break;
+    case LE_RELOAD_FAILED:
+        m->reloads_failed++;
+        m->last_reload_ok = false;
+        break;
+    default: break;
+    }
+}
+
+/* ---- writing ---- */
+
+static void family(FILE *out, const char *name, const char *type, const char *help)
+{
+    fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* Writes s as a label value: backslash, double quote and newline escaped. */
+static void label(FILE *out, const char *s)
+{
+    for (; *s != '\0'; s++) {
+        if (*s == '\\' || *s == '"')
+            fputc('\\', out);
+        if (*s == '\n')
+            fputs("\\n", out);
+        else
+            fputc(*s, out);
+    }
+}
+
+/* Writes a histogram's series; lbl is its other labels ("job_name=\"x\","
+ * or ""), written raw. */
+static void histo_write(FILE *out, const char *name, const char *lbl, const struct histo *h,
+                        const double *le)
+{
+    uint64_t cum = 0;
+    for (size_t b = 0; b <= NBUCKETS; b++) {
+        cum += h->n[b];
+        if (b < NBUCKETS)
+            fprintf(out, "%s_bucket{%sle=\"%g\"} %llu\n", name, lbl, le[b],
+                    (unsigned long long)cum);
+        else
+            fprintf(out, "%s_bucket{%sle=\"+Inf\"} %llu\n", name, lbl, (unsigned long long)cum);
+    }
+    /* Strip the trailing comma for the _sum and _count label sets. */
+    size_t n = strlen(lbl);
+    fprintf(out, "%s_sum{%.*s} %.6f\n", name, (int)(n > 0 ? n - 1 : 0), lbl, h->sum);
+    fprintf(out, "%s_count{%.*s} %llu\n", name, (int)(n > 0 ? n - 1 : 0), lbl,
+            (unsigned long long)h->count);
+}
+
+/* How many jobs to write: those with their own series, and "other" when
+ * it was used. */
+static size_t job_count(const struct metrics *m)
+{
+    const struct mjob *o = &m->other;
+    bool used = o->duration.count > 0 || o->nnotrun > 0 || o->last_run_s > 0;
+    return m->njobs + (used ? 1 : 0);
+}
+
+static const struct mjob *job_at(const struct metrics *m, size_t i)
+{
+    return i < m->njobs ? &m->jobs[i] : &m->other;
+}
+
+static void write_jobs(const struct metrics *m, FILE *out)
+{
+    size_t n = job_count(m);
+    family(out, "baton_job_runs_total", "counter",
+           "Runs that ended on this node, by job and outcome (ok, failed, timeout, killed, "
+           "failed_to_start).");
+    for (size_t i = 0; i < n; i++) {
+        const struct mjob *j = job_at(m, i);
+        for (int o = 0; o < HO_COUNT; o++) {
+            if (j->runs[o] == 0 && o != HO_OK && o != HO_FAILED)
+                continue; /* ok and failed always, so that rate() works from the start */
+            fputs("baton_job_runs_total{job_name=\"", out);
+            label(out, j->name);
+            fprintf(out, "\",outcome=\"%s\"} %llu\n", history_outcome_name((enum history_outcome)o),
+                    (unsigned long long)j->runs[o]);
+        }
+    }
+    family(out, "baton_job_last_run_timestamp_seconds", "gauge",
+           "When the job's last run on this node ended (Unix time).");
+    for (size_t i = 0; i < n; i++) {
+        const struct mjob *j = job_at(m, i);
+        if (j->last_run_s <= 0)
+            continue;
+        fputs("baton_job_last_run_timestamp_seconds{job_name=\"", out);
+        label(out, j->name);
+        fprintf(out, "\"} %.3f\n", j->last_run_s);
+    }
+    family(out, "baton_job_last_success_timestamp_seconds", "gauge",
+           "When the job's last successful run on this node ended (Unix time).");
+    for (size_t i = 0; i < n; i++) {
+        const struct mjob *j = job_at(m, i);
+        if (j->last_success_s <= 0)
+            continue;
+        fputs("baton_job_last_success_timestamp_seconds{job_name=\"", out);
+        label(out, j->name);
+        fprintf(out, "\"} %.3f\n", j->last_success_s);
+    }
+    family(out, "baton_job_run_duration_seconds", "histogram",
+           "How long the runs that ended on this node took, by job.");
+    for (size_t i = 0; i < n; i++) {
+        const struct mjob *j = job_at(m, i);
+        if (j->duration.count == 0)
+            continue;
+        char lbl[JOB_NAME_MAX + 32];
+        snprintf(lbl, sizeof lbl, "job_name=\"%s\",", j->name); /* names need no escaping */
+        histo_write(out, "baton_job_run_duration_seconds", lbl, &j->duration, duration_le);
+    }
+    family(out, "baton_ticks_not_run_total", "counter",
+           "Ticks this node decided not to run, by job, outcome (skipped, superseded, missed) "
+           "and reason.");
+    for (size_t i = 0; i < n; i++) {
+        const struct mjob *j = job_at(m, i);
+        for (size_t k = 0; k < j->nnotrun; k++) {
+            fputs("baton_ticks_not_run_total{job_name=\"", out);
+            label(out, j->name);
+            fprintf(out, "\",outcome=\"%s\",reason=\"",
+                    history_outcome_name((enum history_outcome)j->notrun[k].outcome));
+            label(out, m->reasons[j->notrun[k].reason]);
+            fprintf(out, "\"} %llu\n", (unsigned long long)j->notrun[k].ticks);
+        }
+    }
+}
+
+static void write_process(FILE *out, double start_time_s)
+{
+    long tick = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
+    char buf[1024];
+    FILE *f = fopen("/proc/self/stat", "re");
+    size_t n = f != NULL ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    if (f != NULL)
+        fclose(f);
+    buf[n] = '\0';
+    /* Fields after the command name (which may hold spaces): state is 3,
+     * utime 14, stime 15, vsize 23, rss 24. */
+    const char *p = strrchr(buf, ')');
+    unsigned long long v[24] = {0};
+    for (int field = 3; p != NULL && field <= 24; field++) {
+        p = strchr(p + 1, ' ');
+        if (p == NULL)
+            break;
+        if (field >= 14)
+            v[field - 1] = strtoull(p + 1, NULL, 10);
+    }
+    if (tick > 0) {
+        family(out, "process_cpu_seconds_total", "counter",
+               "User and system CPU time spent by baton run (not its jobs).");
+        fprintf(out, "process_cpu_seconds_total %.2f\n", (double)(v[13] + v[14]) / (double)tick);
+    }
+    family(out, "process_resident_memory_bytes", "gauge", "Resident memory size.");
+    fprintf(out, "process_resident_memory_bytes %llu\n", v[23] * (unsigned long long)page);
+    family(out, "process_virtual_memory_bytes", "gauge", "Virtual memory size.");
+    fprintf(out, "process_virtual_memory_bytes %llu\n", v[22]);
+    family(out, "process_start_time_seconds", "gauge", "When the process started (Unix time).");
+    fprintf(out, "process_start_time_seconds %.3f\n", start_time_s);
+    size_t fds = 0;
+    DIR *d = opendir("/proc/self/fd");
+    if (d != NULL) {
+        for (struct dirent *e = readdir(d); e != NULL; e = readdir(d))
+            if (e->d_name[0] != '.')
+                fds++;
+        closedir(d);
+        family(out, "process_open_fds", "gauge", "Open file descriptors.");
+        fprintf(out, "process_open_fds %zu\n", fds > 0 ? fds - 1 : 0); /* not the DIR's own */
+    }
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+        family(out, "process_max_fds", "gauge", "Limit of open file descriptors.");
+        fprintf(out, "process_max_fds %llu\n", (unsigned long long)rl.rlim_cur);
+    }
+}
+
+int metrics_write(const struct metrics *m, const struct metrics_gauges *g, FILE *out)
+{
+    family(out, "baton_build_info", "gauge", "The version of baton run (always 1).");
+    fputs("baton_build_info{version=\"", out);
+    label(out, g->version != NULL ? g->version : "unknown");
+    fputs("\"} 1\n", out);
+    family(out, "baton_state", "gauge",
+           "The supervisor's state: 1 for the current one, 0 for the others.");
+    for (int s = 0; s < ST_COUNT; s++)
+        fprintf(out, "baton_state{state=\"%s\"} %d\n", machine_state_name((enum machine_state)s),
+                s == g->state);
+    family(out, "baton_is_leader", "gauge", "1 while this node leads its group, else 0.");
+    fprintf(out, "baton_is_leader %d\n", g->is_leader);
+    family(out, "baton_term", "gauge",
+           "The term this node leads or follows (the group's fencing token; 0: none seen yet).");
+    fprintf(out, "baton_term %llu\n", (unsigned long long)g->term);
+    family(out, "baton_lease_remaining_seconds", "gauge",
+           "Time left before this node's lease runs out unless renewed (0 when not leading).");
+    fprintf(out, "baton_lease_remaining_seconds %.3f\n", g->lease_left_s > 0 ? g->lease_left_s : 0);
+    family(out, "baton_jobs_running", "gauge", "Runs alive on this node.");
+    fprintf(out, "baton_jobs_running %zu\n", g->running);
+    family(out, "baton_redis_up", "gauge",
+           "0 while Redis is unreachable (from the first failure of an outage to the next "
+           "success), else 1.");
+    fprintf(out, "baton_redis_up %d\n", g->redis_up);
+
+    family(out, "baton_transitions_total", "counter",
+           "State transitions, by from, to and trigger (routine renewals and polls included).");
+    for (int f = 0; f < ST_COUNT; f++)
+        for (int t = 0; t < ST_COUNT; t++)
+            for (int e = 0; e < EV_COUNT; e++)
+                if (m->transitions[f][t][e] != 0)
+                    fprintf(out, "baton_transitions_total{from=\"%s\",to=\"%s\",trigger=\"%s\"} %llu\n",
+                            machine_state_name((enum machine_state)f),
+                            machine_state_name((enum machine_state)t),
+                            machine_event_name((enum machine_event)e),
+                            (unsigned long long)m->transitions[f][t][e]);
+    family(out, "baton_redis_errors_total", "counter",
+           "Redis failures the log reports, by what was being done: the first failure of each "
+           "outage (campaign, renew...), and every failed claim, history write, handover and "
+           "release.");
+    for (size_t i = 0; i < m->nduring; i++) {
+        fputs("baton_redis_errors_total{during=\"", out);
+        label(out, m->during[i]);
+        fprintf(out, "\"} %llu\n", (unsigned long long)m->redis_errors[i]);
+    }
+    family(out, "baton_reloads_total", "counter", "SIGHUP reloads, by result (ok, failed).");
+    fprintf(out, "baton_reloads_total{result=\"ok\"} %llu\n", (unsigned long long)m->reloads_ok);
+    fprintf(out, "baton_reloads_total{result=\"failed\"} %llu\n",
+            (unsigned long long)m->reloads_failed);
+    family(out, "baton_config_last_reload_successful", "gauge",
+           "0 when the last reload was refused (the running configuration stayed), else 1.");
+    fprintf(out, "baton_config_last_reload_successful %d\n", m->last_reload_ok);
+    family(out, "baton_job_start_lateness_seconds", "histogram",
+           "From a run's scheduled instant to its start, by trigger (schedule, catchup, retry).");
+    for (size_t t = 0; t < NTRIGGERS; t++) {
+        if (m->lateness[t].count == 0 && t > 0)
+            continue;
+        char lbl[48];
+        snprintf(lbl, sizeof lbl, "trigger=\"%s\",", triggers[t]);
+        histo_write(out, "baton_job_start_lateness_seconds", lbl, &m->lateness[t], lateness_le);
+    }
+    write_jobs(m, out);
+    write_process(out, g->start_time_s);
+    return fflush(out) != 0 || ferror(out) ? -1 : 0;
+}
