@@ -26,6 +26,11 @@ TEST_PACKAGES=(
     clang libclang-rt-14-dev                   # libFuzzer targets
     procps                                     # ps, for the tests
     prometheus                                 # promtool, to validate the metrics output
+    libmicrohttpd-dev libsystemd-dev           # baton run's HTTP endpoint and sd_notify (optional
+                                               # in the demo's build, required by the tests')
+    curl jq                                    # the HTTP endpoint's tests
+    chromium                                   # the status page, rendered headless
+    systemd                                    # systemd-analyze, systemd-sysusers for the unit's tests
     man-db groff-base                          # the man pages render without warnings
     zsh                                        # the zsh completion parses
 )

@@ -26,11 +26,11 @@ build() {
 }
 
 echo "== 1/3: -Wall -Wextra -Werror build, all suites"
-build build/werror -DBATON_WERROR=ON
+build build/werror -DBATON_WERROR=ON -DBATON_HTTP=ON -DBATON_SYSTEMD=ON
 ctest --test-dir build/werror --output-on-failure --timeout 600
 
 echo "== 2/3: AddressSanitizer + UndefinedBehaviorSanitizer build, all suites"
-build build/asan -DBATON_WERROR=ON -DBATON_SANITIZE=ON
+build build/asan -DBATON_WERROR=ON -DBATON_SANITIZE=ON -DBATON_HTTP=ON -DBATON_SYSTEMD=ON
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1 \
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build/asan --output-on-failure --timeout 900
