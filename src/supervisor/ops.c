@@ -410,7 +410,11 @@ static void observe(void *ctx, enum log_event ev, enum log_level lvl, const cJSO
             notify_stopping(&o->notify, "stopping: handing over, then exiting");
         return;
     }
-    if (!o->notify.ready && h.decided) {
+    /* A first decision to follow is announced with the leader, which the
+     * `following` line right after it names (the timer catches a miss). */
+    const char *trigger = ev == LE_TRANSITION ? str_field(f, "trigger") : NULL;
+    bool defer = h.state == ST_WAITING && trigger != NULL && strcmp(trigger, "taken") == 0;
+    if (!o->notify.ready && h.decided && !defer) {
         notify_ready(&o->notify, text);
         snprintf(o->status, sizeof o->status, "%s", text);
     } else if (o->notify.ready && ((text[0] != '\0' && strcmp(text, o->status) != 0) ||
@@ -824,6 +828,10 @@ void ops_on_timer(struct ops *o)
     if (leading_state(o->head.state))
         o->head.lease_deadline_ns = baton_election_deadline_ns(o->h.election);
     pthread_mutex_unlock(&o->mu);
+    if (o->notify.enabled && !o->notify.ready && o->head.decided) {
+        status_text(o, &o->head, o->status, sizeof o->status);
+        notify_ready(&o->notify, o->status);
+    }
     if (o->notify.watchdog_ns > 0 && now >= o->next_ping_ns) {
         notify_watchdog(&o->notify);
         o->next_ping_ns = now + o->notify.watchdog_ns / 2;
