@@ -29,7 +29,7 @@ TEST_PACKAGES=(
     libmicrohttpd-dev libsystemd-dev           # baton run's HTTP endpoint and sd_notify (optional
                                                # in the demo's build, required by the tests')
     curl jq                                    # the HTTP endpoint's tests
-    chromium                                   # the status page, rendered headless
+    chromium w3m                               # the status page, in a browser and a terminal one
     systemd                                    # systemd-analyze, systemd-sysusers for the unit's tests
     man-db groff-base                          # the man pages render without warnings
     zsh                                        # the zsh completion parses

@@ -34,10 +34,16 @@
 #define MS       INT64_C(1000000)
 #define RR_SHARE 4 /* of OPS_HISTORY_BUDGET: jobs re-read in turn while watched */
 
+/* Why a job's last run needs reading again: it ended here (read at the
+ * next refresh), or elsewhere ("ended" on the group's channel: read while
+ * someone watches). */
+enum { DIRTY_NO, DIRTY_REMOTE, DIRTY_LOCAL };
+
 /* ---- the shared snapshots ---- */
 
 struct lastrun { /* one job's last record, as read */
     atomic_int refs;
+    int64_t read_ns;
     struct history_list l; /* l.n == 0: the job has no record */
 };
 
@@ -112,7 +118,7 @@ struct ops {
     struct http *http;
     struct notify notify;
     char status[300]; /* the last STATUS= sent */
-    bool *dirty;      /* per job of lasts->defs: its record changed */
+    unsigned char *dirty; /* per job of lasts->defs: DIRTY_* */
     size_t rr;
     int64_t next_tick_ns, next_ping_ns, next_refresh_ns;
     bool watched;
@@ -375,11 +381,11 @@ static size_t def_index(const struct defs *d, const char *name)
     return (size_t)-1;
 }
 
-static void mark_dirty(struct ops *o, const char *job)
+static void mark_dirty(struct ops *o, const char *job, unsigned char why)
 {
     size_t i = o->lasts != NULL ? def_index(o->lasts->defs, job) : (size_t)-1;
-    if (i != (size_t)-1 && o->dirty != NULL)
-        o->dirty[i] = true;
+    if (i != (size_t)-1 && o->dirty != NULL && o->dirty[i] < why)
+        o->dirty[i] = why;
 }
 
 /* The log's observer: on the loop's thread, for every event. */
@@ -397,7 +403,7 @@ static void observe(void *ctx, enum log_event ev, enum log_level lvl, const cJSO
     pthread_mutex_unlock(&o->mu);
 
     if (ev == LE_JOB_END || ev == LE_TICK_SKIPPED)
-        mark_dirty(o, str_field(f, "job"));
+        mark_dirty(o, str_field(f, "job"), DIRTY_LOCAL);
     if (!o->notify.enabled)
         return;
     char text[sizeof o->status];
@@ -552,6 +558,14 @@ static cJSON *view_json(const struct ops *o, const struct snap *s)
         cJSON_AddNumberToObject(v, "nodes_read_ms_ago", (double)((now - s->roster->read_ns) / MS));
     else
         cJSON_AddNullToObject(v, "nodes_read_ms_ago");
+    int64_t oldest = 0;
+    for (size_t i = 0; i < d->n; i++)
+        if (s->lasts->v[i] != NULL && (oldest == 0 || s->lasts->v[i]->read_ns < oldest))
+            oldest = s->lasts->v[i]->read_ns;
+    if (oldest != 0)
+        cJSON_AddNumberToObject(v, "last_runs_read_ms_ago", (double)((now - oldest) / MS));
+    else
+        cJSON_AddNullToObject(v, "last_runs_read_ms_ago");
     cJSON *tr = cJSON_AddArrayToObject(v, "transitions");
     size_t n = s->head.ntrans < OPS_TRANSITIONS ? s->head.ntrans : OPS_TRANSITIONS;
     for (size_t k = 0; k < n; k++) {
@@ -739,8 +753,9 @@ static void refresh_roster(struct ops *o, int64_t now)
     roster_unref(old);
 }
 
-/* Reads the last record of some jobs: those never read, then (when someone
- * watches) those that ran since, then a few others in turn. */
+/* Reads the last record of some jobs: those never read, those that ran
+ * here since, and when someone watches, those that ran elsewhere, then a
+ * few others in turn (a skipped tick says nothing on the channel). */
 static void refresh_lasts(struct ops *o, bool watched)
 {
     struct lasts *cur = o->lasts; /* the loop is its only writer */
@@ -748,12 +763,15 @@ static void refresh_lasts(struct ops *o, bool watched)
     for (size_t i = 0; i < n && np < OPS_HISTORY_BUDGET; i++)
         if (cur->v[i] == NULL)
             pick[np++] = i;
+    for (size_t i = 0; i < n && np < OPS_HISTORY_BUDGET; i++)
+        if (cur->v[i] != NULL && o->dirty[i] == DIRTY_LOCAL)
+            pick[np++] = i;
     for (size_t i = 0; watched && i < n && np < OPS_HISTORY_BUDGET; i++)
-        if (cur->v[i] != NULL && o->dirty[i])
+        if (cur->v[i] != NULL && o->dirty[i] == DIRTY_REMOTE)
             pick[np++] = i;
     for (size_t k = 0; watched && k < RR_SHARE && k < n && np < OPS_HISTORY_BUDGET; k++) {
         size_t i = (o->rr + k) % n;
-        if (cur->v[i] != NULL && !o->dirty[i])
+        if (cur->v[i] != NULL && o->dirty[i] == DIRTY_NO)
             pick[np++] = i;
     }
     if (watched && n > 0)
@@ -778,9 +796,10 @@ static void refresh_lasts(struct ops *o, bool watched)
             break;
         }
         atomic_init(&r->refs, 1);
+        r->read_ns = loop_now();
         lastrun_unref(next->v[i]);
         next->v[i] = r;
-        o->dirty[i] = false;
+        o->dirty[i] = DIRTY_NO;
         changed = true;
     }
     if (!changed) {
@@ -802,8 +821,8 @@ static void refresh(struct ops *o, int64_t now)
     if (watched && !o->watched)
         o->next_refresh_ns = now; /* someone started looking: now, not at the next poll */
     o->watched = watched;
-    if (now < o->next_refresh_ns)
-        return;
+    if (now + OPS_TICK_MS * MS / 2 < o->next_refresh_ns)
+        return; /* (the slack: ticks and refreshes share one timer) */
     o->next_refresh_ns = now + (watched ? OPS_WATCHED_MS : o->h.poll_ms) * MS;
     if (o->head.outage)
         return; /* the daemon's own retries find out when it ends */
@@ -846,7 +865,7 @@ void ops_on_timer(struct ops *o)
 void ops_on_message(struct ops *o, const char *msg, size_t len)
 {
     if (len > 6 && strncmp(msg, "ended ", 6) == 0)
-        mark_dirty(o, msg + 6);
+        mark_dirty(o, msg + 6, DIRTY_REMOTE);
 }
 
 /* ---- life ---- */
@@ -855,7 +874,7 @@ void ops_set_jobs(struct ops *o, const struct jobs *jobs)
 {
     struct defs *d = defs_new(jobs);
     struct lasts *l = d != NULL ? lasts_new(d) : NULL;
-    bool *dirty = jobs->n > 0 ? calloc(jobs->n, sizeof *dirty) : NULL;
+    unsigned char *dirty = jobs->n > 0 ? calloc(jobs->n, sizeof *dirty) : NULL;
     defs_unref(d); /* l holds it */
     if (l == NULL || (jobs->n > 0 && dirty == NULL)) {
         lasts_unref(l);
@@ -868,7 +887,7 @@ void ops_set_jobs(struct ops *o, const struct jobs *jobs)
         if (k != (size_t)-1 && old->v[k] != NULL) {
             l->v[i] = old->v[k];
             atomic_fetch_add(&l->v[i]->refs, 1);
-            dirty[i] = o->dirty != NULL && o->dirty[k];
+            dirty[i] = o->dirty != NULL ? o->dirty[k] : DIRTY_NO;
         }
     }
     pthread_mutex_lock(&o->mu);

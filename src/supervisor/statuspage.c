@@ -27,16 +27,19 @@ static const char style[] =
     "th{color:var(--mute);font-weight:600;font-size:.85rem}"
     ".ok{color:var(--ok)}.warn{color:var(--warn)}.bad{color:var(--bad)}.mute{color:var(--mute)}"
     "code{font:.92em ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}"
-    "a{color:inherit}footer{margin-top:1.5rem;font-size:.85rem}";
+    "a{color:inherit}footer{margin-top:1.5rem;font-size:.85rem}"
+    "@media (max-width:40rem){.w{display:none}}"; /* a phone: the essential columns */
 
-/* Fetches the page again and swaps in its body and title; says so in the
- * footer when the node does not answer. */
+/* Fetches the page again and swaps in its body and title, counting the
+ * swaps in <body data-refreshed>; says so in the footer when the node does
+ * not answer. */
 #define SCRIPT_FMT \
-    "(function(){var busy=false;function tick(){if(busy)return;busy=true;" \
+    "(function(){var busy=false,n=0;function tick(){if(busy)return;busy=true;" \
     "fetch(location.pathname,{cache:'no-store'}).then(function(r){" \
     "if(!r.ok)throw new Error('HTTP '+r.status);return r.text();}).then(function(t){" \
     "var d=new DOMParser().parseFromString(t,'text/html');document.title=d.title;" \
-    "document.body.innerHTML=d.body.innerHTML;}).catch(function(e){" \
+    "document.body.innerHTML=d.body.innerHTML;document.body.setAttribute('data-refreshed',++n);" \
+    "}).catch(function(e){" \
     "var f=document.getElementById('foot');if(f){f.className='bad';" \
     "f.textContent='This node does not answer ('+e.message+'), '+" \
     "new Date().toLocaleTimeString()+'; trying again.';}}).then(function(){busy=false;});}" \
@@ -191,7 +194,8 @@ static void nodes_table(FILE *f, const cJSON *doc)
         return;
     }
     fputs("<div class=\"wrap\"><table id=\"nodes\"><tr><th>Node</th><th>State</th><th>Term</th>"
-          "<th>Seen</th><th>Host</th><th>Pid</th><th>Since</th><th>Version</th></tr>\n",
+          "<th>Seen</th><th class=\"w\">Host</th><th class=\"w\">Pid</th><th class=\"w\">Since</th>"
+          "<th class=\"w\">Version</th></tr>\n",
           f);
     cJSON_ArrayForEach(n, nodes)
     {
@@ -213,18 +217,50 @@ static void nodes_table(FILE *f, const cJSON *doc)
         if (num(n, "term", &term))
             fprintf(f, "%.0f", term);
         num(n, "seen_ms_ago", &seen);
-        fprintf(f, "</td><td>%s ago</td><td>", span(seen, b, sizeof b));
+        fprintf(f, "</td><td>%s ago</td><td class=\"w\">", span(seen, b, sizeof b));
         esc(f, str(n, "host"));
-        fputs("</td><td>", f);
+        fputs("</td><td class=\"w\">", f);
         if (num(n, "pid", &pid))
             fprintf(f, "%.0f", pid);
-        fputs("</td><td>", f);
+        fputs("</td><td class=\"w\">", f);
         esc(f, str(n, "since"));
-        fputs("</td><td>", f);
+        fputs("</td><td class=\"w\">", f);
         esc(f, str(n, "version"));
         fputs("</td></tr>\n", f);
     }
     fputs("</table></div>\n", f);
+}
+
+/* One job's last run: when, and its outcome (with its exit, signal or tick
+ * count; the reason as a tooltip): two cells. */
+static void last_run_cells(FILE *f, const cJSON *last, int64_t now_ms)
+{
+    double code, ticks;
+    if (!cJSON_IsObject(last)) {
+        fputs("<td><span class=\"mute\">never</span></td><td></td>", f);
+        return;
+    }
+    const char *o = str(last, "outcome"), *why = str(last, "reason");
+    fputs("<td>", f);
+    when(f, str(last, "scheduled_at"), now_ms);
+    fprintf(f, "</td><td class=\"%s\"", outcome_class(o));
+    if (why != NULL && why[0] != '\0') {
+        fputs(" title=\"", f);
+        esc(f, why);
+        fputc('"', f);
+    }
+    fputc('>', f);
+    esc(f, o);
+    if (num(last, "exit_code", &code)) {
+        fprintf(f, " <span class=\"mute\">(exit %.0f)</span>", code);
+    } else if (str(last, "signal") != NULL) {
+        fputs(" <span class=\"mute\">(signal ", f);
+        esc(f, str(last, "signal"));
+        fputs(")</span>", f);
+    } else if (num(last, "ticks", &ticks) && ticks > 1) {
+        fprintf(f, " <span class=\"mute\">(%.0f ticks)</span>", ticks);
+    }
+    fputs("</td>", f);
 }
 
 static void jobs_table(FILE *f, const cJSON *doc, int64_t now_ms)
@@ -237,8 +273,9 @@ static void jobs_table(FILE *f, const cJSON *doc, int64_t now_ms)
         fputs("<p class=\"mute\">No jobs.</p>\n", f);
         return;
     }
-    fputs("<div class=\"wrap\"><table id=\"jobs\"><tr><th>Job</th><th>Schedule</th>"
-          "<th>Last run</th><th>Outcome</th><th>Node</th><th>Took</th><th>Next run</th></tr>\n",
+    fputs("<div class=\"wrap\"><table id=\"jobs\"><tr><th>Job</th><th>Last run</th>"
+          "<th>Outcome</th><th>Next run</th><th class=\"w\">Schedule</th>"
+          "<th class=\"w\">Node</th><th class=\"w\">Took</th></tr>\n",
           f);
     cJSON_ArrayForEach(j, jobs)
     {
@@ -246,7 +283,14 @@ static void jobs_table(FILE *f, const cJSON *doc, int64_t now_ms)
         double dur;
         fputs("<tr><td>", f);
         esc(f, str(j, "name"));
-        fputs("</td><td><code>", f);
+        fputs("</td>", f);
+        last_run_cells(f, last, now_ms);
+        fputs("<td>", f);
+        if (!flag(j, "enabled"))
+            fputs("<span class=\"mute\">disabled</span>", f);
+        else
+            when(f, str(j, "next_run"), now_ms);
+        fputs("</td><td class=\"w\"><code>", f);
         esc(f, str(j, "schedule"));
         fputs("</code>", f);
         if (str(j, "timezone") != NULL && strcmp(str(j, "timezone"), "UTC") != 0) {
@@ -254,40 +298,12 @@ static void jobs_table(FILE *f, const cJSON *doc, int64_t now_ms)
             esc(f, str(j, "timezone"));
             fputs("</span>", f);
         }
-        fputs("</td><td>", f);
-        if (cJSON_IsObject(last)) {
-            when(f, str(last, "scheduled_at"), now_ms);
-            const char *o = str(last, "outcome"), *why = str(last, "reason");
-            double code, ticks;
-            fprintf(f, "</td><td class=\"%s\"", outcome_class(o));
-            if (why != NULL && why[0] != '\0') {
-                fputs(" title=\"", f);
-                esc(f, why);
-                fputc('"', f);
-            }
-            fputc('>', f);
-            esc(f, o);
-            if (num(last, "exit_code", &code))
-                fprintf(f, " <span class=\"mute\">(exit %.0f)</span>", code);
-            else if (str(last, "signal") != NULL) {
-                fputs(" <span class=\"mute\">(signal ", f);
-                esc(f, str(last, "signal"));
-                fputs(")</span>", f);
-            } else if (num(last, "ticks", &ticks) && ticks > 1)
-                fprintf(f, " <span class=\"mute\">(%.0f ticks)</span>", ticks);
-            fputs("</td><td>", f);
+        fputs("</td><td class=\"w\">", f);
+        if (cJSON_IsObject(last))
             esc(f, str(last, "node"));
-            fputs("</td><td>", f);
-            if (str(last, "started") != NULL && num(last, "duration_ms", &dur))
-                fputs(span(dur, b, sizeof b), f);
-        } else {
-            fputs("<span class=\"mute\">never</span></td><td></td><td></td><td>", f);
-        }
-        fputs("</td><td>", f);
-        if (!flag(j, "enabled"))
-            fputs("<span class=\"mute\">disabled</span>", f);
-        else
-            when(f, str(j, "next_run"), now_ms);
+        fputs("</td><td class=\"w\">", f);
+        if (cJSON_IsObject(last) && str(last, "started") != NULL && num(last, "duration_ms", &dur))
+            fputs(span(dur, b, sizeof b), f);
         fputs("</td></tr>\n", f);
     }
     fputs("</table></div>\n", f);
@@ -309,8 +325,11 @@ static void transitions_table(FILE *f, const cJSON *view)
     {
         double term = 0;
         num(t, "term", &term);
-        fputs("<tr><td>", f);
-        esc(f, str(t, "ts"));
+        const char *ts = str(t, "ts"), *tt = ts != NULL ? strchr(ts, 'T') : NULL;
+        fputs("<tr><td title=\"", f);
+        esc(f, ts);
+        fputs("\">", f);
+        esc(f, tt != NULL ? tt + 1 : ts); /* the time: the date is in the tooltip */
         fputs("</td><td>", f);
         esc(f, str(t, "from"));
         fputs("</td><td><b>", f);
