@@ -416,6 +416,7 @@ int http_start(const struct http_listen *l, const struct http_route *routes, voi
         snprintf(msg, msglen, "%s: cannot start a thread: %s", h->address, strerror(err));
         goto fail;
     }
+    pthread_setname_np(h->thread, "baton-http"); /* as top -H and ps -L show it */
     h->started = true;
     *out = h;
     return 0;
