@@ -1,0 +1,259 @@
+/* check_metrics.c -- the Prometheus metrics counted from log events
+ * (metrics.h): one row per event kind and the series it must produce;
+ * HELP and TYPE once per family, every sample in a declared family;
+ * bounded cardinality; label escaping; a copy writes what the original
+ * does. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "machine.h"
+#include "metrics.h"
+#include "testutil.h"
+
+/* Writes m with quiet gauges. Returns: owned text. */
+static char *render(const struct metrics *m)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    struct metrics_gauges g = {.state = ST_WAITING, .term = 3, .redis_up = true,
+                               .start_time_s = 1.7e9, .version = "0.1.0"};
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(metrics_write(m, &g, f), 0);
+    fclose(f);
+    return buf;
+}
+
+static void feed(struct metrics *m, enum log_event ev, const char *json)
+{
+    cJSON *f = cJSON_Parse(json);
+    ck_assert_msg(f != NULL, "bad test JSON: %s", json);
+    metrics_observe(m, ev, f, 1700000000123);
+    cJSON_Delete(f);
+}
+
+/* True when text has line as a whole line. */
+static bool has_line(const char *text, const char *line)
+{
+    size_t n = strlen(line);
+    for (const char *p = strstr(text, line); p != NULL; p = strstr(p + 1, line))
+        if ((p == text || p[-1] == '\n') && (p[n] == '\n' || p[n] == '\0'))
+            return true;
+    return false;
+}
+
+static const struct {
+    enum log_event ev;
+    const char *fields;
+    const char *want; /* a line the output must have */
+} rows[] = {
+    {LE_TRANSITION, "{\"from\":\"acquiring\",\"to\":\"working\",\"trigger\":\"acquired\"}",
+     "baton_transitions_total{from=\"acquiring\",to=\"working\",trigger=\"acquired\"} 1"},
+    {LE_TRANSITION, "{\"from\":\"working\",\"to\":\"renewing\",\"trigger\":\"renew_due\"}",
+     "baton_transitions_total{from=\"working\",to=\"renewing\",trigger=\"renew_due\"} 1"},
+    {LE_JOB_START, "{\"job\":\"a\",\"trigger\":\"schedule\",\"lateness_ms\":3}",
+     "baton_job_start_lateness_seconds_bucket{trigger=\"schedule\",le=\"0.005\"} 1"},
+    {LE_JOB_START, "{\"job\":\"a\",\"trigger\":\"schedule\",\"lateness_ms\":3}",
+     "baton_job_start_lateness_seconds_bucket{trigger=\"schedule\",le=\"0.0025\"} 0"},
+    {LE_JOB_START, "{\"job\":\"a\",\"trigger\":\"catchup\",\"lateness_ms\":120000}",
+     "baton_job_start_lateness_seconds_bucket{trigger=\"catchup\",le=\"300\"} 1"},
+    {LE_JOB_START, "{\"job\":\"a\",\"trigger\":\"retry\",\"lateness_ms\":4000000}",
+     "baton_job_start_lateness_seconds_bucket{trigger=\"retry\",le=\"+Inf\"} 1"},
+    {LE_JOB_START, "{\"job\":\"a\",\"trigger\":\"catchup\",\"lateness_ms\":120000}",
+     "baton_job_start_lateness_seconds_sum{trigger=\"catchup\"} 120.000000"},
+    {LE_JOB_END, "{\"job\":\"a\",\"outcome\":\"ok\",\"duration_ms\":1500}",
+     "baton_job_runs_total{job_name=\"a\",outcome=\"ok\"} 1"},
+    {LE_JOB_END, "{\"job\":\"a\",\"outcome\":\"ok\",\"duration_ms\":1500}",
+     "baton_job_run_duration_seconds_bucket{job_name=\"a\",le=\"5\"} 1"},
+    {LE_JOB_END, "{\"job\":\"a\",\"outcome\":\"ok\",\"duration_ms\":1500}",
+     "baton_job_run_duration_seconds_bucket{job_name=\"a\",le=\"1\"} 0"},
+    {LE_JOB_END, "{\"job\":\"a\",\"outcome\":\"ok\",\"duration_ms\":1500}",
+     "baton_job_last_success_timestamp_seconds{job_name=\"a\"} 1700000000.123"},
+    {LE_JOB_END, "{\"job\":\"a\",\"outcome\":\"failed\",\"duration_ms\":10}",
+     "baton_job_last_run_timestamp_seconds{job_name=\"a\"} 1700000000.123"},
+    {LE_JOB_END, "{\"job\":\"b\",\"outcome\":\"failed_to_start\",\"error\":\"no such file\"}",
+     "baton_job_runs_total{job_name=\"b\",outcome=\"failed_to_start\"} 1"},
+    {LE_JOB_END, "{\"job\":\"b\",\"outcome\":\"timeout\",\"duration_ms\":60000}",
+     "baton_job_runs_total{job_name=\"b\",outcome=\"timeout\"} 1"},
+    {LE_TICK_SKIPPED,
+     "{\"job\":\"a\",\"outcome\":\"skipped\",\"ticks\":3,\"reason\":\"a run was alive\"}",
+     "baton_ticks_not_run_total{job_name=\"a\",outcome=\"skipped\",reason=\"a run was alive\"} 3"},
+    {LE_TICK_SKIPPED, "{\"job\":\"a\",\"outcome\":\"missed\",\"ticks\":null,\"reason\":\"old\"}",
+     "baton_ticks_not_run_total{job_name=\"a\",outcome=\"missed\",reason=\"old\"} 1"},
+    {LE_TICK_SKIPPED,
+     "{\"job\":\"a\",\"outcome\":\"superseded\",\"ticks\":2,\"reason\":\"say \\\"x\\\"\\\\y\\nz\"}",
+     "baton_ticks_not_run_total{job_name=\"a\",outcome=\"superseded\",reason=\"say \\\"x\\\"\\\\y\\nz\"} 2"},
+    {LE_REDIS_UNREACHABLE, "{\"during\":\"campaign\",\"error\":\"refused\"}",
+     "baton_redis_errors_total{during=\"campaign\"} 1"},
+    {LE_CLAIM_FAILED, "{\"job\":\"a\",\"error\":\"timeout\"}",
+     "baton_redis_errors_total{during=\"claim\"} 1"},
+    {LE_HISTORY_WRITE_FAILED, "{\"job\":\"a\",\"error\":\"x\"}",
+     "baton_redis_errors_total{during=\"history\"} 1"},
+    {LE_HANDOVER_FAILED, "{\"term\":2,\"error\":\"x\"}",
+     "baton_redis_errors_total{during=\"handover\"} 1"},
+    {LE_LEASE_RELEASE_FAILED, "{\"term\":2,\"error\":\"x\"}",
+     "baton_redis_errors_total{during=\"release\"} 1"},
+    {LE_RELOAD_FAILED, "{\"error\":\"jobs.yaml:3:5: bad\"}",
+     "baton_config_last_reload_successful 0"},
+    {LE_RELOAD_FAILED, "{\"error\":\"jobs.yaml:3:5: bad\"}", "baton_reloads_total{result=\"failed\"} 1"},
+    {LE_RELOADED, "{\"jobs\":3}", "baton_reloads_total{result=\"ok\"} 1"},
+};
+
+START_TEST(event_row)
+{
+    struct metrics *m = metrics_new();
+    feed(m, rows[_i].ev, rows[_i].fields);
+    char *text = render(m);
+    ck_assert_msg(has_line(text, rows[_i].want), "row %d: no line <%s> in\n%s", _i, rows[_i].want,
+                  text);
+    free(text);
+    metrics_free(m);
+}
+END_TEST
+
+/* Events that say nothing countable count nothing, and never crash. */
+START_TEST(junk_counts_nothing)
+{
+    struct metrics *m = metrics_new();
+    char *before = render(m);
+    feed(m, LE_TRANSITION, "{\"from\":\"nowhere\",\"to\":\"working\",\"trigger\":\"acquired\"}");
+    feed(m, LE_TRANSITION, "{}");
+    feed(m, LE_JOB_END, "{\"job\":\"a\",\"outcome\":\"exploded\"}");
+    feed(m, LE_JOB_START, "{\"job\":\"a\"}");
+    feed(m, LE_TICK_SKIPPED, "{\"outcome\":7}");
+    feed(m, LE_JOB_OUTPUT, "{\"job\":\"a\",\"line\":\"x\"}");
+    metrics_observe(m, LE_JOB_END, NULL, 0);
+    char *after = render(m);
+    ck_assert_str_eq(before, after);
+    free(before);
+    free(after);
+    metrics_free(m);
+}
+END_TEST
+
+/* HELP and TYPE once per family; every sample belongs to a family declared
+ * before it (histograms by their _bucket, _sum, _count). */
+START_TEST(families_declared)
+{
+    struct metrics *m = metrics_new();
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        feed(m, rows[i].ev, rows[i].fields);
+    char *text = render(m);
+    char fam[64][96], type[64][16];
+    int nfam = 0, nhelp = 0;
+    for (char *line = strtok(text, "\n"); line != NULL; line = strtok(NULL, "\n")) {
+        char name[96], kind[16];
+        if (sscanf(line, "# HELP %95s", name) == 1) {
+            nhelp++;
+            continue;
+        }
+        if (sscanf(line, "# TYPE %95s %15s", name, kind) == 2) {
+            for (int k = 0; k < nfam; k++)
+                ck_assert_msg(strcmp(fam[k], name) != 0, "TYPE twice: %s", name);
+            ck_assert_int_lt(nfam, 64);
+            snprintf(fam[nfam], sizeof fam[0], "%s", name);
+            snprintf(type[nfam++], sizeof type[0], "%s", kind);
+            continue;
+        }
+        size_t n = strcspn(line, "{ ");
+        snprintf(name, sizeof name, "%.*s", (int)n, line);
+        bool found = false;
+        for (int k = 0; k < nfam && !found; k++) {
+            size_t fl = strlen(fam[k]);
+            if (strcmp(name, fam[k]) == 0)
+                found = strcmp(type[k], "histogram") != 0;
+            else if (strcmp(type[k], "histogram") == 0 && strncmp(name, fam[k], fl) == 0)
+                found = strcmp(name + fl, "_bucket") == 0 || strcmp(name + fl, "_sum") == 0 ||
+                        strcmp(name + fl, "_count") == 0;
+        }
+        ck_assert_msg(found, "a sample of no declared family: %s", line);
+        ck_assert_msg(strncmp(name, "baton_", 6) == 0 || strncmp(name, "process_", 8) == 0,
+                      "no baton_ prefix: %s", name);
+    }
+    ck_assert_int_eq(nhelp, nfam);
+    for (int k = 0; k < nfam; k++)
+        if (strcmp(type[k], "counter") == 0)
+            ck_assert_msg(strstr(fam[k], "_total") != NULL, "a counter without _total: %s", fam[k]);
+    free(text);
+    metrics_free(m);
+}
+END_TEST
+
+/* The state is one-hot, and a configured job has its series before it ran. */
+START_TEST(gauges_and_declared_jobs)
+{
+    struct metrics *m = metrics_new();
+    metrics_add_job(m, "nightly");
+    char *text = render(m);
+    ck_assert(has_line(text, "baton_state{state=\"waiting\"} 1"));
+    ck_assert(has_line(text, "baton_state{state=\"working\"} 0"));
+    ck_assert(has_line(text, "baton_term 3"));
+    ck_assert(has_line(text, "baton_is_leader 0"));
+    ck_assert(has_line(text, "baton_job_runs_total{job_name=\"nightly\",outcome=\"ok\"} 0"));
+    ck_assert(has_line(text, "baton_job_runs_total{job_name=\"nightly\",outcome=\"failed\"} 0"));
+    ck_assert(has_line(text, "baton_build_info{version=\"0.1.0\"} 1"));
+    free(text);
+    metrics_free(m);
+}
+END_TEST
+
+/* At most METRICS_MAX_JOBS jobs get series; the rest count as "other". */
+START_TEST(bounded_jobs)
+{
+    struct metrics *m = metrics_new();
+    char ev[128];
+    for (int i = 0; i < METRICS_MAX_JOBS + 50; i++) {
+        snprintf(ev, sizeof ev, "{\"job\":\"j%d\",\"outcome\":\"ok\",\"duration_ms\":1}", i);
+        feed(m, LE_JOB_END, ev);
+    }
+    char *text = render(m);
+    ck_assert(has_line(text, "baton_job_runs_total{job_name=\"other\",outcome=\"ok\"} 50"));
+    ck_assert(has_line(text, "baton_job_runs_total{job_name=\"j0\",outcome=\"ok\"} 1"));
+    ck_assert(strstr(text, "job_name=\"j4100\"") == NULL);
+    free(text);
+    metrics_free(m);
+}
+END_TEST
+
+/* A copy writes what the original does; later events change only the original. */
+START_TEST(dup)
+{
+    struct metrics *m = metrics_new();
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        feed(m, rows[i].ev, rows[i].fields);
+    struct metrics *c = metrics_dup(m);
+    char *a = render(m), *b = render(c);
+    ck_assert_str_eq(a, b);
+    feed(m, LE_JOB_END, "{\"job\":\"a\",\"outcome\":\"ok\",\"duration_ms\":1}");
+    char *b2 = render(c);
+    ck_assert_str_eq(b, b2);
+    free(a);
+    free(b);
+    free(b2);
+    metrics_free(c);
+    metrics_free(m);
+    metrics_free(NULL);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("metrics");
+    TCase *tc = tcase_create("metrics");
+    tcase_set_timeout(tc, 60);
+    tcase_add_loop_test(tc, event_row, 0, (int)(sizeof rows / sizeof rows[0]));
+    tcase_add_test(tc, junk_counts_nothing);
+    tcase_add_test(tc, families_declared);
+    tcase_add_test(tc, gauges_and_declared_jobs);
+    tcase_add_test(tc, bounded_jobs);
+    tcase_add_test(tc, dup);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return tu_run(suite());
+}
