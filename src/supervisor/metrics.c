@@ -451,9 +451,14 @@ static void write_process(FILE *out, double start_time_s)
 
 int metrics_write(const struct metrics *m, const struct metrics_gauges *g, FILE *out)
 {
-    family(out, "baton_build_info", "gauge", "The version of baton run (always 1).");
+    family(out, "baton_build_info", "gauge",
+           "Always 1: baton run's version, its group and its node name, to join on.");
     fputs("baton_build_info{version=\"", out);
     label(out, g->version != NULL ? g->version : "unknown");
+    fputs("\",group=\"", out);
+    label(out, g->group != NULL ? g->group : "");
+    fputs("\",node=\"", out);
+    label(out, g->node != NULL ? g->node : "");
     fputs("\"} 1\n", out);
     family(out, "baton_state", "gauge",
            "The supervisor's state: 1 for the current one, 0 for the others.");

@@ -61,7 +61,7 @@ struct metrics_gauges {
     size_t running;      /* runs alive on this node */
     bool redis_up;       /* no outage under way */
     double start_time_s; /* Unix time the process started */
-    const char *version;
+    const char *version, *group, *node; /* baton_build_info's labels */
 };
 
 /* Writes every family (text format 0.0.4): the gauges, the counters, and

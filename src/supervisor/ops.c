@@ -691,7 +691,9 @@ static void h_metrics(void *ctx, const char *path, struct http_response *out)
                                .running = h.running,
                                .redis_up = !h.outage,
                                .start_time_s = o->start_time_s,
-                               .version = BATON_VERSION_STRING};
+                               .version = BATON_VERSION_STRING,
+                               .group = o->group,
+                               .node = o->node};
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
@@ -787,8 +789,11 @@ static void refresh_lasts(struct ops *o, bool watched)
             atomic_fetch_add(&next->v[i]->refs, 1);
     }
     bool changed = false;
+    int64_t start = loop_now();
     for (size_t k = 0; k < np; k++) {
         size_t i = pick[k];
+        if (loop_now() - start > OPS_REFRESH_BUDGET_MS * MS)
+            break; /* the rest next time: the loop has jobs to start */
         struct lastrun *r = calloc(1, sizeof *r);
         if (r == NULL || !o->h.may_block(o->h.ctx) ||
             history_read(o->h.client, o->group, cur->defs->v[i].name, 1, &r->l) != BATON_OK) {

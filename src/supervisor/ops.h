@@ -25,10 +25,11 @@
  *
  * Redis reads for the view: the leader and the node list every `poll`
  * (every OPS_WATCHED_MS while someone has fetched /status or / within the
- * last OPS_WATCH_S), and each job's last run once at start, then only while
- * someone watches: first the jobs that ran since, then the others in turn,
- * at most OPS_HISTORY_BUDGET per refresh. None while Redis is unreachable.
- * Without http.listen, none at all. */
+ * last OPS_WATCH_S), and each job's last run once at start, then again
+ * when it ran here, and while someone watches, when it ran elsewhere, and a
+ * few others in turn: at most OPS_HISTORY_BUDGET reads, and none started
+ * OPS_REFRESH_BUDGET_MS into a refresh, so that the loop is never held up
+ * long. None while Redis is unreachable. Without http.listen, none at all. */
 #ifndef BATON_OPS_H
 #define BATON_OPS_H
 
@@ -46,7 +47,8 @@
 #define OPS_TICK_MS        1000
 #define OPS_WATCHED_MS     2000
 #define OPS_WATCH_S        60
-#define OPS_HISTORY_BUDGET 32
+#define OPS_HISTORY_BUDGET 32 /* last-run reads per refresh, at most... */
+#define OPS_REFRESH_BUDGET_MS 5 /* ... and no new one after this long */
 #define OPS_TRANSITIONS    20
 
 struct ops;
