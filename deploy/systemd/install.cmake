@@ -8,7 +8,9 @@
 # DESTDIR both give paths that match where the files land. The
 # configuration directory follows GNUInstallDirs: /etc/baton for the prefix
 # /usr, <prefix>/etc/baton otherwise (or CMAKE_INSTALL_SYSCONFDIR when it is
-# absolute). Set by CMakeLists.txt: BATON_SRC, BATON_BINDIR, BATON_SYSCONFDIR.
+# absolute). Set by CMakeLists.txt: BATON_SRC, BATON_BINDIR, BATON_SYSCONFDIR,
+# and BATON_GEN, the build tree's directory for the files made here (never
+# the current directory, which may be the source tree).
 set(prefix "${CMAKE_INSTALL_PREFIX}")
 if(IS_ABSOLUTE "${BATON_BINDIR}")
   set(bindir "${BATON_BINDIR}")
@@ -22,7 +24,7 @@ elseif(prefix STREQUAL "/usr")
 else()
   set(etc "${prefix}/${BATON_SYSCONFDIR}")
 endif()
-set(gen "${CMAKE_CURRENT_BINARY_DIR}/systemd-gen")
+set(gen "${BATON_GEN}")
 file(MAKE_DIRECTORY "${gen}")
 
 file(READ "${BATON_SRC}/deploy/baton.service" text)

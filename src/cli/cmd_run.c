@@ -34,10 +34,12 @@ static const struct cli_item files[] = {
 static const struct cli_item environment[] = {
     {"NOTIFY_SOCKET",
      "set by systemd for a Type=notify unit: READY=1 once the node leads or follows, STATUS= "
-     "with its state and term, RELOADING=1 and READY=1 around a reload, STOPPING=1"},
+     "with its state and term, RELOADING=1 and READY=1 around a reload, STOPPING=1 with "
+     "EXTEND_TIMEOUT_USEC= shutdown_grace + the longest kill_grace + 10 s; jobs do not "
+     "inherit it"},
     {"WATCHDOG_USEC",
      "set by systemd's WatchdogSec=: WATCHDOG=1 every half of it from the event loop, so that "
-     "a hung supervisor is restarted"},
+     "a hung supervisor is restarted; jobs do not inherit it, nor WATCHDOG_PID"},
     {NULL, NULL},
 };
 

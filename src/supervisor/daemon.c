@@ -651,7 +651,8 @@ static void reload(struct daemon *d)
         config_free(cfg);
         return;
     }
-    ops_set_jobs(d->ops, jobs); /* the runner owns them; the view copies what it shows */
+    /* The runner owns the jobs; the view copies what it shows. */
+    ops_set_jobs(d->ops, jobs, cfg->shutdown_grace_ms);
     cJSON_AddNumberToObject(f, "jobs", (double)njobs);
     config_free(d->cfg);
     d->cfg = cfg;
@@ -760,7 +761,7 @@ int daemon_run(const char *config_path)
         fprintf(stderr, "baton: run: %s\n", err);
         goto out;
     }
-    ops_set_jobs(d.ops, jobs);
+    ops_set_jobs(d.ops, jobs, d.cfg->shutdown_grace_ms);
     d.sig_watch = (struct loop_watch){
         .fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK), .cb = on_signal, .ctx = &d};
     if (d.sig_watch.fd < 0 || loop_add(&d.loop, &d.sig_watch) != 0) {

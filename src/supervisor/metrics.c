@@ -39,6 +39,7 @@ struct histo {
 struct mjob {
     char name[JOB_NAME_MAX + 1];
     uint64_t runs[HO_COUNT]; /* job_end, by outcome */
+    uint64_t retries;        /* job_retry */
     double last_run_s, last_success_s;
     struct histo duration;
     struct {
@@ -49,6 +50,7 @@ struct mjob {
 };
 
 struct metrics {
+    uint64_t events[LE_COUNT]; /* every event, by kind */
     uint64_t transitions[ST_COUNT][ST_COUNT][EV_COUNT];
     struct histo lateness[NTRIGGERS];
     char during[METRICS_MAX_DURING][32];
@@ -196,19 +198,21 @@ static int event_index(const char *name)
     return -1;
 }
 
-static void count_transition(struct metrics *m, const cJSON *f)
+static void count_transition(struct metrics *m, const cJSON *f, int64_t now_ms)
 {
+    (void)now_ms;
     int from = state_index(str_field(f, "from")), to = state_index(str_field(f, "to"));
     int trig = event_index(str_field(f, "trigger"));
     if (from >= 0 && to >= 0 && trig >= 0)
         m->transitions[from][to][trig]++;
 }
 
-static void count_start(struct metrics *m, const cJSON *f)
+static void count_start(struct metrics *m, const cJSON *f, int64_t now_ms)
 {
     double ms;
     const char *trigger = str_field(f, "trigger");
     size_t t = 0;
+    (void)now_ms;
     if (!num_field(f, "lateness_ms", &ms))
         return;
     while (t < NTRIGGERS - 1 && (trigger == NULL || strcmp(trigger, triggers[t]) != 0))
@@ -232,11 +236,12 @@ static void count_end(struct metrics *m, const cJSON *f, int64_t now_ms)
         histo_add(&j->duration, duration_le, ms < 0 ? 0 : ms / 1000.0);
 }
 
-static void count_not_run(struct metrics *m, const cJSON *f)
+static void count_not_run(struct metrics *m, const cJSON *f, int64_t now_ms)
 {
     enum history_outcome o;
     double ticks;
     const char *name = str_field(f, "outcome"), *reason = str_field(f, "reason");
+    (void)now_ms;
     if (name == NULL || !history_outcome_parse(name, &o))
         return;
     /* A range too long to count ("ticks": null) counts once. */
@@ -258,29 +263,116 @@ static void count_not_run(struct metrics *m, const cJSON *f)
     j->notrun[k].ticks += (uint64_t)ticks;
 }
 
+static void count_redis_error(struct metrics *m, const cJSON *f, int64_t now_ms)
+{
+    (void)now_ms;
+    m->redis_errors[during_slot(m, str_field(f, "during"))]++;
+}
+
+/* A failure the event names by itself: the label is fixed by the row. */
+#define REDIS_FAILURE(fn, what)                                                                    \
+    static void fn(struct metrics *m, const cJSON *f, int64_t now_ms)                              \
+    {                                                                                              \
+        (void)f;                                                                                   \
+        (void)now_ms;                                                                              \
+        m->redis_errors[during_slot(m, what)]++;                                                   \
+    }
+REDIS_FAILURE(count_claim_failed, "claim")
+REDIS_FAILURE(count_history_failed, "history")
+REDIS_FAILURE(count_handover_failed, "handover")
+REDIS_FAILURE(count_release_failed, "release")
+#undef REDIS_FAILURE
+
+static void count_reloaded(struct metrics *m, const cJSON *f, int64_t now_ms)
+{
+    (void)f;
+    (void)now_ms;
+    m->reloads_ok++;
+    m->last_reload_ok = true;
+}
+
+static void count_reload_failed(struct metrics *m, const cJSON *f, int64_t now_ms)
+{
+    (void)f;
+    (void)now_ms;
+    m->reloads_failed++;
+    m->last_reload_ok = false;
+}
+
+static void count_retry(struct metrics *m, const cJSON *f, int64_t now_ms)
+{
+    (void)now_ms;
+    job_slot(m, str_field(f, "job"))->retries++;
+}
+
+/* What each event kind counts, one row per kind: every event counts in
+ * baton_events_total; fn counts what it says besides (NULL: nothing else,
+ * and `counts` says why). A kind without a row is a bug that
+ * check_metrics finds (metrics_event_counts() returns NULL for it). */
+typedef void (*count_fn)(struct metrics *m, const cJSON *f, int64_t now_ms);
+static const struct {
+    count_fn fn;
+    const char *counts;
+} event_rows[LE_COUNT] = {
+    [LE_STARTED] = {NULL, "only events: process_start_time_seconds tells a restart"},
+    [LE_STOPPED] = {NULL, "only events: nobody scrapes a stopped process"},
+    [LE_TRANSITION] = {count_transition, "transitions_total (the state is a gauge)"},
+    [LE_MACHINE_LOOP] = {NULL, "only events (a table bug: alert on any)"},
+    [LE_FOLLOWING] = {NULL, "only events: the term is a gauge"},
+    [LE_LEASE_RENEWED] = {NULL, "only events (at debug level only): transitions_total counts "
+                                "each renewal"},
+    [LE_LEASE_DEADLINE_MISSED] = {NULL, "only events (the node was stalled: alert on any)"},
+    [LE_LEASE_RELEASED] = {NULL, "only events: transitions_total counts the release"},
+    [LE_LEASE_RELEASE_FAILED] = {count_release_failed, "redis_errors_total{during=release}"},
+    [LE_STALE_LEASE_RELEASED] = {NULL, "only events"},
+    [LE_REDIS_CONNECTED] = {NULL, "only events: redis_up is a gauge"},
+    [LE_REDIS_UNREACHABLE] = {count_redis_error, "redis_errors_total{during} (the first failure "
+                                                 "of an outage)"},
+    [LE_REDIS_REACHABLE] = {NULL, "only events: redis_up is a gauge"},
+    [LE_WATCH_LOST] = {NULL, "only events (at debug level only)"},
+    [LE_HTTP_LISTENING] = {NULL, "only events: whoever scrapes knows"},
+    [LE_SYSTEMD_NOTIFY] = {NULL, "only events"},
+    [LE_SIGNAL_RECEIVED] = {NULL, "only events"},
+    [LE_STEP_DOWN_REQUESTED] = {NULL, "only events: transitions_total counts the step-down"},
+    [LE_HANDOVER] = {NULL, "only events: transitions_total counts the handover"},
+    [LE_HANDOVER_FAILED] = {count_handover_failed, "redis_errors_total{during=handover}"},
+    [LE_DRAINING] = {NULL, "only events: jobs_running is a gauge"},
+    [LE_DRAIN_TIMEOUT] = {NULL, "only events: job_runs_total counts the runs killed"},
+    [LE_RELOADED] = {count_reloaded, "reloads_total{result=ok}, config_last_reload_successful"},
+    [LE_RELOAD_FAILED] = {count_reload_failed,
+                          "reloads_total{result=failed}, config_last_reload_successful"},
+    [LE_CATCH_UP] = {NULL, "only events: job_start_lateness_seconds{trigger=catchup} counts "
+                           "the runs, ticks_not_run_total the rest"},
+    [LE_NO_HIGH_WATER_MARK] = {NULL, "only events"},
+    [LE_TICK_SKIPPED] = {count_not_run, "ticks_not_run_total{job_name,outcome,reason}"},
+    [LE_CLAIM_REFUSED] = {NULL, "only events (another leader: alert on any)"},
+    [LE_CLAIM_FAILED] = {count_claim_failed, "redis_errors_total{during=claim}"},
+    [LE_JOB_START] = {count_start, "job_start_lateness_seconds{trigger}"},
+    [LE_JOB_OUTPUT] = {NULL, "only events: the lines a job wrote"},
+    [LE_JOB_END] = {count_end, "job_runs_total{job_name,outcome}, job_run_duration_seconds, "
+                               "job_last_run_timestamp_seconds, "
+                               "job_last_success_timestamp_seconds"},
+    [LE_RUN_STATE] = {NULL, "only events (at debug level only)"},
+    [LE_JOB_RETRY] = {count_retry, "job_retries_total{job_name}"},
+    [LE_JOB_TIMEOUT] = {NULL, "only events: job_runs_total{outcome=timeout} counts the run "
+                              "when it ends"},
+    [LE_RUN_LOST] = {NULL, "only events: job_runs_total counts the run when it ends"},
+    [LE_HISTORY_WRITE_FAILED] = {count_history_failed, "redis_errors_total{during=history}"},
+};
+
+const char *metrics_event_counts(enum log_event ev)
+{
+    return ev >= 0 && ev < LE_COUNT ? event_rows[ev].counts : NULL;
+}
+
 void metrics_observe(struct metrics *m, enum log_event ev, const cJSON *fields,
                      int64_t now_unix_ms)
 {
-    switch (ev) {
-    case LE_TRANSITION: count_transition(m, fields); break;
-    case LE_JOB_START: count_start(m, fields); break;
-    case LE_JOB_END: count_end(m, fields, now_unix_ms); break;
-    case LE_TICK_SKIPPED: count_not_run(m, fields); break;
-    case LE_REDIS_UNREACHABLE: m->redis_errors[during_slot(m, str_field(fields, "during"))]++; break;
-    case LE_CLAIM_FAILED: m->redis_errors[during_slot(m, "claim")]++; break;
-    case LE_HISTORY_WRITE_FAILED: m->redis_errors[during_slot(m, "history")]++; break;
-    case LE_HANDOVER_FAILED: m->redis_errors[during_slot(m, "handover")]++; break;
-    case LE_LEASE_RELEASE_FAILED: m->redis_errors[during_slot(m, "release")]++; break;
-    case LE_RELOADED:
-        m->reloads_ok++;
-        m->last_reload_ok = true;
-        break;
-    case LE_RELOAD_FAILED:
-        m->reloads_failed++;
-        m->last_reload_ok = false;
-        break;
-    default: break;
-    }
+    if (ev < 0 || ev >= LE_COUNT)
+        return;
+    m->events[ev]++;
+    if (event_rows[ev].fn != NULL)
+        event_rows[ev].fn(m, fields, now_unix_ms);
 }
 
 /* ---- writing ---- */
@@ -329,7 +421,7 @@ static void histo_write(FILE *out, const char *name, const char *lbl, const stru
 static size_t job_count(const struct metrics *m)
 {
     const struct mjob *o = &m->other;
-    bool used = o->duration.count > 0 || o->nnotrun > 0 || o->last_run_s > 0;
+    bool used = o->duration.count > 0 || o->nnotrun > 0 || o->last_run_s > 0 || o->retries > 0;
     return m->njobs + (used ? 1 : 0);
 }
 
@@ -374,6 +466,14 @@ static void write_jobs(const struct metrics *m, FILE *out)
         fputs("baton_job_last_success_timestamp_seconds{job_name=\"", out);
         label(out, j->name);
         fprintf(out, "\"} %.3f\n", j->last_success_s);
+    }
+    family(out, "baton_job_retries_total", "counter",
+           "Failed runs tried again on this node (job_retry), by job.");
+    for (size_t i = 0; i < n; i++) {
+        const struct mjob *j = job_at(m, i);
+        fputs("baton_job_retries_total{job_name=\"", out);
+        label(out, j->name);
+        fprintf(out, "\"} %llu\n", (unsigned long long)j->retries);
     }
     family(out, "baton_job_run_duration_seconds", "histogram",
            "How long the runs that ended on this node took, by job.");
@@ -480,6 +580,13 @@ int metrics_write(const struct metrics *m, const struct metrics_gauges *g, FILE 
            "success), else 1.");
     fprintf(out, "baton_redis_up %d\n", g->redis_up);
 
+    family(out, "baton_events_total", "counter",
+           "Events the supervisor logged, by kind, whatever log.level writes (baton(1), LOG "
+           "EVENTS, lists them).");
+    for (int e = 0; e < LE_COUNT; e++)
+        if (m->events[e] != 0)
+            fprintf(out, "baton_events_total{event=\"%s\"} %llu\n",
+                    log_event_name((enum log_event)e), (unsigned long long)m->events[e]);
     family(out, "baton_transitions_total", "counter",
            "State transitions, by from, to and trigger (routine renewals and polls included).");
     for (int f = 0; f < ST_COUNT; f++)

@@ -1,8 +1,9 @@
 /* metrics.h -- the supervisor's Prometheus metrics, counted from its log.
  *
  * metrics_observe() is given every log event (through the log's observer,
- * log.h) and counts what the lines say: transitions by from/to/trigger, job
- * runs by outcome with their duration and start lateness, ticks that did
+ * log.h) and counts what the lines say, by a table with one row per event
+ * kind: every event by kind, transitions by from/to/trigger, job runs by
+ * outcome with their duration and start lateness, retries, ticks that did
  * not run by outcome and reason, Redis failures, reloads. Every count is a
  * count of log lines, so metrics and logs cannot disagree. What is state
  * rather than history (the machine's state, leadership, term, lease left,
@@ -47,10 +48,15 @@ struct metrics *metrics_dup(const struct metrics *m);
  * run yet is there for rate() and absent-run alerts. */
 void metrics_add_job(struct metrics *m, const char *job);
 
-/* Counts one log event. fields: the event's fields (may be NULL);
- * now_unix_ms: the wall clock, for the last-run timestamps. */
+/* Counts one log event: in baton_events_total, and in what its row of the
+ * event table (metrics.c, one row per event kind) says. fields: the
+ * event's fields (may be NULL); now_unix_ms: the wall clock, for the
+ * last-run timestamps. */
 void metrics_observe(struct metrics *m, enum log_event ev, const cJSON *fields,
                      int64_t now_unix_ms);
+/* What the event table says ev counts (static text), or NULL when ev has
+ * no row: a bug, which check_metrics finds for every kind. */
+const char *metrics_event_counts(enum log_event ev);
 
 /* What is state, not history: the caller's view now. */
 struct metrics_gauges {

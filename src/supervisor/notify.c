@@ -105,12 +105,17 @@ void notify_reloading(struct notify *n)
     send_with_status(n, buf, "reloading baton.yaml and jobs.yaml");
 }
 
-void notify_stopping(struct notify *n, const char *status)
+void notify_stopping(struct notify *n, const char *status, int64_t extend_us)
 {
+    char buf[64];
     if (n->stopping)
         return;
     n->stopping = true;
-    send_with_status(n, "STOPPING=1", status);
+    if (extend_us > 0)
+        snprintf(buf, sizeof buf, "STOPPING=1\nEXTEND_TIMEOUT_USEC=%lld", (long long)extend_us);
+    else
+        snprintf(buf, sizeof buf, "STOPPING=1");
+    send_with_status(n, buf, status);
 }
 
 void notify_watchdog(struct notify *n)

@@ -5,7 +5,11 @@
  *   STATUS=...     the state and term, on every transition that changes it
  *   RELOADING=1    when SIGHUP arrives; READY=1 once the reload is applied
  *                  or refused
- *   STOPPING=1     when SIGTERM or SIGINT arrives
+ *   STOPPING=1     when SIGTERM or SIGINT arrives, with EXTEND_TIMEOUT_USEC=
+ *                  the drain's budget (shutdown_grace + the longest
+ *                  kill_grace + a margin), so that systemd's stop timeout
+ *                  follows shutdown_grace rather than the unit's
+ *                  TimeoutStopSec alone
  *   WATCHDOG=1     every WATCHDOG_USEC / 2, from the event loop (ops.c arms
  *                  a timer of the loop for it), so that systemd restarts a
  *                  supervisor whose loop hangs
@@ -40,8 +44,8 @@ void notify_ready(struct notify *n, const char *status);
 void notify_status(struct notify *n, const char *status);
 /* RELOADING=1 (with MONOTONIC_USEC, for systemd 253's notify-reload). */
 void notify_reloading(struct notify *n);
-/* STOPPING=1 (once). */
-void notify_stopping(struct notify *n, const char *status);
+/* STOPPING=1 (once), and EXTEND_TIMEOUT_USEC=extend_us when > 0. */
+void notify_stopping(struct notify *n, const char *status, int64_t extend_us);
 /* WATCHDOG=1. */
 void notify_watchdog(struct notify *n);
 

@@ -118,6 +118,7 @@ struct ops {
     struct http *http;
     struct notify notify;
     char status[300]; /* the last STATUS= sent */
+    int64_t stop_budget_ms; /* what a drain may take (ops_set_jobs) */
     unsigned char *dirty; /* per job of lasts->defs: DIRTY_* */
     size_t rr;
     int64_t next_tick_ns, next_ping_ns, next_refresh_ns;
@@ -392,8 +393,12 @@ static void mark_dirty(struct ops *o, const char *job, unsigned char why)
 static void observe(void *ctx, enum log_event ev, enum log_level lvl, const cJSON *f)
 {
     struct ops *o = ctx;
-    if (ev == LE_JOB_OUTPUT)
-        return; /* the commonest line, and nothing to count */
+    if (ev == LE_JOB_OUTPUT) { /* the commonest line: counted, and nothing else */
+        pthread_mutex_lock(&o->mu);
+        metrics_observe(o->metrics, ev, f, 0);
+        pthread_mutex_unlock(&o->mu);
+        return;
+    }
     int64_t now = loop_now();
     pthread_mutex_lock(&o->mu);
     metrics_observe(o->metrics, ev, f, wall_ms());
@@ -413,7 +418,8 @@ static void observe(void *ctx, enum log_event ev, enum log_level lvl, const cJSO
         if (sig != NULL && strcmp(sig, "HUP") == 0)
             notify_reloading(&o->notify);
         else if (h.stopping)
-            notify_stopping(&o->notify, "stopping: handing over, then exiting");
+            notify_stopping(&o->notify, "stopping: handing over, then exiting",
+                            o->stop_budget_ms * 1000);
         return;
     }
     /* A first decision to follow is announced with the leader, which the
@@ -875,8 +881,13 @@ void ops_on_message(struct ops *o, const char *msg, size_t len)
 
 /* ---- life ---- */
 
-void ops_set_jobs(struct ops *o, const struct jobs *jobs)
+void ops_set_jobs(struct ops *o, const struct jobs *jobs, int64_t shutdown_grace_ms)
 {
+    int64_t kill_grace_ms = 0;
+    for (size_t i = 0; i < jobs->n; i++)
+        if (jobs->v[i].kill_grace_ms > kill_grace_ms)
+            kill_grace_ms = jobs->v[i].kill_grace_ms;
+    o->stop_budget_ms = shutdown_grace_ms + kill_grace_ms + OPS_STOP_MARGIN_MS;
     struct defs *d = defs_new(jobs);
     struct lasts *l = d != NULL ? lasts_new(d) : NULL;
     unsigned char *dirty = jobs->n > 0 ? calloc(jobs->n, sizeof *dirty) : NULL;

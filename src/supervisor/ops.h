@@ -50,6 +50,7 @@
 #define OPS_HISTORY_BUDGET 32 /* last-run reads per refresh, at most... */
 #define OPS_REFRESH_BUDGET_MS 5 /* ... and no new one after this long */
 #define OPS_TRANSITIONS    20
+#define OPS_STOP_MARGIN_MS 10000 /* releasing the lease, writing the last records */
 
 struct ops;
 
@@ -79,9 +80,11 @@ int ops_new(const struct ops_host *host, struct ops **out, char *msg, size_t msg
 /* Stops the HTTP server and the observer; frees o. NULL is a no-op. */
 void ops_free(struct ops *o);
 
-/* The jobs now running the show (at start and after each reload): ops
- * keeps a copy of what the view needs (names, schedules, zones). */
-void ops_set_jobs(struct ops *o, const struct jobs *jobs);
+/* The jobs now running the show and shutdown_grace (at start and after
+ * each reload): ops keeps a copy of what the view needs (names, schedules,
+ * zones), and the drain's budget it tells systemd at STOPPING=1:
+ * shutdown_grace + the longest kill_grace + OPS_STOP_MARGIN_MS. */
+void ops_set_jobs(struct ops *o, const struct jobs *jobs, int64_t shutdown_grace_ms);
 
 /* The timer host->timer_id fired. */
 void ops_on_timer(struct ops *o);

@@ -161,17 +161,18 @@ assert_eq 1 "$terms" "nodes agreeing on the term"
 logged=$(grep -c '"event":"job_end".*"job":"tick".*"outcome":"ok"' "$T/$L1.out")
 [ "$logged" -ge "$ok" ] || fail "more ok runs counted ($ok) than logged ($logged)"
 
-note "a graceful handover while clients poll the followers"
+note "a graceful handover while clients poll every endpoint of the followers"
 F2=$(for n in n1 n2 n3; do [ "$n" != "$L1" ] && [ "$n" != "$F1" ] && echo $n; done)
 poll_http() { # poll_http NAME: "ms path code [leader]" lines, one curl per round
     local n=$1 a=${ADDR[$1]} out t leader
     while :; do
         out=$(curl -s -m 2 -w '%{url_effective} %{http_code}\n' -o /dev/null "http://$a/healthz" \
-                   -o /dev/null "http://$a/readyz" -o "$T/poll-$n.body" "http://$a/status")
+                   -o /dev/null "http://$a/readyz" -o "$T/poll-$n.body" "http://$a/status" \
+                   -o /dev/null "http://$a/metrics" -o /dev/null "http://$a/")
         leader=$(grep -o '"leader":\({"node":"[^"]*"\|null\)' "$T/poll-$n.body" 2>/dev/null | sed 's/.*"node":"//; s/"$//; s/.*null/-/')
         grep -q '"view":{' "$T/poll-$n.body" 2>/dev/null || leader=BADJSON
         t=$(now_ms) # when the round ended: its answers were made before
-        echo "$out" | sed "s|http://$a||" | while read -r p code; do
+        echo "$out" | sed "s|http://$a/ |http://$a/page |; s|http://$a||" | while read -r p code; do
             [ "$p" = /status ] && echo "$t $p $code $leader" || echo "$t $p $code"
         done
         rm -f "$T/poll-$n.body"
@@ -210,7 +211,10 @@ for n in "$F1" "$F2"; do
     [ -n "$switched" ] || fail "$n's /status never showed $L2"
     after=$(awk -v t="$switched" '$2 == "/status" && $1 >= t {print $4}' "$f" | sort -u | tr '\n' ' ')
     assert_eq "$L2 " "$after" "$n's /status leader once it changed"
-    note "  $n: /status showed $L2 $(( switched - t0 )) ms after the SIGTERM; healthz and readyz 200 throughout"
+    for p in /healthz /readyz /status /metrics /page; do
+        [ "$(awk -v p=$p '$2 == p' "$f" | wc -l)" -ge 3 ] || fail "$n: $p was not polled during the handover"
+    done
+    note "  $n: /status showed $L2 $(( switched - t0 )) ms after the SIGTERM; /, /healthz, /readyz and /metrics 200 throughout"
     [ $(( switched - t0 )) -lt 2000 ] || fail "$n took $(( switched - t0 )) ms to show the new leader"
 done
 curl -s -m 2 "http://${ADDR[$L1]}/healthz" >/dev/null && fail "$L1 still serves after it exited"

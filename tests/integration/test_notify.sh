@@ -2,8 +2,10 @@
 # datagram socket of the test's own (tests/lib/notify_listen.c) stands in
 # for NOTIFY_SOCKET. READY=1 after the first decision, STATUS= on the
 # transitions that change it, RELOADING=1/READY=1 around SIGHUP (a bad file
-# too), STOPPING=1 on SIGTERM, WATCHDOG=1 every WATCHDOG_USEC / 2 from the
-# loop and never for another WATCHDOG_PID; nothing without NOTIFY_SOCKET.
+# too), STOPPING=1 with EXTEND_TIMEOUT_USEC (the drain's budget) on SIGTERM,
+# WATCHDOG=1 every WATCHDOG_USEC / 2 from the loop and never for another
+# WATCHDOG_PID; jobs never see NOTIFY_SOCKET or WATCHDOG_*; nothing without
+# NOTIFY_SOCKET.
 . "$BATON_TESTS_DIR/lib/harness.sh"
 B=$BATON_BIN
 [ -x "${BATON_NOTIFY_LISTEN:-}" ] || fail "BATON_NOTIFY_LISTEN is not set (run the test through ctest)"
@@ -13,6 +15,9 @@ jobs:
   - name: tick
     schedule: "* * * * * *"
     command: ["true"]
+  - name: env
+    schedule: "* * * * * *"
+    shell: 'echo "notify=${NOTIFY_SOCKET:-unset} watchdog=${WATCHDOG_USEC:-unset}/${WATCHDOG_PID:-unset}"'
 EOF
 cp "$T/jobs.yaml" "$T/jobs.good"
 node_config() {
@@ -37,6 +42,9 @@ first=$(wait_msg n1 'READY=1' 5)
 assert_eq "READY=1|STATUS=working: leader of group g, term 1" "$first" "n1's first READY"
 wait_for_line "$T/n1.out" '"event":"systemd_notify".*"watchdog_ms":1000' 2 >/dev/null
 grep -q '"to":"working"' "$T/n1.out" || fail "READY=1 came before n1 decided"
+note "n1's jobs do not inherit NOTIFY_SOCKET or WATCHDOG_*: they are baton's"
+wait_for_line "$T/n1.out" '"event":"job_output".*"job":"env"' 5 | grep -q '"line":"notify=unset watchdog=unset/unset"' \
+    || fail "a job inherited systemd's variables: $(grep '"job":"env"' "$T/n1.out" | grep job_output | head -n 1)"
 
 note "n2 follows; WATCHDOG_PID names another process: no pings"
 listen n2
@@ -84,9 +92,11 @@ note "  n1: $n pings, every $median ms (median; the longest gap $max ms) for WAT
 [ "$max" -lt 1000 ] || fail "a watchdog gap of $max ms: systemd would have killed n1"
 assert_eq 0 "$(messages n2 | grep -c WATCHDOG)" "pings from n2 (WATCHDOG_PID is not its pid)"
 
-note "SIGTERM the leader: STOPPING=1 from it, STATUS= from the new leader"
+note "SIGTERM the leader: STOPPING=1 from it, with the drain's budget; STATUS= from the new leader"
 kill -TERM "$(pid_of n1)"
-assert_eq "STOPPING=1|STATUS=stopping: handing over, then exiting" "$(wait_msg n1 'STOPPING=1' 5)" "n1 stopping"
+# shutdown_grace 2 s + kill_grace 5 s (the default) + a margin of 10 s
+assert_eq "STOPPING=1|EXTEND_TIMEOUT_USEC=17000000|STATUS=stopping: handing over, then exiting" \
+    "$(wait_msg n1 'STOPPING=1' 5)" "n1 stopping"
 assert_eq "STATUS=working: leader of group g, term 2" "$(wait_msg n2 'STATUS=working' 5)" "n2 leads"
 wait_exit n1 10
 assert_eq 0 "$EXIT_CODE" "n1's exit status"

@@ -10,7 +10,9 @@
 command -v systemd-analyze >/dev/null || fail "systemd-analyze is not installed (apt-get install systemd)"
 [ -x "${BATON_NOTIFY_LISTEN:-}" ] || fail "BATON_NOTIFY_LISTEN is not set (run the test through ctest)"
 prefix=$T/root
-cmake --install "$BATON_BUILD_DIR" --prefix "$prefix" >"$T/install.log" 2>&1 || fail "install: $(tail -5 "$T/install.log")"
+mkdir "$T/cwd" # the install writes nothing where it is run (the source tree, often)
+(cd "$T/cwd" && cmake --install "$BATON_BUILD_DIR" --prefix "$prefix") >"$T/install.log" 2>&1 || fail "install: $(tail -5 "$T/install.log")"
+[ -z "$(ls -A "$T/cwd")" ] || fail "cmake --install wrote in its working directory: $(ls -A "$T/cwd")"
 unit=$prefix/lib/systemd/system/baton.service
 for f in "$unit" "$prefix/lib/sysusers.d/baton.conf" "$prefix/lib/tmpfiles.d/baton.conf" \
          "$prefix/etc/baton/baton.yaml" "$prefix/etc/baton/jobs.yaml"; do

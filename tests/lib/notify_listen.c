@@ -14,18 +14,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
-
-static volatile sig_atomic_t stop;
-
-static void on_signal(int sig)
-{
-    (void)sig;
-    stop = 1;
-}
 
 static long long mono_ms(void)
 {
@@ -42,7 +35,16 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: notify_listen PATH [SECONDS]\n");
         return 64;
     }
-    long secs = argc > 2 ? strtol(argv[2], NULL, 10) : 120;
+    long secs = 120;
+    if (argc > 2) {
+        char *end = NULL;
+        errno = 0;
+        secs = strtol(argv[2], &end, 10);
+        if (errno != 0 || end == argv[2] || *end != '\0' || secs < 1 || secs > 86400) {
+            fprintf(stderr, "notify_listen: SECONDS must be 1..86400\n");
+            return 64;
+        }
+    }
     memcpy(sa.sun_path, argv[1], strlen(argv[1]) + 1);
     int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     unlink(argv[1]);
@@ -50,15 +52,30 @@ int main(int argc, char **argv)
         fprintf(stderr, "notify_listen: %s: %s\n", argv[1], strerror(errno));
         return 1;
     }
-    struct sigaction act = {.sa_handler = on_signal};
-    sigaction(SIGTERM, &act, NULL);
-    sigaction(SIGINT, &act, NULL);
+    /* SIGTERM and SIGINT are read from a signalfd: no handler, no flag. */
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    sigprocmask(SIG_BLOCK, &mask, NULL);
+    int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+    if (sfd < 0) {
+        fprintf(stderr, "notify_listen: signalfd: %s\n", strerror(errno));
+        return 1;
+    }
     setvbuf(stdout, NULL, _IOLBF, 0);
     printf("ready\n");
     long long end = mono_ms() + secs * 1000;
-    while (!stop && mono_ms() < end) {
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        if (poll(&p, 1, 100) <= 0)
+    for (;;) {
+        struct pollfd p[2] = {{.fd = fd, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
+        long long left = end - mono_ms();
+        if (left <= 0)
+            break;
+        if (poll(p, 2, left < 1000 ? (int)left : 1000) <= 0)
+            continue;
+        if (p[1].revents != 0)
+            break; /* SIGTERM or SIGINT */
+        if (p[0].revents == 0)
             continue;
         ssize_t n = recv(fd, buf, sizeof buf - 1, 0);
         if (n < 0)
@@ -69,6 +86,7 @@ int main(int argc, char **argv)
                 buf[i] = '|';
         printf("%lld %s\n", mono_ms(), buf);
     }
+    close(sfd);
     close(fd);
     unlink(argv[1]);
     return 0;

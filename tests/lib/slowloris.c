@@ -29,14 +29,22 @@ static long long mono_ms(void)
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* s as a decimal number, or -1 when it is not one. */
+static long number(const char *s)
+{
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    return errno != 0 || end == s || *end != '\0' ? -1 : v;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 6) {
         fprintf(stderr, "usage: slowloris HOST PORT SRC N SECONDS\n");
         return 64;
     }
-    long n = strtol(argv[4], NULL, 10), secs = strtol(argv[5], NULL, 10);
-    long port = strtol(argv[2], NULL, 10);
+    long n = number(argv[4]), secs = number(argv[5]), port = number(argv[2]);
     if (n < 1 || n > MAXCONN || secs < 1 || port < 1 || port > 65535) {
         fprintf(stderr, "slowloris: N is 1..%d, SECONDS >= 1, PORT 1..65535\n", MAXCONN);
         return 64;

@@ -7,6 +7,7 @@
 #include <check.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,14 +62,19 @@ START_TEST(listen_spec)
 }
 END_TEST
 
-static pthread_t caller;
-static int calls;
+/* What the handlers are given: the test's thread, and how often they ran. */
+struct probe {
+    pthread_t caller;
+    atomic_int calls;
+    atomic_bool wrong_thread;
+};
 
 static void hello(void *ctx, const char *path, struct http_response *out)
 {
-    (void)ctx;
-    ck_assert(!pthread_equal(pthread_self(), caller)); /* the server's thread */
-    calls++;
+    struct probe *p = ctx;
+    if (pthread_equal(pthread_self(), p->caller)) /* it must be the server's thread */
+        atomic_store(&p->wrong_thread, true);
+    atomic_fetch_add(&p->calls, 1);
     out->status = strcmp(path, "/down") == 0 ? 503 : 200;
     out->type = "text/plain";
     out->body = strdup("hello\n");
@@ -115,14 +121,17 @@ static char *exchange(const char *addr, const char *req, int n)
     return buf;
 }
 
-static void serve_and_ask(const char *spec)
+/* Asks a server on spec every kind of request. Returns the handlers' calls. */
+static int serve_and_ask(const char *spec)
 {
     struct http_listen l;
     struct http *h = NULL;
     char msg[256];
-    caller = pthread_self();
+    struct probe p = {.caller = pthread_self()};
+    atomic_init(&p.calls, 0);
+    atomic_init(&p.wrong_thread, false);
     ck_assert_int_eq(http_listen_parse(spec, &l, msg, sizeof msg), 0);
-    ck_assert_msg(http_start(&l, routes, NULL, &h, msg, sizeof msg) == 0, "%s", msg);
+    ck_assert_msg(http_start(&l, routes, &p, &h, msg, sizeof msg) == 0, "%s", msg);
     const char *addr = http_address(h);
     char *r = exchange(addr, "GET /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 1);
     ck_assert_msg(strncmp(r, "HTTP/1.1 200 OK\r\n", 17) == 0, "%s", r);
@@ -160,12 +169,13 @@ static void serve_and_ask(const char *spec)
     ck_assert_msg(second != NULL, "one answer only: %s", r);
     free(r);
     http_stop(h);
+    ck_assert_msg(!atomic_load(&p.wrong_thread), "a handler ran on the caller's thread");
+    return atomic_load(&p.calls);
 }
 
 START_TEST(tcp)
 {
-    serve_and_ask("127.0.0.1:0");
-    ck_assert_int_ge(calls, 4);
+    ck_assert_int_ge(serve_and_ask("127.0.0.1:0"), 4);
 }
 END_TEST
 
@@ -173,7 +183,7 @@ START_TEST(unix_socket)
 {
     char spec[128];
     snprintf(spec, sizeof spec, "unix:/tmp/check_http.%d.sock", (int)getpid());
-    serve_and_ask(spec);
+    ck_assert_int_ge(serve_and_ask(spec), 4);
     ck_assert_int_ne(access(spec + 5, F_OK), 0); /* removed */
 }
 END_TEST

@@ -1,5 +1,7 @@
 /* check_metrics.c -- the Prometheus metrics counted from log events
- * (metrics.h): one row per event kind and the series it must produce;
+ * (metrics.h): at least one row per event kind (every_kind_has_a_row
+ * fails for a kind without one, here or in metrics.c's event table) and
+ * the series it must produce;
  * HELP and TYPE once per family, every sample in a declared family;
  * bounded cardinality; label escaping; a copy writes what the original
  * does. */
@@ -42,8 +44,8 @@ static char *render(const struct metrics *m)
 
 static void feed(struct metrics *m, enum log_event ev, const char *json)
 {
-    cJSON *f = cJSON_Parse(json);
-    ck_assert_msg(f != NULL, "bad test JSON: %s", json);
+    cJSON *f = json != NULL ? cJSON_Parse(json) : NULL;
+    ck_assert_msg(json == NULL || f != NULL, "bad test JSON: %s", json);
     metrics_observe(m, ev, f, 1700000000123);
     cJSON_Delete(f);
 }
@@ -113,7 +115,59 @@ static const struct {
      "baton_config_last_reload_successful 0"},
     {LE_RELOAD_FAILED, "{\"error\":\"jobs.yaml:3:5: bad\"}", "baton_reloads_total{result=\"failed\"} 1"},
     {LE_RELOADED, "{\"jobs\":3}", "baton_reloads_total{result=\"ok\"} 1"},
+    {LE_JOB_RETRY, "{\"job\":\"a\",\"run_id\":\"r\",\"next_attempt\":2}",
+     "baton_job_retries_total{job_name=\"a\"} 1"},
+    /* The kinds counted in baton_events_total only. */
+    {LE_STARTED, "{\"version\":\"0.1.0\"}", "baton_events_total{event=\"started\"} 1"},
+    {LE_STOPPED, NULL, "baton_events_total{event=\"stopped\"} 1"},
+    {LE_MACHINE_LOOP, NULL, "baton_events_total{event=\"machine_loop\"} 1"},
+    {LE_FOLLOWING, "{\"leader\":\"b\",\"term\":4}", "baton_events_total{event=\"following\"} 1"},
+    {LE_LEASE_RENEWED, "{\"term\":4}", "baton_events_total{event=\"lease_renewed\"} 1"},
+    {LE_LEASE_DEADLINE_MISSED, "{\"term\":4}",
+     "baton_events_total{event=\"lease_deadline_missed\"} 1"},
+    {LE_LEASE_RELEASED, "{\"term\":4}", "baton_events_total{event=\"lease_released\"} 1"},
+    {LE_STALE_LEASE_RELEASED, "{\"term\":4}",
+     "baton_events_total{event=\"stale_lease_released\"} 1"},
+    {LE_REDIS_CONNECTED, "{\"url\":\"redis://x\"}", "baton_events_total{event=\"redis_connected\"} 1"},
+    {LE_REDIS_REACHABLE, "{\"outage_ms\":3}", "baton_events_total{event=\"redis_reachable\"} 1"},
+    {LE_WATCH_LOST, "{\"error\":\"x\"}", "baton_events_total{event=\"watch_lost\"} 1"},
+    {LE_HTTP_LISTENING, "{\"listen\":\"127.0.0.1:1\"}", "baton_events_total{event=\"http_listening\"} 1"},
+    {LE_SYSTEMD_NOTIFY, "{\"watchdog_ms\":null}", "baton_events_total{event=\"systemd_notify\"} 1"},
+    {LE_SIGNAL_RECEIVED, "{\"signal\":\"HUP\"}", "baton_events_total{event=\"signal_received\"} 1"},
+    {LE_STEP_DOWN_REQUESTED, NULL, "baton_events_total{event=\"step_down_requested\"} 1"},
+    {LE_HANDOVER, "{\"term\":4,\"running\":1}", "baton_events_total{event=\"handover\"} 1"},
+    {LE_DRAINING, "{\"running\":1}", "baton_events_total{event=\"draining\"} 1"},
+    {LE_DRAIN_TIMEOUT, "{\"running\":1}", "baton_events_total{event=\"drain_timeout\"} 1"},
+    {LE_CATCH_UP, "{\"job\":\"a\",\"missed_ticks\":3}", "baton_events_total{event=\"catch_up\"} 1"},
+    {LE_NO_HIGH_WATER_MARK, "{\"job\":\"a\"}",
+     "baton_events_total{event=\"no_high_water_mark\"} 1"},
+    {LE_CLAIM_REFUSED, "{\"job\":\"a\"}", "baton_events_total{event=\"claim_refused\"} 1"},
+    {LE_JOB_OUTPUT, "{\"job\":\"a\",\"line\":\"x\"}", "baton_events_total{event=\"job_output\"} 1"},
+    {LE_RUN_STATE, "{\"job\":\"a\"}", "baton_events_total{event=\"run_state\"} 1"},
+    {LE_JOB_TIMEOUT, "{\"job\":\"a\",\"timeout_ms\":5}", "baton_events_total{event=\"job_timeout\"} 1"},
+    {LE_RUN_LOST, "{\"job\":\"a\",\"reason\":\"x\"}", "baton_events_total{event=\"run_lost\"} 1"},
+    {LE_JOB_END, "{\"job\":\"a\",\"outcome\":\"ok\",\"duration_ms\":1}",
+     "baton_events_total{event=\"job_end\"} 1"},
 };
+
+/* Every event kind has a row in the observer's table (metrics.c) and at
+ * least one row above: a new event cannot be left uncounted unnoticed. */
+START_TEST(every_kind_has_a_row)
+{
+    for (int ev = 0; ev < LE_COUNT; ev++) {
+        const char *counts = metrics_event_counts((enum log_event)ev);
+        ck_assert_msg(counts != NULL && counts[0] != '\0',
+                      "event %s has no row in metrics.c's event table",
+                      log_event_name((enum log_event)ev));
+        bool tested = false;
+        for (size_t i = 0; i < sizeof rows / sizeof rows[0] && !tested; i++)
+            tested = rows[i].ev == (enum log_event)ev;
+        ck_assert_msg(tested, "event %s has no row in check_metrics.c's rows[]",
+                      log_event_name((enum log_event)ev));
+    }
+    ck_assert_ptr_null(metrics_event_counts(LE_COUNT));
+}
+END_TEST
 
 START_TEST(event_row)
 {
@@ -127,11 +181,29 @@ START_TEST(event_row)
 }
 END_TEST
 
-/* Events that say nothing countable count nothing, and never crash. */
+/* text without its baton_events_total samples, in place. Returns text. */
+static char *without_events(char *text)
+{
+    char *w = text;
+    for (char *line = text; *line != '\0';) {
+        char *end = strchr(line, '\n');
+        size_t n = end != NULL ? (size_t)(end - line) + 1 : strlen(line);
+        if (strncmp(line, "baton_events_total{", 19) != 0) {
+            memmove(w, line, n);
+            w += n;
+        }
+        line += n;
+    }
+    *w = '\0';
+    return text;
+}
+
+/* Events that say nothing countable count nothing but themselves (in
+ * baton_events_total), and never crash. */
 START_TEST(junk_counts_nothing)
 {
     struct metrics *m = metrics_new();
-    char *before = counted(m);
+    char *before = without_events(counted(m));
     feed(m, LE_TRANSITION, "{\"from\":\"nowhere\",\"to\":\"working\",\"trigger\":\"acquired\"}");
     feed(m, LE_TRANSITION, "{}");
     feed(m, LE_JOB_END, "{\"job\":\"a\",\"outcome\":\"exploded\"}");
@@ -139,7 +211,9 @@ START_TEST(junk_counts_nothing)
     feed(m, LE_TICK_SKIPPED, "{\"outcome\":7}");
     feed(m, LE_JOB_OUTPUT, "{\"job\":\"a\",\"line\":\"x\"}");
     metrics_observe(m, LE_JOB_END, NULL, 0);
-    char *after = counted(m);
+    metrics_observe(m, LE_COUNT, NULL, 0);
+    metrics_observe(m, (enum log_event)-1, NULL, 0);
+    char *after = without_events(counted(m));
     ck_assert_msg(strcmp(before, after) == 0, "junk changed the counts");
     free(before);
     free(after);
@@ -260,6 +334,7 @@ static Suite *suite(void)
     TCase *tc = tcase_create("metrics");
     tcase_set_timeout(tc, 60);
     tcase_add_loop_test(tc, event_row, 0, (int)(sizeof rows / sizeof rows[0]));
+    tcase_add_test(tc, every_kind_has_a_row);
     tcase_add_test(tc, junk_counts_nothing);
     tcase_add_test(tc, families_declared);
     tcase_add_test(tc, gauges_and_declared_jobs);

@@ -11,7 +11,7 @@
 #include "statuspage.h"
 #include "testutil.h"
 
-static struct member members[] = {
+static const struct member members[] = {
     {.node = "web-1",
      .info_json = "{\"state\":\"working\",\"term\":3,\"pid\":10,\"host\":\"<script>alert(1)</script>\","
                   "\"poll_ms\":1000,\"since\":\"2026-01-02T07:00:00Z\",\"version\":\"0.1.0\"}",
@@ -22,10 +22,9 @@ static struct member members[] = {
 
 static cJSON *doc(bool leader, int64_t age_ms)
 {
-    static struct cron_expr *every;
+    struct cron_expr *every = NULL;
     struct cron_error ce;
-    if (every == NULL)
-        ck_assert_int_eq(cron_parse("*/5 * * * * *", &every, &ce), 0);
+    ck_assert_int_eq(cron_parse("*/5 * * * * *", &every, &ce), 0);
     struct baton_leader_info li = {.has_leader = leader, .term = 3, .ttl_ms = 4200};
     snprintf(li.identity, sizeof li.identity, "web-1");
     struct status_job jobs[2] = {
@@ -36,6 +35,7 @@ static cJSON *doc(bool leader, int64_t age_ms)
                            .members = members, .nmembers = 2, .members_age_ms = age_ms,
                            .jobs = jobs, .njobs = 2, .now = 1767337200};
     cJSON *o = status_doc_json(&d);
+    cron_free(every);
     ck_assert_ptr_nonnull(o);
     cJSON *v = cJSON_AddObjectToObject(o, "view");
     cJSON_AddStringToObject(v, "node", "web-2");
