@@ -17,12 +17,15 @@ cd "$(dirname "$0")/.."
 DEMO_PACKAGES=(
     gcc libc6-dev make cmake pkg-config        # compiler and build
     libhiredis-dev libcjson-dev libyaml-dev    # libbaton's and the supervisor's libraries
+    libssl-dev                                 # TLS (and SHA-1) for libbaton
     redis-server redis-tools                   # the demo (and the tests) start their own redis-server
     tzdata                                     # time zones for cron schedules
 )
 # What the tests add (tests/run.sh).
 TEST_PACKAGES=(
     check                                      # unit test framework
+    openssl                                    # the TLS tests make their certificates
+    redis-sentinel                             # the Sentinel failover test
     clang libclang-rt-14-dev                   # libFuzzer targets
     procps                                     # ps, for the tests
     prometheus                                 # promtool, to validate the metrics output

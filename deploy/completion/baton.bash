@@ -20,7 +20,7 @@ _baton() {
     local cmd=${COMP_WORDS[1]} flags= valued= operand= i
     COMPREPLY=()
     if [ "$COMP_CWORD" -eq 1 ]; then
-        COMPREPLY=($(compgen -W 'run lock next check status history step-down logs help --help --version' -- "$cur"))
+        COMPREPLY=($(compgen -W 'run lock next check status history trigger pause resume step-down logs help --help --version' -- "$cur"))
         return
     fi
     case $cmd in
@@ -29,8 +29,8 @@ _baton() {
         valued='-c --config'
         operand=none ;;
     lock)
-        flags='-v --verbose -h --help -V --version'
-        valued='--url --ttl -w --wait --kill-grace'
+        flags='--pass-credentials -v --verbose -h --help -V --version'
+        valued='--url --password-file --min-replicas --ttl -w --wait --kill-grace'
         operand=key-cmd ;;
     next)
         flags='--local --json -h --help -V --version'
@@ -47,6 +47,18 @@ _baton() {
     history)
         flags='--json -h --help -V --version'
         valued='-c --config -n --count'
+        operand=job ;;
+    trigger)
+        flags='-w --wait --json -h --help -V --version'
+        valued='-c --config --id --timeout'
+        operand=job ;;
+    pause)
+        flags='--all -h --help -V --version'
+        valued='-c --config --reason'
+        operand=job ;;
+    resume)
+        flags='--all --catchup -h --help -V --version'
+        valued='-c --config'
         operand=job ;;
     step-down)
         flags='-h --help -V --version'
@@ -83,12 +95,17 @@ _baton() {
         case $prev in
         -c | --config) COMPREPLY=($(compgen -f -- "$cur")) ;;
         --url) ;;
+        --password-file) COMPREPLY=($(compgen -f -- "$cur")) ;;
+        --min-replicas) ;;
         --ttl) ;;
         -w | --wait) ;;
         --kill-grace) ;;
         --tz) COMPREPLY=($(cd /usr/share/zoneinfo 2>/dev/null && compgen -f -- "$cur")) ;;
         --from) ;;
         -n | --count) ;;
+        --id) ;;
+        --timeout) ;;
+        --reason) ;;
         --color) COMPREPLY=($(compgen -W 'auto always never' -- "$cur")) ;;
         esac
         return ;;
@@ -100,7 +117,7 @@ _baton() {
     case $operand in
     job) COMPREPLY=($(compgen -W "$(_baton_jobs)" -- "$cur")) ;;
     file) COMPREPLY=($(compgen -f -- "$cur")) ;;
-    command) COMPREPLY=($(compgen -W 'run lock next check status history step-down logs help exit-codes' -- "$cur")) ;;
+    command) COMPREPLY=($(compgen -W 'run lock next check status history trigger pause resume step-down logs help exit-codes' -- "$cur")) ;;
     esac
 }
 complete -F _baton baton

@@ -30,16 +30,20 @@
     X(NO_LEADER, 3, "", "the group has no leader (`status`, `step-down`)")                        \
     X(USAGE, 64, "EX_USAGE",                                                                      \
       "bad command line: unknown option, missing or invalid argument or value")                  \
-    X(NOINPUT, 66, "EX_NOINPUT", "an input file cannot be opened (`logs`)")                       \
+    X(NOINPUT, 66, "EX_NOINPUT", "an input file cannot be read (`logs`; a password file)")                       \
     X(UNAVAILABLE, 69, "EX_UNAVAILABLE", "Redis unreachable, or it failed a command")             \
-    X(LOST, 70, "EX_SOFTWARE", "the lock was lost while the command ran; it was stopped (`lock`)") \
+    X(LOST, 70, "EX_SOFTWARE",                                                                    \
+      "the lock was lost while the command ran; it was stopped (`lock`); the run's node died "    \
+      "while it ran (`trigger --wait`)")                                                          \
     X(TEMPFAIL, 75, "EX_TEMPFAIL",                                                                \
-      "busy: the lock is held by another owner (`lock`), the node name is in use in the group "   \
-      "(`run`)")                                                                                  \
+      "busy or not yet: the lock is held by another owner (`lock`), the node name is in use in "  \
+      "the group (`run`), the run did not end within --timeout (`trigger --wait`)")               \
     X(CONFIG, 78, "EX_CONFIG",                                                                    \
       "configuration missing or invalid: baton.yaml, jobs.yaml, or what a job needs (its "        \
       "program, its workdir)")                                                                    \
-    X(NOEXEC, 126, "", "the command cannot be executed (`lock`)")                                 \
+    X(JOB_TIMEOUT, 124, "", "the job ran out of its timeout (`trigger --wait`, as timeout(1))")    \
+    X(NOEXEC, 126, "",                                                                            \
+      "the command cannot be executed (`lock`); the job could not start (`trigger --wait`)")      \
     X(NOTFOUND, 127, "", "the command was not found (`lock`)")
 
 enum cli_exit_code {
@@ -125,7 +129,8 @@ const struct cli_cmd *cli_find(const char *name);
 extern const struct cli_opt cli_common_opts[];
 
 extern const struct cli_cmd cli_cmd_run, cli_cmd_lock, cli_cmd_next, cli_cmd_check,
-    cli_cmd_status, cli_cmd_history, cli_cmd_stepdown, cli_cmd_logs, cli_cmd_help;
+    cli_cmd_status, cli_cmd_history, cli_cmd_trigger, cli_cmd_pause, cli_cmd_resume,
+    cli_cmd_stepdown, cli_cmd_logs, cli_cmd_help;
 
 /* The version, "0.1.0". */
 const char *cli_version(void);

@@ -31,14 +31,26 @@
 #include "baton.h"
 #include "cli.h"
 #include "proc.h"
+#include "secrets.h"
 #include "tools.h"
 
 static int cmd_lock(int argc, char **argv);
+
+enum { OPT_PASSWORD_FILE = TOOL_OPT_COLOR + 1, OPT_MIN_REPLICAS, OPT_PASS_CREDENTIALS };
 
 static const struct cli_opt opts[] = {
     {TOOL_OPT_URL, "url", "URL",
      "Redis URL: redis://[user:pass@]host[:port][/db] or unix:///path?db=N&user=U&password=P "
      "(default $BATON_REDIS_URL, else redis://127.0.0.1:6379/0)"},
+    {OPT_PASSWORD_FILE, "password-file", "FILE",
+     "the Redis password is FILE's first line (keep FILE mode 0600); else "
+     "$BATON_REDIS_PASSWORD, else the URL's ($BATON_SENTINEL_PASSWORD: the sentinels' own)"},
+    {OPT_MIN_REPLICAS, "min-replicas", "N",
+     "the grant and every renewal count only once N replicas acknowledge them (WAIT), within "
+     "the lease (0-16; default 0: off)"},
+    {OPT_PASS_CREDENTIALS, "pass-credentials", NULL,
+     "let CMD inherit BATON_REDIS_PASSWORD and a BATON_REDIS_URL holding a password (default: "
+     "removed from its environment)"},
     {TOOL_OPT_TTL, "ttl", "D", "the lease, renewed every D/3 while CMD runs (default 30s)"},
     {'w', "wait", "D", "wait at most D for the lock (default: forever; 0: try once)"},
     {TOOL_OPT_KILL_GRACE, "kill-grace", "D",
@@ -49,6 +61,8 @@ static const struct cli_opt opts[] = {
 
 static const struct cli_item environment[] = {
     {"BATON_REDIS_URL", "the Redis URL when --url is not given"},
+    {"BATON_REDIS_PASSWORD", "the Redis password, unless --password-file is given"},
+    {"BATON_SENTINEL_PASSWORD", "the sentinels' password (redis-sentinel:// URLs)"},
     {"BATON_LOCK_KEY", "given to CMD: KEY"},
     {"BATON_FENCE",
      "given to CMD: the fencing token, strictly increasing across all grants of KEY; pass it "
@@ -103,6 +117,10 @@ const struct cli_cmd cli_cmd_lock = {
 
 struct lock_args {
     const char *url;
+    char *url_copy; /* --url with a password: our copy (argv's is masked) */
+    const char *password_file;
+    int min_replicas;
+    bool pass_credentials;
     const char *key;
     char **cmd;
     int64_t ttl_ms;
@@ -126,7 +144,34 @@ static int parse_args(int argc, char **argv, struct lock_args *a)
         if (id < 0)
             break;
         switch (id) {
-        case TOOL_OPT_URL: a->url = p.arg; break;
+        case TOOL_OPT_URL:
+            a->url = p.arg;
+            if (secrets_url_has_password(p.arg)) {
+                /* ps shows argv: keep a copy, mask the original. */
+                free(a->url_copy);
+                if ((a->url_copy = strdup(p.arg)) == NULL) {
+                    rc = cli_fail("lock", "out of memory");
+                    break;
+                }
+                a->url = a->url_copy;
+                secrets_mask_url((char *)p.arg); /* p.arg points into argv */
+                fprintf(stderr, "baton: lock: warning: a password in --url can be read by every "
+                                "user of this machine (ps); use --password-file or "
+                                "BATON_REDIS_PASSWORD\n");
+            }
+            break;
+        case OPT_PASSWORD_FILE: a->password_file = p.arg; break;
+        case OPT_MIN_REPLICAS: {
+            char *end = NULL;
+            errno = 0;
+            long n = strtol(p.arg, &end, 10);
+            if (errno != 0 || end == p.arg || *end != '\0' || n < 0 || n > 16)
+                rc = cli_usage("lock", "--min-replicas \"%s\": expected 0..16", p.arg);
+            else
+                a->min_replicas = (int)n;
+            break;
+        }
+        case OPT_PASS_CREDENTIALS: a->pass_credentials = true; break;
         case TOOL_OPT_TTL:
             if (!cli_duration("lock", "--ttl", p.arg, false, &a->ttl_ms))
                 rc = CLI_EXIT_USAGE;
@@ -307,9 +352,13 @@ static int cmd_lock(int argc, char **argv)
     struct baton_lock *lk = NULL;
     char path[4096];
     int sfd = -1, lostfd = -1;
+    struct secrets sec = {0};
+    char serr[512];
     int rc = parse_args(argc, argv, &a);
-    if (rc != 0)
+    if (rc != 0) {
+        free(a.url_copy);
         return rc < 0 ? CLI_EXIT_OK : rc;
+    }
     if (strlen(a.key) > BATON_KEY_MAX)
         return cli_usage("lock", "KEY is too long (at most %d bytes)", BATON_KEY_MAX);
 
@@ -338,8 +387,29 @@ static int cmd_lock(int argc, char **argv)
         goto out;
     }
 
-    struct baton_client_opts copts = {.connect_timeout_ms = 2000, .command_timeout_ms = 2000};
+    /* The password: --password-file, else the environment, else the URL.
+     * Then neither reaches CMD unless asked. */
+    if (secrets_load(a.password_file, NULL, &sec, serr, sizeof serr) != 0) {
+        fprintf(stderr, "baton: lock: %s\n", serr);
+        rc = CLI_EXIT_NOINPUT;
+        goto out;
+    }
+    for (int i = 0; i < sec.nwarnings; i++)
+        fprintf(stderr, "baton: lock: warning: %s\n", sec.warning[i]);
+    if (a.url_copy == NULL && (a.url_copy = strdup(a.url)) == NULL) {
+        rc = cli_fail("lock", "out of memory");
+        goto out;
+    }
+    a.url = a.url_copy; /* BATON_REDIS_URL's value may go with the scrub */
+    if (!a.pass_credentials)
+        secrets_scrub_env();
+    struct baton_client_opts copts = {.connect_timeout_ms = 2000,
+                                      .command_timeout_ms = 2000,
+                                      .password = sec.password,
+                                      .sentinel_password = sec.sentinel_password,
+                                      .min_replicas = a.min_replicas};
     rc = baton_client_new(a.url, &copts, &client);
+    secrets_clear(&sec);
     if (rc != BATON_OK) {
         fprintf(stderr, "baton: lock: %s\n", baton_client_errstr(client));
         rc = rc == BATON_EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_UNAVAILABLE;
@@ -392,6 +462,8 @@ static int cmd_lock(int argc, char **argv)
         }
     }
 out:
+    secrets_clear(&sec);
+    free(a.url_copy);
     baton_lock_free(lk);
     baton_client_free(client);
     if (sfd >= 0)

@@ -15,6 +15,9 @@
  *   tick    2026-01-02T07:10:04Z  ok (exit 0)  web-1  3ms       2026-01-02T07:10:05Z
  *   report  never                                               2026-01-05T06:00:00Z
  *   off     never                                               disabled
+ *   backup  never                                               paused
+ *
+ *   paused: backup since 2026-01-02T06:00:00.000Z by ops@web-1: migration
  *
  * With --json, one JSON object on stdout: the status document of status.h
  * (the supervisor serves the same at GET /status).
@@ -36,6 +39,7 @@
 #include "jobs.h"
 #include "log.h"
 #include "members.h"
+#include "pause.h"
 #include "status.h"
 #include "tools.h"
 
@@ -85,8 +89,20 @@ struct status {
     const struct jobs *jobs; /* NULL when jobs.yaml could not be loaded */
     const char *jobs_error;
     struct history_list *last; /* one per job: the last record (n 0 or 1) */
+    struct pause_list paused;
     int64_t now;
 };
+
+/* "since 2026-01-02T07:00:00Z by alice@web-1: migration" into buf. */
+static const char *pause_text(const struct pause_entry *e, char *buf, size_t len)
+{
+    char since[40];
+    log_rfc3339_ms(e->since_ms, since, sizeof since);
+    snprintf(buf, len, "since %s by %s%s%s%s", since, e->by[0] ? e->by : "?",
+             strcmp(e->job, PAUSE_ALL) == 0 ? " (every job)" : "", e->reason[0] ? ": " : "",
+             e->reason);
+    return buf;
+}
 
 /* ---- human output ---- */
 
@@ -177,6 +193,7 @@ static void next_run(const struct job *j, int64_t now, char *buf, size_t len)
 static void print_jobs(const struct status *s)
 {
     struct tool_table t;
+    size_t npaused = 0;
     if (s->jobs == NULL) {
         printf("\njobs: cannot load: %s\n", s->jobs_error);
         return;
@@ -192,6 +209,10 @@ static void print_jobs(const struct status *s)
         const struct job *j = &s->jobs->v[i];
         char next[CRON_TIME_BUFSZ], outcome[128], dur[32];
         next_run(j, s->now, next, sizeof next);
+        if (pause_holding(&s->paused, j->name) != NULL) {
+            snprintf(next, sizeof next, "paused");
+            npaused++;
+        }
         if (s->last[i].n == 0) {
             tool_table_add(&t, (const char *const[]){j->name, "never", "", "", "", next});
             continue;
@@ -212,6 +233,14 @@ static void print_jobs(const struct status *s)
     printf("\n");
     tool_table_print(&t, "", stdout);
     tool_table_free(&t);
+    if (npaused > 0)
+        printf("\n");
+    for (size_t i = 0; i < s->jobs->n; i++) {
+        const struct pause_entry *e = pause_holding(&s->paused, s->jobs->v[i].name);
+        char text[512];
+        if (e != NULL)
+            printf("paused: %s %s\n", s->jobs->v[i].name, pause_text(e, text, sizeof text));
+    }
 }
 
 static void print_human(const struct status *s)
@@ -232,7 +261,8 @@ static cJSON *status_json(const struct status *s)
     if (n > 0 && rows == NULL)
         return NULL;
     for (size_t i = 0; i < n; i++)
-        rows[i] = status_job_of(&s->jobs->v[i], s->last[i].n > 0 ? &s->last[i].v[0] : NULL);
+        rows[i] = status_job_of(&s->jobs->v[i], s->last[i].n > 0 ? &s->last[i].v[0] : NULL,
+                                pause_holding(&s->paused, s->jobs->v[i].name));
     struct status_doc d = {.group = s->cfg->group,
                            .redis = s->url,
                            .leader = &s->leader,
@@ -303,6 +333,11 @@ static int cmd_status(int argc, char **argv)
         rc = tool_redis_error("status", client, brc, "reading the nodes");
         goto out;
     }
+    brc = pause_read(client, cfg->group, &s.paused);
+    if (brc != BATON_OK) {
+        rc = tool_redis_error("status", client, brc, "reading the paused jobs");
+        goto out;
+    }
     if (jobs != NULL && jobs->n > 0) {
         s.last = calloc(jobs->n, sizeof *s.last);
         if (s.last == NULL) {
@@ -335,6 +370,7 @@ out:
         for (size_t i = 0; i < jobs->n; i++)
             history_list_free(&s.last[i]);
     free(s.last);
+    pause_list_free(&s.paused);
     members_free(s.members, s.nmembers);
     baton_client_free(client);
     jobs_free(jobs);

@@ -2,14 +2,18 @@
  * `step-down`. */
 #include <errno.h>
 #include <inttypes.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "config.h"
 #include "jobs.h"
 #include "keys.h"
+#include "members.h"
+#include "secrets.h"
 #include "tools.h"
 
 
@@ -40,10 +44,22 @@ int tool_load_config(const char *cmd, const char *path, struct config **out)
 
 int tool_connect(const char *cmd, const struct config *cfg, struct baton_client **out)
 {
+    struct secrets sec;
+    char err[512];
+    if (secrets_load(cfg->password_file, cfg->sentinel_password_file, &sec, err, sizeof err) != 0) {
+        secrets_clear(&sec);
+        *out = NULL;
+        return cli_fail(cmd, "%s", err);
+    }
+    for (int i = 0; i < sec.nwarnings; i++)
+        fprintf(stderr, "baton: %s: warning: %s\n", cmd, sec.warning[i]);
     struct baton_client_opts o = {.connect_timeout_ms = cfg->redis_timeout_ms,
-                                  .command_timeout_ms = cfg->redis_timeout_ms};
+                                  .command_timeout_ms = cfg->redis_timeout_ms,
+                                  .password = sec.password,
+                                  .sentinel_password = sec.sentinel_password};
     struct baton_client *c = NULL;
     int rc = baton_client_new(cfg->redis, &o, &c);
+    secrets_clear(&sec);
     if (rc != BATON_OK) {
         const char *why = c != NULL ? baton_client_errstr(c) : "";
         cli_error(CLI_EXIT_UNAVAILABLE, cmd, "%s", why[0] != '\0' ? why : baton_strerror(rc));
@@ -64,6 +80,48 @@ int tool_redis_error(const char *cmd, struct baton_client *c, int rc, const char
         return cli_error(CLI_EXIT_UNAVAILABLE, cmd, "%s: %s (while %s)", baton_client_url(c),
                          baton_strerror(rc), what);
     return cli_error(CLI_EXIT_UNAVAILABLE, cmd, "%s (while %s)", why, what);
+}
+
+int tool_open(const char *cmd, const char *given, struct config **cfg,
+              struct baton_client **client)
+{
+    int rc;
+    *cfg = NULL;
+    *client = NULL;
+    const char *path = tool_config_path(cmd, given, &rc);
+    if (path == NULL)
+        return rc;
+    rc = tool_load_config(cmd, path, cfg);
+    if (rc == 0 && (rc = tool_connect(cmd, *cfg, client)) != 0) {
+        config_free(*cfg);
+        *cfg = NULL;
+    }
+    return rc;
+}
+
+int tool_check_job(const char *cmd, const struct config *cfg, const char *job)
+{
+    struct jobs *jobs = NULL;
+    char err[1024];
+    if (jobs_load(cfg->jobs_path, cfg->timezone, &jobs, err, sizeof err) != 0) {
+        fprintf(stderr, "baton: %s: warning: %s (the leader checks the job)\n", cmd, err);
+        return 0;
+    }
+    int rc = jobs_find(jobs, job) != NULL
+                 ? 0
+                 : cli_fail(cmd, "no job \"%s\" in %s", job, jobs->path);
+    jobs_free(jobs);
+    return rc;
+}
+
+const char *tool_who(char *buf, size_t len)
+{
+    const struct passwd *pw = getpwuid(geteuid());
+    if (pw != NULL)
+        snprintf(buf, len, "%s@%s", pw->pw_name, members_host());
+    else
+        snprintf(buf, len, "uid %u@%s", (unsigned)geteuid(), members_host());
+    return buf;
 }
 
 /* ---- formatting ---- */

@@ -59,6 +59,19 @@ int tool_connect(const char *cmd, const struct config *cfg, struct baton_client 
  * CLI_EXIT_UNAVAILABLE. */
 int tool_redis_error(const char *cmd, struct baton_client *c, int rc, const char *what);
 
+/* tool_config_path, tool_load_config and tool_connect in one. Returns 0
+ * with *cfg and *client (owned), or the exit status after a message. */
+int tool_open(const char *cmd, const char *given, struct config **cfg,
+              struct baton_client **client);
+
+/* Checks that job is in cfg's jobs.yaml. Returns 0 (also when jobs.yaml
+ * cannot be loaded: a warning says so, and the leader decides), or
+ * CLI_EXIT_FAIL after "no job ...". */
+int tool_check_job(const char *cmd, const struct config *cfg, const char *job);
+
+/* "user@host" of this process, for requests that say who made them.
+ * Returns buf. */
+const char *tool_who(char *buf, size_t len);
 
 /* ---- formatting ---- */
 

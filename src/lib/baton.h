@@ -59,7 +59,9 @@ extern "C" {
     X(ETAKEN, -7, "held by another owner")                                                         \
     X(ETIMEDOUT, -8, "not acquired within the maximum wait")                                       \
     X(ELOST, -9, "no longer held by this owner")                                                   \
-    X(EQUEUEFULL, -10, "too many waiters for this key in this process")
+    X(EQUEUEFULL, -10, "too many waiters for this key in this process")                          \
+    X(ENOTDURABLE, -11, "not acknowledged by min_replicas replicas in time")                      \
+    X(ETLS, -12, "TLS handshake or certificate verification failed")
 
 enum baton_err {
 #define BATON_ERR_ENUM_(name, code, msg) BATON_##name = code,
@@ -86,7 +88,7 @@ BATON_API const char *baton_errname(int code);
 struct baton_client;
 
 struct baton_client_opts {
-    int64_t connect_timeout_ms; /* default 2000 */
+    int64_t connect_timeout_ms; /* default 2000; bounds the TLS handshake too */
     int64_t command_timeout_ms; /* default 2000: bound on each operation,
                                    connecting included */
     int max_waiters_per_key;    /* default 1000; -1: unbounded. Flood control:
@@ -96,12 +98,66 @@ struct baton_client_opts {
     bool lazy;                  /* do not connect in baton_client_new(): the
                                    first operation connects (for daemons that
                                    start before Redis) */
+    /* Credentials of the data nodes. When set, they replace the URL's (a
+     * user of "" means none). Copied: the caller may wipe its copy once
+     * baton_client_new() returns. Never shown in any message. The library
+     * reads no environment variable and no file: the caller does (the
+     * baton command reads BATON_REDIS_PASSWORD and --password-file). */
+    const char *user;
+    const char *password;
+    /* Credentials of the sentinels (redis-sentinel:// URLs), separate from
+     * the data nodes'. Replace the URL's sentinel_user=/sentinel_password=. */
+    const char *sentinel_user;
+    const char *sentinel_password;
+    /* Durable grants: 0 (default) or N in 1..16. Every grant, extension
+     * and renewal of a lock, permit, multi-lock or election, and every
+     * script of baton_client_eval(), is followed on the same connection by
+     * WAIT N, bounded by the grant's own deadline (and the command
+     * timeout); fewer than N replica acknowledgements in time means
+     * BATON_ENOTDURABLE: not granted (a grant is then released at once),
+     * not renewed (the lock keeps its old deadline), the script's effect
+     * not to be relied on. What it buys: a Sentinel failover to a replica
+     * that acknowledged keeps the grant, and the holder keeps trusting it.
+     * What it does not: WAIT is not consensus; a failover may still pick
+     * a replica that did not acknowledge (Sentinel prefers the one with the
+     * most data, which has every acknowledged write unless it was itself
+     * lagging behind another), and a write that was not acknowledged may
+     * still survive. */
+    int min_replicas;
 };
 
 /* Parses url, connects one connection (to validate URL, credentials and
  * reachability) and returns the client in *out.
  *   url: redis://[[user]:pass@]host[:port][/db]  (default port 6379, db 0)
+ *        rediss://[[user]:pass@]host[:port][/db][?TLS]   (default port 6379)
  *        unix:///path/to/socket[?db=N&password=P&user=U]
+ *        redis-sentinel://[[user]:pass@]h1[:p1],h2[:p2],...[/db]?master=NAME
+ *            [&sentinel_user=U&sentinel_password=P]  (default port 26379)
+ *        rediss-sentinel://...  (TLS to the sentinels and to the data nodes;
+ *            the same TLS parameters)
+ *   TLS parameters: ca=FILE (PEM CA bundle), capath=DIR (hashed CA dir;
+ *   without ca/capath the system's default CAs), cert=FILE and key=FILE
+ *   (client certificate for mutual TLS: both or neither), sni=NAME (sent
+ *   in the handshake and verified instead of the host), verify=peer
+ *   (default: the chain and the host name or IP address) or verify=none
+ *   (no verification at all: see baton_client_tls_insecure()).
+ * Sentinel: each new connection asks the sentinels in turn (starting with
+ * the last that answered) for the master's address, connects to it and
+ * checks with ROLE that it is a master (a ROLE refused by an ACL is
+ * skipped); a connection that fails, a READONLY answer, or a
+ * +switch-master published by a sentinel (the client keeps one
+ * subscription, on a thread of its own) sends the next operation through
+ * the sentinels again; +switch-master also closes every connection to the
+ * old master at once.
+ * A grant is tied to the Redis server process that made it (its run id,
+ * read with INFO at connect; unknown if INFO is refused). Without
+ * min_replicas, a renewal answered by another server process that is a
+ * promoted replica (a failover) is not trusted: the lock is reported lost
+ * at once and released there if it is still ours, so that waiters need
+ * not wait out its ttl; the holder re-acquires, with a token from the new
+ * master. The same master restarted is trusted (its persistence kept the
+ * grant, or the renewal finds nothing). With min_replicas, a renewal that
+ * finds the grant on the new master confirms it.
  * Returns: 0, or a negative code; then *out is still set (unless ENOMEM or
  * EINVAL on a NULL argument) so that baton_client_errstr() tells why; free it
  * with baton_client_free(). Owned; free with baton_client_free(). */
@@ -129,6 +185,11 @@ BATON_API int baton_url_check(const char *url, char *redacted, size_t rlen, char
 /* Returns: the URL the client was made with, password removed. Borrowed;
  * valid until baton_client_free(c). */
 BATON_API const char *baton_client_url(const struct baton_client *c);
+
+/* True when the client speaks TLS without verifying the server
+ * (verify=none): anyone on the path can pretend to be Redis. Callers that
+ * log should say so at warn level. */
+BATON_API bool baton_client_tls_insecure(const struct baton_client *c);
 
 /* ------------------------------------------------------------------------ */
 /* Locks. A struct baton_lock belongs to one thread at a time; the queries
@@ -195,7 +256,16 @@ BATON_API void baton_lock_free(struct baton_lock *lk);
 BATON_API bool baton_lock_lost(const struct baton_lock *lk);
 
 /* The fencing token: strictly increasing across all grants of this key. Pass
- * it to the resource you write so that it can reject a stale holder. */
+ * it to the resource you write so that it can reject a stale holder.
+ * Every grant's token is max(last token + 1, the server's TIME in units
+ * of 10 microseconds), computed inside the grant's script, so tokens keep
+ * increasing across a FLUSHALL, a restart without persistence and a
+ * failover to a replica that missed grants, provided the servers' clocks
+ * never step back and differ by less than the time from the last grant on
+ * the old master to the first on the new one. Tokens are about 1.8e14
+ * today, below 10^15 until 2286: exact in a double, printed without an
+ * exponent. The same holds for semaphore permits, multi-locks and
+ * election terms. */
 BATON_API uint64_t baton_lock_fence(const struct baton_lock *lk);
 
 /* The validity deadline on CLOCK_MONOTONIC, in ns: send time of the last
@@ -281,6 +351,18 @@ BATON_API int baton_election_renew(struct baton_election *e);
  * BATON_ELOST (it was not ours any more) or EIO... (then the lease expires). */
 BATON_API int baton_election_resign(struct baton_election *e);
 
+/* True when our current term was granted by a Redis master whose data may
+ * lack the last writes of the term before it: another server process than
+ * the one that granted the previous term, which was promoted from replica
+ * (a failover, Sentinel's or by hand), or no record of the previous term's
+ * server at all (FLUSHALL, a restart without persistence, or the first
+ * term ever). What the previous leader wrote last (a high-water mark, a
+ * claim) may then be missing or behind what it did: the baton supervisor
+ * does not catch up missed ticks in such a term, so that none runs twice.
+ * False after a plain restart of the same master (its persistence decides
+ * what it kept) and when the previous term was granted by this very
+ * server process. */
+BATON_API bool baton_election_server_changed(const struct baton_election *e);
 /* True while we lead: campaign succeeded, no loss seen, deadline not past. */
 BATON_API bool baton_election_is_leader(const struct baton_election *e);
 /* The term of our current (or last) leadership; 0 before the first. */
@@ -306,11 +388,15 @@ BATON_API int baton_election_watch_fd(const struct baton_election *e);
 
 #define BATON_EVENT_RESIGNED  1u /* the leader resigned: campaign now */
 #define BATON_EVENT_STEP_DOWN 2u /* someone asked the leader of this term to step down */
+/* The subscription broke (the server went away, or Redis failed over): the
+ * leader and lease seen so far may be the old master's. Campaign now rather
+ * than wait out a ttl read from it. */
+#define BATON_EVENT_SWITCHED 4u
 
 /* Reads what has arrived, without blocking; ORs BATON_EVENT_* into *events.
  * A step-down request counts only when it names our current term. Returns 0,
  * or EIO/EPROTO when the subscription broke (it is closed: call
- * baton_election_watch() again). */
+ * baton_election_watch() again), with BATON_EVENT_SWITCHED set. */
 BATON_API int baton_election_watch_read(struct baton_election *e, unsigned *events);
 /* The same, handing every other message published on the name's events
  * channel to on_msg(arg, msg, len) (msg is NUL-terminated, borrowed for
@@ -354,7 +440,10 @@ struct baton_reply {
 BATON_API int baton_client_command(struct baton_client *c, int argc, const char *const *argv,
                                    const size_t *lens, struct baton_reply **out);
 /* Runs a Lua script by SHA, loading it when Redis does not know it. Keys and
- * args are NUL-terminated strings. Same contract as baton_client_command(). */
+ * args are NUL-terminated strings. Same contract as baton_client_command();
+ * and with min_replicas, the script is followed by WAIT as a grant is:
+ * BATON_ENOTDURABLE when its writes were not acknowledged in time (the
+ * script did run on the master). */
 BATON_API int baton_client_eval(struct baton_client *c, const char *script, int nkeys,
                                 const char *const *keys, int nargs, const char *const *args,
                                 struct baton_reply **out);

@@ -2,9 +2,15 @@
  *
  * Layers, bottom up:
  *   util.c     clock, randomness, hex, the one error-detail writer
- *   url.c      redis:// and unix:// URLs
- *   conn.c     one connection: our transport, hiredis's reader and formatter
- *   client.c   the client: URL, options, connection pool, script calls
+ *   url.c      redis://, rediss://, unix://, redis(s)-sentinel:// URLs
+ *   sock.c     transport: TCP and Unix sockets, non-blocking
+ *   tls.c      transport: TLS (OpenSSL) over TCP
+ *   conn.c     one connection: a transport carrying RESP, which hiredis
+ *              formats and parses (redisFormatCommandArgv, redisReader)
+ *   sentinel.c the layer above the transport that finds the master through
+ *              the sentinels, and follows +switch-master
+ *   client.c   the client: URL, options, credentials, connecting (AUTH,
+ *              SELECT, run id, role), the pool, script calls, WAIT
  *   mux.c      a pool shard's shared connection, pipelining our scripts
  *   scripts.c  the Lua scripts (acquire, release, extend, cancel)
  *   waiters.c  waiting: flood control, the shared subscriber thread
@@ -60,17 +66,34 @@ int baton__cond_init_monotonic(pthread_cond_t *cv);
 
 /* ---- url.c ---- */
 
-enum baton__transport { BATON__TCP, BATON__UNIX };
+enum baton__family { BATON__TCP, BATON__UNIX };
+
+#define BATON__SENTINELS_MAX 16
+
+struct baton__hostport {
+    char *host;
+    int port;
+};
 
 struct baton__url {
-    enum baton__transport transport;
-    char *host; /* TCP */
-    int port;   /* TCP */
+    enum baton__family transport;
+    bool tls;   /* rediss://, rediss-sentinel:// */
+    char *host; /* TCP without Sentinel */
+    int port;
     char *path; /* UNIX */
     int db;
-    char *user;     /* NULL: no ACL user */
-    char *pass;     /* NULL: no AUTH */
-    char *redacted; /* the URL without its password, for messages */
+    char *user; /* NULL: no ACL user */
+    char *pass; /* NULL: no AUTH */
+    /* Sentinel: the master group's name (NULL: no Sentinel) and the
+     * sentinels to ask, with their own credentials. */
+    char *master;
+    struct baton__hostport *sentinels;
+    int nsentinels;
+    char *sentinel_user, *sentinel_pass;
+    /* TLS: files, SNI name, verification (default on) */
+    char *tls_ca, *tls_capath, *tls_cert, *tls_key, *tls_sni;
+    bool tls_verify;
+    char *redacted; /* the URL without its passwords, for messages */
 };
 
 /* Parses text into *u. Returns 0, or BATON_EINVAL/ENOMEM with detail in err
@@ -79,43 +102,123 @@ struct baton__url {
 int baton__url_parse(const char *text, struct baton__url *u, char *err, size_t errlen);
 void baton__url_clear(struct baton__url *u);
 
+/* ---- transports: sock.c, tls.c ----
+ *
+ * A transport moves bytes for a connection: connect, read, write, pending,
+ * close, behind one table of functions (as hiredis's redisContextFuncs do
+ * for its SSL module). conn.c frames RESP on top and never knows which
+ * transport it uses. Sentinel is a layer above: it decides which endpoint
+ * to connect to. */
+
+struct baton__conn;
+struct baton__tls; /* tls.c: a client's TLS settings, shared by its connections */
+
+/* Where to connect: a TCP host and port, or a Unix socket path; over TLS
+ * when tls is set (the certificate must then be for the SNI name of the
+ * settings, else for host). */
+struct baton__endpoint {
+    const char *host;
+    int port;
+    const char *path;
+    struct baton__tls *tls;
+};
+
+struct baton__transport {
+    const char *name;
+    /* Connects cn (whose fd is -1) to ep before deadline_ns. Returns 0, or
+     * a negative code with the reason in cn->err ("connection refused",
+     * "certificate verify failed: ..."). close() is called either way. */
+    int (*connect)(struct baton__conn *cn, const struct baton__endpoint *ep, int64_t deadline_ns);
+    /* Move up to len bytes. Return the count (> 0); 0 when the transport
+     * would block, with cn->want set to the poll event it waits for (a TLS
+     * read may need POLLOUT); or a negative code with cn marked broken and
+     * the reason in cn->err. */
+    ssize_t (*read)(struct baton__conn *cn, char *buf, size_t len);
+    ssize_t (*write)(struct baton__conn *cn, const char *buf, size_t len);
+    /* True when bytes already received sit inside the transport, where
+     * poll() on the fd cannot see them (decrypted TLS records). */
+    bool (*pending)(const struct baton__conn *cn);
+    /* Frees the transport's state and closes the fd. */
+    void (*close)(struct baton__conn *cn);
+};
+
+extern const struct baton__transport baton__sock_transport;
+extern const struct baton__transport baton__tls_transport;
+
+/* sock.c: opens a non-blocking, close-on-exec socket connected to ep's host
+ * and port (or path) before deadline_ns. Returns the fd, or -1 with a
+ * static reason in *why. */
+int baton__sock_dial(const struct baton__endpoint *ep, int64_t deadline_ns, const char **why);
+/* Waits for events on fd until deadline_ns. Returns 1 ready, 0 timed out,
+ * -1 error (errno set). */
+int baton__wait_fd(int fd, short events, int64_t deadline_ns);
+
+/* tls.c: the TLS settings of u (CA, client certificate, SNI, verify) made
+ * into an OpenSSL context. Returns 0 and *out (owned; baton__tls_free), or
+ * BATON_EINVAL/ENOMEM with the reason in err ("cannot read the CA file
+ * /etc/x.pem: No such file or directory"). */
+int baton__tls_new(const struct baton__url *u, struct baton__tls **out, char *err, size_t errlen);
+void baton__tls_free(struct baton__tls *t);
+bool baton__tls_verifies(const struct baton__tls *t);
+
 /* ---- conn.c ---- */
 
 struct baton__conn {
     int fd;
+    const struct baton__transport *tp;
+    void *tls;  /* tls.c's per-connection state */
+    short want; /* the poll event the transport waits for */
     redisReader *reader;
     char *obuf; /* pending output */
     size_t olen, ocap;
-    bool broken;              /* an I/O error or timeout: never reuse */
-    struct baton__conn *next; /* pool link */
+    bool broken; /* an I/O error or timeout: never reuse */
+    /* Do not start new requests on it: it answered READONLY (no master
+     * any more), or a sentinel announced that its server was replaced.
+     * Set from other threads (sentinel.c), hence atomic. */
+    _Atomic bool stale;
+    char addr[80];  /* host:port (or path) it is connected to */
+    char runid[41]; /* the server process's run id; "" when unknown */
+    bool promoted;  /* the server is a replica promoted to master (INFO replication
+                       second_repl_offset set): it may lack its old master's last writes */
+    struct baton__conn *next;          /* pool link */
+    struct baton_client *listed;       /* in this client's live list (sentinel.c) */
+    struct baton__conn *lprev, *lnext; /* that list's links */
     char err[BATON__ERRLEN];
 };
 
-/* Connects, authenticates and selects the database, all before
- * deadline_ns. Returns 0 and *out (owned; baton__conn_free), or a negative
- * code with detail in err (prefixed by the redacted URL). */
-int baton__conn_open(const struct baton__url *u, int64_t deadline_ns, struct baton__conn **out,
-                     char *err, size_t errlen);
+/* Connects to ep (transport chosen by ep->tls) before deadline_ns: no
+ * Redis command yet. Returns 0 and *out (owned; baton__conn_free), or a
+ * negative code with the reason in err. */
+int baton__conn_open(const struct baton__endpoint *ep, int64_t deadline_ns,
+                     struct baton__conn **out, char *err, size_t errlen);
 void baton__conn_free(struct baton__conn *cn);
 /* Queues one command. Returns 0 or BATON_ENOMEM. */
 int baton__conn_append(struct baton__conn *cn, int argc, const char **argv, const size_t *lens);
 /* Writes all queued output. Returns 0 or BATON_EIO (conn broken). */
 int baton__conn_flush(struct baton__conn *cn, int64_t deadline_ns);
 /* Reads one reply. Returns 0 and *reply (owned; freeReplyObject), or
- * BATON_EIO / BATON_EPROTO with the conn marked broken. */
+ * BATON_EIO / BATON_EPROTO with the conn marked broken. An error reply
+ * READONLY marks the conn stale. */
 int baton__conn_read(struct baton__conn *cn, redisReply **reply, int64_t deadline_ns);
-/* Waits until cn is readable, changing nothing in cn (so that it can be
- * called without the lock that guards cn). Returns 1 ready, 0 timed out,
- * or -errno. */
-int baton__conn_wait_readable(const struct baton__conn *cn, int64_t deadline_ns);
+/* The poll events to wait for before the next read, or 0 when a reply can
+ * be read at once (bytes buffered in the transport). Call it while owning
+ * cn (under the mux's lock), then wait with baton__conn_wait() without. */
+short baton__conn_read_events(const struct baton__conn *cn);
+/* Waits until cn's fd has events, touching nothing else of cn (so that it
+ * can be called without the lock that guards cn). Returns 1 ready, 0 timed
+ * out, or -errno. */
+int baton__conn_wait(const struct baton__conn *cn, short events, int64_t deadline_ns);
 /* Marks cn broken with the message what + detail. */
 void baton__conn_fail(struct baton__conn *cn, const char *what, const char *detail);
 /* Parses one reply from what has arrived, without blocking. Returns 1 and
- * *reply, 0 when none is complete yet, or a negative code. */
+ * *reply, 0 when none is complete yet (then nothing is left buffered in
+ * the transport: poll the fd), or a negative code. */
 int baton__conn_poll_reply(struct baton__conn *cn, redisReply **reply);
 /* append + flush + read. */
 int baton__conn_command(struct baton__conn *cn, int argc, const char **argv, const size_t *lens,
                         redisReply **reply, int64_t deadline_ns);
+/* True for an error reply that says the server is not a master. */
+bool baton__reply_readonly(const redisReply *r);
 
 /* ---- scripts.c ---- */
 
@@ -129,6 +232,7 @@ enum baton__script_id {
     BATON__S_SEM_EXTEND,
     BATON__S_SEM_CANCEL,
     BATON__S_MULTI_ACQUIRE,
+    BATON__S_CAMPAIGN,
     BATON__S_COUNT
 };
 
@@ -150,6 +254,25 @@ struct baton__stats;
  * that fifty threads do not convoy on one mutex. */
 #define BATON__SHARDS 8
 
+/* One request: a command, and optionally WAIT right behind it on the same
+ * connection. */
+struct baton__req {
+    int argc;
+    const char **argv;
+    const size_t *lens;
+    int64_t deadline_ns;
+    int wait_replicas; /* > 0: then WAIT wait_replicas wait_ms */
+    int64_t wait_ms;
+    /* results */
+    redisReply *reply; /* the command's (owned by the caller) */
+    long long acked;   /* WAIT's answer (-1: no answer) */
+    int64_t sent_ns;   /* a time before the command left */
+    char runid[41];    /* the run id of the server that answered, or "" */
+    bool promoted;     /* and whether it is a promoted replica */
+    char *err;         /* detail of a failure, prefixed by the redacted URL */
+    size_t errlen;
+};
+
 /* mux.c: the shard's shared, pipelined connection for our scripts. */
 struct baton__mreq;
 struct baton__mux {
@@ -162,13 +285,11 @@ void baton__mux_init(struct baton__mux *m);
 /* Frees the connection; no request may be under way. */
 void baton__mux_clear(struct baton__mux *m);
 struct baton_client;
-/* Sends one command on m's connection (opening one by deadline_ns if there
- * is none) and waits for its reply. Returns 0 and *reply (owned), or a
- * negative code with detail (prefixed by the redacted URL) in err.
- * *sent_ns (optional) gets a time before the command left. Thread-safe. */
-int baton__mux_call(struct baton_client *c, struct baton__mux *m, int argc, const char **argv,
-                    const size_t *lens, redisReply **reply, int64_t deadline_ns, int64_t *sent_ns,
-                    char *err, size_t errlen);
+/* Sends rq's command (and WAIT) on m's connection, opening one by
+ * rq->deadline_ns if there is none (or if it is stale), and waits for the
+ * replies. Returns 0 with rq->reply (owned) and rq->acked, or a negative
+ * code with detail in rq->err. Thread-safe. */
+int baton__mux_call(struct baton_client *c, struct baton__mux *m, struct baton__req *rq);
 
 struct baton__shard {
     pthread_mutex_t mu; /* guards everything in the shard but mux */
@@ -179,15 +300,21 @@ struct baton__shard {
     size_t rnd_used;
 };
 
+struct baton__sentinel_watch;
+
 struct baton_client {
     struct baton__url url;
     int64_t connect_timeout_ms;
     int64_t command_timeout_ms;
     int max_waiters;
+    int min_replicas;
     char *prefix;
     char cid[BATON__CID_LEN + 1];
     char wake_chan[160];          /* prefix + "wake:" (waiters.c) */
     char sha[BATON__S_COUNT][41]; /* immutable after creation */
+    /* The credentials in use: the options', else the URL's. Wiped on free. */
+    char *user, *pass, *sentinel_user, *sentinel_pass;
+    struct baton__tls *tls; /* rediss: the TLS settings */
 
     pthread_mutex_t mu; /* guards errstr, waiters, renewer */
     struct baton__shard shard[BATON__SHARDS];
@@ -195,6 +322,15 @@ struct baton_client {
     struct baton__waiters *waiters; /* started on first wait */
     struct baton__renewer *renewer; /* started on first auto-renewal */
     struct baton__stats *stats;     /* stats.c; made with the client */
+
+    /* sentinel.c: the sentinel to ask first, the open data connections
+     * (closed at once on +switch-master), the master last found, and the
+     * thread subscribed to +switch-master. */
+    _Atomic int sentinel_next;
+    pthread_mutex_t live_mu; /* guards live, master_addr */
+    struct baton__conn *live;
+    char master_addr[80];
+    struct baton__sentinel_watch *swatch;
 };
 
 /* Takes an idle pooled connection or opens one, connecting by deadline_ns
@@ -203,10 +339,17 @@ struct baton_client {
  * baton__client_put. */
 int baton__client_get(struct baton_client *c, int64_t deadline_ns, struct baton__conn **out,
                       char *err, size_t errlen);
-/* Returns cn to the pool, or frees it when broken or the pool is full. */
+/* Returns cn to the pool, or frees it when broken, stale or the pool is
+ * full. */
 void baton__client_put(struct baton_client *c, struct baton__conn *cn);
 /* Opens a connection outside the pool (subscriber). Same contract. */
 int baton__client_open(struct baton_client *c, struct baton__conn **out, char *err, size_t errlen);
+/* Opens a data connection by deadline_ns: finds the master (Sentinel),
+ * connects, authenticates, selects the database, reads the run id (and
+ * with Sentinel checks the role). Returns 0 and *out, or a negative code
+ * with detail (prefixed by the redacted URL) in err. */
+int baton__client_connect(struct baton_client *c, int64_t deadline_ns, struct baton__conn **out,
+                          char *err, size_t errlen);
 /* Fills buf with len (<= 64) bytes of getrandom output from the client's
  * buffers (one syscall per KiB instead of one per token). */
 int baton__client_random(struct baton_client *c, void *buf, size_t len);
@@ -214,18 +357,50 @@ int baton__client_random(struct baton_client *c, void *buf, size_t len);
 int64_t baton__client_deadline(const struct baton_client *c);
 
 /* Runs a script by SHA on cn, falling back to EVAL on NOSCRIPT (a
- * restarted or flushed server), all before deadline_ns. Error replies
- * become BATON_EREDIS with the text in err; I/O failures carry the redacted
- * URL. *sent_ns (optional) gets the send time. */
+ * restarted or flushed server), all before deadline_ns; with wait_replicas
+ * > 0, WAIT follows it. Error replies become BATON_EREDIS with the text in
+ * err; I/O failures carry the redacted URL; fewer acknowledgements than
+ * wait_replicas: BATON_ENOTDURABLE (the reply is freed). */
 int baton__eval(struct baton_client *c, struct baton__conn *cn, const char *sha, const char *src,
                 int nkeys, const char *const *keys, int nargs, const char *const *args,
-                redisReply **reply, int64_t deadline_ns, int64_t *sent_ns, char *err,
+                int wait_replicas, redisReply **reply, int64_t deadline_ns, char *err,
                 size_t errlen);
-/* One of our scripts, as baton__eval(), on the calling thread's shard's
- * shared connection (mux.c). */
-int baton__script_call(struct baton_client *c, enum baton__script_id id, int nkeys,
-                       const char **keys, int nargs, const char **args, redisReply **reply,
-                       int64_t deadline_ns, int64_t *sent_ns, char *err, size_t errlen);
+/* baton_client_eval() on a pooled connection, durable (WAIT for
+ * min_replicas) or not (reads). */
+int baton__client_eval(struct baton_client *c, const char *script, int nkeys,
+                       const char *const *keys, int nargs, const char *const *args, bool durable,
+                       struct baton_reply **out);
+
+/* One call of our scripts on the calling thread's shard's shared
+ * connection (mux.c). */
+struct baton__call {
+    enum baton__script_id id;
+    int nkeys;
+    const char *const *keys;
+    int nargs;
+    const char *const *args;
+    int64_t deadline_ns;
+    /* A grant or an extension: with min_replicas, WAIT for them, the
+     * acknowledgement due by deadline_ns (set it no later than the grant's
+     * own validity deadline). */
+    bool durable;
+    /* results */
+    redisReply *reply; /* owned by the caller */
+    int64_t sent_ns;
+    char runid[41];
+    bool promoted;
+    char *err;
+    size_t errlen;
+};
+/* Runs k's script by SHA (EVAL on NOSCRIPT; once more on a new connection
+ * when the server answered READONLY, within the deadline). Returns 0 with
+ * k->reply; BATON_ENOTDURABLE with k->reply too (the script ran; the
+ * caller undoes a grant); or a negative code with detail in k->err (error
+ * replies: BATON_EREDIS). */
+int baton__script_call(struct baton_client *c, struct baton__call *k);
+/* The deadline of a durable call made now for a lease of ttl_ms: the
+ * command timeout, and no later than the lease's validity deadline. */
+int64_t baton__client_grant_deadline(const struct baton_client *c, int64_t ttl_ms);
 /* Sets the client's error detail (under its mutex). */
 void baton__client_error(struct baton_client *c, const char *msg);
 
@@ -251,6 +426,7 @@ struct baton_lock {
     _Atomic bool lost;
     _Atomic bool released;
     int64_t confirmed_sent_ns;    /* under mu: send time of the last confirmation */
+    char runid[41];               /* under mu: the server that granted it ("" unknown) */
     char lost_why[BATON__ERRLEN]; /* under mu; written once, before lost is set */
     char errstr[BATON__ERRLEN];   /* owner thread's last failure */
 
@@ -289,6 +465,15 @@ int baton__lock_try_once(struct baton_lock *lk, struct baton__holder *h);
 void baton__lock_mark_lost(struct baton_lock *lk, const char *why);
 /* Records a confirmed grant or extension sent at sent_ns. */
 void baton__lock_confirm(struct baton_lock *lk, int64_t sent_ns, int64_t ttl_ms);
+/* Records the server that granted lk. */
+void baton__lock_granted_by(struct baton_lock *lk, const char *runid);
+/* One extension of lk to ttl_ms by deadline_ns, by its extend script.
+ * Returns 0 (confirmed: deadline moved); BATON_ELOST (marked lost: not ours
+ * any more, or answered by another server than the one that granted it,
+ * without min_replicas: then it is released there); BATON_ENOTDURABLE
+ * (not acknowledged: deadline kept); or an error. Detail in err. */
+int baton__lock_extend_call(struct baton_lock *lk, int64_t ttl_ms, int64_t deadline_ns,
+                            bool renewal, char *err, size_t errlen);
 
 /* ---- waiters.c ---- */
 
@@ -347,6 +532,31 @@ void baton__stats_released(struct baton_lock *lk);
 void baton__stats_lost(struct baton_lock *lk);
 /* Freed while still counted as held (never released). */
 void baton__stats_dropped(struct baton_lock *lk);
+
+/* ---- sentinel.c ---- */
+
+/* Asks the sentinels, from the last that answered on, for the master of
+ * the URL's group, connects to it (as baton__client_connect) and checks its
+ * role. Returns 0 and *out, or a negative code with every sentinel's answer
+ * in err. */
+int baton__sentinel_connect(struct baton_client *c, int64_t deadline_ns, struct baton__conn **out,
+                            char *err, size_t errlen);
+/* Puts cn in c's list of live data connections; baton__conn_free() takes
+ * it out. */
+void baton__sentinel_list(struct baton_client *c, struct baton__conn *cn);
+void baton__sentinel_unlist(struct baton__conn *cn);
+/* The master at addr ("host:port") was replaced: its connections are
+ * marked stale and shut down (their readers wake at once). */
+void baton__sentinel_switched(struct baton_client *c, const char *addr);
+/* Starts the thread subscribed to +switch-master; stops it. */
+int baton__sentinel_watch_start(struct baton_client *c);
+void baton__sentinel_watch_stop(struct baton_client *c);
+/* Connection set-up shared with client.c: AUTH [user] pass, SELECT db,
+ * INFO server (the run id), INFO replication (promoted or not), and with
+ * check_role ROLE, pipelined. Returns 0,
+ * BATON_EAUTH, BATON_EREDIS, or an I/O error, with detail in cn->err. */
+int baton__conn_hello(struct baton__conn *cn, const char *user, const char *pass, int db,
+                      bool check_role, int64_t deadline_ns);
 
 /* ---- multi.c ---- */
 

@@ -14,10 +14,78 @@ int64_t baton__client_deadline(const struct baton_client *c)
     return baton__now_ns() + c->command_timeout_ms * 1000000;
 }
 
+/* With min_replicas, our scripts are loaded on every new connection: a
+ * durable call pipelines WAIT behind its EVALSHA, and a NOSCRIPT answer
+ * would spend a WAIT for nothing. (A new master after a failover does not
+ * have them: script caches are not replicated.) Failures are ignored: the
+ * NOSCRIPT fallback remains. */
+static int load_scripts(struct baton_client *c, struct baton__conn *cn, int64_t deadline_ns)
+{
+    int rc;
+    for (int i = 0; i < BATON__S_COUNT; i++) {
+        const char *argv[3] = {"SCRIPT", "LOAD", baton__script_source((enum baton__script_id)i)};
+        size_t lens[3] = {6, 4, strlen(argv[2])};
+        if ((rc = baton__conn_append(cn, 3, argv, lens)) != BATON_OK)
+            return rc;
+    }
+    if ((rc = baton__conn_flush(cn, deadline_ns)) != BATON_OK)
+        return rc;
+    for (int i = 0; i < BATON__S_COUNT; i++) {
+        redisReply *r = NULL;
+        if ((rc = baton__conn_read(cn, &r, deadline_ns)) != BATON_OK)
+            return rc;
+        freeReplyObject(r);
+    }
+    (void)c;
+    return BATON_OK;
+}
+
+int baton__client_connect(struct baton_client *c, int64_t deadline_ns, struct baton__conn **out,
+                          char *err, size_t errlen)
+{
+    struct baton__conn *cn = NULL;
+    char why[BATON__ERRLEN];
+    int rc;
+
+    *out = NULL;
+    if (c->url.master != NULL) {
+        if ((rc = baton__sentinel_connect(c, deadline_ns, &cn, err, errlen)) != BATON_OK)
+            return rc;
+    } else {
+        struct baton__endpoint ep = {
+            .host = c->url.host, .port = c->url.port, .path = c->url.path, .tls = c->tls};
+        if ((rc = baton__conn_open(&ep, deadline_ns, &cn, why, sizeof why)) != BATON_OK) {
+            baton__set_error(err, errlen, "%s: %s", c->url.redacted, why);
+            return rc;
+        }
+        if ((rc = baton__conn_hello(cn, c->user, c->pass, c->url.db, false, deadline_ns)) !=
+            BATON_OK) {
+            baton__set_error(err, errlen, "%s: %s", c->url.redacted, cn->err);
+            baton__conn_free(cn);
+            return rc;
+        }
+    }
+    if (c->min_replicas > 0 && (rc = load_scripts(c, cn, deadline_ns)) != BATON_OK) {
+        baton__set_error(err, errlen, "%s: %s", c->url.redacted, cn->err);
+        baton__conn_free(cn);
+        return rc;
+    }
+    *out = cn;
+    return BATON_OK;
+}
+
 int baton__client_open(struct baton_client *c, struct baton__conn **out, char *err, size_t errlen)
 {
     int64_t deadline = baton__now_ns() + c->connect_timeout_ms * 1000000;
-    return baton__conn_open(&c->url, deadline, out, err, errlen);
+    return baton__client_connect(c, deadline, out, err, errlen);
+}
+
+int64_t baton__client_grant_deadline(const struct baton_client *c, int64_t ttl_ms)
+{
+    int64_t now = baton__now_ns();
+    int64_t cmd = now + c->command_timeout_ms * 1000000;
+    int64_t valid = now + (ttl_ms - ttl_ms / 100 - 2) * 1000000;
+    return valid < cmd ? valid : cmd;
 }
 
 static struct baton__shard *my_shard(struct baton_client *c)
@@ -32,30 +100,35 @@ int baton__client_get(struct baton_client *c, int64_t deadline_ns, struct baton_
                       char *err, size_t errlen)
 {
     struct baton__shard *s = my_shard(c);
-    pthread_mutex_lock(&s->mu);
-    struct baton__conn *cn = s->idle;
-    if (cn != NULL) {
-        s->idle = cn->next;
-        s->nidle--;
-        cn->next = NULL;
-    }
-    pthread_mutex_unlock(&s->mu);
-    if (cn != NULL) {
-        *out = cn;
-        return BATON_OK;
+    for (;;) {
+        pthread_mutex_lock(&s->mu);
+        struct baton__conn *cn = s->idle;
+        if (cn != NULL) {
+            s->idle = cn->next;
+            s->nidle--;
+            cn->next = NULL;
+        }
+        pthread_mutex_unlock(&s->mu);
+        if (cn == NULL)
+            break;
+        if (!atomic_load(&cn->stale)) {
+            *out = cn;
+            return BATON_OK;
+        }
+        baton__conn_free(cn); /* its server was replaced */
     }
     /* A new connection counts against the operation's deadline: connecting
      * and the command together never take longer than command_timeout. */
     int64_t connect_by = baton__now_ns() + c->connect_timeout_ms * 1000000;
-    return baton__conn_open(&c->url, connect_by < deadline_ns ? connect_by : deadline_ns, out, err,
-                            errlen);
+    return baton__client_connect(c, connect_by < deadline_ns ? connect_by : deadline_ns, out, err,
+                                 errlen);
 }
 
 void baton__client_put(struct baton_client *c, struct baton__conn *cn)
 {
     if (cn == NULL)
         return;
-    if (!cn->broken && cn->olen == 0) {
+    if (!cn->broken && !atomic_load(&cn->stale) && cn->olen == 0) {
         struct baton__shard *s = my_shard(c);
         pthread_mutex_lock(&s->mu);
         if (s->nidle < SHARD_MAX_IDLE) {
@@ -135,26 +208,50 @@ static bool is_noscript(const redisReply *r)
     return r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0;
 }
 
+/* WAIT's timeout for a call due by deadline_ns: most of the time left, so
+ * that its answer still arrives in time. At least 1 ms (0 would block
+ * forever). */
+static int64_t wait_ms_until(int64_t deadline_ns)
+{
+    int64_t left = (deadline_ns - baton__now_ns()) / 1000000;
+    left = left * 4 / 5;
+    return left >= 1 ? left : 1;
+}
+
+static void wait_argv(int replicas, int64_t ms, char nbuf[BATON__I64_LEN],
+                      char msbuf[BATON__I64_LEN], const char *argv[3], size_t lens[3])
+{
+    argv[0] = "WAIT";
+    argv[1] = baton__i64_str(replicas, nbuf);
+    argv[2] = baton__i64_str(ms, msbuf);
+    for (int i = 0; i < 3; i++)
+        lens[i] = strlen(argv[i]);
+}
+
+static int not_durable(struct baton_client *c, long long acked, char *err, size_t errlen)
+{
+    baton__set_error(err, errlen,
+                     "%s: not durable: %lld of min_replicas %d replica(s) acknowledged in time",
+                     c->url.redacted, acked < 0 ? 0 : acked, c->min_replicas);
+    return BATON_ENOTDURABLE;
+}
+
 int baton__eval(struct baton_client *c, struct baton__conn *cn, const char *sha, const char *src,
                 int nkeys, const char *const *keys, int nargs, const char *const *args,
-                redisReply **reply, int64_t deadline, int64_t *sent_ns, char *err, size_t errlen)
+                int wait_replicas, redisReply **reply, int64_t deadline, char *err, size_t errlen)
 {
     const char *argv[SCRIPT_MAX_ARGS];
     size_t lens[SCRIPT_MAX_ARGS];
     char nk[BATON__I64_LEN];
     redisReply *r = NULL;
+    long long acked = -1;
     int rc;
 
     *reply = NULL;
     int argc = build_argv("EVALSHA", sha, nkeys, keys, nargs, args, argv, lens, nk);
     if (argc < 0)
         return BATON_EINVAL;
-    if ((rc = baton__conn_append(cn, argc, argv, lens)) != BATON_OK)
-        return rc;
-    if (sent_ns != NULL)
-        *sent_ns = baton__now_ns();
-    if ((rc = baton__conn_flush(cn, deadline)) != BATON_OK ||
-        (rc = baton__conn_read(cn, &r, deadline)) != BATON_OK)
+    if ((rc = baton__conn_command(cn, argc, argv, lens, &r, deadline)) != BATON_OK)
         return io_error(c, cn, rc, err, errlen);
     if (is_noscript(r)) {
         /* A restarted or flushed server: EVAL runs the script and loads it. */
@@ -167,41 +264,113 @@ int baton__eval(struct baton_client *c, struct baton__conn *cn, const char *sha,
         if ((rc = baton__conn_command(cn, argc, argv, lens, &r, deadline)) != BATON_OK)
             return io_error(c, cn, rc, err, errlen);
     }
+    /* WAIT on the same connection, right after the script (a script of a
+     * tool is seldom known to the server yet: WAIT is not pipelined behind
+     * an EVALSHA that may come back NOSCRIPT). */
+    if (r->type != REDIS_REPLY_ERROR && wait_replicas > 0) {
+        char nb[BATON__I64_LEN], mb[BATON__I64_LEN];
+        const char *wargv[3];
+        size_t wlens[3];
+        redisReply *w = NULL;
+        wait_argv(wait_replicas, wait_ms_until(deadline), nb, mb, wargv, wlens);
+        if ((rc = baton__conn_command(cn, 3, wargv, wlens, &w, deadline)) != BATON_OK) {
+            freeReplyObject(r);
+            return io_error(c, cn, rc, err, errlen);
+        }
+        if (w->type == REDIS_REPLY_INTEGER)
+            acked = w->integer;
+        freeReplyObject(w);
+    }
+    if (r->type != REDIS_REPLY_ERROR && wait_replicas > 0 && acked < wait_replicas) {
+        freeReplyObject(r);
+        return not_durable(c, acked, err, errlen);
+    }
     return take_reply(c, r, reply, err, errlen);
 }
 
-int baton__script_call(struct baton_client *c, enum baton__script_id id, int nkeys,
-                       const char **keys, int nargs, const char **args, redisReply **reply,
-                       int64_t deadline, int64_t *sent_ns, char *err, size_t errlen)
+/* One round of k on the shard's shared connection: EVALSHA, EVAL on
+ * NOSCRIPT. Returns as baton__mux_call, with the script's reply (error
+ * replies included) in *r. */
+static int script_round(struct baton_client *c, struct baton__mux *m, struct baton__call *k,
+                        const char **argv, size_t *lens, int argc, redisReply **r,
+                        long long *acked)
+{
+    struct baton__req rq = {.argc = argc,
+                            .argv = argv,
+                            .lens = lens,
+                            .deadline_ns = k->deadline_ns,
+                            .wait_replicas = k->durable ? c->min_replicas : 0,
+                            .err = k->err,
+                            .errlen = k->errlen};
+    int64_t first_sent = 0;
+    int rc;
+
+    argv[0] = "EVALSHA";
+    argv[1] = c->sha[k->id];
+    lens[0] = 7;
+    lens[1] = 40;
+    if (rq.wait_replicas > 0)
+        rq.wait_ms = wait_ms_until(k->deadline_ns);
+    if ((rc = baton__mux_call(c, m, &rq)) != BATON_OK)
+        return rc;
+    first_sent = rq.sent_ns;
+    if (is_noscript(rq.reply)) {
+        /* A restarted or flushed server: EVAL runs the script and loads it.
+         * The send time stays the first one's: the earlier, the safer. */
+        freeReplyObject(rq.reply);
+        rq.reply = NULL;
+        argv[0] = "EVAL";
+        argv[1] = baton__script_source(k->id);
+        lens[0] = 4;
+        lens[1] = strlen(argv[1]);
+        if (rq.wait_replicas > 0)
+            rq.wait_ms = wait_ms_until(k->deadline_ns);
+        if ((rc = baton__mux_call(c, m, &rq)) != BATON_OK)
+            return rc;
+    }
+    k->sent_ns = first_sent;
+    memcpy(k->runid, rq.runid, sizeof k->runid);
+    k->promoted = rq.promoted;
+    *r = rq.reply;
+    *acked = rq.acked;
+    return BATON_OK;
+}
+
+int baton__script_call(struct baton_client *c, struct baton__call *k)
 {
     const char *argv[SCRIPT_MAX_ARGS];
     size_t lens[SCRIPT_MAX_ARGS];
     char nk[BATON__I64_LEN];
     redisReply *r = NULL;
+    long long acked = -1;
     struct baton__mux *m = &my_shard(c)->mux;
     int rc;
 
-    *reply = NULL;
-    int argc = build_argv("EVALSHA", c->sha[id], nkeys, keys, nargs, args, argv, lens, nk);
+    k->reply = NULL;
+    k->runid[0] = '\0';
+    int argc = build_argv("EVALSHA", c->sha[k->id], k->nkeys, k->keys, k->nargs, k->args, argv,
+                          lens, nk);
     if (argc < 0)
         return BATON_EINVAL;
-    if ((rc = baton__mux_call(c, m, argc, argv, lens, &r, deadline, sent_ns, err, errlen)) !=
-        BATON_OK)
+    if ((rc = script_round(c, m, k, argv, lens, argc, &r, &acked)) != BATON_OK)
         return rc;
-    if (is_noscript(r)) {
-        /* A restarted or flushed server: EVAL runs the script and loads it.
-         * The send time stays the first one's: the earlier, the safer. */
+    if (baton__reply_readonly(r) && baton__now_ns() < k->deadline_ns) {
+        /* A master demoted to replica (a failover): the script did not run.
+         * The connection is stale; once more on a new one, through the
+         * sentinels if any. */
         freeReplyObject(r);
         r = NULL;
-        argv[0] = "EVAL";
-        argv[1] = baton__script_source(id);
-        lens[0] = 4;
-        lens[1] = strlen(argv[1]);
-        if ((rc = baton__mux_call(c, m, argc, argv, lens, &r, deadline, NULL, err, errlen)) !=
-            BATON_OK)
+        int64_t sent = k->sent_ns;
+        if ((rc = script_round(c, m, k, argv, lens, argc, &r, &acked)) != BATON_OK)
             return rc;
+        k->sent_ns = sent;
     }
-    return take_reply(c, r, reply, err, errlen);
+    if (r->type != REDIS_REPLY_ERROR && k->durable && c->min_replicas > 0 &&
+        acked < c->min_replicas) {
+        k->reply = r;
+        return not_durable(c, acked, k->err, k->errlen);
+    }
+    return take_reply(c, r, &k->reply, k->err, k->errlen);
 }
 
 void baton__client_error(struct baton_client *c, const char *msg)
@@ -209,6 +378,33 @@ void baton__client_error(struct baton_client *c, const char *msg)
     pthread_mutex_lock(&c->mu);
     baton__set_error(c->errstr, sizeof c->errstr, "%s", msg);
     pthread_mutex_unlock(&c->mu);
+}
+
+/* Copies the credentials to use: the options' where given, else the
+ * URL's. A user or password of "" in the options means none. */
+static int set_credentials(struct baton_client *c, const struct baton_client_opts *o)
+{
+    const char *from[4][2] = {{o->user, c->url.user},
+                              {o->password, c->url.pass},
+                              {o->sentinel_user, c->url.sentinel_user},
+                              {o->sentinel_password, c->url.sentinel_pass}};
+    char **to[4] = {&c->user, &c->pass, &c->sentinel_user, &c->sentinel_pass};
+    for (int i = 0; i < 4; i++) {
+        const char *v = from[i][0] != NULL ? from[i][0] : from[i][1];
+        if (v == NULL || *v == '\0')
+            continue;
+        if ((*to[i] = strdup(v)) == NULL)
+            return BATON_ENOMEM;
+    }
+    return BATON_OK;
+}
+
+static void wipe(char *s)
+{
+    if (s != NULL) {
+        explicit_bzero(s, strlen(s));
+        free(s);
+    }
 }
 
 int baton_client_new(const char *url, const struct baton_client_opts *opts,
@@ -229,6 +425,11 @@ int baton_client_new(const char *url, const struct baton_client_opts *opts,
     if (c == NULL)
         return BATON_ENOMEM;
     if (pthread_mutex_init(&c->mu, NULL) != 0) {
+        free(c);
+        return BATON_ENOMEM;
+    }
+    if (pthread_mutex_init(&c->live_mu, NULL) != 0) {
+        pthread_mutex_destroy(&c->mu);
         free(c);
         return BATON_ENOMEM;
     }
@@ -269,6 +470,23 @@ int baton_client_new(const char *url, const struct baton_client_opts *opts,
         baton__client_error(c, err);
         return rc;
     }
+    if (o.min_replicas < 0 || o.min_replicas > 16) {
+        baton__client_error(c, "min_replicas must be 0..16");
+        return BATON_EINVAL;
+    }
+    c->min_replicas = o.min_replicas;
+    if ((rc = set_credentials(c, &o)) != BATON_OK)
+        return rc;
+    if (c->url.tls && (rc = baton__tls_new(&c->url, &c->tls, err, sizeof err)) != BATON_OK) {
+        char msg[BATON__ERRLEN];
+        baton__set_error(msg, sizeof msg, "%s: %s", c->url.redacted, err);
+        baton__client_error(c, msg);
+        return rc;
+    }
+    if (c->url.master != NULL && (rc = baton__sentinel_watch_start(c)) != BATON_OK) {
+        baton__client_error(c, "cannot start the sentinel subscriber thread");
+        return rc;
+    }
     if (o.lazy)
         return BATON_OK;
     if ((rc = baton__client_open(c, &cn, err, sizeof err)) != BATON_OK) {
@@ -283,6 +501,7 @@ void baton_client_free(struct baton_client *c)
 {
     if (c == NULL)
         return;
+    baton__sentinel_watch_stop(c);
     baton__waiters_stop(c);
     baton__renew_stop(c);
     for (int i = 0; i < BATON__SHARDS; i++) {
@@ -296,8 +515,14 @@ void baton_client_free(struct baton_client *c)
         pthread_mutex_destroy(&s->mu);
     }
     baton__url_clear(&c->url);
+    baton__tls_free(c->tls);
+    wipe(c->user);
+    wipe(c->pass);
+    wipe(c->sentinel_user);
+    wipe(c->sentinel_pass);
     baton__stats_free(c->stats);
     free(c->prefix);
+    pthread_mutex_destroy(&c->live_mu);
     pthread_mutex_destroy(&c->mu);
     free(c);
 }
@@ -310,4 +535,9 @@ const char *baton_client_errstr(const struct baton_client *c)
 const char *baton_client_url(const struct baton_client *c)
 {
     return (c != NULL && c->url.redacted != NULL) ? c->url.redacted : "";
+}
+
+bool baton_client_tls_insecure(const struct baton_client *c)
+{
+    return c != NULL && c->url.tls && !c->url.tls_verify;
 }

@@ -78,6 +78,7 @@ int baton_client_command(struct baton_client *c, int argc, const char *const *ar
     struct baton__conn *cn = NULL;
     redisReply *r = NULL;
     char err[BATON__ERRLEN];
+    size_t *own = NULL;
     int rc;
 
     if (out == NULL)
@@ -85,36 +86,43 @@ int baton_client_command(struct baton_client *c, int argc, const char *const *ar
     *out = NULL;
     if (c == NULL || argc < 1 || argv == NULL)
         return BATON_EINVAL;
-    int64_t deadline = baton__client_deadline(c); /* connecting included */
-    if ((rc = baton__client_get(c, deadline, &cn, err, sizeof err)) != BATON_OK) {
-        baton__client_error(c, err);
-        return rc;
-    }
-    size_t *own = NULL;
     if (lens == NULL) {
-        if ((own = calloc((size_t)argc, sizeof *own)) == NULL) {
-            baton__client_put(c, cn);
+        if ((own = calloc((size_t)argc, sizeof *own)) == NULL)
             return BATON_ENOMEM;
-        }
         for (int i = 0; i < argc; i++)
             own[i] = strlen(argv[i]);
     }
-    rc =
-        baton__conn_command(cn, argc, (const char **)argv, lens != NULL ? lens : own, &r, deadline);
-    free(own);
-    if (rc != BATON_OK) {
-        baton__set_error(err, sizeof err, "%s: %s", c->url.redacted, cn->err);
-        baton__client_error(c, err);
-        baton__client_put(c, cn);
-        return rc;
+    int64_t deadline = baton__client_deadline(c); /* connecting included */
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if ((rc = baton__client_get(c, deadline, &cn, err, sizeof err)) != BATON_OK) {
+            baton__client_error(c, err);
+            goto out;
+        }
+        rc = baton__conn_command(cn, argc, (const char **)argv, lens != NULL ? lens : own, &r,
+                                 deadline);
+        if (rc != BATON_OK) {
+            baton__set_error(err, sizeof err, "%s: %s", c->url.redacted, cn->err);
+            baton__client_error(c, err);
+            baton__client_put(c, cn);
+            goto out;
+        }
+        baton__client_put(c, cn); /* a stale one (READONLY) is freed */
+        /* READONLY: a demoted master did not run it; once more, on a new
+         * connection (through the sentinels). */
+        if (!baton__reply_readonly(r) || attempt == 1 || baton__now_ns() >= deadline)
+            break;
+        freeReplyObject(r);
+        r = NULL;
     }
-    baton__client_put(c, cn);
-    return finish(c, r, out);
+    rc = finish(c, r, out);
+out:
+    free(own);
+    return rc;
 }
 
-int baton_client_eval(struct baton_client *c, const char *script, int nkeys,
-                      const char *const *keys, int nargs, const char *const *args,
-                      struct baton_reply **out)
+int baton__client_eval(struct baton_client *c, const char *script, int nkeys,
+                       const char *const *keys, int nargs, const char *const *args, bool durable,
+                       struct baton_reply **out)
 {
     struct baton__conn *cn = NULL;
     redisReply *r = NULL;
@@ -128,16 +136,29 @@ int baton_client_eval(struct baton_client *c, const char *script, int nkeys,
         return BATON_EINVAL;
     baton__sha1_hex(script, strlen(script), sha);
     int64_t deadline = baton__client_deadline(c); /* connecting included */
-    if ((rc = baton__client_get(c, deadline, &cn, err, sizeof err)) != BATON_OK) {
-        baton__client_error(c, err);
-        return rc;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if ((rc = baton__client_get(c, deadline, &cn, err, sizeof err)) != BATON_OK) {
+            baton__client_error(c, err);
+            return rc;
+        }
+        rc = baton__eval(c, cn, sha, script, nkeys, keys, nargs, args,
+                         durable ? c->min_replicas : 0, &r, deadline, err, sizeof err);
+        bool again = rc == BATON_EREDIS && atomic_load(&cn->stale) && attempt == 0 &&
+                     baton__now_ns() < deadline;
+        baton__client_put(c, cn);
+        if (!again)
+            break;
     }
-    rc = baton__eval(c, cn, sha, script, nkeys, keys, nargs, args, &r, deadline, NULL, err,
-                     sizeof err);
-    baton__client_put(c, cn);
     if (rc != BATON_OK) {
         baton__client_error(c, err);
         return rc;
     }
     return finish(c, r, out);
+}
+
+int baton_client_eval(struct baton_client *c, const char *script, int nkeys,
+                      const char *const *keys, int nargs, const char *const *args,
+                      struct baton_reply **out)
+{
+    return baton__client_eval(c, script, nkeys, keys, nargs, args, true, out);
 }

@@ -1,185 +1,26 @@
-/* conn.c -- one connection to Redis: our own transport (TCP or Unix socket,
- * non-blocking, every wait bounded by a deadline) carrying RESP, which
- * hiredis formats (redisFormatCommandArgv) and parses (redisReader). */
+/* conn.c -- one connection to Redis: a transport (sock.c or tls.c) that
+ * moves bytes, every wait bounded by a deadline, carrying RESP, which
+ * hiredis formats (redisFormatCommandArgv) and parses (redisReader). This
+ * file never knows which transport it drives. */
 #include <errno.h>
-#include <fcntl.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
-#include <unistd.h>
 
 #include "baton_int.h"
 
-#define READ_CHUNK 16384
+#define READ_CHUNK 16384 /* one TLS record's plaintext at most */
 
-static int ms_until(int64_t deadline_ns)
-{
-    int64_t left = deadline_ns - baton__now_ns();
-    if (left <= 0)
-        return 0;
-    int64_t ms = (left + 999999) / 1000000;
-    return ms > 60000 ? 60000 : (int)ms;
-}
-
-/* Waits for events on fd until deadline_ns. Returns 1 ready, 0 timed out,
- * -1 error (errno set). */
-static int wait_fd(int fd, short events, int64_t deadline_ns)
-{
-    for (;;) {
-        struct pollfd p = {.fd = fd, .events = events};
-        int ms = ms_until(deadline_ns);
-        int n = poll(&p, 1, ms);
-        if (n > 0)
-            return 1;
-        if (n == 0) {
-            if (baton__now_ns() >= deadline_ns)
-                return 0;
-            continue;
-        }
-        if (errno != EINTR)
-            return -1;
-    }
-}
-
-/* Marks cn broken with the message what + detail. */
-static void conn_fail(struct baton__conn *cn, const char *what, const char *detail)
+void baton__conn_fail(struct baton__conn *cn, const char *what, const char *detail)
 {
     cn->broken = true;
     baton__set_error(cn->err, sizeof cn->err, "%s%s", what, detail);
 }
 
-/* Connects one socket to addr before the deadline. Returns the fd or -1
- * with *why set to a static description. */
-static int connect_addr(int family, const struct sockaddr *addr, socklen_t len, int64_t deadline_ns,
-                        const char **why)
+int baton__conn_open(const struct baton__endpoint *ep, int64_t deadline_ns,
+                     struct baton__conn **out, char *err, size_t errlen)
 {
-    int fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        *why = strerror(errno);
-        return -1;
-    }
-    if (connect(fd, addr, len) != 0) {
-        if (errno != EINPROGRESS && errno != EAGAIN) {
-            *why = strerror(errno);
-            goto out_close;
-        }
-        int r = wait_fd(fd, POLLOUT, deadline_ns);
-        if (r == 0) {
-            *why = "connect timed out";
-            goto out_close;
-        }
-        int soerr = 0;
-        socklen_t sl = sizeof soerr;
-        if (r < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) != 0 || soerr != 0) {
-            *why = strerror(r < 0 ? errno : soerr ? soerr : EIO);
-            goto out_close;
-        }
-    }
-    if (family != AF_UNIX) {
-        int one = 1;
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    }
-    return fd;
-out_close:
-    close(fd);
-    return -1;
-}
-
-static int open_socket(const struct baton__url *u, int64_t deadline_ns, const char **why)
-{
-    if (u->transport == BATON__UNIX) {
-        struct sockaddr_un sa = {.sun_family = AF_UNIX};
-        if (strlen(u->path) >= sizeof sa.sun_path) {
-            *why = "socket path too long";
-            return -1;
-        }
-        memcpy(sa.sun_path, u->path, strlen(u->path) + 1);
-        return connect_addr(AF_UNIX, (struct sockaddr *)&sa, sizeof sa, deadline_ns, why);
-    }
-
-    char port[8];
-    snprintf(port, sizeof port, "%d", u->port);
-    struct addrinfo hints = {
-        .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
-    struct addrinfo *res = NULL;
-    int gr = getaddrinfo(u->host, port, &hints, &res);
-    if (gr != 0) {
-        *why = gai_strerror(gr);
-        return -1;
-    }
-    int fd = -1;
-    for (struct addrinfo *ai = res; ai != NULL && fd < 0; ai = ai->ai_next)
-        fd = connect_addr(ai->ai_family, ai->ai_addr, ai->ai_addrlen, deadline_ns, why);
-    freeaddrinfo(res);
-    return fd;
-}
-
-void baton__conn_free(struct baton__conn *cn)
-{
-    if (cn == NULL)
-        return;
-    if (cn->fd >= 0)
-        close(cn->fd);
-    if (cn->reader != NULL)
-        redisReaderFree(cn->reader);
-    free(cn->obuf);
-    free(cn);
-}
-
-/* AUTH and SELECT. */
-static int handshake(struct baton__conn *cn, const struct baton__url *u, int64_t deadline_ns)
-{
-    const char *argv[3];
-    size_t lens[3];
-    int argc = 0;
-    redisReply *r = NULL;
-    int rc;
-
-    if (u->pass != NULL) {
-        argv[argc++] = "AUTH";
-        if (u->user != NULL)
-            argv[argc++] = u->user;
-        argv[argc++] = u->pass;
-        for (int i = 0; i < argc; i++)
-            lens[i] = strlen(argv[i]);
-        if ((rc = baton__conn_command(cn, argc, argv, lens, &r, deadline_ns)) != BATON_OK)
-            return rc;
-        if (r->type == REDIS_REPLY_ERROR) {
-            baton__set_error(cn->err, sizeof cn->err, "authentication failed: %.200s", r->str);
-            freeReplyObject(r);
-            return BATON_EAUTH;
-        }
-        freeReplyObject(r);
-    }
-    if (u->db != 0) {
-        char db[16];
-        snprintf(db, sizeof db, "%d", u->db);
-        argv[0] = "SELECT";
-        argv[1] = db;
-        lens[0] = 6;
-        lens[1] = strlen(db);
-        if ((rc = baton__conn_command(cn, 2, argv, lens, &r, deadline_ns)) != BATON_OK)
-            return rc;
-        if (r->type == REDIS_REPLY_ERROR) {
-            baton__set_error(cn->err, sizeof cn->err, "SELECT %d: %.200s", u->db, r->str);
-            freeReplyObject(r);
-            return BATON_EREDIS;
-        }
-        freeReplyObject(r);
-    }
-    return BATON_OK;
-}
-
-int baton__conn_open(const struct baton__url *u, int64_t deadline_ns, struct baton__conn **out,
-                     char *err, size_t errlen)
-{
-    const char *why = "unknown error";
     int rc;
     struct baton__conn *cn = calloc(1, sizeof *cn);
 
@@ -187,17 +28,17 @@ int baton__conn_open(const struct baton__url *u, int64_t deadline_ns, struct bat
     if (cn == NULL)
         return BATON_ENOMEM;
     cn->fd = -1;
+    cn->tp = ep->tls != NULL ? &baton__tls_transport : &baton__sock_transport;
+    if (ep->path != NULL)
+        baton__set_error(cn->addr, sizeof cn->addr, "%s", ep->path);
+    else
+        baton__set_error(cn->addr, sizeof cn->addr, "%s:%d", ep->host, ep->port);
     if ((cn->reader = redisReaderCreate()) == NULL) {
         rc = BATON_ENOMEM;
         goto out_free;
     }
-    if ((cn->fd = open_socket(u, deadline_ns, &why)) < 0) {
-        baton__set_error(err, errlen, "%s: cannot connect: %s", u->redacted, why);
-        rc = BATON_EIO;
-        goto out_free;
-    }
-    if ((rc = handshake(cn, u, deadline_ns)) != BATON_OK) {
-        baton__set_error(err, errlen, "%s: %s", u->redacted, cn->err);
+    if ((rc = cn->tp->connect(cn, ep, deadline_ns)) != BATON_OK) {
+        baton__set_error(err, errlen, "%s", cn->err);
         goto out_free;
     }
     *out = cn;
@@ -205,6 +46,19 @@ int baton__conn_open(const struct baton__url *u, int64_t deadline_ns, struct bat
 out_free:
     baton__conn_free(cn);
     return rc;
+}
+
+void baton__conn_free(struct baton__conn *cn)
+{
+    if (cn == NULL)
+        return;
+    if (cn->listed != NULL)
+        baton__sentinel_unlist(cn); /* before the fd is closed and reused */
+    cn->tp->close(cn);
+    if (cn->reader != NULL)
+        redisReaderFree(cn->reader);
+    free(cn->obuf);
+    free(cn);
 }
 
 int baton__conn_append(struct baton__conn *cn, int argc, const char **argv, const size_t *lens)
@@ -237,51 +91,59 @@ int baton__conn_flush(struct baton__conn *cn, int64_t deadline_ns)
     if (cn->broken)
         return BATON_EIO;
     while (off < cn->olen) {
-        ssize_t n = send(cn->fd, cn->obuf + off, cn->olen - off, MSG_NOSIGNAL);
+        ssize_t n = cn->tp->write(cn, cn->obuf + off, cn->olen - off);
         if (n > 0) {
             off += (size_t)n;
             continue;
         }
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            int r = wait_fd(cn->fd, POLLOUT, deadline_ns);
-            if (r > 0)
-                continue;
-            conn_fail(cn, "write: ", r == 0 ? "timed out" : strerror(errno));
+        if (n < 0)
+            return BATON_EIO;
+        int r = baton__wait_fd(cn->fd, cn->want, deadline_ns);
+        if (r <= 0) {
+            baton__conn_fail(cn, "write: ", r == 0 ? "timed out" : strerror(errno));
             return BATON_EIO;
         }
-        conn_fail(cn, "write: ", strerror(errno));
-        return BATON_EIO;
     }
     cn->olen = 0;
+    cn->want = POLLIN;
     return BATON_OK;
 }
 
-/* Reads what is available into the reader. Returns 1 on data, 0 on
- * EAGAIN, or a negative code (conn broken). */
+bool baton__reply_readonly(const redisReply *r)
+{
+    return r->type == REDIS_REPLY_ERROR && strncmp(r->str, "READONLY", 8) == 0;
+}
+
+/* Takes a parsed reply: an answer of a server that is no master any more
+ * makes the connection stale. */
+static void *took(struct baton__conn *cn, void *r)
+{
+    if (r != NULL && baton__reply_readonly(r))
+        atomic_store(&cn->stale, true);
+    return r;
+}
+
+/* Reads what the transport has into the reader until it would block.
+ * Returns 1 when data came, 0 when none, or a negative code (broken). */
 static int fill(struct baton__conn *cn)
 {
     char buf[READ_CHUNK];
+    int got = 0;
     for (;;) {
-        ssize_t n = recv(cn->fd, buf, sizeof buf, 0);
-        if (n > 0) {
-            if (redisReaderFeed(cn->reader, buf, (size_t)n) != REDIS_OK) {
-                conn_fail(cn, "out of memory reading a reply", "");
-                return BATON_ENOMEM;
-            }
-            return 1;
+        ssize_t n = cn->tp->read(cn, buf, sizeof buf);
+        if (n < 0)
+            return (int)n;
+        if (n == 0)
+            return got;
+        if (redisReaderFeed(cn->reader, buf, (size_t)n) != REDIS_OK) {
+            baton__conn_fail(cn, "out of memory reading a reply", "");
+            return BATON_ENOMEM;
         }
-        if (n == 0) {
-            conn_fail(cn, "connection closed by the server", "");
-            return BATON_EIO;
-        }
-        if (errno == EINTR)
-            continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK)
-            return 0;
-        conn_fail(cn, "read: ", strerror(errno));
-        return BATON_EIO;
+        got = 1;
+        /* A short read means the socket is drained; but a TLS transport may
+         * still hold decrypted bytes, which poll() would not see. */
+        if ((size_t)n < sizeof buf && !cn->tp->pending(cn))
+            return got;
     }
 }
 
@@ -293,11 +155,11 @@ int baton__conn_poll_reply(struct baton__conn *cn, redisReply **reply)
         return BATON_EIO;
     for (;;) {
         if (redisReaderGetReply(cn->reader, &r) != REDIS_OK) {
-            conn_fail(cn, "protocol error: ", cn->reader->errstr);
+            baton__conn_fail(cn, "protocol error: ", cn->reader->errstr);
             return BATON_EPROTO;
         }
         if (r != NULL) {
-            *reply = r;
+            *reply = took(cn, r);
             return 1;
         }
         int f = fill(cn);
@@ -306,15 +168,15 @@ int baton__conn_poll_reply(struct baton__conn *cn, redisReply **reply)
     }
 }
 
-int baton__conn_wait_readable(const struct baton__conn *cn, int64_t deadline_ns)
+short baton__conn_read_events(const struct baton__conn *cn)
 {
-    int w = wait_fd(cn->fd, POLLIN, deadline_ns);
-    return w > 0 ? 1 : w == 0 ? 0 : -errno;
+    return cn->tp->pending(cn) ? 0 : (cn->want != 0 ? cn->want : POLLIN);
 }
 
-void baton__conn_fail(struct baton__conn *cn, const char *what, const char *detail)
+int baton__conn_wait(const struct baton__conn *cn, short events, int64_t deadline_ns)
 {
-    conn_fail(cn, what, detail);
+    int w = baton__wait_fd(cn->fd, events, deadline_ns);
+    return w > 0 ? 1 : w == 0 ? 0 : -errno;
 }
 
 int baton__conn_read(struct baton__conn *cn, redisReply **reply, int64_t deadline_ns)
@@ -324,21 +186,27 @@ int baton__conn_read(struct baton__conn *cn, redisReply **reply, int64_t deadlin
     if (cn->broken)
         return BATON_EIO;
     /* Parse what has arrived; otherwise wait first, then read: a reply is
-     * rarely there the moment after a request went out, so trying recv()
-     * first would mostly cost a syscall. */
+     * rarely there the moment after a request went out, so trying to read
+     * first would mostly cost a syscall. Bytes the transport holds already
+     * are read without waiting. */
+    cn->want = POLLIN;
     for (;;) {
         if (redisReaderGetReply(cn->reader, &r) != REDIS_OK) {
-            conn_fail(cn, "protocol error: ", cn->reader->errstr);
+            baton__conn_fail(cn, "protocol error: ", cn->reader->errstr);
             return BATON_EPROTO;
         }
         if (r != NULL) {
-            *reply = r;
+            *reply = took(cn, r);
             return BATON_OK;
         }
-        int w = wait_fd(cn->fd, POLLIN, deadline_ns);
-        if (w <= 0) {
-            conn_fail(cn, "read: ", w == 0 ? "timed out waiting for redis" : strerror(errno));
-            return BATON_EIO;
+        short ev = baton__conn_read_events(cn);
+        if (ev != 0) {
+            int w = baton__wait_fd(cn->fd, ev, deadline_ns);
+            if (w <= 0) {
+                baton__conn_fail(cn, "read: ",
+                                 w == 0 ? "timed out waiting for redis" : strerror(errno));
+                return BATON_EIO;
+            }
         }
         int f = fill(cn);
         if (f < 0)
@@ -356,4 +224,125 @@ int baton__conn_command(struct baton__conn *cn, int argc, const char **argv, con
     if ((rc = baton__conn_flush(cn, deadline_ns)) != BATON_OK)
         return rc;
     return baton__conn_read(cn, reply, deadline_ns);
+}
+
+/* The run id from an INFO server reply, or "" */
+static void take_runid(struct baton__conn *cn, const redisReply *r)
+{
+    const char *p;
+    if (r->type != REDIS_REPLY_STRING)
+        return;
+    if ((p = strstr(r->str, "run_id:")) == NULL)
+        return;
+    p += 7;
+    size_t n = strspn(p, "0123456789abcdef");
+    if (n == 40) {
+        memcpy(cn->runid, p, 40);
+        cn->runid[40] = '\0';
+    }
+}
+
+int baton__conn_hello(struct baton__conn *cn, const char *user, const char *pass, int db,
+                      bool check_role, int64_t deadline_ns)
+{
+    enum { AUTH, SELECT, INFO, REPL, ROLE, N };
+    bool sent[N] = {false};
+    const char *argv[3];
+    size_t lens[3];
+    char dbs[16];
+    int argc, rc;
+
+    if (pass != NULL) {
+        argc = 0;
+        argv[argc++] = "AUTH";
+        if (user != NULL)
+            argv[argc++] = user;
+        argv[argc++] = pass;
+        for (int i = 0; i < argc; i++)
+            lens[i] = strlen(argv[i]);
+        if ((rc = baton__conn_append(cn, argc, argv, lens)) != BATON_OK)
+            return rc;
+        sent[AUTH] = true;
+    }
+    if (db != 0) {
+        snprintf(dbs, sizeof dbs, "%d", db);
+        argv[0] = "SELECT";
+        argv[1] = dbs;
+        lens[0] = 6;
+        lens[1] = strlen(dbs);
+        if ((rc = baton__conn_append(cn, 2, argv, lens)) != BATON_OK)
+            return rc;
+        sent[SELECT] = true;
+    }
+    /* The run id ties grants to the server process that made them. It
+     * also makes a TLS server that refuses us say so now, not at the first
+     * lock (TLS 1.3 checks a client certificate after the handshake). */
+    argv[0] = "INFO";
+    argv[1] = "server";
+    lens[0] = 4;
+    lens[1] = 6;
+    if ((rc = baton__conn_append(cn, 2, argv, lens)) != BATON_OK)
+        return rc;
+    sent[INFO] = true;
+    argv[1] = "replication";
+    lens[1] = 11;
+    if ((rc = baton__conn_append(cn, 2, argv, lens)) != BATON_OK)
+        return rc;
+    sent[REPL] = true;
+    if (check_role) {
+        argv[0] = "ROLE";
+        lens[0] = 4;
+        if ((rc = baton__conn_append(cn, 1, argv, lens)) != BATON_OK)
+            return rc;
+        sent[ROLE] = true;
+    }
+    if ((rc = baton__conn_flush(cn, deadline_ns)) != BATON_OK)
+        return rc;
+
+    rc = BATON_OK;
+    for (int i = 0; i < N; i++) {
+        redisReply *r = NULL;
+        int rr;
+        if (!sent[i])
+            continue;
+        if ((rr = baton__conn_read(cn, &r, deadline_ns)) != BATON_OK)
+            return rr;
+        if (rc != BATON_OK) {
+            freeReplyObject(r);
+            continue; /* an earlier step failed: its message stands */
+        }
+        bool error = r->type == REDIS_REPLY_ERROR;
+        if (i == AUTH && error) {
+            baton__set_error(cn->err, sizeof cn->err, "authentication failed: %.200s", r->str);
+            rc = BATON_EAUTH;
+        } else if (i == SELECT && error) {
+            baton__set_error(cn->err, sizeof cn->err, "SELECT %d: %.200s", db, r->str);
+            rc = BATON_EREDIS;
+        } else if (error && strncmp(r->str, "NOAUTH", 6) == 0) {
+            baton__set_error(cn->err, sizeof cn->err,
+                             "authentication required: give a password (URL, "
+                             "BATON_REDIS_PASSWORD or a password file)");
+            rc = BATON_EAUTH;
+        } else if (i == INFO && !error) {
+            take_runid(cn, r);
+        } else if (i == REPL && !error && r->type == REDIS_REPLY_STRING) {
+            cn->promoted = strstr(r->str, "second_repl_offset:") != NULL &&
+                           strstr(r->str, "second_repl_offset:-1") == NULL;
+        } else if (i == ROLE && !error &&
+                   (r->type != REDIS_REPLY_ARRAY || r->elements < 1 ||
+                    r->element[0]->type != REDIS_REPLY_STRING ||
+                    strcmp(r->element[0]->str, "master") != 0)) {
+            const char *role = (r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
+                                r->element[0]->type == REDIS_REPLY_STRING)
+                                   ? r->element[0]->str
+                                   : "?";
+            baton__set_error(cn->err, sizeof cn->err, "%s is not a master (ROLE says %.40s)",
+                             cn->addr, role);
+            rc = BATON_EREDIS;
+        }
+        /* INFO or ROLE refused (an ACL without @dangerous): unknown run id,
+         * the sentinel's word on the role. */
+        freeReplyObject(r);
+    }
+    return rc;
 }

@@ -18,11 +18,13 @@ struct baton_election {
     char *name;
     char *base;   /* prefix{name}:leader */
     char *events; /* prefix{name}:events */
+    char *server; /* prefix{name}:leader:server, the run id that granted the term */
     char *identity;
     int64_t ttl_ms;
     struct baton_lock *lk; /* our leadership, while we may have it */
     _Atomic bool leading;
     _Atomic uint64_t term;
+    _Atomic bool server_changed; /* of the current term: see baton.h */
     _Atomic int64_t deadline_ns;
     struct baton__conn *sub; /* the subscription, or NULL */
     bool released_stale;     /* the last campaign released a lease of an earlier term */
@@ -50,7 +52,8 @@ int baton_election_new(struct baton_client *c, const char *name,
     e->ttl_ms = ttl;
     if ((e->name = strdup(name)) == NULL || (e->identity = strdup(identity)) == NULL ||
         asprintf(&e->base, "%s{%s}:leader", c->prefix, name) < 0 ||
-        asprintf(&e->events, "%s{%s}:events", c->prefix, name) < 0) {
+        asprintf(&e->events, "%s{%s}:events", c->prefix, name) < 0 ||
+        asprintf(&e->server, "%s{%s}:leader:server", c->prefix, name) < 0) {
         baton_election_free(e);
         return BATON_ENOMEM;
     }
@@ -75,6 +78,7 @@ void baton_election_free(struct baton_election *e)
     free(e->identity);
     free(e->base);
     free(e->events);
+    free(e->server);
     free(e);
 }
 
@@ -119,6 +123,59 @@ static void describe(struct baton_leader_info *info, const char *value, int64_t 
     info->term = term;
 }
 
+bool baton_election_server_changed(const struct baton_election *e)
+{
+    return e != NULL && atomic_load(&e->server_changed);
+}
+
+/* One run of the campaign script. Returns 0 (granted: fence, deadline and
+ * server_changed set), BATON_ETAKEN with *h, or an error. */
+static int campaign_once(struct baton_election *e, struct baton_lock *lk, struct baton__holder *h)
+{
+    struct baton_client *c = e->c;
+    char ttl[BATON__I64_LEN];
+    const char *keys[3] = {lk->rkeys[0], lk->rkeys[1], e->server};
+    const char *args[2] = {lk->token, baton__i64_str(lk->ttl_ms, ttl)};
+    struct baton__call k = {.id = BATON__S_CAMPAIGN,
+                            .nkeys = 3,
+                            .keys = keys,
+                            .nargs = 2,
+                            .args = args,
+                            .deadline_ns = baton__client_grant_deadline(c, lk->ttl_ms),
+                            .durable = true,
+                            .err = lk->errstr,
+                            .errlen = sizeof lk->errstr};
+    int rc = baton__script_call(c, &k);
+    redisReply *r = k.reply;
+    if (rc != BATON_OK && rc != BATON_ENOTDURABLE)
+        return rc;
+    bool granted = r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+                   r->element[0]->type == REDIS_REPLY_INTEGER && r->element[0]->integer > 0 &&
+                   r->element[1]->type == REDIS_REPLY_INTEGER;
+    if (granted && rc == BATON_ENOTDURABLE) {
+        (void)baton_lock_release(lk); /* granted on the master only: not ours to use */
+    } else if (granted) {
+        atomic_store(&lk->fence, (uint64_t)r->element[0]->integer);
+        atomic_store(&e->server_changed, r->element[1]->integer != 0);
+        baton__lock_granted_by(lk, k.runid);
+        baton__lock_confirm(lk, k.sent_ns, lk->ttl_ms);
+    } else if (r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
+               r->element[0]->type == REDIS_REPLY_INTEGER &&
+               r->element[1]->type == REDIS_REPLY_STRING &&
+               r->element[2]->type == REDIS_REPLY_STRING) {
+        h->pttl_ms = r->element[0]->integer;
+        snprintf(h->value, sizeof h->value, "%s", r->element[1]->str);
+        h->fence = strtoull(r->element[2]->str, NULL, 10);
+        rc = BATON_ETAKEN;
+    } else {
+        baton__set_error(lk->errstr, sizeof lk->errstr,
+                         "%s: unexpected reply to the campaign script", c->url.redacted);
+        rc = BATON_EPROTO;
+    }
+    freeReplyObject(r);
+    return rc;
+}
+
 int baton_election_campaign(struct baton_election *e, struct baton_leader_info *holder)
 {
     struct baton_lock_opts o;
@@ -151,7 +208,7 @@ int baton_election_campaign(struct baton_election *e, struct baton_leader_info *
     if ((rc = baton__lock_new(e->c, e->base, e->name, e->identity, &o, &lk)) != BATON_OK)
         return rc;
     lk->release_chan = e->events;
-    rc = baton__lock_try_once(lk, &h);
+    rc = campaign_once(e, lk, &h);
     if (rc == BATON_OK) {
         e->lk = lk;
         atomic_store(&e->term, baton_lock_fence(lk));
@@ -289,6 +346,9 @@ int baton_election_watch_read_msgs(struct baton_election *e, unsigned *events,
         freeReplyObject(r);
     }
     if (n < 0) {
+        /* The server went away or was replaced: what followers know of the
+         * lease came from it. */
+        *events |= BATON_EVENT_SWITCHED;
         baton__set_error(e->errstr, sizeof e->errstr, "%s: %s", e->c->url.redacted, e->sub->err);
         baton__conn_free(e->sub);
         e->sub = NULL;
@@ -312,7 +372,7 @@ int baton_election_leader(struct baton_client *c, const char *name, struct baton
     if (asprintf(&keys[0], "%s{%s}:leader", c->prefix, name) < 0 ||
         asprintf(&keys[1], "%s{%s}:leader:fence", c->prefix, name) < 0)
         goto out;
-    rc = baton_client_eval(c, script, 2, (const char *const *)keys, 0, NULL, &r);
+    rc = baton__client_eval(c, script, 2, (const char *const *)keys, 0, NULL, false, &r);
     if (rc != BATON_OK)
         goto out;
     if (r->type != BATON_REPLY_ARRAY || r->elements != 3 ||

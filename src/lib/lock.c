@@ -138,35 +138,85 @@ void baton__lock_mark_lost(struct baton_lock *lk, const char *why)
         lk->on_lost(lk, lk->on_lost_arg);
 }
 
+void baton__lock_granted_by(struct baton_lock *lk, const char *runid)
+{
+    pthread_mutex_lock(&lk->mu);
+    memcpy(lk->runid, runid, sizeof lk->runid);
+    pthread_mutex_unlock(&lk->mu);
+}
+
+/* Best effort: releases a grant we will not use (not durable, or made by
+ * a server we do not trust). Elections publish their release. */
+static void drop_grant(struct baton_lock *lk)
+{
+    struct baton_client *c = lk->c;
+    char err[BATON__ERRLEN];
+    const char *keys[3] = {lk->rkeys[0], lk->rkeys[2], lk->rkeys[3]};
+    const char *args[3] = {lk->token, baton__waiters_channel(c),
+                           lk->release_chan != NULL ? lk->release_chan : ""};
+    struct baton__call k = {.id = BATON__S_RELEASE,
+                            .nkeys = 3,
+                            .keys = keys,
+                            .nargs = 3,
+                            .args = args,
+                            .deadline_ns = baton__client_deadline(c),
+                            .err = err,
+                            .errlen = sizeof err};
+    if (baton__script_call(c, &k) == BATON_OK)
+        freeReplyObject(k.reply);
+}
+
 /* One run of the acquire script; wait: join (or stay in) the queue;
  * queued: we may already be in it. Returns 0 when granted (fence and
- * deadline set); BATON_ETAKEN with *h (what the holder looks like); or an
- * error. */
+ * deadline set); BATON_ETAKEN with *h (what the holder looks like);
+ * BATON_ENOTDURABLE (granted but not acknowledged by min_replicas: given
+ * back); or an error. */
 static int attempt(struct baton_lock *lk, bool wait, bool queued, int64_t entry_ttl_ms,
                    struct baton__holder *h)
 {
     struct baton_client *c = lk->c;
-    redisReply *r = NULL;
     char ttl[BATON__I64_LEN], ettl[BATON__I64_LEN];
-    int64_t sent = 0;
     int rc;
 
     const char *keys[4] = {lk->rkeys[0], lk->rkeys[1], lk->rkeys[2], lk->rkeys[3]};
     const char *args[5] = {lk->token, baton__i64_str(lk->ttl_ms, ttl), wait ? "1" : "0",
                            baton__i64_str(entry_ttl_ms, ettl), queued ? "1" : "0"};
+    struct baton__call k = {.id = BATON__S_ACQUIRE,
+                            .nkeys = 4,
+                            .keys = keys,
+                            .nargs = 5,
+                            .args = args,
+                            .deadline_ns = baton__client_grant_deadline(c, lk->ttl_ms),
+                            .durable = true,
+                            .err = lk->errstr,
+                            .errlen = sizeof lk->errstr};
 
-    rc = baton__script_call(c, BATON__S_ACQUIRE, 4, keys, 5, args, &r, baton__client_deadline(c),
-                            &sent, lk->errstr, sizeof lk->errstr);
+    rc = baton__script_call(c, &k);
+    redisReply *r = k.reply;
+    if (rc == BATON_ENOTDURABLE) {
+        if (r->type == REDIS_REPLY_INTEGER && r->integer > 0)
+            drop_grant(lk); /* granted on the master only: not ours to use */
+        else if (r->type == REDIS_REPLY_ARRAY && r->elements == 3)
+            rc = BATON_ETAKEN; /* refused anyway: WAIT does not matter */
+        if (rc == BATON_ETAKEN)
+            goto taken;
+        freeReplyObject(r);
+        return rc;
+    }
     if (rc != BATON_OK)
         return rc;
     if (r->type == REDIS_REPLY_INTEGER && r->integer > 0) {
         atomic_store(&lk->fence, (uint64_t)r->integer);
-        baton__lock_confirm(lk, sent, lk->ttl_ms);
+        baton__lock_granted_by(lk, k.runid);
+        baton__lock_confirm(lk, k.sent_ns, lk->ttl_ms);
         rc = BATON_OK;
-    } else if (r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
-               r->element[0]->type == REDIS_REPLY_INTEGER &&
-               r->element[1]->type == REDIS_REPLY_STRING &&
-               r->element[2]->type == REDIS_REPLY_STRING) {
+        freeReplyObject(r);
+        return rc;
+    }
+taken:
+    if (r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
+        r->element[0]->type == REDIS_REPLY_INTEGER && r->element[1]->type == REDIS_REPLY_STRING &&
+        r->element[2]->type == REDIS_REPLY_STRING) {
         h->pttl_ms = r->element[0]->integer;
         snprintf(h->value, sizeof h->value, "%s", r->element[1]->str);
         h->fence = strtoull(r->element[2]->str, NULL, 10);
@@ -189,13 +239,19 @@ int baton__lock_try_once(struct baton_lock *lk, struct baton__holder *h)
 static void cancel_wait(struct baton_lock *lk)
 {
     struct baton_client *c = lk->c;
-    redisReply *r = NULL;
     char err[BATON__ERRLEN];
     const char *keys[3] = {lk->rkeys[0], lk->rkeys[2], lk->rkeys[3]};
     const char *args[2] = {lk->token, baton__waiters_channel(c)};
-    if (baton__script_call(c, BATON__S_CANCEL, 3, keys, 2, args, &r, baton__client_deadline(c),
-                           NULL, err, sizeof err) == BATON_OK)
-        freeReplyObject(r);
+    struct baton__call k = {.id = BATON__S_CANCEL,
+                            .nkeys = 3,
+                            .keys = keys,
+                            .nargs = 2,
+                            .args = args,
+                            .deadline_ns = baton__client_deadline(c),
+                            .err = err,
+                            .errlen = sizeof err};
+    if (baton__script_call(c, &k) == BATON_OK)
+        freeReplyObject(k.reply);
 }
 
 /* Returns the error, after copying lk's detail to the client for callers
@@ -273,12 +329,16 @@ int baton_lock_acquire(struct baton_client *c, const char *key, const struct bat
         struct baton__holder h = {.pttl_ms = -1};
         rc = attempt(lk, true, queued, entry_ttl, &h);
         int64_t pttl = h.pttl_ms;
-        if (rc != BATON_ETAKEN)
+        /* Queued already, Redis went away (a failover, a restart): keep
+         * waiting, through the failover, until the wait is over. */
+        bool outage = queued && (rc == BATON_EIO || rc == BATON_ENOTDURABLE);
+        if (rc != BATON_ETAKEN && !outage)
             break;
         queued = true;
         int64_t now = baton__now_ns();
         if (now >= deadline) {
-            rc = BATON_ETIMEDOUT;
+            if (!outage)
+                rc = BATON_ETIMEDOUT;
             break;
         }
         int64_t until = now + baton__jitter(o.retry_delay_ms, &rng) * 1000000;
@@ -303,38 +363,91 @@ int baton_lock_acquire(struct baton_client *c, const char *key, const struct bat
     return BATON_OK;
 }
 
+/* Whether a confirmation from server runid may confirm lk: the server
+ * that granted it; the same master restarted (not a promoted replica: its
+ * persistence kept our grant, or the extension would have found nothing);
+ * or, with min_replicas, any (a failover to a replica that acknowledged
+ * keeps the grant; finding our token there proves it). What is left is a
+ * switch to a promoted replica without durable grants: not trusted. */
+static bool trusted(struct baton_lock *lk, const char *runid, bool promoted, char *granted)
+{
+    bool ok;
+    pthread_mutex_lock(&lk->mu);
+    memcpy(granted, lk->runid, sizeof lk->runid);
+    ok = lk->runid[0] == '\0' || runid[0] == '\0' || strcmp(lk->runid, runid) == 0;
+    if (!ok && (!promoted || lk->c->min_replicas > 0)) {
+        memcpy(lk->runid, runid, sizeof lk->runid);
+        ok = true;
+    }
+    pthread_mutex_unlock(&lk->mu);
+    return ok;
+}
+
+int baton__lock_extend_call(struct baton_lock *lk, int64_t ttl_ms, int64_t deadline_ns,
+                            bool renewal, char *err, size_t errlen)
+{
+    struct baton_client *c = lk->c;
+    char ttl[BATON__I64_LEN], granted[41];
+    int64_t grant_by = baton__client_grant_deadline(c, ttl_ms);
+    const char *keys[1] = {lk->rkeys[0]};
+    const char *args[2] = {lk->token, baton__i64_str(ttl_ms, ttl)};
+    struct baton__call k = {.id = lk->extend_script,
+                            .nkeys = 1,
+                            .keys = keys,
+                            .nargs = 2,
+                            .args = args,
+                            .deadline_ns = deadline_ns < grant_by ? deadline_ns : grant_by,
+                            .durable = true,
+                            .err = err,
+                            .errlen = errlen};
+    int rc = baton__script_call(c, &k);
+    redisReply *r = k.reply;
+    if (rc != BATON_OK && rc != BATON_ENOTDURABLE)
+        return rc;
+    if (r->type == REDIS_REPLY_INTEGER && r->integer == 1) {
+        if (!trusted(lk, k.runid, k.promoted, granted)) {
+            /* A promoted replica answered: a failover. Without
+             * min_replicas our grant was not made to survive one: we give
+             * it up and say so, and it is free at once for whoever waits;
+             * the holder re-acquires, with a token from the new master. */
+            baton__set_error(err, errlen,
+                             "lock %s was lost: Redis failed over (granted by server %.8s, %s "
+                             "answered by %.8s, a promoted replica); without min_replicas a grant "
+                             "is not trusted across a switch: acquire it again",
+                             lk->key, granted, renewal ? "renewal" : "extension", k.runid);
+            if (lk->extend_script == BATON__S_EXTEND)
+                drop_grant(lk);
+            baton__lock_mark_lost(lk, err);
+            rc = BATON_ELOST;
+        } else if (rc == BATON_OK) {
+            baton__lock_confirm(lk, k.sent_ns, ttl_ms);
+        }
+    } else if (r->type == REDIS_REPLY_INTEGER) {
+        if (renewal)
+            baton__set_error(err, errlen,
+                             "lock %s was lost: renewal found it no longer held by this owner",
+                             lk->key);
+        else
+            baton__set_error(err, errlen, "lock %s is no longer held by this owner", lk->key);
+        baton__lock_mark_lost(lk, err);
+        rc = BATON_ELOST;
+    } else {
+        baton__set_error(err, errlen, "%s: unexpected reply to the extend script",
+                         c->url.redacted);
+        rc = BATON_EPROTO;
+    }
+    freeReplyObject(r);
+    return rc;
+}
+
 int baton_lock_extend(struct baton_lock *lk, int64_t ttl_ms)
 {
     if (lk == NULL || ttl_ms < 0 || ttl_ms > MAX_DURATION_MS || atomic_load(&lk->released))
         return BATON_EINVAL;
     if (ttl_ms == 0)
         ttl_ms = lk->ttl_ms;
-
-    struct baton_client *c = lk->c;
-    redisReply *r = NULL;
-    char ttl[24];
-    int64_t sent = 0;
-    int rc;
-
-    snprintf(ttl, sizeof ttl, "%lld", (long long)ttl_ms);
-    const char *keys[1] = {lk->rkeys[0]};
-    const char *args[2] = {lk->token, ttl};
-    rc = baton__script_call(c, lk->extend_script, 1, keys, 2, args, &r, baton__client_deadline(c),
-                            &sent, lk->errstr, sizeof lk->errstr);
-    if (rc != BATON_OK)
-        return rc;
-    if (r->type == REDIS_REPLY_INTEGER && r->integer == 1) {
-        baton__lock_confirm(lk, sent, ttl_ms);
-    } else if (r->type == REDIS_REPLY_INTEGER) {
-        baton__set_error(lk->errstr, sizeof lk->errstr, "lock %s is no longer held by this owner",
-                         lk->key);
-        baton__lock_mark_lost(lk, lk->errstr);
-        rc = BATON_ELOST;
-    } else {
-        rc = BATON_EPROTO;
-    }
-    freeReplyObject(r);
-    return rc;
+    return baton__lock_extend_call(lk, ttl_ms, baton__client_deadline(lk->c), false, lk->errstr,
+                                   sizeof lk->errstr);
 }
 
 int baton_lock_release(struct baton_lock *lk)
@@ -344,14 +457,19 @@ int baton_lock_release(struct baton_lock *lk)
     baton__renew_remove(lk); /* renewal never outlives the release */
 
     struct baton_client *c = lk->c;
-    redisReply *r = NULL;
-    int rc;
-
     const char *keys[3] = {lk->rkeys[0], lk->rkeys[2], lk->rkeys[3]};
     const char *args[3] = {lk->token, baton__waiters_channel(c),
                            lk->release_chan != NULL ? lk->release_chan : ""};
-    rc = baton__script_call(c, BATON__S_RELEASE, 3, keys, 3, args, &r, baton__client_deadline(c),
-                            NULL, lk->errstr, sizeof lk->errstr);
+    struct baton__call k = {.id = BATON__S_RELEASE,
+                            .nkeys = 3,
+                            .keys = keys,
+                            .nargs = 3,
+                            .args = args,
+                            .deadline_ns = baton__client_deadline(c),
+                            .err = lk->errstr,
+                            .errlen = sizeof lk->errstr};
+    int rc = baton__script_call(c, &k);
+    redisReply *r = k.reply;
     if (rc != BATON_OK)
         return rc;
     if (r->type == REDIS_REPLY_INTEGER && r->integer == 1) {

@@ -127,10 +127,8 @@ static int take_all(struct baton_multi *m, const struct baton_lock_opts *o, size
                     size_t errlen)
 {
     struct baton_client *c = m->c;
-    redisReply *r = NULL;
     const char *keys[2 * BATON_MULTI_MAX_KEYS], *args[1 + BATON_MULTI_MAX_KEYS];
     char ttl[24];
-    int64_t sent = 0;
     int rc;
 
     snprintf(ttl, sizeof ttl, "%lld", (long long)o->ttl_ms);
@@ -140,8 +138,24 @@ static int take_all(struct baton_multi *m, const struct baton_lock_opts *o, size
         keys[m->n + i] = m->lk[i]->rkeys[1];
         args[1 + i] = m->lk[i]->token;
     }
-    rc = baton__script_call(c, BATON__S_MULTI_ACQUIRE, (int)(2 * m->n), keys, (int)(1 + m->n), args,
-                            &r, baton__client_deadline(c), &sent, err, errlen);
+    struct baton__call k = {.id = BATON__S_MULTI_ACQUIRE,
+                            .nkeys = (int)(2 * m->n),
+                            .keys = keys,
+                            .nargs = (int)(1 + m->n),
+                            .args = args,
+                            .deadline_ns = baton__client_grant_deadline(c, o->ttl_ms),
+                            .durable = true,
+                            .err = err,
+                            .errlen = errlen};
+    rc = baton__script_call(c, &k);
+    redisReply *r = k.reply;
+    if (rc == BATON_ENOTDURABLE) {
+        if (r->type == REDIS_REPLY_ARRAY) /* taken on the master only: give them back */
+            for (size_t i = 0; i < m->n; i++)
+                (void)baton_lock_release(m->lk[i]);
+        freeReplyObject(r);
+        return rc;
+    }
     if (rc != BATON_OK)
         return rc;
     if (r->type == REDIS_REPLY_INTEGER && r->integer >= 1 && (size_t)r->integer <= m->n) {
@@ -155,7 +169,8 @@ static int take_all(struct baton_multi *m, const struct baton_lock_opts *o, size
         }
         for (size_t i = 0; rc == BATON_OK && i < m->n; i++) {
             atomic_store(&m->lk[i]->fence, (uint64_t)r->element[i]->integer);
-            baton__lock_confirm(m->lk[i], sent, o->ttl_ms);
+            baton__lock_granted_by(m->lk[i], k.runid);
+            baton__lock_confirm(m->lk[i], k.sent_ns, o->ttl_ms);
         }
     } else {
         rc = BATON_EPROTO;

@@ -20,7 +20,21 @@
  * Only our own scripts travel here: they are short and never block, so no
  * request delays the others by more than Redis's own order. Commands from
  * baton_client_command(), which may block, use a connection of their own
- * from the pool. */
+ * from the pool. The one exception is WAIT (min_replicas): a durable
+ * request appends it right behind its script, under the lock, so that it
+ * waits for the replicas to have that script's writes; it blocks the
+ * connection for at most the request's own deadline, and the request
+ * takes both replies.
+ *
+ * TLS: the reader waits on the fd without the lock, so it must not touch
+ * the transport's state there. What the transport already holds (TLS
+ * records read and decrypted but not consumed) is asked under the lock,
+ * before the wait (baton__conn_read_events()); after deliver() nothing is
+ * left inside it, as conn.c reads until the transport would block.
+ *
+ * A stale connection (READONLY seen, or its master replaced: sentinel.c)
+ * takes no new request: the next one gives it up and opens another,
+ * through the sentinels. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,12 +42,10 @@
 
 struct baton__mreq {
     pthread_cond_t cv;
-    int64_t deadline_ns;
+    struct baton__req *rq;
+    int want, got; /* replies: 1, or 2 with WAIT */
     bool done;
     int rc;
-    redisReply *reply;
-    char *err; /* the caller's buffer for the failure's detail */
-    size_t errlen;
     struct baton__mreq *next;
 };
 
@@ -60,8 +72,15 @@ static struct baton__conn *give_up(struct baton_client *c, struct baton__mux *m,
     for (struct baton__mreq *q = m->head; q != NULL; q = q->next) {
         q->done = true;
         q->rc = rc;
-        baton__set_error(q->err, q->errlen, "%s: %s", c->url.redacted,
-                         cn->err[0] ? cn->err : "connection given up");
+        if (q->rq->reply != NULL) { /* the script's reply came, WAIT's did not */
+            freeReplyObject(q->rq->reply);
+            q->rq->reply = NULL;
+        }
+        baton__set_error(q->rq->err, q->rq->errlen, "%s: %s", c->url.redacted,
+                         cn->err[0] ? cn->err
+                         : atomic_load(&cn->stale)
+                             ? "the server is no longer the master (failover)"
+                             : "connection given up");
         pthread_cond_signal(&q->cv);
     }
     m->head = m->tail = NULL;
@@ -86,21 +105,34 @@ static int deliver(struct baton__mux *m, struct baton__conn *cn)
             baton__set_error(cn->err, sizeof cn->err, "a reply nobody asked for");
             return BATON_EPROTO;
         }
+        if (q->got == 0) {
+            q->rq->reply = r;
+            memcpy(q->rq->runid, cn->runid, sizeof q->rq->runid);
+            q->rq->promoted = cn->promoted;
+        } else { /* WAIT's */
+            q->rq->acked = r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
+            freeReplyObject(r);
+        }
+        if (++q->got < q->want)
+            continue;
         m->head = q->next;
         if (m->head == NULL)
             m->tail = NULL;
-        q->reply = r;
         q->rc = BATON_OK;
         q->done = true;
         pthread_cond_signal(&q->cv);
     }
 }
 
-/* Makes sure m has a connection, opening (or taking from the pool) one by
- * deadline_ns. Called and returns with m->mu held; drops it to connect. */
+/* Makes sure m has a connection fit for a new request, opening (or taking
+ * from the pool) one by deadline_ns. A stale connection (its server is no
+ * master) is dropped: its queued requests fail. Called and returns with
+ * m->mu held; drops it to connect. */
 static int ensure_conn(struct baton_client *c, struct baton__mux *m, int64_t deadline_ns, char *err,
                        size_t errlen)
 {
+    if (m->cn != NULL && atomic_load(&m->cn->stale))
+        baton__conn_free(give_up(c, m, BATON_EIO, false));
     while (m->cn == NULL) {
         struct baton__conn *cn = NULL;
         pthread_mutex_unlock(&m->mu);
@@ -117,17 +149,20 @@ static int ensure_conn(struct baton_client *c, struct baton__mux *m, int64_t dea
 }
 
 /* Waits, as the reader, for data on the connection until the earliest
- * deadline of the queue, and delivers what came. Called and returns with m->mu held
- * and m->reading set by the caller. */
+ * deadline of the queue, and delivers what came. Called and returns with
+ * m->mu held and m->reading set by the caller. What the transport holds
+ * already (TLS) is asked under the lock; the wait itself touches only the
+ * fd. */
 static void read_once(struct baton_client *c, struct baton__mux *m)
 {
     struct baton__conn *cn = m->cn;
-    int64_t deadline = m->head->deadline_ns;
+    int64_t deadline = m->head->rq->deadline_ns;
     for (struct baton__mreq *q = m->head; q != NULL; q = q->next)
-        if (q->deadline_ns < deadline)
-            deadline = q->deadline_ns;
+        if (q->rq->deadline_ns < deadline)
+            deadline = q->rq->deadline_ns;
+    short events = baton__conn_read_events(cn);
     pthread_mutex_unlock(&m->mu);
-    int w = baton__conn_wait_readable(cn, deadline);
+    int w = events != 0 ? baton__conn_wait(cn, events, deadline) : 1;
     pthread_mutex_lock(&m->mu);
     if (cn != m->cn) { /* given up by a writer meanwhile */
         baton__conn_free(cn);
@@ -142,30 +177,40 @@ static void read_once(struct baton_client *c, struct baton__mux *m)
         baton__conn_free(give_up(c, m, rc == BATON_EPROTO ? rc : BATON_EIO, true));
 }
 
-int baton__mux_call(struct baton_client *c, struct baton__mux *m, int argc, const char **argv,
-                    const size_t *lens, redisReply **reply, int64_t deadline_ns, int64_t *sent_ns,
-                    char *err, size_t errlen)
+int baton__mux_call(struct baton_client *c, struct baton__mux *m, struct baton__req *rq)
 {
-    struct baton__mreq q = {.deadline_ns = deadline_ns, .err = err, .errlen = errlen};
+    struct baton__mreq q = {.rq = rq, .want = rq->wait_replicas > 0 ? 2 : 1};
     int rc;
 
-    *reply = NULL;
+    rq->reply = NULL;
+    rq->acked = -1;
+    rq->runid[0] = '\0';
     if (baton__cond_init_monotonic(&q.cv) != 0)
         return BATON_ENOMEM;
     pthread_mutex_lock(&m->mu);
-    if ((rc = ensure_conn(c, m, deadline_ns, err, errlen)) != BATON_OK)
+    if ((rc = ensure_conn(c, m, rq->deadline_ns, rq->err, rq->errlen)) != BATON_OK)
         goto out;
     struct baton__conn *cn = m->cn;
-    if ((rc = baton__conn_append(cn, argc, argv, lens)) != BATON_OK)
+    size_t olen = cn->olen;
+    if ((rc = baton__conn_append(cn, rq->argc, rq->argv, rq->lens)) != BATON_OK)
         goto out; /* nothing was queued: the connection is intact */
+    if (rq->wait_replicas > 0) {
+        char nb[BATON__I64_LEN], mb[BATON__I64_LEN];
+        const char *wargv[3] = {"WAIT", baton__i64_str(rq->wait_replicas, nb),
+                                baton__i64_str(rq->wait_ms, mb)};
+        size_t wlens[3] = {4, strlen(wargv[1]), strlen(wargv[2])};
+        if ((rc = baton__conn_append(cn, 3, wargv, wlens)) != BATON_OK) {
+            cn->olen = olen; /* take the command back: WAIT goes right behind it or not at all */
+            goto out;
+        }
+    }
     if (m->tail != NULL)
         m->tail->next = &q;
     else
         m->head = &q;
     m->tail = &q;
-    if (sent_ns != NULL)
-        *sent_ns = baton__now_ns();
-    if (baton__conn_flush(cn, deadline_ns) != BATON_OK)
+    rq->sent_ns = baton__now_ns();
+    if (baton__conn_flush(cn, rq->deadline_ns) != BATON_OK)
         baton__conn_free(give_up(c, m, BATON_EIO, false));
 
     while (!q.done) {
@@ -177,9 +222,9 @@ int baton__mux_call(struct baton_client *c, struct baton__mux *m, int argc, cons
             /* The reader's wait ends by the earliest deadline of the queue,
              * ours included; waking at ours only guards against a lost
              * signal. */
-            if (baton__now_ns() < deadline_ns) {
+            if (baton__now_ns() < rq->deadline_ns) {
                 struct timespec ts;
-                baton__timespec_at(deadline_ns, &ts);
+                baton__timespec_at(rq->deadline_ns, &ts);
                 pthread_cond_timedwait(&q.cv, &m->mu, &ts);
             } else {
                 pthread_cond_wait(&q.cv, &m->mu);
@@ -190,7 +235,6 @@ int baton__mux_call(struct baton_client *c, struct baton__mux *m, int argc, cons
     if (!m->reading && m->head != NULL)
         pthread_cond_signal(&m->head->cv);
     rc = q.rc;
-    *reply = q.reply;
 out:
     pthread_mutex_unlock(&m->mu);
     pthread_cond_destroy(&q.cv);

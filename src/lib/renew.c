@@ -36,29 +36,17 @@ static int64_t min64(int64_t a, int64_t b)
 static int64_t renew_one(struct baton__renewer *rn, struct baton_lock *lk, int64_t bound_ns)
 {
     struct baton_client *c = rn->c;
-    redisReply *r = NULL;
-    char ttl[24], err[BATON__ERRLEN];
-    int64_t sent = 0;
+    char err[BATON__ERRLEN];
     int64_t retry = baton__now_ns() + min64(RETRY_MS, lk->renew_ms / 4 + 1) * 1000000;
-
-    snprintf(ttl, sizeof ttl, "%lld", (long long)lk->ttl_ms);
-    const char *keys[1] = {lk->rkeys[0]};
-    const char *args[2] = {lk->token, ttl};
-    int rc = baton__script_call(c, lk->extend_script, 1, keys, 2, args, &r,
-                                min64(baton__client_deadline(c), bound_ns), &sent, err, sizeof err);
-    if (rc != BATON_OK)
-        return retry;
-    if (r->type == REDIS_REPLY_INTEGER && r->integer == 1) {
-        baton__lock_confirm(lk, sent, lk->ttl_ms);
+    int rc = baton__lock_extend_call(lk, lk->ttl_ms, min64(baton__client_deadline(c), bound_ns),
+                                     true, err, sizeof err);
+    if (rc == BATON_OK) {
+        pthread_mutex_lock(&lk->mu);
+        int64_t sent = lk->confirmed_sent_ns;
+        pthread_mutex_unlock(&lk->mu);
         retry = sent + lk->renew_ms * 1000000;
-    } else if (r->type == REDIS_REPLY_INTEGER) {
-        baton__set_error(err, sizeof err,
-                         "lock %s was lost: renewal found it no longer held by this owner",
-                         lk->key);
-        baton__lock_mark_lost(lk, err);
     }
-    freeReplyObject(r);
-    return retry;
+    return retry; /* ELOST: marked lost, skipped from now on */
 }
 
 /* Collects the locks due for renewal or past their deadline into a batch

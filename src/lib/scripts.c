@@ -3,7 +3,12 @@
  * Keys of a lock on user key K, all in one cluster slot (hash tag {K}):
  *   P{K}        the lock: value = owner token, PX = lease; or, during a
  *               handoff, "~" + the token of the waiter it is reserved for
- *   P{K}:fence  fencing counter: INCR on every grant, no TTL, never reset
+ *   P{K}:fence  the last fencing token granted, no TTL, never reset; the
+ *               next is max(last + 1, server TIME in 10 us units), so
+ *               that a counter lost (FLUSHALL, a restart without
+ *               persistence) or lagging (a failover to a replica that
+ *               missed grants) still starts above every token issued
+ *               before it, as long as the servers' clocks do not step back
  *   P{K}:q      waiters, a sorted set: member = token, score = arrival (us)
  *   P{K}:qx     waiters' liveness, a hash: token -> expiry (ms, server time)
  * where P is the client's key prefix ("baton:").
@@ -22,6 +27,23 @@
  * scripts is the server's (TIME), never a client's.
  */
 #include "baton_int.h"
+
+/* Defines fence_next(key): the next fencing token of key, stored there:
+ * max(last + 1, server TIME in units of 10 microseconds). The unit keeps
+ * tokens below 10^15 until the year 2286, so that every consumer prints
+ * them as plain integers (a double shows 15 digits) and JavaScript reads
+ * them exactly; one key cannot be granted 100,000 times a second (each
+ * grant is a script run and a round trip), so the clock term stays ahead
+ * of the counter and a lost counter restarts above every token issued. */
+#define FENCE_FN                                                                                   \
+    "local function fence_next(k)\n"                                                               \
+    "  local t = redis.call('time')\n"                                                             \
+    "  local f = (tonumber(redis.call('get', k)) or 0) + 1\n"                                       \
+    "  local now = tonumber(t[1]) * 100000 + math.floor(tonumber(t[2]) / 10)\n"                    \
+    "  if now > f then f = now end\n"                                                              \
+    "  redis.call('set', k, string.format('%.0f', f))\n"                                            \
+    "  return f\n"                                                                                 \
+    "end\n"
 
 /* Wakes the first live waiter and reserves the lock for it; else deletes
  * the lock. Expects lock, q, qx, chan in scope. */
@@ -48,17 +70,17 @@
  * Returns the fence (integer) when granted, else {pttl, holder, fence}: the
  * holder's remaining ms (-1: no TTL), its value and the last fence. */
 static const char acquire_src[] =
-    "local lock, fence, q, qx = KEYS[1], KEYS[2], KEYS[3], KEYS[4]\n"
+    FENCE_FN "local lock, fence, q, qx = KEYS[1], KEYS[2], KEYS[3], KEYS[4]\n"
     "local tok, ttl = ARGV[1], ARGV[2]\n"
     "if redis.call('set', lock, tok, 'NX', 'PX', ttl) then\n"
     "  if ARGV[5] == '1' then redis.call('zrem', q, tok); redis.call('hdel', qx, tok) end\n"
-    "  return redis.call('incr', fence)\n"
+    "  return fence_next(fence)\n"
     "end\n"
     "local holder = redis.call('get', lock)\n"
     "if holder == '~' .. tok then\n"
     "  redis.call('set', lock, tok, 'PX', ttl)\n"
     "  redis.call('zrem', q, tok); redis.call('hdel', qx, tok)\n"
-    "  return redis.call('incr', fence)\n"
+    "  return fence_next(fence)\n"
     "end\n"
     "if ARGV[3] == '1' then\n"
     "  local t = redis.call('time')\n"
@@ -109,7 +131,7 @@ static const char cancel_src[] = "local lock, q, qx, chan = KEYS[1], KEYS[2], KE
  *                   score = lease expiry (ms, server time). Expired members
  *                   are reclaimed by every acquire. The key's own TTL covers
  *                   the longest lease, so an abandoned set vanishes.
- *   P{S}:sem:fence  fencing counter: INCR on every grant, no TTL
+ *   P{S}:sem:fence  the last fencing token, no TTL (fence_next() above)
  *   P{S}:sem:q      waiters, a sorted set: member = "<ttl_ms>|<token>",
  *                   score = arrival (us)
  *   P{S}:sem:qx     waiters' liveness, a sorted set: member -> expiry (ms)
@@ -143,7 +165,7 @@ static const char cancel_src[] = "local lock, q, qx, chan = KEYS[1], KEYS[2], KE
     "    if string.sub(tok, 1, 16) == cid then\n"                                                  \
     "      redis.call('zadd', h, string.format('%.0f', now + ttl), tok)\n"                         \
     "      if redis.call('pttl', h) < ttl then redis.call('pexpire', h, ttl) end\n"                \
-    "      return {tok, redis.call('incr', f)}\n"                                                  \
+    "      return {tok, fence_next(f)}\n"                                                  \
     "    end\n"                                                                                    \
     "    redis.call('zadd', h, string.format('%.0f', e), tok)\n"                                   \
     "    redis.call('publish', chan .. string.sub(tok, 1, 16), tok)\n"                             \
@@ -159,13 +181,13 @@ static const char cancel_src[] = "local lock, q, qx, chan = KEYS[1], KEYS[2], KE
  * the queue is below the number of free slots (limit - live holders); a
  * newcomer when the free slots outnumber the live waiters. */
 static const char sem_acquire_src[] =
-    "local h, f, q, qx = KEYS[1], KEYS[2], KEYS[3], KEYS[4]\n"
+    FENCE_FN "local h, f, q, qx = KEYS[1], KEYS[2], KEYS[3], KEYS[4]\n"
     "local tok, limit, ttl = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])\n"
     "local me = ARGV[3] .. '|' .. tok\n" NOW_MS "redis.call('zremrangebyscore', h, '-inf', now)\n"
     "local function grant()\n"
     "  redis.call('zadd', h, string.format('%.0f', now + ttl), tok)\n"
     "  if redis.call('pttl', h) < ttl then redis.call('pexpire', h, ttl) end\n"
-    "  return redis.call('incr', f)\n"
+    "  return fence_next(f)\n"
     "end\n"
     "if ARGV[6] == '1' and redis.call('zscore', h, tok) then return grant() end\n"
     "local n = redis.call('zcard', h)\n"
@@ -198,7 +220,8 @@ static const char sem_acquire_src[] =
  * Returns 1 when the permit was released (its slot handed on, if anyone
  * waits), {token, fence} when its slot was granted to a waiter of the same
  * client, 0 when it was not held (absent, or its lease had run out). */
-static const char sem_release_src[] = "local h, q, qx, f = KEYS[1], KEYS[2], KEYS[3], KEYS[4]\n"
+static const char sem_release_src[] = FENCE_FN
+                                      "local h, q, qx, f = KEYS[1], KEYS[2], KEYS[3], KEYS[4]\n"
                                       "local chan, cid = ARGV[2], ARGV[3]\n"
                                       "local s = redis.call('zscore', h, ARGV[1])\n"
                                       "if not s then return 0 end\n"
@@ -219,7 +242,7 @@ static const char sem_extend_src[] =
  * ttl_ms. A waiter gives up: it leaves the queue, and a slot handed to it
  * goes to the next waiter. Returns as the release script. */
 static const char sem_cancel_src[] =
-    "local h, q, qx, f = KEYS[1], KEYS[2], KEYS[3], KEYS[4]\n"
+    FENCE_FN "local h, q, qx, f = KEYS[1], KEYS[2], KEYS[3], KEYS[4]\n"
     "local chan, cid = ARGV[2], ARGV[3]\n"
     "local me = ARGV[4] .. '|' .. ARGV[1]\n"
     "redis.call('zrem', q, me); redis.call('zrem', qx, me)\n"
@@ -231,16 +254,42 @@ static const char sem_cancel_src[] =
  * array) when all were free, else the 1-based index of the first lock
  * held (an integer). */
 static const char multi_acquire_src[] =
-    "local n = #ARGV - 1\n"
+    FENCE_FN "local n = #ARGV - 1\n"
     "for i = 1, n do\n"
     "  if redis.call('exists', KEYS[i]) == 1 then return i end\n"
     "end\n"
     "local out = {}\n"
     "for i = 1, n do\n"
     "  redis.call('set', KEYS[i], ARGV[i + 1], 'PX', ARGV[1])\n"
-    "  out[i] = redis.call('incr', KEYS[n + i])\n"
+    "  out[i] = fence_next(KEYS[n + i])\n"
     "end\n"
     "return out\n";
+
+/* ---- Elections (election.c) ----
+ * KEYS: lock fence server. ARGV: token ttl_ms. The acquire script's grant
+ * (elections have no wait queue) that also records which server process
+ * granted the term (run id, from INFO) in P{N}:leader:server, and says
+ * whether the term before may have been granted by a master whose last
+ * writes this one lacks: another process, and this one a promoted replica
+ * (INFO replication second_repl_offset set), or no record at all (lost
+ * with the data, or never made). An ACL that refuses INFO leaves the run
+ * id unknown ("?"). Returns {fence, 0|1} when granted, else
+ * {pttl, holder, last fence} as the acquire script. */
+static const char campaign_src[] =
+    FENCE_FN "local lock, fence, srv = KEYS[1], KEYS[2], KEYS[3]\n"
+    "if redis.call('set', lock, ARGV[1], 'NX', 'PX', ARGV[2]) then\n"
+    "  local srvinfo, repl = redis.pcall('info', 'server'), redis.pcall('info', 'replication')\n"
+    "  local id = type(srvinfo) == 'string' and string.match(srvinfo, 'run_id:(%x+)') or '?'\n"
+    "  local second = type(repl) == 'string' and\n"
+    "                 string.match(repl, 'second_repl_offset:(%-?%d+)') or '-1'\n"
+    "  local prev = redis.call('get', srv)\n"
+    "  redis.call('set', srv, id)\n"
+    "  local switched = 0\n"
+    "  if not prev or (prev ~= id and second ~= '-1') then switched = 1 end\n"
+    "  return {fence_next(fence), switched}\n"
+    "end\n"
+    "return {redis.call('pttl', lock), redis.call('get', lock) or '', redis.call('get', fence) or "
+    "'0'}\n";
 
 const char *baton__script_source(enum baton__script_id id)
 {
@@ -254,6 +303,7 @@ const char *baton__script_source(enum baton__script_id id)
     case BATON__S_SEM_EXTEND: return sem_extend_src;
     case BATON__S_SEM_CANCEL: return sem_cancel_src;
     case BATON__S_MULTI_ACQUIRE: return multi_acquire_src;
+    case BATON__S_CAMPAIGN: return campaign_src;
     case BATON__S_COUNT: break;
     }
     return "";

@@ -94,14 +94,15 @@ out:
 /* One run of the acquire script. Returns 0 when granted (fence and
  * deadline set); BATON_ETAKEN with *next_ms = ms until the earliest lease
  * ends (-1: unknown); or an error with detail in lk->errstr. */
+static int give_back(struct baton_client *c, char *const rkeys[4], enum baton__script_id id,
+                     const char *token, int64_t ttl_ms, long long *held, char *err, size_t errlen);
+
 static int attempt(struct baton_permit *p, bool wait, bool queued, int64_t entry_ttl_ms,
                    int64_t *next_ms)
 {
     struct baton_lock *lk = p->lk;
     struct baton_client *c = lk->c;
-    redisReply *r = NULL;
     char limit[16], ttl[24], ettl[24];
-    int64_t sent = 0;
     int rc;
 
     snprintf(limit, sizeof limit, "%d", p->limit);
@@ -109,15 +110,35 @@ static int attempt(struct baton_permit *p, bool wait, bool queued, int64_t entry
     snprintf(ettl, sizeof ettl, "%lld", (long long)entry_ttl_ms);
     const char *keys[4] = {lk->rkeys[0], lk->rkeys[1], lk->rkeys[2], lk->rkeys[3]};
     const char *args[6] = {lk->token, limit, ttl, wait ? "1" : "0", ettl, queued ? "1" : "0"};
+    struct baton__call k = {.id = BATON__S_SEM_ACQUIRE,
+                            .nkeys = 4,
+                            .keys = keys,
+                            .nargs = 6,
+                            .args = args,
+                            .deadline_ns = baton__client_grant_deadline(c, lk->ttl_ms),
+                            .durable = true,
+                            .err = lk->errstr,
+                            .errlen = sizeof lk->errstr};
 
     *next_ms = -1;
-    rc = baton__script_call(c, BATON__S_SEM_ACQUIRE, 4, keys, 6, args, &r,
-                            baton__client_deadline(c), &sent, lk->errstr, sizeof lk->errstr);
-    if (rc != BATON_OK)
+    rc = baton__script_call(c, &k);
+    redisReply *r = k.reply;
+    if (rc == BATON_ENOTDURABLE && r->type == REDIS_REPLY_INTEGER && r->integer > 0) {
+        /* Granted on the master only: not ours to use. */
+        char err[BATON__ERRLEN];
+        long long held = 0;
+        (void)give_back(c, lk->rkeys, BATON__S_SEM_RELEASE, lk->token, lk->ttl_ms, &held, err,
+                        sizeof err);
+        freeReplyObject(r);
         return rc;
+    }
+    if (rc != BATON_OK && rc != BATON_ENOTDURABLE)
+        return rc;
+    rc = BATON_OK;
     if (r->type == REDIS_REPLY_INTEGER && r->integer > 0) {
         atomic_store(&lk->fence, (uint64_t)r->integer);
-        baton__lock_confirm(lk, sent, lk->ttl_ms);
+        baton__lock_granted_by(lk, k.runid);
+        baton__lock_confirm(lk, k.sent_ns, lk->ttl_ms);
     } else if (r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
                r->element[0]->type == REDIS_REPLY_INTEGER) {
         *next_ms = r->element[0]->integer;
@@ -139,18 +160,30 @@ static int attempt(struct baton_permit *p, bool wait, bool queued, int64_t entry
 static int give_back(struct baton_client *c, char *const rkeys[4], enum baton__script_id id,
                      const char *token, int64_t ttl_ms, long long *held, char *err, size_t errlen)
 {
-    redisReply *r = NULL;
     char ttl[24];
-    int64_t sent = 0;
     int rc;
 
     snprintf(ttl, sizeof ttl, "%lld", (long long)ttl_ms);
     const char *keys[4] = {rkeys[0], rkeys[2], rkeys[3], rkeys[1]};
     const char *args[4] = {token, baton__waiters_channel(c), c->cid, ttl};
-    rc = baton__script_call(c, id, 4, keys, id == BATON__S_SEM_CANCEL ? 4 : 3, args, &r,
-                            baton__client_deadline(c), &sent, err, errlen);
-    if (rc != BATON_OK)
+    /* Durable, because it may grant our slot to a waiter of this process;
+     * a grant not acknowledged is not handed over (the waiter's next
+     * attempt finds it in Redis and makes it durable). */
+    struct baton__call k = {.id = id,
+                            .nkeys = 4,
+                            .keys = keys,
+                            .nargs = id == BATON__S_SEM_CANCEL ? 4 : 3,
+                            .args = args,
+                            .deadline_ns = baton__client_deadline(c),
+                            .durable = true,
+                            .err = err,
+                            .errlen = errlen};
+    rc = baton__script_call(c, &k);
+    redisReply *r = k.reply;
+    bool durable = rc == BATON_OK;
+    if (rc != BATON_OK && rc != BATON_ENOTDURABLE)
         return rc;
+    rc = BATON_OK;
     if (r->type == REDIS_REPLY_INTEGER) {
         *held = r->integer;
     } else if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
@@ -160,7 +193,9 @@ static int give_back(struct baton_client *c, char *const rkeys[4], enum baton__s
          * it has stopped waiting, its cancel (or its next attempt) finds
          * the grant in Redis. */
         *held = 1;
-        (void)baton__waiters_grant(c, r->element[0]->str, (uint64_t)r->element[1]->integer, sent);
+        if (durable)
+            (void)baton__waiters_grant(c, r->element[0]->str, (uint64_t)r->element[1]->integer,
+                                       k.sent_ns);
     } else {
         baton__set_error(err, errlen, "%s: unexpected reply to the semaphore release script",
                          c->url.redacted);
@@ -364,7 +399,7 @@ int baton_sem_holders(struct baton_client *c, const char *name, int *holders)
     *holders = 0;
     if (asprintf(&key, "%s{%s}:sem", c->prefix, name) < 0)
         return BATON_ENOMEM;
-    rc = baton_client_eval(c, script, 1, (const char *const *)&key, 0, NULL, &r);
+    rc = baton__client_eval(c, script, 1, (const char *const *)&key, 0, NULL, false, &r);
     if (rc == BATON_OK) {
         if (r->type == BATON_REPLY_INTEGER)
             *holders = (int)r->integer;

@@ -1,6 +1,12 @@
-/* url.c -- parse redis://[[user]:pass@]host[:port][/db] and
- * unix:///path[?db=N&user=U&password=P] into a struct baton__url. Userinfo
- * and query values may be percent-encoded. Messages never echo a password. */
+/* url.c -- parse Redis URLs into a struct baton__url:
+ *   redis://[[user]:pass@]host[:port][/db]
+ *   rediss://[[user]:pass@]host[:port][/db][?ca=&capath=&cert=&key=&sni=&verify=]
+ *   unix:///path[?db=N&user=U&password=P]
+ *   redis-sentinel://[[user]:pass@]h1[:p1],h2[:p2]...[/db]?master=NAME
+ *       [&sentinel_user=U&sentinel_password=P]
+ *   rediss-sentinel://...  (the same, plus the TLS parameters)
+ * Userinfo and query values may be percent-encoded. Messages never echo a
+ * password; the redacted form shows "***" in its place. */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -67,36 +73,158 @@ static bool parse_int(const char *s, size_t n, long lo, long hi, int *out)
     return true;
 }
 
+/* Frees a secret, wiping it first. */
+static void wipe(char *s)
+{
+    if (s != NULL) {
+        explicit_bzero(s, strlen(s));
+        free(s);
+    }
+}
+
 void baton__url_clear(struct baton__url *u)
 {
     free(u->host);
     free(u->path);
     free(u->user);
-    free(u->pass);
+    wipe(u->pass);
+    free(u->master);
+    for (int i = 0; i < u->nsentinels; i++)
+        free(u->sentinels[i].host);
+    free(u->sentinels);
+    free(u->sentinel_user);
+    wipe(u->sentinel_pass);
+    free(u->tls_ca);
+    free(u->tls_capath);
+    free(u->tls_cert);
+    free(u->tls_key);
+    free(u->tls_sni);
     free(u->redacted);
     memset(u, 0, sizeof *u);
 }
 
-/* The URL as messages show it: normalized, the password as "***". */
+/* ---- the redacted form ---- */
+
+struct sbuf {
+    char *s;
+    size_t len, cap;
+    bool oom;
+};
+
+static void sb_add(struct sbuf *b, const char *s, size_t n)
+{
+    if (b->oom)
+        return;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 128;
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        char *g = realloc(b->s, cap);
+        if (g == NULL) {
+            b->oom = true;
+            return;
+        }
+        b->s = g;
+        b->cap = cap;
+    }
+    memcpy(b->s + b->len, s, n);
+    b->len += n;
+    b->s[b->len] = '\0';
+}
+
+static void sb_str(struct sbuf *b, const char *s)
+{
+    sb_add(b, s, strlen(s));
+}
+
+static void sb_hostport(struct sbuf *b, const char *host, int port)
+{
+    char p[16];
+    bool v6 = strchr(host, ':') != NULL;
+    if (v6)
+        sb_str(b, "[");
+    sb_str(b, host);
+    if (v6)
+        sb_str(b, "]");
+    snprintf(p, sizeof p, ":%d", port);
+    sb_str(b, p);
+}
+
+/* Appends "&name=value" (or "?name=value" first). */
+static void sb_param(struct sbuf *b, bool *first, const char *name, const char *value)
+{
+    sb_str(b, *first ? "?" : "&");
+    *first = false;
+    sb_str(b, name);
+    sb_str(b, "=");
+    sb_str(b, value);
+}
+
+/* The URL as messages show it: normalized, every password as "***". */
 static int make_redacted(struct baton__url *u)
 {
-    char *s = NULL;
-    int n;
-    const char *user = u->user ? u->user : "";
-    const char *pass = u->pass ? ":***" : "";
-    const char *at = (u->user || u->pass) ? "@" : "";
-    if (u->transport == BATON__UNIX)
-        n = asprintf(&s, "unix://%s?db=%d%s%s%s", u->path, u->db, u->user ? "&user=" : "", user,
-                     u->pass ? "&password=***" : "");
-    else if (strchr(u->host, ':') != NULL)
-        n = asprintf(&s, "redis://%s%s%s[%s]:%d/%d", user, pass, at, u->host, u->port, u->db);
-    else
-        n = asprintf(&s, "redis://%s%s%s%s:%d/%d", user, pass, at, u->host, u->port, u->db);
-    if (n < 0)
+    struct sbuf b = {0};
+    bool first = true;
+    char num[16];
+
+    if (u->transport == BATON__UNIX) {
+        sb_str(&b, "unix://");
+        sb_str(&b, u->path);
+        snprintf(num, sizeof num, "%d", u->db);
+        sb_param(&b, &first, "db", num);
+        if (u->user != NULL)
+            sb_param(&b, &first, "user", u->user);
+        if (u->pass != NULL)
+            sb_param(&b, &first, "password", "***");
+    } else {
+        sb_str(&b, u->master != NULL ? (u->tls ? "rediss-sentinel://" : "redis-sentinel://")
+                                     : (u->tls ? "rediss://" : "redis://"));
+        if (u->user != NULL)
+            sb_str(&b, u->user);
+        if (u->pass != NULL)
+            sb_str(&b, ":***");
+        if (u->user != NULL || u->pass != NULL)
+            sb_str(&b, "@");
+        if (u->master != NULL) {
+            for (int i = 0; i < u->nsentinels; i++) {
+                if (i > 0)
+                    sb_str(&b, ",");
+                sb_hostport(&b, u->sentinels[i].host, u->sentinels[i].port);
+            }
+        } else {
+            sb_hostport(&b, u->host, u->port);
+        }
+        snprintf(num, sizeof num, "/%d", u->db);
+        sb_str(&b, num);
+        if (u->master != NULL) {
+            sb_param(&b, &first, "master", u->master);
+            if (u->sentinel_user != NULL)
+                sb_param(&b, &first, "sentinel_user", u->sentinel_user);
+            if (u->sentinel_pass != NULL)
+                sb_param(&b, &first, "sentinel_password", "***");
+        }
+        if (u->tls_ca != NULL)
+            sb_param(&b, &first, "ca", u->tls_ca);
+        if (u->tls_capath != NULL)
+            sb_param(&b, &first, "capath", u->tls_capath);
+        if (u->tls_cert != NULL)
+            sb_param(&b, &first, "cert", u->tls_cert);
+        if (u->tls_key != NULL)
+            sb_param(&b, &first, "key", u->tls_key);
+        if (u->tls_sni != NULL)
+            sb_param(&b, &first, "sni", u->tls_sni);
+        if (u->tls && !u->tls_verify)
+            sb_param(&b, &first, "verify", "none");
+    }
+    if (b.oom) {
+        free(b.s);
         return BATON_ENOMEM;
-    u->redacted = s;
+    }
+    u->redacted = b.s;
     return BATON_OK;
 }
+
+/* ---- pieces ---- */
 
 /* user:pass in [s, s+n): "pass", ":pass", "user:pass", "user:" (no pass). */
 static int parse_userinfo(const char *s, size_t n, struct baton__url *u, char *err, size_t errlen)
@@ -127,39 +255,22 @@ fail:
     return BATON_ENOMEM;
 }
 
-static int parse_tcp(const char *p, struct baton__url *u, char *err, size_t errlen)
+/* One host[:port] or [v6][:port] in [p, end). */
+static int parse_hostport(const char *p, const char *end, int defport, char **host, int *port,
+                          char *err, size_t errlen)
 {
-    const char *end = p + strlen(p);
-    const char *slash = strchr(p, '/');
-    const char *hostend = slash ? slash : end;
-    const char *at = NULL;
-    int r;
-
-    if (strchr(p, '?') != NULL || strchr(p, '#') != NULL) {
-        baton__set_error(err, errlen,
-                         "invalid URL: redis:// URLs take no query (use /DB for the database)");
-        return BATON_EINVAL;
-    }
-    for (const char *q = p; q < hostend; q++)
-        if (*q == '@')
-            at = q; /* the last '@' before the path ends the userinfo */
-    if (at != NULL) {
-        if ((r = parse_userinfo(p, (size_t)(at - p), u, err, errlen)) != BATON_OK)
-            return r;
-        p = at + 1;
-    }
-
     const char *portsep = NULL;
     const char *hs = p, *he;
-    if (*p == '[') {
-        const char *close = memchr(p, ']', (size_t)(hostend - p));
+    if (p < end && *p == '[') {
+        const char *close = memchr(p, ']', (size_t)(end - p));
         if (close == NULL) {
-            baton__set_error(err, errlen, "invalid URL: invalid IPv6 address (write redis://[::1]:6379)");
+            baton__set_error(err, errlen,
+                             "invalid URL: invalid IPv6 address (write redis://[::1]:6379)");
             return BATON_EINVAL;
         }
         hs = p + 1;
         he = close;
-        if (close + 1 < hostend) {
+        if (close + 1 < end) {
             if (close[1] != ':') {
                 baton__set_error(err, errlen, "invalid URL: unexpected text after ]");
                 return BATON_EINVAL;
@@ -167,8 +278,8 @@ static int parse_tcp(const char *p, struct baton__url *u, char *err, size_t errl
             portsep = close + 1;
         }
     } else {
-        portsep = memchr(p, ':', (size_t)(hostend - p));
-        he = portsep ? portsep : hostend;
+        portsep = memchr(p, ':', (size_t)(end - p));
+        he = portsep ? portsep : end;
     }
     if (he == hs) {
         baton__set_error(err, errlen, "invalid URL: missing host (redis://host:6379/0)");
@@ -188,17 +299,233 @@ static int parse_tcp(const char *p, struct baton__url *u, char *err, size_t errl
             return BATON_EINVAL;
         }
     }
-    if ((u->host = strndup(hs, (size_t)(he - hs))) == NULL)
+    if ((*host = strndup(hs, (size_t)(he - hs))) == NULL)
         return BATON_ENOMEM;
-    u->port = 6379;
-    if (portsep != NULL &&
-        !parse_int(portsep + 1, (size_t)(hostend - portsep - 1), 1, 65535, &u->port)) {
+    *port = defport;
+    if (portsep != NULL && !parse_int(portsep + 1, (size_t)(end - portsep - 1), 1, 65535, port)) {
         baton__set_error(err, errlen, "invalid URL: invalid port (1..65535)");
         return BATON_EINVAL;
     }
+    return BATON_OK;
+}
+
+/* The query parameters, and which URLs take them. */
+enum {
+    Q_UNIX = 1,     /* unix:// */
+    Q_TLS = 2,      /* rediss://, rediss-sentinel:// */
+    Q_SENTINEL = 4, /* redis-sentinel://, rediss-sentinel:// */
+};
+
+enum qparam {
+    P_DB,
+    P_USER,
+    P_PASSWORD,
+    P_CA,
+    P_CAPATH,
+    P_CERT,
+    P_KEY,
+    P_SNI,
+    P_VERIFY,
+    P_MASTER,
+    P_SENTINEL_USER,
+    P_SENTINEL_PASSWORD,
+};
+
+static const struct {
+    const char *name;
+    enum qparam id;
+    unsigned where;
+} qparams[] = {
+    {"db", P_DB, Q_UNIX},
+    {"user", P_USER, Q_UNIX},
+    {"password", P_PASSWORD, Q_UNIX},
+    {"ca", P_CA, Q_TLS},
+    {"capath", P_CAPATH, Q_TLS},
+    {"cert", P_CERT, Q_TLS},
+    {"key", P_KEY, Q_TLS},
+    {"sni", P_SNI, Q_TLS},
+    {"verify", P_VERIFY, Q_TLS},
+    {"master", P_MASTER, Q_SENTINEL},
+    {"sentinel_user", P_SENTINEL_USER, Q_SENTINEL},
+    {"sentinel_password", P_SENTINEL_PASSWORD, Q_SENTINEL},
+};
+
+/* "db=, user=, password=" for the parameters that `where` takes. */
+static void list_params(unsigned where, char *buf, size_t len)
+{
+    size_t o = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < sizeof qparams / sizeof qparams[0]; i++) {
+        if (!(qparams[i].where & where))
+            continue;
+        int n = snprintf(buf + o, len - o, "%s%s=", o > 0 ? ", " : "", qparams[i].name);
+        if (n < 0 || (size_t)n >= len - o)
+            return;
+        o += (size_t)n;
+    }
+}
+
+static int set_string(char **field, const char *v, size_t n, char *err, size_t errlen)
+{
+    bool bad = false;
+    free(*field);
+    if ((*field = decode(v, n, &bad)) != NULL)
+        return BATON_OK;
+    if (!bad)
+        return BATON_ENOMEM;
+    baton__set_error(err, errlen, "invalid URL: bad percent-escape");
+    return BATON_EINVAL;
+}
+
+/* Parses the query after '?' (q points at it) into u, taking the
+ * parameters of `where`. */
+static int parse_query(const char *q, unsigned where, struct baton__url *u, char *err,
+                       size_t errlen)
+{
+    while (q != NULL) {
+        const char *name = q + 1;
+        const char *amp = strchr(name, '&');
+        const char *vend = amp ? amp : name + strlen(name);
+        const char *eq = memchr(name, '=', (size_t)(vend - name));
+        const char *v = eq ? eq + 1 : NULL;
+        size_t nlen, vlen;
+        int rc = BATON_OK;
+        q = amp;
+        if (eq == NULL) {
+            baton__set_error(err, errlen, "invalid URL: query items look like name=value");
+            return BATON_EINVAL;
+        }
+        nlen = (size_t)(eq - name);
+        vlen = (size_t)(vend - v);
+        size_t i = 0;
+        while (i < sizeof qparams / sizeof qparams[0] &&
+               !((qparams[i].where & where) && strlen(qparams[i].name) == nlen &&
+                 strncmp(qparams[i].name, name, nlen) == 0))
+            i++;
+        if (i == sizeof qparams / sizeof qparams[0]) {
+            char all[256];
+            list_params(where, all, sizeof all);
+            baton__set_error(err, errlen, "invalid URL: unknown URL parameter \"%.*s\" (use %s)",
+                             (int)(nlen > 32 ? 32 : nlen), name, all);
+            return BATON_EINVAL;
+        }
+        switch (qparams[i].id) {
+        case P_DB:
+            if (!parse_int(v, vlen, 0, INT_MAX, &u->db)) {
+                baton__set_error(err, errlen, "invalid URL: invalid database number in ?db=");
+                return BATON_EINVAL;
+            }
+            break;
+        case P_USER: rc = set_string(&u->user, v, vlen, err, errlen); break;
+        case P_PASSWORD: rc = set_string(&u->pass, v, vlen, err, errlen); break;
+        case P_CA: rc = set_string(&u->tls_ca, v, vlen, err, errlen); break;
+        case P_CAPATH: rc = set_string(&u->tls_capath, v, vlen, err, errlen); break;
+        case P_CERT: rc = set_string(&u->tls_cert, v, vlen, err, errlen); break;
+        case P_KEY: rc = set_string(&u->tls_key, v, vlen, err, errlen); break;
+        case P_SNI: rc = set_string(&u->tls_sni, v, vlen, err, errlen); break;
+        case P_MASTER: rc = set_string(&u->master, v, vlen, err, errlen); break;
+        case P_SENTINEL_USER: rc = set_string(&u->sentinel_user, v, vlen, err, errlen); break;
+        case P_SENTINEL_PASSWORD:
+            rc = set_string(&u->sentinel_pass, v, vlen, err, errlen);
+            break;
+        case P_VERIFY:
+            if (vlen == 4 && strncmp(v, "peer", 4) == 0) {
+                u->tls_verify = true;
+            } else if (vlen == 4 && strncmp(v, "none", 4) == 0) {
+                u->tls_verify = false;
+            } else {
+                baton__set_error(err, errlen, "invalid URL: verify= takes peer or none");
+                return BATON_EINVAL;
+            }
+            break;
+        }
+        if (rc != BATON_OK)
+            return rc;
+        if (vlen == 0 && qparams[i].id != P_DB) {
+            baton__set_error(err, errlen, "invalid URL: %s= is empty", qparams[i].name);
+            return BATON_EINVAL;
+        }
+    }
+    return BATON_OK;
+}
+
+/* After the scheme of redis://, rediss://, redis-sentinel://,
+ * rediss-sentinel://. */
+static int parse_network(const char *p, struct baton__url *u, bool sentinel, char *err,
+                         size_t errlen)
+{
+    const char *q = strchr(p, '?');
+    const char *end = q ? q : p + strlen(p);
+    const char *slash = memchr(p, '/', (size_t)(end - p));
+    const char *hostend = slash ? slash : end;
+    const char *at = NULL;
+    unsigned where = (u->tls ? Q_TLS : 0) | (sentinel ? Q_SENTINEL : 0);
+    int rc;
+
+    if (memchr(p, '#', strlen(p)) != NULL) {
+        baton__set_error(err, errlen, "invalid URL: a URL of Redis has no #fragment");
+        return BATON_EINVAL;
+    }
+    if (q != NULL && where == 0) {
+        baton__set_error(err, errlen,
+                         "invalid URL: redis:// URLs take no query (use /DB for the database; "
+                         "TLS parameters need rediss://)");
+        return BATON_EINVAL;
+    }
+    for (const char *s = p; s < hostend; s++)
+        if (*s == '@')
+            at = s; /* the last '@' before the path ends the userinfo */
+    if (at != NULL) {
+        if ((rc = parse_userinfo(p, (size_t)(at - p), u, err, errlen)) != BATON_OK)
+            return rc;
+        p = at + 1;
+    }
+    if (!sentinel) {
+        if ((rc = parse_hostport(p, hostend, 6379, &u->host, &u->port, err, errlen)) != BATON_OK)
+            return rc;
+    } else {
+        int n = 1;
+        for (const char *s = p; s < hostend; s++)
+            n += *s == ',';
+        if (n > BATON__SENTINELS_MAX) {
+            baton__set_error(err, errlen, "invalid URL: at most %d sentinels",
+                             BATON__SENTINELS_MAX);
+            return BATON_EINVAL;
+        }
+        if ((u->sentinels = calloc((size_t)n, sizeof *u->sentinels)) == NULL)
+            return BATON_ENOMEM;
+        for (const char *s = p; s <= hostend && u->nsentinels < n;) {
+            const char *comma = memchr(s, ',', (size_t)(hostend - s));
+            const char *e = comma ? comma : hostend;
+            struct baton__hostport *hp = &u->sentinels[u->nsentinels];
+            if ((rc = parse_hostport(s, e, 26379, &hp->host, &hp->port, err, errlen)) !=
+                BATON_OK) {
+                free(hp->host);
+                hp->host = NULL;
+                return rc;
+            }
+            u->nsentinels++;
+            s = e + 1;
+        }
+    }
     if (slash != NULL && slash + 1 < end &&
         !parse_int(slash + 1, (size_t)(end - slash - 1), 0, INT_MAX, &u->db)) {
-        baton__set_error(err, errlen, "invalid URL: invalid database number after the host (redis://host:6379/0)");
+        baton__set_error(
+            err, errlen,
+            "invalid URL: invalid database number after the host (redis://host:6379/0)");
+        return BATON_EINVAL;
+    }
+    if (q != NULL && (rc = parse_query(q, where, u, err, errlen)) != BATON_OK)
+        return rc;
+    if (sentinel && (u->master == NULL || u->master[0] == '\0')) {
+        baton__set_error(err, errlen,
+                         "invalid URL: a sentinel URL names its master group: "
+                         "redis-sentinel://h1:26379,h2:26379/0?master=NAME");
+        return BATON_EINVAL;
+    }
+    if ((u->tls_cert == NULL) != (u->tls_key == NULL)) {
+        baton__set_error(err, errlen,
+                         "invalid URL: a client certificate needs both cert= and key=");
         return BATON_EINVAL;
     }
     return BATON_OK;
@@ -216,8 +543,12 @@ static int parse_unix(const char *p, struct baton__url *u, char *err, size_t err
             "invalid URL: the socket path must be absolute (unix:///run/redis/redis.sock)");
         return BATON_EINVAL;
     }
-    if ((u->path = decode(p, plen, &bad)) == NULL)
-        goto bad_escape;
+    if ((u->path = decode(p, plen, &bad)) == NULL) {
+        if (!bad)
+            return BATON_ENOMEM;
+        baton__set_error(err, errlen, "invalid URL: bad percent-escape");
+        return BATON_EINVAL;
+    }
     if (strlen(u->path) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
         baton__set_error(err, errlen,
                          "invalid URL: the socket path is %zu bytes long; the system allows "
@@ -225,71 +556,55 @@ static int parse_unix(const char *p, struct baton__url *u, char *err, size_t err
                          strlen(u->path), sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
         return BATON_EINVAL;
     }
-    while (q != NULL) {
-        const char *name = q + 1;
-        const char *amp = strchr(name, '&');
-        const char *vend = amp ? amp : name + strlen(name);
-        const char *eq = memchr(name, '=', (size_t)(vend - name));
-        q = amp;
-        if (eq == NULL) {
-            baton__set_error(err, errlen, "invalid URL: query items look like name=value");
-            return BATON_EINVAL;
-        }
-        size_t nlen = (size_t)(eq - name), vlen = (size_t)(vend - eq - 1);
-        if (nlen == 2 && strncmp(name, "db", 2) == 0) {
-            if (!parse_int(eq + 1, vlen, 0, INT_MAX, &u->db)) {
-                baton__set_error(err, errlen, "invalid URL: invalid database number in ?db=");
-                return BATON_EINVAL;
-            }
-        } else if (nlen == 4 && strncmp(name, "user", 4) == 0) {
-            free(u->user);
-            if ((u->user = decode(eq + 1, vlen, &bad)) == NULL)
-                goto bad_escape;
-        } else if (nlen == 8 && strncmp(name, "password", 8) == 0) {
-            free(u->pass);
-            if ((u->pass = decode(eq + 1, vlen, &bad)) == NULL)
-                goto bad_escape;
-        } else {
-            baton__set_error(err, errlen,
-                             "invalid URL: unknown URL parameter \"%.*s\" (use db=, user=, password=)",
-                             (int)(nlen > 32 ? 32 : nlen), name);
-            return BATON_EINVAL;
-        }
-    }
-    return BATON_OK;
-bad_escape:
-    if (!bad)
-        return BATON_ENOMEM;
-    baton__set_error(err, errlen, "invalid URL: bad percent-escape");
-    return BATON_EINVAL;
+    return q != NULL ? parse_query(q, Q_UNIX, u, err, errlen) : BATON_OK;
 }
+
+static const struct {
+    const char *prefix;
+    enum baton__family transport;
+    bool tls, sentinel;
+} schemes[] = {
+    {"redis://", BATON__TCP, false, false},
+    {"rediss://", BATON__TCP, true, false},
+    {"redis-sentinel://", BATON__TCP, false, true},
+    {"rediss-sentinel://", BATON__TCP, true, true},
+    {"unix://", BATON__UNIX, false, false},
+};
 
 int baton__url_parse(const char *text, struct baton__url *u, char *err, size_t errlen)
 {
-    int r;
+    int r = BATON_EINVAL;
+    size_t i;
     memset(u, 0, sizeof *u);
+    u->tls_verify = true;
     if (text == NULL || *text == '\0') {
         baton__set_error(err, errlen, "invalid URL: empty");
         return BATON_EINVAL;
     }
-    if (strncmp(text, "redis://", 8) == 0) {
-        u->transport = BATON__TCP;
-        r = parse_tcp(text + 8, u, err, errlen);
-    } else if (strncmp(text, "unix://", 7) == 0) {
-        u->transport = BATON__UNIX;
-        r = parse_unix(text + 7, u, err, errlen);
+    for (i = 0; i < sizeof schemes / sizeof schemes[0]; i++)
+        if (strncmp(text, schemes[i].prefix, strlen(schemes[i].prefix)) == 0)
+            break;
+    if (i < sizeof schemes / sizeof schemes[0]) {
+        const char *rest = text + strlen(schemes[i].prefix);
+        u->transport = schemes[i].transport;
+        u->tls = schemes[i].tls;
+        if (u->transport == BATON__UNIX)
+            r = parse_unix(rest, u, err, errlen);
+        else
+            r = parse_network(rest, u, schemes[i].sentinel, err, errlen);
     } else {
         const char *sep = strstr(text, "://");
-        if (sep != NULL && sep - text <= 20 && strspn(text, "abcdefghijklmnopqrstuvwxyz"
-                                                           "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-") ==
-                                                   (size_t)(sep - text))
+        if (sep != NULL && sep - text <= 20 &&
+            strspn(text, "abcdefghijklmnopqrstuvwxyz"
+                         "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-") == (size_t)(sep - text))
             baton__set_error(err, errlen,
-                             "invalid URL: unsupported scheme \"%.*s://\" (use redis:// or unix://)",
+                             "invalid URL: unsupported scheme \"%.*s://\" (use redis://, "
+                             "rediss://, unix://, redis-sentinel:// or rediss-sentinel://)",
                              (int)(sep - text), text);
         else
             baton__set_error(err, errlen,
-                             "invalid URL: expected a URL like redis://host:6379/0 or unix:///run/redis/redis.sock");
-        r = BATON_EINVAL;
+                             "invalid URL: expected a URL like redis://host:6379/0 or "
+                             "unix:///run/redis/redis.sock");
     }
     if (r == BATON_OK)
         r = make_redacted(u);

@@ -98,8 +98,9 @@ static bool serve(struct baton__waiters *ws, struct baton__conn *cn)
         return true;
     set_subscribed(ws, true);
     for (;;) {
-        struct pollfd p[2] = {{.fd = cn->fd, .events = POLLIN}, {.fd = ws->efd, .events = POLLIN}};
-        if (poll(p, 2, -1) < 0 && errno != EINTR)
+        struct pollfd p[2] = {{.fd = cn->fd, .events = baton__conn_read_events(cn)},
+                              {.fd = ws->efd, .events = POLLIN}};
+        if (p[0].events != 0 && poll(p, 2, -1) < 0 && errno != EINTR)
             break;
         if (p[1].revents != 0)
             return false;

@@ -86,8 +86,8 @@ static const char busy_src[] =
 
 const char *claim_result_name(enum claim_result r)
 {
-    static const char *const names[] = {"ok",        "skipped",    "busy", "taken",
-                                        "not_leader", "error", "ours"};
+    static const char *const names[] = {"ok",         "skipped", "busy", "taken",
+                                        "not_leader", "error",   "ours", "not_durable"};
     return ((int)r >= 0 && (size_t)r < sizeof names / sizeof names[0]) ? names[r] : "?";
 }
 
@@ -109,6 +109,26 @@ static void take_busy(struct claim_reply *out)
             out->busy[out->nbusy++] = b->element[i]->str;
 }
 
+enum claim_result claim_parse(struct claim_reply *out)
+{
+    const struct baton_reply *r = out->reply;
+    enum claim_result res;
+    if (r == NULL || r->type != BATON_REPLY_ARRAY || r->elements < 1 ||
+        r->element[0]->type != BATON_REPLY_INTEGER)
+        return CLAIM_ERROR;
+    switch (r->element[0]->integer) {
+    case -1: res = CLAIM_NOT_LEADER; break;
+    case 0: res = CLAIM_TAKEN; break;
+    case 1: res = CLAIM_OK; break;
+    case 2: res = CLAIM_BUSY; break;
+    case 3: res = CLAIM_SKIPPED; break;
+    case 4: res = CLAIM_OURS; break;
+    default: return CLAIM_ERROR;
+    }
+    take_busy(out);
+    return res;
+}
+
 enum claim_result claim_tick(struct baton_client *c, const char *group, const char *job,
                              const char *leader_key, const char *token, int64_t tick,
                              enum claim_mode mode, const char *member, struct claim_reply *out)
@@ -124,22 +144,9 @@ enum claim_result claim_tick(struct baton_client *c, const char *group, const ch
     snprintf(tickbuf, sizeof tickbuf, "%" PRId64, tick);
     const char *keys[3] = {leader_key, last, busy};
     const char *args[4] = {token, tickbuf, modes[mode], member != NULL ? member : ""};
-    if (baton_client_eval(c, claim_src, 3, keys, 4, args, &out->reply) != BATON_OK)
-        goto out;
-    const struct baton_reply *r = out->reply;
-    if (r->type != BATON_REPLY_ARRAY || r->elements < 1 ||
-        r->element[0]->type != BATON_REPLY_INTEGER)
-        goto out;
-    switch (r->element[0]->integer) {
-    case -1: res = CLAIM_NOT_LEADER; break;
-    case 0: res = CLAIM_TAKEN; break;
-    case 1: res = CLAIM_OK; break;
-    case 2: res = CLAIM_BUSY; break;
-    case 3: res = CLAIM_SKIPPED; break;
-    case 4: res = CLAIM_OURS; break;
-    default: goto out;
-    }
-    take_busy(out);
+    int rc = baton_client_eval(c, claim_src, 3, keys, 4, args, &out->reply);
+    res = rc == BATON_ENOTDURABLE ? CLAIM_NOT_DURABLE : rc == BATON_OK ? claim_parse(out)
+                                                                       : CLAIM_ERROR;
 out:
     free(last);
     free(busy);

@@ -49,6 +49,8 @@ enum claim_result {
     CLAIM_ERROR,      /* Redis did not answer as it should: detail in the client */
     CLAIM_OURS,       /* claimed and registered by an earlier attempt of ours with the
                          same member, whose answer was lost: start it */
+    CLAIM_NOT_DURABLE, /* applied on the master, but not acknowledged by min_replicas
+                          replicas in time: a failover could lose it, so it must not run */
 };
 
 /* Returns: the result's name ("ok", "skipped"...). Static. */
@@ -69,6 +71,12 @@ void claim_reply_free(struct claim_reply *r);
 enum claim_result claim_tick(struct baton_client *c, const char *group, const char *job,
                              const char *leader_key, const char *token, int64_t tick,
                              enum claim_mode mode, const char *member, struct claim_reply *out);
+
+/* Interprets the reply in out->reply of a claim script ({code} or {code,
+ * {members...}}: -1 not the leader, 0 taken, 1 ok, 2 busy, 3 skipped, 4
+ * ours), filling out->busy. Returns the result; CLAIM_ERROR for any other
+ * reply. For the scripts that claim like claim_tick (trigger.h). */
+enum claim_result claim_parse(struct claim_reply *out);
 
 /* One registered run of this node. */
 struct claim_entry {

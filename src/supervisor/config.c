@@ -87,6 +87,16 @@ static int check_redis_url(const char *s, char *msg, size_t msglen)
     return baton_url_check(s, NULL, 0, msg, msglen) == BATON_OK ? 0 : -1;
 }
 
+/* A password file: an absolute path (read at start, by secrets.c), or
+ * "none". */
+static int check_secret_path(const char *s, char *msg, size_t msglen)
+{
+    if (*s == '/' || strcmp(s, "none") == 0)
+        return 0;
+    snprintf(msg, msglen, "must be an absolute path, or none");
+    return -1;
+}
+
 /* http.listen: "off", or an address this build can serve on. */
 static int check_http_listen(const char *s, char *msg, size_t msglen)
 {
@@ -157,7 +167,10 @@ static const struct schema_field options[] = {
     {.key = "redis", .type = SCHEMA_STRING, .offset = OFF(redis),
      .def = "redis://127.0.0.1:6379/0", .min = 1, .max = 4096, .check = check_redis_url,
      .flags = SCHEMA_SECRET,
-     .bounds_doc = "redis://[[user]:pass@]host[:port][/db] or unix:///path[?db=N&user=U&password=P]",
+     .bounds_doc = "redis://[[user]:pass@]host[:port][/db], rediss://...[?ca=&cert=&key=&sni=&"
+                   "verify=], unix:///path[?db=N&user=U&password=P], "
+                   "redis-sentinel://h1:26379,h2:26379[/db]?master=NAME (rediss-sentinel:// for "
+                   "TLS)",
      .doc = "The Redis server holding the leader lease, tick claims and run history."},
     {.key = "group", .type = SCHEMA_STRING, .offset = OFF(group),
      .def = "default", .min = 1, .max = 64, .check = check_group,
@@ -196,6 +209,20 @@ static const struct schema_field options[] = {
     {.key = "history", .type = SCHEMA_INT, .offset = OFF(history_len),
      .def = "100", .min = 1, .max = 100000,
      .doc = "Runs kept per job in Redis for `baton history` and `baton status`."},
+    {.key = "password_file", .type = SCHEMA_STRING, .offset = OFF(password_file),
+     .def = "none", .min = 1, .max = 4096, .check = check_secret_path,
+     .bounds_doc = "an absolute path, or none",
+     .doc = "File whose first line is the Redis password (mode 0600, else a warning); wins over "
+            "BATON_REDIS_PASSWORD, which wins over the URL's."},
+    {.key = "sentinel_password_file", .type = SCHEMA_STRING, .offset = OFF(sentinel_password_file),
+     .def = "none", .min = 1, .max = 4096, .check = check_secret_path,
+     .bounds_doc = "an absolute path, or none",
+     .doc = "redis-sentinel:// URLs: file whose first line is the sentinels' own password; wins "
+            "over BATON_SENTINEL_PASSWORD, which wins over the URL's sentinel_password=."},
+    {.key = "min_replicas", .type = SCHEMA_INT, .offset = OFF(min_replicas),
+     .def = "0", .min = 0, .max = 16,
+     .doc = "Leader lease and tick claims count only once WAIT says this many replicas have "
+            "them, within the lease's deadline (0: off). Keeps them across a Sentinel failover."},
     {.key = "http.listen", .type = SCHEMA_STRING, .offset = OFF(http_listen),
      .def = "off", .min = 1, .max = 255, .check = check_http_listen,
      .bounds_doc = "off, host:port, [address]:port or unix:/path",

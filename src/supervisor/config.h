@@ -53,6 +53,9 @@ struct config {
     enum log_format log_format; /* log.format: auto|json|text, default auto */
     int64_t history_len;       /* history: runs kept per job in Redis, default 100
                                   (1..100000) */
+    char *password_file;          /* the data nodes' password, first line; "none" */
+    char *sentinel_password_file; /* the sentinels' password, first line; "none" */
+    int64_t min_replicas;         /* WAIT for this many replicas (0..16), default 0 */
     char *http_listen;         /* http.listen: "off" (default), host:port,
                                   [v6]:port or unix:/path (http.h) */
 };

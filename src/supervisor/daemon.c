@@ -36,6 +36,7 @@
 #include "members.h"
 #include "ops.h"
 #include "runner.h"
+#include "secrets.h"
 
 #ifndef BATON_VERSION_STRING
 #define BATON_VERSION_STRING "unknown"
@@ -308,6 +309,8 @@ static enum machine_event act_renew(void *ctx)
     if (rc == BATON_OK) {
         redis_ok(d);
         arm_stop_point(d);
+        if (may_block(d))
+            ensure_watch(d); /* a leader that lost its subscription makes it again */
         loop_arm_in(&d->loop, T_RENEW, d->cfg->lease_renew_ms);
         if (log_enabled(d->log, LOG_DEBUG)) {
             cJSON *f = log_fields();
@@ -536,8 +539,8 @@ static void on_sub(void *ctx, struct loop_watch *w, uint32_t events)
         log_emit(d->log, LE_STEP_DOWN_REQUESTED, NULL);
         dispatch(d, EV_STEP_DOWN);
     }
-    if (ev & BATON_EVENT_RESIGNED)
-        dispatch(d, EV_WAKE);
+    if (ev & (BATON_EVENT_RESIGNED | BATON_EVENT_SWITCHED))
+        dispatch(d, EV_WAKE); /* a switched Redis: do not wait out the old master's ttl */
 }
 
 static void ensure_watch(struct daemon *d)
@@ -548,8 +551,11 @@ static void ensure_watch(struct daemon *d)
         return; /* campaigns and polls keep working; we retry next time */
     d->sub_watch =
         (struct loop_watch){.fd = baton_election_watch_fd(d->election), .cb = on_sub, .ctx = d};
-    if (loop_add(&d->loop, &d->sub_watch) == 0)
+    if (loop_add(&d->loop, &d->sub_watch) == 0) {
         d->sub_added = true;
+        /* Requests and pauses published while we were not subscribed. */
+        runner_control_changed(d->runner);
+    }
 }
 
 static void reload(struct daemon *d);
@@ -607,39 +613,43 @@ static void reload(struct daemon *d)
         return;
     }
     /* What needs a new process (identity, Redis, lease of the running
-     * election) is reported and kept; the rest applies now. */
-    static const char *const fixed[] = {"node", "redis", "group", "lease.ttl", "lease.renew"};
+     * election, the HTTP server's socket) is reported and kept; the rest
+     * applies now. */
+    static const char *const fixed[] = {"node",          "redis",
+                                        "group",         "password_file",
+                                        "sentinel_password_file", "http.listen",
+                                        "lease.ttl",     "lease.renew",
+                                        "min_replicas"};
+    enum { NSTRINGS = 6, NFIXED = sizeof fixed / sizeof fixed[0] };
+    char **mine[NSTRINGS] = {&cfg->node,          &cfg->redis,
+                             &cfg->group,         &cfg->password_file,
+                             &cfg->sentinel_password_file, &cfg->http_listen};
+    char **running[NSTRINGS] = {&d->cfg->node,          &d->cfg->redis,
+                                &d->cfg->group,         &d->cfg->password_file,
+                                &d->cfg->sentinel_password_file, &d->cfg->http_listen};
+    bool differs[NFIXED] = {false};
+    for (int i = 0; i < NSTRINGS; i++)
+        differs[i] = strcmp(*mine[i], *running[i]) != 0;
+    differs[NSTRINGS] = cfg->lease_ttl_ms != d->cfg->lease_ttl_ms;
+    differs[NSTRINGS + 1] = cfg->lease_renew_ms != d->cfg->lease_renew_ms;
+    differs[NSTRINGS + 2] = cfg->min_replicas != d->cfg->min_replicas;
     cJSON *kept = cJSON_CreateArray();
-    bool differs[5] = {strcmp(cfg->node, d->cfg->node) != 0, strcmp(cfg->redis, d->cfg->redis) != 0,
-                       strcmp(cfg->group, d->cfg->group) != 0,
-                       cfg->lease_ttl_ms != d->cfg->lease_ttl_ms,
-                       cfg->lease_renew_ms != d->cfg->lease_renew_ms};
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < NFIXED; i++)
         if (differs[i])
             cJSON_AddItemToArray(kept, cJSON_CreateString(fixed[i]));
     if (cJSON_GetArraySize(kept) > 0) {
         cJSON_AddItemToObject(f, "restart_needed_for", kept);
         /* Keep the running values: move them over (no allocation to fail). */
-        char **mine[3] = {&cfg->node, &cfg->redis, &cfg->group};
-        char **running[3] = {&d->cfg->node, &d->cfg->redis, &d->cfg->group};
-        for (int i = 0; i < 3; i++) {
+        for (int i = 0; i < NSTRINGS; i++) {
             free(*mine[i]);
             *mine[i] = *running[i];
             *running[i] = NULL;
         }
         cfg->lease_ttl_ms = d->cfg->lease_ttl_ms;
         cfg->lease_renew_ms = d->cfg->lease_renew_ms;
+        cfg->min_replicas = d->cfg->min_replicas;
     } else {
         cJSON_Delete(kept);
-        kept = NULL;
-    }
-    if (strcmp(cfg->http_listen, d->cfg->http_listen) != 0) { /* the server keeps its socket */
-        if (kept == NULL)
-            kept = cJSON_AddArrayToObject(f, "restart_needed_for");
-        cJSON_AddItemToArray(kept, cJSON_CreateString("http.listen"));
-        char *mine = cfg->http_listen;
-        cfg->http_listen = d->cfg->http_listen;
-        d->cfg->http_listen = mine;
     }
     size_t njobs = jobs->n;
     if (runner_set_jobs(d->runner, jobs) != BATON_OK) {
@@ -705,20 +715,32 @@ int daemon_run(const char *config_path)
     sigprocmask(SIG_BLOCK, &mask, NULL);
     signal(SIGPIPE, SIG_IGN);
 
+    /* Credentials from the password files or the environment, which jobs
+     * do not inherit. */
+    struct secrets sec;
+    int srv = secrets_load(d.cfg->password_file, d.cfg->sentinel_password_file, &sec, err,
+                           sizeof err);
+    secrets_scrub_env();
     struct baton_client_opts co = {.connect_timeout_ms = d.cfg->redis_timeout_ms,
                                    .command_timeout_ms = d.cfg->redis_timeout_ms,
-                                   .lazy = true};
+                                   .lazy = true,
+                                   .password = sec.password,
+                                   .sentinel_password = sec.sentinel_password,
+                                   .min_replicas = (int)d.cfg->min_replicas};
     struct baton_election_opts eo = {.ttl_ms = d.cfg->lease_ttl_ms, .identity = d.cfg->node};
-    if ((d.log = log_new(STDOUT_FILENO, d.cfg->log_level, d.cfg->node, d.cfg->group)) == NULL ||
+    if (srv != 0 ||
+        (d.log = log_new(STDOUT_FILENO, d.cfg->log_level, d.cfg->node, d.cfg->group)) == NULL ||
         baton_client_new(d.cfg->redis, &co, &d.client) != BATON_OK ||
         baton_election_new(d.client, d.cfg->group, &eo, &d.election) != BATON_OK ||
         loop_init(&d.loop, on_timer, &d) != 0) {
         fprintf(stderr, "baton: run: cannot set up: %s\n",
-                d.client ? baton_client_errstr(d.client) : strerror(errno));
+                srv != 0 ? err : d.client ? baton_client_errstr(d.client) : strerror(errno));
+        secrets_clear(&sec);
         jobs_free(jobs);
         goto out;
     }
     log_set_format(d.log, d.cfg->log_format);
+    secrets_clear(&sec); /* the warnings stay, for below */
     d.guard_ns = (d.cfg->redis_timeout_ms + 2 * KILL_MARGIN_MS) * MS;
     const char *fault = getenv("BATON_TEST_FAULT");
     struct runner_host host = {.log = d.log,
@@ -732,11 +754,14 @@ int daemon_run(const char *config_path)
                                .lease_ttl_ms = d.cfg->lease_ttl_ms,
                                .refresh_ms = d.cfg->lease_renew_ms,
                                .guard_ns = d.guard_ns,
+                               .control_poll_ms = d.cfg->poll_ms,
                                .kill_margin_ns = KILL_MARGIN_MS * MS,
                                .may_block = may_block,
                                .on_idle = on_runs_idle,
                                .ctx = &d,
-                               .fault_start = fault != NULL && strcmp(fault, "start") == 0};
+                               .fault_start = fault != NULL && strcmp(fault, "start") == 0,
+                               .fault_stop_after_claim =
+                                   fault != NULL && strcmp(fault, "stop-after-claim") == 0};
     machine_init(&d.m, actions, guards, on_transition, &d);
     if ((d.runner = runner_new(&host)) == NULL || runner_set_jobs(d.runner, jobs) != BATON_OK) {
         fprintf(stderr, "baton: run: out of memory\n");
@@ -762,6 +787,18 @@ int daemon_run(const char *config_path)
         goto out;
     }
     ops_set_jobs(d.ops, jobs, d.cfg->shutdown_grace_ms);
+    /* Warnings about the setup, once ops observes the log (it counts them). */
+    for (int i = 0; i < sec.nwarnings; i++) {
+        cJSON *w = log_fields();
+        cJSON_AddStringToObject(w, "warning", sec.warning[i]);
+        log_emit(d.log, LE_SECRET_FILE_MODE, w);
+    }
+    if (baton_client_tls_insecure(d.client)) {
+        cJSON *w = log_fields();
+        cJSON_AddStringToObject(w, "warning", "TLS certificate verification is off (verify=none): "
+                                              "anyone on the network path can pose as Redis");
+        log_emit(d.log, LE_TLS_VERIFY_OFF, w);
+    }
     d.sig_watch = (struct loop_watch){
         .fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK), .cb = on_signal, .ctx = &d};
     if (d.sig_watch.fd < 0 || loop_add(&d.loop, &d.sig_watch) != 0) {

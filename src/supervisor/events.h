@@ -33,6 +33,10 @@
     X(STALE_LEASE_RELEASED, "stale_lease_released", INFO, "`term`",                                \
       "a node that paused gave up, by its token, a lease Redis may still hold for it")             \
     X(REDIS_CONNECTED, "redis_connected", INFO, "`url`", "the first answer from Redis")            \
+    X(SECRET_FILE_MODE, "secret_file_mode", WARN, "`warning`",                                     \
+      "a password file others can read (it should be mode 0600)")                                  \
+    X(TLS_VERIFY_OFF, "tls_verify_off", WARN, "`warning`",                                         \
+      "the Redis URL turns TLS certificate verification off (verify=none)")                        \
     X(REDIS_UNREACHABLE, "redis_unreachable", WARN, "`during`, `error`, `retry_in_ms`",            \
       "the first failure of an outage")                                                            \
     X(REDIS_REACHABLE, "redis_reachable", INFO, "`outage_ms`", "the end of an outage")             \
@@ -59,6 +63,10 @@
       "SIGHUP found an error: the running configuration stays")                                    \
     X(CATCH_UP, "catch_up", INFO, "`job`, `missed_ticks`, `outside_window`, `superseded`",         \
       "a new leader found ticks missed since the job's last claim")                                \
+    X(CATCH_UP_SKIPPED, "catch_up_skipped", WARN, "`term`, `reason`",                              \
+      "the lease came from a Redis that may lack the last claims of the term before (a failover "  \
+      "to a replica, a restart without persistence): this term catches up no missed tick, so "     \
+      "that none runs twice (`min_replicas` keeps the claims across a Sentinel failover)")         \
     X(NO_HIGH_WATER_MARK, "no_high_water_mark", INFO, "`job`",                                     \
       "no tick of the job was ever claimed (a new job, or Redis lost its data): it starts "        \
       "from now, without catch-up")                                                                \
@@ -90,7 +98,21 @@
     X(RUN_LOST, "run_lost", WARN, "`job`, `run_id`, `reason`",                                     \
       "a run whose leader handed over lost its registration: it is stopped")                       \
     X(HISTORY_WRITE_FAILED, "history_write_failed", WARN, "`job`, `run_id`, `error`",              \
-      "a history record could not be written")
+      "a history record could not be written")                                                     \
+    X(TRIGGER_RECEIVED, "trigger_received", INFO, "`job`, `trigger_id`, `attempt`, `by`",          \
+      "the leader took a `baton trigger` request; it runs as the job's concurrency allows "        \
+      "(attempt > 1: the leader that claimed it before died before starting it)")                  \
+    X(TRIGGER_REJECTED, "trigger_rejected", WARN, "`job`, `trigger_id`, `reason`",                 \
+      "a request for a job the leader's jobs.yaml does not have: it is done, not run")             \
+    X(TRIGGER_LEFT, "trigger_left", WARN, "`job`, `trigger_id`, `attempt`, `reason`",              \
+      "a request claimed too late to start (a stall): the next leader runs it")                    \
+    X(TRIGGER_LOST, "trigger_lost", WARN, "`job`, `trigger_id`, `attempt`, `reason`",              \
+      "a manual run whose node died while it ran: recorded killed, not run again")                 \
+    X(JOB_PAUSED, "job_paused", INFO, "`job` (`*`: every job), `since`, `by`, `reason`",           \
+      "the leader sees a job paused (`baton pause`): its ticks are skipped")                       \
+    X(JOB_RESUMED, "job_resumed", INFO, "`job` (`*`: every job), `catchup`, `skipped_until`, `by`",\
+      "the leader sees a job resumed: from `skipped_until` on (catchup false), or catching up "    \
+      "the paused ticks within its window (catchup true)")
 
 enum log_event {
 #define LOG_EVENT_ENUM_(id, name, level, fields, doc) LE_##id,

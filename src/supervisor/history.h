@@ -13,7 +13,7 @@
  *   node, term    who ran (or decided) it, in which term
  *   scheduled_at  the tick, RFC 3339 UTC; until: the last tick of a range
  *   ticks         how many ticks the entry covers (1 for a run)
- *   trigger       schedule | catchup | retry
+ *   trigger       schedule | catchup | retry | manual (baton trigger)
  *   started       RFC 3339 UTC with ms ("" when it never started)
  *   duration_ms, attempt
  *   outcome       one of HISTORY_OUTCOMES below

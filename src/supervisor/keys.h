@@ -3,11 +3,16 @@
  *   baton:{G}:leader          the leadership lock (libbaton's election)
  *   baton:{G}:leader:fence    its fencing counter: the term
  *   baton:{G}:events          pub/sub: "resigned", "step-down <term>",
- *                             "ended <job>", "stop <node>/<run_id>"
+ *                             "ended <job>", "stop <node>/<run_id>",
+ *                             "trigger <id>", "done <id>", "paused <job>",
+ *                             "resumed <job>" (job "*": every job)
  *   baton:{G}:last:<job>      the job's last claimed tick (Unix seconds)
  *   baton:{G}:busy:<job>      zset: the job's live runs "<node>/<run_id>" by
  *                             expiry (claim.h)
  *   baton:{G}:runs:<job>      stream: the job's recent runs (history)
+ *   baton:{G}:trigger:<id>    hash: a `baton trigger` request (trigger.h)
+ *   baton:{G}:triggers        zset: the requests not yet done, by request time
+ *   baton:{G}:paused          hash: job (or "*") -> its pause (pause.h)
  *   baton:{G}:nodes           hash: node -> heartbeat JSON
  *   baton:{G}:seen            hash: node -> last heartbeat (server ms)
  *   baton:{G}:forget          zset: node -> when it is forgotten (server ms)

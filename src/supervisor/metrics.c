@@ -15,6 +15,7 @@
 #include "jobs.h"
 #include "machine.h"
 #include "metrics.h"
+#include "pause.h"
 
 /* Histogram bounds, seconds: run durations, and start lateness (a catch-up
  * run starts late by design: it has its own trigger label). */
@@ -34,12 +35,18 @@ struct histo {
     double sum;
 };
 
+/* What became of `baton trigger` requests: one per trigger_* event. */
+static const char *const trigger_outcomes[] = {"received", "rejected", "left", "lost"};
+enum { TRIGGER_RECEIVED, TRIGGER_REJECTED, TRIGGER_LEFT, TRIGGER_LOST, NTRIGGER_OUTCOMES };
+
 #define NOTRUN_SLOTS 8 /* (outcome, reason) pairs per job; more fold into the last */
 
 struct mjob {
     char name[JOB_NAME_MAX + 1];
     uint64_t runs[HO_COUNT]; /* job_end, by outcome */
     uint64_t retries;        /* job_retry */
+    uint64_t triggers[NTRIGGER_OUTCOMES]; /* trigger_*, by outcome */
+    bool paused;             /* its own pause (job_paused, or metrics_set_pauses) */
     double last_run_s, last_success_s;
     struct histo duration;
     struct {
@@ -58,6 +65,7 @@ struct metrics {
     size_t nduring;
     char reasons[METRICS_MAX_REASONS][160];
     size_t nreasons;
+    bool all_paused; /* `baton pause --all` */
     uint64_t reloads_ok, reloads_failed;
     bool last_reload_ok;
     struct mjob *jobs; /* METRICS_MAX_JOBS at most, then "other" */
@@ -305,6 +313,53 @@ static void count_retry(struct metrics *m, const cJSON *f, int64_t now_ms)
     job_slot(m, str_field(f, "job"))->retries++;
 }
 
+/* A trigger_* event: its job's count for outcome. */
+#define TRIGGER_OUTCOME(fn, outcome)                                                               \
+    static void fn(struct metrics *m, const cJSON *f, int64_t now_ms)                              \
+    {                                                                                              \
+        (void)now_ms;                                                                              \
+        job_slot(m, str_field(f, "job"))->triggers[outcome]++;                                     \
+    }
+TRIGGER_OUTCOME(count_trigger_received, TRIGGER_RECEIVED)
+TRIGGER_OUTCOME(count_trigger_rejected, TRIGGER_REJECTED)
+TRIGGER_OUTCOME(count_trigger_left, TRIGGER_LEFT)
+TRIGGER_OUTCOME(count_trigger_lost, TRIGGER_LOST)
+#undef TRIGGER_OUTCOME
+
+/* job_paused / job_resumed: the leader saw a change; job "*" is every job. */
+static void set_paused(struct metrics *m, const cJSON *f, bool paused)
+{
+    const char *job = str_field(f, "job");
+    if (job == NULL)
+        return;
+    if (strcmp(job, PAUSE_ALL) == 0)
+        m->all_paused = paused;
+    else
+        job_slot(m, job)->paused = paused;
+}
+
+static void count_paused(struct metrics *m, const cJSON *f, int64_t now_ms)
+{
+    (void)now_ms;
+    set_paused(m, f, true);
+}
+
+static void count_resumed(struct metrics *m, const cJSON *f, int64_t now_ms)
+{
+    (void)now_ms;
+    set_paused(m, f, false);
+}
+
+void metrics_set_pauses(struct metrics *m, const struct pause_list *l)
+{
+    const struct pause_entry *all = pause_find(l, PAUSE_ALL);
+    m->all_paused = all != NULL && !all->resumed;
+    for (size_t i = 0; i < m->njobs; i++) {
+        const struct pause_entry *e = pause_find(l, m->jobs[i].name);
+        m->jobs[i].paused = e != NULL && !e->resumed;
+    }
+}
+
 /* What each event kind counts, one row per kind: every event counts in
  * baton_events_total; fn counts what it says besides (NULL: nothing else,
  * and `counts` says why). A kind without a row is a bug that
@@ -326,6 +381,8 @@ static const struct {
     [LE_LEASE_RELEASE_FAILED] = {count_release_failed, "redis_errors_total{during=release}"},
     [LE_STALE_LEASE_RELEASED] = {NULL, "only events"},
     [LE_REDIS_CONNECTED] = {NULL, "only events: redis_up is a gauge"},
+    [LE_SECRET_FILE_MODE] = {NULL, "only events (a warning at start: alert on any)"},
+    [LE_TLS_VERIFY_OFF] = {NULL, "only events (a warning at start: alert on any)"},
     [LE_REDIS_UNREACHABLE] = {count_redis_error, "redis_errors_total{during} (the first failure "
                                                  "of an outage)"},
     [LE_REDIS_REACHABLE] = {NULL, "only events: redis_up is a gauge"},
@@ -343,6 +400,8 @@ static const struct {
                           "reloads_total{result=failed}, config_last_reload_successful"},
     [LE_CATCH_UP] = {NULL, "only events: job_start_lateness_seconds{trigger=catchup} counts "
                            "the runs, ticks_not_run_total the rest"},
+    [LE_CATCH_UP_SKIPPED] = {NULL, "only events: ticks_not_run_total counts the ticks it "
+                                   "leaves"},
     [LE_NO_HIGH_WATER_MARK] = {NULL, "only events"},
     [LE_TICK_SKIPPED] = {count_not_run, "ticks_not_run_total{job_name,outcome,reason}"},
     [LE_CLAIM_REFUSED] = {NULL, "only events (another leader: alert on any)"},
@@ -358,6 +417,12 @@ static const struct {
                               "when it ends"},
     [LE_RUN_LOST] = {NULL, "only events: job_runs_total counts the run when it ends"},
     [LE_HISTORY_WRITE_FAILED] = {count_history_failed, "redis_errors_total{during=history}"},
+    [LE_TRIGGER_RECEIVED] = {count_trigger_received, "triggers_total{job_name,outcome=received}"},
+    [LE_TRIGGER_REJECTED] = {count_trigger_rejected, "triggers_total{job_name,outcome=rejected}"},
+    [LE_TRIGGER_LEFT] = {count_trigger_left, "triggers_total{job_name,outcome=left}"},
+    [LE_TRIGGER_LOST] = {count_trigger_lost, "triggers_total{job_name,outcome=lost}"},
+    [LE_JOB_PAUSED] = {count_paused, "job_paused{job_name} to 1 (job *: every job)"},
+    [LE_JOB_RESUMED] = {count_resumed, "job_paused{job_name} to 0 (job *: every job)"},
 };
 
 const char *metrics_event_counts(enum log_event ev)
@@ -422,6 +487,8 @@ static size_t job_count(const struct metrics *m)
 {
     const struct mjob *o = &m->other;
     bool used = o->duration.count > 0 || o->nnotrun > 0 || o->last_run_s > 0 || o->retries > 0;
+    for (int t = 0; t < NTRIGGER_OUTCOMES; t++)
+        used = used || o->triggers[t] > 0;
     return m->njobs + (used ? 1 : 0);
 }
 
@@ -474,6 +541,28 @@ static void write_jobs(const struct metrics *m, FILE *out)
         fputs("baton_job_retries_total{job_name=\"", out);
         label(out, j->name);
         fprintf(out, "\"} %llu\n", (unsigned long long)j->retries);
+    }
+    family(out, "baton_triggers_total", "counter",
+           "`baton trigger` requests this node handled as leader, by job and outcome: received "
+           "(taken to run), rejected (no such job here), left (claimed too late to start: the "
+           "next leader runs it), lost (its node died while it ran).");
+    for (size_t i = 0; i < n; i++) {
+        const struct mjob *j = job_at(m, i);
+        for (int t = 0; t < NTRIGGER_OUTCOMES; t++) {
+            if (j->triggers[t] == 0 && t != TRIGGER_RECEIVED)
+                continue; /* received always, so that rate() works from the start */
+            fputs("baton_triggers_total{job_name=\"", out);
+            label(out, j->name);
+            fprintf(out, "\",outcome=\"%s\"} %llu\n", trigger_outcomes[t],
+                    (unsigned long long)j->triggers[t]);
+        }
+    }
+    family(out, "baton_job_paused", "gauge",
+           "1 while the job is paused for the group (`baton pause`, its own or --all), else 0.");
+    for (size_t i = 0; i < m->njobs; i++) {
+        fputs("baton_job_paused{job_name=\"", out);
+        label(out, m->jobs[i].name);
+        fprintf(out, "\"} %d\n", m->jobs[i].paused || m->all_paused);
     }
     family(out, "baton_job_run_duration_seconds", "histogram",
            "How long the runs that ended on this node took, by job.");

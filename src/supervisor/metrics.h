@@ -4,7 +4,8 @@
  * log.h) and counts what the lines say, by a table with one row per event
  * kind: every event by kind, transitions by from/to/trigger, job runs by
  * outcome with their duration and start lateness, retries, ticks that did
- * not run by outcome and reason, Redis failures, reloads. Every count is a
+ * not run by outcome and reason, Redis failures, reloads, `baton trigger`
+ * requests by outcome, pauses. Every count is a
  * count of log lines, so metrics and logs cannot disagree. What is state
  * rather than history (the machine's state, leadership, term, lease left,
  * runs alive) the caller passes to metrics_write() as gauges.
@@ -54,6 +55,11 @@ void metrics_add_job(struct metrics *m, const char *job);
  * last-run timestamps. */
 void metrics_observe(struct metrics *m, enum log_event ev, const cJSON *fields,
                      int64_t now_unix_ms);
+/* Sets every job's paused gauge from l, the group's paused hash as read
+ * (pause.h): what a node that does not lead knows of pauses. */
+struct pause_list;
+void metrics_set_pauses(struct metrics *m, const struct pause_list *l);
+
 /* What the event table says ev counts (static text), or NULL when ev has
  * no row: a bug, which check_metrics finds for every kind. */
 const char *metrics_event_counts(enum log_event ev);

@@ -24,6 +24,7 @@
 #include "metrics.h"
 #include "notify.h"
 #include "ops.h"
+#include "pause.h"
 #include "status.h"
 #include "statuspage.h"
 
@@ -68,10 +69,11 @@ struct lasts { /* defs and each job's last run (NULL: not read yet) */
     struct lastrun **v;
 };
 
-struct roster { /* the node list, as last read */
+struct roster { /* the node list and the paused jobs, as last read */
     atomic_int refs;
     struct member *v;
     size_t n;
+    struct pause_list paused;
     int64_t read_ns;
 };
 
@@ -173,6 +175,7 @@ static void roster_unref(struct roster *r)
     if (r == NULL || atomic_fetch_sub(&r->refs, 1) != 1)
         return;
     members_free(r->v, r->n);
+    pause_list_free(&r->paused);
     free(r);
 }
 
@@ -409,6 +412,8 @@ static void observe(void *ctx, enum log_event ev, enum log_level lvl, const cJSO
 
     if (ev == LE_JOB_END || ev == LE_TICK_SKIPPED)
         mark_dirty(o, str_field(f, "job"), DIRTY_LOCAL);
+    if (ev == LE_JOB_PAUSED || ev == LE_JOB_RESUMED)
+        o->next_refresh_ns = 0; /* the view's pauses: read them at the next tick */
     if (!o->notify.enabled)
         return;
     char text[sizeof o->status];
@@ -534,7 +539,10 @@ static cJSON *view_json(const struct ops *o, const struct snap *s)
                                       .enabled = d->v[i].enabled,
                                       .expr = d->v[i].expr,
                                       .tz = d->v[i].tz,
-                                      .last = r != NULL && r->l.n > 0 ? &r->l.v[0] : NULL};
+                                      .last = r != NULL && r->l.n > 0 ? &r->l.v[0] : NULL,
+                                      .paused = s->roster != NULL
+                                                    ? pause_holding(&s->roster->paused, d->v[i].name)
+                                                    : NULL};
     }
     struct baton_leader_info li = leader_now(o, &s->head, now);
     struct status_doc doc = {.group = o->group,
@@ -733,23 +741,31 @@ static void refresh_roster(struct ops *o, int64_t now)
     struct baton_leader_info li;
     struct member *m = NULL;
     size_t n = 0;
+    struct pause_list paused;
     if (!o->h.may_block(o->h.ctx) ||
         baton_election_leader(o->h.client, o->group, &li) != BATON_OK)
         return;
     if (!o->h.may_block(o->h.ctx) || members_read(o->h.client, o->group, &m, &n) != BATON_OK)
         return;
+    if (!o->h.may_block(o->h.ctx) || pause_read(o->h.client, o->group, &paused) != BATON_OK) {
+        members_free(m, n);
+        return;
+    }
     struct roster *r = calloc(1, sizeof *r);
     if (r == NULL) {
         members_free(m, n);
+        pause_list_free(&paused);
         return;
     }
     atomic_init(&r->refs, 1);
     r->v = m;
     r->n = n;
+    r->paused = paused;
     r->read_ns = loop_now();
     pthread_mutex_lock(&o->mu);
     struct roster *old = o->roster;
     o->roster = r;
+    metrics_set_pauses(o->metrics, &r->paused);
     struct head *h = &o->head;
     if (!leading_state(h->state)) { /* when we lead, we know better than a read */
         h->leader_known = li.has_leader;

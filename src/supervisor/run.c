@@ -41,7 +41,7 @@ const char *run_stop_name(enum run_stop s)
 
 const char *run_trigger_name(enum run_trigger t)
 {
-    static const char *const names[] = {"schedule", "catchup", "retry"};
+    static const char *const names[] = {"schedule", "catchup", "retry", "manual"};
     return ((int)t >= 0 && (size_t)t < sizeof names / sizeof names[0]) ? names[t] : "?";
 }
 
@@ -91,7 +91,9 @@ static void log_start(const struct run *run)
     cJSON *f = log_fields();
     add_tick_fields(f, run);
     cJSON_AddStringToObject(f, "trigger", run_trigger_name(run->trigger));
-    cJSON_AddNumberToObject(f, "lateness_ms", (double)(run->started_wall_ms - run->tick * 1000));
+    if (run->trigger != RUN_TRIGGER_MANUAL) /* a manual run has no tick to be late for */
+        cJSON_AddNumberToObject(f, "lateness_ms",
+                                (double)(run->started_wall_ms - run->tick * 1000));
     cJSON_AddNumberToObject(f, "term", (double)run->term);
     cJSON_AddNumberToObject(f, "pid", (double)run->pgid);
     log_emit(run->env->log, LE_JOB_START, f);
@@ -260,7 +262,7 @@ static int open_pipe(int fds[2])
 static char **build_env(const struct run *run)
 {
     char sched[32], idvar[96], jobvar[200], schedvar[64], fencevar[48], nodevar[200],
-        trigvar[48];
+        trigvar[48], attvar[32];
     log_rfc3339(run->tick, sched, sizeof sched);
     snprintf(jobvar, sizeof jobvar, "BATON_JOB=%s", run->job->name);
     snprintf(idvar, sizeof idvar, "BATON_RUN_ID=%s", run->id);
@@ -268,7 +270,8 @@ static char **build_env(const struct run *run)
     snprintf(fencevar, sizeof fencevar, "BATON_FENCE=%" PRIu64, run->term);
     snprintf(nodevar, sizeof nodevar, "BATON_NODE=%s", run->env->node);
     snprintf(trigvar, sizeof trigvar, "BATON_TRIGGER=%s", run_trigger_name(run->trigger));
-    char *const mine[] = {jobvar, idvar, schedvar, fencevar, nodevar, trigvar};
+    snprintf(attvar, sizeof attvar, "BATON_ATTEMPT=%d", run->attempt);
+    char *const mine[] = {jobvar, idvar, schedvar, fencevar, nodevar, trigvar, attvar};
     size_t nmine = sizeof mine / sizeof mine[0], njob = 0;
     while (run->job->env != NULL && run->job->env[njob] != NULL)
         njob++;

@@ -73,7 +73,7 @@ enum run_stop {
 };
 
 /* What started a run. */
-enum run_trigger { RUN_TRIGGER_SCHEDULE, RUN_TRIGGER_CATCHUP, RUN_TRIGGER_RETRY };
+enum run_trigger { RUN_TRIGGER_SCHEDULE, RUN_TRIGGER_CATCHUP, RUN_TRIGGER_RETRY, RUN_TRIGGER_MANUAL };
 
 const char *run_state_name(enum run_state s);
 const char *run_stop_name(enum run_stop s);

@@ -23,9 +23,11 @@
 #include "claim.h"
 #include "history.h"
 #include "keys.h"
+#include "pause.h"
 #include "run.h"
 #include "runner.h"
 #include "schedule.h"
+#include "trigger.h"
 
 #define QUEUE_MAX       4096 /* ticks queued per job, at most */
 #define OUTBOX_MAX      1000 /* bookkeeping writes waiting, at most */
@@ -34,6 +36,10 @@
 #define GATE_RETRY_MS   20   /* no blocking call allowed now: look again this soon */
 #define FLUSH_RETRY_MS  1000 /* the outbox could not be written: try again then */
 #define MARK_BATCH      500  /* high-water marks read per MGET */
+#define CONTROL_RETRY_MS 1000 /* the control keys could not be read: try again then */
+#define TRIGGER_SWEEP   100  /* requests looked at per read of the control keys */
+#define PAUSE_FLUSH_S   3600 /* a paused job's skipped ticks are recorded at least this often */
+#define PAUSE_FOREVER   INT64_MAX /* paused, no resume yet */
 #define MS              INT64_C(1000000)
 
 /* ---- the parts ---- */
@@ -52,6 +58,14 @@ struct retry {
     struct retry *next;
 };
 
+/* A request of baton trigger (trigger.h) this leader is to run. */
+struct manual {
+    char id[TRIGGER_ID_MAX + 1];
+    int attempt;
+    int64_t requested_s;
+    struct manual *next;
+};
+
 struct jobstate {
     const struct job *job;
     struct jobset *set;
@@ -63,11 +77,23 @@ struct jobstate {
     int running;        /* runs of this job alive here */
     int64_t hold_until; /* CLOCK_MONOTONIC: the head waits until then */
     struct retry *retries;
+    struct manual *manuals;     /* requests to run now, oldest first */
     struct sched_range skipped; /* ticks that did not run, not yet written */
+    /* Paused (pause.h): until when its ticks are skipped (Unix s; 0: not
+     * paused, PAUSE_FOREVER: no resume yet), its own entry as read (NULL:
+     * none; paused by "*" only), whether "*"'s resume waits for it, and
+     * the ticks skipped so far: recorded, and the high-water mark moved
+     * past them, when the resume comes or every PAUSE_FLUSH_S. */
+    int64_t pause_until;
+    char *pause_raw;
+    int64_t own_until;
+    bool all_pending;
+    struct sched_range paused;
     /* The run id the head's claim is made with, kept across retries of the
      * claim: a retry after a lost answer is recognised as the same claim. */
     int64_t claim_tick;
     char claim_id[RUN_ID_MAX];
+    int64_t claimed_max; /* the last tick this process claimed (kept across leaderships) */
     size_t heap_pos;
     int64_t key; /* when it next has something to do (CLOCK_MONOTONIC), 0: never */
     struct jobstate *next;     /* all states */
@@ -79,13 +105,25 @@ struct rrun {
     struct jobstate *js; /* NULL once its job is gone from jobs.yaml */
     struct jobset *set;
     bool own;            /* registered on its own (after a handover), not by the lease */
+    char trigger_id[TRIGGER_ID_MAX + 1]; /* a manual run's request; "" for a tick's run */
     struct rrun *next;
 };
 
+enum outbox_kind {
+    OUT_HISTORY,         /* a history record */
+    OUT_RELEASE,         /* unregister a run (claim_release) */
+    OUT_TRIGGER_STARTED, /* a manual run started (trigger_started) */
+    OUT_TRIGGER_DONE,    /* a manual run ended: unregister it, request done (trigger_finish) */
+};
+
 struct outbox_item {
-    bool release;            /* unregister a run; else a history record */
-    struct history_command cmd;
-    char *job, *member;
+    enum outbox_kind kind;
+    struct history_command cmd;       /* OUT_HISTORY */
+    char *job, *member;               /* OUT_RELEASE, OUT_TRIGGER_DONE */
+    char *trigger_id, *run_id, *reason; /* OUT_TRIGGER_* */
+    enum history_outcome outcome;     /* OUT_TRIGGER_DONE */
+    int exit_code;
+    const char *signal; /* static */
     struct outbox_item *next;
 };
 
@@ -113,6 +151,16 @@ struct runner {
     struct outbox_item *outbox, *outbox_tail;
     size_t noutbox;
     int64_t flush_retry_at;
+    /* The control keys (pause.h, trigger.h): read at lead, when a message
+     * says they changed, and every control_poll_ms (pub/sub may lose one). */
+    int64_t control_at; /* CLOCK_MONOTONIC; 0: not leading */
+    char *all_raw;      /* the "*" entry of the paused hash, as read */
+    int64_t all_until;  /* its pause (as pause_until) */
+    size_t all_pending; /* jobs whose ticks before its resume are not yet recorded */
+    size_t nmanuals;    /* requests waiting in the jobs' lists */
+    /* This term's grant came from a server that may lack the last writes of
+     * the term before (baton_election_server_changed): no catch-up. */
+    bool no_catchup, no_catchup_logged;
 };
 
 /* ---- clocks ---- */
@@ -261,6 +309,9 @@ static void outbox_item_free(struct outbox_item *it)
     history_command_free(&it->cmd);
     free(it->job);
     free(it->member);
+    free(it->trigger_id);
+    free(it->run_id);
+    free(it->reason);
     free(it);
 }
 
@@ -313,28 +364,69 @@ static void queue_release(struct runner *r, const char *job, const char *member)
             outbox_item_free(it);
         return; /* the registration expires on its own */
     }
-    it->release = true;
+    it->kind = OUT_RELEASE;
     outbox_put(r, it);
+}
+
+/* Queues the news of a manual run: started (rec NULL), or ended with rec's
+ * outcome (which also unregisters it, as queue_release does). */
+static void queue_trigger(struct runner *r, const struct run *run, const char *trigger_id,
+                          const struct history_rec *rec)
+{
+    struct outbox_item *it = calloc(1, sizeof *it);
+    if (it == NULL || (it->job = strdup(run->job->name)) == NULL ||
+        (it->member = strdup(run->member)) == NULL ||
+        (it->trigger_id = strdup(trigger_id)) == NULL || (it->run_id = strdup(run->id)) == NULL ||
+        (it->reason = strdup(rec != NULL ? rec->reason : "")) == NULL) {
+        if (it != NULL)
+            outbox_item_free(it);
+        if (rec != NULL) /* at least unregister it */
+            queue_release(r, run->job->name, run->member);
+        return;
+    }
+    it->kind = rec != NULL ? OUT_TRIGGER_DONE : OUT_TRIGGER_STARTED;
+    if (rec != NULL) {
+        it->outcome = rec->outcome;
+        it->exit_code = rec->exit_code;
+        it->signal = rec->signal;
+    }
+    outbox_put(r, it);
+}
+
+/* Writes one outbox item. Returns 0 or a BATON_E* code. */
+static int outbox_write(struct runner *r, const struct outbox_item *it)
+{
+    switch (it->kind) {
+    case OUT_RELEASE: return claim_release(r->h.client, r->group, it->job, it->member);
+    case OUT_TRIGGER_STARTED:
+        return trigger_started(r->h.client, r->group, it->trigger_id, it->run_id);
+    case OUT_TRIGGER_DONE: {
+        struct history_rec rec = {.run_id = it->run_id,
+                                  .outcome = it->outcome,
+                                  .exit_code = it->exit_code,
+                                  .signal = it->signal,
+                                  .reason = it->reason};
+        return trigger_finish(r->h.client, r->group, it->job, it->member, it->trigger_id, &rec);
+    }
+    case OUT_HISTORY: break;
+    }
+    struct baton_reply *rep = NULL;
+    int rc = baton_client_command(r->h.client, it->cmd.argc, (const char *const *)it->cmd.argv,
+                                  NULL, &rep);
+    baton_reply_free(rep);
+    return rc;
 }
 
 void runner_flush(struct runner *r)
 {
     while (r->outbox != NULL && r->h.may_block(r->h.ctx)) {
         struct outbox_item *it = r->outbox;
-        int rc;
-        if (it->release) {
-            rc = claim_release(r->h.client, r->group, it->job, it->member);
-        } else {
-            struct baton_reply *rep = NULL;
-            rc = baton_client_command(r->h.client, it->cmd.argc,
-                                      (const char *const *)it->cmd.argv, NULL, &rep);
-            baton_reply_free(rep);
-        }
+        int rc = outbox_write(r, it);
         if (rc == BATON_EIO || rc == BATON_ENOMEM) {
             r->flush_retry_at = mono_ns() + FLUSH_RETRY_MS * MS; /* keep it: try later */
             return;
         }
-        if (rc != BATON_OK && !it->release) {
+        if (rc != BATON_OK && it->kind == OUT_HISTORY) {
             cJSON *f = log_fields();
             cJSON_AddStringToObject(f, "job", it->job);
             cJSON_AddStringToObject(f, "run_id", it->cmd.argc > 10 ? it->cmd.argv[9] : "");
@@ -438,7 +530,29 @@ static void clear_schedule(struct runner *r, struct jobstate *js)
         js->retries = t->next;
         free(t);
     }
+    /* Requests stay pending in Redis, and a paused job's skipped ticks are
+     * counted again from its mark: both are for the next leader to read. */
+    while (js->manuals != NULL) {
+        struct manual *m = js->manuals;
+        js->manuals = m->next;
+        free(m);
+        r->nmanuals--;
+    }
+    free(js->pause_raw);
+    js->pause_raw = NULL;
+    js->pause_until = js->own_until = 0;
+    js->all_pending = false;
+    memset(&js->paused, 0, sizeof js->paused);
     set_key(r, js, 0);
+}
+
+/* Forgets the "*" entry as read: the next read applies it afresh. */
+static void forget_all_pause(struct runner *r)
+{
+    free(r->all_raw);
+    r->all_raw = NULL;
+    r->all_until = 0;
+    r->all_pending = 0;
 }
 
 static void free_state(struct runner *r, struct jobstate *js)
@@ -539,6 +653,10 @@ int runner_set_jobs(struct runner *r, struct jobs *jobs)
     set_unref(r, previous);
     for (struct jobstate *js = r->states; js != NULL && r->leading; js = js->next)
         set_key(r, js, mono_ns());
+    if (r->leading) { /* requests and pauses of new or changed jobs: read again */
+        forget_all_pause(r);
+        r->control_at = mono_ns();
+    }
     runner_on_timer(r);
     return BATON_OK;
 }
@@ -579,18 +697,24 @@ static void send_fences(struct runner *r, bool own)
             run_fence(&rr->run, term_at, kill_at);
 }
 
-/* Records a finished run (or one that never started) and unregisters it. */
-static void record_run(struct runner *r, const struct run *run)
+/* Records a finished run (or one that never started) and unregisters it;
+ * a manual run's request (trigger_id not "") is done with its outcome. */
+static void record_run(struct runner *r, const struct run *run, const char *trigger_id)
 {
     struct history_rec rec;
-    queue_release(r, run->job->name, run->member);
     run_record(run, r->node, &rec);
+    if (trigger_id != NULL && trigger_id[0] != '\0')
+        queue_trigger(r, run, trigger_id, &rec);
+    else
+        queue_release(r, run->job->name, run->member);
     queue_history(r, run->job->name, &rec);
 }
 
-/* Starts a run of js for a claimed tick. A start that fails is recorded. */
-static void start_run(struct runner *r, struct jobstate *js, const char *id, int64_t tick,
-                      int attempt, enum run_trigger trigger)
+/* Starts a run of js for a claimed tick, or for request trigger_id (a
+ * manual run; NULL otherwise). A start that fails is recorded. Returns
+ * the run when the command runs, else NULL. */
+static struct rrun *start_run(struct runner *r, struct jobstate *js, const char *id, int64_t tick,
+                              int attempt, enum run_trigger trigger, const char *trigger_id)
 {
     struct rrun *rr = calloc(1, sizeof *rr);
     if (rr == NULL) {
@@ -607,18 +731,20 @@ static void start_run(struct runner *r, struct jobstate *js, const char *id, int
         cJSON_AddStringToObject(f, "outcome", "failed_to_start");
         cJSON_AddStringToObject(f, "error", "out of memory");
         log_emit_at(r->h.log, LOG_ERROR, LE_JOB_END, f);
-        record_run(r, &gone);
-        return;
+        record_run(r, &gone, trigger_id);
+        return NULL;
     }
     int64_t term_at, kill_at;
     fence_of(r, false, &term_at, &kill_at);
     if (!run_start(&rr->run, &r->env, js->job, id, tick, attempt, r->term, trigger, term_at,
                    kill_at)) {
-        record_run(r, &rr->run); /* failed_to_start: logged by run_start */
+        record_run(r, &rr->run, trigger_id); /* failed_to_start: logged by run_start */
         run_dispose(&rr->run);
         free(rr);
-        return;
+        return NULL;
     }
+    if (trigger_id != NULL)
+        snprintf(rr->trigger_id, sizeof rr->trigger_id, "%s", trigger_id);
     rr->js = js;
     rr->set = js->set;
     js->set->refs++;
@@ -626,6 +752,7 @@ static void start_run(struct runner *r, struct jobstate *js, const char *id, int
     r->runs = rr;
     r->nruns++;
     js->running++;
+    return rr;
 }
 
 static void wake_job(struct runner *r, struct jobstate *js)
@@ -646,9 +773,11 @@ static void finish_run(struct runner *r, struct rrun *rr)
 {
     struct run *run = &rr->run;
     struct jobstate *js = rr->js;
-    record_run(r, run);
+    record_run(r, run, rr->trigger_id);
     bool failed = run->outcome == HO_FAILED || run->outcome == HO_TIMEOUT;
+    /* A manual run is not retried: whoever asked for it sees its outcome. */
     if (failed && js != NULL && r->leading && !rr->own && js->job == run->job &&
+        rr->trigger_id[0] == '\0' &&
         run->attempt <= js->job->retries && run->term == r->term) {
         struct retry *t = calloc(1, sizeof *t);
         int64_t delay = retry_delay_ms(run->job, run->attempt);
@@ -708,6 +837,25 @@ static bool stale_own(const struct runner *r, const char *member)
     return true;
 }
 
+/* Leaves out of c the runs of ours that have ended: they count for
+ * nothing. */
+static void live_busy(const struct runner *r, struct claim_reply *c)
+{
+    size_t live = 0;
+    for (size_t i = 0; i < c->nbusy; i++)
+        if (!stale_own(r, c->busy[i]))
+            c->busy[live++] = c->busy[i];
+    c->nbusy = live;
+}
+
+/* True when a claim that has just succeeded came after the point where we
+ * must stop acting as the leader (a stall): what it claimed is ours, but
+ * starting it now could overlap the next leader. */
+static bool claimed_late(const struct runner *r)
+{
+    return loop_now() >= baton_election_deadline_ns(r->h.election) - r->h.guard_ns;
+}
+
 /* The reason to record for a live tick skipped because of a run elsewhere. */
 static const char reason_busy[] = "a run of the job was still alive in the group "
                                   "(concurrency: forbid)";
@@ -728,6 +876,36 @@ static void stop_remote_runs(struct runner *r, const struct claim_reply *c)
     for (size_t i = 0; i < c->nbusy; i++)
         if (!(strncmp(c->busy[i], r->node, nl) == 0 && c->busy[i][nl] == '/'))
             claim_request_stop(r->h.client, r->group, c->busy[i]);
+}
+
+/* Tick `tick` of js was claimed by this process: a later leadership of
+ * ours starts after it even if Redis lost the mark (a failover to a replica
+ * that missed it). */
+static void note_claimed(struct jobstate *js, int64_t tick)
+{
+    if (tick > js->claimed_max)
+        js->claimed_max = tick;
+}
+
+/* Records tick h of js, claimed under run id (member), as failed to start
+ * because of why. */
+static void not_started(struct runner *r, struct jobstate *js, const char *id, const char *member,
+                        const struct sched_tick *h, const char *why)
+{
+    struct run gone = {.job = js->job, .tick = h->at, .attempt = 1, .term = r->term,
+                       .state = RUN_STARTING, .fence_fd = -1, .env = &r->env};
+    snprintf(gone.id, sizeof gone.id, "%s", id);
+    snprintf(gone.member, sizeof gone.member, "%s", member);
+    gone.trigger = h->missed ? RUN_TRIGGER_CATCHUP : RUN_TRIGGER_SCHEDULE;
+    gone.outcome = HO_FAILED_TO_START;
+    snprintf(gone.error, sizeof gone.error, "%s", why);
+    cJSON *f = log_fields();
+    cJSON_AddStringToObject(f, "job", js->job->name);
+    cJSON_AddStringToObject(f, "run_id", id);
+    cJSON_AddStringToObject(f, "outcome", "failed_to_start");
+    cJSON_AddStringToObject(f, "error", gone.error);
+    log_emit_at(r->h.log, LOG_ERROR, LE_JOB_END, f);
+    record_run(r, &gone, NULL);
 }
 
 /* Claims the head of js's queue with mode and acts on the answer.
@@ -760,17 +938,9 @@ static bool claim_head(struct runner *r, struct jobstate *js, enum claim_mode mo
     enum claim_result res = claim_tick(r->h.client, r->group, js->job->name,
                                        baton_election_key(r->h.election), token, h.at, mode,
                                        member, &c);
-    /* The answer may come after the point where we must stop acting as
-     * the leader (a stall): the tick is ours, but running it now could
-     * overlap the next leader. It is recorded as failed to start. */
-    bool late = (res == CLAIM_OK || res == CLAIM_OURS) &&
-                mono_ns() >= baton_election_deadline_ns(r->h.election) - r->h.guard_ns;
-    /* Runs of ours that ended count for nothing. */
-    size_t live = 0;
-    for (size_t i = 0; i < c.nbusy; i++)
-        if (!stale_own(r, c.busy[i]))
-            c.busy[live++] = c.busy[i];
-    c.nbusy = live;
+    /* A tick claimed late (claimed_late) is recorded as failed to start. */
+    bool late = (res == CLAIM_OK || res == CLAIM_OURS) && claimed_late(r);
+    live_busy(r, &c);
     bool done = true;
     if (res != CLAIM_ERROR && res != CLAIM_BUSY && res != CLAIM_NOT_LEADER)
         js->claim_id[0] = '\0'; /* the head is dealt with: the next claims afresh */
@@ -778,28 +948,24 @@ static bool claim_head(struct runner *r, struct jobstate *js, enum claim_mode mo
     case CLAIM_OURS: /* an earlier attempt claimed it; its answer was lost */
     case CLAIM_OK:
         q_pop(js);
-        if (late) {
-            struct run gone = {.job = js->job, .tick = h.at, .attempt = 1, .term = r->term,
-                               .state = RUN_STARTING, .fence_fd = -1, .env = &r->env};
-            snprintf(gone.id, sizeof gone.id, "%s", id);
-            snprintf(gone.member, sizeof gone.member, "%s", member);
-            gone.trigger = h.missed ? RUN_TRIGGER_CATCHUP : RUN_TRIGGER_SCHEDULE;
-            gone.outcome = HO_FAILED_TO_START;
-            snprintf(gone.error, sizeof gone.error,
-                     "claimed after the leader's stop point (it was stalled): not started");
-            cJSON *f = log_fields();
-            cJSON_AddStringToObject(f, "job", js->job->name);
-            cJSON_AddStringToObject(f, "run_id", id);
-            cJSON_AddStringToObject(f, "outcome", "failed_to_start");
-            cJSON_AddStringToObject(f, "error", gone.error);
-            log_emit_at(r->h.log, LOG_ERROR, LE_JOB_END, f);
-            record_run(r, &gone);
-        } else {
-            start_run(r, js, id, h.at, 1, h.missed ? RUN_TRIGGER_CATCHUP : RUN_TRIGGER_SCHEDULE);
-        }
+        note_claimed(js, h.at);
+        if (late)
+            not_started(r, js, id, member, &h,
+                        "claimed after the leader's stop point (it was stalled): not started");
+        else
+            start_run(r, js, id, h.at, 1, h.missed ? RUN_TRIGGER_CATCHUP : RUN_TRIGGER_SCHEDULE,
+                      NULL);
+        break;
+    case CLAIM_NOT_DURABLE: /* claimed on the master only: running it could run it twice */
+        q_pop(js);
+        note_claimed(js, h.at);
+        not_started(r, js, id, member, &h,
+                    "claimed, but not acknowledged by min_replicas replicas in time: not run "
+                    "(after a failover another leader could run it too)");
         break;
     case CLAIM_SKIPPED:
         q_pop(js);
+        note_claimed(js, h.at);
         add_skipped(r, js, h.at, HO_SKIPPED,
                     mode == CLAIM_SKIP ? sched_reason(js->job, SV_SKIP) : reason_busy);
         break;
@@ -853,15 +1019,396 @@ static void start_retries(struct runner *r, struct jobstate *js, int64_t now)
             claim_tick(r->h.client, r->group, js->job->name, baton_election_key(r->h.election),
                        token, t->tick, CLAIM_REGISTER, member, &c);
         claim_reply_free(&c);
-        if (res == CLAIM_ERROR) {
+        if (res == CLAIM_ERROR || res == CLAIM_NOT_DURABLE) {
             t->at_ns = now + CLAIM_RETRY_MS * MS;
             return;
         }
         *p = t->next;
         if (res == CLAIM_OK)
-            start_run(r, js, id, t->tick, t->attempt, RUN_TRIGGER_RETRY);
+            start_run(r, js, id, t->tick, t->attempt, RUN_TRIGGER_RETRY, NULL);
         free(t);
     }
+}
+
+/* ---- manual runs (baton trigger) ---- */
+
+static void log_trigger(struct runner *r, enum log_event ev, const char *job, const char *id,
+                        int attempt, const char *detail)
+{
+    cJSON *f = log_fields();
+    cJSON_AddStringToObject(f, "job", job);
+    cJSON_AddStringToObject(f, "trigger_id", id);
+    if (attempt > 0)
+        cJSON_AddNumberToObject(f, "attempt", attempt);
+    if (detail != NULL)
+        cJSON_AddStringToObject(f, ev == LE_TRIGGER_RECEIVED ? "by" : "reason", detail);
+    log_emit(r->h.log, ev, f);
+}
+
+/* A manual run started (rr, NULL when it did not): its request says so
+ * (trigger.h: a request that was running is not run again). */
+static void mark_started(struct runner *r, const struct rrun *rr)
+{
+    if (rr != NULL)
+        queue_trigger(r, &rr->run, rr->trigger_id, NULL);
+}
+
+/* Starts js's requests in order, as its concurrency policy allows: allow
+ * at once; forbid once no run of the job is alive in the group; replace
+ * once the runs alive are stopped. The claim (trigger.h) registers the run
+ * like a tick's, so the policies see manual runs and ticks alike. */
+static void start_manuals(struct runner *r, struct jobstate *js, int64_t now)
+{
+    while (js->manuals != NULL && js->hold_until == 0 && r->leading) {
+        struct manual *m = js->manuals;
+        enum claim_mode mode = CLAIM_RUN;
+        if (js->job->concurrency != JOB_ALLOW) {
+            if (js->running > 0) { /* a run of ours first: its SIGCHLD wakes us */
+                if (js->job->concurrency == JOB_REPLACE)
+                    stop_local_runs(r, js);
+                return;
+            }
+            mode = CLAIM_RUN_OR_WAIT;
+        } else if (js->running >= SCHED_ALLOW_PARALLEL) {
+            return;
+        }
+        const char *token = baton_election_token(r->h.election);
+        runner_flush(r); /* our ended runs unregistered: they must not look busy */
+        if (token == NULL)
+            return;
+        if (!r->h.may_block(r->h.ctx)) {
+            js->hold_until = now + GATE_RETRY_MS * MS;
+            return;
+        }
+        char id[RUN_ID_MAX], member[RUN_ID_MAX + 160];
+        struct claim_reply c;
+        trigger_run_id(m->id, m->attempt, id, sizeof id);
+        snprintf(member, sizeof member, "%s/%s", r->node, id);
+        enum claim_result res =
+            trigger_claim(r->h.client, r->group, js->job->name, baton_election_key(r->h.election),
+                          token, m->id, m->attempt, mode, member, r->node, r->term, &c);
+        bool late = (res == CLAIM_OK || res == CLAIM_OURS) && claimed_late(r);
+        live_busy(r, &c);
+        switch (res) {
+        case CLAIM_OK:
+        case CLAIM_OURS:
+            js->manuals = m->next;
+            if (r->h.fault_stop_after_claim) {
+                raise(SIGSTOP);
+                late = claimed_late(r);
+            }
+            if (late) /* left claimed: the next leader finds it not started and runs it */
+                log_trigger(r, LE_TRIGGER_LEFT, js->job->name, m->id, m->attempt,
+                            "claimed after the leader's stop point (it was stalled)");
+            else
+                mark_started(r, start_run(r, js, id, m->requested_s, m->attempt,
+                                          RUN_TRIGGER_MANUAL, m->id));
+            free(m);
+            r->nmanuals--;
+            break;
+        case CLAIM_BUSY:
+            if (c.nbusy == 0) {
+                js->hold_until = now + GATE_RETRY_MS * MS;
+            } else {
+                if (js->job->concurrency == JOB_REPLACE)
+                    stop_remote_runs(r, &c);
+                js->hold_until = now + BUSY_POLL_MS * MS;
+            }
+            claim_reply_free(&c);
+            return;
+        case CLAIM_NOT_DURABLE: /* not run: it is recovered once its registration expires */
+            log_trigger(r, LE_TRIGGER_LEFT, js->job->name, m->id, m->attempt,
+                        "claimed, but not acknowledged by min_replicas replicas in time");
+            /* fall through */
+        case CLAIM_TAKEN: /* done, or taken over by another attempt */
+        case CLAIM_SKIPPED:
+            js->manuals = m->next;
+            free(m);
+            r->nmanuals--;
+            break;
+        case CLAIM_NOT_LEADER:
+        case CLAIM_ERROR:
+            js->hold_until = now + CLAIM_RETRY_MS * MS;
+            claim_reply_free(&c);
+            return;
+        }
+        claim_reply_free(&c);
+    }
+}
+
+/* True when request id is one this runner knows: waiting here, or running. */
+static bool manual_known(const struct runner *r, const char *id)
+{
+    for (const struct rrun *rr = r->runs; rr != NULL; rr = rr->next)
+        if (strcmp(rr->trigger_id, id) == 0)
+            return true;
+    for (const struct jobstate *js = r->nmanuals > 0 ? r->states : NULL; js != NULL;
+         js = js->next)
+        for (const struct manual *m = js->manuals; m != NULL; m = m->next)
+            if (strcmp(m->id, id) == 0)
+                return true;
+    return false;
+}
+
+static void add_manual(struct runner *r, struct jobstate *js, const struct trigger *t, int attempt)
+{
+    struct manual *m = calloc(1, sizeof *m);
+    if (m == NULL)
+        return; /* it stays pending: the next read of the requests tries again */
+    snprintf(m->id, sizeof m->id, "%s", t->id);
+    m->attempt = attempt;
+    m->requested_s = t->requested_ms / 1000;
+    struct manual **p = &js->manuals;
+    while (*p != NULL)
+        p = &(*p)->next;
+    *p = m;
+    r->nmanuals++;
+    log_trigger(r, LE_TRIGGER_RECEIVED, js->job->name, t->id, attempt, t->by);
+    wake_job(r, js);
+}
+
+/* Acts on request t as the leader: a pending one is queued on its job (or
+ * rejected when there is no such job); one claimed by a run that no longer
+ * exists is recovered (trigger_recover). Returns false when Redis failed. */
+static bool take_trigger(struct runner *r, const struct trigger *t)
+{
+    struct jobstate *js = find_state(r, t->job);
+    if (manual_known(r, t->id))
+        return true;
+    if (t->state == TRIGGER_PENDING) {
+        if (js != NULL) {
+            add_manual(r, js, t, t->attempt);
+            return true;
+        }
+        char why[JOB_NAME_MAX + 160];
+        snprintf(why, sizeof why, "the leader (node %s) has no job \"%s\" in its jobs.yaml",
+                 r->node, t->job);
+        log_trigger(r, LE_TRIGGER_REJECTED, t->job, t->id, 0, why);
+        return trigger_reject(r->h.client, r->group, t->id, why) == BATON_OK;
+    }
+    if (t->state != TRIGGER_CLAIMED && t->state != TRIGGER_RUNNING)
+        return true;
+    char member[RUN_ID_MAX + 160];
+    bool requeued, lost;
+    snprintf(member, sizeof member, "%s/%s", t->node, t->run_id);
+    if (trigger_recover(r->h.client, r->group, t->job, t->id, t->run_id, member, &requeued,
+                        &lost) != BATON_OK)
+        return false;
+    if (lost)
+        log_trigger(r, LE_TRIGGER_LOST, t->job, t->id, t->attempt,
+                    "its node died while it ran: not run again");
+    if (requeued && js != NULL)
+        add_manual(r, js, t, t->attempt + 1);
+    return true;
+}
+
+/* Reads the requests not yet done and takes those this runner does not
+ * know. Returns false when Redis failed. */
+static bool read_triggers(struct runner *r)
+{
+    struct trigger_reply ids;
+    if (trigger_list(r->h.client, r->group, TRIGGER_SWEEP, &ids) != BATON_OK)
+        return false;
+    bool ok = true;
+    for (size_t i = 0; i < ids.n && ok; i++) {
+        struct trigger_reply t;
+        if (manual_known(r, ids.v[i].id))
+            continue;
+        if (!r->h.may_block(r->h.ctx))
+            return false;
+        if (trigger_get(r->h.client, r->group, ids.v[i].id, &t) != BATON_OK) {
+            ok = false;
+        } else if (t.n == 0) {
+            trigger_forget(r->h.client, r->group, ids.v[i].id); /* its hash is gone */
+        } else {
+            ok = take_trigger(r, &t.v[0]);
+        }
+        trigger_reply_free(&t);
+    }
+    trigger_reply_free(&ids);
+    return ok;
+}
+
+/* ---- paused jobs ---- */
+
+static const char reason_paused[] = "paused (baton pause)";
+
+/* Records js's paused ticks and moves its high-water mark past them (a
+ * claim of the last one as skipped). Returns false when it cannot now. */
+static bool write_paused(struct runner *r, struct jobstate *js)
+{
+    struct sched_range *p = &js->paused;
+    const char *token = baton_election_token(r->h.election);
+    if (p->count == 0)
+        return true;
+    if (token == NULL || !r->h.may_block(r->h.ctx))
+        return false;
+    struct claim_reply c;
+    enum claim_result res = claim_tick(r->h.client, r->group, js->job->name,
+                                       baton_election_key(r->h.election), token, p->last,
+                                       CLAIM_SKIP, "", &c);
+    claim_reply_free(&c);
+    if (res == CLAIM_SKIPPED || res == CLAIM_NOT_DURABLE)
+        write_skipped(r, js->job->name, p);
+    else if (res != CLAIM_TAKEN) /* TAKEN: dealt with already */
+        return false;
+    note_claimed(js, p->last);
+    memset(p, 0, sizeof *p);
+    return true;
+}
+
+/* The end of a resume of entry (job, or "*" when job is NULL): deletes it
+ * if it still holds what we read. */
+static void pause_entry_done(struct runner *r, const char *job, const char *raw)
+{
+    if (raw != NULL && r->h.may_block(r->h.ctx))
+        pause_done(r->h.client, r->group, job != NULL ? job : PAUSE_ALL, raw);
+}
+
+/* A paused job at wall (ms): its due ticks, queued ones first, join
+ * js->paused instead of running; they are recorded (write_paused) when its
+ * resume comes, or when the oldest is PAUSE_FLUSH_S old. After a resume
+ * without catch-up is recorded, the job runs again (pause_until 0). */
+static void hold_paused(struct runner *r, struct jobstate *js, int64_t wall, int64_t now)
+{
+    int64_t now_s = wall / 1000;
+    bool finishing = js->pause_until != PAUSE_FOREVER && now_s >= js->pause_until;
+    int64_t until = finishing ? js->pause_until : now_s;
+    if (!finishing && now_s - js->last < PAUSE_FLUSH_S)
+        return; /* nothing to write yet: counted when it is */
+    flush_skipped(r, js); /* in tick order: what was decided before */
+    for (; js->qlen > 0; q_pop(js))
+        sched_span(js->job, q_head(js)->at - 1, q_head(js)->at, HO_SKIPPED, reason_paused,
+                   &js->paused);
+    if (until > js->last) {
+        js->next_tick = sched_span(js->job, js->last, until, HO_SKIPPED, reason_paused,
+                                   &js->paused);
+        js->last = until;
+    }
+    if (!write_paused(r, js)) {
+        js->hold_until = now + CLAIM_RETRY_MS * MS;
+        return;
+    }
+    if (!finishing)
+        return;
+    pause_entry_done(r, js->job->name, js->pause_raw);
+    free(js->pause_raw);
+    js->pause_raw = NULL;
+    js->pause_until = js->own_until = 0;
+    if (js->all_pending) {
+        js->all_pending = false;
+        if (--r->all_pending == 0)
+            pause_entry_done(r, NULL, r->all_raw);
+    }
+}
+
+/* Logs a change of entry job ("*" for all) from old (NULL: none) to e. */
+static void log_pause(struct runner *r, const char *job, const char *old,
+                      const struct pause_entry *e)
+{
+    if (e != NULL && old != NULL && strcmp(old, e->raw) == 0)
+        return;
+    if (e == NULL && old == NULL)
+        return;
+    cJSON *f = log_fields();
+    cJSON_AddStringToObject(f, "job", job);
+    if (e != NULL && !e->resumed) {
+        char since[40];
+        log_rfc3339_ms(e->since_ms, since, sizeof since);
+        cJSON_AddStringToObject(f, "since", since);
+        cJSON_AddStringToObject(f, "by", e->by);
+        cJSON_AddStringToObject(f, "reason", e->reason);
+        log_emit(r->h.log, LE_JOB_PAUSED, f);
+        return;
+    }
+    cJSON_AddBoolToObject(f, "catchup", e == NULL);
+    if (e != NULL) {
+        char at[32];
+        log_rfc3339(e->resumed_at, at, sizeof at);
+        cJSON_AddStringToObject(f, "skipped_until", at);
+        cJSON_AddStringToObject(f, "by", e->by);
+    }
+    log_emit(r->h.log, LE_JOB_RESUMED, f);
+}
+
+static int64_t entry_until(const struct pause_entry *e)
+{
+    return e == NULL ? 0 : e->resumed ? e->resumed_at : PAUSE_FOREVER;
+}
+
+/* Applies the paused hash as read: each job's pause_until is the later of
+ * its own entry's and "*"'s. A job no longer paused at all was resumed
+ * with catch-up: it catches up from its high-water mark. */
+static void apply_pauses(struct runner *r, const struct pause_list *l)
+{
+    const struct pause_entry *all = pause_find(l, PAUSE_ALL);
+    bool all_changed = !(all == NULL ? r->all_raw == NULL
+                                     : r->all_raw != NULL && strcmp(all->raw, r->all_raw) == 0);
+    if (all_changed) {
+        log_pause(r, PAUSE_ALL, r->all_raw, all);
+        free(r->all_raw);
+        r->all_raw = all != NULL ? strdup(all->raw) : NULL;
+        r->all_until = r->all_raw != NULL ? entry_until(all) : 0;
+    }
+    for (struct jobstate *js = r->states; js != NULL; js = js->next)
+        js->own_until = -1; /* not seen yet */
+    for (size_t i = 0; i < l->n; i++) {
+        struct jobstate *js = find_state(r, l->v[i].job);
+        if (js == NULL)
+            continue;
+        log_pause(r, js->job->name, js->pause_raw, &l->v[i]);
+        if (js->pause_raw == NULL || strcmp(js->pause_raw, l->v[i].raw) != 0) {
+            free(js->pause_raw);
+            js->pause_raw = strdup(l->v[i].raw);
+        }
+        js->own_until = entry_until(&l->v[i]);
+    }
+    r->all_pending = 0;
+    for (struct jobstate *js = r->states; js != NULL; js = js->next) {
+        if (js->own_until < 0) { /* no entry of its own */
+            log_pause(r, js->job->name, js->pause_raw, NULL);
+            free(js->pause_raw);
+            js->pause_raw = NULL;
+            js->own_until = 0;
+        }
+        int64_t until = js->own_until > r->all_until ? js->own_until : r->all_until;
+        if (all_changed)
+            js->all_pending = r->all_until != 0 && r->all_until != PAUSE_FOREVER &&
+                              js->own_until <= r->all_until;
+        r->all_pending += js->all_pending;
+        if (until == js->pause_until)
+            continue;
+        if (until == 0) { /* resumed with catch-up: from the mark, as a new leader */
+            memset(&js->paused, 0, sizeof js->paused);
+            js->qhead = js->qlen = js->qmissed = 0;
+            js->mark_known = false;
+        }
+        js->pause_until = until;
+        wake_job(r, js);
+    }
+    if (all_changed && r->all_until != 0 && r->all_until != PAUSE_FOREVER && r->all_pending == 0)
+        pause_entry_done(r, NULL, r->all_raw);
+}
+
+/* Reads the control keys: the paused hash, then the requests. */
+static void read_control(struct runner *r, int64_t now)
+{
+    struct pause_list l;
+    if (!r->leading) {
+        r->control_at = 0;
+        return;
+    }
+    if (!r->h.may_block(r->h.ctx)) {
+        r->control_at = now + GATE_RETRY_MS * MS;
+        return;
+    }
+    if (pause_read(r->h.client, r->group, &l) != BATON_OK) {
+        r->control_at = now + CONTROL_RETRY_MS * MS;
+        return;
+    }
+    apply_pauses(r, &l);
+    pause_list_free(&l);
+    r->control_at = now + (read_triggers(r) ? r->h.control_poll_ms : CONTROL_RETRY_MS) * MS;
 }
 
 /* Queues the ticks due for js at wall (ms), recording those the catch-up
@@ -908,12 +1455,28 @@ static void take_mark(struct runner *r, struct jobstate *js, const struct baton_
 {
     char *end = NULL;
     long long v = rep->type == BATON_REPLY_STRING ? strtoll(rep->str, &end, 10) : 0;
-    if (rep->type == BATON_REPLY_STRING && end != NULL && *end == '\0' && v > 0 &&
-        v <= now_s + 86400) {
-        js->last = v;
+    bool valid = rep->type == BATON_REPLY_STRING && end != NULL && *end == '\0' && v > 0 &&
+                 v <= now_s + 86400;
+    if (valid && r->no_catchup) {
+        /* The server may lack the last claims of the term before (a failover
+         * to a replica): what ran cannot be known, so nothing is caught up. */
+        int64_t t = sched_next(js->job, v);
+        if (t != 0 && t < now_s && !r->no_catchup_logged) {
+            cJSON *f = log_fields();
+            cJSON_AddNumberToObject(f, "term", (double)r->term);
+            cJSON_AddStringToObject(f, "reason",
+                                    "Redis failed over, restarted without persistence or lost "
+                                    "data since the previous term: what ran before cannot be "
+                                    "known");
+            log_emit(r->h.log, LE_CATCH_UP_SKIPPED, f);
+            r->no_catchup_logged = true;
+        }
+        js->last = now_s;
+    } else if (valid) {
+        js->last = v > js->claimed_max ? v : js->claimed_max;
     } else {
         js->last = now_s;
-        if (js->job->catchup_ms != 0 && js->job->enabled) {
+        if (js->job->catchup_ms != 0 && js->job->enabled && !r->no_catchup) {
             cJSON *f = log_fields();
             cJSON_AddStringToObject(f, "job", js->job->name);
             log_emit(r->h.log, LE_NO_HIGH_WATER_MARK, f);
@@ -955,6 +1518,11 @@ static void process_job(struct runner *r, struct jobstate *js)
         js->hold_until = now + CLAIM_RETRY_MS * MS;
     if (js->mark_known) {
         start_retries(r, js, now);
+        start_manuals(r, js, now); /* a paused job can still be run by hand */
+        if (js->pause_until != 0 && js->hold_until == 0)
+            hold_paused(r, js, wall, now);
+    }
+    if (js->mark_known && js->pause_until == 0) {
         if (js->next_tick != 0 && js->next_tick * 1000 <= wall)
             queue_due(r, js, wall);
         while (r->leading && js->hold_until == 0) {
@@ -994,7 +1562,8 @@ static void process_job(struct runner *r, struct jobstate *js)
         }
         flush_skipped(r, js);
     }
-    /* When next: the next tick, a hold, a retry. */
+    /* When next: the next tick (paused: the resume, or the next record of
+     * its skipped ticks), a hold, a retry. */
     int64_t key = 0;
 #define CONSIDER(t)                                                                                \
     do {                                                                                           \
@@ -1002,8 +1571,14 @@ static void process_job(struct runner *r, struct jobstate *js)
         if (t_ > 0 && (key == 0 || t_ < key))                                                      \
             key = t_;                                                                              \
     } while (0)
-    if (js->next_tick != 0)
+    if (js->pause_until != 0 && js->mark_known && js->hold_until == 0) {
+        int64_t at = js->pause_until != PAUSE_FOREVER ? js->pause_until
+                                                      : js->last + PAUSE_FLUSH_S;
+        int64_t t = mono_at(at, now, wall);
+        CONSIDER(t > now ? t : now + CONTROL_RETRY_MS * MS);
+    } else if (js->next_tick != 0 && js->pause_until == 0) {
         CONSIDER(mono_at(js->next_tick, now, wall));
+    }
     CONSIDER(js->hold_until);
     /* A due retry that could not start (no blocking call allowed, Redis
      * failing) looks again soon: never a key in the past. */
@@ -1054,10 +1629,14 @@ void runner_lead(struct runner *r, uint64_t term, int64_t lease_deadline_ns)
     runner_flush(r);
     r->leading = true;
     r->term = term;
+    r->no_catchup = baton_election_server_changed(r->h.election);
+    r->no_catchup_logged = false;
     r->lease_deadline = lease_deadline_ns;
     for (struct jobstate *js = r->states; js != NULL; js = js->next)
         clear_schedule(r, js);
+    forget_all_pause(r);
     read_marks(r);
+    read_control(r, mono_ns());
     int64_t now = mono_ns();
     for (struct jobstate *js = r->states; js != NULL; js = js->next)
         set_key(r, js, now);
@@ -1116,8 +1695,10 @@ void runner_lease_renewed(struct runner *r, int64_t lease_deadline_ns)
 void runner_unlead(struct runner *r)
 {
     r->leading = false;
+    r->control_at = 0;
     for (struct jobstate *js = r->states; js != NULL; js = js->next)
         clear_schedule(r, js);
+    forget_all_pause(r);
     runner_on_timer(r);
 }
 
@@ -1270,6 +1851,8 @@ static void rearm(struct runner *r)
     } while (0)
     if (r->nheap > 0)
         CONSIDER(r->heap[0]->key);
+    if (r->leading)
+        CONSIDER(r->control_at);
     /* The stop points matter for runs not yet told to stop (a run being
      * stopped has its own KILL time): never a time in the past again. */
     bool own = false, own_running = false, lease_running = false;
@@ -1314,6 +1897,8 @@ void runner_on_timer(struct runner *r)
         run_tick(&rr->run, now);
     tend_own_runs(r, now);
     fence_lease_runs(r, now);
+    if (r->leading && r->control_at != 0 && r->control_at <= now)
+        read_control(r, now);
     /* Every job that has something to do now, earliest first. A job that
      * still has something to do now gets a later key (a hold): the loop
      * ends. */
@@ -1355,6 +1940,10 @@ void runner_on_message(struct runner *r, const char *msg, size_t len)
             js->hold_until = 0;
             wake_job(r, js);
         }
+    } else if (r->leading && ((len > 8 && strncmp(msg, "trigger ", 8) == 0) ||
+                              (len > 7 && strncmp(msg, "paused ", 7) == 0) ||
+                              (len > 8 && strncmp(msg, "resumed ", 8) == 0))) {
+        r->control_at = mono_ns(); /* read at once, below */
     } else if (len > 5 && strncmp(msg, "stop ", 5) == 0) {
         size_t nl = strlen(r->node);
         const char *member = msg + 5;
@@ -1395,7 +1984,16 @@ void runner_free(struct runner *r)
         outbox_item_free(it);
     }
     free(r->heap);
+    free(r->all_raw);
     free(r->node);
     free(r->group);
     free(r);
+}
+
+void runner_control_changed(struct runner *r)
+{
+    if (r->leading) {
+        r->control_at = mono_ns();
+        runner_on_timer(r);
+    }
 }

@@ -19,6 +19,11 @@
  * could expire (SIGTERM at its stop point, SIGKILL before its end), as the
  * daemon does for the lease.
  *
+ * The leader also serves the operators' requests (runner_control_changed,
+ * and a read every control_poll_ms): manual runs (trigger.h), claimed like
+ * ticks and run under the job's concurrency policy, and pauses (pause.h):
+ * a paused job's ticks are recorded as skipped, not run.
+ *
  * No blocking Redis call starts unless host->may_block() allows it (the
  * daemon's stop point): bookkeeping (history records, unregistering runs)
  * waits in a bounded outbox meanwhile. Single-threaded: everything runs
@@ -49,6 +54,7 @@ struct runner_host {      /* node and group are copied; the rest is borrowed */
     int64_t lease_ttl_ms;   /* runs on their own are registered for this long */
     int64_t refresh_ms;     /* ... and refreshed this often (lease.renew) */
     int64_t guard_ns;       /* stop point = end of a registration - guard_ns */
+    int64_t control_poll_ms; /* the leader reads pauses and requests this often at least */
     int64_t kill_margin_ns; /* runs are dead this long before it ends */
     /* True when a blocking Redis call (up to redis_timeout) may start now. */
     bool (*may_block)(void *ctx);
@@ -56,6 +62,9 @@ struct runner_host {      /* node and group are copied; the rest is borrowed */
     void (*on_idle)(void *ctx);
     void *ctx;
     bool fault_start; /* tests (BATON_TEST_FAULT=start): every start fails after its claim */
+    /* tests (BATON_TEST_FAULT=stop-after-claim): the process stops itself
+     * (SIGSTOP) right after it claims a manual run, before starting it. */
+    bool fault_stop_after_claim;
 };
 
 /* Returns: owned (free with runner_free), or NULL on ENOMEM. */
@@ -105,7 +114,11 @@ void runner_flush(struct runner *r);
 void runner_on_timer(struct runner *r);
 void runner_on_sigchld(struct runner *r);
 /* A message on the group's events channel that the election did not
- * consume ("ended <job>", "stop <node>/<run_id>"). */
+ * consume ("ended <job>", "stop <node>/<run_id>", "trigger <id>",
+ * "paused <job>", "resumed <job>"). */
 void runner_on_message(struct runner *r, const char *msg, size_t len);
+/* Messages may have been lost (the subscription was made again): the
+ * leader reads pauses and requests now. */
+void runner_control_changed(struct runner *r);
 
 #endif /* BATON_RUNNER_H */

@@ -133,6 +133,26 @@ void sched_due(const struct job *job, int64_t after, int64_t now_ms, int64_t *mi
     out->next = t;
 }
 
+int64_t sched_span(const struct job *job, int64_t after, int64_t until, enum history_outcome o,
+                   const char *why, struct sched_range *r)
+{
+    int64_t t = sched_next(job, after);
+    long steps = 0;
+    while (t != 0 && t <= until) {
+        range_add(r, t, o, why);
+        t = sched_next(job, t);
+        if (++steps > SCHED_ENUM_MAX && t != 0 && t <= until) {
+            int64_t from = jump_near(job, until);
+            if (from >= t) { /* too many to count: on from close to until */
+                r->count = -1;
+                t = sched_next(job, from);
+            }
+            steps = 0;
+        }
+    }
+    return t;
+}
+
 const char *sched_verdict_name(enum sched_verdict v)
 {
     static const char *const names[] = {"start", "wait", "skip", "supersede", "drop", "replace"};

@@ -74,6 +74,14 @@ struct sched_due {
 void sched_due(const struct job *job, int64_t after, int64_t now_ms, int64_t *missed, size_t cap,
                struct sched_due *out);
 
+/* Adds the ticks of job in (after, until] (Unix s) to r as outcome o with
+ * reason why (r may hold earlier ticks of the same outcome and reason
+ * already). Beyond SCHED_ENUM_MAX ticks counted one by one, r->count
+ * becomes -1 and the walk jumps close to until. Returns the first tick
+ * after until, or 0 when there is none. */
+int64_t sched_span(const struct job *job, int64_t after, int64_t until, enum history_outcome o,
+                   const char *why, struct sched_range *r);
+
 /* One queued tick. */
 struct sched_tick {
     int64_t at;      /* Unix s */

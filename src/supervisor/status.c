@@ -2,9 +2,11 @@
 #include <string.h>
 
 #include "cron.h"
+#include "log.h"
 #include "status.h"
 
-struct status_job status_job_of(const struct job *j, const struct history_rec *last)
+struct status_job status_job_of(const struct job *j, const struct history_rec *last,
+                                const struct pause_entry *paused)
 {
     return (struct status_job){.name = j->name,
                                .schedule = j->schedule,
@@ -12,7 +14,8 @@ struct status_job status_job_of(const struct job *j, const struct history_rec *l
                                .enabled = j->enabled,
                                .expr = j->expr,
                                .tz = j->tz,
-                               .last = last};
+                               .last = last,
+                               .paused = paused};
 }
 
 static void add_hb_field(cJSON *o, const cJSON *hb, const char *name)
@@ -85,6 +88,16 @@ cJSON *status_doc_json(const struct status_doc *d)
             cJSON_AddStringToObject(jo, "next_run", cron_time_format(t, NULL, next, sizeof next));
         else
             cJSON_AddNullToObject(jo, "next_run");
+        if (j->paused != NULL) {
+            cJSON *po = cJSON_AddObjectToObject(jo, "paused");
+            log_rfc3339_ms(j->paused->since_ms, next, sizeof next);
+            cJSON_AddStringToObject(po, "since", next);
+            cJSON_AddStringToObject(po, "by", j->paused->by);
+            cJSON_AddStringToObject(po, "reason", j->paused->reason);
+            cJSON_AddBoolToObject(po, "all", strcmp(j->paused->job, PAUSE_ALL) == 0);
+        } else {
+            cJSON_AddNullToObject(jo, "paused");
+        }
         cJSON_AddItemToArray(jobs, jo);
     }
     if (d->jobs_error != NULL)

@@ -17,8 +17,10 @@
  *                 "last_run": {"id", "run_id", "node", "term", "scheduled_at",
  *                              "started", "duration_ms", "outcome", "result",
  *                              "attempt"} | null,   (as `baton history --json`)
- *                 "next_run": "2026-01-02T07:10:05Z" | null}, ...]
- *                (null when the job is disabled or never fires again)
+ *                 "next_run": "2026-01-02T07:10:05Z" | null,
+ *                 "paused": {"since", "by", "reason", "all"} | null}, ...]
+ *                (next_run null when the job is disabled or never fires
+ *                 again; paused: `baton pause`, all true for --all)
  *     "jobs_error": "jobs.yaml:3:5: ..."   (only when jobs.yaml cannot be
  *                                          loaded; "jobs" is then [])
  *   }
@@ -38,6 +40,7 @@
 #include "history.h"
 #include "jobs.h"
 #include "members.h"
+#include "pause.h"
 
 /* One job as status shows it. Everything is borrowed. */
 struct status_job {
@@ -47,10 +50,13 @@ struct status_job {
     const struct cron_expr *expr; /* NULL: no next run */
     const struct cron_tz *tz;
     const struct history_rec *last; /* NULL: never ran */
+    const struct pause_entry *paused; /* NULL: not paused (pause_holding()) */
 };
 
-/* A job of jobs.yaml and its last record (NULL when none). */
-struct status_job status_job_of(const struct job *j, const struct history_rec *last);
+/* A job of jobs.yaml, its last record (NULL when none) and the pause that
+ * holds it (NULL when none). */
+struct status_job status_job_of(const struct job *j, const struct history_rec *last,
+                                const struct pause_entry *paused);
 
 struct status_doc { /* everything borrowed */
     const char *group;

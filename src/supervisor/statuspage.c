@@ -28,6 +28,7 @@ static const char style[] =
     ".ok{color:var(--ok)}.warn{color:var(--warn)}.bad{color:var(--bad)}.mute{color:var(--mute)}"
     "code{font:.92em ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}"
     "a{color:inherit}footer{margin-top:1.5rem;font-size:.85rem}"
+    "#paused{margin:.6rem 0 0;padding-left:1.2rem}"
     "@media (max-width:40rem){.w{display:none}}"; /* a phone: the essential columns */
 
 /* Fetches the page again and swaps in its body and title, counting the
@@ -263,11 +264,29 @@ static void last_run_cells(FILE *f, const cJSON *last, int64_t now_ms)
     fputs("</td>", f);
 }
 
+/* "since 2026-01-02T07:00:00.000Z by alice@web-1 (every job): migration",
+ * as `baton status` says it, escaped. */
+static void pause_words(FILE *f, const cJSON *p)
+{
+    const char *by = str(p, "by"), *why = str(p, "reason");
+    fputs("since ", f);
+    esc(f, str(p, "since"));
+    fputs(" by ", f);
+    esc(f, by != NULL && by[0] != '\0' ? by : "?");
+    if (flag(p, "all"))
+        fputs(" (every job)", f);
+    if (why != NULL && why[0] != '\0') {
+        fputs(": ", f);
+        esc(f, why);
+    }
+}
+
 static void jobs_table(FILE *f, const cJSON *doc, int64_t now_ms)
 {
     const cJSON *jobs = cJSON_GetObjectItemCaseSensitive(doc, "jobs");
     const cJSON *j;
     char b[48];
+    size_t npaused = 0;
     fputs("<h2>Jobs</h2>\n", f);
     if (cJSON_GetArraySize(jobs) == 0) {
         fputs("<p class=\"mute\">No jobs.</p>\n", f);
@@ -285,11 +304,18 @@ static void jobs_table(FILE *f, const cJSON *doc, int64_t now_ms)
         esc(f, str(j, "name"));
         fputs("</td>", f);
         last_run_cells(f, last, now_ms);
+        const cJSON *paused = cJSON_GetObjectItemCaseSensitive(j, "paused");
         fputs("<td>", f);
-        if (!flag(j, "enabled"))
+        if (!flag(j, "enabled")) {
             fputs("<span class=\"mute\">disabled</span>", f);
-        else
+        } else if (cJSON_IsObject(paused)) {
+            fputs("<span class=\"warn\" title=\"", f);
+            pause_words(f, paused);
+            fputs("\">paused</span>", f);
+            npaused++;
+        } else {
             when(f, str(j, "next_run"), now_ms);
+        }
         fputs("</td><td class=\"w\"><code>", f);
         esc(f, str(j, "schedule"));
         fputs("</code>", f);
@@ -307,6 +333,23 @@ static void jobs_table(FILE *f, const cJSON *doc, int64_t now_ms)
         fputs("</td></tr>\n", f);
     }
     fputs("</table></div>\n", f);
+    if (npaused == 0)
+        return;
+    /* Who paused what, when and why: in words, for phones and terminals
+     * (a title shows on hover only). */
+    fputs("<ul id=\"paused\">\n", f);
+    cJSON_ArrayForEach(j, jobs)
+    {
+        const cJSON *paused = cJSON_GetObjectItemCaseSensitive(j, "paused");
+        if (!flag(j, "enabled") || !cJSON_IsObject(paused))
+            continue;
+        fputs("<li><b>", f);
+        esc(f, str(j, "name"));
+        fputs("</b> <span class=\"warn\">paused</span> ", f);
+        pause_words(f, paused);
+        fputs("</li>\n", f);
+    }
+    fputs("</ul>\n", f);
 }
 
 static void transitions_table(FILE *f, const cJSON *view)
@@ -341,7 +384,10 @@ static void transitions_table(FILE *f, const cJSON *view)
             esc(f, str(t, "guard"));
             fputs("]</span>", f);
         }
-        fprintf(f, "</td><td>%.0f</td></tr>\n", term);
+        if (term > 0)
+            fprintf(f, "</td><td>%.0f</td></tr>\n", term);
+        else /* a follower's own term: none */
+            fputs("</td><td class=\"mute\">-</td></tr>\n", f);
     }
     fputs("</table></div>\n", f);
 }

@@ -116,22 +116,29 @@ assert_eq "baton: check: no configuration: give -c FILE, or create ./baton.yaml 
 note "starting three supervisors"
 for n in a b c; do spawn "node-$n" "$B" run -c "$T/node-$n.yaml"; done
 
-# wait_working TERM TIMEOUT_S: waits for a transition to working with term
-# TERM in any node's log; sets LEADER (a, b or c).
+# wait_working N TIMEOUT_S: waits until the Nth term has reached working in
+# some node's log; sets LEADER (a, b or c) and TERM. Terms strictly increase
+# (they are fencing tokens, about the server's time in microseconds), so the
+# Nth term is the Nth smallest.
 wait_working() {
-    local deadline=$(( $(now_ms) + $2 * 1000 )) n
+    local deadline=$(( $(now_ms) + $2 * 1000 )) n t
     while :; do
-        for n in a b c; do
-            if grep -q "\"to\":\"working\".*\"term\":$1," "$T/node-$n.out" 2>/dev/null; then
-                LEADER=$n; return 0
-            fi
-        done
-        [ "$(now_ms)" -lt "$deadline" ] || fail "no node reached working with term $1 within $2 s"
+        t=$(cat "$T"/node-[abc].out 2>/dev/null | grep '"to":"working"' | grep -oE '"term":[0-9]+' |
+            cut -d: -f2 | sort -un | sed -n "$1p")
+        if [ -n "$t" ]; then
+            for n in a b c; do
+                if grep -q "\"to\":\"working\".*\"term\":$t," "$T/node-$n.out" 2>/dev/null; then
+                    LEADER=$n TERM=$t; return 0
+                fi
+            done
+        fi
+        [ "$(now_ms)" -lt "$deadline" ] || fail "no node reached working with a term number $1 within $2 s"
         sleep 0.02
     done
 }
 wait_working 1 10
-note "node-$LEADER leads (term 1)"
+TERM1=$TERM
+note "node-$LEADER leads (term $TERM1)"
 
 # Wait for all three heartbeats and three recorded runs of tick.
 deadline=$(( $(now_ms) + 10000 ))
@@ -147,11 +154,10 @@ assert_eq 0 "$RC" "status exit status"
 assert_eq "" "$ERR" "status stderr"
 has "$OUT" "group:   tools" "status: group"
 has "$OUT" "redis:   $REDIS_URL" "status: redis URL"
-printf '%s\n' "$OUT" | grep -qE "^leader:  node-$LEADER \(term 1, lease [0-9.]+(ms|s) left\)\$" || fail "status: leader line in: $OUT"
+printf '%s\n' "$OUT" | grep -qE "^leader:  node-$LEADER \(term $TERM1, lease [0-9.]+(ms|s) left\)\$" || fail "status: leader line in: $OUT"
 printf '%s\n' "$OUT" | grep -qE '^NODE +STATE +TERM +SEEN +PID +SINCE$' || fail "status: nodes header in: $OUT"
 for n in a b c; do
-    # Followers show the term they follow: every node is in term 1.
-    printf '%s\n' "$OUT" | grep -qE "^node-$n +(working|renewing|waiting) +1 +[0-9.]+(ms|s) ago +[0-9]+ +$RFC" || fail "status: node-$n row in: $OUT"
+    printf '%s\n' "$OUT" | grep -qE "^node-$n +(working|renewing|waiting|acquiring) +(0|$TERM1) +[0-9.]+(ms|s) ago +[0-9]+ +$RFC" || fail "status: node-$n row in: $OUT"
 done
 printf '%s\n' "$OUT" | grep -qE "^node-$LEADER +(working|renewing) .* leader\$" || fail "status: the leader's row is marked in: $OUT"
 assert_eq 1 "$(printf '%s\n' "$OUT" | grep -cE ' leader$')" "status: one node marked leader"
@@ -168,16 +174,16 @@ note "status --json: one object with the same data"
 run status -c "$CFG" --json
 assert_eq 0 "$RC" "status --json exit status"
 assert_eq 1 "$(printf '%s\n' "$OUT" | wc -l)" "status --json is one line"
-has "$OUT" '{"group":"tools","redis":"'"$REDIS_URL"'","leader":{"node":"node-'"$LEADER"'","term":1,"lease_ms":' "status --json: leader"
-has "$OUT" '"term":1,"nodes":[' "status --json: term"
+has "$OUT" '{"group":"tools","redis":"'"$REDIS_URL"'","leader":{"node":"node-'"$LEADER"'","term":'$TERM1',"lease_ms":' "status --json: leader"
+has "$OUT" '"term":'$TERM1',"nodes":[' "status --json: term"
 for n in a b c; do has "$OUT" '{"node":"node-'$n'","state":"' "status --json: node-$n"; done
-has "$OUT" '"node":"node-'$LEADER'","state":"working","term":1,' "status --json: the leader's heartbeat"
+has "$OUT" '"node":"node-'$LEADER'","state":"working","term":'$TERM1',' "status --json: the leader's heartbeat"
 assert_eq 1 "$(printf '%s' "$OUT" | grep -o '"leader":true' | wc -l)" "status --json: one node is the leader"
 assert_eq 2 "$(printf '%s' "$OUT" | grep -o '"leader":false' | wc -l)" "status --json: two followers"
 printf '%s' "$OUT" | grep -qE '"seen_ms_ago":[0-9]+,' || fail "status --json: seen_ms_ago in $OUT"
-printf '%s' "$OUT" | grep -qE '\{"name":"tick","schedule":"\* \* \* \* \* \*","timezone":"UTC","enabled":true,"last_run":\{"id":"[0-9]+-[0-9]+","v":2,"run_id":"[^"]+","node":"node-'$LEADER'","term":1,"scheduled_at":"'"$RFC"'","until":"'"$RFC"'","ticks":1,"trigger":"schedule","started":"[^"]+","duration_ms":[0-9]+,"attempt":1,"outcome":"ok","exit_code":0\},"next_run":"'"$RFC"'"\}' || fail "status --json: tick in $OUT"
+printf '%s' "$OUT" | grep -qE '\{"name":"tick","schedule":"\* \* \* \* \* \*","timezone":"UTC","enabled":true,"last_run":\{"id":"[0-9]+-[0-9]+","v":2,"run_id":"[^"]+","node":"node-'$LEADER'","term":'$TERM1',"scheduled_at":"'"$RFC"'","until":"'"$RFC"'","ticks":1,"trigger":"schedule","started":"[^"]+","duration_ms":[0-9]+,"attempt":1,"outcome":"ok","exit_code":0\},"next_run":"'"$RFC"'","paused":null\}' || fail "status --json: tick in $OUT"
 has "$OUT" '{"name":"berlin","schedule":"0 7 * * MON-FRI","timezone":"Europe/Berlin","enabled":true,"last_run":null,"next_run":"' "status --json: berlin"
-has "$OUT" '{"name":"off","schedule":"@hourly","timezone":"UTC","enabled":false,"last_run":null,"next_run":null}]}' "status --json: off"
+has "$OUT" '{"name":"off","schedule":"@hourly","timezone":"UTC","enabled":false,"last_run":null,"next_run":null,"paused":null}]}' "status --json: off"
 
 # ---- history -------------------------------------------------------------------------
 note "history: the recent runs, newest first"
@@ -186,7 +192,7 @@ assert_eq 0 "$RC" "history exit status"
 assert_eq "" "$ERR" "history stderr"
 assert_eq "job tick: the last 3 records, newest first" "$(printf '%s\n' "$OUT" | sed -n 1p)" "history header"
 printf '%s\n' "$OUT" | sed -n 2p | grep -qE '^SCHEDULED_AT +NODE +TERM +STARTED +DURATION +OUTCOME +ATTEMPT +RUN_ID$' || fail "history: table header in: $OUT"
-assert_eq 3 "$(printf '%s\n' "$OUT" | grep -cE "^$RFC +node-$LEADER +1 +[0-9T:.-]+Z +[0-9.]+(ms|s) +ok \(exit 0\) +1 +[0-9]+-1-1-[0-9]+\$")" "history: three ok rows"
+assert_eq 3 "$(printf '%s\n' "$OUT" | grep -cE "^$RFC +node-$LEADER +$TERM1 +[0-9T:.-]+Z +[0-9.]+(ms|s) +ok \(exit 0\) +1 +[0-9]+-$TERM1-1-[0-9]+\$")" "history: three ok rows"
 s1=$(printf '%s\n' "$OUT" | sed -n 3p | cut -c1-20); s3=$(printf '%s\n' "$OUT" | sed -n 5p | cut -c1-20)
 [ "$(date -u -d "$s1" +%s)" -gt "$(date -u -d "$s3" +%s)" ] || fail "history: not newest first: $s1 then $s3"
 run history tick -c "$CFG"
@@ -196,7 +202,7 @@ has "$OUT" "job tick: the last " "history: default count"
 note "history --json: an array"
 run history -c "$CFG" --json -n 2 tick
 assert_eq 0 "$RC" "history --json exit status"
-printf '%s' "$OUT" | grep -qE '^\[\{"id":"[0-9]+-[0-9]+","v":2,"run_id":"[^"]+","node":"node-'$LEADER'","term":1,"scheduled_at":"'"$RFC"'","until":"'"$RFC"'","ticks":1,"trigger":"schedule","started":"[^"]+","duration_ms":[0-9]+,"attempt":1,"outcome":"ok","exit_code":0\}, ?\{"id":.*\}\]$' || fail "history --json: $OUT"
+printf '%s' "$OUT" | grep -qE '^\[\{"id":"[0-9]+-[0-9]+","v":2,"run_id":"[^"]+","node":"node-'$LEADER'","term":'$TERM1',"scheduled_at":"'"$RFC"'","until":"'"$RFC"'","ticks":1,"trigger":"schedule","started":"[^"]+","duration_ms":[0-9]+,"attempt":1,"outcome":"ok","exit_code":0\}, ?\{"id":.*\}\]$' || fail "history --json: $OUT"
 assert_eq 2 "$(printf '%s' "$OUT" | grep -o '"outcome":"ok"' | wc -l)" "history --json --count 2"
 
 note "history: no runs, unknown jobs, a key of the wrong type"
@@ -226,21 +232,22 @@ note "step-down: another node leads, the old leader keeps running"
 old=$LEADER
 run step-down -c "$CFG"
 assert_eq 0 "$RC" "step-down exit status ($ERR)"
-printf '%s\n' "$OUT" | grep -qE "^leader node-$old \(term 1\) stepped down; node-[abc] leads now \(term 2\)\$" || fail "step-down output: $OUT"
+printf '%s\n' "$OUT" | grep -qE "^leader node-$old \(term $TERM1\) stepped down; node-[abc] leads now \(term [0-9]+\)\$" || fail "step-down output: $OUT"
 wait_working 2 5
-new=$LEADER
-has "$OUT" "node-$new leads now (term 2)" "step-down names the new leader"
+new=$LEADER TERM2=$TERM
+has "$OUT" "node-$new leads now (term $TERM2)" "step-down names the new leader"
 grep -q '"to":"releasing","trigger":"step_down"' "$T/node-$old.out" || fail "node-$old did not step down through releasing"
 alive "$(pid_of "node-$old")" || fail "node-$old exited on step-down"
 run status -c "$CFG"
-printf '%s\n' "$OUT" | grep -qE "^leader:  node-$new \(term 2, " || fail "status after step-down: $OUT"
+printf '%s\n' "$OUT" | grep -qE "^leader:  node-$new \(term $TERM2, " || fail "status after step-down: $OUT"
 
 note "step-down: a stopped leader does not hand over within --wait"
 kill -STOP "$(pid_of "node-$new")"
-expect_fail 1 step-down "leader node-$new (term 2) did not step down within 300ms (it lets running jobs finish first, up to shutdown_grace: try a longer --wait)" -c "$CFG" --wait 300ms
+expect_fail 1 step-down "leader node-$new (term $TERM2) did not step down within 300ms (it lets running jobs finish first, up to shutdown_grace: try a longer --wait)" -c "$CFG" --wait 300ms
 kill -CONT "$(pid_of "node-$new")"
 wait_working 3 10
-note "node-$LEADER leads (term 3)"
+TERM3=$TERM
+note "node-$LEADER leads (term $TERM3)"
 
 note "node names: a second supervisor with a live one's name refuses to start (75)"
 run run -c "$T/node-$LEADER.yaml"
@@ -270,7 +277,7 @@ note "step-down: nobody listening, then no leader"
     for n in a b c; do wait "$(pid_of "node-$n")"; unset "PROC_PID[node-$n]"; done
 } 2>/dev/null
 killed=$(now_ms)
-expect_fail 1 step-down "no supervisor is listening on group tools (leader node-$LEADER, term 3)" -c "$CFG"
+expect_fail 1 step-down "no supervisor is listening on group tools (leader node-$LEADER, term $TERM3)" -c "$CFG"
 deadline=$(( $(now_ms) + 5000 ))
 while [ "$(rcli exists 'baton:{tools}:leader')" != 0 ]; do
     [ "$(now_ms)" -lt "$deadline" ] || fail "the dead leader's lease did not expire"
@@ -279,10 +286,10 @@ done
 expect_fail 3 step-down "no leader in group tools" -c "$CFG"
 run status -c "$CFG"
 assert_eq 3 "$RC" "status without a leader"
-has "$OUT" "leader:  no leader (last term 3)" "status without a leader"
+has "$OUT" "leader:  no leader (last term $TERM3)" "status without a leader"
 run status -c "$CFG" --json
 assert_eq 3 "$RC" "status --json without a leader"
-has "$OUT" '"leader":null,"term":3,' "status --json without a leader"
+has "$OUT" '"leader":null,"term":'$TERM3',' "status --json without a leader"
 note "members: nodes not heard from show unresponsive, and are forgotten in time"
 left=$(( 4200 - ($(now_ms) - killed) ))   # alive for 2 x poll (1s) + 2s after the last heartbeat
 [ "$left" -gt 0 ] && sleep "$(awk "BEGIN{print $left / 1000}")"

@@ -1,10 +1,12 @@
 # test_http.sh -- baton run's HTTP endpoint (http.listen) on three real
 # supervisors and a real redis-server: every endpoint, during a graceful
 # handover too; promtool on /metrics; /status is `baton status --json`'s
-# document; bad requests (404, 405, 414, 431, HEAD); a Unix socket; an
-# address in use; slow clients that do not starve the others; a bad reload
-# (one error line whatever log.level, the running set kept, the metrics
-# say so); every descriptor of baton run close-on-exec.
+# document, a pause included (the page and /metrics say it too, on the
+# leader and on a follower; a trigger is counted); bad requests (404, 405,
+# 414, 431, HEAD); a Unix socket; an address in use; slow clients that do
+# not starve the others; a bad reload (one error line whatever log.level,
+# the running set kept, the metrics say so); every descriptor of baton run
+# close-on-exec.
 . "$BATON_TESTS_DIR/lib/harness.sh"
 B=$BATON_BIN
 for tool in curl jq promtool; do
@@ -82,11 +84,15 @@ grep -qx 'http.listen: "\?127.0.0.1:0"\?' "$T/check.out" || fail "baton check do
 node_config n2 127.0.0.1:0
 N3_PORT=$(free_port)
 node_config n3 "127.0.0.1:$N3_PORT" "log: {level: error}"
-for n in n1 n2 n3; do spawn $n "$B" run -c "$T/$n.yaml"; done
+# n1 leads first: the checks of the leader's log need its info lines, which
+# n3 (log.level error) does not write.
+spawn n1 "$B" run -c "$T/n1.yaml"
+L1=$(wait_leader 10)
+assert_eq n1 "$L1" "the first leader"
+for n in n2 n3; do spawn $n "$B" run -c "$T/$n.yaml"; done
 ADDR[n1]=$(http_addr n1)
 ADDR[n2]=$(http_addr n2)
 ADDR[n3]=127.0.0.1:$N3_PORT # log.level error: no http_listening line
-L1=$(wait_leader 10)
 note "leader $L1; endpoints at n1=${ADDR[n1]} n2=${ADDR[n2]} n3=${ADDR[n3]}"
 
 note "healthz and readyz on every node"
@@ -161,6 +167,16 @@ assert_eq 1 "$terms" "nodes agreeing on the term"
 logged=$(grep -c '"event":"job_end".*"job":"tick".*"outcome":"ok"' "$T/$L1.out")
 [ "$logged" -ge "$ok" ] || fail "more ok runs counted ($ok) than logged ($logged)"
 
+note "the README's scrape config and alert rules pass promtool"
+awk '/^# prometheus.yml$/ {on = 1; next} /^# rules.yml$/ {on = 0} on' "$BATON_SOURCE_DIR/README.md" > "$T/prometheus.yml"
+awk '/^# rules.yml$/ {on = 1; next} on && /^```/ {exit} on' "$BATON_SOURCE_DIR/README.md" > "$T/rules.yml"
+grep -q 'scrape_configs:' "$T/prometheus.yml" && grep -q 'alert: BatonLeaderless' "$T/rules.yml" \
+    || fail "the README's Prometheus block was not found"
+promtool check config --syntax-only "$T/prometheus.yml" > "$T/promtool-config.txt" 2>&1 \
+    || fail "promtool check config on the README's scrape config: $(cat "$T/promtool-config.txt")"
+promtool check rules "$T/rules.yml" > "$T/promtool-rules.txt" 2>&1 \
+    || fail "promtool check rules on the README's rules: $(cat "$T/promtool-rules.txt")"
+
 note "a graceful handover while clients poll every endpoint of the followers"
 F2=$(for n in n1 n2 n3; do [ "$n" != "$L1" ] && [ "$n" != "$F1" ] && echo $n; done)
 poll_http() { # poll_http NAME: "ms path code [leader]" lines, one curl per round
@@ -222,6 +238,35 @@ wait_body "$L2" /readyz "^ready: leader of group web" 3
 grep -q '^baton_transitions_total{from="acquiring",to="working",trigger="acquired"} 1$' <(get "$L2" /metrics) \
     || fail "$L2's metrics do not count its acquired transition"
 get "$L2" /metrics | promtool check metrics >/dev/null 2>&1 || fail "promtool after the handover"
+
+note "baton pause, trigger and resume: /status says what baton status --json says, so do the page and /metrics"
+F3=$(for n in n1 n2 n3; do [ "$n" != "$L1" ] && [ "$n" != "$L2" ] && echo $n; done)
+"$B" pause -c "$T/$L2.yaml" --reason "db <migration>" flaky > "$T/pause.out" 2>&1 || fail "baton pause: $(cat "$T/pause.out")"
+for n in "$L2" "$F3"; do # the leader sees it in its log; the follower reads it (every poll)
+    wait_body $n /metrics '^baton_job_paused\{job_name="flaky"\} 1$' 5
+    grep -qx 'baton_job_paused{job_name="tick"} 0' "$T/body" || fail "$n: tick is not shown unpaused"
+    wait_body $n /status '"paused":\{"since"' 5
+    "$B" status --json -c "$T/$n.yaml" > "$T/cli-paused.json" || fail "baton status --json failed"
+    q='[.jobs[] | {name, paused}]'
+    assert_eq "$(jq -c "$q" "$T/cli-paused.json")" "$(jq -c "$q" "$T/body")" "$n: /status vs baton status --json: $q"
+    assert_eq '"db <migration>"' "$(jq -c '.jobs[] | select(.name == "flaky") | .paused.reason' "$T/body")" "$n: the pause's reason"
+    fetch $n /
+    grep -q '<li><b>flaky</b> <span class="warn">paused</span> since [0-9T:.-]*Z by [^ ]*: db &lt;migration&gt;</li>' "$T/body" \
+        || fail "$n: the page does not say flaky is paused: $(grep -o '<ul id="paused">.*' "$T/body" | head -c 300)"
+    grep -q '<td>tick</td>.*<td><span title="[^"]*">in ' "$T/body" || fail "$n: tick is shown paused"
+done
+# The leader's runner saw it too (counted whatever log.level: L2 may be n3).
+wait_body "$L2" /metrics '^baton_events_total\{event="job_paused"\} [1-9]' 5
+"$B" trigger -c "$T/$L2.yaml" -w tick > "$T/trigger.out" 2>&1 || fail "baton trigger -w tick: $(cat "$T/trigger.out")"
+wait_body "$L2" /metrics '^baton_triggers_total\{job_name="tick",outcome="received"\} 1$' 5
+grep -qx 'baton_events_total{event="trigger_received"} 1' "$T/body" || fail "no trigger_received in baton_events_total"
+grep -qx 'baton_triggers_total{job_name="flaky",outcome="received"} 0' "$T/body" || fail "flaky has no triggers series"
+"$B" resume -c "$T/$L2.yaml" flaky > "$T/resume.out" 2>&1 || fail "baton resume: $(cat "$T/resume.out")"
+for n in "$L2" "$F3"; do
+    wait_body $n /metrics '^baton_job_paused\{job_name="flaky"\} 0$' 5
+    wait_body $n /status '"name":"flaky",[^}]*\}?[^]]*"paused":null' 5
+done
+get "$L2" /metrics | promtool check metrics >/dev/null 2>&1 || fail "promtool with triggers and pauses"
 
 note "bad requests: 405, 404, 414, 431; HEAD"
 code=$(curl -s -o /dev/null -D "$T/h405" -w '%{http_code}' -X POST -d x=1 "http://${ADDR[$L2]}/metrics")

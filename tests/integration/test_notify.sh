@@ -39,7 +39,10 @@ listen n1
 node_config n1
 NOTIFY_SOCKET=$T/n1.sock WATCHDOG_USEC=1000000 spawn n1 "$B" run -c "$T/n1.yaml"
 first=$(wait_msg n1 'READY=1' 5)
-assert_eq "READY=1|STATUS=working: leader of group g, term 1" "$first" "n1's first READY"
+# Terms are time-based (fences carry the server's clock): n1's is read, n2's must exceed it.
+[[ $first =~ ^READY=1\|STATUS=working:\ leader\ of\ group\ g,\ term\ ([0-9]+)$ ]] \
+    || fail "n1's first READY: $first"
+T1=${BASH_REMATCH[1]}
 wait_for_line "$T/n1.out" '"event":"systemd_notify".*"watchdog_ms":1000' 2 >/dev/null
 grep -q '"to":"working"' "$T/n1.out" || fail "READY=1 came before n1 decided"
 note "n1's jobs do not inherit NOTIFY_SOCKET or WATCHDOG_*: they are baton's"
@@ -50,7 +53,7 @@ note "n2 follows; WATCHDOG_PID names another process: no pings"
 listen n2
 node_config n2
 NOTIFY_SOCKET=$T/n2.sock WATCHDOG_USEC=500000 WATCHDOG_PID=1 spawn n2 "$B" run -c "$T/n2.yaml"
-assert_eq "READY=1|STATUS=waiting: following n1, term 1" "$(wait_msg n2 'READY=1' 5)" "n2's READY"
+assert_eq "READY=1|STATUS=waiting: following n1, term $T1" "$(wait_msg n2 'READY=1' 5)" "n2's READY"
 wait_for_line "$T/n2.out" '"event":"systemd_notify".*"watchdog_ms":null' 2 >/dev/null
 
 note "n3 has no NOTIFY_SOCKET: nothing changes"
@@ -72,11 +75,11 @@ printf 'jobs:\n  - name: tick\n    schedule: "* * * * * *"\n    command: []\n' >
 kill -HUP "$(pid_of n2)"
 wait_msg n2 'RELOADING=1' 5 >/dev/null
 line=$(wait_msg n2 'READY=1\|STATUS=.*last reload failed' 5)
-assert_eq "READY=1|STATUS=waiting: following n1, term 1; the last reload failed (see the log)" "$line" "n2 after a bad reload"
+assert_eq "READY=1|STATUS=waiting: following n1, term $T1; the last reload failed (see the log)" "$line" "n2 after a bad reload"
 wait_for_line "$T/n2.out" '"event":"reload_failed".*"level":"error"|"level":"error".*"event":"reload_failed"' 2 >/dev/null
 cp "$T/jobs.good" "$T/jobs.yaml"
 kill -HUP "$(pid_of n2)"
-assert_eq "READY=1|STATUS=waiting: following n1, term 1" "$(wait_msg n2 'READY=1\|STATUS=waiting: following n1, term 1$' 5)" \
+assert_eq "READY=1|STATUS=waiting: following n1, term $T1" "$(wait_msg n2 "READY=1\\|STATUS=waiting: following n1, term $T1\$" 5)" \
     "n2 after a good reload"
 
 note "the watchdog's period"
@@ -97,7 +100,9 @@ kill -TERM "$(pid_of n1)"
 # shutdown_grace 2 s + kill_grace 5 s (the default) + a margin of 10 s
 assert_eq "STOPPING=1|EXTEND_TIMEOUT_USEC=17000000|STATUS=stopping: handing over, then exiting" \
     "$(wait_msg n1 'STOPPING=1' 5)" "n1 stopping"
-assert_eq "STATUS=working: leader of group g, term 2" "$(wait_msg n2 'STATUS=working' 5)" "n2 leads"
+line=$(wait_msg n2 'STATUS=working' 5)
+[[ $line =~ ^STATUS=working:\ leader\ of\ group\ g,\ term\ ([0-9]+)$ ]] || fail "n2 leads: $line"
+[ "${BASH_REMATCH[1]}" -gt "$T1" ] || fail "n2's term ${BASH_REMATCH[1]} does not exceed n1's $T1"
 wait_exit n1 10
 assert_eq 0 "$EXIT_CODE" "n1's exit status"
 assert_eq 1 "$(messages n1 | grep -c '^STOPPING=1')" "n1's STOPPING messages"
@@ -107,7 +112,7 @@ redis_stop
 wait_msg n2 'STATUS=pausing' 5 >/dev/null
 wait_msg n2 'STATUS=waiting: Redis unreachable' 5 >/dev/null
 redis_restart
-# Redis without persistence forgot the terms: they start again at 1.
+# Redis without persistence forgot the terms: a new one is granted (time-based, it goes on growing).
 after=$(grep -n 'STATUS=waiting: Redis unreachable' "$T/sock-n2.out" | head -n1 | cut -d: -f1)
 deadline=$(( $(now_ms) + 15000 ))
 until tail -n +"$after" "$T/sock-n2.out" | grep -qE '^[0-9]+ STATUS=working: leader of group g, term [0-9]+$'; do

@@ -2,8 +2,9 @@
 # Chromium shows a follower's page, and the leader it names changes, by the
 # page's own refresh, after a SIGTERM handover (the page's title, read from
 # the DevTools list of the live browser); the DOM after the page refreshed
-# itself (nodes, jobs, transitions); no external asset; a screenshot, at a
-# desktop and a phone's width; the same page in a terminal browser (w3m).
+# itself (nodes, jobs, a paused job, transitions); no external asset; a
+# screenshot, at a desktop and a phone's width; the same page in a terminal
+# browser (w3m).
 #
 #   BATON_SCREENSHOT=deploy/status-page.png   also keep the desktop screenshot
 . "$BATON_TESTS_DIR/lib/harness.sh"
@@ -86,6 +87,15 @@ note "  title: $t, $(( $(now_ms) - t0 )) ms after the SIGTERM (the page refreshe
 wait_exit "$L1" 10
 kill -TERM "$(pid_of chrome)"; wait_exit chrome 20
 
+note "baton pause daily-report: the page says who paused it, when and why"
+"$B" pause -c "$T/$L2.yaml" --reason "month-end freeze" daily-report > "$T/pause.out" 2>&1 \
+    || fail "baton pause: $(cat "$T/pause.out")"
+deadline=$(( $(now_ms) + 10000 ))
+until curl -s -m 2 "$url" | grep -q '<li><b>daily-report</b> <span class="warn">paused</span> since '; do
+    [ "$(now_ms)" -lt $deadline ] || fail "the page does not show daily-report paused: $(curl -s -m 2 "$url" | grep -o '<table id="jobs".*' | head -c 400)"
+    sleep 0.2
+done
+
 note "the DOM once the page has refreshed itself"
 timeout 90 "${CHROME[@]}" --user-data-dir="$T/chrome-dom" --virtual-time-budget=5000 --dump-dom "$url" \
     >"$T/dom.html" 2>"$T/dom.err" || fail "chromium --dump-dom: $(tail -n 5 "$T/dom.err")"
@@ -100,6 +110,10 @@ grep -q '<td>archive</td><td><span class="mute">never</span></td><td></td><td><s
 grep -q '<td>invoice-run</td>.*class="ok">ok' "$T/dom.html" || fail "invoice-run's last run is not shown ok"
 grep -q '<td>cleanup</td>.*class="bad">failed <span class="mute">(exit 1)' "$T/dom.html" || fail "cleanup's failure is not shown"
 [ "$(rows transitions)" -ge 2 ] || fail "no transitions shown"
+grep -q '<td>daily-report</td>.*<td><span class="warn" title="since [^"]* by [^"]*: month-end freeze">paused</span></td>' "$T/dom.html" \
+    || fail "daily-report's row does not say paused: $(grep '<td>daily-report' "$T/dom.html")"
+grep -qE '<li><b>daily-report</b> <span class="warn">paused</span> since [0-9T:.-]+Z by [^ ]+: month-end freeze</li>' "$T/dom.html" \
+    || fail "the page does not say who paused daily-report: $(grep -A3 'id="paused"' "$T/dom.html")"
 # Self-contained: nothing is loaded from elsewhere.
 grep -qiE '<(script|img|link|iframe)[^>]*(src|href)=' "$T/dom.html" && fail "the page loads an asset"
 grep -qiE '(src|href|url\()=?"?(https?:)?//' "$T/dom.html" && fail "the page refers to another origin"
@@ -124,6 +138,9 @@ grep -qE "^ +$L2 · term [0-9]+ · lease" "$T/w3m.txt" || fail "w3m shows no lea
 grep -qE "^invoice-run +[0-9.]+ m?s ago +ok \(exit 0\) +in .* \*/2 \* \* \* \* \* " "$T/w3m.txt" \
     || fail "w3m shows no job table: $(cat "$T/w3m.txt")"
 grep -q "^Refresh (5 sec)" "$T/w3m.txt" || fail "no refresh without JavaScript"
+grep -aqE "^daily-report .* paused " "$T/w3m.txt" || fail "w3m does not show daily-report paused: $(grep -a daily-report "$T/w3m.txt")"
+grep -aqE "^ +[^ ]+ daily-report paused since [0-9T:.-]+Z by [^ ]+: month-end freeze$" "$T/w3m.txt" \
+    || fail "w3m does not say who paused daily-report: $(grep -a -n paused "$T/w3m.txt")"
 
 for n in web-1 web-2 web-3; do [ -n "${PROC_PID[$n]:-}" ] && kill -TERM "$(pid_of $n)"; done
 for n in web-1 web-2 web-3; do [ -n "${PROC_PID[$n]:-}" ] && { wait_exit $n 10; assert_eq 0 "$EXIT_CODE" "$n's exit status"; }; done

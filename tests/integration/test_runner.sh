@@ -267,7 +267,9 @@ run_node h1 hand "$T/hand.yaml"
 sleep 0.3
 run_node h2 hand "$T/hand.yaml"
 wait_for_line "$T/h1.out" '"event":"job_start".*"job":"long"' 12 >/dev/null
-sleep 1
+# 2.5 s into its 6 s: the 3.5 s left fit the 5 s drain with room to spare
+# on a loaded machine.
+sleep 2.5
 kill -TERM "$(pid_of h1)"; term=$(now_ms)
 wait_exit h1 10
 assert_eq 0 "$EXIT_CODE" "the old leader's exit status"

@@ -14,13 +14,13 @@ redis://[::1]:1/2|ok
 redis://u:p%40ss@127.0.0.1:1/0|ok
 unix:///tmp/baton-no-such.sock|ok
 unix:///tmp/baton-no-such.sock?db=3&user=u&password=x%26y|ok
-http://h|unsupported scheme "http://" (use redis:// or unix://)
+http://h|unsupported scheme "http://" (use redis://, rediss://, unix://, redis-sentinel:// or rediss-sentinel://)
 localhost:6379|expected a URL like redis://host:6379/0 or unix:///run/redis/redis.sock
 redis://|missing host (redis://host:6379/0)
 redis://h:0|invalid port (1..65535)
 redis://h:65536|invalid port (1..65535)
 redis://h/x|invalid database number after the host (redis://host:6379/0)
-redis://h/1?a=b|redis:// URLs take no query (use /DB for the database)
+redis://h/1?a=b|redis:// URLs take no query (use /DB for the database; TLS parameters need rediss://)
 redis://[::1|invalid IPv6 address (write redis://[::1]:6379)
 redis://h o|invalid character in the host name
 redis://u%00@h|bad percent-escape in the user or password

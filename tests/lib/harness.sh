@@ -11,6 +11,7 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/baton-test.XXXXXX")
 declare -A PROC_PID=()     # name -> pid of processes started with spawn
 HARNESS_REDIS_PIDS=()
 TEST_NAME=$(basename "${0%.sh}")
+HARNESS_FAILURE=
 
 harness_cleanup() {
     local rc=$?
@@ -27,13 +28,24 @@ harness_cleanup() {
         kill -KILL "$pid" 2>/dev/null
     done
     wait 2>/dev/null
+    # A sanitizer's report in any process's stderr fails the test, even
+    # when the process was stopped before its exit status could say so.
+    local bad
+    bad=$(grep -l -E 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$T"/*.err 2>/dev/null | head -n1)
+    if [ -n "$bad" ]; then
+        echo "FAIL [$TEST_NAME]: a sanitizer reported in $(basename "$bad"):" >&2
+        grep -m1 -A12 -E 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$bad" >&2
+        [ "$rc" -ne 0 ] || rc=1
+    fi
     if [ "$rc" -ne 0 ] && [ -z "${HARNESS_KEEP:-}" ]; then
         echo "--- $TEST_NAME failed; last lines of the logs in $T:" >&2
         local f
         for f in "$T"/*.out "$T"/*.err "$T"/*.log; do
             [ -s "$f" ] || continue
-            echo "--- $f" >&2; tail -n 25 "$f" >&2
+            echo "--- $f" >&2; tail -n 25 "$f" | cut -c1-400 >&2
         done
+        # Repeated last: a log tail cut by whoever shows the output keeps it.
+        [ -z "$HARNESS_FAILURE" ] || echo "FAIL [$TEST_NAME]: $HARNESS_FAILURE" >&2
     fi
     rm -rf "$T"
     exit "$rc"
@@ -41,7 +53,7 @@ harness_cleanup() {
 trap harness_cleanup EXIT
 trap 'exit 130' INT TERM
 
-fail() { echo "FAIL [$TEST_NAME]: $*" >&2; exit 1; }
+fail() { HARNESS_FAILURE="$*"; echo "FAIL [$TEST_NAME]: $*" >&2; exit 1; }
 note() { echo "[$TEST_NAME] $*"; }
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 

@@ -167,10 +167,17 @@ struct baton__conn *tu_raw_open(const char *url)
     struct baton__url u;
     struct baton__conn *cn = NULL;
     char err[256];
+    int64_t deadline = tu_now_ns() + INT64_C(2000000000);
     if (baton__url_parse(url, &u, err, sizeof err) != BATON_OK)
         return NULL;
-    if (baton__conn_open(&u, tu_now_ns() + INT64_C(2000000000), &cn, err, sizeof err) != BATON_OK)
+    /* Plain TCP and Unix sockets only: the ceilings are measured there. */
+    struct baton__endpoint ep = {.host = u.host, .port = u.port, .path = u.path};
+    if (!u.tls && u.master == NULL &&
+        baton__conn_open(&ep, deadline, &cn, err, sizeof err) == BATON_OK &&
+        baton__conn_hello(cn, u.user, u.pass, u.db, false, deadline) != BATON_OK) {
+        baton__conn_free(cn);
         cn = NULL;
+    }
     baton__url_clear(&u);
     return cn;
 }

@@ -413,7 +413,8 @@ START_TEST(redis_urls)
     static const struct {
         const char *url, *msg;
     } bad[] = {
-        {"http://h", "unsupported scheme \"http://\" (use redis:// or unix://)"},
+        {"http://h", "unsupported scheme \"http://\" (use redis://, rediss://, unix://, "
+                     "redis-sentinel:// or rediss-sentinel://)"},
         {"h:6379", "expected a URL like redis://host:6379/0 or unix:///run/redis/redis.sock"},
         {"redis://", "missing host (redis://host:6379/0)"},
         {"\"redis://:pw@\"", "missing host (redis://host:6379/0)"},
@@ -421,7 +422,8 @@ START_TEST(redis_urls)
         {"redis://h:65536", "invalid port (1..65535)"},
         {"redis://h:x", "invalid port (1..65535)"},
         {"redis://h/x", "invalid database number after the host (redis://host:6379/0)"},
-        {"\"redis://h/1?a=b\"", "redis:// URLs take no query (use /DB for the database)"},
+        {"\"redis://h/1?a=b\"", "redis:// URLs take no query (use /DB for the database; TLS "
+                                  "parameters need rediss://)"},
         {"\"redis://[::1\"", "invalid IPv6 address (write redis://[::1]:6379)"},
         {"\"redis://[::g]\"", "invalid IPv6 address (write redis://[::1]:6379)"},
         {"\"redis://u:p%zz@h\"", "bad percent-escape in the user or password"},
@@ -655,9 +657,8 @@ static const struct {
     {"config_redis_port.yaml",
      "config_redis_port.yaml:1:8: redis: invalid URL: invalid port (1..65535)"},
     {"config_redis_scheme.yaml",
-     "config_redis_scheme.yaml:1:8: redis: invalid URL: unsupported scheme \"rediss://\" (use "
-     "redis:// or "
-     "unix://)"},
+     "config_redis_scheme.yaml:1:8: redis: invalid URL: unsupported scheme \"redis-cluster://\" "
+     "(use redis://, rediss://, unix://, redis-sentinel:// or rediss-sentinel://)"},
     {"config_renew_margin.yaml",
      "config_renew_margin.yaml:3:10: lease.ttl (10s) must be at least 2 x lease.renew (5s) + "
      "redis_timeout (1s) = 11s, so that a renewal that times out can be retried before the "
@@ -694,7 +695,8 @@ static const struct {
      "(unix:///run/redis/redis.sock)"},
     {"config_unknown_far.yaml",
      "config_unknown_far.yaml:1:1: unknown key \"color\" (known keys: node, redis, group, "
-     "lease, poll, shutdown_grace, redis_timeout, jobs, timezone, log, history, http)"},
+     "lease, poll, shutdown_grace, redis_timeout, jobs, timezone, log, history, password_file, "
+     "sentinel_password_file, min_replicas, http)"},
     {"config_unknown_key.yaml",
      "config_unknown_key.yaml:3:3: unknown key \"tll\" (did you mean \"ttl\"?)"},
     {"config_unknown_top.yaml",
@@ -788,7 +790,8 @@ START_TEST(yaml_depth_and_size)
     c = load(wide, err, sizeof err);
     ck_assert_ptr_null(c);
     ck_assert_str_eq(err, "t.yaml:1:1: unknown key \"k0\" (known keys: node, redis, group, lease, "
-                          "poll, shutdown_grace, redis_timeout, jobs, timezone, log, history, http)");
+                          "poll, shutdown_grace, redis_timeout, jobs, timezone, log, history, "
+                          "password_file, sentinel_password_file, min_replicas, http)");
     free(wide);
 }
 END_TEST

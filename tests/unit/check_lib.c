@@ -60,7 +60,58 @@ static const struct {
      "unix:///run/redis.sock?db=0"},
     {"unix:///tmp/r.sock?db=4&user=bob&password=x%26y", BATON__UNIX, "/tmp/r.sock", 0, 4, "bob",
      "x&y", "unix:///tmp/r.sock?db=4&user=bob&password=***"},
+    {"rediss://h:6380/1?ca=/etc/ca.pem&verify=none", BATON__TCP, "h", 6380, 1, NULL, NULL,
+     "rediss://h:6380/1?ca=/etc/ca.pem&verify=none"},
+    {"rediss://u:pw@h?cert=/c.pem&key=/k.pem&sni=redis.example&verify=peer", BATON__TCP, "h", 6379,
+     0, "u", "pw", "rediss://u:***@h:6379/0?cert=/c.pem&key=/k.pem&sni=redis.example"},
+    {"rediss://[::1]?capath=/etc/ssl/certs", BATON__TCP, "::1", 6379, 0, NULL, NULL,
+     "rediss://[::1]:6379/0?capath=/etc/ssl/certs"},
 };
+
+/* Sentinel URLs: the sentinels, the group, both sets of credentials. */
+static const struct {
+    const char *url;
+    bool tls;
+    int n;
+    const char *hosts[3];
+    int ports[3];
+    const char *master, *pass, *sentinel_user, *sentinel_pass, *redacted;
+    int db;
+} sentinel_urls[] = {
+    {"redis-sentinel://s1:26379,s2,[::1]:26381/2?master=mymaster", false, 3, {"s1", "s2", "::1"},
+     {26379, 26379, 26381}, "mymaster", NULL, NULL, NULL,
+     "redis-sentinel://s1:26379,s2:26379,[::1]:26381/2?master=mymaster", 2},
+    {"redis-sentinel://:data%21@s1?master=m&sentinel_user=mon&sentinel_password=sent", false, 1,
+     {"s1"}, {26379}, "m", "data!", "mon", "sent",
+     "redis-sentinel://:***@s1:26379/0?master=m&sentinel_user=mon&sentinel_password=***", 0},
+    {"rediss-sentinel://a:1,b:2?master=g&ca=/ca.pem", true, 2, {"a", "b"}, {1, 2}, "g", NULL, NULL,
+     NULL, "rediss-sentinel://a:1,b:2/0?master=g&ca=/ca.pem", 0},
+};
+
+START_TEST(url_sentinel)
+{
+    char err[256];
+    struct baton__url u;
+    for (size_t i = 0; i < sizeof sentinel_urls / sizeof sentinel_urls[0]; i++) {
+        ck_assert_msg(baton__url_parse(sentinel_urls[i].url, &u, err, sizeof err) == BATON_OK,
+                      "%s: %s", sentinel_urls[i].url, err);
+        ck_assert(u.tls == sentinel_urls[i].tls);
+        ck_assert_ptr_null(u.host);
+        ck_assert_int_eq(u.nsentinels, sentinel_urls[i].n);
+        for (int k = 0; k < u.nsentinels; k++) {
+            ck_assert_str_eq(u.sentinels[k].host, sentinel_urls[i].hosts[k]);
+            ck_assert_int_eq(u.sentinels[k].port, sentinel_urls[i].ports[k]);
+        }
+        ck_assert_str_eq(u.master, sentinel_urls[i].master);
+        ck_assert_pstr_eq(u.pass, sentinel_urls[i].pass);
+        ck_assert_pstr_eq(u.sentinel_user, sentinel_urls[i].sentinel_user);
+        ck_assert_pstr_eq(u.sentinel_pass, sentinel_urls[i].sentinel_pass);
+        ck_assert_int_eq(u.db, sentinel_urls[i].db);
+        ck_assert_str_eq(u.redacted, sentinel_urls[i].redacted);
+        baton__url_clear(&u);
+    }
+}
+END_TEST
 
 START_TEST(url_good)
 {
@@ -86,7 +137,8 @@ static const struct {
     const char *url, *message;
 } bad_urls[] = {
     {"", "invalid URL: empty"},
-    {"http://h", "invalid URL: unsupported scheme \"http://\" (use redis:// or unix://)"},
+    {"http://h", "invalid URL: unsupported scheme \"http://\" (use redis://, rediss://, unix://, "
+                 "redis-sentinel:// or rediss-sentinel://)"},
     {"h:6379", "invalid URL: expected a URL like redis://host:6379/0 or unix:///run/redis/redis.sock"},
     {"redis://", "invalid URL: missing host (redis://host:6379/0)"},
     {"redis://:pw@", "invalid URL: missing host (redis://host:6379/0)"},
@@ -94,7 +146,25 @@ static const struct {
     {"redis://h:65536", "invalid URL: invalid port (1..65535)"},
     {"redis://h:x", "invalid URL: invalid port (1..65535)"},
     {"redis://h/x", "invalid URL: invalid database number after the host (redis://host:6379/0)"},
-    {"redis://h/1?a=b", "invalid URL: redis:// URLs take no query (use /DB for the database)"},
+    {"redis://h/1?a=b", "invalid URL: redis:// URLs take no query (use /DB for the database; TLS "
+                        "parameters need rediss://)"},
+    {"redis://h?ca=/x", "invalid URL: redis:// URLs take no query (use /DB for the database; TLS "
+                        "parameters need rediss://)"},
+    {"redis://h#x", "invalid URL: a URL of Redis has no #fragment"},
+    {"rediss://h?verify=maybe", "invalid URL: verify= takes peer or none"},
+    {"rediss://h?cert=/c.pem", "invalid URL: a client certificate needs both cert= and key="},
+    {"rediss://h?ca=", "invalid URL: ca= is empty"},
+    {"rediss://h?master=m", "invalid URL: unknown URL parameter \"master\" (use ca=, capath=, cert=, "
+                            "key=, sni=, verify=)"},
+    {"redis-sentinel://s1,s2", "invalid URL: a sentinel URL names its master group: "
+                               "redis-sentinel://h1:26379,h2:26379/0?master=NAME"},
+    {"redis-sentinel://s1,,s2?master=m", "invalid URL: missing host (redis://host:6379/0)"},
+    {"redis-sentinel://s1:0?master=m", "invalid URL: invalid port (1..65535)"},
+    {"redis-sentinel://s1?master=m&ca=/x", "invalid URL: unknown URL parameter \"ca\" (use master=, "
+                                           "sentinel_user=, sentinel_password=)"},
+    {"rediss-sentinel://s1?master=m&db=2", "invalid URL: unknown URL parameter \"db\" (use ca=, "
+                                           "capath=, cert=, key=, sni=, verify=, master=, "
+                                           "sentinel_user=, sentinel_password=)"},
     {"redis://[::1", "invalid URL: invalid IPv6 address (write redis://[::1]:6379)"},
     {"redis://u:p%zz@h", "invalid URL: bad percent-escape in the user or password"},
     {"unix://relative.sock",
@@ -127,6 +197,20 @@ START_TEST(url_errors_hide_password)
     ck_assert_int_eq(baton__url_parse("redis://u:hunter2@h:1/0", &u, err, sizeof err), BATON_OK);
     ck_assert_ptr_null(strstr(u.redacted, "hunter2"));
     baton__url_clear(&u);
+    static const char *const secret_urls[] = {
+        "rediss://u:hunter2@h?ca=/x.pem",
+        "redis-sentinel://:hunter2@s1,s2?master=m&sentinel_password=hunter3",
+        "rediss-sentinel://u:hunter2@s1?master=m&sentinel_user=v&sentinel_password=hunter3",
+        "unix:///s?password=hunter2",
+        "rediss://u:hunter2@h?verify=bogus",
+        "redis-sentinel://:hunter2@s1?sentinel_password=hunter3",
+    };
+    for (size_t i = 0; i < sizeof secret_urls / sizeof secret_urls[0]; i++) {
+        char red[256] = "", msg[256] = "";
+        (void)baton_url_check(secret_urls[i], red, sizeof red, msg, sizeof msg);
+        ck_assert_msg(strstr(red, "hunter") == NULL && strstr(msg, "hunter") == NULL, "%s: %s%s",
+                      secret_urls[i], red, msg);
+    }
 }
 END_TEST
 
@@ -187,7 +271,8 @@ START_TEST(client_errors)
     struct baton_client *c = NULL;
     ck_assert_int_eq(baton_client_new("nope://x", NULL, &c), BATON_EINVAL);
     ck_assert_str_eq(baton_client_errstr(c),
-                     "invalid URL: unsupported scheme \"nope://\" (use redis:// or unix://)");
+                     "invalid URL: unsupported scheme \"nope://\" (use redis://, rediss://, "
+                     "unix://, redis-sentinel:// or rediss-sentinel://)");
     baton_client_free(c);
     ck_assert_int_eq(baton_client_new("unix:///nonexistent/baton.sock", NULL, &c), BATON_EIO);
     ck_assert_str_eq(
@@ -196,6 +281,45 @@ START_TEST(client_errors)
     baton_client_free(c);
     struct baton_client_opts o = {.key_prefix = "a{b"};
     ck_assert_int_eq(baton_client_new("redis://127.0.0.1:1/0", &o, &c), BATON_EINVAL);
+    baton_client_free(c);
+    /* TLS files are read when the client is made, and named when they fail. */
+    ck_assert_int_eq(baton_client_new("rediss://127.0.0.1:1/0?ca=/nonexistent/ca.pem", NULL, &c),
+                     BATON_EINVAL);
+    ck_assert_str_eq(baton_client_errstr(c),
+                     "rediss://127.0.0.1:1/0?ca=/nonexistent/ca.pem: cannot read the CA file "
+                     "/nonexistent/ca.pem: No such file or directory");
+    baton_client_free(c);
+    ck_assert_int_eq(baton_client_new("rediss://127.0.0.1:1/0?cert=/no/c.pem&key=/no/k.pem", NULL,
+                                      &c),
+                     BATON_EINVAL);
+    ck_assert_str_eq(baton_client_errstr(c),
+                     "rediss://127.0.0.1:1/0?cert=/no/c.pem&key=/no/k.pem: cannot read the client "
+                     "certificate /no/c.pem: No such file or directory");
+    baton_client_free(c);
+    struct baton_client_opts mr = {.min_replicas = 17};
+    ck_assert_int_eq(baton_client_new("redis://127.0.0.1:1/0", &mr, &c), BATON_EINVAL);
+    ck_assert_str_eq(baton_client_errstr(c), "min_replicas must be 0..16");
+    baton_client_free(c);
+    /* verify=none is visible to the caller, which warns. */
+    struct baton_client_opts lazy = {.lazy = true};
+    ck_assert_int_eq(baton_client_new("rediss://127.0.0.1:1/0?verify=none", &lazy, &c), BATON_OK);
+    ck_assert(baton_client_tls_insecure(c));
+    baton_client_free(c);
+    ck_assert_int_eq(baton_client_new("rediss://127.0.0.1:1/0", &lazy, &c), BATON_OK);
+    ck_assert(!baton_client_tls_insecure(c));
+    baton_client_free(c);
+    /* A sentinel that nobody runs: every sentinel's answer is in the message. */
+    struct baton_client_opts quick = {.connect_timeout_ms = 300, .command_timeout_ms = 300};
+    int dead1 = tu_dead_port(), dead2 = tu_dead_port();
+    char url[160], want[400];
+    snprintf(url, sizeof url, "redis-sentinel://127.0.0.1:%d,127.0.0.1:%d/0?master=m", dead1,
+             dead2);
+    ck_assert_int_eq(baton_client_new(url, &quick, &c), BATON_EIO);
+    snprintf(want, sizeof want,
+             "%s: no master for m: sentinels 127.0.0.1:%d, 127.0.0.1:%d: cannot connect: "
+             "Connection refused",
+             url, dead1, dead2);
+    ck_assert_str_eq(baton_client_errstr(c), want);
     baton_client_free(c);
     baton_client_free(NULL);
     baton_lock_free(NULL);
@@ -210,6 +334,7 @@ static Suite *suite(void)
     tcase_add_test(tc, error_table);
     tcase_add_test(tc, url_good);
     tcase_add_test(tc, url_bad);
+    tcase_add_test(tc, url_sentinel);
     tcase_add_test(tc, url_errors_hide_password);
     tcase_add_test(tc, sha1_vectors);
     tcase_add_test(tc, decimal_strings);

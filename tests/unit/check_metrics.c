@@ -12,6 +12,7 @@
 
 #include "machine.h"
 #include "metrics.h"
+#include "pause.h"
 #include "testutil.h"
 
 /* Writes m with quiet gauges. Returns: owned text. */
@@ -117,7 +118,25 @@ static const struct {
     {LE_RELOADED, "{\"jobs\":3}", "baton_reloads_total{result=\"ok\"} 1"},
     {LE_JOB_RETRY, "{\"job\":\"a\",\"run_id\":\"r\",\"next_attempt\":2}",
      "baton_job_retries_total{job_name=\"a\"} 1"},
+    {LE_TRIGGER_RECEIVED, "{\"job\":\"a\",\"trigger_id\":\"t1\",\"attempt\":1,\"by\":\"u@h\"}",
+     "baton_triggers_total{job_name=\"a\",outcome=\"received\"} 1"},
+    {LE_TRIGGER_REJECTED, "{\"job\":\"nope\",\"trigger_id\":\"t2\",\"reason\":\"no such job\"}",
+     "baton_triggers_total{job_name=\"nope\",outcome=\"rejected\"} 1"},
+    {LE_TRIGGER_LEFT, "{\"job\":\"a\",\"trigger_id\":\"t3\",\"attempt\":1,\"reason\":\"late\"}",
+     "baton_triggers_total{job_name=\"a\",outcome=\"left\"} 1"},
+    {LE_TRIGGER_LOST, "{\"job\":\"a\",\"trigger_id\":\"t4\",\"attempt\":1,\"reason\":\"x\"}",
+     "baton_triggers_total{job_name=\"a\",outcome=\"lost\"} 1"},
+    {LE_TRIGGER_LEFT, "{\"job\":\"a\",\"trigger_id\":\"t3\",\"attempt\":1,\"reason\":\"late\"}",
+     "baton_triggers_total{job_name=\"a\",outcome=\"received\"} 0"},
+    {LE_JOB_PAUSED, "{\"job\":\"a\",\"by\":\"u@h\",\"reason\":\"migration\"}",
+     "baton_job_paused{job_name=\"a\"} 1"},
+    {LE_JOB_RESUMED, "{\"job\":\"a\",\"catchup\":false,\"by\":\"u@h\"}",
+     "baton_job_paused{job_name=\"a\"} 0"},
     /* The kinds counted in baton_events_total only. */
+    {LE_SECRET_FILE_MODE, "{\"warning\":\"x\"}", "baton_events_total{event=\"secret_file_mode\"} 1"},
+    {LE_TLS_VERIFY_OFF, "{\"warning\":\"x\"}", "baton_events_total{event=\"tls_verify_off\"} 1"},
+    {LE_CATCH_UP_SKIPPED, "{\"term\":4,\"reason\":\"x\"}",
+     "baton_events_total{event=\"catch_up_skipped\"} 1"},
     {LE_STARTED, "{\"version\":\"0.1.0\"}", "baton_events_total{event=\"started\"} 1"},
     {LE_STOPPED, NULL, "baton_events_total{event=\"stopped\"} 1"},
     {LE_MACHINE_LOOP, NULL, "baton_events_total{event=\"machine_loop\"} 1"},
@@ -287,6 +306,36 @@ START_TEST(gauges_and_declared_jobs)
 }
 END_TEST
 
+/* baton_job_paused: a job's own pause, and --all's for every job, from the
+ * leader's events and from the paused hash as read (a follower's view);
+ * a resume not yet applied is no pause. */
+START_TEST(pauses)
+{
+    struct metrics *m = metrics_new();
+    metrics_add_job(m, "a");
+    metrics_add_job(m, "b");
+    feed(m, LE_JOB_PAUSED, "{\"job\":\"*\",\"by\":\"u@h\"}");
+    char *text = render(m);
+    ck_assert(has_line(text, "baton_job_paused{job_name=\"a\"} 1"));
+    ck_assert(has_line(text, "baton_job_paused{job_name=\"b\"} 1"));
+    free(text);
+    feed(m, LE_JOB_RESUMED, "{\"job\":\"*\",\"catchup\":true}");
+    feed(m, LE_JOB_PAUSED, "{\"job\":\"b\"}");
+    text = render(m);
+    ck_assert(has_line(text, "baton_job_paused{job_name=\"a\"} 0"));
+    ck_assert(has_line(text, "baton_job_paused{job_name=\"b\"} 1"));
+    free(text);
+    struct pause_entry v[2] = {{.job = "a", .raw = "{}"}, {.job = "b", .raw = "{}", .resumed = true}};
+    struct pause_list l = {.v = v, .n = 2};
+    metrics_set_pauses(m, &l);
+    text = render(m);
+    ck_assert(has_line(text, "baton_job_paused{job_name=\"a\"} 1"));
+    ck_assert(has_line(text, "baton_job_paused{job_name=\"b\"} 0"));
+    free(text);
+    metrics_free(m);
+}
+END_TEST
+
 /* At most METRICS_MAX_JOBS jobs get series; the rest count as "other". */
 START_TEST(bounded_jobs)
 {
@@ -338,6 +387,7 @@ static Suite *suite(void)
     tcase_add_test(tc, junk_counts_nothing);
     tcase_add_test(tc, families_declared);
     tcase_add_test(tc, gauges_and_declared_jobs);
+    tcase_add_test(tc, pauses);
     tcase_add_test(tc, bounded_jobs);
     tcase_add_test(tc, dup);
     suite_add_tcase(s, tc);

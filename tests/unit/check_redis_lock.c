@@ -500,8 +500,8 @@ END_TEST
 
 /* Threads sharing a client share its pipelined connections (mux.c): every
  * reply must reach the thread that asked. Each thread cycles a lock of its
- * own, whose fencing counter only it moves: its fences must be consecutive,
- * so any reply handed to the wrong thread shows. */
+ * own, whose fencing counter only it moves: each fence must be the one
+ * stored for its key, so any reply handed to the wrong thread shows. */
 struct mux_arg {
     struct baton_client *c;
     int id, cycles, failures;
@@ -513,17 +513,26 @@ static void *mux_cycler(void *p)
 {
     struct mux_arg *a = p;
     char key[32];
+    char fkey[64];
     uint64_t last = 0;
     snprintf(key, sizeof key, "t:mux:%d", a->id);
+    snprintf(fkey, sizeof fkey, "baton:{%s}:fence", key);
     for (int i = 0; i < a->cycles; i++) {
         struct baton_lock *lk = NULL;
         if (baton_lock_try(a->c, key, NULL, &lk) != BATON_OK) {
             a->failures++;
             continue;
         }
+        /* The fence must be the one stored for our key (only this thread
+         * moves it), read on a connection of its own. */
         uint64_t f = baton_lock_fence(lk);
-        if ((last != 0 && f != last + 1) || strcmp(baton_lock_key(lk), key) != 0)
+        const char *get[2] = {"GET", fkey};
+        struct baton_reply *rep = NULL;
+        if (baton_client_command(a->c, 2, get, NULL, &rep) != BATON_OK ||
+            rep->type != BATON_REPLY_STRING || strtoull(rep->str, NULL, 10) != f || f <= last ||
+            strcmp(baton_lock_key(lk), key) != 0)
             a->failures++;
+        baton_reply_free(rep);
         last = f;
         if (baton_lock_release(lk) != BATON_OK)
             a->failures++;

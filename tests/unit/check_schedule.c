@@ -14,6 +14,7 @@
 #include "run.h"
 #include "schedule.h"
 #include "testutil.h"
+#include "trigger.h"
 
 /* Unix seconds of "2026-03-29T01:00:00Z". */
 static int64_t at(const char *s)
@@ -197,6 +198,62 @@ START_TEST(due_far_behind)
 }
 END_TEST
 
+/* sched_span: a paused job's ticks, counted into one range. */
+START_TEST(span)
+{
+    struct jobs *sec = job("schedule: '* * * * * *'");
+    struct jobs *min = job("schedule: '0 * * * * *'");
+    struct sched_range r = {0};
+    int64_t a = at("2026-01-01T00:00:00Z");
+    /* (a, a+10]: ten seconds; the next after is a+11 */
+    ck_assert_int_eq(sched_span(&sec->v[0], a, a + 10, HO_SKIPPED, "paused", &r), a + 11);
+    ck_assert_int_eq(r.count, 10);
+    ck_assert_int_eq(r.first, a + 1);
+    ck_assert_int_eq(r.last, a + 10);
+    ck_assert_str_eq(r.reason, "paused");
+    /* extended, not restarted */
+    sched_span(&sec->v[0], a + 10, a + 12, HO_SKIPPED, "paused", &r);
+    ck_assert_int_eq(r.count, 12);
+    ck_assert_int_eq(r.first, a + 1);
+    ck_assert_int_eq(r.last, a + 12);
+    /* nothing in the span: the range stays, the next tick is returned */
+    memset(&r, 0, sizeof r);
+    ck_assert_int_eq(sched_span(&min->v[0], a, a + 59, HO_SKIPPED, "paused", &r), a + 60);
+    ck_assert_int_eq(r.count, 0);
+    /* a year of seconds: counted up to a point, then -1, and the last right */
+    memset(&r, 0, sizeof r);
+    int64_t y = at("2027-01-01T00:00:00Z");
+    ck_assert_int_eq(sched_span(&sec->v[0], a, y, HO_SKIPPED, "paused", &r), y + 1);
+    ck_assert_int_eq(r.count, -1);
+    ck_assert_int_eq(r.first, a + 1);
+    ck_assert_int_eq(r.last, y);
+    jobs_free(sec);
+    jobs_free(min);
+}
+END_TEST
+
+/* The ids of baton trigger, and the run ids made from them. */
+START_TEST(trigger_ids)
+{
+    static const char *const good[] = {"a", "20261123T101500-3f9a0c2d", "nightly:42", "x_y.z-1",
+                                       "123456789012345678901234567890123456789012345678"};
+    static const char *const bad[] = {"", "-a", ".a", "a b", "a/b", "é", "a{b}",
+                                      "1234567890123456789012345678901234567890123456789"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+        ck_assert_msg(trigger_id_ok(good[i]), "%s", good[i]);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        ck_assert_msg(!trigger_id_ok(bad[i]), "%s", bad[i]);
+    char id[TRIGGER_ID_MAX + 1], run[TRIGGER_ID_MAX + 16];
+    ck_assert_int_eq(trigger_make_id(id, sizeof id), 0);
+    ck_assert_msg(trigger_id_ok(id), "%s", id);
+    trigger_run_id("abc", 1, run, sizeof run);
+    ck_assert_str_eq(run, "abc");
+    trigger_run_id("abc", 2, run, sizeof run);
+    ck_assert_str_eq(run, "abc.2");
+    ck_assert_str_eq(run_trigger_name(RUN_TRIGGER_MANUAL), "manual");
+}
+END_TEST
+
 /* ------------------------------------------------------------------------ */
 /* sched_decide: the head of a job's queue */
 
@@ -304,6 +361,8 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, due, 0, (int)(sizeof due_cases / sizeof due_cases[0]));
     tcase_add_test(tc, due_accounts_for_every_tick);
     tcase_add_test(tc, due_far_behind);
+    tcase_add_test(tc, span);
+    tcase_add_test(tc, trigger_ids);
     tcase_add_loop_test(tc, decide, 0, (int)(sizeof decide_cases / sizeof decide_cases[0]));
     tcase_add_test(tc, run_states);
     suite_add_tcase(s, tc);

@@ -1,7 +1,8 @@
 /* check_statuspage.c -- the status document (status.h) and the page made
  * from it (statuspage.h): a node list's age moves its heartbeats into the
- * past; the page names the leader in its title, escapes what nodes wrote,
- * loads nothing from elsewhere, and says "never" and "disabled". */
+ * past; a pause is written as `baton status --json` writes it; the page
+ * names the leader in its title, escapes what nodes and pauses say, loads
+ * nothing from elsewhere, and says "never", "disabled" and "paused". */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,13 +28,17 @@ static cJSON *doc(bool leader, int64_t age_ms)
     ck_assert_int_eq(cron_parse("*/5 * * * * *", &every, &ce), 0);
     struct baton_leader_info li = {.has_leader = leader, .term = 3, .ttl_ms = 4200};
     snprintf(li.identity, sizeof li.identity, "web-1");
-    struct status_job jobs[2] = {
+    const struct pause_entry pause = {.job = "backup", .raw = "{}", .since_ms = 1767330000000,
+                                      .by = "ops@web-1", .reason = "<b>migration</b>"};
+    struct status_job jobs[3] = {
         {.name = "tick", .schedule = "*/5 * * * * *", .enabled = true, .expr = every},
         {.name = "off", .schedule = "@hourly", .enabled = false},
+        {.name = "backup", .schedule = "*/5 * * * * *", .enabled = true, .expr = every,
+         .paused = &pause},
     };
     struct status_doc d = {.group = "g", .redis = "redis://127.0.0.1:6379/0", .leader = &li,
                            .members = members, .nmembers = 2, .members_age_ms = age_ms,
-                           .jobs = jobs, .njobs = 2, .now = 1767337200};
+                           .jobs = jobs, .njobs = 3, .now = 1767337200};
     cJSON *o = status_doc_json(&d);
     cron_free(every);
     ck_assert_ptr_nonnull(o);
@@ -53,7 +58,12 @@ START_TEST(document)
     ck_assert_ptr_nonnull(strstr(s, "\"leader\":{\"node\":\"web-1\",\"term\":3,\"lease_ms\":4200}"));
     ck_assert_ptr_nonnull(strstr(s, "\"next_run\":\"2026-01-02T07:00:05Z\""));
     ck_assert_ptr_nonnull(strstr(s, "{\"name\":\"off\",\"schedule\":\"@hourly\",\"timezone\":\"UTC\","
-                                    "\"enabled\":false,\"last_run\":null,\"next_run\":null}"));
+                                    "\"enabled\":false,\"last_run\":null,\"next_run\":null,"
+                                    "\"paused\":null}"));
+    /* As `baton status --json` writes a pause. */
+    ck_assert_ptr_nonnull(strstr(s, "\"paused\":{\"since\":\"2026-01-02T05:00:00.000Z\","
+                                    "\"by\":\"ops@web-1\",\"reason\":\"<b>migration</b>\","
+                                    "\"all\":false}"));
     free(s);
     cJSON_Delete(o);
     /* A node list read 10 s ago: its heartbeats are 10 s older, and web-1
@@ -85,6 +95,14 @@ START_TEST(page)
     ck_assert_ptr_nonnull(strstr(html, "<td>off</td><td><span class=\"mute\">never</span></td>"));
     ck_assert_ptr_nonnull(strstr(html, "disabled"));
     ck_assert_ptr_nonnull(strstr(html, "in 5.0 s")); /* tick's next run */
+    /* backup is paused: said in its row and in words below, escaped. */
+    ck_assert_ptr_nonnull(strstr(html, "<td><span class=\"warn\" title=\"since "
+                                       "2026-01-02T05:00:00.000Z by ops@web-1: "
+                                       "&lt;b&gt;migration&lt;/b&gt;\">paused</span></td>"));
+    ck_assert_ptr_nonnull(strstr(html, "<li><b>backup</b> <span class=\"warn\">paused</span> since "
+                                       "2026-01-02T05:00:00.000Z by ops@web-1: "
+                                       "&lt;b&gt;migration&lt;/b&gt;</li>"));
+    ck_assert_ptr_null(strstr(html, "<b>migration"));
     free(html);
     cJSON_Delete(o);
     o = doc(false, 0);

@@ -1,0 +1,484 @@
+/* trigger.c -- see trigger.h. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "keys.h"
+#include "trigger.h"
+
+/* The server's time in ms, as every script here computes it. */
+#define NOW_MS                                                                                     \
+    "local t = redis.call('time')\n"                                                               \
+    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+
+/* KEYS: trigger:<id>, triggers. ARGV: id, job, by, queue max, channel.
+ * Returns {0, hash, receivers} created; {1, hash} exists; {2, hash} exists
+ * for another job; {3} the queue is full. */
+static const char request_src[] =
+    "local h = redis.call('hgetall', KEYS[1])\n"
+    "if #h > 0 then\n"
+    "  if redis.call('hget', KEYS[1], 'job') ~= ARGV[2] then return {2, h} end\n"
+    "  return {1, h}\n"
+    "end\n"
+    "if redis.call('zcard', KEYS[2]) >= tonumber(ARGV[4]) then return {3} end\n" NOW_MS
+    "redis.call('hset', KEYS[1], 'id', ARGV[1], 'job', ARGV[2], 'by', ARGV[3],\n"
+    "           'state', 'pending', 'attempt', '1', 'requested', tostring(now))\n"
+    "redis.call('zadd', KEYS[2], now, ARGV[1])\n"
+    "local n = redis.call('publish', ARGV[5], 'trigger ' .. ARGV[1])\n"
+    "return {0, redis.call('hgetall', KEYS[1]), n}\n";
+
+/* KEYS: leader, trigger:<id>, busy:J. ARGV: token, mode, member, run_id,
+ * node, term, attempt. Replies as claim.c's claim script: {-1} not the
+ * leader, {0} taken, {1, busy} claimed, {2, busy} busy, {4} ours. */
+static const char claim_src[] =
+    "if redis.call('get', KEYS[1]) ~= ARGV[1] then return {-1} end\n"
+    "local st = redis.call('hmget', KEYS[2], 'state', 'run_id', 'attempt')\n"
+    "if st[1] == 'claimed' and st[2] == ARGV[4] and redis.call('zscore', KEYS[3], ARGV[3]) then\n"
+    "  return {4}\n"
+    "end\n"
+    "if st[1] ~= 'pending' or st[3] ~= ARGV[7] then return {0} end\n" NOW_MS
+    "redis.call('zremrangebyscore', KEYS[3], '-inf', now)\n"
+    "local busy = redis.call('zrange', KEYS[3], 0, 31)\n"
+    "if #busy > 0 and ARGV[2] == 'wait' then return {2, busy} end\n"
+    "redis.call('hset', KEYS[2], 'state', 'claimed', 'run_id', ARGV[4], 'node', ARGV[5],\n"
+    "           'term', ARGV[6], 'claimed', tostring(now))\n"
+    "local left = redis.call('pttl', KEYS[1])\n"
+    "redis.call('zadd', KEYS[3], now + left, ARGV[3])\n"
+    "redis.call('pexpire', KEYS[3], left + 3600000)\n"
+    "return {1, busy}\n";
+
+/* KEYS: trigger:<id>. ARGV: run_id. */
+static const char started_src[] =
+    "local st = redis.call('hmget', KEYS[1], 'state', 'run_id')\n"
+    "if st[1] ~= 'claimed' or st[2] ~= ARGV[1] then return 0 end\n" NOW_MS
+    "redis.call('hset', KEYS[1], 'state', 'running', 'started', tostring(now))\n"
+    "return 1\n";
+
+/* KEYS: trigger:<id>, busy:J, triggers. ARGV: run_id, member, id, reason,
+ * channel, keep s. Returns 0 (nothing to do), 1 (requeued), 2 (done:
+ * lost). */
+static const char recover_src[] =
+    "local st = redis.call('hmget', KEYS[1], 'state', 'run_id', 'attempt')\n"
+    "if st[2] ~= ARGV[1] or (st[1] ~= 'claimed' and st[1] ~= 'running') then return 0 end\n"
+    NOW_MS
+    "local s = redis.call('zscore', KEYS[2], ARGV[2])\n"
+    "if s and tonumber(s) > now then return 0 end\n"
+    "redis.call('zrem', KEYS[2], ARGV[2])\n"
+    "if st[1] == 'claimed' then\n"
+    "  redis.call('hset', KEYS[1], 'state', 'pending', 'attempt',\n"
+    "             tostring(tonumber(st[3] or '1') + 1), 'lost_run', ARGV[1])\n"
+    "  redis.call('hdel', KEYS[1], 'run_id', 'node', 'term', 'claimed')\n"
+    "  return 1\n"
+    "end\n"
+    "redis.call('hset', KEYS[1], 'state', 'done', 'outcome', 'killed', 'reason', ARGV[4],\n"
+    "           'ended', tostring(now))\n"
+    "redis.call('expire', KEYS[1], ARGV[6])\n"
+    "redis.call('zrem', KEYS[3], ARGV[3])\n"
+    "redis.call('publish', ARGV[5], 'done ' .. ARGV[3])\n"
+    "return 2\n";
+
+/* KEYS: busy:J, trigger:<id>, triggers. ARGV: member, channel, job, id,
+ * run_id, outcome, exit_code, signal, reason, keep s. */
+static const char finish_src[] =
+    "redis.call('zrem', KEYS[1], ARGV[1])\n"
+    "redis.call('publish', ARGV[2], 'ended ' .. ARGV[3])\n"
+    "local st = redis.call('hmget', KEYS[2], 'state', 'run_id')\n"
+    "if st[2] ~= ARGV[5] or (st[1] ~= 'claimed' and st[1] ~= 'running') then return 0 end\n"
+    NOW_MS
+    "redis.call('hset', KEYS[2], 'state', 'done', 'outcome', ARGV[6], 'exit_code', ARGV[7],\n"
+    "           'signal', ARGV[8], 'reason', ARGV[9], 'ended', tostring(now))\n"
+    "redis.call('expire', KEYS[2], ARGV[10])\n"
+    "redis.call('zrem', KEYS[3], ARGV[4])\n"
+    "redis.call('publish', ARGV[2], 'done ' .. ARGV[4])\n"
+    "return 1\n";
+
+/* KEYS: trigger:<id>, triggers. ARGV: id, reason, channel, keep s. */
+static const char reject_src[] =
+    "if redis.call('hget', KEYS[1], 'state') ~= 'pending' then return 0 end\n" NOW_MS
+    "redis.call('hset', KEYS[1], 'state', 'done', 'outcome', 'rejected', 'reason', ARGV[2],\n"
+    "           'ended', tostring(now))\n"
+    "redis.call('expire', KEYS[1], ARGV[4])\n"
+    "redis.call('zrem', KEYS[2], ARGV[1])\n"
+    "redis.call('publish', ARGV[3], 'done ' .. ARGV[1])\n"
+    "return 1\n";
+
+const char *trigger_state_name(enum trigger_state s)
+{
+    static const char *const names[] = {"pending", "claimed", "running", "done"};
+    return (size_t)s < sizeof names / sizeof names[0] ? names[s] : "?";
+}
+
+bool trigger_id_ok(const char *id)
+{
+    size_t n = strlen(id);
+    if (n == 0 || n > TRIGGER_ID_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char ch = id[i];
+        bool alnum = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9');
+        if (!alnum && (i == 0 || strchr("_.:-", ch) == NULL))
+            return false;
+    }
+    return true;
+}
+
+int trigger_make_id(char *buf, size_t len)
+{
+    uint32_t rnd;
+    struct tm tm;
+    time_t now = time(NULL);
+    char when[32];
+    if (getrandom(&rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd || gmtime_r(&now, &tm) == NULL)
+        return -1;
+    strftime(when, sizeof when, "%Y%m%dT%H%M%S", &tm);
+    snprintf(buf, len, "%s-%08" PRIx32, when, rnd);
+    return 0;
+}
+
+void trigger_run_id(const char *id, int attempt, char *buf, size_t len)
+{
+    if (attempt <= 1)
+        snprintf(buf, len, "%s", id);
+    else
+        snprintf(buf, len, "%s.%d", id, attempt);
+}
+
+void trigger_reply_free(struct trigger_reply *r)
+{
+    baton_reply_free(r->reply);
+    free(r->v);
+    memset(r, 0, sizeof *r);
+}
+
+static int64_t num(const char *s, int64_t dflt)
+{
+    char *end;
+    if (s == NULL || *s == '\0')
+        return dflt;
+    long long v = strtoll(s, &end, 10);
+    return *end == '\0' ? v : dflt;
+}
+
+/* Fills t from a flat [field, value, ...] array (HGETALL). Returns false
+ * when h is not one, or holds no request. */
+static bool parse_hash(const struct baton_reply *h, struct trigger *t)
+{
+    static const char *const states[] = {"pending", "claimed", "running", "done"};
+    const char *state = NULL;
+    if (h == NULL || h->type != BATON_REPLY_ARRAY || h->elements == 0 || h->elements % 2 != 0)
+        return false;
+    *t = (struct trigger){.id = "", .job = "", .by = "", .node = "", .run_id = "",
+                          .outcome = "", .signal = "", .reason = "", .exit_code = -1,
+                          .attempt = 1};
+    for (size_t i = 0; i + 1 < h->elements; i += 2) {
+        const struct baton_reply *k = h->element[i], *v = h->element[i + 1];
+        if (k->type != BATON_REPLY_STRING || v->type != BATON_REPLY_STRING)
+            return false;
+        const char *key = k->str, *val = v->str;
+        if (strcmp(key, "id") == 0)
+            t->id = val;
+        else if (strcmp(key, "job") == 0)
+            t->job = val;
+        else if (strcmp(key, "by") == 0)
+            t->by = val;
+        else if (strcmp(key, "state") == 0)
+            state = val;
+        else if (strcmp(key, "attempt") == 0)
+            t->attempt = (int)num(val, 1);
+        else if (strcmp(key, "requested") == 0)
+            t->requested_ms = num(val, 0);
+        else if (strcmp(key, "node") == 0)
+            t->node = val;
+        else if (strcmp(key, "run_id") == 0)
+            t->run_id = val;
+        else if (strcmp(key, "term") == 0)
+            t->term = (uint64_t)num(val, 0);
+        else if (strcmp(key, "started") == 0)
+            t->started_ms = num(val, 0);
+        else if (strcmp(key, "ended") == 0)
+            t->ended_ms = num(val, 0);
+        else if (strcmp(key, "outcome") == 0)
+            t->outcome = val;
+        else if (strcmp(key, "exit_code") == 0)
+            t->exit_code = (int)num(val, -1);
+        else if (strcmp(key, "signal") == 0)
+            t->signal = val;
+        else if (strcmp(key, "reason") == 0)
+            t->reason = val;
+    }
+    if (state == NULL || t->id[0] == '\0' || t->job[0] == '\0')
+        return false;
+    for (size_t s = 0; s < sizeof states / sizeof states[0]; s++)
+        if (strcmp(state, states[s]) == 0) {
+            t->state = (enum trigger_state)s;
+            return true;
+        }
+    return false;
+}
+
+/* Takes rep into out, with the request in hash h (may be NULL: none). */
+static int take(struct baton_reply *rep, const struct baton_reply *h, struct trigger_reply *out)
+{
+    out->reply = rep;
+    if (h == NULL || h->type != BATON_REPLY_ARRAY || h->elements == 0)
+        return BATON_OK;
+    if ((out->v = calloc(1, sizeof *out->v)) == NULL)
+        return BATON_ENOMEM;
+    if (!parse_hash(h, out->v))
+        return BATON_EPROTO;
+    out->n = 1;
+    return BATON_OK;
+}
+
+/* The keys of request id and the group's queue and channel (owned). */
+struct keys {
+    char *trigger, *queue, *chan;
+};
+
+static int keys_make(const char *group, const char *id, struct keys *k)
+{
+    k->trigger = group_key(group, "trigger:%s", id);
+    k->queue = group_key(group, "triggers");
+    k->chan = group_key(group, "events");
+    return k->trigger != NULL && k->queue != NULL && k->chan != NULL ? BATON_OK : BATON_ENOMEM;
+}
+
+static void keys_free(struct keys *k)
+{
+    free(k->trigger);
+    free(k->queue);
+    free(k->chan);
+}
+
+int trigger_request(struct baton_client *c, const char *group, const char *job, const char *id,
+                    const char *by, enum trigger_request_result *result, int *receivers,
+                    struct trigger_reply *out)
+{
+    struct keys k;
+    struct baton_reply *rep = NULL;
+    char max[16];
+    memset(out, 0, sizeof *out);
+    *receivers = 0;
+    int rc = keys_make(group, id, &k);
+    if (rc == BATON_OK) {
+        snprintf(max, sizeof max, "%d", TRIGGER_QUEUE_MAX);
+        const char *keys[2] = {k.trigger, k.queue};
+        const char *args[5] = {id, job, by, max, k.chan};
+        rc = baton_client_eval(c, request_src, 2, keys, 5, args, &rep);
+    }
+    keys_free(&k);
+    if (rc != BATON_OK)
+        return rc;
+    if (rep->type != BATON_REPLY_ARRAY || rep->elements < 1 ||
+        rep->element[0]->type != BATON_REPLY_INTEGER || rep->element[0]->integer < 0 ||
+        rep->element[0]->integer > 3) {
+        baton_reply_free(rep);
+        return BATON_EPROTO;
+    }
+    static const enum trigger_request_result results[] = {TRIGGER_CREATED, TRIGGER_EXISTS,
+                                                          TRIGGER_OTHER_JOB, TRIGGER_FULL};
+    *result = results[rep->element[0]->integer];
+    if (*result == TRIGGER_CREATED && rep->elements > 2 &&
+        rep->element[2]->type == BATON_REPLY_INTEGER)
+        *receivers = (int)rep->element[2]->integer;
+    rc = take(rep, rep->elements > 1 ? rep->element[1] : NULL, out);
+    if (rc == BATON_OK && *result != TRIGGER_FULL && out->n == 0)
+        rc = BATON_EPROTO;
+    if (rc != BATON_OK)
+        trigger_reply_free(out);
+    return rc;
+}
+
+int trigger_get(struct baton_client *c, const char *group, const char *id,
+                struct trigger_reply *out)
+{
+    char *key = group_key(group, "trigger:%s", id);
+    struct baton_reply *rep = NULL;
+    memset(out, 0, sizeof *out);
+    if (key == NULL)
+        return BATON_ENOMEM;
+    const char *argv[2] = {"HGETALL", key};
+    int rc = baton_client_command(c, 2, argv, NULL, &rep);
+    free(key);
+    if (rc != BATON_OK)
+        return rc;
+    if (rep->type != BATON_REPLY_ARRAY) {
+        baton_reply_free(rep);
+        return BATON_EPROTO;
+    }
+    rc = take(rep, rep, out);
+    if (rc != BATON_OK)
+        trigger_reply_free(out);
+    return rc;
+}
+
+int trigger_list(struct baton_client *c, const char *group, size_t max, struct trigger_reply *out)
+{
+    char *key = group_key(group, "triggers");
+    char stop[24];
+    struct baton_reply *rep = NULL;
+    memset(out, 0, sizeof *out);
+    if (key == NULL)
+        return BATON_ENOMEM;
+    snprintf(stop, sizeof stop, "%zu", max > 0 ? max - 1 : 0);
+    const char *argv[4] = {"ZRANGE", key, "0", stop};
+    int rc = baton_client_command(c, 4, argv, NULL, &rep);
+    free(key);
+    if (rc != BATON_OK)
+        return rc;
+    if (rep->type != BATON_REPLY_ARRAY) {
+        baton_reply_free(rep);
+        return BATON_EPROTO;
+    }
+    out->reply = rep;
+    if (rep->elements > 0 && (out->v = calloc(rep->elements, sizeof *out->v)) == NULL) {
+        trigger_reply_free(out);
+        return BATON_ENOMEM;
+    }
+    /* Only the ids: the leader reads each request it does not know. */
+    for (size_t i = 0; i < rep->elements; i++)
+        if (rep->element[i]->type == BATON_REPLY_STRING)
+            out->v[out->n++] = (struct trigger){.id = rep->element[i]->str};
+    return BATON_OK;
+}
+
+enum claim_result trigger_claim(struct baton_client *c, const char *group, const char *job,
+                                const char *leader_key, const char *token, const char *id,
+                                int attempt, enum claim_mode mode, const char *member,
+                                const char *node, uint64_t term, struct claim_reply *out)
+{
+    char *tkey = group_key(group, "trigger:%s", id), *busy = group_key(group, "busy:%s", job);
+    char run_id[TRIGGER_ID_MAX + 16], termbuf[24], attbuf[16];
+    enum claim_result res = CLAIM_ERROR;
+
+    memset(out, 0, sizeof *out);
+    if (tkey != NULL && busy != NULL) {
+        trigger_run_id(id, attempt, run_id, sizeof run_id);
+        snprintf(termbuf, sizeof termbuf, "%" PRIu64, term);
+        snprintf(attbuf, sizeof attbuf, "%d", attempt);
+        const char *keys[3] = {leader_key, tkey, busy};
+        const char *args[7] = {token, mode == CLAIM_RUN_OR_WAIT ? "wait" : "run", member,
+                               run_id, node, termbuf, attbuf};
+        int rc = baton_client_eval(c, claim_src, 3, keys, 7, args, &out->reply);
+        res = rc == BATON_ENOTDURABLE ? CLAIM_NOT_DURABLE
+              : rc == BATON_OK        ? claim_parse(out)
+                                      : CLAIM_ERROR;
+    }
+    free(tkey);
+    free(busy);
+    return res;
+}
+
+/* Runs script with the request's hash key first; the integer reply in
+ * *result. */
+static int eval_int(struct baton_client *c, const char *src, int nkeys, const char *const *keys,
+                    int nargs, const char *const *args, long long *result)
+{
+    struct baton_reply *rep = NULL;
+    int rc = baton_client_eval(c, src, nkeys, keys, nargs, args, &rep);
+    if (rc == BATON_OK && rep->type != BATON_REPLY_INTEGER)
+        rc = BATON_EPROTO;
+    if (rc == BATON_OK && result != NULL)
+        *result = rep->integer;
+    baton_reply_free(rep);
+    return rc;
+}
+
+int trigger_started(struct baton_client *c, const char *group, const char *id, const char *run_id)
+{
+    char *key = group_key(group, "trigger:%s", id);
+    if (key == NULL)
+        return BATON_ENOMEM;
+    const char *keys[1] = {key};
+    const char *args[1] = {run_id};
+    int rc = eval_int(c, started_src, 1, keys, 1, args, NULL);
+    free(key);
+    return rc;
+}
+
+#define STR_(x) #x
+#define STR(x)  STR_(x)
+static const char keep_s[] = STR(TRIGGER_KEEP_S);
+
+int trigger_recover(struct baton_client *c, const char *group, const char *job, const char *id,
+                    const char *run_id, const char *member, bool *requeued, bool *lost)
+{
+    struct keys k;
+    char *busy = group_key(group, "busy:%s", job);
+    long long r = 0;
+    int rc = keys_make(group, id, &k);
+    *requeued = *lost = false;
+    if (rc == BATON_OK && busy == NULL)
+        rc = BATON_ENOMEM;
+    if (rc == BATON_OK) {
+        const char *keys[3] = {k.trigger, busy, k.queue};
+        const char *args[6] = {run_id, member, id,
+                               "its node died while it ran: it died with it, or ended unrecorded",
+                               k.chan, keep_s};
+        rc = eval_int(c, recover_src, 3, keys, 6, args, &r);
+    }
+    keys_free(&k);
+    free(busy);
+    *requeued = r == 1;
+    *lost = r == 2;
+    return rc;
+}
+
+int trigger_finish(struct baton_client *c, const char *group, const char *job, const char *member,
+                   const char *id, const struct history_rec *rec)
+{
+    struct keys k;
+    char *busy = group_key(group, "busy:%s", job);
+    char code[16] = "";
+    int rc = keys_make(group, id, &k);
+    if (rc == BATON_OK && busy == NULL)
+        rc = BATON_ENOMEM;
+    if (rc == BATON_OK) {
+        if (rec->exit_code >= 0)
+            snprintf(code, sizeof code, "%d", rec->exit_code);
+        const char *keys[3] = {busy, k.trigger, k.queue};
+        const char *args[10] = {member,
+                                k.chan,
+                                job,
+                                id,
+                                rec->run_id,
+                                history_outcome_name(rec->outcome),
+                                code,
+                                rec->signal != NULL ? rec->signal : "",
+                                rec->reason != NULL ? rec->reason : "",
+                                keep_s};
+        rc = eval_int(c, finish_src, 3, keys, 10, args, NULL);
+    }
+    keys_free(&k);
+    free(busy);
+    return rc;
+}
+
+int trigger_reject(struct baton_client *c, const char *group, const char *id, const char *reason)
+{
+    struct keys k;
+    int rc = keys_make(group, id, &k);
+    if (rc == BATON_OK) {
+        const char *keys[2] = {k.trigger, k.queue};
+        const char *args[4] = {id, reason, k.chan, keep_s};
+        rc = eval_int(c, reject_src, 2, keys, 4, args, NULL);
+    }
+    keys_free(&k);
+    return rc;
+}
+
+int trigger_forget(struct baton_client *c, const char *group, const char *id)
+{
+    char *key = group_key(group, "triggers");
+    struct baton_reply *rep = NULL;
+    if (key == NULL)
+        return BATON_ENOMEM;
+    const char *argv[3] = {"ZREM", key, id};
+    int rc = baton_client_command(c, 3, argv, NULL, &rep);
+    baton_reply_free(rep);
+    free(key);
+    return rc;
+}

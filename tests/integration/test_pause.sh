@@ -1,0 +1,181 @@
+# test_pause.sh -- `baton pause` / `baton resume`, fleet-wide and kept in
+# Redis, through real supervisors and a real redis-server:
+#   1. a paused job's ticks do not run; status shows who paused it and why;
+#   2. the pause holds across a failover, and across a group that restarts
+#      (no node at all for a while);
+#   3. resume: the paused ticks stay skipped, recorded in the history with
+#      reason paused, and the next leader does not catch them up either;
+#      also when the resume comes while no node leads;
+#   4. resume --catchup runs them, within the catch-up window;
+#   5. pause --all holds every job; resume JOB cannot lift it; resume --all
+#      does;
+#   6. a paused job can still be run by hand.
+. "$BATON_TESTS_DIR/lib/harness.sh"
+B=$BATON_BIN
+redis_start
+
+cat > "$T/jobs.yaml" <<EOF
+jobs:
+  - {name: tick, schedule: "* * * * * *", catchup: 1h,
+     shell: "echo \$BATON_SCHEDULED_AT \$BATON_TRIGGER >> $T/tick.txt"}
+  - {name: tock, schedule: "* * * * * *", catchup: 1h,
+     shell: "echo \$BATON_SCHEDULED_AT >> $T/tock.txt"}
+EOF
+config() {
+    printf 'node: %s\nredis: %s\ngroup: pz\nlease: {ttl: 2s}\nredis_timeout: 300ms\npoll: 1s\nshutdown_grace: 2s\njobs: %s\n' \
+        "$1" "$REDIS_URL" "$T/jobs.yaml" > "$T/$1.yaml"
+}
+declare -A GEN=()
+start() {
+    local n=$1
+    GEN[$n]=$(( ${GEN[$n]:-0} + 1 ))
+    config "$n"
+    spawn "$n.${GEN[$n]}" "$B" run -c "$T/$n.yaml"
+}
+pid() { pid_of "$1.${GEN[$1]}"; }
+out() { echo "$T/$1.${GEN[$1]}.out"; }
+leader() { rcli get 'baton:{pz}:leader' | sed -n 's/^[0-9a-f]\{48\}://p'; }
+wait_leader() {
+    local l
+    for _ in $(seq 1 600); do
+        l=$(leader)
+        [ -n "$l" ] && [ "$l" != "${1:-}" ] && { echo "$l"; return; }
+        sleep 0.01
+    done
+    fail "no leader${1:+ other than $1}"
+}
+config client
+bt() { "$B" "$1" -c "$T/client.yaml" "${@:2}"; }
+secs() { awk '{print $1}' "$1" | while read -r t; do date -u -d "$t" +%s; done; }
+# ran_between FILE FROM TO: ticks of FILE in [FROM, TO] (Unix s)
+ran_between() { secs "$1" | awk -v a="$2" -v b="$3" '$1 >= a && $1 <= b' | wc -l; }
+# wait_tick FILE: until FILE gets a new line (at most 3 s)
+wait_tick() {
+    local n0; n0=$(wc -l < "$1" 2>/dev/null || echo 0)
+    for _ in $(seq 1 300); do [ "$(wc -l < "$1" 2>/dev/null || echo 0)" -gt "$n0" ] && return; sleep 0.01; done
+    fail "no new tick in $(basename "$1")"
+}
+# wait_working: the node (of those running now) that leads, from its log.
+wait_working() {
+    local n
+    for _ in $(seq 1 600); do
+        for n in n1 n2; do
+            alive "$(pid $n)" && grep -q '"to":"working"' "$(out $n)" 2>/dev/null && { echo "$n"; return; }
+        done
+        sleep 0.01
+    done
+    fail "no node leads"
+}
+kill_all() {
+    for n in n1 n2; do kill -KILL "$(pid $n)" 2>/dev/null; done
+    for n in n1 n2; do wait_exit "$n.${GEN[$n]}" 5; done
+}
+
+start n1; sleep 0.3; start n2
+L=$(wait_leader)
+wait_tick "$T/tick.txt"
+
+# ---------------------------------------------------------------------
+note "1. a paused job does not run; status says who paused it and why"
+bt pause tick --reason "db migration" >"$T/p1.out" || fail "pause: exit $?"
+grep -q '^paused tick' "$T/p1.out" || fail "pause said: $(cat "$T/p1.out")"
+p_at=$(( $(date +%s) + 1 ))
+wait_for_line "$(out "$L")" '"event":"job_paused".*"job":"tick".*"reason":"db migration"' 2 >/dev/null
+bt pause tick | grep -q 'paused already' || fail "a second pause did not say it was paused already"
+sleep 2.5
+assert_eq 0 "$(ran_between "$T/tick.txt" "$p_at" 9999999999)" "runs of tick after the pause"
+bt status > "$T/status.txt"
+grep -qE '^tick .* paused$' "$T/status.txt" || fail "status does not show tick paused: $(cat "$T/status.txt")"
+grep -q '^paused: tick since .* by .*: db migration$' "$T/status.txt" || fail "$(cat "$T/status.txt")"
+bt status --json | grep -q '"name":"tick",.*"paused":{"since":"[^"]*","by":"[^"]*","reason":"db migration","all":false}' \
+    || fail "status --json: $(bt status --json)"
+bt status --json | grep -q '"name":"tock",.*"paused":null' || fail "tock shows paused"
+wait_tick "$T/tock.txt" # the other job runs on
+
+# ---------------------------------------------------------------------
+note "2. the pause holds across a failover and a restart of the whole group"
+kill -KILL "$(pid "$L")"; wait_exit "$L.${GEN[$L]}" 5
+O=n1; [ "$L" = n1 ] && O=n2
+L=$(wait_leader "$L")
+wait_for_line "$(out "$L")" '"event":"job_paused".*"job":"tick"' 3 >/dev/null
+start "$([ "$L" = n1 ] && echo n2 || echo n1)"
+kill_all
+sleep 1
+start n1; start n2
+L=$(wait_working)
+wait_tick "$T/tock.txt"
+sleep 1.5
+assert_eq 0 "$(ran_between "$T/tick.txt" "$p_at" 9999999999)" "runs of tick after the pause, across failovers"
+grep -q '"event":"catch_up".*"job":"tick"' "$(out "$L")" && fail "the paused job was caught up: $(grep catch_up "$(out "$L")")"
+
+# ---------------------------------------------------------------------
+note "3. resume: the paused ticks stay skipped and recorded, for the next leader too"
+bt resume tick >"$T/r3.out" || fail "resume: exit $?"
+r_at=$(date +%s)
+grep -q 'stay skipped' "$T/r3.out" || fail "resume said: $(cat "$T/r3.out")"
+line=$(wait_for_line "$(out "$L")" '"event":"tick_skipped".*"job":"tick".*"reason":"paused' 3)
+wait_tick "$T/tick.txt"
+first=$(echo "$line" | sed 's/.*"scheduled_at":"\([^"]*\)".*/\1/')
+until=$(echo "$line" | sed 's/.*"until":"\([^"]*\)".*/\1/')
+[ "$(ts_ms "$first")" -le $(( p_at * 1000 )) ] || fail "the skipped range starts at $first, after the pause ($p_at)"
+[ "$(ts_ms "$until")" -ge $(( (r_at - 1) * 1000 )) ] || fail "the skipped range ends at $until, before the resume ($r_at)"
+bt history tick -n 5 | grep -q 'skipped x[0-9]*: paused (baton pause)' || fail "history: $(bt history tick -n 5)"
+# The next leader does not run them either.
+kill -KILL "$(pid "$L")"; wait_exit "$L.${GEN[$L]}" 5
+L2=$(wait_leader "$L")
+sleep 1.5
+grep '"event":"catch_up".*"job":"tick"' "$(out "$L2")" | grep -q '"missed_ticks":[1-9][0-9]' \
+    && fail "the next leader caught up the paused ticks: $(grep catch_up "$(out "$L2")")"
+assert_eq 0 "$(ran_between "$T/tick.txt" "$p_at" "$(( r_at - 1 ))")" "runs of the paused ticks"
+start "$L"
+
+note "3b. a resume while no node leads"
+bt pause tick >/dev/null; p_at=$(( $(date +%s) + 1 ))
+sleep 1
+kill_all
+sleep 1.5
+bt resume tick >/dev/null; r_at=$(date +%s)
+sleep 1
+start n1; start n2
+L=$(wait_working)
+wait_tick "$T/tick.txt"; sleep 1
+grep -q '"event":"tick_skipped".*"job":"tick".*"reason":"paused' "$(out "$L")" \
+    || fail "the new leader did not record the paused ticks"
+assert_eq 0 "$(ran_between "$T/tick.txt" "$p_at" "$(( r_at - 1 ))")" "runs of the ticks paused while no node led"
+
+# ---------------------------------------------------------------------
+note "4. resume --catchup runs the paused ticks"
+bt pause tick >/dev/null; p_at=$(( $(date +%s) + 1 ))
+sleep 4
+bt resume tick --catchup | grep -q 'caught up' || fail "resume --catchup did not say so"
+r_at=$(date +%s)
+sleep 2
+n=$(ran_between "$T/tick.txt" "$p_at" "$(( r_at - 1 ))")
+[ "$n" -ge $(( r_at - p_at )) ] || fail "only $n of the $(( r_at - p_at )) paused ticks were caught up"
+assert_eq 0 "$(secs "$T/tick.txt" | sort | uniq -d | wc -l)" "ticks run twice"
+note "  $n paused ticks caught up"
+
+# ---------------------------------------------------------------------
+note "5. pause --all holds every job; resume JOB cannot lift it; resume --all does"
+bt pause --all | grep -q 'paused every job' || fail "pause --all"
+p_at=$(( $(date +%s) + 1 ))
+sleep 2
+assert_eq 0 "$(( $(ran_between "$T/tick.txt" "$p_at" 9999999999) + $(ran_between "$T/tock.txt" "$p_at" 9999999999) ))" "runs while every job is paused"
+bt status --json | grep -q '"name":"tock",.*"paused":{.*"all":true}' || fail "status --json does not show --all"
+bt resume tock >/dev/null 2>"$T/r5.err"; rc=$?
+assert_eq 1 "$rc" "exit of resume JOB under pause --all"
+grep -q 'tock stays paused' "$T/r5.err" || fail "$(cat "$T/r5.err")"
+bt resume --all | grep -q 'resumed 1 paused entry' || fail "resume --all"
+wait_tick "$T/tick.txt"; wait_tick "$T/tock.txt"
+sleep 1
+assert_eq "" "$(rcli hkeys 'baton:{pz}:paused')" "entries left after resume --all was applied"
+
+# ---------------------------------------------------------------------
+note "6. a paused job can be run by hand"
+bt pause tick >/dev/null
+id=$(bt trigger tick --wait 2>/dev/null) || fail "trigger of a paused job: exit $?"
+grep -q ' manual$' "$T/tick.txt" || fail "no manual run of the paused job"
+bt resume tick >/dev/null
+for n in n1 n2; do kill -TERM "$(pid $n)"; done
+for n in n1 n2; do wait_exit "$n.${GEN[$n]}" 10; done
+note "ok"

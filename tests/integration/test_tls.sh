@@ -1,0 +1,175 @@
+# test_tls.sh -- rediss:// against real TLS redis-servers (`--port 0
+# --tls-port P`) with certificates this test makes with openssl: plain TLS
+# by IP address and by host name; every failure says what failed (wrong CA,
+# a server certificate from another CA, wrong host name, expired, a client
+# without the certificate a mutual-TLS server requires, a handshake that
+# never completes); sni= and verify=none; mutual TLS; and the whole tool
+# over TLS: `baton lock`, two `baton run` supervisors electing a leader and
+# running a job through a rediss:// URL in their config, `baton status`,
+# `history`, `step-down` and `check`; and rediss-sentinel://, TLS to a
+# sentinel and to the master it names.
+. "$BATON_TESTS_DIR/lib/harness.sh"
+. "$BATON_TESTS_DIR/lib/tls.sh"
+B=$BATON_BIN
+C=$T/certs
+tls_make_certs "$C"
+
+# lock_fails NAME URL MESSAGE [STATUS]: `baton lock` exits STATUS (default 69:
+# unavailable; 64 for a URL or file it cannot use) with one line holding
+# MESSAGE.
+lock_fails() {
+    local what=$1 url=$2 msg=$3 want=${4:-69}
+    "$B" lock --url "$url" tls:k -- true >"$T/out" 2>"$T/err"
+    local rc=$?
+    assert_eq "$want" "$rc" "$what: exit status ($(cat "$T/err"))"
+    grep -qF -- "$msg" "$T/err" || fail "$what: no [$msg] in: $(cat "$T/err")"
+    [ "$(wc -l <"$T/err")" = 1 ] || fail "$what: more than one line: $(cat "$T/err")"
+}
+
+note "plain TLS: by IP address and by host name"
+tls_redis_start good "$C/server.pem" "$C/server.key"
+GOOD=$TLS_PORT
+URL="rediss://127.0.0.1:$GOOD/0?ca=$C/ca.pem"
+f1=$("$B" lock --url "$URL" tls:k -- sh -c 'echo $BATON_FENCE') || fail "lock over TLS by IP"
+f2=$("$B" lock --url "rediss://localhost:$GOOD/0?ca=$C/ca.pem" tls:k -- sh -c 'echo $BATON_FENCE') ||
+    fail "lock over TLS by host name"
+[ "$f2" -gt "$f1" ] || fail "fences over TLS: $f1 then $f2"
+
+note "failures say what failed"
+lock_fails "client trusting another CA" "rediss://127.0.0.1:$GOOD/0?ca=$C/otherca.pem" \
+    "certificate verify failed: self-signed certificate in certificate chain"
+lock_fails "sni naming another host" "$URL&sni=nothere.example" \
+    "host name mismatch: expected nothere.example, certificate is for 127.0.0.1, localhost"
+tls_redis_start wrongca "$C/wrongca.pem" "$C/wrongca.key"
+lock_fails "server certificate from another CA" "rediss://127.0.0.1:$TLS_PORT/0?ca=$C/ca.pem" \
+    "rediss://127.0.0.1:$TLS_PORT/0?ca=$C/ca.pem: certificate verify failed: unable to get local issuer certificate"
+tls_redis_start expired "$C/expired.pem" "$C/expired.key"
+lock_fails "expired server certificate" "rediss://127.0.0.1:$TLS_PORT/0?ca=$C/ca.pem" \
+    "certificate verify failed: certificate has expired"
+tls_redis_start wrongname "$C/wrongname.pem" "$C/wrongname.key"
+WRONGNAME=$TLS_PORT
+lock_fails "certificate for another host" "rediss://127.0.0.1:$WRONGNAME/0?ca=$C/ca.pem" \
+    "rediss://127.0.0.1:$WRONGNAME/0?ca=$C/ca.pem: host name mismatch: expected 127.0.0.1, certificate is for other.example"
+
+note "sni= verifies that name; verify=none verifies nothing"
+"$B" lock --url "rediss://127.0.0.1:$WRONGNAME/0?ca=$C/ca.pem&sni=other.example" tls:k -- true ||
+    fail "sni=other.example against its certificate"
+"$B" lock --url "rediss://127.0.0.1:$WRONGNAME/0?verify=none" tls:k -- true ||
+    fail "verify=none against a certificate for another host"
+
+note "mutual TLS"
+tls_redis_start mtls "$C/server.pem" "$C/server.key" --tls-auth-clients yes
+MTLS=$TLS_PORT
+"$B" lock --url "rediss://127.0.0.1:$MTLS/0?ca=$C/ca.pem&cert=$C/client.pem&key=$C/client.key" \
+    tls:k -- true || fail "mutual TLS with a client certificate"
+lock_fails "mutual TLS without a client certificate" "rediss://127.0.0.1:$MTLS/0?ca=$C/ca.pem" \
+    "the server ended the TLS session: tlsv13 alert certificate required (the server requires a client certificate: give cert= and key=)"
+lock_fails "a client key that is not the certificate's" \
+    "rediss://127.0.0.1:$MTLS/0?ca=$C/ca.pem&cert=$C/client.pem&key=$C/server.key" \
+    "cannot load the client key $C/server.key: key values mismatch" 64
+
+note "a handshake that never completes is bounded by the connect timeout"
+redis_start
+lock_fails "TLS to a plain-TCP port" "rediss://127.0.0.1:$REDIS_PORT/0?ca=$C/ca.pem" \
+    "TLS handshake timed out after 2000 ms"
+kill -STOP "$TLS_PID_good"
+t0=$(now_ms)
+lock_fails "a frozen TLS server" "$URL" "TLS handshake timed out after 2000 ms"
+kill -CONT "$TLS_PID_good"
+[ $(( $(now_ms) - t0 )) -lt 6000 ] || fail "the frozen server held baton lock for $(( $(now_ms) - t0 )) ms"
+
+note "rediss-sentinel://: TLS to the sentinel and to the master it names"
+command -v redis-sentinel >/dev/null || fail "redis-sentinel is not installed (apt-get install redis-sentinel)"
+tls_redis_start smaster "$C/server.pem" "$C/server.key"
+SMASTER=$TLS_PORT
+sdir=$T/tls-sentinel
+mkdir -p "$sdir"
+for attempt in 1 2 3 4 5; do
+    sport=$(free_port)
+    cat >"$sdir/sentinel.conf" <<EOT
+port 0
+tls-port $sport
+tls-cert-file $C/server.pem
+tls-key-file $C/server.key
+tls-ca-cert-file $C/ca.pem
+tls-auth-clients no
+tls-replication yes
+bind 127.0.0.1
+daemonize no
+dir $sdir
+logfile $sdir/sentinel.log
+sentinel monitor tlsgroup 127.0.0.1 $SMASTER 1
+EOT
+    redis-sentinel "$sdir/sentinel.conf" </dev/null >/dev/null 2>&1 &
+    spid=$!
+    up=0
+    for n in $(seq 1 250); do
+        kill -0 "$spid" 2>/dev/null || break
+        if redis-cli --tls --cacert "$C/ca.pem" -p "$sport" sentinel get-master-addr-by-name tlsgroup 2>/dev/null | grep -q "^$SMASTER\$"; then
+            up=1; break
+        fi
+        sleep 0.02
+    done
+    [ $up = 1 ] && break
+    kill -KILL "$spid" 2>/dev/null
+done
+[ $up = 1 ] || fail "the TLS sentinel did not start"
+HARNESS_REDIS_PIDS+=("$spid")
+SURL="rediss-sentinel://127.0.0.1:$sport/0?master=tlsgroup&ca=$C/ca.pem"
+f=$("$B" lock --url "$SURL" tls:s -- sh -c 'echo $BATON_FENCE') || fail "lock through a TLS sentinel"
+[ "$f" -gt 0 ] || fail "fence through a TLS sentinel: $f"
+lock_fails "a TLS sentinel trusting another CA" "rediss-sentinel://127.0.0.1:$sport/0?master=tlsgroup&ca=$C/otherca.pem" \
+    "sentinel 127.0.0.1:$sport: certificate verify failed: self-signed certificate in certificate chain"
+
+# ---- the supervisor and the operator tools over TLS ------------------------------
+note "two supervisors over rediss://, and every tool"
+cat >"$T/jobs.yaml" <<'EOF'
+jobs:
+  - name: tick
+    schedule: "* * * * * *"
+    shell: "echo tick"
+EOF
+for n in a b; do
+    cat >"$T/node-$n.yaml" <<EOF
+node: node-$n
+redis: "$URL"
+group: tls
+lease: {ttl: 2s}
+redis_timeout: 500ms
+poll: 1s
+shutdown_grace: 1s
+jobs: $T/jobs.yaml
+EOF
+done
+spawn node-a "$B" run -c "$T/node-a.yaml"
+spawn node-b "$B" run -c "$T/node-b.yaml"
+wait_for_line "$T/node-a.out" '"to":"working"|"event":"following"' 15 >/dev/null
+wait_for_line "$T/node-b.out" '"to":"working"|"event":"following"' 15 >/dev/null
+deadline=$(( $(now_ms) + 15000 ))
+until grep -qh '"event":"job_end".*"job":"tick"' "$T/node-a.out" "$T/node-b.out" 2>/dev/null; do
+    [ "$(now_ms)" -lt "$deadline" ] || fail "no run of tick over TLS within 15 s"
+    sleep 0.05
+done
+"$B" check -c "$T/node-a.yaml" >"$T/check.out" 2>&1 || fail "check over TLS: $(cat "$T/check.out")"
+grep -q "^redis: rediss://127.0.0.1:$GOOD/0?ca=$C/ca.pem$" "$T/check.out" || fail "check: the effective URL in $(cat "$T/check.out")"
+out=$("$B" status -c "$T/node-a.yaml" 2>&1) || fail "status over TLS: $out"
+printf '%s\n' "$out" | grep -qE '^leader:  node-[ab] \(term [0-9]+, ' || fail "status over TLS: $out"
+out=$("$B" history -c "$T/node-a.yaml" tick 2>&1) || fail "history over TLS: $out"
+printf '%s\n' "$out" | grep -q 'ok (exit 0)' || fail "history over TLS: $out"
+out=$("$B" step-down -c "$T/node-a.yaml" --wait 5s 2>&1) || fail "step-down over TLS: $out"
+printf '%s\n' "$out" | grep -qE 'stepped down; node-[ab] leads now' || fail "step-down over TLS: $out"
+grep -q '"level":"warn"' "$T/node-a.out" && fail "a warning with verified TLS: $(grep '"level":"warn"' "$T/node-a.out")"
+
+note "verify=none is logged at warn"
+cat >"$T/node-c.yaml" <<EOF
+node: node-c
+redis: "rediss://127.0.0.1:$GOOD/0?verify=none"
+group: tls-insecure
+jobs: $T/jobs.yaml
+EOF
+spawn node-c "$B" run -c "$T/node-c.yaml"
+wait_for_line "$T/node-c.out" '"level":"warn","event":"tls_verify_off"' 10 >/dev/null
+wait_for_line "$T/node-c.out" '"to":"working"' 10 >/dev/null
+for n in a b c; do kill -TERM "$(pid_of "node-$n")"; done
+for n in a b c; do wait_exit "node-$n" 15; assert_eq 0 "$EXIT_CODE" "exit status of node-$n"; done
+note "ok"
