@@ -36,6 +36,7 @@ TEST_PACKAGES=(
     systemd                                    # systemd-analyze, systemd-sysusers for the unit's tests
     man-db groff-base                          # the man pages render without warnings
     zsh                                        # the zsh completion parses
+    gcovr                                      # line and branch coverage, with its floor
 )
 
 mode=${1:-}

@@ -35,24 +35,8 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1 \
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build/asan --output-on-failure --timeout 900
 
-echo "== 3/3: libFuzzer targets"
-build build/fuzz -DBATON_FUZZ=ON -DBATON_BUILD_EXAMPLES=OFF -DCMAKE_C_COMPILER=clang \
-    -DCMAKE_C_FLAGS="-fsanitize=fuzzer-no-link,address,undefined"
-secs=${BATON_FUZZ_SECONDS:-30}
-for f in build/fuzz/tests/fuzz_*; do
-    [ -x "$f" ] || continue
-    name=$(basename "$f")
-    work=$(mktemp -d)
-    seeds=tests/fuzz/corpus/$name
-    [ -d "$seeds" ] || seeds=
-    echo "-- $name for ${secs}s"
-    if ! "$f" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-            -artifact_prefix="$work/" "$work" $seeds >"$work/log" 2>&1; then
-        tail -n 40 "$work/log"
-        echo "run.sh: $name found a crash; the input is in $work"
-        exit 1
-    fi
-    grep -E "stat::number_of_executed_units|Done" "$work/log" | tr '\n' ' '; echo
-    rm -rf "$work"
-done
+echo "== 3/3: libFuzzer targets, ${BATON_FUZZ_SECONDS:-30}s each"
+. tests/lib/fuzz.sh
+fuzz_build || exit 1
+fuzz_run "${BATON_FUZZ_SECONDS:-30}" || exit 1
 echo "== all green in $(( $(date +%s) - start ))s"

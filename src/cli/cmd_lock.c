@@ -40,8 +40,10 @@ enum { OPT_PASSWORD_FILE = TOOL_OPT_COLOR + 1, OPT_MIN_REPLICAS, OPT_PASS_CREDEN
 
 static const struct cli_opt opts[] = {
     {TOOL_OPT_URL, "url", "URL",
-     "Redis URL: redis://[user:pass@]host[:port][/db] or unix:///path?db=N&user=U&password=P "
-     "(default $BATON_REDIS_URL, else redis://127.0.0.1:6379/0)"},
+     "Redis URL: redis://[user:pass@]host[:port][/db], rediss:// (TLS: ?ca=FILE, cert=, key=, "
+     "sni=, verify=), unix:///path?db=N&user=U&password=P or "
+     "redis-sentinel://h1,h2[/db]?master=NAME (default $BATON_REDIS_URL, else "
+     "redis://127.0.0.1:6379/0)"},
     {OPT_PASSWORD_FILE, "password-file", "FILE",
      "the Redis password is FILE's first line (keep FILE mode 0600); else "
      "$BATON_REDIS_PASSWORD, else the URL's ($BATON_SENTINEL_PASSWORD: the sentinels' own)"},
@@ -253,8 +255,31 @@ struct watch {
     bool stopping;   /* SIGTERM sent because of the lock */
     int64_t kill_at; /* SIGKILL time once stopping */
     bool killed;
-    int status; /* the shim's wait status */
+    int status;          /* the shim's wait status */
+    int fence_fd;        /* write end of the shim's fence pipe */
+    int64_t fenced_till; /* the lock deadline the shim was last told */
 };
+
+/* When the shim stops the command on its own, for a lock valid until
+ * deadline: SIGTERM when this process would, SIGKILL 5 ms before the end. */
+static void fence_times(int64_t deadline, int64_t grace_ns, int64_t *term_at, int64_t *kill_at)
+{
+    *term_at = deadline - grace_ns - 5000000;
+    *kill_at = deadline - 5000000;
+}
+
+/* Tells the shim the lock's deadline when it moved (a renewal): one pipe
+ * write per renewal. The shim then stops the command at the deadline even
+ * when this process cannot (stopped, frozen, starved). */
+static void refence(struct watch *w, int64_t deadline, int64_t grace_ns)
+{
+    if (deadline == w->fenced_till)
+        return;
+    int64_t term_at, kill_at;
+    fence_times(deadline, grace_ns, &term_at, &kill_at);
+    if (proc_fence_send(w->fence_fd, term_at, kill_at) == 0)
+        w->fenced_till = deadline;
+}
 
 /* Starts stopping the command because the lock is (about to be) gone. */
 static void stop_command(struct watch *w, int64_t now, int64_t deadline, int64_t grace_ns)
@@ -274,9 +299,15 @@ static bool supervise(struct baton_lock *lk, int sfd, int lostfd, const struct l
                       struct watch *w)
 {
     const int64_t grace_ns = a->kill_grace_ms * 1000000;
+    /* Renewals move the deadline on the renewal thread; looking every
+     * ttl/10 tells the shim well before its old fence could act (a renewal
+     * comes ttl/3 after the last, the fence acts ttl/6 or more later). */
+    const int64_t look_ns = a->ttl_ms * 100000;
     for (;;) {
         int64_t now = now_ns();
         int64_t deadline = baton_lock_deadline_ns(lk);
+        if (!w->stopping)
+            refence(w, deadline, grace_ns);
         if (!w->stopping && (baton_lock_lost(lk) || now >= deadline - grace_ns - 5000000))
             stop_command(w, now, deadline, grace_ns);
         if (w->stopping && !w->killed && now >= w->kill_at) {
@@ -286,6 +317,8 @@ static bool supervise(struct baton_lock *lk, int sfd, int lostfd, const struct l
 
         int64_t next = w->stopping ? (w->killed ? now + 1000000000 : w->kill_at)
                                    : deadline - grace_ns - 5000000;
+        if (!w->stopping && next > now + look_ns)
+            next = now + look_ns;
         int timeout = next <= now ? 0 : (int)((next - now + 999999) / 1000000);
         struct pollfd p[2] = {{.fd = sfd, .events = POLLIN}, {.fd = lostfd, .events = POLLIN}};
         if (poll(p, 2, timeout) < 0 && errno != EINTR)
@@ -323,15 +356,36 @@ static int run_locked(struct baton_lock *lk, const struct lock_args *a, const ch
     if (env == NULL)
         return cli_fail("lock", "out of memory");
 
-    struct proc_spec spec = {
-        .path = path, .argv = a->cmd, .envp = env, .stdin_fd = 0, .stdout_fd = -1, .stderr_fd = -1};
-    struct watch w = {0};
-    int err = proc_spawn(&spec, &w.pgid);
+    /* The shim learns the deadline before the command starts. */
+    int fencep[2];
+    int err = proc_fence_pipe(fencep);
+    if (err != 0) {
+        proc_env_free(env);
+        return cli_fail("lock", "pipe: %s", strerror(err));
+    }
+    const int64_t grace_ns = a->kill_grace_ms * 1000000;
+    int64_t term_at, kill_at, deadline = baton_lock_deadline_ns(lk);
+    fence_times(deadline, grace_ns, &term_at, &kill_at);
+    (void)proc_fence_send(fencep[1], term_at, kill_at); /* an empty pipe takes it */
+    struct proc_spec spec = {.path = path,
+                             .argv = a->cmd,
+                             .envp = env,
+                             .stdin_fd = 0,
+                             .stdout_fd = -1,
+                             .stderr_fd = -1,
+                             .fenced = true,
+                             .fence_fd = fencep[0]};
+    struct watch w = {.fence_fd = fencep[1], .fenced_till = deadline};
+    err = proc_spawn(&spec, &w.pgid);
     proc_env_free(env);
-    if (err != 0)
+    close(fencep[0]);
+    if (err != 0) {
+        close(fencep[1]);
         return cli_fail("lock", "cannot start %s: %s", a->cmd[0], strerror(err));
+    }
 
     bool lost = supervise(lk, sfd, lostfd, a, &w);
+    close(w.fence_fd);
     /* Whatever the command left behind in its group goes with it. */
     proc_signal_group(w.pgid, SIGKILL);
     int code = proc_status_code(w.status);

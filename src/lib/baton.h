@@ -164,8 +164,13 @@ struct baton_client_opts {
 BATON_API int baton_client_new(const char *url, const struct baton_client_opts *opts,
                                struct baton_client **out);
 
-/* Stops the client's threads and closes its connections. Locks obtained from
- * the client must have been released or freed first. NULL is a no-op. */
+/* Stops the client's threads and closes its connections. Release and free
+ * its locks, permits, multi-locks, elections and leaders first. One still
+ * alive keeps the client's memory until it is freed, so the wrong order is
+ * safe: its operations then fail with BATON_EINVAL ("the client was freed"),
+ * its auto-renewal has stopped (so baton_lock_lost() turns true at its
+ * deadline), and freeing it afterwards frees what remained of the client.
+ * Not concurrently with other calls on c or its handles. NULL is a no-op. */
 BATON_API void baton_client_free(struct baton_client *c);
 
 /* Returns: the detail of the client's last failure ("" if none), such as
@@ -240,7 +245,10 @@ BATON_API int baton_lock_acquire(struct baton_client *c, const char *key,
 BATON_API int baton_lock_release(struct baton_lock *lk);
 
 /* Sets the remaining lease to ttl_ms (0: the lock's ttl) if still ours, and
- * moves the validity deadline. Returns: 0; BATON_ELOST; EIO/EPROTO/EREDIS. */
+ * moves the validity deadline. Returns: 0; BATON_ELOST (also after a
+ * baton_lock_release() that returned BATON_ELOST); BATON_EINVAL after a
+ * release that succeeded, for ttl_ms out of range, or when the client was
+ * freed; EIO/EPROTO/EREDIS. */
 BATON_API int baton_lock_extend(struct baton_lock *lk, int64_t ttl_ms);
 
 /* Starts auto-renewal (every renew_ms; 0: ttl/3) if not already on. */

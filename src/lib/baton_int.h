@@ -331,7 +331,17 @@ struct baton_client {
     struct baton__conn *live;
     char master_addr[80];
     struct baton__sentinel_watch *swatch;
+    /* baton_client_free() closes the client (threads stopped, connections
+     * closed, closed set) and drops the owner's reference; every live lock
+     * and election holds one more, so a handle freed after its client finds
+     * the client's memory still there. The last reference frees it. */
+    _Atomic int refs;
+    atomic_bool closed;
 };
+
+/* A handle (lock, election) that keeps c's memory alive until it is freed. */
+void baton__client_ref(struct baton_client *c);
+void baton__client_unref(struct baton_client *c);
 
 /* Takes an idle pooled connection or opens one, connecting by deadline_ns
  * at the latest (the deadline of the operation it is for). Returns 0 and

@@ -48,6 +48,10 @@ int baton__client_connect(struct baton_client *c, int64_t deadline_ns, struct ba
     int rc;
 
     *out = NULL;
+    if (atomic_load(&c->closed)) {
+        snprintf(err, errlen, "the client was freed (baton_client_free) before this call");
+        return BATON_EINVAL;
+    }
     if (c->url.master != NULL) {
         if ((rc = baton__sentinel_connect(c, deadline_ns, &cn, err, errlen)) != BATON_OK)
             return rc;
@@ -424,6 +428,7 @@ int baton_client_new(const char *url, const struct baton_client_opts *opts,
     struct baton_client *c = calloc(1, sizeof *c);
     if (c == NULL)
         return BATON_ENOMEM;
+    atomic_init(&c->refs, 1); /* the caller's, dropped by baton_client_free() */
     if (pthread_mutex_init(&c->mu, NULL) != 0) {
         free(c);
         return BATON_ENOMEM;
@@ -497,34 +502,64 @@ int baton_client_new(const char *url, const struct baton_client_opts *opts,
     return BATON_OK;
 }
 
-void baton_client_free(struct baton_client *c)
+void baton__client_ref(struct baton_client *c)
 {
-    if (c == NULL)
+    atomic_fetch_add(&c->refs, 1);
+}
+
+/* The last reference: what baton_client_free() left for the handles. */
+void baton__client_unref(struct baton_client *c)
+{
+    if (atomic_fetch_sub(&c->refs, 1) != 1)
         return;
-    baton__sentinel_watch_stop(c);
-    baton__waiters_stop(c);
-    baton__renew_stop(c);
     for (int i = 0; i < BATON__SHARDS; i++) {
-        struct baton__shard *s = &c->shard[i];
-        while (s->idle != NULL) {
-            struct baton__conn *cn = s->idle;
-            s->idle = cn->next;
-            baton__conn_free(cn);
-        }
-        baton__mux_clear(&s->mux);
-        pthread_mutex_destroy(&s->mu);
+        baton__mux_clear(&c->shard[i].mux);
+        pthread_mutex_destroy(&c->shard[i].mu);
     }
     baton__url_clear(&c->url);
     baton__tls_free(c->tls);
-    wipe(c->user);
-    wipe(c->pass);
-    wipe(c->sentinel_user);
-    wipe(c->sentinel_pass);
     baton__stats_free(c->stats);
     free(c->prefix);
     pthread_mutex_destroy(&c->live_mu);
     pthread_mutex_destroy(&c->mu);
     free(c);
+}
+
+void baton_client_free(struct baton_client *c)
+{
+    if (c == NULL)
+        return;
+    /* Closed first: from here no thread starts and no connection opens. */
+    pthread_mutex_lock(&c->mu);
+    atomic_store(&c->closed, true);
+    pthread_mutex_unlock(&c->mu);
+    baton__sentinel_watch_stop(c);
+    baton__waiters_stop(c);
+    baton__renew_stop(c);
+    for (int i = 0; i < BATON__SHARDS; i++) {
+        struct baton__shard *s = &c->shard[i];
+        pthread_mutex_lock(&s->mu);
+        struct baton__conn *idle = s->idle;
+        s->idle = NULL;
+        s->nidle = 0;
+        pthread_mutex_unlock(&s->mu);
+        while (idle != NULL) {
+            struct baton__conn *cn = idle;
+            idle = cn->next;
+            baton__conn_free(cn);
+        }
+        pthread_mutex_lock(&s->mux.mu);
+        struct baton__conn *mcn = s->mux.cn;
+        s->mux.cn = NULL;
+        pthread_mutex_unlock(&s->mux.mu);
+        baton__conn_free(mcn);
+    }
+    wipe(c->user);
+    wipe(c->pass);
+    wipe(c->sentinel_user);
+    wipe(c->sentinel_pass);
+    c->user = c->pass = c->sentinel_user = c->sentinel_pass = NULL;
+    baton__client_unref(c);
 }
 
 const char *baton_client_errstr(const struct baton_client *c)

@@ -49,6 +49,7 @@ int baton_election_new(struct baton_client *c, const char *name,
     if (e == NULL)
         return BATON_ENOMEM;
     e->c = c;
+    baton__client_ref(c);
     e->ttl_ms = ttl;
     if ((e->name = strdup(name)) == NULL || (e->identity = strdup(identity)) == NULL ||
         asprintf(&e->base, "%s{%s}:leader", c->prefix, name) < 0 ||
@@ -79,7 +80,9 @@ void baton_election_free(struct baton_election *e)
     free(e->base);
     free(e->events);
     free(e->server);
+    struct baton_client *c = e->c;
     free(e);
+    baton__client_unref(c); /* may free a client freed before e */
 }
 
 bool baton_election_is_leader(const struct baton_election *e)

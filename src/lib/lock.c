@@ -71,6 +71,7 @@ int baton__lock_new(struct baton_client *c, const char *base, const char *name,
         p += n;
     }
     lk->c = c;
+    baton__client_ref(c);
     lk->extend_script = BATON__S_EXTEND;
     lk->ttl_ms = o->ttl_ms;
     lk->renew_ms = o->renew_ms;
@@ -442,6 +443,8 @@ int baton__lock_extend_call(struct baton_lock *lk, int64_t ttl_ms, int64_t deadl
 
 int baton_lock_extend(struct baton_lock *lk, int64_t ttl_ms)
 {
+    if (lk != NULL && atomic_load(&lk->released) && atomic_load(&lk->lost))
+        return BATON_ELOST; /* a release found it lost: it still is */
     if (lk == NULL || ttl_ms < 0 || ttl_ms > MAX_DURATION_MS || atomic_load(&lk->released))
         return BATON_EINVAL;
     if (ttl_ms == 0)
@@ -499,11 +502,14 @@ void baton_lock_free(struct baton_lock *lk)
 {
     if (lk == NULL)
         return;
-    if (lk->c != NULL)
+    struct baton_client *c = lk->c;
+    if (c != NULL)
         baton__renew_remove(lk);
     baton__stats_dropped(lk);
     pthread_mutex_destroy(&lk->mu);
     free(lk);
+    if (c != NULL)
+        baton__client_unref(c); /* may free a client freed before lk */
 }
 
 bool baton_lock_lost(const struct baton_lock *lk)

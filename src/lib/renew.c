@@ -122,7 +122,7 @@ static struct baton__renewer *get_renewer(struct baton_client *c)
 {
     pthread_mutex_lock(&c->mu);
     struct baton__renewer *rn = c->renewer;
-    if (rn != NULL)
+    if (rn != NULL || atomic_load(&c->closed))
         goto out;
     if ((rn = calloc(1, sizeof *rn)) == NULL)
         goto out;
@@ -153,9 +153,11 @@ out:
 
 int baton__renew_add(struct baton_lock *lk, int64_t renew_ms)
 {
+    if (atomic_load(&lk->c->closed))
+        return BATON_EINVAL;
     struct baton__renewer *rn = get_renewer(lk->c);
     if (rn == NULL)
-        return BATON_ENOMEM;
+        return atomic_load(&lk->c->closed) ? BATON_EINVAL : BATON_ENOMEM;
     pthread_mutex_lock(&lk->mu);
     int64_t base = lk->confirmed_sent_ns;
     pthread_mutex_unlock(&lk->mu);

@@ -142,7 +142,7 @@ static struct baton__waiters *get_waiters(struct baton_client *c)
 {
     pthread_mutex_lock(&c->mu);
     struct baton__waiters *ws = c->waiters;
-    if (ws != NULL)
+    if (ws != NULL || atomic_load(&c->closed))
         goto out;
     if ((ws = calloc(1, sizeof *ws)) == NULL)
         goto out;
@@ -174,7 +174,7 @@ int baton__waiters_enter(struct baton_client *c, struct baton__waiter *w)
 {
     struct baton__waiters *ws = get_waiters(c);
     if (ws == NULL)
-        return BATON_ENOMEM;
+        return atomic_load(&c->closed) ? BATON_EINVAL : BATON_ENOMEM;
     if (baton__cond_init_monotonic(&w->cv) != BATON_OK)
         return BATON_ENOMEM;
 

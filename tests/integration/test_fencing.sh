@@ -7,6 +7,7 @@
 # ledger every 20 ms, must be dead before the other node's copy starts
 # (margin > 0), in every round. Without the fence the frozen supervisor
 # cannot kill it, and it runs on both nodes for as long as the freeze.
+# Then the same for `baton lock`: its command's shim enforces the lease.
 . "$BATON_TESTS_DIR/lib/harness.sh"
 B=$BATON_BIN
 ROUNDS=${FENCING_ROUNDS:-3}
@@ -63,3 +64,31 @@ done
 for n in f1 f2; do kill -TERM "$(pid $n)"; done
 for n in f1 f2; do wait_exit "$n.${GEN[$n]}" 10; done
 note "ok: worst margin $worst ms over $ROUNDS rounds"
+
+# ---------------------------------------------------------------------
+note "baton lock: the holder frozen past its lease; its command dies before the next holder's starts"
+worst=""
+for round in $(seq 1 "$ROUNDS"); do
+    : > "$T/lock.txt"
+    writer="while :; do echo \$W \$(date +%s%N) >> $T/lock.txt; sleep 0.02; done"
+    spawn "la.$round" env W=a "$B" lock --url "$REDIS_URL" --ttl 2s fence:lock -- sh -c "$writer"
+    for _ in $(seq 1 300); do grep -q '^a ' "$T/lock.txt" && break; sleep 0.01; done
+    grep -q '^a ' "$T/lock.txt" || fail "round $round: the first holder's command never ran"
+    spawn "lb.$round" env W=b "$B" lock --url "$REDIS_URL" --ttl 2s fence:lock -- sh -c "$writer"
+    sleep 0.2
+    kill -STOP "$(pid_of "la.$round")"; frozen=$(now_ms)
+    for _ in $(seq 1 800); do grep -q '^b ' "$T/lock.txt" && break; sleep 0.01; done
+    grep -q '^b ' "$T/lock.txt" || fail "round $round: the second holder never ran its command"
+    sleep 0.5
+    a_last=$(awk '$1 == "a" {print $2}' "$T/lock.txt" | sort -n | tail -n1)
+    b_first=$(awk '$1 == "b" {print $2}' "$T/lock.txt" | sort -n | head -n1)
+    margin=$(( (b_first - a_last) / 1000000 ))
+    note "  round $round: the holder frozen; its command died $(( a_last / 1000000 - frozen )) ms later, $margin ms before the next holder's started"
+    [ "$margin" -gt 0 ] || fail "round $round: both commands ran at once for $(( -margin )) ms"
+    [ -z "$worst" ] || [ "$margin" -lt "$worst" ] && worst=$margin
+    kill -TERM "$(pid_of "lb.$round")"; wait_exit "lb.$round" 5
+    # Thawed, the first holder finds its command gone and the lock lost.
+    kill -CONT "$(pid_of "la.$round")"; wait_exit "la.$round" 5
+    assert_eq 70 "$EXIT_CODE" "round $round: the thawed holder's exit status (lock lost)"
+done
+note "ok: baton lock's worst margin $worst ms over $ROUNDS rounds"

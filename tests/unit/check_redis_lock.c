@@ -630,6 +630,53 @@ START_TEST(with_lock_reports_loss)
 }
 END_TEST
 
+/* Misuse the header warns against, made safe: the client freed while an
+ * auto-renewed lock and an election are alive. Their calls fail with
+ * EINVAL, renewal has stopped (lost at the deadline), freeing them later is
+ * clean (ASan would see a use after free). */
+START_TEST(client_freed_before_its_locks)
+{
+    struct baton_client *c = client();
+    struct baton_lock *lk = NULL, *plain = NULL;
+    struct baton_election *e = NULL;
+    struct baton_lock_opts o = {.ttl_ms = 300, .auto_renew = true};
+    ck_assert_int_eq(baton_lock_try(c, "t:freed", &o, &lk), BATON_OK);
+    ck_assert_int_eq(baton_lock_try(c, "t:freed2", &(struct baton_lock_opts){.ttl_ms = 300}, &plain),
+                     BATON_OK);
+    ck_assert_int_eq(baton_election_new(c, "t-freed", NULL, &e), BATON_OK);
+    baton_client_free(c);
+    ck_assert_int_eq(baton_lock_extend(lk, 0), BATON_EINVAL);
+    ck_assert_int_eq(baton_lock_auto_renew(plain, 0), BATON_EINVAL);
+    ck_assert_int_eq(baton_lock_release(plain), BATON_EINVAL);
+    tu_sleep_ms(400); /* no renewal any more: past the deadline, lost */
+    ck_assert(baton_lock_lost(lk));
+    baton_lock_free(lk);
+    baton_lock_free(plain);
+    baton_election_free(e); /* the last reference: the client goes now */
+}
+END_TEST
+
+/* A release that found the lock lost leaves extend saying so (ELOST); after
+ * a release that succeeded, extend is a misuse (EINVAL). */
+START_TEST(extend_after_release)
+{
+    struct baton_client *c = client();
+    struct baton_lock *lk = NULL;
+    ck_assert_int_eq(baton_lock_try(c, "t:ext", &(struct baton_lock_opts){.ttl_ms = 100}, &lk),
+                     BATON_OK);
+    tu_sleep_ms(150);
+    ck_assert_int_eq(baton_lock_release(lk), BATON_ELOST);
+    ck_assert_int_eq(baton_lock_extend(lk, 0), BATON_ELOST);
+    baton_lock_free(lk);
+    ck_assert_int_eq(baton_lock_try(c, "t:ext", &(struct baton_lock_opts){.ttl_ms = 1000}, &lk),
+                     BATON_OK);
+    ck_assert_int_eq(baton_lock_release(lk), BATON_OK);
+    ck_assert_int_eq(baton_lock_extend(lk, 0), BATON_EINVAL);
+    baton_lock_free(lk);
+    baton_client_free(c);
+}
+END_TEST
+
 START_TEST(bad_arguments)
 {
     struct baton_client *c = client();
@@ -665,6 +712,8 @@ static Suite *suite(void)
     tcase_add_test(tc, acl_user_and_database);
     tcase_add_test(tc, unreachable_is_a_clear_error);
     tcase_add_test(tc, bad_arguments);
+    tcase_add_test(tc, client_freed_before_its_locks);
+    tcase_add_test(tc, extend_after_release);
     suite_add_tcase(s, tc);
 
     TCase *tw = tcase_create("waiting");
