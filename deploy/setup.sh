@@ -37,6 +37,7 @@ TEST_PACKAGES=(
     man-db groff-base                          # the man pages render without warnings
     zsh                                        # the zsh completion parses
     gcovr                                      # line and branch coverage, with its floor
+    valgrind                                   # memcheck over baton lock and baton run
 )
 
 mode=${1:-}

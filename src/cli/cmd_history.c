@@ -3,6 +3,7 @@
  * (baton:{G}:runs:JOB, written by the leader's runner at the end of every
  * run; capped by the config's `history`).
  *
+ *   job tick is paused since 2026-01-02T07:12:00.000Z by ops@web-1: migration
  *   job tick: the last 3 runs, newest first
  *   SCHEDULED_AT          NODE   TERM  STARTED                   DURATION  OUTCOME      ATTEMPT
  * RUN_ID 2026-01-02T07:10:04Z  web-1  7     2026-01-02T07:10:04.002Z  3ms       ok (exit 0)  1
@@ -34,6 +35,7 @@
 #include "history.h"
 #include "jobs.h"
 #include "log.h"
+#include "pause.h"
 #include "tools.h"
 
 #define HISTORY_COUNT_DEFAULT 20
@@ -72,9 +74,14 @@ const struct cli_cmd cli_cmd_history = {
     .run = cmd_history,
 };
 
-static void print_human(const char *job, bool known, const struct history_list *runs)
+static void print_human(const char *job, bool known, const struct history_list *runs,
+                        const struct pause_entry *paused)
 {
     struct tool_table t;
+    if (paused != NULL) {
+        char text[512];
+        printf("job %s is paused %s\n", job, pause_describe(paused, text, sizeof text));
+    }
     if (runs->n == 0) {
         printf("no runs recorded for %s%s\n", job, known ? "" : " (not in jobs.yaml)");
         return;
@@ -133,6 +140,7 @@ static int cmd_history(int argc, char **argv)
     struct jobs *jobs = NULL;
     struct baton_client *client = NULL;
     struct history_list runs = {0};
+    struct pause_list pauses = {0};
     struct cli_parse p;
     long count = HISTORY_COUNT_DEFAULT;
     char err[1024];
@@ -185,6 +193,13 @@ static int cmd_history(int argc, char **argv)
         rc = tool_redis_error("history", client, brc, what);
         goto out;
     }
+    if (!json) {
+        brc = pause_read(client, cfg->group, &pauses);
+        if (brc != BATON_OK) {
+            rc = tool_redis_error("history", client, brc, "reading the paused jobs");
+            goto out;
+        }
+    }
     /* Without a readable jobs.yaml, do not claim the job is unknown. */
     bool known = jobs == NULL || jobs_find(jobs, job) != NULL;
     if (!known && runs.n == 0) {
@@ -193,10 +208,11 @@ static int cmd_history(int argc, char **argv)
     } else if (json) {
         rc = print_json(&runs);
     } else {
-        print_human(job, known, &runs);
+        print_human(job, known, &runs, pause_holding(&pauses, job));
         rc = tool_flush("history");
     }
 out:
+    pause_list_free(&pauses);
     history_list_free(&runs);
     baton_client_free(client);
     jobs_free(jobs);

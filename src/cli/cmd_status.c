@@ -93,17 +93,6 @@ struct status {
     int64_t now;
 };
 
-/* "since 2026-01-02T07:00:00Z by alice@web-1: migration" into buf. */
-static const char *pause_text(const struct pause_entry *e, char *buf, size_t len)
-{
-    char since[40];
-    log_rfc3339_ms(e->since_ms, since, sizeof since);
-    snprintf(buf, len, "since %s by %s%s%s%s", since, e->by[0] ? e->by : "?",
-             strcmp(e->job, PAUSE_ALL) == 0 ? " (every job)" : "", e->reason[0] ? ": " : "",
-             e->reason);
-    return buf;
-}
-
 /* ---- human output ---- */
 
 static void print_leader(const struct status *s)
@@ -239,7 +228,7 @@ static void print_jobs(const struct status *s)
         const struct pause_entry *e = pause_holding(&s->paused, s->jobs->v[i].name);
         char text[512];
         if (e != NULL)
-            printf("paused: %s %s\n", s->jobs->v[i].name, pause_text(e, text, sizeof text));
+            printf("paused: %s %s\n", s->jobs->v[i].name, pause_describe(e, text, sizeof text));
     }
 }
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "keys.h"
+#include "log.h"
 #include "pause.h"
 
 #define NOW_MS                                                                                     \
@@ -149,6 +150,16 @@ const struct pause_entry *pause_holding(const struct pause_list *l, const char *
         return e;
     e = pause_find(l, PAUSE_ALL);
     return e != NULL && !e->resumed ? e : NULL;
+}
+
+const char *pause_describe(const struct pause_entry *e, char *buf, size_t len)
+{
+    char since[40];
+    log_rfc3339_ms(e->since_ms, since, sizeof since);
+    snprintf(buf, len, "since %s by %s%s%s%s", since, e->by[0] ? e->by : "?",
+             strcmp(e->job, PAUSE_ALL) == 0 ? " (every job)" : "", e->reason[0] ? ": " : "",
+             e->reason);
+    return buf;
 }
 
 static int eval_int(struct baton_client *c, const char *src, int nargs, const char *const *args,

@@ -48,10 +48,13 @@ int pause_read(struct baton_client *c, const char *group, struct pause_list *out
 
 /* Returns: the entry of job in l (not the "*" one), or NULL. */
 const struct pause_entry *pause_find(const struct pause_list *l, const char *job);
-/* Returns: the pause that holds job now, its own or every job's ("*"),
- * as `baton status` shows it (a resume not yet applied holds nothing); or
- * NULL. Borrowed from l. */
+/* Returns: the pause that holds job now (its own, or every job's; not one
+ * already resumed), or NULL. */
 const struct pause_entry *pause_holding(const struct pause_list *l, const char *job);
+
+/* Writes "since 2026-01-02T07:00:00.000Z by alice@web-1 (every job): why"
+ * into buf (truncated to len). Returns buf. */
+const char *pause_describe(const struct pause_entry *e, char *buf, size_t len);
 
 /* Pauses job (NULL: every job), by `by`, with an optional reason. An entry
  * already paused keeps its time; a pending resume is replaced (the job is

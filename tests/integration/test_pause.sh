@@ -106,6 +106,8 @@ L=$(wait_working)
 wait_tick "$T/tock.txt"
 sleep 1.5
 assert_eq 0 "$(ran_between "$T/tick.txt" "$p_at" 9999999999)" "runs of tick after the pause, across failovers"
+bt history tick -n 1 | head -n1 | grep -qE '^job tick is paused since [0-9T:.-]+Z by ' \
+    || fail "history does not say the job is paused: $(bt history tick -n 1)"
 grep -q '"event":"catch_up".*"job":"tick"' "$(out "$L")" && fail "the paused job was caught up: $(grep catch_up "$(out "$L")")"
 
 # ---------------------------------------------------------------------
@@ -120,6 +122,7 @@ until=$(echo "$line" | sed 's/.*"until":"\([^"]*\)".*/\1/')
 [ "$(ts_ms "$first")" -le $(( p_at * 1000 )) ] || fail "the skipped range starts at $first, after the pause ($p_at)"
 [ "$(ts_ms "$until")" -ge $(( (r_at - 1) * 1000 )) ] || fail "the skipped range ends at $until, before the resume ($r_at)"
 bt history tick -n 5 | grep -q 'skipped x[0-9]*: paused (baton pause)' || fail "history: $(bt history tick -n 5)"
+bt history tick -n 1 | grep -q 'is paused' && fail "history still says paused after the resume"
 # The next leader does not run them either.
 kill -KILL "$(pid "$L")"; wait_exit "$L.${GEN[$L]}" 5
 L2=$(wait_leader "$L")
