@@ -29,6 +29,11 @@ TEST_PACKAGES=(
     clang libclang-rt-14-dev                   # libFuzzer targets
     procps                                     # ps, for the tests
     prometheus                                 # promtool, to validate the metrics output
+    libmicrohttpd-dev libsystemd-dev           # baton run's HTTP endpoint and sd_notify (optional
+                                               # in the demo's build, required by the tests')
+    curl jq                                    # the HTTP endpoint's tests
+    chromium w3m                               # the status page, in a browser and a terminal one
+    systemd                                    # systemd-analyze, systemd-sysusers for the unit's tests
     man-db groff-base                          # the man pages render without warnings
     zsh                                        # the zsh completion parses
     gcovr                                      # line and branch coverage, with its floor

@@ -27,13 +27,13 @@ build() {
 }
 
 echo "== 1/3: -Wall -Wextra -Werror build with coverage, all suites, the coverage floors"
-build build/werror -DBATON_WERROR=ON -DBATON_COVERAGE=ON
+build build/werror -DBATON_WERROR=ON -DBATON_COVERAGE=ON -DBATON_HTTP=ON -DBATON_SYSTEMD=ON
 find build/werror -name '*.gcda' -delete
 ctest --test-dir build/werror --output-on-failure --timeout 600
 bash tests/lib/coverage.sh build/werror
 
 echo "== 2/3: AddressSanitizer + UndefinedBehaviorSanitizer build, all suites"
-build build/asan -DBATON_WERROR=ON -DBATON_SANITIZE=ON
+build build/asan -DBATON_WERROR=ON -DBATON_SANITIZE=ON -DBATON_HTTP=ON -DBATON_SYSTEMD=ON
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1 \
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build/asan --output-on-failure --timeout 900

@@ -20,8 +20,8 @@ static const struct cli_item signals[] = {
     {"second TERM", "shorten the drain: running jobs get TERM now"},
     {"HUP",
      "reload baton.yaml and jobs.yaml after validating both; on an error the running "
-     "configuration stays and the error is logged (node, redis, group and lease.* need a "
-     "restart)"},
+     "configuration stays and one error line says file:line:col, whatever log.level (node, "
+     "redis, group, lease.* and http.listen need a restart)"},
     {NULL, NULL},
 };
 
@@ -31,15 +31,30 @@ static const struct cli_item files[] = {
     {NULL, NULL},
 };
 
+static const struct cli_item environment[] = {
+    {"NOTIFY_SOCKET",
+     "set by systemd for a Type=notify unit: READY=1 once the node leads or follows, STATUS= "
+     "with its state and term, RELOADING=1 and READY=1 around a reload, STOPPING=1 with "
+     "EXTEND_TIMEOUT_USEC= shutdown_grace + the longest kill_grace + 10 s; jobs do not "
+     "inherit it"},
+    {"WATCHDOG_USEC",
+     "set by systemd's WatchdogSec=: WATCHDOG=1 every half of it from the event loop, so that "
+     "a hung supervisor is restarted; jobs do not inherit it, nor WATCHDOG_PID"},
+    {NULL, NULL},
+};
+
 static const struct cli_section sections[] = {
     {"signals", signals},
+    {"environment", environment},
     {"files", files},
     {NULL, NULL},
 };
 
 static const struct cli_exit exits[] = {
     {CLI_EXIT_OK, "stopped gracefully (after TERM or INT)"},
-    {CLI_EXIT_FAIL, "could not set up (out of memory, descriptors)"},
+    {CLI_EXIT_FAIL,
+     "could not set up (out of memory, descriptors; http.listen cannot be bound; NOTIFY_SOCKET "
+     "set in a build without libsystemd)"},
     {CLI_EXIT_USAGE, "bad command line"},
     {CLI_EXIT_TEMPFAIL,
      "another running supervisor of the group uses this node name (the message names its host "
@@ -60,7 +75,10 @@ const struct cli_cmd cli_cmd_run = {
         "It logs one line per event on stdout: state transitions, job starts and ends, and "
         "every line a job writes. The lines are JSON, or readable text when log.format is "
         "text, or auto (the default) and stdout is a terminal; 'baton logs' turns JSON lines "
-        "into the same text.",
+        "into the same text.\n\n"
+        "With http.listen set, it serves /metrics (Prometheus), /healthz, /readyz, /status "
+        "(the JSON of 'baton status --json', from its own view) and / (a status page that "
+        "refreshes itself), read-only, from a thread that never waits on Redis.",
     .opts = opts,
     .sections = sections,
     .exits = exits,

@@ -22,36 +22,8 @@
  *
  *   paused: backup since 2026-01-02T06:00:00.000Z by ops@web-1: migration
  *
- * With --json, one JSON object on stdout:
- *
- *   {
- *     "group":  "default",
- *     "redis":  "redis://127.0.0.1:6379/0",        (password removed)
- *     "leader": {"node": "web-1", "term": 7, "lease_ms": 8200} | null,
- *     "term":   7,            (the current term, or the last one when no leader)
- *     "nodes":  [{"node": "web-1", "state": "working", "term": 7, "pid": 4242,
- *                 "version": "0.1.0", "since": "2026-01-02T07:00:00Z",
- *                 "host": "web-1", "seen_ms_ago": 412, "alive": true,
- *                 "leader": true, "jobs_hash": "9f2c41d0...", "jobs": 3,
- *                 "jobs_differ": false}, ...],
- *                (most recently seen first; fields the node did not write are
- *                 null; "lease_ms" is null when Redis did not say;
- *                 "jobs_differ": whether the node's effective jobs differ
- *                 from the leader's, null when either hash is unknown)
- *     "drift":  ["web-2"]   (the alive nodes whose jobs differ from the
- *                            leader's; [] when none, or no leader)
- *     "jobs":   [{"name": "tick", "schedule": "* * * * * *", "timezone": "UTC",
- *                 "enabled": true,
- *                 "last_run": {"id", "run_id", "node", "term", "scheduled_at",
- *                              "started", "duration_ms", "outcome", "result",
- *                              "attempt"} | null,   (as `baton history --json`)
- *                 "next_run": "2026-01-02T07:10:05Z" | null,
- *                 "paused": {"since", "by", "reason", "all"} | null}, ...]
- *                (next_run null when the job is disabled or never fires
- *                 again; paused: `baton pause`, all true for --all)
- *     "jobs_error": "jobs.yaml:3:5: ..."   (only when jobs.yaml cannot be
- *                                          loaded; "jobs" is then [])
- *   }
+ * With --json, one JSON object on stdout: the status document of status.h
+ * (the supervisor serves the same at GET /status).
  *
  * Exit: 0 with a leader; 3 without one (the rest is printed); 69 when Redis
  * cannot be reached or answers oddly (one line on stderr, nothing on
@@ -71,6 +43,7 @@
 #include "log.h"
 #include "members.h"
 #include "pause.h"
+#include "status.h"
 #include "tools.h"
 
 static int cmd_status(int argc, char **argv);
@@ -128,12 +101,6 @@ struct status {
     int64_t now;
 };
 
-/* The pause that holds job now, or NULL. */
-static const struct pause_entry *job_pause(const struct status *s, const char *job)
-{
-    return pause_holding(&s->paused, job);
-}
-
 /* ---- human output ---- */
 
 static void print_leader(const struct status *s)
@@ -188,11 +155,7 @@ static bool leader_jobs(const struct status *s, char *hash, size_t len, long *nj
 /* Whether m's jobs differ from the leader's: 1, 0, or -1 when unknown. */
 static int jobs_differ(const struct status *s, const struct member *m)
 {
-    char mine[JOBS_HASH_HEX], theirs[JOBS_HASH_HEX];
-    long n;
-    if (!leader_jobs(s, theirs, sizeof theirs, &n) || !members_jobs(m, mine, sizeof mine, &n))
-        return -1;
-    return strcmp(mine, theirs) != 0;
+    return status_jobs_differ(&s->leader, s->members, s->nmembers, m);
 }
 
 /* A node in the drift list: alive, and its jobs differ from the leader's. */
@@ -285,7 +248,7 @@ static void print_jobs(const struct status *s)
         const struct job *j = &s->jobs->v[i];
         char next[CRON_TIME_BUFSZ], outcome[128], dur[32];
         next_run(j, s->now, next, sizeof next);
-        if (job_pause(s, j->name) != NULL) {
+        if (pause_holding(&s->paused, j->name) != NULL) {
             snprintf(next, sizeof next, "paused");
             npaused++;
         }
@@ -312,7 +275,7 @@ static void print_jobs(const struct status *s)
     if (npaused > 0)
         printf("\n");
     for (size_t i = 0; i < s->jobs->n; i++) {
-        const struct pause_entry *e = job_pause(s, s->jobs->v[i].name);
+        const struct pause_entry *e = pause_holding(&s->paused, s->jobs->v[i].name);
         char text[512];
         if (e != NULL)
             printf("paused: %s %s\n", s->jobs->v[i].name, pause_describe(e, text, sizeof text));
@@ -328,98 +291,28 @@ static void print_human(const struct status *s)
     print_jobs(s);
 }
 
-/* ---- JSON output ---- */
-
-static void add_hb_field(cJSON *o, const cJSON *hb, const char *name)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(hb, name);
-    if (cJSON_IsString(v) || cJSON_IsNumber(v))
-        cJSON_AddItemToObject(o, name, cJSON_Duplicate(v, false));
-    else
-        cJSON_AddNullToObject(o, name);
-}
+/* ---- JSON output (the document is status.c's) ---- */
 
 static cJSON *status_json(const struct status *s)
 {
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "group", s->cfg->group);
-    cJSON_AddStringToObject(o, "redis", s->url);
-    if (s->leader.has_leader) {
-        cJSON *l = cJSON_AddObjectToObject(o, "leader");
-        cJSON_AddStringToObject(l, "node", s->leader.identity);
-        cJSON_AddNumberToObject(l, "term", (double)s->leader.term);
-        if (s->leader.ttl_ms >= 0)
-            cJSON_AddNumberToObject(l, "lease_ms", (double)s->leader.ttl_ms);
-        else
-            cJSON_AddNullToObject(l, "lease_ms");
-    } else {
-        cJSON_AddNullToObject(o, "leader");
-    }
-    cJSON_AddNumberToObject(o, "term", (double)s->leader.term);
-
-    cJSON *nodes = cJSON_AddArrayToObject(o, "nodes");
-    for (size_t i = 0; i < s->nmembers; i++) {
-        const struct member *m = &s->members[i];
-        cJSON *hb = cJSON_Parse(m->info_json);
-        cJSON *n = cJSON_CreateObject();
-        cJSON_AddStringToObject(n, "node", m->node);
-        add_hb_field(n, hb, "state");
-        add_hb_field(n, hb, "term");
-        add_hb_field(n, hb, "pid");
-        add_hb_field(n, hb, "version");
-        add_hb_field(n, hb, "since");
-        add_hb_field(n, hb, "host");
-        cJSON_AddNumberToObject(n, "seen_ms_ago", (double)m->seen_ago_ms);
-        cJSON_AddBoolToObject(n, "alive", members_alive(m));
-        cJSON_AddBoolToObject(n, "leader", is_leader(s, m->node));
-        add_hb_field(n, hb, "jobs_hash");
-        add_hb_field(n, hb, "jobs");
-        int differs = jobs_differ(s, m);
-        if (differs < 0)
-            cJSON_AddNullToObject(n, "jobs_differ");
-        else
-            cJSON_AddBoolToObject(n, "jobs_differ", differs == 1);
-        cJSON_AddItemToArray(nodes, n);
-        cJSON_Delete(hb);
-    }
-    cJSON *drift = cJSON_AddArrayToObject(o, "drift");
-    for (size_t i = 0; i < s->nmembers; i++)
-        if (drifting(s, &s->members[i]))
-            cJSON_AddItemToArray(drift, cJSON_CreateString(s->members[i].node));
-
-    cJSON *jobs = cJSON_AddArrayToObject(o, "jobs");
-    for (size_t i = 0; s->jobs != NULL && i < s->jobs->n; i++) {
-        const struct job *j = &s->jobs->v[i];
-        cJSON *jo = cJSON_CreateObject();
-        int64_t t;
-        char next[CRON_TIME_BUFSZ];
-        cJSON_AddStringToObject(jo, "name", j->name);
-        cJSON_AddStringToObject(jo, "schedule", j->schedule);
-        cJSON_AddStringToObject(jo, "timezone", j->timezone != NULL ? j->timezone : "UTC");
-        cJSON_AddBoolToObject(jo, "enabled", j->enabled);
-        if (s->last[i].n > 0)
-            cJSON_AddItemToObject(jo, "last_run", history_json(&s->last[i].v[0]));
-        else
-            cJSON_AddNullToObject(jo, "last_run");
-        if (j->enabled && cron_next(j->expr, j->tz, s->now, &t) == 0)
-            cJSON_AddStringToObject(jo, "next_run", cron_time_format(t, NULL, next, sizeof next));
-        else
-            cJSON_AddNullToObject(jo, "next_run");
-        const struct pause_entry *e = job_pause(s, j->name);
-        if (e != NULL) {
-            cJSON *po = cJSON_AddObjectToObject(jo, "paused");
-            log_rfc3339_ms(e->since_ms, next, sizeof next);
-            cJSON_AddStringToObject(po, "since", next);
-            cJSON_AddStringToObject(po, "by", e->by);
-            cJSON_AddStringToObject(po, "reason", e->reason);
-            cJSON_AddBoolToObject(po, "all", strcmp(e->job, PAUSE_ALL) == 0);
-        } else {
-            cJSON_AddNullToObject(jo, "paused");
-        }
-        cJSON_AddItemToArray(jobs, jo);
-    }
-    if (s->jobs == NULL)
-        cJSON_AddStringToObject(o, "jobs_error", s->jobs_error);
+    size_t n = s->jobs != NULL ? s->jobs->n : 0;
+    struct status_job *rows = n > 0 ? calloc(n, sizeof *rows) : NULL;
+    if (n > 0 && rows == NULL)
+        return NULL;
+    for (size_t i = 0; i < n; i++)
+        rows[i] = status_job_of(&s->jobs->v[i], s->last[i].n > 0 ? &s->last[i].v[0] : NULL,
+                                pause_holding(&s->paused, s->jobs->v[i].name));
+    struct status_doc d = {.group = s->cfg->group,
+                           .redis = s->url,
+                           .leader = &s->leader,
+                           .members = s->members,
+                           .nmembers = s->nmembers,
+                           .jobs = rows,
+                           .njobs = n,
+                           .jobs_error = s->jobs == NULL ? s->jobs_error : NULL,
+                           .now = s->now};
+    cJSON *o = status_doc_json(&d);
+    free(rows);
     return o;
 }
 

@@ -21,6 +21,7 @@
 #include "baton.h"
 #include "config.h"
 #include "cron.h"
+#include "http.h"
 #include "schema.h"
 #include "yamlx.h"
 
@@ -96,6 +97,23 @@ static int check_secret_path(const char *s, char *msg, size_t msglen)
         return 0;
     snprintf(msg, msglen, "must be an absolute path, or none");
     return -1;
+}
+
+/* http.listen: "off", or an address this build can serve on. */
+static int check_http_listen(const char *s, char *msg, size_t msglen)
+{
+    struct http_listen l;
+
+    if (strcmp(s, "off") == 0)
+        return 0;
+    if (http_listen_parse(s, &l, msg, msglen) != 0)
+        return -1;
+    if (!http_available()) {
+        snprintf(msg, msglen, "this baton was built without libmicrohttpd: it has no HTTP server "
+                              "(install libmicrohttpd-dev and rebuild, or set http.listen: off)");
+        return -1;
+    }
+    return 0;
 }
 
 static int default_node(void *obj, struct schema_ctx *ctx, char *msg, size_t msglen)
@@ -236,6 +254,12 @@ static const struct schema_field options[] = {
      .def = "0", .min = 0, .max = 16,
      .doc = "Leader lease and tick claims count only once WAIT says this many replicas have "
             "them, within the lease's deadline (0: off). Keeps them across a Sentinel failover."},
+    {.key = "http.listen", .type = SCHEMA_STRING, .offset = OFF(http_listen),
+     .def = "off", .min = 1, .max = 255, .check = check_http_listen,
+     .bounds_doc = "off, host:port, [address]:port or unix:/path",
+     .doc = "Where `baton run` serves /metrics (Prometheus), /healthz, /readyz, /status (JSON) "
+            "and / (a status page); off: no HTTP server. Read-only; keep it on a private "
+            "address (127.0.0.1:9746)."},
 };
 /* clang-format on */
 

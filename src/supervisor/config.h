@@ -65,6 +65,8 @@ struct config {
     char *password_file;          /* the data nodes' password, first line; "none" */
     char *sentinel_password_file; /* the sentinels' password, first line; "none" */
     int64_t min_replicas;         /* WAIT for this many replicas (0..16), default 0 */
+    char *http_listen;         /* http.listen: "off" (default), host:port,
+                                  [v6]:port or unix:/path (http.h) */
 };
 
 /* Loads path. Returns 0 and *out (owned; free with config_free), or -1 with

@@ -41,6 +41,7 @@
 #include "loop.h"
 #include "machine.h"
 #include "members.h"
+#include "ops.h"
 #include "runner.h"
 #include "secrets.h"
 
@@ -60,6 +61,7 @@ enum {
     T_RESTART,   /* the pause after a step-down is over */
     T_HEARTBEAT, /* write our heartbeat (and, leading, look for config drift) */
     T_HOOKS,     /* the hooks' own timer (they arm it themselves) */
+    T_OPS,       /* ops.c's own timer: liveness, systemd's watchdog, the HTTP view */
 };
 
 #define STEP_DOWN_PAUSE_MS 1000
@@ -79,6 +81,7 @@ struct daemon {
     char jobs_hash[JOBS_HASH_HEX]; /* of the jobs running: heartbeats carry it */
     size_t njobs;
     int64_t drain_until; /* CLOCK_MONOTONIC: the end of shutdown_grace, once draining */
+    struct ops *ops;     /* HTTP endpoint and systemd notifications (ops.h) */
     struct machine m;
     struct loop loop;
     struct loop_watch sig_watch;
@@ -552,6 +555,7 @@ static void on_timer(void *ctx, int id)
     case T_RESTART: dispatch(d, EV_START); break;
     case T_HEARTBEAT: heartbeat(d); break;
     case T_HOOKS: hooks_on_timer(d->hooks); break;
+    case T_OPS: ops_on_timer(d->ops); break;
     default: break;
     }
 }
@@ -560,6 +564,7 @@ static void on_message(void *ctx, const char *msg, size_t len)
 {
     struct daemon *d = ctx;
     runner_on_message(d->runner, msg, len);
+    ops_on_message(d->ops, msg, len);
 }
 
 static void on_sub(void *ctx, struct loop_watch *w, uint32_t events)
@@ -660,16 +665,20 @@ static void reload(struct daemon *d)
         return;
     }
     /* What needs a new process (identity, Redis, lease of the running
-     * election) is reported and kept; the rest applies now. */
+     * election, the HTTP server's socket) is reported and kept; the rest
+     * applies now. */
     static const char *const fixed[] = {"node",          "redis",
                                         "group",         "password_file",
-                                        "sentinel_password_file", "lease.ttl",
-                                        "lease.renew",   "min_replicas"};
-    enum { NSTRINGS = 5, NFIXED = sizeof fixed / sizeof fixed[0] };
-    char **mine[NSTRINGS] = {&cfg->node, &cfg->redis, &cfg->group, &cfg->password_file,
-                             &cfg->sentinel_password_file};
-    char **running[NSTRINGS] = {&d->cfg->node, &d->cfg->redis, &d->cfg->group,
-                                &d->cfg->password_file, &d->cfg->sentinel_password_file};
+                                        "sentinel_password_file", "http.listen",
+                                        "lease.ttl",     "lease.renew",
+                                        "min_replicas"};
+    enum { NSTRINGS = 6, NFIXED = sizeof fixed / sizeof fixed[0] };
+    char **mine[NSTRINGS] = {&cfg->node,          &cfg->redis,
+                             &cfg->group,         &cfg->password_file,
+                             &cfg->sentinel_password_file, &cfg->http_listen};
+    char **running[NSTRINGS] = {&d->cfg->node,          &d->cfg->redis,
+                                &d->cfg->group,         &d->cfg->password_file,
+                                &d->cfg->sentinel_password_file, &d->cfg->http_listen};
     bool differs[NFIXED] = {false};
     for (int i = 0; i < NSTRINGS; i++)
         differs[i] = strcmp(*mine[i], *running[i]) != 0;
@@ -706,6 +715,8 @@ static void reload(struct daemon *d)
         config_free(cfg);
         return;
     }
+    /* The runner owns the jobs; the view copies what it shows. */
+    ops_set_jobs(d->ops, jobs, cfg->shutdown_grace_ms);
     cJSON_AddNumberToObject(f, "jobs", (double)njobs);
     cJSON_AddStringToObject(f, "jobs_hash", hash);
     memcpy(d->jobs_hash, hash, sizeof hash);
@@ -743,6 +754,7 @@ static void drain_hooks(struct daemon *d)
 
 static void free_daemon(struct daemon *d)
 {
+    ops_free(d->ops); /* first: its HTTP thread reads the client's stats */
     runner_free(d->runner);
     hooks_free(d->hooks);
     drift_free(d->drift);
@@ -811,18 +823,7 @@ int daemon_run(const char *config_path)
         goto out;
     }
     log_set_format(d.log, d.cfg->log_format);
-    for (int i = 0; i < sec.nwarnings; i++) {
-        cJSON *w = log_fields();
-        cJSON_AddStringToObject(w, "warning", sec.warning[i]);
-        log_emit(d.log, LE_SECRET_FILE_MODE, w);
-    }
-    secrets_clear(&sec);
-    if (baton_client_tls_insecure(d.client)) {
-        cJSON *w = log_fields();
-        cJSON_AddStringToObject(w, "warning", "TLS certificate verification is off (verify=none): "
-                                              "anyone on the network path can pose as Redis");
-        log_emit(d.log, LE_TLS_VERIFY_OFF, w);
-    }
+    secrets_clear(&sec); /* the warnings stay, for below */
     d.guard_ns = (d.cfg->redis_timeout_ms + 2 * KILL_MARGIN_MS) * MS;
     const char *fault = getenv("BATON_TEST_FAULT");
     struct runner_host host = {.log = d.log,
@@ -865,6 +866,36 @@ int daemon_run(const char *config_path)
         if (d.runner == NULL)
             jobs_free(jobs);
         goto out;
+    }
+    struct ops_host oh = {.log = d.log,
+                          .loop = &d.loop,
+                          .timer_id = T_OPS,
+                          .client = d.client,
+                          .election = d.election,
+                          .runner = d.runner,
+                          .node = d.cfg->node,
+                          .group = d.cfg->group,
+                          .listen = d.cfg->http_listen,
+                          .poll_ms = d.cfg->poll_ms,
+                          .redis_timeout_ms = d.cfg->redis_timeout_ms,
+                          .may_block = may_block,
+                          .ctx = &d};
+    if (ops_new(&oh, &d.ops, err, sizeof err) != 0) {
+        fprintf(stderr, "baton: run: %s\n", err);
+        goto out;
+    }
+    ops_set_jobs(d.ops, jobs, d.cfg->shutdown_grace_ms);
+    /* Warnings about the setup, once ops observes the log (it counts them). */
+    for (int i = 0; i < sec.nwarnings; i++) {
+        cJSON *w = log_fields();
+        cJSON_AddStringToObject(w, "warning", sec.warning[i]);
+        log_emit(d.log, LE_SECRET_FILE_MODE, w);
+    }
+    if (baton_client_tls_insecure(d.client)) {
+        cJSON *w = log_fields();
+        cJSON_AddStringToObject(w, "warning", "TLS certificate verification is off (verify=none): "
+                                              "anyone on the network path can pose as Redis");
+        log_emit(d.log, LE_TLS_VERIFY_OFF, w);
     }
     d.sig_watch = (struct loop_watch){
         .fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK), .cb = on_signal, .ctx = &d};

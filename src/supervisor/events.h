@@ -42,6 +42,11 @@
     X(REDIS_REACHABLE, "redis_reachable", INFO, "`outage_ms`", "the end of an outage")             \
     X(WATCH_LOST, "watch_lost", DEBUG, "`error`",                                                  \
       "the subscription to the group's events broke (it is made again)")                           \
+    X(HTTP_LISTENING, "http_listening", INFO, "`listen` (the address bound)",                     \
+      "the HTTP endpoint (http.listen) serves /metrics, /healthz, /readyz, /status and /")         \
+    X(SYSTEMD_NOTIFY, "systemd_notify", INFO, "`watchdog_ms` (null without a watchdog)",           \
+      "NOTIFY_SOCKET is set: readiness, status and reloads are reported to systemd, and its "      \
+      "watchdog pinged every watchdog_ms / 2")                                                     \
     X(SIGNAL_RECEIVED, "signal_received", INFO, "`signal`", "SIGTERM, SIGINT or SIGHUP")           \
     X(STEP_DOWN_REQUESTED, "step_down_requested", INFO, "",                                        \
       "`baton step-down` asked this leader to hand over")                                          \

@@ -35,9 +35,13 @@ struct log {
     int64_t dropped_lines, dropped_bytes; /* not yet reported */
     pthread_t writer;
     bool writer_started;
+    log_observer_fn observer;
+    void *observer_ctx;
 };
 
 static void *writer_main(void *arg);
+static char *format_line(const struct log *lg, bool text, bool color, enum log_level lvl,
+                         enum log_event ev, cJSON *fields);
 
 static const char *const level_names[] = {"debug", "info", "warn", "error"};
 
@@ -98,10 +102,14 @@ void log_set_format(struct log *lg, enum log_format format)
 {
     const char *no = getenv("NO_COLOR");
     bool tty = isatty(lg->fd) == 1;
-    pthread_mutex_lock(&lg->mu);
     lg->text = format == LOG_FORMAT_TEXT || (format == LOG_FORMAT_AUTO && tty);
     lg->color = lg->text && tty && (no == NULL || *no == '\0');
-    pthread_mutex_unlock(&lg->mu);
+}
+
+void log_set_observer(struct log *lg, log_observer_fn fn, void *ctx)
+{
+    lg->observer = fn;
+    lg->observer_ctx = ctx;
 }
 
 bool log_enabled(const struct log *lg, enum log_level lvl)
@@ -147,9 +155,12 @@ static void write_all(int fd, const char *p, size_t n)
 
 /* Queues a formatted line (NUL-terminated, without its newline) for the
  * writer, or drops it when it is job output and too much is waiting.
- * Takes ownership of text. */
-static void enqueue(struct log *lg, enum log_event ev, char *text)
+ * Takes ownership of text. Returns how many lines were dropped since the
+ * last report, once the queue is down to a quarter (the caller reports
+ * them), else 0; *bytes gets their size. */
+static int64_t enqueue(struct log *lg, enum log_event ev, char *text, int64_t *bytes)
 {
+    int64_t report = 0;
     size_t n = strlen(text);
     struct line *l = malloc(sizeof *l + n + 1);
     if (l != NULL) {
@@ -175,15 +186,18 @@ static void enqueue(struct log *lg, enum log_event ev, char *text)
         lg->queued += l->len;
         pthread_cond_signal(&lg->cv);
     }
+    if (lg->dropped_lines > 0 && lg->queued <= LOG_QUEUE_MAX / 4) {
+        report = lg->dropped_lines;
+        *bytes = lg->dropped_bytes;
+        lg->dropped_lines = lg->dropped_bytes = 0;
+    }
     pthread_mutex_unlock(&lg->mu);
+    return report;
 }
 
-static char *format_line(const struct log *lg, bool text, bool color, enum log_level lvl,
-                         enum log_event ev, cJSON *fields);
 
 /* The writer: lines in order, blocking on the reader as long as it takes,
- * without holding the queue. Once the queue is down to a quarter, says how
- * much job output was dropped. */
+ * without holding the queue. */
 static void *writer_main(void *arg)
 {
     struct log *lg = arg;
@@ -198,29 +212,9 @@ static void *writer_main(void *arg)
         if (lg->head == NULL)
             lg->tail = NULL;
         lg->queued -= l->len;
-        int64_t lines = 0, bytes = 0;
-        bool text = lg->text, color = lg->color; /* log_set_format() writes them under mu */
-        if (lg->dropped_lines > 0 && lg->queued <= LOG_QUEUE_MAX / 4) {
-            lines = lg->dropped_lines;
-            bytes = lg->dropped_bytes;
-            lg->dropped_lines = lg->dropped_bytes = 0;
-        }
         pthread_mutex_unlock(&lg->mu);
         write_all(lg->fd, l->text, l->len);
         free(l);
-        if (lines > 0) {
-            cJSON *f = log_fields();
-            cJSON_AddNumberToObject(f, "lines", (double)lines);
-            cJSON_AddNumberToObject(f, "bytes", (double)bytes);
-            char *s = format_line(lg, text, color, log_event_level(LE_LOG_LINES_DROPPED),
-                                  LE_LOG_LINES_DROPPED, f);
-            if (s != NULL) {
-                size_t n = strlen(s);
-                s[n] = '\n'; /* the buffer has room: it held the NUL */
-                write_all(lg->fd, s, n + 1);
-                free(s);
-            }
-        }
         pthread_mutex_lock(&lg->mu);
     }
     pthread_mutex_unlock(&lg->mu);
@@ -249,19 +243,24 @@ static void fix_strings(cJSON *o)
 
 void log_emit_at(struct log *lg, enum log_level lvl, enum log_event ev, cJSON *fields)
 {
+    if (lg->observer != NULL)
+        lg->observer(lg->observer_ctx, ev, lvl, fields);
     if (!log_enabled(lg, lvl)) {
         cJSON_Delete(fields);
         return;
     }
     char *line = format_line(lg, lg->text, lg->color, lvl, ev, fields);
-    if (line != NULL)
-        enqueue(lg, ev, line);
+    int64_t bytes = 0, dropped = line != NULL ? enqueue(lg, ev, line, &bytes) : 0;
+    if (dropped > 0) { /* through log_emit_at, so that the observer counts it */
+        cJSON *f = log_fields();
+        cJSON_AddNumberToObject(f, "lines", (double)dropped);
+        cJSON_AddNumberToObject(f, "bytes", (double)bytes);
+        log_emit(lg, LE_LOG_LINES_DROPPED, f);
+    }
 }
 
 /* The line of event ev (without its newline; owned), text or JSON, or NULL
- * on ENOMEM. Consumes fields. Called by the emitting thread and by the
- * writer (for log_lines_dropped): of lg it reads only node and group,
- * which never change. */
+ * on ENOMEM. Consumes fields. */
 static char *format_line(const struct log *lg, bool text, bool color, enum log_level lvl,
                          enum log_event ev, cJSON *fields)
 {

@@ -42,6 +42,18 @@ void log_emit(struct log *lg, enum log_event ev, cJSON *fields);
 /* The same at lvl: for the events whose level varies per line. */
 void log_emit_at(struct log *lg, enum log_level lvl, enum log_event ev, cJSON *fields);
 
+/* Called for every event emitted, whatever log.level filters out, before
+ * its line is written: lvl is the line's level, fields the event's own
+ * fields (borrowed for the call; NULL when it has none). It runs on the
+ * emitting thread (the supervisor's loop) and must not emit. What the code
+ * builds only when debug lines are enabled (lease_renewed, watch_lost,
+ * run_state) reaches it only then. The metrics and systemd's status are
+ * made from these calls, so that they cannot disagree with the log. */
+typedef void (*log_observer_fn)(void *ctx, enum log_event ev, enum log_level lvl,
+                                const cJSON *fields);
+/* Sets the one observer (NULL: none). */
+void log_set_observer(struct log *lg, log_observer_fn fn, void *ctx);
+
 /* A new fields object (NULL on ENOMEM; cJSON's adders accept NULL). */
 cJSON *log_fields(void);
 

@@ -48,7 +48,6 @@ int pause_read(struct baton_client *c, const char *group, struct pause_list *out
 
 /* Returns: the entry of job in l (not the "*" one), or NULL. */
 const struct pause_entry *pause_find(const struct pause_list *l, const char *job);
-
 /* Returns: the pause that holds job now (its own, or every job's; not one
  * already resumed), or NULL. */
 const struct pause_entry *pause_holding(const struct pause_list *l, const char *job);

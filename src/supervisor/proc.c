@@ -328,13 +328,15 @@ int proc_status_code(int wstatus)
     return 1;
 }
 
+/* True when the variable a ("NAME=value") is named by b ("NAME=value" or
+ * a bare "NAME"). */
 static bool same_name(const char *a, const char *b)
 {
     while (*a != '\0' && *a != '=' && *a == *b) {
         a++;
         b++;
     }
-    return *a == '=' && *b == '=';
+    return *a == '=' && (*b == '=' || *b == '\0');
 }
 
 char **proc_env_build(char *const *base, char *const *extra, size_t nextra)
@@ -356,8 +358,8 @@ char **proc_env_build(char *const *base, char *const *extra, size_t nextra)
             goto fail;
     }
     for (size_t k = 0; k < nextra; k++) {
-        bool dup = false; /* a later duplicate in extra wins */
-        for (size_t j = k + 1; j < nextra && !dup; j++)
+        bool dup = strchr(extra[k], '=') == NULL; /* a bare NAME only removes */
+        for (size_t j = k + 1; j < nextra && !dup; j++) /* a later duplicate in extra wins */
             dup = same_name(extra[k], extra[j]);
         if (!dup && (env[n++] = strdup(extra[k])) == NULL)
             goto fail;

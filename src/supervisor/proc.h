@@ -80,7 +80,8 @@ int proc_signal_group(pid_t pgid, int sig);
 int proc_deathsig(void);
 
 /* Builds a NUL-terminated environment: base (NULL: environ) with each
- * "NAME=value" of extra replacing or adding NAME. Returns: owned array
+ * "NAME=value" of extra replacing or adding NAME, and each bare "NAME"
+ * removing it. Returns: owned array
  * whose strings are owned too; free with proc_env_free(). NULL on ENOMEM. */
 char **proc_env_build(char *const *base, char *const *extra, size_t nextra);
 void proc_env_free(char **env);

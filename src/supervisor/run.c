@@ -185,14 +185,20 @@ static char **build_env(const struct run *run)
     size_t nmine = sizeof mine / sizeof mine[0], njob = 0;
     while (run->job->env != NULL && run->job->env[njob] != NULL)
         njob++;
-    char **extra = calloc(njob + nmine, sizeof *extra);
+    /* systemd's variables are baton run's own: a job never notifies
+     * baton's unit, nor takes its watchdog for its own. */
+    static const char *const systemd_vars[] = {"NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID"};
+    size_t nsystemd = sizeof systemd_vars / sizeof systemd_vars[0];
+    char **extra = calloc(njob + nmine + nsystemd, sizeof *extra);
     if (extra == NULL)
         return NULL;
     for (size_t i = 0; i < njob; i++)
         extra[i] = run->job->env[i];
     for (size_t i = 0; i < nmine; i++)
         extra[njob + i] = mine[i];
-    char **env = proc_env_build(NULL, extra, njob + nmine);
+    for (size_t i = 0; i < nsystemd; i++)
+        extra[njob + nmine + i] = (char *)systemd_vars[i];
+    char **env = proc_env_build(NULL, extra, njob + nmine + nsystemd);
     free(extra);
     return env;
 }

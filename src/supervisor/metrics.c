@@ -1,0 +1,783 @@
+/* metrics.c -- see metrics.h.
+ *
+ * The counters are plain integers in one struct with a flat array of jobs,
+ * so that metrics_dup() is two allocations and two copies: the HTTP thread
+ * copies under its lock and formats outside it. Jobs are found by a linear
+ * search: a handful of events per run, against at most a few thousand
+ * names. */
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "history.h"
+#include "jobs.h"
+#include "machine.h"
+#include "metrics.h"
+#include "pause.h"
+
+/* Histogram bounds, seconds: run durations, and start lateness (a catch-up
+ * run starts late by design: it has its own trigger label). */
+#define NBUCKETS 13
+static const double duration_le[NBUCKETS] = {0.01, 0.05, 0.1, 0.5,  1,    5,    10,
+                                             30,   60,   300, 900, 3600, 10800};
+static const double lateness_le[NBUCKETS] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                             0.25,  0.5,    1,     5,    30,    300};
+
+/* Run triggers, as job_start says them; the last is everything else. */
+static const char *const triggers[] = {"schedule", "catchup", "retry", "other"};
+#define NTRIGGERS (sizeof triggers / sizeof triggers[0])
+
+struct histo {
+    uint64_t n[NBUCKETS + 1]; /* per bucket, not cumulative; last: above all */
+    uint64_t count;
+    double sum;
+};
+
+/* What became of `baton trigger` requests: one per trigger_* event. */
+static const char *const trigger_outcomes[] = {"received", "rejected", "left", "lost"};
+enum { TRIGGER_RECEIVED, TRIGGER_REJECTED, TRIGGER_LEFT, TRIGGER_LOST, NTRIGGER_OUTCOMES };
+
+#define NOTRUN_SLOTS 8 /* (outcome, reason) pairs per job; more fold into the last */
+
+struct mjob {
+    char name[JOB_NAME_MAX + 1];
+    uint64_t runs[HO_COUNT]; /* job_end, by outcome */
+    uint64_t retries;        /* job_retry */
+    uint64_t hooks_ok, hooks_failed; /* hook_end, by outcome */
+    uint64_t triggers[NTRIGGER_OUTCOMES]; /* trigger_*, by outcome */
+    bool paused;             /* its own pause (job_paused, or metrics_set_pauses) */
+    double last_run_s, last_success_s;
+    struct histo duration;
+    struct {
+        uint8_t outcome, reason;
+        uint64_t ticks;
+    } notrun[NOTRUN_SLOTS];
+    size_t nnotrun;
+};
+
+struct metrics {
+    uint64_t events[LE_COUNT]; /* every event, by kind */
+    uint64_t transitions[ST_COUNT][ST_COUNT][EV_COUNT];
+    struct histo lateness[NTRIGGERS];
+    char during[METRICS_MAX_DURING][32];
+    uint64_t redis_errors[METRICS_MAX_DURING];
+    size_t nduring;
+    char reasons[METRICS_MAX_REASONS][160];
+    size_t nreasons;
+    bool all_paused; /* `baton pause --all` */
+    uint64_t reloads_ok, reloads_failed;
+    bool last_reload_ok;
+    uint64_t log_dropped; /* job output lines the log dropped (log_lines_dropped) */
+    int64_t drifting;     /* config_drift minus config_drift_resolved: nodes now */
+    struct mjob *jobs; /* METRICS_MAX_JOBS at most, then "other" */
+    size_t njobs, capjobs;
+    struct mjob other;
+};
+
+struct metrics *metrics_new(void)
+{
+    struct metrics *m = calloc(1, sizeof *m);
+    if (m == NULL)
+        return NULL;
+    m->last_reload_ok = true;
+    snprintf(m->other.name, sizeof m->other.name, "other");
+    return m;
+}
+
+void metrics_free(struct metrics *m)
+{
+    if (m == NULL)
+        return;
+    free(m->jobs);
+    free(m);
+}
+
+struct metrics *metrics_dup(const struct metrics *m)
+{
+    struct metrics *c = malloc(sizeof *c);
+    if (c == NULL)
+        return NULL;
+    *c = *m;
+    c->jobs = NULL;
+    c->capjobs = m->njobs;
+    if (m->njobs > 0) {
+        c->jobs = malloc(m->njobs * sizeof *c->jobs);
+        if (c->jobs == NULL) {
+            free(c);
+            return NULL;
+        }
+        memcpy(c->jobs, m->jobs, m->njobs * sizeof *c->jobs);
+    }
+    return c;
+}
+
+/* ---- counting ---- */
+
+static const char *str_field(const cJSON *f, const char *name)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(f, name);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* Sets *out to the number field name. Returns false when it is absent. */
+static bool num_field(const cJSON *f, const char *name, double *out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(f, name);
+    if (!cJSON_IsNumber(v))
+        return false;
+    *out = v->valuedouble;
+    return true;
+}
+
+static void histo_add(struct histo *h, const double *le, double v)
+{
+    size_t b = 0;
+    while (b < NBUCKETS && v > le[b])
+        b++;
+    h->n[b]++;
+    h->count++;
+    h->sum += v;
+}
+
+/* The slot of job name, made when new. */
+static struct mjob *job_slot(struct metrics *m, const char *name)
+{
+    if (name == NULL || name[0] == '\0' || strlen(name) > JOB_NAME_MAX)
+        return &m->other;
+    for (size_t i = 0; i < m->njobs; i++)
+        if (strcmp(m->jobs[i].name, name) == 0)
+            return &m->jobs[i];
+    if (m->njobs == METRICS_MAX_JOBS)
+        return &m->other;
+    if (m->njobs == m->capjobs) {
+        size_t cap = m->capjobs == 0 ? 16 : 2 * m->capjobs;
+        if (cap > METRICS_MAX_JOBS)
+            cap = METRICS_MAX_JOBS;
+        struct mjob *v = realloc(m->jobs, cap * sizeof *v);
+        if (v == NULL)
+            return &m->other;
+        m->jobs = v;
+        m->capjobs = cap;
+    }
+    struct mjob *j = &m->jobs[m->njobs++];
+    memset(j, 0, sizeof *j);
+    snprintf(j->name, sizeof j->name, "%s", name);
+    return j;
+}
+
+/* The index of s in table (n used of cap, each len bytes), added when new;
+ * the last slot takes everything once the table is full. */
+static size_t intern(char *table, size_t len, size_t *n, size_t cap, const char *s)
+{
+    for (size_t i = 0; i < *n; i++)
+        if (strcmp(table + i * len, s) == 0)
+            return i;
+    if (*n == cap)
+        return cap - 1;
+    if (*n == cap - 1)
+        s = "other";
+    snprintf(table + *n * len, len, "%s", s);
+    return (*n)++;
+}
+
+void metrics_add_job(struct metrics *m, const char *job)
+{
+    (void)job_slot(m, job);
+}
+
+static size_t during_slot(struct metrics *m, const char *what)
+{
+    return intern(&m->during[0][0], sizeof m->during[0], &m->nduring, METRICS_MAX_DURING,
+                  what != NULL ? what : "unknown");
+}
+
+static int state_index(const char *name)
+{
+    for (int s = 0; name != NULL && s < ST_COUNT; s++)
+        if (strcmp(machine_state_name((enum machine_state)s), name) == 0)
+            return s;
+    return -1;
+}
+
+static int event_index(const char *name)
+{
+    for (int e = 0; name != NULL && e < EV_COUNT; e++)
+        if (strcmp(machine_event_name((enum machine_event)e), name) == 0)
+            return e;
+    return -1;
+}
+
+static void count_transition(struct metrics *m, const cJSON *f, int64_t now_ms)
+{
+    (void)now_ms;
+    int from = state_index(str_field(f, "from")), to = state_index(str_field(f, "to"));
+    int trig = event_index(str_field(f, "trigger"));
+    if (from >= 0 && to >= 0 && trig >= 0)
+        m->transitions[from][to][trig]++;
+}
+
+static void count_start(struct metrics *m, const cJSON *f, int64_t now_ms)
+{
+    double ms;
+    const char *trigger = str_field(f, "trigger");
+    size_t t = 0;
+    (void)now_ms;
+    if (!num_field(f, "lateness_ms", &ms))
+        return;
+    while (t < NTRIGGERS - 1 && (trigger == NULL || strcmp(trigger, triggers[t]) != 0))
+        t++;
+    histo_add(&m->lateness[t], lateness_le, ms < 0 ? 0 : ms / 1000.0);
+}
+
+static void count_end(struct metrics *m, const cJSON *f, int64_t now_ms)
+{
+    enum history_outcome o;
+    double ms;
+    const char *name = str_field(f, "outcome");
+    if (name == NULL || !history_outcome_parse(name, &o))
+        return;
+    struct mjob *j = job_slot(m, str_field(f, "job"));
+    j->runs[o]++;
+    j->last_run_s = (double)now_ms / 1000.0;
+    if (o == HO_OK)
+        j->last_success_s = j->last_run_s;
+    if (history_outcome_ran(o) && num_field(f, "duration_ms", &ms))
+        histo_add(&j->duration, duration_le, ms < 0 ? 0 : ms / 1000.0);
+}
+
+static void count_not_run(struct metrics *m, const cJSON *f, int64_t now_ms)
+{
+    enum history_outcome o;
+    double ticks;
+    const char *name = str_field(f, "outcome"), *reason = str_field(f, "reason");
+    (void)now_ms;
+    if (name == NULL || !history_outcome_parse(name, &o))
+        return;
+    /* A range too long to count ("ticks": null) counts once. */
+    if (!num_field(f, "ticks", &ticks) || ticks < 1)
+        ticks = 1;
+    size_t r = intern(&m->reasons[0][0], sizeof m->reasons[0], &m->nreasons,
+                      METRICS_MAX_REASONS, reason != NULL ? reason : "");
+    struct mjob *j = job_slot(m, str_field(f, "job"));
+    size_t k = 0;
+    while (k < j->nnotrun && !(j->notrun[k].outcome == o && j->notrun[k].reason == r))
+        k++;
+    if (k == NOTRUN_SLOTS) {
+        k = NOTRUN_SLOTS - 1; /* full: the last pair takes the rest */
+    } else if (k == j->nnotrun) {
+        j->notrun[k].outcome = (uint8_t)o;
+        j->notrun[k].reason = (uint8_t)r;
+        j->nnotrun++;
+    }
+    j->notrun[k].ticks += (uint64_t)ticks;
+}
+
+static void count_redis_error(struct metrics *m, const cJSON *f, int64_t now_ms)
+{
+    (void)now_ms;
+    m->redis_errors[during_slot(m, str_field(f, "during"))]++;
+}
+
+/* A failure the event names by itself: the label is fixed by the row. */
+#define REDIS_FAILURE(fn, what)                                                                    \
+    static void fn(struct metrics *m, const cJSON *f, int64_t now_ms)                              \
+    {                                                                                              \
+        (void)f;                                                                                   \
+        (void)now_ms;                                                                              \
+        m->redis_errors[during_slot(m, what)]++;                                                   \
+    }
+REDIS_FAILURE(count_claim_failed, "claim")
+REDIS_FAILURE(count_history_failed, "history")
+REDIS_FAILURE(count_handover_failed, "handover")
+REDIS_FAILURE(count_release_failed, "release")
+#undef REDIS_FAILURE
+
+static void count_reloaded(struct metrics *m, const cJSON *f, int64_t now_ms)
+{
+    (void)f;
+    (void)now_ms;
+    m->reloads_ok++;
+    m->last_reload_ok = true;
+}
+
+static void count_reload_failed(struct metrics *m, const cJSON *f, int64_t now_ms)
+{
+    (void)f;
+    (void)now_ms;
+    m->reloads_failed++;
+    m->last_reload_ok = false;
+}
+
+static void count_hook_end(struct metrics *m, const cJSON *f, int64_t now_ms)
+{
+    (void)now_ms;
+    struct mjob *j = job_slot(m, str_field(f, "job"));
+    if (strcmp(str_field(f, "outcome"), "ok") == 0)
+        j->hooks_ok++;
+    else
+        j->hooks_failed++;
+}
+
+static void count_drift(struct metrics *m, const cJSON *f, int64_t now_ms)
+{
+    (void)f;
+    (void)now_ms;
+    m->drifting++;
+}
+
+static void count_drift_resolved(struct metrics *m, const cJSON *f, int64_t now_ms)
+{
+    (void)f;
+    (void)now_ms;
+    if (m->drifting > 0)
+        m->drifting--;
+}
+
+static void count_log_dropped(struct metrics *m, const cJSON *f, int64_t now_ms)
+{
+    (void)now_ms;
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(f, "lines");
+    if (cJSON_IsNumber(v) && v->valuedouble > 0)
+        m->log_dropped += (uint64_t)v->valuedouble;
+}
+
+static void count_retry(struct metrics *m, const cJSON *f, int64_t now_ms)
+{
+    (void)now_ms;
+    job_slot(m, str_field(f, "job"))->retries++;
+}
+
+/* A trigger_* event: its job's count for outcome. */
+#define TRIGGER_OUTCOME(fn, outcome)                                                               \
+    static void fn(struct metrics *m, const cJSON *f, int64_t now_ms)                              \
+    {                                                                                              \
+        (void)now_ms;                                                                              \
+        job_slot(m, str_field(f, "job"))->triggers[outcome]++;                                     \
+    }
+TRIGGER_OUTCOME(count_trigger_received, TRIGGER_RECEIVED)
+TRIGGER_OUTCOME(count_trigger_rejected, TRIGGER_REJECTED)
+TRIGGER_OUTCOME(count_trigger_left, TRIGGER_LEFT)
+TRIGGER_OUTCOME(count_trigger_lost, TRIGGER_LOST)
+#undef TRIGGER_OUTCOME
+
+/* job_paused / job_resumed: the leader saw a change; job "*" is every job. */
+static void set_paused(struct metrics *m, const cJSON *f, bool paused)
+{
+    const char *job = str_field(f, "job");
+    if (job == NULL)
+        return;
+    if (strcmp(job, PAUSE_ALL) == 0)
+        m->all_paused = paused;
+    else
+        job_slot(m, job)->paused = paused;
+}
+
+static void count_paused(struct metrics *m, const cJSON *f, int64_t now_ms)
+{
+    (void)now_ms;
+    set_paused(m, f, true);
+}
+
+static void count_resumed(struct metrics *m, const cJSON *f, int64_t now_ms)
+{
+    (void)now_ms;
+    set_paused(m, f, false);
+}
+
+void metrics_set_pauses(struct metrics *m, const struct pause_list *l)
+{
+    const struct pause_entry *all = pause_find(l, PAUSE_ALL);
+    m->all_paused = all != NULL && !all->resumed;
+    for (size_t i = 0; i < m->njobs; i++) {
+        const struct pause_entry *e = pause_find(l, m->jobs[i].name);
+        m->jobs[i].paused = e != NULL && !e->resumed;
+    }
+}
+
+/* What each event kind counts, one row per kind: every event counts in
+ * baton_events_total; fn counts what it says besides (NULL: nothing else,
+ * and `counts` says why). A kind without a row is a bug that
+ * check_metrics finds (metrics_event_counts() returns NULL for it). */
+typedef void (*count_fn)(struct metrics *m, const cJSON *f, int64_t now_ms);
+static const struct {
+    count_fn fn;
+    const char *counts;
+} event_rows[LE_COUNT] = {
+    [LE_STARTED] = {NULL, "only events: process_start_time_seconds tells a restart"},
+    [LE_STOPPED] = {NULL, "only events: nobody scrapes a stopped process"},
+    [LE_TRANSITION] = {count_transition, "transitions_total (the state is a gauge)"},
+    [LE_MACHINE_LOOP] = {NULL, "only events (a table bug: alert on any)"},
+    [LE_FOLLOWING] = {NULL, "only events: the term is a gauge"},
+    [LE_LEASE_RENEWED] = {NULL, "only events (at debug level only): transitions_total counts "
+                                "each renewal"},
+    [LE_LEASE_DEADLINE_MISSED] = {NULL, "only events (the node was stalled: alert on any)"},
+    [LE_LEASE_RELEASED] = {NULL, "only events: transitions_total counts the release"},
+    [LE_LEASE_RELEASE_FAILED] = {count_release_failed, "redis_errors_total{during=release}"},
+    [LE_STALE_LEASE_RELEASED] = {NULL, "only events"},
+    [LE_REDIS_CONNECTED] = {NULL, "only events: redis_up is a gauge"},
+    [LE_SECRET_FILE_MODE] = {NULL, "only events (a warning at start: alert on any)"},
+    [LE_TLS_VERIFY_OFF] = {NULL, "only events (a warning at start: alert on any)"},
+    [LE_REDIS_UNREACHABLE] = {count_redis_error, "redis_errors_total{during} (the first failure "
+                                                 "of an outage)"},
+    [LE_REDIS_REACHABLE] = {NULL, "only events: redis_up is a gauge"},
+    [LE_WATCH_LOST] = {NULL, "only events (at debug level only)"},
+    [LE_HTTP_LISTENING] = {NULL, "only events: whoever scrapes knows"},
+    [LE_SYSTEMD_NOTIFY] = {NULL, "only events"},
+    [LE_SIGNAL_RECEIVED] = {NULL, "only events"},
+    [LE_STEP_DOWN_REQUESTED] = {NULL, "only events: transitions_total counts the step-down"},
+    [LE_HANDOVER] = {NULL, "only events: transitions_total counts the handover"},
+    [LE_HANDOVER_FAILED] = {count_handover_failed, "redis_errors_total{during=handover}"},
+    [LE_DRAINING] = {NULL, "only events: jobs_running is a gauge"},
+    [LE_DRAIN_TIMEOUT] = {NULL, "only events: job_runs_total counts the runs killed"},
+    [LE_RELOADED] = {count_reloaded, "reloads_total{result=ok}, config_last_reload_successful"},
+    [LE_RELOAD_FAILED] = {count_reload_failed,
+                          "reloads_total{result=failed}, config_last_reload_successful"},
+    [LE_CATCH_UP] = {NULL, "only events: job_start_lateness_seconds{trigger=catchup} counts "
+                           "the runs, ticks_not_run_total the rest"},
+    [LE_CATCH_UP_SKIPPED] = {NULL, "only events: ticks_not_run_total counts the ticks it "
+                                   "leaves"},
+    [LE_NO_HIGH_WATER_MARK] = {NULL, "only events"},
+    [LE_TICK_SKIPPED] = {count_not_run, "ticks_not_run_total{job_name,outcome,reason}"},
+    [LE_CLAIM_REFUSED] = {NULL, "only events (another leader: alert on any)"},
+    [LE_CLAIM_FAILED] = {count_claim_failed, "redis_errors_total{during=claim}"},
+    [LE_JOB_START] = {count_start, "job_start_lateness_seconds{trigger}"},
+    [LE_JOB_OUTPUT] = {NULL, "only events: the lines a job wrote"},
+    [LE_JOB_END] = {count_end, "job_runs_total{job_name,outcome}, job_run_duration_seconds, "
+                               "job_last_run_timestamp_seconds, "
+                               "job_last_success_timestamp_seconds"},
+    [LE_RUN_STATE] = {NULL, "only events (at debug level only)"},
+    [LE_JOB_RETRY] = {count_retry, "job_retries_total{job_name}"},
+    [LE_JOB_TIMEOUT] = {NULL, "only events: job_runs_total{outcome=timeout} counts the run "
+                              "when it ends"},
+    [LE_RUN_LOST] = {NULL, "only events: job_runs_total counts the run when it ends"},
+    [LE_HISTORY_WRITE_FAILED] = {count_history_failed, "redis_errors_total{during=history}"},
+    [LE_TRIGGER_RECEIVED] = {count_trigger_received, "triggers_total{job_name,outcome=received}"},
+    [LE_TRIGGER_REJECTED] = {count_trigger_rejected, "triggers_total{job_name,outcome=rejected}"},
+    [LE_TRIGGER_LEFT] = {count_trigger_left, "triggers_total{job_name,outcome=left}"},
+    [LE_TRIGGER_LOST] = {count_trigger_lost, "triggers_total{job_name,outcome=lost}"},
+    [LE_LOG_LINES_DROPPED] = {count_log_dropped, "log_lines_dropped_total"},
+    [LE_HOOK_START] = {NULL, "only events: hook_runs_total counts the hook when it ends"},
+    [LE_HOOK_OUTPUT] = {NULL, "only events: the lines a hook wrote"},
+    [LE_HOOK_END] = {count_hook_end, "hook_runs_total{job_name,outcome}"},
+    [LE_CONFIG_DRIFT] = {count_drift, "config_drift_nodes up by one"},
+    [LE_CONFIG_DRIFT_RESOLVED] = {count_drift_resolved, "config_drift_nodes down by one"},
+    [LE_JOB_PAUSED] = {count_paused, "job_paused{job_name} to 1 (job *: every job)"},
+    [LE_JOB_RESUMED] = {count_resumed, "job_paused{job_name} to 0 (job *: every job)"},
+};
+
+const char *metrics_event_counts(enum log_event ev)
+{
+    return ev >= 0 && ev < LE_COUNT ? event_rows[ev].counts : NULL;
+}
+
+void metrics_observe(struct metrics *m, enum log_event ev, const cJSON *fields,
+                     int64_t now_unix_ms)
+{
+    if (ev < 0 || ev >= LE_COUNT)
+        return;
+    m->events[ev]++;
+    if (event_rows[ev].fn != NULL)
+        event_rows[ev].fn(m, fields, now_unix_ms);
+}
+
+/* ---- writing ---- */
+
+static void family(FILE *out, const char *name, const char *type, const char *help)
+{
+    fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* Writes s as a label value: backslash, double quote and newline escaped. */
+static void label(FILE *out, const char *s)
+{
+    for (; *s != '\0'; s++) {
+        if (*s == '\\' || *s == '"')
+            fputc('\\', out);
+        if (*s == '\n')
+            fputs("\\n", out);
+        else
+            fputc(*s, out);
+    }
+}
+
+/* Writes a histogram's series; lbl is its other labels ("job_name=\"x\","
+ * or ""), written raw. */
+static void histo_write(FILE *out, const char *name, const char *lbl, const struct histo *h,
+                        const double *le)
+{
+    uint64_t cum = 0;
+    for (size_t b = 0; b <= NBUCKETS; b++) {
+        cum += h->n[b];
+        if (b < NBUCKETS)
+            fprintf(out, "%s_bucket{%sle=\"%g\"} %llu\n", name, lbl, le[b],
+                    (unsigned long long)cum);
+        else
+            fprintf(out, "%s_bucket{%sle=\"+Inf\"} %llu\n", name, lbl, (unsigned long long)cum);
+    }
+    /* Strip the trailing comma for the _sum and _count label sets. */
+    size_t n = strlen(lbl);
+    fprintf(out, "%s_sum{%.*s} %.6f\n", name, (int)(n > 0 ? n - 1 : 0), lbl, h->sum);
+    fprintf(out, "%s_count{%.*s} %llu\n", name, (int)(n > 0 ? n - 1 : 0), lbl,
+            (unsigned long long)h->count);
+}
+
+/* How many jobs to write: those with their own series, and "other" when
+ * it was used. */
+static size_t job_count(const struct metrics *m)
+{
+    const struct mjob *o = &m->other;
+    bool used = o->duration.count > 0 || o->nnotrun > 0 || o->last_run_s > 0 || o->retries > 0 ||
+                o->hooks_ok > 0 || o->hooks_failed > 0;
+    for (int t = 0; t < NTRIGGER_OUTCOMES; t++)
+        used = used || o->triggers[t] > 0;
+    return m->njobs + (used ? 1 : 0);
+}
+
+static const struct mjob *job_at(const struct metrics *m, size_t i)
+{
+    return i < m->njobs ? &m->jobs[i] : &m->other;
+}
+
+static void write_jobs(const struct metrics *m, FILE *out)
+{
+    size_t n = job_count(m);
+    family(out, "baton_job_runs_total", "counter",
+           "Runs that ended on this node, by job and outcome (ok, failed, timeout, killed, "
+           "failed_to_start).");
+    for (size_t i = 0; i < n; i++) {
+        const struct mjob *j = job_at(m, i);
+        for (int o = 0; o < HO_COUNT; o++) {
+            if (j->runs[o] == 0 && o != HO_OK && o != HO_FAILED)
+                continue; /* ok and failed always, so that rate() works from the start */
+            fputs("baton_job_runs_total{job_name=\"", out);
+            label(out, j->name);
+            fprintf(out, "\",outcome=\"%s\"} %llu\n", history_outcome_name((enum history_outcome)o),
+                    (unsigned long long)j->runs[o]);
+        }
+    }
+    family(out, "baton_job_last_run_timestamp_seconds", "gauge",
+           "When the job's last run on this node ended (Unix time).");
+    for (size_t i = 0; i < n; i++) {
+        const struct mjob *j = job_at(m, i);
+        if (j->last_run_s <= 0)
+            continue;
+        fputs("baton_job_last_run_timestamp_seconds{job_name=\"", out);
+        label(out, j->name);
+        fprintf(out, "\"} %.3f\n", j->last_run_s);
+    }
+    family(out, "baton_job_last_success_timestamp_seconds", "gauge",
+           "When the job's last successful run on this node ended (Unix time).");
+    for (size_t i = 0; i < n; i++) {
+        const struct mjob *j = job_at(m, i);
+        if (j->last_success_s <= 0)
+            continue;
+        fputs("baton_job_last_success_timestamp_seconds{job_name=\"", out);
+        label(out, j->name);
+        fprintf(out, "\"} %.3f\n", j->last_success_s);
+    }
+    family(out, "baton_job_retries_total", "counter",
+           "Failed runs tried again on this node (job_retry), by job.");
+    for (size_t i = 0; i < n; i++) {
+        const struct mjob *j = job_at(m, i);
+        fputs("baton_job_retries_total{job_name=\"", out);
+        label(out, j->name);
+        fprintf(out, "\"} %llu\n", (unsigned long long)j->retries);
+    }
+    family(out, "baton_hook_runs_total", "counter",
+           "Hooks (on_failure, on_success) this node ran, by job and outcome (ok, or failed: "
+           "a non-zero exit, a timeout, a signal, or no start).");
+    for (size_t i = 0; i < n; i++) {
+        const struct mjob *j = job_at(m, i);
+        if (j->hooks_ok + j->hooks_failed == 0)
+            continue;
+        fputs("baton_hook_runs_total{job_name=\"", out);
+        label(out, j->name);
+        fprintf(out, "\",outcome=\"ok\"} %llu\n", (unsigned long long)j->hooks_ok);
+        fputs("baton_hook_runs_total{job_name=\"", out);
+        label(out, j->name);
+        fprintf(out, "\",outcome=\"failed\"} %llu\n", (unsigned long long)j->hooks_failed);
+    }
+    family(out, "baton_triggers_total", "counter",
+           "`baton trigger` requests this node handled as leader, by job and outcome: received "
+           "(taken to run), rejected (no such job here), left (claimed too late to start: the "
+           "next leader runs it), lost (its node died while it ran).");
+    for (size_t i = 0; i < n; i++) {
+        const struct mjob *j = job_at(m, i);
+        for (int t = 0; t < NTRIGGER_OUTCOMES; t++) {
+            if (j->triggers[t] == 0 && t != TRIGGER_RECEIVED)
+                continue; /* received always, so that rate() works from the start */
+            fputs("baton_triggers_total{job_name=\"", out);
+            label(out, j->name);
+            fprintf(out, "\",outcome=\"%s\"} %llu\n", trigger_outcomes[t],
+                    (unsigned long long)j->triggers[t]);
+        }
+    }
+    family(out, "baton_job_paused", "gauge",
+           "1 while the job is paused for the group (`baton pause`, its own or --all), else 0.");
+    for (size_t i = 0; i < m->njobs; i++) {
+        fputs("baton_job_paused{job_name=\"", out);
+        label(out, m->jobs[i].name);
+        fprintf(out, "\"} %d\n", m->jobs[i].paused || m->all_paused);
+    }
+    family(out, "baton_job_run_duration_seconds", "histogram",
+           "How long the runs that ended on this node took, by job.");
+    for (size_t i = 0; i < n; i++) {
+        const struct mjob *j = job_at(m, i);
+        if (j->duration.count == 0)
+            continue;
+        char lbl[JOB_NAME_MAX + 32];
+        snprintf(lbl, sizeof lbl, "job_name=\"%s\",", j->name); /* names need no escaping */
+        histo_write(out, "baton_job_run_duration_seconds", lbl, &j->duration, duration_le);
+    }
+    family(out, "baton_ticks_not_run_total", "counter",
+           "Ticks this node decided not to run, by job, outcome (skipped, superseded, missed) "
+           "and reason.");
+    for (size_t i = 0; i < n; i++) {
+        const struct mjob *j = job_at(m, i);
+        for (size_t k = 0; k < j->nnotrun; k++) {
+            fputs("baton_ticks_not_run_total{job_name=\"", out);
+            label(out, j->name);
+            fprintf(out, "\",outcome=\"%s\",reason=\"",
+                    history_outcome_name((enum history_outcome)j->notrun[k].outcome));
+            label(out, m->reasons[j->notrun[k].reason]);
+            fprintf(out, "\"} %llu\n", (unsigned long long)j->notrun[k].ticks);
+        }
+    }
+}
+
+static void write_process(FILE *out, double start_time_s)
+{
+    long tick = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
+    char buf[1024];
+    FILE *f = fopen("/proc/self/stat", "re");
+    size_t n = f != NULL ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    if (f != NULL)
+        fclose(f);
+    buf[n] = '\0';
+    /* Fields after the command name (which may hold spaces): state is 3,
+     * utime 14, stime 15, vsize 23, rss 24. */
+    const char *p = strrchr(buf, ')');
+    unsigned long long v[24] = {0};
+    for (int field = 3; p != NULL && field <= 24; field++) {
+        p = strchr(p + 1, ' ');
+        if (p == NULL)
+            break;
+        if (field >= 14)
+            v[field - 1] = strtoull(p + 1, NULL, 10);
+    }
+    if (tick > 0) {
+        family(out, "process_cpu_seconds_total", "counter",
+               "User and system CPU time spent by baton run (not its jobs).");
+        fprintf(out, "process_cpu_seconds_total %.2f\n", (double)(v[13] + v[14]) / (double)tick);
+    }
+    family(out, "process_resident_memory_bytes", "gauge", "Resident memory size.");
+    fprintf(out, "process_resident_memory_bytes %llu\n", v[23] * (unsigned long long)page);
+    family(out, "process_virtual_memory_bytes", "gauge", "Virtual memory size.");
+    fprintf(out, "process_virtual_memory_bytes %llu\n", v[22]);
+    family(out, "process_start_time_seconds", "gauge", "When the process started (Unix time).");
+    fprintf(out, "process_start_time_seconds %.3f\n", start_time_s);
+    size_t fds = 0;
+    DIR *d = opendir("/proc/self/fd");
+    if (d != NULL) {
+        for (struct dirent *e = readdir(d); e != NULL; e = readdir(d))
+            if (e->d_name[0] != '.')
+                fds++;
+        closedir(d);
+        family(out, "process_open_fds", "gauge", "Open file descriptors.");
+        fprintf(out, "process_open_fds %zu\n", fds > 0 ? fds - 1 : 0); /* not the DIR's own */
+    }
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+        family(out, "process_max_fds", "gauge", "Limit of open file descriptors.");
+        fprintf(out, "process_max_fds %llu\n", (unsigned long long)rl.rlim_cur);
+    }
+}
+
+int metrics_write(const struct metrics *m, const struct metrics_gauges *g, FILE *out)
+{
+    family(out, "baton_build_info", "gauge",
+           "Always 1: baton run's version, its group and its node name, to join on.");
+    fputs("baton_build_info{version=\"", out);
+    label(out, g->version != NULL ? g->version : "unknown");
+    fputs("\",group=\"", out);
+    label(out, g->group != NULL ? g->group : "");
+    fputs("\",node=\"", out);
+    label(out, g->node != NULL ? g->node : "");
+    fputs("\"} 1\n", out);
+    family(out, "baton_state", "gauge",
+           "The supervisor's state: 1 for the current one, 0 for the others.");
+    for (int s = 0; s < ST_COUNT; s++)
+        fprintf(out, "baton_state{state=\"%s\"} %d\n", machine_state_name((enum machine_state)s),
+                s == g->state);
+    family(out, "baton_is_leader", "gauge", "1 while this node leads its group, else 0.");
+    fprintf(out, "baton_is_leader %d\n", g->is_leader);
+    family(out, "baton_term", "gauge",
+           "The term this node leads or follows (the group's fencing token; 0: none seen yet).");
+    fprintf(out, "baton_term %llu\n", (unsigned long long)g->term);
+    family(out, "baton_lease_remaining_seconds", "gauge",
+           "Time left before this node's lease runs out unless renewed (0 when not leading).");
+    fprintf(out, "baton_lease_remaining_seconds %.3f\n", g->lease_left_s > 0 ? g->lease_left_s : 0);
+    family(out, "baton_jobs_running", "gauge", "Runs alive on this node.");
+    fprintf(out, "baton_jobs_running %zu\n", g->running);
+    family(out, "baton_redis_up", "gauge",
+           "0 while Redis is unreachable (from the first failure of an outage to the next "
+           "success), else 1.");
+    fprintf(out, "baton_redis_up %d\n", g->redis_up);
+
+    family(out, "baton_events_total", "counter",
+           "Events the supervisor logged, by kind, whatever log.level writes (baton(1), LOG "
+           "EVENTS, lists them).");
+    for (int e = 0; e < LE_COUNT; e++)
+        if (m->events[e] != 0)
+            fprintf(out, "baton_events_total{event=\"%s\"} %llu\n",
+                    log_event_name((enum log_event)e), (unsigned long long)m->events[e]);
+    family(out, "baton_transitions_total", "counter",
+           "State transitions, by from, to and trigger (routine renewals and polls included).");
+    for (int f = 0; f < ST_COUNT; f++)
+        for (int t = 0; t < ST_COUNT; t++)
+            for (int e = 0; e < EV_COUNT; e++)
+                if (m->transitions[f][t][e] != 0)
+                    fprintf(out, "baton_transitions_total{from=\"%s\",to=\"%s\",trigger=\"%s\"} %llu\n",
+                            machine_state_name((enum machine_state)f),
+                            machine_state_name((enum machine_state)t),
+                            machine_event_name((enum machine_event)e),
+                            (unsigned long long)m->transitions[f][t][e]);
+    family(out, "baton_redis_errors_total", "counter",
+           "Redis failures the log reports, by what was being done: the first failure of each "
+           "outage (campaign, renew...), and every failed claim, history write, handover and "
+           "release.");
+    for (size_t i = 0; i < m->nduring; i++) {
+        fputs("baton_redis_errors_total{during=\"", out);
+        label(out, m->during[i]);
+        fprintf(out, "\"} %llu\n", (unsigned long long)m->redis_errors[i]);
+    }
+    family(out, "baton_reloads_total", "counter", "SIGHUP reloads, by result (ok, failed).");
+    fprintf(out, "baton_reloads_total{result=\"ok\"} %llu\n", (unsigned long long)m->reloads_ok);
+    fprintf(out, "baton_reloads_total{result=\"failed\"} %llu\n",
+            (unsigned long long)m->reloads_failed);
+    family(out, "baton_log_lines_dropped_total", "counter",
+           "Job output lines the log dropped because its reader (stdout) fell more than 4 MiB "
+           "behind; no other line is ever dropped.");
+    fprintf(out, "baton_log_lines_dropped_total %llu\n", (unsigned long long)m->log_dropped);
+    family(out, "baton_config_drift_nodes", "gauge",
+           "Nodes whose effective jobs differ from this leader's (config_drift), as this node "
+           "last saw as leader.");
+    fprintf(out, "baton_config_drift_nodes %lld\n", (long long)m->drifting);
+    family(out, "baton_config_last_reload_successful", "gauge",
+           "0 when the last reload was refused (the running configuration stayed), else 1.");
+    fprintf(out, "baton_config_last_reload_successful %d\n", m->last_reload_ok);
+    family(out, "baton_job_start_lateness_seconds", "histogram",
+           "From a run's scheduled instant to its start, by trigger (schedule, catchup, retry).");
+    for (size_t t = 0; t < NTRIGGERS; t++) {
+        if (m->lateness[t].count == 0 && t > 0)
+            continue;
+        char lbl[48];
+        snprintf(lbl, sizeof lbl, "trigger=\"%s\",", triggers[t]);
+        histo_write(out, "baton_job_start_lateness_seconds", lbl, &m->lateness[t], lateness_le);
+    }
+    write_jobs(m, out);
+    write_process(out, g->start_time_s);
+    return fflush(out) != 0 || ferror(out) ? -1 : 0;
+}

@@ -1,0 +1,84 @@
+/* metrics.h -- the supervisor's Prometheus metrics, counted from its log.
+ *
+ * metrics_observe() is given every log event (through the log's observer,
+ * log.h) and counts what the lines say, by a table with one row per event
+ * kind: every event by kind, transitions by from/to/trigger, job runs by
+ * outcome with their duration and start lateness, retries, ticks that did
+ * not run by outcome and reason, Redis failures, reloads, `baton trigger`
+ * requests by outcome, pauses. Every count is a
+ * count of log lines, so metrics and logs cannot disagree. What is state
+ * rather than history (the machine's state, leadership, term, lease left,
+ * runs alive) the caller passes to metrics_write() as gauges.
+ *
+ * Names follow Prometheus conventions: the `baton_` prefix, `_total` for
+ * counters, base units (`_seconds`), HELP and TYPE on every family; the
+ * output is the text format 0.0.4 and passes `promtool check metrics`.
+ * Jobs are labelled `job_name`, not `job`, which Prometheus gives the
+ * scrape job. Cardinality is bounded: METRICS_MAX_JOBS jobs get their own
+ * series (a job removed by a reload keeps its series until restart, as
+ * counters must), later ones count as job_name="other"; at most
+ * METRICS_MAX_REASONS reasons and METRICS_MAX_DURING Redis operations are
+ * told apart.
+ *
+ * Not thread-safe: the caller serializes. metrics_dup() takes a copy to
+ * write out without holding the caller's lock. */
+#ifndef BATON_METRICS_H
+#define BATON_METRICS_H
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "events.h"
+
+#define METRICS_MAX_JOBS    4096
+#define METRICS_MAX_REASONS 32
+#define METRICS_MAX_DURING  16
+
+struct metrics;
+
+/* Returns: owned (free with metrics_free), or NULL on ENOMEM. */
+struct metrics *metrics_new(void);
+void metrics_free(struct metrics *m);
+/* Returns: an owned copy (free with metrics_free), or NULL on ENOMEM. */
+struct metrics *metrics_dup(const struct metrics *m);
+
+/* Gives job its series now (zeros), so that a configured job that has not
+ * run yet is there for rate() and absent-run alerts. */
+void metrics_add_job(struct metrics *m, const char *job);
+
+/* Counts one log event: in baton_events_total, and in what its row of the
+ * event table (metrics.c, one row per event kind) says. fields: the
+ * event's fields (may be NULL); now_unix_ms: the wall clock, for the
+ * last-run timestamps. */
+void metrics_observe(struct metrics *m, enum log_event ev, const cJSON *fields,
+                     int64_t now_unix_ms);
+/* Sets every job's paused gauge from l, the group's paused hash as read
+ * (pause.h): what a node that does not lead knows of pauses. */
+struct pause_list;
+void metrics_set_pauses(struct metrics *m, const struct pause_list *l);
+
+/* What the event table says ev counts (static text), or NULL when ev has
+ * no row: a bug, which check_metrics finds for every kind. */
+const char *metrics_event_counts(enum log_event ev);
+
+/* What is state, not history: the caller's view now. */
+struct metrics_gauges {
+    int state;           /* enum machine_state */
+    bool is_leader;      /* working or renewing */
+    uint64_t term;       /* the term this node leads or follows (0: none yet) */
+    double lease_left_s; /* while leading; else 0 */
+    size_t running;      /* runs alive on this node */
+    bool redis_up;       /* no outage under way */
+    double start_time_s; /* Unix time the process started */
+    const char *version, *group, *node; /* baton_build_info's labels */
+};
+
+/* Writes every family (text format 0.0.4): the gauges, the counters, and
+ * the process's CPU time, memory and descriptors (process_*). Returns 0,
+ * or -1 when writing to out failed. */
+int metrics_write(const struct metrics *m, const struct metrics_gauges *g, FILE *out);
+
+#endif /* BATON_METRICS_H */
