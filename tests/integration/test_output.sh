@@ -84,7 +84,10 @@ assert rs and all("output" not in r for r in rs), rs[0]
 assert any(r.get("output_bytes", 0) > 0 for r in rs), rs[0]' || fail "history --json carries the output"
 # Without RUN_ID: the newest run that started (not ghost's failed starts).
 "$B" history -c "$T/$other.yaml" chatty --output > "$T/latest.out" || fail "history --output (latest)"
-lid=$("$B" history -c "$T/$other.yaml" chatty --json -n 1 | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["run_id"])')
+# (the newest record may be a tick that did not run: no run id, no output)
+lid=$("$B" history -c "$T/$other.yaml" chatty --json -n 20 | python3 -c '
+import json, sys
+print(next(r["run_id"] for r in json.load(sys.stdin) if r.get("run_id") and r.get("started")))')
 tail -n 1 "$T/latest.out" | grep -qx last || fail "the latest output: $(tail -n 3 "$T/latest.out")"
 grep -q "of $lid\$" "$T/latest.out" || fail "--output without RUN_ID is not the newest run $lid"
 stored=$(wc -c < "$T/got.out")
