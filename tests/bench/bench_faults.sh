@@ -20,6 +20,7 @@ while [ $# -gt 0 ]; do
 done
 summary=$(mktemp)
 trap 'rm -f "$summary"' EXIT
-FAULTS_REPEAT=$reps FAULTS_SUMMARY=$summary FAULTS_STEP_FORWARD=$step ${faults:+FAULTS="$faults"} \
+[ -z "$faults" ] || export FAULTS="$faults"
+FAULTS_REPEAT=$reps FAULTS_SUMMARY=$summary FAULTS_STEP_FORWARD=$step \
     bash "$BATON_TESTS_DIR/integration/test_faults.sh" >&2 || exit 1
 cat "$summary"
