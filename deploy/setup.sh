@@ -36,8 +36,9 @@ TEST_PACKAGES=(
     systemd                                    # systemd-analyze, systemd-sysusers for the unit's tests
     man-db groff-base                          # the man pages render without warnings
     zsh                                        # the zsh completion parses
-    gcovr                                      # line and branch coverage, with its floor
     valgrind                                   # memcheck over baton lock and baton run
+    faketime                                   # libfaketime: test_faults steps the supervisors' wall clock
+    curl python3                               # the hooks example posts with curl; its test listens with python3
 )
 
 mode=${1:-}

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # run.sh -- the whole test suite: what CI runs (.ci/run calls this).
 #
-#   1. build with -Wall -Wextra -Werror and run every suite (unit, Redis,
-#      integration, examples, benchmark smoke runs);
+#   1. build with -Wall -Wextra -Werror (and gcov) and run every suite
+#      (unit, Redis, integration, examples, benchmark smoke runs); report
+#      line and branch coverage and hold its floors (tests/lib/coverage.sh);
 #   2. build with AddressSanitizer + UndefinedBehaviorSanitizer and run them
 #      all again;
 #   3. build the libFuzzer targets with clang and run each for a bounded time
@@ -25,9 +26,11 @@ build() {
     fi
 }
 
-echo "== 1/3: -Wall -Wextra -Werror build, all suites"
-build build/werror -DBATON_WERROR=ON -DBATON_HTTP=ON -DBATON_SYSTEMD=ON
+echo "== 1/3: -Wall -Wextra -Werror build with coverage, all suites, the coverage floors"
+build build/werror -DBATON_WERROR=ON -DBATON_COVERAGE=ON -DBATON_HTTP=ON -DBATON_SYSTEMD=ON
+find build/werror -name '*.gcda' -delete
 ctest --test-dir build/werror --output-on-failure --timeout 600
+bash tests/lib/coverage.sh build/werror
 
 echo "== 2/3: AddressSanitizer + UndefinedBehaviorSanitizer build, all suites"
 build build/asan -DBATON_WERROR=ON -DBATON_SANITIZE=ON -DBATON_HTTP=ON -DBATON_SYSTEMD=ON

@@ -45,7 +45,7 @@ _baton() {
         valued='-c --config'
         operand=none ;;
     history)
-        flags='--json -h --help -V --version'
+        flags='--output --json -h --help -V --version'
         valued='-c --config -n --count'
         operand=job ;;
     trigger)

@@ -26,7 +26,8 @@
     X(OK, 0, "", "success")                                                                       \
     X(FAIL, 1, "",                                                                                \
       "failure, said in one line on stderr: an unknown job, a step-down that did not happen, "  \
-      "a cron expression that stops firing, output that cannot be written")                       \
+      "a cron expression that stops firing, a run or its output not in the history, output "     \
+      "that cannot be written")                                                                   \
     X(NO_LEADER, 3, "", "the group has no leader (`status`, `step-down`)")                        \
     X(USAGE, 64, "EX_USAGE",                                                                      \
       "bad command line: unknown option, missing or invalid argument or value")                  \

@@ -11,28 +11,33 @@
  *   node: web-1
  *   ...
  *
- *   # jobs: /etc/baton/jobs.yaml (2 jobs)
+ *   # jobs: /etc/baton/jobs.yaml (2 jobs, hash 9f2c41d07be3a511)
  *   job daily-report
  *     schedule: 0 7 * * MON-FRI
  *     zone:     Europe/Berlin
  *     enabled:  yes
  *     command:  /usr/local/bin/report --daily
+ *     on_failure: /usr/local/bin/notify   (hooks, when the job has them)
  *     next:     2026-01-05T06:00:00Z  2026-01-05T07:00:00+01:00
  *               ...
  *
  *   ok: /etc/baton/baton.yaml and /etc/baton/jobs.yaml are valid (2 jobs)
  *
  * Beyond the files, what an enabled job needs on this machine is checked:
- * its program is found and executable (as the runner will look for it, in
- * baton's PATH), its workdir is a directory baton can enter. Each problem is
+ * its program (and its hooks' programs) is found and executable (as the
+ * runner will look for it, in baton's PATH), its workdir is a directory
+ * baton can enter. Each problem is
  * one line on stderr, "jobs.yaml:LINE:COL: job "NAME": workdir "/srv/app":
  * No such file or directory" (the job's position), after the listing.
  *
  * With --json, one object on stdout:
  *   {"valid": true|false, "config": PATH, "settings": {"node": "web-1",
  *    "lease.ttl": "10s", ..., "history": 100}, "jobs_file": PATH,
+ *    "jobs_hash": "9f2c41d07be3a511" (as heartbeats carry it: jobs.h),
  *    "jobs": [{"name", "schedule", "timezone", "enabled", "command": [argv]
  *              | null, "shell": "..." | null, "workdir": PATH | null,
+ *              "on_failure", "on_success": [argv] | {"shell": "..."} | null,
+ *              "hook_timeout_ms": 30000,
  *              "next_runs": ["2026-01-05T06:00:00Z", ...]}],
  *    "problems": ["..."], "error": "file:line:col: message" (when a file
  *    is invalid: then the rest may be missing)}
@@ -114,12 +119,33 @@ static void add_problem(cJSON *list, const struct jobs *js, const struct job *j,
     cJSON_AddItemToArray(list, cJSON_CreateString(buf));
 }
 
-/* Checks the program and workdir of every enabled job, the way the runner
- * will use them. Returns: a JSON array of messages (owned). */
+/* Checks that prog (the program of key: command, on_failure...) is found
+ * and executable, the way the runner will look for it. */
+static void check_program(cJSON *list, const struct jobs *js, const struct job *j, const char *key,
+                          const char *prog)
+{
+    char what[4400], path[4096];
+    int err = proc_resolve(prog, path, sizeof path);
+    if (err == ENOENT && strchr(prog, '/') == NULL) {
+        const char *p = getenv("PATH");
+        snprintf(what, sizeof what, "%s \"%s\": not found in PATH (%s)", key, prog,
+                 p != NULL && *p != '\0' ? p : "/usr/local/bin:/usr/bin:/bin");
+        add_problem(list, js, j, what);
+    } else if (err == EACCES) {
+        snprintf(what, sizeof what, "%s \"%s\": not executable", key, path);
+        add_problem(list, js, j, what);
+    } else if (err != 0) {
+        snprintf(what, sizeof what, "%s \"%s\": %s", key, prog, strerror(err));
+        add_problem(list, js, j, what);
+    }
+}
+
+/* Checks the program, hooks and workdir of every enabled job, the way the
+ * runner will use them. Returns: a JSON array of messages (owned). */
 static cJSON *job_problems(const struct jobs *js)
 {
     cJSON *list = cJSON_CreateArray();
-    char what[4400], path[4096];
+    char what[4400];
     for (size_t i = 0; list != NULL && i < js->n; i++) {
         const struct job *j = &js->v[i];
         if (!j->enabled)
@@ -138,20 +164,13 @@ static cJSON *job_problems(const struct jobs *js)
                 add_problem(list, js, j, what);
             }
         }
-        const char *prog = j->argv != NULL ? j->argv[0] : "/bin/sh";
-        int err = proc_resolve(prog, path, sizeof path);
-        if (err == ENOENT && strchr(prog, '/') == NULL) {
-            const char *p = getenv("PATH");
-            snprintf(what, sizeof what, "command \"%s\": not found in PATH (%s)", prog,
-                     p != NULL && *p != '\0' ? p : "/usr/local/bin:/usr/bin:/bin");
-            add_problem(list, js, j, what);
-        } else if (err == EACCES) {
-            snprintf(what, sizeof what, "command \"%s\": not executable", path);
-            add_problem(list, js, j, what);
-        } else if (err != 0) {
-            snprintf(what, sizeof what, "command \"%s\": %s", prog, strerror(err));
-            add_problem(list, js, j, what);
-        }
+        check_program(list, js, j, "command", j->argv != NULL ? j->argv[0] : "/bin/sh");
+        if (job_cmd_set(&j->on_failure))
+            check_program(list, js, j, "on_failure",
+                          j->on_failure.argv != NULL ? j->on_failure.argv[0] : "/bin/sh");
+        if (job_cmd_set(&j->on_success))
+            check_program(list, js, j, "on_success",
+                          j->on_success.argv != NULL ? j->on_success.argv[0] : "/bin/sh");
     }
     return list;
 }
@@ -169,6 +188,16 @@ static void print_job(const struct job *j, int64_t now)
     printf("  enabled:  %s\n", j->enabled ? "yes" : "no (disabled)");
     printf("  command:  %s\n", cmd != NULL ? cmd : "(out of memory)");
     free(cmd);
+    const struct job_cmd *hooks[2] = {&j->on_failure, &j->on_success};
+    const char *names[2] = {"on_failure", "on_success"};
+    for (int i = 0; i < 2; i++) {
+        if (!job_cmd_set(hooks[i]))
+            continue;
+        struct job as_job = {.argv = hooks[i]->argv, .shell = hooks[i]->shell};
+        char *h = tool_job_command(&as_job);
+        printf("  %s: %s\n", names[i], h != NULL ? h : "(out of memory)");
+        free(h);
+    }
     if (!j->enabled) {
         printf("  next:     disabled\n");
         return;
@@ -195,7 +224,9 @@ static void print_human(const struct config *cfg, const struct jobs *jobs, const
         disabled += !jobs->v[i].enabled;
     printf("# %s\n", cfg->path);
     config_write_effective(cfg, stdout);
-    printf("\n# jobs: %s (%zu job%s)\n", jobs->path, jobs->n, jobs->n == 1 ? "" : "s");
+    char hash[JOBS_HASH_HEX];
+    printf("\n# jobs: %s (%zu job%s, hash %s)\n", jobs->path, jobs->n, jobs->n == 1 ? "" : "s",
+           jobs_hash_hex(jobs, hash, sizeof hash));
     int64_t now = (int64_t)time(NULL);
     for (size_t i = 0; i < jobs->n; i++)
         print_job(&jobs->v[i], now);
@@ -254,6 +285,22 @@ static cJSON *settings_json(const struct config *cfg)
     return o;
 }
 
+/* A hook command: [argv], {"shell": "..."}, or null for none. */
+static cJSON *cmd_json(const struct job_cmd *c)
+{
+    if (c->shell != NULL) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "shell", c->shell);
+        return o;
+    }
+    if (c->argv == NULL)
+        return cJSON_CreateNull();
+    cJSON *a = cJSON_CreateArray();
+    for (size_t i = 0; c->argv[i] != NULL; i++)
+        cJSON_AddItemToArray(a, cJSON_CreateString(c->argv[i]));
+    return a;
+}
+
 static cJSON *job_json(const struct job *j, int64_t now)
 {
     char when[CRON_TIME_BUFSZ];
@@ -275,6 +322,9 @@ static cJSON *job_json(const struct job *j, int64_t now)
         cJSON_AddStringToObject(o, "workdir", j->workdir);
     else
         cJSON_AddNullToObject(o, "workdir");
+    cJSON_AddItemToObject(o, "on_failure", cmd_json(&j->on_failure));
+    cJSON_AddItemToObject(o, "on_success", cmd_json(&j->on_success));
+    cJSON_AddNumberToObject(o, "hook_timeout_ms", (double)j->hook_timeout_ms);
     cJSON *next = cJSON_AddArrayToObject(o, "next_runs");
     int64_t t = now;
     for (int i = 0; j->enabled && i < CHECK_NEXT_RUNS && cron_next(j->expr, j->tz, t, &t) == 0;
@@ -292,6 +342,10 @@ static cJSON *check_json(const struct config *cfg, const struct jobs *jobs, cJSO
         cJSON_AddStringToObject(o, "config", cfg->path);
         cJSON_AddItemToObject(o, "settings", settings_json(cfg));
         cJSON_AddStringToObject(o, "jobs_file", cfg->jobs_path);
+    }
+    if (jobs != NULL) {
+        char hash[JOBS_HASH_HEX];
+        cJSON_AddStringToObject(o, "jobs_hash", jobs_hash_hex(jobs, hash, sizeof hash));
     }
     cJSON *list = cJSON_AddArrayToObject(o, "jobs");
     int64_t now = (int64_t)time(NULL);
@@ -355,7 +409,7 @@ static int cmd_check(int argc, char **argv)
             rc = CLI_EXIT_FAIL;
         return rc;
     }
-    if (jobs_load(cfg->jobs_path, cfg->timezone, &jobs, err, sizeof err) != 0) {
+    if (config_load_jobs(cfg, &jobs, err, sizeof err) != 0) {
         rc = cli_error(CLI_EXIT_CONFIG, "check", "%s", err);
         if (json && tool_print_json("check", check_json(cfg, NULL, NULL, err)) != 0)
             rc = CLI_EXIT_FAIL;

@@ -19,10 +19,20 @@
  *    "result": "exit 0" | "signal TERM" | "", "attempt": 1}
  * (numbers are null when the entry lacks them).
  *
+ * With --output [RUN_ID]: the output tail kept with the record of RUN_ID
+ * (default: the newest run that started), raw on stdout, nothing else
+ * (history.h: UTF-8 text, at most history.output_bytes, starting at a line
+ * when the start was dropped). With --json too: that one record as a JSON
+ * object, "output" included.
+ *
  * Exit: 0; 1 for a job that is neither in jobs.yaml nor has runs recorded
- * ("no job ..."); 69 when Redis cannot be reached or answers oddly; 78 for
- * an invalid baton.yaml; 64 for a bad argument. jobs.yaml is only read for the "(not in jobs.yaml)" note: when it
- * cannot be loaded, a warning goes to stderr and the history is printed.
+ * ("no job ..."), and with --output for a run that is not in the history,
+ * or whose record holds no output (it never started, history.output_bytes
+ * was 0, or an older baton wrote it); 69 when Redis cannot be reached or
+ * answers oddly; 78 for an invalid baton.yaml; 64 for a bad argument
+ * (RUN_ID without --output). jobs.yaml is only read for the "(not in
+ * jobs.yaml)" note: when it cannot be loaded, a warning goes to stderr and
+ * the history is printed.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -41,18 +51,24 @@
 #define HISTORY_COUNT_DEFAULT 20
 #define HISTORY_COUNT_MAX     10000
 
+enum { OPT_OUTPUT = CLI_OPT_LONG + 64 }; /* beyond tools.h's codes */
+
 static int cmd_history(int argc, char **argv);
 
 static const struct cli_opt opts[] = {
     TOOL_OPT_CONFIG,
     {'n', "count", "N", "how many runs, 1-10000 (default 20)"},
+    {OPT_OUTPUT, "output", NULL,
+     "print the output kept of the newest run, or of RUN_ID, raw (with --json: its record "
+     "with \"output\")"},
     TOOL_OPT_JSON_ROW("print a JSON array of runs, newest first"),
     {0},
 };
 
 static const struct cli_exit exits[] = {
     {CLI_EXIT_OK, "the runs were printed (none recorded yet for a job of jobs.yaml)"},
-    {CLI_EXIT_FAIL, "no such job: not in jobs.yaml, and no runs recorded"},
+    {CLI_EXIT_FAIL, "no such job: not in jobs.yaml, and no runs recorded; with --output, no "
+                    "such run in the history, or no output kept with it"},
     {CLI_EXIT_USAGE, "bad command line"},
     {CLI_EXIT_UNAVAILABLE, "Redis unreachable or failing"},
     {CLI_EXIT_CONFIG, "baton.yaml missing or invalid"},
@@ -61,13 +77,19 @@ static const struct cli_exit exits[] = {
 
 const struct cli_cmd cli_cmd_history = {
     .name = "history",
-    .operands = "JOB",
-    .summary = "the recent runs of a job",
+    .operands = "JOB [RUN_ID]",
+    .summary = "the recent runs of a job, or the output of one",
     .description =
         "Prints the recent runs of JOB, newest first: scheduled time, node, term, start, "
         "duration, outcome, attempt and run id. The leader records every run in Redis, up "
-        "to `history` runs per job. A job no longer in jobs.yaml is still shown while runs "
-        "of it are recorded.",
+        "to `history.runs` per job. A job no longer in jobs.yaml is still shown while runs "
+        "of it are recorded.\n\n"
+        "With --output, prints instead what the newest run that started (or run RUN_ID) "
+        "wrote on stdout and stderr, as it was kept with its record: the last "
+        "`history.output_bytes` of it (16 KiB by default), in the order it came, starting at "
+        "a line when earlier output was dropped; invalid UTF-8 and NUL bytes are shown as "
+        "U+FFFD. It is read from Redis, so it does not matter which node ran it, nor whether "
+        "that node is still up.",
     .opts = opts,
     .exits = exits,
     .operand = CLI_OPERAND_JOB,
@@ -133,6 +155,55 @@ static int print_json(const struct history_list *runs)
     return tool_print_json("history", a);
 }
 
+/* --output: the output of run_id (NULL: the newest run that started). */
+static int print_output(struct baton_client *client, const struct config *cfg, const char *job,
+                        const char *run_id, bool json)
+{
+    struct history_list found = {0};
+    int rc = 0, brc = history_find(client, cfg->group, job, run_id, &found);
+    if (brc != BATON_OK) {
+        char what[200];
+        snprintf(what, sizeof what, "reading the history of job %s", job);
+        return tool_redis_error("history", client, brc, what);
+    }
+    if (found.n == 0) {
+        if (run_id != NULL)
+            rc = cli_fail("history", "no run \"%s\" in the history of job %s", run_id, job);
+        else
+            rc = cli_fail("history", "no run of job %s recorded", job);
+        goto out;
+    }
+    const struct history_rec *r = &found.v[0];
+    if (!r->has_output) {
+        if (!history_outcome_ran(r->outcome) || r->started_ms == 0)
+            rc = cli_fail("history", "run %s of job %s never started (%s): it has no output",
+                          r->run_id, job, r->outcome_name);
+        else if (r->version < 3)
+            rc = cli_fail("history",
+                          "run %s of job %s was recorded without its output (by a baton older "
+                          "than record version 3)",
+                          r->run_id, job);
+        else
+            rc = cli_fail("history",
+                          "run %s of job %s was recorded without its output "
+                          "(history.output_bytes was 0)",
+                          r->run_id, job);
+        goto out;
+    }
+    if (json) {
+        rc = tool_print_json("history", history_json_opts(r, HISTORY_JSON_OUTPUT));
+        goto out;
+    }
+    if (r->output_len > 0 && fwrite(r->output, 1, r->output_len, stdout) != r->output_len) {
+        rc = cli_fail("history", "cannot write the output");
+        goto out;
+    }
+    rc = tool_flush("history");
+out:
+    history_list_free(&found);
+    return rc;
+}
+
 static int cmd_history(int argc, char **argv)
 {
     const char *given = NULL;
@@ -144,7 +215,7 @@ static int cmd_history(int argc, char **argv)
     struct cli_parse p;
     long count = HISTORY_COUNT_DEFAULT;
     char err[1024];
-    bool json = false, bad = false;
+    bool json = false, bad = false, output = false;
     int id = 0, rc;
 
     cli_parse_init(&p, &cli_cmd_history, argc, argv);
@@ -155,6 +226,7 @@ static int cmd_history(int argc, char **argv)
         switch (id) {
         case 'c': given = p.arg; break;
         case 'n': bad = !cli_count("history", "--count", p.arg, HISTORY_COUNT_MAX, &count); break;
+        case OPT_OUTPUT: output = true; break;
         case TOOL_OPT_JSON: json = true; break;
         default: break;
         }
@@ -168,24 +240,35 @@ static int cmd_history(int argc, char **argv)
     if (optind >= argc)
         return cli_usage("history", "missing JOB");
     const char *job = argv[optind];
-    if (optind + 1 < argc)
-        return cli_usage("history", "unexpected argument \"%s\"", argv[optind + 1]);
+    const char *run_id = optind + 1 < argc ? argv[optind + 1] : NULL;
+    if (run_id != NULL && !output)
+        return cli_usage("history", "unexpected argument \"%s\" (a RUN_ID goes with --output)",
+                         run_id);
+    if (optind + 2 < argc)
+        return cli_usage("history", "unexpected argument \"%s\"", argv[optind + 2]);
     if (!job_name_ok(job))
         return cli_usage("history",
                          "JOB \"%s\": a job name is 1-128 letters, digits, '_', '.' or '-'", job);
+    if (run_id != NULL && (run_id[0] == '\0' || strlen(run_id) > 64))
+        return cli_usage("history", "RUN_ID \"%s\": expected a run id as `baton history` shows it",
+                         run_id);
     const char *path = tool_config_path("history", given, &rc);
     if (path == NULL)
         return rc;
     rc = tool_load_config("history", path, &cfg);
     if (rc != 0)
         return rc;
-    if (jobs_load(cfg->jobs_path, cfg->timezone, &jobs, err, sizeof err) != 0) {
+    if (!output && jobs_load(cfg->jobs_path, cfg->timezone, &jobs, err, sizeof err) != 0) {
         fprintf(stderr, "baton: history: warning: %s\n", err);
         jobs = NULL;
     }
     rc = tool_connect("history", cfg, &client);
     if (rc != 0)
         goto out;
+    if (output) {
+        rc = print_output(client, cfg, job, run_id, json);
+        goto out;
+    }
     int brc = history_read(client, cfg->group, job, count, &runs);
     if (brc != BATON_OK) {
         char what[200];

@@ -7,9 +7,12 @@
  *   redis:   redis://127.0.0.1:6379/0
  *   leader:  web-1 (term 7, lease 8.2s left)
  *
- *   NODE   STATE    TERM  SEEN       PID   SINCE
- *   web-1  working  7     412ms ago  4242  2026-01-02T07:00:00Z  leader
- *   web-2  waiting  6     1.1s ago   4250  2026-01-02T07:00:01Z
+ *   NODE   STATE    TERM  SEEN       PID   SINCE                 JOBS
+ *   web-1  working  7     412ms ago  4242  2026-01-02T07:00:00Z  3 9f2c41d0        leader
+ *   web-2  waiting  6     1.1s ago   4250  2026-01-02T07:00:01Z  4 51aa0e7b differs
+ *
+ *   config drift: web-2 runs other jobs than the leader (4 jobs, hash
+ *   51aa0e7b...; the leader's: 3 jobs, 9f2c41d0...)
  *
  *   JOB     LAST RUN              OUTCOME      NODE   DURATION  NEXT RUN
  *   tick    2026-01-02T07:10:04Z  ok (exit 0)  web-1  3ms       2026-01-02T07:10:05Z
@@ -73,7 +76,12 @@ const struct cli_cmd cli_cmd_status = {
         "Nodes heartbeat every `poll`. One whose heartbeat is overdue (more than 2 x poll + "
         "2s) shows as unresponsive. A node that stopped is listed as stopped for 1 minute, "
         "then removed; one not heard from is removed after 5 minutes (or 3 x its poll, if "
-        "longer).",
+        "longer).\n\n"
+        "JOBS shows how many jobs each node runs and the start of the hash of its effective "
+        "jobs (every job's definition as it applies, defaults and baton.yaml's hooks "
+        "included; the order of jobs.yaml does not count). A node whose jobs differ from the "
+        "leader's is marked and named under config drift: after a half-done deploy, it would "
+        "run other jobs if it became the leader.",
     .opts = opts,
     .exits = exits,
     .run = cmd_status,
@@ -134,6 +142,28 @@ static bool is_leader(const struct status *s, const char *node)
     return s->leader.has_leader && strcmp(s->leader.identity, node) == 0;
 }
 
+/* The leader's jobs hash (from its heartbeat) into hash; false when there
+ * is no leader or its heartbeat carries none. */
+static bool leader_jobs(const struct status *s, char *hash, size_t len, long *njobs)
+{
+    for (size_t i = 0; i < s->nmembers; i++)
+        if (is_leader(s, s->members[i].node))
+            return members_jobs(&s->members[i], hash, len, njobs);
+    return false;
+}
+
+/* Whether m's jobs differ from the leader's: 1, 0, or -1 when unknown. */
+static int jobs_differ(const struct status *s, const struct member *m)
+{
+    return status_jobs_differ(&s->leader, s->members, s->nmembers, m);
+}
+
+/* A node in the drift list: alive, and its jobs differ from the leader's. */
+static bool drifting(const struct status *s, const struct member *m)
+{
+    return members_alive(m) && jobs_differ(s, m) == 1;
+}
+
 static void print_nodes(const struct status *s)
 {
     struct tool_table t;
@@ -141,23 +171,31 @@ static void print_nodes(const struct status *s)
         printf("\nno nodes\n");
         return;
     }
-    tool_table_init(&t, 7);
-    tool_table_add(&t, (const char *const[]){"NODE", "STATE", "TERM", "SEEN", "PID", "SINCE", ""});
+    tool_table_init(&t, 8);
+    tool_table_add(&t,
+                   (const char *const[]){"NODE", "STATE", "TERM", "SEEN", "PID", "SINCE", "JOBS", ""});
     for (size_t i = 0; i < s->nmembers; i++) {
         const struct member *m = &s->members[i];
         cJSON *hb = cJSON_Parse(m->info_json);
-        char term[32], pid[32], seen[48], ago[32];
+        char term[32], pid[32], seen[48], ago[32], jobs[64], hash[JOBS_HASH_HEX];
+        long njobs;
         snprintf(seen, sizeof seen, "%s ago", tool_format_ms(m->seen_ago_ms, ago, sizeof ago));
         const char *state = hb_string(hb, "state");
         if (!members_alive(m) && (state == NULL || strcmp(state, "stopped") != 0))
             state = "unresponsive";
-        const char *row[7] = {
+        int differs = jobs_differ(s, m);
+        if (members_jobs(m, hash, sizeof hash, &njobs))
+            snprintf(jobs, sizeof jobs, "%ld %.8s%s", njobs, hash, differs == 1 ? " differs" : "");
+        else
+            snprintf(jobs, sizeof jobs, "?");
+        const char *row[8] = {
             m->node,
             state,
             hb_number(hb, "term", term, sizeof term),
             seen,
             hb_number(hb, "pid", pid, sizeof pid),
             hb_string(hb, "since"),
+            jobs,
             is_leader(s, m->node) ? "leader" : "",
         };
         tool_table_add(&t, row);
@@ -166,6 +204,18 @@ static void print_nodes(const struct status *s)
     printf("\n");
     tool_table_print(&t, "", stdout);
     tool_table_free(&t);
+    char lh[JOBS_HASH_HEX], nh[JOBS_HASH_HEX];
+    long ln = 0, nn = 0;
+    for (size_t i = 0; i < s->nmembers; i++) {
+        const struct member *m = &s->members[i];
+        if (!drifting(s, m) || !leader_jobs(s, lh, sizeof lh, &ln) ||
+            !members_jobs(m, nh, sizeof nh, &nn))
+            continue;
+        printf("\nconfig drift: %s runs other jobs than the leader %s (%ld job%s, hash %s; the "
+               "leader's: %ld job%s, hash %s)\n",
+               m->node, s->leader.identity, nn, nn == 1 ? "" : "s", nh, ln, ln == 1 ? "" : "s",
+               lh);
+    }
 }
 
 static void next_run(const struct job *j, int64_t now, char *buf, size_t len)

@@ -36,7 +36,7 @@
 
 #include "baton.h"
 
-#define BATON__ERRLEN    256
+#define BATON__ERRLEN    1024 /* room for a TLS URL with its file paths and the reason */
 #define BATON__CID_LEN   16 /* hex chars of the client id */
 #define BATON__TOKEN_LEN 48 /* client id + 32 hex chars (128 random bits) */
 #define BATON__KEY_MAX   BATON_KEY_MAX

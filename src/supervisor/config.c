@@ -16,6 +16,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "baton.h"
 #include "config.h"
 #include "cron.h"
@@ -150,6 +152,18 @@ static int default_renew(void *obj, struct schema_ctx *ctx, char *msg, size_t ms
     return 0;
 }
 
+static int set_hook_failure(void *obj, struct schema_ctx *ctx, const struct yamlx_node *n,
+                            const char *what)
+{
+    return job_cmd_read(ctx->d, n, what, &((struct config *)obj)->hook_on_failure);
+}
+
+static int set_hook_success(void *obj, struct schema_ctx *ctx, const struct yamlx_node *n,
+                            const char *what)
+{
+    return job_cmd_read(ctx->d, n, what, &((struct config *)obj)->hook_on_success);
+}
+
 /* ------------------------------------------------------------------------ */
 /* The table */
 
@@ -206,9 +220,26 @@ static const struct schema_field options[] = {
      .def = "auto", .names = log_format_names,
      .doc = "Log lines as JSON (for machines) or text (one readable line per event, as "
             "`baton logs` prints); auto: text when stdout is a terminal, else JSON."},
-    {.key = "history", .type = SCHEMA_INT, .offset = OFF(history_len),
-     .def = "100", .min = 1, .max = 100000,
-     .doc = "Runs kept per job in Redis for `baton history` and `baton status`."},
+    {.key = "history.runs", .type = SCHEMA_INT, .offset = OFF(history_len),
+     .def = "100", .min = 1, .max = 100000, .flags = SCHEMA_SHORTHAND,
+     .doc = "Runs kept per job in Redis for `baton history` and `baton status` (Redis trims "
+            "whole blocks of the stream, so a few more may stay)."},
+    {.key = "history.output_bytes", .type = SCHEMA_INT, .offset = OFF(output_bytes),
+     .def = "16384", .min = 0, .max = 1048576,
+     .doc = "The last bytes of each run's output (stdout and stderr, in arrival order) kept "
+            "with its record, for `baton history --output` and hooks; 0 keeps none. Output "
+            "costs Redis about (history.runs + 1) x output_bytes per job, and the supervisor "
+            "output_bytes per run alive."},
+    {.key = "hooks.on_failure", .type = SCHEMA_NODE, .offset = OFF(hook_on_failure),
+     .set_node = set_hook_failure, .def_doc = "none", .type_doc = "command",
+     .doc = "Every job's on_failure hook, unless the job or jobs.yaml's defaults: set one: "
+            "[\"prog\", \"arg\"] or {shell: \"...\"}."},
+    {.key = "hooks.on_success", .type = SCHEMA_NODE, .offset = OFF(hook_on_success),
+     .set_node = set_hook_success, .def_doc = "none", .type_doc = "command",
+     .doc = "Every job's on_success hook, likewise."},
+    {.key = "hooks.timeout", .type = SCHEMA_DURATION, .offset = OFF(hook_timeout_ms),
+     .def = "30s", .min = 100, .max = MS_HOUR,
+     .doc = "Every job's hook_timeout, unless the job or defaults: set one."},
     {.key = "password_file", .type = SCHEMA_STRING, .offset = OFF(password_file),
      .def = "none", .min = 1, .max = 4096, .check = check_secret_path,
      .bounds_doc = "an absolute path, or none",
@@ -382,6 +413,8 @@ void config_free(struct config *c)
         return;
     free(c->path);
     schema_free_strings(&config_schema_, c);
+    job_cmd_clear(&c->hook_on_failure);
+    job_cmd_clear(&c->hook_on_success);
     free(c);
 }
 
@@ -417,7 +450,44 @@ static void write_masked_url(const char *url, FILE *out)
         fputs("(invalid URL)", out);
 }
 
+/* A hook command as YAML on one line, in JSON's syntax (a subset of
+ * YAML's): ["a", "b c"], {shell: "..."} or [] for none. */
+static void write_cmd(const char *key, const struct job_cmd *cmd, FILE *out)
+{
+    cJSON *v = NULL;
+    char *text;
+
+    if (cmd->shell != NULL) {
+        v = cJSON_CreateString(cmd->shell);
+    } else {
+        v = cJSON_CreateArray();
+        for (size_t i = 0; v != NULL && cmd->argv != NULL && cmd->argv[i] != NULL; i++)
+            cJSON_AddItemToArray(v, cJSON_CreateString(cmd->argv[i]));
+    }
+    text = v != NULL ? cJSON_PrintUnformatted(v) : NULL;
+    if (text == NULL)
+        fprintf(out, "%s: (out of memory)\n", key);
+    else if (cmd->shell != NULL)
+        fprintf(out, "%s: {shell: %s}\n", key, text);
+    else
+        fprintf(out, "%s: %s\n", key, text);
+    free(text);
+    cJSON_Delete(v);
+}
+
 void config_write_effective(const struct config *c, FILE *out)
 {
     schema_write_values(&config_schema_, c, out, write_masked_url);
+    write_cmd("hooks.on_failure", &c->hook_on_failure, out);
+    write_cmd("hooks.on_success", &c->hook_on_success, out);
+}
+
+int config_load_jobs(const struct config *c, struct jobs **out, char *err, size_t errlen)
+{
+    struct jobs_base base = {.timezone = c->timezone,
+                             .on_failure = &c->hook_on_failure,
+                             .on_success = &c->hook_on_success,
+                             .hook_timeout_ms = c->hook_timeout_ms};
+
+    return jobs_load_base(c->jobs_path, &base, out, err, errlen);
 }

@@ -30,6 +30,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "jobs.h" /* struct job_cmd, struct jobs_base */
+
 enum log_level { LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR };
 /* log.format: auto is text on a terminal, JSON otherwise. */
 enum log_format { LOG_FORMAT_AUTO, LOG_FORMAT_JSON, LOG_FORMAT_TEXT };
@@ -51,8 +53,15 @@ struct config {
                                   with cron_tz_load at load) */
     enum log_level log_level;  /* log.level: debug|info|warn|error, default info */
     enum log_format log_format; /* log.format: auto|json|text, default auto */
-    int64_t history_len;       /* history: runs kept per job in Redis, default 100
-                                  (1..100000) */
+    int64_t history_len;       /* history.runs (or `history: N`): runs kept per job
+                                  in Redis, default 100 (1..100000) */
+    int64_t output_bytes;      /* history.output_bytes: the tail of each run's
+                                  output kept with its record, default 16384
+                                  (0: none; at most 1 MiB) */
+    struct job_cmd hook_on_failure; /* hooks.on_failure: every job's, unless it or
+                                       defaults: sets its own */
+    struct job_cmd hook_on_success; /* hooks.on_success */
+    int64_t hook_timeout_ms;        /* hooks.timeout, default 30s */
     char *password_file;          /* the data nodes' password, first line; "none" */
     char *sentinel_password_file; /* the sentinels' password, first line; "none" */
     int64_t min_replicas;         /* WAIT for this many replicas (0..16), default 0 */
@@ -73,6 +82,10 @@ int config_load_buffer(const char *name, const char *buf, size_t len, struct con
 
 /* Frees c and everything it owns. NULL is a no-op. */
 void config_free(struct config *c);
+
+/* Loads c's jobs.yaml with what c gives every job (timezone, hooks:): the
+ * jobs as `baton run` runs them. Same contract as jobs_load(). */
+int config_load_jobs(const struct config *c, struct jobs **out, char *err, size_t errlen);
 
 /* Without -c: "baton.yaml" (in the working directory) then
  * "/etc/baton/baton.yaml". Returns: the first that exists (a static string),

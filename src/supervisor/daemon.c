@@ -15,7 +15,12 @@
  * (which makes no Redis call) TERMs the jobs and KILLs them KILL_MARGIN
  * before the deadline. A node that was stopped or starved past its stop
  * point pauses before it could act as leader. The runner applies the same
- * rule to the runs it keeps registered on their own after a handover. */
+ * rule to the runs it keeps registered on their own after a handover.
+ *
+ * Hooks (hook.h) are not runs: the machine does not wait for them (a node
+ * that pauses goes on to follow while they report). Only the exit does:
+ * once the machine is done, the loop goes on until the hooks end, within
+ * what is left of shutdown_grace (then they are stopped, TERM then KILL). */
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -29,6 +34,8 @@
 
 #include "baton.h"
 #include "daemon.h"
+#include "drift.h"
+#include "hook.h"
 #include "jobs.h"
 #include "log.h"
 #include "loop.h"
@@ -52,7 +59,8 @@ enum {
     T_POLL,      /* followers' safety-net poll */
     T_BACKOFF,   /* Redis unreachable: try again */
     T_RESTART,   /* the pause after a step-down is over */
-    T_HEARTBEAT, /* write our heartbeat */
+    T_HEARTBEAT, /* write our heartbeat (and, leading, look for config drift) */
+    T_HOOKS,     /* the hooks' own timer (they arm it themselves) */
     T_OPS,       /* ops.c's own timer: liveness, systemd's watchdog, the HTTP view */
 };
 
@@ -68,7 +76,12 @@ struct daemon {
     struct baton_client *client;
     struct baton_election *election;
     struct runner *runner;
-    struct ops *ops; /* HTTP endpoint and systemd notifications (ops.h) */
+    struct hooks *hooks;
+    struct drift *drift;
+    char jobs_hash[JOBS_HASH_HEX]; /* of the jobs running: heartbeats carry it */
+    size_t njobs;
+    int64_t drain_until; /* CLOCK_MONOTONIC: the end of shutdown_grace, once draining */
+    struct ops *ops;     /* HTTP endpoint and systemd notifications (ops.h) */
     struct machine m;
     struct loop loop;
     struct loop_watch sig_watch;
@@ -153,6 +166,30 @@ static void redis_failed(struct daemon *d, const char *what, const char *detail,
     log_emit(d->log, LE_REDIS_UNREACHABLE, f);
 }
 
+/* Leading: compares the nodes' jobs with ours (one read of the group's
+ * heartbeats, through the gate). Not leading: forgets what was reported. */
+static void check_drift(struct daemon *d)
+{
+    struct member *m = NULL;
+    size_t n = 0;
+    bool leading = (d->m.state == ST_WORKING || d->m.state == ST_RENEWING) && !d->done;
+    if (!leading) {
+        drift_reset(d->drift);
+        return;
+    }
+    if (!may_block(d) || members_read(d->client, d->cfg->group, &m, &n) != BATON_OK)
+        return; /* the next heartbeat looks again */
+    drift_check(d->drift, d->log, d->cfg->node, d->jobs_hash, (long)d->njobs, m, n);
+    members_free(m, n);
+}
+
+/* The jobs now running: their hash for the heartbeats. */
+static void set_jobs_hash(struct daemon *d, const struct jobs *jobs)
+{
+    jobs_hash_hex(jobs, d->jobs_hash, sizeof d->jobs_hash);
+    d->njobs = jobs->n;
+}
+
 static void heartbeat(struct daemon *d)
 {
     loop_arm_in(&d->loop, T_HEARTBEAT, jitter_ms(d, d->cfg->poll_ms, 10));
@@ -169,6 +206,8 @@ static void heartbeat(struct daemon *d)
     cJSON_AddStringToObject(o, "version", BATON_VERSION_STRING);
     cJSON_AddStringToObject(o, "since", d->since);
     cJSON_AddNumberToObject(o, "running", (double)runner_running(d->runner));
+    cJSON_AddStringToObject(o, "jobs_hash", d->jobs_hash);
+    cJSON_AddNumberToObject(o, "jobs", (double)d->njobs);
     char *json = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     if (json != NULL &&
@@ -176,6 +215,7 @@ static void heartbeat(struct daemon *d)
                           members_forget_ms(d->cfg->poll_ms, d->done)) == BATON_OK)
         redis_ok(d);
     free(json);
+    check_drift(d);
 }
 
 /* Subscribes to the group's events if we are not subscribed. */
@@ -410,7 +450,8 @@ static enum machine_event act_drain(void *ctx)
     cJSON_AddNumberToObject(f, "running", (double)n);
     cJSON_AddNumberToObject(f, "grace_ms", (double)d->cfg->shutdown_grace_ms);
     log_emit(d->log, LE_DRAINING, f);
-    loop_arm_in(&d->loop, T_DRAIN, d->cfg->shutdown_grace_ms);
+    d->drain_until = loop_now() + d->cfg->shutdown_grace_ms * MS;
+    loop_arm(&d->loop, T_DRAIN, d->drain_until);
     return EV_NONE;
 }
 
@@ -418,6 +459,7 @@ static enum machine_event act_hurry(void *ctx)
 {
     struct daemon *d = ctx;
     runner_terminate(d->runner, true, 0);
+    hooks_hurry(d->hooks);
     return runner_running(d->runner) == 0 ? EV_JOBS_STOPPED : EV_NONE;
 }
 
@@ -498,9 +540,13 @@ static void on_timer(void *ctx, int id)
     case T_JOBS: runner_on_timer(d->runner); break;
     case T_DRAIN: {
         cJSON *f = log_fields();
-        cJSON_AddNumberToObject(f, "running", (double)runner_running(d->runner));
+        cJSON_AddNumberToObject(f, "running", (double)(runner_running(d->runner) +
+                                                       hooks_running(d->hooks)));
         log_emit(d->log, LE_DRAIN_TIMEOUT, f);
-        dispatch(d, EV_DRAIN_TIMEOUT);
+        if (d->done)
+            hooks_hurry(d->hooks); /* only hooks are left */
+        else
+            dispatch(d, EV_DRAIN_TIMEOUT);
         break;
     }
     case T_WAKE:
@@ -508,6 +554,7 @@ static void on_timer(void *ctx, int id)
     case T_BACKOFF: dispatch(d, EV_WAKE); break;
     case T_RESTART: dispatch(d, EV_START); break;
     case T_HEARTBEAT: heartbeat(d); break;
+    case T_HOOKS: hooks_on_timer(d->hooks); break;
     case T_OPS: ops_on_timer(d->ops); break;
     default: break;
     }
@@ -575,6 +622,11 @@ static void on_signal(void *ctx, struct loop_watch *w, uint32_t events)
     cJSON *f = log_fields();
     cJSON_AddStringToObject(f, "signal", sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
     log_emit(d->log, LE_SIGNAL_RECEIVED, f);
+    if (d->done) { /* only hooks are left: a signal to stop hurries them */
+        if (sig != SIGHUP)
+            hooks_hurry(d->hooks);
+        return;
+    }
     if (sig == SIGHUP) {
         reload(d);
         return;
@@ -593,7 +645,7 @@ static struct jobs *load_jobs(const struct config *cfg, char *err, size_t errlen
         snprintf(err, errlen, "%s: %s", cfg->jobs_path, strerror(errno));
         return NULL;
     }
-    if (jobs_load(cfg->jobs_path, cfg->timezone, &j, err, errlen) != 0)
+    if (config_load_jobs(cfg, &j, err, errlen) != 0)
         return NULL;
     return j;
 }
@@ -652,6 +704,8 @@ static void reload(struct daemon *d)
         cJSON_Delete(kept);
     }
     size_t njobs = jobs->n;
+    char hash[JOBS_HASH_HEX];
+    jobs_hash_hex(jobs, hash, sizeof hash);
     if (runner_set_jobs(d->runner, jobs) != BATON_OK) {
         cJSON_Delete(f);
         f = log_fields();
@@ -664,17 +718,46 @@ static void reload(struct daemon *d)
     /* The runner owns the jobs; the view copies what it shows. */
     ops_set_jobs(d->ops, jobs, cfg->shutdown_grace_ms);
     cJSON_AddNumberToObject(f, "jobs", (double)njobs);
+    cJSON_AddStringToObject(f, "jobs_hash", hash);
+    memcpy(d->jobs_hash, hash, sizeof hash);
+    d->njobs = njobs;
     config_free(d->cfg);
     d->cfg = cfg;
     log_set_level(d->log, cfg->log_level);
     log_set_format(d->log, cfg->log_format);
     log_emit(d->log, LE_RELOADED, f);
+    heartbeat(d); /* the group sees the new jobs' hash now, not at the next poll */
+}
+
+/* After the machine is done: waits for the hooks still alive, until the end
+ * of shutdown_grace (from the SIGTERM's drain, or from now), then stops
+ * them (T_DRAIN). */
+static void drain_hooks(struct daemon *d)
+{
+    size_t n = hooks_running(d->hooks);
+    if (n == 0)
+        return;
+    if (d->drain_until == 0)
+        d->drain_until = loop_now() + d->cfg->shutdown_grace_ms * MS;
+    cJSON *f = log_fields();
+    cJSON_AddNumberToObject(f, "running", (double)n);
+    cJSON_AddNumberToObject(f, "grace_ms",
+                            (double)((d->drain_until > loop_now() ? d->drain_until - loop_now()
+                                                                  : 0) /
+                                     MS));
+    log_emit(d->log, LE_DRAINING, f);
+    loop_arm(&d->loop, T_DRAIN, d->drain_until);
+    while (hooks_running(d->hooks) > 0)
+        loop_once(&d->loop);
+    loop_disarm(&d->loop, T_DRAIN);
 }
 
 static void free_daemon(struct daemon *d)
 {
     ops_free(d->ops); /* first: its HTTP thread reads the client's stats */
     runner_free(d->runner);
+    hooks_free(d->hooks);
+    drift_free(d->drift);
     baton_election_free(d->election);
     baton_client_free(d->client);
     loop_close(&d->loop);
@@ -751,6 +834,7 @@ int daemon_run(const char *config_path)
                                .node = d.cfg->node,
                                .group = d.cfg->group,
                                .history_len = d.cfg->history_len,
+                               .output_bytes = (size_t)d.cfg->output_bytes,
                                .lease_ttl_ms = d.cfg->lease_ttl_ms,
                                .refresh_ms = d.cfg->lease_renew_ms,
                                .guard_ns = d.guard_ns,
@@ -762,7 +846,21 @@ int daemon_run(const char *config_path)
                                .fault_start = fault != NULL && strcmp(fault, "start") == 0,
                                .fault_stop_after_claim =
                                    fault != NULL && strcmp(fault, "stop-after-claim") == 0};
+    struct hooks_host hh = {.log = d.log,
+                            .loop = &d.loop,
+                            .timer_id = T_HOOKS,
+                            .node = d.cfg->node,
+                            .group = d.cfg->group};
     machine_init(&d.m, actions, guards, on_transition, &d);
+    set_jobs_hash(&d, jobs);
+    d.hooks = hooks_new(&hh);
+    d.drift = drift_new();
+    if (d.hooks == NULL || d.drift == NULL) {
+        fprintf(stderr, "baton: run: out of memory\n");
+        jobs_free(jobs);
+        goto out;
+    }
+    host.hooks = d.hooks;
     if ((d.runner = runner_new(&host)) == NULL || runner_set_jobs(d.runner, jobs) != BATON_OK) {
         fprintf(stderr, "baton: run: out of memory\n");
         if (d.runner == NULL)
@@ -827,6 +925,7 @@ int daemon_run(const char *config_path)
     dispatch(&d, EV_START);
     while (!d.done)
         loop_once(&d.loop);
+    drain_hooks(&d);
     log_emit(d.log, LE_STOPPED, NULL);
     rc = 0;
 out:

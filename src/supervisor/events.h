@@ -85,6 +85,9 @@
       "`job`, `run_id`, `stream` (stdout, stderr), `line`, `partial`, `continued`, "               \
       "`invalid_utf8`",                                                                            \
       "one line of a run's output (see below)")                                                    \
+    X(LOG_LINES_DROPPED, "log_lines_dropped", WARN, "`lines`, `bytes`",                            \
+      "the log's reader (stdout) fell behind by more than 4 MiB: this many lines of job output "   \
+      "were dropped so that the supervisor never waits for it (other lines are never dropped)")    \
     X(JOB_END, "job_end", VAR,                                                                     \
       "`job`, `run_id`, `scheduled_at`, `attempt`, `duration_ms`, `exit_code` or `signal`, "       \
       "`outcome` (ok, failed, timeout, killed, failed_to_start), `stopped_because`, `error`",      \
@@ -99,6 +102,23 @@
       "a run whose leader handed over lost its registration: it is stopped")                       \
     X(HISTORY_WRITE_FAILED, "history_write_failed", WARN, "`job`, `run_id`, `error`",              \
       "a history record could not be written")                                                     \
+    X(HOOK_START, "hook_start", INFO,                                                              \
+      "`job`, `run_id`, `hook` (on_failure, on_success), `attempt`, `run_outcome`, "               \
+      "`timeout_ms`, `pid`",                                                                       \
+      "a hook started for a run that ended")                                                       \
+    X(HOOK_OUTPUT, "hook_output", INFO,                                                            \
+      "`job`, `run_id`, `hook`, `stream`, `line`, `partial`, `continued`, `invalid_utf8`",         \
+      "one line of a hook's output (as job_output)")                                               \
+    X(HOOK_END, "hook_end", VAR,                                                                   \
+      "`job`, `run_id`, `hook`, `duration_ms`, `exit_code` or `signal`, `outcome` (ok, failed, "   \
+      "timeout, killed, failed_to_start), `error`",                                                \
+      "a hook ended (info when ok, warn otherwise; error when it could not start, with the "       \
+      "reason: it is not retried)")                                                                \
+    X(CONFIG_DRIFT, "config_drift", WARN, "`node` (the follower), `jobs_hash`, `jobs`, "           \
+      "`leader_jobs_hash`, `leader_jobs`",                                                         \
+      "the leader found a node whose effective jobs differ from its own (once per change)")        \
+    X(CONFIG_DRIFT_RESOLVED, "config_drift_resolved", INFO, "`node`, `jobs_hash`",                 \
+      "a node that drifted runs the leader's jobs again")                                         \
     X(TRIGGER_RECEIVED, "trigger_received", INFO, "`job`, `trigger_id`, `attempt`, `by`",          \
       "the leader took a `baton trigger` request; it runs as the job's concurrency allows "        \
       "(attempt > 1: the leader that claimed it before died before starting it)")                  \

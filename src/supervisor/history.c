@@ -9,6 +9,7 @@
 #include "history.h"
 #include "keys.h"
 #include "log.h"
+#include "utf8.h"
 
 static const struct {
     const char *name;
@@ -110,6 +111,11 @@ int history_command(const struct history_rec *r, const char *group, const char *
         rc = push_i64(out, "exit_code", r->exit_code);
     if (rc == BATON_OK && r->reason != NULL && r->reason[0] != '\0')
         rc = push_field(out, "reason", r->reason);
+    if (rc == BATON_OK && r->has_output) {
+        rc = push_field(out, "output", r->output != NULL ? r->output : "");
+        if (rc == BATON_OK)
+            rc = push_i64(out, "output_dropped", r->output_dropped);
+    }
 out:
     free(key);
     if (rc != BATON_OK)
@@ -221,6 +227,12 @@ bool history_parse(const struct baton_reply *e, struct history_rec *r)
             r->reason = v;
         else if (strcmp(k, "result") == 0)
             result = v;
+        else if (strcmp(k, "output") == 0) {
+            r->has_output = true;
+            r->output = v;
+            r->output_len = val->len;
+        } else if (strcmp(k, "output_dropped") == 0 && number(v, &x))
+            r->output_dropped = x;
     }
     int64_t ms;
     r->until = rfc3339_ms(until, &ms) ? ms / 1000 : r->scheduled_at;
@@ -275,9 +287,101 @@ void history_list_free(struct history_list *l)
     memset(l, 0, sizeof *l);
 }
 
+/* The id just before id ("ms-seq") in a stream, for paging back with an
+ * inclusive range. Returns false when there is none. */
+static bool id_before(const char *id, char *buf, size_t len)
+{
+    unsigned long long ms, seq;
+    char *end;
+
+    errno = 0;
+    ms = strtoull(id, &end, 10);
+    if (errno != 0 || end == id || *end != '-')
+        return false;
+    const char *s = end + 1;
+    seq = strtoull(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0')
+        return false;
+    if (seq > 0)
+        snprintf(buf, len, "%llu-%llu", ms, seq - 1);
+    else if (ms > 0)
+        snprintf(buf, len, "%llu-18446744073709551615", ms - 1);
+    else
+        return false;
+    return true;
+}
+
+#define FIND_PAGE 50
+
+int history_find(struct baton_client *c, const char *group, const char *job, const char *run_id,
+                 struct history_list *out)
+{
+    char end[64] = "+";
+    int rc = BATON_OK;
+
+    memset(out, 0, sizeof *out);
+    char *key = group_key(group, "runs:%s", job);
+    if (key == NULL)
+        return BATON_ENOMEM;
+    for (;;) {
+        struct history_list page = {0};
+        char count[16];
+        snprintf(count, sizeof count, "%d", FIND_PAGE);
+        const char *argv[] = {"XREVRANGE", key, end, "-", "COUNT", count};
+        rc = baton_client_command(c, 6, argv, NULL, &page.reply);
+        if (rc != BATON_OK)
+            break;
+        rc = BATON_EPROTO;
+        if (page.reply->type != BATON_REPLY_ARRAY) {
+            history_list_free(&page);
+            break;
+        }
+        rc = BATON_OK;
+        size_t n = page.reply->elements, hit = n;
+        struct history_rec rec;
+        for (size_t i = 0; i < n && hit == n; i++) {
+            if (!history_parse(page.reply->element[i], &rec)) {
+                rc = BATON_EPROTO;
+                break;
+            }
+            if (run_id != NULL ? strcmp(rec.run_id, run_id) == 0
+                               : rec.run_id[0] != '\0' && rec.started_ms > 0)
+                hit = i;
+        }
+        if (rc == BATON_OK && hit < n) {
+            out->v = calloc(1, sizeof *out->v);
+            if (out->v == NULL) {
+                rc = BATON_ENOMEM;
+            } else {
+                out->v[0] = rec;
+                out->n = 1;
+                out->reply = page.reply; /* the strings of rec live in it */
+                page.reply = NULL;
+            }
+        }
+        bool more = rc == BATON_OK && out->n == 0 && n == FIND_PAGE &&
+                    page.reply->element[n - 1]->type == BATON_REPLY_ARRAY &&
+                    page.reply->element[n - 1]->elements == 2 &&
+                    page.reply->element[n - 1]->element[0]->type == BATON_REPLY_STRING &&
+                    id_before(page.reply->element[n - 1]->element[0]->str, end, sizeof end);
+        history_list_free(&page);
+        if (!more)
+            break;
+    }
+    free(key);
+    if (rc != BATON_OK)
+        history_list_free(out);
+    return rc;
+}
+
 /* ---- showing ---- */
 
 cJSON *history_json(const struct history_rec *r)
+{
+    return history_json_opts(r, 0);
+}
+
+cJSON *history_json_opts(const struct history_rec *r, unsigned flags)
 {
     char when[40];
     cJSON *o = cJSON_CreateObject();
@@ -314,6 +418,17 @@ cJSON *history_json(const struct history_rec *r)
         cJSON_AddNumberToObject(o, "exit_code", r->exit_code);
     if (r->reason[0] != '\0')
         cJSON_AddStringToObject(o, "reason", r->reason);
+    if (r->has_output) {
+        cJSON_AddNumberToObject(o, "output_bytes", (double)r->output_len);
+        cJSON_AddNumberToObject(o, "output_dropped", (double)r->output_dropped);
+    }
+    if (r->has_output && (flags & HISTORY_JSON_OUTPUT)) {
+        const char *text = r->output != NULL ? r->output : "";
+        /* Ours is valid UTF-8; another writer's might not be: JSON must be. */
+        char *fixed = utf8_valid(text, strlen(text)) ? NULL : utf8_fix(text);
+        cJSON_AddStringToObject(o, "output", fixed != NULL ? fixed : text);
+        free(fixed);
+    }
     return o;
 }
 

@@ -2,7 +2,10 @@
  * runner and read by `baton history` and `baton status`.
  *
  * Each job has a stream baton:{G}:runs:<job> (keys.h), capped at the
- * config's `history` entries (XADD MAXLEN ~). An entry is one run, or one
+ * config's `history.runs` entries (XADD MAXLEN ~: Redis trims whole blocks
+ * of the stream, so it may hold one block more: a block closes at 4 KiB or
+ * 100 entries by default, so a stream of records with output holds about
+ * one record more than history.runs). An entry is one run, or one
  * range of ticks that did not run (skipped, superseded or missed), so that
  * every tick of a job either ran or has a recorded reason, without a run
  * of 600 skipped ticks pushing the real runs out of the stream.
@@ -20,7 +23,14 @@
  *   exit_code or signal (runs that ended), reason (why it did not run, or
  *                 could not start, or was stopped)
  *   result        "exit 0" / "signal TERM" (kept for version 1 readers)
- * Readers ignore fields they do not know: a newer supervisor may add some.
+ *   output        (v3, runs that started, when history.output_bytes > 0) the
+ *                 tail of the run's stdout and stderr in arrival order: UTF-8
+ *                 text without NUL, at most output_bytes, starting at a line
+ *                 (or a character) when output was dropped before it
+ *   output_dropped  (v3, with output) bytes of output before the tail
+ * Version 3 adds output and output_dropped; a v3 run record without them was
+ * written with history.output_bytes 0. Readers ignore fields they do not
+ * know: a newer supervisor may add some.
  */
 #ifndef BATON_HISTORY_H
 #define BATON_HISTORY_H
@@ -32,7 +42,7 @@
 
 #include "baton.h"
 
-#define HISTORY_VERSION 2
+#define HISTORY_VERSION 3
 
 /* X(ID, name, ran: the entry is a run that started) */
 #define HISTORY_OUTCOMES(X)                                                                        \
@@ -76,6 +86,11 @@ struct history_rec {
     const char *outcome_name; /* on read: as written */
     int exit_code;            /* -1: none */
     int attempt;
+    bool has_output;          /* output is set (may be empty) */
+    const char *output;       /* the output tail (NUL-free UTF-8 when written by
+                                 us), output_len bytes; NULL without output */
+    size_t output_len;
+    int64_t output_dropped;   /* bytes of output before it */
 };
 
 /* An XADD of r to job's stream, capped near maxlen: owned argv (free with
@@ -108,9 +123,25 @@ void history_list_free(struct history_list *l);
  * borrowed from e. Returns false when e is not an entry. */
 bool history_parse(const struct baton_reply *e, struct history_rec *r);
 
+/* Finds the record of run run_id of job (run_id NULL: the newest record
+ * of a run that started), reading the stream newest first a page at a
+ * time. Returns 0 and *out (free with history_list_free) holding it as
+ * out->v[0] (out->n 1), or nothing (out->n 0) when the stream has no such
+ * record; or a BATON_E* code as history_read(). */
+int history_find(struct baton_client *c, const char *group, const char *job, const char *run_id,
+                 struct history_list *out);
+
+/* history_json_opts() flags. */
+#define HISTORY_JSON_OUTPUT 0x1u /* include the output itself */
+
 /* Returns: r as a JSON object (owned; NULL on ENOMEM): id, v, run_id, node,
  * term, scheduled_at, until, ticks, trigger, started (null when it never
- * started), duration_ms, attempt, outcome, exit_code or signal, reason. */
+ * started), duration_ms, attempt, outcome, exit_code or signal, reason;
+ * for a record with output, output_bytes (its length) and output_dropped,
+ * and with HISTORY_JSON_OUTPUT the output itself (as valid JSON whatever
+ * the stream holds). history_json() is history_json_opts(r, 0): records
+ * stay small in `baton history --json` and `baton status --json`. */
+cJSON *history_json_opts(const struct history_rec *r, unsigned flags);
 cJSON *history_json(const struct history_rec *r);
 
 /* Writes what happened in a few words: "ok (exit 0)", "failed (signal

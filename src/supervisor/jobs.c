@@ -82,6 +82,8 @@ static void job_clear(struct job *j)
     free_strv(j->env);
     free(j->workdir);
     free(j->user);
+    job_cmd_clear(&j->on_failure);
+    job_cmd_clear(&j->on_success);
     memset(j, 0, sizeof *j);
 }
 
@@ -135,6 +137,7 @@ struct jparse {
     const struct yamlx_diag *d;
     struct jobs *set;
     const char *default_tz;
+    const struct jobs_base *base; /* never NULL */
     struct schema_ctx ctx;
 };
 
@@ -264,6 +267,47 @@ static int set_schedule(void *obj, struct schema_ctx *ctx, const struct yamlx_no
     return 0;
 }
 
+/* Reads the sequence n as an argv into *out (NULL-terminated, owned). An
+ * empty sequence is refused, or gives *out NULL when allow_empty. Returns
+ * 0, or -1 with the error in d. */
+static int read_argv(const struct yamlx_diag *d, const struct yamlx_node *n, const char *what,
+                     bool allow_empty, char ***out)
+{
+    char **v;
+
+    *out = NULL;
+    if (n->nitems == 0) {
+        if (allow_empty)
+            return 0;
+        return yamlx_errorf(d, n, "%s: empty (give at least the program)", what);
+    }
+    v = calloc(n->nitems + 1, sizeof *v);
+    if (v == NULL)
+        return yamlx_errorf(d, NULL, "out of memory");
+    for (size_t i = 0; i < n->nitems; i++) {
+        const struct yamlx_node *it = n->items[i];
+        char w[256];
+
+        snprintf(w, sizeof w, "%s[%zu]", what, i);
+        if (yamlx_expect_scalar(d, it, w, "a string") != 0)
+            goto out_free;
+        if (i == 0 && it->len == 0) {
+            yamlx_errorf(d, it, "%s: the program must not be empty", w);
+            goto out_free;
+        }
+        v[i] = strdup(it->str);
+        if (v[i] == NULL) {
+            yamlx_errorf(d, NULL, "out of memory");
+            goto out_free;
+        }
+    }
+    *out = v;
+    return 0;
+out_free:
+    free_strv(v);
+    return -1;
+}
+
 static int set_argv(void *obj, struct schema_ctx *ctx, const struct yamlx_node *n, const char *what)
 {
     struct jparse *p = ctx->user;
@@ -275,34 +319,109 @@ static int set_argv(void *obj, struct schema_ctx *ctx, const struct yamlx_node *
                             "%s: expected a sequence like [\"/usr/bin/prog\", \"arg\"], got %s "
                             "(use shell: for a command line)",
                             what, yamlx_kind_name(n));
-    if (n->nitems == 0)
-        return yamlx_errorf(p->d, n, "%s: empty (give at least the program)", what);
-    v = calloc(n->nitems + 1, sizeof *v);
-    if (v == NULL)
-        return yamlx_errorf(p->d, NULL, "out of memory");
-    for (size_t i = 0; i < n->nitems; i++) {
-        const struct yamlx_node *it = n->items[i];
-        char w[256];
-
-        snprintf(w, sizeof w, "%s[%zu]", what, i);
-        if (yamlx_expect_scalar(p->d, it, w, "a string") != 0)
-            goto out_free;
-        if (i == 0 && it->len == 0) {
-            yamlx_errorf(p->d, it, "%s: the program must not be empty", w);
-            goto out_free;
-        }
-        v[i] = strdup(it->str);
-        if (v[i] == NULL) {
-            yamlx_errorf(p->d, NULL, "out of memory");
-            goto out_free;
-        }
-    }
+    if (read_argv(p->d, n, what, false, &v) != 0)
+        return -1;
     free_strv(j->argv);
     j->argv = v;
     return 0;
-out_free:
-    free_strv(v);
+}
+
+/* ---- hook commands: [argv...] or {shell: "..."} ---- */
+
+bool job_cmd_set(const struct job_cmd *c)
+{
+    return c != NULL && (c->argv != NULL || c->shell != NULL);
+}
+
+void job_cmd_clear(struct job_cmd *c)
+{
+    free_strv(c->argv);
+    free(c->shell);
+    c->argv = NULL;
+    c->shell = NULL;
+}
+
+int job_cmd_copy(struct job_cmd *dst, const struct job_cmd *src)
+{
+    struct job_cmd c = {NULL, NULL};
+    size_t n = 0;
+
+    if (src != NULL && src->argv != NULL) {
+        while (src->argv[n] != NULL)
+            n++;
+        c.argv = calloc(n + 1, sizeof *c.argv);
+        if (c.argv == NULL)
+            return -1;
+        for (size_t i = 0; i < n; i++) {
+            c.argv[i] = strdup(src->argv[i]);
+            if (c.argv[i] == NULL)
+                goto fail;
+        }
+    }
+    if (src != NULL && src->shell != NULL) {
+        c.shell = strdup(src->shell);
+        if (c.shell == NULL)
+            goto fail;
+    }
+    job_cmd_clear(dst);
+    *dst = c;
+    return 0;
+fail:
+    job_cmd_clear(&c);
     return -1;
+}
+
+int job_cmd_read(const struct yamlx_diag *d, const struct yamlx_node *n, const char *what,
+                 struct job_cmd *out)
+{
+    static const char shape[] =
+        "a command like [\"/usr/local/bin/notify\", \"--job\"] or {shell: \"...\"} ([] for none)";
+    struct job_cmd c = {NULL, NULL};
+    char q[96];
+
+    if (n->kind == YAMLX_SEQ) {
+        if (read_argv(d, n, what, true, &c.argv) != 0)
+            return -1;
+    } else if (n->kind == YAMLX_MAP) {
+        const struct yamlx_node *sh = NULL;
+        char w[256];
+
+        for (size_t i = 0; i < n->npairs; i++) {
+            if (strcmp(n->pairs[i].key->str, "shell") != 0)
+                return yamlx_errorf(d, n->pairs[i].key, "%s: unknown key %s (expected %s)", what,
+                                    yamlx_quote(n->pairs[i].key->str, q, sizeof q), shape);
+            sh = n->pairs[i].value;
+        }
+        if (sh == NULL)
+            return yamlx_errorf(d, n, "%s: expected %s, got an empty mapping", what, shape);
+        snprintf(w, sizeof w, "%s.shell", what);
+        if (yamlx_expect_scalar(d, sh, w, "a command line") != 0)
+            return -1;
+        if (sh->len == 0)
+            return yamlx_errorf(d, sh, "%s: must not be empty", w);
+        c.shell = strdup(sh->str);
+        if (c.shell == NULL)
+            return yamlx_errorf(d, NULL, "out of memory");
+    } else if (n->null) {
+        return yamlx_errorf(d, n, "%s: missing value (expected %s)", what, shape);
+    } else {
+        return yamlx_errorf(d, n, "%s: expected %s, got %s", what, shape, yamlx_kind_name(n));
+    }
+    job_cmd_clear(out);
+    *out = c;
+    return 0;
+}
+
+static int set_on_failure(void *obj, struct schema_ctx *ctx, const struct yamlx_node *n,
+                          const char *what)
+{
+    return job_cmd_read(ctx->d, n, what, &((struct job *)obj)->on_failure);
+}
+
+static int set_on_success(void *obj, struct schema_ctx *ctx, const struct yamlx_node *n,
+                          const char *what)
+{
+    return job_cmd_read(ctx->d, n, what, &((struct job *)obj)->on_success);
 }
 
 static size_t strv_len(char **v)
@@ -438,6 +557,16 @@ static const struct schema_field job_keys[] = {
             "own user)."},
     {.key = "enabled", .type = SCHEMA_BOOL, .offset = OFF(enabled), .def = "true",
      .doc = "false keeps the job defined and checked but never runs it."},
+    {.key = "on_failure", .type = SCHEMA_NODE, .offset = OFF(on_failure), .set_node = set_on_failure,
+     .type_doc = "command", .def_doc = "baton.yaml's `hooks.on_failure`",
+     .doc = "Run after a run that failed, timed out, was killed or could not start, once no "
+            "retry follows: [\"prog\", \"arg\"] or {shell: \"...\"}; [] for none. See Hooks."},
+    {.key = "on_success", .type = SCHEMA_NODE, .offset = OFF(on_success), .set_node = set_on_success,
+     .type_doc = "command", .def_doc = "baton.yaml's `hooks.on_success`",
+     .doc = "Run after a run that exited 0, like on_failure."},
+    {.key = "hook_timeout", .type = SCHEMA_DURATION, .offset = OFF(hook_timeout_ms), .def = "30s",
+     .def_doc = "baton.yaml's `hooks.timeout` (`30s`)", .min = 100, .max = MS_HOUR,
+     .doc = "A hook still going after this long gets SIGTERM, then SIGKILL after kill_grace."},
 };
 /* clang-format on */
 
@@ -494,6 +623,15 @@ static void fnv_str(uint64_t *h, const char *s)
     fnv(h, s, strlen(s));
 }
 
+static void fnv_strv(uint64_t *h, char *const *v)
+{
+    size_t n = strv_len((char **)v);
+
+    fnv_u64(h, v == NULL ? UINT64_MAX : n);
+    for (size_t a = 0; a < n; a++)
+        fnv_str(h, v[a]);
+}
+
 /* The schedule with runs of blanks collapsed and the ends trimmed. */
 static void fnv_schedule(uint64_t *h, const char *s)
 {
@@ -530,19 +668,20 @@ static uint64_t fingerprint(const struct job *j)
             fnv_schedule(&h, j->schedule);
             continue;
         }
+        if (k->offset == OFF(on_failure) || k->offset == OFF(on_success)) {
+            const struct job_cmd *c = field;
+
+            fnv_strv(&h, c->argv);
+            fnv_str(&h, c->shell);
+            continue;
+        }
         switch (k->type) {
         case SCHEMA_TEXT:
         case SCHEMA_STRING:
         case SCHEMA_PATH: fnv_str(&h, *(char *const *)field); break;
-        case SCHEMA_NODE: { /* command, env: string vectors */
-            char *const *v = *(char *const *const *)field;
-            size_t n = strv_len((char **)v);
-
-            fnv_u64(&h, v == NULL ? UINT64_MAX : n);
-            for (size_t a = 0; a < n; a++)
-                fnv_str(&h, v[a]);
+        case SCHEMA_NODE: /* command, env: string vectors */
+            fnv_strv(&h, *(char *const *const *)field);
             break;
-        }
         case SCHEMA_DURATION: fnv_u64(&h, (uint64_t) * (const int64_t *)field); break;
         case SCHEMA_INT:
         case SCHEMA_ENUM: fnv_u64(&h, (uint64_t)(int64_t) * (const int *)field); break;
@@ -578,6 +717,32 @@ static int check_defaults(struct jparse *p, const struct yamlx_node *defaults)
     rc = schema_read_map(&jobs_schema_, &p->ctx, defaults, &scratch, at, "defaults: ", true);
     job_clear(&scratch);
     return rc;
+}
+
+/* Gives j what p->base sets for the keys neither the job nor defaults: set
+ * (at[] NULL), marking them set (at m, the job). Returns 0 or -1. */
+static int apply_base(struct jparse *p, struct job *j, schema_at *at, const struct yamlx_node *m)
+{
+    const struct jobs_base *b = p->base;
+    int ki_fail = schema_find(&jobs_schema_, "on_failure"),
+        ki_ok = schema_find(&jobs_schema_, "on_success"),
+        ki_to = schema_find(&jobs_schema_, "hook_timeout");
+
+    if (at[ki_fail] == NULL && job_cmd_set(b->on_failure)) {
+        if (job_cmd_copy(&j->on_failure, b->on_failure) != 0)
+            return yamlx_errorf(p->d, NULL, "out of memory");
+        at[ki_fail] = m;
+    }
+    if (at[ki_ok] == NULL && job_cmd_set(b->on_success)) {
+        if (job_cmd_copy(&j->on_success, b->on_success) != 0)
+            return yamlx_errorf(p->d, NULL, "out of memory");
+        at[ki_ok] = m;
+    }
+    if (at[ki_to] == NULL && b->hook_timeout_ms > 0) {
+        j->hook_timeout_ms = b->hook_timeout_ms;
+        at[ki_to] = m;
+    }
+    return 0;
 }
 
 /* Reads job number idx (0-based) from mapping m into j (zeroed). */
@@ -658,7 +823,12 @@ static int read_job(struct jparse *p, const struct yamlx_node *m, size_t idx,
         }
     }
 
-    /* 3. The table defaults; the zone defaults to the config's. */
+    /* 3. What baton.yaml gives every job (hooks:), under the job's keys and
+     * defaults:. */
+    if (apply_base(p, j, at, m) != 0)
+        return -1;
+
+    /* 4. The table defaults; the zone defaults to the config's. */
     if (schema_apply_defaults(&jobs_schema_, &p->ctx, j, at, m, prefix) != 0)
         return -1;
     if (at[ki_tz] == NULL) {
@@ -737,14 +907,17 @@ static int read_jobs(struct jparse *p, const struct yamlx_node *root)
     return 0;
 }
 
-int jobs_load_buffer(const char *name, const char *buf, size_t len, const char *default_tz,
-                     struct jobs **out, char *err, size_t errlen)
+int jobs_load_buffer_base(const char *name, const char *buf, size_t len,
+                          const struct jobs_base *base, struct jobs **out, char *err,
+                          size_t errlen)
 {
+    static const struct jobs_base none = {0};
     struct yamlx_diag d = {name, err, errlen};
-    struct jparse p = {.d = &d, .default_tz = default_tz != NULL ? default_tz : "UTC"};
+    struct jparse p = {.d = &d, .base = base != NULL ? base : &none};
     struct yamlx_node *root = NULL;
     int rc = -1;
 
+    p.default_tz = p.base->timezone != NULL ? p.base->timezone : "UTC";
     *out = NULL;
     if (errlen > 0)
         err[0] = '\0';
@@ -769,7 +942,16 @@ out_free:
     return rc;
 }
 
-int jobs_load(const char *path, const char *default_tz, struct jobs **out, char *err, size_t errlen)
+int jobs_load_buffer(const char *name, const char *buf, size_t len, const char *default_tz,
+                     struct jobs **out, char *err, size_t errlen)
+{
+    struct jobs_base base = {.timezone = default_tz};
+
+    return jobs_load_buffer_base(name, buf, len, &base, out, err, errlen);
+}
+
+int jobs_load_base(const char *path, const struct jobs_base *base, struct jobs **out, char *err,
+                   size_t errlen)
 {
     struct yamlx_diag d = {path, err, errlen};
     char *buf = NULL;
@@ -779,9 +961,16 @@ int jobs_load(const char *path, const char *default_tz, struct jobs **out, char 
     *out = NULL;
     if (yamlx_read_file(path, &buf, &len, &d) != 0)
         return -1;
-    rc = jobs_load_buffer(path, buf, len, default_tz, out, err, errlen);
+    rc = jobs_load_buffer_base(path, buf, len, base, out, err, errlen);
     free(buf);
     return rc;
+}
+
+int jobs_load(const char *path, const char *default_tz, struct jobs **out, char *err, size_t errlen)
+{
+    struct jobs_base base = {.timezone = default_tz};
+
+    return jobs_load_base(path, &base, out, err, errlen);
 }
 
 void jobs_free(struct jobs *j)
@@ -806,6 +995,45 @@ const struct job *jobs_find(const struct jobs *j, const char *name)
         if (strcmp(j->v[i].name, name) == 0)
             return &j->v[i];
     return NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The hash of a set */
+
+static int u64_cmp(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+uint64_t jobs_hash(const struct jobs *j)
+{
+    uint64_t h = FNV_OFFSET, *fp;
+    size_t n = j != NULL ? j->n : 0;
+
+    fnv_u64(&h, n);
+    if (n == 0)
+        return h;
+    fp = malloc(n * sizeof *fp);
+    if (fp == NULL) { /* out of memory: file order, still a hash of the whole set */
+        for (size_t i = 0; i < n; i++)
+            fnv_u64(&h, j->v[i].fingerprint);
+        return h;
+    }
+    for (size_t i = 0; i < n; i++)
+        fp[i] = j->v[i].fingerprint;
+    qsort(fp, n, sizeof *fp, u64_cmp);
+    for (size_t i = 0; i < n; i++)
+        fnv_u64(&h, fp[i]);
+    free(fp);
+    return h;
+}
+
+const char *jobs_hash_hex(const struct jobs *j, char *buf, size_t len)
+{
+    snprintf(buf, len, "%016" PRIx64, jobs_hash(j));
+    return buf;
 }
 
 /* ------------------------------------------------------------------------ */

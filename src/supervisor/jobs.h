@@ -30,6 +30,27 @@ struct cron_tz;
 
 enum job_concurrency { JOB_FORBID, JOB_ALLOW, JOB_REPLACE };
 
+/* A command baton runs beside a job (a hook): an argv, or a shell line, or
+ * neither (none: unset, or turned off with `[]`). Owned by what holds it. */
+struct job_cmd {
+    char **argv;  /* ["prog", "arg"...], NULL-terminated; or NULL */
+    char *shell;  /* run as /bin/sh -c "..."; or NULL */
+};
+
+/* True when c names a command to run. */
+bool job_cmd_set(const struct job_cmd *c);
+/* Reads a hook command: a sequence (argv; `[]` is none) or {shell: "..."}.
+ * what names it in messages. Returns 0 and *out (its old value freed), or
+ * -1 with "file:line:col: WHAT: message" in d. */
+struct yamlx_diag;
+struct yamlx_node;
+int job_cmd_read(const struct yamlx_diag *d, const struct yamlx_node *n, const char *what,
+                 struct job_cmd *out);
+/* Copies src into dst (dst's old value freed). Returns 0 or -1 (ENOMEM). */
+int job_cmd_copy(struct job_cmd *dst, const struct job_cmd *src);
+/* Frees what c holds and zeroes it. */
+void job_cmd_clear(struct job_cmd *c);
+
 #define JOB_CATCHUP_LAST (-1) /* catchup: last (default) */
 
 struct job {
@@ -59,10 +80,19 @@ struct job {
                                  (getpwnam_r), and baton runs as root unless it
                                  is the current user */
     bool enabled;             /* default true */
+    struct job_cmd on_failure; /* run after a run that failed (and no retry follows);
+                                  from the job, else defaults:, else baton.yaml's
+                                  hooks.on_failure */
+    struct job_cmd on_success; /* run after a run that succeeded; same layers */
+    int64_t hook_timeout_ms;   /* a hook still going after this long gets SIGTERM,
+                                  then SIGKILL after kill_grace; default baton.yaml's
+                                  hooks.timeout (30s) */
     int line, col;            /* where the job's mapping starts in the file */
-    uint64_t fingerprint;     /* hash of the whole normalized definition (not the
-                                 position): equal fingerprints = unchanged job
-                                 (used by SIGHUP reload) */
+    uint64_t fingerprint;     /* hash of the whole normalized definition, every key
+                                 of the table as it applies (defaults, baton.yaml's
+                                 hooks and timezone included), not the position:
+                                 equal fingerprints = unchanged job (SIGHUP reload,
+                                 config drift between nodes) */
 };
 
 struct jobs {
@@ -73,15 +103,39 @@ struct jobs {
     size_t nzones;
 };
 
-/* default_tz: the config's timezone (NULL: "UTC"). Returns 0 and *out (owned;
- * free with jobs_free), or -1 with err = "path:line:col: message" (or
- * "path: message" when the file cannot be read) and *out NULL. */
-int jobs_load(const char *path, const char *default_tz, struct jobs **out, char *err,
-              size_t errlen);
+/* What baton.yaml gives every job, under its own keys and defaults:
+ * (borrowed for the load). */
+struct jobs_base {
+    const char *timezone;               /* NULL: "UTC" */
+    const struct job_cmd *on_failure;   /* hooks.on_failure; NULL: none */
+    const struct job_cmd *on_success;   /* hooks.on_success; NULL: none */
+    int64_t hook_timeout_ms;            /* hooks.timeout; 0: the table's default */
+};
+
+/* Loads path over base (NULL: no base). Returns 0 and *out (owned; free with
+ * jobs_free), or -1 with err = "path:line:col: message" (or "path: message"
+ * when the file cannot be read) and *out NULL. */
+int jobs_load_base(const char *path, const struct jobs_base *base, struct jobs **out, char *err,
+                   size_t errlen);
 /* Same from memory (buf need not be NUL-terminated); name is used in
  * messages and as jobs->path. */
+int jobs_load_buffer_base(const char *name, const char *buf, size_t len,
+                          const struct jobs_base *base, struct jobs **out, char *err,
+                          size_t errlen);
+/* The same with a base of only default_tz, the config's timezone (NULL:
+ * "UTC"). */
+int jobs_load(const char *path, const char *default_tz, struct jobs **out, char *err,
+              size_t errlen);
 int jobs_load_buffer(const char *name, const char *buf, size_t len, const char *default_tz,
                      struct jobs **out, char *err, size_t errlen);
+
+/* A hash of the whole set as it behaves: of the jobs' fingerprints, sorted
+ * (so that the order of the file does not count), and their number. Two
+ * nodes with equal hashes run the same jobs the same way. */
+uint64_t jobs_hash(const struct jobs *j);
+#define JOBS_HASH_HEX 17 /* "%016" PRIx64 and its NUL */
+/* Writes jobs_hash(j) as 16 hex digits into buf (JOBS_HASH_HEX bytes). */
+const char *jobs_hash_hex(const struct jobs *j, char *buf, size_t len);
 /* Frees j and everything it owns. NULL is a no-op. */
 void jobs_free(struct jobs *j);
 /* Returns: the job named name, or NULL. Borrowed; valid until jobs_free(j). */

@@ -1,5 +1,6 @@
 /* log.c -- see log.h. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,15 +11,37 @@
 #include "logfmt.h"
 #include "utf8.h"
 
+/* How much may wait for a slow reader before job output is dropped. */
+#define LOG_QUEUE_MAX (4u << 20)
+
+struct line {
+    struct line *next;
+    size_t len;
+    char text[]; /* ends in '\n' */
+};
+
 struct log {
     int fd;
     enum log_level min;
     bool text, color; /* log.format: text lines, coloured */
     char *node;
     char *group;
+    /* The writer's queue; mu guards it and the drop counts. */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct line *head, *tail;
+    size_t queued; /* bytes */
+    bool stop;
+    int64_t dropped_lines, dropped_bytes; /* not yet reported */
+    pthread_t writer;
+    bool writer_started;
     log_observer_fn observer;
     void *observer_ctx;
 };
+
+static void *writer_main(void *arg);
+static char *format_line(const struct log *lg, bool text, bool color, enum log_level lvl,
+                         enum log_event ev, cJSON *fields);
 
 static const char *const level_names[] = {"debug", "info", "warn", "error"};
 
@@ -36,10 +59,14 @@ struct log *log_new(int fd, enum log_level min, const char *node, const char *gr
     lg->min = min;
     lg->node = strdup(node);
     lg->group = strdup(group);
-    if (lg->node == NULL || lg->group == NULL) {
+    pthread_mutex_init(&lg->mu, NULL);
+    pthread_cond_init(&lg->cv, NULL);
+    if (lg->node == NULL || lg->group == NULL ||
+        pthread_create(&lg->writer, NULL, writer_main, lg) != 0) {
         log_free(lg);
         return NULL;
     }
+    lg->writer_started = true;
     return lg;
 }
 
@@ -47,6 +74,20 @@ void log_free(struct log *lg)
 {
     if (lg == NULL)
         return;
+    if (lg->writer_started) {
+        pthread_mutex_lock(&lg->mu);
+        lg->stop = true;
+        pthread_cond_signal(&lg->cv);
+        pthread_mutex_unlock(&lg->mu);
+        pthread_join(lg->writer, NULL); /* it writes what is queued first */
+    }
+    while (lg->head != NULL) {
+        struct line *l = lg->head;
+        lg->head = l->next;
+        free(l);
+    }
+    pthread_cond_destroy(&lg->cv);
+    pthread_mutex_destroy(&lg->mu);
     free(lg->node);
     free(lg->group);
     free(lg);
@@ -112,6 +153,74 @@ static void write_all(int fd, const char *p, size_t n)
     }
 }
 
+/* Queues a formatted line (NUL-terminated, without its newline) for the
+ * writer, or drops it when it is job output and too much is waiting.
+ * Takes ownership of text. Returns how many lines were dropped since the
+ * last report, once the queue is down to a quarter (the caller reports
+ * them), else 0; *bytes gets their size. */
+static int64_t enqueue(struct log *lg, enum log_event ev, char *text, int64_t *bytes)
+{
+    int64_t report = 0;
+    size_t n = strlen(text);
+    struct line *l = malloc(sizeof *l + n + 1);
+    if (l != NULL) {
+        memcpy(l->text, text, n);
+        l->text[n] = '\n';
+        l->len = n + 1;
+        l->next = NULL;
+    }
+    free(text);
+    pthread_mutex_lock(&lg->mu);
+    if (l != NULL && ev == LE_JOB_OUTPUT && lg->queued + l->len > LOG_QUEUE_MAX) {
+        lg->dropped_lines++;
+        lg->dropped_bytes += (int64_t)l->len;
+        free(l);
+        l = NULL;
+    }
+    if (l != NULL) {
+        if (lg->tail != NULL)
+            lg->tail->next = l;
+        else
+            lg->head = l;
+        lg->tail = l;
+        lg->queued += l->len;
+        pthread_cond_signal(&lg->cv);
+    }
+    if (lg->dropped_lines > 0 && lg->queued <= LOG_QUEUE_MAX / 4) {
+        report = lg->dropped_lines;
+        *bytes = lg->dropped_bytes;
+        lg->dropped_lines = lg->dropped_bytes = 0;
+    }
+    pthread_mutex_unlock(&lg->mu);
+    return report;
+}
+
+
+/* The writer: lines in order, blocking on the reader as long as it takes,
+ * without holding the queue. */
+static void *writer_main(void *arg)
+{
+    struct log *lg = arg;
+    pthread_mutex_lock(&lg->mu);
+    for (;;) {
+        while (lg->head == NULL && !lg->stop)
+            pthread_cond_wait(&lg->cv, &lg->mu);
+        if (lg->head == NULL)
+            break; /* stopping, all written */
+        struct line *l = lg->head;
+        lg->head = l->next;
+        if (lg->head == NULL)
+            lg->tail = NULL;
+        lg->queued -= l->len;
+        pthread_mutex_unlock(&lg->mu);
+        write_all(lg->fd, l->text, l->len);
+        free(l);
+        pthread_mutex_lock(&lg->mu);
+    }
+    pthread_mutex_unlock(&lg->mu);
+    return NULL;
+}
+
 /* Replaces every string value in o's tree that is not valid UTF-8. Raw
  * items (job output, already quoted by json_quote_bytes) are left alone. */
 static void fix_strings(cJSON *o)
@@ -140,6 +249,21 @@ void log_emit_at(struct log *lg, enum log_level lvl, enum log_event ev, cJSON *f
         cJSON_Delete(fields);
         return;
     }
+    char *line = format_line(lg, lg->text, lg->color, lvl, ev, fields);
+    int64_t bytes = 0, dropped = line != NULL ? enqueue(lg, ev, line, &bytes) : 0;
+    if (dropped > 0) { /* through log_emit_at, so that the observer counts it */
+        cJSON *f = log_fields();
+        cJSON_AddNumberToObject(f, "lines", (double)dropped);
+        cJSON_AddNumberToObject(f, "bytes", (double)bytes);
+        log_emit(lg, LE_LOG_LINES_DROPPED, f);
+    }
+}
+
+/* The line of event ev (without its newline; owned), text or JSON, or NULL
+ * on ENOMEM. Consumes fields. */
+static char *format_line(const struct log *lg, bool text, bool color, enum log_level lvl,
+                         enum log_event ev, cJSON *fields)
+{
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     char when[40];
@@ -163,14 +287,9 @@ void log_emit_at(struct log *lg, enum log_level lvl, enum log_event ev, cJSON *f
     }
     if (o != NULL)
         fix_strings(o->child);
-    char *line = lg->text ? logfmt_event(o, lg->color) : cJSON_PrintUnformatted(o);
+    char *line = text ? logfmt_event(o, color) : cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
-    if (line == NULL)
-        return;
-    size_t n = strlen(line);
-    line[n] = '\n'; /* the buffer has room: it held the NUL */
-    write_all(lg->fd, line, n + 1);
-    free(line);
+    return line;
 }
 
 void log_emit(struct log *lg, enum log_event ev, cJSON *fields)

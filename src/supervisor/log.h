@@ -3,7 +3,11 @@
  * Every line: ts (RFC 3339 UTC with milliseconds), level, event, node,
  * group, then the event's own fields. Lines are written with one write(2)
  * each, so lines of several processes sharing a pipe never interleave
- * (up to PIPE_BUF). Events are the enum of events.h, so every line the code
+ * (up to PIPE_BUF). They are written by a thread of the log's own, so that
+ * a slow reader of stdout (a full pipe, a slow disk) never holds up the
+ * caller, whose lease depends on its loop turning: lines wait in a queue,
+ * and when more than 4 MiB wait, new job_output lines are dropped, counted
+ * and reported (log_lines_dropped); other lines are always kept. Events are the enum of events.h, so every line the code
  * can write is in the documented table. Every line is valid JSON: string
  * values that are not valid UTF-8 are repaired (utf8.h) before writing.
  * With log_set_format(), the same events are written as readable text
@@ -19,8 +23,11 @@
 
 struct log;
 
-/* Returns: owned (free with log_free), or NULL on ENOMEM. fd: where lines go. */
+/* Returns: owned (free with log_free), or NULL on ENOMEM or when its
+ * writer thread cannot start. fd: where lines go. */
 struct log *log_new(int fd, enum log_level min, const char *node, const char *group);
+/* Writes every line still queued (waiting for the reader, however slow),
+ * then stops the writer and frees lg. NULL is a no-op. */
 void log_free(struct log *lg);
 void log_set_level(struct log *lg, enum log_level min);
 /* Writes text lines (logfmt.h) instead of JSON: for LOG_FORMAT_TEXT, or

@@ -295,3 +295,16 @@ bool members_alive(const struct member *m)
     cJSON_Delete(o);
     return alive;
 }
+
+bool members_jobs(const struct member *m, char *hash, size_t len, long *njobs)
+{
+    cJSON *o = cJSON_Parse(m->info_json);
+    const cJSON *h = cJSON_GetObjectItemCaseSensitive(o, "jobs_hash");
+    const cJSON *n = cJSON_GetObjectItemCaseSensitive(o, "jobs");
+    bool ok = cJSON_IsString(h) && h->valuestring[0] != '\0';
+    if (ok)
+        snprintf(hash, len, "%s", h->valuestring);
+    *njobs = cJSON_IsNumber(n) ? (long)n->valuedouble : -1;
+    cJSON_Delete(o);
+    return ok;
+}

@@ -4,7 +4,10 @@
  *
  * Keys (group G; see keys.h):
  *   baton:{G}:nodes   hash: node -> JSON {"state","term","pid","host",
- *                     "poll_ms","version","since"} as the node wrote it
+ *                     "poll_ms","version","since","running","jobs_hash",
+ *                     "jobs"} as the node wrote it (jobs_hash: jobs.h's
+ *                     jobs_hash() of its effective jobs, 16 hex digits;
+ *                     jobs: how many)
  *   baton:{G}:seen    hash: node -> last heartbeat, server time in ms
  *   baton:{G}:forget  sorted set: node, scored with the server time (ms) at
  *                     which it is forgotten unless it heartbeats again
@@ -64,5 +67,11 @@ void members_free(struct member *m, size_t n);
 
 /* True when m's last heartbeat is recent for its poll and it did not stop. */
 bool members_alive(const struct member *m);
+
+/* The hash of the effective jobs m's heartbeat carries, into hash (at
+ * least 17 bytes), and their number into *njobs (-1 when absent). Returns
+ * false when it carries none (a node not yet heartbeating, or an older
+ * baton). */
+bool members_jobs(const struct member *m, char *hash, size_t len, long *njobs);
 
 #endif

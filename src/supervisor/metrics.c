@@ -45,6 +45,7 @@ struct mjob {
     char name[JOB_NAME_MAX + 1];
     uint64_t runs[HO_COUNT]; /* job_end, by outcome */
     uint64_t retries;        /* job_retry */
+    uint64_t hooks_ok, hooks_failed; /* hook_end, by outcome */
     uint64_t triggers[NTRIGGER_OUTCOMES]; /* trigger_*, by outcome */
     bool paused;             /* its own pause (job_paused, or metrics_set_pauses) */
     double last_run_s, last_success_s;
@@ -68,6 +69,8 @@ struct metrics {
     bool all_paused; /* `baton pause --all` */
     uint64_t reloads_ok, reloads_failed;
     bool last_reload_ok;
+    uint64_t log_dropped; /* job output lines the log dropped (log_lines_dropped) */
+    int64_t drifting;     /* config_drift minus config_drift_resolved: nodes now */
     struct mjob *jobs; /* METRICS_MAX_JOBS at most, then "other" */
     size_t njobs, capjobs;
     struct mjob other;
@@ -307,6 +310,39 @@ static void count_reload_failed(struct metrics *m, const cJSON *f, int64_t now_m
     m->last_reload_ok = false;
 }
 
+static void count_hook_end(struct metrics *m, const cJSON *f, int64_t now_ms)
+{
+    (void)now_ms;
+    struct mjob *j = job_slot(m, str_field(f, "job"));
+    if (strcmp(str_field(f, "outcome"), "ok") == 0)
+        j->hooks_ok++;
+    else
+        j->hooks_failed++;
+}
+
+static void count_drift(struct metrics *m, const cJSON *f, int64_t now_ms)
+{
+    (void)f;
+    (void)now_ms;
+    m->drifting++;
+}
+
+static void count_drift_resolved(struct metrics *m, const cJSON *f, int64_t now_ms)
+{
+    (void)f;
+    (void)now_ms;
+    if (m->drifting > 0)
+        m->drifting--;
+}
+
+static void count_log_dropped(struct metrics *m, const cJSON *f, int64_t now_ms)
+{
+    (void)now_ms;
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(f, "lines");
+    if (cJSON_IsNumber(v) && v->valuedouble > 0)
+        m->log_dropped += (uint64_t)v->valuedouble;
+}
+
 static void count_retry(struct metrics *m, const cJSON *f, int64_t now_ms)
 {
     (void)now_ms;
@@ -421,6 +457,12 @@ static const struct {
     [LE_TRIGGER_REJECTED] = {count_trigger_rejected, "triggers_total{job_name,outcome=rejected}"},
     [LE_TRIGGER_LEFT] = {count_trigger_left, "triggers_total{job_name,outcome=left}"},
     [LE_TRIGGER_LOST] = {count_trigger_lost, "triggers_total{job_name,outcome=lost}"},
+    [LE_LOG_LINES_DROPPED] = {count_log_dropped, "log_lines_dropped_total"},
+    [LE_HOOK_START] = {NULL, "only events: hook_runs_total counts the hook when it ends"},
+    [LE_HOOK_OUTPUT] = {NULL, "only events: the lines a hook wrote"},
+    [LE_HOOK_END] = {count_hook_end, "hook_runs_total{job_name,outcome}"},
+    [LE_CONFIG_DRIFT] = {count_drift, "config_drift_nodes up by one"},
+    [LE_CONFIG_DRIFT_RESOLVED] = {count_drift_resolved, "config_drift_nodes down by one"},
     [LE_JOB_PAUSED] = {count_paused, "job_paused{job_name} to 1 (job *: every job)"},
     [LE_JOB_RESUMED] = {count_resumed, "job_paused{job_name} to 0 (job *: every job)"},
 };
@@ -486,7 +528,8 @@ static void histo_write(FILE *out, const char *name, const char *lbl, const stru
 static size_t job_count(const struct metrics *m)
 {
     const struct mjob *o = &m->other;
-    bool used = o->duration.count > 0 || o->nnotrun > 0 || o->last_run_s > 0 || o->retries > 0;
+    bool used = o->duration.count > 0 || o->nnotrun > 0 || o->last_run_s > 0 || o->retries > 0 ||
+                o->hooks_ok > 0 || o->hooks_failed > 0;
     for (int t = 0; t < NTRIGGER_OUTCOMES; t++)
         used = used || o->triggers[t] > 0;
     return m->njobs + (used ? 1 : 0);
@@ -541,6 +584,20 @@ static void write_jobs(const struct metrics *m, FILE *out)
         fputs("baton_job_retries_total{job_name=\"", out);
         label(out, j->name);
         fprintf(out, "\"} %llu\n", (unsigned long long)j->retries);
+    }
+    family(out, "baton_hook_runs_total", "counter",
+           "Hooks (on_failure, on_success) this node ran, by job and outcome (ok, or failed: "
+           "a non-zero exit, a timeout, a signal, or no start).");
+    for (size_t i = 0; i < n; i++) {
+        const struct mjob *j = job_at(m, i);
+        if (j->hooks_ok + j->hooks_failed == 0)
+            continue;
+        fputs("baton_hook_runs_total{job_name=\"", out);
+        label(out, j->name);
+        fprintf(out, "\",outcome=\"ok\"} %llu\n", (unsigned long long)j->hooks_ok);
+        fputs("baton_hook_runs_total{job_name=\"", out);
+        label(out, j->name);
+        fprintf(out, "\",outcome=\"failed\"} %llu\n", (unsigned long long)j->hooks_failed);
     }
     family(out, "baton_triggers_total", "counter",
            "`baton trigger` requests this node handled as leader, by job and outcome: received "
@@ -700,6 +757,14 @@ int metrics_write(const struct metrics *m, const struct metrics_gauges *g, FILE 
     fprintf(out, "baton_reloads_total{result=\"ok\"} %llu\n", (unsigned long long)m->reloads_ok);
     fprintf(out, "baton_reloads_total{result=\"failed\"} %llu\n",
             (unsigned long long)m->reloads_failed);
+    family(out, "baton_log_lines_dropped_total", "counter",
+           "Job output lines the log dropped because its reader (stdout) fell more than 4 MiB "
+           "behind; no other line is ever dropped.");
+    fprintf(out, "baton_log_lines_dropped_total %llu\n", (unsigned long long)m->log_dropped);
+    family(out, "baton_config_drift_nodes", "gauge",
+           "Nodes whose effective jobs differ from this leader's (config_drift), as this node "
+           "last saw as leader.");
+    fprintf(out, "baton_config_drift_nodes %lld\n", (long long)m->drifting);
     family(out, "baton_config_last_reload_successful", "gauge",
            "0 when the last reload was refused (the running configuration stayed), else 1.");
     fprintf(out, "baton_config_last_reload_successful %d\n", m->last_reload_ok);

@@ -14,7 +14,6 @@
 
 #include "proc.h"
 #include "run.h"
-#include "utf8.h"
 
 /* ---- names and the state table ---- */
 
@@ -148,92 +147,6 @@ static void run_transition(struct run *run, enum run_event ev)
     }
 }
 
-/* ---- output ---- */
-
-static void emit_piece(struct run_output *o, const char *p, size_t n, bool partial)
-{
-    struct run *run = o->run;
-    bool replaced = false;
-    char *quoted = json_quote_bytes(p, n, &replaced);
-    cJSON *f = log_fields();
-    cJSON_AddStringToObject(f, "job", run->job->name);
-    cJSON_AddStringToObject(f, "run_id", run->id);
-    cJSON_AddStringToObject(f, "stream", o->name);
-    if (quoted != NULL)
-        cJSON_AddRawToObject(f, "line", quoted);
-    else
-        cJSON_AddStringToObject(f, "line", ""); /* out of memory: the line is lost, said so */
-    free(quoted);
-    if (partial)
-        cJSON_AddBoolToObject(f, "partial", true);
-    if (o->continued)
-        cJSON_AddBoolToObject(f, "continued", true);
-    if (replaced)
-        cJSON_AddBoolToObject(f, "invalid_utf8", true);
-    if (quoted == NULL)
-        cJSON_AddBoolToObject(f, "lost", true);
-    log_emit(run->env->log, LE_JOB_OUTPUT, f);
-    o->continued = partial;
-}
-
-/* Emits the complete lines in the buffer, and a full buffer as a piece of
- * a longer line (cut between characters); keeps the rest. */
-static void flush_lines(struct run_output *o, bool eof)
-{
-    size_t start = 0;
-    for (size_t i = 0; i < o->len; i++)
-        if (o->buf[i] == '\n') {
-            emit_piece(o, o->buf + start, i - start, false);
-            start = i + 1;
-        }
-    if (start < o->len && eof) {
-        emit_piece(o, o->buf + start, o->len - start, false);
-        start = o->len;
-    } else if (start == 0 && o->len == sizeof o->buf) {
-        /* A character straddling the end waits for its last bytes. */
-        size_t cut = utf8_cut(o->buf, o->len);
-        emit_piece(o, o->buf, cut, true);
-        start = cut;
-    }
-    memmove(o->buf, o->buf + start, o->len - start);
-    o->len -= start;
-}
-
-static void close_output(struct run_output *o)
-{
-    if (o->w.fd < 0)
-        return;
-    flush_lines(o, true);
-    loop_del(o->run->env->loop, &o->w);
-    close(o->w.fd);
-    o->w.fd = -1;
-}
-
-/* Reads what is there; returns false at EOF or error. */
-static bool read_output(struct run_output *o)
-{
-    for (;;) {
-        ssize_t n = read(o->w.fd, o->buf + o->len, sizeof o->buf - o->len);
-        if (n > 0) {
-            o->len += (size_t)n;
-            flush_lines(o, false);
-            continue;
-        }
-        if (n < 0 && errno == EINTR)
-            continue;
-        return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
-    }
-}
-
-static void on_output(void *ctx, struct loop_watch *w, uint32_t events)
-{
-    struct run_output *o = ctx;
-    (void)w;
-    (void)events;
-    if (!read_output(o))
-        close_output(o);
-}
-
 /* ---- starting ---- */
 
 static bool fail_start(struct run *run, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -252,10 +165,7 @@ static bool fail_start(struct run *run, const char *fmt, ...)
 
 static int open_pipe(int fds[2])
 {
-    if (pipe2(fds, O_CLOEXEC) != 0)
-        return errno;
-    fcntl(fds[0], F_SETFL, O_NONBLOCK);
-    return 0;
+    return pipe2(fds, O_CLOEXEC) != 0 ? errno : 0;
 }
 
 /* The job's environment plus BATON_*: owned (proc_env_free), or NULL. */
@@ -311,8 +221,9 @@ bool run_start(struct run *run, const struct run_env *env, const struct job *job
     run->term = term;
     run->trigger = trigger;
     run->state = RUN_STARTING;
-    run->out = (struct run_output){.w = {.fd = -1}, .run = run, .name = "stdout"};
-    run->err = (struct run_output){.w = {.fd = -1}, .run = run, .name = "stderr"};
+    run->labels = (struct output_labels){.event = LE_JOB_OUTPUT, .job = job->name, .run_id = run->id};
+    run->out = run->err = OUTPUT_STREAM_CLOSED;
+    output_tail_init(&run->tail, env->output_bytes);
     run->fence_fd = -1;
     run->started_wall_ms = wall_ms();
 
@@ -370,12 +281,11 @@ bool run_start(struct run *run, const struct run_env *env, const struct job *job
     run->started_ns = loop_now();
     if (job->timeout_ms > 0)
         run->timeout_at = run->started_ns + job->timeout_ms * INT64_C(1000000);
-    run->out.w = (struct loop_watch){.fd = outp[0], .cb = on_output, .ctx = &run->out};
-    run->err.w = (struct loop_watch){.fd = errp[0], .cb = on_output, .ctx = &run->err};
     run->fence_fd = fencep[1];
+    /* The streams own the read ends from here, even when watching fails. */
+    output_open(&run->out, env->log, env->loop, &run->labels, "stdout", &run->tail, outp[0]);
+    output_open(&run->err, env->log, env->loop, &run->labels, "stderr", &run->tail, errp[0]);
     outp[0] = errp[0] = fencep[1] = -1;
-    loop_add(env->loop, &run->out.w);
-    loop_add(env->loop, &run->err.w);
     run_transition(run, RUN_EV_SPAWNED);
     ok = true;
 out:
@@ -452,14 +362,12 @@ void run_reaped(struct run *run, int wstatus)
     if (run->state == RUN_EXITED)
         return;
     run->wstatus = wstatus;
+    run->ended_ns = loop_now();
     /* What the group left behind goes with it. */
     proc_signal_group(run->pgid, SIGKILL);
-    if (run->out.w.fd >= 0 && read_output(&run->out))
-        flush_lines(&run->out, false);
-    if (run->err.w.fd >= 0 && read_output(&run->err))
-        flush_lines(&run->err, false);
-    close_output(&run->out);
-    close_output(&run->err);
+    output_close(&run->out);
+    output_close(&run->err);
+    run->output = output_tail_take(&run->tail, &run->output_len, &run->output_dropped);
     if (run->stop == RUN_STOP_TIMEOUT)
         run->outcome = HO_TIMEOUT;
     else if (run->stop != RUN_STOP_NONE)
@@ -479,16 +387,11 @@ void run_dispose(struct run *run)
         close(run->fence_fd);
         run->fence_fd = -1;
     }
-    if (run->out.w.fd >= 0) {
-        loop_del(run->env->loop, &run->out.w);
-        close(run->out.w.fd);
-        run->out.w.fd = -1;
-    }
-    if (run->err.w.fd >= 0) {
-        loop_del(run->env->loop, &run->err.w);
-        close(run->err.w.fd);
-        run->err.w.fd = -1;
-    }
+    output_abandon(&run->out);
+    output_abandon(&run->err);
+    output_tail_free(&run->tail);
+    free(run->output);
+    run->output = NULL;
 }
 
 void run_record(const struct run *run, const char *node, struct history_rec *out)
@@ -510,12 +413,28 @@ void run_record(const struct run *run, const char *node, struct history_rec *out
         return;
     }
     out->started_ms = run->started_wall_ms;
-    out->duration_ms = (loop_now() - run->started_ns) / 1000000;
-    if (WIFEXITED(run->wstatus))
-        out->exit_code = WEXITSTATUS(run->wstatus);
-    else
-        out->signal = sigabbrev_np(WTERMSIG(run->wstatus)) ? sigabbrev_np(WTERMSIG(run->wstatus))
-                                                           : "?";
+    run_result(run, &out->exit_code, &out->signal, &out->duration_ms);
     if (run->stop != RUN_STOP_NONE)
         out->reason = run_stop_name(run->stop);
+    if (run->output != NULL) {
+        out->output = run->output;
+        out->output_len = run->output_len;
+        out->output_dropped = run->output_dropped;
+        out->has_output = true;
+    }
+}
+
+void run_result(const struct run *run, int *exit_code, const char **signal,
+                int64_t *duration_ms)
+{
+    *exit_code = -1;
+    *signal = "";
+    *duration_ms = 0;
+    if (run->outcome == HO_FAILED_TO_START || run->state != RUN_EXITED)
+        return;
+    *duration_ms = ((run->ended_ns != 0 ? run->ended_ns : loop_now()) - run->started_ns) / 1000000;
+    if (WIFEXITED(run->wstatus))
+        *exit_code = WEXITSTATUS(run->wstatus);
+    else
+        *signal = sigabbrev_np(WTERMSIG(run->wstatus)) ? sigabbrev_np(WTERMSIG(run->wstatus)) : "?";
 }

@@ -20,11 +20,11 @@
  * with failed_to_start: logged and recorded, never dropped.
  *
  * The command runs under proc.h's shim in its own process group; its
- * stdout and stderr become job_output lines that are always valid JSON
- * (utf8.h): invalid UTF-8 becomes U+FFFD, NUL and control characters are
- * escaped, and a line longer than RUN_LINE_MAX is written in pieces marked
- * `partial` (all but the last) and `continued` (all but the first), so a
- * job that prints 100 MB without a newline costs RUN_LINE_MAX of memory. */
+ * stdout and stderr become job_output lines (output.h: always valid JSON,
+ * long lines in pieces), and the last run_env.output_bytes of them, in
+ * arrival order, are kept as the run's output tail: taken when the run
+ * exits (run->output), written with its history record and handed to its
+ * hook (hook.h). */
 #ifndef BATON_RUN_H
 #define BATON_RUN_H
 
@@ -36,8 +36,9 @@
 #include "jobs.h"
 #include "log.h"
 #include "loop.h"
+#include "output.h"
 
-#define RUN_LINE_MAX 4096
+#define RUN_LINE_MAX OUTPUT_LINE_MAX
 #define RUN_ID_MAX   64
 
 #define RUN_STATES(X)                                                                              \
@@ -83,22 +84,11 @@ const char *run_trigger_name(enum run_trigger t);
  * the table has no move (the event is ignored). */
 enum run_state run_next_state(enum run_state s, enum run_event e);
 
-struct run;
-
-/* One output stream of a run. */
-struct run_output {
-    struct loop_watch w;
-    struct run *run;
-    const char *name; /* "stdout" | "stderr" */
-    char buf[RUN_LINE_MAX];
-    size_t len;
-    bool continued; /* the next piece continues a cut line */
-};
-
 struct run_env {          /* what a run needs from its supervisor (borrowed) */
     struct log *log;
     struct loop *loop;
     const char *node;
+    size_t output_bytes; /* the output tail kept per run (history.output_bytes); 0: none */
     bool fault_start; /* tests: fail every start after the claim */
 };
 
@@ -117,10 +107,16 @@ struct run {
     pid_t pgid;
     int wstatus;
     int64_t started_ns;     /* CLOCK_MONOTONIC */
+    int64_t ended_ns;       /* CLOCK_MONOTONIC, once reaped; 0 before */
     int64_t started_wall_ms;
     int64_t timeout_at;     /* CLOCK_MONOTONIC; 0: none */
     int64_t kill_at;        /* 0: none */
-    struct run_output out, err;
+    struct output_labels labels; /* of its job_output lines */
+    struct output_stream out, err;
+    struct output_tail tail; /* both streams, while it runs */
+    char *output;            /* the tail, once exited (NULL: none kept); owned */
+    size_t output_len;
+    int64_t output_dropped;  /* bytes of output before it */
     int fence_fd; /* the write end of the shim's fence pipe (proc.h), or -1 */
     const struct run_env *env;
 };
@@ -149,13 +145,21 @@ void run_tick(struct run *run, int64_t now_ns);
 int64_t run_next_ns(const struct run *run);
 
 /* The process group leader exited with wstatus: drains the output, kills
- * what the group left, closes the pipes, decides the outcome, exits. */
+ * what the group left, closes the pipes, takes the output tail
+ * (run->output), decides the outcome, exits. */
 void run_reaped(struct run *run, int wstatus);
 
-/* Frees the run's resources (pipes); SIGKILLs the group if still alive. */
+/* Frees the run's resources (pipes, output); SIGKILLs the group if still
+ * alive. */
 void run_dispose(struct run *run);
 
-/* The run as a history record (strings borrowed from run). */
+/* The run as a history record (strings borrowed from run), its output
+ * included when one was kept. */
 void run_record(const struct run *run, const char *node, struct history_rec *out);
+
+/* How it ended: *exit_code (-1: none), *signal (its abbreviation, "TERM";
+ * "" for none; static) and *duration_ms (0 when it never started). */
+void run_result(const struct run *run, int *exit_code, const char **signal,
+                int64_t *duration_ms);
 
 #endif /* BATON_RUN_H */

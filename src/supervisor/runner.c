@@ -22,6 +22,7 @@
 
 #include "claim.h"
 #include "history.h"
+#include "hook.h"
 #include "keys.h"
 #include "pause.h"
 #include "run.h"
@@ -528,6 +529,7 @@ static void clear_schedule(struct runner *r, struct jobstate *js)
     while (js->retries != NULL) {
         struct retry *t = js->retries;
         js->retries = t->next;
+        hooks_retry_dropped(r->h.hooks, js->job->name, t->tick);
         free(t);
     }
     /* Requests stay pending in Redis, and a paused job's skipped ticks are
@@ -576,8 +578,11 @@ struct runner *runner_new(const struct runner_host *host)
         runner_free(r);
         return NULL;
     }
-    r->env = (struct run_env){
-        .log = host->log, .loop = host->loop, .node = r->node, .fault_start = host->fault_start};
+    r->env = (struct run_env){.log = host->log,
+                              .loop = host->loop,
+                              .node = r->node,
+                              .output_bytes = host->output_bytes,
+                              .fault_start = host->fault_start};
     return r;
 }
 
@@ -698,8 +703,10 @@ static void send_fences(struct runner *r, bool own)
 }
 
 /* Records a finished run (or one that never started) and unregisters it;
- * a manual run's request (trigger_id not "") is done with its outcome. */
-static void record_run(struct runner *r, const struct run *run, const char *trigger_id)
+ * a manual run's request (trigger_id not "") is done with its outcome. The
+ * run then goes to its hook (deferred while a retry follows: hook.h). */
+static void record_run(struct runner *r, const struct run *run, const char *trigger_id,
+                       bool retry_follows)
 {
     struct history_rec rec;
     run_record(run, r->node, &rec);
@@ -708,6 +715,7 @@ static void record_run(struct runner *r, const struct run *run, const char *trig
     else
         queue_release(r, run->job->name, run->member);
     queue_history(r, run->job->name, &rec);
+    hooks_run_ended(r->h.hooks, run, retry_follows);
 }
 
 /* Starts a run of js for a claimed tick, or for request trigger_id (a
@@ -731,14 +739,14 @@ static struct rrun *start_run(struct runner *r, struct jobstate *js, const char 
         cJSON_AddStringToObject(f, "outcome", "failed_to_start");
         cJSON_AddStringToObject(f, "error", "out of memory");
         log_emit_at(r->h.log, LOG_ERROR, LE_JOB_END, f);
-        record_run(r, &gone, trigger_id);
+        record_run(r, &gone, trigger_id, false);
         return NULL;
     }
     int64_t term_at, kill_at;
     fence_of(r, false, &term_at, &kill_at);
     if (!run_start(&rr->run, &r->env, js->job, id, tick, attempt, r->term, trigger, term_at,
                    kill_at)) {
-        record_run(r, &rr->run, trigger_id); /* failed_to_start: logged by run_start */
+        record_run(r, &rr->run, trigger_id, false); /* failed_to_start: logged by run_start */
         run_dispose(&rr->run);
         free(rr);
         return NULL;
@@ -773,8 +781,7 @@ static void finish_run(struct runner *r, struct rrun *rr)
 {
     struct run *run = &rr->run;
     struct jobstate *js = rr->js;
-    record_run(r, run, rr->trigger_id);
-    bool failed = run->outcome == HO_FAILED || run->outcome == HO_TIMEOUT;
+    bool failed = run->outcome == HO_FAILED || run->outcome == HO_TIMEOUT, retry = false;
     /* A manual run is not retried: whoever asked for it sees its outcome. */
     if (failed && js != NULL && r->leading && !rr->own && js->job == run->job &&
         rr->trigger_id[0] == '\0' &&
@@ -791,8 +798,10 @@ static void finish_run(struct runner *r, struct rrun *rr)
             cJSON_AddNumberToObject(g, "next_attempt", run->attempt + 1);
             cJSON_AddNumberToObject(g, "retry_in_ms", (double)delay);
             log_emit(r->h.log, LE_JOB_RETRY, g);
+            retry = true;
         }
     }
+    record_run(r, run, rr->trigger_id, retry);
     if (js != NULL) {
         js->running--;
         wake_job(r, js);
@@ -905,7 +914,7 @@ static void not_started(struct runner *r, struct jobstate *js, const char *id, c
     cJSON_AddStringToObject(f, "outcome", "failed_to_start");
     cJSON_AddStringToObject(f, "error", gone.error);
     log_emit_at(r->h.log, LOG_ERROR, LE_JOB_END, f);
-    record_run(r, &gone, NULL);
+    record_run(r, &gone, NULL, false);
 }
 
 /* Claims the head of js's queue with mode and acts on the answer.
@@ -1026,6 +1035,8 @@ static void start_retries(struct runner *r, struct jobstate *js, int64_t now)
         *p = t->next;
         if (res == CLAIM_OK)
             start_run(r, js, id, t->tick, t->attempt, RUN_TRIGGER_RETRY, NULL);
+        else
+            hooks_retry_dropped(r->h.hooks, js->job->name, t->tick);
         free(t);
     }
 }
@@ -1476,7 +1487,10 @@ static void take_mark(struct runner *r, struct jobstate *js, const struct baton_
         js->last = v > js->claimed_max ? v : js->claimed_max;
     } else {
         js->last = now_s;
-        if (js->job->catchup_ms != 0 && js->job->enabled && !r->no_catchup) {
+        /* Said even when the server changed (a restart without persistence
+         * loses the marks): without this line, the ticks of the loss window
+         * went unrun with nothing saying so (test_faults, restart_nopersist). */
+        if (js->job->catchup_ms != 0 && js->job->enabled) {
             cJSON *f = log_fields();
             cJSON_AddStringToObject(f, "job", js->job->name);
             log_emit(r->h.log, LE_NO_HIGH_WATER_MARK, f);
@@ -1916,12 +1930,15 @@ void runner_on_sigchld(struct runner *r)
         pid_t pid = waitpid(-1, &st, WNOHANG);
         if (pid <= 0)
             break;
-        for (struct rrun *rr = r->runs; rr != NULL; rr = rr->next)
-            if (rr->run.pgid == pid) {
-                run_reaped(&rr->run, st);
-                finish_run(r, rr);
-                break;
-            }
+        struct rrun *rr = r->runs;
+        while (rr != NULL && rr->run.pgid != pid)
+            rr = rr->next;
+        if (rr != NULL) {
+            run_reaped(&rr->run, st);
+            finish_run(r, rr);
+        } else {
+            hooks_reaped(r->h.hooks, pid, st);
+        }
     }
     runner_on_timer(r);
     if (before > 0 && r->nruns == 0 && r->h.on_idle != NULL)
@@ -1960,6 +1977,7 @@ void runner_free(struct runner *r)
 {
     if (r == NULL)
         return;
+    r->h.hooks = NULL; /* going away: no hook starts now */
     while (r->runs != NULL) {
         struct rrun *rr = r->runs;
         r->runs = rr->next;

@@ -41,6 +41,7 @@
 #include "loop.h"
 
 struct runner;
+struct hooks;
 
 struct runner_host {      /* node and group are copied; the rest is borrowed */
     struct log *log;
@@ -51,6 +52,8 @@ struct runner_host {      /* node and group are copied; the rest is borrowed */
     const char *node;
     const char *group;
     int64_t history_len;
+    size_t output_bytes;  /* each run's output tail kept with its record (run.h) */
+    struct hooks *hooks;  /* where ended runs go for their hooks (hook.h); may be NULL */
     int64_t lease_ttl_ms;   /* runs on their own are registered for this long */
     int64_t refresh_ms;     /* ... and refreshed this often (lease.renew) */
     int64_t guard_ns;       /* stop point = end of a registration - guard_ns */
@@ -93,7 +96,7 @@ void runner_unlead(struct runner *r);
  * covered by the lease only: the runner stops them before it ends). */
 int runner_handover(struct runner *r, int64_t lease_deadline_ns);
 
-/* Runs alive (of any term). */
+/* Runs alive (of any term). Hooks are not runs (hook.h). */
 size_t runner_running(const struct runner *r);
 
 /* SIGTERM now to the runs covered by the lease (all runs when all is
@@ -112,6 +115,7 @@ void runner_flush(struct runner *r);
 
 /* Event sources. */
 void runner_on_timer(struct runner *r);
+/* Reaps every child that exited: runs, and hooks (hooks_reaped()). */
 void runner_on_sigchld(struct runner *r);
 /* A message on the group's events channel that the election did not
  * consume ("ended <job>", "stop <node>/<run_id>", "trigger <id>",

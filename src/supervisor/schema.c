@@ -26,6 +26,21 @@ static bool is_section(const struct schema *s, const char *key)
     return false;
 }
 
+/* The field of section that stands for the whole section when it is
+ * written as a scalar (SCHEMA_SHORTHAND), or -1. */
+static int shorthand_of(const struct schema *s, const char *section, bool only_defaults)
+{
+    size_t n = strlen(section);
+
+    for (size_t i = 0; i < s->n; i++)
+        if ((s->fields[i].flags & SCHEMA_SHORTHAND) &&
+            strncmp(s->fields[i].key, section, n) == 0 && s->fields[i].key[n] == '.' &&
+            strchr(s->fields[i].key + n + 1, '.') == NULL &&
+            !(only_defaults && (s->fields[i].flags & SCHEMA_NO_DEFAULTS)))
+            return (int)i;
+    return -1;
+}
+
 /* The distinct names one level below section ("" for the top) that are
  * allowed, into names (each a copy in store). Returns how many. */
 static size_t child_names(const struct schema *s, const char *section, bool only_defaults,
@@ -229,8 +244,20 @@ static int read_section(const struct schema *s, struct schema_ctx *ctx,
                 return -1;
             at[fi] = v;
         } else if (fi < 0 && !dotted && is_section(s, full)) {
+            int si = shorthand_of(s, full, only_defaults);
+
             if (v->kind == YAMLX_SCALAR && v->null)
                 continue; /* `lease:` with everything commented out */
+            if (v->kind == YAMLX_SCALAR && si >= 0) {
+                /* `history: 500` for `history: {runs: 500}`: named as written. */
+                if (at[si] != NULL)
+                    continue;
+                snprintf(what, sizeof what, "%s%s", prefix, full);
+                if (schema_read_field(&s->fields[si], ctx, v, obj, what) != 0)
+                    return -1;
+                at[si] = v;
+                continue;
+            }
             if (v->kind != YAMLX_MAP)
                 return yamlx_errorf(ctx->d, v, "%s%s: expected a mapping, got %s", prefix, full,
                                     yamlx_kind_name(v));
@@ -342,10 +369,15 @@ void schema_write_reference(const struct schema *s, FILE *out)
             fprintf(out, "`%s`", f->def);
         fputs(" | ", out);
         write_bounds(f, out);
-        fprintf(out, " | %s%s |\n", f->doc,
+        fprintf(out, " | %s%s", f->doc,
                 s->has_defaults_section && (f->flags & SCHEMA_NO_DEFAULTS)
                     ? " Not in `defaults:`."
                     : "");
+        if (f->flags & SCHEMA_SHORTHAND) {
+            const char *dot = strrchr(f->key, '.');
+            fprintf(out, " `%.*s: VALUE` is short for it.", (int)(dot - f->key), f->key);
+        }
+        fputs(" |\n", out);
     }
 }
 

@@ -38,6 +38,9 @@ enum schema_type {
 #define SCHEMA_SECRET      0x02u /* a URL that may hold a password: shown redacted */
 #define SCHEMA_NO_DEFAULTS 0x04u /* jobs.yaml: not allowed under defaults: */
 #define SCHEMA_ABSOLUTE    0x08u /* SCHEMA_PATH: must be absolute */
+#define SCHEMA_SHORTHAND   0x10u /* a dotted field whose section may be written as a
+                                    scalar: `history: 500` is `history: {runs: 500}`
+                                    (at most one such field per section) */
 
 struct schema_ctx {
     const struct yamlx_diag *d; /* where errors go */

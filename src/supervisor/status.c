@@ -32,6 +32,20 @@ static bool is_leader(const struct status_doc *d, const char *node)
     return d->leader->has_leader && strcmp(d->leader->identity, node) == 0;
 }
 
+int status_jobs_differ(const struct baton_leader_info *leader, const struct member *members,
+                       size_t n, const struct member *m)
+{
+    char mine[JOBS_HASH_HEX], theirs[JOBS_HASH_HEX];
+    long njobs;
+    bool have = false;
+    for (size_t i = 0; !have && leader->has_leader && i < n; i++)
+        if (strcmp(leader->identity, members[i].node) == 0)
+            have = members_jobs(&members[i], theirs, sizeof theirs, &njobs);
+    if (!have || !members_jobs(m, mine, sizeof mine, &njobs))
+        return -1;
+    return strcmp(mine, theirs) != 0;
+}
+
 cJSON *status_doc_json(const struct status_doc *d)
 {
     cJSON *o = cJSON_CreateObject();
@@ -66,8 +80,22 @@ cJSON *status_doc_json(const struct status_doc *d)
         cJSON_AddNumberToObject(n, "seen_ms_ago", (double)m.seen_ago_ms);
         cJSON_AddBoolToObject(n, "alive", members_alive(&m));
         cJSON_AddBoolToObject(n, "leader", is_leader(d, m.node));
+        add_hb_field(n, hb, "jobs_hash");
+        add_hb_field(n, hb, "jobs");
+        int differs = status_jobs_differ(d->leader, d->members, d->nmembers, &m);
+        if (differs < 0)
+            cJSON_AddNullToObject(n, "jobs_differ");
+        else
+            cJSON_AddBoolToObject(n, "jobs_differ", differs == 1);
         cJSON_AddItemToArray(nodes, n);
         cJSON_Delete(hb);
+    }
+    cJSON *drift = cJSON_AddArrayToObject(o, "drift");
+    for (size_t i = 0; i < d->nmembers; i++) {
+        struct member m = d->members[i];
+        m.seen_ago_ms += d->members_age_ms;
+        if (members_alive(&m) && status_jobs_differ(d->leader, d->members, d->nmembers, &m) == 1)
+            cJSON_AddItemToArray(drift, cJSON_CreateString(m.node));
     }
 
     cJSON *jobs = cJSON_AddArrayToObject(o, "jobs");

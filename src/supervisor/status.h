@@ -9,7 +9,12 @@
  *     "nodes":  [{"node": "web-1", "state": "working", "term": 7, "pid": 4242,
  *                 "version": "0.1.0", "since": "2026-01-02T07:00:00Z",
  *                 "host": "web-1", "seen_ms_ago": 412, "alive": true,
- *                 "leader": true}, ...],
+ *                 "leader": true, "jobs_hash": "9f2c...", "jobs": 4,
+ *                 "jobs_differ": false}, ...],
+ *                (jobs_differ: whether the node's effective jobs differ from
+ *                 the leader's, null when either hash is unknown)
+ *     "drift":  ["web-2"]   (the alive nodes whose jobs differ from the
+ *                            leader's; [] when none, or no leader)
  *                (most recently seen first; fields the node did not write are
  *                 null; "lease_ms" is null when Redis did not say)
  *     "jobs":   [{"name": "tick", "schedule": "* * * * * *", "timezone": "UTC",
@@ -73,5 +78,10 @@ struct status_doc { /* everything borrowed */
 
 /* Returns: the document (owned; free with cJSON_Delete), or NULL on ENOMEM. */
 cJSON *status_doc_json(const struct status_doc *d);
+
+/* Whether m's effective jobs (the hash its heartbeat carries) differ from
+ * the leader's among members: 1, 0, or -1 when either is unknown. */
+int status_jobs_differ(const struct baton_leader_info *leader, const struct member *members,
+                       size_t n, const struct member *m);
 
 #endif /* BATON_STATUS_H */

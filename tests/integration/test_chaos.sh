@@ -33,23 +33,6 @@ mid_second() { # sleep until the next X.5 s
     sleep "$(awk "BEGIN{d=(1500000000 - $ns) / 1e9; if (d > 1) d -= 1; print d}")"
 }
 
-# The history of the ledger job as "first last outcome started_ms end_ms"
-# lines (Unix s; ms 0 for ticks that did not run), from redis-cli's flat
-# XRANGE output.
-history_ranges() {
-    rcli xrange "baton:{$1}:runs:ledger" - + | awk '
-        function out() { if (s != "") print s, (u == "" ? s : u), o, (st == "" ? "-" : st), d + 0 }
-        /^[0-9]+-[0-9]+$/ { out(); s = ""; u = ""; o = ""; st = ""; d = 0; k = ""; next }
-        k == "scheduled_at" { s = $0 } k == "until" { u = $0 } k == "outcome" { o = $0 }
-        k == "started" { st = $0 } k == "duration_ms" { d = $0 }
-        { k = (k == "" ? $0 : "") }
-        END { out() }' |
-    while read -r s u o st d; do
-        sms=0; [ "$st" != "-" ] && sms=$(date -u -d "$st" +%s%3N)
-        echo "$(date -u -d "$s" +%s) $(date -u -d "$u" +%s) $o $sms $((sms + d))"
-    done
-}
-
 run_policy() {
     local policy=$1 group=chaos-$1
     local ledger=$T/ledger-$policy.txt
@@ -99,7 +82,7 @@ EOF
            assert_eq 0 "$EXIT_CODE" "exit status of $n after SIGTERM"; terms=$((terms + 1)); start $n ;;
         2) kill -STOP "$(pid $n)"; sleep 1.6; kill -CONT "$(pid $n)"; stops=$((stops + 1)) ;;
         3) # nobody leads for 3 s: a backlog of several ticks for the next leader
-           local l m; l=$(rcli get "baton:{$group}:leader" | sed -n 's/^[0-9a-f]\{48\}://p')
+           local l m; l=$(leader_of "$group")
            [ -n "$l" ] || continue
            for m in n1 n2 n3; do [ "$m" = "$l" ] || kill -STOP "$(pid $m)"; done
            kill -KILL "$(pid "$l")"; wait_exit "$policy-$l.${GEN[$l]}" 5; sleep 3
@@ -119,7 +102,7 @@ EOF
     first=$(date -u -d "$(awk '{print $1}' "$ledger" | sort | head -n1)" +%s)
     last=$(date -u -d "$(awk '{print $1}' "$ledger" | sort | tail -n1)" +%s)
     # Seconds not in the ledger must have a record of why, allowed by the policy.
-    history_ranges "$group" > "$T/history-$policy.txt"
+    history_ranges "$group" ledger > "$T/history-$policy.txt"
     awk '{print $1}' "$ledger" | while read -r t; do date -u -d "$t" +%s; done | sort -n > "$T/ran-$policy.txt"
     local missing="" skipped=0 superseded=0 killed=0 fenced=0 s why
     for s in $(seq "$first" "$last"); do

@@ -80,7 +80,9 @@ assert_eq "" "$ERR" "check stderr"
 has "$OUT" "# $CFG" "check: config path"
 has "$OUT" "lease.ttl: 2s" "check: effective config"
 has "$OUT" "group: tools" "check: effective config"
-has "$OUT" "# jobs: $T/jobs.yaml (3 jobs)" "check: jobs file"
+has "$OUT" "# jobs: $T/jobs.yaml (3 jobs, hash " "check: jobs file"
+hash=$(echo "$OUT" | sed -n 's/^# jobs: .*(3 jobs, hash \([0-9a-f]\{16\}\))$/\1/p')
+[ -n "$hash" ] || fail "check: no jobs hash in: $OUT"
 has "$OUT" "  command:  sh -c 'echo hi'" "check: shell command"
 has "$OUT" "  command:  /bin/echo 'it'\\''s' 'a b'" "check: argv command, quoted"
 has "$OUT" "  zone:     Europe/Berlin" "check: job zone"
@@ -155,10 +157,13 @@ assert_eq "" "$ERR" "status stderr"
 has "$OUT" "group:   tools" "status: group"
 has "$OUT" "redis:   $REDIS_URL" "status: redis URL"
 printf '%s\n' "$OUT" | grep -qE "^leader:  node-$LEADER \(term $TERM1, lease [0-9.]+(ms|s) left\)\$" || fail "status: leader line in: $OUT"
-printf '%s\n' "$OUT" | grep -qE '^NODE +STATE +TERM +SEEN +PID +SINCE$' || fail "status: nodes header in: $OUT"
+printf '%s\n' "$OUT" | grep -qE '^NODE +STATE +TERM +SEEN +PID +SINCE +JOBS$' || fail "status: nodes header in: $OUT"
 for n in a b c; do
-    printf '%s\n' "$OUT" | grep -qE "^node-$n +(working|renewing|waiting|acquiring) +(0|$TERM1) +[0-9.]+(ms|s) ago +[0-9]+ +$RFC" || fail "status: node-$n row in: $OUT"
+    # Followers show the term they follow; all run the same 3 jobs (the
+    # start of check's hash), none differs.
+    printf '%s\n' "$OUT" | grep -qE "^node-$n +(working|renewing|waiting|acquiring) +(0|$TERM1) +[0-9.]+(ms|s) ago +[0-9]+ +$RFC +3 ${hash:0:8}( |\$)" || fail "status: node-$n row in: $OUT"
 done
+printf '%s\n' "$OUT" | grep -q 'differs\|config drift' && fail "status: drift where there is none: $OUT"
 printf '%s\n' "$OUT" | grep -qE "^node-$LEADER +(working|renewing) .* leader\$" || fail "status: the leader's row is marked in: $OUT"
 assert_eq 1 "$(printf '%s\n' "$OUT" | grep -cE ' leader$')" "status: one node marked leader"
 printf '%s\n' "$OUT" | grep -qE '^JOB +LAST RUN +OUTCOME +NODE +DURATION +NEXT RUN$' || fail "status: jobs header in: $OUT"
@@ -181,7 +186,7 @@ has "$OUT" '"node":"node-'$LEADER'","state":"working","term":'$TERM1',' "status 
 assert_eq 1 "$(printf '%s' "$OUT" | grep -o '"leader":true' | wc -l)" "status --json: one node is the leader"
 assert_eq 2 "$(printf '%s' "$OUT" | grep -o '"leader":false' | wc -l)" "status --json: two followers"
 printf '%s' "$OUT" | grep -qE '"seen_ms_ago":[0-9]+,' || fail "status --json: seen_ms_ago in $OUT"
-printf '%s' "$OUT" | grep -qE '\{"name":"tick","schedule":"\* \* \* \* \* \*","timezone":"UTC","enabled":true,"last_run":\{"id":"[0-9]+-[0-9]+","v":2,"run_id":"[^"]+","node":"node-'$LEADER'","term":'$TERM1',"scheduled_at":"'"$RFC"'","until":"'"$RFC"'","ticks":1,"trigger":"schedule","started":"[^"]+","duration_ms":[0-9]+,"attempt":1,"outcome":"ok","exit_code":0\},"next_run":"'"$RFC"'","paused":null\}' || fail "status --json: tick in $OUT"
+printf '%s' "$OUT" | grep -qE '\{"name":"tick","schedule":"\* \* \* \* \* \*","timezone":"UTC","enabled":true,"last_run":\{"id":"[0-9]+-[0-9]+","v":3,"run_id":"[^"]+","node":"node-'$LEADER'","term":'$TERM1',"scheduled_at":"'"$RFC"'","until":"'"$RFC"'","ticks":1,"trigger":"schedule","started":"[^"]+","duration_ms":[0-9]+,"attempt":1,"outcome":"ok","exit_code":0,"output_bytes":3,"output_dropped":0\},"next_run":"'"$RFC"'","paused":null\}' || fail "status --json: tick in $OUT"
 has "$OUT" '{"name":"berlin","schedule":"0 7 * * MON-FRI","timezone":"Europe/Berlin","enabled":true,"last_run":null,"next_run":"' "status --json: berlin"
 has "$OUT" '{"name":"off","schedule":"@hourly","timezone":"UTC","enabled":false,"last_run":null,"next_run":null,"paused":null}]}' "status --json: off"
 
@@ -202,7 +207,7 @@ has "$OUT" "job tick: the last " "history: default count"
 note "history --json: an array"
 run history -c "$CFG" --json -n 2 tick
 assert_eq 0 "$RC" "history --json exit status"
-printf '%s' "$OUT" | grep -qE '^\[\{"id":"[0-9]+-[0-9]+","v":2,"run_id":"[^"]+","node":"node-'$LEADER'","term":'$TERM1',"scheduled_at":"'"$RFC"'","until":"'"$RFC"'","ticks":1,"trigger":"schedule","started":"[^"]+","duration_ms":[0-9]+,"attempt":1,"outcome":"ok","exit_code":0\}, ?\{"id":.*\}\]$' || fail "history --json: $OUT"
+printf '%s' "$OUT" | grep -qE '^\[\{"id":"[0-9]+-[0-9]+","v":3,"run_id":"[^"]+","node":"node-'$LEADER'","term":'$TERM1',"scheduled_at":"'"$RFC"'","until":"'"$RFC"'","ticks":1,"trigger":"schedule","started":"[^"]+","duration_ms":[0-9]+,"attempt":1,"outcome":"ok","exit_code":0,"output_bytes":3,"output_dropped":0\}, ?\{"id":.*\}\]$' || fail "history --json: $OUT"
 assert_eq 2 "$(printf '%s' "$OUT" | grep -o '"outcome":"ok"' | wc -l)" "history --json --count 2"
 
 note "history: no runs, unknown jobs, a key of the wrong type"
@@ -349,7 +354,8 @@ expect_usage step-down '-w: missing its value' -w
 expect_usage step-down '--wait: missing its value' --wait
 expect_usage history "missing JOB"
 expect_usage history "missing JOB" -c "$CFG" --json
-expect_usage history 'unexpected argument "b"' a b
+expect_usage history 'unexpected argument "b" (a RUN_ID goes with --output)' a b
+expect_usage history 'unexpected argument "c"' --output a b c
 expect_usage history "JOB \"a b\": a job name is 1-128 letters, digits, '_', '.' or '-'" 'a b'
 expect_usage history "JOB \"\": a job name is 1-128 letters, digits, '_', '.' or '-'" ''
 expect_usage history "JOB \"$(printf 'x%.0s' $(seq 129))\": a job name is 1-128 letters, digits, '_', '.' or '-'" "$(printf 'x%.0s' $(seq 129))"

@@ -29,7 +29,7 @@ start() {
     spawn "$n.${GEN[$n]}" "$B" run -c "$T/$n.yaml"
 }
 pid() { pid_of "$1.${GEN[$1]}"; }
-leader() { rcli get 'baton:{fence}:leader' | sed -n 's/^[0-9a-f]\{48\}://p'; }
+leader() { leader_of fence; }
 
 start f1; sleep 0.3; start f2
 worst=""

@@ -133,7 +133,8 @@ if [ -n "${BATON_SCREENSHOT:-}" ]; then
 fi
 
 note "a terminal browser reads it (w3m, no JavaScript)"
-w3m -dump -cols 100 "$url" > "$T/w3m.txt" 2>&1 || fail "w3m: $(cat "$T/w3m.txt")"
+# -O UTF-8: a machine without a UTF-8 locale would get "?" for "·".
+w3m -dump -cols 100 -O UTF-8 "$url" > "$T/w3m.txt" 2>&1 || fail "w3m: $(cat "$T/w3m.txt")"
 grep -qE "^ +$L2 · term [0-9]+ · lease" "$T/w3m.txt" || fail "w3m shows no leader line: $(head -n 12 "$T/w3m.txt")"
 grep -qE "^invoice-run +[0-9.]+ m?s ago +ok \(exit 0\) +in .* \*/2 \* \* \* \* \* " "$T/w3m.txt" \
     || fail "w3m shows no job table: $(cat "$T/w3m.txt")"

@@ -25,7 +25,6 @@ config() {
     } > "$T/$name.yaml"
 }
 run_node() { config "$@"; spawn "$1" "$B" run -c "$T/$1.yaml"; }
-leader_of() { rcli get "baton:{$1}:leader" | sed -n 's/^[0-9a-f]\{48\}://p'; }
 # The ledger's seconds, sorted, as Unix seconds.
 ledger_secs() { awk '{print $1}' "$1" | sort | while read -r t; do date -u -d "$t" +%s; done; }
 
@@ -45,9 +44,12 @@ run_node a3 bl "$T/backlog.yaml"
 sleep 2.5
 l=$(leader_of bl)
 others=(); for n in a1 a2 a3; do [ "$n" = "$l" ] || others+=("$n"); done
-# Nobody leads for 4 s: the followers are frozen, the leader killed.
+# Nobody leads for 4 s: the followers are frozen, the leader killed,
+# half-way between two ticks (a run in flight would die with its node, by
+# design unrecorded: this section is about the ticks missed afterwards).
 kill -STOP "$(pid_of "${others[0]}")" "$(pid_of "${others[1]}")"
-sleep 0.5
+ns=$(date +%N); ns=${ns#0}; ns=${ns#0}
+sleep "$(awk "BEGIN{d=(1500000000 - $ns) / 1e9; if (d > 1) d -= 1; print d}")"
 kill -KILL "$(pid_of "$l")"; wait_exit "$l" 2
 sleep 4
 kill -CONT "$(pid_of "${others[0]}")" "$(pid_of "${others[1]}")"

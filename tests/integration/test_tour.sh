@@ -48,6 +48,7 @@ assert_eq "2026-03-28T01:30:00Z
 has '^ok: a\.yaml and .*/config/jobs\.yaml are valid \(5 jobs, 1 disabled\)$'
 has '^leader:  [abc] \(term 1, lease [0-9.]+(ms|s) left\)$'
 has '^job hello: the last [0-9]+ runs?, newest first$'
+has '^hello from [abc]$'
 has '^leader [abc] \(term 1\) stepped down; ([abc] leads now \(term 2\)|no leader yet)$'
 has 'INFO  [abc] (job_|transition|following|lease_)'
 # On stderr, only the refusal the tour shows.

@@ -47,6 +47,8 @@ harness_cleanup() {
         # Repeated last: a log tail cut by whoever shows the output keeps it.
         [ -z "$HARNESS_FAILURE" ] || echo "FAIL [$TEST_NAME]: $HARNESS_FAILURE" >&2
     fi
+    # HARNESS_SAVE=DIR keeps a failed test's files there, for a closer look.
+    [ "$rc" -eq 0 ] || [ -z "${HARNESS_SAVE:-}" ] || cp -r "$T" "$HARNESS_SAVE"
     rm -rf "$T"
     exit "$rc"
 }
@@ -179,10 +181,13 @@ wait_for_line() {
 }
 
 # alive PID: true while PID runs (a zombie counts as dead: its reaper may
-# be a pid 1 that never reaps).
+# be a pid 1 that never reaps). No fork: tests time deaths with it.
 alive() {
     local st
-    st=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) || return 1
+    case $1 in '' | *[!0-9]*) return 1 ;; esac # not /proc/stat, nor a path
+    { IFS= read -r st < "/proc/$1/stat"; } 2>/dev/null || return 1
+    st=${st##*) } # the state follows "(comm) ", and comm may hold spaces
+    st=${st%% *}
     [ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ]
 }
 
@@ -208,4 +213,42 @@ proxy_start() {
         unset "PROC_PID[$name]"
     done
     fail "could not start the black-hole proxy"
+}
+
+# leader_of GROUP: the node named in GROUP's lease key ("" when none).
+leader_of() { rcli get "baton:{$1}:leader" | sed -n 's/^[0-9a-f]\{48\}://p'; }
+
+# history_ranges GROUP JOB: JOB's history as "first last outcome started_ms
+# end_ms" lines (Unix s; ms 0 for ticks that did not run), from redis-cli's
+# flat XRANGE output.
+history_ranges() {
+    rcli xrange "baton:{$1}:runs:$2" - + | awk '
+        function out() { if (s != "") print s, (u == "" ? s : u), o, (st == "" ? "-" : st), d + 0 }
+        /^[0-9]+-[0-9]+$/ { out(); s = ""; u = ""; o = ""; st = ""; d = 0; k = ""; next }
+        k == "scheduled_at" { s = $0 } k == "until" { u = $0 } k == "outcome" { o = $0 }
+        k == "started" { st = $0 } k == "duration_ms" { d = $0 }
+        { k = (k == "" ? $0 : "") }
+        END { out() }' |
+    while read -r s u o st d; do
+        sms=0; [ "$st" != "-" ] && sms=$(date -u -d "$st" +%s%3N)
+        echo "$(date -u -d "$s" +%s) $(date -u -d "$u" +%s) $o $sms $((sms + d))"
+    done
+}
+
+# node_config NAME GROUP JOBSFILE [EXTRA YAML...]: writes $T/NAME.yaml, the
+# baton.yaml of node NAME of GROUP on the redis-server started last, with
+# the short times tests use (lease 2 s, redis_timeout 200 ms, poll 1 s,
+# shutdown_grace 5 s); each EXTRA line is appended (a later key must not
+# repeat one of these).
+node_config() {
+    local name=$1 group=$2 jobs=$3; shift 3
+    {
+        printf 'node: %s\nredis: %s\ngroup: %s\nlease: {ttl: 2s}\nredis_timeout: 200ms\n' \
+            "$name" "$REDIS_URL" "$group"
+        printf 'poll: 1s\njobs: %s\n' "$jobs"
+        local x has_grace=
+        for x in "$@"; do case $x in shutdown_grace:*) has_grace=1 ;; esac; done
+        [ -n "$has_grace" ] || printf 'shutdown_grace: 5s\n'
+        for x in "$@"; do printf '%s\n' "$x"; done
+    } > "$T/$name.yaml"
 }

@@ -88,6 +88,10 @@ static void assert_defaults(const struct config *c)
     ck_assert_int_eq(c->log_level, LOG_INFO);
     ck_assert_int_eq(c->log_format, LOG_FORMAT_AUTO);
     ck_assert_int_eq(c->history_len, 100);
+    ck_assert_int_eq(c->output_bytes, 16384);
+    ck_assert(!job_cmd_set(&c->hook_on_failure));
+    ck_assert(!job_cmd_set(&c->hook_on_success));
+    ck_assert_int_eq(c->hook_timeout_ms, 30000);
 }
 
 /* An empty file, only comments, a lone `---` or a null document: all
@@ -226,8 +230,13 @@ START_TEST(option_row)
 
     ck_assert_ptr_nonnull(o->key);
     ck_assert_ptr_nonnull(o->doc);
-    ck_assert_msg(o->def != NULL || (o->def_fn != NULL && o->def_doc != NULL), "%s: no default",
-                  o->key);
+    ck_assert_msg(o->def != NULL || (o->def_fn != NULL && o->def_doc != NULL) ||
+                      (o->type == SCHEMA_NODE && o->def_doc != NULL),
+                  "%s: no default", o->key);
+    if (o->type == SCHEMA_NODE) { /* hook commands: their own test below */
+        config_free(c);
+        return;
+    }
 
     /* 1. Absent: the default applies (as the text of the table says). */
     field = (char *)c + o->offset;
@@ -342,6 +351,92 @@ START_TEST(option_row)
         free(text);
         config_free(c);
     }
+}
+END_TEST
+
+/* history: N is short for history: {runs: N}; the section holds both. */
+START_TEST(history_section)
+{
+    struct config *c = load_ok("history: 7\n");
+    char err[512];
+    int line, col;
+
+    ck_assert_int_eq(c->history_len, 7);
+    ck_assert_int_eq(c->output_bytes, 16384);
+    config_free(c);
+    c = load_ok("history:\n  runs: 9\n  output_bytes: 0\n");
+    ck_assert_int_eq(c->history_len, 9);
+    ck_assert_int_eq(c->output_bytes, 0);
+    config_free(c);
+    c = load_ok("history: {output_bytes: 1048576}\n");
+    ck_assert_int_eq(c->history_len, 100);
+    ck_assert_int_eq(c->output_bytes, 1048576);
+    config_free(c);
+    /* The shorthand's errors name the section as written. */
+    c = load("history: lots\n", err, sizeof err);
+    ck_assert_ptr_null(c);
+    ck_assert_str_eq(err, "t.yaml:1:10: history: expected an integer, got \"lots\"");
+    c = load("history: {runs: 0}\n", err, sizeof err);
+    ck_assert_ptr_null(c);
+    ck_assert_str_eq(err, "t.yaml:1:17: history.runs: \"0\" is out of range (1..100000)");
+    c = load("history: {run: 3}\n", err, sizeof err);
+    ck_assert_ptr_null(c);
+    ck_assert_str_eq(err, "t.yaml:1:11: unknown key \"run\" (did you mean \"runs\"?)");
+    /* A section without a shorthand still wants a mapping. */
+    c = load("hooks: x\n", err, sizeof err);
+    ck_assert_ptr_null(c);
+    ck_assert_str_eq(err, "t.yaml:1:8: hooks: expected a mapping, got a string");
+    (void)line;
+    (void)col;
+}
+END_TEST
+
+/* hooks.on_failure / on_success: a command, as in jobs.yaml. */
+START_TEST(hook_commands)
+{
+    struct config *c = load_ok("hooks:\n"
+                               "  on_failure: [/usr/local/bin/notify, \"--to\", \"ops team\"]\n"
+                               "  on_success: {shell: \"echo \\\"done\\\" $BATON_JOB\"}\n"
+                               "  timeout: 5s\n");
+    char *text = NULL, err[512];
+    size_t len = 0;
+    FILE *f;
+
+    ck_assert_str_eq(c->hook_on_failure.argv[2], "ops team");
+    ck_assert_str_eq(c->hook_on_success.shell, "echo \"done\" $BATON_JOB");
+    ck_assert_int_eq(c->hook_timeout_ms, 5000);
+    f = open_memstream(&text, &len);
+    config_write_effective(c, f);
+    fclose(f);
+    ck_assert_msg(strstr(text, "\nhooks.on_failure: [\"/usr/local/bin/notify\",\"--to\",\"ops "
+                               "team\"]\n") != NULL,
+                  "%s", text);
+    ck_assert_msg(strstr(text, "\nhooks.on_success: {shell: \"echo \\\"done\\\" $BATON_JOB\"}\n") !=
+                      NULL,
+                  "%s", text);
+    ck_assert_msg(strstr(text, "\nhooks.timeout: 5s\n") != NULL, "%s", text);
+    free(text);
+    /* What the effective configuration says is read back the same. */
+    {
+        char *again = NULL;
+        f = open_memstream(&again, &len);
+        fprintf(f, "hooks:\n  on_failure: [\"/usr/local/bin/notify\",\"--to\",\"ops team\"]\n");
+        fclose(f);
+        struct config *d = load_ok(again);
+        ck_assert_str_eq(d->hook_on_failure.argv[2], "ops team");
+        config_free(d);
+        free(again);
+    }
+    config_free(c);
+    c = load("hooks: {on_success: \"notify\"}\n", err, sizeof err);
+    ck_assert_ptr_null(c);
+    ck_assert_str_eq(err, "t.yaml:1:21: hooks.on_success: expected a command like "
+                          "[\"/usr/local/bin/notify\", \"--job\"] or {shell: \"...\"} ([] for none), "
+                          "got a string");
+    c = load("hooks: {on_failure: [], on_success: []}\n", err, sizeof err);
+    ck_assert_msg(c != NULL, "%s", err);
+    ck_assert(!job_cmd_set(&c->hook_on_failure));
+    config_free(c);
 }
 END_TEST
 
@@ -615,6 +710,11 @@ static const struct {
      "config_group_long.yaml:1:8: group: too long (at most 64 characters)"},
     {"config_int_garbage.yaml",
      "config_int_garbage.yaml:1:10: history: expected an integer, got \"1e3\""},
+    {"config_hooks_argv_item.yaml",
+     "config_hooks_argv_item.yaml:2:31: hooks.on_failure[1]: expected a string, got a mapping"},
+    {"config_history_output_range.yaml",
+     "config_history_output_range.yaml:3:17: history.output_bytes: \"2000000\" is out of range "
+     "(0..1048576)"},
     {"config_jobs_empty.yaml", "config_jobs_empty.yaml:1:7: jobs: must not be empty"},
     {"config_lease_margin.yaml",
      "config_lease_margin.yaml:2:8: lease.ttl (2s) must be at least 2 x lease.renew (666ms) + "
@@ -695,8 +795,8 @@ static const struct {
      "(unix:///run/redis/redis.sock)"},
     {"config_unknown_far.yaml",
      "config_unknown_far.yaml:1:1: unknown key \"color\" (known keys: node, redis, group, "
-     "lease, poll, shutdown_grace, redis_timeout, jobs, timezone, log, history, password_file, "
-     "sentinel_password_file, min_replicas, http)"},
+     "lease, poll, shutdown_grace, redis_timeout, jobs, timezone, log, history, hooks, "
+     "password_file, sentinel_password_file, min_replicas, http)"},
     {"config_unknown_key.yaml",
      "config_unknown_key.yaml:3:3: unknown key \"tll\" (did you mean \"ttl\"?)"},
     {"config_unknown_top.yaml",
@@ -791,7 +891,7 @@ START_TEST(yaml_depth_and_size)
     ck_assert_ptr_null(c);
     ck_assert_str_eq(err, "t.yaml:1:1: unknown key \"k0\" (known keys: node, redis, group, lease, "
                           "poll, shutdown_grace, redis_timeout, jobs, timezone, log, history, "
-                          "password_file, sentinel_password_file, min_replicas, http)");
+                          "hooks, password_file, sentinel_password_file, min_replicas, http)");
     free(wide);
 }
 END_TEST
@@ -893,6 +993,8 @@ static Suite *suite(void)
     tcase_add_test(tc, all_keys_set);
     tcase_add_test(tc, renew_follows_ttl);
     tcase_add_loop_test(tc, option_row, 0, (int)nopts);
+    tcase_add_test(tc, history_section);
+    tcase_add_test(tc, hook_commands);
     tcase_add_test(tc, lease_relations);
     tcase_add_test(tc, redis_urls);
     tcase_add_test(tc, redis_password_hidden);

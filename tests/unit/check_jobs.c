@@ -238,7 +238,7 @@ END_TEST
  * types are coarser: TEXT and NODE keys have hooks of their own). */
 enum jk {
     JK_NAME, JK_SCHEDULE, JK_TIMEZONE, JK_ARGV, JK_SHELL, JK_PATH, JK_USER,
-    JK_DURATION, JK_CATCHUP, JK_INT, JK_CONCURRENCY, JK_ENV, JK_BOOL,
+    JK_DURATION, JK_CATCHUP, JK_INT, JK_CONCURRENCY, JK_ENV, JK_BOOL, JK_HOOK,
 };
 
 static enum jk kind_of(const struct schema_field *k)
@@ -249,7 +249,7 @@ static enum jk kind_of(const struct schema_field *k)
     } named[] = {{"name", JK_NAME},       {"schedule", JK_SCHEDULE}, {"timezone", JK_TIMEZONE},
                  {"command", JK_ARGV},    {"shell", JK_SHELL},       {"workdir", JK_PATH},
                  {"user", JK_USER},       {"catchup", JK_CATCHUP},   {"concurrency", JK_CONCURRENCY},
-                 {"env", JK_ENV}};
+                 {"env", JK_ENV},         {"on_failure", JK_HOOK},   {"on_success", JK_HOOK}};
     for (size_t i = 0; i < sizeof named / sizeof named[0]; i++)
         if (strcmp(named[i].key, k->key) == 0)
             return named[i].kind;
@@ -320,6 +320,12 @@ static void sample_values(const struct schema_field *k, char *a, char *b, size_t
     case JK_BOOL:
         snprintf(a, len, "true");
         snprintf(b, len, "false");
+        break;
+    case JK_HOOK:
+        snprintf(a, len, "[/bin/true]");
+        snprintf(b, len, "{shell: \"echo b\"}");
+        *wrong = "\"echo\"";
+        *wrong_kind = "got a string";
         break;
     }
 }
@@ -492,6 +498,115 @@ START_TEST(key_row)
         ck_assert_ptr_nonnull(strstr(text, want));
         free(text);
     }
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Hooks: the job's own, then defaults:, then baton.yaml's (the base) */
+
+static struct jobs *load_base(const char *yaml, const struct jobs_base *base)
+{
+    char err[512];
+    struct jobs *j = NULL;
+
+    ck_assert_msg(jobs_load_buffer_base("j.yaml", yaml, strlen(yaml), base, &j, err, sizeof err) ==
+                      0,
+                  "%s", err);
+    return j;
+}
+
+START_TEST(hook_layers)
+{
+    char *fail_argv[] = {"/usr/bin/base-fail", NULL};
+    struct job_cmd base_fail = {.argv = fail_argv}, base_ok = {.shell = "echo base ok"};
+    struct jobs_base base = {.timezone = "UTC", .on_failure = &base_fail, .on_success = &base_ok,
+                             .hook_timeout_ms = 5000};
+    const char *yaml = "defaults:\n"
+                       "  on_success: [/usr/bin/defaults-ok]\n"
+                       "jobs:\n"
+                       "  - {name: own, schedule: \"@hourly\", shell: x, on_failure: {shell: "
+                       "\"own fail\"}, hook_timeout: 2s}\n"
+                       "  - {name: inherit, schedule: \"@hourly\", shell: x}\n"
+                       "  - {name: off, schedule: \"@hourly\", shell: x, on_failure: [], "
+                       "on_success: []}\n";
+    struct jobs *j = load_base(yaml, &base);
+    const struct job *own = jobs_find(j, "own"), *inh = jobs_find(j, "inherit"),
+                     *off = jobs_find(j, "off");
+
+    /* The job's own wins; defaults: over baton.yaml; baton.yaml under both. */
+    ck_assert_str_eq(own->on_failure.shell, "own fail");
+    ck_assert_ptr_null(own->on_failure.argv);
+    ck_assert_str_eq(own->on_success.argv[0], "/usr/bin/defaults-ok");
+    ck_assert_int_eq(own->hook_timeout_ms, 2000);
+    ck_assert_str_eq(inh->on_failure.argv[0], "/usr/bin/base-fail");
+    ck_assert_ptr_null(inh->on_failure.argv[1]);
+    ck_assert_str_eq(inh->on_success.argv[0], "/usr/bin/defaults-ok");
+    ck_assert_int_eq(inh->hook_timeout_ms, 5000);
+    /* [] turns an inherited hook off. */
+    ck_assert(!job_cmd_set(&off->on_failure));
+    ck_assert(!job_cmd_set(&off->on_success));
+    /* baton.yaml's hooks are part of the definition: another base, another
+     * fingerprint (and set hash). */
+    fail_argv[0] = "/usr/bin/other";
+    struct jobs *k = load_base(yaml, &base);
+    ck_assert_uint_ne(jobs_find(k, "inherit")->fingerprint, inh->fingerprint);
+    ck_assert_uint_eq(jobs_find(k, "own")->fingerprint, own->fingerprint);
+    ck_assert_uint_ne(jobs_hash(k), jobs_hash(j));
+    jobs_free(k);
+    jobs_free(j);
+    /* Without a base: no hooks, the table's 30s. */
+    j = load_ok("jobs:\n  - {name: a, schedule: \"@hourly\", shell: x}\n");
+    ck_assert(!job_cmd_set(&j->v[0].on_failure));
+    ck_assert_int_eq(j->v[0].hook_timeout_ms, 30000);
+    jobs_free(j);
+}
+END_TEST
+
+START_TEST(hook_errors)
+{
+    load_err("jobs:\n  - {name: a, schedule: \"@hourly\", shell: x, on_failure: {shell: \"\"}}\n",
+             "j.yaml:2:66: job \"a\": on_failure.shell: must not be empty");
+    load_err("jobs:\n  - {name: a, schedule: \"@hourly\", shell: x, on_failure: {}}\n",
+             "j.yaml:2:58: job \"a\": on_failure: expected a command like "
+             "[\"/usr/local/bin/notify\", \"--job\"] or {shell: \"...\"} ([] for none), got an "
+             "empty mapping");
+    load_err("jobs:\n  - {name: a, schedule: \"@hourly\", shell: x, on_success: [\"\"]}\n",
+             "j.yaml:2:59: job \"a\": on_success[0]: the program must not be empty");
+    load_err("jobs:\n  - name: a\n    schedule: \"@hourly\"\n    shell: x\n    on_failure:\n",
+             "j.yaml:5:16: job \"a\": on_failure: missing value (expected a command like "
+             "[\"/usr/local/bin/notify\", \"--job\"] or {shell: \"...\"} ([] for none))");
+    load_err("defaults:\n  on_failure: {shell: [x]}\njobs: []\n",
+             "j.yaml:2:23: defaults: on_failure.shell: expected a command line, got a sequence");
+}
+END_TEST
+
+/* The set's hash: the order of the file does not count, every job does. */
+START_TEST(set_hash)
+{
+    struct jobs *a = load_ok("jobs:\n"
+                             "  - {name: x, schedule: \"@hourly\", shell: a}\n"
+                             "  - {name: y, schedule: \"@daily\", shell: b}\n");
+    struct jobs *b = load_ok("jobs:\n"
+                             "  - {name: y, schedule: \"@daily\", shell: b}\n"
+                             "  - {name: x, schedule: \"@hourly\", shell: a}\n");
+    struct jobs *c = load_ok("jobs:\n"
+                             "  - {name: y, schedule: \"@daily\", shell: b}\n"
+                             "  - {name: x, schedule: \"@hourly\", shell: a, retries: 1}\n");
+    struct jobs *d = load_ok("jobs:\n"
+                             "  - {name: y, schedule: \"@daily\", shell: b}\n");
+    struct jobs *e = load_ok("jobs: []\n");
+    char hex[JOBS_HASH_HEX];
+
+    ck_assert_uint_eq(jobs_hash(a), jobs_hash(b));
+    ck_assert_uint_ne(jobs_hash(a), jobs_hash(c));
+    ck_assert_uint_ne(jobs_hash(a), jobs_hash(d));
+    ck_assert_uint_ne(jobs_hash(d), jobs_hash(e));
+    ck_assert_uint_eq(strlen(jobs_hash_hex(a, hex, sizeof hex)), 16);
+    jobs_free(a);
+    jobs_free(b);
+    jobs_free(c);
+    jobs_free(d);
+    jobs_free(e);
 }
 END_TEST
 
@@ -772,6 +887,15 @@ static const struct {
     {"jobs_env_null_value.yaml",
      "jobs_env_null_value.yaml:6:14: job \"report\": env.FORMAT: missing value (write \"\" for "
      "an empty string)"},
+    {"jobs_hook_map_key.yaml",
+     "jobs_hook_map_key.yaml:5:18: job \"report\": on_failure: unknown key \"command\" (expected "
+     "a command like [\"/usr/local/bin/notify\", \"--job\"] or {shell: \"...\"} ([] for none))"},
+    {"jobs_hook_scalar.yaml",
+     "jobs_hook_scalar.yaml:5:17: job \"report\": on_success: expected a command like "
+     "[\"/usr/local/bin/notify\", \"--job\"] or {shell: \"...\"} ([] for none), got a string"},
+    {"jobs_hook_timeout_range.yaml",
+     "jobs_hook_timeout_range.yaml:3:17: defaults: hook_timeout: \"2h\" is out of range "
+     "(100ms..1h)"},
     {"jobs_env_reserved.yaml",
      "jobs_env_reserved.yaml:6:7: job \"report\": env: \"BATON_JOB\": names starting with "
      "BATON_ are reserved for the variables baton sets"},
@@ -874,6 +998,9 @@ static Suite *suite(void)
     tcase_add_test(tc, defaults_section);
     tcase_add_test(tc, zones);
     tcase_add_loop_test(tc, key_row, 0, (int)nkeys);
+    tcase_add_test(tc, hook_layers);
+    tcase_add_test(tc, hook_errors);
+    tcase_add_test(tc, set_hash);
     tcase_add_test(tc, fingerprint_normalized);
     tcase_add_test(tc, fingerprint_unambiguous);
     tcase_add_test(tc, schedule_columns);

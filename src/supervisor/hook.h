@@ -1,0 +1,89 @@
+/* hook.h -- on_failure and on_success: a command run after a run ends, on
+ * the node that ran it, at most once per run.
+ *
+ * Which: a run that ended ok gets its job's on_success; one that failed,
+ * timed out, was killed by baton, or could not start gets on_failure, once
+ * no retry follows: the runner says whether it scheduled one. A failed
+ * attempt with a retry scheduled waits here (deferred); the retry's own end
+ * replaces it, and a retry that is dropped (the node stops leading, the job
+ * changed, the retry's claim was refused) starts it. So a tick's failure is
+ * reported once, by its last attempt (BATON_ATTEMPT). A manual run (baton
+ * trigger) is never retried: its hook starts when it ends, as a tick's
+ * last attempt's does. Ticks that did not run (skipped, superseded,
+ * missed, paused) have no run, and no hook.
+ *
+ * How: like a run (proc.h's shim, its own process group, stdin /dev/null,
+ * the job's user, workdir and env), but never fenced (a hook reports a run
+ * that is over: it does not need the lease) and never blocking the loop. It
+ * gets the run's facts in its environment (BATON_JOB, BATON_RUN_ID,
+ * BATON_NODE, BATON_GROUP, BATON_HOOK, BATON_OUTCOME, BATON_EXIT_CODE or
+ * BATON_SIGNAL, BATON_REASON, BATON_DURATION_MS, BATON_ATTEMPT,
+ * BATON_TRIGGER, BATON_SCHEDULED_AT, BATON_STARTED_AT) and BATON_OUTPUT_FILE,
+ * a private file (mode 0600, owned by the job's user) holding the run's
+ * output tail, removed when the hook ends. Its own output becomes
+ * hook_output lines (output.h); hook_start and hook_end frame it. After
+ * hook_timeout it gets SIGTERM, and SIGKILL after the job's kill_grace.
+ *
+ * A hook dies with its supervisor (the shim's PR_SET_PDEATHSIG), like any
+ * child of baton: a node killed during a hook does not finish it, and no
+ * other node runs it. On a graceful shutdown the daemon waits for hooks
+ * within shutdown_grace; hooks_hurry() then stops them (SIGTERM, SIGKILL
+ * after kill_grace), and a hook that starts after that point (its run was
+ * stopped by the drain) has kill_grace before its SIGTERM.
+ *
+ * Bounded: at most HOOKS_ALIVE_MAX hooks alive and HOOKS_DEFERRED_MAX
+ * deferred; beyond, a hook is not started (hook_end says why).
+ * Single-threaded, on the daemon's loop; the runner reaps every child
+ * (waitpid(-1)) and hands hooks_reaped() the pids that are not runs. */
+#ifndef BATON_HOOK_H
+#define BATON_HOOK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "log.h"
+#include "loop.h"
+#include "run.h"
+
+#define HOOKS_ALIVE_MAX    256
+#define HOOKS_DEFERRED_MAX 1024
+
+struct hooks;
+
+struct hooks_host { /* node and group are copied; the rest is borrowed */
+    struct log *log;
+    struct loop *loop;
+    int timer_id; /* the loop timer the hooks own */
+    const char *node;
+    const char *group;
+};
+
+/* Returns: owned (free with hooks_free), or NULL on ENOMEM. */
+struct hooks *hooks_new(const struct hooks_host *host);
+/* SIGKILLs the hooks still alive, removes their files, drops the deferred
+ * ones, frees h. NULL is a no-op. */
+void hooks_free(struct hooks *h);
+
+/* run (exited, recorded) ended: starts the hook its job has for its
+ * outcome, or defers an on_failure while retry_follows. A deferred hook of
+ * the same job and tick is replaced by this run's. Copies what it needs:
+ * run may go right after. h NULL: nothing. */
+void hooks_run_ended(struct hooks *h, const struct run *run, bool retry_follows);
+/* The retry of job's tick that a deferred hook waited for will not run:
+ * the hook starts now. h NULL or nothing deferred: nothing. */
+void hooks_retry_dropped(struct hooks *h, const char *job, int64_t tick);
+
+/* A child exited: true when pid was a hook (it is reaped, logged, its file
+ * removed), false when it is not ours. */
+bool hooks_reaped(struct hooks *h, pid_t pid, int wstatus);
+/* Hooks alive. 0 for h NULL. */
+size_t hooks_running(const struct hooks *h);
+/* The timer fired: timeouts and KILLs that are due. */
+void hooks_on_timer(struct hooks *h);
+/* The shutdown's grace is over: SIGTERM to every hook now (SIGKILL after
+ * its kill_grace); hooks that start from now on get kill_grace only. */
+void hooks_hurry(struct hooks *h);
+
+#endif /* BATON_HOOK_H */
