@@ -40,6 +40,17 @@
 . "$BATON_TESTS_DIR/lib/harness.sh"
 B=$BATON_BIN
 FAULTS=${FAULTS:-partition sigstop_leader sigstop_redis_short sigstop_redis_long restart_aof restart_nopersist flushall clock_back clock_forward slow_log fd_exhaustion}
+# Under AddressSanitizer, formatting a flood of output lines costs the loop
+# so much CPU on a 2-core machine that the stall is the sanitizer's, not the
+# slow reader's: slow_log is checked by the -Werror run (said, not skipped
+# silently).
+case ${BATON_TEST_CFLAGS:-} in
+*sanitize*)
+    if [ -z "${FAULTS_KEEP_SLOW_LOG:-}" ] && [[ " $FAULTS " == *" slow_log "* ]]; then
+        FAULTS=$(echo " $FAULTS " | sed 's/ slow_log / /; s/^ //; s/ $//')
+        echo "[test_faults] slow_log is not run under AddressSanitizer (the -Werror run checks it)"
+    fi ;;
+esac
 REPEAT=${FAULTS_REPEAT:-1}
 FAKETIME_LIB=$(ls /usr/lib/*/faketime/libfaketime.so.1 2>/dev/null | head -n1)
 [ -n "$FAKETIME_LIB" ] || fail "libfaketime is not installed (apt-get install faketime)"
@@ -334,7 +345,10 @@ fault_slow_log() {
     } > "$T/slow-jobs.yaml"
     rm -f "$T/slow.fifo" "$T/slow-ledger.txt"; mkfifo "$T/slow.fifo"
     spawn drain bash -c 'while n=$(dd bs=4096 count=1 iflag=fullblock status=none | tee -a "$1" | wc -c) && [ "$n" -gt 0 ]; do sleep 0.1; done < "$0"' "$T/slow.fifo" "$T/s1.log"
-    other_config s1 slow "$T/slow-jobs.yaml"; other_config s2 slow "$T/slow-jobs.yaml"
+    # A 3 s lease, as for fd_exhaustion: what this checks is that the loop
+    # never waits for the log's reader; formatting a flood of output lines
+    # under AddressSanitizer on a loaded machine is a CPU stall of its own.
+    other_config s1 slow "$T/slow-jobs.yaml" 3000; other_config s2 slow "$T/slow-jobs.yaml" 3000
     spawn s1 bash -c 'exec "$@" > "$0"' "$T/slow.fifo" "$B" run -c "$T/s1.yaml"
     lease=$(lead s1 slow)
     spawn s2 "$B" run -c "$T/s2.yaml"
