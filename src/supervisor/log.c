@@ -17,7 +17,7 @@
 struct line {
     struct line *next;
     size_t len;
-    char text[]; /* ends in '\n' */
+    char *text; /* the formatted line, its NUL replaced by '\n'; owned */
 };
 
 struct log {
@@ -84,6 +84,7 @@ void log_free(struct log *lg)
     while (lg->head != NULL) {
         struct line *l = lg->head;
         lg->head = l->next;
+        free(l->text);
         free(l);
     }
     pthread_cond_destroy(&lg->cv);
@@ -161,19 +162,21 @@ static void write_all(int fd, const char *p, size_t n)
 static int64_t enqueue(struct log *lg, enum log_event ev, char *text, int64_t *bytes)
 {
     int64_t report = 0;
-    size_t n = strlen(text);
-    struct line *l = malloc(sizeof *l + n + 1);
-    if (l != NULL) {
-        memcpy(l->text, text, n);
-        l->text[n] = '\n';
-        l->len = n + 1;
-        l->next = NULL;
+    /* The line keeps the formatted buffer (no copy): its NUL becomes the
+     * newline, the room is there. */
+    struct line *l = malloc(sizeof *l);
+    if (l == NULL) {
+        free(text);
+        return 0;
     }
-    free(text);
+    size_t n = strlen(text);
+    text[n] = '\n';
+    *l = (struct line){.next = NULL, .len = n + 1, .text = text};
     pthread_mutex_lock(&lg->mu);
-    if (l != NULL && ev == LE_JOB_OUTPUT && lg->queued + l->len > LOG_QUEUE_MAX) {
+    if (ev == LE_JOB_OUTPUT && lg->queued + l->len > LOG_QUEUE_MAX) {
         lg->dropped_lines++;
         lg->dropped_bytes += (int64_t)l->len;
+        free(l->text);
         free(l);
         l = NULL;
     }
@@ -214,6 +217,7 @@ static void *writer_main(void *arg)
         lg->queued -= l->len;
         pthread_mutex_unlock(&lg->mu);
         write_all(lg->fd, l->text, l->len);
+        free(l->text);
         free(l);
         pthread_mutex_lock(&lg->mu);
     }
