@@ -425,6 +425,11 @@ static int cmd_lock(int argc, char **argv)
         fprintf(stderr, "baton: lock: %s: %s\n", a.cmd[0], strerror(perr));
         return CLI_EXIT_NOEXEC;
     }
+    char shim_err[512];
+    if (proc_shim_check(shim_err, sizeof shim_err) != 0) {
+        fprintf(stderr, "baton: lock: %s\n", shim_err);
+        return CLI_EXIT_NOEXEC;
+    }
 
     /* Block the signals we handle before libbaton starts its threads, so
      * that they all reach the signalfd. */

@@ -1,4 +1,5 @@
 /* claim.c -- see claim.h. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,6 +152,45 @@ out:
     free(last);
     free(busy);
     return res;
+}
+
+/* KEYS: leader, last:J... ARGV: token, mark for each last:J. */
+static const char start_marks_src[] =
+    "if redis.call('get', KEYS[1]) ~= ARGV[1] then return -1 end\n"
+    "for i = 2, #KEYS do redis.call('set', KEYS[i], ARGV[i], 'NX') end\n"
+    "return 0\n";
+
+int claim_start_marks(struct baton_client *c, const char *group, const char *leader_key,
+                      const char *token, const char *const *jobs, const int64_t *marks, size_t n)
+{
+    const char *keys[REFRESH_MAX + 1], *args[REFRESH_MAX + 1];
+    char *owned[REFRESH_MAX], vals[REFRESH_MAX][24];
+    size_t made = 0;
+    int rc = EIO;
+    if (n == 0)
+        return 0;
+    if (n > REFRESH_MAX)
+        return EIO;
+    keys[0] = leader_key;
+    args[0] = token;
+    for (; made < n; made++) {
+        if ((owned[made] = group_key(group, "last:%s", jobs[made])) == NULL)
+            goto out;
+        keys[made + 1] = owned[made];
+        snprintf(vals[made], sizeof vals[made], "%" PRId64, marks[made]);
+        args[made + 1] = vals[made];
+    }
+    struct baton_reply *reply = NULL;
+    int e = baton_client_eval(c, start_marks_src, (int)n + 1, keys, (int)n + 1, args, &reply);
+    /* Not durable: the mark may be lost with a failover, which is where
+     * we were before writing it. */
+    if (e == BATON_OK || e == BATON_ENOTDURABLE)
+        rc = 0;
+    baton_reply_free(reply);
+out:
+    for (size_t i = 0; i < made; i++)
+        free(owned[i]);
+    return rc;
 }
 
 static int refresh_batch(struct baton_client *c, const char *group, const char *leader_key,

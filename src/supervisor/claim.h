@@ -65,6 +65,17 @@ struct claim_reply {
 };
 void claim_reply_free(struct claim_reply *r);
 
+/* Writes the high-water mark of each of the n jobs that has none yet (SET
+ * NX: a mark that exists is never moved back), to marks[i] (Unix s: the
+ * second the leader starts the job from), if the lease is still the
+ * token's. A job added while no leader was there, or whose mark Redis
+ * lost, thus has a mark from its first leader on: the next leader catches
+ * up from it instead of starting from its own now. At most 256 jobs per
+ * call. Returns 0 (also when the lease is no longer ours: nothing
+ * written) or EIO. */
+int claim_start_marks(struct baton_client *c, const char *group, const char *leader_key,
+                      const char *token, const char *const *jobs, const int64_t *marks, size_t n);
+
 /* Claims tick (Unix s) of job for the leader whose lease key and token
  * are given, registering member ("<node>/<run_id>") when a run is to
  * start. Returns the result; *out holds the live runs seen. */

@@ -42,6 +42,7 @@
 #include "machine.h"
 #include "members.h"
 #include "ops.h"
+#include "proc.h"
 #include "runner.h"
 #include "secrets.h"
 
@@ -781,6 +782,10 @@ int daemon_run(const char *config_path)
         (jobs = load_jobs(d.cfg, err, sizeof err)) == NULL) {
         fprintf(stderr, "baton: run: %s\n", err);
         rc = DAEMON_ECONFIG;
+        goto out;
+    }
+    if (proc_shim_check(err, sizeof err) != 0) {
+        fprintf(stderr, "baton: run: %s\n", err);
         goto out;
     }
     if (getrandom(&d.rng, sizeof d.rng, 0) != sizeof d.rng || d.rng == 0)

@@ -1,9 +1,14 @@
 /* proc.h -- run a command in its own process group, under a shim that takes
  * the whole group down if baton dies.
  *
- *   baton ── fork ──> shim (pid P, process group leader of group P)
- *                       └─ fork+exec ──> the command (group P), and its
- *                                         children (group P)
+ *   baton ── posix_spawn ──> baton-shim (pid P, leader of group P)
+ *                              └─ fork+exec ──> the command (group P), and
+ *                                                its children (group P)
+ *
+ * The shim is a program of its own (shim/shim.c, libc only), found beside
+ * the running baton or in BATON_LIBEXECDIR: starting it never copies
+ * baton's address space, so a run costs baton a fraction of a millisecond
+ * however large and multi-threaded baton is.
  *
  * The shim has PR_SET_PDEATHSIG: when baton dies, even by SIGKILL or the
  * OOM killer, the kernel signals the shim, which SIGKILLs group P. A lock
@@ -27,9 +32,16 @@
 #ifndef BATON_PROC_H
 #define BATON_PROC_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
+
+/* The shim's command line protocol (shim/shim.c), its fence descriptor, and
+ * the signal the kernel sends it when baton dies. */
+#define PROC_SHIM_PROTOCOL "1"
+#define PROC_SHIM_FENCE_FD 3
+#define PROC_DEATHSIG      (SIGRTMIN + 3)
 
 struct proc_spec {
     const char *path;    /* executable, as resolved by proc_resolve() */
@@ -52,6 +64,14 @@ struct proc_spec {
  * is an executable regular file. Returns 0 with the path in out, or ENOENT
  * (not found) / EACCES (found, not executable) / ENAMETOOLONG. */
 int proc_resolve(const char *name, char *out, size_t len);
+
+/* Finds baton-shim: beside the running executable, else in
+ * BATON_LIBEXECDIR. Returns 0 with its path in out, or ENOENT / EACCES /
+ * ENAMETOOLONG. */
+int proc_shim_path(char *out, size_t len);
+/* proc_shim_path() for a start-up check: 0, or errno with a message saying
+ * where baton looked in err. */
+int proc_shim_check(char *err, size_t len);
 
 /* Starts the shim and the command. Returns 0 and *pid (the shim's pid, also
  * the process group id), or an errno value. Signals should be blocked in the

@@ -38,6 +38,11 @@
 #define FLUSH_RETRY_MS  1000 /* the outbox could not be written: try again then */
 #define MARK_BATCH      500  /* high-water marks read per MGET */
 #define CONTROL_RETRY_MS 1000 /* the control keys could not be read: try again then */
+/* Starting runs (a claim round trip and a fork each) stops after this long
+ * in one turn of the loop and goes on a millisecond later, after the
+ * lease's own timers: a catch-up of many jobs at once never holds the
+ * loop past the renewal. */
+#define TURN_BUDGET_MS  20
 #define TRIGGER_SWEEP   100  /* requests looked at per read of the control keys */
 #define PAUSE_FLUSH_S   3600 /* a paused job's skipped ticks are recorded at least this often */
 #define PAUSE_FOREVER   INT64_MAX /* paused, no resume yet */
@@ -71,6 +76,7 @@ struct jobstate {
     const struct job *job;
     struct jobset *set;
     bool mark_known;    /* the high-water mark was read in this leadership */
+    bool mark_unset;    /* Redis has none: ours (last) is still to be written */
     int64_t last;       /* the last tick dealt with (Unix s) */
     int64_t next_tick;  /* the next tick to queue (Unix s); 0: none */
     struct sched_tick *q;
@@ -162,6 +168,7 @@ struct runner {
     /* This term's grant came from a server that may lack the last writes of
      * the term before (baton_election_server_changed): no catch-up. */
     bool no_catchup, no_catchup_logged;
+    int64_t turn_end; /* this turn of the loop yields at this time (TURN_BUDGET_MS) */
 };
 
 /* ---- clocks ---- */
@@ -524,7 +531,7 @@ static void clear_schedule(struct runner *r, struct jobstate *js)
     flush_skipped(r, js);
     js->qhead = js->qlen = js->qmissed = 0;
     js->hold_until = 0;
-    js->mark_known = false;
+    js->mark_known = js->mark_unset = false;
     js->next_tick = 0;
     while (js->retries != NULL) {
         struct retry *t = js->retries;
@@ -1487,6 +1494,7 @@ static void take_mark(struct runner *r, struct jobstate *js, const struct baton_
         js->last = v > js->claimed_max ? v : js->claimed_max;
     } else {
         js->last = now_s;
+        js->mark_unset = true; /* written by write_start_marks() */
         /* Said even when the server changed (a restart without persistence
          * loses the marks): without this line, the ticks of the loss window
          * went unrun with nothing saying so (test_faults, restart_nopersist). */
@@ -1498,6 +1506,35 @@ static void take_mark(struct runner *r, struct jobstate *js, const struct baton_
     }
     js->mark_known = true;
     js->next_tick = sched_next(js->job, js->last);
+}
+
+/* Writes the marks of the n jobs of js[] that Redis had none for: from
+ * now on a later leader catches them up from where this one started,
+ * instead of from its own start (a new job whose leader died before its
+ * first tick lost the ticks in between, without a record). Jobs whose
+ * write failed try again from process_job(). */
+static void write_start_marks(struct runner *r, struct jobstate **js, size_t n)
+{
+    enum { CHUNK = 256 }; /* claim_start_marks()'s limit */
+    const char *names[CHUNK];
+    int64_t marks[CHUNK];
+    struct jobstate *which[CHUNK];
+    const char *token = baton_election_token(r->h.election);
+    for (size_t i = 0; i < n;) {
+        size_t k = 0;
+        for (; i < n && k < CHUNK; i++)
+            if (js[i]->mark_unset) {
+                which[k] = js[i];
+                names[k] = js[i]->job->name;
+                marks[k++] = js[i]->last;
+            }
+        if (k == 0 || token == NULL || !r->h.may_block(r->h.ctx) ||
+            claim_start_marks(r->h.client, r->group, baton_election_key(r->h.election), token,
+                              names, marks, k) != 0)
+            return;
+        for (size_t j = 0; j < k; j++)
+            which[j]->mark_unset = false;
+    }
 }
 
 /* Reads js's high-water mark (one GET). Returns false when it cannot now. */
@@ -1514,6 +1551,8 @@ static bool read_mark(struct runner *r, struct jobstate *js)
     if (ok)
         take_mark(r, js, rep, wall_ms() / 1000);
     baton_reply_free(rep);
+    if (ok && js->mark_unset)
+        write_start_marks(r, &js, 1);
     return ok;
 }
 
@@ -1530,6 +1569,8 @@ static void process_job(struct runner *r, struct jobstate *js)
         js->hold_until = 0;
     if (!js->mark_known && js->hold_until == 0 && !read_mark(r, js))
         js->hold_until = now + CLAIM_RETRY_MS * MS;
+    if (js->mark_known && js->mark_unset)
+        write_start_marks(r, &js, 1);
     if (js->mark_known) {
         start_retries(r, js, now);
         start_manuals(r, js, now); /* a paused job can still be run by hand */
@@ -1539,9 +1580,13 @@ static void process_job(struct runner *r, struct jobstate *js)
     if (js->mark_known && js->pause_until == 0) {
         if (js->next_tick != 0 && js->next_tick * 1000 <= wall)
             queue_due(r, js, wall);
-        while (r->leading && js->hold_until == 0) {
+        for (int claims = 0; r->leading && js->hold_until == 0; claims++) {
             if (js->qlen == 0)
                 break;
+            if (claims > 0 && mono_ns() >= r->turn_end) {
+                js->hold_until = mono_ns(); /* the rest next turn (runner_on_timer) */
+                break;
+            }
             struct sched_tick *h = q_head(js);
             if (!h->missed && wall - h->at * 1000 >= SCHED_LIVE_SLACK_MS) {
                 h->missed = true; /* it waited: the catch-up policy decides now */
@@ -1635,6 +1680,7 @@ static void read_marks(struct runner *r)
         for (size_t i = 0; i < n; i++)
             take_mark(r, batch[i], rep->element[i], now_s);
         baton_reply_free(rep);
+        write_start_marks(r, batch, n);
     }
 }
 
@@ -1913,11 +1959,17 @@ void runner_on_timer(struct runner *r)
     fence_lease_runs(r, now);
     if (r->leading && r->control_at != 0 && r->control_at <= now)
         read_control(r, now);
-    /* Every job that has something to do now, earliest first. A job that
-     * still has something to do now gets a later key (a hold): the loop
-     * ends. */
-    while (r->leading && r->nheap > 0 && r->heap[0]->key <= mono_ns())
+    /* Every job that has something to do now, earliest first, for at most
+     * TURN_BUDGET_MS (at least one job). A job that still has something to
+     * do now gets a later key (a hold), or a hold of now when the budget
+     * ran out while it started runs: the loop ends. */
+    r->turn_end = now + TURN_BUDGET_MS * MS;
+    for (int jobs = 0; r->leading && r->nheap > 0; jobs++) {
+        int64_t t = mono_ns();
+        if (r->heap[0]->key > t || (jobs > 0 && t >= r->turn_end))
+            break; /* past the budget: rearm() makes the rest due in 1 ms */
         process_job(r, r->heap[0]); /* gives it a key in the future, or none */
+    }
     runner_flush(r);
     rearm(r);
 }

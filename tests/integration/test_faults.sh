@@ -37,6 +37,16 @@
 #
 # FAULTS_REPEAT=N repeats each fault N times; FAULTS_SUMMARY=FILE gets one
 # JSON line per fault (tests/bench/bench_faults.sh).
+#
+# The soak (tests/bench/bench_soak.sh): FAULTS_SOAK_SECONDS=S runs, instead
+# of each fault in turn, a fault of the main group drawn at random
+# (FAULTS_SOAK_SEED) every FAULTS_SOAK_EVERY seconds (30) for S seconds,
+# with FAULTS_JOBS more jobs (t01, t02...: every 1 to 12 s, catch-up 1 h,
+# a quarter of them printing output) whose ticks get the same checks:
+# none twice, none missing, fences never down. History is trimmed to
+# FAULTS_HISTORY runs per job (100000) so that Redis's memory levels off.
+# After each fault the supervisors' RSS and descriptors and Redis's memory
+# are sampled; FAULTS_SOAK_REPORT=FILE gets the samples' slopes as JSON.
 . "$BATON_TESTS_DIR/lib/harness.sh"
 B=$BATON_BIN
 FAULTS=${FAULTS:-partition sigstop_leader sigstop_redis_short sigstop_redis_long restart_aof restart_nopersist flushall clock_back clock_forward slow_log fd_exhaustion}
@@ -54,7 +64,8 @@ esac
 REPEAT=${FAULTS_REPEAT:-1}
 FAKETIME_LIB=$(ls /usr/lib/*/faketime/libfaketime.so.1 2>/dev/null | head -n1)
 [ -n "$FAKETIME_LIB" ] || fail "libfaketime is not installed (apt-get install faketime)"
-TTL_MS=1000
+TTL_MS=${FAULTS_TTL_MS:-1000}
+FAULTS_HISTORY=${FAULTS_HISTORY:-100000}
 # The forward step: +1 h in bench mode (FAULTS_STEP_FORWARD=3600: about
 # 2600 ticks recorded as more than are caught up at once, 1000 run, which
 # takes minutes); 2 min in CI, every tick of it caught up.
@@ -84,6 +95,16 @@ jobs:
     catchup: 0
     shell: "exec env -u LD_PRELOAD sh $T/span.sh"
 EOF
+EXTRA=$T/extra.txt EXTRA_JOBS=${FAULTS_JOBS:-0}
+PERIODS=(1 2 3 4 5 6 10 12)
+declare -A EXTRA_PERIOD=()
+for i in $(seq 1 "$EXTRA_JOBS"); do
+    j=$(printf 't%02d' "$i") k=${PERIODS[$(( (i - 1) % ${#PERIODS[@]} ))]}
+    EXTRA_PERIOD[$j]=$k
+    out=""; [ $(( i % 4 )) -ne 0 ] || out="seq 1 20; "
+    printf '  - {name: %s, schedule: "*/%d * * * * *", catchup: 1h, shell: "%secho %s $BATON_SCHEDULED_AT $BATON_FENCE $BATON_NODE >> %s"}\n' \
+        "$j" "$k" "$out" "$j" "$EXTRA" >> "$T/jobs.yaml"
+done
 declare -A PROXY=()
 for n in n1 n2 n3; do
     proxy_start "proxy-$n"
@@ -96,8 +117,9 @@ lease: {ttl: ${TTL_MS}ms}
 redis_timeout: 200ms
 poll: 1s
 shutdown_grace: 2s
-history: 100000
+history: $FAULTS_HISTORY
 jobs: $T/jobs.yaml
+${FAULTS_CONFIG:-}
 EOF
     # ASan wants to come first among the preloaded libraries: not here.
     spawn "$n" env LD_PRELOAD="$FAKETIME_LIB" FAKETIME_TIMESTAMP_FILE="$CLOCK" \
@@ -180,6 +202,64 @@ check_ledger() {
         || fail "$PHASE: a later tick ran under a lower fence"
 }
 
+# check_extra: the checks of check_ledger for the FAULTS_JOBS jobs (t01...)
+# over the seconds EXTRA_CHECKED_TO+1 .. the ledger's checked end - 15 (a
+# job's catch-up may trail the ledger's by a few seconds; what is left is
+# checked the next time). A second may be missing inside any loss window
+# so far (LOSS_WINDOWS) and recorded `missed` inside MISSED_OK windows.
+EXTRA_CHECKED_TO=0 EXTRA_LINES=0 LOSS_WINDOWS="" MISSED_OK=""
+check_extra() {
+    [ "$EXTRA_JOBS" -gt 0 ] || return 0
+    local from=$(( EXTRA_CHECKED_TO + 1 )) to=$(( CHECKED_TO - 15 )) total j bad
+    [ "$to" -ge "$from" ] || return 0
+    # The new complete lines, their times converted once.
+    total=$(wc -l < "$EXTRA")
+    if [ "$total" -gt "$EXTRA_LINES" ]; then
+        tail -n +"$(( EXTRA_LINES + 1 ))" "$EXTRA" | head -n "$(( total - EXTRA_LINES ))" > "$T/extra.new"
+        paste -d' ' <(awk '{print $1}' "$T/extra.new") <(awk '{print $2}' "$T/extra.new" | date -u -f - +%s) \
+            <(awk '{print $3, $4}' "$T/extra.new") >> "$T/extra.s"
+        EXTRA_LINES=$total
+    fi
+    bad=$(awk '{print $1, $2}' "$T/extra.s" | sort | uniq -d | head -n 10 | tr '\n' ' ')
+    [ -z "$bad" ] || fail "$PHASE: ticks run twice: $bad"
+    sort -k1,1 -k2,2n "$T/extra.s" | awk '$1 == j && $3 < f { print $1 " fence went down at " $2; bad = 1 } { j = $1; f = $3 } END { exit bad }' \
+        || fail "$PHASE: a later tick ran under a lower fence"
+    for j in "${!EXTRA_PERIOD[@]}"; do
+        history_ranges "$G" "$j" | sed "s/^/$j /"
+    done > "$T/extra-history.txt"
+    bad=$(awk -v f="$from" -v t="$to" -v lw="$LOSS_WINDOWS" -v mo="$MISSED_OK" -v periods="$(for j in "${!EXTRA_PERIOD[@]}"; do printf '%s:%s ' "$j" "${EXTRA_PERIOD[$j]}"; done)" '
+        function inside(x, list,   n, i, w, a) { n = split(list, w, " ")
+            for (i = 1; i <= n; i++) { split(w[i], a, ":"); if (x >= a[1] && x <= a[2]) return 1 }
+            return 0 }
+        FILENAME == ARGV[1] { ran[$1 " " $2] = 1; next }
+        { n[$1]++; s[$1, n[$1]] = $2; u[$1, n[$1]] = $3; o[$1, n[$1]] = $4 }
+        END {
+            np = split(periods, P, " ")
+            for (p = 1; p <= np; p++) {
+                split(P[p], a, ":"); j = a[1]; k = a[2]
+                for (x = f; x <= t; x++) {
+                    if ((x % 60) % k != 0) continue
+                    if ((j " " x) in ran) { r++; continue }
+                    why = ""
+                    for (i = 1; i <= n[j]; i++) if (s[j, i] <= x && x <= u[j, i]) { why = o[j, i]; break }
+                    if (why != "" && (why != "missed" || inside(x, mo))) { rec++; continue }
+                    if (why == "" && inside(x, lw)) { lost++; continue }
+                    printf "%s@%s(%s) ", j, x, (why == "" ? "no record" : why); bad++
+                    if (bad >= 10) break
+                }
+            }
+            printf "\n%d %d %d\n", r, rec, lost
+        }' "$T/extra.s" "$T/extra-history.txt")
+    read -r EXTRA_RAN EXTRA_RECORDED EXTRA_LOST <<<"$(printf '%s\n' "$bad" | tail -n1)"
+    bad=$(printf '%s\n' "$bad" | head -n1)
+    [ -z "$bad" ] || fail "$PHASE: ticks of the other jobs neither run nor recorded: $bad"
+    note "  $PHASE: other jobs, seconds $from..$to: $EXTRA_RAN ran, $EXTRA_RECORDED recorded, $EXTRA_LOST lost with the data"
+    SOAK_EXTRA_RAN=$(( ${SOAK_EXTRA_RAN:-0} + EXTRA_RAN ))
+    SOAK_EXTRA_RECORDED=$(( ${SOAK_EXTRA_RECORDED:-0} + EXTRA_RECORDED ))
+    SOAK_EXTRA_LOST=$(( ${SOAK_EXTRA_LOST:-0} + EXTRA_LOST ))
+    EXTRA_CHECKED_TO=$to
+}
+
 # check_span T0_MS [LOSS]: no two span runs overlap (with LOSS, where
 # Redis lost the lease, only if the later run has the higher fence: what
 # baton promises there). When the lease moved after
@@ -189,7 +269,7 @@ check_ledger() {
 check_span() {
     local out
     out=$(awk '{ if (!($1 in lo) || $3 < lo[$1]) lo[$1] = $3
-                 if ($3 > hi[$1]) hi[$1] = $3; node[$1] = $2 }
+                 if ($3 > hi[$1]) hi[$1] = $3; node[$1] = $2
                  fence[$1] = $4 }
                END { for (r in lo) print lo[r], hi[r], node[r], r, fence[r] }' "$SPAN" | sort -n |
           awk -v loss="${2:-0}" '
@@ -249,6 +329,9 @@ end_phase() {
     note "  $PHASE: seconds $from..$to: $RAN ran, $RECORDED recorded, $LOST lost with the data; lease moved: $moved; margin ${MARGIN:-none} ms"
     summarize "$fault" "$RAN" "$RECORDED" "$LOST" "$MARGIN" "$moved"
     CHECKED_TO=$to
+    [ "$lf" -gt "$lt" ] || LOSS_WINDOWS="$LOSS_WINDOWS $lf:$lt"
+    [ "$am" = 0 ] || MISSED_OK="$MISSED_OK $from:$to"
+    check_extra
 }
 
 # loss_window LOSS_MS: after Redis lost its data at LOSS_MS, the seconds
@@ -420,6 +503,67 @@ fault_fd_exhaustion() {
     summarize fd_exhaustion "$ok" "$failed" 0 "" 0
 }
 
+# ---- the soak ----------------------------------------------------------
+# sample: one line of $T/samples.txt: seconds since the soak began, then
+# each supervisor's RSS (KiB) and open descriptors, then Redis's
+# used_memory and RSS (KiB) and its number of keys.
+sample() {
+    local n pid line
+    line=$(( ($(now_ms) - SOAK_T0) / 1000 ))
+    for n in n1 n2 n3; do
+        pid=$(sup_pid "$n")
+        line="$line $(awk '/^VmRSS:/ {print $2}' "/proc/$pid/status") $(ls "/proc/$pid/fd" | wc -l)"
+    done
+    line="$line $(rcli info memory | tr -d '\r' | awk -F: '$1 == "used_memory" {u = $2} $1 == "used_memory_rss" {r = $2} END {print int(u / 1024), int(r / 1024)}')"
+    echo "$line $(rcli dbsize)" >> "$T/samples.txt"
+}
+
+# slope COLUMN FROM_S: the least-squares slope of a column of samples.txt
+# against time, per hour, over the samples from FROM_S on.
+slope() {
+    awk -v c="$1" -v from="$2" '$1 >= from { n++; x += $1; y += $c; xx += $1 * $1; xy += $1 * $c }
+        END { d = n * xx - x * x; printf "%.1f", (n > 1 && d != 0) ? (n * xy - x * y) / d * 3600 : 0 }' "$T/samples.txt"
+}
+column_stats() { # COLUMN: first, last and max
+    awk -v c="$1" 'NR == 1 { f = $c } { l = $c; if ($c > m) m = $c } END { printf "\"first\":%d,\"last\":%d,\"max\":%d", f, l, m }' "$T/samples.txt"
+}
+
+soak() {
+    local secs=$FAULTS_SOAK_SECONDS every=${FAULTS_SOAK_EVERY:-30} seed=${FAULTS_SOAK_SEED:-$$}
+    local f t0 end warm i col nodes="" count=0
+    declare -A rep=()
+    RANDOM=$seed
+    SOAK_T0=$(now_ms); end=$(( SOAK_T0 + secs * 1000 ))
+    note "soak: $secs s, a fault every $every s drawn from: ${main_faults[*]} (seed $seed); $(( EXTRA_JOBS + 2 )) jobs, history $FAULTS_HISTORY runs"
+    sample
+    while [ "$(now_ms)" -lt "$end" ]; do
+        t0=$(now_ms)
+        f=${main_faults[$(( RANDOM % ${#main_faults[@]} ))]}
+        rep[$f]=$(( ${rep[$f]:-0} + 1 )); count=$(( count + 1 ))
+        PHASE="$f#${rep[$f]}"
+        note "$PHASE (at $(( (t0 - SOAK_T0) / 1000 )) s)"
+        run_main_fault "$f"
+        sample
+        while [ "$(now_ms)" -lt $(( t0 + every * 1000 )) ] && [ "$(now_ms)" -lt "$end" ]; do sleep 0.5; done
+    done
+    for f in "${main_faults[@]}"; do [ -z "${rep[$f]:-}" ] || emit_summary "$f"; done
+    # The slopes leave out the first tenth (at most 5 min): allocators and
+    # caches fill up first.
+    warm=$(( secs / 10 )); [ "$warm" -le 300 ] || warm=300
+    col=2
+    for i in 1 2 3; do
+        nodes="$nodes$( [ "$i" = 1 ] || echo ,){\"node\":\"n$i\",\"rss_kib\":{$(column_stats $col),\"slope_per_hour\":$(slope $col "$warm")},\"fds\":{$(column_stats $(( col + 1 ))),\"slope_per_hour\":$(slope $(( col + 1 )) "$warm")}}"
+        col=$(( col + 2 ))
+    done
+    local report
+    report=$(printf '{"soak_seconds":%d,"faults":%d,"seed":%d,"jobs":%d,"history_runs":%d,"samples":%d,"supervisors":[%s],"redis":{"used_memory_kib":{%s,"slope_per_hour_second_half":%s},"rss_kib":{%s},"keys":{%s}},"ledger_ticks":%d,"other_ticks":%d,"other_recorded_not_run":%d,"other_lost_with_data":%d,"doubled":0,"missing":0,"fence_regressions":0,"overlaps":0}' \
+        "$secs" "$count" "$seed" "$(( EXTRA_JOBS + 2 ))" "$FAULTS_HISTORY" "$(wc -l < "$T/samples.txt")" "$nodes" \
+        "$(column_stats 8)" "$(slope 8 $(( secs / 2 )))" "$(column_stats 9)" "$(column_stats 10)" \
+        "$(wc -l < "$LEDGER")" "${SOAK_EXTRA_RAN:-0}" "${SOAK_EXTRA_RECORDED:-0}" "${SOAK_EXTRA_LOST:-0}")
+    note "soak: $report"
+    [ -z "${FAULTS_SOAK_REPORT:-}" ] || echo "$report" > "$FAULTS_SOAK_REPORT"
+}
+
 main_faults=() other_faults=()
 for f in $FAULTS; do
     case $f in
@@ -435,14 +579,19 @@ if [ ${#main_faults[@]} -gt 0 ]; then
     sleep 3
     wait_caught_up 10
     CHECKED_TO=$(( $(date -u -d "$(head -n1 "$LEDGER" | awk '{print $1}')" +%s) - 1 ))
-    for f in "${main_faults[@]}"; do
-        for rep in $(seq 1 "$REPEAT"); do
-            PHASE="$f#$rep"
-            note "$PHASE"
-            run_main_fault "$f"
+    EXTRA_CHECKED_TO=$CHECKED_TO
+    if [ -n "${FAULTS_SOAK_SECONDS:-}" ]; then
+        soak
+    else
+        for f in "${main_faults[@]}"; do
+            for rep in $(seq 1 "$REPEAT"); do
+                PHASE="$f#$rep"
+                note "$PHASE"
+                run_main_fault "$f"
+            done
+            emit_summary "$f"
         done
-        emit_summary "$f"
-    done
+    fi
     for n in n1 n2 n3; do kill -TERM "$(sup_pid $n)"; done
     for n in n1 n2 n3; do wait_exit "$n" 10; assert_eq 0 "$EXIT_CODE" "exit status of $n"; done
     terms=$(awk '{print $2}' "$LEDGER" | sort -un | wc -l)

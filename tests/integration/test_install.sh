@@ -1,5 +1,5 @@
 # test_install.sh -- `cmake --install` gives a usable library: baton.h,
-# libbaton (static and shared), baton.pc, the baton binary, its man pages,
+# libbaton (static and shared), baton.pc, the baton binary and its shim, its man pages,
 # shell completions and license; a program
 # built with pkg-config against the installed tree runs against a real Redis.
 . "$BATON_TESTS_DIR/lib/harness.sh"
@@ -49,4 +49,10 @@ out2=$("$T/app-static" "$REDIS_URL") || fail "static library program: $out2"
 f1=$(echo "$out1" | sed -n 's/^fence \([0-9]*\), ETAKEN$/\1/p')
 f2=$(echo "$out2" | sed -n 's/^fence \([0-9]*\), ETAKEN$/\1/p')
 [ -n "$f1" ] && [ -n "$f2" ] && [ "$f2" -gt "$f1" ] || fail "fences of the two programs: [$out1] then [$out2]"
+# The installed baton finds its shim (libexec/baton/baton-shim) from its own
+# place, wherever the prefix is: a command runs under it.
+[ -x "$prefix/libexec/baton/baton-shim" ] || fail "not installed: libexec/baton/baton-shim"
+out3=$("$prefix/bin/baton" lock --url "$REDIS_URL" install:cmd -- sh -c 'echo "ran $BATON_FENCE"') ||
+    fail "the installed baton lock could not run its command: $out3"
+echo "$out3" | grep -q '^ran [0-9]' || fail "the installed baton lock's command printed [$out3]"
 note "ok"

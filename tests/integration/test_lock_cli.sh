@@ -162,4 +162,15 @@ note "help and version"
 "$B" --help | grep -q "^  lock " || fail "baton --help lists lock"
 "$B" --version | grep -qE '^baton [0-9]+\.[0-9]+\.[0-9]+$' || fail "baton --version"
 "$B" lock --version | grep -qE '^baton [0-9]+\.[0-9]+\.[0-9]+$' || fail "baton lock --version"
+# A baton without its shim (copied alone, nothing installed) says where it
+# looked, and starts nothing: `lock` exits 126, `run` 1.
+mkdir -p "$T/alone"; cp "$B" "$T/alone/baton"
+out=$("$T/alone/baton" lock --url "$REDIS_URL" alone -- true 2>&1); rc=$?
+assert_eq 126 "$rc" "exit status of a lock without baton-shim"
+echo "$out" | grep -q "cannot find baton-shim .* beside the baton executable" || fail "lock without its shim said: $out"
+printf 'node: alone\nredis: %s\ngroup: alone\njobs: %s\n' "$REDIS_URL" "$T/alone/jobs.yaml" > "$T/alone/baton.yaml"
+printf 'jobs:\n  - {name: j, schedule: "* * * * *", command: ["true"]}\n' > "$T/alone/jobs.yaml"
+out=$("$T/alone/baton" run -c "$T/alone/baton.yaml" 2>&1); rc=$?
+assert_eq 1 "$rc" "exit status of run without baton-shim"
+echo "$out" | grep -q "baton: run: cannot find baton-shim" || fail "run without its shim said: $out"
 note "ok"

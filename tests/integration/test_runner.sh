@@ -9,7 +9,10 @@
 #      NUL, a 20 MB line without a newline costs no memory);
 #   5. a claimed tick that cannot start is logged and recorded;
 #   7. a graceful handover loses no tick of an every-second job while a long
-#      job finishes, and forbid holds across the two nodes.
+#      job finishes, and forbid holds across the two nodes;
+#   9. a new job whose first leader dies before its first tick: the tick
+#      that falls while nobody leads is caught up by the next leader (the
+#      first leader wrote the job's high-water mark when it took the job).
 . "$BATON_TESTS_DIR/lib/harness.sh"
 B=$BATON_BIN
 redis_start --appendonly yes --appendfsync always
@@ -294,4 +297,32 @@ note "  $want ticks, none lost; the latest started $worst ms after its second"
 # The long job never ran on both nodes at once.
 sort -k2,2n "$T/long.txt" | awk '$1 == "start" {n++; if (n > 1) bad = 1} $1 == "end" {n--} END {exit bad}' \
     || fail "long ran twice at once: $(cat "$T/long.txt")"
+# ---------------------------------------------------------------------
+note "9. a new job's tick that falls while nobody leads is caught up, not lost"
+# First a run of the soak found it: a job with no tick claimed yet has no
+# high-water mark; its leader died, the next one started it from its own
+# now, and the tick in between was neither run nor recorded.
+cat > "$T/fresh.yaml" <<EOF
+jobs:
+  - name: fresh
+    schedule: "*/10 * * * * *"
+    catchup: 1h
+    shell: "echo \$BATON_SCHEDULED_AT \$BATON_NODE >> $T/fresh.txt"
+EOF
+# Start 5 s before a tick (second 5 of ten), kill the leader 1 s later; the
+# next node starts after the tick.
+while [ $(( $(date +%s) % 10 )) -ne 5 ]; do sleep 0.05; done
+tick=$(( $(date +%s) + 5 ))
+TTL=2s run_node f1 fresh "$T/fresh.yaml"
+wait_for_line "$T/f1.out" '"to":"working"' 3 >/dev/null
+sleep 1
+kill -KILL "$(pid_of f1)"; wait_exit f1 2
+while [ "$(date +%s)" -le "$tick" ]; do sleep 0.05; done
+TTL=2s run_node f2 fresh "$T/fresh.yaml"
+wait_for_line "$T/f2.out" '"event":"job_end".*"job":"fresh"' 8 >/dev/null
+kill -TERM "$(pid_of f2)"; wait_exit f2 10
+want=$(date -u -d "@$tick" +%Y-%m-%dT%H:%M:%SZ)
+grep -q "^$want f2$" "$T/fresh.txt" || fail "the tick $want was not caught up by f2: $(cat "$T/fresh.txt" 2>/dev/null; grep -E 'no_high_water_mark|catch_up' "$T/f2.out")"
+! grep -q '"event":"no_high_water_mark"' "$T/f2.out" || fail "f2 found no high-water mark for fresh"
+note "  $want fell while nobody led: f2 caught it up"
 note "ok"

@@ -1,0 +1,249 @@
+/* shim.c -- baton-shim, the small process between baton and each command
+ * it runs (a job, a hook, `baton lock`'s command). See proc.h for what it
+ * guarantees; this file is the program.
+ *
+ * baton starts it with posix_spawn(): the supervisor's address space is
+ * never copied (a fork of a multi-threaded baton cost it milliseconds of
+ * page-table copies and copy-on-write faults per run). It is linked with
+ * libc alone, so each running command costs a few hundred KiB, and it
+ * runs as:
+ *
+ *   baton-shim PROTOCOL PARENT FLAGS WORKDIR USER UID GID PATH ARGV0 [ARG...]
+ *
+ * PROTOCOL is PROC_SHIM_PROTOCOL; PARENT baton's pid; FLAGS holds 'f' when
+ * descriptor 3 is the fence pipe's read end and 'u' when the command runs
+ * as UID:GID with USER's supplementary groups; WORKDIR is "" to stay; the
+ * environment is the command's. Descriptors 0-2 are the command's, set up
+ * by baton; every other one is closed here. baton made the shim the leader
+ * of its own process group, with every signal blocked and at its default.
+ *
+ * Exit status: the command's (or killed by the command's signal); 125 when
+ * baton was already gone, 126 when the command could not be started (its
+ * stderr says why), 137 when the shim killed the group (fence or baton's
+ * death), 64 when started with a wrong command line.
+ */
+#include <errno.h>
+#include <grp.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "proc.h"
+
+struct shim_args {
+    pid_t parent;
+    bool fenced, set_ids;
+    const char *workdir, *user;
+    uid_t uid;
+    gid_t gid;
+    const char *path;
+    char **argv;
+};
+
+static void write_str(int fd, const char *s)
+{
+    ssize_t n = write(fd, s, strlen(s));
+    (void)n;
+}
+
+static bool parse_long(const char *s, long long min, long long max, long long *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || v < min || v > max)
+        return false;
+    *out = v;
+    return true;
+}
+
+static bool parse_args(int argc, char **argv, struct shim_args *a)
+{
+    long long v;
+    if (argc < 10 || strcmp(argv[1], PROC_SHIM_PROTOCOL) != 0)
+        return false;
+    if (!parse_long(argv[2], 1, INT_MAX, &v))
+        return false;
+    a->parent = (pid_t)v;
+    a->fenced = strchr(argv[3], 'f') != NULL;
+    a->set_ids = strchr(argv[3], 'u') != NULL;
+    a->workdir = argv[4][0] != '\0' ? argv[4] : NULL;
+    a->user = argv[5];
+    if (!parse_long(argv[6], 0, UINT32_MAX, &v))
+        return false;
+    a->uid = (uid_t)v;
+    if (!parse_long(argv[7], 0, UINT32_MAX, &v))
+        return false;
+    a->gid = (gid_t)v;
+    a->path = argv[8];
+    a->argv = argv + 9;
+    return true;
+}
+
+/* In the command's process, after fork: never returns. */
+static void exec_command(const struct shim_args *a)
+{
+    sigset_t none;
+    sigemptyset(&none);
+    if (a->fenced)
+        close(PROC_SHIM_FENCE_FD);
+    if (a->workdir != NULL && chdir(a->workdir) != 0) {
+        const char *why = strerror(errno);
+        write_str(2, "baton: cannot change to the job's workdir ");
+        write_str(2, a->workdir);
+        write_str(2, ": ");
+        write_str(2, why != NULL ? why : "unknown error");
+        write_str(2, "\n");
+        _exit(126);
+    }
+    if (a->set_ids) {
+        if (initgroups(a->user, a->gid) != 0 || setgid(a->gid) != 0 || setuid(a->uid) != 0) {
+            write_str(2, "baton: cannot switch to the job's user\n");
+            _exit(126);
+        }
+    }
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    execv(a->path, a->argv);
+    write_str(2, "baton: cannot execute ");
+    write_str(2, a->path);
+    write_str(2, "\n");
+    _exit(126);
+}
+
+/* Leaves the way the command left. Never returns. */
+static void mirror_exit(int wstatus)
+{
+    if (WIFSIGNALED(wstatus)) {
+        int sig = WTERMSIG(wstatus);
+        struct rlimit no_core = {0, 0};
+        sigset_t one;
+        setrlimit(RLIMIT_CORE, &no_core);
+        signal(sig, SIG_DFL);
+        sigemptyset(&one);
+        sigaddset(&one, sig);
+        sigprocmask(SIG_UNBLOCK, &one, NULL);
+        kill(getpid(), sig);
+        _exit(128 + sig);
+    }
+    _exit(WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 1);
+}
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Reads every fence message waiting on fd into *f (the last one wins).
+ * Returns false at EOF or error: baton closed its end (it exits, or the
+ * run is over); the last fence read stays in force. */
+static bool read_fence(int fd, struct proc_fence *f)
+{
+    for (;;) {
+        struct proc_fence m;
+        ssize_t n = read(fd, &m, sizeof m);
+        if (n == (ssize_t)sizeof m) {
+            *f = m;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        return n < 0 && errno == EAGAIN;
+    }
+}
+
+/* Closes every descriptor from `from` up (what baton's libraries opened
+ * without O_CLOEXEC must not stay open under the command). */
+static void close_from(unsigned from)
+{
+    if (close_range(from, ~0u, 0) == 0)
+        return;
+    long max = sysconf(_SC_OPEN_MAX);
+    for (long fd = from; fd < (max > 0 ? max : 65536); fd++)
+        close((int)fd);
+}
+
+int main(int argc, char **argv)
+{
+    struct shim_args a;
+    if (!parse_args(argc, argv, &a)) {
+        write_str(2, "baton-shim: started by baton only, never by hand\n");
+        return 64;
+    }
+    int deathsig = PROC_DEATHSIG;
+    sigset_t all, wait_for;
+    sigfillset(&all);
+    sigprocmask(SIG_SETMASK, &all, NULL);
+    if (prctl(PR_SET_PDEATHSIG, deathsig) != 0 || getppid() != a.parent)
+        _exit(125); /* baton is already gone: start nothing */
+    close_from(a.fenced ? PROC_SHIM_FENCE_FD + 1 : 3);
+
+    pid_t child = fork();
+    if (child < 0)
+        _exit(126);
+    if (child == 0)
+        exec_command(&a);
+
+    sigemptyset(&wait_for);
+    sigaddset(&wait_for, SIGCHLD);
+    sigaddset(&wait_for, deathsig);
+    int sfd = signalfd(-1, &wait_for, SFD_CLOEXEC);
+    int ffd = a.fenced ? PROC_SHIM_FENCE_FD : -1;
+    struct proc_fence fence = {0, 0};
+    bool termed = false;
+    if (sfd < 0) {
+        kill(0, SIGKILL); /* cannot watch over the command: it does not run */
+        _exit(137);
+    }
+    for (;;) {
+        /* What baton wrote first: a renewal sent just before the stop
+         * point must move the fence before the fence acts. */
+        if (ffd >= 0 && !read_fence(ffd, &fence)) {
+            close(ffd);
+            ffd = -1;
+        }
+        int64_t now = mono_ns(), next = 0;
+        if (fence.kill_at != 0 && now >= fence.kill_at) {
+            kill(0, SIGKILL); /* the whole group, the shim included */
+            _exit(137);
+        }
+        if (fence.term_at != 0 && now >= fence.term_at && !termed) {
+            kill(-getpid(), SIGTERM); /* the shim blocks it: the command gets it */
+            termed = true;
+        }
+        if (fence.term_at != 0 && now < fence.term_at)
+            next = fence.term_at;
+        else if (fence.kill_at != 0)
+            next = fence.kill_at;
+        int timeout = -1;
+        if (next != 0) {
+            int64_t ms = (next - now + 999999) / 1000000;
+            timeout = ms > 60000 ? 60000 : (int)ms;
+        }
+        struct pollfd p[2] = {{.fd = sfd, .events = POLLIN}, {.fd = ffd, .events = POLLIN}};
+        if (poll(p, ffd >= 0 ? 2 : 1, timeout) <= 0 || !(p[0].revents & POLLIN))
+            continue;
+        struct signalfd_siginfo si;
+        if (read(sfd, &si, sizeof si) != (ssize_t)sizeof si)
+            continue;
+        if ((int)si.ssi_signo == deathsig) {
+            kill(0, SIGKILL); /* the whole group, the shim included */
+            _exit(137);
+        }
+        int st;
+        pid_t r = waitpid(child, &st, WNOHANG);
+        if (r == child)
+            mirror_exit(st);
+    }
+}
