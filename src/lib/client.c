@@ -381,7 +381,8 @@ static int script_round(struct baton_client *c, struct baton__mux *m, struct bat
     return BATON_OK;
 }
 
-#define MAX_REDIRECTS 16
+#define MAX_REDIRECTS 16 /* MOVED and ASK in a row; a wait (TRYAGAIN, CLUSTERDOWN) starts the count again */
+#define MAX_UNSENT    2  /* retries of a request that could not be sent */
 
 /* k on a Redis Cluster: to the master of its keys' slot, following MOVED
  * (the map read again), ASK (once, after ASKING), TRYAGAIN and CLUSTERDOWN
@@ -394,10 +395,10 @@ static int cluster_round(struct baton_client *c, struct baton__call *k, const ch
 {
     unsigned slot = k->nkeys > 0 ? baton__key_slot(k->keys[0], strlen(k->keys[0])) : 0;
     struct baton__node *node = NULL, *ask = NULL;
-    int rc = BATON_EIO;
+    int hops = 0, unsent = 0, rc;
 
     *r = NULL;
-    for (int hop = 0; hop < MAX_REDIRECTS; hop++) {
+    for (;;) {
         bool sent = false;
         if (ask != NULL) {
             node = ask;
@@ -411,7 +412,8 @@ static int cluster_round(struct baton_client *c, struct baton__call *k, const ch
         if (rc != BATON_OK) {
             if (rc == BATON_EIO || rc == BATON_EPROTO)
                 baton__cluster_suspect(c, node);
-            if (sent || rc != BATON_EIO || baton__now_ns() >= k->deadline_ns)
+            if (sent || rc != BATON_EIO || ++unsent > MAX_UNSENT ||
+                baton__now_ns() >= k->deadline_ns)
                 return rc;
             continue; /* it never left: to the slot's master as the map says now */
         }
@@ -419,6 +421,10 @@ static int cluster_round(struct baton_client *c, struct baton__call *k, const ch
         enum baton__redirect kind = baton__cluster_redirect(c, *r, &to);
         if (kind == BATON__REDIR_NONE)
             return BATON_OK;
+        if (kind == BATON__REDIR_TRYAGAIN || kind == BATON__REDIR_DOWN)
+            hops = 0; /* waited: an ASK then TRYAGAIN again is no loop */
+        else if (++hops > MAX_REDIRECTS)
+            return BATON_OK; /* a loop of redirections: the last one is the answer */
         if (!baton__cluster_follow(c, kind, slot, to, k->deadline_ns))
             return BATON_OK; /* no time left: the redirection is the answer */
         freeReplyObject(*r);
@@ -426,9 +432,6 @@ static int cluster_round(struct baton_client *c, struct baton__call *k, const ch
         if (kind == BATON__REDIR_ASK)
             ask = to;
     }
-    baton__set_error(k->err, k->errlen, "%s: slot %u: more than %d redirections",
-                     c->url.redacted, slot, MAX_REDIRECTS);
-    return BATON_EREDIS;
 }
 
 /* One call of k where it belongs: the shard's shared connection, or on a

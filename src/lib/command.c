@@ -113,24 +113,26 @@ static int asking(struct baton_client *c, struct baton__conn *cn, int64_t deadli
     return BATON_OK;
 }
 
-#define MAX_HOPS 16
+#define MAX_HOPS   16 /* MOVED and ASK in a row; a wait (TRYAGAIN, CLUSTERDOWN) starts the count again */
+#define MAX_UNSENT 2  /* retries of a command that could not be sent */
 
 /* Runs op on a pooled connection of its own, within the command timeout
  * (connecting included): to the URL's server, or on a cluster to the
  * master of slot (any master when slot < 0), following MOVED, ASK,
  * TRYAGAIN and CLUSTERDOWN. A READONLY answer (a demoted master: the
  * command did not run) is retried once on a new connection. Returns 0
- * with *out, or a negative code with detail on the client. */
+ * with *out (an error reply: BATON_EREDIS), or a negative code with
+ * detail on the client. */
 static int run(struct baton_client *c, int slot, const struct op *op, struct baton_reply **out)
 {
     char err[BATON__ERRLEN];
     struct baton__node *node = NULL, *ask = NULL;
     redisReply *r = NULL;
     bool readonly_retried = false;
-    int rc = BATON_EIO;
+    int hops = 0, unsent = 0, rc = BATON_OK;
 
     int64_t deadline = baton__client_deadline(c); /* connecting included */
-    for (int hop = 0; hop < MAX_HOPS; hop++) {
+    for (;;) {
         struct baton__conn *cn = NULL;
         if (ask != NULL)
             node = ask;
@@ -138,7 +140,7 @@ static int run(struct baton_client *c, int slot, const struct op *op, struct bat
             rc = baton__cluster_route(c, (unsigned)slot, deadline, &node, err, sizeof err);
         else if (c->url.cluster)
             rc = baton__cluster_any(c, deadline, &node, err, sizeof err);
-        if (ask == NULL && c->url.cluster && rc != BATON_OK)
+        if (rc != BATON_OK)
             goto out_error;
         if ((rc = baton__client_get(c, node, deadline, &cn, err, sizeof err)) != BATON_OK) {
             if (node == NULL)
@@ -146,8 +148,9 @@ static int run(struct baton_client *c, int slot, const struct op *op, struct bat
             /* Nothing was sent: after a look at the map, elsewhere. */
             baton__cluster_suspect(c, node);
             ask = NULL;
-            if (rc != BATON_EIO || baton__now_ns() >= deadline)
+            if (rc != BATON_EIO || ++unsent > MAX_UNSENT || baton__now_ns() >= deadline)
                 goto out_error;
+            rc = BATON_OK;
             continue;
         }
         rc = ask != NULL ? asking(c, cn, deadline, err, sizeof err) : BATON_OK;
@@ -173,19 +176,18 @@ static int run(struct baton_client *c, int slot, const struct op *op, struct bat
             break;
         struct baton__node *to = NULL;
         enum baton__redirect kind = baton__cluster_redirect(c, r, &to);
-        if (kind == BATON__REDIR_NONE ||
-            !baton__cluster_follow(c, kind, slot >= 0 ? (unsigned)slot : 0, to, deadline))
+        if (kind == BATON__REDIR_NONE)
             break;
+        if (kind == BATON__REDIR_TRYAGAIN || kind == BATON__REDIR_DOWN)
+            hops = 0; /* waited: an ASK then TRYAGAIN again is no loop */
+        else if (++hops > MAX_HOPS)
+            break; /* a loop of redirections: the last one is the answer */
+        if (!baton__cluster_follow(c, kind, slot >= 0 ? (unsigned)slot : 0, to, deadline))
+            break; /* no time left: the redirection is the answer */
         freeReplyObject(r);
         r = NULL;
         if (kind == BATON__REDIR_ASK)
             ask = to;
-    }
-    if (r == NULL) {
-        baton__set_error(err, sizeof err, "%s: slot %d: more than %d redirections",
-                         c->url.redacted, slot, MAX_HOPS);
-        rc = BATON_EREDIS;
-        goto out_error;
     }
     return finish(c, r, out);
 out_error:
