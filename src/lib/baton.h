@@ -135,6 +135,9 @@ struct baton_client_opts {
  *            [&sentinel_user=U&sentinel_password=P]  (default port 26379)
  *        rediss-sentinel://...  (TLS to the sentinels and to the data nodes;
  *            the same TLS parameters)
+ *        redis-cluster://[[user]:pass@]h1[:p1],h2[:p2],...[/0]  (seed nodes of
+ *            a Redis Cluster, at most 16, default port 6379; database 0 only)
+ *        rediss-cluster://...  (TLS to every node; the same TLS parameters)
  *   TLS parameters: ca=FILE (PEM CA bundle), capath=DIR (hashed CA dir;
  *   without ca/capath the system's default CAs), cert=FILE and key=FILE
  *   (client certificate for mutual TLS: both or neither), sni=NAME (sent
@@ -158,6 +161,18 @@ struct baton_client_opts {
  * master. The same master restarted is trusted (its persistence kept the
  * grant, or the renewal finds nothing). With min_replicas, a renewal that
  * finds the grant on the new master confirms it.
+ * Redis Cluster: the slot map is read with CLUSTER SLOTS from a node that
+ * answers (when the client is made, unless lazy); each master gets a
+ * connection pool of its own. Every operation goes to the master of its
+ * keys' slot: all the keys of one lock, semaphore, election or once share
+ * the hash tag {name} (prefix{name}..., one slot); baton_client_command()
+ * routes by the command's first key (EVAL/EVALSHA: the first of KEYS; no
+ * key: any master). MOVED points the slot at the new master and has the
+ * map read again, ASK sends the request once more to the node named,
+ * after ASKING; TRYAGAIN and CLUSTERDOWN are retried after a short wait; a
+ * failed connection has the map read again before the next request. All
+ * within the operation's timeout; a request that may have run is never
+ * sent twice. A failover to a replica is handled as with Sentinel below.
  * Returns: 0, or a negative code; then *out is still set (unless ENOMEM or
  * EINVAL on a NULL argument) so that baton_client_errstr() tells why; free it
  * with baton_client_free(). Owned; free with baton_client_free(). */
@@ -562,6 +577,10 @@ BATON_API const char *baton_permit_errstr(const struct baton_permit *p);
  *     keys are acquired one by one in sorted order, each waiting as
  *     baton_lock_acquire() does, within one overall max_wait_ms; on any
  *     failure those already taken are released.
+ * On a Redis Cluster the same holds: keys of one slot are taken by one
+ * script on its master; keys of different slots are not refused, but taken
+ * one by one, each on its own slot's master (all or nothing as above, not
+ * in one atomic step).
  * Each key is an ordinary lock (same Redis keys, fencing counter and
  * queue as baton_lock_acquire() on it), so multi-locks and single locks on
  * the same keys exclude each other. A struct baton_multi belongs to one

@@ -2,13 +2,17 @@
  *
  * Layers, bottom up:
  *   util.c     clock, randomness, hex, the one error-detail writer
- *   url.c      redis://, rediss://, unix://, redis(s)-sentinel:// URLs
+ *   url.c      redis://, rediss://, unix://, redis(s)-sentinel://,
+ *              redis(s)-cluster:// URLs
  *   sock.c     transport: TCP and Unix sockets, non-blocking
  *   tls.c      transport: TLS (OpenSSL) over TCP
  *   conn.c     one connection: a transport carrying RESP, which hiredis
  *              formats and parses (redisFormatCommandArgv, redisReader)
  *   sentinel.c the layer above the transport that finds the master through
  *              the sentinels, and follows +switch-master
+ *   cluster.c  the layer above the transport for Redis Cluster: the slot
+ *              map (CLUSTER SLOTS), a connection pool per master node,
+ *              MOVED / ASK / TRYAGAIN followed
  *   client.c   the client: URL, options, credentials, connecting (AUTH,
  *              SELECT, run id, role), the pool, script calls, WAIT
  *   mux.c      a pool shard's shared connection, pipelining our scripts
@@ -69,6 +73,7 @@ int baton__cond_init_monotonic(pthread_cond_t *cv);
 enum baton__family { BATON__TCP, BATON__UNIX };
 
 #define BATON__SENTINELS_MAX 16
+#define BATON__SEEDS_MAX     16
 
 struct baton__hostport {
     char *host;
@@ -90,6 +95,10 @@ struct baton__url {
     struct baton__hostport *sentinels;
     int nsentinels;
     char *sentinel_user, *sentinel_pass;
+    /* Redis Cluster: the seed nodes (redis-cluster://, rediss-cluster://) */
+    bool cluster;
+    struct baton__hostport *seeds;
+    int nseeds;
     /* TLS: files, SNI name, verification (default on) */
     char *tls_ca, *tls_capath, *tls_cert, *tls_key, *tls_sni;
     bool tls_verify;
@@ -111,6 +120,7 @@ void baton__url_clear(struct baton__url *u);
  * to connect to. */
 
 struct baton__conn;
+struct baton__node;
 struct baton__tls; /* tls.c: a client's TLS settings, shared by its connections */
 
 /* Where to connect: a TCP host and port, or a Unix socket path; over TLS
@@ -180,6 +190,8 @@ struct baton__conn {
     char runid[41]; /* the server process's run id; "" when unknown */
     bool promoted;  /* the server is a replica promoted to master (INFO replication
                        second_repl_offset set): it may lack its old master's last writes */
+    struct baton__node *node;          /* cluster.c: the node whose pool it belongs to
+                                          (NULL: the URL's server) */
     struct baton__conn *next;          /* pool link */
     struct baton_client *listed;       /* in this client's live list (sentinel.c) */
     struct baton__conn *lprev, *lnext; /* that list's links */
@@ -263,6 +275,8 @@ struct baton__req {
     int64_t deadline_ns;
     int wait_replicas; /* > 0: then WAIT wait_replicas wait_ms */
     int64_t wait_ms;
+    bool asking; /* Redis Cluster: ASKING right before the command (an ASK
+                    redirection), its +OK dropped */
     /* results */
     redisReply *reply; /* the command's (owned by the caller) */
     long long acked;   /* WAIT's answer (-1: no answer) */
@@ -277,11 +291,12 @@ struct baton__req {
 struct baton__mreq;
 struct baton__mux {
     pthread_mutex_t mu;              /* guards everything in the mux */
+    struct baton__node *node;        /* where it connects (NULL: the URL's server) */
     struct baton__conn *cn;          /* NULL: none open */
     struct baton__mreq *head, *tail; /* awaiting replies, in the order sent */
     bool reading;                    /* a requester waits on cn for the rest */
 };
-void baton__mux_init(struct baton__mux *m);
+void baton__mux_init(struct baton__mux *m, struct baton__node *node);
 /* Frees the connection; no request may be under way. */
 void baton__mux_clear(struct baton__mux *m);
 struct baton_client;
@@ -301,6 +316,7 @@ struct baton__shard {
 };
 
 struct baton__sentinel_watch;
+struct baton__cluster;
 
 struct baton_client {
     struct baton__url url;
@@ -331,6 +347,7 @@ struct baton_client {
     struct baton__conn *live;
     char master_addr[80];
     struct baton__sentinel_watch *swatch;
+    struct baton__cluster *cluster; /* cluster.c: redis(s)-cluster:// only */
     /* baton_client_free() closes the client (threads stopped, connections
      * closed, closed set) and drops the owner's reference; every live lock
      * and election holds one more, so a handle freed after its client finds
@@ -343,23 +360,27 @@ struct baton_client {
 void baton__client_ref(struct baton_client *c);
 void baton__client_unref(struct baton_client *c);
 
-/* Takes an idle pooled connection or opens one, connecting by deadline_ns
- * at the latest (the deadline of the operation it is for). Returns 0 and
- * *out, or a negative code with detail in err. Give it back with
+/* Takes an idle pooled connection to node (NULL: the URL's server, or
+ * with Sentinel its master) or opens one, connecting by deadline_ns at the
+ * latest (the deadline of the operation it is for). Returns 0 and *out,
+ * or a negative code with detail in err. Give it back with
  * baton__client_put. */
-int baton__client_get(struct baton_client *c, int64_t deadline_ns, struct baton__conn **out,
-                      char *err, size_t errlen);
-/* Returns cn to the pool, or frees it when broken, stale or the pool is
- * full. */
+int baton__client_get(struct baton_client *c, struct baton__node *node, int64_t deadline_ns,
+                      struct baton__conn **out, char *err, size_t errlen);
+/* Returns cn to its pool (its node's), or frees it when broken, stale or
+ * the pool is full. */
 void baton__client_put(struct baton_client *c, struct baton__conn *cn);
-/* Opens a connection outside the pool (subscriber). Same contract. */
+/* Opens a connection outside the pool (subscriber); with Redis Cluster to
+ * any master (classic pub/sub reaches every node). Same contract. */
 int baton__client_open(struct baton_client *c, struct baton__conn **out, char *err, size_t errlen);
 /* Opens a data connection by deadline_ns: finds the master (Sentinel),
  * connects, authenticates, selects the database, reads the run id (and
  * with Sentinel checks the role). Returns 0 and *out, or a negative code
  * with detail (prefixed by the redacted URL) in err. */
-int baton__client_connect(struct baton_client *c, int64_t deadline_ns, struct baton__conn **out,
-                          char *err, size_t errlen);
+int baton__client_connect(struct baton_client *c, struct baton__node *node, int64_t deadline_ns,
+                          struct baton__conn **out, char *err, size_t errlen);
+/* The index of the calling thread's pool shard. */
+unsigned baton__shard_index(void);
 /* Fills buf with len (<= 64) bytes of getrandom output from the client's
  * buffers (one syscall per KiB instead of one per token). */
 int baton__client_random(struct baton_client *c, void *buf, size_t len);
@@ -368,9 +389,10 @@ int64_t baton__client_deadline(const struct baton_client *c);
 
 /* Runs a script by SHA on cn, falling back to EVAL on NOSCRIPT (a
  * restarted or flushed server), all before deadline_ns; with wait_replicas
- * > 0, WAIT follows it. Error replies become BATON_EREDIS with the text in
- * err; I/O failures carry the redacted URL; fewer acknowledgements than
- * wait_replicas: BATON_ENOTDURABLE (the reply is freed). */
+ * > 0, WAIT follows it. Returns 0 with *reply (owned), an error reply
+ * included (MOVED, READONLY...: the caller decides); I/O failures carry
+ * the redacted URL; fewer acknowledgements than wait_replicas:
+ * BATON_ENOTDURABLE (the reply is freed). */
 int baton__eval(struct baton_client *c, struct baton__conn *cn, const char *sha, const char *src,
                 int nkeys, const char *const *keys, int nargs, const char *const *args,
                 int wait_replicas, redisReply **reply, int64_t deadline_ns, char *err,
@@ -567,6 +589,63 @@ void baton__sentinel_watch_stop(struct baton_client *c);
  * BATON_EAUTH, BATON_EREDIS, or an I/O error, with detail in cn->err. */
 int baton__conn_hello(struct baton__conn *cn, const char *user, const char *pass, int db,
                       bool check_role, int64_t deadline_ns);
+
+/* ---- cluster.c ---- */
+
+/* A master node of a Redis Cluster and its own connection pool: one
+ * struct per address ever seen, kept until the client is freed (so a
+ * thread may hold one while the map changes under it). */
+struct baton__node {
+    char *host;
+    int port;
+    char addr[80]; /* host:port */
+    struct baton__shard shard[BATON__SHARDS];
+    struct baton__node *next; /* the cluster's list */
+};
+
+/* Makes and frees c->cluster (no I/O). */
+int baton__cluster_new(struct baton_client *c);
+void baton__cluster_free(struct baton_client *c);
+/* Closes every node's connections (baton_client_free). */
+void baton__cluster_close(struct baton_client *c);
+/* Reads the slot map (CLUSTER SLOTS) from a known node or a seed, by
+ * deadline_ns. Returns 0, or a negative code with every node's answer in
+ * err. */
+int baton__cluster_refresh(struct baton_client *c, int64_t deadline_ns, char *err,
+                           size_t errlen);
+/* The master of slot, reading the map first when the slot is not known.
+ * Returns 0 and *out (borrowed; valid until the client is freed), or a
+ * negative code with detail in err. */
+int baton__cluster_route(struct baton_client *c, unsigned slot, int64_t deadline_ns,
+                         struct baton__node **out, char *err, size_t errlen);
+/* A master for a command without a key (subscribers, PING): the next in
+ * turn. Same contract. */
+int baton__cluster_any(struct baton_client *c, int64_t deadline_ns, struct baton__node **out,
+                       char *err, size_t errlen);
+/* The slot a command goes to: its first key (argv[1]; for EVAL, EVALSHA,
+ * FCALL the first of KEYS), or -1 for a command without a key. */
+int baton__cluster_command_slot(int argc, const char *const *argv, const size_t *lens);
+
+/* What a reply asks a cluster client to do. */
+enum baton__redirect {
+    BATON__REDIR_NONE,     /* an answer */
+    BATON__REDIR_MOVED,    /* the slot has a new master: ask it, and refresh the map */
+    BATON__REDIR_ASK,      /* the slot is migrating: ask that node once, after ASKING */
+    BATON__REDIR_TRYAGAIN, /* keys split by a migration in progress: retry shortly */
+    BATON__REDIR_DOWN,     /* CLUSTERDOWN: no master for the slot (failover): retry */
+};
+/* Classifies r. For MOVED and ASK, *to is the node named (created if new). */
+enum baton__redirect baton__cluster_redirect(struct baton_client *c, const redisReply *r,
+                                             struct baton__node **to);
+/* Acts on a redirection before a retry by deadline_ns: MOVED points the
+ * slot at *to and reads the map again; TRYAGAIN and DOWN wait a little
+ * (DOWN reads the map too). Returns true when a retry still fits before
+ * the deadline. */
+bool baton__cluster_follow(struct baton_client *c, enum baton__redirect kind, unsigned slot,
+                           struct baton__node *to, int64_t deadline_ns);
+/* A connection to node failed or timed out: the map is read again before
+ * the next command goes there (a failover moves its slots). */
+void baton__cluster_suspect(struct baton_client *c, struct baton__node *node);
 
 /* ---- multi.c ---- */
 

@@ -40,8 +40,8 @@ static int load_scripts(struct baton_client *c, struct baton__conn *cn, int64_t 
     return BATON_OK;
 }
 
-int baton__client_connect(struct baton_client *c, int64_t deadline_ns, struct baton__conn **out,
-                          char *err, size_t errlen)
+int baton__client_connect(struct baton_client *c, struct baton__node *node, int64_t deadline_ns,
+                          struct baton__conn **out, char *err, size_t errlen)
 {
     struct baton__conn *cn = NULL;
     char why[BATON__ERRLEN];
@@ -52,22 +52,38 @@ int baton__client_connect(struct baton_client *c, int64_t deadline_ns, struct ba
         snprintf(err, errlen, "the client was freed (baton_client_free) before this call");
         return BATON_EINVAL;
     }
+    if (node == NULL && c->url.cluster) {
+        snprintf(err, errlen, "%s: no cluster node given (a bug)", c->url.redacted);
+        return BATON_EINVAL;
+    }
     if (c->url.master != NULL) {
         if ((rc = baton__sentinel_connect(c, deadline_ns, &cn, err, errlen)) != BATON_OK)
             return rc;
     } else {
-        struct baton__endpoint ep = {
-            .host = c->url.host, .port = c->url.port, .path = c->url.path, .tls = c->tls};
+        /* The URL's server, or a cluster node (database 0) */
+        struct baton__endpoint ep = {.host = node != NULL ? node->host : c->url.host,
+                                     .port = node != NULL ? node->port : c->url.port,
+                                     .path = node != NULL ? NULL : c->url.path,
+                                     .tls = c->tls};
         if ((rc = baton__conn_open(&ep, deadline_ns, &cn, why, sizeof why)) != BATON_OK) {
-            baton__set_error(err, errlen, "%s: %s", c->url.redacted, why);
+            if (node != NULL)
+                baton__set_error(err, errlen, "%s: node %s: %s", c->url.redacted, node->addr,
+                                 why);
+            else
+                baton__set_error(err, errlen, "%s: %s", c->url.redacted, why);
             return rc;
         }
         if ((rc = baton__conn_hello(cn, c->user, c->pass, c->url.db, false, deadline_ns)) !=
             BATON_OK) {
-            baton__set_error(err, errlen, "%s: %s", c->url.redacted, cn->err);
+            if (node != NULL)
+                baton__set_error(err, errlen, "%s: node %s: %s", c->url.redacted, node->addr,
+                                 cn->err);
+            else
+                baton__set_error(err, errlen, "%s: %s", c->url.redacted, cn->err);
             baton__conn_free(cn);
             return rc;
         }
+        cn->node = node;
     }
     if (c->min_replicas > 0 && (rc = load_scripts(c, cn, deadline_ns)) != BATON_OK) {
         baton__set_error(err, errlen, "%s: %s", c->url.redacted, cn->err);
@@ -81,7 +97,15 @@ int baton__client_connect(struct baton_client *c, int64_t deadline_ns, struct ba
 int baton__client_open(struct baton_client *c, struct baton__conn **out, char *err, size_t errlen)
 {
     int64_t deadline = baton__now_ns() + c->connect_timeout_ms * 1000000;
-    return baton__client_connect(c, deadline, out, err, errlen);
+    struct baton__node *node = NULL;
+    int rc;
+    *out = NULL;
+    if (c->url.cluster && (rc = baton__cluster_any(c, deadline, &node, err, errlen)) != BATON_OK)
+        return rc;
+    rc = baton__client_connect(c, node, deadline, out, err, errlen);
+    if (rc != BATON_OK && node != NULL)
+        baton__cluster_suspect(c, node);
+    return rc;
 }
 
 int64_t baton__client_grant_deadline(const struct baton_client *c, int64_t ttl_ms)
@@ -92,18 +116,29 @@ int64_t baton__client_grant_deadline(const struct baton_client *c, int64_t ttl_m
     return valid < cmd ? valid : cmd;
 }
 
-static struct baton__shard *my_shard(struct baton_client *c)
+unsigned baton__shard_index(void)
 {
     uint64_t h = (uint64_t)pthread_self();
     h ^= h >> 17;
     h *= 0x9e3779b97f4a7c15u;
-    return &c->shard[(h >> 32) % BATON__SHARDS];
+    return (unsigned)((h >> 32) % BATON__SHARDS);
 }
 
-int baton__client_get(struct baton_client *c, int64_t deadline_ns, struct baton__conn **out,
-                      char *err, size_t errlen)
+static struct baton__shard *my_shard(struct baton_client *c)
 {
-    struct baton__shard *s = my_shard(c);
+    return &c->shard[baton__shard_index()];
+}
+
+/* The calling thread's shard of node's pool (NULL: the URL's server). */
+static struct baton__shard *pool_shard(struct baton_client *c, struct baton__node *node)
+{
+    return node != NULL ? &node->shard[baton__shard_index()] : my_shard(c);
+}
+
+int baton__client_get(struct baton_client *c, struct baton__node *node, int64_t deadline_ns,
+                      struct baton__conn **out, char *err, size_t errlen)
+{
+    struct baton__shard *s = pool_shard(c, node);
     for (;;) {
         pthread_mutex_lock(&s->mu);
         struct baton__conn *cn = s->idle;
@@ -124,16 +159,16 @@ int baton__client_get(struct baton_client *c, int64_t deadline_ns, struct baton_
     /* A new connection counts against the operation's deadline: connecting
      * and the command together never take longer than command_timeout. */
     int64_t connect_by = baton__now_ns() + c->connect_timeout_ms * 1000000;
-    return baton__client_connect(c, connect_by < deadline_ns ? connect_by : deadline_ns, out, err,
-                                 errlen);
+    return baton__client_connect(c, node, connect_by < deadline_ns ? connect_by : deadline_ns, out,
+                                 err, errlen);
 }
 
 void baton__client_put(struct baton_client *c, struct baton__conn *cn)
 {
     if (cn == NULL)
         return;
-    if (!cn->broken && !atomic_load(&cn->stale) && cn->olen == 0) {
-        struct baton__shard *s = my_shard(c);
+    if (!cn->broken && !atomic_load(&cn->stale) && cn->olen == 0 && !atomic_load(&c->closed)) {
+        struct baton__shard *s = pool_shard(c, cn->node);
         pthread_mutex_lock(&s->mu);
         if (s->nidle < SHARD_MAX_IDLE) {
             cn->next = s->idle;
@@ -289,21 +324,24 @@ int baton__eval(struct baton_client *c, struct baton__conn *cn, const char *sha,
         freeReplyObject(r);
         return not_durable(c, acked, err, errlen);
     }
-    return take_reply(c, r, reply, err, errlen);
+    *reply = r; /* an error reply too: the caller looks for redirections */
+    return BATON_OK;
 }
 
-/* One round of k on the shard's shared connection: EVALSHA, EVAL on
- * NOSCRIPT. Returns as baton__mux_call, with the script's reply (error
- * replies included) in *r. */
+/* One round of k on the shared connection m: EVALSHA, EVAL on NOSCRIPT
+ * (after ASKING when asking). Returns as baton__mux_call, with the
+ * script's reply (error replies included) in *r. *sent tells whether
+ * anything went out (a failure before is safe to retry). */
 static int script_round(struct baton_client *c, struct baton__mux *m, struct baton__call *k,
-                        const char **argv, size_t *lens, int argc, redisReply **r,
-                        long long *acked)
+                        bool asking, const char **argv, size_t *lens, int argc, redisReply **r,
+                        long long *acked, bool *sent)
 {
     struct baton__req rq = {.argc = argc,
                             .argv = argv,
                             .lens = lens,
                             .deadline_ns = k->deadline_ns,
                             .wait_replicas = k->durable ? c->min_replicas : 0,
+                            .asking = asking,
                             .err = k->err,
                             .errlen = k->errlen};
     int64_t first_sent = 0;
@@ -315,12 +353,15 @@ static int script_round(struct baton_client *c, struct baton__mux *m, struct bat
     lens[1] = 40;
     if (rq.wait_replicas > 0)
         rq.wait_ms = wait_ms_until(k->deadline_ns);
-    if ((rc = baton__mux_call(c, m, &rq)) != BATON_OK)
+    rc = baton__mux_call(c, m, &rq);
+    *sent = rq.sent_ns != 0;
+    if (rc != BATON_OK)
         return rc;
     first_sent = rq.sent_ns;
     if (is_noscript(rq.reply)) {
-        /* A restarted or flushed server: EVAL runs the script and loads it.
-         * The send time stays the first one's: the earlier, the safer. */
+        /* A restarted or flushed server (or a cluster node that never ran
+         * it): EVAL runs the script and loads it. The send time stays the
+         * first one's: the earlier, the safer. */
         freeReplyObject(rq.reply);
         rq.reply = NULL;
         argv[0] = "EVAL";
@@ -340,6 +381,70 @@ static int script_round(struct baton_client *c, struct baton__mux *m, struct bat
     return BATON_OK;
 }
 
+#define MAX_REDIRECTS 16 /* MOVED and ASK in a row; a wait (TRYAGAIN, CLUSTERDOWN) starts the count again */
+#define MAX_UNSENT    2  /* retries of a request that could not be sent */
+
+/* k on a Redis Cluster: to the master of its keys' slot, following MOVED
+ * (the map read again), ASK (once, after ASKING), TRYAGAIN and CLUSTERDOWN
+ * (a short wait) while the deadline allows. A failure to connect (nothing
+ * sent) reads the map again and retries; a failure after sending does
+ * not retry (the script may have run) but has the map read again before
+ * the next call. Returns as script_round. */
+static int cluster_round(struct baton_client *c, struct baton__call *k, const char **argv,
+                         size_t *lens, int argc, redisReply **r, long long *acked)
+{
+    unsigned slot = k->nkeys > 0 ? baton__key_slot(k->keys[0], strlen(k->keys[0])) : 0;
+    struct baton__node *node = NULL, *ask = NULL;
+    int hops = 0, unsent = 0, rc;
+
+    *r = NULL;
+    for (;;) {
+        bool sent = false;
+        if (ask != NULL) {
+            node = ask;
+        } else if ((rc = baton__cluster_route(c, slot, k->deadline_ns, &node, k->err,
+                                              k->errlen)) != BATON_OK) {
+            return rc;
+        }
+        struct baton__mux *m = &node->shard[baton__shard_index()].mux;
+        rc = script_round(c, m, k, ask != NULL, argv, lens, argc, r, acked, &sent);
+        ask = NULL;
+        if (rc != BATON_OK) {
+            if (rc == BATON_EIO || rc == BATON_EPROTO)
+                baton__cluster_suspect(c, node);
+            if (sent || rc != BATON_EIO || ++unsent > MAX_UNSENT ||
+                baton__now_ns() >= k->deadline_ns)
+                return rc;
+            continue; /* it never left: to the slot's master as the map says now */
+        }
+        struct baton__node *to = NULL;
+        enum baton__redirect kind = baton__cluster_redirect(c, *r, &to);
+        if (kind == BATON__REDIR_NONE)
+            return BATON_OK;
+        if (kind == BATON__REDIR_TRYAGAIN || kind == BATON__REDIR_DOWN)
+            hops = 0; /* waited: an ASK then TRYAGAIN again is no loop */
+        else if (++hops > MAX_REDIRECTS)
+            return BATON_OK; /* a loop of redirections: the last one is the answer */
+        if (!baton__cluster_follow(c, kind, slot, to, k->deadline_ns))
+            return BATON_OK; /* no time left: the redirection is the answer */
+        freeReplyObject(*r);
+        *r = NULL;
+        if (kind == BATON__REDIR_ASK)
+            ask = to;
+    }
+}
+
+/* One call of k where it belongs: the shard's shared connection, or on a
+ * cluster the slot's master's. */
+static int route_round(struct baton_client *c, struct baton__call *k, const char **argv,
+                       size_t *lens, int argc, redisReply **r, long long *acked)
+{
+    bool sent;
+    if (c->url.cluster)
+        return cluster_round(c, k, argv, lens, argc, r, acked);
+    return script_round(c, &my_shard(c)->mux, k, false, argv, lens, argc, r, acked, &sent);
+}
+
 int baton__script_call(struct baton_client *c, struct baton__call *k)
 {
     const char *argv[SCRIPT_MAX_ARGS];
@@ -347,7 +452,6 @@ int baton__script_call(struct baton_client *c, struct baton__call *k)
     char nk[BATON__I64_LEN];
     redisReply *r = NULL;
     long long acked = -1;
-    struct baton__mux *m = &my_shard(c)->mux;
     int rc;
 
     k->reply = NULL;
@@ -356,7 +460,7 @@ int baton__script_call(struct baton_client *c, struct baton__call *k)
                           lens, nk);
     if (argc < 0)
         return BATON_EINVAL;
-    if ((rc = script_round(c, m, k, argv, lens, argc, &r, &acked)) != BATON_OK)
+    if ((rc = route_round(c, k, argv, lens, argc, &r, &acked)) != BATON_OK)
         return rc;
     if (baton__reply_readonly(r) && baton__now_ns() < k->deadline_ns) {
         /* A master demoted to replica (a failover): the script did not run.
@@ -365,7 +469,7 @@ int baton__script_call(struct baton_client *c, struct baton__call *k)
         freeReplyObject(r);
         r = NULL;
         int64_t sent = k->sent_ns;
-        if ((rc = script_round(c, m, k, argv, lens, argc, &r, &acked)) != BATON_OK)
+        if ((rc = route_round(c, k, argv, lens, argc, &r, &acked)) != BATON_OK)
             return rc;
         k->sent_ns = sent;
     }
@@ -440,7 +544,7 @@ int baton_client_new(const char *url, const struct baton_client_opts *opts,
     }
     for (int i = 0; i < BATON__SHARDS; i++) {
         pthread_mutex_init(&c->shard[i].mu, NULL);
-        baton__mux_init(&c->shard[i].mux);
+        baton__mux_init(&c->shard[i].mux, NULL);
         c->shard[i].rnd_used = sizeof c->shard[i].rnd; /* empty: filled on first use */
     }
     *out = c;
@@ -492,8 +596,16 @@ int baton_client_new(const char *url, const struct baton_client_opts *opts,
         baton__client_error(c, "cannot start the sentinel subscriber thread");
         return rc;
     }
+    if (c->url.cluster && (rc = baton__cluster_new(c)) != BATON_OK)
+        return rc;
     if (o.lazy)
         return BATON_OK;
+    if (c->url.cluster &&
+        (rc = baton__cluster_refresh(c, baton__now_ns() + c->connect_timeout_ms * 1000000, err,
+                                     sizeof err)) != BATON_OK) {
+        baton__client_error(c, err);
+        return rc;
+    }
     if ((rc = baton__client_open(c, &cn, err, sizeof err)) != BATON_OK) {
         baton__client_error(c, err);
         return rc;
@@ -516,6 +628,7 @@ void baton__client_unref(struct baton_client *c)
         baton__mux_clear(&c->shard[i].mux);
         pthread_mutex_destroy(&c->shard[i].mu);
     }
+    baton__cluster_free(c);
     baton__url_clear(&c->url);
     baton__tls_free(c->tls);
     baton__stats_free(c->stats);
@@ -554,6 +667,7 @@ void baton_client_free(struct baton_client *c)
         pthread_mutex_unlock(&s->mux.mu);
         baton__conn_free(mcn);
     }
+    baton__cluster_close(c);
     wipe(c->user);
     wipe(c->pass);
     wipe(c->sentinel_user);

@@ -72,12 +72,132 @@ static int finish(struct baton_client *c, redisReply *r, struct baton_reply **ou
     return rc;
 }
 
+/* What runs on the connection: a command, or a script (EVALSHA, EVAL on
+ * NOSCRIPT, WAIT when durable). */
+struct op {
+    int argc;
+    const char *const *argv;
+    const size_t *lens;
+    /* a script when script != NULL */
+    const char *script, *sha;
+    int nkeys, nargs;
+    const char *const *keys, *const *args;
+    bool durable;
+};
+
+static int op_run(struct baton_client *c, struct baton__conn *cn, const struct op *op,
+                  redisReply **r, int64_t deadline, char *err, size_t errlen)
+{
+    if (op->script != NULL)
+        return baton__eval(c, cn, op->sha, op->script, op->nkeys, op->keys, op->nargs, op->args,
+                           op->durable ? c->min_replicas : 0, r, deadline, err, errlen);
+    int rc = baton__conn_command(cn, op->argc, (const char **)op->argv, op->lens, r, deadline);
+    if (rc != BATON_OK)
+        baton__set_error(err, errlen, "%s: %s", c->url.redacted, cn->err);
+    return rc;
+}
+
+/* ASKING on cn, before the command an ASK redirection sent there. */
+static int asking(struct baton_client *c, struct baton__conn *cn, int64_t deadline, char *err,
+                  size_t errlen)
+{
+    const char *argv[1] = {"ASKING"};
+    size_t lens[1] = {6};
+    redisReply *r = NULL;
+    int rc = baton__conn_command(cn, 1, argv, lens, &r, deadline);
+    if (rc != BATON_OK) {
+        baton__set_error(err, errlen, "%s: %s", c->url.redacted, cn->err);
+        return rc;
+    }
+    freeReplyObject(r); /* +OK; an error shows in the command's reply */
+    return BATON_OK;
+}
+
+#define MAX_HOPS   16 /* MOVED and ASK in a row; a wait (TRYAGAIN, CLUSTERDOWN) starts the count again */
+#define MAX_UNSENT 2  /* retries of a command that could not be sent */
+
+/* Runs op on a pooled connection of its own, within the command timeout
+ * (connecting included): to the URL's server, or on a cluster to the
+ * master of slot (any master when slot < 0), following MOVED, ASK,
+ * TRYAGAIN and CLUSTERDOWN. A READONLY answer (a demoted master: the
+ * command did not run) is retried once on a new connection. Returns 0
+ * with *out (an error reply: BATON_EREDIS), or a negative code with
+ * detail on the client. */
+static int run(struct baton_client *c, int slot, const struct op *op, struct baton_reply **out)
+{
+    char err[BATON__ERRLEN];
+    struct baton__node *node = NULL, *ask = NULL;
+    redisReply *r = NULL;
+    bool readonly_retried = false;
+    int hops = 0, unsent = 0, rc = BATON_OK;
+
+    int64_t deadline = baton__client_deadline(c); /* connecting included */
+    for (;;) {
+        struct baton__conn *cn = NULL;
+        if (ask != NULL)
+            node = ask;
+        else if (c->url.cluster && slot >= 0)
+            rc = baton__cluster_route(c, (unsigned)slot, deadline, &node, err, sizeof err);
+        else if (c->url.cluster)
+            rc = baton__cluster_any(c, deadline, &node, err, sizeof err);
+        if (rc != BATON_OK)
+            goto out_error;
+        if ((rc = baton__client_get(c, node, deadline, &cn, err, sizeof err)) != BATON_OK) {
+            if (node == NULL)
+                goto out_error;
+            /* Nothing was sent: after a look at the map, elsewhere. */
+            baton__cluster_suspect(c, node);
+            ask = NULL;
+            if (rc != BATON_EIO || ++unsent > MAX_UNSENT || baton__now_ns() >= deadline)
+                goto out_error;
+            rc = BATON_OK;
+            continue;
+        }
+        rc = ask != NULL ? asking(c, cn, deadline, err, sizeof err) : BATON_OK;
+        ask = NULL;
+        if (rc == BATON_OK)
+            rc = op_run(c, cn, op, &r, deadline, err, sizeof err);
+        if (rc != BATON_OK && node != NULL && cn->broken)
+            baton__cluster_suspect(c, node);
+        baton__client_put(c, cn); /* a broken or stale one (READONLY) is freed */
+        if (rc != BATON_OK)
+            goto out_error;
+        if (baton__reply_readonly(r) && !readonly_retried && baton__now_ns() < deadline) {
+            /* A demoted master did not run it: once more, on a new
+             * connection (through the sentinels, or the map read again). */
+            readonly_retried = true;
+            if (node != NULL)
+                baton__cluster_suspect(c, node);
+            freeReplyObject(r);
+            r = NULL;
+            continue;
+        }
+        if (!c->url.cluster)
+            break;
+        struct baton__node *to = NULL;
+        enum baton__redirect kind = baton__cluster_redirect(c, r, &to);
+        if (kind == BATON__REDIR_NONE)
+            break;
+        if (kind == BATON__REDIR_TRYAGAIN || kind == BATON__REDIR_DOWN)
+            hops = 0; /* waited: an ASK then TRYAGAIN again is no loop */
+        else if (++hops > MAX_HOPS)
+            break; /* a loop of redirections: the last one is the answer */
+        if (!baton__cluster_follow(c, kind, slot >= 0 ? (unsigned)slot : 0, to, deadline))
+            break; /* no time left: the redirection is the answer */
+        freeReplyObject(r);
+        r = NULL;
+        if (kind == BATON__REDIR_ASK)
+            ask = to;
+    }
+    return finish(c, r, out);
+out_error:
+    baton__client_error(c, err);
+    return rc;
+}
+
 int baton_client_command(struct baton_client *c, int argc, const char *const *argv,
                          const size_t *lens, struct baton_reply **out)
 {
-    struct baton__conn *cn = NULL;
-    redisReply *r = NULL;
-    char err[BATON__ERRLEN];
     size_t *own = NULL;
     int rc;
 
@@ -92,30 +212,9 @@ int baton_client_command(struct baton_client *c, int argc, const char *const *ar
         for (int i = 0; i < argc; i++)
             own[i] = strlen(argv[i]);
     }
-    int64_t deadline = baton__client_deadline(c); /* connecting included */
-    for (int attempt = 0; attempt < 2; attempt++) {
-        if ((rc = baton__client_get(c, deadline, &cn, err, sizeof err)) != BATON_OK) {
-            baton__client_error(c, err);
-            goto out;
-        }
-        rc = baton__conn_command(cn, argc, (const char **)argv, lens != NULL ? lens : own, &r,
-                                 deadline);
-        if (rc != BATON_OK) {
-            baton__set_error(err, sizeof err, "%s: %s", c->url.redacted, cn->err);
-            baton__client_error(c, err);
-            baton__client_put(c, cn);
-            goto out;
-        }
-        baton__client_put(c, cn); /* a stale one (READONLY) is freed */
-        /* READONLY: a demoted master did not run it; once more, on a new
-         * connection (through the sentinels). */
-        if (!baton__reply_readonly(r) || attempt == 1 || baton__now_ns() >= deadline)
-            break;
-        freeReplyObject(r);
-        r = NULL;
-    }
-    rc = finish(c, r, out);
-out:
+    struct op op = {.argc = argc, .argv = argv, .lens = lens != NULL ? lens : own};
+    int slot = c->url.cluster ? baton__cluster_command_slot(argc, argv, op.lens) : -1;
+    rc = run(c, slot, &op, out);
     free(own);
     return rc;
 }
@@ -124,36 +223,23 @@ int baton__client_eval(struct baton_client *c, const char *script, int nkeys,
                        const char *const *keys, int nargs, const char *const *args, bool durable,
                        struct baton_reply **out)
 {
-    struct baton__conn *cn = NULL;
-    redisReply *r = NULL;
-    char err[BATON__ERRLEN], sha[41];
-    int rc;
+    char sha[41];
 
     if (out == NULL)
         return BATON_EINVAL;
     *out = NULL;
-    if (c == NULL || script == NULL)
+    if (c == NULL || script == NULL || nkeys < 0 || (nkeys > 0 && keys == NULL))
         return BATON_EINVAL;
     baton__sha1_hex(script, strlen(script), sha);
-    int64_t deadline = baton__client_deadline(c); /* connecting included */
-    for (int attempt = 0; attempt < 2; attempt++) {
-        if ((rc = baton__client_get(c, deadline, &cn, err, sizeof err)) != BATON_OK) {
-            baton__client_error(c, err);
-            return rc;
-        }
-        rc = baton__eval(c, cn, sha, script, nkeys, keys, nargs, args,
-                         durable ? c->min_replicas : 0, &r, deadline, err, sizeof err);
-        bool again = rc == BATON_EREDIS && atomic_load(&cn->stale) && attempt == 0 &&
-                     baton__now_ns() < deadline;
-        baton__client_put(c, cn);
-        if (!again)
-            break;
-    }
-    if (rc != BATON_OK) {
-        baton__client_error(c, err);
-        return rc;
-    }
-    return finish(c, r, out);
+    struct op op = {.script = script,
+                    .sha = sha,
+                    .nkeys = nkeys,
+                    .keys = keys,
+                    .nargs = nargs,
+                    .args = args,
+                    .durable = durable};
+    int slot = c->url.cluster && nkeys > 0 ? (int)baton__key_slot(keys[0], strlen(keys[0])) : -1;
+    return run(c, slot, &op, out);
 }
 
 int baton_client_eval(struct baton_client *c, const char *script, int nkeys,

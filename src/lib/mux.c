@@ -34,7 +34,12 @@
  *
  * A stale connection (READONLY seen, or its master replaced: sentinel.c)
  * takes no new request: the next one gives it up and opens another,
- * through the sentinels. */
+ * through the sentinels.
+ *
+ * Redis Cluster: every master node has muxes of its own (cluster.c); a
+ * request redirected by ASK carries ASKING right in front of its command,
+ * appended under the lock so that nothing comes between them, and its
+ * +OK is dropped. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,16 +48,17 @@
 struct baton__mreq {
     pthread_cond_t cv;
     struct baton__req *rq;
-    int want, got; /* replies: 1, or 2 with WAIT */
+    int want, got; /* replies: 1, +1 with ASKING, +1 with WAIT */
     bool done;
     int rc;
     struct baton__mreq *next;
 };
 
-void baton__mux_init(struct baton__mux *m)
+void baton__mux_init(struct baton__mux *m, struct baton__node *node)
 {
     memset(m, 0, sizeof *m);
     pthread_mutex_init(&m->mu, NULL);
+    m->node = node;
 }
 
 void baton__mux_clear(struct baton__mux *m)
@@ -105,7 +111,10 @@ static int deliver(struct baton__mux *m, struct baton__conn *cn)
             baton__set_error(cn->err, sizeof cn->err, "a reply nobody asked for");
             return BATON_EPROTO;
         }
-        if (q->got == 0) {
+        int cmd_at = q->rq->asking ? 1 : 0; /* the command's reply, after ASKING's */
+        if (q->got < cmd_at) {
+            freeReplyObject(r); /* ASKING's +OK (an error shows in the command's reply) */
+        } else if (q->got == cmd_at) {
             q->rq->reply = r;
             memcpy(q->rq->runid, cn->runid, sizeof q->rq->runid);
             q->rq->promoted = cn->promoted;
@@ -136,7 +145,7 @@ static int ensure_conn(struct baton_client *c, struct baton__mux *m, int64_t dea
     while (m->cn == NULL) {
         struct baton__conn *cn = NULL;
         pthread_mutex_unlock(&m->mu);
-        int rc = baton__client_get(c, deadline_ns, &cn, err, errlen);
+        int rc = baton__client_get(c, m->node, deadline_ns, &cn, err, errlen);
         pthread_mutex_lock(&m->mu);
         if (rc != BATON_OK)
             return rc;
@@ -179,12 +188,14 @@ static void read_once(struct baton_client *c, struct baton__mux *m)
 
 int baton__mux_call(struct baton_client *c, struct baton__mux *m, struct baton__req *rq)
 {
-    struct baton__mreq q = {.rq = rq, .want = rq->wait_replicas > 0 ? 2 : 1};
+    struct baton__mreq q = {.rq = rq,
+                            .want = 1 + (rq->asking ? 1 : 0) + (rq->wait_replicas > 0 ? 1 : 0)};
     int rc;
 
     rq->reply = NULL;
     rq->acked = -1;
     rq->runid[0] = '\0';
+    rq->sent_ns = 0; /* 0 until it goes out: a failure before is safe to retry */
     if (baton__cond_init_monotonic(&q.cv) != 0)
         return BATON_ENOMEM;
     pthread_mutex_lock(&m->mu);
@@ -192,8 +203,16 @@ int baton__mux_call(struct baton_client *c, struct baton__mux *m, struct baton__
         goto out;
     struct baton__conn *cn = m->cn;
     size_t olen = cn->olen;
-    if ((rc = baton__conn_append(cn, rq->argc, rq->argv, rq->lens)) != BATON_OK)
-        goto out; /* nothing was queued: the connection is intact */
+    if (rq->asking) {
+        const char *aargv[1] = {"ASKING"};
+        size_t alens[1] = {6};
+        if ((rc = baton__conn_append(cn, 1, aargv, alens)) != BATON_OK)
+            goto out; /* nothing was queued: the connection is intact */
+    }
+    if ((rc = baton__conn_append(cn, rq->argc, rq->argv, rq->lens)) != BATON_OK) {
+        cn->olen = olen; /* ASKING goes right in front of it or not at all */
+        goto out;
+    }
     if (rq->wait_replicas > 0) {
         char nb[BATON__I64_LEN], mb[BATON__I64_LEN];
         const char *wargv[3] = {"WAIT", baton__i64_str(rq->wait_replicas, nb),

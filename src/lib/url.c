@@ -5,6 +5,8 @@
  *   redis-sentinel://[[user]:pass@]h1[:p1],h2[:p2]...[/db]?master=NAME
  *       [&sentinel_user=U&sentinel_password=P]
  *   rediss-sentinel://...  (the same, plus the TLS parameters)
+ *   redis-cluster://[[user]:pass@]h1[:p1],h2[:p2]...[/0]  (seed nodes)
+ *   rediss-cluster://...  (the same, plus the TLS parameters)
  * Userinfo and query values may be percent-encoded. Messages never echo a
  * password; the redacted form shows "***" in its place. */
 #include <errno.h>
@@ -92,6 +94,9 @@ void baton__url_clear(struct baton__url *u)
     for (int i = 0; i < u->nsentinels; i++)
         free(u->sentinels[i].host);
     free(u->sentinels);
+    for (int i = 0; i < u->nseeds; i++)
+        free(u->seeds[i].host);
+    free(u->seeds);
     free(u->sentinel_user);
     wipe(u->sentinel_pass);
     free(u->tls_ca);
@@ -178,6 +183,7 @@ static int make_redacted(struct baton__url *u)
             sb_param(&b, &first, "password", "***");
     } else {
         sb_str(&b, u->master != NULL ? (u->tls ? "rediss-sentinel://" : "redis-sentinel://")
+                   : u->cluster      ? (u->tls ? "rediss-cluster://" : "redis-cluster://")
                                      : (u->tls ? "rediss://" : "redis://"));
         if (u->user != NULL)
             sb_str(&b, u->user);
@@ -190,6 +196,12 @@ static int make_redacted(struct baton__url *u)
                 if (i > 0)
                     sb_str(&b, ",");
                 sb_hostport(&b, u->sentinels[i].host, u->sentinels[i].port);
+            }
+        } else if (u->cluster) {
+            for (int i = 0; i < u->nseeds; i++) {
+                if (i > 0)
+                    sb_str(&b, ",");
+                sb_hostport(&b, u->seeds[i].host, u->seeds[i].port);
             }
         } else {
             sb_hostport(&b, u->host, u->port);
@@ -449,8 +461,37 @@ static int parse_query(const char *q, unsigned where, struct baton__url *u, char
     return BATON_OK;
 }
 
+/* A comma-separated list of host[:port] in [p, end) into a new array of
+ * at most max entries: the sentinels, or a cluster's seed nodes. */
+static int parse_hostlist(const char *p, const char *end, int defport, int max, const char *what,
+                          struct baton__hostport **list, int *count, char *err, size_t errlen)
+{
+    int n = 1, rc;
+    for (const char *s = p; s < end; s++)
+        n += *s == ',';
+    if (n > max) {
+        baton__set_error(err, errlen, "invalid URL: at most %d %s", max, what);
+        return BATON_EINVAL;
+    }
+    if ((*list = calloc((size_t)n, sizeof **list)) == NULL)
+        return BATON_ENOMEM;
+    for (const char *s = p; s <= end && *count < n;) {
+        const char *comma = memchr(s, ',', (size_t)(end - s));
+        const char *e = comma ? comma : end;
+        struct baton__hostport *hp = &(*list)[*count];
+        if ((rc = parse_hostport(s, e, defport, &hp->host, &hp->port, err, errlen)) != BATON_OK) {
+            free(hp->host);
+            hp->host = NULL;
+            return rc;
+        }
+        (*count)++;
+        s = e + 1;
+    }
+    return BATON_OK;
+}
+
 /* After the scheme of redis://, rediss://, redis-sentinel://,
- * rediss-sentinel://. */
+ * rediss-sentinel://, redis-cluster://, rediss-cluster://. */
 static int parse_network(const char *p, struct baton__url *u, bool sentinel, char *err,
                          size_t errlen)
 {
@@ -468,8 +509,10 @@ static int parse_network(const char *p, struct baton__url *u, bool sentinel, cha
     }
     if (q != NULL && where == 0) {
         baton__set_error(err, errlen,
-                         "invalid URL: redis:// URLs take no query (use /DB for the database; "
-                         "TLS parameters need rediss://)");
+                         u->cluster ? "invalid URL: redis-cluster:// URLs take no query (TLS "
+                                      "parameters need rediss-cluster://)"
+                                    : "invalid URL: redis:// URLs take no query (use /DB for the "
+                                      "database; TLS parameters need rediss://)");
         return BATON_EINVAL;
     }
     for (const char *s = p; s < hostend; s++)
@@ -480,39 +523,29 @@ static int parse_network(const char *p, struct baton__url *u, bool sentinel, cha
             return rc;
         p = at + 1;
     }
-    if (!sentinel) {
+    if (u->cluster) {
+        if ((rc = parse_hostlist(p, hostend, 6379, BATON__SEEDS_MAX, "seed nodes", &u->seeds,
+                                 &u->nseeds, err, errlen)) != BATON_OK)
+            return rc;
+    } else if (!sentinel) {
         if ((rc = parse_hostport(p, hostend, 6379, &u->host, &u->port, err, errlen)) != BATON_OK)
             return rc;
     } else {
-        int n = 1;
-        for (const char *s = p; s < hostend; s++)
-            n += *s == ',';
-        if (n > BATON__SENTINELS_MAX) {
-            baton__set_error(err, errlen, "invalid URL: at most %d sentinels",
-                             BATON__SENTINELS_MAX);
-            return BATON_EINVAL;
-        }
-        if ((u->sentinels = calloc((size_t)n, sizeof *u->sentinels)) == NULL)
-            return BATON_ENOMEM;
-        for (const char *s = p; s <= hostend && u->nsentinels < n;) {
-            const char *comma = memchr(s, ',', (size_t)(hostend - s));
-            const char *e = comma ? comma : hostend;
-            struct baton__hostport *hp = &u->sentinels[u->nsentinels];
-            if ((rc = parse_hostport(s, e, 26379, &hp->host, &hp->port, err, errlen)) !=
-                BATON_OK) {
-                free(hp->host);
-                hp->host = NULL;
-                return rc;
-            }
-            u->nsentinels++;
-            s = e + 1;
-        }
+        if ((rc = parse_hostlist(p, hostend, 26379, BATON__SENTINELS_MAX, "sentinels",
+                                 &u->sentinels, &u->nsentinels, err, errlen)) != BATON_OK)
+            return rc;
     }
     if (slash != NULL && slash + 1 < end &&
         !parse_int(slash + 1, (size_t)(end - slash - 1), 0, INT_MAX, &u->db)) {
         baton__set_error(
             err, errlen,
             "invalid URL: invalid database number after the host (redis://host:6379/0)");
+        return BATON_EINVAL;
+    }
+    if (u->cluster && u->db != 0) {
+        baton__set_error(err, errlen,
+                         "invalid URL: Redis Cluster has only database 0 (redis-cluster://"
+                         "h1:7000,h2:7001 or .../0)");
         return BATON_EINVAL;
     }
     if (q != NULL && (rc = parse_query(q, where, u, err, errlen)) != BATON_OK)
@@ -562,13 +595,15 @@ static int parse_unix(const char *p, struct baton__url *u, char *err, size_t err
 static const struct {
     const char *prefix;
     enum baton__family transport;
-    bool tls, sentinel;
+    bool tls, sentinel, cluster;
 } schemes[] = {
-    {"redis://", BATON__TCP, false, false},
-    {"rediss://", BATON__TCP, true, false},
-    {"redis-sentinel://", BATON__TCP, false, true},
-    {"rediss-sentinel://", BATON__TCP, true, true},
-    {"unix://", BATON__UNIX, false, false},
+    {"redis://", BATON__TCP, false, false, false},
+    {"rediss://", BATON__TCP, true, false, false},
+    {"redis-sentinel://", BATON__TCP, false, true, false},
+    {"rediss-sentinel://", BATON__TCP, true, true, false},
+    {"redis-cluster://", BATON__TCP, false, false, true},
+    {"rediss-cluster://", BATON__TCP, true, false, true},
+    {"unix://", BATON__UNIX, false, false, false},
 };
 
 int baton__url_parse(const char *text, struct baton__url *u, char *err, size_t errlen)
@@ -588,6 +623,7 @@ int baton__url_parse(const char *text, struct baton__url *u, char *err, size_t e
         const char *rest = text + strlen(schemes[i].prefix);
         u->transport = schemes[i].transport;
         u->tls = schemes[i].tls;
+        u->cluster = schemes[i].cluster;
         if (u->transport == BATON__UNIX)
             r = parse_unix(rest, u, err, errlen);
         else
@@ -599,7 +635,8 @@ int baton__url_parse(const char *text, struct baton__url *u, char *err, size_t e
                          "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-") == (size_t)(sep - text))
             baton__set_error(err, errlen,
                              "invalid URL: unsupported scheme \"%.*s://\" (use redis://, "
-                             "rediss://, unix://, redis-sentinel:// or rediss-sentinel://)",
+                             "rediss://, unix://, redis-sentinel://, rediss-sentinel://, "
+                             "redis-cluster:// or rediss-cluster://)",
                              (int)(sep - text), text);
         else
             baton__set_error(err, errlen,

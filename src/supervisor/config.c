@@ -184,8 +184,9 @@ static const struct schema_field options[] = {
      .bounds_doc = "redis://[[user]:pass@]host[:port][/db], rediss://...[?ca=&cert=&key=&sni=&"
                    "verify=], unix:///path[?db=N&user=U&password=P], "
                    "redis-sentinel://h1:26379,h2:26379[/db]?master=NAME (rediss-sentinel:// for "
-                   "TLS)",
-     .doc = "The Redis server holding the leader lease, tick claims and run history."},
+                   "TLS), redis-cluster://h1:7000,h2:7001 (seed nodes; rediss-cluster:// for TLS)",
+     .doc = "The Redis server holding the leader lease, tick claims and run history (with "
+            "Redis Cluster, the group's keys share the hash tag {group}: one slot)."},
     {.key = "group", .type = SCHEMA_STRING, .offset = OFF(group),
      .def = "default", .min = 1, .max = 64, .check = check_group,
      .bounds_doc = "letters, digits, _ . -; 1-64 chars",
@@ -253,7 +254,7 @@ static const struct schema_field options[] = {
     {.key = "min_replicas", .type = SCHEMA_INT, .offset = OFF(min_replicas),
      .def = "0", .min = 0, .max = 16,
      .doc = "Leader lease and tick claims count only once WAIT says this many replicas have "
-            "them, within the lease's deadline (0: off). Keeps them across a Sentinel failover."},
+            "them, within the lease's deadline (0: off). Keeps them across a Sentinel or Cluster failover."},
     {.key = "http.listen", .type = SCHEMA_STRING, .offset = OFF(http_listen),
      .def = "off", .min = 1, .max = 255, .check = check_http_listen,
      .bounds_doc = "off, host:port, [address]:port or unix:/path",

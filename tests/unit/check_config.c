@@ -509,7 +509,7 @@ START_TEST(redis_urls)
         const char *url, *msg;
     } bad[] = {
         {"http://h", "unsupported scheme \"http://\" (use redis://, rediss://, unix://, "
-                     "redis-sentinel:// or rediss-sentinel://)"},
+                     "redis-sentinel://, rediss-sentinel://, redis-cluster:// or rediss-cluster://)"},
         {"h:6379", "expected a URL like redis://host:6379/0 or unix:///run/redis/redis.sock"},
         {"redis://", "missing host (redis://host:6379/0)"},
         {"\"redis://:pw@\"", "missing host (redis://host:6379/0)"},
@@ -757,8 +757,9 @@ static const struct {
     {"config_redis_port.yaml",
      "config_redis_port.yaml:1:8: redis: invalid URL: invalid port (1..65535)"},
     {"config_redis_scheme.yaml",
-     "config_redis_scheme.yaml:1:8: redis: invalid URL: unsupported scheme \"redis-cluster://\" "
-     "(use redis://, rediss://, unix://, redis-sentinel:// or rediss-sentinel://)"},
+     "config_redis_scheme.yaml:1:8: redis: invalid URL: unsupported scheme \"memcache://\" "
+     "(use redis://, rediss://, unix://, redis-sentinel://, rediss-sentinel://, "
+     "redis-cluster:// or rediss-cluster://)"},
     {"config_renew_margin.yaml",
      "config_renew_margin.yaml:3:10: lease.ttl (10s) must be at least 2 x lease.renew (5s) + "
      "redis_timeout (1s) = 11s, so that a renewal that times out can be retried before the "

@@ -113,6 +113,81 @@ START_TEST(url_sentinel)
 }
 END_TEST
 
+/* Cluster URLs: the seed nodes, credentials, TLS; no Sentinel, no host. */
+static const struct {
+    const char *url;
+    bool tls;
+    int n;
+    const char *hosts[3];
+    int ports[3];
+    const char *user, *pass, *redacted;
+} cluster_urls[] = {
+    {"redis-cluster://h1:7000,h2,[::1]:7002", false, 3, {"h1", "h2", "::1"}, {7000, 6379, 7002},
+     NULL, NULL, "redis-cluster://h1:7000,h2:6379,[::1]:7002/0"},
+    {"redis-cluster://app:s%21@h1:7000/0", false, 1, {"h1"}, {7000}, "app", "s!",
+     "redis-cluster://app:***@h1:7000/0"},
+    {"rediss-cluster://a:1,b:2?ca=/ca.pem&sni=redis.internal", true, 2, {"a", "b"}, {1, 2}, NULL,
+     NULL, "rediss-cluster://a:1,b:2/0?ca=/ca.pem&sni=redis.internal"},
+};
+
+START_TEST(url_cluster)
+{
+    char err[256];
+    struct baton__url u;
+    for (size_t i = 0; i < sizeof cluster_urls / sizeof cluster_urls[0]; i++) {
+        ck_assert_msg(baton__url_parse(cluster_urls[i].url, &u, err, sizeof err) == BATON_OK,
+                      "%s: %s", cluster_urls[i].url, err);
+        ck_assert(u.cluster);
+        ck_assert(u.tls == cluster_urls[i].tls);
+        ck_assert_ptr_null(u.host);
+        ck_assert_ptr_null(u.master);
+        ck_assert_int_eq(u.nseeds, cluster_urls[i].n);
+        for (int k = 0; k < u.nseeds; k++) {
+            ck_assert_str_eq(u.seeds[k].host, cluster_urls[i].hosts[k]);
+            ck_assert_int_eq(u.seeds[k].port, cluster_urls[i].ports[k]);
+        }
+        ck_assert_pstr_eq(u.user, cluster_urls[i].user);
+        ck_assert_pstr_eq(u.pass, cluster_urls[i].pass);
+        ck_assert_int_eq(u.db, 0);
+        ck_assert_str_eq(u.redacted, cluster_urls[i].redacted);
+        baton__url_clear(&u);
+    }
+}
+END_TEST
+
+/* The slot of a command's key: its first key (EVAL: the first of KEYS),
+ * none for commands without one. */
+START_TEST(cluster_command_slots)
+{
+    static const struct {
+        int argc;
+        const char *argv[6];
+        const char *key; /* NULL: no key */
+    } cmds[] = {
+        {2, {"GET", "baton:{g}:last:j"}, "baton:{g}:last:j"},
+        {3, {"mget", "baton:{g}:last:a", "baton:{g}:last:b"}, "baton:{g}:last:a"},
+        {6, {"XREVRANGE", "baton:{g}:runs:j", "+", "-", "COUNT", "5"}, "baton:{g}:runs:j"},
+        {5, {"EVALSHA", "abc", "2", "k1", "k2"}, "k1"},
+        {4, {"EVAL", "return 1", "0", "x"}, NULL},
+        {5, {"XREAD", "COUNT", "1", "STREAMS", "s1"}, "s1"},
+        {3, {"PUBLISH", "chan", "msg"}, NULL},
+        {1, {"PING"}, NULL},
+        {2, {"info", "replication"}, NULL},
+        {3, {"OBJECT", "ENCODING", "k"}, "k"},
+    };
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        size_t lens[6];
+        for (int a = 0; a < cmds[i].argc; a++)
+            lens[a] = strlen(cmds[i].argv[a]);
+        int want = cmds[i].key != NULL ? (int)baton__key_slot(cmds[i].key, strlen(cmds[i].key))
+                                       : -1;
+        ck_assert_msg(baton__cluster_command_slot(cmds[i].argc, cmds[i].argv, lens) == want,
+                      "%s: slot %d, want %d", cmds[i].argv[0],
+                      baton__cluster_command_slot(cmds[i].argc, cmds[i].argv, lens), want);
+    }
+}
+END_TEST
+
 START_TEST(url_good)
 {
     char err[256];
@@ -138,7 +213,7 @@ static const struct {
 } bad_urls[] = {
     {"", "invalid URL: empty"},
     {"http://h", "invalid URL: unsupported scheme \"http://\" (use redis://, rediss://, unix://, "
-                 "redis-sentinel:// or rediss-sentinel://)"},
+                 "redis-sentinel://, rediss-sentinel://, redis-cluster:// or rediss-cluster://)"},
     {"h:6379", "invalid URL: expected a URL like redis://host:6379/0 or unix:///run/redis/redis.sock"},
     {"redis://", "invalid URL: missing host (redis://host:6379/0)"},
     {"redis://:pw@", "invalid URL: missing host (redis://host:6379/0)"},
@@ -165,6 +240,15 @@ static const struct {
     {"rediss-sentinel://s1?master=m&db=2", "invalid URL: unknown URL parameter \"db\" (use ca=, "
                                            "capath=, cert=, key=, sni=, verify=, master=, "
                                            "sentinel_user=, sentinel_password=)"},
+    {"redis-cluster://h1:7000,h2:7001/3",
+     "invalid URL: Redis Cluster has only database 0 (redis-cluster://h1:7000,h2:7001 or .../0)"},
+    {"redis-cluster://h1?master=m", "invalid URL: redis-cluster:// URLs take no query (TLS "
+                                    "parameters need rediss-cluster://)"},
+    {"rediss-cluster://h1?master=m", "invalid URL: unknown URL parameter \"master\" (use ca=, "
+                                     "capath=, cert=, key=, sni=, verify=)"},
+    {"redis-cluster://h1,,h2", "invalid URL: missing host (redis://host:6379/0)"},
+    {"redis-cluster://1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17",
+     "invalid URL: at most 16 seed nodes"},
     {"redis://[::1", "invalid URL: invalid IPv6 address (write redis://[::1]:6379)"},
     {"redis://u:p%zz@h", "invalid URL: bad percent-escape in the user or password"},
     {"unix://relative.sock",
@@ -204,6 +288,8 @@ START_TEST(url_errors_hide_password)
         "unix:///s?password=hunter2",
         "rediss://u:hunter2@h?verify=bogus",
         "redis-sentinel://:hunter2@s1?sentinel_password=hunter3",
+        "redis-cluster://u:hunter2@h1,h2",
+        "rediss-cluster://:hunter2@h1:7000?verify=bogus",
     };
     for (size_t i = 0; i < sizeof secret_urls / sizeof secret_urls[0]; i++) {
         char red[256] = "", msg[256] = "";
@@ -272,7 +358,8 @@ START_TEST(client_errors)
     ck_assert_int_eq(baton_client_new("nope://x", NULL, &c), BATON_EINVAL);
     ck_assert_str_eq(baton_client_errstr(c),
                      "invalid URL: unsupported scheme \"nope://\" (use redis://, rediss://, "
-                     "unix://, redis-sentinel:// or rediss-sentinel://)");
+                     "unix://, redis-sentinel://, rediss-sentinel://, redis-cluster:// or "
+                     "rediss-cluster://)");
     baton_client_free(c);
     ck_assert_int_eq(baton_client_new("unix:///nonexistent/baton.sock", NULL, &c), BATON_EIO);
     ck_assert_str_eq(
@@ -335,6 +422,8 @@ static Suite *suite(void)
     tcase_add_test(tc, url_good);
     tcase_add_test(tc, url_bad);
     tcase_add_test(tc, url_sentinel);
+    tcase_add_test(tc, url_cluster);
+    tcase_add_test(tc, cluster_command_slots);
     tcase_add_test(tc, url_errors_hide_password);
     tcase_add_test(tc, sha1_vectors);
     tcase_add_test(tc, decimal_strings);
