@@ -25,6 +25,8 @@ fuzz_run() {
     for f in build/fuzz/tests/fuzz_*; do
         [ -x "$f" ] || continue
         name=$(basename "$f")
+        # FUZZ_TARGETS="fuzz_a fuzz_b" runs those alone.
+        [ -z "${FUZZ_TARGETS:-}" ] || [[ " $FUZZ_TARGETS " == *" $name "* ]] || continue
         work=$(mktemp -d)
         seeds=tests/fuzz/corpus/$name
         mkdir -p "$seeds"
