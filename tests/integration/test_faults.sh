@@ -355,6 +355,23 @@ loss_window() {
     [ -z "$best" ] || { LOSS_FROM=$(( loss_ms / 1000 - 1 )) LOSS_TO=$(( best / 1000 + 1 )); }
 }
 
+# clock_kept_lease back|forward: leases run on CLOCK_MONOTONIC, so a step
+# of the wall clock must not move the lease. In the soak the lease may
+# still move in that phase for a reason of its own (fifty jobs catching up
+# on a loaded machine, Redis fsyncing every write, can hold the loop past
+# a renewal: the leader then steps down in time, as it must), so there the
+# move is counted, and the matrix's short run, with nothing else going on,
+# is what checks it.
+clock_kept_lease() {
+    [ "$LEASE_BEFORE" = "$(lease_value)" ] && return 0
+    if [ -n "${FAULTS_SOAK_SECONDS:-}" ]; then
+        SOAK_CLOCK_MOVES=$(( ${SOAK_CLOCK_MOVES:-0} + 1 ))
+        note "  $PHASE: the lease moved in this phase (counted: the matrix checks the clock alone)"
+        return 0
+    fi
+    fail "$PHASE: the lease moved when the wall clock stepped $1"
+}
+
 run_main_fault() {
     local fault=$1 l t0 loss before after
     l=$(wait_leader)
@@ -396,11 +413,11 @@ run_main_fault() {
         [ "$after" -le $(( before + 1 )) ] || fail "$PHASE: $(( after - before )) ticks ran while the clock was 1 h behind"
         set_clock $(( OFFSET + 3600 ))
         end_phase "$fault" "$t0"
-        [ "$LEASE_BEFORE" = "$(lease_value)" ] || fail "$PHASE: the lease moved when the wall clock stepped back" ;;
+        clock_kept_lease back ;;
     clock_forward)
         set_clock $(( OFFSET + STEP_FWD ))
         CATCHUP_TIMEOUT=$(( 60 + STEP_FWD / 5 )) end_phase "$fault" "$t0" 1
-        [ "$LEASE_BEFORE" = "$(lease_value)" ] || fail "$PHASE: the lease moved when the wall clock stepped forward" ;;
+        clock_kept_lease forward ;;
     esac
 }
 
@@ -556,10 +573,10 @@ soak() {
         col=$(( col + 2 ))
     done
     local report
-    report=$(printf '{"soak_seconds":%d,"faults":%d,"seed":%d,"jobs":%d,"history_runs":%d,"samples":%d,"supervisors":[%s],"redis":{"used_memory_kib":{%s,"slope_per_hour_second_half":%s},"rss_kib":{%s},"keys":{%s}},"ledger_ticks":%d,"other_ticks":%d,"other_recorded_not_run":%d,"other_lost_with_data":%d,"doubled":0,"missing":0,"fence_regressions":0,"overlaps":0}' \
+    report=$(printf '{"soak_seconds":%d,"faults":%d,"seed":%d,"jobs":%d,"history_runs":%d,"samples":%d,"supervisors":[%s],"redis":{"used_memory_kib":{%s,"slope_per_hour_second_half":%s},"rss_kib":{%s},"keys":{%s}},"ledger_ticks":%d,"other_ticks":%d,"other_recorded_not_run":%d,"other_lost_with_data":%d,"lease_moves_in_clock_phases":%d,"doubled":0,"missing":0,"fence_regressions":0,"overlaps":0}' \
         "$secs" "$count" "$seed" "$(( EXTRA_JOBS + 2 ))" "$FAULTS_HISTORY" "$(wc -l < "$T/samples.txt")" "$nodes" \
         "$(column_stats 8)" "$(slope 8 $(( secs / 2 )))" "$(column_stats 9)" "$(column_stats 10)" \
-        "$(wc -l < "$LEDGER")" "${SOAK_EXTRA_RAN:-0}" "${SOAK_EXTRA_RECORDED:-0}" "${SOAK_EXTRA_LOST:-0}")
+        "$(wc -l < "$LEDGER")" "${SOAK_EXTRA_RAN:-0}" "${SOAK_EXTRA_RECORDED:-0}" "${SOAK_EXTRA_LOST:-0}" "${SOAK_CLOCK_MOVES:-0}")
     note "soak: $report"
     [ -z "${FAULTS_SOAK_REPORT:-}" ] || echo "$report" > "$FAULTS_SOAK_REPORT"
 }
