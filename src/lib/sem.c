@@ -153,8 +153,15 @@ static int attempt(struct baton_permit *p, bool wait, bool queued, int64_t entry
                r->element[0]->type == REDIS_REPLY_INTEGER) {
         why->next_ms = r->element[0]->integer;
         why->sent_ns = k.sent_ns;
-        if (r->elements >= 2 && r->element[1]->type == REDIS_REPLY_STRING)
-            why->fence = strtoull(r->element[1]->str, NULL, 10);
+        /* Unreadable: no published grant is trusted (the next attempt
+         * finds a real one in Redis). */
+        why->fence = UINT64_MAX;
+        if (r->elements >= 2 && r->element[1]->type == REDIS_REPLY_STRING) {
+            char *end = NULL;
+            unsigned long long f = strtoull(r->element[1]->str, &end, 10);
+            if (end != r->element[1]->str && *end == '\0')
+                why->fence = f;
+        }
         rc = BATON_ETAKEN;
     } else {
         baton__set_error(lk->errstr, sizeof lk->errstr,
