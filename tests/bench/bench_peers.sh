@@ -75,7 +75,12 @@ install_peers() {
     mkdir -p "$peers" && cp "$src/package.json" "$src/package-lock.json" "$peers/" || {
         peers_why="cannot write $peers"; return 1; }
     note "installing the peers with npm ci into $peers"
-    if ! (cd "$peers" && timeout 180 npm ci --no-audit --no-fund --loglevel=error) >"$T/npm.log" 2>&1; then
+    # Bounded: without a network npm would retry for minutes (--smoke runs
+    # in CI, which may have none).
+    local limit=180
+    [ "$smoke" = 0 ] || limit=60
+    if ! (cd "$peers" && timeout "$limit" npm ci --no-audit --no-fund --loglevel=error \
+            --fetch-retries=1 --fetch-timeout=20000) >"$T/npm.log" 2>&1; then
         rm -f "$peers/package-lock.json" # not installed: try again next time
         peers_why="npm ci failed (is the registry reachable?): $(grep -v nodedir "$T/npm.log" | grep -m 2 . | tr "\n" " ")"
         return 1
