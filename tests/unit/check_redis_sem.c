@@ -492,6 +492,39 @@ START_TEST(stale_published_grant_refused)
 }
 END_TEST
 
+/* With min_replicas a published grant is only a wake-up: the waiter's own
+ * attempt must make it durable. Here nothing can (no replica): the waiter
+ * is woken at once (its retry timer is 5 s), fails with ENOTDURABLE after
+ * its attempts' WAITs, and gives the slot back. */
+START_TEST(published_grant_needs_durability)
+{
+    struct baton_client *hc = client(), *wc = NULL;
+    struct baton_client_opts co = {
+        .connect_timeout_ms = 1000, .command_timeout_ms = 1000, .min_replicas = 1};
+    ck_assert_int_eq(baton_client_new(tu_redis_url(), &co, &wc), BATON_OK);
+    struct baton_permit *h = NULL;
+    ck_assert_int_eq(baton_sem_try(hc, "s:durable", 1, NULL, &h), BATON_OK);
+    struct keeper k = {.c = wc,
+                       .name = "s:durable",
+                       .o = {.ttl_ms = 20000, .max_wait_ms = 10000, .retry_delay_ms = 5000}};
+    pthread_t t;
+    pthread_create(&t, NULL, keeper_main, &k);
+    await_queued("s:durable", 1);
+    tu_sleep_ms(1000); /* its first attempt's WAIT is over */
+    int64_t released = tu_now_ns();
+    ck_assert_int_eq(baton_sem_release(h), BATON_OK);
+    pthread_join(t, NULL);
+    ck_assert_int_eq(k.rc, BATON_ENOTDURABLE);
+    ck_assert_ptr_null(k.p);
+    ck_assert_msg(k.got_ns - released < INT64_C(4000000000), "gave up %lld ms after the release",
+                  (long long)((k.got_ns - released) / 1000000));
+    ck_assert_int_eq(holders(hc, "s:durable"), 0); /* given back */
+    baton_permit_free(h);
+    baton_client_free(wc);
+    baton_client_free(hc);
+}
+END_TEST
+
 /* Free slots go to queued waiters first: a newcomer gets one only when
  * the free slots outnumber the live waiters. */
 START_TEST(waiters_before_newcomers)
@@ -743,6 +776,7 @@ static Suite *suite(void)
     tcase_add_test(tw, grant_published_to_another_client);
     tcase_add_test(tw, granter_process_dies);
     tcase_add_test(tw, stale_published_grant_refused);
+    tcase_add_test(tw, published_grant_needs_durability);
     tcase_add_test(tw, waiters_before_newcomers);
     tcase_add_test(tw, queue_full);
     tcase_add_test(tw, threads_respect_the_limit);
