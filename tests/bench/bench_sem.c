@@ -212,8 +212,8 @@ int main(int argc, char **argv)
         } else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
             only = argv[++i];
         } else {
-            fprintf(stderr,
-                    "usage: bench_sem [--url URL] [--seconds S] [--smoke] [--only raw|chain|lib|clients|wide]\n");
+            fprintf(stderr, "usage: bench_sem [--url URL] [--seconds S] [--smoke] [--only "
+                            "raw|chain|lib|clients|wide]\n");
             return 2;
         }
     }

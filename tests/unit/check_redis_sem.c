@@ -411,7 +411,8 @@ START_TEST(granter_process_dies)
         struct baton_permit *p = NULL;
         char b = 0;
         if (baton_client_new(tu_redis_url(), NULL, &c) != BATON_OK ||
-            baton_sem_try(c, "s:dies", 1, &(struct baton_sem_opts){.ttl_ms = 20000}, &p) != BATON_OK)
+            baton_sem_try(c, "s:dies", 1, &(struct baton_sem_opts){.ttl_ms = 20000}, &p) !=
+                BATON_OK)
             _exit(2);
         if (write(ready[1], "r", 1) != 1 || read(go[0], &b, 1) != 1)
             _exit(3);
@@ -429,7 +430,8 @@ START_TEST(granter_process_dies)
     ck_assert_int_eq(write(go[1], "g", 1), 1);
     int status = 0;
     ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the holder's process: %d", status);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the holder's process: %d",
+                  status);
     pthread_join(t, NULL);
     ck_assert_int_eq(k.rc, BATON_OK);
     tu_sleep_ms(300);
