@@ -515,8 +515,12 @@ struct baton__waiter {
     bool woken;
     pthread_cond_t cv;
     struct baton__waiter *next, *prev;
-    /* A grant handed over in-process by baton__waiters_grant(): the fields
-     * are written before granted is set, and never again. */
+    /* A semaphore grant handed over by baton__waiters_grant() (a release
+     * in this process: grant_sent_ns is its send time) or by the
+     * subscriber (a grant published by a release elsewhere: grant_sent_ns
+     * 0). The fields are written, under the waiters' lock, before granted
+     * is set; a second grant of the token (after the first ran out) may
+     * rewrite them, and sem.c only trusts a fence above what it last saw. */
     _Atomic bool granted;
     uint64_t grant_fence;
     int64_t grant_sent_ns;
@@ -532,7 +536,7 @@ void baton__waiters_leave(struct baton_client *c, struct baton__waiter *w);
 bool baton__waiters_sleep(struct baton_client *c, struct baton__waiter *w, int64_t until_ns);
 /* Hands a grant to this client's waiter of token (a semaphore release
  * that gave its slot to a waiter of the same process) and wakes it: fence,
- * and the send time of the request that granted it. Returns false when no
+ * and the send time of the request that granted it (not 0). Returns false when no
  * such waiter waits any more (it then finds the grant in Redis, or its
  * cancel passes it on). */
 bool baton__waiters_grant(struct baton_client *c, const char *token, uint64_t fence,

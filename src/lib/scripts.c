@@ -135,24 +135,33 @@ static const char cancel_src[] = "local lock, q, qx, chan = KEYS[1], KEYS[2], KE
  *   P{S}:sem:q      waiters, a sorted set: member = "<ttl_ms>|<token>",
  *                   score = arrival (us)
  *   P{S}:sem:qx     waiters' liveness, a sorted set: member -> expiry (ms)
- * A release that finds waiters hands its slot to the first live waiter:
- *   - a waiter of the releasing client (the token starts with its id) is
- *     granted the permit at once, with the lease it asked for (the ttl in
- *     its member); the script returns {token, fence} and the releasing
- *     thread hands the grant over in-process: no wake-up message, no
- *     round trip for the waiter;
- *   - a waiter elsewhere gets a reservation: its token enters the holders
- *     with the expiry of its queue entry, and it is woken on its client's
- *     channel; its next acquire turns the reservation into a permit.
- * Either way waiters are served first come, first served, and the slot of
- * a waiter that died is reclaimed like any expired permit. */
+ * A release that finds waiters grants its slot to the first live waiter
+ * inside the script: the permit, with the lease the waiter asked for (the
+ * ttl in its member) and the next fence. The waiter needs no round trip:
+ *   - a waiter of the releasing client (the token starts with its id): the
+ *     script returns {token, fence} and the releasing thread hands the
+ *     grant over in-process (no message);
+ *   - a waiter elsewhere whose client listens on its channel (PUBSUB
+ *     NUMSUB): the grant is published there as "token fence", and the
+ *     client's subscriber hands it to the waiter (waiters.c), which
+ *     measures the lease from the send time of its last attempt (that
+ *     attempt saw a lower fence, so the grant came after it);
+ *   - a waiter whose client does not listen (its process is gone, its
+ *     subscriber is reconnecting, or it listens on another node of a
+ *     cluster): a reservation instead, its token among the holders until
+ *     its queue entry expires, and a bare "token" wake-up; its next
+ *     attempt turns the reservation into a permit. A dead waiter's slot is
+ *     thus reclaimed within its entry's life; one that dies after a grant
+ *     was published to its live process costs the slot its lease, like
+ *     any holder that dies.
+ * Waiters are served first come, first served either way. */
 
 #define NOW_MS                                                                                     \
     "local t = redis.call('time')\n"                                                               \
     "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
 
-/* Gives one freed slot to the first live waiter. Expects h, q, qx, f,
- * chan, cid, now in scope. */
+/* Gives one freed slot to the first live waiter (see above). Expects h,
+ * q, qx, f, chan, cid, now in scope. */
 #define SEM_HANDOFF                                                                                \
     "while true do\n"                                                                              \
     "  local w = redis.call('zpopmin', q)[1]\n"                                                    \
@@ -162,13 +171,18 @@ static const char cancel_src[] = "local lock, q, qx, chan = KEYS[1], KEYS[2], KE
     "  if e and e > now then\n"                                                                    \
     "    local ttl, tok = string.match(w, '^(%d+)|(.+)$')\n"                                       \
     "    ttl = tonumber(ttl)\n"                                                                    \
-    "    if string.sub(tok, 1, 16) == cid then\n"                                                  \
+    "    local wc = string.sub(tok, 1, 16)\n"                                                      \
+    "    local wch = chan .. wc\n"                                                                 \
+    "    if wc == cid or redis.call('pubsub', 'numsub', wch)[2] > 0 then\n"                        \
     "      redis.call('zadd', h, string.format('%.0f', now + ttl), tok)\n"                         \
     "      if redis.call('pttl', h) < ttl then redis.call('pexpire', h, ttl) end\n"                \
-    "      return {tok, fence_next(f)}\n"                                                  \
+    "      local fn = fence_next(f)\n"                                                             \
+    "      if wc == cid then return {tok, fn} end\n"                                               \
+    "      redis.call('publish', wch, tok .. ' ' .. string.format('%.0f', fn))\n"                  \
+    "      return 1\n"                                                                             \
     "    end\n"                                                                                    \
     "    redis.call('zadd', h, string.format('%.0f', e), tok)\n"                                   \
-    "    redis.call('publish', chan .. string.sub(tok, 1, 16), tok)\n"                             \
+    "    redis.call('publish', wch, tok)\n"                                                        \
     "    return 1\n"                                                                               \
     "  end\n"                                                                                      \
     "end\n"                                                                                        \
@@ -176,8 +190,9 @@ static const char cancel_src[] = "local lock, q, qx, chan = KEYS[1], KEYS[2], KE
 
 /* KEYS: holders fence q qx. ARGV: token limit ttl_ms wait(0|1)
  * entry_ttl_ms queued(0|1).
- * Returns the fence (an integer) when granted, else {ms}: ms until the
- * earliest lease ends (-1: none). A waiter is admitted when its rank in
+ * Returns the fence (an integer) when granted, else {ms, last fence}: ms
+ * until the earliest lease ends (-1: none), and the last fence granted
+ * (a string; a grant published later carries a higher one). A waiter is admitted when its rank in
  * the queue is below the number of free slots (limit - live holders); a
  * newcomer when the free slots outnumber the live waiters. */
 static const char sem_acquire_src[] =
@@ -214,7 +229,7 @@ static const char sem_acquire_src[] =
     "  end\n"
     "end\n"
     "local first = redis.call('zrange', h, 0, 0, 'withscores')[2]\n"
-    "return {first and tonumber(first) - now or -1}\n";
+    "return {first and tonumber(first) - now or -1, redis.call('get', f) or '0'}\n";
 
 /* KEYS: holders q qx fence. ARGV: token wake_channel_prefix client_id.
  * Returns 1 when the permit was released (its slot handed on, if anyone

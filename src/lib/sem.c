@@ -91,14 +91,24 @@ out:
     return rc;
 }
 
+/* What an attempt that was refused saw: ms until the earliest lease ends
+ * (-1: unknown), the last fence granted, and the attempt's send time. A
+ * grant published with a higher fence was made after this attempt ran, so
+ * its lease started after sent_ns. */
+struct refusal {
+    int64_t next_ms;
+    uint64_t fence;
+    int64_t sent_ns;
+};
+
 /* One run of the acquire script. Returns 0 when granted (fence and
- * deadline set); BATON_ETAKEN with *next_ms = ms until the earliest lease
- * ends (-1: unknown); or an error with detail in lk->errstr. */
+ * deadline set); BATON_ETAKEN with *why filled; or an error with detail in
+ * lk->errstr. */
 static int give_back(struct baton_client *c, char *const rkeys[4], enum baton__script_id id,
                      const char *token, int64_t ttl_ms, long long *held, char *err, size_t errlen);
 
 static int attempt(struct baton_permit *p, bool wait, bool queued, int64_t entry_ttl_ms,
-                   int64_t *next_ms)
+                   struct refusal *why)
 {
     struct baton_lock *lk = p->lk;
     struct baton_client *c = lk->c;
@@ -120,7 +130,7 @@ static int attempt(struct baton_permit *p, bool wait, bool queued, int64_t entry
                             .err = lk->errstr,
                             .errlen = sizeof lk->errstr};
 
-    *next_ms = -1;
+    *why = (struct refusal){.next_ms = -1};
     rc = baton__script_call(c, &k);
     redisReply *r = k.reply;
     if (rc == BATON_ENOTDURABLE && r->type == REDIS_REPLY_INTEGER && r->integer > 0) {
@@ -139,9 +149,19 @@ static int attempt(struct baton_permit *p, bool wait, bool queued, int64_t entry
         atomic_store(&lk->fence, (uint64_t)r->integer);
         baton__lock_granted_by(lk, k.runid);
         baton__lock_confirm(lk, k.sent_ns, lk->ttl_ms);
-    } else if (r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
+    } else if (r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
                r->element[0]->type == REDIS_REPLY_INTEGER) {
-        *next_ms = r->element[0]->integer;
+        why->next_ms = r->element[0]->integer;
+        why->sent_ns = k.sent_ns;
+        /* Unreadable: no published grant is trusted (the next attempt
+         * finds a real one in Redis). */
+        why->fence = UINT64_MAX;
+        if (r->elements >= 2 && r->element[1]->type == REDIS_REPLY_STRING) {
+            char *end = NULL;
+            unsigned long long f = strtoull(r->element[1]->str, &end, 10);
+            if (end != r->element[1]->str && *end == '\0')
+                why->fence = f;
+        }
         rc = BATON_ETAKEN;
     } else {
         baton__set_error(lk->errstr, sizeof lk->errstr,
@@ -205,15 +225,29 @@ static int give_back(struct baton_client *c, char *const rkeys[4], enum baton__s
     return rc;
 }
 
-/* True when a release in this process has handed us its slot (see
- * give_back()); the permit then holds it, its lease measured from the send
- * time of that release, which is no later than the grant. */
-static bool take_grant(struct baton_permit *p, struct baton__waiter *w)
+/* True when a release has granted us its slot: a release in this process
+ * (give_back(), which hands over the send time of that release), or one
+ * elsewhere whose grant came as a message (waiters.c; no send time). The
+ * permit then holds it, its lease measured from a time no later than the
+ * grant: the release's send time, or the send time of our last refused
+ * attempt (last), which saw a lower fence than the grant's. A published
+ * grant whose fence is not above what that attempt saw was made before
+ * it, and the attempt would have found it held: it is stale (its lease
+ * ran out before the attempt), and we go on waiting. */
+static bool take_grant(struct baton_permit *p, struct baton__waiter *w, const struct refusal *last)
 {
     if (!atomic_load(&w->granted))
         return false;
+    int64_t from = w->grant_sent_ns;
+    if (from == 0) { /* published */
+        if (w->grant_fence <= last->fence || last->sent_ns == 0) {
+            atomic_store(&w->granted, false);
+            return false;
+        }
+        from = last->sent_ns;
+    }
     atomic_store(&p->lk->fence, w->grant_fence);
-    baton__lock_confirm(p->lk, w->grant_sent_ns, p->lk->ttl_ms);
+    baton__lock_confirm(p->lk, from, p->lk->ttl_ms);
     return true;
 }
 
@@ -247,14 +281,14 @@ int baton_sem_try(struct baton_client *c, const char *name, int limit,
 {
     struct baton_lock_opts lo;
     struct baton_permit *p = NULL;
-    int64_t next_ms;
+    struct refusal why;
     int rc;
 
     if ((rc = check_args(c, name, limit, opts, &lo, out)) != BATON_OK)
         return rc;
     if ((rc = permit_new(c, name, limit, opts, &lo, &p)) != BATON_OK)
         return rc;
-    if ((rc = attempt(p, false, false, 0, &next_ms)) != BATON_OK) {
+    if ((rc = attempt(p, false, false, 0, &why)) != BATON_OK) {
         if (rc == BATON_ETAKEN)
             baton__stats_refused(c, name, false);
         return give_up(p, rc, out);
@@ -293,13 +327,13 @@ int baton_sem_acquire(struct baton_client *c, const char *name, int limit,
     int64_t deadline = lo.max_wait_ms < 0 ? INT64_MAX : start + lo.max_wait_ms * 1000000;
     /* As for locks: a queue entry outlives two retry periods. */
     int64_t entry_ttl = lo.retry_delay_ms * 5 / 2 + 1000;
+    struct refusal last = {0};
     for (;;) {
-        int64_t next_ms = -1;
-        rc = attempt(p, true, queued, entry_ttl, &next_ms);
+        rc = attempt(p, true, queued, entry_ttl, &last);
         if (rc != BATON_ETAKEN)
             break;
         queued = true;
-        if (take_grant(p, &w)) {
+        if (take_grant(p, &w, &last)) {
             rc = BATON_OK;
             break;
         }
@@ -309,12 +343,12 @@ int baton_sem_acquire(struct baton_client *c, const char *name, int limit,
             break;
         }
         int64_t until = now + baton__jitter(lo.retry_delay_ms, &rng) * 1000000;
-        if (next_ms >= 0 && now + (next_ms + 1) * 1000000 < until)
-            until = now + (next_ms + 1) * 1000000; /* the earliest lease runs out */
+        if (last.next_ms >= 0 && now + (last.next_ms + 1) * 1000000 < until)
+            until = now + (last.next_ms + 1) * 1000000; /* the earliest lease runs out */
         if (until > deadline)
             until = deadline;
         baton__waiters_sleep(c, &w, until);
-        if (take_grant(p, &w)) {
+        if (take_grant(p, &w, &last)) {
             rc = BATON_OK;
             break;
         }

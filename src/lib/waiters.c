@@ -48,14 +48,50 @@ static void wake_locked(struct baton__waiters *ws, const char *token, size_t len
     }
 }
 
+/* Hands a grant to the waiter of token (len bytes) and wakes it. sent_ns
+ * is the send time of the release that made it, 0 when it came as a
+ * message. Returns whether such a waiter waits. Called with ws->mu held. */
+static bool grant_locked(struct baton__waiters *ws, const char *token, size_t len, uint64_t fence,
+                         int64_t sent_ns)
+{
+    for (struct baton__waiter *w = ws->head; w != NULL; w = w->next) {
+        if (strlen(w->token) != len || memcmp(w->token, token, len) != 0)
+            continue;
+        w->grant_fence = fence;
+        w->grant_sent_ns = sent_ns;
+        atomic_store(&w->granted, true);
+        w->woken = true;
+        pthread_cond_signal(&w->cv);
+        return true;
+    }
+    return false;
+}
+
+/* A message on our channel: "TOKEN", wake that waiter (a lock released,
+ * or a semaphore slot reserved for it); or "TOKEN FENCE", a semaphore
+ * permit granted to it by a release elsewhere (scripts.c). With
+ * min_replicas a grant is only a wake-up: the waiter's next attempt finds
+ * it and makes it durable. */
 static void handle_message(struct baton__waiters *ws, const redisReply *r)
 {
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
         r->element[0]->type != REDIS_REPLY_STRING || strcmp(r->element[0]->str, "message") != 0 ||
         r->element[2]->type != REDIS_REPLY_STRING)
         return;
+    const char *msg = r->element[2]->str;
+    size_t len = r->element[2]->len;
+    const char *sp = memchr(msg, ' ', len);
+    uint64_t fence = 0;
+    if (sp != NULL) {
+        char *end = NULL;
+        fence = strtoull(sp + 1, &end, 10);
+        if (end != msg + len || fence == 0)
+            return; /* not ours to read */
+        len = (size_t)(sp - msg);
+    }
     pthread_mutex_lock(&ws->mu);
-    wake_locked(ws, r->element[2]->str, r->element[2]->len);
+    if (sp == NULL || ws->c->min_replicas > 0 || !grant_locked(ws, msg, len, fence, 0))
+        wake_locked(ws, msg, len);
     pthread_mutex_unlock(&ws->mu);
 }
 
@@ -226,20 +262,10 @@ bool baton__waiters_grant(struct baton_client *c, const char *token, uint64_t fe
     pthread_mutex_lock(&c->mu);
     struct baton__waiters *ws = c->waiters;
     pthread_mutex_unlock(&c->mu);
-    bool found = false;
     if (ws == NULL)
         return false;
     pthread_mutex_lock(&ws->mu);
-    for (struct baton__waiter *w = ws->head; w != NULL && !found; w = w->next) {
-        if (strcmp(w->token, token) != 0)
-            continue;
-        w->grant_fence = fence;
-        w->grant_sent_ns = sent_ns;
-        atomic_store(&w->granted, true);
-        w->woken = true;
-        pthread_cond_signal(&w->cv);
-        found = true;
-    }
+    bool found = grant_locked(ws, token, strlen(token), fence, sent_ns);
     pthread_mutex_unlock(&ws->mu);
     return found;
 }

@@ -7,8 +7,13 @@
  *   {"bench":"cron_next","ops":...,"seconds":...,"ops_per_sec":...,
  *    "target":500000,"ok":true,...}
  *
- * Usage: bench_cron [--smoke] [--seconds S]
+ * Usage: bench_cron [--smoke] [--seconds S] [--list] [--skip EXPR]...
  *   --smoke    run ~0.2 s and never fail on the target (sanitizer builds)
+ *   --list     print the expressions, zones and start times (unix seconds)
+ *              as one JSON object and exit: bench_peers.sh gives them to
+ *              the JavaScript parsers, so that all run the same work
+ *   --skip E   leave expression E out of the mix (one a peer refuses);
+ *              the loop is the same, E's turns are passed over
  * Exit: 0; 1 when a computation fails or, outside --smoke, the target is
  * missed; 2 for bad arguments. Needs no Redis.
  */
@@ -59,7 +64,8 @@ int main(int argc, char **argv)
     struct cron_tz *zones[NZONE] = {0};
     static int64_t starts[NSTARTS];
     double seconds = 2.0;
-    bool smoke = false;
+    bool smoke = false, list = false;
+    bool skip[NEXPR] = {false};
     int rc = 1;
     uint64_t seed = 0x853c49e6748fea9bu, ops = 0, failures = 0;
     int64_t checksum = 0, t0, elapsed;
@@ -75,8 +81,20 @@ int main(int argc, char **argv)
                 fprintf(stderr, "bench_cron: --seconds: expected a number of seconds in (0, 600]\n");
                 return 2;
             }
+        } else if (strcmp(argv[i], "--list") == 0) {
+            list = true;
+        } else if (strcmp(argv[i], "--skip") == 0 && i + 1 < argc) {
+            size_t e = 0;
+            while (e < NEXPR && strcmp(expr_texts[e], argv[i + 1]) != 0)
+                e++;
+            if (e == NEXPR) {
+                fprintf(stderr, "bench_cron: --skip: no expression '%s' in the mix\n", argv[i + 1]);
+                return 2;
+            }
+            skip[e] = true;
+            i++;
         } else {
-            fprintf(stderr, "usage: bench_cron [--smoke] [--seconds S]\n");
+            fprintf(stderr, "usage: bench_cron [--smoke] [--seconds S] [--list] [--skip EXPR]...\n");
             return 2;
         }
     }
@@ -111,14 +129,35 @@ int main(int argc, char **argv)
         starts[i] = base;
     }
 
+    if (list) {
+        printf("{\"expressions\":[");
+        for (size_t i = 0; i < NEXPR; i++)
+            printf("%s\"%s\"", i ? "," : "", expr_texts[i]);
+        printf("],\"zones\":[");
+        for (size_t i = 0; i < NZONE; i++)
+            printf("%s\"%s\"", i ? "," : "", zone_names[i]);
+        printf("],\"starts\":[");
+        for (size_t i = 0; i < NSTARTS; i++)
+            printf("%s%lld", i ? "," : "", (long long)starts[i]);
+        printf("]}\n");
+        rc = 0;
+        goto out;
+    }
+    size_t nskip = 0;
+    for (size_t i = 0; i < NEXPR; i++)
+        nskip += skip[i];
+    uint64_t k = 0; /* turns, skipped ones included: the mix of the full run */
     t0 = now_ns();
     do {
-        for (int k = 0; k < BATCH; k++, ops++) {
-            size_t e = ops % NEXPR, z = (ops / NEXPR) % NZONE;
+        for (int b = 0; b < BATCH; b++, k++) {
+            size_t e = k % NEXPR, z = (k / NEXPR) % NZONE;
             int64_t next = 0;
-            if (cron_next(exprs[e], zones[z], starts[ops % NSTARTS], &next) != 0)
+            if (skip[e])
+                continue;
+            if (cron_next(exprs[e], zones[z], starts[k % NSTARTS], &next) != 0)
                 failures++;
             checksum += next & 0xff;
+            ops++;
         }
         elapsed = now_ns() - t0;
     } while (elapsed < (int64_t)(seconds * 1e9));
@@ -129,7 +168,7 @@ int main(int argc, char **argv)
            "\"ns_per_op\":%.1f,\"target\":%d,\"ok\":%s,\"expressions\":%zu,\"zones\":%zu,"
            "\"failures\":%llu,\"smoke\":%s,\"checksum\":%lld}\n",
            (unsigned long long)ops, secs, per_sec, 1e9 / per_sec, TARGET_OPS, ok ? "true" : "false",
-           NEXPR, NZONE, (unsigned long long)failures, smoke ? "true" : "false", (long long)checksum);
+           NEXPR - nskip, NZONE, (unsigned long long)failures, smoke ? "true" : "false", (long long)checksum);
     rc = (failures == 0 && (ok || smoke)) ? 0 : 1;
 out:
     for (size_t i = 0; i < NEXPR; i++)

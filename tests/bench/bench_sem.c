@@ -18,7 +18,15 @@
  * from thread to thread (a limit of 5 allows no more round trips in flight,
  * and every cycle waits for a handoff between threads).
  *
- * usage: bench_sem [--url URL] [--seconds S] [--smoke]
+ * The limit-5 run also records how long each acquire waited (p50, p99,
+ * longest). And the same limit-5 run with a client per thread ("clients"):
+ * every handoff then goes from one client to another, as between
+ * processes, through the grant the release publishes to the waiter's
+ * client (scripts.c).
+ *
+ * usage: bench_sem [--url URL] [--seconds S] [--smoke] [--only raw|chain|lib|clients|wide]
+ * (--only runs one part and prints its cycles/s: bench_peers.sh reads
+ * Redis's CPU around each part.)
  * (URL defaults to $BATON_TEST_URL; tests/lib/with-redis.sh provides one.)
  */
 #include <pthread.h>
@@ -36,6 +44,7 @@
 
 static const char *url;
 static double seconds = 5.0;
+static const char *only = "";
 
 struct arg {
     int id;
@@ -45,6 +54,8 @@ struct arg {
     atomic_int *inside, *max_inside;
     int64_t cycles;
     int errors;
+    int64_t *waits; /* ns, one per acquire of the limit-LIMIT run */
+    size_t nwaits, capwaits;
 };
 
 static void *raw_main(void *p)
@@ -92,13 +103,22 @@ static void *lib_main(void *p)
 {
     struct arg *a = p;
     struct baton_sem_opts o = {.ttl_ms = 30000, .max_wait_ms = 30000};
+    bool own = a->c == NULL;
+    if (own && baton_client_new(url, NULL, &a->c) != BATON_OK) {
+        a->errors++;
+        baton_client_free(a->c);
+        return NULL;
+    }
     while (!atomic_load(a->stop)) {
         struct baton_permit *pm = NULL;
+        int64_t t0 = tu_now_ns();
         if (baton_sem_acquire(a->c, a->limit == LIMIT ? "bench:sem" : "bench:sem:wide", a->limit,
                               &o, &pm) != BATON_OK) {
             a->errors++;
             break;
         }
+        if (a->nwaits < a->capwaits)
+            a->waits[a->nwaits++] = tu_now_ns() - t0;
         int now = atomic_fetch_add(a->inside, 1) + 1;
         int seen = atomic_load(a->max_inside);
         while (now > seen && !atomic_compare_exchange_weak(a->max_inside, &seen, now))
@@ -109,31 +129,69 @@ static void *lib_main(void *p)
         baton_permit_free(pm);
         a->cycles++;
     }
+    if (own)
+        baton_client_free(a->c);
     return NULL;
 }
 
-/* Runs THREADS threads of fn for the configured time. Returns cycles/s. */
+static int cmp_i64(const void *x, const void *y)
+{
+    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+    return a < b ? -1 : a > b;
+}
+
+/* Waits of the acquires, in ms. */
+struct waits {
+    double p50, p99, longest;
+    size_t samples;
+};
+
+/* Runs THREADS threads of fn for the configured time; fills *w (when not
+ * NULL) with the waits of the acquires. Returns cycles/s. */
 static double run(void *(*fn)(void *), struct baton_client *c, int limit, int *errors,
-                  int *max_inside)
+                  int *max_inside, struct waits *w)
 {
     pthread_t th[THREADS];
     struct arg a[THREADS];
     atomic_bool stop = false;
     atomic_int inside = 0, maxi = 0;
+    size_t cap = w != NULL ? (size_t)(seconds * 20000) + 1000 : 0;
     for (int i = 0; i < THREADS; i++) {
         a[i] = (struct arg){
             .id = i, .limit = limit, .c = c, .stop = &stop, .inside = &inside, .max_inside = &maxi};
+        if (cap > 0 && (a[i].waits = calloc(cap, sizeof(int64_t))) != NULL)
+            a[i].capwaits = cap;
         pthread_create(&th[i], NULL, fn, &a[i]);
     }
     int64_t t0 = tu_now_ns();
     tu_sleep_ms((int64_t)(seconds * 1000));
     atomic_store(&stop, true);
     int64_t total = 0;
+    size_t nw = 0;
     for (int i = 0; i < THREADS; i++) {
         pthread_join(th[i], NULL);
         total += a[i].cycles;
         *errors += a[i].errors;
+        nw += a[i].nwaits;
     }
+    if (w != NULL) {
+        int64_t *all = calloc(nw + 1, sizeof *all);
+        size_t k = 0;
+        for (int i = 0; i < THREADS && all != NULL; i++) {
+            memcpy(all + k, a[i].waits, a[i].nwaits * sizeof *all);
+            k += a[i].nwaits;
+        }
+        if (all != NULL && k > 0) {
+            qsort(all, k, sizeof *all, cmp_i64);
+            *w = (struct waits){.p50 = (double)all[(size_t)(0.50 * (double)(k - 1) + 0.5)] / 1e6,
+                                .p99 = (double)all[(size_t)(0.99 * (double)(k - 1) + 0.5)] / 1e6,
+                                .longest = (double)all[k - 1] / 1e6,
+                                .samples = k};
+        }
+        free(all);
+    }
+    for (int i = 0; i < THREADS; i++)
+        free(a[i].waits);
     *max_inside = atomic_load(&maxi);
     return (double)total / ((double)(tu_now_ns() - t0) / 1e9);
 }
@@ -151,8 +209,11 @@ int main(int argc, char **argv)
                 seconds = -1;
         } else if (strcmp(argv[i], "--url") == 0 && i + 1 < argc) {
             url = argv[++i];
+        } else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
+            only = argv[++i];
         } else {
-            fprintf(stderr, "usage: bench_sem [--url URL] [--seconds S] [--smoke]\n");
+            fprintf(stderr, "usage: bench_sem [--url URL] [--seconds S] [--smoke] [--only "
+                            "raw|chain|lib|clients|wide]\n");
             return 2;
         }
     }
@@ -166,24 +227,46 @@ int main(int argc, char **argv)
         baton_client_free(c);
         return 1;
     }
-    int errors = 0, max_raw = 0, max_lib = 0, max_wide = 0;
-    double ceiling = run(raw_main, NULL, 0, &errors, &max_raw);
-    double chain = run(chain_main, NULL, LIMIT, &errors, &max_raw);
-    double lib = run(lib_main, c, LIMIT, &errors, &max_lib);
-    double wide = run(lib_main, c, THREADS, &errors, &max_wide);
+    int errors = 0, max_raw = 0, max_lib = 0, max_wide = 0, max_own = 0;
+    double ceiling = 0, chain = 0, lib = 0, wide = 0, own = 0;
+    struct waits w = {0}, wo = {0};
+    bool all = *only == '\0';
+    if (all || strcmp(only, "raw") == 0)
+        ceiling = run(raw_main, NULL, 0, &errors, &max_raw, NULL);
+    if (all || strcmp(only, "chain") == 0)
+        chain = run(chain_main, NULL, LIMIT, &errors, &max_raw, NULL);
+    if (all || strcmp(only, "lib") == 0)
+        lib = run(lib_main, c, LIMIT, &errors, &max_lib, &w);
+    if (all || strcmp(only, "clients") == 0)
+        own = run(lib_main, NULL, LIMIT, &errors, &max_own, &wo);
+    if (all || strcmp(only, "wide") == 0)
+        wide = run(lib_main, c, THREADS, &errors, &max_wide, NULL);
     baton_client_free(c);
+    if (!all) {
+        struct waits *ws = strcmp(only, "clients") == 0 ? &wo : &w;
+        printf("{\"bench\":\"sem\",\"only\":\"%s\",\"seconds\":%.1f,\"cycles_per_sec\":%.0f,"
+               "\"wait_ms\":{\"p50\":%.3f,\"p99\":%.3f,\"longest\":%.3f,\"samples\":%zu},"
+               "\"max_holders_seen\":%d,\"errors\":%d}\n",
+               only, seconds, ceiling + chain + lib + own + wide, ws->p50, ws->p99, ws->longest,
+               ws->samples, max_lib > max_own ? max_lib : max_own, errors);
+        return errors == 0 && max_lib <= LIMIT && max_own <= LIMIT ? 0 : 1;
+    }
     double ratio = ceiling > 0 ? lib / ceiling : 0;
-    bool ok = errors == 0 && max_lib <= LIMIT && ratio >= 0.7;
+    bool ok = errors == 0 && max_lib <= LIMIT && max_own <= LIMIT && ratio >= 0.7;
     printf("{\"bench\":\"sem\",\"seconds\":%.1f,\"threads\":%d,"
            "\"ceiling_raw_zadd_zrem_per_sec\":%.0f,\n"
            " \"limit_%d\":{\"baton_acquire_release_per_sec\":%.0f,\"ratio\":%.3f,"
-           "\"target_ratio\":0.7,\"max_holders_seen\":%d},\n"
+           "\"target_ratio\":0.7,\"max_holders_seen\":%d,"
+           "\"wait_ms\":{\"p50\":%.3f,\"p99\":%.3f,\"longest\":%.3f}},\n"
+           " \"limit_%d_a_client_each\":{\"baton_acquire_release_per_sec\":%.0f,"
+           "\"max_holders_seen\":%d,\"wait_ms\":{\"p50\":%.3f,\"p99\":%.3f,\"longest\":%.3f}},\n"
            " \"limit_%d_nobody_waits\":{\"baton_acquire_release_per_sec\":%.0f,\"ratio\":%.3f},\n"
            " \"ceiling_at_concurrency_%d\":{\"raw_pairs_by_5_token_holders_per_sec\":%.0f,"
            "\"baton_limit_%d_ratio\":%.3f},\n"
            " \"errors\":%d,\"ok\":%s}\n",
-           seconds, THREADS, ceiling, LIMIT, lib, ratio, max_lib, THREADS, wide,
+           seconds, THREADS, ceiling, LIMIT, lib, ratio, max_lib, w.p50, w.p99, w.longest, LIMIT,
+           own, max_own, wo.p50, wo.p99, wo.longest, THREADS, wide,
            ceiling > 0 ? wide / ceiling : 0, LIMIT, chain, LIMIT, chain > 0 ? lib / chain : 0,
            errors, ok ? "true" : "false");
-    return errors == 0 && max_lib <= LIMIT ? 0 : 1;
+    return errors == 0 && max_lib <= LIMIT && max_own <= LIMIT ? 0 : 1;
 }

@@ -1,14 +1,16 @@
 /* check_redis_sem.c -- semaphores against a real redis-server (started by
  * tests/lib/with-redis.sh): the limit, permits and fences, reclaiming
  * expired permits by server time, release by id, waiting (wake on release,
- * at a lease's end, FIFO, timeouts, a dead waiter's reservation), leases
- * (extend, auto-renewal, loss), different limits, and threads. */
+ * at a lease's end, FIFO, timeouts, a dead waiter's reservation, a grant
+ * published to a waiter elsewhere), leases (extend, auto-renewal, loss),
+ * different limits, and threads. */
 #include <check.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "baton.h"
@@ -294,6 +296,237 @@ START_TEST(dead_waiter_reservation_expires)
 }
 END_TEST
 
+/* A waiter that keeps its permit (for the tests of published grants). */
+struct keeper {
+    struct baton_client *c;
+    const char *name;
+    struct baton_sem_opts o;
+    int rc;
+    int64_t got_ns;
+    struct baton_permit *p;
+};
+
+static void *keeper_main(void *arg)
+{
+    struct keeper *k = arg;
+    k->rc = baton_sem_acquire(k->c, k->name, 1, &k->o, &k->p);
+    k->got_ns = tu_now_ns();
+    return NULL;
+}
+
+/* Waits up to 2 s until name's queue holds n waiters. */
+static void await_queued(const char *name, int n)
+{
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "ZCARD baton:{%s}:sem:q", name);
+    int64_t until = tu_now_ns() + INT64_C(2000000000);
+    while (tu_redis_int(cmd) != n && tu_now_ns() < until)
+        tu_sleep_ms(5);
+    ck_assert_int_eq(tu_redis_int(cmd), n);
+}
+
+/* Scripts run by the server so far (EVALSHA and EVAL). */
+static long long scripts_run(void)
+{
+    char *info = tu_redis("INFO commandstats");
+    long long n = 0;
+    for (const char *k = info; (k = strstr(k, "cmdstat_eval")) != NULL; k++) {
+        const char *calls = strstr(k, "calls=");
+        if (calls != NULL)
+            n += strtoll(calls + 6, NULL, 10);
+    }
+    free(info);
+    return n;
+}
+
+/* Server time, ms. */
+static long long server_ms(void)
+{
+    char *t = tu_redis("TIME");
+    long long sec = 0, usec = 0;
+    ck_assert_int_eq(sscanf(t, "%lld %lld", &sec, &usec), 2);
+    free(t);
+    return sec * 1000 + usec / 1000;
+}
+
+/* A release grants its slot to a waiter of another client inside the
+ * script and publishes the grant: the waiter holds the permit, with its
+ * own lease and a higher fence, without another script of its own (its
+ * retry timer is 5 s). */
+START_TEST(grant_published_to_another_client)
+{
+    struct baton_client *hc = client(), *wc = client();
+    struct baton_permit *h = NULL, *warm = NULL;
+    struct baton_sem_opts o = {.ttl_ms = 20000};
+    /* Every script has run once: none is loaded by a NOSCRIPT fallback
+     * during the count below. */
+    ck_assert_int_eq(baton_sem_try(hc, "s:pub:warm", 1, &o, &warm), BATON_OK);
+    ck_assert_int_eq(baton_sem_release(warm), BATON_OK);
+    ck_assert_int_eq(baton_sem_try(hc, "s:pub", 1, &o, &h), BATON_OK);
+    struct keeper k = {.c = wc,
+                       .name = "s:pub",
+                       .o = {.ttl_ms = 20000, .max_wait_ms = 10000, .retry_delay_ms = 5000}};
+    pthread_t t;
+    pthread_create(&t, NULL, keeper_main, &k);
+    await_queued("s:pub", 1);
+    tu_sleep_ms(50);
+    long long before = scripts_run();
+    int64_t released = tu_now_ns();
+    ck_assert_int_eq(baton_sem_release(h), BATON_OK);
+    pthread_join(t, NULL);
+    ck_assert_int_eq(k.rc, BATON_OK);
+    ck_assert_int_eq(scripts_run() - before, 1); /* the release, nothing else */
+    ck_assert_msg(k.got_ns - released < INT64_C(200000000), "granted %lld ms after the release",
+                  (long long)((k.got_ns - released) / 1000000));
+    ck_assert_uint_gt(baton_permit_fence(k.p), baton_permit_fence(h));
+    /* Its lease runs from its last attempt (~50 ms before the release),
+     * and Redis holds it for the full ttl. */
+    ck_assert_int_gt(baton_permit_remaining_ms(k.p), 20000 - 1000);
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "ZSCORE baton:{s:pub}:sem %s", baton_permit_id(k.p));
+    ck_assert_int_gt(tu_redis_int(cmd) - server_ms(), 20000 - 1000);
+    ck_assert_int_eq(holders(hc, "s:pub"), 1);
+    ck_assert(!baton_permit_lost(k.p));
+    ck_assert_int_eq(baton_sem_release(k.p), BATON_OK);
+    ck_assert_int_eq(holders(hc, "s:pub"), 0);
+    baton_permit_free(warm);
+    baton_permit_free(h);
+    baton_permit_free(k.p);
+    baton_client_free(wc);
+    baton_client_free(hc);
+}
+END_TEST
+
+/* The process that released (and so granted the slot) dies at once: the
+ * grant is Redis's, and the waiter keeps its permit. */
+START_TEST(granter_process_dies)
+{
+    int ready[2], go[2];
+    ck_assert_int_eq(pipe(ready), 0);
+    ck_assert_int_eq(pipe(go), 0);
+    pid_t pid = fork(); /* before any client: the child has no threads to lose */
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        struct baton_client *c = NULL;
+        struct baton_permit *p = NULL;
+        char b = 0;
+        if (baton_client_new(tu_redis_url(), NULL, &c) != BATON_OK ||
+            baton_sem_try(c, "s:dies", 1, &(struct baton_sem_opts){.ttl_ms = 20000}, &p) !=
+                BATON_OK)
+            _exit(2);
+        if (write(ready[1], "r", 1) != 1 || read(go[0], &b, 1) != 1)
+            _exit(3);
+        _exit(baton_sem_release(p) == BATON_OK ? 0 : 4); /* no cleanup: gone */
+    }
+    char b = 0;
+    ck_assert_int_eq(read(ready[0], &b, 1), 1);
+    struct baton_client *wc = client();
+    struct keeper k = {.c = wc,
+                       .name = "s:dies",
+                       .o = {.ttl_ms = 20000, .max_wait_ms = 10000, .retry_delay_ms = 5000}};
+    pthread_t t;
+    pthread_create(&t, NULL, keeper_main, &k);
+    await_queued("s:dies", 1);
+    ck_assert_int_eq(write(go[1], "g", 1), 1);
+    int status = 0;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the holder's process: %d",
+                  status);
+    pthread_join(t, NULL);
+    ck_assert_int_eq(k.rc, BATON_OK);
+    tu_sleep_ms(300);
+    ck_assert(!baton_permit_lost(k.p));
+    ck_assert_int_eq(holders(wc, "s:dies"), 1);
+    ck_assert_int_eq(baton_sem_release(k.p), BATON_OK);
+    baton_permit_free(k.p);
+    baton_client_free(wc);
+    for (int i = 0; i < 2; i++) {
+        close(ready[i]);
+        close(go[i]);
+    }
+}
+END_TEST
+
+/* A published grant whose fence is not above the one the waiter's last
+ * attempt saw was made before that attempt (which would have found it):
+ * it is stale, and the waiter goes on waiting for a real one. */
+START_TEST(stale_published_grant_refused)
+{
+    struct baton_client *hc = client(), *wc = client();
+    struct baton_permit *h = NULL;
+    ck_assert_int_eq(baton_sem_try(hc, "s:stale", 1, NULL, &h), BATON_OK);
+    struct keeper k = {.c = wc,
+                       .name = "s:stale",
+                       .o = {.ttl_ms = 20000, .max_wait_ms = 10000, .retry_delay_ms = 5000}};
+    pthread_t t;
+    pthread_create(&t, NULL, keeper_main, &k);
+    await_queued("s:stale", 1);
+    char *member = tu_redis("ZRANGE baton:{s:stale}:sem:q 0 0");
+    const char *tok = strchr(member, '|');
+    ck_assert_ptr_nonnull(tok);
+    tok++;
+    char chan[64], msg[128], fence[32];
+    snprintf(chan, sizeof chan, "baton:wake:%.16s", tok);
+    snprintf(fence, sizeof fence, "%llu", (unsigned long long)baton_permit_fence(h));
+    snprintf(msg, sizeof msg, "%s %s", tok, fence);
+    const char *args[2] = {chan, msg};
+    struct baton_reply *r = NULL;
+    ck_assert_int_eq(baton_client_eval(hc, "return redis.call('publish', ARGV[1], ARGV[2])", 0,
+                                       NULL, 2, args, &r),
+                     BATON_OK);
+    ck_assert_int_eq(r->integer, 1); /* the waiter's client heard it */
+    baton_reply_free(r);
+    tu_sleep_ms(300);
+    ck_assert_int_eq(k.got_ns, 0); /* still waiting */
+    int64_t released = tu_now_ns();
+    ck_assert_int_eq(baton_sem_release(h), BATON_OK);
+    pthread_join(t, NULL);
+    ck_assert_int_eq(k.rc, BATON_OK);
+    ck_assert_msg(k.got_ns - released < INT64_C(200000000), "granted %lld ms after the release",
+                  (long long)((k.got_ns - released) / 1000000));
+    ck_assert_uint_gt(baton_permit_fence(k.p), baton_permit_fence(h));
+    ck_assert_int_eq(baton_sem_release(k.p), BATON_OK);
+    free(member);
+    baton_permit_free(h);
+    baton_permit_free(k.p);
+    baton_client_free(wc);
+    baton_client_free(hc);
+}
+END_TEST
+
+/* With min_replicas a published grant is only a wake-up: the waiter's own
+ * attempt must make it durable. Here nothing can (no replica): the waiter
+ * is woken at once (its retry timer is 5 s), fails with ENOTDURABLE after
+ * its attempts' WAITs, and gives the slot back. */
+START_TEST(published_grant_needs_durability)
+{
+    struct baton_client *hc = client(), *wc = NULL;
+    struct baton_client_opts co = {
+        .connect_timeout_ms = 1000, .command_timeout_ms = 1000, .min_replicas = 1};
+    ck_assert_int_eq(baton_client_new(tu_redis_url(), &co, &wc), BATON_OK);
+    struct baton_permit *h = NULL;
+    ck_assert_int_eq(baton_sem_try(hc, "s:durable", 1, NULL, &h), BATON_OK);
+    struct keeper k = {.c = wc,
+                       .name = "s:durable",
+                       .o = {.ttl_ms = 20000, .max_wait_ms = 10000, .retry_delay_ms = 5000}};
+    pthread_t t;
+    pthread_create(&t, NULL, keeper_main, &k);
+    await_queued("s:durable", 1);
+    tu_sleep_ms(1000); /* its first attempt's WAIT is over */
+    int64_t released = tu_now_ns();
+    ck_assert_int_eq(baton_sem_release(h), BATON_OK);
+    pthread_join(t, NULL);
+    ck_assert_int_eq(k.rc, BATON_ENOTDURABLE);
+    ck_assert_ptr_null(k.p);
+    ck_assert_msg(k.got_ns - released < INT64_C(4000000000), "gave up %lld ms after the release",
+                  (long long)((k.got_ns - released) / 1000000));
+    ck_assert_int_eq(holders(hc, "s:durable"), 0); /* given back */
+    baton_permit_free(h);
+    baton_client_free(wc);
+    baton_client_free(hc);
+}
+END_TEST
+
 /* Free slots go to queued waiters first: a newcomer gets one only when
  * the free slots outnumber the live waiters. */
 START_TEST(waiters_before_newcomers)
@@ -542,6 +775,10 @@ static Suite *suite(void)
     tcase_add_test(tw, timeout_leaves_the_queue);
     tcase_add_test(tw, fifo_order);
     tcase_add_test(tw, dead_waiter_reservation_expires);
+    tcase_add_test(tw, grant_published_to_another_client);
+    tcase_add_test(tw, granter_process_dies);
+    tcase_add_test(tw, stale_published_grant_refused);
+    tcase_add_test(tw, published_grant_needs_durability);
     tcase_add_test(tw, waiters_before_newcomers);
     tcase_add_test(tw, queue_full);
     tcase_add_test(tw, threads_respect_the_limit);

@@ -1,0 +1,273 @@
+# bench_peers.sh [--seconds S] [--rounds N] [--smoke] -- baton beside the tools its users
+# compare it with, every figure in one run against one redis-server, printed
+# as a table and then, as the last line, one JSON document (baton, each peer,
+# the ratios, the load average before and after).
+#
+#   lock, uncontended, 50 concurrent clients on their own keys, acquire +
+#     release cycles/s: baton's bench_lock (50 threads, one client) against
+#     node's ioredis with SET NX PX + a scripted release, redis-semaphore's
+#     Mutex and node-redlock (all three auto-pipelined on one connection, as
+#     a Node service runs them); for scale, bench_lock's raw ceiling (raw
+#     SET NX PX + DEL, 50 threads on 50 connections).
+#   semaphore, limit 5, 50 clients, zero hold: baton's bench_sem against
+#     redis-semaphore's Semaphore, cycles/s and wait p99 of both (baton's
+#     also with a client per thread: every handoff between clients); the raw
+#     ZADD + ZREM pairs at the semaphore's concurrency (5 in-process tokens
+#     handed first come, first served, bench_sem's "chain"; and 5 node loops,
+#     unfair).
+#   hot key, 20 contenders, zero hold: baton (bench_lock's hot key and its
+#     ideal in-process FIFO lock) against node-redlock and redis-semaphore's
+#     Mutex: handoffs/s, wait p99, longest wait.
+#   cron next-fire computations: baton's bench_cron against croner and
+#     cron-parser on the same expressions (those all three accept), zones and
+#     start times (bench_cron --list).
+#   Redis's CPU per cycle for every Redis case (INFO cpu before and after).
+#
+# node-redlock is 4.2.0, its newest stable release (v5 exists only as a
+# beta). The peers (tests/bench/peers/package.json, versions pinned, with
+# its lockfile) are installed with `npm ci` into $BATON_BUILD_DIR/peers,
+# never into the source tree, and only when that copy is missing or stale.
+# npm unreachable: the full run fails; --smoke (a CI smoke test, where there
+# may be no network) runs baton's side alone and says that the peers were
+# not run.
+#
+# Each case runs S seconds (default 10: about 4 minutes in all; --smoke 1).
+# --rounds N runs every case N times, round after round, so that the ratios
+# of each round are taken minutes apart at most on a machine whose load
+# changes: the JSON has each round's figures and every ratio per round.
+# Exit 1 when a case fails; the targets are reported, not enforced.
+set -u
+BATON_TESTS_DIR=${BATON_TESTS_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
+BATON_BUILD_DIR=${BATON_BUILD_DIR:-$(cd "$BATON_TESTS_DIR/.." && pwd)/build/werror}
+. "$BATON_TESTS_DIR/lib/harness.sh"
+
+seconds=10 rounds=1 smoke=0
+while [ $# -gt 0 ]; do
+    case $1 in
+    --smoke) seconds=1 smoke=1 ;;
+    --seconds) seconds=${2:-}; shift ;;
+    --rounds) rounds=${2:-}; shift ;;
+    *) fail "usage: bench_peers.sh [--seconds S] [--rounds N] [--smoke]" ;;
+    esac
+    shift
+done
+[[ $seconds =~ ^[0-9]+([.][0-9]+)?$ ]] && awk "BEGIN{exit !($seconds > 0 && $seconds <= 120)}" ||
+    fail "--seconds: expected 0 < S <= 120"
+[[ $rounds =~ ^[1-9]$ ]] || fail "--rounds: expected 1 to 9"
+command -v jq >/dev/null || fail "jq is not installed (apt-get install jq)"
+bins=$BATON_BUILD_DIR/tests
+for b in bench_lock bench_sem bench_cron; do
+    [ -x "$bins/$b" ] || fail "$bins/$b is not built (cmake --build $BATON_BUILD_DIR)"
+done
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+
+# ---- the peers: npm ci into the build tree ----
+src=$BATON_TESTS_DIR/bench/peers
+peers=$BATON_BUILD_DIR/peers
+peers_ok=0 peers_why=
+install_peers() {
+    command -v node >/dev/null && command -v npm >/dev/null || {
+        peers_why="node or npm is not installed"; return 1; }
+    if cmp -s "$src/package-lock.json" "$peers/package-lock.json" &&
+        [ -f "$peers/node_modules/.package-lock.json" ]; then
+        return 0 # installed already, from the same lockfile
+    fi
+    mkdir -p "$peers" && cp "$src/package.json" "$src/package-lock.json" "$peers/" || {
+        peers_why="cannot write $peers"; return 1; }
+    note "installing the peers with npm ci into $peers"
+    # Bounded: without a network npm would retry for minutes (--smoke runs
+    # in CI, which may have none).
+    local limit=180
+    [ "$smoke" = 0 ] || limit=60
+    if ! (cd "$peers" && timeout "$limit" npm ci --no-audit --no-fund --loglevel=error \
+            --fetch-retries=1 --fetch-timeout=20000) >"$T/npm.log" 2>&1; then
+        rm -f "$peers/package-lock.json" # not installed: try again next time
+        peers_why="npm ci failed (is the registry reachable?): $(grep -v nodedir "$T/npm.log" | grep -m 2 . | tr "\n" " ")"
+        return 1
+    fi
+}
+if install_peers; then
+    peers_ok=1
+elif [ "$smoke" = 1 ]; then
+    echo "PEERS NOT RUN: $peers_why; --smoke measures baton's side only"
+else
+    fail "cannot install the peers: $peers_why"
+fi
+
+redis_start
+redis_cpu() {
+    redis-cli -p "$REDIS_PORT" info cpu | tr -d '\r' |
+        awk -F: '/^used_cpu_(sys|user):/ { s += $2 } END { printf "%.6f", s }'
+}
+
+# run_case NAME CMD...: runs one case (time-bounded), keeps its JSON object
+# in $R/NAME.json (R: the round's directory) with the Redis CPU seconds it
+# cost added as redis_cpu_s.
+run_case() {
+    local name=$1; shift
+    local c0 c1 limit
+    limit=$(awk "BEGIN{printf \"%d\", $seconds * 3 + 30}")
+    c0=$(redis_cpu)
+    timeout "$limit" "$@" >"$T/$name.out" 2>"$T/$name.err" ||
+        fail "$name: $* failed: $(tail -n 3 "$T/$name.err" "$T/$name.out")"
+    c1=$(redis_cpu)
+    jq -c --argjson cpu "$(awk "BEGIN{printf \"%.6f\", $c1 - $c0}")" '. + {redis_cpu_s: $cpu}' \
+        "$T/$name.out" >"$R/$name.json" 2>/dev/null && [ -s "$R/$name.json" ] ||
+        fail "$name: no JSON object in its output: $(head -c 300 "$T/$name.out")"
+}
+peer=(env "NODE_PATH=$peers/node_modules" node "$src/peers.js")
+export BATON_TEST_URL=$REDIS_URL
+
+# ---- one round: every case once ----
+run_round() {
+    R=$T/round$1
+    mkdir -p "$R"
+    cut -d' ' -f1-3 /proc/loadavg >"$R/load_before"
+    note "lock, uncontended ($seconds s a case)"
+    run_case lock_baton "$bins/bench_lock" --only lib --seconds "$seconds"
+    run_case lock_ceiling "$bins/bench_lock" --only raw --seconds "$seconds"
+    if [ "$peers_ok" = 1 ]; then
+        run_case lock_raw "${peer[@]}" lock-raw --url "$REDIS_URL" --seconds "$seconds"
+        run_case lock_mutex "${peer[@]}" lock-mutex --url "$REDIS_URL" --seconds "$seconds"
+        run_case lock_redlock "${peer[@]}" lock-redlock --url "$REDIS_URL" --seconds "$seconds"
+    fi
+    note "semaphore, limit 5"
+    run_case sem_baton "$bins/bench_sem" --only lib --seconds "$seconds"
+    run_case sem_clients "$bins/bench_sem" --only clients --seconds "$seconds"
+    run_case sem_chain "$bins/bench_sem" --only chain --seconds "$seconds"
+    if [ "$peers_ok" = 1 ]; then
+        run_case sem_peer "${peer[@]}" sem --url "$REDIS_URL" --seconds "$seconds"
+        run_case sem_raw5 "${peer[@]}" sem-raw --url "$REDIS_URL" --seconds "$seconds"
+    fi
+    note "hot key, 20 contenders"
+    run_case hot_baton "$bins/bench_lock" --only hot --seconds "$seconds"
+    if [ "$peers_ok" = 1 ]; then
+        run_case hot_redlock "${peer[@]}" hot-redlock --url "$REDIS_URL" --seconds "$seconds"
+        run_case hot_mutex "${peer[@]}" hot-mutex --url "$REDIS_URL" --seconds "$seconds"
+    fi
+    note "cron next-fire computations"
+    skips=()
+    if [ "$peers_ok" = 1 ]; then
+        for lib in croner parser; do
+            run_case "cron_$lib" sh -c 'exec "$@" <"$0"' "$T/cron-list.json" \
+                "${peer[@]}" "cron-$lib" --seconds "$seconds"
+        done
+        while IFS= read -r e; do skips+=(--skip "$e"); done < <(jq -r '.expressions_refused[]' \
+            "$R/cron_croner.json" "$R/cron_parser.json" | sort -u)
+    fi
+    run_case cron_baton "$bins/bench_cron" --seconds "$seconds" "${skips[@]}"
+    cut -d' ' -f1-3 /proc/loadavg >"$R/load_after"
+}
+if [ "$peers_ok" = 1 ]; then
+    "$bins/bench_cron" --list >"$T/cron-list.json" || fail "bench_cron --list failed"
+fi
+for round in $(seq 1 "$rounds"); do
+    [ "$rounds" = 1 ] || note "round $round of $rounds"
+    run_round "$round"
+done
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+
+# ---- each round's figures and ratios, then one JSON document and the table ----
+# round_doc N: the JSON object of round N.
+round_doc() {
+    local R=$T/round$1 f
+    local args=(--arg load_before "$(cat "$R/load_before")" --arg load_after "$(cat "$R/load_after")"
+                --argjson seconds "$seconds" --argjson round "$1")
+    for f in "$R"/*.json; do args+=(--slurpfile "$(basename "$f" .json)" "$f"); done
+    jq -n -c "${args[@]}" '
+  def one(n): $ARGS.named[n][0] // null;
+  def r(a; b): if a == null or b == null or b == 0 then null else (a / b * 1000 | round) / 1000 end;
+  def cpu_us(x; cycles): if x == null or cycles == 0 then null else (x.redis_cpu_s / cycles * 1e9 | round) / 1000 end;
+  def cyc(x): if x == null then 0 else (x.cycles // (x.cycles_per_sec * (x.seconds // $seconds))) end;
+  def row(x; name): if x == null then null else
+      {who: name, cycles_per_sec: x.cycles_per_sec, redis_cpu_us_per_cycle: cpu_us(x; cyc(x))} end;
+  (one("lock_baton")) as $lb | (one("lock_ceiling")) as $lc | (one("lock_raw")) as $lr |
+  (one("lock_mutex")) as $lm | (one("lock_redlock")) as $ll |
+  ([$lr, $lm, $ll] | map(select(. != null)) | max_by(.cycles_per_sec)) as $best |
+  (one("sem_baton")) as $sb | (one("sem_clients")) as $sx | (one("sem_chain")) as $sc | (one("sem_peer")) as $sp | (one("sem_raw5")) as $s5 |
+  (one("hot_baton")) as $hb | (one("hot_redlock")) as $hr | (one("hot_mutex")) as $hm |
+  (one("cron_baton")) as $cb | (one("cron_croner")) as $cc | (one("cron_parser")) as $cp |
+  {round: $round, load_average: {before: $load_before, after: $load_after},
+   lock_uncontended: {clients: 50,
+     baton: row($lb; "baton bench_lock, 50 threads, one client"),
+     peers: [row($lr; $lr.peer), row($lm; $lm.peer), row($ll; $ll.peer)] | map(select(. != null)),
+     reference_raw_ceiling_50_connections: row($lc; "raw SET NX PX + DEL (C, 50 threads, 50 connections)"),
+     ratio_to_fastest_peer: r($lb.cycles_per_sec; $best.cycles_per_sec), fastest_peer: $best.peer,
+     target_ratio_to_fastest_peer: 1.3,
+     ratio_to_raw_ceiling: r($lb.cycles_per_sec; $lc.cycles_per_sec)},
+   semaphore: {limit: 5, clients: 50,
+     baton: (row($sb; "baton bench_sem, 50 threads, one client") + {wait_ms: $sb.wait_ms, max_holders_seen: $sb.max_holders_seen}),
+     baton_a_client_each: (row($sx; "baton bench_sem, 50 threads, a client each") + {wait_ms: $sx.wait_ms}),
+     peer: (if $sp == null then null else row($sp; $sp.peer) + {wait_ms: $sp.wait_ms} end),
+     reference_raw_pairs_5_fair_tokens: row($sc; "raw ZADD + ZREM, 5 tokens handed FIFO (C, 50 threads)"),
+     reference_raw_pairs_5_node_loops: row($s5; $s5.peer),
+     ratio_to_peer: r($sb.cycles_per_sec; $sp.cycles_per_sec), target_ratio_to_peer: 1.0,
+     wait_p99_peer_over_baton: r($sp.wait_ms.p99; $sb.wait_ms.p99),
+     ratio_to_raw_pairs_at_concurrency_5: r($sb.cycles_per_sec; $sc.cycles_per_sec), target_ratio_to_raw_pairs: 0.8},
+   hot_key: {contenders: 20,
+     baton: ($hb.hot_key | {handoffs_per_sec, handoff_ms, wait_ms}),
+     ideal_in_process_fifo: ($hb.hot_key_ideal_in_process_token | {handoffs_per_sec, handoff_ms, wait_ms}),
+     peers: [$hr, $hm] | map(select(. != null) | {who: .peer, handoffs_per_sec, wait_ms}),
+     longest_wait_over_ideal: r($hb.hot_key.wait_ms.longest; $hb.hot_key_ideal_in_process_token.wait_ms.longest),
+     target_longest_wait_over_ideal: 1.5},
+   cron_next: {expressions: $cb.expressions, zones: $cb.zones,
+     left_out: ([$cc, $cp] | map(select(. != null) | .expressions_refused[]) | unique),
+     baton_ops_per_sec: $cb.ops_per_sec,
+     peers: [$cc, $cp] | map(select(. != null) | {who: .peer, ops_per_sec, baton_ratio: r($cb.ops_per_sec; .ops_per_sec)})}}'
+}
+for round in $(seq 1 "$rounds"); do
+    round_doc "$round" >"$T/round$round.doc" && [ -s "$T/round$round.doc" ] ||
+        fail "could not assemble the JSON of round $round"
+done
+doc=$(jq -s -c --arg load_before "$load_before" --arg load_after "$load_after" \
+      --argjson seconds "$seconds" --arg redis "$(redis-server --version | grep -o 'v=[0-9.]*' | cut -c3-)" \
+      --argjson peers_run "$([ "$peers_ok" = 1 ] && echo true || echo false)" --arg peers_why "$peers_why" '
+  {bench: "peers", seconds: $seconds, rounds: length, redis: $redis,
+   load_average: {before: $load_before, after: $load_after},
+   peers_run: $peers_run, peers_not_run_because: (if $peers_run then null else $peers_why end),
+   ratios_per_round: {
+     lock_baton_over_fastest_peer: map(.lock_uncontended.ratio_to_fastest_peer),
+     sem_baton_over_peer: map(.semaphore.ratio_to_peer),
+     sem_peer_wait_p99_over_baton: map(.semaphore.wait_p99_peer_over_baton),
+     sem_baton_over_raw_pairs_at_5: map(.semaphore.ratio_to_raw_pairs_at_concurrency_5),
+     hot_baton_longest_wait_over_ideal: map(.hot_key.longest_wait_over_ideal),
+     cron_baton_over_croner: map([.cron_next.peers[] | select(.who | startswith("croner@")) | .baton_ratio][0]),
+     cron_baton_over_cron_parser: map([.cron_next.peers[] | select(.who | startswith("cron-parser@")) | .baton_ratio][0])},
+   round_figures: .}' "$T"/round*.doc)
+[ -n "$doc" ] || fail "could not assemble the JSON document"
+
+jq -r '
+  def f(x): if x == null then "-" else (x | tostring) end;
+  "load average: before \(.load_average.before), after \(.load_average.after); \(.rounds) round(s) of \(.seconds) s a case; redis \(.redis)",
+  (if .peers_run then empty else "PEERS NOT RUN: \(.peers_not_run_because)" end),
+  (.round_figures[] |
+  def pad: .[0:58] + " " * (60 - (.[0:58] | length));
+  "",
+  "== round \(.round) (load average before \(.load_average.before), after \(.load_average.after))",
+  "\("lock, uncontended, 50 clients" | pad)cycles/s\tredis CPU us/cycle",
+  (.lock_uncontended | ([.baton] + .peers + [.reference_raw_ceiling_50_connections])[] |
+     "  \(.who | pad)\(f(.cycles_per_sec))\t\(f(.redis_cpu_us_per_cycle))"),
+  "  baton / fastest peer: \(f(.lock_uncontended.ratio_to_fastest_peer)) (target 1.3); baton / raw ceiling: \(f(.lock_uncontended.ratio_to_raw_ceiling))",
+  "",
+  "\("semaphore, limit 5, 50 clients, zero hold" | pad)cycles/s\tredis CPU us/cycle\twait p99 / longest (ms)",
+  (.semaphore | ([.baton, .baton_a_client_each, .peer] | map(select(. != null)))[] |
+     "  \(.who | pad)\(f(.cycles_per_sec))\t\(f(.redis_cpu_us_per_cycle))\t\(f(.wait_ms.p99)) / \(f(.wait_ms.longest))"),
+  (.semaphore | [.reference_raw_pairs_5_fair_tokens, .reference_raw_pairs_5_node_loops] | map(select(. != null))[] |
+     "  \(.who | pad)\(f(.cycles_per_sec))\t\(f(.redis_cpu_us_per_cycle))"),
+  "  baton / peer: \(f(.semaphore.ratio_to_peer)) (target 1.0); peer wait p99 / baton: \(f(.semaphore.wait_p99_peer_over_baton)); baton / raw pairs at 5: \(f(.semaphore.ratio_to_raw_pairs_at_concurrency_5)) (target 0.8)",
+  "",
+  "\("hot key, 20 contenders, zero hold" | pad)handoffs/s\twait p99 / longest (ms)",
+  (.hot_key | ([{who: "baton", handoffs_per_sec: .baton.handoffs_per_sec, wait_ms: .baton.wait_ms},
+               {who: "ideal in-process FIFO lock (reference)", handoffs_per_sec: .ideal_in_process_fifo.handoffs_per_sec, wait_ms: .ideal_in_process_fifo.wait_ms}] + .peers)[] |
+     "  \(.who | pad)\(f(.handoffs_per_sec))\t\(f(.wait_ms.p99)) / \(f(.wait_ms.longest))"),
+  "  baton longest wait / ideal: \(f(.hot_key.longest_wait_over_ideal)) (target <= 1.5)",
+  "",
+  "\("cron next-fire, \(.cron_next.expressions) expressions x \(.cron_next.zones) zones" | pad)ops/s\tbaton / it",
+  "  \("baton bench_cron" | pad)\(f(.cron_next.baton_ops_per_sec))",
+  (.cron_next.peers[] | "  \(.who | pad)\(f(.ops_per_sec))\t\(f(.baton_ratio))"),
+  (if (.cron_next.left_out | length) > 0 then "  left out (a peer refuses them): \(.cron_next.left_out | join(", "))" else empty end)),
+  "",
+  "ratios per round:",
+  (.ratios_per_round | to_entries[] | "  \(.key): \(.value | map(f(.)) | join(", "))"),
+  ""' <<<"$doc"
+echo "$doc"
