@@ -59,6 +59,10 @@ void baton__hex(const unsigned char *in, size_t n, char *out);
 /* The one writer of error detail: bounded, always NUL-terminated. */
 void baton__set_error(char *dst, size_t len, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Appends "; " (when detail is not empty) and the formatted text to the
+ * NUL-terminated detail of len bytes, truncating. */
+void baton__append_detail(char *detail, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* A small PRNG for jitter (xorshift64*); seed it from baton__random. */
 uint64_t baton__rand_next(uint64_t *state);
 /* d +/- 25%, uniformly. */
@@ -314,6 +318,10 @@ struct baton__shard {
     unsigned char rnd[1024]; /* getrandom output, handed out in tokens */
     size_t rnd_used;
 };
+
+/* Closes and frees the idle and multiplexed connections of n shards (a
+ * client's, or a cluster node's pool). */
+void baton__shards_close(struct baton__shard *shards, int n);
 
 struct baton__sentinel_watch;
 struct baton__cluster;

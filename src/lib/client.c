@@ -637,20 +637,10 @@ void baton__client_unref(struct baton_client *c)
     pthread_mutex_destroy(&c->mu);
     free(c);
 }
-
-void baton_client_free(struct baton_client *c)
+void baton__shards_close(struct baton__shard *shards, int n)
 {
-    if (c == NULL)
-        return;
-    /* Closed first: from here no thread starts and no connection opens. */
-    pthread_mutex_lock(&c->mu);
-    atomic_store(&c->closed, true);
-    pthread_mutex_unlock(&c->mu);
-    baton__sentinel_watch_stop(c);
-    baton__waiters_stop(c);
-    baton__renew_stop(c);
-    for (int i = 0; i < BATON__SHARDS; i++) {
-        struct baton__shard *s = &c->shard[i];
+    for (int i = 0; i < n; i++) {
+        struct baton__shard *s = &shards[i];
         pthread_mutex_lock(&s->mu);
         struct baton__conn *idle = s->idle;
         s->idle = NULL;
@@ -667,6 +657,21 @@ void baton_client_free(struct baton_client *c)
         pthread_mutex_unlock(&s->mux.mu);
         baton__conn_free(mcn);
     }
+}
+
+
+void baton_client_free(struct baton_client *c)
+{
+    if (c == NULL)
+        return;
+    /* Closed first: from here no thread starts and no connection opens. */
+    pthread_mutex_lock(&c->mu);
+    atomic_store(&c->closed, true);
+    pthread_mutex_unlock(&c->mu);
+    baton__sentinel_watch_stop(c);
+    baton__waiters_stop(c);
+    baton__renew_stop(c);
+    baton__shards_close(c->shard, BATON__SHARDS);
     baton__cluster_close(c);
     wipe(c->user);
     wipe(c->pass);

@@ -72,29 +72,6 @@ int baton__cluster_new(struct baton_client *c)
     return BATON_OK;
 }
 
-/* Closes the connections of a pool. */
-static void pool_close(struct baton__node *n)
-{
-    for (int i = 0; i < BATON__SHARDS; i++) {
-        struct baton__shard *s = &n->shard[i];
-        pthread_mutex_lock(&s->mu);
-        struct baton__conn *idle = s->idle;
-        s->idle = NULL;
-        s->nidle = 0;
-        pthread_mutex_unlock(&s->mu);
-        while (idle != NULL) {
-            struct baton__conn *cn = idle;
-            idle = cn->next;
-            baton__conn_free(cn);
-        }
-        pthread_mutex_lock(&s->mux.mu);
-        struct baton__conn *mcn = s->mux.cn;
-        s->mux.cn = NULL;
-        pthread_mutex_unlock(&s->mux.mu);
-        baton__conn_free(mcn);
-    }
-}
-
 void baton__cluster_close(struct baton_client *c)
 {
     struct baton__cluster *cl = c->cluster;
@@ -103,8 +80,9 @@ void baton__cluster_close(struct baton_client *c)
     pthread_mutex_lock(&cl->mu);
     struct baton__node *nodes = cl->nodes;
     pthread_mutex_unlock(&cl->mu);
+    /* Nodes are only ever prepended: the list from here on is stable. */
     for (struct baton__node *n = nodes; n != NULL; n = n->next)
-        pool_close(n); /* nodes are only ever prepended: the list from here is stable */
+        baton__shards_close(n->shard, BATON__SHARDS);
 }
 
 void baton__cluster_free(struct baton_client *c)
@@ -160,22 +138,6 @@ static struct baton__node *node_of(struct baton__cluster *cl, const char *host, 
 
 /* ---- reading the map ---- */
 
-/* Appends "; what" to the running detail. */
-static void note(char *detail, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void note(char *detail, size_t len, const char *fmt, ...)
-{
-    size_t o = strlen(detail);
-    va_list ap;
-    if (o + 3 >= len)
-        return;
-    if (o > 0) {
-        memcpy(detail + o, "; ", 3);
-        o += 2;
-    }
-    va_start(ap, fmt);
-    vsnprintf(detail + o, len - o, fmt, ap);
-    va_end(ap);
-}
 
 static bool as_int(const redisReply *r, long long lo, long long hi, long long *v)
 {
@@ -331,7 +293,7 @@ static int refresh_since(struct baton_client *c, uint64_t seen, int64_t deadline
         char why[BATON__ERRLEN];
         int64_t now = baton__now_ns();
         if (now >= deadline_ns) {
-            note(detail, sizeof detail, "no time left to ask the other nodes");
+            baton__append_detail(detail, sizeof detail, "no time left to ask the other nodes");
             rc = BATON_EIO;
             break;
         }
@@ -343,7 +305,7 @@ static int refresh_since(struct baton_client *c, uint64_t seen, int64_t deadline
         rc = ask_slots(c, ask[a], by, map, why, sizeof why);
         if (rc == BATON_OK)
             break;
-        note(detail, sizeof detail, "node %s: %s", ask[a]->addr, why);
+        baton__append_detail(detail, sizeof detail, "node %s: %s", ask[a]->addr, why);
         if (rc == BATON_EAUTH || rc == BATON_ETLS)
             break; /* the same credentials and certificates for every node */
     }

@@ -181,22 +181,6 @@ static int ask_master(struct baton_client *c, struct baton__conn *cn, int64_t de
     return rc;
 }
 
-/* Appends "; what" to the running detail. */
-static void note(char *detail, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void note(char *detail, size_t len, const char *fmt, ...)
-{
-    size_t o = strlen(detail);
-    va_list ap;
-    if (o + 3 >= len)
-        return;
-    if (o > 0) {
-        memcpy(detail + o, "; ", 3);
-        o += 2;
-    }
-    va_start(ap, fmt);
-    vsnprintf(detail + o, len - o, fmt, ap);
-    va_end(ap);
-}
 
 int baton__sentinel_connect(struct baton_client *c, int64_t deadline_ns, struct baton__conn **out,
                             char *err, size_t errlen)
@@ -215,7 +199,7 @@ int baton__sentinel_connect(struct baton_client *c, int64_t deadline_ns, struct 
         int port = 0;
         int64_t now = baton__now_ns();
         if (now >= deadline_ns) {
-            note(detail, sizeof detail, "no time left to ask the other sentinels");
+            baton__append_detail(detail, sizeof detail, "no time left to ask the other sentinels");
             break;
         }
         int64_t slice = (deadline_ns - now) / (n - a);
@@ -228,7 +212,7 @@ int baton__sentinel_connect(struct baton_client *c, int64_t deadline_ns, struct 
             rc = ask_master(c, sc, by, host, sizeof host, &port, why, sizeof why);
         baton__conn_free(sc);
         if (rc != BATON_OK) {
-            note(detail, sizeof detail, "sentinel %s:%d: %s", s->host, s->port, why);
+            baton__append_detail(detail, sizeof detail, "sentinel %s:%d: %s", s->host, s->port, why);
             /* Every sentinel saying the same is said once. */
             if (a == 0 || strcmp(why, first_why) == 0) {
                 same++;
@@ -249,7 +233,7 @@ int baton__sentinel_connect(struct baton_client *c, int64_t deadline_ns, struct 
             baton__set_error(why, sizeof why, "%s", cn->err);
         if (rc != BATON_OK) {
             baton__conn_free(cn);
-            note(detail, sizeof detail, "master %s:%d (named by sentinel %s:%d): %s", host, port,
+            baton__append_detail(detail, sizeof detail, "master %s:%d (named by sentinel %s:%d): %s", host, port,
                  s->host, s->port, why);
             if (rc == BATON_EAUTH || rc == BATON_ETLS)
                 break; /* the same credentials and certificates for every node */

@@ -1,6 +1,8 @@
 /* util.c -- clock, randomness, hex and the one writer of error detail. */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/random.h>
 #include <time.h>
 
@@ -106,4 +108,19 @@ int baton__cond_init_monotonic(pthread_cond_t *cv)
     int r = pthread_cond_init(cv, &a);
     pthread_condattr_destroy(&a);
     return r == 0 ? BATON_OK : BATON_ENOMEM;
+}
+
+void baton__append_detail(char *detail, size_t len, const char *fmt, ...)
+{
+    size_t o = strlen(detail);
+    va_list ap;
+    if (o + 3 >= len)
+        return;
+    if (o > 0) {
+        memcpy(detail + o, "; ", 3);
+        o += 2;
+    }
+    va_start(ap, fmt);
+    vsnprintf(detail + o, len - o, fmt, ap);
+    va_end(ap);
 }
