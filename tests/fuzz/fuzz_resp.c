@@ -21,13 +21,13 @@
 #include <hiredis/hiredis.h>
 #include <openssl/sha.h>
 #include <pthread.h>
-#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "baton.h"
@@ -53,23 +53,57 @@ static struct {
     unsigned gen;
     int lfd;
     char path[108];
-    /* The readers of the connections being served, reachable from here:
-     * a connection thread blocked in read() when the process exits (a
-     * client connection still open) otherwise shows its reader as a leak
-     * (bench_fuzz, 2026-11-23: LeakSanitizer at exit, not reproducible
-     * from the input). */
-    redisReader *readers[256];
-} srv = {.mu = PTHREAD_MUTEX_INITIALIZER, .lfd = -1};
+    /* The connections being served, each a node on its thread's stack:
+     * their readers stay reachable from here, and at exit every one is
+     * shut down and waited for (a thread still blocked in read() or send()
+     * when the process exits showed its reader as a leak in the
+     * 10-minute run; it did not come back from any one input). */
+    struct conn *conns;
+    int nconns;
+    pthread_cond_t gone;
+} srv = {.mu = PTHREAD_MUTEX_INITIALIZER, .lfd = -1, .gone = PTHREAD_COND_INITIALIZER};
 
-/* Keeps rd reachable from srv (add), or forgets it (!add). */
-static void track_reader(redisReader *rd, bool add)
+struct conn {
+    int fd;
+    redisReader *rd;
+    struct conn *next, **prev;
+};
+
+static void conn_add(struct conn *cn)
 {
     pthread_mutex_lock(&srv.mu);
-    for (size_t i = 0; i < sizeof srv.readers / sizeof srv.readers[0]; i++)
-        if (srv.readers[i] == (add ? NULL : rd)) {
-            srv.readers[i] = add ? rd : NULL;
-            break;
-        }
+    cn->next = srv.conns;
+    cn->prev = &srv.conns;
+    if (srv.conns != NULL)
+        srv.conns->prev = &cn->next;
+    srv.conns = cn;
+    srv.nconns++;
+    pthread_mutex_unlock(&srv.mu);
+}
+
+static void conn_remove(struct conn *cn)
+{
+    pthread_mutex_lock(&srv.mu);
+    *cn->prev = cn->next;
+    if (cn->next != NULL)
+        cn->next->prev = cn->prev;
+    srv.nconns--;
+    pthread_cond_broadcast(&srv.gone);
+    pthread_mutex_unlock(&srv.mu);
+}
+
+/* At exit: every connection shut down, and its thread gone (at most 2 s),
+ * before LeakSanitizer looks. */
+static void stop_conns(void)
+{
+    pthread_mutex_lock(&srv.mu);
+    for (struct conn *cn = srv.conns; cn != NULL; cn = cn->next)
+        shutdown(cn->fd, SHUT_RDWR);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 2;
+    while (srv.nconns > 0 && pthread_cond_timedwait(&srv.gone, &srv.mu, &until) == 0)
+        ;
     pthread_mutex_unlock(&srv.mu);
 }
 
@@ -135,29 +169,27 @@ static void answer(int fd, const redisReply *cmd, unsigned gen)
 
 static void *serve_conn(void *arg)
 {
-    int fd = (int)(intptr_t)arg;
+    struct conn cn = {.fd = (int)(intptr_t)arg};
+    conn_add(&cn);
     pthread_mutex_lock(&srv.mu);
     unsigned gen = srv.gen;
     pthread_mutex_unlock(&srv.mu);
-    redisReader *rd = redisReaderCreate();
-    if (rd != NULL)
-        track_reader(rd, true);
+    cn.rd = redisReaderCreate();
     char buf[16384];
     ssize_t n;
-    while (rd != NULL && (n = read(fd, buf, sizeof buf)) > 0) {
-        if (redisReaderFeed(rd, buf, (size_t)n) != REDIS_OK)
+    while (cn.rd != NULL && (n = read(cn.fd, buf, sizeof buf)) > 0) {
+        if (redisReaderFeed(cn.rd, buf, (size_t)n) != REDIS_OK)
             break;
         void *r = NULL;
-        while (redisReaderGetReply(rd, &r) == REDIS_OK && r != NULL) {
-            answer(fd, r, gen);
+        while (redisReaderGetReply(cn.rd, &r) == REDIS_OK && r != NULL) {
+            answer(cn.fd, r, gen);
             freeReplyObject(r);
             r = NULL;
         }
     }
-    if (rd != NULL)
-        track_reader(rd, false);
-    redisReaderFree(rd);
-    close(fd);
+    redisReaderFree(cn.rd);
+    conn_remove(&cn); /* before the close: stop_conns() never shuts a reused number */
+    close(cn.fd);
     return NULL;
 }
 
@@ -192,6 +224,7 @@ static void start_server(void)
     if (pthread_create(&t, NULL, serve, NULL) != 0)
         abort();
     pthread_detach(t);
+    atexit(stop_conns);
 }
 
 /* Splits the input into entries: "NAME\n<bytes>", separated by NUL. */
