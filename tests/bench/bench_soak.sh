@@ -10,7 +10,10 @@
 # second half) and the ticks run and recorded. The harness is
 # tests/integration/test_faults.sh (FAULTS_SOAK_SECONDS). The lease is 3 s
 # (FAULTS_TTL_MS): fifty jobs starting at once on a loaded 2-core machine
-# take longer than a 1 s lease's renewal slack.
+# take longer than a 1 s lease's renewal slack. The clock steps forward 30 s
+# (fifty jobs catching up 2 min at once is the matrix's case), and a fault
+# has 2 min to be caught up: the leader starts some 35 runs a second on a
+# loaded machine, and a `forbid` job's backlog runs one tick at a time.
 #
 # usage: bench_soak.sh [--smoke] [--seconds S] [--jobs N] [--seed N]
 # Needs BATON_BIN, BATON_TESTS_DIR and BATON_BLACKHOLE.
@@ -32,5 +35,6 @@ trap 'rm -f "$report"' EXIT
 FAULTS="partition sigstop_leader sigstop_redis_short sigstop_redis_long restart_aof restart_nopersist flushall clock_back clock_forward" \
 FAULTS_SOAK_SECONDS=$secs FAULTS_SOAK_EVERY=$every FAULTS_SOAK_SEED=$seed FAULTS_JOBS=$(( jobs - 2 )) \
 FAULTS_HISTORY=300 FAULTS_TTL_MS=${FAULTS_TTL_MS:-3000} FAULTS_SOAK_REPORT=$report \
+FAULTS_STEP_FORWARD=30 FAULTS_CATCHUP_TIMEOUT=120 \
     bash "$BATON_TESTS_DIR/integration/test_faults.sh" >&2 || exit 1
 cat "$report"

@@ -317,7 +317,7 @@ emit_summary() {
 # ledger to catch up, then checks the seconds since the last check.
 end_phase() {
     local fault=$1 t0=$2 am=${3:-0} lf=${4:-1} lt=${5:-0}
-    wait_caught_up "${CATCHUP_TIMEOUT:-30}"
+    wait_caught_up "${CATCHUP_TIMEOUT:-${FAULTS_CATCHUP_TIMEOUT:-30}}"
     sleep 1 # the records of skipped ticks are flushed after the runs
     local to=$(( $(ledger_max) - 1 )) from=$(( CHECKED_TO + 1 ))
     check_ledger "$from" "$to" "$am" "$lf" "$lt"
@@ -416,7 +416,7 @@ run_main_fault() {
         clock_kept_lease back ;;
     clock_forward)
         set_clock $(( OFFSET + STEP_FWD ))
-        CATCHUP_TIMEOUT=$(( 60 + STEP_FWD / 5 )) end_phase "$fault" "$t0" 1
+        CATCHUP_TIMEOUT=$(( ${FAULTS_CATCHUP_TIMEOUT:-30} * 2 + STEP_FWD / 5 )) end_phase "$fault" "$t0" 1
         clock_kept_lease forward ;;
     esac
 }
