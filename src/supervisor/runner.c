@@ -100,6 +100,10 @@ struct jobstate {
      * claim: a retry after a lost answer is recognised as the same claim. */
     int64_t claim_tick;
     char claim_id[RUN_ID_MAX];
+    /* A claim of claim_tick went unanswered (Redis stalled past
+     * redis_timeout): it may have been applied after all, and the tick
+     * then be ours (resolve_lost_claim). */
+    bool claim_lost;
     int64_t claimed_max; /* the last tick this process claimed (kept across leaderships) */
     size_t heap_pos;
     int64_t key; /* when it next has something to do (CLOCK_MONOTONIC), 0: never */
@@ -924,6 +928,38 @@ static void not_started(struct runner *r, struct jobstate *js, const char *id, c
     record_run(r, &gone, NULL, false);
 }
 
+/* js's unanswered claim of claim_tick (claim_lost), once this node will not
+ * claim that tick again (a new term found the job's mark at or past it, or
+ * the node stopped leading): if Redis applied it after all, the tick is
+ * registered as our run and its mark passed, so no leader will run it; it
+ * is recorded failed_to_start and the registration removed. Without our
+ * registration there is nothing of ours to record (the claim was not
+ * applied, or its registration already expired and was swept: the one case
+ * left unrecorded). Keeps trying while Redis cannot answer. */
+static void resolve_lost_claim(struct runner *r, struct jobstate *js)
+{
+    if (!js->claim_lost || js->claim_id[0] == '\0' || !r->h.may_block(r->h.ctx))
+        return;
+    char member[RUN_ID_MAX + 160];
+    snprintf(member, sizeof member, "%s/%s", r->node, js->claim_id);
+    char *key = group_key(r->group, "busy:%s", js->job->name);
+    struct baton_reply *rep = NULL;
+    const char *argv[3] = {"ZSCORE", key, member};
+    int rc = key != NULL ? baton_client_command(r->h.client, 3, argv, NULL, &rep) : BATON_ENOMEM;
+    free(key);
+    if (rc == BATON_OK && rep->type == BATON_REPLY_STRING) {
+        struct sched_tick h = {.at = js->claim_tick, .missed = true};
+        not_started(r, js, js->claim_id, member, &h,
+                    "claimed by a request whose answer was lost (Redis stalled), and this node "
+                    "stopped leading before it could start it: not run");
+    }
+    if (rc == BATON_OK) {
+        js->claim_lost = false;
+        js->claim_id[0] = '\0';
+    }
+    baton_reply_free(rep);
+}
+
 /* Claims the head of js's queue with mode and acts on the answer.
  * Returns true when the head was dealt with (popped), false when it
  * waits (js->hold_until says until when, 0: until a run ends). */
@@ -958,8 +994,10 @@ static bool claim_head(struct runner *r, struct jobstate *js, enum claim_mode mo
     bool late = (res == CLAIM_OK || res == CLAIM_OURS) && claimed_late(r);
     live_busy(r, &c);
     bool done = true;
-    if (res != CLAIM_ERROR && res != CLAIM_BUSY && res != CLAIM_NOT_LEADER)
+    if (res != CLAIM_ERROR && res != CLAIM_BUSY && res != CLAIM_NOT_LEADER) {
         js->claim_id[0] = '\0'; /* the head is dealt with: the next claims afresh */
+        js->claim_lost = false;
+    }
     switch (res) {
     case CLAIM_OURS: /* an earlier attempt claimed it; its answer was lost */
     case CLAIM_OK:
@@ -1006,6 +1044,7 @@ static bool claim_head(struct runner *r, struct jobstate *js, enum claim_mode mo
     case CLAIM_ERROR:
         log_claim(r, js->job->name, h.at, LE_CLAIM_FAILED,
                   "retried in order within its catch-up window");
+        js->claim_lost = true;
         js->hold_until = now + CLAIM_RETRY_MS * MS;
         done = false;
         break;
@@ -1506,6 +1545,8 @@ static void take_mark(struct runner *r, struct jobstate *js, const struct baton_
     }
     js->mark_known = true;
     js->next_tick = sched_next(js->job, js->last);
+    if (js->claim_lost && js->claim_tick <= js->last)
+        resolve_lost_claim(r, js);
 }
 
 /* Writes the marks of the n jobs of js[] that Redis had none for: from
@@ -1955,6 +1996,8 @@ void runner_on_timer(struct runner *r)
     }
     for (struct rrun *rr = r->runs; rr != NULL; rr = rr->next)
         run_tick(&rr->run, now);
+    for (struct jobstate *js = r->states; js != NULL && !r->leading; js = js->next)
+        resolve_lost_claim(r, js);
     tend_own_runs(r, now);
     fence_lease_runs(r, now);
     if (r->leading && r->control_at != 0 && r->control_at <= now)

@@ -238,7 +238,7 @@ history_ranges() {
                 <(awk '{print $3}' <<<"$raw") \
                 <(awk '{print $4}' <<<"$raw" | date -u -f - +%s%3N) \
                 <(awk '{print $5}' <<<"$raw") |
-        awk '{ print $1, $2, $3, $4, ($4 == 0 ? 0 : $4) + $5 }'
+        awk '{ printf "%d %d %s %.0f %.0f\n", $1, $2, $3, $4, $4 + $5 }'
 }
 
 # node_config NAME GROUP JOBSFILE [EXTRA YAML...]: writes $T/NAME.yaml, the
