@@ -592,9 +592,10 @@ for f in $FAULTS; do
 done
 
 if [ ${#main_faults[@]} -gt 0 ]; then
+    PHASE=start
     wait_leader >/dev/null
     sleep 3
-    wait_caught_up 10
+    wait_caught_up "${FAULTS_CATCHUP_TIMEOUT:-10}"
     CHECKED_TO=$(( $(date -u -d "$(head -n1 "$LEDGER" | awk '{print $1}')" +%s) - 1 ))
     EXTRA_CHECKED_TO=$CHECKED_TO
     if [ -n "${FAULTS_SOAK_SECONDS:-}" ]; then
