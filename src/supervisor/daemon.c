@@ -786,6 +786,7 @@ int daemon_run(const char *config_path)
     }
     if (proc_shim_check(err, sizeof err) != 0) {
         fprintf(stderr, "baton: run: %s\n", err);
+        jobs_free(jobs);
         goto out;
     }
     if (getrandom(&d.rng, sizeof d.rng, 0) != sizeof d.rng || d.rng == 0)
