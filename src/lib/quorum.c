@@ -164,6 +164,33 @@ static void slot_fail(struct qslot *s, int rc, const char *why)
     baton__set_error(s->err, sizeof s->err, "%s", why);
 }
 
+/* A connection to node by deadline: a pooled one unless its server closed
+ * it while it was idle (a restart: readable with nothing asked), else a
+ * new one. The detail of a failure leaves out the URL (describe() names
+ * the master). */
+static int get_conn(struct baton_client *c, struct baton__node *node, int64_t deadline,
+                    struct baton__conn **out, char *err, size_t errlen)
+{
+    char why[BATON__ERRLEN];
+    int rc;
+    for (int tries = 0;; tries++) {
+        rc = baton__client_get(c, node, deadline, out, why, sizeof why);
+        if (rc != BATON_OK || tries > 0 || baton__wait_fd((*out)->fd, POLLIN, 0) != 1)
+            break;
+        baton__conn_fail(*out, "closed while idle", ""); /* freed by put */
+        baton__client_put(c, *out);
+        *out = NULL;
+    }
+    if (rc != BATON_OK) {
+        const char *p = strstr(why, node->addr);
+        p = p != NULL && strncmp(p + strlen(node->addr), ": ", 2) == 0
+                ? p + strlen(node->addr) + 2
+                : why;
+        baton__set_error(err, errlen, "%s", p);
+    }
+    return rc;
+}
+
 /* Sends argv to every master and waits for the answers until each one's
  * deadline (node_timeout from now). src: the script's source when argv is
  * an EVALSHA (resent as EVAL on NOSCRIPT). *sent_ns: a time before the
@@ -184,7 +211,7 @@ static void fanout(struct baton_client *c, int argc, const char **argv, const si
          * a stopped one does not eat the others' time. */
         deadline = baton__now_ns() + timeout_ns;
         memset(&s[i], 0, sizeof s[i]);
-        int rc = baton__client_get(c, &q->nodes[i].node, deadline, &s[i].cn, why, sizeof why);
+        int rc = get_conn(c, &q->nodes[i].node, deadline, &s[i].cn, why, sizeof why);
         if (rc != BATON_OK) {
             slot_fail(&s[i], rc, why);
             continue;
@@ -412,7 +439,7 @@ static int read_fence(struct baton_lock *lk, uint64_t *max)
     if (answered < majority(q)) {
         describe(q, s, why, sizeof why);
         baton__set_error(lk->errstr, sizeof lk->errstr,
-                         "%s: no quorum: %d of %d masters answered the fence read (%d needed): %s",
+                         "%s: no quorum: %d of %d masters counted in the fence read (%d needed): %s",
                          c->url.redacted, answered, q->n, majority(q), why);
         rc = BATON_EIO;
     }
