@@ -182,11 +182,10 @@ static int get_conn(struct baton_client *c, struct baton__node *node, int64_t de
         *out = NULL;
     }
     if (rc != BATON_OK) {
-        const char *p = strstr(why, node->addr);
-        p = p != NULL && strncmp(p + strlen(node->addr), ": ", 2) == 0
-                ? p + strlen(node->addr) + 2
-                : why;
-        baton__set_error(err, errlen, "%s", p);
+        char needle[96];
+        snprintf(needle, sizeof needle, "node %s: ", node->addr);
+        const char *p = strstr(why, needle);
+        baton__set_error(err, errlen, "%s", p != NULL ? p + strlen(needle) : why);
     }
     return rc;
 }

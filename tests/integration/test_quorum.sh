@@ -141,4 +141,12 @@ errs=$(cat "$T"/race*.err | wc -l)
 [ "$back" -eq 0 ] || fail "$back fences not above the previous grant's"
 [ "$invalid" -eq 0 ] || fail "$invalid critical sections ended past validity"
 note "4 processes x 4 s, master killed at 2 s: $grants grants, 0 overlaps, fences increasing, $errs acquire errors"
+
+
+# ---- 8. the supervisor refuses a quorum at config time ------------------------------------
+printf 'node: n\nredis: "%s"\njobs: []\n' "$URL" >"$T/sup.yaml"
+out=$("$B" check -c "$T/sup.yaml" 2>&1) && fail "baton check accepts a quorum: $out"
+[[ $out == *"sup.yaml:2:8: redis: a Redlock quorum (redis-quorum://) is not supported by the supervisor yet"* ]] ||
+    fail "baton check on a quorum: $out"
+note "supervisor: $out"
 note "total $(( $(now_ms) - t0 )) ms"
