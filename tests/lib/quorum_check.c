@@ -66,6 +66,13 @@ static long num(const char *s)
     return v;
 }
 
+static int noop(struct baton_lock *lk, void *arg)
+{
+    (void)lk;
+    (void)arg;
+    return 0;
+}
+
 static int basic(struct baton_client *c)
 {
     struct baton_lock_opts o = {.ttl_ms = 2000, .max_wait_ms = BATON_NO_WAIT};
@@ -135,6 +142,25 @@ static int basic(struct baton_client *c)
     CHECK(rc == BATON_EINVAL &&
               strstr(baton_client_errstr(c), "not supported over a Redlock quorum") != NULL,
           "semaphore refused: %s: %s", baton_errname(rc), baton_client_errstr(c));
+    const char *argv[1] = {"PING"};
+    size_t lens[1] = {4};
+    struct baton_reply *reply = NULL;
+    rc = baton_client_command(c, 1, argv, lens, &reply);
+    CHECK(rc == BATON_EINVAL &&
+              strstr(baton_client_errstr(c), "not supported over a Redlock quorum") != NULL,
+          "baton_client_command refused: %s", baton_errname(rc));
+    struct baton_election *e = NULL;
+    rc = baton_election_new(c, "el", NULL, &e);
+    if (rc == 0) {
+        struct baton_leader_info info;
+        rc = baton_election_campaign(e, &info);
+    }
+    CHECK(rc == BATON_EINVAL, "election refused: %s", baton_errname(rc));
+    baton_election_free(e);
+    rc = baton_once(c, "id1", 1000, noop, NULL);
+    CHECK(rc == BATON_EINVAL &&
+              strstr(baton_client_errstr(c), "not supported over a Redlock quorum") != NULL,
+          "once refused: %s: %s", baton_errname(rc), baton_client_errstr(c));
     return 0;
 }
 
