@@ -28,11 +28,14 @@
 #define DEFAULT_MAX_TTL_MS      60000
 #define DEFAULT_NODE_TIMEOUT_MS 50
 #define FENCE_ROUNDS            3 /* phase 2 again when a master had a higher fence */
+#define DOWN_MIN_MS             500 /* a master that failed is left alone this long, */
+#define DOWN_TIMEOUTS           10  /* or this many node_timeouts if longer */
 
 struct qnode {
     struct baton__node node; /* its pool */
     char runid[41];          /* under q->mu: the run id last seen, "" none yet */
     int64_t counts_from_ns;  /* under q->mu: quarantined until then */
+    int64_t down_until_ns;   /* under q->mu: after a failure, not asked until then */
 };
 
 struct baton__quorum {
@@ -164,6 +167,28 @@ static void slot_fail(struct qslot *s, int rc, const char *why)
     baton__set_error(s->err, sizeof s->err, "%s", why);
 }
 
+/* How long master i is still left alone after a failure (0: ask it). */
+static int64_t down_left_ms(struct baton__quorum *q, int i)
+{
+    pthread_mutex_lock(&q->mu);
+    int64_t left = (q->nodes[i].down_until_ns - baton__now_ns()) / 1000000;
+    pthread_mutex_unlock(&q->mu);
+    return left > 0 ? left : 0;
+}
+
+/* Master i did not answer in time, or could not be reached: the next
+ * requests do not wait for it for a while (a stopped master would cost
+ * every acquire two node_timeouts). */
+static void mark_down(struct baton__quorum *q, int i)
+{
+    int64_t ms = q->node_timeout_ms * DOWN_TIMEOUTS;
+    if (ms < DOWN_MIN_MS)
+        ms = DOWN_MIN_MS;
+    pthread_mutex_lock(&q->mu);
+    q->nodes[i].down_until_ns = baton__now_ns() + ms * 1000000;
+    pthread_mutex_unlock(&q->mu);
+}
+
 /* A connection to node by deadline: a pooled one unless its server closed
  * it while it was idle (a restart: readable with nothing asked), else a
  * new one. The detail of a failure leaves out the URL (describe() names
@@ -210,6 +235,15 @@ static void fanout(struct baton_client *c, int argc, const char **argv, const si
          * a stopped one does not eat the others' time. */
         deadline = baton__now_ns() + timeout_ns;
         memset(&s[i], 0, sizeof s[i]);
+        int64_t down_ms = down_left_ms(q, i);
+        if (down_ms > 0) {
+            /* Skipping it only takes a vote away: safe */
+            baton__set_error(why, sizeof why,
+                             "unreachable: not asked for another %lld ms after it failed",
+                             (long long)down_ms);
+            slot_fail(&s[i], BATON_EIO, why);
+            continue;
+        }
         int rc = get_conn(c, &q->nodes[i].node, deadline, &s[i].cn, why, sizeof why);
         if (rc != BATON_OK) {
             slot_fail(&s[i], rc, why);
@@ -307,6 +341,10 @@ static void fanout(struct baton_client *c, int argc, const char **argv, const si
         }
     }
     for (int i = 0; i < q->n; i++) {
+        if (s[i].rc == BATON_EIO && s[i].cn != NULL)
+            mark_down(q, i); /* timed out or broke (not when skipped: cn is NULL) */
+        else if (s[i].rc == BATON_EIO && strncmp(s[i].err, "unreachable: ", 13) != 0)
+            mark_down(q, i); /* could not connect */
         if (s[i].rc != BATON_OK || s[i].reply == NULL)
             continue;
         if (s[i].reply->type == REDIS_REPLY_ERROR) {

@@ -10,7 +10,7 @@
  *   quorum_check URL try KEY          one try; prints "granted FENCE" or
  *                                     "ERRNAME: errstr"; exit 0 either way
  *                                     (the script judges)
- *   quorum_check URL latency KEY N    N try+release cycles; prints
+ *   quorum_check URL latency KEY N    N try+release cycles 50 ms apart; prints
  *                                     "max_ms M p50_ms P errors E"
  *   quorum_check URL hold KEY TTL GO  takes KEY for TTL ms (no renewal),
  *                                     prints "fence F", waits for the file GO
@@ -227,6 +227,7 @@ static int latency(struct baton_client *c, const char *key, long n)
         }
         baton_lock_release(lk);
         baton_lock_free(lk);
+        nap_ms(50); /* n cycles span more than one of a stopped master's down windows */
     }
     for (long i = 1; i < n; i++) /* insertion sort: n is small */
         for (long j = i; j > 0 && ms[j - 1] > ms[j]; j--) {
