@@ -138,8 +138,11 @@ static bool node_counts(struct baton__quorum *q, int i, const struct baton__conn
     pthread_mutex_lock(&q->mu);
     if (cn->runid[0] != '\0' && strcmp(qn->runid, cn->runid) != 0) {
         int64_t from = now + max_ttl_ns; /* restarted (or unknown): a full max_ttl */
-        if (qn->runid[0] == '\0' && cn->uptime_s >= 0)
-            from = now + max_ttl_ns - cn->uptime_s * 1000000000; /* uptime rounds down: safe */
+        /* Redis's uptime_in_seconds is the difference of two whole-second
+         * clock readings: up to 1 s more than the time it has really been
+         * up. One second less is safe. */
+        if (qn->runid[0] == '\0' && cn->uptime_s >= 1)
+            from = now + max_ttl_ns - (cn->uptime_s - 1) * 1000000000;
         memcpy(qn->runid, cn->runid, sizeof qn->runid);
         if (from > qn->counts_from_ns)
             qn->counts_from_ns = from;
