@@ -27,7 +27,7 @@
 
 #define DEFAULT_MAX_TTL_MS      60000
 #define DEFAULT_NODE_TIMEOUT_MS 50
-#define FENCE_ROUNDS            3 /* phase 2 again when a master had a higher fence */
+#define FENCE_ROUNDS            3   /* phase 2 again when a master had a higher fence */
 #define DOWN_MIN_MS             500 /* a master that failed is left alone this long, */
 #define DOWN_TIMEOUTS           10  /* or this many node_timeouts if longer */
 
@@ -64,8 +64,8 @@ int baton__quorum_new(struct baton_client *c)
     pthread_mutex_init(&q->mu, NULL);
     q->n = c->url.nseeds;
     q->max_ttl_ms = c->url.max_ttl_ms > 0 ? c->url.max_ttl_ms : DEFAULT_MAX_TTL_MS;
-    q->node_timeout_ms = c->url.node_timeout_ms > 0 ? c->url.node_timeout_ms
-                                                    : DEFAULT_NODE_TIMEOUT_MS;
+    q->node_timeout_ms =
+        c->url.node_timeout_ms > 0 ? c->url.node_timeout_ms : DEFAULT_NODE_TIMEOUT_MS;
     c->quorum = q;
     for (int i = 0; i < q->n; i++) {
         struct baton__node *nd = &q->nodes[i].node;
@@ -222,7 +222,7 @@ static int get_conn(struct baton_client *c, struct baton__node *node, int64_t de
  * deadline (node_timeout from now). src: the script's source when argv is
  * an EVALSHA (resent as EVAL on NOSCRIPT). *sent_ns: a time before the
  * first byte left. Fills s[0..n-1]; free with slots_clear(). */
-static void fanout(struct baton_client *c, int argc, const char **argv, const size_t *lens,
+static void fanout(struct baton_client *c, int argc, const char **argv, size_t *lens,
                    const char *src, struct qslot *s, int64_t *sent_ns)
 {
     struct baton__quorum *q = c->quorum;
@@ -232,6 +232,7 @@ static void fanout(struct baton_client *c, int argc, const char **argv, const si
 
     int64_t timeout_ns = q->node_timeout_ms * 1000000;
     int64_t deadline;
+    const char *sha = argv[1];
     *sent_ns = baton__now_ns();
     for (int i = 0; i < q->n; i++) {
         /* Each master its own node_timeout to connect and take the request:
@@ -292,14 +293,15 @@ static void fanout(struct baton_client *c, int argc, const char **argv, const si
                 argv[0] = "EVAL";
                 argv[1] = src;
                 size_t l0 = lens[0], l1 = lens[1];
-                ((size_t *)lens)[0] = 4;
-                ((size_t *)lens)[1] = strlen(src);
+                lens[0] = 4;
+                lens[1] = strlen(src);
                 int rc = baton__conn_append(s[i].cn, argc, argv, lens);
                 if (rc == BATON_OK)
                     rc = baton__conn_flush(s[i].cn, deadline);
-                ((size_t *)lens)[0] = l0;
-                ((size_t *)lens)[1] = l1;
+                lens[0] = l0;
+                lens[1] = l1;
                 argv[0] = "EVALSHA";
+                argv[1] = sha; /* as it was, for the next master */
                 if (rc != BATON_OK)
                     slot_fail(&s[i], rc, s[i].cn->err);
                 else
@@ -370,8 +372,8 @@ static void describe(const struct baton__quorum *q, const struct qslot *s, char 
                                               : NULL;
         if (why == NULL)
             continue;
-        int w = snprintf(buf + o, len - o, "%s%s: %s", o > 0 ? "; " : "",
-                         q->nodes[i].node.addr, why);
+        int w =
+            snprintf(buf + o, len - o, "%s%s: %s", o > 0 ? "; " : "", q->nodes[i].node.addr, why);
         if (w < 0)
             break;
         o += (size_t)w;
@@ -478,9 +480,10 @@ static int read_fence(struct baton_lock *lk, uint64_t *max)
     }
     if (answered < majority(q)) {
         describe(q, s, why, sizeof why);
-        baton__set_error(lk->errstr, sizeof lk->errstr,
-                         "%s: no quorum: %d of %d masters counted in the fence read (%d needed): %s",
-                         c->url.redacted, answered, q->n, majority(q), why);
+        baton__set_error(
+            lk->errstr, sizeof lk->errstr,
+            "%s: no quorum: %d of %d masters counted in the fence read (%d needed): %s",
+            c->url.redacted, answered, q->n, majority(q), why);
         rc = BATON_EIO;
     }
     slots_clear(c, s, q->n);
@@ -534,8 +537,8 @@ int baton__quorum_try(struct baton_lock *lk, struct baton__holder *h)
             if (kind == -1 && reply_u64(r->element[1], &v) && v > higher)
                 higher = v;
             if (kind == 0 && r->elements == 4 && h != NULL) {
-                h->pttl_ms = r->element[1]->type == REDIS_REPLY_INTEGER ? r->element[1]->integer
-                                                                        : -1;
+                h->pttl_ms =
+                    r->element[1]->type == REDIS_REPLY_INTEGER ? r->element[1]->integer : -1;
                 if (r->element[2]->type == REDIS_REPLY_STRING)
                     snprintf(h->value, sizeof h->value, "%s", r->element[2]->str);
                 if (reply_u64(r->element[3], &v))
@@ -581,8 +584,8 @@ int baton__quorum_try(struct baton_lock *lk, struct baton__holder *h)
         return BATON_EIO;
     }
     baton__set_error(lk->errstr, sizeof lk->errstr,
-                     "%s: no quorum: the fence moved %d times during the acquire",
-                     c->url.redacted, FENCE_ROUNDS);
+                     "%s: no quorum: the fence moved %d times during the acquire", c->url.redacted,
+                     FENCE_ROUNDS);
     return BATON_EIO;
 }
 
@@ -614,8 +617,8 @@ int baton__quorum_acquire(struct baton_lock *lk, const struct baton_lock_opts *o
     }
 }
 
-int baton__quorum_extend(struct baton_lock *lk, int64_t ttl_ms, int64_t deadline_ns,
-                         bool renewal, char *err, size_t errlen)
+int baton__quorum_extend(struct baton_lock *lk, int64_t ttl_ms, int64_t deadline_ns, bool renewal,
+                         char *err, size_t errlen)
 {
     struct baton_client *c = lk->c;
     struct baton__quorum *q = c->quorum;

@@ -87,16 +87,16 @@ static int basic(struct baton_client *c)
         CHECK(f > last, "fence %llu > %llu", (unsigned long long)f, (unsigned long long)last);
         last = f;
         int64_t left = baton_lock_remaining_ms(lk);
-        CHECK(left > 1000 && left <= 1978, "validity %lld ms of ttl 2000 (minus drift 22 ms, elapsed)",
-              (long long)left);
+        CHECK(left > 1000 && left <= 1978,
+              "validity %lld ms of ttl 2000 (minus drift 22 ms, elapsed)", (long long)left);
         if (i == 0) {
             rc = baton_lock_try(c, "basic", &o, &other);
             CHECK(rc == BATON_ETAKEN, "a second owner is refused: %s", baton_errname(rc));
             rc = baton_lock_extend(lk, 1500);
             CHECK(rc == 0, "extend: %s %s", baton_errname(rc), rc ? baton_lock_errstr(lk) : "");
             left = baton_lock_remaining_ms(lk);
-            CHECK(left > 900 && left <= 1483, "validity after extend to 1500 (minus drift 17 ms): %lld",
-                  (long long)left);
+            CHECK(left > 900 && left <= 1483,
+                  "validity after extend to 1500 (minus drift 17 ms): %lld", (long long)left);
         }
         rc = baton_lock_release(lk);
         CHECK(rc == 0, "release %d: %s %s", i, baton_errname(rc), rc ? baton_lock_errstr(lk) : "");
@@ -107,8 +107,8 @@ static int basic(struct baton_client *c)
     }
 
     /* Auto-renewal over the quorum keeps a lock past its ttl */
-    struct baton_lock_opts ro = {.ttl_ms = 600, .renew_ms = 150, .auto_renew = true,
-                                 .max_wait_ms = BATON_NO_WAIT};
+    struct baton_lock_opts ro = {
+        .ttl_ms = 600, .renew_ms = 150, .auto_renew = true, .max_wait_ms = BATON_NO_WAIT};
     rc = baton_lock_try(c, "renewed", &ro, &lk);
     CHECK(rc == 0, "renewed lock: %s %s", baton_errname(rc), rc ? baton_client_errstr(c) : "");
     nap_ms(1500);
@@ -177,8 +177,7 @@ static int cycles(struct baton_client *c, const char *key, long n)
         }
         uint64_t f = baton_lock_fence(lk);
         if (f <= last) {
-            printf("FAIL fence %llu after %llu\n", (unsigned long long)f,
-                   (unsigned long long)last);
+            printf("FAIL fence %llu after %llu\n", (unsigned long long)f, (unsigned long long)last);
             return 1;
         }
         if (first == 0)
