@@ -148,6 +148,9 @@ static bool node_counts(struct baton__quorum *q, int i, const struct baton__conn
             qn->counts_from_ns = from;
     }
     ok = cn->runid[0] != '\0' && now >= qn->counts_from_ns;
+    for (int j = 0; j < q->n && ok; j++)
+        if (j != i && strcmp(q->nodes[j].runid, cn->runid) == 0)
+            ok = false; /* one server under two addresses: it would vote twice */
     pthread_mutex_unlock(&q->mu);
     return ok;
 }
@@ -368,7 +371,8 @@ static void describe(const struct baton__quorum *q, const struct qslot *s, char 
     for (int i = 0; i < q->n && o < len; i++) {
         const char *why = s[i].rc != BATON_OK ? s[i].err
                           : !s[i].counts      ? "restarted (or up for less than max_ttl): "
-                                                "quarantined"
+                                                "quarantined (or the same server as another "
+                                                "master)"
                                               : NULL;
         if (why == NULL)
             continue;

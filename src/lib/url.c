@@ -567,6 +567,17 @@ static int parse_network(const char *p, struct baton__url *u, bool sentinel, cha
         if ((rc = parse_hostlist(p, hostend, 6379, BATON__QUORUM_MAX, "quorum masters",
                                  &u->seeds, &u->nseeds, err, errlen)) != BATON_OK)
             return rc;
+        for (int i = 0; i < u->nseeds; i++)
+            for (int j = i + 1; j < u->nseeds; j++)
+                if (u->seeds[i].port == u->seeds[j].port &&
+                    strcmp(u->seeds[i].host, u->seeds[j].host) == 0) {
+                    /* it would vote twice */
+                    baton__set_error(err, errlen,
+                                     "invalid URL: a quorum names each master once (%s:%d "
+                                     "twice)",
+                                     u->seeds[i].host, u->seeds[i].port);
+                    return BATON_EINVAL;
+                }
         if (u->nseeds < 3 || u->nseeds % 2 == 0) {
             baton__set_error(err, errlen,
                              "invalid URL: a quorum has an odd number of masters, 3 to %d "

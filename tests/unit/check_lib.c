@@ -258,6 +258,8 @@ static const struct {
     {"redis-quorum://a,b", "invalid URL: a quorum has an odd number of masters, 3 to 9 (this one "
                            "names 2): redis-quorum://h1:6379,h2:6380,h3:6381"},
     {"redis-quorum://a,b,c,d,e,f,g,h,i,j,k", "invalid URL: at most 9 quorum masters"},
+    {"redis-quorum://a,b:6379,a:6379", "invalid URL: a quorum names each master once (a:6379 "
+                                       "twice)"},
     {"redis-quorum://a,b,c?max_ttl=5", "invalid URL: max_ttl= is the longest lock ttl in ms, "
                                        "10..86400000"},
     {"redis-quorum://a,b,c?node_timeout=0", "invalid URL: node_timeout= is each master's time to "
@@ -452,6 +454,25 @@ START_TEST(client_errors)
              "Connection refused",
              url, dead1, dead2);
     ck_assert_str_eq(baton_client_errstr(c), want);
+    baton_client_free(c);
+
+    /* A quorum: min_replicas does not apply; no majority reachable */
+    struct baton_client_opts durable = {.lazy = true, .min_replicas = 1};
+    ck_assert_int_eq(baton_client_new("redis-quorum://a,b,c", &durable, &c), BATON_EINVAL);
+    ck_assert_str_eq(baton_client_errstr(c),
+                     "min_replicas does not apply to a Redlock quorum (its masters are the "
+                     "redundancy): leave it 0");
+    baton_client_free(c);
+    int dead3 = tu_dead_port();
+    snprintf(url, sizeof url, "redis-quorum://127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d/0", dead1,
+             dead2, dead3);
+    ck_assert_int_eq(baton_client_new(url, &quick, &c), BATON_EIO);
+    snprintf(want, sizeof want,
+             "%s: no quorum: 0 of 3 masters answered (2 needed): 127.0.0.1:%d: cannot connect: "
+             "Connection refused;",
+             url, dead1);
+    ck_assert_msg(strncmp(baton_client_errstr(c), want, strlen(want)) == 0, "%s",
+                  baton_client_errstr(c));
     baton_client_free(c);
     baton_client_free(NULL);
     baton_lock_free(NULL);
