@@ -235,7 +235,7 @@ static void fanout(struct baton_client *c, int argc, const char **argv, size_t *
 
     int64_t timeout_ns = q->node_timeout_ms * 1000000;
     int64_t deadline;
-    const char *sha = argv[1];
+    const char *sha = src != NULL ? argv[1] : NULL; /* EVALSHA sha ...: argc >= 3 */
     *sent_ns = baton__now_ns();
     for (int i = 0; i < q->n; i++) {
         /* Each master its own node_timeout to connect and take the request:
