@@ -138,6 +138,12 @@ struct baton_client_opts {
  *        redis-cluster://[[user]:pass@]h1[:p1],h2[:p2],...[/0]  (seed nodes of
  *            a Redis Cluster, at most 16, default port 6379; database 0 only)
  *        rediss-cluster://...  (TLS to every node; the same TLS parameters)
+ *        redis-quorum://[[user]:pass@]h1[:p1],...,hN[:pN][/db]
+ *            [?max_ttl=MS&node_timeout=MS]  (a Redlock quorum of N independent
+ *            masters, N odd, 3..9; the same credentials and db on each;
+ *            max_ttl: the longest lock ttl, default 60000; node_timeout: each
+ *            master's time to answer, default 50)
+ *        rediss-quorum://...  (TLS to every master; the same TLS parameters)
  *   TLS parameters: ca=FILE (PEM CA bundle), capath=DIR (hashed CA dir;
  *   without ca/capath the system's default CAs), cert=FILE and key=FILE
  *   (client certificate for mutual TLS: both or neither), sni=NAME (sent
@@ -173,6 +179,49 @@ struct baton_client_opts {
  * failed connection has the map read again before the next request. All
  * within the operation's timeout; a request that may have run is never
  * sent twice. A failover to a replica is handled as with Sentinel below.
+ * Redlock quorum (redis-quorum://): each master has a connection pool of
+ * its own, and every lock request goes to all masters at once (one
+ * connection each, pipelined, the answers awaited together: each master
+ * is given node_timeout to connect and node_timeout to answer; a stopped
+ * master costs an acquire two node_timeouts, its fence read and its grant).
+ * The client is made when a majority answers PING (unless lazy).
+ *   - A lock is granted when a majority of the N masters that count granted
+ *     it; its validity is ttl - elapsed - drift (1% of ttl + 2 ms), measured
+ *     from the time the requests were sent. A failed acquire releases
+ *     whatever it got. Extensions hold when a majority extended in time and
+ *     the lock was still valid; else the lock is lost (BATON_ELOST) when a
+ *     majority no longer has it, or the extension fails (BATON_EIO) and the
+ *     renewal tries again within the validity. Releases go to all masters.
+ *   - No majority (masters down, quarantined, or slower than node_timeout):
+ *     BATON_EIO, with "no quorum: K of N masters ..." and each master's
+ *     reason in the errstr. Contention is BATON_ETAKEN as on one server.
+ *   - Fences: an acquire first reads the fence counter of every master and
+ *     needs a majority of counted answers; it then asks each master to
+ *     grant with max + 1, which a master does only when the lock is free
+ *     and its own counter is lower (it then stores the new value). Any two
+ *     majorities share a master, which saw both grants in order, so the
+ *     later grant has the higher fence. This assumes what Redlock assumes
+ *     (bounded clock drift between client and masters, a lock used only
+ *     within its validity), and that a master that lost its data (restarted
+ *     without persistence) is not needed to form the intersection: a fence
+ *     counter is read from every master that answers, so it stays strictly
+ *     increasing as long as one master that saw the previous grant of the
+ *     key still answers when the next grant's fence is read. With
+ *     appendfsync always on every master this always holds; without
+ *     persistence, losing every master that held a key's latest counter at
+ *     once can repeat a fence (never a lock: see the quarantine).
+ *   - Restarted masters: a master whose run id (INFO) changed, or that has
+ *     been up for less than max_ttl when first seen, does not count toward
+ *     a majority until max_ttl after it came back (the Redlock paper's
+ *     delayed restart): a master that lost its locks cannot help grant one
+ *     twice. It still receives every request. A lock ttl above max_ttl is
+ *     refused (BATON_EINVAL).
+ *   - Only locks run over a quorum (try, acquire, extend, release,
+ *     auto-renewal, baton_with_lock); waiting polls every retry_delay_ms
+ *     (no queue, no wake-ups). Semaphores, multi-locks, elections, leaders,
+ *     once, baton_client_eval/command and min_replicas fail with
+ *     BATON_EINVAL "not supported over a Redlock quorum yet"; the supervisor
+ *     refuses a quorum URL in its configuration.
  * Returns: 0, or a negative code; then *out is still set (unless ENOMEM or
  * EINVAL on a NULL argument) so that baton_client_errstr() tells why; free it
  * with baton_client_free(). Owned; free with baton_client_free(). */

@@ -78,6 +78,7 @@ enum baton__family { BATON__TCP, BATON__UNIX };
 
 #define BATON__SENTINELS_MAX 16
 #define BATON__SEEDS_MAX     16
+#define BATON__QUORUM_MAX    9
 
 struct baton__hostport {
     char *host;
@@ -103,6 +104,11 @@ struct baton__url {
     bool cluster;
     struct baton__hostport *seeds;
     int nseeds;
+    /* Redlock quorum (redis-quorum://): the masters are in seeds; the
+     * longest lock ttl allowed and each master's time to answer, in ms
+     * (0: not given, the defaults of quorum.c) */
+    bool quorum;
+    int max_ttl_ms, node_timeout_ms;
     /* TLS: files, SNI name, verification (default on) */
     char *tls_ca, *tls_capath, *tls_cert, *tls_key, *tls_sni;
     bool tls_verify;
@@ -192,6 +198,7 @@ struct baton__conn {
     _Atomic bool stale;
     char addr[80];  /* host:port (or path) it is connected to */
     char runid[41]; /* the server process's run id; "" when unknown */
+    int64_t uptime_s; /* the server's uptime_in_seconds at connection (-1 unknown) */
     bool promoted;  /* the server is a replica promoted to master (INFO replication
                        second_repl_offset set): it may lack its old master's last writes */
     struct baton__node *node;          /* cluster.c: the node whose pool it belongs to
@@ -249,6 +256,7 @@ enum baton__script_id {
     BATON__S_SEM_CANCEL,
     BATON__S_MULTI_ACQUIRE,
     BATON__S_CAMPAIGN,
+    BATON__S_QUORUM_ACQUIRE,
     BATON__S_COUNT
 };
 
@@ -356,6 +364,7 @@ struct baton_client {
     char master_addr[80];
     struct baton__sentinel_watch *swatch;
     struct baton__cluster *cluster; /* cluster.c: redis(s)-cluster:// only */
+    struct baton__quorum *quorum;   /* quorum.c: redis(s)-quorum:// only */
     /* baton_client_free() closes the client (threads stopped, connections
      * closed, closed set) and drops the owner's reference; every live lock
      * and election holds one more, so a handle freed after its client finds
@@ -658,6 +667,31 @@ bool baton__cluster_follow(struct baton_client *c, enum baton__redirect kind, un
 /* A connection to node failed or timed out: the map is read again before
  * the next command goes there (a failover moves its slots). */
 void baton__cluster_suspect(struct baton_client *c, struct baton__node *node);
+
+/* ---- quorum.c ----
+ *
+ * A Redlock quorum: N independent masters, each with its own connection
+ * pool (a struct baton__node, as a cluster node). A request goes to every
+ * master at once (pipelined on one connection each, answers awaited with
+ * poll() up to node_timeout) and holds when a majority of the masters that
+ * count granted it. A master counts unless it is quarantined: seen with a
+ * new run id (restarted), or up for less than max_ttl. Only locks run over
+ * a quorum; every other call is refused (baton__client_connect). */
+struct baton__quorum;
+/* Makes and frees c->quorum (no I/O). */
+int baton__quorum_new(struct baton_client *c);
+void baton__quorum_free(struct baton_client *c);
+/* Closes every master's connections (baton_client_free). */
+void baton__quorum_close(struct baton_client *c);
+/* Connects to every master by the connect timeout. Returns 0 when a
+ * majority answered; else BATON_EIO with every master's answer in err. */
+int baton__quorum_ping(struct baton_client *c, char *err, size_t errlen);
+/* The lock calls over the quorum, with lock.c's contracts. */
+int baton__quorum_try(struct baton_lock *lk, struct baton__holder *h);
+int baton__quorum_acquire(struct baton_lock *lk, const struct baton_lock_opts *o);
+int baton__quorum_extend(struct baton_lock *lk, int64_t ttl_ms, int64_t deadline_ns,
+                         bool renewal, char *err, size_t errlen);
+int baton__quorum_release(struct baton_lock *lk);
 
 /* ---- multi.c ---- */
 

@@ -56,6 +56,16 @@ int baton__client_connect(struct baton_client *c, struct baton__node *node, int6
         snprintf(err, errlen, "%s: no cluster node given (a bug)", c->url.redacted);
         return BATON_EINVAL;
     }
+    if (node == NULL && c->url.quorum) {
+        /* Everything but locks (quorum.c) comes here without a master */
+        snprintf(err, errlen,
+                 "%s: not supported over a Redlock quorum yet: only locks "
+                 "(baton_lock_try/acquire/extend/release, auto-renewal) run on redis-quorum:// "
+                 "URLs; semaphores, multi-locks, elections, once, waiting for wake-ups and "
+                 "scripts need one master",
+                 c->url.redacted);
+        return BATON_EINVAL;
+    }
     if (c->url.master != NULL) {
         if ((rc = baton__sentinel_connect(c, deadline_ns, &cn, err, errlen)) != BATON_OK)
             return rc;
@@ -598,8 +608,20 @@ int baton_client_new(const char *url, const struct baton_client_opts *opts,
     }
     if (c->url.cluster && (rc = baton__cluster_new(c)) != BATON_OK)
         return rc;
+    if (c->url.quorum && (rc = baton__quorum_new(c)) != BATON_OK)
+        return rc;
+    if (c->url.quorum && c->min_replicas > 0) {
+        baton__client_error(c, "min_replicas does not apply to a Redlock quorum (its masters "
+                               "are the redundancy): leave it 0");
+        return BATON_EINVAL;
+    }
     if (o.lazy)
         return BATON_OK;
+    if (c->url.quorum) {
+        if ((rc = baton__quorum_ping(c, err, sizeof err)) != BATON_OK)
+            baton__client_error(c, err);
+        return rc;
+    }
     if (c->url.cluster &&
         (rc = baton__cluster_refresh(c, baton__now_ns() + c->connect_timeout_ms * 1000000, err,
                                      sizeof err)) != BATON_OK) {
@@ -629,6 +651,7 @@ void baton__client_unref(struct baton_client *c)
         pthread_mutex_destroy(&c->shard[i].mu);
     }
     baton__cluster_free(c);
+    baton__quorum_free(c);
     baton__url_clear(&c->url);
     baton__tls_free(c->tls);
     baton__stats_free(c->stats);
@@ -673,6 +696,7 @@ void baton_client_free(struct baton_client *c)
     baton__renew_stop(c);
     baton__shards_close(c->shard, BATON__SHARDS);
     baton__cluster_close(c);
+    baton__quorum_close(c);
     wipe(c->user);
     wipe(c->pass);
     wipe(c->sentinel_user);

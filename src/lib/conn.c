@@ -28,6 +28,7 @@ int baton__conn_open(const struct baton__endpoint *ep, int64_t deadline_ns,
     if (cn == NULL)
         return BATON_ENOMEM;
     cn->fd = -1;
+    cn->uptime_s = -1;
     cn->tp = ep->tls != NULL ? &baton__tls_transport : &baton__sock_transport;
     if (ep->path != NULL)
         baton__set_error(cn->addr, sizeof cn->addr, "%s", ep->path);
@@ -232,6 +233,12 @@ static void take_runid(struct baton__conn *cn, const redisReply *r)
     const char *p;
     if (r->type != REDIS_REPLY_STRING)
         return;
+    if ((p = strstr(r->str, "uptime_in_seconds:")) != NULL) {
+        char *end = NULL;
+        long long up = strtoll(p + 18, &end, 10);
+        if (end != p + 18 && up >= 0)
+            cn->uptime_s = up;
+    }
     if ((p = strstr(r->str, "run_id:")) == NULL)
         return;
     p += 7;

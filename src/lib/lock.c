@@ -284,7 +284,8 @@ int baton_lock_try(struct baton_client *c, const char *key, const struct baton_l
         return BATON_EINVAL;
     if ((rc = lock_new(c, key, &o, &lk)) != BATON_OK)
         return rc;
-    if ((rc = attempt(lk, false, false, 0, &h)) != BATON_OK) {
+    rc = c->quorum != NULL ? baton__quorum_try(lk, &h) : attempt(lk, false, false, 0, &h);
+    if (rc != BATON_OK) {
         if (rc == BATON_ETAKEN)
             baton__stats_refused(c, key, false);
         return give_up(lk, rc, out);
@@ -315,6 +316,20 @@ int baton_lock_acquire(struct baton_client *c, const char *key, const struct bat
         return baton_lock_try(c, key, opts, out);
     if ((rc = lock_new(c, key, &o, &lk)) != BATON_OK)
         return rc;
+    if (c->quorum != NULL) {
+        /* No queue or wake-ups over a quorum yet: retries with jitter */
+        int64_t start = baton__now_ns();
+        if ((rc = baton__quorum_acquire(lk, &o)) != BATON_OK) {
+            if (rc == BATON_ETIMEDOUT)
+                baton__stats_refused(c, key, true);
+            return give_up(lk, rc, out);
+        }
+        baton__stats_granted(lk, key, baton__now_ns() - start, false);
+        if (o.auto_renew && (rc = baton__renew_add(lk, o.renew_ms)) != BATON_OK)
+            return give_up(lk, rc, out);
+        *out = lk;
+        return BATON_OK;
+    }
     w.key = lk->key;
     w.token = lk->token;
     if ((rc = baton__waiters_enter(c, &w)) != BATON_OK)
@@ -389,6 +404,8 @@ int baton__lock_extend_call(struct baton_lock *lk, int64_t ttl_ms, int64_t deadl
 {
     struct baton_client *c = lk->c;
     char ttl[BATON__I64_LEN], granted[41];
+    if (c->quorum != NULL)
+        return baton__quorum_extend(lk, ttl_ms, deadline_ns, renewal, err, errlen);
     int64_t grant_by = baton__client_grant_deadline(c, ttl_ms);
     const char *keys[1] = {lk->rkeys[0]};
     const char *args[2] = {lk->token, baton__i64_str(ttl_ms, ttl)};
@@ -458,6 +475,8 @@ int baton_lock_release(struct baton_lock *lk)
     if (lk == NULL || atomic_load(&lk->released))
         return BATON_EINVAL;
     baton__renew_remove(lk); /* renewal never outlives the release */
+    if (lk->c->quorum != NULL)
+        return baton__quorum_release(lk);
 
     struct baton_client *c = lk->c;
     const char *keys[3] = {lk->rkeys[0], lk->rkeys[2], lk->rkeys[3]};

@@ -306,6 +306,31 @@ static const char campaign_src[] =
     "return {redis.call('pttl', lock), redis.call('get', lock) or '', redis.call('get', fence) or "
     "'0'}\n";
 
+/* ---- Redlock quorum (quorum.c): run on each master ----
+ *
+ * KEYS: lock fence. ARGV: token ttl_ms fence. The client read the fence
+ * counters of a majority and asks for max + 1. A master grants only when
+ * the lock is free (or already ours: a retried request) and its counter is
+ * below the fence asked for; it then stores that fence. Any two majorities
+ * share a master, which saw both grants in order: the later has the higher
+ * fence. Returns {1, fence} granted; {0, pttl, holder, fence} held by
+ * another; {-1, counter} the fence asked for is not above this master's. */
+static const char quorum_acquire_src[] =
+    "local lock, fence, want = KEYS[1], KEYS[2], tonumber(ARGV[3])\n"
+    "local v = redis.call('get', lock)\n"
+    "if v == ARGV[1] then\n"
+    "  redis.call('pexpire', lock, ARGV[2])\n"
+    "  return {1, redis.call('get', fence) or '0'}\n"
+    "end\n"
+    "if v then\n"
+    "  return {0, redis.call('pttl', lock), v, redis.call('get', fence) or '0'}\n"
+    "end\n"
+    "local have = tonumber(redis.call('get', fence) or '0')\n"
+    "if want <= have then return {-1, tostring(have)} end\n"
+    "redis.call('set', lock, ARGV[1], 'PX', ARGV[2])\n"
+    "redis.call('set', fence, ARGV[3])\n"
+    "return {1, ARGV[3]}\n";
+
 const char *baton__script_source(enum baton__script_id id)
 {
     switch (id) {
@@ -319,6 +344,7 @@ const char *baton__script_source(enum baton__script_id id)
     case BATON__S_SEM_CANCEL: return sem_cancel_src;
     case BATON__S_MULTI_ACQUIRE: return multi_acquire_src;
     case BATON__S_CAMPAIGN: return campaign_src;
+    case BATON__S_QUORUM_ACQUIRE: return quorum_acquire_src;
     case BATON__S_COUNT: break;
     }
     return "";

@@ -7,6 +7,9 @@
  *   rediss-sentinel://...  (the same, plus the TLS parameters)
  *   redis-cluster://[[user]:pass@]h1[:p1],h2[:p2]...[/0]  (seed nodes)
  *   rediss-cluster://...  (the same, plus the TLS parameters)
+ *   redis-quorum://[[user]:pass@]h1[:p1],...,hN[:pN][/db][?max_ttl=MS&node_timeout=MS]
+ *                         (a Redlock quorum: N independent masters, N odd, 3..9)
+ *   rediss-quorum://...   (the same, plus the TLS parameters)
  * Userinfo and query values may be percent-encoded. Messages never echo a
  * password; the redacted form shows "***" in its place. */
 #include <errno.h>
@@ -184,6 +187,7 @@ static int make_redacted(struct baton__url *u)
     } else {
         sb_str(&b, u->master != NULL ? (u->tls ? "rediss-sentinel://" : "redis-sentinel://")
                    : u->cluster      ? (u->tls ? "rediss-cluster://" : "redis-cluster://")
+                   : u->quorum       ? (u->tls ? "rediss-quorum://" : "redis-quorum://")
                                      : (u->tls ? "rediss://" : "redis://"));
         if (u->user != NULL)
             sb_str(&b, u->user);
@@ -197,7 +201,7 @@ static int make_redacted(struct baton__url *u)
                     sb_str(&b, ",");
                 sb_hostport(&b, u->sentinels[i].host, u->sentinels[i].port);
             }
-        } else if (u->cluster) {
+        } else if (u->cluster || u->quorum) {
             for (int i = 0; i < u->nseeds; i++) {
                 if (i > 0)
                     sb_str(&b, ",");
@@ -208,6 +212,14 @@ static int make_redacted(struct baton__url *u)
         }
         snprintf(num, sizeof num, "/%d", u->db);
         sb_str(&b, num);
+        if (u->quorum && u->max_ttl_ms > 0) {
+            snprintf(num, sizeof num, "%d", u->max_ttl_ms);
+            sb_param(&b, &first, "max_ttl", num);
+        }
+        if (u->quorum && u->node_timeout_ms > 0) {
+            snprintf(num, sizeof num, "%d", u->node_timeout_ms);
+            sb_param(&b, &first, "node_timeout", num);
+        }
         if (u->master != NULL) {
             sb_param(&b, &first, "master", u->master);
             if (u->sentinel_user != NULL)
@@ -326,6 +338,7 @@ enum {
     Q_UNIX = 1,     /* unix:// */
     Q_TLS = 2,      /* rediss://, rediss-sentinel:// */
     Q_SENTINEL = 4, /* redis-sentinel://, rediss-sentinel:// */
+    Q_QUORUM = 8,   /* redis-quorum://, rediss-quorum:// */
 };
 
 enum qparam {
@@ -341,6 +354,8 @@ enum qparam {
     P_MASTER,
     P_SENTINEL_USER,
     P_SENTINEL_PASSWORD,
+    P_MAX_TTL,
+    P_NODE_TIMEOUT,
 };
 
 static const struct {
@@ -360,6 +375,8 @@ static const struct {
     {"master", P_MASTER, Q_SENTINEL},
     {"sentinel_user", P_SENTINEL_USER, Q_SENTINEL},
     {"sentinel_password", P_SENTINEL_PASSWORD, Q_SENTINEL},
+    {"max_ttl", P_MAX_TTL, Q_QUORUM},
+    {"node_timeout", P_NODE_TIMEOUT, Q_QUORUM},
 };
 
 /* "db=, user=, password=" for the parameters that `where` takes. */
@@ -440,6 +457,24 @@ static int parse_query(const char *q, unsigned where, struct baton__url *u, char
         case P_SENTINEL_PASSWORD:
             rc = set_string(&u->sentinel_pass, v, vlen, err, errlen);
             break;
+        case P_MAX_TTL:
+        case P_NODE_TIMEOUT: {
+            int ms = 0;
+            bool ttl = qparams[i].id == P_MAX_TTL;
+            if (!parse_int(v, vlen, ttl ? 10 : 1, ttl ? 86400000 : 60000, &ms)) {
+                baton__set_error(err, errlen,
+                                 ttl ? "invalid URL: max_ttl= is the longest lock ttl in ms, "
+                                       "10..86400000"
+                                     : "invalid URL: node_timeout= is each master's time to "
+                                       "answer in ms, 1..60000");
+                return BATON_EINVAL;
+            }
+            if (ttl)
+                u->max_ttl_ms = ms;
+            else
+                u->node_timeout_ms = ms;
+            break;
+        }
         case P_VERIFY:
             if (vlen == 4 && strncmp(v, "peer", 4) == 0) {
                 u->tls_verify = true;
@@ -500,7 +535,8 @@ static int parse_network(const char *p, struct baton__url *u, bool sentinel, cha
     const char *slash = memchr(p, '/', (size_t)(end - p));
     const char *hostend = slash ? slash : end;
     const char *at = NULL;
-    unsigned where = (u->tls ? Q_TLS : 0) | (sentinel ? Q_SENTINEL : 0);
+    unsigned where =
+        (u->tls ? Q_TLS : 0) | (sentinel ? Q_SENTINEL : 0) | (u->quorum ? Q_QUORUM : 0);
     int rc;
 
     if (memchr(p, '#', strlen(p)) != NULL) {
@@ -527,6 +563,28 @@ static int parse_network(const char *p, struct baton__url *u, bool sentinel, cha
         if ((rc = parse_hostlist(p, hostend, 6379, BATON__SEEDS_MAX, "seed nodes", &u->seeds,
                                  &u->nseeds, err, errlen)) != BATON_OK)
             return rc;
+    } else if (u->quorum) {
+        if ((rc = parse_hostlist(p, hostend, 6379, BATON__QUORUM_MAX, "quorum masters",
+                                 &u->seeds, &u->nseeds, err, errlen)) != BATON_OK)
+            return rc;
+        for (int i = 0; i < u->nseeds; i++)
+            for (int j = i + 1; j < u->nseeds; j++)
+                if (u->seeds[i].port == u->seeds[j].port &&
+                    strcmp(u->seeds[i].host, u->seeds[j].host) == 0) {
+                    /* it would vote twice */
+                    baton__set_error(err, errlen,
+                                     "invalid URL: a quorum names each master once (%s:%d "
+                                     "twice)",
+                                     u->seeds[i].host, u->seeds[i].port);
+                    return BATON_EINVAL;
+                }
+        if (u->nseeds < 3 || u->nseeds % 2 == 0) {
+            baton__set_error(err, errlen,
+                             "invalid URL: a quorum has an odd number of masters, 3 to %d "
+                             "(this one names %d): redis-quorum://h1:6379,h2:6380,h3:6381",
+                             BATON__QUORUM_MAX, u->nseeds);
+            return BATON_EINVAL;
+        }
     } else if (!sentinel) {
         if ((rc = parse_hostport(p, hostend, 6379, &u->host, &u->port, err, errlen)) != BATON_OK)
             return rc;
@@ -595,15 +653,17 @@ static int parse_unix(const char *p, struct baton__url *u, char *err, size_t err
 static const struct {
     const char *prefix;
     enum baton__family transport;
-    bool tls, sentinel, cluster;
+    bool tls, sentinel, cluster, quorum;
 } schemes[] = {
-    {"redis://", BATON__TCP, false, false, false},
-    {"rediss://", BATON__TCP, true, false, false},
-    {"redis-sentinel://", BATON__TCP, false, true, false},
-    {"rediss-sentinel://", BATON__TCP, true, true, false},
-    {"redis-cluster://", BATON__TCP, false, false, true},
-    {"rediss-cluster://", BATON__TCP, true, false, true},
-    {"unix://", BATON__UNIX, false, false, false},
+    {"redis://", BATON__TCP, false, false, false, false},
+    {"rediss://", BATON__TCP, true, false, false, false},
+    {"redis-sentinel://", BATON__TCP, false, true, false, false},
+    {"rediss-sentinel://", BATON__TCP, true, true, false, false},
+    {"redis-cluster://", BATON__TCP, false, false, true, false},
+    {"rediss-cluster://", BATON__TCP, true, false, true, false},
+    {"redis-quorum://", BATON__TCP, false, false, false, true},
+    {"rediss-quorum://", BATON__TCP, true, false, false, true},
+    {"unix://", BATON__UNIX, false, false, false, false},
 };
 
 int baton__url_parse(const char *text, struct baton__url *u, char *err, size_t errlen)
@@ -624,6 +684,7 @@ int baton__url_parse(const char *text, struct baton__url *u, char *err, size_t e
         u->transport = schemes[i].transport;
         u->tls = schemes[i].tls;
         u->cluster = schemes[i].cluster;
+        u->quorum = schemes[i].quorum;
         if (u->transport == BATON__UNIX)
             r = parse_unix(rest, u, err, errlen);
         else
@@ -636,7 +697,8 @@ int baton__url_parse(const char *text, struct baton__url *u, char *err, size_t e
             baton__set_error(err, errlen,
                              "invalid URL: unsupported scheme \"%.*s://\" (use redis://, "
                              "rediss://, unix://, redis-sentinel://, rediss-sentinel://, "
-                             "redis-cluster:// or rediss-cluster://)",
+                             "redis-cluster://, rediss-cluster://, redis-quorum:// or "
+                             "rediss-quorum://)",
                              (int)(sep - text), text);
         else
             baton__set_error(err, errlen,

@@ -86,7 +86,17 @@ static int check_timezone(const char *s, char *msg, size_t msglen)
  * messages never echo a password. */
 static int check_redis_url(const char *s, char *msg, size_t msglen)
 {
-    return baton_url_check(s, NULL, 0, msg, msglen) == BATON_OK ? 0 : -1;
+    char red[512];
+    if (baton_url_check(s, red, sizeof red, msg, msglen) != BATON_OK)
+        return -1;
+    if (strncmp(red, "redis-quorum://", 15) == 0 || strncmp(red, "rediss-quorum://", 16) == 0) {
+        snprintf(msg, msglen,
+                 "a Redlock quorum (redis-quorum://) is not supported by the supervisor yet: its "
+                 "election, renewals and job claims need one master, Sentinel or a Redis Cluster "
+                 "(baton lock --url takes a quorum)");
+        return -1;
+    }
+    return 0;
 }
 
 /* A password file: an absolute path (read at start, by secrets.c), or

@@ -147,7 +147,7 @@ k --|baton: lock: missing the command to run after KEY -- (see 'baton lock --hel
 --kill-grace 10s --ttl 10s k -- true|baton: lock: --kill-grace must be less than half of --ttl (see 'baton lock --help')
 --bogus k -- true|baton: lock: --bogus: unknown option (see 'baton lock --help')
 -x k -- true|baton: lock: -x: unknown option (see 'baton lock --help')
---url nope://x k -- true|baton: lock: invalid URL: unsupported scheme "nope://" (use redis://, rediss://, unix://, redis-sentinel://, rediss-sentinel://, redis-cluster:// or rediss-cluster://)
+--url nope://x k -- true|baton: lock: invalid URL: unsupported scheme "nope://" (use redis://, rediss://, unix://, redis-sentinel://, rediss-sentinel://, redis-cluster://, rediss-cluster://, redis-quorum:// or rediss-quorum://)
 --url redis://h:0 k -- true|baton: lock: invalid URL: invalid port (1..65535)
 EOF
 long=$(head -c 1025 /dev/zero | tr '\0' k)

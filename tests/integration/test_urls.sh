@@ -14,7 +14,7 @@ redis://[::1]:1/2|ok
 redis://u:p%40ss@127.0.0.1:1/0|ok
 unix:///tmp/baton-no-such.sock|ok
 unix:///tmp/baton-no-such.sock?db=3&user=u&password=x%26y|ok
-http://h|unsupported scheme "http://" (use redis://, rediss://, unix://, redis-sentinel://, rediss-sentinel://, redis-cluster:// or rediss-cluster://)
+http://h|unsupported scheme "http://" (use redis://, rediss://, unix://, redis-sentinel://, rediss-sentinel://, redis-cluster://, rediss-cluster://, redis-quorum:// or rediss-quorum://)
 localhost:6379|expected a URL like redis://host:6379/0 or unix:///run/redis/redis.sock
 redis://|missing host (redis://host:6379/0)
 redis://h:0|invalid port (1..65535)

@@ -509,7 +509,8 @@ START_TEST(redis_urls)
         const char *url, *msg;
     } bad[] = {
         {"http://h", "unsupported scheme \"http://\" (use redis://, rediss://, unix://, "
-                     "redis-sentinel://, rediss-sentinel://, redis-cluster:// or rediss-cluster://)"},
+                     "redis-sentinel://, rediss-sentinel://, redis-cluster://, rediss-cluster://, "
+                     "redis-quorum:// or rediss-quorum://)"},
         {"h:6379", "expected a URL like redis://host:6379/0 or unix:///run/redis/redis.sock"},
         {"redis://", "missing host (redis://host:6379/0)"},
         {"\"redis://:pw@\"", "missing host (redis://host:6379/0)"},
@@ -759,7 +760,7 @@ static const struct {
     {"config_redis_scheme.yaml",
      "config_redis_scheme.yaml:1:8: redis: invalid URL: unsupported scheme \"memcache://\" "
      "(use redis://, rediss://, unix://, redis-sentinel://, rediss-sentinel://, "
-     "redis-cluster:// or rediss-cluster://)"},
+     "redis-cluster://, rediss-cluster://, redis-quorum:// or rediss-quorum://)"},
     {"config_renew_margin.yaml",
      "config_renew_margin.yaml:3:10: lease.ttl (10s) must be at least 2 x lease.renew (5s) + "
      "redis_timeout (1s) = 11s, so that a renewal that times out can be retried before the "

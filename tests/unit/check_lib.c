@@ -130,6 +130,39 @@ static const struct {
      NULL, "rediss-cluster://a:1,b:2/0?ca=/ca.pem&sni=redis.internal"},
 };
 
+/* Quorum URLs: the masters, the quorum's parameters, TLS; db kept. */
+START_TEST(url_quorum)
+{
+    static const struct {
+        const char *url;
+        bool tls;
+        int n, db, max_ttl, node_timeout;
+        const char *redacted;
+    } urls[] = {
+        {"redis-quorum://a:1,b:2,c", false, 3, 0, 0, 0, "redis-quorum://a:1,b:2,c:6379/0"},
+        {"redis-quorum://:pw@a,b,c,d,e/2?max_ttl=5000&node_timeout=40", false, 5, 2, 5000, 40,
+         "redis-quorum://:***@a:6379,b:6379,c:6379,d:6379,e:6379/2?max_ttl=5000&node_timeout=40"},
+        {"rediss-quorum://a,b,c?ca=/ca.pem&max_ttl=100", true, 3, 0, 100, 0,
+         "rediss-quorum://a:6379,b:6379,c:6379/0?max_ttl=100&ca=/ca.pem"},
+    };
+    char err[256];
+    struct baton__url u;
+    for (size_t i = 0; i < sizeof urls / sizeof urls[0]; i++) {
+        ck_assert_msg(baton__url_parse(urls[i].url, &u, err, sizeof err) == BATON_OK, "%s: %s",
+                      urls[i].url, err);
+        ck_assert(u.quorum && !u.cluster);
+        ck_assert(u.tls == urls[i].tls);
+        ck_assert_ptr_null(u.host);
+        ck_assert_int_eq(u.nseeds, urls[i].n);
+        ck_assert_int_eq(u.db, urls[i].db);
+        ck_assert_int_eq(u.max_ttl_ms, urls[i].max_ttl);
+        ck_assert_int_eq(u.node_timeout_ms, urls[i].node_timeout);
+        ck_assert_str_eq(u.redacted, urls[i].redacted);
+        baton__url_clear(&u);
+    }
+}
+END_TEST
+
 START_TEST(url_cluster)
 {
     char err[256];
@@ -213,7 +246,8 @@ static const struct {
 } bad_urls[] = {
     {"", "invalid URL: empty"},
     {"http://h", "invalid URL: unsupported scheme \"http://\" (use redis://, rediss://, unix://, "
-                 "redis-sentinel://, rediss-sentinel://, redis-cluster:// or rediss-cluster://)"},
+                 "redis-sentinel://, rediss-sentinel://, redis-cluster://, rediss-cluster://, "
+                 "redis-quorum:// or rediss-quorum://)"},
     {"h:6379", "invalid URL: expected a URL like redis://host:6379/0 or unix:///run/redis/redis.sock"},
     {"redis://", "invalid URL: missing host (redis://host:6379/0)"},
     {"redis://:pw@", "invalid URL: missing host (redis://host:6379/0)"},
@@ -221,6 +255,19 @@ static const struct {
     {"redis://h:65536", "invalid URL: invalid port (1..65535)"},
     {"redis://h:x", "invalid URL: invalid port (1..65535)"},
     {"redis://h/x", "invalid URL: invalid database number after the host (redis://host:6379/0)"},
+    {"redis-quorum://a,b", "invalid URL: a quorum has an odd number of masters, 3 to 9 (this one "
+                           "names 2): redis-quorum://h1:6379,h2:6380,h3:6381"},
+    {"redis-quorum://a,b,c,d,e,f,g,h,i,j,k", "invalid URL: at most 9 quorum masters"},
+    {"redis-quorum://a,b:6379,a:6379", "invalid URL: a quorum names each master once (a:6379 "
+                                       "twice)"},
+    {"redis-quorum://a,b,c?max_ttl=5", "invalid URL: max_ttl= is the longest lock ttl in ms, "
+                                       "10..86400000"},
+    {"redis-quorum://a,b,c?node_timeout=0", "invalid URL: node_timeout= is each master's time to "
+                                            "answer in ms, 1..60000"},
+    {"redis-quorum://a,b,c?ca=/x", "invalid URL: unknown URL parameter \"ca\" (use max_ttl=, "
+                                   "node_timeout=)"},
+    {"redis-cluster://a?max_ttl=10", "invalid URL: redis-cluster:// URLs take no query (TLS "
+                                     "parameters need rediss-cluster://)"},
     {"redis://h/1?a=b", "invalid URL: redis:// URLs take no query (use /DB for the database; TLS "
                         "parameters need rediss://)"},
     {"redis://h?ca=/x", "invalid URL: redis:// URLs take no query (use /DB for the database; TLS "
@@ -358,8 +405,8 @@ START_TEST(client_errors)
     ck_assert_int_eq(baton_client_new("nope://x", NULL, &c), BATON_EINVAL);
     ck_assert_str_eq(baton_client_errstr(c),
                      "invalid URL: unsupported scheme \"nope://\" (use redis://, rediss://, "
-                     "unix://, redis-sentinel://, rediss-sentinel://, redis-cluster:// or "
-                     "rediss-cluster://)");
+                     "unix://, redis-sentinel://, rediss-sentinel://, redis-cluster://, "
+                     "rediss-cluster://, redis-quorum:// or rediss-quorum://)");
     baton_client_free(c);
     ck_assert_int_eq(baton_client_new("unix:///nonexistent/baton.sock", NULL, &c), BATON_EIO);
     ck_assert_str_eq(
@@ -408,6 +455,25 @@ START_TEST(client_errors)
              url, dead1, dead2);
     ck_assert_str_eq(baton_client_errstr(c), want);
     baton_client_free(c);
+
+    /* A quorum: min_replicas does not apply; no majority reachable */
+    struct baton_client_opts durable = {.lazy = true, .min_replicas = 1};
+    ck_assert_int_eq(baton_client_new("redis-quorum://a,b,c", &durable, &c), BATON_EINVAL);
+    ck_assert_str_eq(baton_client_errstr(c),
+                     "min_replicas does not apply to a Redlock quorum (its masters are the "
+                     "redundancy): leave it 0");
+    baton_client_free(c);
+    int dead3 = tu_dead_port();
+    snprintf(url, sizeof url, "redis-quorum://127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d/0", dead1,
+             dead2, dead3);
+    ck_assert_int_eq(baton_client_new(url, &quick, &c), BATON_EIO);
+    snprintf(want, sizeof want,
+             "%s: no quorum: 0 of 3 masters answered (2 needed): 127.0.0.1:%d: cannot connect: "
+             "Connection refused;",
+             url, dead1);
+    ck_assert_msg(strncmp(baton_client_errstr(c), want, strlen(want)) == 0, "%s",
+                  baton_client_errstr(c));
+    baton_client_free(c);
     baton_client_free(NULL);
     baton_lock_free(NULL);
 }
@@ -423,6 +489,7 @@ static Suite *suite(void)
     tcase_add_test(tc, url_bad);
     tcase_add_test(tc, url_sentinel);
     tcase_add_test(tc, url_cluster);
+    tcase_add_test(tc, url_quorum);
     tcase_add_test(tc, cluster_command_slots);
     tcase_add_test(tc, url_errors_hide_password);
     tcase_add_test(tc, sha1_vectors);
