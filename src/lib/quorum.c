@@ -86,21 +86,8 @@ void baton__quorum_close(struct baton_client *c)
     struct baton__quorum *q = c->quorum;
     if (q == NULL)
         return;
-    for (int i = 0; i < q->n; i++) {
-        for (int j = 0; j < BATON__SHARDS; j++) {
-            struct baton__shard *s = &q->nodes[i].node.shard[j];
-            pthread_mutex_lock(&s->mu);
-            struct baton__conn *idle = s->idle;
-            s->idle = NULL;
-            s->nidle = 0;
-            pthread_mutex_unlock(&s->mu);
-            while (idle != NULL) {
-                struct baton__conn *cn = idle;
-                idle = cn->next;
-                baton__conn_free(cn);
-            }
-        }
-    }
+    for (int i = 0; i < q->n; i++)
+        baton__shards_close(q->nodes[i].node.shard, BATON__SHARDS);
 }
 
 void baton__quorum_free(struct baton_client *c)
