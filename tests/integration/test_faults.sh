@@ -173,7 +173,7 @@ check_ledger() {
     local dups
     dups=$(uniq -d "$T/ran.txt" | head -n 10 | tr '\n' ' ')
     [ -z "$dups" ] || fail "$PHASE: ticks run twice: $dups"
-    history_ranges "$G" ledger > "$T/history.txt"
+    { history_ranges "$G" ledger; cat "$T/history-pre.txt" 2>/dev/null; } > "$T/history.txt"
     # Every second: ran, or recorded (missed only where allowed), or lost
     # in the loss window.
     local bad
@@ -224,9 +224,11 @@ check_extra() {
     [ -z "$bad" ] || fail "$PHASE: ticks run twice: $bad"
     sort -k1,1 -k2,2n "$T/extra.s" | awk '$1 == j && $3 < f { print $1 " fence went down at " $2; bad = 1 } { j = $1; f = $3 } END { exit bad }' \
         || fail "$PHASE: a later tick ran under a lower fence"
-    for j in "${!EXTRA_PERIOD[@]}"; do
-        history_ranges "$G" "$j" | sed "s/^/$j /"
-    done > "$T/extra-history.txt"
+    {   for j in "${!EXTRA_PERIOD[@]}"; do
+            history_ranges "$G" "$j" | sed "s/^/$j /"
+        done
+        cat "$T/extra-history-pre.txt" 2>/dev/null
+    } > "$T/extra-history.txt"
     bad=$(awk -v f="$from" -v t="$to" -v lw="$LOSS_WINDOWS" -v mo="$MISSED_OK" -v periods="$(for j in "${!EXTRA_PERIOD[@]}"; do printf '%s:%s ' "$j" "${EXTRA_PERIOD[$j]}"; done)" '
         function inside(x, list,   n, i, w, a) { n = split(list, w, " ")
             for (i = 1; i <= n; i++) { split(w[i], a, ":"); if (x >= a[1] && x <= a[2]) return 1 }
@@ -372,6 +374,17 @@ clock_kept_lease() {
     fail "$PHASE: the lease moved when the wall clock stepped $1"
 }
 
+# snapshot_history: the records written so far, kept before a fault that
+# loses Redis's data: a tick skipped (and recorded) just before the loss
+# is still known to have been dealt with. The checks read them too.
+snapshot_history() {
+    history_ranges "$G" ledger >> "$T/history-pre.txt"
+    local j
+    for j in "${!EXTRA_PERIOD[@]}"; do
+        history_ranges "$G" "$j" | sed "s/^/$j /"
+    done >> "$T/extra-history-pre.txt"
+}
+
 run_main_fault() {
     local fault=$1 l t0 loss before after
     l=$(wait_leader)
@@ -395,13 +408,13 @@ run_main_fault() {
         redis_restart
         end_phase "$fault" "$t0" ;;
     restart_nopersist)
-        redis_stop; loss=$(now_ms)
+        snapshot_history; redis_stop; loss=$(now_ms)
         rm -rf "$REDIS_DIR"/appendonlydir "$REDIS_DIR"/*.aof
         redis_launch "$REDIS_PORT" || fail "could not restart redis-server"
         loss_window "$loss"
         end_phase "$fault" "$t0" 0 "$LOSS_FROM" "$LOSS_TO" ;;
     flushall)
-        loss=$(now_ms); rcli flushall >/dev/null
+        snapshot_history; loss=$(now_ms); rcli flushall >/dev/null
         loss_window "$loss"
         end_phase "$fault" "$t0" 0 "$LOSS_FROM" "$LOSS_TO" ;;
     clock_back)
