@@ -104,6 +104,9 @@ struct jobstate {
      * redis_timeout): it may have been applied after all, and the tick
      * then be ours (resolve_lost_claim). */
     bool claim_lost;
+    /* The reason to record if that claim was to skip the tick (NULL: to
+     * run it): a lost skip claim is recorded with it (resolve_lost_claim). */
+    const char *claim_skip_reason;
     int64_t claimed_max; /* the last tick this process claimed (kept across leaderships) */
     size_t heap_pos;
     int64_t key; /* when it next has something to do (CLOCK_MONOTONIC), 0: never */
@@ -942,22 +945,24 @@ static void resolve_lost_claim(struct runner *r, struct jobstate *js)
         return;
     char member[RUN_ID_MAX + 160];
     snprintf(member, sizeof member, "%s/%s", r->node, js->claim_id);
-    char *key = group_key(r->group, "busy:%s", js->job->name);
-    struct baton_reply *rep = NULL;
-    const char *argv[3] = {"ZSCORE", key, member};
-    int rc = key != NULL ? baton_client_command(r->h.client, 3, argv, NULL, &rep) : BATON_ENOMEM;
-    free(key);
-    if (rc == BATON_OK && rep->type == BATON_REPLY_STRING) {
-        struct sched_tick h = {.at = js->claim_tick, .missed = true};
+    enum claim_result res =
+        claim_lookup(r->h.client, r->group, js->job->name, js->claim_tick, member);
+    struct sched_tick h = {.at = js->claim_tick, .missed = true};
+    if (res == CLAIM_OURS || res == CLAIM_OURS_EXPIRED) {
+        log_claim(r, js->job->name, h.at, LE_CLAIM_RECOVERED, "recorded not started");
         not_started(r, js, js->claim_id, member, &h,
                     "claimed by a request whose answer was lost (Redis stalled), and this node "
                     "stopped leading before it could start it: not run");
+    } else if (res == CLAIM_OURS_SKIPPED) {
+        log_claim(r, js->job->name, h.at, LE_CLAIM_RECOVERED, "recorded skipped");
+        struct sched_range one = {.first = h.at, .last = h.at, .count = 1, .outcome = HO_SKIPPED};
+        one.reason = js->claim_skip_reason != NULL ? js->claim_skip_reason : reason_busy;
+        write_skipped(r, js->job->name, &one);
     }
-    if (rc == BATON_OK) {
+    if (res != CLAIM_ERROR) {
         js->claim_lost = false;
         js->claim_id[0] = '\0';
     }
-    baton_reply_free(rep);
 }
 
 /* Claims the head of js's queue with mode and acts on the answer.
@@ -985,6 +990,8 @@ static bool claim_head(struct runner *r, struct jobstate *js, enum claim_mode mo
         make_run_id(r, h.at, 1, js->claim_id, sizeof js->claim_id);
         js->claim_tick = h.at;
     }
+    const char *skip_reason = mode == CLAIM_SKIP ? sched_reason(js->job, SV_SKIP) : reason_busy;
+    js->claim_skip_reason = mode == CLAIM_SKIP || mode == CLAIM_RUN_OR_SKIP ? skip_reason : NULL;
     snprintf(id, sizeof id, "%s", js->claim_id);
     snprintf(member, sizeof member, "%s/%s", r->node, id);
     enum claim_result res = claim_tick(r->h.client, r->group, js->job->name,
@@ -998,6 +1005,11 @@ static bool claim_head(struct runner *r, struct jobstate *js, enum claim_mode mo
         js->claim_id[0] = '\0'; /* the head is dealt with: the next claims afresh */
         js->claim_lost = false;
     }
+    if (res == CLAIM_OURS || res == CLAIM_OURS_SKIPPED || res == CLAIM_OURS_EXPIRED)
+        log_claim(r, js->job->name, h.at, LE_CLAIM_RECOVERED,
+                  res == CLAIM_OURS           ? (late ? "recorded not started" : "run")
+                  : res == CLAIM_OURS_SKIPPED ? "recorded skipped"
+                                              : "recorded not started");
     switch (res) {
     case CLAIM_OURS: /* an earlier attempt claimed it; its answer was lost */
     case CLAIM_OK:
@@ -1018,10 +1030,17 @@ static bool claim_head(struct runner *r, struct jobstate *js, enum claim_mode mo
                     "(after a failover another leader could run it too)");
         break;
     case CLAIM_SKIPPED:
+    case CLAIM_OURS_SKIPPED: /* an earlier attempt claimed it as skipped; its answer was lost */
         q_pop(js);
         note_claimed(js, h.at);
-        add_skipped(r, js, h.at, HO_SKIPPED,
-                    mode == CLAIM_SKIP ? sched_reason(js->job, SV_SKIP) : reason_busy);
+        add_skipped(r, js, h.at, HO_SKIPPED, skip_reason);
+        break;
+    case CLAIM_OURS_EXPIRED: /* ours to run, but its registration is gone: too late */
+        q_pop(js);
+        note_claimed(js, h.at);
+        not_started(r, js, id, member, &h,
+                    "claimed by a request whose answer was lost (Redis stalled) until its "
+                    "registration expired: not started");
         break;
     case CLAIM_BUSY: /* runs elsewhere (after a handover): wait, or replace them */
         if (c.nbusy == 0) { /* only our own ended runs: try again at once */
@@ -1179,6 +1198,8 @@ static void start_manuals(struct runner *r, struct jobstate *js, int64_t now)
             /* fall through */
         case CLAIM_TAKEN: /* done, or taken over by another attempt */
         case CLAIM_SKIPPED:
+        case CLAIM_OURS_SKIPPED: /* (never answered to a request's claim) */
+        case CLAIM_OURS_EXPIRED:
             js->manuals = m->next;
             free(m);
             r->nmanuals--;
@@ -1301,11 +1322,15 @@ static bool write_paused(struct runner *r, struct jobstate *js)
     if (token == NULL || !r->h.may_block(r->h.ctx))
         return false;
     struct claim_reply c;
+    /* A member of its own, so that a retry after a lost answer knows the
+     * claim for ours (and records the ticks) instead of another's. */
+    char member[RUN_ID_MAX + 160];
+    snprintf(member, sizeof member, "%s/paused-%" PRId64, r->node, p->last);
     enum claim_result res = claim_tick(r->h.client, r->group, js->job->name,
                                        baton_election_key(r->h.election), token, p->last,
-                                       CLAIM_SKIP, "", &c);
+                                       CLAIM_SKIP, member, &c);
     claim_reply_free(&c);
-    if (res == CLAIM_SKIPPED || res == CLAIM_NOT_DURABLE)
+    if (res == CLAIM_SKIPPED || res == CLAIM_OURS_SKIPPED || res == CLAIM_NOT_DURABLE)
         write_skipped(r, js->job->name, p);
     else if (res != CLAIM_TAKEN) /* TAKEN: dealt with already */
         return false;
