@@ -353,8 +353,10 @@ loss_window() {
         done < <(grep -E '"event":"(no_high_water_mark|catch_up_skipped)"' "$f" |
                  sed -n 's/^{"ts":"\([^"]*\)".*/\1/p')
     done
+    # In the supervisors' clock, as the ticks are (after clock_forward the
+    # soak's clock stays OFFSET s ahead of the real one).
     LOSS_FROM=1 LOSS_TO=0
-    [ -z "$best" ] || { LOSS_FROM=$(( loss_ms / 1000 - 1 )) LOSS_TO=$(( best / 1000 + 1 )); }
+    [ -z "$best" ] || { LOSS_FROM=$(( loss_ms / 1000 + OFFSET - 1 )) LOSS_TO=$(( best / 1000 + OFFSET + 1 )); }
 }
 
 # clock_kept_lease back|forward: leases run on CLOCK_MONOTONIC, so a step
@@ -374,14 +376,26 @@ clock_kept_lease() {
     fail "$PHASE: the lease moved when the wall clock stepped $1"
 }
 
-# snapshot_history: the records written so far, kept before a fault that
-# loses Redis's data: a tick skipped (and recorded) just before the loss
-# is still known to have been dealt with. The checks read them too.
+# snapshot_history / snapshot_parse: the records written so far, kept
+# before a fault that loses Redis's data, so that a tick skipped (and
+# recorded) just before the loss is still known to have been dealt with;
+# the checks read them too. The raw streams are fetched first, all of them in a
+# moment (parsing 50 jobs' history takes seconds on a loaded machine, and
+# what was written meanwhile would be lost with the data unseen: bench_soak,
+# flushall#1), and parsed after the fault. The loss is timed before the
+# fetch: what is written during it may be lost with the data.
 snapshot_history() {
-    history_ranges "$G" ledger >> "$T/history-pre.txt"
+    rm -rf "$T/snap"; mkdir -p "$T/snap"
+    local j
+    for j in ledger "${!EXTRA_PERIOD[@]}"; do
+        rcli xrange "baton:{$G}:runs:$j" - + > "$T/snap/$j"
+    done
+}
+snapshot_parse() {
+    history_parse < "$T/snap/ledger" >> "$T/history-pre.txt"
     local j
     for j in "${!EXTRA_PERIOD[@]}"; do
-        history_ranges "$G" "$j" | sed "s/^/$j /"
+        history_parse < "$T/snap/$j" | sed "s/^/$j /"
     done >> "$T/extra-history-pre.txt"
 }
 
@@ -408,13 +422,15 @@ run_main_fault() {
         redis_restart
         end_phase "$fault" "$t0" ;;
     restart_nopersist)
-        snapshot_history; redis_stop; loss=$(now_ms)
+        loss=$(now_ms); snapshot_history; redis_stop
         rm -rf "$REDIS_DIR"/appendonlydir "$REDIS_DIR"/*.aof
         redis_launch "$REDIS_PORT" || fail "could not restart redis-server"
+        snapshot_parse
         loss_window "$loss"
         end_phase "$fault" "$t0" 0 "$LOSS_FROM" "$LOSS_TO" ;;
     flushall)
-        snapshot_history; loss=$(now_ms); rcli flushall >/dev/null
+        loss=$(now_ms); snapshot_history; rcli flushall >/dev/null
+        snapshot_parse
         loss_window "$loss"
         end_phase "$fault" "$t0" 0 "$LOSS_FROM" "$LOSS_TO" ;;
     clock_back)
