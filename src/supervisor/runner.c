@@ -6,6 +6,18 @@
  * history record). The jobs wait in a min-heap keyed by the time each has
  * something to do, so a timer costs O(log jobs), never O(jobs).
  *
+ * A live tick is claimed PRECLAIM_MS before its instant, and its run
+ * prepared (run.h: the shim started, waiting): at the instant the wall
+ * timer (loop.h) fires and the runner only tells the shim to go. The claim
+ * is the same atomic script as at the instant (checked against the lease's
+ * token); what could change in between decides at the instant: the go is
+ * sent only before the stop point of what covers the run (the lease, or
+ * its own registration after a handover), else the run is cancelled and
+ * recorded failed_to_start with its reason. A job with a run alive under
+ * forbid or replace is not claimed ahead (its tick is decided at its
+ * instant, as before), and a run elsewhere makes a claim ahead wait for the
+ * instant instead of skipping, so the policies decide as they did.
+ *
  * Runs (struct rrun) are a list: their number is bounded by the processes
  * alive, not by the jobs. A run is covered by the lease while its leader
  * leads; after a handover, by its own registration (claim.h), which the
@@ -44,6 +56,14 @@
  * loop past the renewal. */
 #define TURN_BUDGET_MS  20
 #define TRIGGER_SWEEP   100  /* requests looked at per read of the control keys */
+/* A live tick is claimed and its run prepared this long before its
+ * instant: enough for a claim round trip and a shim's start on a busy
+ * machine, short enough that a leader that dies (SIGKILL) in between
+ * takes few prepared runs with it (as it takes its running ones). */
+#define PRECLAIM_MS     25
+/* A prepared run whose instant is this much further than PRECLAIM_MS
+ * ahead: the wall clock was stepped back under it. */
+#define STEP_BACK_MS    1000
 #define PAUSE_FLUSH_S   3600 /* a paused job's skipped ticks are recorded at least this often */
 #define PAUSE_FOREVER   INT64_MAX /* paused, no resume yet */
 #define MS              INT64_C(1000000)
@@ -733,7 +753,8 @@ static void record_run(struct runner *r, const struct run *run, const char *trig
  * manual run; NULL otherwise). A start that fails is recorded. Returns
  * the run when the command runs, else NULL. */
 static struct rrun *start_run(struct runner *r, struct jobstate *js, const char *id, int64_t tick,
-                              int attempt, enum run_trigger trigger, const char *trigger_id)
+                              int attempt, enum run_trigger trigger, const char *trigger_id,
+                              bool prepared)
 {
     struct rrun *rr = calloc(1, sizeof *rr);
     if (rr == NULL) {
@@ -756,7 +777,7 @@ static struct rrun *start_run(struct runner *r, struct jobstate *js, const char 
     int64_t term_at, kill_at;
     fence_of(r, false, &term_at, &kill_at);
     if (!run_start(&rr->run, &r->env, js->job, id, tick, attempt, r->term, trigger, term_at,
-                   kill_at)) {
+                   kill_at, prepared)) {
         record_run(r, &rr->run, trigger_id, false); /* failed_to_start: logged by run_start */
         run_dispose(&rr->run);
         free(rr);
@@ -960,10 +981,12 @@ static void resolve_lost_claim(struct runner *r, struct jobstate *js)
     baton_reply_free(rep);
 }
 
-/* Claims the head of js's queue with mode and acts on the answer.
- * Returns true when the head was dealt with (popped), false when it
- * waits (js->hold_until says until when, 0: until a run ends). */
-static bool claim_head(struct runner *r, struct jobstate *js, enum claim_mode mode)
+/* Claims the head of js's queue with mode and acts on the answer; ahead:
+ * before the head's instant (its run is prepared, or the head waits for
+ * its instant when a run elsewhere is alive). Returns true when the head
+ * was dealt with (popped), false when it waits (js->hold_until says until
+ * when, 0: until a run ends). */
+static bool claim_head(struct runner *r, struct jobstate *js, enum claim_mode mode, bool ahead)
 {
     const struct sched_tick h = *q_head(js);
     const char *token = baton_election_token(r->h.election);
@@ -1006,9 +1029,13 @@ static bool claim_head(struct runner *r, struct jobstate *js, enum claim_mode mo
         if (late)
             not_started(r, js, id, member, &h,
                         "claimed after the leader's stop point (it was stalled): not started");
-        else
-            start_run(r, js, id, h.at, 1, h.missed ? RUN_TRIGGER_CATCHUP : RUN_TRIGGER_SCHEDULE,
-                      NULL);
+        else {
+            struct rrun *rr = start_run(r, js, id, h.at, 1,
+                                        h.missed ? RUN_TRIGGER_CATCHUP : RUN_TRIGGER_SCHEDULE,
+                                        NULL, ahead && wall_ms() < h.at * 1000);
+            if (rr != NULL && rr->run.prepared && r->h.fault_stop_after_preclaim)
+                raise(SIGSTOP);
+        }
         break;
     case CLAIM_NOT_DURABLE: /* claimed on the master only: running it could run it twice */
         q_pop(js);
@@ -1024,7 +1051,9 @@ static bool claim_head(struct runner *r, struct jobstate *js, enum claim_mode mo
                     mode == CLAIM_SKIP ? sched_reason(js->job, SV_SKIP) : reason_busy);
         break;
     case CLAIM_BUSY: /* runs elsewhere (after a handover): wait, or replace them */
-        if (c.nbusy == 0) { /* only our own ended runs: try again at once */
+        if (ahead) { /* decided at its instant, as if it had not been claimed ahead */
+            js->hold_until = mono_at(h.at, now, wall_ms());
+        } else if (c.nbusy == 0) { /* only our own ended runs: try again at once */
             js->hold_until = now + GATE_RETRY_MS * MS;
         } else {
             if (js->job->concurrency == JOB_REPLACE)
@@ -1080,7 +1109,7 @@ static void start_retries(struct runner *r, struct jobstate *js, int64_t now)
         }
         *p = t->next;
         if (res == CLAIM_OK)
-            start_run(r, js, id, t->tick, t->attempt, RUN_TRIGGER_RETRY, NULL);
+            start_run(r, js, id, t->tick, t->attempt, RUN_TRIGGER_RETRY, NULL, false);
         else
             hooks_retry_dropped(r->h.hooks, js->job->name, t->tick);
         free(t);
@@ -1159,7 +1188,7 @@ static void start_manuals(struct runner *r, struct jobstate *js, int64_t now)
                             "claimed after the leader's stop point (it was stalled)");
             else
                 mark_started(r, start_run(r, js, id, m->requested_s, m->attempt,
-                                          RUN_TRIGGER_MANUAL, m->id));
+                                          RUN_TRIGGER_MANUAL, m->id, false));
             free(m);
             r->nmanuals--;
             break;
@@ -1597,6 +1626,14 @@ static bool read_mark(struct runner *r, struct jobstate *js)
     return ok;
 }
 
+/* How long before its instant js's next live tick is claimed (ms): 0 when
+ * it cannot be decided ahead (a run of a forbid or replace job is alive
+ * here: whether the tick runs or is skipped depends on when that ends). */
+static int64_t ahead_ms(const struct jobstate *js)
+{
+    return js->job->concurrency == JOB_ALLOW || js->running == 0 ? PRECLAIM_MS : 0;
+}
+
 /* Does what js has to do now; sets its key to when it next has something
  * to do. */
 static void process_job(struct runner *r, struct jobstate *js)
@@ -1619,8 +1656,9 @@ static void process_job(struct runner *r, struct jobstate *js)
             hold_paused(r, js, wall, now);
     }
     if (js->mark_known && js->pause_until == 0) {
-        if (js->next_tick != 0 && js->next_tick * 1000 <= wall)
-            queue_due(r, js, wall);
+        int64_t ahead = ahead_ms(js);
+        if (js->next_tick != 0 && js->next_tick * 1000 <= wall + ahead)
+            queue_due(r, js, wall + ahead);
         for (int claims = 0; r->leading && js->hold_until == 0; claims++) {
             if (js->qlen == 0)
                 break;
@@ -1629,6 +1667,11 @@ static void process_job(struct runner *r, struct jobstate *js)
                 break;
             }
             struct sched_tick *h = q_head(js);
+            bool early = h->at * 1000 > wall;
+            if (early && ahead_ms(js) == 0) { /* decided at its instant */
+                js->hold_until = mono_at(h->at, now, wall);
+                break;
+            }
             if (!h->missed && wall - h->at * 1000 >= SCHED_LIVE_SLACK_MS) {
                 h->missed = true; /* it waited: the catch-up policy decides now */
                 js->qmissed++;
@@ -1657,7 +1700,9 @@ static void process_job(struct runner *r, struct jobstate *js)
                 mode = CLAIM_RUN_OR_SKIP;
             else if (js->job->concurrency != JOB_ALLOW)
                 mode = CLAIM_RUN_OR_WAIT; /* forbid's backlog; replace: runs elsewhere */
-            if (!claim_head(r, js, mode))
+            if (early && mode == CLAIM_RUN_OR_SKIP)
+                mode = CLAIM_RUN_OR_WAIT; /* busy elsewhere: decided at its instant */
+            if (!claim_head(r, js, mode, early))
                 break;
         }
         flush_skipped(r, js);
@@ -1677,7 +1722,7 @@ static void process_job(struct runner *r, struct jobstate *js)
         int64_t t = mono_at(at, now, wall);
         CONSIDER(t > now ? t : now + CONTROL_RETRY_MS * MS);
     } else if (js->next_tick != 0 && js->pause_until == 0) {
-        CONSIDER(mono_at(js->next_tick, now, wall));
+        CONSIDER(mono_at(js->next_tick, now, wall) - ahead_ms(js) * MS);
     }
     CONSIDER(js->hold_until);
     /* A due retry that could not start (no blocking call allowed, Redis
@@ -1939,11 +1984,59 @@ static void fence_lease_runs(struct runner *r, int64_t now)
             run_stop(&rr->run, RUN_STOP_PAUSED, r->lease_deadline - r->h.kill_margin_ns);
 }
 
+/* ---- prepared runs: the go at their instant ---- */
+
+static int64_t wall_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Tells each prepared run whose instant has come to go: only before the
+ * stop point of what covers it (the lease while this node leads, its own
+ * registration after a handover), as a claim at the instant would have
+ * been checked (claimed_late). A run that may not go is cancelled and
+ * recorded failed_to_start with its reason, as is one whose instant moved
+ * far ahead (the wall clock was stepped back after its claim). */
+static void go_prepared(struct runner *r)
+{
+    int64_t now = mono_ns(), wall = wall_ns();
+    for (struct rrun *rr = r->runs; rr != NULL; rr = rr->next) {
+        struct run *run = &rr->run;
+        if (!run->prepared)
+            continue;
+        int64_t at = run->tick * 1000 * MS;
+        if (at - wall > (PRECLAIM_MS + STEP_BACK_MS) * MS) {
+            run_cancel(run, "the wall clock was stepped back after its claim, before the "
+                            "tick's instant: not run");
+            continue;
+        }
+        if (wall < at)
+            continue;
+        const char *why = NULL;
+        if (rr->own) {
+            if (r->own_cover == 0 || now >= r->own_cover - r->h.guard_ns)
+                why = "its registration reached its stop point before the tick's instant "
+                      "(after a handover): not run";
+        } else if (!r->leading) {
+            why = "this node stopped leading before the tick's instant: not run";
+        } else if (claimed_late(r)) {
+            why = "the lease reached its stop point before the tick's instant (the leader "
+                  "was stalled): not run";
+        }
+        if (why != NULL)
+            run_cancel(run, why);
+        else
+            run_go(run);
+    }
+}
+
 /* ---- the timer ---- */
 
 static void rearm(struct runner *r)
 {
-    int64_t next = 0;
+    int64_t next = 0, go = 0;
 #define CONSIDER(t)                                                                                \
     do {                                                                                           \
         int64_t t_ = (t);                                                                          \
@@ -1959,6 +2052,8 @@ static void rearm(struct runner *r)
     bool own = false, own_running = false, lease_running = false;
     for (const struct rrun *rr = r->runs; rr != NULL; rr = rr->next) {
         CONSIDER(run_next_ns(&rr->run));
+        if (rr->run.prepared && (go == 0 || rr->run.tick * 1000 * MS < go))
+            go = rr->run.tick * 1000 * MS;
         own |= rr->own;
         own_running |= rr->own && rr->run.state == RUN_RUNNING;
         lease_running |= !rr->own && rr->run.state == RUN_RUNNING;
@@ -1970,6 +2065,14 @@ static void rearm(struct runner *r)
     if (lease_running && !r->leading && r->lease_deadline != 0)
         CONSIDER(r->lease_deadline - r->h.guard_ns);
     CONSIDER(r->flush_retry_at);
+    /* The go of prepared runs on the exact wall timer; a look every second
+     * meanwhile (a stepped clock that the timer's cancel does not see). */
+    if (go != 0) {
+        int64_t at = mono_ns() + (go - wall_ns());
+        CONSIDER(loop_arm_wall(r->h.loop, r->h.timer_id, go) == 0 ? mono_ns() + 1000 * MS : at);
+    } else {
+        loop_disarm_wall(r->h.loop);
+    }
 #undef CONSIDER
     /* Everything due was just done: a time in the past here would be a bug
      * that spins the loop and starves its descriptors (signals). Never
@@ -1985,6 +2088,7 @@ static void rearm(struct runner *r)
 
 void runner_on_timer(struct runner *r)
 {
+    go_prepared(r); /* first: nothing else stands between an instant and its go */
     int64_t now = mono_ns(), wall = wall_ms();
     /* A step of the wall clock moves every tick's monotonic time. */
     int64_t offset = wall - now / MS;
