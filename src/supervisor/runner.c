@@ -127,6 +127,8 @@ struct jobstate {
     int64_t claimed_max; /* the last tick this process claimed (kept across leaderships) */
     size_t heap_pos;
     int64_t key; /* when it next has something to do (CLOCK_MONOTONIC), 0: never */
+    bool kept;   /* runner_set_jobs: matched by a job of the new file */
+    struct jobstate *old_next; /* runner_set_jobs: the list before it */
     struct jobstate *next;     /* all states */
     struct jobstate *hash_next;
 };
@@ -193,6 +195,8 @@ struct runner {
      * the term before (baton_election_server_changed): no catch-up. */
     bool no_catchup, no_catchup_logged;
     int64_t turn_end; /* this turn of the loop yields at this time (TURN_BUDGET_MS) */
+    size_t nlost;     /* job states with claim_lost set: the only ones a follower looks at */
+    size_t npaused;   /* job states paused or with an entry, at the last apply_pauses() */
 };
 
 /* ---- clocks ---- */
@@ -588,8 +592,17 @@ static void forget_all_pause(struct runner *r)
     r->all_pending = 0;
 }
 
+/* Sets js->claim_lost, keeping the count of such states. */
+static void set_claim_lost(struct runner *r, struct jobstate *js, bool lost)
+{
+    if (js->claim_lost != lost)
+        r->nlost = lost ? r->nlost + 1 : r->nlost - 1;
+    js->claim_lost = lost;
+}
+
 static void free_state(struct runner *r, struct jobstate *js)
 {
+    set_claim_lost(r, js, false);
     clear_schedule(r, js);
     set_unref(r, js->set);
     free(js->q);
@@ -632,8 +645,10 @@ int runner_set_jobs(struct runner *r, struct jobs *jobs)
     struct jobstate *old = r->states, *fresh = NULL, **tail = &fresh;
     r->states = NULL;
     memset(r->hash, 0, sizeof r->hash);
-    /* Index the old states by name, so that matching is not O(jobs^2). */
+    /* Index the old states by name, so that matching is not O(jobs^2);
+     * old_next keeps the old list while next makes the new one. */
     for (struct jobstate *js = old; js != NULL; js = js->next) {
+        js->old_next = js->next;
         unsigned h = hash_name(js->job->name);
         js->hash_next = r->hash[h];
         r->hash[h] = js;
@@ -642,12 +657,10 @@ int runner_set_jobs(struct runner *r, struct jobs *jobs)
     for (size_t i = 0; i < jobs->n; i++) {
         const struct job *job = &jobs->v[i];
         struct jobstate *js = find_state(r, job->name);
-        if (js != NULL) { /* take it out of the old list */
-            for (struct jobstate **p = &old; *p != NULL; p = &(*p)->next)
-                if (*p == js) {
-                    *p = js->next;
-                    break;
-                }
+        if (js != NULL && js->kept) {
+            continue; /* a name twice (jobs.yaml refuses it): the first keeps the state */
+        } else if (js != NULL) { /* kept: left out of the old list below, in one pass */
+            js->kept = true;
         } else if ((js = calloc(1, sizeof *js)) == NULL) {
             continue; /* out of memory: the job is left out (the set below still holds it) */
         } else {
@@ -671,7 +684,11 @@ int runner_set_jobs(struct runner *r, struct jobs *jobs)
     /* Jobs gone from the file: their runs finish under their old definition. */
     while (old != NULL) {
         struct jobstate *js = old;
-        old = js->next;
+        old = js->old_next;
+        if (js->kept) {
+            js->kept = false;
+            continue;
+        }
         for (struct rrun *rr = r->runs; rr != NULL; rr = rr->next)
             if (rr->js == js)
                 rr->js = NULL;
@@ -975,7 +992,7 @@ static void resolve_lost_claim(struct runner *r, struct jobstate *js)
                     "stopped leading before it could start it: not run");
     }
     if (rc == BATON_OK) {
-        js->claim_lost = false;
+        set_claim_lost(r, js, false);
         js->claim_id[0] = '\0';
     }
     baton_reply_free(rep);
@@ -1019,7 +1036,7 @@ static bool claim_head(struct runner *r, struct jobstate *js, enum claim_mode mo
     bool done = true;
     if (res != CLAIM_ERROR && res != CLAIM_BUSY && res != CLAIM_NOT_LEADER) {
         js->claim_id[0] = '\0'; /* the head is dealt with: the next claims afresh */
-        js->claim_lost = false;
+        set_claim_lost(r, js, false);
     }
     switch (res) {
     case CLAIM_OURS: /* an earlier attempt claimed it; its answer was lost */
@@ -1073,7 +1090,7 @@ static bool claim_head(struct runner *r, struct jobstate *js, enum claim_mode mo
     case CLAIM_ERROR:
         log_claim(r, js->job->name, h.at, LE_CLAIM_FAILED,
                   "retried in order within its catch-up window");
-        js->claim_lost = true;
+        set_claim_lost(r, js, true);
         js->hold_until = now + CLAIM_RETRY_MS * MS;
         done = false;
         break;
@@ -1436,6 +1453,10 @@ static void apply_pauses(struct runner *r, const struct pause_list *l)
         r->all_raw = all != NULL ? strdup(all->raw) : NULL;
         r->all_until = r->all_raw != NULL ? entry_until(all) : 0;
     }
+    /* Nothing paused now nor at the last read: nothing to walk (this runs
+     * every control_poll_ms, and 10,000 jobs are not walked for nothing). */
+    if (l->n == 0 && !all_changed && r->all_raw == NULL && r->npaused == 0)
+        return;
     for (struct jobstate *js = r->states; js != NULL; js = js->next)
         js->own_until = -1; /* not seen yet */
     for (size_t i = 0; i < l->n; i++) {
@@ -1450,6 +1471,7 @@ static void apply_pauses(struct runner *r, const struct pause_list *l)
         js->own_until = entry_until(&l->v[i]);
     }
     r->all_pending = 0;
+    r->npaused = 0;
     for (struct jobstate *js = r->states; js != NULL; js = js->next) {
         if (js->own_until < 0) { /* no entry of its own */
             log_pause(r, js->job->name, js->pause_raw, NULL);
@@ -1462,6 +1484,7 @@ static void apply_pauses(struct runner *r, const struct pause_list *l)
             js->all_pending = r->all_until != 0 && r->all_until != PAUSE_FOREVER &&
                               js->own_until <= r->all_until;
         r->all_pending += js->all_pending;
+        r->npaused += until != 0 || js->pause_raw != NULL;
         if (until == js->pause_until)
             continue;
         if (until == 0) { /* resumed with catch-up: from the mark, as a new leader */
@@ -2100,7 +2123,10 @@ void runner_on_timer(struct runner *r)
     }
     for (struct rrun *rr = r->runs; rr != NULL; rr = rr->next)
         run_tick(&rr->run, now);
-    for (struct jobstate *js = r->states; js != NULL && !r->leading; js = js->next)
+    /* Unanswered claims of a term that ended: a follower looks at those
+     * jobs only (it is woken by every "ended" message of the group). */
+    for (struct jobstate *js = r->states; js != NULL && !r->leading && r->nlost > 0;
+         js = js->next)
         resolve_lost_claim(r, js);
     tend_own_runs(r, now);
     fence_lease_runs(r, now);
