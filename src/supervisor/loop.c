@@ -24,6 +24,7 @@ static void wall_fired(void *ctx, struct loop_watch *w, uint32_t events)
     (void)events;
     if (read(w->fd, &n, sizeof n) < 0 && errno == EAGAIN)
         return; /* spurious */
+    l->wall_done = l->wall_at;
     loop_disarm_wall(l);
     l->on_timer(l->ctx, l->wall_id);
 }
@@ -34,7 +35,7 @@ int loop_init(struct loop *l, void (*on_timer)(void *ctx, int id), void *ctx)
         l->at[i] = 0;
     l->on_timer = on_timer;
     l->ctx = ctx;
-    l->wall_at = 0;
+    l->wall_at = l->wall_done = 0;
     l->wall_id = -1;
     l->wallfd = -1;
     l->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -67,8 +68,8 @@ int loop_arm_wall(struct loop *l, int id, int64_t at_ns)
         return ENOSYS;
     if (at_ns <= 0)
         at_ns = 1;
-    if (l->wall_at == at_ns && l->wall_id == id)
-        return 0; /* armed there already: no system call */
+    if ((l->wall_at == at_ns && l->wall_id == id) || at_ns == l->wall_done)
+        return 0; /* armed there already (no system call), or it fired for it */
     struct itimerspec its = {
         .it_value = {.tv_sec = at_ns / 1000000000, .tv_nsec = at_ns % 1000000000}};
     if (timerfd_settime(l->wallfd, TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET, &its, NULL) != 0)

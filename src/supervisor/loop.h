@@ -33,6 +33,7 @@ struct loop {
     int wallfd;              /* the wall timer's timerfd, or -1 */
     int wall_id;             /* the id it fires as */
     int64_t wall_at;         /* its instant (CLOCK_REALTIME ns); 0: disarmed */
+    int64_t wall_done;       /* the instant it last fired for: not armed again */
     struct loop_watch wall_watch;
     void (*on_timer)(void *ctx, int id);
     void *ctx;
@@ -50,8 +51,11 @@ bool loop_armed(const struct loop *l, int id);
 
 /* Arms the wall timer: on_timer(ctx, id) at the CLOCK_REALTIME instant
  * at_ns, or as soon as the wall clock is stepped before then. One wall
- * timer per loop: arming it again moves it (id included). Returns 0 or an
- * errno value (the caller's monotonic timer is then its fallback). */
+ * timer per loop: arming it again moves it (id included). An instant it
+ * already fired for is not armed again (a clock stepped back, or a clock
+ * faked in the process only, would make it fire again at once, over and
+ * over): the caller keeps a monotonic timer as its fallback. Returns 0 or
+ * an errno value (ENOSYS: no wall timer). */
 int loop_arm_wall(struct loop *l, int id, int64_t at_ns);
 void loop_disarm_wall(struct loop *l);
 

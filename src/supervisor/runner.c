@@ -2088,11 +2088,13 @@ static void rearm(struct runner *r)
     if (lease_running && !r->leading && r->lease_deadline != 0)
         CONSIDER(r->lease_deadline - r->h.guard_ns);
     CONSIDER(r->flush_retry_at);
-    /* The go of prepared runs on the exact wall timer; a look every second
-     * meanwhile (a stepped clock that the timer's cancel does not see). */
+    /* The go of prepared runs on the exact wall timer, and on the monotonic
+     * one a millisecond later (the fallback: a wall timer that fired
+     * already, or cannot be had; the instant as the wall clock shows it
+     * now). */
     if (go != 0) {
-        int64_t at = mono_ns() + (go - wall_ns());
-        CONSIDER(loop_arm_wall(r->h.loop, r->h.timer_id, go) == 0 ? mono_ns() + 1000 * MS : at);
+        loop_arm_wall(r->h.loop, r->h.timer_id, go);
+        CONSIDER(mono_ns() + (go - wall_ns()) + MS);
     } else {
         loop_disarm_wall(r->h.loop);
     }

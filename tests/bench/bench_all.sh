@@ -42,6 +42,7 @@ command -v jq >/dev/null || fail "jq is not installed (apt-get install jq)"
 B=$BATON_TESTS_DIR/bench
 load() { cut -d' ' -f1 /proc/loadavg; }
 
+PARTS=()
 # part NAME LIMIT_S COMMAND...: runs it, keeps {name, ok, seconds, load
 # before/after, result (its JSON), error} in $T/part-NAME.json.
 part() {
@@ -59,6 +60,7 @@ part() {
         result=$(jq -s -c 'add' "$T/$name.out" 2>/dev/null)
     fi
     [ -n "$result" ] || { result=null; [ "$rc" -ne 0 ] || rc=1; }
+    PARTS+=("$T/part-$name.json")
     jq -n -c --arg name "$name" --argjson rc "$rc" --argjson result "$result" \
         --arg lb "$lb" --arg la "$la" --argjson secs $(( ($(now_ms) - t0) / 1000 )) \
         --arg err "$(grep -v '^{' "$T/$name.err" | tail -n1 | cut -c1-300)" \
@@ -82,10 +84,11 @@ else
     part tls 600 bash "$B/bench_tls.sh" --seconds 8 --threads 16
 fi
 
+[ ${#PARTS[@]} -gt 0 ] || fail "no part ran (--only names none of peers, jobs, fleet, supervisor, tls)"
 # The rows: one per compared figure, from the parts' JSON.
 doc=$(jq -s -c --arg date "$(date -u +%Y-%m-%d)" --argjson smoke "$smoke" \
     --arg host "$(nproc) cores, $(uname -r)" --arg redis "$(redis-server --version | awk '{print $3}')" '
-  (map({(.name): .}) | add // {}) as $p |
+  (map({(.name): .}) | add // {}) as $p | (map(.name)) as $order |
   def r(x): if x == null then null elif (x | type) == "number" then ((x * 100 | round) / 100) else x end;
   def row(part; what; baton; ref; who; target; met):
     {part: part, case: what, baton: r(baton), reference: r(ref), reference_is: who, target: target,
@@ -99,7 +102,7 @@ doc=$(jq -s -c --arg date "$(date -u +%Y-%m-%d)" --argjson smoke "$smoke" \
   {bench: "all", date: $date, smoke: ($smoke == 1), machine: $host, redis: $redis,
    peers_run: $peers_run,
    peers_not_run_because: ($p.peers.result.peers_not_run_because // null),
-   parts: [$p[] | {name, ok, exit, seconds, load_average, error}],
+   parts: [$order[] as $n | $p[$n] | {name, ok, exit, seconds, load_average, error}],
    rows: ([
      (if $pr then
        ($pr.lock_uncontended | ([.peers[]? | select(.cycles_per_sec != null)] | max_by(.cycles_per_sec)) as $fp |
@@ -177,7 +180,7 @@ doc=$(jq -s -c --arg date "$(date -u +%Y-%m-%d)" --argjson smoke "$smoke" \
            cmp($t.one_thread.tls_ratio; ">="; 0.8))
       else empty end)
    ]),
-   results: ($p | map_values(.result))}' "$T"/part-*.json)
+   results: ($p | map_values(.result))}' "${PARTS[@]}")
 [ -n "$doc" ] || fail "could not assemble the JSON document"
 
 jq -r '

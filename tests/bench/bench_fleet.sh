@@ -130,8 +130,18 @@ for n in "${names[@]:1}"; do
     done
 done
 FLEET_UP_MS=$(( $(now_ms) - t_start ))
+# Leadership may have moved while 100 processes started on 2 cores, and a
+# new leader first catches up: the window starts once that is over.
+L=$(wait_new_leader "")
+settle=60000; ! $SMOKE || settle=2000
+settle=$(( $(now_ms) + settle ))
+while [ "$(now_ms)" -lt "$settle" ]; do
+    sleep 5
+    L=$(wait_new_leader "")
+    tail -n 200 "$(out "$L")" | grep -q '"event":"catch_up"' || break
+done
 sleep 2
-L=$(wait_new_leader "") # leadership may have moved while 100 processes started
+L=$(wait_new_leader "")
 
 # ---- the window ----
 ports_of() { # PID: its TCP client ports
@@ -153,6 +163,12 @@ hz=$(getconf CLK_TCK)
 lports=$(ports_of "$LP" | tr '\n' '|'); lports=${lports%|}
 total=$(grep -c '^[0-9]' "$T/monitor")
 lcmds=$(grep -cE "127\.0\.0\.1:($lports)\]" "$T/monitor")
+# what the followers send, by command (EVALSHA by its script's first 8 hex digits)
+FTOP=$(grep -vE "127\.0\.0\.1:($lports)\]" "$T/monitor" | grep '^[0-9]' |
+    awk '{c = $4; if (c == "\"EVALSHA\"") c = "EVALSHA " substr($5, 2, 8); n[c]++}
+         END {for (k in n) printf "%d %s\n", n[k], k}' | sort -rn | head -n 6 |
+    awk -v w="$(( (w1 - w0) / 1000 ))" '{c = $2; for (i = 3; i <= NF; i++) c = c " " $i; gsub(/"/, "", c)
+         printf "%s\"%s\":%.2f", (NR > 1 ? "," : ""), c, $1 / (w > 0 ? w : 1)}')
 fcpu=0
 for n in "${names[@]}"; do
     [ "$n" = "$L" ] || fcpu=$(( fcpu + $(cpu_ticks "$(pid "$n")") - ${cpu0[$n]} ))
@@ -263,7 +279,7 @@ cat <<EOF
  "check_ms":$CHECK_MS,"leader_working_after_start_ms":$LEAD_MS,"fleet_up_ms":$FLEET_UP_MS,
  "window":{"seconds":$(( (w1 - w0) / 1000 )),"leader_rss_kb":$RSS,"leader_hwm_kb":$HWM,"target_rss_kb":30720,
    "leader_cpu_percent":$LCPU,"leader_redis_commands_per_s":$LCMDS,
-   "followers_redis_commands_per_s":$FCMDS,"followers_cpu_percent_total":$FCPU,"follower_rss_kb_max":$FRSS,
+   "followers_redis_commands_per_s":$FCMDS,"followers_commands_per_s_by_command":{$FTOP},"followers_cpu_percent_total":$FCPU,"follower_rss_kb_max":$FRSS,
    "every_second_lateness_ms":{"runs":$NLATE,"p50":$l50,"p99":$l99,"max":$lmax},"leader_job_starts":$STARTS},
  "reload":{"signal_to_reloaded_ms":$RELOAD_MS,"worst_lateness_ms_after":$RELOAD_LATE},
  "graceful_handover_ms":{"rounds":$GRACEFUL,"p50":$g50,"p99":$g99,"max":$gmax,"target_p99":5,
