@@ -12,6 +12,9 @@
 #             the two alternate every half second, so neither waits for the
 #             other's start on the 2 cores. baton's date p50 should not be
 #             above the loop's.
+#   floor     in the same run, the cheapest start of a process there is on
+#             this machine: a small C program posix_spawn()s stamp (a vfork
+#             and an exec), 100 times: the limit under any scheduler.
 #   go        where baton's time goes: the instant -> baton's go to the
 #             prepared shim (job_start's lateness_ms, whole ms), the rest
 #             being the shim's wake-up, fork and exec.
@@ -65,6 +68,7 @@ done
 wait_exit naive 5
 kill -TERM "$(pid_of late)"; wait_exit late 5
 LOAD_MID=$(load)
+"${RT[@]}" "$T/stamp" --floor $(( RUNS < 100 ? RUNS : 100 )) > "$T/floor.txt"
 
 # baton: "<run_id> <line>"; the run id starts with the tick (Unix s). The
 # first run is left out (it may start before the leader's first full second).
@@ -92,6 +96,7 @@ read -r nd50 nd99 ndmax < <(stats "$T/naive.txt" 3)
 sed -n 's/.*"event":"job_start".*"run_id":"\([0-9]*\)-.*"lateness_ms":\([-0-9]*\).*/\1 \2/p' "$T/late.out" |
     sort -n | join - <(awk '{print $1}' "$T/baton.txt") > "$T/go.txt"
 read -r bg50 bg99 bgmax < <(stats "$T/go.txt" 2)
+read -r f50 f99 fmax < <(stats "$T/floor.txt" 1)
 
 { echo "jobs:"; for i in $(seq 0 999); do
     printf '  - {name: job%04d, schedule: "%d * * * * *", catchup: 0, command: ["true"]}\n' "$i" $((i % 60))
@@ -115,6 +120,8 @@ cat <<EOF
    "go":{"p50":$bg50,"p99":$bg99,"max":$bgmax,"measured":"instant -> baton's go to the prepared shim (whole ms)"},
    "target_exec_p99":1,"stamp_static":$STATIC,"realtime_priority":$([ ${#RT[@]} -gt 0 ] && echo true || echo false),
    "measured":"scheduled instant -> main() of the job (stamp, static), and -> the date it execs"},
+ "spawn_floor_ms":{"runs":$(wc -l < "$T/floor.txt"),"p50":$f50,"p99":$f99,"max":$fmax,
+   "measured":"a C program: posix_spawn of stamp -> its main(), in the same run (the cheapest start of a process here)"},
  "naive_python_loop_ms":{"runs":$m,"exec":{"p50":$ne50,"p99":$ne99,"max":$nemax},"date":{"p50":$nd50,"p99":$nd99,"max":$ndmax},
    "measured":"the same command, forked by a Python loop that sleeps to each half second, in the same run"},
  "leader_with_1000_jobs":{"window_s":$WINDOW,"job_starts":$starts,"peak_rss_kb":$hwm,"anonymous_kb":$anon,"target_kb":10240},
