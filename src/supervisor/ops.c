@@ -246,7 +246,8 @@ static struct defs *defs_new(const struct jobs *jobs)
         goto fail;
     for (size_t i = 0; i < d->n; i++)
         d->by_name[i] = &d->v[i];
-    qsort(d->by_name, d->n, sizeof *d->by_name, def_cmp);
+    if (d->n > 0)
+        qsort(d->by_name, d->n, sizeof *d->by_name, def_cmp);
     return d;
 fail_entry:
     d->n++; /* free the half-made entry too */
