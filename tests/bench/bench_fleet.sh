@@ -161,10 +161,13 @@ timeout "$WINDOW" redis-cli -p "$REDIS_PORT" monitor > "$T/monitor" 2>/dev/null
 w1=$(now_ms)
 hz=$(getconf CLK_TCK)
 lports=$(ports_of "$LP" | tr '\n' '|'); lports=${lports%|}
-total=$(grep -c '^[0-9]' "$T/monitor")
-lcmds=$(grep -cE "127\.0\.0\.1:($lports)\]" "$T/monitor")
+# A client's commands only: MONITOR also shows the commands that scripts
+# run (tagged "lua"), which are not requests.
+grep -E '^[0-9.]+ \[[0-9]+ 127\.0\.0\.1:[0-9]+\]' "$T/monitor" > "$T/requests"
+total=$(wc -l < "$T/requests")
+lcmds=$(grep -cE "127\.0\.0\.1:($lports)\]" "$T/requests")
 # what the followers send, by command (EVALSHA by its script's first 8 hex digits)
-FTOP=$(grep -vE "127\.0\.0\.1:($lports)\]" "$T/monitor" | grep '^[0-9]' |
+FTOP=$(grep -vE "127\.0\.0\.1:($lports)\]" "$T/requests" |
     awk '{c = $4; if (c == "\"EVALSHA\"") c = "EVALSHA " substr($5, 2, 8); n[c]++}
          END {for (k in n) printf "%d %s\n", n[k], k}' | sort -rn | head -n 6 |
     awk -v w="$(( (w1 - w0) / 1000 ))" '{c = $2; for (i = 3; i <= NF; i++) c = c " " $i; gsub(/"/, "", c)
