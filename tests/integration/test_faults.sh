@@ -388,17 +388,22 @@ clock_kept_lease() {
 # snapshot_history / snapshot_parse: the records written so far, kept
 # before a fault that loses Redis's data, so that a tick skipped (and
 # recorded) just before the loss is still known to have been dealt with;
-# the checks read them too. The raw streams are fetched first, all of them in a
-# moment (parsing 50 jobs' history takes seconds on a loaded machine, and
-# what was written meanwhile would be lost with the data unseen: bench_soak,
-# flushall#1), and parsed after the fault. The loss is timed before the
+# the checks read them too. The raw streams are fetched first, all of them
+# in a moment (parsing 50 jobs' history takes seconds on a loaded machine,
+# and what was written meanwhile would be lost with the data unseen:
+# bench_soak, flushall#1), and parsed after the fault. The loss is timed before the
 # fetch: what is written during it may be lost with the data.
 snapshot_history() {
     rm -rf "$T/snap"; mkdir -p "$T/snap"
     local j
+    # One redis-cli for every stream (fifty of them, one process each, took
+    # 6 s on a loaded machine: bench_soak, restart_nopersist#2), a marker
+    # line before each.
     for j in ledger "${!EXTRA_PERIOD[@]}"; do
-        rcli xrange "baton:{$G}:runs:$j" - + > "$T/snap/$j"
-    done
+        printf 'ECHO %s\nXRANGE baton:{%s}:runs:%s - +\n' "==snap:$j==" "$G" "$j"
+    done | rcli | awk -v d="$T/snap" '/^==snap:.*==$/ { f = d "/" substr($0, 8, length($0) - 9); next }
+                                      { print > f }'
+    for j in ledger "${!EXTRA_PERIOD[@]}"; do touch "$T/snap/$j"; done
 }
 snapshot_parse() {
     history_parse < "$T/snap/ledger" >> "$T/history-pre.txt"
