@@ -20,10 +20,10 @@
  * (claimed:J) its own claim of the tick as skipped, or to run with the
  * registration since expired, so that the tick is recorded, never dropped
  * as another leader's. A lost claim that is not retried (its node stopped
- * leading) is looked up the same way (claim_lookup). claimed:J holds the
- * job's last claim only: a lost claim that another leader's later claim
- * of the job overwrote before its node could look is the one left
- * unrecorded (its node was cut off from Redis for longer than a lease).
+ * leading) is looked up the same way (claim_lookup). claimed:J keeps each
+ * node's last claim of the job (the last 16 nodes' at most), and a node
+ * settles its lost claim before it claims another tick of the job, so
+ * another leader's claims of later ticks leave it to be found.
  *
  * A registered run stays registered while its node refreshes it: with the
  * lease (the leader's runs expire with its lease: a crashed leader's runs

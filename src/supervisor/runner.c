@@ -975,8 +975,8 @@ static void not_started(struct runner *r, struct jobstate *js, const char *id, c
  * passed, so no leader will run it: a claim to run is recorded
  * failed_to_start (and its registration removed), a claim as skipped is
  * recorded skipped (claim_lookup). A claim that was not applied leaves
- * nothing to record; the one case left unrecorded is a claim whose record
- * in claimed:J another leader's later claim replaced first. Keeps trying
+ * nothing to record. Also called before the node claims another tick of
+ * the job (claimed:J keeps each node's last claim of a job). Keeps trying
  * while Redis cannot answer. */
 static void resolve_lost_claim(struct runner *r, struct jobstate *js)
 {
@@ -1026,6 +1026,15 @@ static bool claim_head(struct runner *r, struct jobstate *js, enum claim_mode mo
     if (!r->h.may_block(r->h.ctx)) {
         js->hold_until = now + GATE_RETRY_MS * MS;
         return false;
+    }
+    if (js->claim_lost && js->claim_tick != h.at) {
+        /* A lost claim of another tick is settled first: its record in
+         * claimed:J is this node's last claim of the job until the next. */
+        resolve_lost_claim(r, js);
+        if (js->claim_lost) {
+            js->hold_until = now + CLAIM_RETRY_MS * MS;
+            return false;
+        }
     }
     if (js->claim_tick != h.at || js->claim_id[0] == '\0') {
         make_run_id(r, h.at, 1, js->claim_id, sizeof js->claim_id);
