@@ -364,6 +364,71 @@ BATON_API int baton_with_lock(struct baton_client *c, const char *key,
                               const struct baton_lock_opts *opts, baton_locked_fn fn, void *arg);
 
 /* ------------------------------------------------------------------------ */
+/* Asynchronous locks: many lock operations in flight from one thread.
+ *
+ * The client runs every Redis operation on its loop thread (started with
+ * its first operation): the blocking calls post their request there and
+ * sleep until it completes. These calls start the same operations and
+ * return at once; the result comes to a callback on the loop thread. One
+ * thread can so keep thousands of operations in flight, and the loop
+ * writes all the requests of one turn with one write on the one connection
+ * it keeps per server (and reads all the replies that came with one read).
+ *
+ * Contract, for every _async call:
+ *   - Returns 0 when the operation started: cb then runs exactly once, on
+ *     the client's loop thread; never inside the call when called from the
+ *     loop thread (a callback), possibly before it returns when called from
+ *     another. Returns a negative code when it did not start (BATON_EINVAL:
+ *     a bad argument, cb NULL, a client freed or over a Redlock quorum;
+ *     BATON_ENOMEM): cb never runs.
+ *   - cb(lk, rc, why, arg): rc as the blocking call would return it; why is
+ *     "" on success, else the detail of the failure (borrowed, valid during
+ *     the callback). try/acquire: on success lk is the new lock, owned by
+ *     the callback's receiver (release it, then free it with
+ *     baton_lock_free(), from any thread); on failure lk is NULL.
+ *     release/extend: lk is the lock they were given, still the caller's.
+ *   - While an operation on lk runs, lk belongs to it: only the queries
+ *     (baton_lock_lost/fence/deadline_ns/remaining_ms/key/token) may be
+ *     used meanwhile.
+ *   - Callbacks run one at a time and must not block: in them use only
+ *     these calls, the queries, baton_lock_free() and the stats; every
+ *     blocking call of this header fails there with BATON_EINVAL (it would
+ *     wait for the thread it runs on). on_lost callbacks still run on the
+ *     renewal thread.
+ *   - Every guarantee of the blocking calls holds: validity measured from
+ *     the send time, fences, waiting first come first served with
+ *     wake-ups, max_waiters_per_key, auto-renewal (opts.auto_renew: the
+ *     renewal thread, as for blocking locks), min_replicas, Sentinel
+ *     failovers and Redis Cluster redirections. Each operation is bounded
+ *     by the command timeout (acquire: by max_wait_ms as well).
+ *   - baton_client_free() completes every operation still running before
+ *     it returns, each callback run once with an error (BATON_EINVAL when
+ *     its request never left, BATON_EIO when it was in flight: it may have
+ *     run). It must not be called from a callback.
+ *   - When Redis fails (frozen, restarted, the connection lost), every
+ *     operation in flight gets its result (BATON_EIO) by its deadline;
+ *     none is lost or answered twice. */
+
+typedef void (*baton_lock_cb)(struct baton_lock *lk, int rc, const char *why, void *arg);
+
+/* baton_lock_try() without waiting for the answer. */
+BATON_API int baton_lock_try_async(struct baton_client *c, const char *key,
+                                   const struct baton_lock_opts *opts, baton_lock_cb cb, void *arg);
+/* baton_lock_acquire(): queued first come, first served, woken on release,
+ * the retries and the maximum wait run by the loop's timers. */
+BATON_API int baton_lock_acquire_async(struct baton_client *c, const char *key,
+                                       const struct baton_lock_opts *opts, baton_lock_cb cb,
+                                       void *arg);
+/* baton_lock_release(): renewal is stopped first (an auto-renewal in
+ * flight is waited for, without blocking the loop). */
+BATON_API int baton_lock_release_async(struct baton_lock *lk, baton_lock_cb cb, void *arg);
+/* baton_lock_extend(). */
+BATON_API int baton_lock_extend_async(struct baton_lock *lk, int64_t ttl_ms, baton_lock_cb cb,
+                                      void *arg);
+/* True on c's loop thread (inside a callback). */
+BATON_API bool baton_client_in_loop(const struct baton_client *c);
+
+/* ------------------------------------------------------------------------ */
 /* Leader election: one leader per name, with a term that strictly increases
  * with every leadership (it is the fencing token of the name's lock).
  *

@@ -62,28 +62,58 @@ void baton__conn_free(struct baton__conn *cn)
     free(cn);
 }
 
+int baton__conn_append_raw(struct baton__conn *cn, const char *buf, size_t len)
+{
+    if (cn->olen + len > cn->ocap) {
+        size_t cap = cn->ocap ? cn->ocap : 256;
+        while (cap < cn->olen + len)
+            cap *= 2;
+        char *grown = realloc(cn->obuf, cap);
+        if (grown == NULL)
+            return BATON_ENOMEM;
+        cn->obuf = grown;
+        cn->ocap = cap;
+    }
+    memcpy(cn->obuf + cn->olen, buf, len);
+    cn->olen += len;
+    return BATON_OK;
+}
+
 int baton__conn_append(struct baton__conn *cn, int argc, const char **argv, const size_t *lens)
 {
     char *cmd = NULL;
     int n = redisFormatCommandArgv(&cmd, argc, argv, lens);
     if (n < 0)
         return BATON_ENOMEM;
-    if (cn->olen + (size_t)n > cn->ocap) {
-        size_t cap = cn->ocap ? cn->ocap : 256;
-        while (cap < cn->olen + (size_t)n)
-            cap *= 2;
-        char *grown = realloc(cn->obuf, cap);
-        if (grown == NULL) {
-            redisFreeCommand(cmd);
-            return BATON_ENOMEM;
-        }
-        cn->obuf = grown;
-        cn->ocap = cap;
-    }
-    memcpy(cn->obuf + cn->olen, cmd, (size_t)n);
-    cn->olen += (size_t)n;
+    int rc = baton__conn_append_raw(cn, cmd, (size_t)n);
     redisFreeCommand(cmd);
-    return BATON_OK;
+    return rc;
+}
+
+int baton__conn_write_some(struct baton__conn *cn)
+{
+    size_t off = 0;
+    int rc = 0;
+    if (cn->broken)
+        return BATON_EIO;
+    if (cn->olen == 0)
+        return 0; /* cn->want stays what a read asked for */
+    while (off < cn->olen) {
+        ssize_t n = cn->tp->write(cn, cn->obuf + off, cn->olen - off);
+        if (n < 0)
+            return BATON_EIO;
+        if (n == 0) {
+            rc = 1; /* cn->want says what to wait for */
+            break;
+        }
+        off += (size_t)n;
+    }
+    if (off > 0 && off < cn->olen)
+        memmove(cn->obuf, cn->obuf + off, cn->olen - off);
+    cn->olen -= off;
+    if (rc == 0)
+        cn->want = POLLIN;
+    return rc;
 }
 
 int baton__conn_flush(struct baton__conn *cn, int64_t deadline_ns)
@@ -146,6 +176,27 @@ static int fill(struct baton__conn *cn)
         if ((size_t)n < sizeof buf && !cn->tp->pending(cn))
             return got;
     }
+}
+
+int baton__conn_fill(struct baton__conn *cn)
+{
+    if (cn->broken)
+        return BATON_EIO;
+    return fill(cn);
+}
+
+int baton__conn_next_reply(struct baton__conn *cn, redisReply **reply)
+{
+    void *r = NULL;
+    *reply = NULL;
+    if (redisReaderGetReply(cn->reader, &r) != REDIS_OK) {
+        baton__conn_fail(cn, "protocol error: ", cn->reader->errstr);
+        return BATON_EPROTO;
+    }
+    if (r == NULL)
+        return 0;
+    *reply = took(cn, r);
+    return 1;
 }
 
 int baton__conn_poll_reply(struct baton__conn *cn, redisReply **reply)

@@ -44,7 +44,10 @@ static void wake_locked(struct baton__waiters *ws, const char *token, size_t len
         if (token != NULL && (strlen(w->token) != len || memcmp(w->token, token, len) != 0))
             continue;
         w->woken = true;
-        pthread_cond_signal(&w->cv);
+        if (w->wake != NULL)
+            w->wake(w);
+        else
+            pthread_cond_signal(&w->cv);
     }
 }
 
@@ -61,7 +64,10 @@ static bool grant_locked(struct baton__waiters *ws, const char *token, size_t le
         w->grant_sent_ns = sent_ns;
         atomic_store(&w->granted, true);
         w->woken = true;
-        pthread_cond_signal(&w->cv);
+        if (w->wake != NULL)
+            w->wake(w);
+        else
+            pthread_cond_signal(&w->cv);
         return true;
     }
     return false;
@@ -213,6 +219,10 @@ int baton__waiters_enter(struct baton_client *c, struct baton__waiter *w)
         return atomic_load(&c->closed) ? BATON_EINVAL : BATON_ENOMEM;
     if (baton__cond_init_monotonic(&w->cv) != BATON_OK)
         return BATON_ENOMEM;
+    /* The loop never waits (a blocking caller there fails at its first
+     * call); an asynchronous waiter misses at most a first wake-up. */
+    struct baton__loop *l = atomic_load(&c->loop);
+    bool may_wait = w->wake == NULL && !baton__loop_here(l);
 
     pthread_mutex_lock(&ws->mu);
     if (c->max_waiters >= 0) {
@@ -235,7 +245,7 @@ int baton__waiters_enter(struct baton_client *c, struct baton__waiter *w)
      * the first release is not missed. Bounded by the connect timeout. */
     struct timespec until;
     baton__timespec_at(baton__now_ns() + c->connect_timeout_ms * 1000000, &until);
-    while (!ws->subscribed && !ws->stop)
+    while (may_wait && !ws->subscribed && !ws->stop)
         if (pthread_cond_timedwait(&ws->ready_cv, &ws->mu, &until) == ETIMEDOUT)
             break;
     pthread_mutex_unlock(&ws->mu);
@@ -268,6 +278,16 @@ bool baton__waiters_grant(struct baton_client *c, const char *token, uint64_t fe
     bool found = grant_locked(ws, token, strlen(token), fence, sent_ns);
     pthread_mutex_unlock(&ws->mu);
     return found;
+}
+
+bool baton__waiters_take_wake(struct baton_client *c, struct baton__waiter *w)
+{
+    struct baton__waiters *ws = c->waiters;
+    pthread_mutex_lock(&ws->mu);
+    bool woken = w->woken;
+    w->woken = false;
+    pthread_mutex_unlock(&ws->mu);
+    return woken;
 }
 
 bool baton__waiters_sleep(struct baton_client *c, struct baton__waiter *w, int64_t until_ns)
