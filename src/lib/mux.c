@@ -397,8 +397,8 @@ void baton__mux_submit(struct baton_client *c, struct baton__mux *m, struct bato
     q->where = Q_NONE;
     q->next = q->prev = NULL;
     q->timer.fire = expired;
-    m->c = c;
-    if (!m->listed) {
+    if (!m->listed) { /* first use: from here on the helper reads m->c */
+        m->c = c;
         m->listed = true;
         m->lnext = c->pipes;
         c->pipes = m;
