@@ -623,7 +623,8 @@ void baton__client_error(struct baton_client *c, const char *msg);
 struct baton_lock {
     struct baton_client *c;
     char *key;                 /* the user's key (one allocation with rkeys) */
-    char *rkeys[4];            /* lock, fence counter, queue, queue expiries */
+#define BATON__RKEYS 5
+    char *rkeys[BATON__RKEYS]; /* lock, fence counter, queue, queue expiries, queue leases */
     _Atomic bool ever_renewed; /* registered with the renewer at some time */
     char *token;               /* 48 hex chars [+ ":" + identity] (same allocation) */
     const char *release_chan;  /* elections: published to on release; else NULL */
@@ -661,7 +662,7 @@ struct baton_lock {
 void baton__lock_destroy(struct baton_lock *lk);
 
 /* Makes a lock object (no Redis I/O) on the Redis key base (its companions
- * are base + ":fence", ":q", ":qx"). name is shown in messages; identity,
+ * are base + ":fence", ":q", ":qx", ":qt"). name is shown in messages; identity,
  * when not NULL, is appended to the token after a ':'. o must be
  * normalized. Returns 0 and *out, or BATON_ENOMEM/EIO. */
 int baton__lock_new(struct baton_client *c, const char *base, const char *name,
@@ -670,6 +671,10 @@ int baton__lock_new(struct baton_client *c, const char *base, const char *name,
  * checked by the caller. Same contract. */
 int baton__lock_new_user(struct baton_client *c, const char *key, const struct baton_lock_opts *o,
                          struct baton_lock **out);
+/* lock_async.c: baton_lock_acquire() as the asynchronous acquire and a
+ * wait (o normalized; not on a quorum). Same contract. */
+int baton__lock_acquire_wait(struct baton_client *c, const char *key,
+                             const struct baton_lock_opts *o, struct baton_lock **out);
 /* Fills *o from in with defaults applied. Returns 0 or BATON_EINVAL. */
 int baton__lock_opts(const struct baton_lock_opts *in, struct baton_lock_opts *o);
 /* What an acquire attempt saw of the holder when it was refused. */
@@ -688,7 +693,7 @@ int baton__lock_try_once(struct baton_lock *lk, struct baton__holder *h);
  * frees the reply. */
 struct baton__lock_call {
     struct baton__call k;
-    const char *keys[4];
+    const char *keys[5];
     const char *args[5];
     char n1[BATON__I64_LEN], n2[BATON__I64_LEN];
     char err[BATON__ERRLEN]; /* the detail of best-effort calls (drop, cancel) */

@@ -40,15 +40,15 @@ int baton__lock_opts(const struct baton_lock_opts *in, struct baton_lock_opts *o
 int baton__lock_new(struct baton_client *c, const char *base, const char *name,
                     const char *identity, const struct baton_lock_opts *o, struct baton_lock **out)
 {
-    static const char *const suffix[4] = {"", ":fence", ":q", ":qx"};
+    static const char *const suffix[BATON__RKEYS] = {"", ":fence", ":q", ":qx", ":qt"};
     unsigned char rnd[(BATON__TOKEN_LEN - BATON__CID_LEN) / 2];
     size_t blen = strlen(base), nlen = strlen(name);
     size_t ilen = identity != NULL ? strlen(identity) + 1 : 0;
 
     *out = NULL;
-    /* The lock and its strings in one allocation: name, token, the 4 keys. */
+    /* The lock and its strings in one allocation: name, token, the keys. */
     size_t need = sizeof(struct baton_lock) + nlen + 1 + BATON__TOKEN_LEN + ilen + 1;
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < BATON__RKEYS; i++)
         need += blen + strlen(suffix[i]) + 1;
     struct baton_lock *lk = calloc(1, need);
     if (lk == NULL)
@@ -63,7 +63,7 @@ int baton__lock_new(struct baton_client *c, const char *base, const char *name,
     p += nlen + 1;
     lk->token = p;
     p += BATON__TOKEN_LEN + ilen + 1;
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < BATON__RKEYS; i++) {
         size_t n = blen + strlen(suffix[i]) + 1;
         lk->rkeys[i] = p;
         memcpy(p, base, blen); /* not snprintf: this is every acquire's path */
@@ -153,7 +153,7 @@ void baton__lock_prep_acquire(struct baton_lock *lk, bool wait, bool queued, int
                               struct baton__lock_call *lc)
 {
     struct baton_client *c = lk->c;
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 5; i++)
         lc->keys[i] = lk->rkeys[i];
     lc->args[0] = lk->token;
     lc->args[1] = baton__i64_str(lk->ttl_ms, lc->n1);
@@ -161,7 +161,7 @@ void baton__lock_prep_acquire(struct baton_lock *lk, bool wait, bool queued, int
     lc->args[3] = baton__i64_str(entry_ttl_ms, lc->n2);
     lc->args[4] = queued ? "1" : "0";
     lc->k = (struct baton__call){.id = BATON__S_ACQUIRE,
-                                 .nkeys = 4,
+                                 .nkeys = 5,
                                  .keys = lc->keys,
                                  .nargs = 5,
                                  .args = lc->args,
@@ -178,11 +178,13 @@ void baton__lock_prep_release(struct baton_lock *lk, struct baton__lock_call *lc
     lc->keys[0] = lk->rkeys[0];
     lc->keys[1] = lk->rkeys[2];
     lc->keys[2] = lk->rkeys[3];
+    lc->keys[3] = lk->rkeys[1];
+    lc->keys[4] = lk->rkeys[4];
     lc->args[0] = lk->token;
     lc->args[1] = baton__waiters_channel(c);
     lc->args[2] = lk->release_chan != NULL ? lk->release_chan : "";
     lc->k = (struct baton__call){.id = BATON__S_RELEASE,
-                                 .nkeys = 3,
+                                 .nkeys = 5,
                                  .keys = lc->keys,
                                  .nargs = 3,
                                  .args = lc->args,
@@ -312,15 +314,6 @@ int baton__lock_try_once(struct baton_lock *lk, struct baton__holder *h)
     return attempt(lk, false, false, 0, h);
 }
 
-/* Best effort: leave the wait queue (and wake the next waiter). */
-static void cancel_wait(struct baton_lock *lk)
-{
-    struct baton__lock_call lc;
-    baton__lock_prep_cancel(lk, &lc);
-    if (baton__script_call(lk->c, &lc.k) == BATON_OK)
-        freeReplyObject(lc.k.reply);
-}
-
 /* Returns the error, after copying lk's detail to the client for callers
  * who get no lock object back. */
 static int give_up(struct baton_lock *lk, int rc, struct baton_lock **out)
@@ -368,9 +361,6 @@ int baton_lock_acquire(struct baton_client *c, const char *key, const struct bat
 {
     struct baton_lock_opts o;
     struct baton_lock *lk = NULL;
-    struct baton__waiter w = {0};
-    uint64_t rng = 0;
-    bool queued = false;
     int rc;
 
     if (out == NULL)
@@ -380,65 +370,18 @@ int baton_lock_acquire(struct baton_client *c, const char *key, const struct bat
         return BATON_EINVAL;
     if (o.max_wait_ms == BATON_NO_WAIT)
         return baton_lock_try(c, key, opts, out);
+    if (c->quorum == NULL) /* the asynchronous acquire, waited for (lock_async.c) */
+        return baton__lock_acquire_wait(c, key, &o, out);
     if ((rc = baton__lock_new_user(c, key, &o, &lk)) != BATON_OK)
         return rc;
-    if (c->quorum != NULL) {
-        /* No queue or wake-ups over a quorum yet: retries with jitter */
-        int64_t start = baton__now_ns();
-        if ((rc = baton__quorum_acquire(lk, &o)) != BATON_OK) {
-            if (rc == BATON_ETIMEDOUT)
-                baton__stats_refused(c, key, true);
-            return give_up(lk, rc, out);
-        }
-        baton__stats_granted(lk, key, baton__now_ns() - start, false);
-        if (o.auto_renew && (rc = baton__renew_add(lk, o.renew_ms)) != BATON_OK)
-            return give_up(lk, rc, out);
-        *out = lk;
-        return BATON_OK;
-    }
-    w.key = lk->key;
-    w.token = lk->token;
-    if ((rc = baton__waiters_enter(c, &w)) != BATON_OK)
-        return give_up(lk, rc, out);
-    baton__random(&rng, sizeof rng);
-
+    /* No queue or wake-ups over a quorum yet: retries with jitter */
     int64_t start = baton__now_ns();
-    int64_t deadline = o.max_wait_ms < 0 ? INT64_MAX : start + o.max_wait_ms * 1000000;
-    /* A queue entry outlives two retry periods, so only a dead waiter's
-     * entry ever expires. */
-    int64_t entry_ttl = o.retry_delay_ms * 5 / 2 + 1000;
-    for (;;) {
-        struct baton__holder h = {.pttl_ms = -1};
-        rc = attempt(lk, true, queued, entry_ttl, &h);
-        int64_t pttl = h.pttl_ms;
-        /* Queued already, Redis went away (a failover, a restart): keep
-         * waiting, through the failover, until the wait is over. */
-        bool outage = queued && (rc == BATON_EIO || rc == BATON_ENOTDURABLE);
-        if (rc != BATON_ETAKEN && !outage)
-            break;
-        queued = true;
-        int64_t now = baton__now_ns();
-        if (now >= deadline) {
-            if (!outage)
-                rc = BATON_ETIMEDOUT;
-            break;
-        }
-        int64_t until = now + baton__jitter(o.retry_delay_ms, &rng) * 1000000;
-        if (pttl > 0 && now + (pttl + 1) * 1000000 < until)
-            until = now + (pttl + 1) * 1000000; /* the holder's lease runs out */
-        if (until > deadline)
-            until = deadline;
-        baton__waiters_sleep(c, &w, until);
-    }
-    baton__waiters_leave(c, &w);
-    if (rc != BATON_OK) {
-        if (queued)
-            cancel_wait(lk);
-        if (queued || rc == BATON_ETIMEDOUT)
-            baton__stats_refused(c, key, rc == BATON_ETIMEDOUT);
+    if ((rc = baton__quorum_acquire(lk, &o)) != BATON_OK) {
+        if (rc == BATON_ETIMEDOUT)
+            baton__stats_refused(c, key, true);
         return give_up(lk, rc, out);
     }
-    baton__stats_granted(lk, key, baton__now_ns() - start, queued);
+    baton__stats_granted(lk, key, baton__now_ns() - start, false);
     if (o.auto_renew && (rc = baton__renew_add(lk, o.renew_ms)) != BATON_OK)
         return give_up(lk, rc, out);
     *out = lk;

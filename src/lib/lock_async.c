@@ -12,16 +12,24 @@
  *   acquire  enter the waiters (flood control) -> acquire script, joining
  *            the queue -> taken: sleep on a loop timer until the retry
  *            delay (jittered), the holder's lease end or the maximum wait,
- *            or until the subscriber thread wakes the waiter (a release:
- *            waiters.c calls op_wake, which posts a task) -> again; the
- *            maximum wait over: cancel script (leave the queue) -> callback
+ *            or until the subscription wakes the waiter (a release:
+ *            waiters.c calls op_wake, which posts a task) -> granted by
+ *            the release ("token fence", take_grant) or again; the
+ *            maximum wait over: cancel script (leave the queue, pass on a
+ *            grant made meanwhile) -> callback
  *   release  renewal stopped (a renewal in flight is polled for on a timer,
  *            never waited for: it waits for this loop) -> release script
  *   extend   extend script -> (a failover answered: release script)
  *
+ * The blocking baton_lock_acquire() is this acquire and a wait
+ * (baton__lock_acquire_wait): a wake-up's next attempt leaves from the
+ * loop in the turn that read the message, with no thread woken between.
+ *
  * Lifetime: the operation is freed after its callback returns, except when
  * a wake-up task of the subscriber is still queued for it: that task frees
  * it. */
+#include <errno.h>
+#include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,7 +60,9 @@ struct op {
     struct baton__task wake_task;
     uint64_t rng;
     int64_t start, deadline, entry_ttl;
-    struct baton__holder h;
+    struct baton__holder h; /* what the last refused attempt saw */
+    int64_t last_sent;      /* and its send time, */
+    char last_runid[41];    /* and the server that answered */
 };
 
 static void op_free(struct op *op)
@@ -153,11 +163,37 @@ static void acquire_over(struct op *op, int rc)
     fail_new(op, rc);
 }
 
+/* A release granted us the lock and said so (waiters.c has put the fence
+ * on the waiter): taken when its fence is above what our last refused
+ * attempt saw (the grant came after that attempt ran, so its lease
+ * started after that attempt's send time, from which the validity is
+ * measured) and that leaves at least half the ttl; else the next attempt
+ * confirms it (it finds our token in the lock). */
+static bool take_grant(struct op *op)
+{
+    if (!atomic_load(&op->w.granted))
+        return false;
+    atomic_store(&op->w.granted, false);
+    struct baton_lock *lk = op->lk;
+    int64_t valid_ns = (lk->ttl_ms - lk->ttl_ms / 100 - 2) * 1000000;
+    if (op->w.grant_fence <= op->h.fence || op->last_sent == 0 ||
+        op->last_sent + valid_ns - baton__now_ns() < valid_ns / 2)
+        return false;
+    atomic_store(&lk->fence, op->w.grant_fence);
+    baton__lock_granted_by(lk, op->last_runid);
+    baton__lock_confirm(lk, op->last_sent, lk->ttl_ms);
+    return true;
+}
+
 static void retry_due(struct baton__timer *t)
 {
     struct op *op = OWNER(t, struct op, timer);
     op->sleeping = false;
     (void)baton__waiters_take_wake(op->c, &op->w);
+    if (take_grant(op)) {
+        acquire_over(op, BATON_OK);
+        return;
+    }
     attempt(op);
 }
 
@@ -180,6 +216,14 @@ static void attempted_result(struct op *op, int rc)
         return;
     }
     op->queued = true;
+    if (rc == BATON_ETAKEN) {
+        op->last_sent = op->lc.k.sent_ns;
+        memcpy(op->last_runid, op->lc.k.runid, sizeof op->last_runid);
+    }
+    if (take_grant(op)) { /* granted while this attempt was in flight */
+        acquire_over(op, BATON_OK);
+        return;
+    }
     struct baton__loop *l = atomic_load(&op->c->loop);
     int64_t now = baton__now_ns();
     if (now >= op->deadline || baton__loop_stopping(l)) {
@@ -247,6 +291,10 @@ static void woken_on_loop(struct baton__task *t)
     op->sleeping = false;
     baton__timer_disarm(atomic_load(&op->c->loop), &op->timer);
     (void)baton__waiters_take_wake(op->c, &op->w);
+    if (take_grant(op)) {
+        acquire_over(op, BATON_OK);
+        return;
+    }
     attempt(op);
 }
 
@@ -450,6 +498,45 @@ int baton_lock_extend_async(struct baton_lock *lk, int64_t ttl_ms, baton_lock_cb
     op->lk = lk;
     op->ttl_ms = ttl_ms != 0 ? ttl_ms : lk->ttl_ms;
     return op_start(op, start_extend);
+}
+
+/* baton_lock_acquire(): the same operation, its thread asleep until the
+ * callback. */
+struct waiting {
+    sem_t done;
+    struct baton_lock *lk;
+    int rc;
+};
+
+static void wait_done(struct baton_lock *lk, int rc, const char *why, void *arg)
+{
+    struct waiting *w = arg;
+    (void)why; /* the client's errstr has it (fail_new) */
+    w->lk = lk;
+    w->rc = rc;
+    sem_post(&w->done);
+}
+
+int baton__lock_acquire_wait(struct baton_client *c, const char *key,
+                             const struct baton_lock_opts *o, struct baton_lock **out)
+{
+    struct waiting w = {.rc = BATON_EINVAL};
+    if (baton__loop_here(atomic_load(&c->loop))) {
+        baton__client_error(c, "a blocking call on the client's loop thread (inside a callback "
+                               "of an asynchronous call): use the _async calls there");
+        return BATON_EINVAL;
+    }
+    if (sem_init(&w.done, 0, 0) != 0)
+        return BATON_ENOMEM;
+    int rc = start_new(c, key, o, OP_ACQUIRE, wait_done, &w);
+    if (rc == BATON_OK) {
+        while (sem_wait(&w.done) != 0 && errno == EINTR)
+            ;
+        rc = w.rc;
+        *out = w.lk;
+    }
+    sem_destroy(&w.done);
+    return rc;
 }
 
 bool baton_client_in_loop(const struct baton_client *c)

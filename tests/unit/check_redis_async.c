@@ -281,6 +281,70 @@ START_TEST(acquire_woken_on_release)
 }
 END_TEST
 
+/* A release gives the lock to the first waiter inside the script: the
+ * lock holds the waiter's token with the waiter's own lease, the queue is
+ * empty, and the waiter needed no request of its own (its fence is the
+ * holder's + 1 or more, its deadline within its ttl). A waiter that left
+ * no lease (an older baton) gets a reservation instead. */
+START_TEST(release_grants_directly)
+{
+    struct baton_client *c = client();
+    struct baton_lock *h = NULL;
+    struct res w = {.c = c};
+    ck_assert_int_eq(baton_lock_try(c, "a:direct", NULL, &h), BATON_OK);
+    struct baton_lock_opts o = {.ttl_ms = 7000, .max_wait_ms = 5000, .retry_delay_ms = 4000};
+    ck_assert_int_eq(baton_lock_acquire_async(c, "a:direct", &o, record, &w), BATON_OK);
+    tu_sleep_ms(150);
+    /* Queued with its lease. */
+    ck_assert_int_eq(tu_redis_int("HLEN baton:{a:direct}:qt"), 1);
+    char *queued = tu_redis("ZRANGE baton:{a:direct}:q 0 0");
+    char q[200];
+    snprintf(q, sizeof q, "HGET baton:{a:direct}:qt %s", queued);
+    free(queued);
+    ck_assert_int_eq(tu_redis_int(q), 7000);
+    ck_assert_int_eq(baton_lock_release(h), BATON_OK);
+    ck_assert_int_eq(wait_all(&w, 1, 3000), 1);
+    ck_assert_int_eq(w.rc, BATON_OK);
+    char *v = tu_redis("GET baton:{a:direct}");
+    ck_assert_str_eq(v, baton_lock_token(w.lk));
+    free(v);
+    long long pttl = tu_redis_int("PTTL baton:{a:direct}");
+    ck_assert_msg(pttl > 6000 && pttl <= 7000, "pttl %lld", pttl);
+    ck_assert_int_eq(
+        tu_redis_int("EXISTS baton:{a:direct}:q baton:{a:direct}:qx baton:{a:direct}:qt"), 0);
+    ck_assert_uint_gt(baton_lock_fence(w.lk), baton_lock_fence(h));
+    ck_assert_uint_eq(baton_lock_fence(w.lk), (uint64_t)tu_redis_int("GET baton:{a:direct}:fence"));
+    ck_assert_int_le(baton_lock_remaining_ms(w.lk), 7000);
+    ck_assert_int_gt(baton_lock_remaining_ms(w.lk), 6000);
+    ck_assert_int_eq(baton_lock_release(w.lk), BATON_OK);
+    baton_lock_free(w.lk);
+
+    /* An older waiter: queued without a lease in :qt. */
+    struct baton_lock *h2 = NULL;
+    ck_assert_int_eq(baton_lock_try(c, "a:direct", NULL, &h2), BATON_OK);
+    char *t = tu_redis("TIME");
+    long long sec = 0, usec = 0;
+    ck_assert_int_eq(sscanf(t, "%lld %lld", &sec, &usec), 2);
+    free(t);
+    const char *ghost = "ffffffffffffffff00000000000000000000000000000000";
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "ZADD baton:{a:direct}:q 1 %s", ghost);
+    free(tu_redis(cmd));
+    snprintf(cmd, sizeof cmd, "HSET baton:{a:direct}:qx %s %lld", ghost,
+             sec * 1000 + usec / 1000 + 5000);
+    free(tu_redis(cmd));
+    ck_assert_int_eq(baton_lock_release(h2), BATON_OK);
+    v = tu_redis("GET baton:{a:direct}");
+    ck_assert_int_eq(v[0], '~');
+    ck_assert_str_eq(v + 1, ghost);
+    free(v);
+    ck_assert_int_le(tu_redis_int("PTTL baton:{a:direct}"), 5000);
+    baton_lock_free(h);
+    baton_lock_free(h2);
+    baton_client_free(c);
+}
+END_TEST
+
 /* Asynchronous waiters are served in arrival order, each granted by the
  * release of the one before (from its callback). */
 struct fifo {
@@ -650,6 +714,7 @@ static Suite *suite(void)
     TCase *tw = tcase_create("waiting");
     tcase_set_timeout(tw, 60);
     tcase_add_test(tw, acquire_woken_on_release);
+    tcase_add_test(tw, release_grants_directly);
     tcase_add_test(tw, acquire_fifo);
     tcase_add_test(tw, acquire_times_out_and_leaves_the_queue);
     tcase_add_test(tw, acquire_queue_full);
