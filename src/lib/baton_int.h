@@ -364,8 +364,9 @@ void baton__loop_offload_done(struct baton__loop *l);
 
 /* ---- mux.c ---- */
 
-/* One request: a command, and optionally ASKING in front of it and WAIT
- * right behind it on the same connection. */
+/* One request: a command, and optionally ASKING in front of it; a durable
+ * one is answered by a WAIT behind it on the same connection. */
+struct baton__wait;
 struct baton__req {
     int argc;
     const char **argv; /* read only while baton__mux_submit() runs */
@@ -396,11 +397,14 @@ struct baton__mreq {
     struct baton__mux *m;
     char *cmd; /* the formatted commands until they are in the connection's output */
     size_t len;
-    int want, got;             /* replies: 1, +1 with ASKING, +1 with WAIT */
+    int want, got;             /* replies: 1, +1 with ASKING */
     int where;                 /* not queued, waiting for a connection, or in flight */
     struct baton__timer timer; /* rq->deadline_ns */
     struct baton__task task;   /* a failure reported later in the turn */
     struct baton__mreq *next, *prev;
+    struct baton__wait *group; /* durable: the WAIT that answers for it */
+    struct baton__mreq *gnext, *gprev;
+    bool batch_end; /* the last of the requests written by one write */
 };
 
 /* A pipe: the one pipelined connection to one server (the URL's, or a
@@ -425,6 +429,8 @@ struct baton__mux {
     char cerr[BATON__ERRLEN];
     bool listed; /* in the client's list of pipes */
     struct baton__mux *lnext;
+    struct baton__wait *open; /* the WAIT for this turn's durable requests */
+    int batches;              /* written and not yet answered */
 };
 void baton__mux_init(struct baton__mux *m, struct baton__node *node);
 /* Frees the connection; the loop has stopped. */
@@ -448,7 +454,8 @@ void baton__mux_close_all(struct baton_client *c);
 
 struct baton__shard {
     pthread_mutex_t mu; /* guards everything in the shard but mux */
-    struct baton__mux mux; /* shard 0's: the server's pipe (mux.c); the others unused */
+    struct baton__mux mux; /* shard 0's: the server's pipe (mux.c); shard 1's: its pipe for
+                              durable requests (min_replicas); the others unused */
     struct baton__conn *idle;
     int nidle;
     unsigned char rnd[1024]; /* getrandom output, handed out in tokens */

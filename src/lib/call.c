@@ -5,8 +5,9 @@
  *   route   the server's pipe; on a cluster the pipe of the master of the
  *           slot of the first key, from the map when it can be used as it
  *           is, else after reading it on the helper thread
- *   send    EVALSHA (+ ASKING in front after an ASK, + WAIT behind when
- *           durable with min_replicas), on the pipe
+ *   send    EVALSHA (+ ASKING in front after an ASK), on the pipe; a
+ *           durable call (min_replicas) on the server's second pipe, where
+ *           one WAIT behind each batch answers for it (mux.c)
  *   replied NOSCRIPT: EVAL once, on the same pipe (a restarted or flushed
  *           server; the send time stays the EVALSHA's, the earlier)
  *           cluster: MOVED points the slot at the node named and routes
@@ -209,8 +210,11 @@ static void send(struct baton__call *k)
     if (k->rq.wait_replicas > 0)
         k->rq.wait_ms = baton__wait_ms_until(k->deadline_ns);
     k->q = (struct baton__mreq){.rq = &k->rq, .done = replied};
+    /* Durable requests have a pipe of their own: its WAITs do not hold
+     * the other requests (releases) back. */
     struct baton__node *node = k->ask != NULL ? k->ask : k->node;
-    baton__mux_submit(c, node != NULL ? &node->shard[0].mux : &c->shard[0].mux, &k->q);
+    struct baton__shard *sh = node != NULL ? node->shard : c->shard;
+    baton__mux_submit(c, &sh[k->rq.wait_replicas > 0 ? 1 : 0].mux, &k->q);
 }
 
 /* The map read on the helper thread; its result comes back as a task. */
