@@ -252,6 +252,13 @@ int baton__conn_poll_reply(struct baton__conn *cn, redisReply **reply);
  * one parsed reply without reading (1 and *reply, 0 none complete, or
  * BATON_EPROTO). */
 int baton__conn_append_raw(struct baton__conn *cn, const char *buf, size_t len);
+/* Formats one command in RESP into a new buffer of *len bytes, after
+ * prefix bytes left for the caller (ASKING). The same bytes as hiredis's
+ * redisFormatCommandArgv, without its sprintf (measured: 15% of the
+ * loop's time with 50 calls in flight). Returns 0 and *out (owned; free()),
+ * or BATON_ENOMEM. */
+int baton__resp_format(char **out, size_t prefix, int argc, const char *const *argv,
+                       const size_t *lens, size_t *len);
 int baton__conn_write_some(struct baton__conn *cn);
 int baton__conn_fill(struct baton__conn *cn);
 int baton__conn_next_reply(struct baton__conn *cn, redisReply **reply);

@@ -278,7 +278,7 @@ bool baton__call_start(struct baton_client *c, struct baton__call *k)
     k->hops = k->unsent = 0;
     k->evaled = k->readonly_retried = false;
     k->nap = (struct baton__timer){0};
-    k->slot = k->nkeys > 0 ? baton__key_slot(k->keys[0], strlen(k->keys[0])) : 0;
+    k->slot = c->url.cluster && k->nkeys > 0 ? baton__key_slot(k->keys[0], strlen(k->keys[0])) : 0;
     k->task.run = started;
     struct baton__loop *l = baton__loop_of(c);
     if (l == NULL || !baton__loop_post(l, &k->task)) {

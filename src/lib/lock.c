@@ -161,7 +161,8 @@ void baton__lock_prep_acquire(struct baton_lock *lk, bool wait, bool queued, int
     lc->args[3] = baton__i64_str(entry_ttl_ms, lc->n2);
     lc->args[4] = queued ? "1" : "0";
     lc->k = (struct baton__call){.id = BATON__S_ACQUIRE,
-                                 .nkeys = 5,
+                                 /* a try touches the lock and its fence only */
+                                 .nkeys = wait || queued ? 5 : 2,
                                  .keys = lc->keys,
                                  .nargs = 5,
                                  .args = lc->args,

@@ -476,33 +476,14 @@ static void expired(struct baton__timer *t)
 /* Formats q's commands (ASKING, the command) into q->cmd. */
 static int format(struct baton__mreq *q)
 {
+    static const char asking[] = "*1\r\n$6\r\nASKING\r\n";
     struct baton__req *rq = q->rq;
-    char *part[2] = {NULL, NULL};
-    int n[2] = {0, 0}, np = 0, rc = BATON_ENOMEM;
-    if (rq->asking) {
-        const char *aargv[1] = {"ASKING"};
-        size_t alens[1] = {6};
-        if ((n[np] = redisFormatCommandArgv(&part[np], 1, aargv, alens)) < 0)
-            goto out;
-        np++;
-    }
-    if ((n[np] = redisFormatCommandArgv(&part[np], rq->argc, rq->argv, rq->lens)) < 0)
-        goto out;
-    np++;
-    q->len = 0;
-    for (int i = 0; i < np; i++)
-        q->len += (size_t)n[i];
-    if ((q->cmd = malloc(q->len)) == NULL)
-        goto out;
-    for (size_t off = 0, i = 0; i < (size_t)np; off += (size_t)n[i], i++)
-        memcpy(q->cmd + off, part[i], (size_t)n[i]);
-    q->want = np;
-    rc = BATON_OK;
-out:
-    for (int i = 0; i < 2; i++)
-        if (part[i] != NULL)
-            redisFreeCommand(part[i]);
-    return rc;
+    size_t pre = rq->asking ? sizeof asking - 1 : 0;
+    if (baton__resp_format(&q->cmd, pre, rq->argc, rq->argv, rq->lens, &q->len) != BATON_OK)
+        return BATON_ENOMEM;
+    memcpy(q->cmd, asking, pre);
+    q->want = rq->asking ? 2 : 1;
+    return BATON_OK;
 }
 
 void baton__mux_submit(struct baton_client *c, struct baton__mux *m, struct baton__mreq *q)

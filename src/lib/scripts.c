@@ -36,9 +36,10 @@
  * A waiter that gives up (cancel) passes on a grant or reservation made to
  * it.
  *
- * The uncontended path is two calls to acquire (SET NX PX, INCR) and three
- * to release (GET, EXISTS, DEL): the fast paths run no queue code. Time in
- * scripts is the server's (TIME), never a client's.
+ * The uncontended path is four calls to acquire (SET NX PX; TIME, GET and
+ * SET of the fence) and three to release (GET, EXISTS, DEL): the fast
+ * paths run no queue code. Time in scripts is the server's (TIME), never a
+ * client's.
  */
 #include "baton_int.h"
 
@@ -89,8 +90,9 @@
     "redis.call('del', lock)\n"                                                                    \
     "return 1\n"
 
-/* KEYS: lock fence q qx [qt]. ARGV: token ttl_ms wait(0|1) entry_ttl_ms
- * queued(0|1: this token may be in the queue).
+/* KEYS: lock fence [q qx [qt]] (a try, neither waiting nor queued, gives
+ * the first two). ARGV: token ttl_ms wait(0|1) entry_ttl_ms queued(0|1:
+ * this token may be in the queue).
  * Returns the fence (integer) when granted, else {pttl, holder, fence}: the
  * holder's remaining ms (-1: no TTL), its value and the last fence. A lock
  * that already holds our token (granted to us by a release, whose message
