@@ -164,7 +164,7 @@ void baton__lock_prep_acquire(struct baton_lock *lk, bool wait, bool queued, int
                                  /* a try touches the lock and its fence only */
                                  .nkeys = wait || queued ? 5 : 2,
                                  .keys = lc->keys,
-                                 .nargs = 5,
+                                 .nargs = wait || queued ? 5 : 2,
                                  .args = lc->args,
                                  .deadline_ns = baton__client_grant_deadline(c, lk->ttl_ms),
                                  .durable = true,
@@ -187,7 +187,7 @@ void baton__lock_prep_release(struct baton_lock *lk, struct baton__lock_call *lc
     lc->k = (struct baton__call){.id = BATON__S_RELEASE,
                                  .nkeys = 5,
                                  .keys = lc->keys,
-                                 .nargs = 3,
+                                 .nargs = lk->release_chan != NULL ? 3 : 2,
                                  .args = lc->args,
                                  .deadline_ns = baton__client_deadline(c),
                                  .err = err,
