@@ -497,8 +497,9 @@ int main(int argc, char **argv)
     baton_client_free(c);
     if (*only != '\0' && strcmp(only, "hot") != 0) {
         printf("{\"bench\":\"lock\",\"only\":\"%s\",\"seconds\":%.1f,\"cycles_per_sec\":%.0f,"
-               "\"errors\":%d}\n",
-               only, seconds, ceiling + lib + own + async + piped, errors);
+               "\"ctx_switches\":%lld,\"errors\":%d}\n",
+               only, seconds, ceiling + lib + own + async + piped, (long long)tu_ctx_switches(),
+               errors);
         return errors == 0 ? 0 : 1;
     }
 
