@@ -358,9 +358,10 @@ static void *loop_main(void *arg)
             pthread_mutex_unlock(&l->mu);
             break;
         }
-        if (idle) {
+        /* Stopping, timers fire at once and pipes fail: the loop waits
+         * only when nothing but the helper's results is left. */
+        if (idle && (!l->stopping || (l->nheap == 0 && !baton__mux_busy(l->c)))) {
             l->sleeping = true;
-            /* Stopping, the loop only waits for the helper's results. */
             wait_ns = l->stopping ? -1 : next_wait_ns(l);
         }
         pthread_mutex_unlock(&l->mu);

@@ -698,6 +698,30 @@ START_TEST(client_freed_with_operations_running)
 }
 END_TEST
 
+/* The client freed while its only work is a waiter asleep on a timer (or
+ * a subscription waiting to reconnect): baton_client_free() fires the
+ * timers at once and returns, rather than waiting for a wake-up. */
+START_TEST(client_freed_with_a_waiter_asleep)
+{
+    struct baton_client *holder = client(), *c = client();
+    struct baton_lock *h = NULL;
+    struct res w = {.c = c};
+    ck_assert_int_eq(baton_lock_try(holder, "a:asleep", NULL, &h), BATON_OK);
+    struct baton_lock_opts o = {.max_wait_ms = 20000, .retry_delay_ms = 10000};
+    ck_assert_int_eq(baton_lock_acquire_async(c, "a:asleep", &o, record, &w), BATON_OK);
+    tu_sleep_ms(300); /* refused, queued, asleep until the retry */
+    int64_t t0 = tu_now_ns();
+    baton_client_free(c);
+    int64_t ms = (tu_now_ns() - t0) / 1000000;
+    ck_assert_msg(ms < 1000, "baton_client_free took %lld ms", (long long)ms);
+    ck_assert_int_eq(atomic_load(&w.calls), 1);
+    ck_assert_int_eq(w.rc, BATON_EINVAL);
+    baton_lock_release(h);
+    baton_lock_free(h);
+    baton_client_free(holder);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("redis_async");
@@ -726,6 +750,7 @@ static Suite *suite(void)
     tcase_add_test(tf, connection_killed_mid_flight);
     tcase_add_test(tf, redis_restarted);
     tcase_add_test(tf, client_freed_with_operations_running);
+    tcase_add_test(tf, client_freed_with_a_waiter_asleep);
     suite_add_tcase(s, tf);
     return s;
 }
