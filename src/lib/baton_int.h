@@ -412,6 +412,7 @@ struct baton__mreq {
     struct baton__wait *group; /* durable: the WAIT that answers for it */
     struct baton__mreq *gnext, *gprev;
     bool batch_end; /* the last of the requests written by one write */
+    unsigned gen;   /* waiting for a connection: the attempt it waits for */
 };
 
 /* A pipe: the one pipelined connection to one server (the URL's, or a
@@ -426,6 +427,7 @@ struct baton__mux {
     struct baton__mreq *head, *tail;      /* in cn's output or sent, replies awaited in order */
     struct baton__mreq *unstamped;        /* the first in flight without a send time */
     bool connecting;                      /* a connection is being opened (the helper) */
+    unsigned cgen;                        /* that attempt's number */
     bool reading;                         /* in its ready(): cn is freed after */
     struct baton__conn *doomed;           /* given up while reading: freed after */
     struct baton__job cjob;               /* the connect job and its result */

@@ -14,7 +14,11 @@
  *
  * Connecting blocks (DNS, TCP, TLS, AUTH, Sentinel), so it runs on the
  * loop's helper thread; requests submitted meanwhile wait in the pipe and
- * go out, in order, when the connection arrives, or fail with its error.
+ * go out, in order, when the connection arrives. When the attempt fails,
+ * the requests that were waiting when it started fail with its error, and
+ * those that came while it ran get an attempt of their own (a request
+ * never fails with the error of an attempt older than itself: one that
+ * started while Redis was frozen, say).
  * A stale connection (READONLY seen, or its master replaced: sentinel.c)
  * takes no new request: the next one gives it up and opens another.
  *
@@ -400,6 +404,8 @@ static void mux_ready(struct baton__io *io, uint32_t events)
 
 /* ---- connecting, on the helper thread ---- */
 
+static void start_connect(struct baton__mux *m, int64_t deadline_ns);
+
 static void connected(struct baton__task *t)
 {
     struct baton__mux *m = (struct baton__mux *)((char *)t - offsetof(struct baton__mux, ctask));
@@ -413,11 +419,16 @@ static void connected(struct baton__task *t)
         baton__set_error(m->cerr, sizeof m->cerr, "%s: %s", m->c->url.redacted, freed_msg);
     }
     if (m->crc != BATON_OK) {
-        while (m->pend != NULL) {
+        /* The requests that waited for this attempt fail with its error;
+         * those that came while it ran get an attempt of their own. */
+        unsigned gen = m->cgen;
+        while (m->pend != NULL && m->pend->gen == gen) {
             struct baton__mreq *q = m->pend;
             baton__set_error(q->rq->err, q->rq->errlen, "%s", m->cerr);
             complete(m, q, m->crc);
         }
+        if (m->pend != NULL && !baton__loop_stopping(l))
+            start_connect(m, m->pend->rq->deadline_ns);
         return;
     }
     m->cn = m->ccn;
@@ -450,6 +461,7 @@ static void connect_job(struct baton__job *j)
 static void start_connect(struct baton__mux *m, int64_t deadline_ns)
 {
     m->connecting = true;
+    m->cgen++;
     m->cdeadline = deadline_ns;
     m->cjob.run = connect_job;
     if (baton__loop_offload(m->c->loop, &m->cjob) != BATON_OK) {
@@ -526,6 +538,9 @@ void baton__mux_submit(struct baton_client *c, struct baton__mux *m, struct bato
         append(m, q);
         return;
     }
+    /* It waits for the next attempt: the one started now, or after the one
+     * under way (which started before it). */
+    q->gen = m->cgen + 1;
     q->where = Q_PENDING;
     link_tail(&m->pend, &m->pend_tail, q);
     if (!m->connecting)

@@ -584,6 +584,31 @@ START_TEST(connection_killed_mid_flight)
 }
 END_TEST
 
+/* A request that comes while an older connection attempt is still blocked
+ * on a frozen Redis gets an attempt of its own: it never fails with the
+ * older attempt's error (it did: "read: timed out" 1 ms after SIGCONT). */
+START_TEST(no_failure_from_an_older_connect)
+{
+    for (int i = 0; i < 5; i++) {
+        struct baton_client *c = NULL;
+        struct baton_client_opts o = {
+            .connect_timeout_ms = 500, .command_timeout_ms = 500, .lazy = true};
+        ck_assert_int_eq(baton_client_new(tu_redis_url(), &o, &c), BATON_OK);
+        struct baton_lock *lk = NULL;
+        redis_signal(SIGSTOP);
+        int rc = baton_lock_try(c, "a:older", NULL, &lk);
+        redis_signal(SIGCONT);
+        ck_assert_int_eq(rc, BATON_EIO);
+        rc = baton_lock_try(c, "a:older2", NULL, &lk);
+        ck_assert_msg(rc == BATON_OK, "round %d after the freeze: %s: %s", i, baton_errname(rc),
+                      baton_client_errstr(c));
+        baton_lock_release(lk);
+        baton_lock_free(lk);
+        baton_client_free(c);
+    }
+}
+END_TEST
+
 /* ---- a server of the test's own, to restart ---- */
 
 static pid_t start_redis(int port)
@@ -748,6 +773,7 @@ static Suite *suite(void)
     tcase_set_timeout(tf, 60);
     tcase_add_test(tf, frozen_redis);
     tcase_add_test(tf, connection_killed_mid_flight);
+    tcase_add_test(tf, no_failure_from_an_older_connect);
     tcase_add_test(tf, redis_restarted);
     tcase_add_test(tf, client_freed_with_operations_running);
     tcase_add_test(tf, client_freed_with_a_waiter_asleep);
