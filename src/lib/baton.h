@@ -4,11 +4,20 @@
  * rest of src/lib is private (names starting with baton__).
  *
  * Model:
- *   struct baton_client  one per process (or per Redis deployment). Owns a
- *                        few connections (the threads of the process share
- *                        them, their lock operations pipelined), and,
- *                        started on first need, one subscriber thread
- *                        (wake-ups of waiters) and one renewal thread
+ *   struct baton_client  one per process (or per Redis deployment). Owns
+ *                        one event loop thread, started with its first
+ *                        operation, which keeps every lock operation of
+ *                        the process in flight on one pipelined connection
+ *                        per server (and one more for durable grants, with
+ *                        min_replicas): it writes all the requests of a
+ *                        turn with one write and reads all the replies that
+ *                        came with one read, and it holds the one
+ *                        subscription that wakes waiters. Blocking calls
+ *                        post their request to the loop and sleep until it
+ *                        completes; the _async calls return at once and
+ *                        call back on the loop. Also, started on first
+ *                        need: a helper thread that connects (connecting
+ *                        blocks: DNS, TLS, Sentinel) and one renewal thread
  *                        (auto-renewed locks).
  *   struct baton_lock    one granted lock. Carries its owner token, its
  *                        fencing token and its validity deadline.
@@ -77,13 +86,15 @@ BATON_API const char *baton_errname(int code);
 
 /* ------------------------------------------------------------------------ */
 /* Client. Thread-safe: share one client between all threads of a process.
- * Lock, semaphore, multi-lock, once and election operations travel on up to
- * 8 shared connections, the requests of several threads pipelined on each
- * (Redis then reads and answers many per system call); when one of them
- * times out, the requests queued behind it on that connection fail with
- * BATON_EIO too, and the next operation opens a new one. Commands of
- * baton_client_command() and _eval(), which may block, take a pooled
- * connection of their own for their duration. */
+ * Lock, semaphore, multi-lock, once and election operations travel on the
+ * client's one pipelined connection per server, run by its loop thread
+ * (the requests of every thread and callback of a turn written together:
+ * Redis then reads and answers many per system call); when one of them
+ * times out, the connection is given up and the requests in flight on it
+ * fail with BATON_EIO too (each gets exactly one result), and the next
+ * operation opens a new one. Commands of baton_client_command() and
+ * _eval(), which may block, take a pooled connection of their own for their
+ * duration, on the calling thread. */
 
 struct baton_client;
 
@@ -282,7 +293,8 @@ struct baton_lock_opts {
     int64_t renew_ms;       /* default ttl/3 */
     baton_lost_fn on_lost;  /* optional: called once, from the client's
                                renewal thread, when the lock is lost. Keep it
-                               short; it must not free or release lk. */
+                               short; it must not free or release lk. Not
+                               called for a lock already freed. */
     void *on_lost_arg;
 };
 
@@ -294,8 +306,11 @@ BATON_API int baton_lock_try(struct baton_client *c, const char *key,
                              const struct baton_lock_opts *opts, struct baton_lock **out);
 
 /* Takes key, waiting up to opts->max_wait_ms. Waiters of a key are served
- * first come, first served across all processes, and woken at once when the
- * holder releases, or when the holder's TTL runs out.
+ * first come, first served across all processes: a release gives the lock
+ * to the first waiter (its lease and fence set by the release's script) and
+ * tells it at once, so the handoff costs no request of the waiter's (its
+ * validity is measured from the send time of its last attempt, which ran
+ * before the grant); a waiter also retries when the holder's TTL runs out.
  * Returns: 0 and the lock in *out; BATON_ETIMEDOUT; BATON_EQUEUEFULL (at once,
  * when max_waiters_per_key callers of this process already wait for key);
  * EIO/EPROTO/EREDIS. Ownership as baton_lock_try(). */

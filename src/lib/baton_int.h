@@ -47,6 +47,10 @@
 
 #include "baton.h"
 
+/* The struct of type that holds member field at p (a task, a timer, a job
+ * embedded in the object it works on). */
+#define BATON__OWNER(p, type, field) ((type *)(void *)((char *)(p)-offsetof(type, field)))
+
 #define BATON__ERRLEN    1024 /* room for a TLS URL with its file paths and the reason */
 #define BATON__CID_LEN   16 /* hex chars of the client id */
 #define BATON__TOKEN_LEN 48 /* client id + 32 hex chars (128 random bits) */
@@ -808,10 +812,9 @@ int baton__renew_add(struct baton_lock *lk, int64_t renew_ms);
  * with free_after, lk is then left for the renewal thread to free once its
  * renewal is done, and true is returned. */
 bool baton__renew_remove(struct baton_lock *lk, bool free_after);
-/* Stops renewing lk without waiting. Returns true while a renewal of lk is
- * still in flight (see baton__renew_busy). */
+/* Stops renewing lk without waiting (again: a no-op). Returns true while a
+ * renewal of lk is still in flight. */
 bool baton__renew_unlink(struct baton_lock *lk);
-bool baton__renew_busy(struct baton_lock *lk);
 void baton__renew_stop(struct baton_client *c);
 
 /* ---- stats.c ---- */

@@ -42,8 +42,6 @@
 
 static const char freed_msg[] = "the client was freed (baton_client_free) before this call";
 
-#define OWNER(p, type, field) ((type *)(void *)((char *)(p)-offsetof(type, field)))
-
 static void route(struct baton__call *k);
 
 static void finish(struct baton__call *k, int rc)
@@ -99,7 +97,7 @@ static void answer(struct baton__call *k, redisReply *r)
 /* After a TRYAGAIN or CLUSTERDOWN wait. */
 static void napped(struct baton__timer *t)
 {
-    struct baton__call *k = OWNER(t, struct baton__call, nap);
+    struct baton__call *k = BATON__OWNER(t, struct baton__call, nap);
     redisReply *r = k->held;
     k->held = NULL;
     if (baton__now_ns() >= k->deadline_ns && !baton__loop_stopping(k->c->loop)) {
@@ -112,7 +110,7 @@ static void napped(struct baton__timer *t)
 
 static void replied(struct baton__mreq *q)
 {
-    struct baton__call *k = OWNER(q, struct baton__call, q);
+    struct baton__call *k = BATON__OWNER(q, struct baton__call, q);
     struct baton_client *c = k->c;
     struct baton__node *asked = k->ask;
     int rc = q->rc;
@@ -220,7 +218,7 @@ static void send(struct baton__call *k)
 /* The map read on the helper thread; its result comes back as a task. */
 static void routed(struct baton__task *t)
 {
-    struct baton__call *k = OWNER(t, struct baton__call, task);
+    struct baton__call *k = BATON__OWNER(t, struct baton__call, task);
     baton__loop_offload_done(k->c->loop);
     if (k->route_rc != BATON_OK) {
         finish(k, k->route_rc);
@@ -231,7 +229,7 @@ static void routed(struct baton__task *t)
 
 static void route_job(struct baton__job *j)
 {
-    struct baton__call *k = OWNER(j, struct baton__call, job);
+    struct baton__call *k = BATON__OWNER(j, struct baton__call, job);
     k->route_rc = baton__cluster_route(k->c, k->slot, k->deadline_ns, &k->node, k->err, k->errlen);
     k->task.run = routed;
     /* Refused only once the loop has stopped, which it does not while a
@@ -264,7 +262,7 @@ static void route(struct baton__call *k)
 
 static void started(struct baton__task *t)
 {
-    route(OWNER(t, struct baton__call, task));
+    route(BATON__OWNER(t, struct baton__call, task));
 }
 
 bool baton__call_start(struct baton_client *c, struct baton__call *k)

@@ -36,7 +36,6 @@
 
 #include "baton_int.h"
 
-#define OWNER(p, type, field) ((type *)(void *)((char *)(p)-offsetof(type, field)))
 #define RENEWAL_POLL_NS       (INT64_C(200) * 1000) /* an auto-renewal in flight, looked at again */
 
 enum op_kind { OP_TRY, OP_ACQUIRE, OP_RELEASE, OP_EXTEND };
@@ -112,7 +111,7 @@ static void granted(struct op *op)
  * (the client is being freed) reports its result later in the turn. */
 static void call_failed(struct baton__task *t)
 {
-    struct op *op = OWNER(t, struct op, task);
+    struct op *op = BATON__OWNER(t, struct op, task);
     op->lc.k.done(&op->lc.k);
 }
 
@@ -187,7 +186,7 @@ static bool take_grant(struct op *op)
 
 static void retry_due(struct baton__timer *t)
 {
-    struct op *op = OWNER(t, struct op, timer);
+    struct op *op = BATON__OWNER(t, struct op, timer);
     op->sleeping = false;
     (void)baton__waiters_take_wake(op->c, &op->w);
     if (take_grant(op)) {
@@ -280,7 +279,7 @@ static void attempt(struct op *op)
  * waiters' lock, so it only posts. */
 static void woken_on_loop(struct baton__task *t)
 {
-    struct op *op = OWNER(t, struct op, wake_task);
+    struct op *op = BATON__OWNER(t, struct op, wake_task);
     atomic_store(&op->wake_posted, false);
     if (op->finished) {
         op_free(op); /* completed while this task was queued */
@@ -300,7 +299,7 @@ static void woken_on_loop(struct baton__task *t)
 
 static void op_wake(struct baton__waiter *w)
 {
-    struct op *op = OWNER(w, struct op, w);
+    struct op *op = BATON__OWNER(w, struct op, w);
     if (atomic_exchange(&op->wake_posted, true))
         return; /* one task queued is enough */
     op->wake_task.run = woken_on_loop;
@@ -310,7 +309,7 @@ static void op_wake(struct baton__waiter *w)
 
 static void start_acquire(struct baton__task *t)
 {
-    struct op *op = OWNER(t, struct op, task);
+    struct op *op = BATON__OWNER(t, struct op, task);
     if (op->kind == OP_ACQUIRE) {
         op->w.key = op->lk->key;
         op->w.token = op->lk->token;
@@ -348,9 +347,9 @@ static void release_now(struct op *op)
 
 static void renewal_poll(struct baton__timer *t)
 {
-    struct op *op = OWNER(t, struct op, timer);
+    struct op *op = BATON__OWNER(t, struct op, timer);
     struct baton__loop *l = atomic_load(&op->c->loop);
-    if (baton__renew_busy(op->lk) && !baton__loop_stopping(l) &&
+    if (baton__renew_unlink(op->lk) && !baton__loop_stopping(l) &&
         baton__timer_arm(l, &op->timer, baton__now_ns() + RENEWAL_POLL_NS) == BATON_OK)
         return;
     release_now(op);
@@ -358,7 +357,7 @@ static void renewal_poll(struct baton__timer *t)
 
 static void start_release(struct baton__task *t)
 {
-    struct op *op = OWNER(t, struct op, task);
+    struct op *op = BATON__OWNER(t, struct op, task);
     /* Renewal never outlives the release: none starts from here on, and
      * one in flight (on the renewal thread, waiting for this loop) is
      * waited for on a timer. */
@@ -395,7 +394,7 @@ static void extended(struct baton__call *k)
 
 static void start_extend(struct baton__task *t)
 {
-    struct op *op = OWNER(t, struct op, task);
+    struct op *op = BATON__OWNER(t, struct op, task);
     struct baton_lock *lk = op->lk;
     if (atomic_load(&lk->released) && atomic_load(&lk->lost)) {
         deliver(op, lk, BATON_ELOST, lk->lost_why); /* a release found it lost: it still is */

@@ -88,7 +88,7 @@ void baton__mux_clear(struct baton__mux *m)
 
 static struct baton__mux *io_mux(struct baton__io *io)
 {
-    return (struct baton__mux *)((char *)io - offsetof(struct baton__mux, io));
+    return BATON__OWNER(io, struct baton__mux, io);
 }
 
 /* ---- the lists ---- */
@@ -165,7 +165,7 @@ static void fail_q(struct baton__mux *m, struct baton__mreq *q, int rc, const ch
 
 static void failed_later(struct baton__task *t)
 {
-    struct baton__mreq *q = (struct baton__mreq *)((char *)t - offsetof(struct baton__mreq, task));
+    struct baton__mreq *q = BATON__OWNER(t, struct baton__mreq, task);
     complete(q->m, q, q->rc);
 }
 
@@ -408,7 +408,7 @@ static void start_connect(struct baton__mux *m, int64_t deadline_ns);
 
 static void connected(struct baton__task *t)
 {
-    struct baton__mux *m = (struct baton__mux *)((char *)t - offsetof(struct baton__mux, ctask));
+    struct baton__mux *m = BATON__OWNER(t, struct baton__mux, ctask);
     struct baton__loop *l = m->c->loop;
     baton__loop_offload_done(l);
     m->connecting = false;
@@ -448,7 +448,7 @@ static void connected(struct baton__task *t)
 
 static void connect_job(struct baton__job *j)
 {
-    struct baton__mux *m = (struct baton__mux *)((char *)j - offsetof(struct baton__mux, cjob));
+    struct baton__mux *m = BATON__OWNER(j, struct baton__mux, cjob);
     m->ccn = NULL;
     m->crc = baton__client_get(m->c, m->node, m->cdeadline, &m->ccn, m->cerr, sizeof m->cerr);
     m->ctask.run = connected;
@@ -475,7 +475,7 @@ static void start_connect(struct baton__mux *m, int64_t deadline_ns)
 
 static void expired(struct baton__timer *t)
 {
-    struct baton__mreq *q = (struct baton__mreq *)((char *)t - offsetof(struct baton__mreq, timer));
+    struct baton__mreq *q = BATON__OWNER(t, struct baton__mreq, timer);
     struct baton__mux *m = q->m;
     if (q->where == Q_PENDING) {
         fail_q(m, q, BATON_EIO, "timed out connecting to redis");

@@ -252,17 +252,6 @@ bool baton__renew_unlink(struct baton_lock *lk)
     return busy;
 }
 
-bool baton__renew_busy(struct baton_lock *lk)
-{
-    struct baton__renewer *rn = renewer_of(lk);
-    if (rn == NULL)
-        return false;
-    pthread_mutex_lock(&rn->mu);
-    bool busy = lk->busy > 0;
-    pthread_mutex_unlock(&rn->mu);
-    return busy;
-}
-
 void baton__renew_stop(struct baton_client *c)
 {
     struct baton__renewer *rn = c->renewer;

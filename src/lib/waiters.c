@@ -126,9 +126,6 @@ static void set_subscribed(struct baton__waiters *ws, bool on)
     pthread_mutex_unlock(&ws->mu);
 }
 
-#define WS_OF(p, field)                                                                            \
-    ((struct baton__waiters *)(void *)((char *)(p)-offsetof(struct baton__waiters, field)))
-
 static void start_connect(struct baton__waiters *ws);
 
 /* The connection failed: closed (after its ready() when inside it), and
@@ -155,7 +152,7 @@ static void lost(struct baton__waiters *ws)
 
 static void sub_ready(struct baton__io *io, uint32_t events)
 {
-    struct baton__waiters *ws = WS_OF(io, io);
+    struct baton__waiters *ws = BATON__OWNER(io, struct baton__waiters, io);
     struct baton__conn *cn = ws->cn;
     redisReply *r = NULL;
     int k;
@@ -186,7 +183,7 @@ static void sub_flush(struct baton__io *io)
 /* The helper's result: a subscribed connection, or a failure. */
 static void connected(struct baton__task *t)
 {
-    struct baton__waiters *ws = WS_OF(t, done_task);
+    struct baton__waiters *ws = BATON__OWNER(t, struct baton__waiters, done_task);
     struct baton__loop *l = atomic_load(&ws->c->loop);
     baton__loop_offload_done(l);
     ws->connecting = false;
@@ -212,7 +209,7 @@ static void connected(struct baton__task *t)
 
 static void subscribe_job(struct baton__job *j)
 {
-    struct baton__waiters *ws = WS_OF(j, job);
+    struct baton__waiters *ws = BATON__OWNER(j, struct baton__waiters, job);
     struct baton_client *c = ws->c;
     char chan[200];
     snprintf(chan, sizeof chan, "%s%s", c->wake_chan, c->cid);
@@ -247,12 +244,12 @@ static void start_connect(struct baton__waiters *ws)
 
 static void retry_due(struct baton__timer *t)
 {
-    start_connect(WS_OF(t, retry));
+    start_connect(BATON__OWNER(t, struct baton__waiters, retry));
 }
 
 static void start_on_loop(struct baton__task *t)
 {
-    start_connect(WS_OF(t, start_task));
+    start_connect(BATON__OWNER(t, struct baton__waiters, start_task));
 }
 
 /* Returns the client's waiters, starting the subscription on first use. */
