@@ -10,11 +10,12 @@
 
 #define REFRESH_MAX 256 /* runs refreshed per script call */
 
-/* KEYS: leader, last:J, busy:J. ARGV: token, tick, mode, member.
+/* KEYS: leader, last:J, busy:J, claimed:J. ARGV: token, tick, mode, member.
  * Returns {-1} not the leader, {0} taken, {1, busy} claimed and registered,
  * {2, busy} busy (not claimed), {3, busy} claimed as skipped, {4} claimed
  * and registered by an earlier attempt with the same member (its answer
- * was lost). */
+ * was lost), {5} claimed as skipped by such an attempt, {6} claimed to run
+ * by such an attempt whose registration has expired. */
 static const char claim_src[] =
     "if redis.call('get', KEYS[1]) ~= ARGV[1] then return {-1} end\n"
     "if ARGV[3] == 'register' then\n"
@@ -27,7 +28,12 @@ static const char claim_src[] =
     "end\n"
     "local last = redis.call('get', KEYS[2])\n"
     "if last and tonumber(last) >= tonumber(ARGV[2]) then\n"
-    "  if ARGV[4] ~= '' and redis.call('zscore', KEYS[3], ARGV[4]) then return {4} end\n"
+    "  if ARGV[4] ~= '' then\n"
+    "    if redis.call('zscore', KEYS[3], ARGV[4]) then return {4} end\n"
+    "    local mine = redis.call('get', KEYS[4])\n"
+    "    if mine == ARGV[2] .. ' 3 ' .. ARGV[4] then return {5} end\n"
+    "    if mine == ARGV[2] .. ' 1 ' .. ARGV[4] then return {6} end\n"
+    "  end\n"
     "  return {0}\n"
     "end\n"
     "local t = redis.call('time')\n"
@@ -37,11 +43,24 @@ static const char claim_src[] =
     "local mode = ARGV[3]\n"
     "if #busy > 0 and mode == 'wait' then return {2, busy} end\n"
     "redis.call('set', KEYS[2], ARGV[2])\n"
-    "if mode == 'skip' or (#busy > 0 and mode == 'skip-if-busy') then return {3, busy} end\n"
+    "if mode == 'skip' or (#busy > 0 and mode == 'skip-if-busy') then\n"
+    "  redis.call('set', KEYS[4], ARGV[2] .. ' 3 ' .. ARGV[4])\n"
+    "  return {3, busy}\n"
+    "end\n"
+    "redis.call('set', KEYS[4], ARGV[2] .. ' 1 ' .. ARGV[4])\n"
     "local left = redis.call('pttl', KEYS[1])\n"
     "redis.call('zadd', KEYS[3], now + left, ARGV[4])\n"
     "redis.call('pexpire', KEYS[3], left + 3600000)\n"
     "return {1, busy}\n";
+
+/* KEYS: busy:J, claimed:J. ARGV: member, tick. The answers of claim_src's
+ * retry ({4}, {5}, {6}), or {0} when member made no such claim. */
+static const char lookup_src[] =
+    "if redis.call('zscore', KEYS[1], ARGV[1]) then return {4} end\n"
+    "local mine = redis.call('get', KEYS[2])\n"
+    "if mine == ARGV[2] .. ' 3 ' .. ARGV[1] then return {5} end\n"
+    "if mine == ARGV[2] .. ' 1 ' .. ARGV[1] then return {6} end\n"
+    "return {0}\n";
 
 /* KEYS: leader, busy keys... ARGV: token, ttl ms, mode (lease, handover,
  * own), members... (one per busy key). Returns -1 when token no longer
@@ -87,8 +106,9 @@ static const char busy_src[] =
 
 const char *claim_result_name(enum claim_result r)
 {
-    static const char *const names[] = {"ok",         "skipped", "busy", "taken",
-                                        "not_leader", "error",   "ours", "not_durable"};
+    static const char *const names[] = {"ok",    "skipped", "busy",        "taken",
+                                        "not_leader", "error", "ours",    "not_durable",
+                                        "ours_skipped", "ours_expired"};
     return ((int)r >= 0 && (size_t)r < sizeof names / sizeof names[0]) ? names[r] : "?";
 }
 
@@ -124,6 +144,8 @@ enum claim_result claim_parse(struct claim_reply *out)
     case 2: res = CLAIM_BUSY; break;
     case 3: res = CLAIM_SKIPPED; break;
     case 4: res = CLAIM_OURS; break;
+    case 5: res = CLAIM_OURS_SKIPPED; break;
+    case 6: res = CLAIM_OURS_EXPIRED; break;
     default: return CLAIM_ERROR;
     }
     take_busy(out);
@@ -136,21 +158,46 @@ enum claim_result claim_tick(struct baton_client *c, const char *group, const ch
 {
     static const char *const modes[] = {"run", "wait", "skip-if-busy", "skip", "register"};
     char *last = group_key(group, "last:%s", job), *busy = group_key(group, "busy:%s", job);
+    char *claimed = group_key(group, "claimed:%s", job);
     char tickbuf[24];
     enum claim_result res = CLAIM_ERROR;
 
     memset(out, 0, sizeof *out);
-    if (last == NULL || busy == NULL)
+    if (last == NULL || busy == NULL || claimed == NULL)
         goto out;
     snprintf(tickbuf, sizeof tickbuf, "%" PRId64, tick);
-    const char *keys[3] = {leader_key, last, busy};
+    const char *keys[4] = {leader_key, last, busy, claimed};
     const char *args[4] = {token, tickbuf, modes[mode], member != NULL ? member : ""};
-    int rc = baton_client_eval(c, claim_src, 3, keys, 4, args, &out->reply);
+    int rc = baton_client_eval(c, claim_src, 4, keys, 4, args, &out->reply);
     res = rc == BATON_ENOTDURABLE ? CLAIM_NOT_DURABLE : rc == BATON_OK ? claim_parse(out)
                                                                        : CLAIM_ERROR;
 out:
     free(last);
     free(busy);
+    free(claimed);
+    return res;
+}
+
+enum claim_result claim_lookup(struct baton_client *c, const char *group, const char *job,
+                               int64_t tick, const char *member)
+{
+    char *busy = group_key(group, "busy:%s", job), *claimed = group_key(group, "claimed:%s", job);
+    char tickbuf[24];
+    struct claim_reply out = {0};
+    enum claim_result res = CLAIM_ERROR;
+    if (busy == NULL || claimed == NULL)
+        goto out;
+    snprintf(tickbuf, sizeof tickbuf, "%" PRId64, tick);
+    const char *keys[2] = {busy, claimed};
+    const char *args[2] = {member, tickbuf};
+    /* A read: no WAIT for replicas (baton_client_eval() would add one). */
+    const char *argv[7] = {"EVAL", lookup_src, "2", keys[0], keys[1], args[0], args[1]};
+    if (baton_client_command(c, 7, argv, NULL, &out.reply) == BATON_OK)
+        res = claim_parse(&out);
+out:
+    claim_reply_free(&out);
+    free(busy);
+    free(claimed);
     return res;
 }
 

@@ -6,6 +6,8 @@
  *   baton:{G}:last:J   the job's high-water mark: its last claimed tick
  *   baton:{G}:busy:J   sorted set of the job's live runs, "<node>/<run_id>",
  *                      scored by their expiry (server time, ms)
+ *   baton:{G}:claimed:J the job's last claim: "<tick> <1|3> <member>", 1
+ *                      claimed to run, 3 claimed as skipped
  *
  * The claim of tick T checks that the leader key still holds our token,
  * that the mark is below T, and (concurrency: forbid) whether a run of J is
@@ -14,7 +16,14 @@
  * order, so a claimed tick can never be claimed again, and a node that is
  * no longer the leader cannot claim at all. A claim whose answer is lost
  * (Redis timed out after applying it) is retried with the same member: the
- * script recognises its own registration, so the tick still runs once.
+ * script recognises its own registration, so the tick still runs once, or
+ * (claimed:J) its own claim of the tick as skipped, or to run with the
+ * registration since expired, so that the tick is recorded, never dropped
+ * as another leader's. A lost claim that is not retried (its node stopped
+ * leading) is looked up the same way (claim_lookup). claimed:J holds the
+ * job's last claim only: a lost claim that another leader's later claim
+ * of the job overwrote before its node could look is the one left
+ * unrecorded (its node was cut off from Redis for longer than a lease).
  *
  * A registered run stays registered while its node refreshes it: with the
  * lease (the leader's runs expire with its lease: a crashed leader's runs
@@ -51,6 +60,11 @@ enum claim_result {
                          same member, whose answer was lost: start it */
     CLAIM_NOT_DURABLE, /* applied on the master, but not acknowledged by min_replicas
                           replicas in time: a failover could lose it, so it must not run */
+    CLAIM_OURS_SKIPPED, /* claimed as skipped by an earlier attempt of ours with the same
+                           member, whose answer was lost: record it skipped */
+    CLAIM_OURS_EXPIRED, /* claimed to run by an earlier attempt of ours with the same
+                           member, whose answer was lost and whose registration has
+                           expired since: too late to start it; record it not started */
 };
 
 /* Returns: the result's name ("ok", "skipped"...). Static. */
@@ -83,9 +97,18 @@ enum claim_result claim_tick(struct baton_client *c, const char *group, const ch
                              const char *leader_key, const char *token, int64_t tick,
                              enum claim_mode mode, const char *member, struct claim_reply *out);
 
+/* What became of a claim of tick by member whose answer was lost, once its
+ * node will not retry it: CLAIM_OURS (applied, the run still registered),
+ * CLAIM_OURS_SKIPPED (applied as skipped), CLAIM_OURS_EXPIRED (applied to
+ * run, the registration gone since), CLAIM_TAKEN (not applied, or another
+ * claim of the job has come since), or CLAIM_ERROR (Redis did not answer:
+ * ask again). Reads only. */
+enum claim_result claim_lookup(struct baton_client *c, const char *group, const char *job,
+                               int64_t tick, const char *member);
+
 /* Interprets the reply in out->reply of a claim script ({code} or {code,
  * {members...}}: -1 not the leader, 0 taken, 1 ok, 2 busy, 3 skipped, 4
- * ours), filling out->busy. Returns the result; CLAIM_ERROR for any other
+ * ours, 5 ours skipped, 6 ours expired), filling out->busy. Returns the result; CLAIM_ERROR for any other
  * reply. For the scripts that claim like claim_tick (trigger.h). */
 enum claim_result claim_parse(struct claim_reply *out);
 
