@@ -84,7 +84,14 @@ for i in \$(seq 1 50); do
     sleep 0.05
 done
 EOF
+# The supervisors' clock is faked (libfaketime, preloaded); the shims and
+# jobs run on the real clock, without it: libfaketime shares a semaphore
+# with the children of a process, and a shim KILLed by its fence while it
+# held it left every later shim of that supervisor blocked on it for good
+# (bench_soak restart_nopersist#4: no run ended for two minutes).
 cat > "$T/jobs.yaml" <<EOF
+defaults:
+  env: {LD_PRELOAD: ""}
 jobs:
   - name: ledger
     schedule: "* * * * * *"
