@@ -75,11 +75,8 @@ function pkgVersion(name) {
   return require(`${name}/package.json`).version;
 }
 
-// Every case's object, with the process's context switches so far.
 function out(obj) {
-    const ru = process.resourceUsage();
-    obj.ctx_switches = ru.voluntaryContextSwitches + ru.involuntaryContextSwitches;
-    process.stdout.write(JSON.stringify(obj) + '\n');
+  process.stdout.write(JSON.stringify(obj) + '\n');
 }
 
 // Runs `loops` concurrent copies of body(i) until the time is up; returns
