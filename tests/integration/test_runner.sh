@@ -43,6 +43,21 @@ config() {
 run_node() { config "$@"; spawn "$1" "$B" run -c "$T/$1.yaml"; }
 # The ledger's seconds, sorted, as Unix seconds.
 ledger_secs() { awk '{print $1}' "$1" | sort | while read -r t; do date -u -d "$t" +%s; done; }
+# ran_or_recorded LEDGER GROUP JOB FROM TO [DETAIL]: every second of
+# [FROM, TO] is in the ledger once, or in the job's history (written to
+# $T/JOB-history.txt) with an outcome that says why it did not run; DETAIL
+# is added to a failure's message.
+ran_or_recorded() {
+    local ledger=$1 group=$2 job=$3 from=$4 to=$5 detail=${6:-} dups missing
+    dups=$(sort "$ledger" | uniq -d | tr '\n' ' ')
+    [ -z "$dups" ] || fail "ticks ran twice: $dups"
+    history_ranges "$group" "$job" > "$T/$job-history.txt"
+    missing=$(for x in $(seq "$from" "$to"); do
+                  grep -qx "$(date -u -d "@$x" +%Y-%m-%dT%H:%M:%SZ)" "$ledger" && continue
+                  awk -v x="$x" '$1 <= x && x <= $2 && $3 != "ok" {f = 1} END {exit !f}' "$T/$job-history.txt" || echo "$x"
+              done | tr '\n' ' ')
+    [ -z "$missing" ] || fail "ticks neither run nor recorded: $missing${detail:+ ($detail)}"
+}
 
 # ---------------------------------------------------------------------
 note "1. forbid (the default): the ticks missed in a failover run one after another, in order"
@@ -367,33 +382,13 @@ sleep 3
 kill -TERM "$(pid_of k1)"; wait_exit k1 10
 first=$(sort "$T/lost.txt" | head -n1); last=$(sort "$T/lost.txt" | tail -n1)
 from=$(date -u -d "$first" +%s) to=$(date -u -d "$last" +%s)
-dups=$(sort "$T/lost.txt" | uniq -d | tr '\n' ' ')
-[ -z "$dups" ] || fail "ticks ran twice: $dups"
-history_ranges lost lost > "$T/lost-history.txt"
-missing=$(for x in $(seq "$from" "$to"); do
-              grep -qx "$(date -u -d "@$x" +%Y-%m-%dT%H:%M:%SZ)" "$T/lost.txt" && continue
-              awk -v x="$x" '$1 <= x && x <= $2 && $3 != "ok" {f = 1} END {exit !f}' "$T/lost-history.txt" || echo "$x"
-          done | tr '\n' ' ')
-[ -z "$missing" ] || fail "ticks neither run nor recorded: $missing ($(grep -E 'claim_failed|lease_deadline_missed|failed_to_start' "$T/k1.out" | cut -c1-200))"
+ran_or_recorded "$T/lost.txt" lost lost "$from" "$to" \
+    "$(grep -E 'claim_failed|lease_deadline_missed|failed_to_start' "$T/k1.out" | cut -c1-200)"
 recorded=$(grep -c '"outcome":"failed_to_start"' "$T/k1.out")
 note "  $(( to - from + 1 )) ticks: $(wc -l < "$T/lost.txt") ran, $recorded recorded as claimed but not started; $(grep -c lease_deadline_missed "$T/k1.out") stop points passed"
 
 # ---------------------------------------------------------------------
 note "11. a tick claimed ahead of its instant: run once, or recorded, never both nor neither"
-# ran_or_recorded LEDGER GROUP JOB FROM TO: every second of [FROM, TO] is
-# in the ledger once, or in the job's history with an outcome that says
-# why it did not run.
-ran_or_recorded() {
-    local ledger=$1 group=$2 job=$3 from=$4 to=$5 dups missing
-    dups=$(sort "$ledger" | uniq -d | tr '\n' ' ')
-    [ -z "$dups" ] || fail "ticks ran twice: $dups"
-    history_ranges "$group" "$job" > "$T/$job-history.txt"
-    missing=$(for x in $(seq "$from" "$to"); do
-                  grep -qx "$(date -u -d "@$x" +%Y-%m-%dT%H:%M:%SZ)" "$ledger" && continue
-                  awk -v x="$x" '$1 <= x && x <= $2 && $3 != "ok" {f = 1} END {exit !f}' "$T/$job-history.txt" || echo "$x"
-              done | tr '\n' ' ')
-    [ -z "$missing" ] || fail "ticks neither run nor recorded: $missing"
-}
 cat > "$T/ahead.yaml" <<EOF
 jobs:
   - name: ahead
@@ -486,14 +481,8 @@ lost=$(grep -c '"event":"claim_failed".*"job":"slow"' "$T/s12.out")
     fail "no claim of slow as skipped that Redis applied lost its answer in 30 tries ($lost claims lost theirs)"
 first=$(sort "$T/slow.txt" | head -n1); last=$(sort "$T/slow.txt" | tail -n1)
 from=$(date -u -d "$first" +%s) to=$(date -u -d "$last" +%s)
-dups=$(sort "$T/slow.txt" | uniq -d | tr '\n' ' ')
-[ -z "$dups" ] || fail "ticks ran twice: $dups"
-history_ranges skip12 slow > "$T/slow-history.txt"
-missing=$(for x in $(seq "$from" "$to"); do
-              grep -qx "$(date -u -d "@$x" +%Y-%m-%dT%H:%M:%SZ)" "$T/slow.txt" && continue
-              awk -v x="$x" '$1 <= x && x <= $2 && $3 != "ok" {f = 1} END {exit !f}' "$T/slow-history.txt" || echo "$x"
-          done | tr '\n' ' ')
-[ -z "$missing" ] || fail "ticks neither run nor recorded: $missing ($(grep -E 'claim_failed|tick_skipped' "$T/s12.out" | cut -c1-220 | tail -n 12))"
+ran_or_recorded "$T/slow.txt" skip12 slow "$from" "$to" \
+    "$(grep -E 'claim_failed|tick_skipped' "$T/s12.out" | cut -c1-220 | tail -n 12)"
 skipped=$(awk '$3 == "skipped" { n += $2 - $1 + 1 } END { print n + 0 }' "$T/slow-history.txt")
 note "  $(( to - from + 1 )) ticks: $(wc -l < "$T/slow.txt") ran, $skipped recorded skipped; $lost claims lost their answer, $(recovered) of them applied claims as skipped"
 # ---------------------------------------------------------------------

@@ -100,6 +100,19 @@ static bool parse_args(int argc, char **argv, struct shim_args *a)
     return true;
 }
 
+/* Says on stderr "baton: <what><arg>: <why>" and exits 126 (the command
+ * could not be started). Never returns. */
+static void not_started(const char *what, const char *arg, const char *why)
+{
+    write_str(2, "baton: ");
+    write_str(2, what);
+    write_str(2, arg);
+    write_str(2, ": ");
+    write_str(2, why != NULL ? why : "unknown error");
+    write_str(2, "\n");
+    _exit(126);
+}
+
 /* In the command's process, after fork: never returns. */
 static void exec_command(const struct shim_args *a)
 {
@@ -107,15 +120,8 @@ static void exec_command(const struct shim_args *a)
     sigemptyset(&none);
     if (a->fenced)
         close(PROC_SHIM_FENCE_FD);
-    if (a->workdir != NULL && chdir(a->workdir) != 0) {
-        const char *why = strerror(errno);
-        write_str(2, "baton: cannot change to the job's workdir ");
-        write_str(2, a->workdir);
-        write_str(2, ": ");
-        write_str(2, why != NULL ? why : "unknown error");
-        write_str(2, "\n");
-        _exit(126);
-    }
+    if (a->workdir != NULL && chdir(a->workdir) != 0)
+        not_started("cannot change to the job's workdir ", a->workdir, strerror(errno));
     if (a->set_ids) {
         if (initgroups(a->user, a->gid) != 0 || setgid(a->gid) != 0 || setuid(a->uid) != 0) {
             write_str(2, "baton: cannot switch to the job's user\n");
@@ -170,15 +176,8 @@ static pid_t start_command(const struct shim_args *a)
         posix_spawnattr_destroy(&attr);
         posix_spawn_file_actions_destroy(&fa);
     }
-    if (e != 0) {
-        const char *why = strerror(e);
-        write_str(2, "baton: cannot execute ");
-        write_str(2, a->path);
-        write_str(2, ": ");
-        write_str(2, why != NULL ? why : "unknown error");
-        write_str(2, "\n");
-        _exit(126);
-    }
+    if (e != 0)
+        not_started("cannot execute ", a->path, strerror(e));
     return child;
 }
 
