@@ -427,7 +427,10 @@ static void connected(struct baton__task *t)
             baton__set_error(q->rq->err, q->rq->errlen, "%s", m->cerr);
             complete(m, q, m->crc);
         }
-        if (m->pend != NULL && !baton__loop_stopping(l))
+        /* Their callbacks may have submitted again, and so started the
+         * next attempt already: never a second one (its job would be
+         * queued twice on the helper, and the jobs behind it lost). */
+        if (m->pend != NULL && !m->connecting && !baton__loop_stopping(l))
             start_connect(m, m->pend->rq->deadline_ns);
         return;
     }
@@ -458,6 +461,8 @@ static void connect_job(struct baton__job *j)
     }
 }
 
+/* Starts an attempt for the requests waiting in m->pend. Only one at a
+ * time: the caller has checked that none is under way. */
 static void start_connect(struct baton__mux *m, int64_t deadline_ns)
 {
     m->connecting = true;
