@@ -78,7 +78,9 @@ enum baton__family { BATON__TCP, BATON__UNIX };
 
 #define BATON__SENTINELS_MAX 16
 #define BATON__SEEDS_MAX     16
-#define BATON__QUORUM_MAX    9
+#define BATON__QUORUM_MAX    BATON_QUORUM_MAX
+#define BATON__QUORUM_MAX_TTL_MS      60000 /* max_ttl= when the URL does not say */
+#define BATON__QUORUM_NODE_TIMEOUT_MS 50    /* node_timeout= when the URL does not say */
 
 struct baton__hostport {
     char *host;
@@ -217,6 +219,9 @@ int baton__conn_open(const struct baton__endpoint *ep, int64_t deadline_ns,
 void baton__conn_free(struct baton__conn *cn);
 /* Queues one command. Returns 0 or BATON_ENOMEM. */
 int baton__conn_append(struct baton__conn *cn, int argc, const char **argv, const size_t *lens);
+/* Queues one command already in RESP (redisFormatCommandArgv's output).
+ * Returns 0 or BATON_ENOMEM. */
+int baton__conn_append_raw(struct baton__conn *cn, const char *cmd, size_t len);
 /* Writes all queued output. Returns 0 or BATON_EIO (conn broken). */
 int baton__conn_flush(struct baton__conn *cn, int64_t deadline_ns);
 /* Reads one reply. Returns 0 and *reply (owned; freeReplyObject), or
@@ -257,6 +262,8 @@ enum baton__script_id {
     BATON__S_MULTI_ACQUIRE,
     BATON__S_CAMPAIGN,
     BATON__S_QUORUM_ACQUIRE,
+    BATON__S_QUORUM_EXTEND,
+    BATON__S_QUORUM_RELEASE,
     BATON__S_COUNT
 };
 
@@ -284,6 +291,8 @@ struct baton__req {
     int argc;
     const char **argv;
     const size_t *lens;
+    const char *raw; /* or the command already in RESP (then argv is unused) */
+    size_t rawlen;
     int64_t deadline_ns;
     int wait_replicas; /* > 0: then WAIT wait_replicas wait_ms */
     int64_t wait_ms;
@@ -294,13 +303,22 @@ struct baton__req {
     long long acked;   /* WAIT's answer (-1: no answer) */
     int64_t sent_ns;   /* a time before the command left */
     char runid[41];    /* the run id of the server that answered, or "" */
+    int64_t uptime_s;  /* its uptime_in_seconds when connected (-1 unknown) */
     bool promoted;     /* and whether it is a promoted replica */
     char *err;         /* detail of a failure, prefixed by the redacted URL */
     size_t errlen;
 };
 
 /* mux.c: the shard's shared, pipelined connection for our scripts. */
-struct baton__mreq;
+struct baton__mreq { /* one request on a mux (the caller's storage) */
+    pthread_cond_t cv;
+    struct baton__req *rq;
+    int want, got; /* replies: 1, +1 with ASKING, +1 with WAIT */
+    bool done, queued;
+    bool waiting; /* its thread waits on this mux (for the reader's role) */
+    int rc;
+    struct baton__mreq *next;
+};
 struct baton__mux {
     pthread_mutex_t mu;              /* guards everything in the mux */
     struct baton__node *node;        /* where it connects (NULL: the URL's server) */
@@ -317,6 +335,14 @@ struct baton_client;
  * replies. Returns 0 with rq->reply (owned) and rq->acked, or a negative
  * code with detail in rq->err. Thread-safe. */
 int baton__mux_call(struct baton_client *c, struct baton__mux *m, struct baton__req *rq);
+/* The two halves of baton__mux_call, for a caller that sends to several
+ * muxes before it waits (quorum.c): send queues rq on m (q: the caller's,
+ * untouched until the wait returns) and returns 0, or a code when nothing
+ * was queued (then there is nothing to wait for); wait returns as
+ * baton__mux_call. Every request sent must be waited for. */
+int baton__mux_send(struct baton_client *c, struct baton__mux *m, struct baton__mreq *q,
+                    struct baton__req *rq);
+int baton__mux_wait(struct baton_client *c, struct baton__mux *m, struct baton__mreq *q);
 
 struct baton__shard {
     pthread_mutex_t mu; /* guards everything in the shard but mux */
@@ -671,12 +697,14 @@ void baton__cluster_suspect(struct baton_client *c, struct baton__node *node);
 /* ---- quorum.c ----
  *
  * A Redlock quorum: N independent masters, each with its own connection
- * pool (a struct baton__node, as a cluster node). A request goes to every
- * master at once (pipelined on one connection each, answers awaited with
- * poll() up to node_timeout) and holds when a majority of the masters that
- * count granted it. A master counts unless it is quarantined: seen with a
- * new run id (restarted), or up for less than max_ttl. Only locks run over
- * a quorum; every other call is refused (baton__client_connect). */
+ * pool and muxes (a struct baton__node, as a cluster node). A request goes
+ * to every master at once (pipelined on the calling thread's shard's mux
+ * of each, answers awaited in turn, each bounded by node_timeout) and
+ * holds when a majority of the masters that count granted it. A master
+ * counts unless it is quarantined: seen with a new run id (restarted), or
+ * up for less than max_ttl. Locks, elections (election.c) and the calls of
+ * every master (baton_client_eval_all/command_all) run over a quorum;
+ * everything else is refused (baton__client_connect). */
 struct baton__quorum;
 /* Makes and frees c->quorum (no I/O). */
 int baton__quorum_new(struct baton_client *c);
@@ -686,12 +714,36 @@ void baton__quorum_close(struct baton_client *c);
 /* Connects to every master by the connect timeout. Returns 0 when a
  * majority answered; else BATON_EIO with every master's answer in err. */
 int baton__quorum_ping(struct baton_client *c, char *err, size_t errlen);
-/* The lock calls over the quorum, with lock.c's contracts. */
+/* The lock calls over the quorum, with lock.c's contracts. An election's
+ * lock (extend_script BATON__S_QUORUM_EXTEND) is taken again, on renewal,
+ * where it is free and the master's counter is not above its term. */
 int baton__quorum_try(struct baton_lock *lk, struct baton__holder *h);
 int baton__quorum_acquire(struct baton_lock *lk, const struct baton_lock_opts *o);
 int baton__quorum_extend(struct baton_lock *lk, int64_t ttl_ms, int64_t deadline_ns,
                          bool renewal, char *err, size_t errlen);
 int baton__quorum_release(struct baton_lock *lk);
+/* argv (src: the script's source when argv is an EVALSHA) on every master,
+ * within the command timeout, into a (a->v: room for N answers): see
+ * baton_client_eval_all(). Returns 0 or BATON_ENOMEM. */
+int baton__quorum_all(struct baton_client *c, int argc, const char **argv, const size_t *lens,
+                      const char *src, struct baton_answers *a);
+/* The number of masters (0: not a quorum), master i's node (borrowed, for
+ * the life of c), the node_timeout. */
+int baton__quorum_masters(const struct baton_client *c);
+struct baton__node *baton__quorum_node(struct baton_client *c, int i);
+int64_t baton__quorum_node_timeout_ms(const struct baton_client *c);
+/* Whether master i, connected by cn, counts toward a majority (and learns
+ * its run id from cn); whether it is left alone after a failure; a failure
+ * of it (it is then left alone for a while). */
+bool baton__quorum_counts(struct baton_client *c, int i, const struct baton__conn *cn);
+bool baton__quorum_down(struct baton_client *c, int i);
+void baton__quorum_failed(struct baton_client *c, int i);
+
+/* ---- command.c ---- */
+
+/* A deep copy of a hiredis reply (an error reply becomes a string).
+ * Returns: owned (baton_reply_free), or NULL on ENOMEM. */
+struct baton_reply *baton__reply_convert(const redisReply *r);
 
 /* ---- multi.c ---- */
 

@@ -62,28 +62,32 @@ void baton__conn_free(struct baton__conn *cn)
     free(cn);
 }
 
+int baton__conn_append_raw(struct baton__conn *cn, const char *cmd, size_t n)
+{
+    if (cn->olen + n > cn->ocap) {
+        size_t cap = cn->ocap ? cn->ocap : 256;
+        while (cap < cn->olen + n)
+            cap *= 2;
+        char *grown = realloc(cn->obuf, cap);
+        if (grown == NULL)
+            return BATON_ENOMEM;
+        cn->obuf = grown;
+        cn->ocap = cap;
+    }
+    memcpy(cn->obuf + cn->olen, cmd, n);
+    cn->olen += n;
+    return BATON_OK;
+}
+
 int baton__conn_append(struct baton__conn *cn, int argc, const char **argv, const size_t *lens)
 {
     char *cmd = NULL;
     int n = redisFormatCommandArgv(&cmd, argc, argv, lens);
     if (n < 0)
         return BATON_ENOMEM;
-    if (cn->olen + (size_t)n > cn->ocap) {
-        size_t cap = cn->ocap ? cn->ocap : 256;
-        while (cap < cn->olen + (size_t)n)
-            cap *= 2;
-        char *grown = realloc(cn->obuf, cap);
-        if (grown == NULL) {
-            redisFreeCommand(cmd);
-            return BATON_ENOMEM;
-        }
-        cn->obuf = grown;
-        cn->ocap = cap;
-    }
-    memcpy(cn->obuf + cn->olen, cmd, (size_t)n);
-    cn->olen += (size_t)n;
+    int rc = baton__conn_append_raw(cn, cmd, (size_t)n);
     redisFreeCommand(cmd);
-    return BATON_OK;
+    return rc;
 }
 
 int baton__conn_flush(struct baton__conn *cn, int64_t deadline_ns)

@@ -10,37 +10,45 @@
 
 #define REFRESH_MAX 256 /* runs refreshed per script call */
 
-/* KEYS: leader, last:J, busy:J. ARGV: token, tick, mode, member.
+/* KEYS: leader, last:J, busy:J, claim:J. ARGV: token, tick, mode, member.
  * Returns {-1} not the leader, {0} taken, {1, busy} claimed and registered,
  * {2, busy} busy (not claimed), {3, busy} claimed as skipped, {4} claimed
  * and registered by an earlier attempt with the same member (its answer
- * was lost). */
+ * was lost; a registration that expired meanwhile is made again). An
+ * earlier attempt is known by claim:J ("<tick> <member> <1|3>"), or by
+ * its registration. */
 static const char claim_src[] =
     "if redis.call('get', KEYS[1]) ~= ARGV[1] then return {-1} end\n"
-    "if ARGV[3] == 'register' then\n"
-    "  local t = redis.call('time')\n"
-    "  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+    "local t = redis.call('time')\n"
+    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+    "local function register()\n"
     "  local left = redis.call('pttl', KEYS[1])\n"
     "  redis.call('zadd', KEYS[3], now + left, ARGV[4])\n"
     "  redis.call('pexpire', KEYS[3], left + 3600000)\n"
-    "  return {1, {}}\n"
     "end\n"
+    "if ARGV[3] == 'register' then register(); return {1, {}} end\n"
     "local last = redis.call('get', KEYS[2])\n"
     "if last and tonumber(last) >= tonumber(ARGV[2]) then\n"
-    "  if ARGV[4] ~= '' and redis.call('zscore', KEYS[3], ARGV[4]) then return {4} end\n"
+    "  if ARGV[4] ~= '' then\n"
+    "    if redis.call('zscore', KEYS[3], ARGV[4]) then return {4} end\n"
+    "    local mine = ARGV[2] .. ' ' .. ARGV[4] .. ' '\n"
+    "    local c = redis.call('get', KEYS[4])\n"
+    "    if c == mine .. '1' then register(); return {4} end\n"
+    "    if c == mine .. '3' then return {3, {}} end\n"
+    "  end\n"
     "  return {0}\n"
     "end\n"
-    "local t = redis.call('time')\n"
-    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
     "redis.call('zremrangebyscore', KEYS[3], '-inf', now)\n"
     "local busy = redis.call('zrange', KEYS[3], 0, 31)\n"
     "local mode = ARGV[3]\n"
     "if #busy > 0 and mode == 'wait' then return {2, busy} end\n"
     "redis.call('set', KEYS[2], ARGV[2])\n"
-    "if mode == 'skip' or (#busy > 0 and mode == 'skip-if-busy') then return {3, busy} end\n"
-    "local left = redis.call('pttl', KEYS[1])\n"
-    "redis.call('zadd', KEYS[3], now + left, ARGV[4])\n"
-    "redis.call('pexpire', KEYS[3], left + 3600000)\n"
+    "if mode == 'skip' or (#busy > 0 and mode == 'skip-if-busy') then\n"
+    "  redis.call('set', KEYS[4], ARGV[2] .. ' ' .. ARGV[4] .. ' 3')\n"
+    "  return {3, busy}\n"
+    "end\n"
+    "redis.call('set', KEYS[4], ARGV[2] .. ' ' .. ARGV[4] .. ' 1')\n"
+    "register()\n"
     "return {1, busy}\n";
 
 /* KEYS: leader, busy keys... ARGV: token, ttl ms, mode (lease, handover,
@@ -74,16 +82,17 @@ static const char release_src[] = "redis.call('zrem', KEYS[1], ARGV[1])\n"
                                   "redis.call('publish', ARGV[2], 'ended ' .. ARGV[3])\n"
                                   "return 1\n";
 
-/* KEYS: busy:J. ARGV: member to leave out ('' for none). */
-static const char busy_src[] =
+/* KEYS: busy:J, claim:J. ARGV: member, tick. Returns 1 when member's run
+ * is registered (live), or the claim record says member claimed tick. */
+static const char claimed_src[] =
     "local t = redis.call('time')\n"
     "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
-    "redis.call('zremrangebyscore', KEYS[1], '-inf', now)\n"
-    "local out = {}\n"
-    "for _, m in ipairs(redis.call('zrange', KEYS[1], 0, 31)) do\n"
-    "  if m ~= ARGV[1] then out[#out + 1] = m end\n"
-    "end\n"
-    "return {1, out}\n";
+    "local s = redis.call('zscore', KEYS[1], ARGV[1])\n"
+    "if s and tonumber(s) > now then return 1 end\n"
+    "local c = redis.call('get', KEYS[2])\n"
+    "local mine = ARGV[2] .. ' ' .. ARGV[1] .. ' '\n"
+    "if c and string.sub(c, 1, #mine) == mine then return 1 end\n"
+    "return 0\n";
 
 const char *claim_result_name(enum claim_result r)
 {
@@ -94,40 +103,102 @@ const char *claim_result_name(enum claim_result r)
 
 void claim_reply_free(struct claim_reply *r)
 {
-    baton_reply_free(r->reply);
+    baton_answers_free(r->answers);
     memset(r, 0, sizeof *r);
 }
 
-/* Fills out->busy from element 1 of a {code, {members...}} reply. */
-static void take_busy(struct claim_reply *out)
+/* The code of one master's answer to a claim script ({code} or {code,
+ * {members...}}), or -2 when it is not one. */
+static int answer_code(const struct baton_reply *r)
 {
-    const struct baton_reply *r = out->reply;
-    if (r->type != BATON_REPLY_ARRAY || r->elements < 2 || r->element[1]->type != BATON_REPLY_ARRAY)
-        return;
-    const struct baton_reply *b = r->element[1];
-    for (size_t i = 0; i < b->elements && out->nbusy < 32; i++)
-        if (b->element[i]->type == BATON_REPLY_STRING)
-            out->busy[out->nbusy++] = b->element[i]->str;
+    if (r == NULL || r->type != BATON_REPLY_ARRAY || r->elements < 1 ||
+        r->element[0]->type != BATON_REPLY_INTEGER || r->element[0]->integer < -1 ||
+        r->element[0]->integer > 4)
+        return -2;
+    return (int)r->element[0]->integer;
 }
 
-enum claim_result claim_parse(struct claim_reply *out)
+/* Adds the members of element 1 of r to out->busy, once each. */
+static void take_busy(struct claim_reply *out, const struct baton_reply *r)
 {
-    const struct baton_reply *r = out->reply;
-    enum claim_result res;
-    if (r == NULL || r->type != BATON_REPLY_ARRAY || r->elements < 1 ||
-        r->element[0]->type != BATON_REPLY_INTEGER)
-        return CLAIM_ERROR;
-    switch (r->element[0]->integer) {
-    case -1: res = CLAIM_NOT_LEADER; break;
-    case 0: res = CLAIM_TAKEN; break;
-    case 1: res = CLAIM_OK; break;
-    case 2: res = CLAIM_BUSY; break;
-    case 3: res = CLAIM_SKIPPED; break;
-    case 4: res = CLAIM_OURS; break;
-    default: return CLAIM_ERROR;
+    if (r == NULL || r->type != BATON_REPLY_ARRAY || r->elements < 2 ||
+        r->element[1]->type != BATON_REPLY_ARRAY)
+        return;
+    const struct baton_reply *b = r->element[1];
+    for (size_t i = 0; i < b->elements && out->nbusy < 32; i++) {
+        if (b->element[i]->type != BATON_REPLY_STRING)
+            continue;
+        bool seen = false;
+        for (size_t k = 0; k < out->nbusy && !seen; k++)
+            seen = strcmp(out->busy[k], b->element[i]->str) == 0;
+        if (!seen)
+            out->busy[out->nbusy++] = b->element[i]->str;
     }
-    take_busy(out);
-    return res;
+}
+
+enum claim_result claim_reduce(struct claim_reply *out, enum claim_mode mode)
+{
+    const struct baton_answers *a = out->answers;
+    int n[6] = {0}; /* by code + 1: not leader, taken, ok, busy, skipped, ours */
+    int unanswered = 0, bad = 0;
+    char why[256];
+
+    if (a == NULL)
+        return CLAIM_ERROR;
+    out->majority = a->majority;
+    for (int i = 0; i < a->n; i++) {
+        const struct baton_answer *v = &a->v[i];
+        if (v->rc == BATON_ENOTDURABLE)
+            return CLAIM_NOT_DURABLE; /* min_replicas: one server, never a quorum */
+        if (v->rc != BATON_OK && v->rc != BATON_EREDIS && v->sent)
+            out->reach++; /* it may have been applied there */
+        if (v->rc != BATON_OK || !v->counts) {
+            unanswered++;
+            continue;
+        }
+        int code = answer_code(v->reply);
+        if (code == -2) {
+            bad++;
+            continue;
+        }
+        n[code + 1]++;
+        take_busy(out, v->reply);
+    }
+    int ok = n[2], busy = n[3], skipped = n[4], ours = n[5];
+    int claimed = ok + ours + skipped;
+    out->reach += claimed;
+    /* Any master that applied it to run registered our member there */
+    bool registered = ok + ours > 0;
+    if (busy > 0 && mode == CLAIM_RUN_OR_WAIT) {
+        out->partial = claimed > 0; /* retried with the same member: OURS there */
+        return CLAIM_BUSY;
+    }
+    if (claimed >= a->majority) {
+        if (skipped > 0 || mode == CLAIM_SKIP) {
+            /* forbid: a run alive on any master of a majority is alive */
+            out->undo = registered;
+            return CLAIM_SKIPPED;
+        }
+        return ok > 0 ? CLAIM_OK : CLAIM_OURS;
+    }
+    if (n[0] >= a->majority) {
+        out->undo = registered;
+        return CLAIM_NOT_LEADER;
+    }
+    if (n[1] >= a->majority) { /* a majority passed the tick: nobody can claim it */
+        out->undo = registered;
+        return CLAIM_TAKEN;
+    }
+    /* Undecided: too few answers for either. Retried with the same member,
+     * it completes where it applied (OURS) as more masters answer. */
+    out->partial = claimed > 0;
+    baton_answers_describe(a, why, sizeof why);
+    snprintf(out->why, sizeof out->why,
+             "claim undecided: %d of %d masters claimed it (%d needed), %d had it claimed "
+             "already, %d had another leader, %d unanswered or quarantined%s (%s)",
+             claimed, a->n, a->majority, n[1], n[0], unanswered,
+             bad > 0 ? ", some with an unexpected reply" : "", why);
+    return CLAIM_ERROR;
 }
 
 enum claim_result claim_tick(struct baton_client *c, const char *group, const char *job,
@@ -136,21 +207,28 @@ enum claim_result claim_tick(struct baton_client *c, const char *group, const ch
 {
     static const char *const modes[] = {"run", "wait", "skip-if-busy", "skip", "register"};
     char *last = group_key(group, "last:%s", job), *busy = group_key(group, "busy:%s", job);
+    char *claim = group_key(group, "claim:%s", job);
     char tickbuf[24];
     enum claim_result res = CLAIM_ERROR;
 
     memset(out, 0, sizeof *out);
-    if (last == NULL || busy == NULL)
+    if (last == NULL || busy == NULL || claim == NULL)
         goto out;
     snprintf(tickbuf, sizeof tickbuf, "%" PRId64, tick);
-    const char *keys[3] = {leader_key, last, busy};
+    const char *keys[4] = {leader_key, last, busy, claim};
     const char *args[4] = {token, tickbuf, modes[mode], member != NULL ? member : ""};
-    int rc = baton_client_eval(c, claim_src, 3, keys, 4, args, &out->reply);
-    res = rc == BATON_ENOTDURABLE ? CLAIM_NOT_DURABLE : rc == BATON_OK ? claim_parse(out)
-                                                                       : CLAIM_ERROR;
+    int rc = baton_client_eval_all(c, claim_src, 4, keys, 4, args, &out->answers);
+    if (rc != BATON_OK && out->answers == NULL) {
+        snprintf(out->why, sizeof out->why, "%s", baton_client_errstr(c));
+        goto out;
+    }
+    res = claim_reduce(out, mode);
+    if (res == CLAIM_ERROR && out->why[0] == '\0')
+        snprintf(out->why, sizeof out->why, "%s", baton_client_errstr(c));
 out:
     free(last);
     free(busy);
+    free(claim);
     return res;
 }
 
@@ -180,16 +258,64 @@ int claim_start_marks(struct baton_client *c, const char *group, const char *lea
         snprintf(vals[made], sizeof vals[made], "%" PRId64, marks[made]);
         args[made + 1] = vals[made];
     }
-    struct baton_reply *reply = NULL;
-    int e = baton_client_eval(c, start_marks_src, (int)n + 1, keys, (int)n + 1, args, &reply);
+    struct baton_answers *a = NULL;
+    int e = baton_client_eval_all(c, start_marks_src, (int)n + 1, keys, (int)n + 1, args, &a);
+    if (e == BATON_OK)
+        e = baton_answers_check(c, a);
     /* Not durable: the mark may be lost with a failover, which is where
-     * we were before writing it. */
+     * we were before writing it. Over a quorum: written on a majority. */
     if (e == BATON_OK || e == BATON_ENOTDURABLE)
         rc = 0;
-    baton_reply_free(reply);
+    baton_answers_free(a);
 out:
     for (size_t i = 0; i < made; i++)
         free(owned[i]);
+    return rc;
+}
+
+/* Reduces the masters' answers to a refresh of n runs: a run is confirmed
+ * when a majority of the counted masters still had it (and extended it),
+ * lost when so few had it that even the masters that did not answer
+ * cannot make a majority. Returns 0 (every run confirmed or lost),
+ * BATON_ELOST (a majority has another leader), EIO (undecided: retry) or
+ * EPROTO. */
+static int refresh_reduce(const struct baton_answers *a, size_t n, bool *lost)
+{
+    int notleader = 0, valid = 0;
+    int have[REFRESH_MAX] = {0};
+    for (int i = 0; i < a->n; i++) {
+        const struct baton_reply *r = a->v[i].reply;
+        if (a->v[i].rc != BATON_OK || !a->v[i].counts)
+            continue;
+        if (r->type == BATON_REPLY_INTEGER && r->integer == -1) {
+            notleader++;
+            continue;
+        }
+        if (r->type != BATON_REPLY_ARRAY)
+            return BATON_EPROTO;
+        bool gone[REFRESH_MAX] = {false};
+        for (size_t k = 0; k < r->elements; k++) {
+            const struct baton_reply *e = r->element[k];
+            if (e->type != BATON_REPLY_INTEGER || e->integer < 1 || (size_t)e->integer > n)
+                return BATON_EPROTO;
+            gone[e->integer - 1] = true;
+        }
+        valid++;
+        for (size_t k = 0; k < n; k++)
+            have[k] += !gone[k];
+    }
+    if (notleader >= a->majority)
+        return BATON_ELOST;
+    int unknown = a->n - valid; /* not answered, quarantined, or another leader */
+    int rc = BATON_OK;
+    for (size_t k = 0; k < n; k++) {
+        if (have[k] >= a->majority)
+            continue;
+        if (have[k] + unknown < a->majority)
+            lost[k] = true;
+        else
+            rc = BATON_EIO;
+    }
     return rc;
 }
 
@@ -201,7 +327,7 @@ static int refresh_batch(struct baton_client *c, const char *group, const char *
     const char *keys[REFRESH_MAX + 1], *args[REFRESH_MAX + 3];
     char *owned[REFRESH_MAX];
     char ttl[24];
-    struct baton_reply *rep = NULL;
+    struct baton_answers *a = NULL;
     int rc = BATON_ENOMEM;
     size_t made = 0;
 
@@ -216,25 +342,11 @@ static int refresh_batch(struct baton_client *c, const char *group, const char *
         keys[made + 1] = owned[made];
         args[made + 3] = runs[made].member;
     }
-    rc = baton_client_eval(c, refresh_src, (int)n + 1, keys, (int)n + 3, args, &rep);
-    if (rc != BATON_OK)
-        goto out;
-    if (rep->type == BATON_REPLY_INTEGER && rep->integer == -1) {
-        rc = BATON_ELOST;
-        goto out;
-    }
-    rc = BATON_EPROTO;
-    if (rep->type != BATON_REPLY_ARRAY)
-        goto out;
-    for (size_t i = 0; i < rep->elements; i++) {
-        const struct baton_reply *e = rep->element[i];
-        if (e->type != BATON_REPLY_INTEGER || e->integer < 1 || (size_t)e->integer > n)
-            goto out;
-        lost[e->integer - 1] = true;
-    }
-    rc = BATON_OK;
+    rc = baton_client_eval_all(c, refresh_src, (int)n + 1, keys, (int)n + 3, args, &a);
+    if (rc == BATON_OK)
+        rc = refresh_reduce(a, n, lost);
 out:
-    baton_reply_free(rep);
+    baton_answers_free(a);
     for (size_t i = 0; i < made; i++)
         free(owned[i]);
     return rc;
@@ -259,46 +371,65 @@ int claim_refresh(struct baton_client *c, const char *group, const char *leader_
 int claim_release(struct baton_client *c, const char *group, const char *job, const char *member)
 {
     char *busy = group_key(group, "busy:%s", job), *chan = group_key(group, "events");
-    struct baton_reply *rep = NULL;
+    struct baton_answers *a = NULL;
     int rc = BATON_ENOMEM;
     if (busy != NULL && chan != NULL) {
         const char *keys[1] = {busy};
         const char *args[3] = {member, chan, job};
-        rc = baton_client_eval(c, release_src, 1, keys, 3, args, &rep);
+        rc = baton_client_eval_all(c, release_src, 1, keys, 3, args, &a);
+        if (rc == BATON_OK)
+            rc = baton_answers_check(c, a);
     }
-    baton_reply_free(rep);
+    baton_answers_free(a);
     free(busy);
     free(chan);
     return rc;
 }
 
-int claim_busy(struct baton_client *c, const char *group, const char *job, const char *except,
-               struct claim_reply *out)
+int claim_registered(struct baton_client *c, const char *group, const char *job, int64_t tick,
+                     const char *member, enum claim_presence *out)
 {
-    char *busy = group_key(group, "busy:%s", job);
+    char *busy = group_key(group, "busy:%s", job), *claim = group_key(group, "claim:%s", job);
+    char tickbuf[24];
+    struct baton_answers *a = NULL;
     int rc = BATON_ENOMEM;
-    memset(out, 0, sizeof *out);
-    if (busy != NULL) {
-        const char *keys[1] = {busy};
-        const char *args[1] = {except != NULL ? except : ""};
-        rc = baton_client_eval(c, busy_src, 1, keys, 1, args, &out->reply);
-        if (rc == BATON_OK)
-            take_busy(out);
+    if (busy != NULL && claim != NULL) {
+        snprintf(tickbuf, sizeof tickbuf, "%" PRId64, tick);
+        const char *keys[2] = {busy, claim};
+        const char *args[2] = {member, tickbuf};
+        rc = baton_client_eval_all(c, claimed_src, 2, keys, 2, args, &a);
     }
+    if (rc == BATON_OK) {
+        int yes = 0, valid = 0;
+        for (int i = 0; i < a->n; i++) {
+            const struct baton_reply *r = a->v[i].reply;
+            if (a->v[i].rc != BATON_OK || !a->v[i].counts || r->type != BATON_REPLY_INTEGER)
+                continue;
+            valid++;
+            yes += r->integer == 1;
+        }
+        /* A majority has it: it was claimed. Not even with every master
+         * that did not answer could it reach one: it was not. */
+        *out = yes >= a->majority                      ? CLAIM_PRESENT
+               : yes + (a->n - valid) < a->majority ? (yes > 0 ? CLAIM_STRAY : CLAIM_ABSENT)
+                                                    : CLAIM_UNKNOWN;
+    }
+    baton_answers_free(a);
     free(busy);
+    free(claim);
     return rc;
 }
 
 int claim_request_stop(struct baton_client *c, const char *group, const char *member)
 {
     char *chan = group_key(group, "events"), *msg = NULL;
-    struct baton_reply *rep = NULL;
+    struct baton_answers *a = NULL;
     int rc = BATON_ENOMEM;
     if (chan != NULL && asprintf(&msg, "stop %s", member) >= 0) {
         const char *argv[3] = {"PUBLISH", chan, msg};
-        rc = baton_client_command(c, 3, argv, NULL, &rep);
+        rc = baton_client_command_all(c, 3, argv, NULL, &a);
     }
-    baton_reply_free(rep);
+    baton_answers_free(a);
     free(msg);
     free(chan);
     return rc;

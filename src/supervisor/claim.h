@@ -4,6 +4,7 @@
  *
  * Keys (group G, job J; keys.h):
  *   baton:{G}:last:J   the job's high-water mark: its last claimed tick
+ *   baton:{G}:claim:J  who claimed it: "<tick> <member> <1|3>" (run, skip)
  *   baton:{G}:busy:J   sorted set of the job's live runs, "<node>/<run_id>",
  *                      scored by their expiry (server time, ms)
  *
@@ -14,7 +15,30 @@
  * order, so a claimed tick can never be claimed again, and a node that is
  * no longer the leader cannot claim at all. A claim whose answer is lost
  * (Redis timed out after applying it) is retried with the same member: the
- * script recognises its own registration, so the tick still runs once.
+ * script recognises its own claim (claim:J, or the registration), so the
+ * tick still runs once.
+ *
+ * Over a Redlock quorum every script runs on every master (libbaton's
+ * baton_client_eval_all()), each master deciding on its own data, and
+ * the answers are reduced (claim_reduce()):
+ *   - a tick is ours only when a majority of the counted masters claimed
+ *     it. Two claims of one tick need two majorities, which share a
+ *     master; that master moved its mark to T at the first and refuses
+ *     the second. So no tick runs twice, even with a stale leader (whose
+ *     token a majority no longer holds) or a claim retried by a new leader.
+ *   - a minority claim (masters unreachable) is undecided: it is retried
+ *     with the same member, and completes as masters answer (they answer
+ *     OURS where it applied); a majority that passed the tick (taken) or
+ *     holds another leader decides it against us; what our member
+ *     registered meanwhile is then released (undo).
+ *   - forbid: a run alive on any master of the answering majority is
+ *     alive (its registration was made by a majority, which shares a
+ *     master with ours): the union of the busy lists decides.
+ *   - a restarted master is quarantined (libbaton) and does not count.
+ * Registrations are confirmed when a majority still holds them, lost when
+ * no majority can; releases and marks are written to every master and
+ * hold when a majority applied them (the others expire, or are repaired
+ * by the next claim).
  *
  * A registered run stays registered while its node refreshes it: with the
  * lease (the leader's runs expire with its lease: a crashed leader's runs
@@ -56,12 +80,26 @@ enum claim_result {
 /* Returns: the result's name ("ok", "skipped"...). Static. */
 const char *claim_result_name(enum claim_result r);
 
-/* The live runs the claim saw (other than the new one), as "<node>/<run_id>".
- * Borrowed from the reply; valid until claim_reply_free(). */
+/* The answers of a claim, reduced. busy: the live runs the masters saw
+ * (other than the new one), as "<node>/<run_id>", each once. Borrowed from
+ * the answers; valid until claim_reply_free(). */
 struct claim_reply {
-    struct baton_reply *reply;
+    struct baton_answers *answers; /* owned */
     const char *busy[32];
     size_t nbusy;
+    /* The claim did not end in a run here, but some masters registered our
+     * member: release it (claim_release), or it looks busy until it
+     * expires. */
+    bool undo;
+    /* Some masters applied it, but it is not decided (BUSY, ERROR): retry
+     * it with the same member, or, if this node stops leading first,
+     * resolve it (claim_registered). */
+    bool partial;
+    char why[512]; /* CLAIM_ERROR: what each master said */
+    /* How many masters may hold it: those that claimed it, and those that
+     * got the request without answering; and how many make a majority. A
+     * claim whose reach stays below the majority was never anyone's. */
+    int reach, majority;
 };
 void claim_reply_free(struct claim_reply *r);
 
@@ -83,11 +121,13 @@ enum claim_result claim_tick(struct baton_client *c, const char *group, const ch
                              const char *leader_key, const char *token, int64_t tick,
                              enum claim_mode mode, const char *member, struct claim_reply *out);
 
-/* Interprets the reply in out->reply of a claim script ({code} or {code,
- * {members...}}: -1 not the leader, 0 taken, 1 ok, 2 busy, 3 skipped, 4
- * ours), filling out->busy. Returns the result; CLAIM_ERROR for any other
- * reply. For the scripts that claim like claim_tick (trigger.h). */
-enum claim_result claim_parse(struct claim_reply *out);
+/* Reduces out->answers, the masters' answers to a claim script ({code}
+ * or {code, {members...}}: -1 not the leader, 0 taken, 1 ok, 2 busy, 3
+ * skipped, 4 ours) made in mode, as described at the top: sets busy,
+ * undo, partial and why. One answer (a single server) is taken as it is.
+ * Returns the result; CLAIM_ERROR for replies of any other shape. For the
+ * scripts that claim like claim_tick (trigger.h). */
+enum claim_result claim_reduce(struct claim_reply *out, enum claim_mode mode);
 
 /* One registered run of this node. */
 struct claim_entry {
@@ -113,10 +153,17 @@ int claim_refresh(struct baton_client *c, const char *group, const char *leader_
  * Returns 0 or EIO... */
 int claim_release(struct baton_client *c, const char *group, const char *job, const char *member);
 
-/* The live runs of job other than `except` (may be NULL), into *out.
- * Returns 0 or EIO... */
-int claim_busy(struct baton_client *c, const char *group, const char *job, const char *except,
-               struct claim_reply *out);
+enum claim_presence {
+    CLAIM_PRESENT, /* on a majority: it was claimed */
+    CLAIM_ABSENT,  /* nowhere that answered, and no majority possible */
+    CLAIM_STRAY,   /* on a minority that cannot become a majority */
+    CLAIM_UNKNOWN, /* too few answers to tell */
+};
+
+/* Whether member claimed tick of job (its run registered and live, or
+ * claim:J naming it), over every master. Returns 0 and *out, or EIO... */
+int claim_registered(struct baton_client *c, const char *group, const char *job, int64_t tick,
+                     const char *member, enum claim_presence *out);
 
 /* Asks the node running member to stop it ("stop <node>/<run_id>" on the
  * events channel). Returns 0 or EIO... */

@@ -7,6 +7,9 @@
  *                             "trigger <id>", "done <id>", "paused <job>",
  *                             "resumed <job>" (job "*": every job)
  *   baton:{G}:last:<job>      the job's last claimed tick (Unix seconds)
+ *   baton:{G}:claim:<job>     who claimed it: "<tick> <member> <1 run|3 skip>"
+ *                             (a claim retried after a lost answer is
+ *                             recognised by it on every master: claim.h)
  *   baton:{G}:busy:<job>      zset: the job's live runs "<node>/<run_id>" by
  *                             expiry (claim.h)
  *   baton:{G}:runs:<job>      stream: the job's recent runs (history)

@@ -104,6 +104,7 @@ struct jobstate {
      * redis_timeout): it may have been applied after all, and the tick
      * then be ours (resolve_lost_claim). */
     bool claim_lost;
+    int claim_reach, claim_majority; /* the most masters it may have reached */
     int64_t claimed_max; /* the last tick this process claimed (kept across leaderships) */
     size_t heap_pos;
     int64_t key; /* when it next has something to do (CLOCK_MONOTONIC), 0: never */
@@ -162,6 +163,7 @@ struct runner {
     struct outbox_item *outbox, *outbox_tail;
     size_t noutbox;
     int64_t flush_retry_at;
+    int64_t flush_failed_until; /* an outbox write failed: none before then */
     /* The control keys (pause.h, trigger.h): read at lead, when a message
      * says they changed, and every control_poll_ms (pub/sub may lose one). */
     int64_t control_at; /* CLOCK_MONOTONIC; 0: not leading */
@@ -173,6 +175,9 @@ struct runner {
      * the term before (baton_election_server_changed): no catch-up. */
     bool no_catchup, no_catchup_logged;
     int64_t turn_end; /* this turn of the loop yields at this time (TURN_BUDGET_MS) */
+    /* Not leading, with claims left to resolve (resolve_lost_claim): the
+     * next try (CLOCK_MONOTONIC; 0: none) */
+    int64_t lost_retry_at;
 };
 
 /* ---- clocks ---- */
@@ -422,20 +427,31 @@ static int outbox_write(struct runner *r, const struct outbox_item *it)
     }
     case OUT_HISTORY: break;
     }
-    struct baton_reply *rep = NULL;
-    int rc = baton_client_command(r->h.client, it->cmd.argc, (const char *const *)it->cmd.argv,
-                                  NULL, &rep);
-    baton_reply_free(rep);
+    /* To every master; it holds when a majority took it (history.h) */
+    struct baton_answers *a = NULL;
+    int rc = baton_client_command_all(r->h.client, it->cmd.argc,
+                                      (const char *const *)it->cmd.argv, NULL, &a);
+    if (rc == BATON_OK)
+        rc = baton_answers_check(r->h.client, a);
+    baton_answers_free(a);
     return rc;
 }
 
 void runner_flush(struct runner *r)
 {
+    /* After a failure, not before its retry time, however often we are
+     * called: over a quorum without a majority, a write that failed may
+     * still have reached some masters (a release publishes "ended J" there,
+     * which wakes us), and trying again at each wake-up would feed itself. */
+    if (r->flush_failed_until != 0 && mono_ns() < r->flush_failed_until)
+        return;
+    r->flush_failed_until = 0;
     while (r->outbox != NULL && r->h.may_block(r->h.ctx)) {
         struct outbox_item *it = r->outbox;
         int rc = outbox_write(r, it);
         if (rc == BATON_EIO || rc == BATON_ENOMEM) {
             r->flush_retry_at = mono_ns() + FLUSH_RETRY_MS * MS; /* keep it: try later */
+            r->flush_failed_until = r->flush_retry_at;
             return;
         }
         if (rc != BATON_OK && it->kind == OUT_HISTORY) {
@@ -831,7 +847,7 @@ static void finish_run(struct runner *r, struct rrun *rr)
 /* ---- claims and decisions ---- */
 
 static void log_claim(struct runner *r, const char *job, int64_t tick, enum log_event ev,
-                      const char *then)
+                      const char *why, const char *then)
 {
     char when[32];
     log_rfc3339(tick, when, sizeof when);
@@ -839,7 +855,9 @@ static void log_claim(struct runner *r, const char *job, int64_t tick, enum log_
     cJSON_AddStringToObject(f, "job", job);
     cJSON_AddStringToObject(f, "scheduled_at", when);
     if (ev == LE_CLAIM_FAILED)
-        cJSON_AddStringToObject(f, "error", baton_client_errstr(r->h.client));
+        cJSON_AddStringToObject(f, "error", why != NULL && why[0] != '\0'
+                                                ? why
+                                                : baton_client_errstr(r->h.client));
     cJSON_AddStringToObject(f, "then", then);
     log_emit(r->h.log, ev, f);
 }
@@ -928,36 +946,62 @@ static void not_started(struct runner *r, struct jobstate *js, const char *id, c
     record_run(r, &gone, NULL, false);
 }
 
-/* js's unanswered claim of claim_tick (claim_lost), once this node will not
- * claim that tick again (a new term found the job's mark at or past it, or
- * the node stopped leading): if Redis applied it after all, the tick is
- * registered as our run and its mark passed, so no leader will run it; it
- * is recorded failed_to_start and the registration removed. Without our
- * registration there is nothing of ours to record (the claim was not
- * applied, or its registration already expired and was swept: the one case
- * left unrecorded). Keeps trying while Redis cannot answer. */
+/* js's unanswered or undecided claim of claim_tick (claim_lost), once this
+ * node will not claim that tick again (a new term found the job's mark at
+ * or past it, or the node stopped leading): if Redis applied it after all
+ * (our run registered, or the claim record naming us, on a majority of the
+ * masters: the tick is ours and its mark passed, so no leader will run it),
+ * it is recorded failed_to_start and the registration removed (record_run).
+ * On a minority that cannot become a majority (a quorum's claim that did
+ * not complete before the node lost its lease): not run here, recorded as
+ * such. Found nowhere, there is nothing of ours to record (the claim was
+ * not applied, or a later claim of the job replaced its record and its
+ * registration expired: the one case left unrecorded). Keeps trying while
+ * too few masters answer. */
 static void resolve_lost_claim(struct runner *r, struct jobstate *js)
 {
-    if (!js->claim_lost || js->claim_id[0] == '\0' || !r->h.may_block(r->h.ctx))
+    if (!js->claim_lost || js->claim_id[0] == '\0')
         return;
     char member[RUN_ID_MAX + 160];
     snprintf(member, sizeof member, "%s/%s", r->node, js->claim_id);
-    char *key = group_key(r->group, "busy:%s", js->job->name);
-    struct baton_reply *rep = NULL;
-    const char *argv[3] = {"ZSCORE", key, member};
-    int rc = key != NULL ? baton_client_command(r->h.client, 3, argv, NULL, &rep) : BATON_ENOMEM;
-    free(key);
-    if (rc == BATON_OK && rep->type == BATON_REPLY_STRING) {
+    if (js->claim_majority > 0 && js->claim_reach < js->claim_majority) {
+        /* A quorum's claim that never reached a majority (the masters that
+         * did not answer never got it: down, or refused the connection):
+         * it was never anyone's, and this node will not try it again. No
+         * need to ask Redis: recorded now (written when it can be). */
+        struct sched_tick h = {.at = js->claim_tick, .missed = true};
+        not_started(r, js, js->claim_id, member, &h,
+                    "its claim reached only a minority of the masters before this node stopped "
+                    "leading: not run");
+        js->claim_lost = false;
+        js->claim_id[0] = '\0';
+        return;
+    }
+    if (!r->h.may_block(r->h.ctx))
+        return;
+    enum claim_presence p;
+    if (claim_registered(r->h.client, r->group, js->job->name, js->claim_tick, member, &p) !=
+            BATON_OK ||
+        p == CLAIM_UNKNOWN)
+        return;
+    if (p == CLAIM_PRESENT) {
         struct sched_tick h = {.at = js->claim_tick, .missed = true};
         not_started(r, js, js->claim_id, member, &h,
                     "claimed by a request whose answer was lost (Redis stalled), and this node "
                     "stopped leading before it could start it: not run");
     }
-    if (rc == BATON_OK) {
-        js->claim_lost = false;
-        js->claim_id[0] = '\0';
+    if (p == CLAIM_STRAY) {
+        /* A quorum's claim that reached only a minority before this node
+         * stopped leading: not run here. It is recorded, so that the tick
+         * is not lost without a word; a later leader that finds it below
+         * the majority's mark may still catch it up (it then ran once). */
+        struct sched_tick h = {.at = js->claim_tick, .missed = true};
+        not_started(r, js, js->claim_id, member, &h,
+                    "its claim reached only a minority of the masters before this node stopped "
+                    "leading: not run here");
     }
-    baton_reply_free(rep);
+    js->claim_lost = false;
+    js->claim_id[0] = '\0';
 }
 
 /* Claims the head of js's queue with mode and acts on the answer.
@@ -984,6 +1028,7 @@ static bool claim_head(struct runner *r, struct jobstate *js, enum claim_mode mo
     if (js->claim_tick != h.at || js->claim_id[0] == '\0') {
         make_run_id(r, h.at, 1, js->claim_id, sizeof js->claim_id);
         js->claim_tick = h.at;
+        js->claim_reach = 0;
     }
     snprintf(id, sizeof id, "%s", js->claim_id);
     snprintf(member, sizeof member, "%s/%s", r->node, id);
@@ -994,6 +1039,13 @@ static bool claim_head(struct runner *r, struct jobstate *js, enum claim_mode mo
     bool late = (res == CLAIM_OK || res == CLAIM_OURS) && claimed_late(r);
     live_busy(r, &c);
     bool done = true;
+    if (c.undo) /* a quorum's masters registered what does not run: released */
+        queue_release(r, js->job->name, member);
+    if (c.partial) /* undecided where it applied: resolved if we stop leading */
+        js->claim_lost = true;
+    if (c.reach > js->claim_reach)
+        js->claim_reach = c.reach;
+    js->claim_majority = c.majority;
     if (res != CLAIM_ERROR && res != CLAIM_BUSY && res != CLAIM_NOT_LEADER) {
         js->claim_id[0] = '\0'; /* the head is dealt with: the next claims afresh */
         js->claim_lost = false;
@@ -1037,12 +1089,12 @@ static bool claim_head(struct runner *r, struct jobstate *js, enum claim_mode mo
         q_pop(js);
         break;
     case CLAIM_NOT_LEADER:
-        log_claim(r, js->job->name, h.at, LE_CLAIM_REFUSED, "not run");
+        log_claim(r, js->job->name, h.at, LE_CLAIM_REFUSED, NULL, "not run");
         js->hold_until = now + CLAIM_RETRY_MS * MS;
         done = false;
         break;
     case CLAIM_ERROR:
-        log_claim(r, js->job->name, h.at, LE_CLAIM_FAILED,
+        log_claim(r, js->job->name, h.at, LE_CLAIM_FAILED, c.why,
                   "retried in order within its catch-up window");
         js->claim_lost = true;
         js->hold_until = now + CLAIM_RETRY_MS * MS;
@@ -1073,6 +1125,8 @@ static void start_retries(struct runner *r, struct jobstate *js, int64_t now)
         enum claim_result res =
             claim_tick(r->h.client, r->group, js->job->name, baton_election_key(r->h.election),
                        token, t->tick, CLAIM_REGISTER, member, &c);
+        if ((c.undo || c.partial) && res != CLAIM_OK)
+            queue_release(r, js->job->name, member);
         claim_reply_free(&c);
         if (res == CLAIM_ERROR || res == CLAIM_NOT_DURABLE) {
             t->at_ns = now + CLAIM_RETRY_MS * MS;
@@ -1277,6 +1331,13 @@ static bool read_triggers(struct runner *r)
             ok = false;
         } else if (t.n == 0) {
             trigger_forget(r->h.client, r->group, ids.v[i].id); /* its hash is gone */
+        } else if (t.incomplete && t.v[0].state == TRIGGER_PENDING) {
+            /* It reached a minority of the quorum's masters when it was
+             * made (its client was told so): no majority can claim it. */
+            static const char why[] = "incomplete: the request reached only a minority of the "
+                                      "masters when it was made (baton trigger said so)";
+            log_trigger(r, LE_TRIGGER_REJECTED, t.v[0].job, t.v[0].id, 0, why);
+            ok = trigger_reject(r->h.client, r->group, t.v[0].id, why) == BATON_OK;
         } else {
             ok = take_trigger(r, &t.v[0]);
         }
@@ -1301,9 +1362,12 @@ static bool write_paused(struct runner *r, struct jobstate *js)
     if (token == NULL || !r->h.may_block(r->h.ctx))
         return false;
     struct claim_reply c;
+    char member[RUN_ID_MAX + 160];
+    /* A member of its own, so that a retry after a lost answer is known */
+    snprintf(member, sizeof member, "%s/paused-%" PRId64 "-%" PRIu64, r->node, p->last, r->term);
     enum claim_result res = claim_tick(r->h.client, r->group, js->job->name,
                                        baton_election_key(r->h.election), token, p->last,
-                                       CLAIM_SKIP, "", &c);
+                                       CLAIM_SKIP, member, &c);
     claim_reply_free(&c);
     if (res == CLAIM_SKIPPED || res == CLAIM_NOT_DURABLE)
         write_skipped(r, js->job->name, p);
@@ -1503,17 +1567,60 @@ static void queue_due(struct runner *r, struct jobstate *js, int64_t wall)
     js->next_tick = d.next;
 }
 
-/* js's high-water mark is rep (a string, or nil when no tick was ever
- * claimed): its schedule continues after it. A missing or unbelievable mark
- * (a new job, or Redis lost its data) starts from now, without catch-up:
- * what ran before cannot be known, and no tick must run twice. */
-static void take_mark(struct runner *r, struct jobstate *js, const struct baton_reply *rep,
-                      int64_t now_s)
+static int cmp_desc(const void *a, const void *b)
 {
-    char *end = NULL;
-    long long v = rep->type == BATON_REPLY_STRING ? strtoll(rep->str, &end, 10) : 0;
-    bool valid = rep->type == BATON_REPLY_STRING && end != NULL && *end == '\0' && v > 0 &&
-                 v <= now_s + 86400;
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x > y ? -1 : x < y;
+}
+
+/* The high-water mark the masters' answers to a GET (elem < 0) or an MGET
+ * (its element elem) give: on one server its value. Over a quorum, of the
+ * counted masters that answered (R of them), the k-th highest, k = R -
+ * (N - majority): every tick a majority claimed is at or below it (R
+ * answers share at least k masters with that majority), and a tick
+ * claimed by a minority that never completed is above it (so it is caught
+ * up, and claimed properly or recorded, not lost); lagging masters (down
+ * when the last claims were made, or restarted empty: no mark) are below
+ * it unless more lag than a quorum tolerates, and then the highest mark
+ * any master has is taken (no tick twice, what may be missed is missed).
+ * A mark is valid when it is a positive number no later than now + 1 day.
+ * Returns true with *v, or false when there is none. */
+static bool mark_of(const struct baton_answers *a, long elem, int64_t now_s, int64_t *v)
+{
+    int64_t marks[BATON_QUORUM_MAX];
+    int answered = 0, present = 0;
+    for (int i = 0; i < a->n; i++) {
+        const struct baton_reply *rep = a->v[i].reply;
+        if (a->v[i].rc != BATON_OK || !a->v[i].counts)
+            continue;
+        if (elem >= 0)
+            rep = rep->type == BATON_REPLY_ARRAY && (size_t)elem < rep->elements
+                      ? rep->element[elem]
+                      : NULL;
+        answered++;
+        char *end = NULL;
+        long long x = rep != NULL && rep->type == BATON_REPLY_STRING
+                          ? strtoll(rep->str, &end, 10)
+                          : 0;
+        if (end == NULL || *end != '\0' || x <= 0 || x > now_s + 86400)
+            continue;
+        marks[present++] = x;
+    }
+    if (present == 0)
+        return false;
+    qsort(marks, (size_t)present, sizeof marks[0], cmp_desc);
+    int k = answered - (a->n - a->majority);
+    *v = k >= 1 && k <= present ? marks[k - 1] : marks[0];
+    return true;
+}
+
+/* js's high-water mark (has: one was found, v its tick): its schedule
+ * continues after it. A missing or unbelievable mark (a new job, or Redis
+ * lost its data) starts from now, without catch-up: what ran before cannot
+ * be known, and no tick must run twice. */
+static void take_mark(struct runner *r, struct jobstate *js, bool has, int64_t v, int64_t now_s)
+{
+    bool valid = has;
     if (valid && r->no_catchup) {
         /* The server may lack the last claims of the term before (a failover
          * to a replica): what ran cannot be known, so nothing is caught up. */
@@ -1584,14 +1691,21 @@ static bool read_mark(struct runner *r, struct jobstate *js)
     if (!r->h.may_block(r->h.ctx))
         return false;
     char *key = group_key(r->group, "last:%s", js->job->name);
-    struct baton_reply *rep = NULL;
+    struct baton_answers *a = NULL;
     const char *argv[2] = {"GET", key};
-    int rc = key != NULL ? baton_client_command(r->h.client, 2, argv, NULL, &rep) : BATON_ENOMEM;
+    int rc =
+        key != NULL ? baton_client_command_all(r->h.client, 2, argv, NULL, &a) : BATON_ENOMEM;
     free(key);
-    bool ok = rc == BATON_OK && (rep->type == BATON_REPLY_NIL || rep->type == BATON_REPLY_STRING);
-    if (ok)
-        take_mark(r, js, rep, wall_ms() / 1000);
-    baton_reply_free(rep);
+    bool ok = rc == BATON_OK;
+    for (int i = 0; ok && i < a->n; i++)
+        ok = a->v[i].rc != BATON_OK || a->v[i].reply->type == BATON_REPLY_NIL ||
+             a->v[i].reply->type == BATON_REPLY_STRING;
+    if (ok) {
+        int64_t now_s = wall_ms() / 1000, v = 0;
+        bool has = mark_of(a, -1, now_s, &v);
+        take_mark(r, js, has, v, now_s);
+    }
+    baton_answers_free(a);
     if (ok && js->mark_unset)
         write_start_marks(r, &js, 1);
     return ok;
@@ -1710,17 +1824,24 @@ static void read_marks(struct runner *r)
             argv[n + 1] = keys[n];
             batch[n++] = js;
         }
-        struct baton_reply *rep = NULL;
-        int rc = baton_client_command(r->h.client, (int)n + 1, argv, NULL, &rep);
+        struct baton_answers *a = NULL;
+        int rc = baton_client_command_all(r->h.client, (int)n + 1, argv, NULL, &a);
         for (size_t i = 0; i < n; i++)
             free(keys[i]);
-        if (rc != BATON_OK || rep->type != BATON_REPLY_ARRAY || rep->elements != n) {
-            baton_reply_free(rep);
+        for (int i = 0; rc == BATON_OK && i < a->n; i++)
+            if (a->v[i].rc == BATON_OK && (a->v[i].reply->type != BATON_REPLY_ARRAY ||
+                                           a->v[i].reply->elements != n))
+                rc = BATON_EPROTO;
+        if (rc != BATON_OK) {
+            baton_answers_free(a);
             return;
         }
-        for (size_t i = 0; i < n; i++)
-            take_mark(r, batch[i], rep->element[i], now_s);
-        baton_reply_free(rep);
+        for (size_t i = 0; i < n; i++) {
+            int64_t v = 0;
+            bool has = mark_of(a, (long)i, now_s, &v);
+            take_mark(r, batch[i], has, v, now_s);
+        }
+        baton_answers_free(a);
         write_start_marks(r, batch, n);
     }
 }
@@ -1797,6 +1918,7 @@ void runner_unlead(struct runner *r)
 {
     r->leading = false;
     r->control_at = 0;
+    r->lost_retry_at = mono_ns(); /* claims left undecided: resolved from now on */
     for (struct jobstate *js = r->states; js != NULL; js = js->next)
         clear_schedule(r, js);
     forget_all_pause(r);
@@ -1954,6 +2076,8 @@ static void rearm(struct runner *r)
         CONSIDER(r->heap[0]->key);
     if (r->leading)
         CONSIDER(r->control_at);
+    else
+        CONSIDER(r->lost_retry_at);
     /* The stop points matter for runs not yet told to stop (a run being
      * stopped has its own KILL time): never a time in the past again. */
     bool own = false, own_running = false, lease_running = false;
@@ -1996,8 +2120,14 @@ void runner_on_timer(struct runner *r)
     }
     for (struct rrun *rr = r->runs; rr != NULL; rr = rr->next)
         run_tick(&rr->run, now);
-    for (struct jobstate *js = r->states; js != NULL && !r->leading; js = js->next)
-        resolve_lost_claim(r, js);
+    if (!r->leading && r->lost_retry_at != 0 && r->lost_retry_at <= now) {
+        r->lost_retry_at = 0;
+        for (struct jobstate *js = r->states; js != NULL; js = js->next) {
+            resolve_lost_claim(r, js);
+            if (js->claim_lost) /* too few masters answered: again in a while */
+                r->lost_retry_at = now + CONTROL_RETRY_MS * MS;
+        }
+    }
     tend_own_runs(r, now);
     fence_lease_runs(r, now);
     if (r->leading && r->control_at != 0 && r->control_at <= now)

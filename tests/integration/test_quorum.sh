@@ -12,6 +12,9 @@
 #      own client (run id changed)
 #   7. four processes contend for one key while a master is killed: no two
 #      grants overlap, fences strictly increase in grant order
+#   8. the masters given as a list (baton.yaml's redis:, baton lock's --url
+#      repeated): one quorum; lists that are no quorum refused precisely
+# The supervisor over a quorum: test_quorum_supervisor.sh.
 . "$BATON_TESTS_DIR/lib/harness.sh"
 CHECK=${BATON_QUORUM_CHECK:?BATON_QUORUM_CHECK is the path of tests/lib/quorum_check}
 B=$BATON_BIN
@@ -149,10 +152,34 @@ errs=$(cat "$T"/race*.err | wc -l)
 note "4 processes x 4 s, master killed at 2 s: $grants grants, 0 overlaps, fences increasing, $errs acquire errors"
 
 
-# ---- 8. the supervisor refuses a quorum at config time ------------------------------------
-printf 'node: n\nredis: "%s"\njobs: []\n' "$URL" >"$T/sup.yaml"
-out=$("$B" check -c "$T/sup.yaml" 2>&1) && fail "baton check accepts a quorum: $out"
-[[ $out == *"sup.yaml:2:8: redis: a Redlock quorum (redis-quorum://) is not supported by the supervisor yet"* ]] ||
-    fail "baton check on a quorum: $out"
-note "supervisor: $out"
+# ---- 8. a quorum as a list of plain URLs ---------------------------------------------
+printf 'node: n\nredis:\n  - redis://127.0.0.1:%s/0\n  - redis://127.0.0.1:%s/0\n  - redis://127.0.0.1:%s/0\nlease: {ttl: 2s}\nredis_timeout: 200ms\njobs: []\n' \
+    "${MP[0]}" "${MP[1]}" "${MP[2]}" >"$T/list.yaml"
+out=$("$B" check -c "$T/list.yaml" 2>&1) || fail "baton check on a list of masters: $out"
+[[ $out == *"redis: redis-quorum://127.0.0.1:${MP[0]},127.0.0.1:${MP[1]},127.0.0.1:${MP[2]}/0"* ]] ||
+    fail "a list of masters is not one quorum: $out"
+printf 'node: n\nredis:\n  - redis://127.0.0.1:%s/0\n  - redis://127.0.0.1:%s/1\n  - redis://127.0.0.1:%s/0\njobs: []\n' \
+    "${MP[0]}" "${MP[1]}" "${MP[2]}" >"$T/mixed.yaml"
+out=$("$B" check -c "$T/mixed.yaml" 2>&1) && fail "masters with different databases accepted"
+[[ $out == *"mixed.yaml:4:5: redis: redis://127.0.0.1:${MP[1]}/1: not the same database as the first master"* ]] ||
+    fail "mixed databases: $out"
+note "a list with one master on db 1: $out"
+printf 'node: n\nredis: ["redis://127.0.0.1:%s", "redis://127.0.0.1:%s"]\njobs: []\n' \
+    "${MP[0]}" "${MP[1]}" >"$T/two.yaml"
+out=$("$B" check -c "$T/two.yaml" 2>&1) && fail "a list of two masters accepted"
+[[ $out == *"two.yaml:2:8: redis: invalid URL: a quorum has an odd number of masters, 3 to 9 (this one names 2)"* ]] ||
+    fail "two masters: $out"
+printf 'node: n\nredis: "%s"\nlease: {ttl: 5s}\njobs: []\n' "$URL" >"$T/ttl.yaml"
+out=$("$B" check -c "$T/ttl.yaml" 2>&1) && fail "a lease above max_ttl accepted"
+[[ $out == *"ttl.yaml:3:14: lease.ttl (5s) must be at most the quorum's max_ttl (3s)"* ]] ||
+    fail "lease above max_ttl: $out"
+out=$("$B" lock --url "redis://127.0.0.1:${MP[0]}" --url "redis://127.0.0.1:${MP[1]}" \
+    --url "redis://127.0.0.1:${MP[2]}" --url "redis://127.0.0.1:${MP[3]}" \
+    --url "redis://127.0.0.1:${MP[4]}" --ttl 2s listkey -- sh -c 'echo "fence=$BATON_FENCE"' 2>&1)
+[[ $out == "fence="[1-9]* ]] || fail "baton lock --url x5: $out"
+out=$("$B" lock --url "redis://127.0.0.1:${MP[0]}" --url "rediss://127.0.0.1:${MP[1]}" \
+    --url "redis://127.0.0.1:${MP[2]}" k -- true 2>&1) && fail "mixed schemes accepted"
+[[ $out == *"--url (the 2nd): rediss://127.0.0.1:${MP[1]}/0: not the same scheme (redis:// and rediss:// mixed) as the first master"* ]] ||
+    fail "mixed schemes: $out"
+note "baton lock --url given 5 times: one quorum; mixed schemes: $out"
 note "total $(( $(now_ms) - t0 )) ms"
