@@ -152,8 +152,7 @@ static int parse_args(int argc, char **argv, struct lock_args *a)
         switch (id) {
         case TOOL_OPT_URL:
             if (a->nurls == BATON_QUORUM_MAX) {
-                rc = cli_usage("lock", "--url: a quorum has at most %d masters",
-                               BATON_QUORUM_MAX);
+                rc = cli_usage("lock", "--url: a quorum has at most %d masters", BATON_QUORUM_MAX);
                 break;
             }
             /* A copy of each: several make a quorum (joined below) */
@@ -209,14 +208,18 @@ static int parse_args(int argc, char **argv, struct lock_args *a)
         /* --url given several times: the masters of a Redlock quorum */
         char msg[512];
         int bad = -1;
-        int jrc = baton_url_join((const char *const *)a->urls, a->nurls, &a->url_copy, &bad,
-                                 msg, sizeof msg);
+        int jrc = baton_url_join((const char *const *)a->urls, a->nurls, &a->url_copy, &bad, msg,
+                                 sizeof msg);
         if (jrc == BATON_ENOMEM)
             return cli_fail("lock", "out of memory");
         if (jrc != BATON_OK) {
             if (bad >= 0)
                 return cli_usage("lock", "--url (the %d%s): %s", bad + 1,
-                                 bad == 0 ? "st" : bad == 1 ? "nd" : bad == 2 ? "rd" : "th", msg);
+                                 bad == 0   ? "st"
+                                 : bad == 1 ? "nd"
+                                 : bad == 2 ? "rd"
+                                            : "th",
+                                 msg);
             return cli_usage("lock", "--url: %s", msg);
         }
         a->url = a->url_copy;

@@ -78,7 +78,7 @@ enum baton__family { BATON__TCP, BATON__UNIX };
 
 #define BATON__SENTINELS_MAX 16
 #define BATON__SEEDS_MAX     16
-#define BATON__QUORUM_MAX    BATON_QUORUM_MAX
+#define BATON__QUORUM_MAX             BATON_QUORUM_MAX
 #define BATON__QUORUM_MAX_TTL_MS      60000 /* max_ttl= when the URL does not say */
 #define BATON__QUORUM_NODE_TIMEOUT_MS 50    /* node_timeout= when the URL does not say */
 

@@ -287,8 +287,8 @@ const char *baton_answers_describe(const struct baton_answers *a, char *buf, siz
     buf[0] = '\0';
     if (a == NULL)
         return buf;
-    int w = snprintf(buf, len, "%d of %d masters answered (%d needed)", a->answered, a->n,
-                     a->majority);
+    int w =
+        snprintf(buf, len, "%d of %d masters answered (%d needed)", a->answered, a->n, a->majority);
     size_t o = w > 0 ? (size_t)w : 0;
     const char *sep = ": ";
     for (int i = 0; i < a->n && o < len; i++) {

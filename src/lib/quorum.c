@@ -467,8 +467,7 @@ static void hint_raise(_Atomic uint64_t *h, uint64_t v)
  * channel of an election ("resigned" is published there), or "". Returns
  * how many released it, and in *answered how many counting masters
  * answered. */
-static int release_all(struct baton_lock *lk, const char *chan, int64_t deadline_ns,
-                       int *answered)
+static int release_all(struct baton_lock *lk, const char *chan, int64_t deadline_ns, int *answered)
 {
     struct baton_client *c = lk->c;
     struct baton__quorum *q = c->quorum;
@@ -679,8 +678,7 @@ int baton__quorum_try(struct baton_lock *lk, struct baton__holder *h)
         }
         if (taken > 0 && answered >= majority(q))
             return BATON_ETAKEN;
-        if (behind > 0 && higher > fence && answered >= majority(q) &&
-            baton__now_ns() < deadline) {
+        if (behind > 0 && higher > fence && answered >= majority(q) && baton__now_ns() < deadline) {
             fence = higher; /* a master had a higher counter than read or hinted */
             continue;
         }
@@ -828,8 +826,7 @@ int baton__quorum_ping(struct baton_client *c, char *err, size_t errlen)
     char why[BATON__ERRLEN / 2];
     int64_t sent;
     int answered = 0;
-    fanout(c, 1, argv, lens, NULL, s, &sent,
-           baton__now_ns() + c->connect_timeout_ms * 1000000);
+    fanout(c, 1, argv, lens, NULL, s, &sent, baton__now_ns() + c->connect_timeout_ms * 1000000);
     for (int i = 0; i < q->n; i++)
         answered += s[i].rc == BATON_OK;
     describe(q, s, why, sizeof why);

@@ -753,8 +753,7 @@ static void sb_enc(struct sbuf *b, const char *v, bool path)
     for (const unsigned char *p = (const unsigned char *)v; *p != '\0'; p++) {
         char one[4] = {(char)*p, '\0'};
         bool keep = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-                    (*p >= '0' && *p <= '9') || strchr("-._~", *p) != NULL ||
-                    (path && *p == '/');
+                    (*p >= '0' && *p <= '9') || strchr("-._~", *p) != NULL || (path && *p == '/');
         if (!keep) {
             one[0] = '%';
             one[1] = hex[*p >> 4];
@@ -815,8 +814,8 @@ int baton_url_join(const char *const *urls, int n, char **out, int *bad, char *e
             goto out;
         }
         rc = BATON_EINVAL;
-        if (u[parsed].transport != BATON__TCP || u[parsed].master != NULL ||
-            u[parsed].cluster || u[parsed].quorum) {
+        if (u[parsed].transport != BATON__TCP || u[parsed].master != NULL || u[parsed].cluster ||
+            u[parsed].quorum) {
             baton__set_error(err, errlen,
                              "%s: the masters of a quorum are each a redis:// or rediss:// URL "
                              "(one server each)",
@@ -861,8 +860,7 @@ int baton_url_join(const char *const *urls, int n, char **out, int *bad, char *e
     snprintf(num, sizeof num, "/%d", u[0].db);
     sb_str(&b, num);
     const char *names[5] = {"ca", "capath", "cert", "key", "sni"};
-    const char *vals[5] = {u[0].tls_ca, u[0].tls_capath, u[0].tls_cert, u[0].tls_key,
-                           u[0].tls_sni};
+    const char *vals[5] = {u[0].tls_ca, u[0].tls_capath, u[0].tls_cert, u[0].tls_key, u[0].tls_sni};
     for (int i = 0; i < 5; i++) {
         if (vals[i] == NULL)
             continue;

@@ -410,7 +410,7 @@ int claim_registered(struct baton_client *c, const char *group, const char *job,
         }
         /* A majority has it: it was claimed. Not even with every master
          * that did not answer could it reach one: it was not. */
-        *out = yes >= a->majority                      ? CLAIM_PRESENT
+        *out = yes >= a->majority                   ? CLAIM_PRESENT
                : yes + (a->n - valid) < a->majority ? (yes > 0 ? CLAIM_STRAY : CLAIM_ABSENT)
                                                     : CLAIM_UNKNOWN;
     }

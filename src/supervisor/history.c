@@ -430,11 +430,10 @@ int history_find(struct baton_client *c, const char *group, const char *job, con
             best = page; /* the record's strings live in its answers */
             page = (struct history_list){0};
         }
-        const char *floor = page_floor(best.answers != NULL && page.answers == NULL
-                                           ? best.answers
-                                           : page.answers);
-        bool done = best.n > 0 && (run_id != NULL || floor == NULL ||
-                                   id_cmp(best.v[0].id, floor) >= 0);
+        const char *floor =
+            page_floor(best.answers != NULL && page.answers == NULL ? best.answers : page.answers);
+        bool done =
+            best.n > 0 && (run_id != NULL || floor == NULL || id_cmp(best.v[0].id, floor) >= 0);
         bool more = !done && floor != NULL && id_before(floor, end, sizeof end);
         history_list_free(&page);
         if (!more)

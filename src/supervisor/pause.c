@@ -29,24 +29,24 @@
  * ("" none) is published. Returns how many were written. */
 static const char write_src[] =
     DECODE "local n = 0\n"
-    "for i = 2, #ARGV, 3 do\n"
-    "  local new, old = decode(ARGV[i + 1]), decode(redis.call('hget', KEYS[1], ARGV[i]))\n"
-    "  if not (old and new and ver(old) > ver(new)) then\n"
-    "    redis.call('hset', KEYS[1], ARGV[i], ARGV[i + 1])\n"
-    "    n = n + 1\n"
-    "  end\n"
-    "  if ARGV[i + 2] ~= '' then redis.call('publish', ARGV[1], ARGV[i + 2]) end\n"
-    "end\n"
-    "return n\n";
+           "for i = 2, #ARGV, 3 do\n"
+           "  local new, old = decode(ARGV[i + 1]), decode(redis.call('hget', KEYS[1], ARGV[i]))\n"
+           "  if not (old and new and ver(old) > ver(new)) then\n"
+           "    redis.call('hset', KEYS[1], ARGV[i], ARGV[i + 1])\n"
+           "    n = n + 1\n"
+           "  end\n"
+           "  if ARGV[i + 2] ~= '' then redis.call('publish', ARGV[1], ARGV[i + 2]) end\n"
+           "end\n"
+           "return n\n";
 
 /* KEYS: paused. ARGV: entry, value. The entry, if it still holds value,
  * becomes a tombstone one version later. */
 static const char done_src[] =
     DECODE "if redis.call('hget', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end\n"
-    "local o = decode(ARGV[2])\n"
-    "local v = (o and ver(o) or 0) + 1\n"
-    "redis.call('hset', KEYS[1], ARGV[1], cjson.encode({state = 'cleared', v = v}))\n"
-    "return 1\n";
+           "local o = decode(ARGV[2])\n"
+           "local v = (o and ver(o) or 0) + 1\n"
+           "redis.call('hset', KEYS[1], ARGV[1], cjson.encode({state = 'cleared', v = v}))\n"
+           "return 1\n";
 
 void pause_list_free(struct pause_list *l)
 {
@@ -189,7 +189,8 @@ static int server_ms(struct baton_client *c, int64_t *ms)
         if (a->v[i].rc != BATON_OK)
             continue;
         if (r->type != BATON_REPLY_ARRAY || r->elements != 2 ||
-            r->element[0]->type != BATON_REPLY_STRING || r->element[1]->type != BATON_REPLY_STRING) {
+            r->element[0]->type != BATON_REPLY_STRING ||
+            r->element[1]->type != BATON_REPLY_STRING) {
             rc = BATON_EPROTO;
             break;
         }

@@ -429,8 +429,8 @@ static int outbox_write(struct runner *r, const struct outbox_item *it)
     }
     /* To every master; it holds when a majority took it (history.h) */
     struct baton_answers *a = NULL;
-    int rc = baton_client_command_all(r->h.client, it->cmd.argc,
-                                      (const char *const *)it->cmd.argv, NULL, &a);
+    int rc = baton_client_command_all(r->h.client, it->cmd.argc, (const char *const *)it->cmd.argv,
+                                      NULL, &a);
     if (rc == BATON_OK)
         rc = baton_answers_check(r->h.client, a);
     baton_answers_free(a);
@@ -855,9 +855,8 @@ static void log_claim(struct runner *r, const char *job, int64_t tick, enum log_
     cJSON_AddStringToObject(f, "job", job);
     cJSON_AddStringToObject(f, "scheduled_at", when);
     if (ev == LE_CLAIM_FAILED)
-        cJSON_AddStringToObject(f, "error", why != NULL && why[0] != '\0'
-                                                ? why
-                                                : baton_client_errstr(r->h.client));
+        cJSON_AddStringToObject(
+            f, "error", why != NULL && why[0] != '\0' ? why : baton_client_errstr(r->h.client));
     cJSON_AddStringToObject(f, "then", then);
     log_emit(r->h.log, ev, f);
 }
@@ -1365,9 +1364,9 @@ static bool write_paused(struct runner *r, struct jobstate *js)
     char member[RUN_ID_MAX + 160];
     /* A member of its own, so that a retry after a lost answer is known */
     snprintf(member, sizeof member, "%s/paused-%" PRId64 "-%" PRIu64, r->node, p->last, r->term);
-    enum claim_result res = claim_tick(r->h.client, r->group, js->job->name,
-                                       baton_election_key(r->h.election), token, p->last,
-                                       CLAIM_SKIP, member, &c);
+    enum claim_result res =
+        claim_tick(r->h.client, r->group, js->job->name, baton_election_key(r->h.election), token,
+                   p->last, CLAIM_SKIP, member, &c);
     claim_reply_free(&c);
     if (res == CLAIM_SKIPPED || res == CLAIM_NOT_DURABLE)
         write_skipped(r, js->job->name, p);
@@ -1599,9 +1598,8 @@ static bool mark_of(const struct baton_answers *a, long elem, int64_t now_s, int
                       : NULL;
         answered++;
         char *end = NULL;
-        long long x = rep != NULL && rep->type == BATON_REPLY_STRING
-                          ? strtoll(rep->str, &end, 10)
-                          : 0;
+        long long x =
+            rep != NULL && rep->type == BATON_REPLY_STRING ? strtoll(rep->str, &end, 10) : 0;
         if (end == NULL || *end != '\0' || x <= 0 || x > now_s + 86400)
             continue;
         marks[present++] = x;
@@ -1693,8 +1691,7 @@ static bool read_mark(struct runner *r, struct jobstate *js)
     char *key = group_key(r->group, "last:%s", js->job->name);
     struct baton_answers *a = NULL;
     const char *argv[2] = {"GET", key};
-    int rc =
-        key != NULL ? baton_client_command_all(r->h.client, 2, argv, NULL, &a) : BATON_ENOMEM;
+    int rc = key != NULL ? baton_client_command_all(r->h.client, 2, argv, NULL, &a) : BATON_ENOMEM;
     free(key);
     bool ok = rc == BATON_OK;
     for (int i = 0; ok && i < a->n; i++)
@@ -1829,8 +1826,8 @@ static void read_marks(struct runner *r)
         for (size_t i = 0; i < n; i++)
             free(keys[i]);
         for (int i = 0; rc == BATON_OK && i < a->n; i++)
-            if (a->v[i].rc == BATON_OK && (a->v[i].reply->type != BATON_REPLY_ARRAY ||
-                                           a->v[i].reply->elements != n))
+            if (a->v[i].rc == BATON_OK &&
+                (a->v[i].reply->type != BATON_REPLY_ARRAY || a->v[i].reply->elements != n))
                 rc = BATON_EPROTO;
         if (rc != BATON_OK) {
             baton_answers_free(a);

@@ -171,8 +171,8 @@ static int basic(struct baton_client *c)
     CHECK(rc == BATON_ETAKEN && info.has_leader && strcmp(info.identity, "node-a") == 0 &&
               info.term == t1 && info.ttl_ms > 1000,
           "second candidate refused: %s, leader '%s' term %llu (%llu) lease %lld ms",
-          baton_errname(rc), info.identity, (unsigned long long)info.term,
-          (unsigned long long)t1, (long long)info.ttl_ms);
+          baton_errname(rc), info.identity, (unsigned long long)info.term, (unsigned long long)t1,
+          (long long)info.ttl_ms);
     CHECK(baton_election_leader(c, "el", &info) == 0 && info.has_leader &&
               strcmp(info.identity, "node-a") == 0 && info.term == t1,
           "the leader as read: '%s' term %llu", info.identity, (unsigned long long)info.term);
@@ -189,8 +189,7 @@ static int basic(struct baton_client *c)
     CHECK(ev & BATON_EVENT_RESIGNED, "the follower heard the resignation");
     rc = baton_election_campaign(f, &info);
     CHECK(rc == 0 && baton_election_term(f) > t1, "the follower leads, term %llu > %llu: %s",
-          (unsigned long long)baton_election_term(f), (unsigned long long)t1,
-          baton_errname(rc));
+          (unsigned long long)baton_election_term(f), (unsigned long long)t1, baton_errname(rc));
     int receivers = 0;
     CHECK(baton_election_request_step_down(c, "el", baton_election_term(f), &receivers) == 0,
           "step-down request published (%d receivers)", receivers);
@@ -202,8 +201,8 @@ static int basic(struct baton_client *c)
     struct baton_answers *a = NULL;
     const char *keys[1] = {"qc:k"};
     const char *args[1] = {"v"};
-    rc = baton_client_eval_all(c, "redis.call('set', KEYS[1], ARGV[1]) return 7", 1, keys, 1,
-                               args, &a);
+    rc = baton_client_eval_all(c, "redis.call('set', KEYS[1], ARGV[1]) return 7", 1, keys, 1, args,
+                               &a);
     CHECK(rc == 0 && a->n == 5 && a->majority == 3 && baton_answers_check(c, a) == 0,
           "eval_all: %s, %d answers of %d", baton_errname(rc), a != NULL ? a->answered : 0,
           a != NULL ? a->n : 0);
