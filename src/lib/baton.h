@@ -575,10 +575,6 @@ struct baton_answer {
     /* Counts toward a majority: false for a quorum's master quarantined
      * after a restart (see baton_client_new()); true otherwise. */
     bool counts;
-    /* The request left for the master (it may have been applied, answered
-     * or not). False only when it certainly was not: the master was left
-     * alone after a failure, or could not be connected to. */
-    bool sent;
     struct baton_reply *reply; /* owned by the answers */
     char master[80];           /* "host:port"; "" for the one answer of a single server */
     char err[256];

@@ -32,6 +32,7 @@
 
 #include <hiredis/hiredis.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -224,6 +225,9 @@ int baton__conn_append(struct baton__conn *cn, int argc, const char **argv, cons
 int baton__conn_append_raw(struct baton__conn *cn, const char *cmd, size_t len);
 /* Writes all queued output. Returns 0 or BATON_EIO (conn broken). */
 int baton__conn_flush(struct baton__conn *cn, int64_t deadline_ns);
+/* Writes what the socket takes now, without waiting. Returns 0 (all
+ * written), 1 (some left: wait for cn->want), or BATON_EIO (broken). */
+int baton__conn_flush_some(struct baton__conn *cn);
 /* Reads one reply. Returns 0 and *reply (owned; freeReplyObject), or
  * BATON_EIO / BATON_EPROTO with the conn marked broken. An error reply
  * READONLY marks the conn stale. */
@@ -291,8 +295,6 @@ struct baton__req {
     int argc;
     const char **argv;
     const size_t *lens;
-    const char *raw; /* or the command already in RESP (then argv is unused) */
-    size_t rawlen;
     int64_t deadline_ns;
     int wait_replicas; /* > 0: then WAIT wait_replicas wait_ms */
     int64_t wait_ms;
@@ -303,22 +305,13 @@ struct baton__req {
     long long acked;   /* WAIT's answer (-1: no answer) */
     int64_t sent_ns;   /* a time before the command left */
     char runid[41];    /* the run id of the server that answered, or "" */
-    int64_t uptime_s;  /* its uptime_in_seconds when connected (-1 unknown) */
     bool promoted;     /* and whether it is a promoted replica */
     char *err;         /* detail of a failure, prefixed by the redacted URL */
     size_t errlen;
 };
 
 /* mux.c: the shard's shared, pipelined connection for our scripts. */
-struct baton__mreq { /* one request on a mux (the caller's storage) */
-    pthread_cond_t cv;
-    struct baton__req *rq;
-    int want, got; /* replies: 1, +1 with ASKING, +1 with WAIT */
-    bool done, queued;
-    bool waiting; /* its thread waits on this mux (for the reader's role) */
-    int rc;
-    struct baton__mreq *next;
-};
+struct baton__mreq;
 struct baton__mux {
     pthread_mutex_t mu;              /* guards everything in the mux */
     struct baton__node *node;        /* where it connects (NULL: the URL's server) */
@@ -335,14 +328,6 @@ struct baton_client;
  * replies. Returns 0 with rq->reply (owned) and rq->acked, or a negative
  * code with detail in rq->err. Thread-safe. */
 int baton__mux_call(struct baton_client *c, struct baton__mux *m, struct baton__req *rq);
-/* The two halves of baton__mux_call, for a caller that sends to several
- * muxes before it waits (quorum.c): send queues rq on m (q: the caller's,
- * untouched until the wait returns) and returns 0, or a code when nothing
- * was queued (then there is nothing to wait for); wait returns as
- * baton__mux_call. Every request sent must be waited for. */
-int baton__mux_send(struct baton_client *c, struct baton__mux *m, struct baton__mreq *q,
-                    struct baton__req *rq);
-int baton__mux_wait(struct baton_client *c, struct baton__mux *m, struct baton__mreq *q);
 
 struct baton__shard {
     pthread_mutex_t mu; /* guards everything in the shard but mux */
@@ -744,6 +729,51 @@ void baton__quorum_failed(struct baton_client *c, int i);
 /* A deep copy of a hiredis reply (an error reply becomes a string).
  * Returns: owned (baton_reply_free), or NULL on ENOMEM. */
 struct baton_reply *baton__reply_convert(const redisReply *r);
+
+/* ---- qloop.c ----
+ *
+ * The I/O of a quorum: one thread and one connection per master, every
+ * thread's requests pipelined on them (see qloop.c). */
+struct baton__qloop;
+struct baton__qcall;
+/* One master's part of a request. */
+struct baton__qreq {
+    struct baton__qreq *next; /* the master's queue (qloop.c's) */
+    struct baton__qcall *call;
+    int64_t deadline_ns; /* the caller's: by when it must answer */
+    bool skip;           /* the caller decided it (rc, err set): not sent */
+    /* results */
+    redisReply *reply; /* owned by the caller once the call returns */
+    int rc;
+    bool sent;   /* it left for the master (it may have been applied) */
+    bool evaled; /* NOSCRIPT came: EVAL was sent */
+    char runid[41];
+    int64_t uptime_s;
+    char err[256];
+};
+/* A request: the same command for every master (on the caller's stack). */
+struct baton__qcall {
+    const char *cmd; /* in RESP (redisFormatCommandArgv) */
+    size_t cmdlen;
+    /* a script: its source, and argv as EVALSHA (resent as EVAL on NOSCRIPT) */
+    const char *src;
+    int argc;
+    const char *const *argv;
+    const size_t *lens;
+    struct baton__qreq r[BATON__QUORUM_MAX];
+    int left;  /* qloop.c's: parts not done yet, under its lock */
+    sem_t sem; /* posted when none is left */
+};
+/* Makes l for n masters (no thread yet, no I/O). Returns 0 or ENOMEM. */
+int baton__qloop_new(struct baton_client *c, int n, struct baton__qloop **out);
+/* Sends k to every master whose part is not skip, each bounded by its
+ * deadline_ns (set them first), and returns once each has its reply or
+ * its failure. Starts the thread on first use. Thread-safe. */
+void baton__qloop_call(struct baton__qloop *l, struct baton__qcall *k);
+/* Stops the thread and closes the connections; calls made after fail. */
+void baton__qloop_stop(struct baton__qloop *l);
+/* Stops and frees l. NULL is a no-op. */
+void baton__qloop_free(struct baton__qloop *l);
 
 /* ---- multi.c ---- */
 

@@ -316,7 +316,6 @@ static int one_answer(struct baton_client *c, int rc, struct baton_reply *r,
     }
     a->majority = 1;
     a->v[0].counts = true;
-    a->v[0].sent = true; /* one server: whether it left is not known here */
     a->v[0].rc = rc;
     a->v[0].reply = r;
     if (rc != BATON_OK)

@@ -45,6 +45,15 @@
 
 #include "baton_int.h"
 
+struct baton__mreq {
+    pthread_cond_t cv;
+    struct baton__req *rq;
+    int want, got; /* replies: 1, +1 with ASKING, +1 with WAIT */
+    bool done;
+    int rc;
+    struct baton__mreq *next;
+};
+
 void baton__mux_init(struct baton__mux *m, struct baton__node *node)
 {
     memset(m, 0, sizeof *m);
@@ -108,7 +117,6 @@ static int deliver(struct baton__mux *m, struct baton__conn *cn)
         } else if (q->got == cmd_at) {
             q->rq->reply = r;
             memcpy(q->rq->runid, cn->runid, sizeof q->rq->runid);
-            q->rq->uptime_s = cn->uptime_s;
             q->rq->promoted = cn->promoted;
         } else { /* WAIT's */
             q->rq->acked = r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
@@ -178,18 +186,17 @@ static void read_once(struct baton_client *c, struct baton__mux *m)
         baton__conn_free(give_up(c, m, rc == BATON_EPROTO ? rc : BATON_EIO, true));
 }
 
-int baton__mux_send(struct baton_client *c, struct baton__mux *m, struct baton__mreq *q,
-                    struct baton__req *rq)
+int baton__mux_call(struct baton_client *c, struct baton__mux *m, struct baton__req *rq)
 {
+    struct baton__mreq q = {.rq = rq,
+                            .want = 1 + (rq->asking ? 1 : 0) + (rq->wait_replicas > 0 ? 1 : 0)};
     int rc;
-    *q = (struct baton__mreq){.rq = rq,
-                              .want = 1 + (rq->asking ? 1 : 0) + (rq->wait_replicas > 0 ? 1 : 0)};
+
     rq->reply = NULL;
     rq->acked = -1;
     rq->runid[0] = '\0';
-    rq->uptime_s = -1;
     rq->sent_ns = 0; /* 0 until it goes out: a failure before is safe to retry */
-    if (baton__cond_init_monotonic(&q->cv) != 0)
+    if (baton__cond_init_monotonic(&q.cv) != 0)
         return BATON_ENOMEM;
     pthread_mutex_lock(&m->mu);
     if ((rc = ensure_conn(c, m, rq->deadline_ns, rq->err, rq->errlen)) != BATON_OK)
@@ -202,9 +209,7 @@ int baton__mux_send(struct baton_client *c, struct baton__mux *m, struct baton__
         if ((rc = baton__conn_append(cn, 1, aargv, alens)) != BATON_OK)
             goto out; /* nothing was queued: the connection is intact */
     }
-    rc = rq->raw != NULL ? baton__conn_append_raw(cn, rq->raw, rq->rawlen)
-                         : baton__conn_append(cn, rq->argc, rq->argv, rq->lens);
-    if (rc != BATON_OK) {
+    if ((rc = baton__conn_append(cn, rq->argc, rq->argv, rq->lens)) != BATON_OK) {
         cn->olen = olen; /* ASKING goes right in front of it or not at all */
         goto out;
     }
@@ -219,26 +224,15 @@ int baton__mux_send(struct baton_client *c, struct baton__mux *m, struct baton__
         }
     }
     if (m->tail != NULL)
-        m->tail->next = q;
+        m->tail->next = &q;
     else
-        m->head = q;
-    m->tail = q;
+        m->head = &q;
+    m->tail = &q;
     rq->sent_ns = baton__now_ns();
     if (baton__conn_flush(cn, rq->deadline_ns) != BATON_OK)
-        baton__conn_free(give_up(c, m, BATON_EIO, false)); /* q is done, failed */
-    q->queued = true;
-out:
-    pthread_mutex_unlock(&m->mu);
-    if (!q->queued)
-        pthread_cond_destroy(&q->cv);
-    return rc;
-}
+        baton__conn_free(give_up(c, m, BATON_EIO, false));
 
-int baton__mux_wait(struct baton_client *c, struct baton__mux *m, struct baton__mreq *q)
-{
-    struct baton__req *rq = q->rq;
-    pthread_mutex_lock(&m->mu);
-    while (!q->done) {
+    while (!q.done) {
         if (!m->reading) {
             m->reading = true;
             read_once(c, m);
@@ -247,36 +241,21 @@ int baton__mux_wait(struct baton_client *c, struct baton__mux *m, struct baton__
             /* The reader's wait ends by the earliest deadline of the queue,
              * ours included; waking at ours only guards against a lost
              * signal. */
-            q->waiting = true;
             if (baton__now_ns() < rq->deadline_ns) {
                 struct timespec ts;
                 baton__timespec_at(rq->deadline_ns, &ts);
-                pthread_cond_timedwait(&q->cv, &m->mu, &ts);
+                pthread_cond_timedwait(&q.cv, &m->mu, &ts);
             } else {
-                pthread_cond_wait(&q->cv, &m->mu);
+                pthread_cond_wait(&q.cv, &m->mu);
             }
-            q->waiting = false;
         }
     }
-    /* Pass the reader's role on to the first request whose thread waits
-     * here (a quorum's thread may have requests queued on several muxes
-     * while it waits on one of them). */
-    if (!m->reading)
-        for (struct baton__mreq *w = m->head; w != NULL; w = w->next)
-            if (w->waiting) {
-                pthread_cond_signal(&w->cv);
-                break;
-            }
-    int rc = q->rc;
+    /* Pass the reader's role on to the first request still waiting. */
+    if (!m->reading && m->head != NULL)
+        pthread_cond_signal(&m->head->cv);
+    rc = q.rc;
+out:
     pthread_mutex_unlock(&m->mu);
-    pthread_cond_destroy(&q->cv);
-    q->queued = false;
+    pthread_cond_destroy(&q.cv);
     return rc;
-}
-
-int baton__mux_call(struct baton_client *c, struct baton__mux *m, struct baton__req *rq)
-{
-    struct baton__mreq q;
-    int rc = baton__mux_send(c, m, &q, rq);
-    return rc != BATON_OK ? rc : baton__mux_wait(c, m, &q);
 }

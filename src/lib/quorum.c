@@ -3,18 +3,17 @@
  * every master (baton_client_eval_all() and baton_client_command_all(),
  * which the supervisor and the elections over a quorum are built on).
  *
- * Every request goes to all masters at once: for each master, the calling
- * thread's pool shard has a shared connection (a mux, as mux.c pipelines
- * requests on one server), on which the requests of every thread are
- * pipelined; the request is appended and flushed on each, then the answers
- * are awaited in turn (they were all sent first, so the wait is the
- * slowest master's, not the sum). Each master is bounded by node_timeout
- * from its send, and the whole request by the command timeout. A master
+ * Every request goes to all masters at once, through the quorum's I/O loop
+ * (qloop.c): one thread and one connection per master, on which the
+ * requests of every thread are pipelined; the caller is woken once every
+ * master answered or failed. Each master is bounded by node_timeout from
+ * the request, and the whole request by the command timeout. A master
  * that timed out or broke is left alone for 10 node_timeouts (at least
  * 500 ms), so a stopped master costs one request per window, not every
  * one. Pipelining matters: Redis's time per request goes mostly to reading
- * and writing, which one system call then does for several requests of
- * several threads, on each of the N masters.
+ * and writing, which one system call then does for many requests of many
+ * threads, on each of the N masters; and a request costs its thread one
+ * wake-up, not one per master.
  *
  * Locks: a grant holds when a majority of the masters that count granted
  * it, with validity ttl - elapsed - drift from the send time (lock.c's
@@ -57,7 +56,6 @@
 #define DOWN_MIN_MS             500 /* a master that failed is left alone this long, */
 #define DOWN_TIMEOUTS           10  /* or this many node_timeouts if longer */
 #define HINTS                   4096 /* fence hints, by hash of the fence key */
-#define ARGV_MAX                64
 
 struct qnode {
     struct baton__node node; /* its pool and muxes */
@@ -73,20 +71,17 @@ struct qnode {
 
 struct baton__quorum {
     pthread_mutex_t mu;
+    struct baton__qloop *loop; /* the I/O of every request */
     int n;
     int64_t max_ttl_ms, node_timeout_ms;
     _Atomic uint64_t hint[HINTS]; /* the last fence granted or seen, by key hash */
     struct qnode nodes[BATON__QUORUM_MAX];
 };
 
-/* One master's part of a request. */
+/* One master's part of a request, as the rest of this file reads it. */
 struct qslot {
-    struct baton__mreq mq;
-    struct baton__req rq;
-    struct baton__mux *m;
     redisReply *reply; /* owned */
     int rc;            /* 0 answered, else why not (detail in err) */
-    bool pending;      /* sent, awaiting the reply */
     bool sent;         /* it left (it may have been applied) */
     bool counts;       /* not quarantined */
     char err[256];
@@ -103,6 +98,8 @@ int baton__quorum_new(struct baton_client *c)
     q->node_timeout_ms =
         c->url.node_timeout_ms > 0 ? c->url.node_timeout_ms : DEFAULT_NODE_TIMEOUT_MS;
     c->quorum = q;
+    if (baton__qloop_new(c, q->n, &q->loop) != BATON_OK)
+        return BATON_ENOMEM;
     for (int i = 0; i < q->n; i++) {
         struct baton__node *nd = &q->nodes[i].node;
         for (int j = 0; j < BATON__SHARDS; j++) {
@@ -122,6 +119,7 @@ void baton__quorum_close(struct baton_client *c)
     struct baton__quorum *q = c->quorum;
     if (q == NULL)
         return;
+    baton__qloop_stop(q->loop);
     for (int i = 0; i < q->n; i++)
         baton__shards_close(q->nodes[i].node.shard, BATON__SHARDS);
 }
@@ -132,6 +130,7 @@ void baton__quorum_free(struct baton_client *c)
     if (q == NULL)
         return;
     baton__quorum_close(c);
+    baton__qloop_free(q->loop);
     for (int i = 0; i < q->n; i++) {
         for (int j = 0; j < BATON__SHARDS; j++) {
             baton__mux_clear(&q->nodes[i].node.shard[j].mux);
@@ -274,110 +273,67 @@ static void strip_prefix(struct baton_client *c, const struct baton__node *node,
         memmove(err, p, strlen(p) + 1);
 }
 
-/* Sends argv to every master and waits for the answers, each master
- * bounded by node_timeout from its send and all by deadline_ns. src: the
- * script's source when argv is an EVALSHA (resent as EVAL on NOSCRIPT).
- * *sent_ns: a time before the first byte left. Fills s[0..n-1]; free the
- * replies with slots_clear(). */
+/* Sends argv to every master (the loop of qloop.c: pipelined with every
+ * other thread's requests) and waits for the answers, each master bounded
+ * by node_timeout and all by deadline_ns. src: the script's source when
+ * argv is an EVALSHA (resent as EVAL on NOSCRIPT). *sent_ns: a time
+ * before the first byte left. Fills s[0..n-1]; free the replies with
+ * slots_clear(). */
 static void fanout(struct baton_client *c, int argc, const char **argv, const size_t *lens,
                    const char *src, struct qslot *s, int64_t *sent_ns, int64_t deadline_ns)
 {
     struct baton__quorum *q = c->quorum;
-    int64_t timeout_ns = q->node_timeout_ms * 1000000;
-    unsigned shard = baton__shard_index();
-    char *cmd = NULL; /* formatted once for every master */
+    struct baton__qcall k;
+    char *cmd = NULL;
     int cmdlen = redisFormatCommandArgv(&cmd, argc, argv, lens);
 
+    memset(&k, 0, sizeof k);
+    k.cmd = cmd;
+    k.cmdlen = cmdlen > 0 ? (size_t)cmdlen : 0;
+    k.src = src;
+    k.argc = argc;
+    k.argv = argv;
+    k.lens = lens;
     *sent_ns = baton__now_ns();
+    int64_t by = *sent_ns + q->node_timeout_ms * 1000000;
     for (int i = 0; i < q->n; i++) {
-        struct qslot *t = &s[i];
-        memset(t, 0, sizeof *t);
-        int64_t down_ms = down_left_ms(q, i);
-        if (down_ms > 0) {
-            /* Skipping it only takes a vote away: safe */
-            baton__set_error(t->err, sizeof t->err,
-                             "unreachable: not asked for another %lld ms after it failed",
-                             (long long)down_ms);
-            t->rc = BATON_EIO;
-            continue;
-        }
+        struct baton__qreq *r = &k.r[i];
         /* Each master its own node_timeout to connect, take the request
          * and answer: a stopped one does not eat the others' time. */
-        int64_t by = baton__now_ns() + timeout_ns;
-        t->m = &q->nodes[i].node.shard[shard].mux;
-        t->rq = (struct baton__req){.argc = argc,
-                                    .argv = argv,
-                                    .lens = lens,
-                                    .raw = cmdlen > 0 ? cmd : NULL,
-                                    .rawlen = cmdlen > 0 ? (size_t)cmdlen : 0,
-                                    .deadline_ns = by < deadline_ns ? by : deadline_ns,
-                                    .err = t->err,
-                                    .errlen = sizeof t->err};
-        int rc = baton__mux_send(c, t->m, &t->mq, &t->rq);
-        if (rc != BATON_OK) {
-            strip_prefix(c, &q->nodes[i].node, t->err);
-            t->rc = rc;
-            if (rc == BATON_EIO)
-                mark_down(q, i); /* could not connect */
-            continue;
+        r->deadline_ns = by < deadline_ns ? by : deadline_ns;
+        int64_t down_ms = down_left_ms(q, i);
+        if (cmdlen < 0 || down_ms > 0) {
+            /* Skipping it only takes a vote away: safe */
+            r->skip = true;
+            r->rc = cmdlen < 0 ? BATON_ENOMEM : BATON_EIO;
+            if (cmdlen < 0)
+                baton__set_error(r->err, sizeof r->err, "out of memory");
+            else
+                baton__set_error(r->err, sizeof r->err,
+                                 "unreachable: not asked for another %lld ms after it failed",
+                                 (long long)down_ms);
         }
-        t->pending = true;
-        t->sent = true;
     }
+    baton__qloop_call(q->loop, &k);
     if (cmd != NULL)
         redisFreeCommand(cmd);
     for (int i = 0; i < q->n; i++) {
+        struct baton__qreq *r = &k.r[i];
         struct qslot *t = &s[i];
-        if (!t->pending)
-            continue;
-        int rc = baton__mux_wait(c, t->m, &t->mq);
-        if (rc == BATON_OK && src != NULL && t->rq.reply->type == REDIS_REPLY_ERROR &&
-            strncmp(t->rq.reply->str, "NOSCRIPT", 8) == 0 && baton__now_ns() < t->rq.deadline_ns) {
-            /* A restarted or flushed master: EVAL runs the script and loads it */
-            const char *eargv_s[ARGV_MAX];
-            size_t elens_s[ARGV_MAX];
-            const char **eargv = eargv_s;
-            size_t *elens = elens_s;
-            if (argc > ARGV_MAX) {
-                eargv = malloc((size_t)argc * sizeof *eargv);
-                elens = malloc((size_t)argc * sizeof *elens);
-            }
-            freeReplyObject(t->rq.reply);
-            t->rq.reply = NULL;
-            rc = BATON_ENOMEM;
-            if (eargv != NULL && elens != NULL) {
-                memcpy(eargv, argv, (size_t)argc * sizeof *eargv);
-                memcpy(elens, lens, (size_t)argc * sizeof *elens);
-                eargv[0] = "EVAL";
-                elens[0] = 4;
-                eargv[1] = src;
-                elens[1] = strlen(src);
-                t->rq.argv = eargv;
-                t->rq.lens = elens;
-                t->rq.raw = NULL;
-                rc = baton__mux_send(c, t->m, &t->mq, &t->rq); /* copied out: argv unused after */
-            }
-            if (eargv != eargv_s) {
-                free(eargv);
-                free(elens);
-            }
-            if (rc == BATON_OK)
-                rc = baton__mux_wait(c, t->m, &t->mq);
-        }
-        t->pending = false;
-        if (rc != BATON_OK) {
-            if (rc == BATON_EIO && baton__now_ns() >= t->rq.deadline_ns)
+        memset(t, 0, sizeof *t);
+        t->rc = r->rc;
+        t->sent = r->sent;
+        t->reply = r->reply;
+        if (r->rc != BATON_OK) {
+            if (r->rc == BATON_EIO && strcmp(r->err, "no answer in time") == 0)
                 baton__set_error(t->err, sizeof t->err, "no answer within node_timeout %lld ms",
                                  (long long)q->node_timeout_ms);
             else
-                strip_prefix(c, &q->nodes[i].node, t->err);
-            t->rc = rc;
-            if (rc == BATON_EIO)
-                mark_down(q, i); /* timed out or broke */
+                baton__set_error(t->err, sizeof t->err, "%s", r->err);
+            strip_prefix(c, &q->nodes[i].node, t->err);
             continue;
         }
-        t->reply = t->rq.reply;
-        t->counts = node_counts(q, i, t->rq.runid, t->rq.uptime_s);
+        t->counts = node_counts(q, i, r->runid, r->uptime_s);
         if (t->reply->type == REDIS_REPLY_ERROR) {
             baton__set_error(t->err, sizeof t->err, "redis error: %.200s", t->reply->str);
             t->rc = BATON_EREDIS;
@@ -854,7 +810,6 @@ int baton__quorum_all(struct baton_client *c, int argc, const char **argv, const
         struct baton_answer *v = &a->v[i];
         snprintf(v->master, sizeof v->master, "%s", q->nodes[i].node.addr);
         v->counts = s[i].counts;
-        v->sent = s[i].sent;
         v->rc = s[i].rc;
         if (s[i].rc == BATON_OK && (v->reply = baton__reply_convert(s[i].reply)) == NULL)
             rc = BATON_ENOMEM;

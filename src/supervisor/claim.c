@@ -150,8 +150,6 @@ enum claim_result claim_reduce(struct claim_reply *out, enum claim_mode mode)
         const struct baton_answer *v = &a->v[i];
         if (v->rc == BATON_ENOTDURABLE)
             return CLAIM_NOT_DURABLE; /* min_replicas: one server, never a quorum */
-        if (v->rc != BATON_OK && v->rc != BATON_EREDIS && v->sent)
-            out->reach++; /* it may have been applied there */
         if (v->rc != BATON_OK || !v->counts) {
             unanswered++;
             continue;
@@ -166,7 +164,6 @@ enum claim_result claim_reduce(struct claim_reply *out, enum claim_mode mode)
     }
     int ok = n[2], busy = n[3], skipped = n[4], ours = n[5];
     int claimed = ok + ours + skipped;
-    out->reach += claimed;
     /* Any master that applied it to run registered our member there */
     bool registered = ok + ours > 0;
     if (busy > 0 && mode == CLAIM_RUN_OR_WAIT) {

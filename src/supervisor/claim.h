@@ -96,10 +96,7 @@ struct claim_reply {
      * resolve it (claim_registered). */
     bool partial;
     char why[512]; /* CLAIM_ERROR: what each master said */
-    /* How many masters may hold it: those that claimed it, and those that
-     * got the request without answering; and how many make a majority. A
-     * claim whose reach stays below the majority was never anyone's. */
-    int reach, majority;
+    int majority;  /* of the masters asked (1: one server) */
 };
 void claim_reply_free(struct claim_reply *r);
 
@@ -159,6 +156,8 @@ enum claim_presence {
     CLAIM_STRAY,   /* on a minority that cannot become a majority */
     CLAIM_UNKNOWN, /* too few answers to tell */
 };
+/* (runner.c asks this on one server only: over a quorum a node that stops
+ * leading records its undecided claim without asking.) */
 
 /* Whether member claimed tick of job (its run registered and live, or
  * claim:J naming it), over every master. Returns 0 and *out, or EIO... */

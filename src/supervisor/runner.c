@@ -104,7 +104,7 @@ struct jobstate {
      * redis_timeout): it may have been applied after all, and the tick
      * then be ours (resolve_lost_claim). */
     bool claim_lost;
-    int claim_reach, claim_majority; /* the most masters it may have reached */
+    int claim_majority;  /* of the masters it went to (1: one server) */
     int64_t claimed_max; /* the last tick this process claimed (kept across leaderships) */
     size_t heap_pos;
     int64_t key; /* when it next has something to do (CLOCK_MONOTONIC), 0: never */
@@ -947,57 +947,45 @@ static void not_started(struct runner *r, struct jobstate *js, const char *id, c
 
 /* js's unanswered or undecided claim of claim_tick (claim_lost), once this
  * node will not claim that tick again (a new term found the job's mark at
- * or past it, or the node stopped leading): if Redis applied it after all
- * (our run registered, or the claim record naming us, on a majority of the
- * masters: the tick is ours and its mark passed, so no leader will run it),
- * it is recorded failed_to_start and the registration removed (record_run).
- * On a minority that cannot become a majority (a quorum's claim that did
- * not complete before the node lost its lease): not run here, recorded as
- * such. Found nowhere, there is nothing of ours to record (the claim was
- * not applied, or a later claim of the job replaced its record and its
- * registration expired: the one case left unrecorded). Keeps trying while
- * too few masters answer. */
+ * or past it, or the node stopped leading).
+ * Over a quorum the node decides at once, without Redis: it did not run
+ * the tick, and it records so (a claim that reached fewer than a majority
+ * that answered is no one's yet: the next leader runs the tick, unless
+ * the masters it reads say a majority had it, and then this record is
+ * where it is). Asking the masters could not be relied on: what this
+ * claim left there (its registration, the claim record) expires, or the
+ * next leader's claims of later ticks replace it, before the masters
+ * that did not answer come back.
+ * On one server: if Redis applied it after all (our run registered, or
+ * the claim record naming us: the tick is ours and its mark passed, so no
+ * leader will run it), it is recorded failed_to_start and the
+ * registration removed (record_run). Found nowhere, there is nothing of
+ * ours to record (the claim was not applied, or a later claim of the job
+ * replaced its record and its registration expired: the one case left
+ * unrecorded). Keeps trying while Redis cannot answer. */
 static void resolve_lost_claim(struct runner *r, struct jobstate *js)
 {
     if (!js->claim_lost || js->claim_id[0] == '\0')
         return;
     char member[RUN_ID_MAX + 160];
     snprintf(member, sizeof member, "%s/%s", r->node, js->claim_id);
-    if (js->claim_majority > 0 && js->claim_reach < js->claim_majority) {
-        /* A quorum's claim that never reached a majority (the masters that
-         * did not answer never got it: down, or refused the connection):
-         * it was never anyone's, and this node will not try it again. No
-         * need to ask Redis: recorded now (written when it can be). */
-        struct sched_tick h = {.at = js->claim_tick, .missed = true};
+    struct sched_tick h = {.at = js->claim_tick, .missed = true};
+    if (js->claim_majority > 1) {
         not_started(r, js, js->claim_id, member, &h,
-                    "its claim reached only a minority of the masters before this node stopped "
-                    "leading: not run");
-        js->claim_lost = false;
-        js->claim_id[0] = '\0';
-        return;
-    }
-    if (!r->h.may_block(r->h.ctx))
-        return;
-    enum claim_presence p;
-    if (claim_registered(r->h.client, r->group, js->job->name, js->claim_tick, member, &p) !=
-            BATON_OK ||
-        p == CLAIM_UNKNOWN)
-        return;
-    if (p == CLAIM_PRESENT) {
-        struct sched_tick h = {.at = js->claim_tick, .missed = true};
-        not_started(r, js, js->claim_id, member, &h,
-                    "claimed by a request whose answer was lost (Redis stalled), and this node "
-                    "stopped leading before it could start it: not run");
-    }
-    if (p == CLAIM_STRAY) {
-        /* A quorum's claim that reached only a minority before this node
-         * stopped leading: not run here. It is recorded, so that the tick
-         * is not lost without a word; a later leader that finds it below
-         * the majority's mark may still catch it up (it then ran once). */
-        struct sched_tick h = {.at = js->claim_tick, .missed = true};
-        not_started(r, js, js->claim_id, member, &h,
-                    "its claim reached only a minority of the masters before this node stopped "
-                    "leading: not run here");
+                    "its claim was undecided (a majority of the masters did not answer it) when "
+                    "this node stopped leading: not run here (a later leader runs it unless a "
+                    "majority had it)");
+    } else {
+        enum claim_presence p;
+        if (!r->h.may_block(r->h.ctx) ||
+            claim_registered(r->h.client, r->group, js->job->name, js->claim_tick, member, &p) !=
+                BATON_OK ||
+            p == CLAIM_UNKNOWN)
+            return;
+        if (p == CLAIM_PRESENT)
+            not_started(r, js, js->claim_id, member, &h,
+                        "claimed by a request whose answer was lost (Redis stalled), and this "
+                        "node stopped leading before it could start it: not run");
     }
     js->claim_lost = false;
     js->claim_id[0] = '\0';
@@ -1027,7 +1015,6 @@ static bool claim_head(struct runner *r, struct jobstate *js, enum claim_mode mo
     if (js->claim_tick != h.at || js->claim_id[0] == '\0') {
         make_run_id(r, h.at, 1, js->claim_id, sizeof js->claim_id);
         js->claim_tick = h.at;
-        js->claim_reach = 0;
     }
     snprintf(id, sizeof id, "%s", js->claim_id);
     snprintf(member, sizeof member, "%s/%s", r->node, id);
@@ -1042,8 +1029,6 @@ static bool claim_head(struct runner *r, struct jobstate *js, enum claim_mode mo
         queue_release(r, js->job->name, member);
     if (c.partial) /* undecided where it applied: resolved if we stop leading */
         js->claim_lost = true;
-    if (c.reach > js->claim_reach)
-        js->claim_reach = c.reach;
     js->claim_majority = c.majority;
     if (res != CLAIM_ERROR && res != CLAIM_BUSY && res != CLAIM_NOT_LEADER) {
         js->claim_id[0] = '\0'; /* the head is dealt with: the next claims afresh */

@@ -15,10 +15,8 @@
 #      "no quorum" (exit 69), and no tick runs while the quorum is gone;
 #   3. the three restarted empty: quarantined for max_ttl (the group has
 #      no leader then), then counted: a new term, every tick of the outage
-#      caught up or recorded, none twice. A majority that lost its data at
-#      once is more than a quorum tolerates: the one tick whose claim was
-#      in flight when the third master died (the second of the kill, or the
-#      next) may go unrecorded, never twice;
+#      caught up or recorded (the claim in flight when the third master
+#      died is recorded by the leader that made it), none twice;
 #   4. one master SIGSTOPped for 3 s: ticks start on time (lateness
 #      bounded by node_timeout);
 #   5. the leader SIGTERMed: the next leader leads within ms of the release;
@@ -87,6 +85,13 @@ check_since() {
     check_ledger "$from" "$to" 0 "${1:-0}" "${2:--1}"
     note "$PHASE: seconds $from..$to: $RAN ran once, $RECORDED recorded, $LOST lost in the loss window; fences increasing"
     CHECKED_TO=$to
+}
+# mid_second: sleeps until the next X.5 s. A supervisor killed then takes
+# no ledger run with it (the job lives ~20 ms; a run that dies with its
+# node is not recorded, by design: test_chaos does the same).
+mid_second() {
+    local ns; ns=$(date +%N); ns=${ns#0}; ns=${ns#0}
+    sleep "$(awk "BEGIN{d=(1500000000 - $ns) / 1e9; if (d > 1) d -= 1; print d}")"
 }
 # ts_of FILE EVENT [TEXT]: the ms time of the last line of EVENT (with TEXT).
 ts_of() {
@@ -169,6 +174,7 @@ check_since
 L2=$(qleader)
 f_after=$(sort "$LEDGER" | tail -n1 | awk '{print $2}')
 [ -n "$L2" ] || fail "$PHASE: no leader with 3 of 5 masters"
+[ "$L2" = "$L" ] || fail "$PHASE: the leader changed from $L to $L2 with 3 of 5 masters up"
 [ "$f_after" -ge "$f_before" ] || fail "$PHASE: the fence went back: $f_after < $f_before"
 note "$PHASE: leader $L2 (fence $f_after), ticks go on"
 
@@ -178,7 +184,6 @@ L=$L2
 LOG=$(node_log "$L")
 wait_for_line "$SPAN" "^start .* $L\$" 6 >/dev/null
 span_pid=$(grep "^start .* $L\$" "$SPAN" | tail -n1 | awk '{print $3}')
-lost_from=$(date +%s)
 kill_master 2
 wait_for_line "$LOG" '"to":"pausing"' 6 >/dev/null
 wait_for_line "$LOG" '"event":"job_end".*"job":"span"' 6 >/dev/null
@@ -217,7 +222,7 @@ led=$(now_ms)
 [ $(( led - back )) -ge $(( MAX_TTL - 1000 )) ] ||
     fail "$PHASE: a leader $(( led - back )) ms after the restart, before max_ttl ($MAX_TTL ms)"
 sleep 2
-check_since "$lost_from" $(( lost_from + 1 ))
+check_since
 note "$PHASE: quarantined, then leader $L3 $(( led - back )) ms after the restart (max_ttl $MAX_TTL)"
 
 # ---- 4. one master SIGSTOPped ----------------------------------------------------------------
@@ -244,19 +249,20 @@ L=$(wait_leader)
 kill -TERM "$(node_pid "$L")"
 wait_exit "$L.${GEN[$L]}" 10
 assert_eq 0 "$EXIT_CODE" "$PHASE: exit status of $L after SIGTERM"
-rel=$(ts_of "$T/$L.${GEN[$L]}.out" lease_released) || fail "$PHASE: $L did not release its lease"
+rel=$(ts_of "$T/$L.${GEN[$L]}.out" handover) || fail "$PHASE: $L did not hand over"
 L5=$(wait_leader "$L")
 acq=$(acquired_after "$(node_log "$L5")" $(( rel - 5 ))) || fail "$PHASE: $L5 never acquired"
 start_node "$L"
 gap=$(( acq - rel ))
-[ "$gap" -le 1000 ] || fail "$PHASE: $L5 led $gap ms after $L released (bound 1000)"
+[ "$gap" -le 1000 ] || fail "$PHASE: $L5 led $gap ms after $L handed over (bound 1000)"
 sleep 2
 check_since
-note "$PHASE: $L released, $L5 led $gap ms later"
+note "$PHASE: $L handed over, $L5 led $gap ms later"
 
 # ---- 6. crash takeover -----------------------------------------------------------------------
 PHASE=crash
 L=$L5
+mid_second
 killed=$(now_ms)
 kill -KILL "$(node_pid "$L")"
 wait_exit "$L.${GEN[$L]}" 5
