@@ -179,12 +179,13 @@ struct baton_client_opts {
  * failed connection has the map read again before the next request. All
  * within the operation's timeout; a request that may have run is never
  * sent twice. A failover to a replica is handled as with Sentinel below.
- * Redlock quorum (redis-quorum://): each master has a connection pool of
- * its own, and every lock request goes to all masters at once (one
- * connection each, pipelined, the answers awaited together: each master
- * is given node_timeout to connect and node_timeout to answer; a stopped
- * master costs an acquire two node_timeouts, its fence read and its grant).
- * The client is made when a majority answers PING (unless lazy).
+ * Redlock quorum (redis-quorum://): every request goes to all masters at
+ * once, through one I/O thread per client with one connection per master,
+ * on which every thread's requests are pipelined; each master is given
+ * node_timeout to connect and node_timeout to answer, the whole request the
+ * command timeout; a master that failed is left alone for 10 node_timeouts
+ * (at least 500 ms). The client is made when a majority answers PING
+ * (unless lazy).
  *   - A lock is granted when a majority of the N masters that count granted
  *     it; its validity is ttl - elapsed - drift (1% of ttl + 2 ms), measured
  *     from the time the requests were sent. A failed acquire releases
@@ -192,36 +193,42 @@ struct baton_client_opts {
  *     the lock was still valid; else the lock is lost (BATON_ELOST) when a
  *     majority no longer has it, or the extension fails (BATON_EIO) and the
  *     renewal tries again within the validity. Releases go to all masters.
+ *     Acquirers that split the masters (none with a majority) give theirs
+ *     back; the holder they report is none, with a pttl of 1 to 4
+ *     node_timeouts (a short random wait before the next try).
  *   - No majority (masters down, quarantined, or slower than node_timeout):
  *     BATON_EIO, with "no quorum: K of N masters ..." and each master's
  *     reason in the errstr. Contention is BATON_ETAKEN as on one server.
- *   - Fences: an acquire first reads the fence counter of every master and
- *     needs a majority of counted answers; it then asks each master to
- *     grant with max + 1, which a master does only when the lock is free
- *     and its own counter is lower (it then stores the new value). Any two
- *     majorities share a master, which saw both grants in order, so the
- *     later grant has the higher fence. This assumes what Redlock assumes
- *     (bounded clock drift between client and masters, a lock used only
- *     within its validity), and that a master that lost its data (restarted
- *     without persistence) is not needed to form the intersection: a fence
- *     counter is read from every master that answers, so it stays strictly
- *     increasing as long as one master that saw the previous grant of the
- *     key still answers when the next grant's fence is read. With
- *     appendfsync always on every master this always holds; without
- *     persistence, losing every master that held a key's latest counter at
- *     once can repeat a fence (never a lock: see the quarantine).
+ *   - Fences: a master grants fence F only when the lock is free there and
+ *     its own counter is below F, and then stores F; any two majorities
+ *     share a master, which saw both grants in order, so the later grant
+ *     has the higher fence. F is the highest counter of a majority + 1 (a
+ *     first round of reads), or for a key this client granted or saw
+ *     before its last fence + 1 (a stale value costs a second round). This
+ *     assumes what Redlock assumes (bounded clock drift between client and
+ *     masters, a lock used only within its validity), and that a master
+ *     that lost its data (restarted without persistence) is not needed to
+ *     form the intersection: a fence stays strictly increasing as long as
+ *     one master that saw the previous grant of the key still answers when
+ *     the next is granted. With appendfsync always on every master this
+ *     always holds; without persistence, losing every master that held a
+ *     key's latest counter at once can repeat a fence (never a lock: see
+ *     the quarantine). A quorum's fences are its own sequence.
  *   - Restarted masters: a master whose run id (INFO) changed, or that has
  *     been up for less than max_ttl when first seen, does not count toward
  *     a majority until max_ttl after it came back (the Redlock paper's
  *     delayed restart): a master that lost its locks cannot help grant one
  *     twice. It still receives every request. A lock ttl above max_ttl is
  *     refused (BATON_EINVAL).
- *   - Only locks run over a quorum (try, acquire, extend, release,
- *     auto-renewal, baton_with_lock); waiting polls every retry_delay_ms
- *     (no queue, no wake-ups). Semaphores, multi-locks, elections, leaders,
- *     once, baton_client_eval/command and min_replicas fail with
- *     BATON_EINVAL "not supported over a Redlock quorum yet"; the supervisor
- *     refuses a quorum URL in its configuration.
+ *   - Over a quorum run: locks (try, acquire, extend, release,
+ *     auto-renewal, baton_with_lock), elections and leaders (see the
+ *     election section), and the every-master calls
+ *     (baton_client_command_all, _eval_all). A waiting acquire retries
+ *     every retry_delay_ms, or when the holder's majority expires (no
+ *     queue, no wake-ups). Semaphores, multi-locks, once,
+ *     baton_client_command/eval (one master's answer is no answer) and
+ *     min_replicas fail with BATON_EINVAL "not supported over a Redlock
+ *     quorum".
  * Returns: 0, or a negative code; then *out is still set (unless ENOMEM or
  * EINVAL on a NULL argument) so that baton_client_errstr() tells why; free it
  * with baton_client_free(). Owned; free with baton_client_free(). */
@@ -378,6 +385,18 @@ BATON_API int baton_with_lock(struct baton_client *c, const char *key,
 /* ------------------------------------------------------------------------ */
 /* Leader election: one leader per name, with a term that strictly increases
  * with every leadership (it is the fencing token of the name's lock).
+ *
+ * Over a Redlock quorum the leadership is a quorum lock (granted by a
+ * majority, valid from the send time; its term the quorum's fence). A
+ * renewal holds when a majority extended it within its validity, and takes
+ * the key again on masters where it is free and no later term was granted
+ * (a master that restarted empty, or missed the grant); a resignation
+ * releases it on every master, publishing "resigned" on each; followers
+ * subscribe on every master. baton_election_server_changed() is false
+ * (a quorum has no promoted replicas). The holder a refused campaign
+ * reports is the one a majority holds, with the time it keeps that
+ * majority; none (has_leader false) after a split vote, with a short
+ * random ttl_ms.
  *
  * These are the primitives, each one bounded Redis call, for a caller that
  * drives the campaign from its own event loop (the baton supervisor does):
