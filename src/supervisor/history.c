@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "answers.h"
 #include "history.h"
 #include "keys.h"
 #include "log.h"
@@ -313,9 +314,8 @@ static int read_range(struct baton_client *c, const char *key, const char *end, 
     if (rc != BATON_OK)
         return rc;
     size_t total = 0;
-    for (int i = 0; i < out->answers->n; i++)
-        if (out->answers->v[i].rc == BATON_OK)
-            total += out->answers->v[i].reply->elements;
+    if ((rc = answers_arrays(out->answers, &total)) != BATON_OK)
+        return rc;
     if (total > 0 && (out->v = calloc(total, sizeof *out->v)) == NULL)
         return BATON_ENOMEM;
     return BATON_OK;

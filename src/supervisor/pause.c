@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "answers.h"
 #include "keys.h"
 #include "log.h"
 #include "pause.h"
@@ -106,16 +107,14 @@ int pause_read(struct baton_client *c, const char *group, struct pause_list *out
     if (rc != BATON_OK)
         goto fail;
     const struct baton_answers *a = out->answers;
-    for (int i = 0; i < a->n; i++) {
-        const struct baton_reply *r = a->v[i].reply;
-        if (a->v[i].rc != BATON_OK)
-            continue;
-        if (r->type != BATON_REPLY_ARRAY || r->elements % 2 != 0) {
-            rc = BATON_EPROTO;
+    if ((rc = answers_arrays(a, &cap)) != BATON_OK)
+        goto fail;
+    for (int i = 0; i < a->n; i++)
+        if (a->v[i].rc == BATON_OK && a->v[i].reply->elements % 2 != 0) {
+            rc = BATON_EPROTO; /* not a hash's fields and values */
             goto fail;
         }
-        cap += r->elements / 2;
-    }
+    cap /= 2;
     if (cap > 0 && (out->v = calloc(cap, sizeof *out->v)) == NULL) {
         rc = BATON_ENOMEM;
         goto fail;

@@ -6,6 +6,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "answers.h"
 #include "keys.h"
 #include "trigger.h"
 
@@ -403,15 +404,8 @@ int trigger_list(struct baton_client *c, const char *group, size_t max, struct t
         goto fail;
     const struct baton_answers *a = out->answers;
     size_t total = 0;
-    for (int i = 0; i < a->n; i++) {
-        if (a->v[i].rc != BATON_OK)
-            continue;
-        if (a->v[i].reply->type != BATON_REPLY_ARRAY) {
-            rc = BATON_EPROTO;
-            goto fail;
-        }
-        total += a->v[i].reply->elements;
-    }
+    if ((rc = answers_arrays(a, &total)) != BATON_OK)
+        goto fail;
     if (total > 0 && (out->v = calloc(total, sizeof *out->v)) == NULL) {
         rc = BATON_ENOMEM;
         goto fail;

@@ -133,8 +133,8 @@ start_node() {
     GEN[$n]=$(( ${GEN[$n]:-0} + 1 ))
     {
         printf 'node: %s\ngroup: %s\n' "$n" "$G"
-        # The list form (a quorum of plain URLs) with the URL's own knobs:
-        # the test needs a short max_ttl, which only redis-quorum:// sets.
+        # The URL form: the test needs a short max_ttl, which only
+        # redis-quorum:// sets (the list form is checked below).
         printf 'redis: "%s"\n' "$QURL"
         printf 'lease: {ttl: 2s}\nredis_timeout: 400ms\npoll: 1s\nshutdown_grace: 2s\n'
         printf 'log: {level: debug}\nhistory: 100000\njobs: %s\n' "$T/jobs.yaml"

@@ -1,0 +1,17 @@
+/* answers.h -- small readers of the masters' answers (baton.h's struct
+ * baton_answers) that several modules share. On one server there is one
+ * answer; over a Redlock quorum, one per master, each module reducing them
+ * as its data requires (claim.h, pause.h, history.h, trigger.h). */
+#ifndef BATON_ANSWERS_H
+#define BATON_ANSWERS_H
+
+#include <stddef.h>
+
+#include "baton.h"
+
+/* Checks that every master that answered gave an array, and adds up their
+ * elements into *total (room for a union of them). Returns 0, or
+ * BATON_EPROTO when an answer is not an array. */
+int answers_arrays(const struct baton_answers *a, size_t *total);
+
+#endif /* BATON_ANSWERS_H */
