@@ -49,6 +49,23 @@ static const char done_src[] =
            "redis.call('hset', KEYS[1], ARGV[1], cjson.encode({state = 'cleared', v = v}))\n"
            "return 1\n";
 
+/* KEYS: paused. ARGV: (entry, ours, previous) triples, previous "" for
+ * none. Where an entry still holds ours, the previous value comes back (a
+ * tombstone just below ours when there was none, so that no older entry
+ * comes back either): the undo of a write that fewer than a majority took. */
+static const char undo_src[] =
+    DECODE "for i = 1, #ARGV, 3 do\n"
+           "  if redis.call('hget', KEYS[1], ARGV[i]) == ARGV[i + 1] then\n"
+           "    local prev = ARGV[i + 2]\n"
+           "    if prev == '' then\n"
+           "      local o = decode(ARGV[i + 1])\n"
+           "      prev = cjson.encode({state = 'cleared', v = (o and ver(o) or 1) - 1})\n"
+           "    end\n"
+           "    redis.call('hset', KEYS[1], ARGV[i], prev)\n"
+           "  end\n"
+           "end\n"
+           "return 0\n";
+
 void pause_list_free(struct pause_list *l)
 {
     baton_answers_free(l->answers);
@@ -202,15 +219,38 @@ static int server_ms(struct baton_client *c, int64_t *ms)
     return rc;
 }
 
-/* One write of the write script: entry, its JSON (owned) and its event. */
+/* One write of the write script: entry, its JSON (owned), its event and
+ * the value it replaces (NULL: none). */
 struct pw {
     const char *entry;
     char *json;
     char event[300];
+    const char *old;
 };
 
+/* After a write that fewer than a majority took: every master that still
+ * holds it gets the previous value back (best effort: a master whose
+ * answer was lost may keep it; the caller reports the failure). */
+static void undo_entries(struct baton_client *c, const char *key, const struct pw *w, size_t n)
+{
+    const char **args = calloc(3 * n, sizeof *args);
+    struct baton_answers *a = NULL;
+    if (args == NULL)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        args[3 * i] = w[i].entry;
+        args[3 * i + 1] = w[i].json;
+        args[3 * i + 2] = w[i].old != NULL ? w[i].old : "";
+    }
+    const char *keys[1] = {key};
+    (void)baton_client_eval_all(c, undo_src, 1, keys, (int)(3 * n), args, &a);
+    baton_answers_free(a);
+    free(args);
+}
+
 /* Writes the entries of w[0..n) to every master; the write holds when a
- * majority applied it. Frees each json. */
+ * majority applied it, and over a quorum is undone where it applied when
+ * fewer did (on one server it applied or not as a whole). Frees each json. */
 static int write_entries(struct baton_client *c, const char *group, struct pw *w, size_t n)
 {
     char *key = group_key(group, "paused"), *chan = group_key(group, "events");
@@ -228,8 +268,13 @@ static int write_entries(struct baton_client *c, const char *group, struct pw *w
         }
         const char *keys[1] = {key};
         rc = baton_client_eval_all(c, write_src, 1, keys, (int)(1 + 3 * n), args, &a);
+        int held = a != NULL ? baton_answers_check(c, a) : rc;
+        if (held != BATON_OK && held != BATON_ENOTDURABLE && baton_client_quorum(c) > 0) {
+            undo_entries(c, key, w, n);
+            (void)baton_answers_check(c, a); /* the write's failure is the detail */
+        }
         if (rc == BATON_OK)
-            rc = baton_answers_check(c, a);
+            rc = held;
     }
 out:
     for (size_t i = 0; i < n; i++)
@@ -280,6 +325,7 @@ int pause_set(struct baton_client *c, const char *group, const char *job, const 
     const struct pause_entry *e = pause_find(&l, entry);
     struct pw w = {.entry = entry};
     snprintf(w.event, sizeof w.event, "paused %s", entry);
+    w.old = e != NULL ? e->raw : NULL;
     if (e != NULL && !e->resumed) {
         /* Paused already: the entry as it is, to every master (a master
          * that missed it gets it; it keeps its time) */
@@ -288,10 +334,12 @@ int pause_set(struct baton_client *c, const char *group, const char *job, const 
     } else if ((rc = server_ms(c, &now)) == BATON_OK) {
         w.json = entry_json("paused", now, now, 0, by, reason != NULL ? reason : "");
     }
+    if (rc == BATON_OK)
+        rc = write_entries(c, group, &w, 1);
+    else
+        free(w.json);
     pause_list_free(&l);
-    if (rc != BATON_OK)
-        return rc;
-    return write_entries(c, group, &w, 1);
+    return rc;
 }
 
 int pause_resume(struct baton_client *c, const char *group, const char *job, bool catchup,
@@ -320,6 +368,7 @@ int pause_resume(struct baton_client *c, const char *group, const char *job, boo
         if (!e->resumed)
             (*resumed)++;
         w[n].entry = e->job;
+        w[n].old = e->raw;
         /* With catch-up the entry goes (a tombstone, so that a master that
          * missed this cannot bring it back); without, the ticks up to now
          * stay skipped */

@@ -14,6 +14,8 @@
 #      grants overlap, fences strictly increase in grant order
 #   8. the masters given as a list (baton.yaml's redis:, baton lock's --url
 #      repeated): one quorum; lists that are no quorum refused precisely
+#   9. a `baton pause` that only a minority of masters took fails (exit 69)
+#      and is undone on them
 # The supervisor over a quorum: test_quorum_supervisor.sh.
 . "$BATON_TESTS_DIR/lib/harness.sh"
 CHECK=${BATON_QUORUM_CHECK:?BATON_QUORUM_CHECK is the path of tests/lib/quorum_check}
@@ -188,4 +190,26 @@ out=$("$B" lock --url "redis://127.0.0.1:${MP[0]}" --url "rediss://127.0.0.1:${M
 [[ $out == *"--url (the 2nd): rediss://127.0.0.1:${MP[1]}/0: not the same scheme (redis:// and rediss:// mixed) as the first master"* ]] ||
     fail "mixed schemes: $out"
 note "baton lock --url given 5 times: one quorum; mixed schemes: $out"
+
+# ---- 9. an operator command that a minority took is undone there --------------------
+# Masters 0 and 1 refuse scripts (ACL): of the 4 up (3 is down), 2 take the
+# pause, fewer than 3; the command fails and they give it back.
+printf 'node: n\ngroup: pz\nredis: "%s"\nlease: {ttl: 2s}\nredis_timeout: 400ms\njobs: jobs.yaml\n' "$URL" >"$T/pz.yaml"
+for i in 0 1; do redis-cli -p "${MP[$i]}" ACL SETUSER default -evalsha -eval >/dev/null; done
+out=$("$B" pause -c "$T/pz.yaml" --reason half --all 2>&1)
+rc=$?
+for i in 0 1; do redis-cli -p "${MP[$i]}" ACL SETUSER default +@all >/dev/null; done
+[ "$rc" -eq 69 ] || fail "a pause that 2 of 5 masters took: exit $rc (expected 69): $out"
+[[ $out == *"applied by 2 of 5 masters (3 needed)"*"${MP[0]}: redis error: NOPERM"* ]] ||
+    fail "a pause that 2 of 5 masters took: $out"
+for i in 2 4; do
+    v=$(redis-cli -p "${MP[$i]}" hget 'baton:{pz}:paused' '*')
+    [[ $v == *'"state":"cleared"'* ]] || fail "master $i kept the pause a minority took: $v"
+done
+out=$("$B" pause -c "$T/pz.yaml" --reason whole --all 2>&1) || fail "baton pause on 4 of 5 masters: $out"
+for i in 0 1 2 4; do
+    v=$(redis-cli -p "${MP[$i]}" hget 'baton:{pz}:paused' '*')
+    [[ $v == *'"state":"paused"'*'"reason":"whole"'* ]] || fail "master $i missed the pause: $v"
+done
+note "a pause 2 of 5 took: exit 69, undone there; again on 4: held"
 note "total $(( $(now_ms) - t0 )) ms"

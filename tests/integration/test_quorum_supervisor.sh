@@ -207,6 +207,12 @@ rc=$?
 [[ $out == *"no quorum: 2 of 5 masters answered (3 needed)"*"${MP[0]}: "* ]] ||
     fail "$PHASE: baton lock: $out"
 note "$PHASE: baton lock: exit 69: ${out:0:200}..."
+# An operator command that would reach a minority fails as a whole.
+out=$("$B" pause -c "$T/n1.yaml" --reason chaos ledger 2>&1)
+rc=$?
+[ "$rc" -eq 69 ] || fail "$PHASE: baton pause exit $rc (expected 69): $out"
+[[ $out == *"no quorum: 2 of 5 masters answered (3 needed)"* ]] || fail "$PHASE: baton pause: $out"
+note "$PHASE: baton pause: exit 69: ${out:0:160}..."
 n_before=$(wc -l <"$LEDGER")
 sleep 2
 [ "$(wc -l <"$LEDGER")" -eq "$n_before" ] || fail "$PHASE: ticks ran without a quorum: $(tail -n 3 "$LEDGER")"
