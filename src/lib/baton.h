@@ -183,9 +183,9 @@ struct baton_client_opts {
  * once, through one I/O thread per client with one connection per master,
  * on which every thread's requests are pipelined; each master is given
  * node_timeout to connect and node_timeout to answer, the whole request the
- * command timeout; a master that failed is left alone for 10 node_timeouts
- * (at least 500 ms). The client is made when a majority answers PING
- * (unless lazy).
+ * command timeout; a master that failed is left alone for 2 node_timeouts,
+ * doubled for each failure in a row up to 10 (at least 500 ms). The client
+ * is made when a majority answers PING (unless lazy).
  *   - A lock is granted when a majority of the N masters that count granted
  *     it; its validity is ttl - elapsed - drift (1% of ttl + 2 ms), measured
  *     from the time the requests were sent. A failed acquire releases

@@ -15,7 +15,9 @@
  *
  * Deadlines: each master's part of a request has its own (node_timeout
  * from when it was queued, within the call's). The loop sleeps until the
- * earliest of the queue heads'. A master whose head is late has its
+ * earliest of the queue heads', reads what arrived, and only then fails
+ * what is late (a loop that ran late itself finds the replies waiting in
+ * the socket and takes them). A master whose head is late has its
  * connection given up (a reply stream cannot skip one reply): everything
  * queued on it fails, and the master is left alone for a while
  * (quorum.c). A connection that breaks fails its queue the same way.
@@ -324,10 +326,6 @@ static void *loop_main(void *arg)
                 fail_master(l, i, BATON_ENOMEM, "out of memory");
                 continue;
             }
-            if (m->head != NULL && m->head->deadline_ns <= now) {
-                fail_master(l, i, BATON_EIO, "no answer in time");
-                continue;
-            }
             cn[i] = m->cn;
             if (m->head != NULL && (next == 0 || m->head->deadline_ns < next))
                 next = m->head->deadline_ns;
@@ -362,6 +360,12 @@ static void *loop_main(void *arg)
         for (int i = 0; i < l->n; i++)
             if (cn[i] != NULL && (l->m[i].nrep > 0 || l->m[i].failed != 0))
                 deliver(l, i);
+        /* Late only once what arrived is read: a loop that ran late itself
+         * (a starved or stopped process) finds the replies waiting. */
+        now = baton__now_ns();
+        for (int i = 0; i < l->n; i++)
+            if (l->m[i].cn != NULL && l->m[i].head != NULL && l->m[i].head->deadline_ns <= now)
+                fail_master(l, i, BATON_EIO, "no answer in time");
     }
     for (int i = 0; i < l->n; i++)
         fail_master(l, i, BATON_EIO, "the client was freed");

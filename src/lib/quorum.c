@@ -8,10 +8,11 @@
  * requests of every thread are pipelined; the caller is woken once every
  * master answered or failed. Each master is bounded by node_timeout from
  * the request, and the whole request by the command timeout. A master
- * that timed out or broke is left alone for 10 node_timeouts (at least
- * 500 ms), so a stopped master costs one request per window, not every
- * one. Pipelining matters: Redis's time per request goes mostly to reading
- * and writing, which one system call then does for many requests of many
+ * that timed out or broke is left alone for 2 node_timeouts, doubled for
+ * each failure in a row up to 10 node_timeouts (at least 500 ms), so a
+ * stopped master costs one request per window, not every one, and a brief
+ * stall of every master costs little more than itself. Pipelining matters: Redis's time per request
+ * goes mostly to reading and writing, which one system call then does for many requests of many
  * threads, on each of the N masters; and a request costs its thread one
  * wake-up, not one per master.
  *
@@ -53,7 +54,9 @@
 #define DEFAULT_MAX_TTL_MS      BATON__QUORUM_MAX_TTL_MS
 #define DEFAULT_NODE_TIMEOUT_MS BATON__QUORUM_NODE_TIMEOUT_MS
 #define FENCE_ROUNDS            3   /* rounds again when a master had a higher fence */
-#define DOWN_MIN_MS             500 /* a master that failed is left alone this long, */
+#define DOWN_FIRST_TIMEOUTS     2   /* a master that failed is left alone this many */
+                                    /* node_timeouts, doubled for each failure in a row, */
+#define DOWN_MIN_MS             500 /* up to this long, */
 #define DOWN_TIMEOUTS           10  /* or this many node_timeouts if longer */
 #define HINTS                   4096 /* fence hints, by hash of the fence key */
 
@@ -67,6 +70,7 @@ struct qnode {
     _Atomic int64_t counts_from_ns;
     _Atomic bool dup;
     _Atomic int64_t down_until_ns;
+    _Atomic int fails; /* failures in a row (0 once it answers) */
 };
 
 struct baton__quorum {
@@ -238,12 +242,21 @@ static int64_t down_left_ms(struct baton__quorum *q, int i)
 
 /* Master i did not answer in time, or could not be reached: the next
  * requests do not wait for it for a while (a stopped master would cost
- * every acquire a node_timeout). */
+ * every acquire a node_timeout): 2 node_timeouts after a first failure,
+ * doubling with each failure in a row up to 10 node_timeouts (at least
+ * 500 ms). A stall of every master at once (a disk's fsync, a network
+ * blip) thus costs a few hundred ms, not a lease. */
 static void mark_down(struct baton__quorum *q, int i)
 {
-    int64_t ms = q->node_timeout_ms * DOWN_TIMEOUTS;
-    if (ms < DOWN_MIN_MS)
-        ms = DOWN_MIN_MS;
+    int f = atomic_fetch_add(&q->nodes[i].fails, 1);
+    int64_t cap = q->node_timeout_ms * DOWN_TIMEOUTS;
+    if (cap < DOWN_MIN_MS)
+        cap = DOWN_MIN_MS;
+    int64_t ms = q->node_timeout_ms * DOWN_FIRST_TIMEOUTS;
+    for (int k = 0; k < f && ms < cap; k++)
+        ms *= 2;
+    if (ms > cap)
+        ms = cap;
     atomic_store(&q->nodes[i].down_until_ns, baton__now_ns() + ms * 1000000);
 }
 
@@ -333,6 +346,8 @@ static void fanout(struct baton_client *c, int argc, const char **argv, const si
             strip_prefix(c, &q->nodes[i].node, t->err);
             continue;
         }
+        if (atomic_load_explicit(&q->nodes[i].fails, memory_order_relaxed) != 0)
+            atomic_store(&q->nodes[i].fails, 0);
         t->counts = node_counts(q, i, r->runid, r->uptime_s);
         if (t->reply->type == REDIS_REPLY_ERROR) {
             baton__set_error(t->err, sizeof t->err, "redis error: %.200s", t->reply->str);

@@ -10,7 +10,10 @@
 #     a tick may not run: forbid may skip a tick that fires while a run is
 #     alive, replace may supersede or stop one, allow does neither;
 #     a run that started and was stopped before writing its line (the
-#     shim's fence acting for a frozen leader) counts as run, once;
+#     shim's fence acting for a frozen leader) counts as run, once, and so
+#     does one whose node's log shows it started and the node SIGKILLed
+#     before it ended (it died with its node, as designed: on a loaded
+#     machine the job may not have written its line by the signal);
 #   - fences never go down as time goes up.
 #
 # CHAOS_POLICY=forbid|allow|replace runs one policy (default: all three);
@@ -102,6 +105,22 @@ EOF
         spawn "$policy-$n.${GEN[$n]}" "$B" run -c "$T/$policy-$n.yaml"
     }
     pid() { pid_of "$policy-$1.${GEN[$1]}"; }
+    # True when a node started tick $1's run and died (SIGKILL: its log
+    # ends without "stopped") before the run ended: the run died with it
+    # (no orphans), once, before it wrote its line, and no record says so.
+    died_with_node() {
+        local iso f id
+        iso=$(date -u -d "@$1" +%Y-%m-%dT%H:%M:%SZ)
+        for f in "$T/$policy"-n*.out; do
+            id=$(grep "\"event\":\"job_start\".*\"scheduled_at\":\"$iso\"" "$f" |
+                sed -n 's/.*"run_id":"\([^"]*\)".*/\1/p' | tail -n1)
+            [ -n "$id" ] || continue
+            grep -q "\"event\":\"job_end\".*\"run_id\":\"$id\"" "$f" && continue
+            grep -q '"event":"stopped"' "$f" && continue
+            return 0
+        done
+        return 1
+    }
 
     for n in n1 n2 n3; do start $n; done
     sleep 2
@@ -144,7 +163,7 @@ EOF
     # Seconds not in the ledger must have a record of why, allowed by the policy.
     chaos_history "$group" ledger > "$T/history-$policy.txt"
     awk '{print $1}' "$ledger" | while read -r t; do date -u -d "$t" +%s; done | sort -n > "$T/ran-$policy.txt"
-    local missing="" skipped=0 superseded=0 killed=0 fenced=0 s why
+    local missing="" skipped=0 superseded=0 killed=0 fenced=0 withnode=0 s why
     for s in $(seq "$first" "$last"); do
         grep -qx "$s" "$T/ran-$policy.txt" && continue
         why=$(awk -v s="$s" '$1 <= s && s <= $2 {print $3; exit}' "$T/history-$policy.txt")
@@ -160,7 +179,11 @@ EOF
             awk -v s="$s" '$1 <= s && s <= $2 && $4 > 0 {ok = 1} END {exit !ok}' \
                 "$T/history-$policy.txt" || missing="$missing $(date -u -d "@$s" +%H:%M:%S)(killed, never started)"
             fenced=$((fenced + 1)) ;;
-        *) missing="$missing $(date -u -d "@$s" +%H:%M:%S)(${why:-no record})" ;;
+        *) if [ -z "$why" ] && died_with_node "$s"; then
+               withnode=$((withnode + 1))
+           else
+               missing="$missing $(date -u -d "@$s" +%H:%M:%S)(${why:-no record})"
+           fi ;;
         esac
     done
     [ -z "$missing" ] || fail "$policy: ticks neither run nor allowed to be left out:$missing"
@@ -169,9 +192,9 @@ EOF
     local got terms_seen
     got=$(wc -l < "$ledger")
     terms_seen=$(awk '{print $2}' "$ledger" | sort -un | wc -l)
-    note "  $policy: $kills SIGKILL ($backlogs with everyone frozen), $terms SIGTERM, $stops SIGSTOP, redis restarted; $((last - first + 1)) s: $got ran once, $skipped skipped, $superseded superseded, $killed replaced, $fenced stopped by the fence (each recorded), 0 doubled, under $terms_seen terms"
-    printf '{"quorum":%s,"policy":"%s","seconds":%d,"ran":%d,"skipped":%d,"superseded":%d,"replaced":%d,"fenced":%d,"doubled":0,"missing":0,"fence_regressions":0,"sigkill":%d,"sigterm":%d,"sigstop":%d,"terms":%d}\n' \
-        "$([ -n "$QUORUM" ] && echo true || echo false)" "$policy" $((last - first + 1)) "$got" "$skipped" "$superseded" "$killed" "$fenced" "$kills" "$terms" "$stops" "$terms_seen" \
+    note "  $policy: $kills SIGKILL ($backlogs with everyone frozen), $terms SIGTERM, $stops SIGSTOP, redis restarted; $((last - first + 1)) s: $got ran once, $skipped skipped, $superseded superseded, $killed replaced, $fenced stopped by the fence (each recorded), $withnode died with their node, 0 doubled, under $terms_seen terms"
+    printf '{"quorum":%s,"policy":"%s","seconds":%d,"ran":%d,"skipped":%d,"superseded":%d,"replaced":%d,"fenced":%d,"died_with_node":%d,"doubled":0,"missing":0,"fence_regressions":0,"sigkill":%d,"sigterm":%d,"sigstop":%d,"terms":%d}\n' \
+        "$([ -n "$QUORUM" ] && echo true || echo false)" "$policy" $((last - first + 1)) "$got" "$skipped" "$superseded" "$killed" "$fenced" "$withnode" "$kills" "$terms" "$stops" "$terms_seen" \
         >> "$T/summary.jsonl"
 }
 
