@@ -843,12 +843,14 @@ int baton_url_join(const char *const *urls, int n, char **out, int *bad, char *e
     if (bad != NULL)
         *bad = -1; /* from here on, about the list */
     sb_str(&b, u[0].tls ? "rediss-quorum://" : "redis-quorum://");
+    /* "user:@" for a user without a password ("user@" alone would be read
+     * as a password), ":pass@", "user:pass@" */
     if (u[0].user != NULL)
         sb_enc(&b, u[0].user, false);
-    if (u[0].pass != NULL) {
+    if (u[0].user != NULL || u[0].pass != NULL)
         sb_str(&b, ":");
+    if (u[0].pass != NULL)
         sb_enc(&b, u[0].pass, false);
-    }
     if (u[0].user != NULL || u[0].pass != NULL)
         sb_str(&b, "@");
     for (int i = 0; i < n; i++) {

@@ -505,6 +505,10 @@ START_TEST(redis_list)
                 "\"rediss://[::1]:7000?ca=/etc/x%20y.pem\"]\n");
     ck_assert_str_eq(c->redis, "rediss-quorum://a:6379,b:6379,[::1]:7000/0?ca=/etc/x%20y.pem");
     config_free(c);
+    /* a user without a password keeps its colon ("u@" is a password) */
+    c = load_ok("redis: [\"redis://u:@a\", \"redis://u:@b\", \"redis://u:@c\"]\n");
+    ck_assert_str_eq(c->redis, "redis-quorum://u:@a:6379,b:6379,c:6379/0");
+    config_free(c);
     c = load_ok("redis: [redis://only:7000/1]\n"); /* one: that server */
     ck_assert_str_eq(c->redis, "redis://only:7000/1");
     config_free(c);
