@@ -367,7 +367,10 @@ static bool supervise(struct baton_lock *lk, int sfd, int lostfd, const struct l
         int st;
         if (waitpid(w->pgid, &st, WNOHANG) == w->pgid) {
             w->status = st;
-            return w->stopping;
+            /* The shim stops the command at the moment this loop would
+             * (its fence): when it acted first, the lock is still why. */
+            return w->stopping || baton_lock_lost(lk) ||
+                   now_ns() >= baton_lock_deadline_ns(lk) - grace_ns - 5000000;
         }
     }
 }

@@ -4,11 +4,20 @@
  * rest of src/lib is private (names starting with baton__).
  *
  * Model:
- *   struct baton_client  one per process (or per Redis deployment). Owns a
- *                        few connections (the threads of the process share
- *                        them, their lock operations pipelined), and,
- *                        started on first need, one subscriber thread
- *                        (wake-ups of waiters) and one renewal thread
+ *   struct baton_client  one per process (or per Redis deployment). Owns
+ *                        one event loop thread, started with its first
+ *                        operation, which keeps every lock operation of
+ *                        the process in flight on one pipelined connection
+ *                        per server (and one more for durable grants, with
+ *                        min_replicas): it writes all the requests of a
+ *                        turn with one write and reads all the replies that
+ *                        came with one read, and it holds the one
+ *                        subscription that wakes waiters. Blocking calls
+ *                        post their request to the loop and sleep until it
+ *                        completes; the _async calls return at once and
+ *                        call back on the loop. Also, started on first
+ *                        need: a helper thread that connects (connecting
+ *                        blocks: DNS, TLS, Sentinel) and one renewal thread
  *                        (auto-renewed locks).
  *   struct baton_lock    one granted lock. Carries its owner token, its
  *                        fencing token and its validity deadline.
@@ -77,13 +86,15 @@ BATON_API const char *baton_errname(int code);
 
 /* ------------------------------------------------------------------------ */
 /* Client. Thread-safe: share one client between all threads of a process.
- * Lock, semaphore, multi-lock, once and election operations travel on up to
- * 8 shared connections, the requests of several threads pipelined on each
- * (Redis then reads and answers many per system call); when one of them
- * times out, the requests queued behind it on that connection fail with
- * BATON_EIO too, and the next operation opens a new one. Commands of
- * baton_client_command() and _eval(), which may block, take a pooled
- * connection of their own for their duration. */
+ * Lock, semaphore, multi-lock, once and election operations travel on the
+ * client's one pipelined connection per server, run by its loop thread
+ * (the requests of every thread and callback of a turn written together:
+ * Redis then reads and answers many per system call); when one of them
+ * times out, the connection is given up and the requests in flight on it
+ * fail with BATON_EIO too (each gets exactly one result), and the next
+ * operation opens a new one. Commands of baton_client_command() and
+ * _eval(), which may block, take a pooled connection of their own for their
+ * duration, on the calling thread. */
 
 struct baton_client;
 
@@ -301,7 +312,8 @@ struct baton_lock_opts {
     int64_t renew_ms;       /* default ttl/3 */
     baton_lost_fn on_lost;  /* optional: called once, from the client's
                                renewal thread, when the lock is lost. Keep it
-                               short; it must not free or release lk. */
+                               short; it must not free or release lk. Not
+                               called for a lock already freed. */
     void *on_lost_arg;
 };
 
@@ -313,8 +325,11 @@ BATON_API int baton_lock_try(struct baton_client *c, const char *key,
                              const struct baton_lock_opts *opts, struct baton_lock **out);
 
 /* Takes key, waiting up to opts->max_wait_ms. Waiters of a key are served
- * first come, first served across all processes, and woken at once when the
- * holder releases, or when the holder's TTL runs out.
+ * first come, first served across all processes: a release gives the lock
+ * to the first waiter (its lease and fence set by the release's script) and
+ * tells it at once, so the handoff costs no request of the waiter's (its
+ * validity is measured from the send time of its last attempt, which ran
+ * before the grant); a waiter also retries when the holder's TTL runs out.
  * Returns: 0 and the lock in *out; BATON_ETIMEDOUT; BATON_EQUEUEFULL (at once,
  * when max_waiters_per_key callers of this process already wait for key);
  * EIO/EPROTO/EREDIS. Ownership as baton_lock_try(). */
@@ -381,6 +396,71 @@ BATON_API const char *baton_lock_errstr(const struct baton_lock *lk);
 typedef int (*baton_locked_fn)(struct baton_lock *lk, void *arg);
 BATON_API int baton_with_lock(struct baton_client *c, const char *key,
                               const struct baton_lock_opts *opts, baton_locked_fn fn, void *arg);
+
+/* ------------------------------------------------------------------------ */
+/* Asynchronous locks: many lock operations in flight from one thread.
+ *
+ * The client runs every Redis operation on its loop thread (started with
+ * its first operation): the blocking calls post their request there and
+ * sleep until it completes. These calls start the same operations and
+ * return at once; the result comes to a callback on the loop thread. One
+ * thread can so keep thousands of operations in flight, and the loop
+ * writes all the requests of one turn with one write on the one connection
+ * it keeps per server (and reads all the replies that came with one read).
+ *
+ * Contract, for every _async call:
+ *   - Returns 0 when the operation started: cb then runs exactly once, on
+ *     the client's loop thread; never inside the call when called from the
+ *     loop thread (a callback), possibly before it returns when called from
+ *     another. Returns a negative code when it did not start (BATON_EINVAL:
+ *     a bad argument, cb NULL, a client freed or over a Redlock quorum;
+ *     BATON_ENOMEM): cb never runs.
+ *   - cb(lk, rc, why, arg): rc as the blocking call would return it; why is
+ *     "" on success, else the detail of the failure (borrowed, valid during
+ *     the callback). try/acquire: on success lk is the new lock, owned by
+ *     the callback's receiver (release it, then free it with
+ *     baton_lock_free(), from any thread); on failure lk is NULL.
+ *     release/extend: lk is the lock they were given, still the caller's.
+ *   - While an operation on lk runs, lk belongs to it: only the queries
+ *     (baton_lock_lost/fence/deadline_ns/remaining_ms/key/token) may be
+ *     used meanwhile.
+ *   - Callbacks run one at a time and must not block: in them use only
+ *     these calls, the queries, baton_lock_free() and the stats; every
+ *     blocking call of this header fails there with BATON_EINVAL (it would
+ *     wait for the thread it runs on). on_lost callbacks still run on the
+ *     renewal thread.
+ *   - Every guarantee of the blocking calls holds: validity measured from
+ *     the send time, fences, waiting first come first served with
+ *     wake-ups, max_waiters_per_key, auto-renewal (opts.auto_renew: the
+ *     renewal thread, as for blocking locks), min_replicas, Sentinel
+ *     failovers and Redis Cluster redirections. Each operation is bounded
+ *     by the command timeout (acquire: by max_wait_ms as well).
+ *   - baton_client_free() completes every operation still running before
+ *     it returns, each callback run once with an error (BATON_EINVAL when
+ *     its request never left, BATON_EIO when it was in flight: it may have
+ *     run). It must not be called from a callback.
+ *   - When Redis fails (frozen, restarted, the connection lost), every
+ *     operation in flight gets its result (BATON_EIO) by its deadline;
+ *     none is lost or answered twice. */
+
+typedef void (*baton_lock_cb)(struct baton_lock *lk, int rc, const char *why, void *arg);
+
+/* baton_lock_try() without waiting for the answer. */
+BATON_API int baton_lock_try_async(struct baton_client *c, const char *key,
+                                   const struct baton_lock_opts *opts, baton_lock_cb cb, void *arg);
+/* baton_lock_acquire(): queued first come, first served, woken on release,
+ * the retries and the maximum wait run by the loop's timers. */
+BATON_API int baton_lock_acquire_async(struct baton_client *c, const char *key,
+                                       const struct baton_lock_opts *opts, baton_lock_cb cb,
+                                       void *arg);
+/* baton_lock_release(): renewal is stopped first (an auto-renewal in
+ * flight is waited for, without blocking the loop). */
+BATON_API int baton_lock_release_async(struct baton_lock *lk, baton_lock_cb cb, void *arg);
+/* baton_lock_extend(). */
+BATON_API int baton_lock_extend_async(struct baton_lock *lk, int64_t ttl_ms, baton_lock_cb cb,
+                                      void *arg);
+/* True on c's loop thread (inside a callback). */
+BATON_API bool baton_client_in_loop(const struct baton_client *c);
 
 /* ------------------------------------------------------------------------ */
 /* Leader election: one leader per name, with a term that strictly increases

@@ -14,12 +14,19 @@
  *              map (CLUSTER SLOTS), a connection pool per master node,
  *              MOVED / ASK / TRYAGAIN followed
  *   client.c   the client: URL, options, credentials, connecting (AUTH,
- *              SELECT, run id, role), the pool, script calls, WAIT
- *   mux.c      a pool shard's shared connection, pipelining our scripts
+ *              SELECT, run id, role), the pool, EVAL for tools, WAIT
+ *   loop.c     the client's event loop thread: posted tasks, timers,
+ *              epoll, the helper thread for what blocks (connecting)
+ *   mux.c      a pipe: the one connection per server that the loop keeps
+ *              many requests in flight on, written and read in batches
+ *   call.c     a script call as a state machine on the loop (NOSCRIPT,
+ *              READONLY, cluster redirections, WAIT); the blocking form
+ *              posts it and sleeps until it completes
  *   scripts.c  the Lua scripts (acquire, release, extend, cancel)
  *   waiters.c  waiting: flood control, the shared subscriber thread
  *   renew.c    auto-renewal: the shared renewal thread
  *   lock.c     the lock API
+ *   lock_async.c the asynchronous lock API, run on the loop
  *   with_lock.c baton_with_lock()
  *   stats.c    per-client counters by key class (Prometheus text output)
  *   sem.c      semaphores: N holders, each permit a lease (a struct baton_lock)
@@ -40,6 +47,10 @@
 #include <stdint.h>
 
 #include "baton.h"
+
+/* The struct of type that holds member field at p (a task, a timer, a job
+ * embedded in the object it works on). */
+#define BATON__OWNER(p, type, field) ((type *)(void *)((char *)(p)-offsetof(type, field)))
 
 #define BATON__ERRLEN    1024 /* room for a TLS URL with its file paths and the reason */
 #define BATON__CID_LEN   16 /* hex chars of the client id */
@@ -246,6 +257,24 @@ void baton__conn_fail(struct baton__conn *cn, const char *what, const char *deta
  * *reply, 0 when none is complete yet (then nothing is left buffered in
  * the transport: poll the fd), or a negative code. */
 int baton__conn_poll_reply(struct baton__conn *cn, redisReply **reply);
+/* The loop's I/O (mux.c), none of which waits: appends formatted bytes to
+ * the output (0 or BATON_ENOMEM); writes what it can (0 all written, 1 the
+ * transport would block: wait for cn->want; a negative code: broken);
+ * reads what has arrived into the reply parser (1 some came, 0 none, a
+ * negative code: broken; bytes read before a failure stay parsable); takes
+ * one parsed reply without reading (1 and *reply, 0 none complete, or
+ * BATON_EPROTO). */
+int baton__conn_append_raw(struct baton__conn *cn, const char *buf, size_t len);
+/* Formats one command in RESP into a new buffer of *len bytes, after
+ * prefix bytes left for the caller (ASKING). The same bytes as hiredis's
+ * redisFormatCommandArgv, without its sprintf (measured: 15% of the
+ * loop's time with 50 calls in flight). Returns 0 and *out (owned; free()),
+ * or BATON_ENOMEM. */
+int baton__resp_format(char **out, size_t prefix, int argc, const char *const *argv,
+                       const size_t *lens, size_t *len);
+int baton__conn_write_some(struct baton__conn *cn);
+int baton__conn_fill(struct baton__conn *cn);
+int baton__conn_next_reply(struct baton__conn *cn, redisReply **reply);
 /* append + flush + read. */
 int baton__conn_command(struct baton__conn *cn, int argc, const char **argv, const size_t *lens,
                         redisReply **reply, int64_t deadline_ns);
@@ -289,11 +318,80 @@ struct baton__stats;
  * that fifty threads do not convoy on one mutex. */
 #define BATON__SHARDS 8
 
-/* One request: a command, and optionally WAIT right behind it on the same
- * connection. */
+/* ---- loop.c ----
+ *
+ * The client's event loop (see loop.c): every function below but
+ * baton__loop_of/post/here/stop/free runs on the loop thread only. */
+struct baton__loop;
+
+/* A closure run on the loop thread. Embedded in the object it works on. */
+struct baton__task {
+    void (*run)(struct baton__task *t);
+    struct baton__task *next;
+};
+
+/* A timer of the loop; zero-initialized is disarmed. */
+struct baton__timer {
+    int64_t at; /* CLOCK_MONOTONIC ns */
+    void (*fire)(struct baton__timer *t);
+    int idx; /* position in the loop's heap, 0 when disarmed */
+};
+
+/* A job for the helper thread: blocking work (connecting, reading the
+ * cluster's map). run() does it and posts its result back to the loop as a
+ * task that calls baton__loop_offload_done(); when that post is refused
+ * (the loop has stopped), run() cleans up itself. */
+struct baton__job {
+    void (*run)(struct baton__job *j);
+    struct baton__job *next;
+};
+
+/* A connection watched by the loop: ready() gets epoll's events, flush()
+ * writes what the turn queued. fd is -1 while not watched. */
+struct baton__io {
+    int fd;
+    uint32_t events;
+    bool dirty;
+    void (*ready)(struct baton__io *io, uint32_t events);
+    void (*flush)(struct baton__io *io);
+};
+
+/* The client's loop, started on first use. Returns NULL when the client
+ * is closed (or ENOMEM: then c->closed is false). Any thread. */
+struct baton__loop *baton__loop_of(struct baton_client *c);
+/* Queues t to run on the loop thread (from the loop thread itself: later
+ * in this turn, never inside the call). Returns false when the loop has
+ * stopped: t will not run. Any thread. */
+bool baton__loop_post(struct baton__loop *l, struct baton__task *t);
+/* True on l's thread. Any thread. */
+bool baton__loop_here(const struct baton__loop *l);
+/* Stops the loop (failing what is pending, see loop.c) and the helper, and
+ * waits for both. baton_client_free() only. */
+void baton__loop_stop(struct baton_client *c);
+void baton__loop_free(struct baton_client *c);
+/* Loop thread only: */
+void baton__loop_defer(struct baton__loop *l, struct baton__task *t);
+bool baton__loop_stopping(const struct baton__loop *l);
+int baton__timer_arm(struct baton__loop *l, struct baton__timer *t, int64_t at);
+void baton__timer_disarm(struct baton__loop *l, struct baton__timer *t);
+int baton__io_watch(struct baton__loop *l, struct baton__io *io, int fd, uint32_t events);
+void baton__io_unwatch(struct baton__loop *l, struct baton__io *io);
+/* Marks io to be flushed at the end of this turn. */
+int baton__io_dirty(struct baton__loop *l, struct baton__io *io);
+/* Runs j on the helper thread (started on first use). Returns 0, or
+ * BATON_ENOMEM (j will not run). */
+int baton__loop_offload(struct baton__loop *l, struct baton__job *j);
+/* A job's result has come back (its task runs). */
+void baton__loop_offload_done(struct baton__loop *l);
+
+/* ---- mux.c ---- */
+
+/* One request: a command, and optionally ASKING in front of it; a durable
+ * one is answered by a WAIT behind it on the same connection. */
+struct baton__wait;
 struct baton__req {
     int argc;
-    const char **argv;
+    const char **argv; /* read only while baton__mux_submit() runs */
     const size_t *lens;
     int64_t deadline_ns;
     int wait_replicas; /* > 0: then WAIT wait_replicas wait_ms */
@@ -303,43 +401,93 @@ struct baton__req {
     /* results */
     redisReply *reply; /* the command's (owned by the caller) */
     long long acked;   /* WAIT's answer (-1: no answer) */
-    int64_t sent_ns;   /* a time before the command left */
+    int64_t sent_ns;   /* a time before the command left; 0: it never did */
     char runid[41];    /* the run id of the server that answered, or "" */
     bool promoted;     /* and whether it is a promoted replica */
     char *err;         /* detail of a failure, prefixed by the redacted URL */
     size_t errlen;
 };
 
-/* mux.c: the shard's shared, pipelined connection for our scripts. */
-struct baton__mreq;
+/* A request in a pipe. The submitter sets rq and done; the rest is
+ * mux.c's. */
+struct baton__mreq {
+    struct baton__req *rq;
+    /* Called once, on the loop thread, with rc set; q may be freed inside. */
+    void (*done)(struct baton__mreq *q);
+    int rc;
+    /* mux.c's */
+    struct baton__mux *m;
+    char *cmd; /* the formatted commands until they are in the connection's output */
+    size_t len;
+    int want, got;             /* replies: 1, +1 with ASKING */
+    int where;                 /* not queued, waiting for a connection, or in flight */
+    struct baton__timer timer; /* rq->deadline_ns */
+    struct baton__task task;   /* a failure reported later in the turn */
+    struct baton__mreq *next, *prev;
+    struct baton__wait *group; /* durable: the WAIT that answers for it */
+    struct baton__mreq *gnext, *gprev;
+    bool batch_end; /* the last of the requests written by one write */
+    unsigned gen;   /* waiting for a connection: the attempt it waits for */
+};
+
+/* A pipe: the one pipelined connection to one server (the URL's, or a
+ * cluster node's) on which the loop keeps every script call in flight.
+ * Loop thread only, but for baton__mux_init/clear. */
 struct baton__mux {
-    pthread_mutex_t mu;              /* guards everything in the mux */
-    struct baton__node *node;        /* where it connects (NULL: the URL's server) */
-    struct baton__conn *cn;          /* NULL: none open */
-    struct baton__mreq *head, *tail; /* awaiting replies, in the order sent */
-    bool reading;                    /* a requester waits on cn for the rest */
+    struct baton_client *c;
+    struct baton__node *node;             /* where it connects (NULL: the URL's server) */
+    struct baton__conn *cn;               /* NULL: none open */
+    struct baton__io io;                  /* cn's registration with the loop */
+    struct baton__mreq *pend, *pend_tail; /* waiting for a connection */
+    struct baton__mreq *head, *tail;      /* in cn's output or sent, replies awaited in order */
+    struct baton__mreq *unstamped;        /* the first in flight without a send time */
+    bool connecting;                      /* a connection is being opened (the helper) */
+    unsigned cgen;                        /* that attempt's number */
+    bool reading;                         /* in its ready(): cn is freed after */
+    struct baton__conn *doomed;           /* given up while reading: freed after */
+    struct baton__job cjob;               /* the connect job and its result */
+    struct baton__task ctask;
+    int64_t cdeadline;
+    struct baton__conn *ccn;
+    int crc;
+    char cerr[BATON__ERRLEN];
+    bool listed; /* in the client's list of pipes */
+    struct baton__mux *lnext;
+    struct baton__wait *open; /* the WAIT for this turn's durable requests */
+    int batches;              /* written and not yet answered */
 };
 void baton__mux_init(struct baton__mux *m, struct baton__node *node);
-/* Frees the connection; no request may be under way. */
+/* Frees the connection; the loop has stopped. */
 void baton__mux_clear(struct baton__mux *m);
 struct baton_client;
-/* Sends rq's command (and WAIT) on m's connection, opening one by
- * rq->deadline_ns if there is none (or if it is stale), and waits for the
- * replies. Returns 0 with rq->reply (owned) and rq->acked, or a negative
- * code with detail in rq->err. Thread-safe. */
-int baton__mux_call(struct baton_client *c, struct baton__mux *m, struct baton__req *rq);
+/* Sends q->rq's commands on m's connection, opening one (on the helper)
+ * if there is none or it is stale, and calls q->done once the replies came
+ * (rc 0, rq->reply owned by the submitter, rq->acked), or on failure (a
+ * negative rc, detail in rq->err): the connection failed or was given up
+ * (BATON_EIO, BATON_EPROTO: every request in flight on it fails), the
+ * deadline passed (in flight: the connection is given up; waiting for one:
+ * only q fails), or the client is being freed. Never calls q->done inside
+ * the call. Loop thread only. */
+void baton__mux_submit(struct baton_client *c, struct baton__mux *m, struct baton__mreq *q);
+/* The loop is stopping: fails everything pending or in flight. */
+void baton__mux_fail_all(struct baton_client *c);
+/* True while a pipe has requests pending or in flight. */
+bool baton__mux_busy(struct baton_client *c);
+/* Closes every pipe's connection (the loop's last act). */
+void baton__mux_close_all(struct baton_client *c);
 
 struct baton__shard {
     pthread_mutex_t mu; /* guards everything in the shard but mux */
-    struct baton__mux mux;
+    struct baton__mux mux; /* shard 0's: the server's pipe (mux.c); shard 1's: its pipe for
+                              durable requests (min_replicas); the others unused */
     struct baton__conn *idle;
     int nidle;
     unsigned char rnd[1024]; /* getrandom output, handed out in tokens */
     size_t rnd_used;
 };
 
-/* Closes and frees the idle and multiplexed connections of n shards (a
- * client's, or a cluster node's pool). */
+/* Closes and frees the idle connections of n shards (a client's, or a
+ * cluster node's pool); the pipes are the loop's, closed when it stops. */
 void baton__shards_close(struct baton__shard *shards, int n);
 
 struct baton__sentinel_watch;
@@ -376,6 +524,8 @@ struct baton_client {
     struct baton__sentinel_watch *swatch;
     struct baton__cluster *cluster; /* cluster.c: redis(s)-cluster:// only */
     struct baton__quorum *quorum;   /* quorum.c: redis(s)-quorum:// only */
+    _Atomic(struct baton__loop *) loop; /* loop.c: started on first use */
+    struct baton__mux *pipes;           /* mux.c, loop thread only: every pipe used */
     /* baton_client_free() closes the client (threads stopped, connections
      * closed, closed set) and drops the owner's reference; every live lock
      * and election holds one more, so a handle freed after its client finds
@@ -431,12 +581,13 @@ int baton__client_eval(struct baton_client *c, const char *script, int nkeys,
                        const char *const *keys, int nargs, const char *const *args, bool durable,
                        struct baton_reply **out);
 
-/* One call of our scripts on the calling thread's shard's shared
- * connection (mux.c). */
+/* One call of one of our scripts, run on the loop (call.c): to the
+ * server's pipe, or on a cluster to the pipe of the master of its keys'
+ * slot. */
 struct baton__call {
     enum baton__script_id id;
     int nkeys;
-    const char *const *keys;
+    const char *const *keys; /* keys and args: valid until done() runs */
     int nargs;
     const char *const *args;
     int64_t deadline_ns;
@@ -451,13 +602,47 @@ struct baton__call {
     bool promoted;
     char *err;
     size_t errlen;
+    int rc;
+    /* baton__call_start(): called once on the loop thread with the result
+     * (k may be freed inside); arg is the caller's. */
+    void (*done)(struct baton__call *k);
+    void *arg;
+    /* call.c's */
+    struct baton_client *c;
+    struct baton__req rq;
+    struct baton__mreq q;
+    struct baton__task task;
+    struct baton__timer nap;
+    struct baton__job job;
+    struct baton__node *node, *ask;
+    unsigned slot;
+    int hops, unsent, route_rc;
+    bool evaled, readonly_retried;
+    int64_t round_sent, keep_sent;
+    redisReply *held; /* a redirection kept as the answer if time runs out */
 };
 /* Runs k's script by SHA (EVAL on NOSCRIPT; once more on a new connection
- * when the server answered READONLY, within the deadline). Returns 0 with
+ * when the server answered READONLY, within the deadline; on a cluster,
+ * following MOVED, ASK, TRYAGAIN and CLUSTERDOWN). Returns 0 with
  * k->reply; BATON_ENOTDURABLE with k->reply too (the script ran; the
  * caller undoes a grant); or a negative code with detail in k->err (error
- * replies: BATON_EREDIS). */
+ * replies: BATON_EREDIS). Blocks the calling thread until the loop has run
+ * it; on the loop thread itself it refuses (BATON_EINVAL). */
 int baton__script_call(struct baton_client *c, struct baton__call *k);
+/* Starts k on the loop: k->done(k) runs there with k->rc as
+ * baton__script_call() would return it (never inside this call). Returns
+ * false when the loop is gone (the client was freed): k->done will not
+ * run, k->rc and k->err say why. Any thread. */
+bool baton__call_start(struct baton_client *c, struct baton__call *k);
+/* What client.c shares with call.c: argv of a script call; WAIT's timeout
+ * for a call due by deadline_ns; the ENOTDURABLE detail; NOSCRIPT. */
+#define BATON__SCRIPT_MAX_ARGS 64 /* the multi-lock script: 3 per key + 4 */
+int baton__script_argv(const char *verb, const char *script, int nkeys, const char *const *keys,
+                       int nargs, const char *const *args, const char **argv, size_t *lens,
+                       char nkeys_buf[BATON__I64_LEN]);
+int64_t baton__wait_ms_until(int64_t deadline_ns);
+int baton__not_durable(struct baton_client *c, long long acked, char *err, size_t errlen);
+bool baton__is_noscript(const redisReply *r);
 /* The deadline of a durable call made now for a lease of ttl_ms: the
  * command timeout, and no later than the lease's validity deadline. */
 int64_t baton__client_grant_deadline(const struct baton_client *c, int64_t ttl_ms);
@@ -469,7 +654,8 @@ void baton__client_error(struct baton_client *c, const char *msg);
 struct baton_lock {
     struct baton_client *c;
     char *key;                 /* the user's key (one allocation with rkeys) */
-    char *rkeys[4];            /* lock, fence counter, queue, queue expiries */
+#define BATON__RKEYS 5
+    char *rkeys[BATON__RKEYS]; /* lock, fence counter, queue, queue expiries, queue leases */
     _Atomic bool ever_renewed; /* registered with the renewer at some time */
     char *token;               /* 48 hex chars [+ ":" + identity] (same allocation) */
     const char *release_chan;  /* elections: published to on release; else NULL */
@@ -501,14 +687,25 @@ struct baton_lock {
     struct baton_lock *rnext, *rprev; /* the renewer's list */
     struct baton_lock *bnext;         /* the renewer's current batch */
     bool batch_expired;               /* in the batch because its deadline passed */
+    _Atomic bool free_pending;        /* freed by the renewal thread when not busy */
 };
+/* What baton_lock_free() does once no renewal uses lk any more. */
+void baton__lock_destroy(struct baton_lock *lk);
 
 /* Makes a lock object (no Redis I/O) on the Redis key base (its companions
- * are base + ":fence", ":q", ":qx"). name is shown in messages; identity,
+ * are base + ":fence", ":q", ":qx", ":qt"). name is shown in messages; identity,
  * when not NULL, is appended to the token after a ':'. o must be
  * normalized. Returns 0 and *out, or BATON_ENOMEM/EIO. */
 int baton__lock_new(struct baton_client *c, const char *base, const char *name,
                     const char *identity, const struct baton_lock_opts *o, struct baton_lock **out);
+/* The lock object of the user's key (the Redis key prefix{key}); key
+ * checked by the caller. Same contract. */
+int baton__lock_new_user(struct baton_client *c, const char *key, const struct baton_lock_opts *o,
+                         struct baton_lock **out);
+/* lock_async.c: baton_lock_acquire() as the asynchronous acquire and a
+ * wait (o normalized; not on a quorum). Same contract. */
+int baton__lock_acquire_wait(struct baton_client *c, const char *key,
+                             const struct baton_lock_opts *o, struct baton_lock **out);
 /* Fills *o from in with defaults applied. Returns 0 or BATON_EINVAL. */
 int baton__lock_opts(const struct baton_lock_opts *in, struct baton_lock_opts *o);
 /* What an acquire attempt saw of the holder when it was refused. */
@@ -520,6 +717,43 @@ struct baton__holder {
 /* One acquire attempt without waiting. Returns 0, BATON_ETAKEN with *h
  * filled, or an error. */
 int baton__lock_try_once(struct baton_lock *lk, struct baton__holder *h);
+
+/* A lock script call and what its arguments point to, prepared by
+ * baton__lock_prep_*() for either form (the blocking functions of lock.c,
+ * lock_async.c), its result read by the matching function below, which
+ * frees the reply. */
+struct baton__lock_call {
+    struct baton__call k;
+    const char *keys[5];
+    const char *args[5];
+    char n1[BATON__I64_LEN], n2[BATON__I64_LEN];
+    char err[BATON__ERRLEN]; /* the detail of best-effort calls (drop, cancel) */
+};
+/* The acquire script (lk->errstr gets the detail); wait: join (or stay
+ * in) the queue; queued: lk may be in it already. */
+void baton__lock_prep_acquire(struct baton_lock *lk, bool wait, bool queued, int64_t entry_ttl_ms,
+                              struct baton__lock_call *lc);
+/* The release script, also used to drop a grant we will not use. */
+void baton__lock_prep_release(struct baton_lock *lk, struct baton__lock_call *lc, char *err,
+                              size_t errlen);
+/* The cancel script (leave the queue), detail in lc->err. */
+void baton__lock_prep_cancel(struct baton_lock *lk, struct baton__lock_call *lc);
+/* The extend script (lk->extend_script) to ttl_ms, due by deadline_ns and
+ * by the grant's validity. */
+void baton__lock_prep_extend(struct baton_lock *lk, int64_t ttl_ms, int64_t deadline_ns,
+                             struct baton__lock_call *lc, char *err, size_t errlen);
+/* The acquire's result rc: 0 granted (fence, deadline, server set);
+ * BATON_ETAKEN with *h; BATON_ENOTDURABLE (with *drop: granted on the
+ * master only, to be given back by a release call); or the error. */
+int baton__lock_took(struct baton_lock *lk, struct baton__call *k, int rc, struct baton__holder *h,
+                     bool *drop);
+/* The release's result: 0 (released, counted), BATON_ELOST (not ours:
+ * marked lost), BATON_EPROTO, or the error. */
+int baton__lock_released(struct baton_lock *lk, struct baton__call *k, int rc);
+/* The extension's result: as baton__lock_extend_call(); *drop: a failover
+ * answered, the grant to be given back by a release call. */
+int baton__lock_extended(struct baton_lock *lk, struct baton__call *k, int rc, int64_t ttl_ms,
+                         bool renewal, char *err, size_t errlen, bool *drop);
 /* Marks lk lost with a reason (first reason wins) and calls on_lost once.
  * Safe from any thread. */
 void baton__lock_mark_lost(struct baton_lock *lk, const char *why);
@@ -542,6 +776,10 @@ struct baton__waiter {
     const char *token;
     bool woken;
     pthread_cond_t cv;
+    /* An asynchronous waiter's: called instead of signalling cv, under the
+     * waiters' lock, from the subscriber (or a releasing) thread; it only
+     * posts a task to the loop. */
+    void (*wake)(struct baton__waiter *w);
     struct baton__waiter *next, *prev;
     /* A semaphore grant handed over by baton__waiters_grant() (a release
      * in this process: grant_sent_ns is its send time) or by the
@@ -556,9 +794,12 @@ struct baton__waiter {
 
 /* Registers w as a waiter of w->key. Returns 0; BATON_EQUEUEFULL when the
  * process already has max_waiters_per_key waiters for it. Starts the
- * subscriber on first use. */
+ * subscriber on first use, and gives it a moment to subscribe (not for an
+ * asynchronous waiter, w->wake set, nor on the loop thread). */
 int baton__waiters_enter(struct baton_client *c, struct baton__waiter *w);
 void baton__waiters_leave(struct baton_client *c, struct baton__waiter *w);
+/* Whether w was woken since the last look (the flag is cleared). */
+bool baton__waiters_take_wake(struct baton_client *c, struct baton__waiter *w);
 /* Sleeps until w is woken or until_ns. Returns true when woken (and clears
  * the flag). */
 bool baton__waiters_sleep(struct baton_client *c, struct baton__waiter *w, int64_t until_ns);
@@ -577,8 +818,14 @@ void baton__waiters_stop(struct baton_client *c);
 /* ---- renew.c ---- */
 
 int baton__renew_add(struct baton_lock *lk, int64_t renew_ms);
-/* Stops renewing lk; waits for a renewal of lk in flight to finish. */
-void baton__renew_remove(struct baton_lock *lk);
+/* Stops renewing lk; waits for a renewal of lk in flight to finish. On the
+ * loop thread (which that renewal may be waiting for) it does not wait:
+ * with free_after, lk is then left for the renewal thread to free once its
+ * renewal is done, and true is returned. */
+bool baton__renew_remove(struct baton_lock *lk, bool free_after);
+/* Stops renewing lk without waiting (again: a no-op). Returns true while a
+ * renewal of lk is still in flight. */
+bool baton__renew_unlink(struct baton_lock *lk);
 void baton__renew_stop(struct baton_client *c);
 
 /* ---- stats.c ---- */
@@ -675,6 +922,15 @@ enum baton__redirect baton__cluster_redirect(struct baton_client *c, const redis
  * the deadline. */
 bool baton__cluster_follow(struct baton_client *c, enum baton__redirect kind, unsigned slot,
                            struct baton__node *to, int64_t deadline_ns);
+/* Without waiting: the master of slot when the map can be used as it is
+ * (true and *out), or false when it must be read first (or has no master
+ * for the slot): then baton__cluster_route(), off the loop. */
+bool baton__cluster_lookup(struct baton_client *c, unsigned slot, struct baton__node **out);
+/* MOVED: points slot at to, and has the map read before the next route. */
+void baton__cluster_moved(struct baton_client *c, unsigned slot, struct baton__node *to);
+/* How long to wait before retrying after kind (TRYAGAIN, CLUSTERDOWN), ms;
+ * 0 for the others. */
+int baton__cluster_wait_ms(enum baton__redirect kind);
 /* A connection to node failed or timed out: the map is read again before
  * the next command goes there (a failover moves its slots). */
 void baton__cluster_suspect(struct baton_client *c, struct baton__node *node);

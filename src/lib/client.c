@@ -1,5 +1,7 @@
 /* client.c -- the client: URL and options, a pool of connections shared by
- * all threads, and script calls by SHA with the NOSCRIPT fallback. */
+ * all threads (connecting, AUTH, SELECT, the run id), and what script calls
+ * share (call.c runs ours on the loop; baton__eval runs a tool's on a
+ * pooled connection). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,7 +9,7 @@
 #include "baton_int.h"
 
 #define SHARD_MAX_IDLE  16
-#define SCRIPT_MAX_ARGS 64 /* the multi-lock script: 3 per key + 4 */
+#define SCRIPT_MAX_ARGS BATON__SCRIPT_MAX_ARGS
 
 int64_t baton__client_deadline(const struct baton_client *c)
 {
@@ -210,9 +212,9 @@ int baton__client_random(struct baton_client *c, void *buf, size_t len)
     return rc;
 }
 
-static int build_argv(const char *verb, const char *script, int nkeys, const char *const *keys,
-                      int nargs, const char *const *args, const char **argv, size_t *lens,
-                      char nkeys_buf[BATON__I64_LEN])
+int baton__script_argv(const char *verb, const char *script, int nkeys, const char *const *keys,
+                       int nargs, const char *const *args, const char **argv, size_t *lens,
+                       char nkeys_buf[BATON__I64_LEN])
 {
     int argc = 0;
     if (nkeys < 0 || nargs < 0 || nkeys + nargs + 3 > SCRIPT_MAX_ARGS)
@@ -237,21 +239,7 @@ static int io_error(struct baton_client *c, struct baton__conn *cn, int rc, char
     return rc;
 }
 
-/* Turns an error reply into BATON_EREDIS with its text in err (and frees
- * it); else hands r to *reply. */
-static int take_reply(struct baton_client *c, redisReply *r, redisReply **reply, char *err,
-                      size_t errlen)
-{
-    if (r->type == REDIS_REPLY_ERROR) {
-        baton__set_error(err, errlen, "%s: redis error: %.200s", c->url.redacted, r->str);
-        freeReplyObject(r);
-        return BATON_EREDIS;
-    }
-    *reply = r;
-    return BATON_OK;
-}
-
-static bool is_noscript(const redisReply *r)
+bool baton__is_noscript(const redisReply *r)
 {
     return r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0;
 }
@@ -259,7 +247,7 @@ static bool is_noscript(const redisReply *r)
 /* WAIT's timeout for a call due by deadline_ns: most of the time left, so
  * that its answer still arrives in time. At least 1 ms (0 would block
  * forever). */
-static int64_t wait_ms_until(int64_t deadline_ns)
+int64_t baton__wait_ms_until(int64_t deadline_ns)
 {
     int64_t left = (deadline_ns - baton__now_ns()) / 1000000;
     left = left * 4 / 5;
@@ -276,7 +264,7 @@ static void wait_argv(int replicas, int64_t ms, char nbuf[BATON__I64_LEN],
         lens[i] = strlen(argv[i]);
 }
 
-static int not_durable(struct baton_client *c, long long acked, char *err, size_t errlen)
+int baton__not_durable(struct baton_client *c, long long acked, char *err, size_t errlen)
 {
     baton__set_error(err, errlen,
                      "%s: not durable: %lld of min_replicas %d replica(s) acknowledged in time",
@@ -296,12 +284,12 @@ int baton__eval(struct baton_client *c, struct baton__conn *cn, const char *sha,
     int rc;
 
     *reply = NULL;
-    int argc = build_argv("EVALSHA", sha, nkeys, keys, nargs, args, argv, lens, nk);
+    int argc = baton__script_argv("EVALSHA", sha, nkeys, keys, nargs, args, argv, lens, nk);
     if (argc < 0)
         return BATON_EINVAL;
     if ((rc = baton__conn_command(cn, argc, argv, lens, &r, deadline)) != BATON_OK)
         return io_error(c, cn, rc, err, errlen);
-    if (is_noscript(r)) {
+    if (baton__is_noscript(r)) {
         /* A restarted or flushed server: EVAL runs the script and loads it. */
         freeReplyObject(r);
         r = NULL;
@@ -320,7 +308,7 @@ int baton__eval(struct baton_client *c, struct baton__conn *cn, const char *sha,
         const char *wargv[3];
         size_t wlens[3];
         redisReply *w = NULL;
-        wait_argv(wait_replicas, wait_ms_until(deadline), nb, mb, wargv, wlens);
+        wait_argv(wait_replicas, baton__wait_ms_until(deadline), nb, mb, wargv, wlens);
         if ((rc = baton__conn_command(cn, 3, wargv, wlens, &w, deadline)) != BATON_OK) {
             freeReplyObject(r);
             return io_error(c, cn, rc, err, errlen);
@@ -331,163 +319,10 @@ int baton__eval(struct baton_client *c, struct baton__conn *cn, const char *sha,
     }
     if (r->type != REDIS_REPLY_ERROR && wait_replicas > 0 && acked < wait_replicas) {
         freeReplyObject(r);
-        return not_durable(c, acked, err, errlen);
+        return baton__not_durable(c, acked, err, errlen);
     }
     *reply = r; /* an error reply too: the caller looks for redirections */
     return BATON_OK;
-}
-
-/* One round of k on the shared connection m: EVALSHA, EVAL on NOSCRIPT
- * (after ASKING when asking). Returns as baton__mux_call, with the
- * script's reply (error replies included) in *r. *sent tells whether
- * anything went out (a failure before is safe to retry). */
-static int script_round(struct baton_client *c, struct baton__mux *m, struct baton__call *k,
-                        bool asking, const char **argv, size_t *lens, int argc, redisReply **r,
-                        long long *acked, bool *sent)
-{
-    struct baton__req rq = {.argc = argc,
-                            .argv = argv,
-                            .lens = lens,
-                            .deadline_ns = k->deadline_ns,
-                            .wait_replicas = k->durable ? c->min_replicas : 0,
-                            .asking = asking,
-                            .err = k->err,
-                            .errlen = k->errlen};
-    int64_t first_sent = 0;
-    int rc;
-
-    argv[0] = "EVALSHA";
-    argv[1] = c->sha[k->id];
-    lens[0] = 7;
-    lens[1] = 40;
-    if (rq.wait_replicas > 0)
-        rq.wait_ms = wait_ms_until(k->deadline_ns);
-    rc = baton__mux_call(c, m, &rq);
-    *sent = rq.sent_ns != 0;
-    if (rc != BATON_OK)
-        return rc;
-    first_sent = rq.sent_ns;
-    if (is_noscript(rq.reply)) {
-        /* A restarted or flushed server (or a cluster node that never ran
-         * it): EVAL runs the script and loads it. The send time stays the
-         * first one's: the earlier, the safer. */
-        freeReplyObject(rq.reply);
-        rq.reply = NULL;
-        argv[0] = "EVAL";
-        argv[1] = baton__script_source(k->id);
-        lens[0] = 4;
-        lens[1] = strlen(argv[1]);
-        if (rq.wait_replicas > 0)
-            rq.wait_ms = wait_ms_until(k->deadline_ns);
-        if ((rc = baton__mux_call(c, m, &rq)) != BATON_OK)
-            return rc;
-    }
-    k->sent_ns = first_sent;
-    memcpy(k->runid, rq.runid, sizeof k->runid);
-    k->promoted = rq.promoted;
-    *r = rq.reply;
-    *acked = rq.acked;
-    return BATON_OK;
-}
-
-#define MAX_REDIRECTS 16 /* MOVED and ASK in a row; a wait (TRYAGAIN, CLUSTERDOWN) starts the count again */
-#define MAX_UNSENT    2  /* retries of a request that could not be sent */
-
-/* k on a Redis Cluster: to the master of its keys' slot, following MOVED
- * (the map read again), ASK (once, after ASKING), TRYAGAIN and CLUSTERDOWN
- * (a short wait) while the deadline allows. A failure to connect (nothing
- * sent) reads the map again and retries; a failure after sending does
- * not retry (the script may have run) but has the map read again before
- * the next call. Returns as script_round. */
-static int cluster_round(struct baton_client *c, struct baton__call *k, const char **argv,
-                         size_t *lens, int argc, redisReply **r, long long *acked)
-{
-    unsigned slot = k->nkeys > 0 ? baton__key_slot(k->keys[0], strlen(k->keys[0])) : 0;
-    struct baton__node *node = NULL, *ask = NULL;
-    int hops = 0, unsent = 0, rc;
-
-    *r = NULL;
-    for (;;) {
-        bool sent = false;
-        if (ask != NULL) {
-            node = ask;
-        } else if ((rc = baton__cluster_route(c, slot, k->deadline_ns, &node, k->err,
-                                              k->errlen)) != BATON_OK) {
-            return rc;
-        }
-        struct baton__mux *m = &node->shard[baton__shard_index()].mux;
-        rc = script_round(c, m, k, ask != NULL, argv, lens, argc, r, acked, &sent);
-        ask = NULL;
-        if (rc != BATON_OK) {
-            if (rc == BATON_EIO || rc == BATON_EPROTO)
-                baton__cluster_suspect(c, node);
-            if (sent || rc != BATON_EIO || ++unsent > MAX_UNSENT ||
-                baton__now_ns() >= k->deadline_ns)
-                return rc;
-            continue; /* it never left: to the slot's master as the map says now */
-        }
-        struct baton__node *to = NULL;
-        enum baton__redirect kind = baton__cluster_redirect(c, *r, &to);
-        if (kind == BATON__REDIR_NONE)
-            return BATON_OK;
-        if (kind == BATON__REDIR_TRYAGAIN || kind == BATON__REDIR_DOWN)
-            hops = 0; /* waited: an ASK then TRYAGAIN again is no loop */
-        else if (++hops > MAX_REDIRECTS)
-            return BATON_OK; /* a loop of redirections: the last one is the answer */
-        if (!baton__cluster_follow(c, kind, slot, to, k->deadline_ns))
-            return BATON_OK; /* no time left: the redirection is the answer */
-        freeReplyObject(*r);
-        *r = NULL;
-        if (kind == BATON__REDIR_ASK)
-            ask = to;
-    }
-}
-
-/* One call of k where it belongs: the shard's shared connection, or on a
- * cluster the slot's master's. */
-static int route_round(struct baton_client *c, struct baton__call *k, const char **argv,
-                       size_t *lens, int argc, redisReply **r, long long *acked)
-{
-    bool sent;
-    if (c->url.cluster)
-        return cluster_round(c, k, argv, lens, argc, r, acked);
-    return script_round(c, &my_shard(c)->mux, k, false, argv, lens, argc, r, acked, &sent);
-}
-
-int baton__script_call(struct baton_client *c, struct baton__call *k)
-{
-    const char *argv[SCRIPT_MAX_ARGS];
-    size_t lens[SCRIPT_MAX_ARGS];
-    char nk[BATON__I64_LEN];
-    redisReply *r = NULL;
-    long long acked = -1;
-    int rc;
-
-    k->reply = NULL;
-    k->runid[0] = '\0';
-    int argc = build_argv("EVALSHA", c->sha[k->id], k->nkeys, k->keys, k->nargs, k->args, argv,
-                          lens, nk);
-    if (argc < 0)
-        return BATON_EINVAL;
-    if ((rc = route_round(c, k, argv, lens, argc, &r, &acked)) != BATON_OK)
-        return rc;
-    if (baton__reply_readonly(r) && baton__now_ns() < k->deadline_ns) {
-        /* A master demoted to replica (a failover): the script did not run.
-         * The connection is stale; once more on a new one, through the
-         * sentinels if any. */
-        freeReplyObject(r);
-        r = NULL;
-        int64_t sent = k->sent_ns;
-        if ((rc = route_round(c, k, argv, lens, argc, &r, &acked)) != BATON_OK)
-            return rc;
-        k->sent_ns = sent;
-    }
-    if (r->type != REDIS_REPLY_ERROR && k->durable && c->min_replicas > 0 &&
-        acked < c->min_replicas) {
-        k->reply = r;
-        return not_durable(c, acked, k->err, k->errlen);
-    }
-    return take_reply(c, r, &k->reply, k->err, k->errlen);
 }
 
 void baton__client_error(struct baton_client *c, const char *msg)
@@ -649,6 +484,7 @@ void baton__client_unref(struct baton_client *c)
         baton__mux_clear(&c->shard[i].mux);
         pthread_mutex_destroy(&c->shard[i].mu);
     }
+    baton__loop_free(c);
     baton__cluster_free(c);
     baton__quorum_free(c);
     baton__url_clear(&c->url);
@@ -673,11 +509,6 @@ void baton__shards_close(struct baton__shard *shards, int n)
             idle = cn->next;
             baton__conn_free(cn);
         }
-        pthread_mutex_lock(&s->mux.mu);
-        struct baton__conn *mcn = s->mux.cn;
-        s->mux.cn = NULL;
-        pthread_mutex_unlock(&s->mux.mu);
-        baton__conn_free(mcn);
     }
 }
 
@@ -691,6 +522,7 @@ void baton_client_free(struct baton_client *c)
     atomic_store(&c->closed, true);
     pthread_mutex_unlock(&c->mu);
     baton__sentinel_watch_stop(c);
+    baton__loop_stop(c); /* fails what is in flight: the threads below get their answers */
     baton__waiters_stop(c);
     baton__renew_stop(c);
     baton__shards_close(c->shard, BATON__SHARDS);

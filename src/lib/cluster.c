@@ -6,9 +6,11 @@
  * The map: for each of the 16384 hash slots, its master, read with
  * CLUSTER SLOTS from a node that answers (the known masters first, then
  * the URL's seeds). Every master has a connection pool of its own, with
- * its muxes (a struct baton__node): our scripts go to the master of the
- * slot of their first key (every key of one script shares a hash tag, so
- * one slot), pipelined there as on a single server.
+ * its pipe (a struct baton__node; mux.c): our scripts go to the master of
+ * the slot of their first key (every key of one script shares a hash tag,
+ * so one slot), pipelined there as on a single server. The loop (call.c)
+ * routes without waiting when the map can be used as it is
+ * (baton__cluster_lookup) and has it read on its helper thread otherwise.
  *
  * Following changes:
  *   MOVED slot addr   the slot has a new master (resharding, failover):
@@ -374,6 +376,36 @@ int baton__cluster_route(struct baton_client *c, unsigned slot, int64_t deadline
     return BATON_EREDIS;
 }
 
+bool baton__cluster_lookup(struct baton_client *c, unsigned slot, struct baton__node **out)
+{
+    struct baton__cluster *cl = c->cluster;
+    pthread_mutex_lock(&cl->mu);
+    struct baton__node *n = cl->slots[slot & (NSLOTS - 1)];
+    /* As baton__cluster_route(): a read is due when the slot is unknown,
+     * or the map is stale and was not read in the last REFRESH_MIN_NS. */
+    bool read = (cl->stale || n == NULL) &&
+                (cl->epoch == 0 || baton__now_ns() - cl->refreshed_ns >= REFRESH_MIN_NS);
+    pthread_mutex_unlock(&cl->mu);
+    *out = n;
+    return n != NULL && !read;
+}
+
+void baton__cluster_moved(struct baton_client *c, unsigned slot, struct baton__node *to)
+{
+    struct baton__cluster *cl = c->cluster;
+    pthread_mutex_lock(&cl->mu);
+    cl->slots[slot & (NSLOTS - 1)] = to;
+    cl->stale = true; /* other slots have likely moved too */
+    pthread_mutex_unlock(&cl->mu);
+}
+
+int baton__cluster_wait_ms(enum baton__redirect kind)
+{
+    return kind == BATON__REDIR_TRYAGAIN ? TRYAGAIN_WAIT_MS
+           : kind == BATON__REDIR_DOWN   ? DOWN_WAIT_MS
+                                         : 0;
+}
+
 int baton__cluster_any(struct baton_client *c, int64_t deadline_ns, struct baton__node **out,
                        char *err, size_t errlen)
 {
@@ -468,18 +500,12 @@ static void nap(int ms, int64_t deadline_ns)
 bool baton__cluster_follow(struct baton_client *c, enum baton__redirect kind, unsigned slot,
                            struct baton__node *to, int64_t deadline_ns)
 {
-    struct baton__cluster *cl = c->cluster;
     switch (kind) {
-    case BATON__REDIR_MOVED:
-        pthread_mutex_lock(&cl->mu);
-        cl->slots[slot & (NSLOTS - 1)] = to;
-        cl->stale = true; /* other slots have likely moved too */
-        pthread_mutex_unlock(&cl->mu);
-        break;
-    case BATON__REDIR_TRYAGAIN: nap(TRYAGAIN_WAIT_MS, deadline_ns); break;
+    case BATON__REDIR_MOVED: baton__cluster_moved(c, slot, to); break;
+    case BATON__REDIR_TRYAGAIN: nap(baton__cluster_wait_ms(kind), deadline_ns); break;
     case BATON__REDIR_DOWN:
         baton__cluster_suspect(c, NULL);
-        nap(DOWN_WAIT_MS, deadline_ns);
+        nap(baton__cluster_wait_ms(kind), deadline_ns);
         break;
     case BATON__REDIR_ASK:
     case BATON__REDIR_NONE: break;

@@ -40,15 +40,15 @@ int baton__lock_opts(const struct baton_lock_opts *in, struct baton_lock_opts *o
 int baton__lock_new(struct baton_client *c, const char *base, const char *name,
                     const char *identity, const struct baton_lock_opts *o, struct baton_lock **out)
 {
-    static const char *const suffix[4] = {"", ":fence", ":q", ":qx"};
+    static const char *const suffix[BATON__RKEYS] = {"", ":fence", ":q", ":qx", ":qt"};
     unsigned char rnd[(BATON__TOKEN_LEN - BATON__CID_LEN) / 2];
     size_t blen = strlen(base), nlen = strlen(name);
     size_t ilen = identity != NULL ? strlen(identity) + 1 : 0;
 
     *out = NULL;
-    /* The lock and its strings in one allocation: name, token, the 4 keys. */
+    /* The lock and its strings in one allocation: name, token, the keys. */
     size_t need = sizeof(struct baton_lock) + nlen + 1 + BATON__TOKEN_LEN + ilen + 1;
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < BATON__RKEYS; i++)
         need += blen + strlen(suffix[i]) + 1;
     struct baton_lock *lk = calloc(1, need);
     if (lk == NULL)
@@ -63,7 +63,7 @@ int baton__lock_new(struct baton_client *c, const char *base, const char *name,
     p += nlen + 1;
     lk->token = p;
     p += BATON__TOKEN_LEN + ilen + 1;
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < BATON__RKEYS; i++) {
         size_t n = blen + strlen(suffix[i]) + 1;
         lk->rkeys[i] = p;
         memcpy(p, base, blen); /* not snprintf: this is every acquire's path */
@@ -93,8 +93,8 @@ int baton__lock_new(struct baton_client *c, const char *base, const char *name,
 }
 
 /* A user lock on key lives at prefix{key}. */
-static int lock_new(struct baton_client *c, const char *key, const struct baton_lock_opts *o,
-                    struct baton_lock **out)
+int baton__lock_new_user(struct baton_client *c, const char *key, const struct baton_lock_opts *o,
+                         struct baton_lock **out)
 {
     size_t plen = strlen(c->prefix), klen = strlen(key); /* key <= BATON_KEY_MAX */
     char base[BATON_KEY_MAX + 200];
@@ -135,7 +135,7 @@ void baton__lock_mark_lost(struct baton_lock *lk, const char *why)
     pthread_mutex_unlock(&lk->mu);
     if (first)
         baton__stats_lost(lk);
-    if (first && lk->on_lost != NULL)
+    if (first && lk->on_lost != NULL && !atomic_load(&lk->free_pending))
         lk->on_lost(lk, lk->on_lost_arg);
 }
 
@@ -146,57 +146,88 @@ void baton__lock_granted_by(struct baton_lock *lk, const char *runid)
     pthread_mutex_unlock(&lk->mu);
 }
 
-/* Best effort: releases a grant we will not use (not durable, or made by
- * a server we do not trust). Elections publish their release. */
-static void drop_grant(struct baton_lock *lk)
+/* ---- the script calls, prepared and read here for both forms: the
+ * blocking functions below and lock_async.c ---- */
+
+void baton__lock_prep_acquire(struct baton_lock *lk, bool wait, bool queued, int64_t entry_ttl_ms,
+                              struct baton__lock_call *lc)
 {
     struct baton_client *c = lk->c;
-    char err[BATON__ERRLEN];
-    const char *keys[3] = {lk->rkeys[0], lk->rkeys[2], lk->rkeys[3]};
-    const char *args[3] = {lk->token, baton__waiters_channel(c),
-                           lk->release_chan != NULL ? lk->release_chan : ""};
-    struct baton__call k = {.id = BATON__S_RELEASE,
-                            .nkeys = 3,
-                            .keys = keys,
-                            .nargs = 3,
-                            .args = args,
-                            .deadline_ns = baton__client_deadline(c),
-                            .err = err,
-                            .errlen = sizeof err};
-    if (baton__script_call(c, &k) == BATON_OK)
-        freeReplyObject(k.reply);
+    for (int i = 0; i < 5; i++)
+        lc->keys[i] = lk->rkeys[i];
+    lc->args[0] = lk->token;
+    lc->args[1] = baton__i64_str(lk->ttl_ms, lc->n1);
+    lc->args[2] = wait ? "1" : "0";
+    lc->args[3] = baton__i64_str(entry_ttl_ms, lc->n2);
+    lc->args[4] = queued ? "1" : "0";
+    lc->k = (struct baton__call){.id = BATON__S_ACQUIRE,
+                                 /* a try touches the lock and its fence only */
+                                 .nkeys = wait || queued ? 5 : 2,
+                                 .keys = lc->keys,
+                                 .nargs = wait || queued ? 5 : 2,
+                                 .args = lc->args,
+                                 .deadline_ns = baton__client_grant_deadline(c, lk->ttl_ms),
+                                 .durable = true,
+                                 .err = lk->errstr,
+                                 .errlen = sizeof lk->errstr};
 }
 
-/* One run of the acquire script; wait: join (or stay in) the queue;
- * queued: we may already be in it. Returns 0 when granted (fence and
- * deadline set); BATON_ETAKEN with *h (what the holder looks like);
- * BATON_ENOTDURABLE (granted but not acknowledged by min_replicas: given
- * back); or an error. */
-static int attempt(struct baton_lock *lk, bool wait, bool queued, int64_t entry_ttl_ms,
-                   struct baton__holder *h)
+void baton__lock_prep_release(struct baton_lock *lk, struct baton__lock_call *lc, char *err,
+                              size_t errlen)
 {
     struct baton_client *c = lk->c;
-    char ttl[BATON__I64_LEN], ettl[BATON__I64_LEN];
-    int rc;
+    lc->keys[0] = lk->rkeys[0];
+    lc->keys[1] = lk->rkeys[2];
+    lc->keys[2] = lk->rkeys[3];
+    lc->keys[3] = lk->rkeys[1];
+    lc->keys[4] = lk->rkeys[4];
+    lc->args[0] = lk->token;
+    lc->args[1] = baton__waiters_channel(c);
+    lc->args[2] = lk->release_chan != NULL ? lk->release_chan : "";
+    lc->k = (struct baton__call){.id = BATON__S_RELEASE,
+                                 .nkeys = 5,
+                                 .keys = lc->keys,
+                                 .nargs = lk->release_chan != NULL ? 3 : 2,
+                                 .args = lc->args,
+                                 .deadline_ns = baton__client_deadline(c),
+                                 .err = err,
+                                 .errlen = errlen};
+}
 
-    const char *keys[4] = {lk->rkeys[0], lk->rkeys[1], lk->rkeys[2], lk->rkeys[3]};
-    const char *args[5] = {lk->token, baton__i64_str(lk->ttl_ms, ttl), wait ? "1" : "0",
-                           baton__i64_str(entry_ttl_ms, ettl), queued ? "1" : "0"};
-    struct baton__call k = {.id = BATON__S_ACQUIRE,
-                            .nkeys = 4,
-                            .keys = keys,
-                            .nargs = 5,
-                            .args = args,
-                            .deadline_ns = baton__client_grant_deadline(c, lk->ttl_ms),
-                            .durable = true,
-                            .err = lk->errstr,
-                            .errlen = sizeof lk->errstr};
+void baton__lock_prep_cancel(struct baton_lock *lk, struct baton__lock_call *lc)
+{
+    baton__lock_prep_release(lk, lc, lc->err, sizeof lc->err);
+    lc->k.id = BATON__S_CANCEL;
+    lc->k.nargs = 2;
+}
 
-    rc = baton__script_call(c, &k);
-    redisReply *r = k.reply;
+void baton__lock_prep_extend(struct baton_lock *lk, int64_t ttl_ms, int64_t deadline_ns,
+                             struct baton__lock_call *lc, char *err, size_t errlen)
+{
+    int64_t grant_by = baton__client_grant_deadline(lk->c, ttl_ms);
+    lc->keys[0] = lk->rkeys[0];
+    lc->args[0] = lk->token;
+    lc->args[1] = baton__i64_str(ttl_ms, lc->n1);
+    lc->k = (struct baton__call){.id = lk->extend_script,
+                                 .nkeys = 1,
+                                 .keys = lc->keys,
+                                 .nargs = 2,
+                                 .args = lc->args,
+                                 .deadline_ns = deadline_ns < grant_by ? deadline_ns : grant_by,
+                                 .durable = true,
+                                 .err = err,
+                                 .errlen = errlen};
+}
+
+int baton__lock_took(struct baton_lock *lk, struct baton__call *k, int rc, struct baton__holder *h,
+                     bool *drop)
+{
+    redisReply *r = k->reply;
+    k->reply = NULL;
+    *drop = false;
     if (rc == BATON_ENOTDURABLE) {
         if (r->type == REDIS_REPLY_INTEGER && r->integer > 0)
-            drop_grant(lk); /* granted on the master only: not ours to use */
+            *drop = true; /* granted on the master only: not ours to use */
         else if (r->type == REDIS_REPLY_ARRAY && r->elements == 3)
             rc = BATON_ETAKEN; /* refused anyway: WAIT does not matter */
         if (rc == BATON_ETAKEN)
@@ -208,11 +239,10 @@ static int attempt(struct baton_lock *lk, bool wait, bool queued, int64_t entry_
         return rc;
     if (r->type == REDIS_REPLY_INTEGER && r->integer > 0) {
         atomic_store(&lk->fence, (uint64_t)r->integer);
-        baton__lock_granted_by(lk, k.runid);
-        baton__lock_confirm(lk, k.sent_ns, lk->ttl_ms);
-        rc = BATON_OK;
+        baton__lock_granted_by(lk, k->runid);
+        baton__lock_confirm(lk, k->sent_ns, lk->ttl_ms);
         freeReplyObject(r);
-        return rc;
+        return BATON_OK;
     }
 taken:
     if (r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
@@ -224,35 +254,65 @@ taken:
         rc = BATON_ETAKEN;
     } else {
         baton__set_error(lk->errstr, sizeof lk->errstr,
-                         "%s: unexpected reply to the acquire script", c->url.redacted);
+                         "%s: unexpected reply to the acquire script", lk->c->url.redacted);
         rc = BATON_EPROTO;
     }
     freeReplyObject(r);
     return rc;
 }
 
+int baton__lock_released(struct baton_lock *lk, struct baton__call *k, int rc)
+{
+    redisReply *r = k->reply;
+    k->reply = NULL;
+    if (rc != BATON_OK)
+        return rc;
+    if (r->type == REDIS_REPLY_INTEGER && r->integer == 1) {
+        atomic_store(&lk->released, true);
+        baton__stats_released(lk);
+    } else if (r->type == REDIS_REPLY_INTEGER) {
+        baton__set_error(lk->errstr, sizeof lk->errstr,
+                         "lock %s was no longer held by this owner at release", lk->key);
+        baton__lock_mark_lost(lk, lk->errstr);
+        atomic_store(&lk->released, true);
+        rc = BATON_ELOST;
+    } else {
+        rc = BATON_EPROTO;
+    }
+    freeReplyObject(r);
+    return rc;
+}
+
+/* Best effort: releases a grant we will not use (not durable, or made by
+ * a server we do not trust). Elections publish their release. */
+static void drop_grant(struct baton_lock *lk)
+{
+    struct baton__lock_call lc;
+    baton__lock_prep_release(lk, &lc, lc.err, sizeof lc.err);
+    if (baton__script_call(lk->c, &lc.k) == BATON_OK)
+        freeReplyObject(lc.k.reply);
+}
+
+/* One run of the acquire script; wait: join (or stay in) the queue;
+ * queued: we may already be in it. Returns 0 when granted (fence and
+ * deadline set); BATON_ETAKEN with *h (what the holder looks like);
+ * BATON_ENOTDURABLE (granted but not acknowledged by min_replicas: given
+ * back); or an error. */
+static int attempt(struct baton_lock *lk, bool wait, bool queued, int64_t entry_ttl_ms,
+                   struct baton__holder *h)
+{
+    struct baton__lock_call lc;
+    bool drop;
+    baton__lock_prep_acquire(lk, wait, queued, entry_ttl_ms, &lc);
+    int rc = baton__lock_took(lk, &lc.k, baton__script_call(lk->c, &lc.k), h, &drop);
+    if (drop)
+        drop_grant(lk);
+    return rc;
+}
+
 int baton__lock_try_once(struct baton_lock *lk, struct baton__holder *h)
 {
     return attempt(lk, false, false, 0, h);
-}
-
-/* Best effort: leave the wait queue (and wake the next waiter). */
-static void cancel_wait(struct baton_lock *lk)
-{
-    struct baton_client *c = lk->c;
-    char err[BATON__ERRLEN];
-    const char *keys[3] = {lk->rkeys[0], lk->rkeys[2], lk->rkeys[3]};
-    const char *args[2] = {lk->token, baton__waiters_channel(c)};
-    struct baton__call k = {.id = BATON__S_CANCEL,
-                            .nkeys = 3,
-                            .keys = keys,
-                            .nargs = 2,
-                            .args = args,
-                            .deadline_ns = baton__client_deadline(c),
-                            .err = err,
-                            .errlen = sizeof err};
-    if (baton__script_call(c, &k) == BATON_OK)
-        freeReplyObject(k.reply);
 }
 
 /* Returns the error, after copying lk's detail to the client for callers
@@ -282,7 +342,7 @@ int baton_lock_try(struct baton_client *c, const char *key, const struct baton_l
     *out = NULL;
     if (c == NULL || !valid_key(key) || baton__lock_opts(opts, &o) != BATON_OK)
         return BATON_EINVAL;
-    if ((rc = lock_new(c, key, &o, &lk)) != BATON_OK)
+    if ((rc = baton__lock_new_user(c, key, &o, &lk)) != BATON_OK)
         return rc;
     rc = c->quorum != NULL ? baton__quorum_try(lk, &h) : attempt(lk, false, false, 0, &h);
     if (rc != BATON_OK) {
@@ -302,9 +362,6 @@ int baton_lock_acquire(struct baton_client *c, const char *key, const struct bat
 {
     struct baton_lock_opts o;
     struct baton_lock *lk = NULL;
-    struct baton__waiter w = {0};
-    uint64_t rng = 0;
-    bool queued = false;
     int rc;
 
     if (out == NULL)
@@ -314,65 +371,18 @@ int baton_lock_acquire(struct baton_client *c, const char *key, const struct bat
         return BATON_EINVAL;
     if (o.max_wait_ms == BATON_NO_WAIT)
         return baton_lock_try(c, key, opts, out);
-    if ((rc = lock_new(c, key, &o, &lk)) != BATON_OK)
+    if (c->quorum == NULL) /* the asynchronous acquire, waited for (lock_async.c) */
+        return baton__lock_acquire_wait(c, key, &o, out);
+    if ((rc = baton__lock_new_user(c, key, &o, &lk)) != BATON_OK)
         return rc;
-    if (c->quorum != NULL) {
-        /* No queue or wake-ups over a quorum yet: retries with jitter */
-        int64_t start = baton__now_ns();
-        if ((rc = baton__quorum_acquire(lk, &o)) != BATON_OK) {
-            if (rc == BATON_ETIMEDOUT)
-                baton__stats_refused(c, key, true);
-            return give_up(lk, rc, out);
-        }
-        baton__stats_granted(lk, key, baton__now_ns() - start, false);
-        if (o.auto_renew && (rc = baton__renew_add(lk, o.renew_ms)) != BATON_OK)
-            return give_up(lk, rc, out);
-        *out = lk;
-        return BATON_OK;
-    }
-    w.key = lk->key;
-    w.token = lk->token;
-    if ((rc = baton__waiters_enter(c, &w)) != BATON_OK)
-        return give_up(lk, rc, out);
-    baton__random(&rng, sizeof rng);
-
+    /* No queue or wake-ups over a quorum yet: retries with jitter */
     int64_t start = baton__now_ns();
-    int64_t deadline = o.max_wait_ms < 0 ? INT64_MAX : start + o.max_wait_ms * 1000000;
-    /* A queue entry outlives two retry periods, so only a dead waiter's
-     * entry ever expires. */
-    int64_t entry_ttl = o.retry_delay_ms * 5 / 2 + 1000;
-    for (;;) {
-        struct baton__holder h = {.pttl_ms = -1};
-        rc = attempt(lk, true, queued, entry_ttl, &h);
-        int64_t pttl = h.pttl_ms;
-        /* Queued already, Redis went away (a failover, a restart): keep
-         * waiting, through the failover, until the wait is over. */
-        bool outage = queued && (rc == BATON_EIO || rc == BATON_ENOTDURABLE);
-        if (rc != BATON_ETAKEN && !outage)
-            break;
-        queued = true;
-        int64_t now = baton__now_ns();
-        if (now >= deadline) {
-            if (!outage)
-                rc = BATON_ETIMEDOUT;
-            break;
-        }
-        int64_t until = now + baton__jitter(o.retry_delay_ms, &rng) * 1000000;
-        if (pttl > 0 && now + (pttl + 1) * 1000000 < until)
-            until = now + (pttl + 1) * 1000000; /* the holder's lease runs out */
-        if (until > deadline)
-            until = deadline;
-        baton__waiters_sleep(c, &w, until);
-    }
-    baton__waiters_leave(c, &w);
-    if (rc != BATON_OK) {
-        if (queued)
-            cancel_wait(lk);
-        if (queued || rc == BATON_ETIMEDOUT)
-            baton__stats_refused(c, key, rc == BATON_ETIMEDOUT);
+    if ((rc = baton__quorum_acquire(lk, &o)) != BATON_OK) {
+        if (rc == BATON_ETIMEDOUT)
+            baton__stats_refused(c, key, true);
         return give_up(lk, rc, out);
     }
-    baton__stats_granted(lk, key, baton__now_ns() - start, queued);
+    baton__stats_granted(lk, key, baton__now_ns() - start, false);
     if (o.auto_renew && (rc = baton__renew_add(lk, o.renew_ms)) != BATON_OK)
         return give_up(lk, rc, out);
     *out = lk;
@@ -399,31 +409,17 @@ static bool trusted(struct baton_lock *lk, const char *runid, bool promoted, cha
     return ok;
 }
 
-int baton__lock_extend_call(struct baton_lock *lk, int64_t ttl_ms, int64_t deadline_ns,
-                            bool renewal, char *err, size_t errlen)
+int baton__lock_extended(struct baton_lock *lk, struct baton__call *k, int rc, int64_t ttl_ms,
+                         bool renewal, char *err, size_t errlen, bool *drop)
 {
-    struct baton_client *c = lk->c;
-    char ttl[BATON__I64_LEN], granted[41];
-    if (c->quorum != NULL)
-        return baton__quorum_extend(lk, ttl_ms, deadline_ns, renewal, err, errlen);
-    int64_t grant_by = baton__client_grant_deadline(c, ttl_ms);
-    const char *keys[1] = {lk->rkeys[0]};
-    const char *args[2] = {lk->token, baton__i64_str(ttl_ms, ttl)};
-    struct baton__call k = {.id = lk->extend_script,
-                            .nkeys = 1,
-                            .keys = keys,
-                            .nargs = 2,
-                            .args = args,
-                            .deadline_ns = deadline_ns < grant_by ? deadline_ns : grant_by,
-                            .durable = true,
-                            .err = err,
-                            .errlen = errlen};
-    int rc = baton__script_call(c, &k);
-    redisReply *r = k.reply;
+    char granted[41];
+    redisReply *r = k->reply;
+    k->reply = NULL;
+    *drop = false;
     if (rc != BATON_OK && rc != BATON_ENOTDURABLE)
         return rc;
     if (r->type == REDIS_REPLY_INTEGER && r->integer == 1) {
-        if (!trusted(lk, k.runid, k.promoted, granted)) {
+        if (!trusted(lk, k->runid, k->promoted, granted)) {
             /* A promoted replica answered: a failover. Without
              * min_replicas our grant was not made to survive one: we give
              * it up and say so, and it is free at once for whoever waits;
@@ -432,13 +428,12 @@ int baton__lock_extend_call(struct baton_lock *lk, int64_t ttl_ms, int64_t deadl
                              "lock %s was lost: Redis failed over (granted by server %.8s, %s "
                              "answered by %.8s, a promoted replica); without min_replicas a grant "
                              "is not trusted across a switch: acquire it again",
-                             lk->key, granted, renewal ? "renewal" : "extension", k.runid);
-            if (lk->extend_script == BATON__S_EXTEND)
-                drop_grant(lk);
+                             lk->key, granted, renewal ? "renewal" : "extension", k->runid);
+            *drop = lk->extend_script == BATON__S_EXTEND;
             baton__lock_mark_lost(lk, err);
             rc = BATON_ELOST;
         } else if (rc == BATON_OK) {
-            baton__lock_confirm(lk, k.sent_ns, ttl_ms);
+            baton__lock_confirm(lk, k->sent_ns, ttl_ms);
         }
     } else if (r->type == REDIS_REPLY_INTEGER) {
         if (renewal)
@@ -451,10 +446,25 @@ int baton__lock_extend_call(struct baton_lock *lk, int64_t ttl_ms, int64_t deadl
         rc = BATON_ELOST;
     } else {
         baton__set_error(err, errlen, "%s: unexpected reply to the extend script",
-                         c->url.redacted);
+                         lk->c->url.redacted);
         rc = BATON_EPROTO;
     }
     freeReplyObject(r);
+    return rc;
+}
+
+int baton__lock_extend_call(struct baton_lock *lk, int64_t ttl_ms, int64_t deadline_ns,
+                            bool renewal, char *err, size_t errlen)
+{
+    struct baton__lock_call lc;
+    bool drop;
+    if (lk->c->quorum != NULL)
+        return baton__quorum_extend(lk, ttl_ms, deadline_ns, renewal, err, errlen);
+    baton__lock_prep_extend(lk, ttl_ms, deadline_ns, &lc, err, errlen);
+    int rc = baton__lock_extended(lk, &lc.k, baton__script_call(lk->c, &lc.k), ttl_ms, renewal, err,
+                                  errlen, &drop);
+    if (drop)
+        drop_grant(lk);
     return rc;
 }
 
@@ -474,40 +484,13 @@ int baton_lock_release(struct baton_lock *lk)
 {
     if (lk == NULL || atomic_load(&lk->released))
         return BATON_EINVAL;
-    baton__renew_remove(lk); /* renewal never outlives the release */
+    baton__renew_remove(lk, false); /* renewal never outlives the release */
     if (lk->c->quorum != NULL)
         return baton__quorum_release(lk);
 
-    struct baton_client *c = lk->c;
-    const char *keys[3] = {lk->rkeys[0], lk->rkeys[2], lk->rkeys[3]};
-    const char *args[3] = {lk->token, baton__waiters_channel(c),
-                           lk->release_chan != NULL ? lk->release_chan : ""};
-    struct baton__call k = {.id = BATON__S_RELEASE,
-                            .nkeys = 3,
-                            .keys = keys,
-                            .nargs = 3,
-                            .args = args,
-                            .deadline_ns = baton__client_deadline(c),
-                            .err = lk->errstr,
-                            .errlen = sizeof lk->errstr};
-    int rc = baton__script_call(c, &k);
-    redisReply *r = k.reply;
-    if (rc != BATON_OK)
-        return rc;
-    if (r->type == REDIS_REPLY_INTEGER && r->integer == 1) {
-        atomic_store(&lk->released, true);
-        baton__stats_released(lk);
-    } else if (r->type == REDIS_REPLY_INTEGER) {
-        baton__set_error(lk->errstr, sizeof lk->errstr,
-                         "lock %s was no longer held by this owner at release", lk->key);
-        baton__lock_mark_lost(lk, lk->errstr);
-        atomic_store(&lk->released, true);
-        rc = BATON_ELOST;
-    } else {
-        rc = BATON_EPROTO;
-    }
-    freeReplyObject(r);
-    return rc;
+    struct baton__lock_call lc;
+    baton__lock_prep_release(lk, &lc, lk->errstr, sizeof lk->errstr);
+    return baton__lock_released(lk, &lc.k, baton__script_call(lk->c, &lc.k));
 }
 
 int baton_lock_auto_renew(struct baton_lock *lk, int64_t renew_ms)
@@ -521,9 +504,14 @@ void baton_lock_free(struct baton_lock *lk)
 {
     if (lk == NULL)
         return;
+    if (lk->c != NULL && baton__renew_remove(lk, true))
+        return; /* the renewal thread frees it when its renewal is done */
+    baton__lock_destroy(lk);
+}
+
+void baton__lock_destroy(struct baton_lock *lk)
+{
     struct baton_client *c = lk->c;
-    if (c != NULL)
-        baton__renew_remove(lk);
     baton__stats_dropped(lk);
     pthread_mutex_destroy(&lk->mu);
     free(lk);

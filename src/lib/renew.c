@@ -6,7 +6,13 @@
  * (flag + on_lost) when a renewal finds another owner, and also when its
  * validity deadline passes without a confirmed renewal, whether or not Redis
  * can be reached: the thread wakes at each deadline, and every Redis call it
- * makes is bounded by the earliest deadline in play. */
+ * makes is bounded by the earliest deadline in play.
+ *
+ * Its calls run on the client's loop like every other (call.c): the thread
+ * sleeps while the loop does the I/O. A lock freed on the loop thread (in
+ * a callback) while its renewal is in flight cannot wait for it, as that
+ * renewal waits for the loop: it is left for this thread to free when the
+ * renewal is done, and its loss is no longer reported. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,13 +112,24 @@ static void *renewer_main(void *arg)
             pthread_mutex_unlock(&rn->mu);
         }
         pthread_mutex_lock(&rn->mu);
+        struct baton_lock *dead = NULL;
         for (struct baton_lock *lk = batch; lk != NULL;) {
             struct baton_lock *next = lk->bnext;
             lk->bnext = NULL;
-            lk->busy--;
+            if (--lk->busy == 0 && atomic_load(&lk->free_pending)) {
+                lk->bnext = dead; /* freed on the loop thread while we used it */
+                dead = lk;
+            }
             lk = next;
         }
         pthread_cond_broadcast(&rn->idle_cv);
+        pthread_mutex_unlock(&rn->mu);
+        while (dead != NULL) {
+            struct baton_lock *next = dead->bnext;
+            baton__lock_destroy(dead);
+            dead = next;
+        }
+        pthread_mutex_lock(&rn->mu);
     }
     pthread_mutex_unlock(&rn->mu);
     return NULL;
@@ -179,29 +196,60 @@ int baton__renew_add(struct baton_lock *lk, int64_t renew_ms)
     return BATON_OK;
 }
 
-void baton__renew_remove(struct baton_lock *lk)
+static struct baton__renewer *renewer_of(struct baton_lock *lk)
 {
     if (!atomic_load(&lk->ever_renewed))
-        return;
+        return NULL;
     pthread_mutex_lock(&lk->c->mu);
     struct baton__renewer *rn = lk->c->renewer;
     pthread_mutex_unlock(&lk->c->mu);
-    if (rn == NULL)
+    return rn;
+}
+
+/* Takes lk out of the list. Under rn->mu. */
+static void unlink_locked(struct baton__renewer *rn, struct baton_lock *lk)
+{
+    if (!lk->renewing)
         return;
+    if (lk->rprev != NULL)
+        lk->rprev->rnext = lk->rnext;
+    else
+        rn->head = lk->rnext;
+    if (lk->rnext != NULL)
+        lk->rnext->rprev = lk->rprev;
+    lk->renewing = false;
+    lk->rnext = lk->rprev = NULL;
+}
+
+bool baton__renew_remove(struct baton_lock *lk, bool free_after)
+{
+    struct baton__renewer *rn = renewer_of(lk);
+    if (rn == NULL)
+        return false;
+    bool on_loop = baton__loop_here(atomic_load(&lk->c->loop));
+    bool deferred = false;
     pthread_mutex_lock(&rn->mu);
-    while (lk->busy > 0)
-        pthread_cond_wait(&rn->idle_cv, &rn->mu);
-    if (lk->renewing) {
-        if (lk->rprev != NULL)
-            lk->rprev->rnext = lk->rnext;
-        else
-            rn->head = lk->rnext;
-        if (lk->rnext != NULL)
-            lk->rnext->rprev = lk->rprev;
-        lk->renewing = false;
-        lk->rnext = lk->rprev = NULL;
+    unlink_locked(rn, lk);
+    if (on_loop && free_after && lk->busy > 0) {
+        atomic_store(&lk->free_pending, true); /* renewer_main frees it */
+        deferred = true;
     }
+    while (!on_loop && lk->busy > 0)
+        pthread_cond_wait(&rn->idle_cv, &rn->mu);
     pthread_mutex_unlock(&rn->mu);
+    return deferred;
+}
+
+bool baton__renew_unlink(struct baton_lock *lk)
+{
+    struct baton__renewer *rn = renewer_of(lk);
+    if (rn == NULL)
+        return false;
+    pthread_mutex_lock(&rn->mu);
+    unlink_locked(rn, lk);
+    bool busy = lk->busy > 0;
+    pthread_mutex_unlock(&rn->mu);
+    return busy;
 }
 
 void baton__renew_stop(struct baton_client *c)

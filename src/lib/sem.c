@@ -376,7 +376,7 @@ int baton_sem_release(struct baton_permit *p)
     if (p == NULL || atomic_load(&p->lk->released))
         return BATON_EINVAL;
     struct baton_lock *lk = p->lk;
-    baton__renew_remove(lk); /* renewal never outlives the release */
+    baton__renew_remove(lk, false); /* renewal never outlives the release */
     int rc = give_back(lk->c, lk->rkeys, BATON__S_SEM_RELEASE, lk->token, 0, &held, lk->errstr,
                        sizeof lk->errstr);
     if (rc != BATON_OK)

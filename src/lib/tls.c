@@ -115,6 +115,10 @@ int baton__tls_new(const struct baton__url *u, struct baton__tls **out, char *er
         goto out_nomem;
     SSL_CTX_set_min_proto_version(t->ctx, TLS1_2_VERSION);
     SSL_CTX_set_mode(t->ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    /* Read as much as has arrived with one recv (several records of
+     * pipelined replies), not a header then a body per record: what was
+     * read ahead shows in tls_pending(). */
+    SSL_CTX_set_read_ahead(t->ctx, 1);
     if (u->tls_ca != NULL || u->tls_capath != NULL) {
         if (u->tls_ca != NULL && !readable("CA file", u->tls_ca, err, errlen))
             goto out_free;
@@ -408,7 +412,7 @@ static ssize_t tls_write(struct baton__conn *cn, const char *buf, size_t len)
 static bool tls_pending(const struct baton__conn *cn)
 {
     const struct tls_conn *t = cn->tls;
-    return t != NULL && t->ssl != NULL && SSL_pending(t->ssl) > 0;
+    return t != NULL && t->ssl != NULL && SSL_has_pending(t->ssl) == 1;
 }
 
 static void tls_close(struct baton__conn *cn)

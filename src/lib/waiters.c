@@ -1,33 +1,48 @@
 /* waiters.c -- waiting for a lock: per-key flood control, and the one
- * subscriber thread per client that turns release notifications into
- * wake-ups.
+ * subscription per client that turns release notifications into wake-ups.
  *
  * A release publishes the token of the first live waiter on that waiter's
- * client channel (scripts.c). The subscriber holds one connection
- * subscribed to this client's channel, finds the waiter by token and
- * signals it. One connection per process, however many waiters: no
- * subscription storms. A lost message costs a waiter one retry delay, never
- * correctness: waiters always retry the lock before sleeping, and sleep no
- * longer than the holder's remaining lease or the retry delay. */
+ * client channel (scripts.c). The client keeps one connection subscribed
+ * to its channel, driven by its loop (loop.c) like the pipes: the loop
+ * reads the messages, finds the waiter by token and wakes it (a blocking
+ * waiter through its condition variable; an asynchronous one, lock_async.c,
+ * by a task that sends its next attempt in the same turn). One connection
+ * per process, however many waiters: no subscription storms. Connecting and
+ * SUBSCRIBE run on the loop's helper thread; a lost connection is opened
+ * again after a back-off (50 ms doubling to 2 s), and when it is back every
+ * waiter is woken, as wake-ups may have been lost meanwhile. A lost message
+ * costs a waiter one retry delay, never correctness: waiters always retry
+ * the lock before sleeping, and sleep no longer than the holder's remaining
+ * lease or the retry delay. */
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
+#include <sys/epoll.h>
 
 #include "baton_int.h"
 
+#define BACKOFF_MIN_MS 50
+#define BACKOFF_MAX_MS 2000
+
 struct baton__waiters {
     struct baton_client *c;
-    pthread_mutex_t mu; /* guards everything below */
+    pthread_mutex_t mu; /* guards head, subscribed (the rest is the loop's) */
     pthread_cond_t ready_cv;
     struct baton__waiter *head;
     bool subscribed;
-    bool stop;
-    int efd; /* wakes the thread to stop */
-    pthread_t thread;
+    /* the loop's */
+    struct baton__io io;
+    struct baton__conn *cn; /* subscribed, watched */
+    bool connecting, reading;
+    struct baton__conn *doomed;
+    int backoff_ms;
+    struct baton__timer retry;
+    struct baton__task start_task, done_task;
+    struct baton__job job; /* connect + SUBSCRIBE on the helper */
+    struct baton__conn *jcn;
+    int jrc;
     char err[BATON__ERRLEN];
 };
 
@@ -44,7 +59,10 @@ static void wake_locked(struct baton__waiters *ws, const char *token, size_t len
         if (token != NULL && (strlen(w->token) != len || memcmp(w->token, token, len) != 0))
             continue;
         w->woken = true;
-        pthread_cond_signal(&w->cv);
+        if (w->wake != NULL)
+            w->wake(w);
+        else
+            pthread_cond_signal(&w->cv);
     }
 }
 
@@ -61,7 +79,10 @@ static bool grant_locked(struct baton__waiters *ws, const char *token, size_t le
         w->grant_sent_ns = sent_ns;
         atomic_store(&w->granted, true);
         w->woken = true;
-        pthread_cond_signal(&w->cv);
+        if (w->wake != NULL)
+            w->wake(w);
+        else
+            pthread_cond_signal(&w->cv);
         return true;
     }
     return false;
@@ -95,17 +116,6 @@ static void handle_message(struct baton__waiters *ws, const redisReply *r)
     pthread_mutex_unlock(&ws->mu);
 }
 
-/* Sleeps up to ms, or until stop. Returns false when stopping. */
-static bool pause_ms(struct baton__waiters *ws, int ms)
-{
-    struct pollfd p = {.fd = ws->efd, .events = POLLIN};
-    (void)poll(&p, 1, ms);
-    pthread_mutex_lock(&ws->mu);
-    bool stop = ws->stop;
-    pthread_mutex_unlock(&ws->mu);
-    return !stop;
-}
-
 static void set_subscribed(struct baton__waiters *ws, bool on)
 {
     pthread_mutex_lock(&ws->mu);
@@ -116,79 +126,152 @@ static void set_subscribed(struct baton__waiters *ws, bool on)
     pthread_mutex_unlock(&ws->mu);
 }
 
-/* One connection's life: subscribe, then dispatch messages until it breaks
- * or we stop. Returns false when stopping. */
-static bool serve(struct baton__waiters *ws, struct baton__conn *cn)
+static void start_connect(struct baton__waiters *ws);
+
+/* The connection failed: closed (after its ready() when inside it), and
+ * opened again after the back-off. */
+static void lost(struct baton__waiters *ws)
 {
+    struct baton__loop *l = atomic_load(&ws->c->loop);
+    if (ws->cn != NULL) {
+        baton__io_unwatch(l, &ws->io);
+        if (ws->reading)
+            ws->doomed = ws->cn;
+        else
+            baton__conn_free(ws->cn);
+        ws->cn = NULL;
+    }
+    set_subscribed(ws, false);
+    if (baton__loop_stopping(l))
+        return;
+    if (baton__timer_arm(l, &ws->retry, baton__now_ns() + (int64_t)ws->backoff_ms * 1000000) !=
+        BATON_OK)
+        start_connect(ws);
+    ws->backoff_ms = ws->backoff_ms < BACKOFF_MAX_MS / 2 ? ws->backoff_ms * 2 : BACKOFF_MAX_MS;
+}
+
+static void sub_ready(struct baton__io *io, uint32_t events)
+{
+    struct baton__waiters *ws = BATON__OWNER(io, struct baton__waiters, io);
+    struct baton__conn *cn = ws->cn;
+    redisReply *r = NULL;
+    int k;
+    (void)events;
+    if (cn == NULL)
+        return;
+    ws->reading = true;
+    cn->want = POLLIN;
+    int f = baton__conn_fill(cn);
+    while ((k = baton__conn_next_reply(cn, &r)) == 1) {
+        handle_message(ws, r);
+        freeReplyObject(r);
+    }
+    if (f < 0 || k < 0)
+        lost(ws);
+    ws->reading = false;
+    if (ws->doomed != NULL) {
+        baton__conn_free(ws->doomed);
+        ws->doomed = NULL;
+    }
+}
+
+static void sub_flush(struct baton__io *io)
+{
+    (void)io; /* nothing is written after SUBSCRIBE */
+}
+
+/* The helper's result: a subscribed connection, or a failure. */
+static void connected(struct baton__task *t)
+{
+    struct baton__waiters *ws = BATON__OWNER(t, struct baton__waiters, done_task);
+    struct baton__loop *l = atomic_load(&ws->c->loop);
+    baton__loop_offload_done(l);
+    ws->connecting = false;
+    struct baton__conn *cn = ws->jcn;
+    ws->jcn = NULL;
+    if (ws->jrc != BATON_OK || baton__loop_stopping(l)) {
+        baton__conn_free(cn);
+        if (!baton__loop_stopping(l))
+            lost(ws);
+        return;
+    }
+    ws->cn = cn;
+    ws->io.ready = sub_ready;
+    ws->io.flush = sub_flush;
+    if (baton__io_watch(l, &ws->io, cn->fd, EPOLLIN) != BATON_OK) {
+        lost(ws);
+        return;
+    }
+    ws->backoff_ms = BACKOFF_MIN_MS;
+    set_subscribed(ws, true);
+    sub_ready(&ws->io, EPOLLIN); /* messages that came with the confirmation */
+}
+
+static void subscribe_job(struct baton__job *j)
+{
+    struct baton__waiters *ws = BATON__OWNER(j, struct baton__waiters, job);
+    struct baton_client *c = ws->c;
     char chan[200];
-    snprintf(chan, sizeof chan, "%s%s", ws->c->wake_chan, ws->c->cid);
+    snprintf(chan, sizeof chan, "%s%s", c->wake_chan, c->cid);
     const char *argv[2] = {"SUBSCRIBE", chan};
     size_t lens[2] = {9, strlen(chan)};
     redisReply *r = NULL;
-
-    if (baton__conn_command(cn, 2, argv, lens, &r, baton__client_deadline(ws->c)) != BATON_OK)
-        return true;
-    bool ok = r->type == REDIS_REPLY_ARRAY;
-    freeReplyObject(r);
-    if (!ok)
-        return true;
-    set_subscribed(ws, true);
-    for (;;) {
-        struct pollfd p[2] = {{.fd = cn->fd, .events = baton__conn_read_events(cn)},
-                              {.fd = ws->efd, .events = POLLIN}};
-        if (p[0].events != 0 && poll(p, 2, -1) < 0 && errno != EINTR)
-            break;
-        if (p[1].revents != 0)
-            return false;
-        int n;
-        while ((n = baton__conn_poll_reply(cn, &r)) == 1) {
-            handle_message(ws, r);
+    ws->jcn = NULL;
+    ws->jrc = baton__client_open(c, &ws->jcn, ws->err, sizeof ws->err);
+    if (ws->jrc == BATON_OK) {
+        ws->jrc = baton__conn_command(ws->jcn, 2, argv, lens, &r, baton__client_deadline(c));
+        if (ws->jrc == BATON_OK && r->type != REDIS_REPLY_ARRAY)
+            ws->jrc = BATON_EREDIS;
+        if (r != NULL)
             freeReplyObject(r);
-        }
-        if (n < 0)
-            break;
     }
-    set_subscribed(ws, false);
-    return true;
+    ws->done_task.run = connected;
+    if (!baton__loop_post(atomic_load(&c->loop), &ws->done_task)) {
+        baton__conn_free(ws->jcn); /* the loop has stopped */
+        ws->jcn = NULL;
+    }
 }
 
-static void *subscriber_main(void *arg)
+static void start_connect(struct baton__waiters *ws)
 {
-    struct baton__waiters *ws = arg;
-    int backoff = 50;
-    for (;;) {
-        struct baton__conn *cn = NULL;
-        if (baton__client_open(ws->c, &cn, ws->err, sizeof ws->err) == BATON_OK) {
-            bool go_on = serve(ws, cn);
-            baton__conn_free(cn);
-            if (!go_on)
-                break;
-            backoff = 50;
-        }
-        set_subscribed(ws, false);
-        if (!pause_ms(ws, backoff))
-            break;
-        backoff = backoff < 1000 ? backoff * 2 : 2000;
-    }
-    return NULL;
+    struct baton__loop *l = atomic_load(&ws->c->loop);
+    if (ws->connecting || ws->cn != NULL || baton__loop_stopping(l))
+        return;
+    ws->job.run = subscribe_job;
+    if (baton__loop_offload(l, &ws->job) == BATON_OK)
+        ws->connecting = true;
 }
 
-/* Returns the client's waiters, starting the subscriber on first use. */
+static void retry_due(struct baton__timer *t)
+{
+    start_connect(BATON__OWNER(t, struct baton__waiters, retry));
+}
+
+static void start_on_loop(struct baton__task *t)
+{
+    start_connect(BATON__OWNER(t, struct baton__waiters, start_task));
+}
+
+/* Returns the client's waiters, starting the subscription on first use. */
 static struct baton__waiters *get_waiters(struct baton_client *c)
 {
+    struct baton__loop *l = baton__loop_of(c);
     pthread_mutex_lock(&c->mu);
     struct baton__waiters *ws = c->waiters;
-    if (ws != NULL || atomic_load(&c->closed))
+    if (ws != NULL || l == NULL || atomic_load(&c->closed))
         goto out;
     if ((ws = calloc(1, sizeof *ws)) == NULL)
         goto out;
     ws->c = c;
-    ws->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (ws->efd < 0 || pthread_mutex_init(&ws->mu, NULL) != 0)
+    ws->io.fd = -1;
+    ws->backoff_ms = BACKOFF_MIN_MS;
+    ws->retry.fire = retry_due;
+    if (pthread_mutex_init(&ws->mu, NULL) != 0)
         goto out_free;
     if (baton__cond_init_monotonic(&ws->ready_cv) != BATON_OK)
         goto out_mutex;
-    if (pthread_create(&ws->thread, NULL, subscriber_main, ws) != 0)
+    ws->start_task.run = start_on_loop;
+    if (!baton__loop_post(l, &ws->start_task))
         goto out_cond;
     c->waiters = ws;
     goto out;
@@ -197,8 +280,6 @@ out_cond:
 out_mutex:
     pthread_mutex_destroy(&ws->mu);
 out_free:
-    if (ws->efd >= 0)
-        close(ws->efd);
     free(ws);
     ws = NULL;
 out:
@@ -213,6 +294,10 @@ int baton__waiters_enter(struct baton_client *c, struct baton__waiter *w)
         return atomic_load(&c->closed) ? BATON_EINVAL : BATON_ENOMEM;
     if (baton__cond_init_monotonic(&w->cv) != BATON_OK)
         return BATON_ENOMEM;
+    /* The loop never waits (a blocking caller there fails at its first
+     * call); an asynchronous waiter misses at most a first wake-up. */
+    struct baton__loop *l = atomic_load(&c->loop);
+    bool may_wait = w->wake == NULL && !baton__loop_here(l);
 
     pthread_mutex_lock(&ws->mu);
     if (c->max_waiters >= 0) {
@@ -235,7 +320,7 @@ int baton__waiters_enter(struct baton_client *c, struct baton__waiter *w)
      * the first release is not missed. Bounded by the connect timeout. */
     struct timespec until;
     baton__timespec_at(baton__now_ns() + c->connect_timeout_ms * 1000000, &until);
-    while (!ws->subscribed && !ws->stop)
+    while (may_wait && !ws->subscribed)
         if (pthread_cond_timedwait(&ws->ready_cv, &ws->mu, &until) == ETIMEDOUT)
             break;
     pthread_mutex_unlock(&ws->mu);
@@ -270,6 +355,16 @@ bool baton__waiters_grant(struct baton_client *c, const char *token, uint64_t fe
     return found;
 }
 
+bool baton__waiters_take_wake(struct baton_client *c, struct baton__waiter *w)
+{
+    struct baton__waiters *ws = c->waiters;
+    pthread_mutex_lock(&ws->mu);
+    bool woken = w->woken;
+    w->woken = false;
+    pthread_mutex_unlock(&ws->mu);
+    return woken;
+}
+
 bool baton__waiters_sleep(struct baton_client *c, struct baton__waiter *w, int64_t until_ns)
 {
     struct baton__waiters *ws = c->waiters;
@@ -287,17 +382,11 @@ bool baton__waiters_sleep(struct baton_client *c, struct baton__waiter *w, int64
 
 void baton__waiters_stop(struct baton_client *c)
 {
+    /* The loop has stopped: its connection is ours to close. */
     struct baton__waiters *ws = c->waiters;
     if (ws == NULL)
         return;
-    pthread_mutex_lock(&ws->mu);
-    ws->stop = true;
-    pthread_mutex_unlock(&ws->mu);
-    uint64_t one = 1;
-    ssize_t n = write(ws->efd, &one, sizeof one);
-    (void)n;
-    pthread_join(ws->thread, NULL);
-    close(ws->efd);
+    baton__conn_free(ws->cn);
     pthread_cond_destroy(&ws->ready_cv);
     pthread_mutex_destroy(&ws->mu);
     free(ws);

@@ -10,13 +10,12 @@
 
 #define REFRESH_MAX 256 /* runs refreshed per script call */
 
-/* KEYS: leader, last:J, busy:J, claim:J. ARGV: token, tick, mode, member.
+/* KEYS: leader, last:J, busy:J, claimed:J. ARGV: token, tick, mode, member.
  * Returns {-1} not the leader, {0} taken, {1, busy} claimed and registered,
  * {2, busy} busy (not claimed), {3, busy} claimed as skipped, {4} claimed
  * and registered by an earlier attempt with the same member (its answer
- * was lost; a registration that expired meanwhile is made again). An
- * earlier attempt is known by claim:J ("<tick> <member> <1|3>"), or by
- * its registration. */
+ * was lost), {5} claimed as skipped by such an attempt, {6} claimed to run
+ * by such an attempt whose registration has expired. */
 static const char claim_src[] =
     "if redis.call('get', KEYS[1]) ~= ARGV[1] then return {-1} end\n"
     "local t = redis.call('time')\n"
@@ -31,10 +30,9 @@ static const char claim_src[] =
     "if last and tonumber(last) >= tonumber(ARGV[2]) then\n"
     "  if ARGV[4] ~= '' then\n"
     "    if redis.call('zscore', KEYS[3], ARGV[4]) then return {4} end\n"
-    "    local mine = ARGV[2] .. ' ' .. ARGV[4] .. ' '\n"
-    "    local c = redis.call('get', KEYS[4])\n"
-    "    if c == mine .. '1' then register(); return {4} end\n"
-    "    if c == mine .. '3' then return {3, {}} end\n"
+    "    local mine = redis.call('get', KEYS[4])\n"
+    "    if mine == ARGV[2] .. ' 3 ' .. ARGV[4] then return {5} end\n"
+    "    if mine == ARGV[2] .. ' 1 ' .. ARGV[4] then return {6} end\n"
     "  end\n"
     "  return {0}\n"
     "end\n"
@@ -44,12 +42,21 @@ static const char claim_src[] =
     "if #busy > 0 and mode == 'wait' then return {2, busy} end\n"
     "redis.call('set', KEYS[2], ARGV[2])\n"
     "if mode == 'skip' or (#busy > 0 and mode == 'skip-if-busy') then\n"
-    "  redis.call('set', KEYS[4], ARGV[2] .. ' ' .. ARGV[4] .. ' 3')\n"
+    "  redis.call('set', KEYS[4], ARGV[2] .. ' 3 ' .. ARGV[4])\n"
     "  return {3, busy}\n"
     "end\n"
-    "redis.call('set', KEYS[4], ARGV[2] .. ' ' .. ARGV[4] .. ' 1')\n"
+    "redis.call('set', KEYS[4], ARGV[2] .. ' 1 ' .. ARGV[4])\n"
     "register()\n"
     "return {1, busy}\n";
+
+/* KEYS: busy:J, claimed:J. ARGV: member, tick. The answers of claim_src's
+ * retry ({4}, {5}, {6}), or {0} when member made no such claim. */
+static const char lookup_src[] =
+    "if redis.call('zscore', KEYS[1], ARGV[1]) then return {4} end\n"
+    "local mine = redis.call('get', KEYS[2])\n"
+    "if mine == ARGV[2] .. ' 3 ' .. ARGV[1] then return {5} end\n"
+    "if mine == ARGV[2] .. ' 1 ' .. ARGV[1] then return {6} end\n"
+    "return {0}\n";
 
 /* KEYS: leader, busy keys... ARGV: token, ttl ms, mode (lease, handover,
  * own), members... (one per busy key). Returns -1 when token no longer
@@ -82,22 +89,11 @@ static const char release_src[] = "redis.call('zrem', KEYS[1], ARGV[1])\n"
                                   "redis.call('publish', ARGV[2], 'ended ' .. ARGV[3])\n"
                                   "return 1\n";
 
-/* KEYS: busy:J, claim:J. ARGV: member, tick. Returns 1 when member's run
- * is registered (live), or the claim record says member claimed tick. */
-static const char claimed_src[] =
-    "local t = redis.call('time')\n"
-    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
-    "local s = redis.call('zscore', KEYS[1], ARGV[1])\n"
-    "if s and tonumber(s) > now then return 1 end\n"
-    "local c = redis.call('get', KEYS[2])\n"
-    "local mine = ARGV[2] .. ' ' .. ARGV[1] .. ' '\n"
-    "if c and string.sub(c, 1, #mine) == mine then return 1 end\n"
-    "return 0\n";
-
 const char *claim_result_name(enum claim_result r)
 {
-    static const char *const names[] = {"ok",         "skipped", "busy", "taken",
-                                        "not_leader", "error",   "ours", "not_durable"};
+    static const char *const names[] = {"ok",    "skipped", "busy",        "taken",
+                                        "not_leader", "error", "ours",    "not_durable",
+                                        "ours_skipped", "ours_expired"};
     return ((int)r >= 0 && (size_t)r < sizeof names / sizeof names[0]) ? names[r] : "?";
 }
 
@@ -113,7 +109,7 @@ static int answer_code(const struct baton_reply *r)
 {
     if (r == NULL || r->type != BATON_REPLY_ARRAY || r->elements < 1 ||
         r->element[0]->type != BATON_REPLY_INTEGER || r->element[0]->integer < -1 ||
-        r->element[0]->integer > 4)
+        r->element[0]->integer > 6)
         return -2;
     return (int)r->element[0]->integer;
 }
@@ -139,7 +135,9 @@ static void take_busy(struct claim_reply *out, const struct baton_reply *r)
 enum claim_result claim_reduce(struct claim_reply *out, enum claim_mode mode)
 {
     const struct baton_answers *a = out->answers;
-    int n[6] = {0}; /* by code + 1: not leader, taken, ok, busy, skipped, ours */
+    /* by code + 1: not leader, taken, ok, busy, skipped, ours, ours
+     * skipped, ours expired */
+    int n[8] = {0};
     int unanswered = 0, bad = 0;
     char why[256];
 
@@ -162,28 +160,34 @@ enum claim_result claim_reduce(struct claim_reply *out, enum claim_mode mode)
         n[code + 1]++;
         take_busy(out, v->reply);
     }
-    int ok = n[2], busy = n[3], skipped = n[4], ours = n[5];
-    int claimed = ok + ours + skipped;
-    /* Any master that applied it to run registered our member there */
-    bool registered = ok + ours > 0;
+    int ok = n[2], busy = n[3], skipped = n[4], ours = n[5], ours_skipped = n[6];
+    int expired = n[7];
+    int claimed = ok + skipped + ours + ours_skipped + expired;
+    /* The masters where our member is registered now */
+    int registered = ok + ours;
     if (busy > 0 && mode == CLAIM_RUN_OR_WAIT) {
         out->partial = claimed > 0; /* retried with the same member: OURS there */
         return CLAIM_BUSY;
     }
     if (claimed >= a->majority) {
-        if (skipped > 0 || mode == CLAIM_SKIP) {
+        if (skipped + ours_skipped > 0 || mode == CLAIM_SKIP) {
             /* forbid: a run alive on any master of a majority is alive */
-            out->undo = registered;
-            return CLAIM_SKIPPED;
+            out->undo = registered > 0;
+            return skipped > 0 || ours_skipped == 0 ? CLAIM_SKIPPED : CLAIM_OURS_SKIPPED;
         }
-        return ok > 0 ? CLAIM_OK : CLAIM_OURS;
+        if (registered >= a->majority)
+            return ok > 0 ? CLAIM_OK : CLAIM_OURS;
+        /* Claimed by an earlier attempt whose registration expired on too
+         * many masters to hold (one server: {6}): recorded, not run */
+        out->undo = registered > 0;
+        return CLAIM_OURS_EXPIRED;
     }
     if (n[0] >= a->majority) {
-        out->undo = registered;
+        out->undo = registered > 0;
         return CLAIM_NOT_LEADER;
     }
     if (n[1] >= a->majority) { /* a majority passed the tick: nobody can claim it */
-        out->undo = registered;
+        out->undo = registered > 0;
         return CLAIM_TAKEN;
     }
     /* Undecided: too few answers for either. Retried with the same member,
@@ -204,15 +208,15 @@ enum claim_result claim_tick(struct baton_client *c, const char *group, const ch
 {
     static const char *const modes[] = {"run", "wait", "skip-if-busy", "skip", "register"};
     char *last = group_key(group, "last:%s", job), *busy = group_key(group, "busy:%s", job);
-    char *claim = group_key(group, "claim:%s", job);
+    char *claimed = group_key(group, "claimed:%s", job);
     char tickbuf[24];
     enum claim_result res = CLAIM_ERROR;
 
     memset(out, 0, sizeof *out);
-    if (last == NULL || busy == NULL || claim == NULL)
+    if (last == NULL || busy == NULL || claimed == NULL)
         goto out;
     snprintf(tickbuf, sizeof tickbuf, "%" PRId64, tick);
-    const char *keys[4] = {leader_key, last, busy, claim};
+    const char *keys[4] = {leader_key, last, busy, claimed};
     const char *args[4] = {token, tickbuf, modes[mode], member != NULL ? member : ""};
     int rc = baton_client_eval_all(c, claim_src, 4, keys, 4, args, &out->answers);
     if (rc != BATON_OK && out->answers == NULL) {
@@ -225,7 +229,46 @@ enum claim_result claim_tick(struct baton_client *c, const char *group, const ch
 out:
     free(last);
     free(busy);
-    free(claim);
+    free(claimed);
+    return res;
+}
+
+enum claim_result claim_lookup(struct baton_client *c, const char *group, const char *job,
+                               int64_t tick, const char *member)
+{
+    char *busy = group_key(group, "busy:%s", job), *claimed = group_key(group, "claimed:%s", job);
+    char tickbuf[24];
+    struct baton_answers *a = NULL;
+    enum claim_result res = CLAIM_ERROR;
+    if (busy == NULL || claimed == NULL)
+        goto out;
+    snprintf(tickbuf, sizeof tickbuf, "%" PRId64, tick);
+    /* A read: no WAIT for replicas (baton_client_eval_all() would add one) */
+    const char *argv[7] = {"EVAL", lookup_src, "2", busy, claimed, member, tickbuf};
+    if (baton_client_command_all(c, 7, argv, NULL, &a) != BATON_OK)
+        goto out;
+    int n[8] = {0}, valid = 0; /* by code + 1, as in claim_reduce() */
+    for (int i = 0; i < a->n; i++) {
+        int code = a->v[i].rc == BATON_OK && a->v[i].counts ? answer_code(a->v[i].reply) : -2;
+        if (code == 0 || code >= 4) {
+            n[code + 1]++;
+            valid++;
+        }
+    }
+    int yes = n[5] + n[6] + n[7];
+    /* Applied on a majority: ours, as a retry of the claim would find it.
+     * On so few that even the masters that did not answer cannot make a
+     * majority: not applied (the next leader claims the tick). */
+    if (yes >= a->majority)
+        res = n[6] > 0 ? CLAIM_OURS_SKIPPED
+              : n[5] >= a->majority ? CLAIM_OURS
+                                    : CLAIM_OURS_EXPIRED;
+    else if (yes + (a->n - valid) < a->majority)
+        res = CLAIM_TAKEN;
+out:
+    baton_answers_free(a);
+    free(busy);
+    free(claimed);
     return res;
 }
 
@@ -380,40 +423,6 @@ int claim_release(struct baton_client *c, const char *group, const char *job, co
     baton_answers_free(a);
     free(busy);
     free(chan);
-    return rc;
-}
-
-int claim_registered(struct baton_client *c, const char *group, const char *job, int64_t tick,
-                     const char *member, enum claim_presence *out)
-{
-    char *busy = group_key(group, "busy:%s", job), *claim = group_key(group, "claim:%s", job);
-    char tickbuf[24];
-    struct baton_answers *a = NULL;
-    int rc = BATON_ENOMEM;
-    if (busy != NULL && claim != NULL) {
-        snprintf(tickbuf, sizeof tickbuf, "%" PRId64, tick);
-        const char *keys[2] = {busy, claim};
-        const char *args[2] = {member, tickbuf};
-        rc = baton_client_eval_all(c, claimed_src, 2, keys, 2, args, &a);
-    }
-    if (rc == BATON_OK) {
-        int yes = 0, valid = 0;
-        for (int i = 0; i < a->n; i++) {
-            const struct baton_reply *r = a->v[i].reply;
-            if (a->v[i].rc != BATON_OK || !a->v[i].counts || r->type != BATON_REPLY_INTEGER)
-                continue;
-            valid++;
-            yes += r->integer == 1;
-        }
-        /* A majority has it: it was claimed. Not even with every master
-         * that did not answer could it reach one: it was not. */
-        *out = yes >= a->majority                   ? CLAIM_PRESENT
-               : yes + (a->n - valid) < a->majority ? (yes > 0 ? CLAIM_STRAY : CLAIM_ABSENT)
-                                                    : CLAIM_UNKNOWN;
-    }
-    baton_answers_free(a);
-    free(busy);
-    free(claim);
     return rc;
 }
 

@@ -4,9 +4,10 @@
  *
  * Keys (group G, job J; keys.h):
  *   baton:{G}:last:J   the job's high-water mark: its last claimed tick
- *   baton:{G}:claim:J  who claimed it: "<tick> <member> <1|3>" (run, skip)
  *   baton:{G}:busy:J   sorted set of the job's live runs, "<node>/<run_id>",
  *                      scored by their expiry (server time, ms)
+ *   baton:{G}:claimed:J the job's last claim: "<tick> <1|3> <member>", 1
+ *                      claimed to run, 3 claimed as skipped
  *
  * The claim of tick T checks that the leader key still holds our token,
  * that the mark is below T, and (concurrency: forbid) whether a run of J is
@@ -15,8 +16,14 @@
  * order, so a claimed tick can never be claimed again, and a node that is
  * no longer the leader cannot claim at all. A claim whose answer is lost
  * (Redis timed out after applying it) is retried with the same member: the
- * script recognises its own claim (claim:J, or the registration), so the
- * tick still runs once.
+ * script recognises its own registration, so the tick still runs once, or
+ * (claimed:J) its own claim of the tick as skipped, or to run with the
+ * registration since expired, so that the tick is recorded, never dropped
+ * as another leader's. A lost claim that is not retried (its node stopped
+ * leading) is looked up the same way (claim_lookup). claimed:J holds the
+ * job's last claim only: a lost claim that another leader's later claim
+ * of the job overwrote before its node could look is the one left
+ * unrecorded (its node was cut off from Redis for longer than a lease).
  *
  * Over a Redlock quorum every script runs on every master (libbaton's
  * baton_client_eval_all()), each master deciding on its own data, and
@@ -28,9 +35,11 @@
  *     token a majority no longer holds) or a claim retried by a new leader.
  *   - a minority claim (masters unreachable) is undecided: it is retried
  *     with the same member, and completes as masters answer (they answer
- *     OURS where it applied); a majority that passed the tick (taken) or
- *     holds another leader decides it against us; what our member
- *     registered meanwhile is then released (undo).
+ *     OURS, OURS_SKIPPED or OURS_EXPIRED where it applied); a majority
+ *     that passed the tick (taken) or holds another leader decides it
+ *     against us; what our member registered meanwhile is then released
+ *     (undo). A claim to run that a majority applied is run only while a
+ *     majority holds its registration (else OURS_EXPIRED: recorded).
  *   - forbid: a run alive on any master of the answering majority is
  *     alive (its registration was made by a majority, which shares a
  *     master with ours): the union of the busy lists decides.
@@ -75,6 +84,11 @@ enum claim_result {
                          same member, whose answer was lost: start it */
     CLAIM_NOT_DURABLE, /* applied on the master, but not acknowledged by min_replicas
                           replicas in time: a failover could lose it, so it must not run */
+    CLAIM_OURS_SKIPPED, /* claimed as skipped by an earlier attempt of ours with the same
+                           member, whose answer was lost: record it skipped */
+    CLAIM_OURS_EXPIRED, /* claimed to run by an earlier attempt of ours with the same
+                           member, whose answer was lost and whose registration has
+                           expired since: too late to start it; record it not started */
 };
 
 /* Returns: the result's name ("ok", "skipped"...). Static. */
@@ -93,7 +107,7 @@ struct claim_reply {
     bool undo;
     /* Some masters applied it, but it is not decided (BUSY, ERROR): retry
      * it with the same member, or, if this node stops leading first,
-     * resolve it (claim_registered). */
+     * resolve it (claim_lookup). */
     bool partial;
     char why[512]; /* CLAIM_ERROR: what each master said */
     int majority;  /* of the masters asked (1: one server) */
@@ -120,11 +134,22 @@ enum claim_result claim_tick(struct baton_client *c, const char *group, const ch
 
 /* Reduces out->answers, the masters' answers to a claim script ({code}
  * or {code, {members...}}: -1 not the leader, 0 taken, 1 ok, 2 busy, 3
- * skipped, 4 ours) made in mode, as described at the top: sets busy,
- * undo, partial and why. One answer (a single server) is taken as it is.
- * Returns the result; CLAIM_ERROR for replies of any other shape. For the
- * scripts that claim like claim_tick (trigger.h). */
+ * skipped, 4 ours, 5 ours skipped, 6 ours expired) made in mode, as
+ * described at the top: sets busy, undo, partial and why. One answer (a
+ * single server) is taken as it is. Returns the result; CLAIM_ERROR for
+ * replies of any other shape. For the scripts that claim like claim_tick
+ * (trigger.h). */
 enum claim_result claim_reduce(struct claim_reply *out, enum claim_mode mode);
+
+/* What became of a claim of tick by member whose answer was lost, once its
+ * node will not retry it, read on every master: CLAIM_OURS (applied, the
+ * run still registered), CLAIM_OURS_SKIPPED (applied as skipped),
+ * CLAIM_OURS_EXPIRED (applied to run, the registration gone since),
+ * CLAIM_TAKEN (not applied, or another claim of the job has come since;
+ * over a quorum: applied on too few masters to make a majority), or
+ * CLAIM_ERROR (too few answers to tell: ask again). Reads only. */
+enum claim_result claim_lookup(struct baton_client *c, const char *group, const char *job,
+                               int64_t tick, const char *member);
 
 /* One registered run of this node. */
 struct claim_entry {
@@ -149,20 +174,6 @@ int claim_refresh(struct baton_client *c, const char *group, const char *leader_
 /* The end of a run: unregisters member and publishes "ended <job>".
  * Returns 0 or EIO... */
 int claim_release(struct baton_client *c, const char *group, const char *job, const char *member);
-
-enum claim_presence {
-    CLAIM_PRESENT, /* on a majority: it was claimed */
-    CLAIM_ABSENT,  /* nowhere that answered, and no majority possible */
-    CLAIM_STRAY,   /* on a minority that cannot become a majority */
-    CLAIM_UNKNOWN, /* too few answers to tell */
-};
-/* (runner.c asks this on one server only: over a quorum a node that stops
- * leading records its undecided claim without asking.) */
-
-/* Whether member claimed tick of job (its run registered and live, or
- * claim:J naming it), over every master. Returns 0 and *out, or EIO... */
-int claim_registered(struct baton_client *c, const char *group, const char *job, int64_t tick,
-                     const char *member, enum claim_presence *out);
 
 /* Asks the node running member to stop it ("stop <node>/<run_id>" on the
  * events channel). Returns 0 or EIO... */

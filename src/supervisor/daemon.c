@@ -22,7 +22,9 @@
  * once the machine is done, the loop goes on until the hooks end, within
  * what is left of shutdown_grace (then they are stopped, TERM then KILL). */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,6 +72,22 @@ enum {
 #define KILL_MARGIN_MS     50 /* jobs are dead this long before the deadline */
 #define MS                 INT64_C(1000000)
 
+/* A SIGHUP's reading of baton.yaml and jobs.yaml, on a thread of its own:
+ * parsing 10,000 jobs takes the loop's whole CPU for a few hundred ms, and
+ * the loop has ticks to start meanwhile. The loop applies the result when
+ * the thread says it is done (a byte on pipe[1]). */
+struct reloader {
+    bool running; /* a thread reads; `again`: another SIGHUP came meanwhile */
+    bool again;
+    pthread_t thread;
+    int pipe[2];
+    struct loop_watch watch;
+    const char *path;   /* borrowed: the daemon's config_path */
+    struct config *cfg; /* the thread's results, taken by the loop */
+    struct jobs *jobs;
+    char err[1024];
+};
+
 struct daemon {
     struct config *cfg;
     char *config_path;
@@ -88,6 +106,7 @@ struct daemon {
     struct loop_watch sig_watch;
     struct loop_watch sub_watch;
     bool sub_added;
+    struct reloader rl;
 
     bool stopping;    /* SIGTERM/SIGINT received: the guard `stopping` */
     bool done;        /* finish ran: the loop ends */
@@ -655,14 +674,26 @@ static struct jobs *load_jobs(const struct config *cfg, char *err, size_t errlen
     return j;
 }
 
-static void reload(struct daemon *d)
+/* Reads the configuration at path and its jobs: *cfg and *jobs (owned),
+ * or NULL in both with the message in err. */
+static void read_config(const char *path, struct config **cfg, struct jobs **jobs, char *err,
+                        size_t len)
 {
-    char err[1024];
-    struct config *cfg = NULL;
-    struct jobs *jobs = NULL;
+    *cfg = NULL;
+    *jobs = NULL;
+    if (config_load(path, cfg, err, len) == 0)
+        *jobs = load_jobs(*cfg, err, len);
+    if (*jobs == NULL) {
+        config_free(*cfg);
+        *cfg = NULL;
+    }
+}
+
+/* Applies what a SIGHUP read (cfg and jobs owned, or NULL with err). */
+static void reload_apply(struct daemon *d, struct config *cfg, struct jobs *jobs, const char *err)
+{
     cJSON *f = log_fields();
-    if (config_load(d->config_path, &cfg, err, sizeof err) != 0 ||
-        (jobs = load_jobs(cfg, err, sizeof err)) == NULL) {
+    if (cfg == NULL || jobs == NULL) {
         cJSON_AddStringToObject(f, "error", err);
         cJSON_AddStringToObject(f, "then", "keeping the running configuration");
         log_emit(d->log, LE_RELOAD_FAILED, f);
@@ -734,6 +765,78 @@ static void reload(struct daemon *d)
     heartbeat(d); /* the group sees the new jobs' hash now, not at the next poll */
 }
 
+static void *reload_thread(void *arg)
+{
+    struct reloader *rl = arg;
+    read_config(rl->path, &rl->cfg, &rl->jobs, rl->err, sizeof rl->err);
+    ssize_t n = write(rl->pipe[1], "r", 1); /* the loop takes it from here */
+    (void)n;
+    return NULL;
+}
+
+/* Waits for the reading thread, if any, and closes its pipe. */
+static void reload_join(struct daemon *d)
+{
+    struct reloader *rl = &d->rl;
+    if (!rl->running)
+        return;
+    pthread_join(rl->thread, NULL);
+    loop_del(&d->loop, &rl->watch);
+    close(rl->pipe[0]);
+    close(rl->pipe[1]);
+    rl->running = false;
+}
+
+/* The thread has read the files: apply, and read again if another SIGHUP
+ * came meanwhile. */
+static void on_reloaded(void *ctx, struct loop_watch *w, uint32_t events)
+{
+    struct daemon *d = ctx;
+    (void)w;
+    (void)events;
+    reload_join(d);
+    struct config *cfg = d->rl.cfg;
+    struct jobs *jobs = d->rl.jobs;
+    d->rl.cfg = NULL;
+    d->rl.jobs = NULL;
+    reload_apply(d, cfg, jobs, d->rl.err);
+    if (d->rl.again && !d->done) {
+        d->rl.again = false;
+        reload(d);
+    }
+}
+
+/* SIGHUP: reads the files on a thread (on the loop itself when no thread
+ * can be had), then applies them on the loop (on_reloaded). */
+static void reload(struct daemon *d)
+{
+    struct reloader *rl = &d->rl;
+    if (rl->running) {
+        rl->again = true; /* read once more when this one is applied */
+        return;
+    }
+    rl->path = d->config_path;
+    rl->cfg = NULL;
+    rl->jobs = NULL;
+    if (pipe2(rl->pipe, O_CLOEXEC) == 0) {
+        rl->watch = (struct loop_watch){.fd = rl->pipe[0], .cb = on_reloaded, .ctx = d};
+        if (loop_add(&d->loop, &rl->watch) == 0) {
+            /* Signals stay blocked in the thread: it inherits the mask. */
+            if (pthread_create(&rl->thread, NULL, reload_thread, rl) == 0) {
+                rl->running = true;
+                return;
+            }
+            loop_del(&d->loop, &rl->watch);
+        }
+        close(rl->pipe[0]);
+        close(rl->pipe[1]);
+    }
+    struct config *cfg;
+    struct jobs *jobs;
+    read_config(d->config_path, &cfg, &jobs, rl->err, sizeof rl->err);
+    reload_apply(d, cfg, jobs, rl->err);
+}
+
 /* After the machine is done: waits for the hooks still alive, until the end
  * of shutdown_grace (from the SIGTERM's drain, or from now), then stops
  * them (T_DRAIN). */
@@ -759,6 +862,9 @@ static void drain_hooks(struct daemon *d)
 
 static void free_daemon(struct daemon *d)
 {
+    reload_join(d); /* a SIGHUP's reading still going: its results are not applied */
+    config_free(d->rl.cfg);
+    jobs_free(d->rl.jobs);
     ops_free(d->ops); /* first: its HTTP thread reads the client's stats */
     runner_free(d->runner);
     hooks_free(d->hooks);
@@ -855,7 +961,9 @@ int daemon_run(const char *config_path)
                                .ctx = &d,
                                .fault_start = fault != NULL && strcmp(fault, "start") == 0,
                                .fault_stop_after_claim =
-                                   fault != NULL && strcmp(fault, "stop-after-claim") == 0};
+                                   fault != NULL && strcmp(fault, "stop-after-claim") == 0,
+                               .fault_stop_after_preclaim =
+                                   fault != NULL && strcmp(fault, "stop-after-preclaim") == 0};
     struct hooks_host hh = {.log = d.log,
                             .loop = &d.loop,
                             .timer_id = T_HOOKS,

@@ -78,6 +78,10 @@
       "the claim found another leader: the tick is not ours")                                      \
     X(CLAIM_FAILED, "claim_failed", WARN, "`job`, `scheduled_at`, `error`, `then`",                \
       "Redis did not answer the claim: it is retried in order within the catch-up window")         \
+    X(CLAIM_RECOVERED, "claim_recovered", INFO, "`job`, `scheduled_at`, `then`",                   \
+      "a claim whose answer was lost had been applied: its retry (or, once the node stopped "      \
+      "leading, a lookup) found the tick ours, and `then` says what became of it: run late, "      \
+      "recorded skipped, or recorded not started")                                                 \
     X(JOB_START, "job_start", INFO,                                                                \
       "`job`, `run_id`, `scheduled_at`, `attempt`, `trigger`, `lateness_ms`, `term`, `pid`",       \
       "a run started")                                                                             \

@@ -139,7 +139,32 @@ struct jparse {
     const char *default_tz;
     const struct jobs_base *base; /* never NULL */
     struct schema_ctx ctx;
+    /* The names read so far: an open-addressing table of indexes into
+     * set->v (NAMES_FREE: empty), so that finding a duplicate name is not
+     * O(jobs^2) at 10,000 jobs. */
+    size_t *names;
+    size_t names_mask;
 };
+
+#define NAMES_FREE ((size_t)-1)
+
+static size_t name_hash(const char *s)
+{
+    size_t h = 14695981039346656037u;
+    for (; *s != '\0'; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211u;
+    return h;
+}
+
+/* The slot of name in p->names: where it is, or the free slot where it
+ * goes. */
+static size_t *name_slot(const struct jparse *p, const char *name)
+{
+    size_t i = name_hash(name) & p->names_mask;
+    while (p->names[i] != NAMES_FREE && strcmp(p->set->v[p->names[i]].name, name) != 0)
+        i = (i + 1) & p->names_mask;
+    return &p->names[i];
+}
 
 static int check_user(const char *name, char *msg, size_t msglen)
 {
@@ -771,10 +796,11 @@ static int read_job(struct jparse *p, const struct yamlx_node *m, size_t idx,
             return -1;
         at[ki_name] = name_node;
         snprintf(prefix, sizeof prefix, "job \"%s\": ", j->name);
-        for (size_t i = 0; i < set->n; i++)
-            if (strcmp(set->v[i].name, j->name) == 0)
-                return yamlx_errorf(p->d, name_node, "%sduplicate name (first at line %d)",
-                                    prefix, set->v[i].line);
+        size_t *slot = name_slot(p, j->name);
+        if (*slot != NAMES_FREE)
+            return yamlx_errorf(p->d, name_node, "%sduplicate name (first at line %d)", prefix,
+                                set->v[*slot].line);
+        *slot = idx;
     }
 
     /* 1. The job's own keys, in file order. */
@@ -894,8 +920,14 @@ static int read_jobs(struct jparse *p, const struct yamlx_node *root)
         return yamlx_errorf(p->d, list->items[JOBS_MAX], "jobs: too many jobs (at most %d)",
                             JOBS_MAX);
     set->v = calloc(list->nitems, sizeof *set->v);
-    if (set->v == NULL && list->nitems > 0)
+    size_t cap = 16;
+    while (cap < 2 * list->nitems)
+        cap *= 2;
+    p->names = malloc(cap * sizeof *p->names);
+    if ((set->v == NULL && list->nitems > 0) || p->names == NULL)
         return yamlx_errorf(p->d, NULL, "out of memory");
+    memset(p->names, 0xff, cap * sizeof *p->names); /* every slot NAMES_FREE */
+    p->names_mask = cap - 1;
     for (size_t i = 0; i < list->nitems; i++) {
         int r = read_job(p, list->items[i], i, defaults, set, &set->v[i]);
 
@@ -937,6 +969,7 @@ int jobs_load_buffer_base(const char *name, const char *buf, size_t len,
     p.set = NULL;
     rc = 0;
 out_free:
+    free(p.names);
     yamlx_free(root);
     jobs_free(p.set);
     return rc;

@@ -7,11 +7,11 @@
  *                             "trigger <id>", "done <id>", "paused <job>",
  *                             "resumed <job>" (job "*": every job)
  *   baton:{G}:last:<job>      the job's last claimed tick (Unix seconds)
- *   baton:{G}:claim:<job>     who claimed it: "<tick> <member> <1 run|3 skip>"
- *                             (a claim retried after a lost answer is
- *                             recognised by it on every master: claim.h)
  *   baton:{G}:busy:<job>      zset: the job's live runs "<node>/<run_id>" by
  *                             expiry (claim.h)
+ *   baton:{G}:claimed:<job>   the job's last claim: "<tick> <kind> <member>"
+ *                             (claim.h: a lost answer's retry knows it, on
+ *                             every master of a quorum)
  *   baton:{G}:runs:<job>      stream: the job's recent runs (history)
  *   baton:{G}:trigger:<id>    hash: a `baton trigger` request (trigger.h)
  *   baton:{G}:triggers        zset: the requests not yet done, by request time

@@ -1,6 +1,8 @@
 /* loop.c -- see loop.h. */
 #include <errno.h>
+#include <stdint.h>
 #include <sys/epoll.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -13,21 +15,77 @@ int64_t loop_now(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* The wall timer's descriptor is readable: it expired, or the clock was
+ * stepped (read fails with ECANCELED). Either way it fires. */
+static void wall_fired(void *ctx, struct loop_watch *w, uint32_t events)
+{
+    struct loop *l = ctx;
+    uint64_t n;
+    (void)events;
+    if (read(w->fd, &n, sizeof n) < 0 && errno == EAGAIN)
+        return; /* spurious */
+    l->wall_done = l->wall_at;
+    loop_disarm_wall(l);
+    l->on_timer(l->ctx, l->wall_id);
+}
+
 int loop_init(struct loop *l, void (*on_timer)(void *ctx, int id), void *ctx)
 {
     for (int i = 0; i < LOOP_TIMERS; i++)
         l->at[i] = 0;
     l->on_timer = on_timer;
     l->ctx = ctx;
+    l->wall_at = l->wall_done = 0;
+    l->wall_id = -1;
+    l->wallfd = -1;
     l->epfd = epoll_create1(EPOLL_CLOEXEC);
-    return l->epfd < 0 ? errno : 0;
+    if (l->epfd < 0)
+        return errno;
+    l->wallfd = timerfd_create(CLOCK_REALTIME, TFD_CLOEXEC | TFD_NONBLOCK);
+    if (l->wallfd < 0)
+        return 0; /* no wall timer: loop_arm_wall() says so, callers fall back */
+    l->wall_watch = (struct loop_watch){.fd = l->wallfd, .cb = wall_fired, .ctx = l};
+    if (loop_add(l, &l->wall_watch) != 0) {
+        close(l->wallfd);
+        l->wallfd = -1;
+    }
+    return 0;
 }
 
 void loop_close(struct loop *l)
 {
+    if (l->wallfd >= 0)
+        close(l->wallfd);
+    l->wallfd = -1;
     if (l->epfd >= 0)
         close(l->epfd);
     l->epfd = -1;
+}
+
+int loop_arm_wall(struct loop *l, int id, int64_t at_ns)
+{
+    if (l->wallfd < 0)
+        return ENOSYS;
+    if (at_ns <= 0)
+        at_ns = 1;
+    if ((l->wall_at == at_ns && l->wall_id == id) || at_ns == l->wall_done)
+        return 0; /* armed there already (no system call), or it fired for it */
+    struct itimerspec its = {
+        .it_value = {.tv_sec = at_ns / 1000000000, .tv_nsec = at_ns % 1000000000}};
+    if (timerfd_settime(l->wallfd, TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET, &its, NULL) != 0)
+        return errno;
+    l->wall_at = at_ns;
+    l->wall_id = id;
+    return 0;
+}
+
+void loop_disarm_wall(struct loop *l)
+{
+    if (l->wallfd < 0 || l->wall_at == 0)
+        return;
+    struct itimerspec off = {{0, 0}, {0, 0}};
+    timerfd_settime(l->wallfd, 0, &off, NULL);
+    l->wall_at = 0;
 }
 
 void loop_arm(struct loop *l, int id, int64_t at_ns)

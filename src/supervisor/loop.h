@@ -5,7 +5,14 @@
  * are due at once they fire in id order, so the caller puts what must win
  * first (the lease deadline before anything that would act as leader). One
  * loop_once() handles all due timers and at most one ready descriptor, so a
- * callback may remove any watch without leaving a stale event behind. */
+ * callback may remove any watch without leaving a stale event behind.
+ *
+ * One more timer is exact and on the wall clock (loop_arm_wall): a timerfd
+ * armed at an absolute CLOCK_REALTIME instant with TFD_TIMER_CANCEL_ON_SET,
+ * so that it fires at that instant to the microsecond (the table's timers
+ * wait in epoll_wait, to the millisecond) and also at once when the wall
+ * clock is stepped (settimeofday, clock_settime: the instant moved). The
+ * runner starts its prepared runs on it (runner.h). */
 #ifndef BATON_LOOP_H
 #define BATON_LOOP_H
 
@@ -23,6 +30,11 @@ struct loop_watch {
 struct loop {
     int epfd;
     int64_t at[LOOP_TIMERS]; /* 0: disarmed */
+    int wallfd;              /* the wall timer's timerfd, or -1 */
+    int wall_id;             /* the id it fires as */
+    int64_t wall_at;         /* its instant (CLOCK_REALTIME ns); 0: disarmed */
+    int64_t wall_done;       /* the instant it last fired for: not armed again */
+    struct loop_watch wall_watch;
     void (*on_timer)(void *ctx, int id);
     void *ctx;
 };
@@ -36,6 +48,16 @@ void loop_arm(struct loop *l, int id, int64_t at_ns);
 void loop_arm_in(struct loop *l, int id, int64_t ms);
 void loop_disarm(struct loop *l, int id);
 bool loop_armed(const struct loop *l, int id);
+
+/* Arms the wall timer: on_timer(ctx, id) at the CLOCK_REALTIME instant
+ * at_ns, or as soon as the wall clock is stepped before then. One wall
+ * timer per loop: arming it again moves it (id included). An instant it
+ * already fired for is not armed again (a clock stepped back, or a clock
+ * faked in the process only, would make it fire again at once, over and
+ * over): the caller keeps a monotonic timer as its fallback. Returns 0 or
+ * an errno value (ENOSYS: no wall timer). */
+int loop_arm_wall(struct loop *l, int id, int64_t at_ns);
+void loop_disarm_wall(struct loop *l);
 
 /* Watches w->fd for input (EPOLLIN). w stays the caller's; it must stay
  * valid until loop_del(). Returns 0 or an errno value. */

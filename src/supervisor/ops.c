@@ -59,6 +59,7 @@ struct defs { /* the jobs of one configuration */
     atomic_int refs;
     struct def *v;
     size_t n;
+    struct def **by_name; /* v sorted by name: def_index() is a binary search */
     struct cron_tz **zones;
     size_t nzones;
 };
@@ -155,6 +156,7 @@ static void defs_unref(struct defs *d)
     for (size_t i = 0; i < d->nzones; i++)
         cron_tz_free(d->zones[i]);
     free(d->zones);
+    free(d->by_name);
     free(d->v);
     free(d);
 }
@@ -198,6 +200,17 @@ static struct lasts *lasts_new(struct defs *defs)
 
 /* Copies what the view needs of jobs: names, schedules (parsed again: the
  * same text gives the same expression) and zones (loaded again, once each). */
+static int def_cmp(const void *a, const void *b)
+{
+    return strcmp((*(struct def *const *)a)->name, (*(struct def *const *)b)->name);
+}
+
+/* bsearch's: a name against an entry of by_name. */
+static int def_name_cmp(const void *name, const void *e)
+{
+    return strcmp(name, (*(struct def *const *)e)->name);
+}
+
 static struct defs *defs_new(const struct jobs *jobs)
 {
     struct defs *d = calloc(1, sizeof *d);
@@ -228,6 +241,13 @@ static struct defs *defs_new(const struct jobs *jobs)
         if (e->tz == NULL && cron_tz_load(zone, &d->zones[d->nzones], err, sizeof err) == 0)
             e->tz = d->zones[d->nzones++];
     }
+    d->by_name = d->n > 0 ? calloc(d->n, sizeof *d->by_name) : NULL;
+    if (d->n > 0 && d->by_name == NULL)
+        goto fail;
+    for (size_t i = 0; i < d->n; i++)
+        d->by_name[i] = &d->v[i];
+    if (d->n > 0)
+        qsort(d->by_name, d->n, sizeof *d->by_name, def_cmp);
     return d;
 fail_entry:
     d->n++; /* free the half-made entry too */
@@ -377,12 +397,14 @@ static void status_text(const struct ops *o, const struct head *h, char *buf, si
         snprintf(buf + n, len - (size_t)n, "; the last reload failed (see the log)");
 }
 
+/* The index of job name in d, or (size_t)-1: a binary search (it runs for
+ * every job event and every "ended" message of the group). */
 static size_t def_index(const struct defs *d, const char *name)
 {
-    for (size_t i = 0; name != NULL && i < d->n; i++)
-        if (strcmp(d->v[i].name, name) == 0)
-            return i;
-    return (size_t)-1;
+    if (name == NULL || d->by_name == NULL)
+        return (size_t)-1;
+    struct def **hit = bsearch(name, d->by_name, d->n, sizeof *d->by_name, def_name_cmp);
+    return hit != NULL ? (size_t)(*hit - d->v) : (size_t)-1;
 }
 
 static void mark_dirty(struct ops *o, const char *job, unsigned char why)

@@ -84,6 +84,23 @@ int proc_fence_send(int fd, int64_t term_at, int64_t kill_at)
     }
 }
 
+int proc_go_pipe(int fds[2])
+{
+    return pipe2(fds, O_CLOEXEC) != 0 ? errno : 0;
+}
+
+int proc_go(int fd)
+{
+    for (;;) {
+        ssize_t n = write(fd, "g", 1);
+        if (n == 1)
+            return 0;
+        if (n < 0 && errno == EINTR)
+            continue;
+        return n < 0 ? errno : EIO;
+    }
+}
+
 int proc_shim_path(char *out, size_t len)
 {
     /* Beside the running baton (a build tree), at the place relative to it
@@ -125,7 +142,7 @@ int proc_shim_check(char *err, size_t len)
 }
 
 /* The file actions that give the shim its descriptors: 0-2 the command's,
- * PROC_SHIM_FENCE_FD the fence pipe. */
+ * PROC_SHIM_FENCE_FD the fence pipe, PROC_SHIM_GO_FD the go pipe. */
 static int shim_files(const struct proc_spec *spec, posix_spawn_file_actions_t *fa)
 {
     int e = spec->stdin_fd >= 0 ? posix_spawn_file_actions_adddup2(fa, spec->stdin_fd, 0)
@@ -136,6 +153,8 @@ static int shim_files(const struct proc_spec *spec, posix_spawn_file_actions_t *
         e = posix_spawn_file_actions_adddup2(fa, spec->stderr_fd, 2);
     if (e == 0 && spec->fenced)
         e = posix_spawn_file_actions_adddup2(fa, spec->fence_fd, PROC_SHIM_FENCE_FD);
+    if (e == 0 && spec->prepared)
+        e = posix_spawn_file_actions_adddup2(fa, spec->go_fd, PROC_SHIM_GO_FD);
     return e;
 }
 
@@ -154,9 +173,13 @@ int proc_spawn(const struct proc_spec *spec, pid_t *pid)
     snprintf(parent, sizeof parent, "%ld", (long)getpid());
     snprintf(uid, sizeof uid, "%lu", (unsigned long)(spec->set_ids ? spec->uid : 0));
     snprintf(gid, sizeof gid, "%lu", (unsigned long)(spec->set_ids ? spec->gid : 0));
-    char flags[3] = "", *f = flags;
+    char flags[4] = "", *f = flags;
+    if (spec->prepared && !spec->fenced)
+        return EINVAL; /* a prepared shim waits fenced */
     if (spec->fenced)
         *f++ = 'f';
+    if (spec->prepared)
+        *f++ = 'g';
     if (spec->set_ids)
         *f++ = 'u';
     *f = '\0';
@@ -260,7 +283,7 @@ char **proc_env_build(char *const *base, char *const *extra, size_t nextra)
             goto fail;
     }
     for (size_t k = 0; k < nextra; k++) {
-        bool dup = strchr(extra[k], '=') == NULL; /* a bare NAME only removes */
+        bool dup = strchr(extra[k], '=') == NULL;       /* a bare NAME only removes */
         for (size_t j = k + 1; j < nextra && !dup; j++) /* a later duplicate in extra wins */
             dup = same_name(extra[k], extra[j]);
         if (!dup && (env[n++] = strdup(extra[k])) == NULL)

@@ -28,6 +28,15 @@
  * both (every renewal); {0, 0} lifts the fence. Times are CLOCK_MONOTONIC,
  * the clock of libbaton's deadlines (a machine that is suspended is frozen
  * whole: only fencing tokens help there, as for any lease).
+ *
+ * Prepared start. With a go pipe (proc_spec.prepared, .go_fd), the shim is started
+ * ahead of time and waits, fenced, before it forks the command: one byte
+ * on the pipe (proc_go) starts the command at once, so that at a tick's
+ * instant only a write, a fork and an exec remain. The end of the pipe
+ * without that byte (baton closed it, or died) means "do not start": the
+ * shim exits PROC_SHIM_NOT_STARTED without running anything. While it
+ * waits, the fence applies as it does to a running command: at kill_at the
+ * shim exits the same way, the command never started.
  */
 #ifndef BATON_PROC_H
 #define BATON_PROC_H
@@ -39,9 +48,11 @@
 
 /* The shim's command line protocol (shim/shim.c), its fence descriptor, and
  * the signal the kernel sends it when baton dies. */
-#define PROC_SHIM_PROTOCOL "1"
-#define PROC_SHIM_FENCE_FD 3
-#define PROC_DEATHSIG      (SIGRTMIN + 3)
+#define PROC_SHIM_PROTOCOL    "1"
+#define PROC_SHIM_FENCE_FD    3
+#define PROC_SHIM_GO_FD       4
+#define PROC_SHIM_NOT_STARTED 125 /* prepared, never told to go: nothing ran */
+#define PROC_DEATHSIG         (SIGRTMIN + 3)
 
 struct proc_spec {
     const char *path;    /* executable, as resolved by proc_resolve() */
@@ -54,7 +65,11 @@ struct proc_spec {
     bool fenced;         /* fence_fd is the read end of a fence pipe (the
                             shim keeps it; the caller closes its copy) */
     int fence_fd;
-    bool set_ids;        /* run as uid/gid (supplementary groups of user) */
+    bool prepared; /* go_fd is the read end of a go pipe (needs fenced;
+                      the caller closes its copy): the shim waits for
+                      proc_go() before it starts the command */
+    int go_fd;
+    bool set_ids; /* run as uid/gid (supplementary groups of user) */
     uid_t uid;
     gid_t gid;
     const char *user; /* for initgroups(); with set_ids */
@@ -91,6 +106,13 @@ int proc_fence_pipe(int fds[2]);
  * when the shim has not read the last messages: it enforces the last it
  * read, which is earlier, so nothing is lost but time). */
 int proc_fence_send(int fd, int64_t term_at, int64_t kill_at);
+
+/* Makes a go pipe: fds[0] for proc_spec.go_fd, fds[1] for proc_go().
+ * Both O_CLOEXEC. Returns 0 or errno. */
+int proc_go_pipe(int fds[2]);
+/* Tells the prepared shim behind fd to start its command now. Returns 0
+ * or errno (the shim then never starts it). */
+int proc_go(int fd);
 
 /* kill(-pgid, sig), ignoring a group that is already gone. Returns 0 or
  * errno. */

@@ -48,7 +48,7 @@ const char *run_trigger_name(enum run_trigger t)
 /* next[state][event] */
 static const enum run_state next_states[RUN_STATE_COUNT][5] = {
     /*               spawned      spawn_failed  term              kill          reaped */
-    [RUN_STARTING] = {RUN_RUNNING, RUN_EXITED, X_, X_, X_},
+    [RUN_STARTING] = {RUN_RUNNING, RUN_EXITED, X_, X_, RUN_EXITED},
     [RUN_RUNNING] = {X_, X_, RUN_TERMINATING, RUN_KILLING, RUN_EXITED},
     [RUN_TERMINATING] = {X_, X_, X_, RUN_KILLING, RUN_EXITED},
     [RUN_KILLING] = {X_, X_, X_, X_, RUN_EXITED},
@@ -171,8 +171,8 @@ static int open_pipe(int fds[2])
 /* The job's environment plus BATON_*: owned (proc_env_free), or NULL. */
 static char **build_env(const struct run *run)
 {
-    char sched[32], idvar[96], jobvar[200], schedvar[64], fencevar[48], nodevar[200],
-        trigvar[48], attvar[32];
+    char sched[32], idvar[96], jobvar[200], schedvar[64], fencevar[48], nodevar[200], trigvar[48],
+        attvar[32];
     log_rfc3339(run->tick, sched, sizeof sched);
     snprintf(jobvar, sizeof jobvar, "BATON_JOB=%s", run->job->name);
     snprintf(idvar, sizeof idvar, "BATON_RUN_ID=%s", run->id);
@@ -204,11 +204,11 @@ static char **build_env(const struct run *run)
 }
 
 bool run_start(struct run *run, const struct run_env *env, const struct job *job, const char *id,
-               int64_t tick, int attempt, uint64_t term, enum run_trigger trigger,
-               int64_t term_at, int64_t kill_at)
+               int64_t tick, int attempt, uint64_t term, enum run_trigger trigger, int64_t term_at,
+               int64_t kill_at, bool prepared)
 {
     char path[4096];
-    int outp[2] = {-1, -1}, errp[2] = {-1, -1}, fencep[2] = {-1, -1};
+    int outp[2] = {-1, -1}, errp[2] = {-1, -1}, fencep[2] = {-1, -1}, gop[2] = {-1, -1};
     char **envp = NULL;
     bool ok = false;
 
@@ -221,10 +221,12 @@ bool run_start(struct run *run, const struct run_env *env, const struct job *job
     run->term = term;
     run->trigger = trigger;
     run->state = RUN_STARTING;
-    run->labels = (struct output_labels){.event = LE_JOB_OUTPUT, .job = job->name, .run_id = run->id};
+    run->labels =
+        (struct output_labels){.event = LE_JOB_OUTPUT, .job = job->name, .run_id = run->id};
     run->out = run->err = OUTPUT_STREAM_CLOSED;
     output_tail_init(&run->tail, env->output_bytes);
     run->fence_fd = -1;
+    run->go_fd = -1;
     run->started_wall_ms = wall_ms();
 
     if (env->fault_start)
@@ -256,6 +258,8 @@ bool run_start(struct run *run, const struct run_env *env, const struct job *job
         e = open_pipe(errp);
     if (e == 0)
         e = proc_fence_pipe(fencep);
+    if (e == 0 && prepared)
+        e = proc_go_pipe(gop);
     if (e != 0) {
         fail_start(run, "cannot make the pipes of a run: %s", strerror(e));
         goto out;
@@ -268,28 +272,41 @@ bool run_start(struct run *run, const struct run_env *env, const struct job *job
     spec.stderr_fd = errp[1];
     spec.fenced = true;
     spec.fence_fd = fencep[0];
+    spec.prepared = prepared;
+    spec.go_fd = gop[0];
     run->started_wall_ms = wall_ms();
     e = proc_spawn(&spec, &run->pgid);
     close(outp[1]);
     close(errp[1]);
     close(fencep[0]);
     outp[1] = errp[1] = fencep[0] = -1;
+    if (gop[0] >= 0)
+        close(gop[0]);
+    gop[0] = -1;
     if (e != 0) {
         fail_start(run, "cannot start the process: %s", strerror(e));
         goto out;
     }
     run->started_ns = loop_now();
-    if (job->timeout_ms > 0)
-        run->timeout_at = run->started_ns + job->timeout_ms * INT64_C(1000000);
     run->fence_fd = fencep[1];
     /* The streams own the read ends from here, even when watching fails. */
     output_open(&run->out, env->log, env->loop, &run->labels, "stdout", &run->tail, outp[0]);
     output_open(&run->err, env->log, env->loop, &run->labels, "stderr", &run->tail, errp[0]);
     outp[0] = errp[0] = fencep[1] = -1;
-    run_transition(run, RUN_EV_SPAWNED);
     ok = true;
+    if (prepared) { /* it waits for run_go() */
+        run->go_fd = gop[1];
+        run->prepared = true;
+        gop[1] = -1;
+        goto out;
+    }
+    if (job->timeout_ms > 0)
+        run->timeout_at = run->started_ns + job->timeout_ms * INT64_C(1000000);
+    run_transition(run, RUN_EV_SPAWNED);
 out:
     for (int i = 0; i < 2; i++) {
+        if (gop[i] >= 0)
+            close(gop[i]);
         if (outp[i] >= 0)
             close(outp[i]);
         if (errp[i] >= 0)
@@ -299,6 +316,39 @@ out:
     }
     proc_env_free(envp);
     return ok;
+}
+
+bool run_go(struct run *run)
+{
+    if (!run->prepared || run->state != RUN_STARTING)
+        return false;
+    int e = proc_go(run->go_fd);
+    close(run->go_fd);
+    run->go_fd = -1;
+    run->prepared = false;
+    if (e != 0) { /* the shim is gone: its reaping records why */
+        snprintf(run->error, sizeof run->error,
+                 "its process ended before the tick's instant (%s): not run", strerror(e));
+        return false;
+    }
+    run->started_ns = loop_now();
+    run->started_wall_ms = wall_ms();
+    if (run->job->timeout_ms > 0)
+        run->timeout_at = run->started_ns + run->job->timeout_ms * INT64_C(1000000);
+    run_transition(run, RUN_EV_SPAWNED);
+    return true;
+}
+
+void run_cancel(struct run *run, const char *why)
+{
+    if (run->state != RUN_STARTING || !run->prepared)
+        return;
+    /* The shim exits on the end of its go pipe; the KILL makes sure. */
+    snprintf(run->error, sizeof run->error, "%s", why);
+    close(run->go_fd);
+    run->go_fd = -1;
+    run->prepared = false;
+    proc_signal_group(run->pgid, SIGKILL);
 }
 
 void run_fence(struct run *run, int64_t term_at, int64_t kill_at)
@@ -311,6 +361,13 @@ void run_fence(struct run *run, int64_t term_at, int64_t kill_at)
 
 void run_stop(struct run *run, enum run_stop why, int64_t kill_by_ns)
 {
+    if (run->state == RUN_STARTING && run->prepared) {
+        char why_s[96];
+        snprintf(why_s, sizeof why_s, "stopped before the tick's instant (%s): not run",
+                 run_stop_name(why));
+        run_cancel(run, why_s);
+        return;
+    }
     if (run->state == RUN_EXITED || run->state == RUN_STARTING)
         return;
     int64_t now = loop_now();
@@ -368,7 +425,17 @@ void run_reaped(struct run *run, int wstatus)
     output_close(&run->out);
     output_close(&run->err);
     run->output = output_tail_take(&run->tail, &run->output_len, &run->output_dropped);
-    if (run->stop == RUN_STOP_TIMEOUT)
+    if (run->state == RUN_STARTING) { /* prepared, never told to go */
+        run->outcome = HO_FAILED_TO_START;
+        if (run->error[0] == '\0')
+            snprintf(run->error, sizeof run->error,
+                     "its process ended before the tick's instant (the fence of its lease: "
+                     "the leader was stalled): not run");
+        if (run->go_fd >= 0)
+            close(run->go_fd);
+        run->go_fd = -1;
+        run->prepared = false;
+    } else if (run->stop == RUN_STOP_TIMEOUT)
         run->outcome = HO_TIMEOUT;
     else if (run->stop != RUN_STOP_NONE)
         run->outcome = HO_KILLED;
@@ -381,8 +448,12 @@ void run_reaped(struct run *run, int wstatus)
 
 void run_dispose(struct run *run)
 {
-    if (run->state != RUN_EXITED && run->state != RUN_STARTING)
+    if (run->state != RUN_EXITED && (run->state != RUN_STARTING || run->pgid > 0))
         proc_signal_group(run->pgid, SIGKILL);
+    if (run->go_fd >= 0) {
+        close(run->go_fd);
+        run->go_fd = -1;
+    }
     if (run->fence_fd >= 0) {
         close(run->fence_fd);
         run->fence_fd = -1;
@@ -424,8 +495,7 @@ void run_record(const struct run *run, const char *node, struct history_rec *out
     }
 }
 
-void run_result(const struct run *run, int *exit_code, const char **signal,
-                int64_t *duration_ms)
+void run_result(const struct run *run, int *exit_code, const char **signal, int64_t *duration_ms)
 {
     *exit_code = -1;
     *signal = "";

@@ -7,7 +7,7 @@
  * which the unit tests walk without processes.
  *
  *   state \ event  spawned   spawn_failed  term         kill      reaped
- *   starting       running   exited        .            .         .
+ *   starting       running   exited        .            .         exited
  *   running        .         .             terminating  killing   exited
  *   terminating    .         .             .            killing   exited
  *   killing        .         .             .            .         exited
@@ -18,6 +18,13 @@
  * run_stop_reason), or failed_to_start (it never ran; the reason is kept).
  * A claimed tick that cannot start is therefore a run that exits at once
  * with failed_to_start: logged and recorded, never dropped.
+ *
+ * A prepared run (run_start with prepared) has its shim started ahead of
+ * its tick and waiting (proc.h): it stays `starting` until run_go() (then
+ * `running`, job_start logged, its lateness measured from there), or until
+ * it is reaped without a go (run_stop before the go, the fence, a failed
+ * go): it then exits failed_to_start with its reason, the command never
+ * having run.
  *
  * The command runs under proc.h's shim in its own process group; its
  * stdout and stderr become job_output lines (output.h: always valid JSON,
@@ -60,11 +67,11 @@ enum run_event { RUN_EV_SPAWNED, RUN_EV_SPAWN_FAILED, RUN_EV_TERM, RUN_EV_KILL, 
 /* Why baton stopped a run. */
 #define RUN_STOPS(X)                                                                               \
     X(NONE, "")                                                                                    \
-    X(TIMEOUT, "timeout")                   /* its own timeout */                                  \
-    X(REPLACED, "replaced")                 /* concurrency: replace, a newer tick */               \
-    X(PAUSED, "lease_lost")                 /* the leader could not confirm its lease */           \
-    X(SHUTDOWN, "shutdown")                 /* shutdown_grace ran out, or a second SIGTERM */      \
-    X(UNREGISTERED, "registration_lost")    /* after a handover: its registration ended */
+    X(TIMEOUT, "timeout")                /* its own timeout */                                     \
+    X(REPLACED, "replaced")              /* concurrency: replace, a newer tick */                  \
+    X(PAUSED, "lease_lost")              /* the leader could not confirm its lease */              \
+    X(SHUTDOWN, "shutdown")              /* shutdown_grace ran out, or a second SIGTERM */         \
+    X(UNREGISTERED, "registration_lost") /* after a handover: its registration ended */
 
 enum run_stop {
 #define RUN_STOP_ENUM_(id, name) RUN_STOP_##id,
@@ -74,7 +81,12 @@ enum run_stop {
 };
 
 /* What started a run. */
-enum run_trigger { RUN_TRIGGER_SCHEDULE, RUN_TRIGGER_CATCHUP, RUN_TRIGGER_RETRY, RUN_TRIGGER_MANUAL };
+enum run_trigger {
+    RUN_TRIGGER_SCHEDULE,
+    RUN_TRIGGER_CATCHUP,
+    RUN_TRIGGER_RETRY,
+    RUN_TRIGGER_MANUAL
+};
 
 const char *run_state_name(enum run_state s);
 const char *run_stop_name(enum run_stop s);
@@ -84,12 +96,12 @@ const char *run_trigger_name(enum run_trigger t);
  * the table has no move (the event is ignored). */
 enum run_state run_next_state(enum run_state s, enum run_event e);
 
-struct run_env {          /* what a run needs from its supervisor (borrowed) */
+struct run_env { /* what a run needs from its supervisor (borrowed) */
     struct log *log;
     struct loop *loop;
     const char *node;
     size_t output_bytes; /* the output tail kept per run (history.output_bytes); 0: none */
-    bool fault_start; /* tests: fail every start after the claim */
+    bool fault_start;    /* tests: fail every start after the claim */
 };
 
 struct run {
@@ -106,18 +118,20 @@ struct run {
     char error[160];              /* failed_to_start: why */
     pid_t pgid;
     int wstatus;
-    int64_t started_ns;     /* CLOCK_MONOTONIC */
-    int64_t ended_ns;       /* CLOCK_MONOTONIC, once reaped; 0 before */
+    int64_t started_ns; /* CLOCK_MONOTONIC */
+    int64_t ended_ns;   /* CLOCK_MONOTONIC, once reaped; 0 before */
     int64_t started_wall_ms;
-    int64_t timeout_at;     /* CLOCK_MONOTONIC; 0: none */
-    int64_t kill_at;        /* 0: none */
+    int64_t timeout_at;          /* CLOCK_MONOTONIC; 0: none */
+    int64_t kill_at;             /* 0: none */
     struct output_labels labels; /* of its job_output lines */
     struct output_stream out, err;
     struct output_tail tail; /* both streams, while it runs */
     char *output;            /* the tail, once exited (NULL: none kept); owned */
     size_t output_len;
-    int64_t output_dropped;  /* bytes of output before it */
-    int fence_fd; /* the write end of the shim's fence pipe (proc.h), or -1 */
+    int64_t output_dropped; /* bytes of output before it */
+    int fence_fd;           /* the write end of the shim's fence pipe (proc.h), or -1 */
+    int go_fd;              /* a prepared run's go pipe (write end) until run_go(), or -1 */
+    bool prepared;          /* spawned, waiting for run_go() */
     const struct run_env *env;
 };
 
@@ -128,15 +142,28 @@ struct run {
  * when it could not start: the run is then already exited with outcome
  * failed_to_start, its reason in run->error, and job_end logged. */
 bool run_start(struct run *run, const struct run_env *env, const struct job *job, const char *id,
-               int64_t tick, int attempt, uint64_t term, enum run_trigger trigger,
-               int64_t term_at, int64_t kill_at);
+               int64_t tick, int attempt, uint64_t term, enum run_trigger trigger, int64_t term_at,
+               int64_t kill_at, bool prepared);
+
+/* A prepared run (run_start with prepared true: its shim is started and
+ * waits, run->prepared set, still `starting`): starts its command now.
+ * Returns true when the go was sent (the run is `running`); false when the
+ * shim is gone (its reaping records the run failed_to_start). */
+bool run_go(struct run *run);
+
+/* A prepared run that is not to start: its shim is told so and killed;
+ * reaped, it is recorded failed_to_start because of why (copied). No
+ * effect on a run that is not prepared. */
+void run_cancel(struct run *run, const char *why);
 
 /* Moves the run's fence (one write to its shim). */
 void run_fence(struct run *run, int64_t term_at, int64_t kill_at);
 
 /* TERM the process group now (once), and KILL it at min(now + kill_grace,
  * kill_by_ns) (kill_by_ns 0: no bound). why is kept (a timeout is not
- * overwritten by a later reason). */
+ * overwritten by a later reason). A prepared run is not started: its shim
+ * is told so and killed, and its reaping records it failed_to_start with
+ * why. */
 void run_stop(struct run *run, enum run_stop why, int64_t kill_by_ns);
 
 /* Acts on what is due at now: the timeout, the KILL. */
@@ -159,7 +186,6 @@ void run_record(const struct run *run, const char *node, struct history_rec *out
 
 /* How it ended: *exit_code (-1: none), *signal (its abbreviation, "TERM";
  * "" for none; static) and *duration_ms (0 when it never started). */
-void run_result(const struct run *run, int *exit_code, const char **signal,
-                int64_t *duration_ms);
+void run_result(const struct run *run, int *exit_code, const char **signal, int64_t *duration_ms);
 
 #endif /* BATON_RUN_H */

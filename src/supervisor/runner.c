@@ -6,6 +6,18 @@
  * history record). The jobs wait in a min-heap keyed by the time each has
  * something to do, so a timer costs O(log jobs), never O(jobs).
  *
+ * A live tick is claimed PRECLAIM_MS before its instant, and its run
+ * prepared (run.h: the shim started, waiting): at the instant the wall
+ * timer (loop.h) fires and the runner only tells the shim to go. The claim
+ * is the same atomic script as at the instant (checked against the lease's
+ * token); what could change in between decides at the instant: the go is
+ * sent only before the stop point of what covers the run (the lease, or
+ * its own registration after a handover), else the run is cancelled and
+ * recorded failed_to_start with its reason. A job with a run alive under
+ * forbid or replace is not claimed ahead (its tick is decided at its
+ * instant, as before), and a run elsewhere makes a claim ahead wait for the
+ * instant instead of skipping, so the policies decide as they did.
+ *
  * Runs (struct rrun) are a list: their number is bounded by the processes
  * alive, not by the jobs. A run is covered by the lease while its leader
  * leads; after a handover, by its own registration (claim.h), which the
@@ -44,6 +56,14 @@
  * loop past the renewal. */
 #define TURN_BUDGET_MS  20
 #define TRIGGER_SWEEP   100  /* requests looked at per read of the control keys */
+/* A live tick is claimed and its run prepared this long before its
+ * instant: enough for a claim round trip and a shim's start on a busy
+ * machine, short enough that a leader that dies (SIGKILL) in between
+ * takes few prepared runs with it (as it takes its running ones). */
+#define PRECLAIM_MS     25
+/* A prepared run whose instant is this much further than PRECLAIM_MS
+ * ahead: the wall clock was stepped back under it. */
+#define STEP_BACK_MS    1000
 #define PAUSE_FLUSH_S   3600 /* a paused job's skipped ticks are recorded at least this often */
 #define PAUSE_FOREVER   INT64_MAX /* paused, no resume yet */
 #define MS              INT64_C(1000000)
@@ -105,9 +125,14 @@ struct jobstate {
      * then be ours (resolve_lost_claim). */
     bool claim_lost;
     int claim_majority;  /* of the masters it went to (1: one server) */
+    /* The reason to record if that claim was to skip the tick (NULL: to
+     * run it): a lost skip claim is recorded with it (resolve_lost_claim). */
+    const char *claim_skip_reason;
     int64_t claimed_max; /* the last tick this process claimed (kept across leaderships) */
     size_t heap_pos;
     int64_t key; /* when it next has something to do (CLOCK_MONOTONIC), 0: never */
+    bool kept;   /* runner_set_jobs: matched by a job of the new file */
+    struct jobstate *old_next; /* runner_set_jobs: the list before it */
     struct jobstate *next;     /* all states */
     struct jobstate *hash_next;
 };
@@ -178,6 +203,8 @@ struct runner {
     /* Not leading, with claims left to resolve (resolve_lost_claim): the
      * next try (CLOCK_MONOTONIC; 0: none) */
     int64_t lost_retry_at;
+    size_t nlost;     /* job states with claim_lost set: the only ones a follower looks at */
+    size_t npaused;   /* job states paused or with an entry, at the last apply_pauses() */
 };
 
 /* ---- clocks ---- */
@@ -584,8 +611,17 @@ static void forget_all_pause(struct runner *r)
     r->all_pending = 0;
 }
 
+/* Sets js->claim_lost, keeping the count of such states. */
+static void set_claim_lost(struct runner *r, struct jobstate *js, bool lost)
+{
+    if (js->claim_lost != lost)
+        r->nlost = lost ? r->nlost + 1 : r->nlost - 1;
+    js->claim_lost = lost;
+}
+
 static void free_state(struct runner *r, struct jobstate *js)
 {
+    set_claim_lost(r, js, false);
     clear_schedule(r, js);
     set_unref(r, js->set);
     free(js->q);
@@ -628,8 +664,10 @@ int runner_set_jobs(struct runner *r, struct jobs *jobs)
     struct jobstate *old = r->states, *fresh = NULL, **tail = &fresh;
     r->states = NULL;
     memset(r->hash, 0, sizeof r->hash);
-    /* Index the old states by name, so that matching is not O(jobs^2). */
+    /* Index the old states by name, so that matching is not O(jobs^2);
+     * old_next keeps the old list while next makes the new one. */
     for (struct jobstate *js = old; js != NULL; js = js->next) {
+        js->old_next = js->next;
         unsigned h = hash_name(js->job->name);
         js->hash_next = r->hash[h];
         r->hash[h] = js;
@@ -638,12 +676,10 @@ int runner_set_jobs(struct runner *r, struct jobs *jobs)
     for (size_t i = 0; i < jobs->n; i++) {
         const struct job *job = &jobs->v[i];
         struct jobstate *js = find_state(r, job->name);
-        if (js != NULL) { /* take it out of the old list */
-            for (struct jobstate **p = &old; *p != NULL; p = &(*p)->next)
-                if (*p == js) {
-                    *p = js->next;
-                    break;
-                }
+        if (js != NULL && js->kept) {
+            continue; /* a name twice (jobs.yaml refuses it): the first keeps the state */
+        } else if (js != NULL) { /* kept: left out of the old list below, in one pass */
+            js->kept = true;
         } else if ((js = calloc(1, sizeof *js)) == NULL) {
             continue; /* out of memory: the job is left out (the set below still holds it) */
         } else {
@@ -667,7 +703,11 @@ int runner_set_jobs(struct runner *r, struct jobs *jobs)
     /* Jobs gone from the file: their runs finish under their old definition. */
     while (old != NULL) {
         struct jobstate *js = old;
-        old = js->next;
+        old = js->old_next;
+        if (js->kept) {
+            js->kept = false;
+            continue;
+        }
         for (struct rrun *rr = r->runs; rr != NULL; rr = rr->next)
             if (rr->js == js)
                 rr->js = NULL;
@@ -749,7 +789,8 @@ static void record_run(struct runner *r, const struct run *run, const char *trig
  * manual run; NULL otherwise). A start that fails is recorded. Returns
  * the run when the command runs, else NULL. */
 static struct rrun *start_run(struct runner *r, struct jobstate *js, const char *id, int64_t tick,
-                              int attempt, enum run_trigger trigger, const char *trigger_id)
+                              int attempt, enum run_trigger trigger, const char *trigger_id,
+                              bool prepared)
 {
     struct rrun *rr = calloc(1, sizeof *rr);
     if (rr == NULL) {
@@ -772,7 +813,7 @@ static struct rrun *start_run(struct runner *r, struct jobstate *js, const char 
     int64_t term_at, kill_at;
     fence_of(r, false, &term_at, &kill_at);
     if (!run_start(&rr->run, &r->env, js->job, id, tick, attempt, r->term, trigger, term_at,
-                   kill_at)) {
+                   kill_at, prepared)) {
         record_run(r, &rr->run, trigger_id, false); /* failed_to_start: logged by run_start */
         run_dispose(&rr->run);
         free(rr);
@@ -947,54 +988,60 @@ static void not_started(struct runner *r, struct jobstate *js, const char *id, c
 
 /* js's unanswered or undecided claim of claim_tick (claim_lost), once this
  * node will not claim that tick again (a new term found the job's mark at
- * or past it, or the node stopped leading).
- * Over a quorum the node decides at once, without Redis: it did not run
- * the tick, and it records so (a claim that reached fewer than a majority
- * that answered is no one's yet: the next leader runs the tick, unless
- * the masters it reads say a majority had it, and then this record is
- * where it is). Asking the masters could not be relied on: what this
- * claim left there (its registration, the claim record) expires, or the
- * next leader's claims of later ticks replace it, before the masters
- * that did not answer come back.
- * On one server: if Redis applied it after all (our run registered, or
- * the claim record naming us: the tick is ours and its mark passed, so no
- * leader will run it), it is recorded failed_to_start and the
- * registration removed (record_run). Found nowhere, there is nothing of
- * ours to record (the claim was not applied, or a later claim of the job
- * replaced its record and its registration expired: the one case left
- * unrecorded). Keeps trying while Redis cannot answer. */
+ * or past it, or the node stopped leading): if Redis applied it after all
+ * (on a quorum: a majority did), its mark is passed, so no leader will run
+ * it: a claim to run is recorded failed_to_start (and its registration
+ * removed), a claim as skipped is recorded skipped (claim_lookup). A claim
+ * that was not applied (on a quorum: on too few masters to make a
+ * majority) leaves nothing to record: the next leader claims the tick. The
+ * one case left unrecorded is a claim whose record in claimed:J another
+ * leader's later claim replaced first.
+ * On one server it keeps trying while Redis cannot answer. Over a quorum,
+ * when too few masters answer to tell, the node decides at once: it did
+ * not run the tick, and it records so (the next leader runs the tick,
+ * unless the masters it reads say a majority had it, and then this record
+ * is where it is). Asking again could not be relied on: what this claim
+ * left there (its registration, its record in claimed:J) expires, or the
+ * next leader's claims of later ticks replace it, before the masters that
+ * did not answer come back. */
 static void resolve_lost_claim(struct runner *r, struct jobstate *js)
 {
-    if (!js->claim_lost || js->claim_id[0] == '\0')
+    if (!js->claim_lost || js->claim_id[0] == '\0' || !r->h.may_block(r->h.ctx))
         return;
     char member[RUN_ID_MAX + 160];
     snprintf(member, sizeof member, "%s/%s", r->node, js->claim_id);
+    enum claim_result res =
+        claim_lookup(r->h.client, r->group, js->job->name, js->claim_tick, member);
     struct sched_tick h = {.at = js->claim_tick, .missed = true};
-    if (js->claim_majority > 1) {
+    if (res == CLAIM_OURS || res == CLAIM_OURS_EXPIRED) {
+        log_claim(r, js->job->name, h.at, LE_CLAIM_RECOVERED, NULL, "recorded not started");
+        not_started(r, js, js->claim_id, member, &h,
+                    "claimed by a request whose answer was lost (Redis stalled), and this node "
+                    "stopped leading before it could start it: not run");
+    } else if (res == CLAIM_OURS_SKIPPED) {
+        log_claim(r, js->job->name, h.at, LE_CLAIM_RECOVERED, NULL, "recorded skipped");
+        struct sched_range one = {.first = h.at, .last = h.at, .count = 1, .outcome = HO_SKIPPED};
+        one.reason = js->claim_skip_reason != NULL ? js->claim_skip_reason : reason_busy;
+        write_skipped(r, js->job->name, &one);
+    } else if (res == CLAIM_ERROR && js->claim_majority > 1) {
         not_started(r, js, js->claim_id, member, &h,
                     "its claim was undecided (a majority of the masters did not answer it) when "
                     "this node stopped leading: not run here (a later leader runs it unless a "
                     "majority had it)");
-    } else {
-        enum claim_presence p;
-        if (!r->h.may_block(r->h.ctx) ||
-            claim_registered(r->h.client, r->group, js->job->name, js->claim_tick, member, &p) !=
-                BATON_OK ||
-            p == CLAIM_UNKNOWN)
-            return;
-        if (p == CLAIM_PRESENT)
-            not_started(r, js, js->claim_id, member, &h,
-                        "claimed by a request whose answer was lost (Redis stalled), and this "
-                        "node stopped leading before it could start it: not run");
+        res = CLAIM_TAKEN; /* dealt with */
     }
-    js->claim_lost = false;
-    js->claim_id[0] = '\0';
+    if (res != CLAIM_ERROR) {
+        set_claim_lost(r, js, false);
+        js->claim_id[0] = '\0';
+    }
 }
 
-/* Claims the head of js's queue with mode and acts on the answer.
- * Returns true when the head was dealt with (popped), false when it
- * waits (js->hold_until says until when, 0: until a run ends). */
-static bool claim_head(struct runner *r, struct jobstate *js, enum claim_mode mode)
+/* Claims the head of js's queue with mode and acts on the answer; ahead:
+ * before the head's instant (its run is prepared, or the head waits for
+ * its instant when a run elsewhere is alive). Returns true when the head
+ * was dealt with (popped), false when it waits (js->hold_until says until
+ * when, 0: until a run ends). */
+static bool claim_head(struct runner *r, struct jobstate *js, enum claim_mode mode, bool ahead)
 {
     const struct sched_tick h = *q_head(js);
     const char *token = baton_election_token(r->h.election);
@@ -1016,6 +1063,8 @@ static bool claim_head(struct runner *r, struct jobstate *js, enum claim_mode mo
         make_run_id(r, h.at, 1, js->claim_id, sizeof js->claim_id);
         js->claim_tick = h.at;
     }
+    const char *skip_reason = mode == CLAIM_SKIP ? sched_reason(js->job, SV_SKIP) : reason_busy;
+    js->claim_skip_reason = mode == CLAIM_SKIP || mode == CLAIM_RUN_OR_SKIP ? skip_reason : NULL;
     snprintf(id, sizeof id, "%s", js->claim_id);
     snprintf(member, sizeof member, "%s/%s", r->node, id);
     enum claim_result res = claim_tick(r->h.client, r->group, js->job->name,
@@ -1028,12 +1077,17 @@ static bool claim_head(struct runner *r, struct jobstate *js, enum claim_mode mo
     if (c.undo) /* a quorum's masters registered what does not run: released */
         queue_release(r, js->job->name, member);
     if (c.partial) /* undecided where it applied: resolved if we stop leading */
-        js->claim_lost = true;
+        set_claim_lost(r, js, true);
     js->claim_majority = c.majority;
     if (res != CLAIM_ERROR && res != CLAIM_BUSY && res != CLAIM_NOT_LEADER) {
         js->claim_id[0] = '\0'; /* the head is dealt with: the next claims afresh */
-        js->claim_lost = false;
+        set_claim_lost(r, js, false);
     }
+    if (res == CLAIM_OURS || res == CLAIM_OURS_SKIPPED || res == CLAIM_OURS_EXPIRED)
+        log_claim(r, js->job->name, h.at, LE_CLAIM_RECOVERED, NULL,
+                  res == CLAIM_OURS           ? (late ? "recorded not started" : "run")
+                  : res == CLAIM_OURS_SKIPPED ? "recorded skipped"
+                                              : "recorded not started");
     switch (res) {
     case CLAIM_OURS: /* an earlier attempt claimed it; its answer was lost */
     case CLAIM_OK:
@@ -1042,9 +1096,13 @@ static bool claim_head(struct runner *r, struct jobstate *js, enum claim_mode mo
         if (late)
             not_started(r, js, id, member, &h,
                         "claimed after the leader's stop point (it was stalled): not started");
-        else
-            start_run(r, js, id, h.at, 1, h.missed ? RUN_TRIGGER_CATCHUP : RUN_TRIGGER_SCHEDULE,
-                      NULL);
+        else {
+            struct rrun *rr = start_run(r, js, id, h.at, 1,
+                                        h.missed ? RUN_TRIGGER_CATCHUP : RUN_TRIGGER_SCHEDULE,
+                                        NULL, ahead && wall_ms() < h.at * 1000);
+            if (rr != NULL && rr->run.prepared && r->h.fault_stop_after_preclaim)
+                raise(SIGSTOP);
+        }
         break;
     case CLAIM_NOT_DURABLE: /* claimed on the master only: running it could run it twice */
         q_pop(js);
@@ -1054,13 +1112,22 @@ static bool claim_head(struct runner *r, struct jobstate *js, enum claim_mode mo
                     "(after a failover another leader could run it too)");
         break;
     case CLAIM_SKIPPED:
+    case CLAIM_OURS_SKIPPED: /* an earlier attempt claimed it as skipped; its answer was lost */
         q_pop(js);
         note_claimed(js, h.at);
-        add_skipped(r, js, h.at, HO_SKIPPED,
-                    mode == CLAIM_SKIP ? sched_reason(js->job, SV_SKIP) : reason_busy);
+        add_skipped(r, js, h.at, HO_SKIPPED, skip_reason);
+        break;
+    case CLAIM_OURS_EXPIRED: /* ours to run, but its registration is gone: too late */
+        q_pop(js);
+        note_claimed(js, h.at);
+        not_started(r, js, id, member, &h,
+                    "claimed by a request whose answer was lost (Redis stalled) until its "
+                    "registration expired: not started");
         break;
     case CLAIM_BUSY: /* runs elsewhere (after a handover): wait, or replace them */
-        if (c.nbusy == 0) { /* only our own ended runs: try again at once */
+        if (ahead) { /* decided at its instant, as if it had not been claimed ahead */
+            js->hold_until = mono_at(h.at, now, wall_ms());
+        } else if (c.nbusy == 0) { /* only our own ended runs: try again at once */
             js->hold_until = now + GATE_RETRY_MS * MS;
         } else {
             if (js->job->concurrency == JOB_REPLACE)
@@ -1080,7 +1147,7 @@ static bool claim_head(struct runner *r, struct jobstate *js, enum claim_mode mo
     case CLAIM_ERROR:
         log_claim(r, js->job->name, h.at, LE_CLAIM_FAILED, c.why,
                   "retried in order within its catch-up window");
-        js->claim_lost = true;
+        set_claim_lost(r, js, true);
         js->hold_until = now + CLAIM_RETRY_MS * MS;
         done = false;
         break;
@@ -1118,7 +1185,7 @@ static void start_retries(struct runner *r, struct jobstate *js, int64_t now)
         }
         *p = t->next;
         if (res == CLAIM_OK)
-            start_run(r, js, id, t->tick, t->attempt, RUN_TRIGGER_RETRY, NULL);
+            start_run(r, js, id, t->tick, t->attempt, RUN_TRIGGER_RETRY, NULL, false);
         else
             hooks_retry_dropped(r->h.hooks, js->job->name, t->tick);
         free(t);
@@ -1197,7 +1264,7 @@ static void start_manuals(struct runner *r, struct jobstate *js, int64_t now)
                             "claimed after the leader's stop point (it was stalled)");
             else
                 mark_started(r, start_run(r, js, id, m->requested_s, m->attempt,
-                                          RUN_TRIGGER_MANUAL, m->id));
+                                          RUN_TRIGGER_MANUAL, m->id, false));
             free(m);
             r->nmanuals--;
             break;
@@ -1217,6 +1284,8 @@ static void start_manuals(struct runner *r, struct jobstate *js, int64_t now)
             /* fall through */
         case CLAIM_TAKEN: /* done, or taken over by another attempt */
         case CLAIM_SKIPPED:
+        case CLAIM_OURS_SKIPPED: /* (never answered to a request's claim) */
+        case CLAIM_OURS_EXPIRED:
             js->manuals = m->next;
             free(m);
             r->nmanuals--;
@@ -1346,14 +1415,15 @@ static bool write_paused(struct runner *r, struct jobstate *js)
     if (token == NULL || !r->h.may_block(r->h.ctx))
         return false;
     struct claim_reply c;
+    /* A member of its own, so that a retry after a lost answer knows the
+     * claim for ours (and records the ticks) instead of another's. */
     char member[RUN_ID_MAX + 160];
-    /* A member of its own, so that a retry after a lost answer is known */
-    snprintf(member, sizeof member, "%s/paused-%" PRId64 "-%" PRIu64, r->node, p->last, r->term);
-    enum claim_result res =
-        claim_tick(r->h.client, r->group, js->job->name, baton_election_key(r->h.election), token,
-                   p->last, CLAIM_SKIP, member, &c);
+    snprintf(member, sizeof member, "%s/paused-%" PRId64, r->node, p->last);
+    enum claim_result res = claim_tick(r->h.client, r->group, js->job->name,
+                                       baton_election_key(r->h.election), token, p->last,
+                                       CLAIM_SKIP, member, &c);
     claim_reply_free(&c);
-    if (res == CLAIM_SKIPPED || res == CLAIM_NOT_DURABLE)
+    if (res == CLAIM_SKIPPED || res == CLAIM_OURS_SKIPPED || res == CLAIM_NOT_DURABLE)
         write_skipped(r, js->job->name, p);
     else if (res != CLAIM_TAKEN) /* TAKEN: dealt with already */
         return false;
@@ -1455,6 +1525,10 @@ static void apply_pauses(struct runner *r, const struct pause_list *l)
         r->all_raw = all != NULL ? strdup(all->raw) : NULL;
         r->all_until = r->all_raw != NULL ? entry_until(all) : 0;
     }
+    /* Nothing paused now nor at the last read: nothing to walk (this runs
+     * every control_poll_ms, and 10,000 jobs are not walked for nothing). */
+    if (l->n == 0 && !all_changed && r->all_raw == NULL && r->npaused == 0)
+        return;
     for (struct jobstate *js = r->states; js != NULL; js = js->next)
         js->own_until = -1; /* not seen yet */
     for (size_t i = 0; i < l->n; i++) {
@@ -1469,6 +1543,7 @@ static void apply_pauses(struct runner *r, const struct pause_list *l)
         js->own_until = entry_until(&l->v[i]);
     }
     r->all_pending = 0;
+    r->npaused = 0;
     for (struct jobstate *js = r->states; js != NULL; js = js->next) {
         if (js->own_until < 0) { /* no entry of its own */
             log_pause(r, js->job->name, js->pause_raw, NULL);
@@ -1481,6 +1556,7 @@ static void apply_pauses(struct runner *r, const struct pause_list *l)
             js->all_pending = r->all_until != 0 && r->all_until != PAUSE_FOREVER &&
                               js->own_until <= r->all_until;
         r->all_pending += js->all_pending;
+        r->npaused += until != 0 || js->pause_raw != NULL;
         if (until == js->pause_until)
             continue;
         if (until == 0) { /* resumed with catch-up: from the mark, as a new leader */
@@ -1693,6 +1769,14 @@ static bool read_mark(struct runner *r, struct jobstate *js)
     return ok;
 }
 
+/* How long before its instant js's next live tick is claimed (ms): 0 when
+ * it cannot be decided ahead (a run of a forbid or replace job is alive
+ * here: whether the tick runs or is skipped depends on when that ends). */
+static int64_t ahead_ms(const struct jobstate *js)
+{
+    return js->job->concurrency == JOB_ALLOW || js->running == 0 ? PRECLAIM_MS : 0;
+}
+
 /* Does what js has to do now; sets its key to when it next has something
  * to do. */
 static void process_job(struct runner *r, struct jobstate *js)
@@ -1715,8 +1799,9 @@ static void process_job(struct runner *r, struct jobstate *js)
             hold_paused(r, js, wall, now);
     }
     if (js->mark_known && js->pause_until == 0) {
-        if (js->next_tick != 0 && js->next_tick * 1000 <= wall)
-            queue_due(r, js, wall);
+        int64_t ahead = ahead_ms(js);
+        if (js->next_tick != 0 && js->next_tick * 1000 <= wall + ahead)
+            queue_due(r, js, wall + ahead);
         for (int claims = 0; r->leading && js->hold_until == 0; claims++) {
             if (js->qlen == 0)
                 break;
@@ -1725,6 +1810,11 @@ static void process_job(struct runner *r, struct jobstate *js)
                 break;
             }
             struct sched_tick *h = q_head(js);
+            bool early = h->at * 1000 > wall;
+            if (early && ahead_ms(js) == 0) { /* decided at its instant */
+                js->hold_until = mono_at(h->at, now, wall);
+                break;
+            }
             if (!h->missed && wall - h->at * 1000 >= SCHED_LIVE_SLACK_MS) {
                 h->missed = true; /* it waited: the catch-up policy decides now */
                 js->qmissed++;
@@ -1753,7 +1843,9 @@ static void process_job(struct runner *r, struct jobstate *js)
                 mode = CLAIM_RUN_OR_SKIP;
             else if (js->job->concurrency != JOB_ALLOW)
                 mode = CLAIM_RUN_OR_WAIT; /* forbid's backlog; replace: runs elsewhere */
-            if (!claim_head(r, js, mode))
+            if (early && mode == CLAIM_RUN_OR_SKIP)
+                mode = CLAIM_RUN_OR_WAIT; /* busy elsewhere: decided at its instant */
+            if (!claim_head(r, js, mode, early))
                 break;
         }
         flush_skipped(r, js);
@@ -1773,7 +1865,7 @@ static void process_job(struct runner *r, struct jobstate *js)
         int64_t t = mono_at(at, now, wall);
         CONSIDER(t > now ? t : now + CONTROL_RETRY_MS * MS);
     } else if (js->next_tick != 0 && js->pause_until == 0) {
-        CONSIDER(mono_at(js->next_tick, now, wall));
+        CONSIDER(mono_at(js->next_tick, now, wall) - ahead_ms(js) * MS);
     }
     CONSIDER(js->hold_until);
     /* A due retry that could not start (no blocking call allowed, Redis
@@ -2043,11 +2135,59 @@ static void fence_lease_runs(struct runner *r, int64_t now)
             run_stop(&rr->run, RUN_STOP_PAUSED, r->lease_deadline - r->h.kill_margin_ns);
 }
 
+/* ---- prepared runs: the go at their instant ---- */
+
+static int64_t wall_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Tells each prepared run whose instant has come to go: only before the
+ * stop point of what covers it (the lease while this node leads, its own
+ * registration after a handover), as a claim at the instant would have
+ * been checked (claimed_late). A run that may not go is cancelled and
+ * recorded failed_to_start with its reason, as is one whose instant moved
+ * far ahead (the wall clock was stepped back after its claim). */
+static void go_prepared(struct runner *r)
+{
+    int64_t now = mono_ns(), wall = wall_ns();
+    for (struct rrun *rr = r->runs; rr != NULL; rr = rr->next) {
+        struct run *run = &rr->run;
+        if (!run->prepared)
+            continue;
+        int64_t at = run->tick * 1000 * MS;
+        if (at - wall > (PRECLAIM_MS + STEP_BACK_MS) * MS) {
+            run_cancel(run, "the wall clock was stepped back after its claim, before the "
+                            "tick's instant: not run");
+            continue;
+        }
+        if (wall < at)
+            continue;
+        const char *why = NULL;
+        if (rr->own) {
+            if (r->own_cover == 0 || now >= r->own_cover - r->h.guard_ns)
+                why = "its registration reached its stop point before the tick's instant "
+                      "(after a handover): not run";
+        } else if (!r->leading) {
+            why = "this node stopped leading before the tick's instant: not run";
+        } else if (claimed_late(r)) {
+            why = "the lease reached its stop point before the tick's instant (the leader "
+                  "was stalled): not run";
+        }
+        if (why != NULL)
+            run_cancel(run, why);
+        else
+            run_go(run);
+    }
+}
+
 /* ---- the timer ---- */
 
 static void rearm(struct runner *r)
 {
-    int64_t next = 0;
+    int64_t next = 0, go = 0;
 #define CONSIDER(t)                                                                                \
     do {                                                                                           \
         int64_t t_ = (t);                                                                          \
@@ -2065,6 +2205,8 @@ static void rearm(struct runner *r)
     bool own = false, own_running = false, lease_running = false;
     for (const struct rrun *rr = r->runs; rr != NULL; rr = rr->next) {
         CONSIDER(run_next_ns(&rr->run));
+        if (rr->run.prepared && (go == 0 || rr->run.tick * 1000 * MS < go))
+            go = rr->run.tick * 1000 * MS;
         own |= rr->own;
         own_running |= rr->own && rr->run.state == RUN_RUNNING;
         lease_running |= !rr->own && rr->run.state == RUN_RUNNING;
@@ -2076,6 +2218,16 @@ static void rearm(struct runner *r)
     if (lease_running && !r->leading && r->lease_deadline != 0)
         CONSIDER(r->lease_deadline - r->h.guard_ns);
     CONSIDER(r->flush_retry_at);
+    /* The go of prepared runs on the exact wall timer, and on the monotonic
+     * one a millisecond later (the fallback: a wall timer that fired
+     * already, or cannot be had; the instant as the wall clock shows it
+     * now). */
+    if (go != 0) {
+        loop_arm_wall(r->h.loop, r->h.timer_id, go);
+        CONSIDER(mono_ns() + (go - wall_ns()) + MS);
+    } else {
+        loop_disarm_wall(r->h.loop);
+    }
 #undef CONSIDER
     /* Everything due was just done: a time in the past here would be a bug
      * that spins the loop and starves its descriptors (signals). Never
@@ -2091,6 +2243,7 @@ static void rearm(struct runner *r)
 
 void runner_on_timer(struct runner *r)
 {
+    go_prepared(r); /* first: nothing else stands between an instant and its go */
     int64_t now = mono_ns(), wall = wall_ms();
     /* A step of the wall clock moves every tick's monotonic time. */
     int64_t offset = wall - now / MS;
@@ -2102,11 +2255,13 @@ void runner_on_timer(struct runner *r)
     }
     for (struct rrun *rr = r->runs; rr != NULL; rr = rr->next)
         run_tick(&rr->run, now);
-    if (!r->leading && r->lost_retry_at != 0 && r->lost_retry_at <= now) {
+    if (!r->leading && r->nlost > 0 && r->lost_retry_at != 0 && r->lost_retry_at <= now) {
+        /* Unanswered claims of a term that ended: a follower looks at
+         * those jobs only, again in a while as long as Redis cannot tell */
         r->lost_retry_at = 0;
         for (struct jobstate *js = r->states; js != NULL; js = js->next) {
             resolve_lost_claim(r, js);
-            if (js->claim_lost) /* too few masters answered: again in a while */
+            if (js->claim_lost)
                 r->lost_retry_at = now + CONTROL_RETRY_MS * MS;
         }
     }

@@ -7,6 +7,11 @@
  * (run). Every tick that does not run is recorded with its reason
  * (history.h), so that each tick of a job either ran or says why not.
  *
+ * A live tick is claimed a little ahead of its instant and its run
+ * prepared (its shim started, waiting): at the instant only the go remains,
+ * sent only before the stop point of what covers the run; a prepared run
+ * that may not go is recorded failed_to_start with its reason (runner.c).
+ *
  * The runner schedules only between runner_lead() and runner_unlead(); it
  * never decides leadership. It owns one timer of the daemon's loop
  * (host->timer_id) and arms it itself after every call.
@@ -68,6 +73,10 @@ struct runner_host {      /* node and group are copied; the rest is borrowed */
     /* tests (BATON_TEST_FAULT=stop-after-claim): the process stops itself
      * (SIGSTOP) right after it claims a manual run, before starting it. */
     bool fault_stop_after_claim;
+    /* tests (BATON_TEST_FAULT=stop-after-preclaim): the process stops
+     * itself (SIGSTOP) once it has claimed a tick ahead of its instant and
+     * prepared its run, before the go. */
+    bool fault_stop_after_preclaim;
 };
 
 /* Returns: owned (free with runner_free), or NULL on ENOMEM. */

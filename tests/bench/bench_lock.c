@@ -7,6 +7,13 @@
  *     The threads of one client share its pipelined connections (mux.c);
  *     for comparison, the same 50 threads with a client each (nothing
  *     shared, one request per connection at a time, like the ceiling).
+ *     Measured as the peers are (bench_peers.sh): the same 50 clients as 50
+ *     asynchronous cycles in flight on one client (baton_lock_try_async,
+ *     baton_lock_release_async: one thread, the client's loop, one
+ *     connection), next to the physical limit in the same run: raw
+ *     `SET NX PX` + `DEL` with 50 pairs in flight, pipelined on one
+ *     connection by one thread (each turn writes every command due with
+ *     one write and reads every reply that came).
  *  2. hot key: 20 contenders on one key, each with its own client (its own
  *     connections), zero hold time: handoffs per second; the time from one
  *     holder's release to the next holder's grant (p50, p99, max), ordered
@@ -18,7 +25,8 @@
  *     pass one in-process token first come, first served, the holder
  *     sending a raw `SET NX PX` + `DEL` pair (no Redis in the handoff).
  *
- * usage: bench_lock [--url URL] [--seconds S] [--smoke] [--only raw|lib|own|hot]
+ * usage: bench_lock [--url URL] [--seconds S] [--smoke]
+ *                   [--only raw|lib|own|async|pipelined|hot]
  * (URL defaults to $BATON_TEST_URL; tests/lib/with-redis.sh provides one.)
  */
 #include <inttypes.h>
@@ -37,7 +45,7 @@
 
 static const char *url;
 static double seconds = 5.0;
-static const char *only = ""; /* "raw", "lib", "own" or "hot": run one part (profiling) */
+static const char *only = ""; /* "raw", "lib", "own", "async", "pipelined" or "hot": one part */
 
 static int64_t run_ns(void)
 {
@@ -118,6 +126,155 @@ static double run_uncontended(void *(*fn)(void *), struct baton_client *c, int *
         *errors += a[i].errors;
     }
     return (double)total / ((double)(tu_now_ns() - t0) / 1e9);
+}
+
+/* ---- 1b. uncontended, asynchronous: 50 cycles in flight on one client ---- */
+
+struct chain {
+    struct baton_client *c;
+    char key[32];
+    atomic_bool *stop;
+    atomic_int *running;
+    int64_t cycles;
+    int errors;
+};
+
+static void chain_next(struct chain *ch);
+
+static void chain_released(struct baton_lock *lk, int rc, const char *why, void *arg)
+{
+    struct chain *ch = arg;
+    if (rc != BATON_OK) {
+        fprintf(stderr, "bench_lock: release: %s\n", why);
+        ch->errors++;
+    } else {
+        ch->cycles++;
+    }
+    baton_lock_free(lk);
+    chain_next(ch);
+}
+
+static void chain_taken(struct baton_lock *lk, int rc, const char *why, void *arg)
+{
+    struct chain *ch = arg;
+    if (rc != BATON_OK || baton_lock_release_async(lk, chain_released, ch) != BATON_OK) {
+        fprintf(stderr, "bench_lock: try: %s\n", why);
+        ch->errors++;
+        baton_lock_free(lk);
+        atomic_fetch_sub(ch->running, 1);
+    }
+}
+
+static const struct baton_lock_opts chain_opts = {.ttl_ms = 30000};
+
+/* The next cycle, or the end of the chain (on the loop thread, or main). */
+static void chain_next(struct chain *ch)
+{
+    if (atomic_load(ch->stop) || ch->errors > 0 ||
+        baton_lock_try_async(ch->c, ch->key, &chain_opts, chain_taken, ch) != BATON_OK)
+        atomic_fetch_sub(ch->running, 1);
+}
+
+static double run_async(struct baton_client *c, int *errors)
+{
+    struct chain ch[UNCONTENDED_THREADS];
+    atomic_bool stop = false;
+    atomic_int running = UNCONTENDED_THREADS;
+    int64_t t0 = tu_now_ns();
+    for (int i = 0; i < UNCONTENDED_THREADS; i++) {
+        ch[i] = (struct chain){.c = c, .stop = &stop, .running = &running};
+        snprintf(ch[i].key, sizeof ch[i].key, "bench:async:%d", i);
+        chain_next(&ch[i]);
+    }
+    tu_sleep_ms(run_ns() / 1000000);
+    atomic_store(&stop, true);
+    while (atomic_load(&running) > 0)
+        tu_sleep_ms(1);
+    int64_t total = 0;
+    for (int i = 0; i < UNCONTENDED_THREADS; i++) {
+        total += ch[i].cycles;
+        *errors += ch[i].errors;
+    }
+    return (double)total / ((double)(tu_now_ns() - t0) / 1e9);
+}
+
+/* The physical limit of the same work: raw SET NX PX + DEL, 50 pairs in
+ * flight on one connection, one thread: each turn writes every command
+ * due with one write, then reads every reply that has come. */
+static double run_pipelined(int *errors)
+{
+    struct baton__conn *cn = tu_raw_open(url);
+    char keys[UNCONTENDED_THREADS][32];
+    bool set_next[UNCONTENDED_THREADS];
+    int order[UNCONTENDED_THREADS], head = 0, inflight = 0;
+    int64_t cycles = 0;
+    if (cn == NULL) {
+        (*errors)++;
+        return 0;
+    }
+    int64_t t0 = tu_now_ns(), end = t0 + run_ns();
+    for (int i = 0; i < UNCONTENDED_THREADS; i++) {
+        snprintf(keys[i], sizeof keys[i], "bench:pipe:%d", i);
+        set_next[i] = true;
+    }
+    int due[UNCONTENDED_THREADS], ndue = UNCONTENDED_THREADS;
+    for (int i = 0; i < UNCONTENDED_THREADS; i++)
+        due[i] = i;
+    bool stop = false;
+    while (!stop || inflight > 0) {
+        for (int d = 0; d < ndue && !stop; d++) {
+            int i = due[d];
+            const char *set[6] = {
+                "SET", keys[i], "0123456789abcdef0123456789abcdef0123456789abcdef",
+                "NX",  "PX",    "30000"};
+            const char *del[2] = {"DEL", keys[i]};
+            size_t lens[6];
+            const char **argv = set_next[i] ? set : del;
+            int argc = set_next[i] ? 6 : 2;
+            for (int k = 0; k < argc; k++)
+                lens[k] = strlen(argv[k]);
+            if (baton__conn_append(cn, argc, argv, lens) != BATON_OK) {
+                (*errors)++;
+                stop = true;
+                break;
+            }
+            order[(head + inflight) % UNCONTENDED_THREADS] = i;
+            inflight++;
+        }
+        ndue = 0;
+        if (baton__conn_flush(cn, tu_now_ns() + INT64_C(2000000000)) != BATON_OK) {
+            (*errors)++;
+            break;
+        }
+        redisReply *r = NULL;
+        if (inflight > 0 &&
+            baton__conn_read(cn, &r, tu_now_ns() + INT64_C(2000000000)) != BATON_OK) {
+            (*errors)++;
+            break;
+        }
+        while (r != NULL) {
+            int i = order[head];
+            head = (head + 1) % UNCONTENDED_THREADS;
+            inflight--;
+            if (r->type == REDIS_REPLY_ERROR)
+                (*errors)++;
+            freeReplyObject(r);
+            if (!set_next[i])
+                cycles++;
+            set_next[i] = !set_next[i];
+            due[ndue++] = i;
+            r = NULL;
+            if (inflight > 0 && baton__conn_poll_reply(cn, &r) < 0) {
+                (*errors)++;
+                stop = true;
+            }
+        }
+        if (tu_now_ns() >= end)
+            stop = true;
+    }
+    double secs = (double)(tu_now_ns() - t0) / 1e9;
+    tu_raw_close(cn);
+    return (double)cycles / secs;
 }
 
 /* ---- 2. hot key ---- */
@@ -326,17 +483,23 @@ int main(int argc, char **argv)
         return 1;
     }
     int errors = 0;
-    double ceiling = 0, lib = 0, own = 0;
+    double ceiling = 0, lib = 0, own = 0, async = 0, piped = 0;
     if (*only == '\0' || strcmp(only, "raw") == 0)
         ceiling = run_uncontended(raw_main, NULL, &errors);
     if (*only == '\0' || strcmp(only, "lib") == 0)
         lib = run_uncontended(lib_main, c, &errors);
     if (*only == '\0' || strcmp(only, "own") == 0)
         own = run_uncontended(lib_main, NULL, &errors);
+    if (*only == '\0' || strcmp(only, "async") == 0)
+        async = run_async(c, &errors);
+    if (*only == '\0' || strcmp(only, "pipelined") == 0)
+        piped = run_pipelined(&errors);
     baton_client_free(c);
     if (*only != '\0' && strcmp(only, "hot") != 0) {
-        printf("{\"bench\":\"lock\",\"only\":\"%s\",\"cycles_per_sec\":%.0f,\"errors\":%d}\n", only,
-               ceiling + lib + own, errors);
+        printf("{\"bench\":\"lock\",\"only\":\"%s\",\"seconds\":%.1f,\"cycles_per_sec\":%.0f,"
+               "\"ctx_switches\":%lld,\"errors\":%d}\n",
+               only, seconds, ceiling + lib + own + async + piped, (long long)tu_ctx_switches(),
+               errors);
         return errors == 0 ? 0 : 1;
     }
 
@@ -349,8 +512,11 @@ int main(int argc, char **argv)
     printf("{\"bench\":\"lock\",\"seconds\":%.1f,\n"
            " \"uncontended\":{\"threads\":%d,\"ceiling_raw_setnx_del_per_sec\":%.0f,"
            "\"baton_acquire_release_per_sec\":%.0f,\"ratio\":%.3f,\"target_ratio\":0.85,"
-           "\"a_client_per_thread_per_sec\":%.0f,\"a_client_per_thread_ratio\":%.3f},\n",
-           seconds, UNCONTENDED_THREADS, ceiling, lib, ratio, own, ceiling > 0 ? own / ceiling : 0);
+           "\"a_client_per_thread_per_sec\":%.0f,\"a_client_per_thread_ratio\":%.3f,"
+           "\"async_50_in_flight_per_sec\":%.0f,\"pipelined_raw_limit_per_sec\":%.0f,"
+           "\"async_over_pipelined_limit\":%.3f},\n",
+           seconds, UNCONTENDED_THREADS, ceiling, lib, ratio, own, ceiling > 0 ? own / ceiling : 0,
+           async, piped, piped > 0 ? async / piped : 0);
     print_hot("hot_key", &hot, ",\"target_p99_ms\":2.0");
     print_hot("hot_key_ideal_in_process_token", &ideal, "");
     printf(" \"errors\":%d,\"ok\":%s}\n", errors, ok ? "true" : "false");

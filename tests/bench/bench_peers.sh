@@ -4,11 +4,16 @@
 # the ratios, the load average before and after).
 #
 #   lock, uncontended, 50 concurrent clients on their own keys, acquire +
-#     release cycles/s: baton's bench_lock (50 threads, one client) against
-#     node's ioredis with SET NX PX + a scripted release, redis-semaphore's
-#     Mutex and node-redlock (all three auto-pipelined on one connection, as
-#     a Node service runs them); for scale, bench_lock's raw ceiling (raw
-#     SET NX PX + DEL, 50 threads on 50 connections).
+#     release cycles/s: baton measured as the peers are, 50 asynchronous
+#     cycles in flight on one client (bench_lock --only async: one thread,
+#     the client's loop, one connection), and with 50 threads blocking in
+#     the same client (--only lib); against node's ioredis with SET NX PX +
+#     a scripted release, redis-semaphore's Mutex and node-redlock (all three
+#     auto-pipelined on one connection, as a Node service runs them). The
+#     physical limit of the same work in the same round: raw SET NX PX + DEL
+#     with 50 pairs in flight, pipelined on one connection by one C thread
+#     (--only pipelined); for scale, raw SET NX PX + DEL by 50 threads on 50
+#     connections (--only raw).
 #   semaphore, limit 5, 50 clients, zero hold: baton's bench_sem against
 #     redis-semaphore's Semaphore, cycles/s and wait p99 of both (baton's
 #     also with a client per thread: every handoff between clients); the raw
@@ -21,7 +26,10 @@
 #   cron next-fire computations: baton's bench_cron against croner and
 #     cron-parser on the same expressions (those all three accept), zones and
 #     start times (bench_cron --list).
-#   Redis's CPU per cycle for every Redis case (INFO cpu before and after).
+#   Redis's CPU per cycle for every Redis case (INFO cpu before and after),
+#   and context switches per cycle: the client's (each program reports its
+#   own: getrusage, node's process.resourceUsage) and Redis's (every thread
+#   of redis-server, /proc).
 #
 # node-redlock is 4.2.0, its newest stable release (v5 exists only as a
 # beta). The peers (tests/bench/peers/package.json, versions pinned, with
@@ -79,18 +87,25 @@ redis_cpu() {
         awk -F: '/^used_cpu_(sys|user):/ { s += $2 } END { printf "%.6f", s }'
 }
 
+# Context switches of every thread of redis-server so far.
+redis_ctx() {
+    cat /proc/"$REDIS_PID"/task/*/status 2>/dev/null |
+        awk '/^(non)?voluntary_ctxt_switches:/ { s += $2 } END { print s + 0 }'
+}
+
 # run_case NAME CMD...: runs one case (time-bounded), keeps its JSON object
-# in $R/NAME.json (R: the round's directory) with the Redis CPU seconds it
-# cost added as redis_cpu_s.
+# in $R/NAME.json (R: the round's directory) with the Redis CPU seconds and
+# context switches it cost added as redis_cpu_s and redis_ctx.
 run_case() {
     local name=$1; shift
-    local c0 c1 limit
+    local c0 c1 x0 x1 limit
     limit=$(awk "BEGIN{printf \"%d\", $seconds * 3 + 30}")
-    c0=$(redis_cpu)
+    c0=$(redis_cpu) x0=$(redis_ctx)
     timeout "$limit" "$@" >"$T/$name.out" 2>"$T/$name.err" ||
         fail "$name: $* failed: $(tail -n 3 "$T/$name.err" "$T/$name.out")"
-    c1=$(redis_cpu)
-    jq -c --argjson cpu "$(awk "BEGIN{printf \"%.6f\", $c1 - $c0}")" '. + {redis_cpu_s: $cpu}' \
+    c1=$(redis_cpu) x1=$(redis_ctx)
+    jq -c --argjson cpu "$(awk "BEGIN{printf \"%.6f\", $c1 - $c0}")" --argjson ctx "$((x1 - x0))" \
+        '. + {redis_cpu_s: $cpu, redis_ctx: $ctx}' \
         "$T/$name.out" >"$R/$name.json" 2>/dev/null && [ -s "$R/$name.json" ] ||
         fail "$name: no JSON object in its output: $(head -c 300 "$T/$name.out")"
 }
@@ -103,7 +118,9 @@ run_round() {
     mkdir -p "$R"
     cut -d' ' -f1-3 /proc/loadavg >"$R/load_before"
     note "lock, uncontended ($seconds s a case)"
+    run_case lock_async "$bins/bench_lock" --only async --seconds "$seconds"
     run_case lock_baton "$bins/bench_lock" --only lib --seconds "$seconds"
+    run_case lock_pipelined "$bins/bench_lock" --only pipelined --seconds "$seconds"
     run_case lock_ceiling "$bins/bench_lock" --only raw --seconds "$seconds"
     if [ "$peers_ok" = 1 ]; then
         run_case lock_raw "${peer[@]}" lock-raw --url "$REDIS_URL" --seconds "$seconds"
@@ -158,8 +175,12 @@ round_doc() {
   def r(a; b): if a == null or b == null or b == 0 then null else (a / b * 1000 | round) / 1000 end;
   def cpu_us(x; cycles): if x == null or cycles == 0 then null else (x.redis_cpu_s / cycles * 1e9 | round) / 1000 end;
   def cyc(x): if x == null then 0 else (x.cycles // (x.cycles_per_sec * (x.seconds // $seconds))) end;
+  def per(v; cycles): if v == null or cycles == 0 then null else (v / cycles * 1000 | round) / 1000 end;
   def row(x; name): if x == null then null else
-      {who: name, cycles_per_sec: x.cycles_per_sec, redis_cpu_us_per_cycle: cpu_us(x; cyc(x))} end;
+      {who: name, cycles_per_sec: x.cycles_per_sec, redis_cpu_us_per_cycle: cpu_us(x; cyc(x)),
+       client_ctx_switches_per_cycle: per(x.ctx_switches; cyc(x)),
+       redis_ctx_switches_per_cycle: per(x.redis_ctx; cyc(x))} end;
+  (one("lock_async")) as $la | (one("lock_pipelined")) as $lp |
   (one("lock_baton")) as $lb | (one("lock_ceiling")) as $lc | (one("lock_raw")) as $lr |
   (one("lock_mutex")) as $lm | (one("lock_redlock")) as $ll |
   ([$lr, $lm, $ll] | map(select(. != null)) | max_by(.cycles_per_sec)) as $best |
@@ -168,12 +189,15 @@ round_doc() {
   (one("cron_baton")) as $cb | (one("cron_croner")) as $cc | (one("cron_parser")) as $cp |
   {round: $round, load_average: {before: $load_before, after: $load_after},
    lock_uncontended: {clients: 50,
-     baton: row($lb; "baton bench_lock, 50 threads, one client"),
+     baton: row($la; "baton, 50 async cycles in flight, one client (loop thread)"),
+     baton_50_threads: row($lb; "baton, 50 threads blocking, one client"),
      peers: [row($lr; $lr.peer), row($lm; $lm.peer), row($ll; $ll.peer)] | map(select(. != null)),
-     reference_raw_ceiling_50_connections: row($lc; "raw SET NX PX + DEL (C, 50 threads, 50 connections)"),
-     ratio_to_fastest_peer: r($lb.cycles_per_sec; $best.cycles_per_sec), fastest_peer: $best.peer,
+     physical_limit_pipelined: row($lp; "raw SET NX PX + DEL, 50 in flight, 1 conn (C)"),
+     reference_raw_50_connections: row($lc; "raw SET NX PX + DEL, 50 threads, 50 conns (C)"),
+     ratio_to_fastest_peer: r($la.cycles_per_sec; $best.cycles_per_sec), fastest_peer: $best.peer,
      target_ratio_to_fastest_peer: 1.3,
-     ratio_to_raw_ceiling: r($lb.cycles_per_sec; $lc.cycles_per_sec)},
+     threads_ratio_to_fastest_peer: r($lb.cycles_per_sec; $best.cycles_per_sec),
+     ratio_to_physical_limit: r($la.cycles_per_sec; $lp.cycles_per_sec)},
    semaphore: {limit: 5, clients: 50,
      baton: (row($sb; "baton bench_sem, 50 threads, one client") + {wait_ms: $sb.wait_ms, max_holders_seen: $sb.max_holders_seen}),
      baton_a_client_each: (row($sx; "baton bench_sem, 50 threads, a client each") + {wait_ms: $sx.wait_ms}),
@@ -188,7 +212,7 @@ round_doc() {
      ideal_in_process_fifo: ($hb.hot_key_ideal_in_process_token | {handoffs_per_sec, handoff_ms, wait_ms}),
      peers: [$hr, $hm] | map(select(. != null) | {who: .peer, handoffs_per_sec, wait_ms}),
      longest_wait_over_ideal: r($hb.hot_key.wait_ms.longest; $hb.hot_key_ideal_in_process_token.wait_ms.longest),
-     target_longest_wait_over_ideal: 1.5},
+     target_longest_wait_over_ideal: 1.5, target_handoff_p99_ms: 0.5},
    cron_next: {expressions: $cb.expressions, zones: $cb.zones,
      left_out: ([$cc, $cp] | map(select(. != null) | .expressions_refused[]) | unique),
      baton_ops_per_sec: $cb.ops_per_sec,
@@ -206,10 +230,13 @@ doc=$(jq -s -c --arg load_before "$load_before" --arg load_after "$load_after" \
    peers_run: $peers_run, peers_not_run_because: (if $peers_run then null else $peers_why end),
    ratios_per_round: {
      lock_baton_over_fastest_peer: map(.lock_uncontended.ratio_to_fastest_peer),
+     lock_baton_50_threads_over_fastest_peer: map(.lock_uncontended.threads_ratio_to_fastest_peer),
+     lock_baton_over_physical_limit: map(.lock_uncontended.ratio_to_physical_limit),
      sem_baton_over_peer: map(.semaphore.ratio_to_peer),
      sem_peer_wait_p99_over_baton: map(.semaphore.wait_p99_peer_over_baton),
      sem_baton_over_raw_pairs_at_5: map(.semaphore.ratio_to_raw_pairs_at_concurrency_5),
      hot_baton_longest_wait_over_ideal: map(.hot_key.longest_wait_over_ideal),
+     hot_baton_handoff_p99_ms: map(.hot_key.baton.handoff_ms.p99),
      cron_baton_over_croner: map([.cron_next.peers[] | select(.who | startswith("croner@")) | .baton_ratio][0]),
      cron_baton_over_cron_parser: map([.cron_next.peers[] | select(.who | startswith("cron-parser@")) | .baton_ratio][0])},
    round_figures: .}' "$T"/round*.doc)
@@ -223,10 +250,10 @@ jq -r '
   def pad: .[0:58] + " " * (60 - (.[0:58] | length));
   "",
   "== round \(.round) (load average before \(.load_average.before), after \(.load_average.after))",
-  "\("lock, uncontended, 50 clients" | pad)cycles/s\tredis CPU us/cycle",
-  (.lock_uncontended | ([.baton] + .peers + [.reference_raw_ceiling_50_connections])[] |
-     "  \(.who | pad)\(f(.cycles_per_sec))\t\(f(.redis_cpu_us_per_cycle))"),
-  "  baton / fastest peer: \(f(.lock_uncontended.ratio_to_fastest_peer)) (target 1.3); baton / raw ceiling: \(f(.lock_uncontended.ratio_to_raw_ceiling))",
+  "\("lock, uncontended, 50 clients" | pad)cycles/s\tredis CPU us/cycle\tctx switches/cycle client, redis",
+  (.lock_uncontended | ([.baton, .baton_50_threads] + .peers + [.physical_limit_pipelined, .reference_raw_50_connections])[] | select(. != null) |
+     "  \(.who | pad)\(f(.cycles_per_sec))\t\(f(.redis_cpu_us_per_cycle))\t\(f(.client_ctx_switches_per_cycle)), \(f(.redis_ctx_switches_per_cycle))"),
+  "  baton / fastest peer: \(f(.lock_uncontended.ratio_to_fastest_peer)) (target 1.3; 50 threads: \(f(.lock_uncontended.threads_ratio_to_fastest_peer))); baton / physical limit: \(f(.lock_uncontended.ratio_to_physical_limit))",
   "",
   "\("semaphore, limit 5, 50 clients, zero hold" | pad)cycles/s\tredis CPU us/cycle\twait p99 / longest (ms)",
   (.semaphore | ([.baton, .baton_a_client_each, .peer] | map(select(. != null)))[] |
@@ -239,7 +266,7 @@ jq -r '
   (.hot_key | ([{who: "baton", handoffs_per_sec: .baton.handoffs_per_sec, wait_ms: .baton.wait_ms},
                {who: "ideal in-process FIFO lock (reference)", handoffs_per_sec: .ideal_in_process_fifo.handoffs_per_sec, wait_ms: .ideal_in_process_fifo.wait_ms}] + .peers)[] |
      "  \(.who | pad)\(f(.handoffs_per_sec))\t\(f(.wait_ms.p99)) / \(f(.wait_ms.longest))"),
-  "  baton longest wait / ideal: \(f(.hot_key.longest_wait_over_ideal)) (target <= 1.5)",
+  "  baton longest wait / ideal: \(f(.hot_key.longest_wait_over_ideal)) (target <= 1.5); baton handoff p50 / p99: \(f(.hot_key.baton.handoff_ms.p50)) / \(f(.hot_key.baton.handoff_ms.p99)) ms (target p99 <= 0.5)",
   "",
   "\("cron next-fire, \(.cron_next.expressions) expressions x \(.cron_next.zones) zones" | pad)ops/s\tbaton / it",
   "  \("baton bench_cron" | pad)\(f(.cron_next.baton_ops_per_sec))",

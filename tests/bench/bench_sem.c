@@ -246,9 +246,10 @@ int main(int argc, char **argv)
         struct waits *ws = strcmp(only, "clients") == 0 ? &wo : &w;
         printf("{\"bench\":\"sem\",\"only\":\"%s\",\"seconds\":%.1f,\"cycles_per_sec\":%.0f,"
                "\"wait_ms\":{\"p50\":%.3f,\"p99\":%.3f,\"longest\":%.3f,\"samples\":%zu},"
-               "\"max_holders_seen\":%d,\"errors\":%d}\n",
+               "\"max_holders_seen\":%d,\"ctx_switches\":%lld,\"errors\":%d}\n",
                only, seconds, ceiling + chain + lib + own + wide, ws->p50, ws->p99, ws->longest,
-               ws->samples, max_lib > max_own ? max_lib : max_own, errors);
+               ws->samples, max_lib > max_own ? max_lib : max_own, (long long)tu_ctx_switches(),
+               errors);
         return errors == 0 && max_lib <= LIMIT && max_own <= LIMIT ? 0 : 1;
     }
     double ratio = ceiling > 0 ? lib / ceiling : 0;

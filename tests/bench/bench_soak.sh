@@ -32,6 +32,9 @@ done
 [ "$jobs" -ge 2 ] || { echo "bench_soak.sh: --jobs must be at least 2 (the ledger and span jobs)" >&2; exit 2; }
 report=$(mktemp)
 trap 'rm -f "$report"' EXIT
+# A failed hour is kept for a look (every log, ledger and history snapshot).
+export HARNESS_SAVE=${HARNESS_SAVE:-${TMPDIR:-/tmp}/baton-soak-failed.$$}
+echo "bench_soak.sh: a failure's files are kept in $HARNESS_SAVE" >&2
 FAULTS="partition sigstop_leader sigstop_redis_short sigstop_redis_long restart_aof restart_nopersist flushall clock_back clock_forward" \
 FAULTS_SOAK_SECONDS=$secs FAULTS_SOAK_EVERY=$every FAULTS_SOAK_SEED=$seed FAULTS_JOBS=$(( jobs - 2 )) \
 FAULTS_HISTORY=300 FAULTS_TTL_MS=${FAULTS_TTL_MS:-3000} FAULTS_SOAK_REPORT=$report \

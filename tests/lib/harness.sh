@@ -222,8 +222,14 @@ leader_of() { rcli get "baton:{$1}:leader" | sed -n 's/^[0-9a-f]\{48\}://p'; }
 # end_ms" lines (Unix s; ms 0 for ticks that did not run), from redis-cli's
 # flat XRANGE output.
 history_ranges() {
+    rcli xrange "baton:{$1}:runs:$2" - + | history_parse
+}
+# history_parse: history_ranges's lines from the raw XRANGE output of a
+# job's history on stdin (so that a test can fetch several streams at once
+# and parse them later).
+history_parse() {
     local raw
-    raw=$(rcli xrange "baton:{$1}:runs:$2" - + | awk '
+    raw=$(awk '
         function out() { if (s != "") print s, (u == "" ? s : u), o, (st == "" ? "1970-01-01T00:00:00Z" : st), d + 0 }
         /^[0-9]+-[0-9]+$/ { out(); s = ""; u = ""; o = ""; st = ""; d = 0; k = ""; next }
         k == "scheduled_at" { s = $0 } k == "until" { u = $0 } k == "outcome" { o = $0 }

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -255,4 +256,12 @@ int tu_dead_port(void)
         abort();
     close(fd);
     return ntohs(a.sin_port);
+}
+
+int64_t tu_ctx_switches(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0)
+        return -1;
+    return (int64_t)ru.ru_nvcsw + ru.ru_nivcsw;
 }

@@ -66,6 +66,10 @@ struct tu_tokens {
 void tu_tokens_take(struct tu_tokens *t);
 void tu_tokens_give(struct tu_tokens *t);
 
+/* The context switches of this process so far, all its threads, voluntary
+ * and not (getrusage): benchmarks report them per cycle. */
+int64_t tu_ctx_switches(void);
+
 /* A loopback port nothing listens on (for "Redis unreachable" tests). */
 int tu_dead_port(void);
 

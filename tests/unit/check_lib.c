@@ -347,6 +347,44 @@ START_TEST(url_errors_hide_password)
 }
 END_TEST
 
+/* Commands are formatted by baton__resp_format: byte for byte what
+ * hiredis's redisFormatCommandArgv makes, for empty, binary and long
+ * arguments, with the prefix room left untouched. */
+START_TEST(resp_format_matches_hiredis)
+{
+    static char big[100000];
+    memset(big, 'x', sizeof big);
+    const char *a0[] = {"PING"};
+    const char *a1[] = {"SET", "k", "", "NX"};
+    const char *a2[] = {"EVALSHA", "0123456789012345678901234567890123456789", "1", "k\r\n\0b",
+                        "9"};
+    const char *a3[] = {"SET", "big", big};
+    struct {
+        int argc;
+        const char **argv;
+        size_t lens[8];
+    } cmds[] = {
+        {1, a0, {4}},
+        {4, a1, {3, 1, 0, 2}},
+        {5, a2, {7, 40, 1, 6, 1}},
+        {3, a3, {3, 3, sizeof big}},
+    };
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        char *want = NULL, *got = NULL;
+        size_t len = 0;
+        int n = redisFormatCommandArgv(&want, cmds[i].argc, cmds[i].argv, cmds[i].lens);
+        ck_assert_int_gt(n, 0);
+        ck_assert_int_eq(baton__resp_format(&got, 3, cmds[i].argc,
+                                            (const char *const *)cmds[i].argv, cmds[i].lens, &len),
+                         BATON_OK);
+        ck_assert_uint_eq(len, (size_t)n + 3);
+        ck_assert_msg(memcmp(got + 3, want, (size_t)n) == 0, "command %zu differs", i);
+        redisFreeCommand(want);
+        free(got);
+    }
+}
+END_TEST
+
 START_TEST(sha1_vectors)
 {
     static const struct {
@@ -485,6 +523,7 @@ static Suite *suite(void)
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, error_table);
+    tcase_add_test(tc, resp_format_matches_hiredis);
     tcase_add_test(tc, url_good);
     tcase_add_test(tc, url_bad);
     tcase_add_test(tc, url_sentinel);

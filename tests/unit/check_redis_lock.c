@@ -386,7 +386,9 @@ START_TEST(command_timeout_bounds_calls)
     ck_assert_ptr_nonnull(strstr(baton_client_errstr(c), "timed out"));
     /* And the client recovers. (The timed-out request itself was executed
      * when Redis woke up: its grant expires with its TTL.) */
-    ck_assert_int_eq(baton_lock_try(c, "t:stall2", NULL, &lk), BATON_OK);
+    rc = baton_lock_try(c, "t:stall2", NULL, &lk);
+    ck_assert_msg(rc == BATON_OK, "after the freeze: %s: %s", baton_errname(rc),
+                  baton_client_errstr(c));
     baton_lock_release(lk);
     baton_lock_free(lk);
     baton_client_free(c);

@@ -325,7 +325,7 @@ START_TEST(run_states)
     static const enum run_state X = RUN_STATE_COUNT; /* no move */
     static const enum run_state want[RUN_STATE_COUNT][5] = {
         /*                  spawned       spawn_failed  term              kill          reaped */
-        [RUN_STARTING] = {RUN_RUNNING, RUN_EXITED, X, X, X},
+        [RUN_STARTING] = {RUN_RUNNING, RUN_EXITED, X, X, RUN_EXITED}, /* reaped: a prepared run */
         [RUN_RUNNING] = {X, X, RUN_TERMINATING, RUN_KILLING, RUN_EXITED},
         [RUN_TERMINATING] = {X, X, X, RUN_KILLING, RUN_EXITED},
         [RUN_KILLING] = {X, X, X, X, RUN_EXITED},

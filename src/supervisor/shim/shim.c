@@ -11,14 +11,17 @@
  *   baton-shim PROTOCOL PARENT FLAGS WORKDIR USER UID GID PATH ARGV0 [ARG...]
  *
  * PROTOCOL is PROC_SHIM_PROTOCOL; PARENT baton's pid; FLAGS holds 'f' when
- * descriptor 3 is the fence pipe's read end and 'u' when the command runs
+ * descriptor 3 is the fence pipe's read end, 'g' when descriptor 4 is a go
+ * pipe's (a prepared start: the command starts when baton writes a byte
+ * there; see proc.h) and 'u' when the command runs
  * as UID:GID with USER's supplementary groups; WORKDIR is "" to stay; the
  * environment is the command's. Descriptors 0-2 are the command's, set up
  * by baton; every other one is closed here. baton made the shim the leader
  * of its own process group, with every signal blocked and at its default.
  *
  * Exit status: the command's (or killed by the command's signal); 125 when
- * baton was already gone, 126 when the command could not be started (its
+ * baton was already gone or a prepared start was never told to go
+ * (PROC_SHIM_NOT_STARTED), 126 when the command could not be started (its
  * stderr says why), 137 when the shim killed the group (fence or baton's
  * death), 64 when started with a wrong command line.
  */
@@ -27,6 +30,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -40,9 +44,11 @@
 
 #include "proc.h"
 
+extern char **environ;
+
 struct shim_args {
     pid_t parent;
-    bool fenced, set_ids;
+    bool fenced, prepared, set_ids;
     const char *workdir, *user;
     uid_t uid;
     gid_t gid;
@@ -76,7 +82,10 @@ static bool parse_args(int argc, char **argv, struct shim_args *a)
         return false;
     a->parent = (pid_t)v;
     a->fenced = strchr(argv[3], 'f') != NULL;
+    a->prepared = strchr(argv[3], 'g') != NULL;
     a->set_ids = strchr(argv[3], 'u') != NULL;
+    if (a->prepared && !a->fenced)
+        return false;
     a->workdir = argv[4][0] != '\0' ? argv[4] : NULL;
     a->user = argv[5];
     if (!parse_long(argv[6], 0, UINT32_MAX, &v))
@@ -118,6 +127,58 @@ static void exec_command(const struct shim_args *a)
     write_str(2, a->path);
     write_str(2, "\n");
     _exit(126);
+}
+
+/* Starts the command. Without a workdir or ids to change, with
+ * posix_spawn() (a vfork: no copy of the page tables, which on a
+ * paravirtualised machine costs the start of every job a millisecond or
+ * more); else with fork() and exec_command(). Returns its pid; exits 126
+ * when it cannot be started (its stderr says why). */
+static pid_t start_command(const struct shim_args *a)
+{
+    if (a->workdir != NULL || a->set_ids) {
+        pid_t child = fork();
+        if (child < 0)
+            _exit(126);
+        if (child == 0)
+            exec_command(a);
+        return child;
+    }
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t attr;
+    sigset_t none, all;
+    sigemptyset(&none);
+    sigfillset(&all);
+    sigdelset(&all, SIGKILL);
+    sigdelset(&all, SIGSTOP);
+    pid_t child = -1;
+    int e = posix_spawn_file_actions_init(&fa);
+    if (e == 0 && (e = posix_spawnattr_init(&attr)) != 0)
+        posix_spawn_file_actions_destroy(&fa);
+    if (e == 0) {
+        if (a->fenced)
+            e = posix_spawn_file_actions_addclose(&fa, PROC_SHIM_FENCE_FD);
+        if (e == 0)
+            e = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+        if (e == 0)
+            e = posix_spawnattr_setsigmask(&attr, &none);
+        if (e == 0)
+            e = posix_spawnattr_setsigdefault(&attr, &all);
+        if (e == 0)
+            e = posix_spawn(&child, a->path, &fa, &attr, a->argv, environ);
+        posix_spawnattr_destroy(&attr);
+        posix_spawn_file_actions_destroy(&fa);
+    }
+    if (e != 0) {
+        const char *why = strerror(e);
+        write_str(2, "baton: cannot execute ");
+        write_str(2, a->path);
+        write_str(2, ": ");
+        write_str(2, why != NULL ? why : "unknown error");
+        write_str(2, "\n");
+        _exit(126);
+    }
+    return child;
 }
 
 /* Leaves the way the command left. Never returns. */
@@ -174,6 +235,52 @@ static void close_from(unsigned from)
         close((int)fd);
 }
 
+/* True when the go byte is there now (poll says so without waiting). */
+static bool go_ready(int gfd)
+{
+    struct pollfd p = {.fd = gfd, .events = POLLIN};
+    return poll(&p, 1, 0) == 1;
+}
+
+/* A prepared start: waits for baton's go on PROC_SHIM_GO_FD, the fence in
+ * force meanwhile. Returns when the command is to start; exits
+ * PROC_SHIM_NOT_STARTED when it must not (the pipe ended without a go,
+ * baton died, or the fence's stop point came first: baton sends no go
+ * after it). */
+static void wait_for_go(int sfd, int *ffd, struct proc_fence *fence)
+{
+    for (;;) {
+        if (*ffd >= 0 && !read_fence(*ffd, fence)) {
+            close(*ffd);
+            *ffd = -1;
+        }
+        int64_t now = mono_ns(), stop = fence->term_at != 0 ? fence->term_at : fence->kill_at;
+        if (stop != 0 && now >= stop && !go_ready(PROC_SHIM_GO_FD))
+            _exit(PROC_SHIM_NOT_STARTED);
+        int timeout = -1;
+        if (stop != 0) {
+            int64_t ms = (stop - now + 999999) / 1000000;
+            timeout = ms > 60000 ? 60000 : (int)ms;
+        }
+        struct pollfd p[3] = {{.fd = PROC_SHIM_GO_FD, .events = POLLIN},
+                              {.fd = sfd, .events = POLLIN},
+                              {.fd = *ffd, .events = POLLIN}};
+        if (poll(p, *ffd >= 0 ? 3 : 2, timeout) <= 0)
+            continue;
+        if (p[0].revents != 0) {
+            char go;
+            ssize_t n = read(PROC_SHIM_GO_FD, &go, 1);
+            if (n == 1)
+                return;
+            if (n < 0 && errno == EINTR)
+                continue;
+            _exit(PROC_SHIM_NOT_STARTED); /* the end of the pipe: not to start */
+        }
+        if (p[1].revents != 0)
+            _exit(PROC_SHIM_NOT_STARTED); /* baton died (nothing else is watched) */
+    }
+}
+
 int main(int argc, char **argv)
 {
     struct shim_args a;
@@ -187,13 +294,7 @@ int main(int argc, char **argv)
     sigprocmask(SIG_SETMASK, &all, NULL);
     if (prctl(PR_SET_PDEATHSIG, deathsig) != 0 || getppid() != a.parent)
         _exit(125); /* baton is already gone: start nothing */
-    close_from(a.fenced ? PROC_SHIM_FENCE_FD + 1 : 3);
-
-    pid_t child = fork();
-    if (child < 0)
-        _exit(126);
-    if (child == 0)
-        exec_command(&a);
+    close_from(a.prepared ? PROC_SHIM_GO_FD + 1 : a.fenced ? PROC_SHIM_FENCE_FD + 1 : 3);
 
     sigemptyset(&wait_for);
     sigaddset(&wait_for, SIGCHLD);
@@ -202,10 +303,15 @@ int main(int argc, char **argv)
     int ffd = a.fenced ? PROC_SHIM_FENCE_FD : -1;
     struct proc_fence fence = {0, 0};
     bool termed = false;
-    if (sfd < 0) {
-        kill(0, SIGKILL); /* cannot watch over the command: it does not run */
-        _exit(137);
+    if (sfd < 0)
+        _exit(a.prepared ? PROC_SHIM_NOT_STARTED : 126); /* cannot watch over a command */
+    if (a.prepared) {
+        wait_for_go(sfd, &ffd, &fence);
+        close(PROC_SHIM_GO_FD);
     }
+
+    pid_t child = start_command(&a);
+
     for (;;) {
         /* What baton wrote first: a renewal sent just before the stop
          * point must move the fence before the fence acts. */

@@ -84,8 +84,11 @@ function pkgVersion(name) {
   return require(`${name}/package.json`).version;
 }
 
+// Every case's object, with the process's context switches so far.
 function out(obj) {
-  process.stdout.write(JSON.stringify(obj) + '\n');
+    const ru = process.resourceUsage();
+    obj.ctx_switches = ru.voluntaryContextSwitches + ru.involuntaryContextSwitches;
+    process.stdout.write(JSON.stringify(obj) + '\n');
 }
 
 // Runs `loops` concurrent copies of body(i) until the time is up; returns

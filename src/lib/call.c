@@ -1,0 +1,316 @@
+/* call.c -- one call of one of our scripts, run by the client's loop as a
+ * state machine, so that a thread (or a callback) can have thousands in
+ * flight and a blocking caller only sleeps.
+ *
+ *   route   the server's pipe; on a cluster the pipe of the master of the
+ *           slot of the first key, from the map when it can be used as it
+ *           is, else after reading it on the helper thread
+ *   send    EVALSHA (+ ASKING in front after an ASK), on the pipe; a
+ *           durable call (min_replicas) on the server's second pipe, where
+ *           one WAIT behind each batch answers for it (mux.c)
+ *   replied NOSCRIPT: EVAL once, on the same pipe (a restarted or flushed
+ *           server; the send time stays the EVALSHA's, the earlier)
+ *           cluster: MOVED points the slot at the node named and routes
+ *           again; ASK sends once to that node after ASKING; TRYAGAIN and
+ *           CLUSTERDOWN route again after a short wait (a timer); 16
+ *           redirections in a row, or no time left, make the last one the
+ *           answer. A failure before anything was sent routes again (up
+ *           to twice, the map read first); one after may have run and is
+ *           the answer.
+ *           READONLY (a master demoted by a failover: the script did not
+ *           run; the connection is stale): once more from the route, on a
+ *           new connection (through the sentinels), within the deadline.
+ *           Fewer WAIT acknowledgements than min_replicas: ENOTDURABLE,
+ *           the reply kept for the caller to undo a grant. Any other error
+ *           reply: BATON_EREDIS.
+ *
+ * The blocking form, baton__script_call(), posts the call to the loop and
+ * sleeps on a semaphore until its done() runs there: the same machine,
+ * the same guarantees, whoever waits. */
+#include <errno.h>
+#include <semaphore.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "baton_int.h"
+
+/* MOVED and ASK in a row (a wait, TRYAGAIN or CLUSTERDOWN, starts the
+ * count again); retries of a request that could not be sent. */
+#define MAX_REDIRECTS 16
+#define MAX_UNSENT    2
+
+static const char freed_msg[] = "the client was freed (baton_client_free) before this call";
+
+static void route(struct baton__call *k);
+
+static void finish(struct baton__call *k, int rc)
+{
+    if (rc == BATON_OK || rc == BATON_ENOTDURABLE) {
+        if (k->keep_sent != 0)
+            k->sent_ns = k->keep_sent; /* READONLY retried: the first send, the earlier */
+    } else if (k->reply != NULL) {
+        freeReplyObject(k->reply);
+        k->reply = NULL;
+    }
+    if (k->held != NULL) {
+        freeReplyObject(k->held);
+        k->held = NULL;
+    }
+    k->rc = rc;
+    k->done(k);
+}
+
+/* The round's reply r is the answer (no redirection to follow): READONLY,
+ * WAIT's count, error replies. */
+static void answer(struct baton__call *k, redisReply *r)
+{
+    struct baton_client *c = k->c;
+    if (baton__reply_readonly(r) && !k->readonly_retried && baton__now_ns() < k->deadline_ns) {
+        /* A master demoted to replica (a failover): the script did not run.
+         * The connection is stale; once more on a new one, through the
+         * sentinels if any. */
+        freeReplyObject(r);
+        k->readonly_retried = true;
+        k->keep_sent = k->sent_ns;
+        if (k->node != NULL)
+            baton__cluster_suspect(c, k->node);
+        route(k);
+        return;
+    }
+    if (r->type != REDIS_REPLY_ERROR && k->durable && c->min_replicas > 0 &&
+        k->rq.acked < c->min_replicas) {
+        k->reply = r;
+        finish(k, baton__not_durable(c, k->rq.acked, k->err, k->errlen));
+        return;
+    }
+    if (r->type == REDIS_REPLY_ERROR) {
+        baton__set_error(k->err, k->errlen, "%s: redis error: %.200s", c->url.redacted, r->str);
+        freeReplyObject(r);
+        finish(k, BATON_EREDIS);
+        return;
+    }
+    k->reply = r;
+    finish(k, BATON_OK);
+}
+
+/* After a TRYAGAIN or CLUSTERDOWN wait. */
+static void napped(struct baton__timer *t)
+{
+    struct baton__call *k = BATON__OWNER(t, struct baton__call, nap);
+    redisReply *r = k->held;
+    k->held = NULL;
+    if (baton__now_ns() >= k->deadline_ns && !baton__loop_stopping(k->c->loop)) {
+        answer(k, r); /* no time left: the redirection is the answer */
+        return;
+    }
+    freeReplyObject(r);
+    route(k);
+}
+
+static void replied(struct baton__mreq *q)
+{
+    struct baton__call *k = BATON__OWNER(q, struct baton__call, q);
+    struct baton_client *c = k->c;
+    struct baton__node *asked = k->ask;
+    int rc = q->rc;
+
+    k->ask = NULL;
+    if (!k->evaled)
+        k->round_sent = k->rq.sent_ns;
+    if (rc != BATON_OK) {
+        if (k->node != NULL && (rc == BATON_EIO || rc == BATON_EPROTO))
+            baton__cluster_suspect(c, k->node);
+        if (c->url.cluster && k->rq.sent_ns == 0 && k->round_sent == 0 && rc == BATON_EIO &&
+            ++k->unsent <= MAX_UNSENT && baton__now_ns() < k->deadline_ns) {
+            k->evaled = false;
+            route(k); /* it never left: to the slot's master as the map says now */
+            return;
+        }
+        finish(k, rc);
+        return;
+    }
+    redisReply *r = k->rq.reply;
+    k->rq.reply = NULL;
+    if (baton__is_noscript(r) && !k->evaled) {
+        /* A restarted or flushed server (or a cluster node that never ran
+         * it): EVAL runs the script and loads it, on the same node. */
+        freeReplyObject(r);
+        k->evaled = true;
+        k->ask = asked;
+        route(k);
+        return;
+    }
+    k->evaled = false;
+    k->sent_ns = k->round_sent;
+    memcpy(k->runid, k->rq.runid, sizeof k->runid);
+    k->promoted = k->rq.promoted;
+    if (!c->url.cluster) {
+        answer(k, r);
+        return;
+    }
+    struct baton__node *to = NULL;
+    enum baton__redirect kind = baton__cluster_redirect(c, r, &to);
+    if (kind == BATON__REDIR_NONE) {
+        answer(k, r);
+        return;
+    }
+    if (kind == BATON__REDIR_TRYAGAIN || kind == BATON__REDIR_DOWN)
+        k->hops = 0; /* waited: an ASK then TRYAGAIN again is no loop */
+    else if (++k->hops > MAX_REDIRECTS) {
+        answer(k, r); /* a loop of redirections: the last one is the answer */
+        return;
+    }
+    int64_t now = baton__now_ns();
+    if (kind == BATON__REDIR_MOVED)
+        baton__cluster_moved(c, k->slot, to);
+    if (kind == BATON__REDIR_DOWN)
+        baton__cluster_suspect(c, NULL);
+    int wait_ms = baton__cluster_wait_ms(kind);
+    if (wait_ms > 0) {
+        int64_t at = now + (int64_t)wait_ms * 1000000;
+        k->held = r;
+        k->nap.fire = napped;
+        if (baton__timer_arm(c->loop, &k->nap, at < k->deadline_ns ? at : k->deadline_ns) !=
+            BATON_OK) {
+            k->held = NULL;
+            answer(k, r);
+        }
+        return;
+    }
+    if (now >= k->deadline_ns) {
+        answer(k, r); /* no time left: the redirection is the answer */
+        return;
+    }
+    freeReplyObject(r);
+    if (kind == BATON__REDIR_ASK)
+        k->ask = to;
+    route(k);
+}
+
+static void send(struct baton__call *k)
+{
+    struct baton_client *c = k->c;
+    const char *argv[BATON__SCRIPT_MAX_ARGS];
+    size_t lens[BATON__SCRIPT_MAX_ARGS];
+    char nk[BATON__I64_LEN];
+    const char *src = baton__script_source(k->id);
+    int argc = baton__script_argv(k->evaled ? "EVAL" : "EVALSHA", k->evaled ? src : c->sha[k->id],
+                                  k->nkeys, k->keys, k->nargs, k->args, argv, lens, nk);
+    k->rq = (struct baton__req){.argc = argc,
+                                .argv = argv,
+                                .lens = lens,
+                                .deadline_ns = k->deadline_ns,
+                                .wait_replicas = k->durable ? c->min_replicas : 0,
+                                .asking = k->ask != NULL,
+                                .err = k->err,
+                                .errlen = k->errlen};
+    if (k->rq.wait_replicas > 0)
+        k->rq.wait_ms = baton__wait_ms_until(k->deadline_ns);
+    k->q = (struct baton__mreq){.rq = &k->rq, .done = replied};
+    /* Durable requests have a pipe of their own: its WAITs do not hold
+     * the other requests (releases) back. */
+    struct baton__node *node = k->ask != NULL ? k->ask : k->node;
+    struct baton__shard *sh = node != NULL ? node->shard : c->shard;
+    baton__mux_submit(c, &sh[k->rq.wait_replicas > 0 ? 1 : 0].mux, &k->q);
+}
+
+/* The map read on the helper thread; its result comes back as a task. */
+static void routed(struct baton__task *t)
+{
+    struct baton__call *k = BATON__OWNER(t, struct baton__call, task);
+    baton__loop_offload_done(k->c->loop);
+    if (k->route_rc != BATON_OK) {
+        finish(k, k->route_rc);
+        return;
+    }
+    send(k);
+}
+
+static void route_job(struct baton__job *j)
+{
+    struct baton__call *k = BATON__OWNER(j, struct baton__call, job);
+    k->route_rc = baton__cluster_route(k->c, k->slot, k->deadline_ns, &k->node, k->err, k->errlen);
+    k->task.run = routed;
+    /* Refused only once the loop has stopped, which it does not while a
+     * job's result is due. */
+    (void)baton__loop_post(k->c->loop, &k->task);
+}
+
+static void route(struct baton__call *k)
+{
+    struct baton_client *c = k->c;
+    if (baton__loop_stopping(c->loop)) {
+        baton__set_error(k->err, k->errlen, "%s: %s", c->url.redacted, freed_msg);
+        finish(k, BATON_EINVAL);
+        return;
+    }
+    if (!c->url.cluster || k->ask != NULL) {
+        send(k);
+        return;
+    }
+    if (baton__cluster_lookup(c, k->slot, &k->node)) {
+        send(k);
+        return;
+    }
+    k->job.run = route_job;
+    if (baton__loop_offload(c->loop, &k->job) != BATON_OK) {
+        baton__set_error(k->err, k->errlen, "%s: cannot start the helper thread", c->url.redacted);
+        finish(k, BATON_ENOMEM);
+    }
+}
+
+static void started(struct baton__task *t)
+{
+    route(BATON__OWNER(t, struct baton__call, task));
+}
+
+bool baton__call_start(struct baton_client *c, struct baton__call *k)
+{
+    k->c = c;
+    k->reply = NULL;
+    k->held = NULL;
+    k->runid[0] = '\0';
+    k->sent_ns = k->round_sent = k->keep_sent = 0;
+    k->node = k->ask = NULL;
+    k->hops = k->unsent = 0;
+    k->evaled = k->readonly_retried = false;
+    k->nap = (struct baton__timer){0};
+    k->slot = c->url.cluster && k->nkeys > 0 ? baton__key_slot(k->keys[0], strlen(k->keys[0])) : 0;
+    k->task.run = started;
+    struct baton__loop *l = baton__loop_of(c);
+    if (l == NULL || !baton__loop_post(l, &k->task)) {
+        bool closed = l != NULL || atomic_load(&c->closed);
+        baton__set_error(k->err, k->errlen, "%s: %s", c->url.redacted,
+                         closed ? freed_msg : "cannot start the client's loop thread");
+        k->rc = closed ? BATON_EINVAL : BATON_ENOMEM;
+        return false;
+    }
+    return true;
+}
+
+static void wake(struct baton__call *k)
+{
+    sem_post(k->arg);
+}
+
+int baton__script_call(struct baton_client *c, struct baton__call *k)
+{
+    sem_t done;
+    struct baton__loop *l = baton__loop_of(c);
+    if (l != NULL && baton__loop_here(l)) {
+        baton__set_error(k->err, k->errlen,
+                         "a blocking call on the client's loop thread (inside a callback of an "
+                         "asynchronous call): use the _async calls there");
+        return BATON_EINVAL;
+    }
+    if (sem_init(&done, 0, 0) != 0)
+        return BATON_ENOMEM;
+    k->done = wake;
+    k->arg = &done;
+    if (baton__call_start(c, k))
+        while (sem_wait(&done) != 0 && errno == EINTR)
+            ;
+    sem_destroy(&done);
+    return k->rc;
+}

@@ -1,0 +1,202 @@
+# bench_all.sh -- the whole comparison in one command: every benchmark of
+# issue 17 in one run, then one table (baton, each peer and each same-run
+# reference side by side, the target, met or missed) and one JSON document
+# (the last line of the output; --json FILE writes it there too).
+#
+#   peers       bench_peers.sh: lock, semaphore, hot key, cron against the
+#               node peers (its final JSON line is taken as it is)
+#   jobs        bench_jobs.sh: scheduling lateness against a naive loop
+#   fleet       bench_fleet.sh: 100 supervisors, 10,000 jobs, one Redis
+#   supervisor  bench_supervisor.sh: handover with 3 nodes, idle footprint
+#   tls         bench_tls.sh: TLS against plain TCP, durable grants
+#
+# The 1-minute load average is taken before and after each part. Each part
+# has a time limit; a part that fails is reported as failed (its stderr's
+# last line kept), the others still run, and the exit status is 1.
+#
+# --smoke: every part in its --smoke mode (about two minutes, CI): bench_peers
+# then runs baton's side alone, and the table says that the peers were not
+# run. tests/bench/results_section.sh turns the JSON into a dated section
+# of tests/bench/RESULTS.md.
+#
+# usage: bench_all.sh [--smoke] [--only PART,PART...] [--json FILE]
+# Needs BATON_BIN, BATON_BUILD_DIR and BATON_TESTS_DIR (defaults: the werror
+# build tree beside tests/), jq.
+set -u
+BATON_TESTS_DIR=${BATON_TESTS_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
+BATON_BUILD_DIR=${BATON_BUILD_DIR:-$(cd "$BATON_TESTS_DIR/.." && pwd)/build/werror}
+BATON_BIN=${BATON_BIN:-$BATON_BUILD_DIR/baton}
+export BATON_TESTS_DIR BATON_BUILD_DIR BATON_BIN
+. "$BATON_TESTS_DIR/lib/harness.sh"
+smoke=0 only="peers,jobs,fleet,supervisor,tls" json_out=""
+while [ $# -gt 0 ]; do
+    case $1 in
+    --smoke) smoke=1 ;;
+    --only) only=${2:-}; shift ;;
+    --json) json_out=${2:-}; shift ;;
+    *) fail "usage: bench_all.sh [--smoke] [--only PART,PART...] [--json FILE]" ;;
+    esac
+    shift
+done
+command -v jq >/dev/null || fail "jq is not installed (apt-get install jq)"
+B=$BATON_TESTS_DIR/bench
+load() { cut -d' ' -f1 /proc/loadavg; }
+
+PARTS=()
+# part NAME LIMIT_S COMMAND...: runs it, keeps {name, ok, seconds, load
+# before/after, result (its JSON), error} in $T/part-NAME.json.
+part() {
+    local name=$1 limit=$2; shift 2
+    case ",$only," in *",$name,"*) ;; *) return 0 ;; esac
+    local lb la t0 rc result
+    lb=$(load); t0=$(now_ms)
+    echo "== $name: $*" >&2
+    timeout "$limit" "$@" > "$T/$name.out" 2> "$T/$name.err"
+    rc=$?
+    la=$(load)
+    if [ "$name" = peers ]; then # a table, then its JSON document as the last line
+        result=$(tail -n1 "$T/$name.out" | jq -c . 2>/dev/null)
+    else # JSON values only (bench_tls prints two: merged)
+        result=$(jq -s -c 'add' "$T/$name.out" 2>/dev/null)
+    fi
+    [ -n "$result" ] || { result=null; [ "$rc" -ne 0 ] || rc=1; }
+    PARTS+=("$T/part-$name.json")
+    jq -n -c --arg name "$name" --argjson rc "$rc" --argjson result "$result" \
+        --arg lb "$lb" --arg la "$la" --argjson secs $(( ($(now_ms) - t0) / 1000 )) \
+        --arg err "$(grep -v '^{' "$T/$name.err" | tail -n1 | cut -c1-300)" \
+        '{name: $name, ok: ($rc == 0), exit: $rc, seconds: $secs,
+          load_average: {before: ($lb | tonumber), after: ($la | tonumber)},
+          result: $result, error: (if $rc == 0 then null else $err end)}' > "$T/part-$name.json"
+    echo "   $name: exit $rc in $(( ($(now_ms) - t0) / 1000 )) s, load $lb -> $la" >&2
+}
+
+if [ "$smoke" = 1 ]; then
+    part peers 600 bash "$B/bench_peers.sh" --smoke
+    part jobs 300 bash "$B/bench_jobs.sh" --smoke
+    part fleet 300 bash "$B/bench_fleet.sh" --smoke
+    part supervisor 300 bash "$B/bench_supervisor.sh" --smoke
+    part tls 300 bash "$B/bench_tls.sh" --smoke
+else
+    part peers 1800 bash "$B/bench_peers.sh" --seconds 5 --rounds 1
+    part jobs 1200 bash "$B/bench_jobs.sh"
+    part fleet 1800 bash "$B/bench_fleet.sh"
+    part supervisor 900 bash "$B/bench_supervisor.sh"
+    part tls 600 bash "$B/bench_tls.sh" --seconds 8 --threads 16
+fi
+
+[ ${#PARTS[@]} -gt 0 ] || fail "no part ran (--only names none of peers, jobs, fleet, supervisor, tls)"
+# The rows: one per compared figure, from the parts' JSON.
+doc=$(jq -s -c --arg date "$(date -u +%Y-%m-%d)" --argjson smoke "$smoke" \
+    --arg host "$(nproc) cores, $(uname -r)" --arg redis "$(redis-server --version | awk '{print $3}')" '
+  (map({(.name): .}) | add // {}) as $p | (map(.name)) as $order |
+  def r(x): if x == null then null elif (x | type) == "number" then ((x * 100 | round) / 100) else x end;
+  def row(part; what; baton; ref; who; target; met):
+    {part: part, case: what, baton: r(baton), reference: r(ref), reference_is: who, target: target,
+     met: met};
+  def cmp(a; op; b): if a == null or b == null then null
+                     elif op == "<=" then a <= b else a >= b end;
+  ($p.peers.result.round_figures[0] // null) as $pr |
+  ($p.peers.result.peers_run // false) as $peers_run |
+  ($p.jobs.result // null) as $j | ($p.fleet.result // null) as $f |
+  ($p.supervisor.result // null) as $s | ($p.tls.result // null) as $t |
+  {bench: "all", date: $date, smoke: ($smoke == 1), machine: $host, redis: $redis,
+   peers_run: $peers_run,
+   peers_not_run_because: ($p.peers.result.peers_not_run_because // null),
+   parts: [$order[] as $n | $p[$n] | {name, ok, exit, seconds, load_average, error}],
+   rows: ([
+     (if $pr then
+       ($pr.lock_uncontended | ([.peers[]? | select(.cycles_per_sec != null)] | max_by(.cycles_per_sec)) as $fp |
+         row("peers"; "lock, uncontended, 50 clients: cycles/s"; .baton.cycles_per_sec;
+             $fp.cycles_per_sec; ($fp.who // "fastest peer (not run)");
+             "baton / fastest peer >= 1.3"; cmp(.ratio_to_fastest_peer; ">="; 1.3))),
+       ($pr.semaphore | row("peers"; "semaphore, limit 5, 50 clients: cycles/s"; .baton.cycles_per_sec;
+             .peer.cycles_per_sec; (.peer.who // "redis-semaphore (not run)");
+             "baton / peer >= 1.0"; cmp(.ratio_to_peer; ">="; 1.0))),
+       ($pr.semaphore | row("peers"; "semaphore: wait p99 (ms)"; .baton.wait_ms.p99;
+             .peer.wait_ms.p99; (.peer.who // "redis-semaphore (not run)");
+             "keep the lead: baton <= peer"; cmp(.baton.wait_ms.p99; "<="; .peer.wait_ms.p99))),
+       ($pr.semaphore | row("peers"; "semaphore: cycles/s against raw ZADD+ZREM pairs at 5 in flight";
+             .baton.cycles_per_sec; .reference_raw_pairs_5_fair_tokens.cycles_per_sec;
+             "raw pairs, 5 fair tokens (same run)"; "baton / raw >= 0.8";
+             cmp(.ratio_to_raw_pairs_at_concurrency_5; ">="; 0.8))),
+       ($pr.hot_key | row("peers"; "hot key, 20 contenders: longest wait (ms)"; .baton.wait_ms.longest;
+             .ideal_in_process_fifo.wait_ms.longest; "ideal in-process FIFO lock (same run)";
+             "baton / ideal <= 1.5"; cmp(.longest_wait_over_ideal; "<="; 1.5))),
+       ($pr.cron_next | .baton_ops_per_sec as $b | (.peers // [])[] |
+         row("peers"; "cron next-fire computations/s"; $b; .ops_per_sec; .who;
+             "keep the lead: baton > peer"; cmp($b; ">="; .ops_per_sec))),
+       (if ($pr.cron_next.peers // []) | length == 0 then
+         row("peers"; "cron next-fire computations/s"; $pr.cron_next.baton_ops_per_sec; null;
+             "croner, cron-parser (not run)"; "keep the lead"; null) else empty end)
+      else empty end),
+     (if $j then
+       row("jobs"; "lateness, scheduled -> exec, p99 (ms)"; $j.lateness_ms.exec.p99;
+           $j.naive_python_loop_ms.exec.p99; "naive Python loop, same command (same run)";
+           "p99 <= 1 ms"; cmp($j.lateness_ms.exec.p99; "<="; 1)),
+       row("jobs"; "lateness, scheduled -> exec, p99, against the spawn floor (ms)"; $j.lateness_ms.exec.p99;
+           $j.spawn_floor_ms.p99; "posix_spawn of the same program by C (same run)"; "(the limit)"; null),
+       row("jobs"; "lateness, scheduled -> exec, p50 (ms)"; $j.lateness_ms.exec.p50;
+           $j.naive_python_loop_ms.exec.p50; "naive Python loop (same run)"; "(reported)"; null),
+       row("jobs"; "lateness, scheduled -> date in the job, p50 (ms)"; $j.lateness_ms.date.p50;
+           $j.naive_python_loop_ms.date.p50; "naive Python loop (same run)";
+           "baton <= the loop"; cmp($j.lateness_ms.date.p50; "<="; $j.naive_python_loop_ms.date.p50)),
+       row("jobs"; "leader of 1,000 jobs: peak RSS (kB)"; $j.leader_with_1000_jobs.peak_rss_kb; null; "";
+           "<= 10240"; cmp($j.leader_with_1000_jobs.peak_rss_kb; "<="; 10240))
+      else empty end),
+     (if $f then
+       row("fleet"; "\($f.nodes) supervisors, \($f.jobs) jobs: graceful handover p99 (ms)";
+           $f.graceful_handover_ms.p99; null; ""; "<= 5"; cmp($f.graceful_handover_ms.p99; "<="; 5)),
+       row("fleet"; "graceful handover p99, from the old leader'"'"'s signal_received line (ms)";
+           $f.graceful_handover_ms.from_signal_received.p99; null; ""; "(reported)"; null),
+       row("fleet"; "crash takeover after the lease'"'"'s end, worst (ms)"; $f.crash_takeover_after_lease_end_ms.max;
+           null; ""; "<= 50"; cmp($f.crash_takeover_after_lease_end_ms.max; "<="; 50)),
+       row("fleet"; "leader peak RSS (kB)"; $f.window.leader_hwm_kb; null; ""; "<= 30720";
+           cmp($f.window.leader_hwm_kb; "<="; 30720)),
+       row("fleet"; "leader CPU (% of a core)"; $f.window.leader_cpu_percent; null; ""; "(reported)"; null),
+       row("fleet"; "followers: Redis commands/s, all together"; $f.window.followers_redis_commands_per_s;
+           null; ""; "(reported)"; null),
+       row("fleet"; "every-second jobs: start lateness p99 (ms, to the go)";
+           $f.window.every_second_lateness_ms.p99; null; ""; "(reported)"; null),
+       row("fleet"; "Redis memory after an hour of history (MB)"; ($f.history_hour.redis_used_memory_kb / 1024);
+           $f.history_hour.bound_mb; "bound at history.runs 100 (MB)"; "bounded"; true),
+       row("fleet"; "baton check of jobs.yaml (ms)"; $f.check_ms; null; ""; "(reported)"; null),
+       row("fleet"; "SIGHUP reload: signal -> reloaded (ms)"; $f.reload.signal_to_reloaded_ms; null; "";
+           "(reported)"; null),
+       row("fleet"; "SIGHUP reload: worst lateness just after (ms)"; $f.reload.worst_lateness_ms_after;
+           null; ""; "(reported)"; null)
+      else empty end),
+     (if $s then
+       row("supervisor"; "3 nodes: graceful handover p99 (ms)"; $s.graceful_handover_ms.p99; null; "";
+           "<= 50"; cmp($s.graceful_handover_ms.p99; "<="; 50)),
+       row("supervisor"; "3 nodes: crash handover - ttl p99 (ms)"; $s.crash_handover_minus_ttl_ms.p99; null;
+           ""; "<= 100"; cmp($s.crash_handover_minus_ttl_ms.p99; "<="; 100)),
+       row("supervisor"; "idle follower: Redis commands/s"; $s.idle_follower.redis_commands_per_s; null; "";
+           "<= 1"; cmp($s.idle_follower.redis_commands_per_s; "<="; 1))
+      else empty end),
+     (if $t then
+       row("tls"; "lock, \($t.uncontended.threads) threads: TLS cycles/s"; $t.uncontended.tls_cycles_per_s;
+           $t.uncontended.plain_cycles_per_s; "plain TCP, same server (same run)"; "TLS / plain >= 0.8";
+           cmp($t.uncontended.tls_ratio; ">="; 0.8)),
+       row("tls"; "lock, one thread: TLS cycles/s"; $t.one_thread.tls_cycles_per_s;
+           $t.one_thread.plain_cycles_per_s; "plain TCP (same run)"; "TLS / plain >= 0.8";
+           cmp($t.one_thread.tls_ratio; ">="; 0.8))
+      else empty end)
+   ]),
+   results: ($p | map_values(.result))}' "${PARTS[@]}")
+[ -n "$doc" ] || fail "could not assemble the JSON document"
+
+jq -r '
+  def f(x): if x == null then "-" else (x | tostring) end;
+  def pad(n): tostring | .[0:n] + " " * (n - (.[0:n] | length));
+  "baton, issue 17: the whole comparison, \(.date)\(if .smoke then " (SMOKE: short runs, figures not comparable)" else "" end)",
+  "machine: \(.machine); redis \(.redis)",
+  (if .peers_run then empty else "PEERS NOT RUN: \(.peers_not_run_because // "bench_peers did not run them")" end),
+  "",
+  "\("part" | pad(11))\("load before/after" | pad(19))\("seconds" | pad(8))status",
+  (.parts[] | "\(.name | pad(11))\("\(.load_average.before) / \(.load_average.after)" | pad(19))\(.seconds | pad(8))\(if .ok then "ok" else "FAILED: \(.error // "exit \(.exit)")" end)"),
+  "",
+  "\("case" | pad(66))\("baton" | pad(12))\("reference" | pad(12))\("reference is" | pad(44))\("target" | pad(30))met",
+  (.rows[] | "\(.case | pad(66))\(f(.baton) | pad(12))\(f(.reference) | pad(12))\(.reference_is | pad(44))\(.target | pad(30))\(if .met == null then "-" elif .met then "met" else "MISSED" end)")' <<<"$doc"
+[ -z "$json_out" ] || printf '%s\n' "$doc" > "$json_out"
+echo "$doc"
+jq -e 'all(.parts[]; .ok)' <<<"$doc" >/dev/null
