@@ -298,7 +298,9 @@ static void fanout(struct baton_client *c, int argc, const char **argv, const si
     struct baton__quorum *q = c->quorum;
     struct baton__qcall k;
     char *cmd = NULL;
-    int cmdlen = redisFormatCommandArgv(&cmd, argc, argv, lens);
+    size_t len = 0;
+    /* conn.c's formatter: hiredis's bytes without its sprintf */
+    int cmdlen = baton__resp_format(&cmd, 0, argc, argv, lens, &len) == BATON_OK ? (int)len : -1;
 
     memset(&k, 0, sizeof k);
     k.cmd = cmd;
@@ -328,8 +330,7 @@ static void fanout(struct baton_client *c, int argc, const char **argv, const si
         }
     }
     baton__qloop_call(q->loop, &k);
-    if (cmd != NULL)
-        redisFreeCommand(cmd);
+    free(cmd);
     for (int i = 0; i < q->n; i++) {
         struct baton__qreq *r = &k.r[i];
         struct qslot *t = &s[i];

@@ -260,9 +260,7 @@ enum claim_result claim_lookup(struct baton_client *c, const char *group, const 
      * On so few that even the masters that did not answer cannot make a
      * majority: not applied (the next leader claims the tick). */
     if (yes >= a->majority)
-        res = n[6] > 0 ? CLAIM_OURS_SKIPPED
-              : n[5] >= a->majority ? CLAIM_OURS
-                                    : CLAIM_OURS_EXPIRED;
+        res = n[6] > 0 ? CLAIM_OURS_SKIPPED : n[5] >= a->majority ? CLAIM_OURS : CLAIM_OURS_EXPIRED;
     else if (yes + (a->n - valid) < a->majority)
         res = CLAIM_TAKEN;
 out:
