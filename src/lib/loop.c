@@ -70,6 +70,19 @@ struct baton__loop {
     bool stopping;
 };
 
+/* Waits up to wait_ns (-1: no limit) for events, the wait rounded up to a
+ * millisecond so that a timer never fires early (a loop turn early would
+ * only come back). Not epoll_pwait2: valgrind 3.19 lacks it, and the
+ * client's timers (deadlines, retry delays) need no finer grain. */
+static int wait_events(struct baton__loop *l, struct epoll_event *ev, int64_t wait_ns)
+{
+    int ms = -1;
+    if (wait_ns >= 0)
+        ms = wait_ns >= INT64_C(1000000) * INT32_MAX ? INT32_MAX
+                                                     : (int)((wait_ns + 999999) / 1000000);
+    return epoll_wait(l->epfd, ev, MAX_EVENTS, ms);
+}
+
 /* ---- timers: a binary min-heap, positions kept in the timers ---- */
 
 static void heap_set(struct baton__loop *l, int i, struct baton__timer *t)
@@ -365,8 +378,7 @@ static void *loop_main(void *arg)
             wait_ns = l->stopping ? -1 : next_wait_ns(l);
         }
         pthread_mutex_unlock(&l->mu);
-        struct timespec ts = {.tv_sec = wait_ns / 1000000000, .tv_nsec = wait_ns % 1000000000};
-        int n = epoll_pwait2(l->epfd, ev, MAX_EVENTS, wait_ns >= 0 ? &ts : NULL, NULL);
+        int n = wait_events(l, ev, wait_ns);
         pthread_mutex_lock(&l->mu);
         l->sleeping = false;
         l->kicked = false;
