@@ -193,6 +193,8 @@ enum claim_result claim_reduce(struct claim_reply *out, enum claim_mode mode)
     /* Undecided: too few answers for either. Retried with the same member,
      * it completes where it applied (OURS) as more masters answer. */
     out->partial = claimed > 0;
+    if (a->n == 1) /* one server: the client's error says why (claim_tick) */
+        return CLAIM_ERROR;
     baton_answers_describe(a, why, sizeof why);
     snprintf(out->why, sizeof out->why,
              "claim undecided: %d of %d masters claimed it (%d needed), %d had it claimed "
