@@ -236,10 +236,10 @@ struct baton_client_opts {
  *     election section), and the every-master calls
  *     (baton_client_command_all, _eval_all). A waiting acquire retries
  *     every retry_delay_ms, or when the holder's majority expires (no
- *     queue, no wake-ups). Semaphores, multi-locks, once,
- *     baton_client_command/eval (one master's answer is no answer) and
- *     min_replicas fail with BATON_EINVAL "not supported over a Redlock
- *     quorum".
+ *     queue, no wake-ups). Semaphores, multi-locks, once, the _async
+ *     lock calls, baton_client_command/eval (one master's answer is no
+ *     answer) and min_replicas fail with BATON_EINVAL "not supported over
+ *     a Redlock quorum".
  * Returns: 0, or a negative code; then *out is still set (unless ENOMEM or
  * EINVAL on a NULL argument) so that baton_client_errstr() tells why; free it
  * with baton_client_free(). Owned; free with baton_client_free(). */

@@ -79,6 +79,13 @@ static int noop(struct baton_lock *lk, void *arg)
     return 0;
 }
 
+/* An asynchronous call's callback: a quorum refuses them, so never run */
+static void never_called(struct baton_lock *lk, int rc, const char *why, void *arg)
+{
+    (void)lk, (void)rc, (void)why, (void)arg;
+    abort();
+}
+
 static int basic(struct baton_client *c)
 {
     struct baton_lock_opts o = {.ttl_ms = 2000, .max_wait_ms = BATON_NO_WAIT};
@@ -148,6 +155,10 @@ static int basic(struct baton_client *c)
     CHECK(rc == BATON_EINVAL &&
               strstr(baton_client_errstr(c), "not supported over a Redlock quorum") != NULL,
           "semaphore refused: %s: %s", baton_errname(rc), baton_client_errstr(c));
+    rc = baton_lock_try_async(c, "async", &lo, never_called, NULL);
+    CHECK(rc == BATON_EINVAL &&
+              strstr(baton_client_errstr(c), "not supported over a Redlock quorum") != NULL,
+          "asynchronous lock refused: %s: %s", baton_errname(rc), baton_client_errstr(c));
     const char *argv[1] = {"PING"};
     size_t lens[1] = {4};
     struct baton_reply *reply = NULL;
