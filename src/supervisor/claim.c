@@ -10,6 +10,25 @@
 
 #define REFRESH_MAX 256 /* runs refreshed per script call */
 
+#define REC_KEEP "16" /* nodes whose last claim of a job claimed:J keeps */
+
+/* The claim record of a job: claimed:J is a hash, one field per node (the
+ * member's part before its last '/'), "<tick> <kind> <member>" (kind 1: to
+ * run, 3: as skipped). A node's lost claim is always its last claim of the
+ * job (it claims no later tick of the job before resolving it), so another
+ * node's later claims cannot replace it. At most REC_KEEP nodes are kept:
+ * a new node's record drops the oldest other one. A string left by an
+ * older baton (the job's last claim only) is dropped. Defines rec_node()
+ * and rec_get(); KEYS[k] is claimed:J. */
+#define REC_LUA(k)                                                                                 \
+    "local function rec_node(m) return string.match(m, '^(.*)/') or m end\n"                       \
+    "local function rec_get(m)\n"                                                                  \
+    "  if redis.call('type', KEYS[" k "]).ok == 'string' then\n"                                   \
+    "    redis.call('del', KEYS[" k "])\n"                                                         \
+    "  end\n"                                                                                      \
+    "  return redis.call('hget', KEYS[" k "], rec_node(m))\n"                                      \
+    "end\n"
+
 /* KEYS: leader, last:J, busy:J, claimed:J. ARGV: token, tick, mode, member.
  * Returns {-1} not the leader, {0} taken, {1, busy} claimed and registered,
  * {2, busy} busy (not claimed), {3, busy} claimed as skipped, {4} claimed
@@ -18,42 +37,64 @@
  * by such an attempt whose registration has expired. */
 static const char claim_src[] =
     "if redis.call('get', KEYS[1]) ~= ARGV[1] then return {-1} end\n"
-    "local t = redis.call('time')\n"
-    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
-    "local function register()\n"
+    "if ARGV[3] == 'register' then\n"
+    "  local t = redis.call('time')\n"
+    "  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
     "  local left = redis.call('pttl', KEYS[1])\n"
     "  redis.call('zadd', KEYS[3], now + left, ARGV[4])\n"
     "  redis.call('pexpire', KEYS[3], left + 3600000)\n"
-    "end\n"
-    "if ARGV[3] == 'register' then register(); return {1, {}} end\n"
-    "local last = redis.call('get', KEYS[2])\n"
-    "if last and tonumber(last) >= tonumber(ARGV[2]) then\n"
-    "  if ARGV[4] ~= '' then\n"
-    "    if redis.call('zscore', KEYS[3], ARGV[4]) then return {4} end\n"
-    "    local mine = redis.call('get', KEYS[4])\n"
-    "    if mine == ARGV[2] .. ' 3 ' .. ARGV[4] then return {5} end\n"
-    "    if mine == ARGV[2] .. ' 1 ' .. ARGV[4] then return {6} end\n"
-    "  end\n"
-    "  return {0}\n"
-    "end\n"
-    "redis.call('zremrangebyscore', KEYS[3], '-inf', now)\n"
-    "local busy = redis.call('zrange', KEYS[3], 0, 31)\n"
-    "local mode = ARGV[3]\n"
-    "if #busy > 0 and mode == 'wait' then return {2, busy} end\n"
-    "redis.call('set', KEYS[2], ARGV[2])\n"
-    "if mode == 'skip' or (#busy > 0 and mode == 'skip-if-busy') then\n"
-    "  redis.call('set', KEYS[4], ARGV[2] .. ' 3 ' .. ARGV[4])\n"
-    "  return {3, busy}\n"
-    "end\n"
-    "redis.call('set', KEYS[4], ARGV[2] .. ' 1 ' .. ARGV[4])\n"
-    "register()\n"
-    "return {1, busy}\n";
+    "  return {1, {}}\n"
+    "end\n" REC_LUA("4") "local last = redis.call('get', KEYS[2])\n"
+                         "if last and tonumber(last) >= tonumber(ARGV[2]) then\n"
+                         "  if ARGV[4] ~= '' then\n"
+                         "    if redis.call('zscore', KEYS[3], ARGV[4]) then return {4} end\n"
+                         "    local mine = rec_get(ARGV[4])\n"
+                         "    if mine == ARGV[2] .. ' 3 ' .. ARGV[4] then return {5} end\n"
+                         "    if mine == ARGV[2] .. ' 1 ' .. ARGV[4] then return {6} end\n"
+                         "  end\n"
+                         "  return {0}\n"
+                         "end\n"
+                         "local function record(kind)\n"
+                         "  if ARGV[4] == '' then return end\n"
+                         "  local node = rec_node(ARGV[4])\n"
+                         "  if rec_get(ARGV[4]) then\n"
+                         "    redis.call('hset', KEYS[4], node, ARGV[2] .. kind .. ARGV[4])\n"
+                         "    return\n"
+                         "  end\n"
+                         "  if redis.call('hlen', KEYS[4]) >= " REC_KEEP " then\n"
+                         "    local all, old, at = redis.call('hgetall', KEYS[4]), nil, nil\n"
+                         "    for i = 1, #all, 2 do\n"
+                         "      local t = tonumber(string.match(all[i + 1], '^%d+')) or 0\n"
+                         "      if at == nil or t < at then old, at = all[i], t end\n"
+                         "    end\n"
+                         "    redis.call('hdel', KEYS[4], old)\n"
+                         "  end\n"
+                         "  redis.call('hset', KEYS[4], node, ARGV[2] .. kind .. ARGV[4])\n"
+                         "end\n"
+                         "local t = redis.call('time')\n"
+                         "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+                         "redis.call('zremrangebyscore', KEYS[3], '-inf', now)\n"
+                         "local busy = redis.call('zrange', KEYS[3], 0, 31)\n"
+                         "local mode = ARGV[3]\n"
+                         "if #busy > 0 and mode == 'wait' then return {2, busy} end\n"
+                         "redis.call('set', KEYS[2], ARGV[2])\n"
+                         "if mode == 'skip' or (#busy > 0 and mode == 'skip-if-busy') then\n"
+                         "  record(' 3 ')\n"
+                         "  return {3, busy}\n"
+                         "end\n"
+                         "record(' 1 ')\n"
+                         "local left = redis.call('pttl', KEYS[1])\n"
+                         "redis.call('zadd', KEYS[3], now + left, ARGV[4])\n"
+                         "redis.call('pexpire', KEYS[3], left + 3600000)\n"
+                         "return {1, busy}\n";
 
 /* KEYS: busy:J, claimed:J. ARGV: member, tick. The answers of claim_src's
  * retry ({4}, {5}, {6}), or {0} when member made no such claim. */
 static const char lookup_src[] =
     "if redis.call('zscore', KEYS[1], ARGV[1]) then return {4} end\n"
-    "local mine = redis.call('get', KEYS[2])\n"
+    "local function rec_node(m) return string.match(m, '^(.*)/') or m end\n"
+    "local mine = redis.call('type', KEYS[2]).ok == 'hash' and\n"
+    "             redis.call('hget', KEYS[2], rec_node(ARGV[1]))\n"
     "if mine == ARGV[2] .. ' 3 ' .. ARGV[1] then return {5} end\n"
     "if mine == ARGV[2] .. ' 1 ' .. ARGV[1] then return {6} end\n"
     "return {0}\n";

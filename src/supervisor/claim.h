@@ -6,8 +6,8 @@
  *   baton:{G}:last:J   the job's high-water mark: its last claimed tick
  *   baton:{G}:busy:J   sorted set of the job's live runs, "<node>/<run_id>",
  *                      scored by their expiry (server time, ms)
- *   baton:{G}:claimed:J the job's last claim: "<tick> <1|3> <member>", 1
- *                      claimed to run, 3 claimed as skipped
+ *   baton:{G}:claimed:J hash: node -> its last claim of the job, "<tick>
+ *                      <1|3> <member>", 1 claimed to run, 3 as skipped
  *
  * The claim of tick T checks that the leader key still holds our token,
  * that the mark is below T, and (concurrency: forbid) whether a run of J is
@@ -20,10 +20,10 @@
  * (claimed:J) its own claim of the tick as skipped, or to run with the
  * registration since expired, so that the tick is recorded, never dropped
  * as another leader's. A lost claim that is not retried (its node stopped
- * leading) is looked up the same way (claim_lookup). claimed:J holds the
- * job's last claim only: a lost claim that another leader's later claim
- * of the job overwrote before its node could look is the one left
- * unrecorded (its node was cut off from Redis for longer than a lease).
+ * leading) is looked up the same way (claim_lookup). claimed:J keeps each
+ * node's last claim of the job (the last 16 nodes' at most), and a node
+ * settles its lost claim before it claims another tick of the job, so
+ * another leader's claims of later ticks leave it to be found.
  *
  * Over a Redlock quorum every script runs on every master (libbaton's
  * baton_client_eval_all()), each master deciding on its own data, and

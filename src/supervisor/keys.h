@@ -9,9 +9,10 @@
  *   baton:{G}:last:<job>      the job's last claimed tick (Unix seconds)
  *   baton:{G}:busy:<job>      zset: the job's live runs "<node>/<run_id>" by
  *                             expiry (claim.h)
- *   baton:{G}:claimed:<job>   the job's last claim: "<tick> <kind> <member>"
- *                             (claim.h: a lost answer's retry knows it, on
- *                             every master of a quorum)
+ *   baton:{G}:claimed:<job>   hash: node -> its last claim of the job,
+ *                             "<tick> <kind> <member>" (claim.h: a lost
+ *                             answer's retry or lookup knows it, on every
+ *                             master of a quorum)
  *   baton:{G}:runs:<job>      stream: the job's recent runs (history)
  *   baton:{G}:trigger:<id>    hash: a `baton trigger` request (trigger.h)
  *   baton:{G}:triggers        zset: the requests not yet done, by request time

@@ -988,22 +988,21 @@ static void not_started(struct runner *r, struct jobstate *js, const char *id, c
 
 /* js's unanswered or undecided claim of claim_tick (claim_lost), once this
  * node will not claim that tick again (a new term found the job's mark at
- * or past it, or the node stopped leading): if Redis applied it after all
- * (on a quorum: a majority did), its mark is passed, so no leader will run
- * it: a claim to run is recorded failed_to_start (and its registration
- * removed), a claim as skipped is recorded skipped (claim_lookup). A claim
- * that was not applied (on a quorum: on too few masters to make a
- * majority) leaves nothing to record: the next leader claims the tick. The
- * one case left unrecorded is a claim whose record in claimed:J another
- * leader's later claim replaced first.
+ * or past it, or the node stopped leading), and before the node claims
+ * another tick of the job (claimed:J keeps each node's last claim of a
+ * job): if Redis applied it after all (on a quorum: a majority did), its
+ * mark is passed, so no leader will run it: a claim to run is recorded
+ * failed_to_start (and its registration removed), a claim as skipped is
+ * recorded skipped (claim_lookup). A claim that was not applied (on a
+ * quorum: on too few masters to make a majority) leaves nothing to record:
+ * the next leader claims the tick.
  * On one server it keeps trying while Redis cannot answer. Over a quorum,
  * when too few masters answer to tell, the node decides at once: it did
  * not run the tick, and it records so (the next leader runs the tick,
  * unless the masters it reads say a majority had it, and then this record
  * is where it is). Asking again could not be relied on: what this claim
- * left there (its registration, its record in claimed:J) expires, or the
- * next leader's claims of later ticks replace it, before the masters that
- * did not answer come back. */
+ * left there (its registration, its record in claimed:J) expires before
+ * the masters that did not answer come back. */
 static void resolve_lost_claim(struct runner *r, struct jobstate *js)
 {
     if (!js->claim_lost || js->claim_id[0] == '\0' || !r->h.may_block(r->h.ctx))
@@ -1026,7 +1025,7 @@ static void resolve_lost_claim(struct runner *r, struct jobstate *js)
     } else if (res == CLAIM_ERROR && js->claim_majority > 1) {
         not_started(r, js, js->claim_id, member, &h,
                     "its claim was undecided (a majority of the masters did not answer it) when "
-                    "this node stopped leading: not run here (a later leader runs it unless a "
+                    "this node gave it up: not run here (a later leader runs it unless a "
                     "majority had it)");
         res = CLAIM_TAKEN; /* dealt with */
     }
@@ -1058,6 +1057,15 @@ static bool claim_head(struct runner *r, struct jobstate *js, enum claim_mode mo
     if (!r->h.may_block(r->h.ctx)) {
         js->hold_until = now + GATE_RETRY_MS * MS;
         return false;
+    }
+    if (js->claim_lost && js->claim_tick != h.at) {
+        /* A lost claim of another tick is settled first: its record in
+         * claimed:J is this node's last claim of the job until the next. */
+        resolve_lost_claim(r, js);
+        if (js->claim_lost) {
+            js->hold_until = now + CLAIM_RETRY_MS * MS;
+            return false;
+        }
     }
     if (js->claim_tick != h.at || js->claim_id[0] == '\0') {
         make_run_id(r, h.at, 1, js->claim_id, sizeof js->claim_id);

@@ -92,3 +92,40 @@ for round in $(seq 1 "$ROUNDS"); do
     assert_eq 70 "$EXIT_CODE" "round $round: the thawed holder's exit status (lock lost)"
 done
 note "ok: baton lock's worst margin $worst ms over $ROUNDS rounds"
+
+note "a stop sent to the shim's group before its command exists: the command never starts"
+# Found by test_hooks under ASan at load 7: a job's 300 ms timeout came
+# before its shim had started the command; the TERM reached the shim alone
+# (it blocks every signal), the command started after it and ran until the
+# KILL of the grace. Here the shim waits for its go (a prepared start) when
+# its group gets the TERM; the go comes after. The shim must end by the
+# TERM without starting the command (touch).
+python3 - "$(dirname "$B")/baton-shim" "$T/shim-ran" > "$T/shim.txt" <<'EOF'
+import os, signal, sys, time
+shim, ran = sys.argv[1], sys.argv[2]
+fence_r, fence_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+go_r, go_w = os.pipe2(os.O_CLOEXEC)
+pid = os.fork()
+if pid == 0:
+    os.setpgid(0, 0)
+    fence_r, go_r = os.dup(fence_r), os.dup(go_r)  # above 4: dup2 onto itself keeps CLOEXEC
+    os.dup2(fence_r, 3)
+    os.dup2(go_r, 4)
+    os.execv(shim, ["baton-shim", "1", str(os.getppid()), "fg", "", "", "0", "0",
+                    "/usr/bin/touch", "touch", ran])
+# Until the shim waits for its go (it then has every signal blocked).
+for _ in range(500):
+    with open("/proc/%d/status" % pid) as f:
+        if any(l.startswith("SigBlk:") and l.split()[1] != "0000000000000000" for l in f):
+            break
+    time.sleep(0.01)
+os.killpg(pid, signal.SIGTERM)
+time.sleep(0.2)
+os.write(go_w, b"x")
+_, st = os.waitpid(pid, 0)
+print("signal" if os.WIFSIGNALED(st) else "exit",
+      os.WTERMSIG(st) if os.WIFSIGNALED(st) else os.WEXITSTATUS(st))
+EOF
+[ ! -e "$T/shim-ran" ] || fail "the shim started its command after its group got a TERM"
+assert_eq "signal 15" "$(cat "$T/shim.txt")" "how the shim ended"
+note "ok: the shim ended by the TERM, its command never started"

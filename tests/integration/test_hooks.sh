@@ -72,7 +72,7 @@ jobs:
     on_success: {shell: "exec $T/capture.sh"}
   - name: slow
     schedule: "*/4 * * * * *"
-    timeout: 300ms
+    timeout: 1s
     kill_grace: 1s
     shell: "echo going; exec sleep 5"
   - name: missing

@@ -23,6 +23,9 @@
 #      ticks lose none and run none twice.
 #  12. a tick claimed as skipped (forbid, its own run still alive) by a
 #      request whose answer is lost: recorded, not dropped as "taken".
+#  13. a leader's claim whose answer is lost while it loses its lease, and
+#      the next leader claims later ticks of the job before the old one can
+#      look: the tick is still recorded.
 . "$BATON_TESTS_DIR/lib/harness.sh"
 B=$BATON_BIN
 redis_start --appendonly yes --appendfsync always
@@ -493,4 +496,50 @@ missing=$(for x in $(seq "$from" "$to"); do
 [ -z "$missing" ] || fail "ticks neither run nor recorded: $missing ($(grep -E 'claim_failed|tick_skipped' "$T/s12.out" | cut -c1-220 | tail -n 12))"
 skipped=$(awk '$3 == "skipped" { n += $2 - $1 + 1 } END { print n + 0 }' "$T/slow-history.txt")
 note "  $(( to - from + 1 )) ticks: $(wc -l < "$T/slow.txt") ran, $skipped recorded skipped; $lost claims lost their answer, $(recovered) of them applied claims as skipped"
+# ---------------------------------------------------------------------
+note "13. a lost claim is recorded even after the next leader claimed later ticks of the job"
+# Found by bench_soak (clock_forward#1, under load): a leader's claim of a
+# tick reached Redis but its answer did not come back, the leader lost its
+# lease, and the next leader claimed the following ticks of the job before
+# the old one looked for its claim. The job's claim record held its last
+# claim only: the old leader found nothing, nobody ran the tick, nothing
+# said so. Here h1's answers are held from 0.3 s before a tick for 5 s (its
+# claim, renewals and lease release reach Redis, nothing comes back): h1
+# loses its lease, h2 leads and claims the next ticks, and h1 can only look
+# once answers flow again.
+proxy_start px13
+cat > "$T/hand.yaml" <<EOF
+jobs:
+  - name: hand
+    schedule: "* * * * * *"
+    catchup: 1h
+    shell: "echo \$BATON_SCHEDULED_AT >> $T/hand.txt"
+EOF
+URL="redis://127.0.0.1:$PROXY_PORT/0" TTL=1s RTO=300ms run_node h1 hand13 "$T/hand.yaml"
+wait_for_line "$T/h1.out" '"event":"job_end".*"job":"hand"' 10 >/dev/null
+TTL=1s RTO=300ms run_node h2 hand13 "$T/hand.yaml"
+wait_for_line "$T/h2.out" '"event":"following"' 10 >/dev/null
+recovered13() { grep -c '"event":"claim_recovered".*"job":"hand".*"then":"recorded not started"' "$T/h1.out"; }
+for i in 1 2 3; do
+    now=$(now_ms); next=$(( (now / 1000 + 1) * 1000 ))
+    while [ "$(now_ms)" -lt $((next - 300)) ]; do sleep 0.01; done
+    kill -HUP "$(pid_of px13)"; sleep 5; kill -USR2 "$(pid_of px13)"
+    for _ in $(seq 1 50); do [ "$(recovered13)" -eq 0 ] || break; sleep 0.1; done
+    [ "$(recovered13)" -eq 0 ] || break
+    # h2 leads now: hand the lease back to h1 for the next try.
+    led=$(grep -c '"to":"working"' "$T/h1.out")
+    kill -TERM "$(pid_of h2)"; wait_exit h2 10
+    for _ in $(seq 1 100); do [ "$(grep -c '"to":"working"' "$T/h1.out")" -eq "$led" ] || break; sleep 0.1; done
+    mv "$T/h2.out" "$T/h2.$i.out"
+    TTL=1s RTO=300ms run_node h2 hand13 "$T/hand.yaml"
+    wait_for_line "$T/h2.out" '"event":"following"' 10 >/dev/null
+done
+sleep 2
+kill -TERM "$(pid_of h2)"; wait_exit h2 10
+kill -TERM "$(pid_of h1)"; wait_exit h1 10
+[ "$(recovered13)" -gt 0 ] ||
+    fail "h1 recovered no lost claim to run in 3 tries: $(grep -E 'claim_failed|claim_recovered|"to":"' "$T/h1.out" | cut -c1-200 | tail -n 12)"
+first=$(sort "$T/hand.txt" | head -n1); last=$(sort "$T/hand.txt" | tail -n1)
+ran_or_recorded "$T/hand.txt" hand13 hand "$(date -u -d "$first" +%s)" "$(date -u -d "$last" +%s)"
+note "  $(recovered13) lost claim(s) of h1 recorded after h2 claimed later ticks; $(wc -l < "$T/hand.txt") ticks ran, none twice, none lost"
 note "ok"

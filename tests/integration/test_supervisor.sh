@@ -61,7 +61,10 @@ kill -TERM "$(pid_of "$L1")"
 L2=$(wait_leader 5 "$L1")
 t1=$(now_ms)
 note "  $L2 leads $((t1 - t0)) ms after the SIGTERM"
-[ $((t1 - t0)) -lt 500 ] || fail "graceful handover took $((t1 - t0)) ms"
+# Sooner than the lease could have expired: the lease was handed over, not
+# waited out (how soon is bench_supervisor's figure; this test only bounds
+# it, as a loaded machine or a sanitizer slows every process).
+[ $((t1 - t0)) -lt $TTL_MS ] || fail "graceful handover took $((t1 - t0)) ms (the ttl: $TTL_MS ms)"
 wait_exit "$L1" 5
 assert_eq 0 "$EXIT_CODE" "exit status after SIGTERM"
 grep -q '"event":"lease_released"' "$T/$L1.out" || fail "no lease_released in $L1's log"

@@ -19,7 +19,8 @@
  * by baton; every other one is closed here. baton made the shim the leader
  * of its own process group, with every signal blocked and at its default.
  *
- * Exit status: the command's (or killed by the command's signal); 125 when
+ * Exit status: the command's (or killed by the command's signal; killed by
+ * SIGTERM when its group was told to stop before the command started); 125 when
  * baton was already gone or a prepared start was never told to go
  * (PROC_SHIM_NOT_STARTED), 126 when the command could not be started (its
  * stderr says why), 137 when the shim killed the group (fence or baton's
@@ -181,21 +182,25 @@ static pid_t start_command(const struct shim_args *a)
     return child;
 }
 
+/* Ends the shim killed by sig (without a core). Never returns. */
+static void die_by(int sig)
+{
+    struct rlimit no_core = {0, 0};
+    sigset_t one;
+    setrlimit(RLIMIT_CORE, &no_core);
+    signal(sig, SIG_DFL);
+    sigemptyset(&one);
+    sigaddset(&one, sig);
+    sigprocmask(SIG_UNBLOCK, &one, NULL);
+    kill(getpid(), sig);
+    _exit(128 + sig);
+}
+
 /* Leaves the way the command left. Never returns. */
 static void mirror_exit(int wstatus)
 {
-    if (WIFSIGNALED(wstatus)) {
-        int sig = WTERMSIG(wstatus);
-        struct rlimit no_core = {0, 0};
-        sigset_t one;
-        setrlimit(RLIMIT_CORE, &no_core);
-        signal(sig, SIG_DFL);
-        sigemptyset(&one);
-        sigaddset(&one, sig);
-        sigprocmask(SIG_UNBLOCK, &one, NULL);
-        kill(getpid(), sig);
-        _exit(128 + sig);
-    }
+    if (WIFSIGNALED(wstatus))
+        die_by(WTERMSIG(wstatus));
     _exit(WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 1);
 }
 
@@ -310,6 +315,14 @@ int main(int argc, char **argv)
         close(PROC_SHIM_GO_FD);
     }
 
+    /* A stop sent to the group before the command exists (baton's TERM at
+     * a timeout that came before the shim got this far on a loaded
+     * machine, or the service's whole stop) reached the shim alone, which
+     * blocks it: the command would never get it. It is not started; the
+     * shim ends as the command would have. */
+    sigset_t pending;
+    if (sigpending(&pending) == 0 && sigismember(&pending, SIGTERM))
+        die_by(SIGTERM);
     pid_t child = start_command(&a);
 
     for (;;) {
