@@ -314,7 +314,7 @@ static int read_range(struct baton_client *c, const char *key, const char *end, 
     if (rc != BATON_OK)
         return rc;
     size_t total = 0;
-    if ((rc = answers_arrays(out->answers, &total)) != BATON_OK)
+    if ((rc = answers_arrays(c, out->answers, &total)) != BATON_OK)
         return rc;
     if (total > 0 && (out->v = calloc(total, sizeof *out->v)) == NULL)
         return BATON_ENOMEM;

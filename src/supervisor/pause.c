@@ -124,7 +124,7 @@ int pause_read(struct baton_client *c, const char *group, struct pause_list *out
     if (rc != BATON_OK)
         goto fail;
     const struct baton_answers *a = out->answers;
-    if ((rc = answers_arrays(a, &cap)) != BATON_OK)
+    if ((rc = answers_arrays(c, a, &cap)) != BATON_OK)
         goto fail;
     for (int i = 0; i < a->n; i++)
         if (a->v[i].rc == BATON_OK && a->v[i].reply->elements % 2 != 0) {

@@ -404,7 +404,7 @@ int trigger_list(struct baton_client *c, const char *group, size_t max, struct t
         goto fail;
     const struct baton_answers *a = out->answers;
     size_t total = 0;
-    if ((rc = answers_arrays(a, &total)) != BATON_OK)
+    if ((rc = answers_arrays(c, a, &total)) != BATON_OK)
         goto fail;
     if (total > 0 && (out->v = calloc(total, sizeof *out->v)) == NULL) {
         rc = BATON_ENOMEM;
