@@ -85,7 +85,14 @@ for i in \$(seq 1 50); do
     sleep 0.05
 done
 EOF
+# The supervisors' clock is faked (libfaketime, preloaded); the shims and
+# jobs run on the real clock, without it: libfaketime shares a semaphore
+# with the children of a process, and a shim KILLed by its fence while it
+# held it left every later shim of that supervisor blocked on it for good
+# (bench_soak restart_nopersist#4: no run ended for two minutes).
 cat > "$T/jobs.yaml" <<EOF
+defaults:
+  env: {LD_PRELOAD: ""}
 jobs:
   - name: ledger
     schedule: "* * * * * *"
@@ -473,8 +480,8 @@ lead() {
 
 # slow_log: s1 leads with its stdout in a FIFO that a reader drains 4 KiB
 # every 100 ms while a job floods its output; s2 follows. The lease must
-# not move, and every tick of the ledger job must start live (within the
-# second: not late enough to count as missed).
+# not move, and every tick of the ledger job must start within 2 s (what a
+# loop waiting for the reader would not do).
 fault_slow_log() {
     local lease
     {   echo "jobs:"
@@ -497,7 +504,10 @@ fault_slow_log() {
            sort -n | tail -n1)
     n=$(wc -l < "$T/slow-ledger.txt")
     [ "$n" -ge 10 ] || fail "$PHASE: only $n ledger ticks ran in 12 s"
-    [ "${late% *}" -lt 1000 ] || fail "$PHASE: a tick started ${late% *} ms late (${late#* })"
+    # A loop that waited for the log's reader would hold the ticks for the
+    # flood's seconds (and lose the 3 s lease); a loaded machine alone made
+    # the job's own `date` 1.0-1.4 s late (load 11-15).
+    [ "${late% *}" -lt 2000 ] || fail "$PHASE: a tick started ${late% *} ms late (${late#* })"
     drained=$(wc -c < "$T/s1.log")
     note "  $PHASE: $n ticks, the latest ${late% *} ms after its time; the lease stayed with s1; $drained bytes of log drained"
     kill -TERM "$(pid_of s2)"; wait_exit s2 10
