@@ -41,8 +41,10 @@ enum { OPT_PASSWORD_FILE = TOOL_OPT_COLOR + 1, OPT_MIN_REPLICAS, OPT_PASS_CREDEN
 static const struct cli_opt opts[] = {
     {TOOL_OPT_URL, "url", "URL",
      "Redis URL: redis://[user:pass@]host[:port][/db], rediss:// (TLS: ?ca=FILE, cert=, key=, "
-     "sni=, verify=), unix:///path?db=N&user=U&password=P or "
-     "redis-sentinel://h1,h2[/db]?master=NAME (default $BATON_REDIS_URL, else "
+     "sni=, verify=), unix:///path?db=N&user=U&password=P, "
+     "redis-sentinel://h1,h2[/db]?master=NAME, redis-cluster://h1,h2 or "
+     "redis-quorum://h1,h2,h3[/db]; given 3, 5, 7 or 9 times (redis:// URLs sharing "
+     "credentials and db), a Redlock quorum of those masters (default $BATON_REDIS_URL, else "
      "redis://127.0.0.1:6379/0)"},
     {OPT_PASSWORD_FILE, "password-file", "FILE",
      "the Redis password is FILE's first line (keep FILE mode 0600); else "
@@ -119,7 +121,9 @@ const struct cli_cmd cli_cmd_lock = {
 
 struct lock_args {
     const char *url;
-    char *url_copy; /* --url with a password: our copy (argv's is masked) */
+    char *url_copy; /* --url with a password, or joined: our copy (argv's is masked) */
+    char *urls[BATON_QUORUM_MAX]; /* each --url (owned copies), when given */
+    int nurls;
     const char *password_file;
     int min_replicas;
     bool pass_credentials;
@@ -147,15 +151,18 @@ static int parse_args(int argc, char **argv, struct lock_args *a)
             break;
         switch (id) {
         case TOOL_OPT_URL:
-            a->url = p.arg;
+            if (a->nurls == BATON_QUORUM_MAX) {
+                rc = cli_usage("lock", "--url: a quorum has at most %d masters", BATON_QUORUM_MAX);
+                break;
+            }
+            /* A copy of each: several make a quorum (joined below) */
+            if ((a->urls[a->nurls] = strdup(p.arg)) == NULL) {
+                rc = cli_fail("lock", "out of memory");
+                break;
+            }
+            a->url = a->urls[a->nurls++];
             if (secrets_url_has_password(p.arg)) {
-                /* ps shows argv: keep a copy, mask the original. */
-                free(a->url_copy);
-                if ((a->url_copy = strdup(p.arg)) == NULL) {
-                    rc = cli_fail("lock", "out of memory");
-                    break;
-                }
-                a->url = a->url_copy;
+                /* ps shows argv: mask the original. */
                 secrets_mask_url((char *)p.arg); /* p.arg points into argv */
                 fprintf(stderr, "baton: lock: warning: a password in --url can be read by every "
                                 "user of this machine (ps); use --password-file or "
@@ -197,6 +204,26 @@ static int parse_args(int argc, char **argv, struct lock_args *a)
         return rc;
     if (id == CLI_OPT_EXIT)
         return p.status == CLI_EXIT_OK ? -1 : p.status;
+    if (a->nurls > 1) {
+        /* --url given several times: the masters of a Redlock quorum */
+        char msg[512];
+        int bad = -1;
+        int jrc = baton_url_join((const char *const *)a->urls, a->nurls, &a->url_copy, &bad, msg,
+                                 sizeof msg);
+        if (jrc == BATON_ENOMEM)
+            return cli_fail("lock", "out of memory");
+        if (jrc != BATON_OK) {
+            if (bad >= 0)
+                return cli_usage("lock", "--url (the %d%s): %s", bad + 1,
+                                 bad == 0   ? "st"
+                                 : bad == 1 ? "nd"
+                                 : bad == 2 ? "rd"
+                                            : "th",
+                                 msg);
+            return cli_usage("lock", "--url: %s", msg);
+        }
+        a->url = a->url_copy;
+    }
     int optind = p.optind;
     /* getopt consumed a "--" right before KEY: `baton lock -- CMD`. */
     bool dashdash = optind > 1 && strcmp(argv[optind - 1], "--") == 0;
@@ -402,6 +429,24 @@ static int run_locked(struct baton_lock *lk, const struct lock_args *a, const ch
     return code;
 }
 
+/* Frees the copies of the URLs (they may hold a password: wiped). */
+static void args_free(struct lock_args *a)
+{
+    char *all[BATON_QUORUM_MAX + 1];
+    int n = 0;
+    for (int i = 0; i < a->nurls; i++)
+        all[n++] = a->urls[i];
+    all[n++] = a->url_copy;
+    for (int i = 0; i < n; i++)
+        if (all[i] != NULL) {
+            explicit_bzero(all[i], strlen(all[i]));
+            free(all[i]);
+        }
+    a->nurls = 0;
+    a->url_copy = NULL;
+    a->url = NULL;
+}
+
 static int cmd_lock(int argc, char **argv)
 {
     struct lock_args a = {0};
@@ -413,24 +458,29 @@ static int cmd_lock(int argc, char **argv)
     char serr[512];
     int rc = parse_args(argc, argv, &a);
     if (rc != 0) {
-        free(a.url_copy);
+        args_free(&a);
         return rc < 0 ? CLI_EXIT_OK : rc;
     }
-    if (strlen(a.key) > BATON_KEY_MAX)
+    if (strlen(a.key) > BATON_KEY_MAX) {
+        args_free(&a);
         return cli_usage("lock", "KEY is too long (at most %d bytes)", BATON_KEY_MAX);
+    }
 
     int perr = proc_resolve(a.cmd[0], path, sizeof path);
     if (perr == ENOENT) {
         fprintf(stderr, "baton: lock: %s: command not found\n", a.cmd[0]);
+        args_free(&a);
         return CLI_EXIT_NOTFOUND;
     }
     if (perr != 0) {
         fprintf(stderr, "baton: lock: %s: %s\n", a.cmd[0], strerror(perr));
+        args_free(&a);
         return CLI_EXIT_NOEXEC;
     }
     char shim_err[512];
     if (proc_shim_check(shim_err, sizeof shim_err) != 0) {
         fprintf(stderr, "baton: lock: %s\n", shim_err);
+        args_free(&a);
         return CLI_EXIT_NOEXEC;
     }
 
@@ -525,7 +575,7 @@ static int cmd_lock(int argc, char **argv)
     }
 out:
     secrets_clear(&sec);
-    free(a.url_copy);
+    args_free(&a);
     baton_lock_free(lk);
     baton_client_free(client);
     if (sfd >= 0)

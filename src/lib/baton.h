@@ -190,12 +190,13 @@ struct baton_client_opts {
  * failed connection has the map read again before the next request. All
  * within the operation's timeout; a request that may have run is never
  * sent twice. A failover to a replica is handled as with Sentinel below.
- * Redlock quorum (redis-quorum://): each master has a connection pool of
- * its own, and every lock request goes to all masters at once (one
- * connection each, pipelined, the answers awaited together: each master
- * is given node_timeout to connect and node_timeout to answer; a stopped
- * master costs an acquire two node_timeouts, its fence read and its grant).
- * The client is made when a majority answers PING (unless lazy).
+ * Redlock quorum (redis-quorum://): every request goes to all masters at
+ * once, through one I/O thread per client with one connection per master,
+ * on which every thread's requests are pipelined; each master is given
+ * node_timeout to connect and node_timeout to answer, the whole request the
+ * command timeout; a master that failed is left alone for 2 node_timeouts,
+ * doubled for each failure in a row up to 10 (at least 500 ms). The client
+ * is made when a majority answers PING (unless lazy).
  *   - A lock is granted when a majority of the N masters that count granted
  *     it; its validity is ttl - elapsed - drift (1% of ttl + 2 ms), measured
  *     from the time the requests were sent. A failed acquire releases
@@ -203,36 +204,42 @@ struct baton_client_opts {
  *     the lock was still valid; else the lock is lost (BATON_ELOST) when a
  *     majority no longer has it, or the extension fails (BATON_EIO) and the
  *     renewal tries again within the validity. Releases go to all masters.
+ *     Acquirers that split the masters (none with a majority) give theirs
+ *     back; the holder they report is none, with a pttl of 1 to 4
+ *     node_timeouts (a short random wait before the next try).
  *   - No majority (masters down, quarantined, or slower than node_timeout):
  *     BATON_EIO, with "no quorum: K of N masters ..." and each master's
  *     reason in the errstr. Contention is BATON_ETAKEN as on one server.
- *   - Fences: an acquire first reads the fence counter of every master and
- *     needs a majority of counted answers; it then asks each master to
- *     grant with max + 1, which a master does only when the lock is free
- *     and its own counter is lower (it then stores the new value). Any two
- *     majorities share a master, which saw both grants in order, so the
- *     later grant has the higher fence. This assumes what Redlock assumes
- *     (bounded clock drift between client and masters, a lock used only
- *     within its validity), and that a master that lost its data (restarted
- *     without persistence) is not needed to form the intersection: a fence
- *     counter is read from every master that answers, so it stays strictly
- *     increasing as long as one master that saw the previous grant of the
- *     key still answers when the next grant's fence is read. With
- *     appendfsync always on every master this always holds; without
- *     persistence, losing every master that held a key's latest counter at
- *     once can repeat a fence (never a lock: see the quarantine).
+ *   - Fences: a master grants fence F only when the lock is free there and
+ *     its own counter is below F, and then stores F; any two majorities
+ *     share a master, which saw both grants in order, so the later grant
+ *     has the higher fence. F is the highest counter of a majority + 1 (a
+ *     first round of reads), or for a key this client granted or saw
+ *     before its last fence + 1 (a stale value costs a second round). This
+ *     assumes what Redlock assumes (bounded clock drift between client and
+ *     masters, a lock used only within its validity), and that a master
+ *     that lost its data (restarted without persistence) is not needed to
+ *     form the intersection: a fence stays strictly increasing as long as
+ *     one master that saw the previous grant of the key still answers when
+ *     the next is granted. With appendfsync always on every master this
+ *     always holds; without persistence, losing every master that held a
+ *     key's latest counter at once can repeat a fence (never a lock: see
+ *     the quarantine). A quorum's fences are its own sequence.
  *   - Restarted masters: a master whose run id (INFO) changed, or that has
  *     been up for less than max_ttl when first seen, does not count toward
  *     a majority until max_ttl after it came back (the Redlock paper's
  *     delayed restart): a master that lost its locks cannot help grant one
  *     twice. It still receives every request. A lock ttl above max_ttl is
  *     refused (BATON_EINVAL).
- *   - Only locks run over a quorum (try, acquire, extend, release,
- *     auto-renewal, baton_with_lock); waiting polls every retry_delay_ms
- *     (no queue, no wake-ups). Semaphores, multi-locks, elections, leaders,
- *     once, baton_client_eval/command and min_replicas fail with
- *     BATON_EINVAL "not supported over a Redlock quorum yet"; the supervisor
- *     refuses a quorum URL in its configuration.
+ *   - Over a quorum run: locks (try, acquire, extend, release,
+ *     auto-renewal, baton_with_lock), elections and leaders (see the
+ *     election section), and the every-master calls
+ *     (baton_client_command_all, _eval_all). A waiting acquire retries
+ *     every retry_delay_ms, or when the holder's majority expires (no
+ *     queue, no wake-ups). Semaphores, multi-locks, once, the _async
+ *     lock calls, baton_client_command/eval (one master's answer is no
+ *     answer) and min_replicas fail with BATON_EINVAL "not supported over
+ *     a Redlock quorum".
  * Returns: 0, or a negative code; then *out is still set (unless ENOMEM or
  * EINVAL on a NULL argument) so that baton_client_errstr() tells why; free it
  * with baton_client_free(). Owned; free with baton_client_free(). */
@@ -261,6 +268,18 @@ BATON_API const char *baton_client_errstr(const struct baton_client *c);
  * ("invalid URL: ...", never the password), or BATON_ENOMEM. */
 BATON_API int baton_url_check(const char *url, char *redacted, size_t rlen, char *err,
                               size_t errlen);
+
+/* The redis-quorum:// (rediss-quorum://) URL of the masters urls[0..n):
+ * each a redis:// or rediss:// URL of one server, all with the same
+ * scheme, credentials, database and TLS parameters (one URL: that URL).
+ * The quorum's defaults apply (max_ttl, node_timeout: spell the
+ * redis-quorum:// URL to set them). Returns 0 and *out (owned: free;
+ * it holds the password, if any), or BATON_EINVAL with the reason in err
+ * (never a password) and in *bad (may be NULL) the index of the URL it is
+ * about (-1: the list as a whole, e.g. an even number of masters), or
+ * BATON_ENOMEM. */
+BATON_API int baton_url_join(const char *const *urls, int n, char **out, int *bad, char *err,
+                             size_t errlen);
 
 /* Returns: the URL the client was made with, password removed. Borrowed;
  * valid until baton_client_free(c). */
@@ -447,6 +466,18 @@ BATON_API bool baton_client_in_loop(const struct baton_client *c);
 /* Leader election: one leader per name, with a term that strictly increases
  * with every leadership (it is the fencing token of the name's lock).
  *
+ * Over a Redlock quorum the leadership is a quorum lock (granted by a
+ * majority, valid from the send time; its term the quorum's fence). A
+ * renewal holds when a majority extended it within its validity, and takes
+ * the key again on masters where it is free and no later term was granted
+ * (a master that restarted empty, or missed the grant); a resignation
+ * releases it on every master, publishing "resigned" on each; followers
+ * subscribe on every master. baton_election_server_changed() is false
+ * (a quorum has no promoted replicas). The holder a refused campaign
+ * reports is the one a majority holds, with the time it keeps that
+ * majority; none (has_leader false) after a split vote, with a short
+ * random ttl_ms.
+ *
  * These are the primitives, each one bounded Redis call, for a caller that
  * drives the campaign from its own event loop (the baton supervisor does):
  * campaign, renew and resign; followers watch a subscription (poll its fd)
@@ -533,10 +564,20 @@ BATON_API const char *baton_election_key(const struct baton_election *e);
 BATON_API const char *baton_election_token(const struct baton_election *e);
 
 /* The subscription: (re)connects and subscribes to the name's events.
- * Returns 0 or EIO... Bounded by the client's timeouts. */
+ * Returns 0 or EIO... Bounded by the client's timeouts. Over a quorum:
+ * subscribes on every master not subscribed yet (one connection each, the
+ * ones subscribed kept; a master left alone after a failure is skipped),
+ * each bounded by node_timeout; returns 0 when at least one master is
+ * subscribed (baton_election_watch_complete() says whether all are). */
 BATON_API int baton_election_watch(struct baton_election *e);
-/* Its file descriptor (poll it for POLLIN), or -1 when not subscribed. */
+/* Its file descriptor (poll it for POLLIN), or -1 when not subscribed.
+ * Over a quorum an epoll descriptor behind the masters' subscriptions: it
+ * stays the same while any is subscribed. */
 BATON_API int baton_election_watch_fd(const struct baton_election *e);
+/* True when subscribed on every master (on one server: subscribed). A
+ * caller that watches over a quorum calls baton_election_watch() again
+ * when this is false, so that a master that came back is heard again. */
+BATON_API bool baton_election_watch_complete(const struct baton_election *e);
 
 #define BATON_EVENT_RESIGNED  1u /* the leader resigned: campaign now */
 #define BATON_EVENT_STEP_DOWN 2u /* someone asked the leader of this term to step down */
@@ -548,7 +589,11 @@ BATON_API int baton_election_watch_fd(const struct baton_election *e);
 /* Reads what has arrived, without blocking; ORs BATON_EVENT_* into *events.
  * A step-down request counts only when it names our current term. Returns 0,
  * or EIO/EPROTO when the subscription broke (it is closed: call
- * baton_election_watch() again), with BATON_EVENT_SWITCHED set. */
+ * baton_election_watch() again), with BATON_EVENT_SWITCHED set. Over a
+ * quorum every master's subscription is read (an event published on
+ * several masters arrives once from each: the events are idempotent);
+ * EIO/EPROTO when one of them broke: it is closed, the others go on, and
+ * BATON_EVENT_SWITCHED is not set (a master going away is no failover). */
 BATON_API int baton_election_watch_read(struct baton_election *e, unsigned *events);
 /* The same, handing every other message published on the name's events
  * channel to on_msg(arg, msg, len) (msg is NUL-terminated, borrowed for
@@ -557,11 +602,15 @@ typedef void (*baton_election_msg_fn)(void *arg, const char *msg, size_t len);
 BATON_API int baton_election_watch_read_msgs(struct baton_election *e, unsigned *events,
                                              baton_election_msg_fn on_msg, void *arg);
 
-/* Who leads name now. Returns 0 and *info, or EIO... */
+/* Who leads name now. Returns 0 and *info, or EIO... Over a quorum: the
+ * identity a majority of the masters hold (none when no holder has a
+ * majority), its ttl_ms the time it keeps that majority, its term the
+ * highest counter of the masters that answered (a majority must). */
 BATON_API int baton_election_leader(struct baton_client *c, const char *name,
                                     struct baton_leader_info *info);
 /* Asks the leader of name, whose term is term, to resign. *receivers (may be
- * NULL) gets how many subscribers heard it. Returns 0 or EIO... */
+ * NULL) gets how many subscribers heard it (over a quorum: the most that
+ * one master had; it is published on every master). Returns 0 or EIO... */
 BATON_API int baton_election_request_step_down(struct baton_client *c, const char *name,
                                                uint64_t term, int *receivers);
 
@@ -600,6 +649,86 @@ BATON_API int baton_client_eval(struct baton_client *c, const char *script, int 
                                 const char *const *keys, int nargs, const char *const *args,
                                 struct baton_reply **out);
 BATON_API void baton_reply_free(struct baton_reply *r);
+
+/* ------------------------------------------------------------------------ */
+/* Every master: for tools whose data must hold over a Redlock quorum (the
+ * baton supervisor's claims, heartbeats, history, pauses and requests).
+ * baton_client_command() and _eval() refuse a quorum client (one master's
+ * answer is no answer there); these send the command or script to every
+ * master at once and report each master's answer, for the caller to
+ * reduce as its data requires (a claim holds when a majority claimed it; a
+ * read of a mark takes the value a majority reached...). On a single
+ * server, Sentinel or a Cluster they make the one call of
+ * baton_client_command()/_eval() and report it as one answer (n = 1,
+ * majority = 1), so that a tool has one code path for every topology.
+ * Thread-safe. */
+
+#define BATON_QUORUM_MAX 9 /* the most masters a quorum has (N odd, 3..9) */
+
+struct baton_answer {
+    /* BATON_OK: reply set. BATON_EREDIS: the master answered with an error
+     * (its text in err). BATON_ENOTDURABLE (min_replicas, never over a
+     * quorum): the script ran but its writes were not acknowledged in time
+     * (no reply). Any other code: no answer (why in err). */
+    int rc;
+    /* Counts toward a majority: false for a quorum's master quarantined
+     * after a restart (see baton_client_new()); true otherwise. */
+    bool counts;
+    struct baton_reply *reply; /* owned by the answers */
+    char master[80];           /* "host:port"; "" for the one answer of a single server */
+    char err[256];
+};
+
+struct baton_answers {
+    int n;        /* masters asked: the quorum's N, else 1 */
+    int majority; /* n / 2 + 1 */
+    int answered; /* counted masters that answered, error replies included */
+    struct baton_answer v[];
+};
+
+/* Runs the command on every master (argv and lens as for
+ * baton_client_command()), each bounded as a quorum's lock requests are
+ * (node_timeout), all by the command timeout. Returns 0 and *out when a
+ * majority of counted masters answered (error replies included: look at
+ * each rc); BATON_EIO when fewer did, *out still set, and the detail ("no
+ * quorum: 2 of 5 masters answered (3 needed): h1:6379: connection
+ * refused; ...") in baton_client_errstr(); ENOMEM, EINVAL (*out NULL).
+ * A command with a blocking wait must not be sent this way. *out: owned;
+ * free with baton_answers_free(). */
+BATON_API int baton_client_command_all(struct baton_client *c, int argc, const char *const *argv,
+                                       const size_t *lens, struct baton_answers **out);
+/* The same for a Lua script (by SHA, loaded where a master does not know
+ * it), as baton_client_eval(): with min_replicas (never over a quorum) an
+ * answer whose writes were not acknowledged has rc BATON_ENOTDURABLE. */
+BATON_API int baton_client_eval_all(struct baton_client *c, const char *script, int nkeys,
+                                    const char *const *keys, int nargs, const char *const *args,
+                                    struct baton_answers **out);
+/* For a write: 0 when a majority of the n masters answered without an
+ * error reply (the write holds); else the detail on the client
+ * (baton_client_errstr(), naming each master that failed and why) and
+ * BATON_EREDIS when a master answered with an error, BATON_EIO when too
+ * few answered. BATON_ENOTDURABLE when the write holds but was not
+ * acknowledged by min_replicas replicas. a may be NULL (EINVAL). */
+BATON_API int baton_answers_check(struct baton_client *c, const struct baton_answers *a);
+/* Writes "2 of 5 masters answered (3 needed): h1:6379: connection
+ * refused; h2:6380: no answer within node_timeout 50 ms" into buf (the
+ * masters that failed, answered with an error, or are quarantined).
+ * Returns buf. */
+BATON_API const char *baton_answers_describe(const struct baton_answers *a, char *buf, size_t len);
+/* NULL is a no-op. */
+BATON_API void baton_answers_free(struct baton_answers *a);
+
+/* The quorum's size of a client: N for redis-quorum:// (its masters), 0
+ * for every other URL. */
+BATON_API int baton_client_quorum(const struct baton_client *c);
+
+/* What a URL says of its quorum, without connecting: *masters N (0 when
+ * it is not a quorum URL), *max_ttl_ms and *node_timeout_ms (the defaults
+ * when the URL does not set them). Returns 0, or BATON_EINVAL with the
+ * message of baton_url_check() in err. For tools that check their own
+ * settings against the quorum's (a lease above max_ttl is refused). */
+BATON_API int baton_url_quorum(const char *url, int *masters, int64_t *max_ttl_ms,
+                               int64_t *node_timeout_ms, char *err, size_t errlen);
 
 /* ------------------------------------------------------------------------ */
 /* Semaphores: at most `limit` holders of a name at once (for example, at

@@ -39,6 +39,7 @@
 
 #include <hiredis/hiredis.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -89,7 +90,9 @@ enum baton__family { BATON__TCP, BATON__UNIX };
 
 #define BATON__SENTINELS_MAX 16
 #define BATON__SEEDS_MAX     16
-#define BATON__QUORUM_MAX    9
+#define BATON__QUORUM_MAX             BATON_QUORUM_MAX
+#define BATON__QUORUM_MAX_TTL_MS      60000 /* max_ttl= when the URL does not say */
+#define BATON__QUORUM_NODE_TIMEOUT_MS 50    /* node_timeout= when the URL does not say */
 
 struct baton__hostport {
     char *host;
@@ -228,8 +231,14 @@ int baton__conn_open(const struct baton__endpoint *ep, int64_t deadline_ns,
 void baton__conn_free(struct baton__conn *cn);
 /* Queues one command. Returns 0 or BATON_ENOMEM. */
 int baton__conn_append(struct baton__conn *cn, int argc, const char **argv, const size_t *lens);
+/* Queues one command already in RESP (redisFormatCommandArgv's output).
+ * Returns 0 or BATON_ENOMEM. */
+int baton__conn_append_raw(struct baton__conn *cn, const char *cmd, size_t len);
 /* Writes all queued output. Returns 0 or BATON_EIO (conn broken). */
 int baton__conn_flush(struct baton__conn *cn, int64_t deadline_ns);
+/* Writes what the socket takes now, without waiting. Returns 0 (all
+ * written), 1 (some left: wait for cn->want), or BATON_EIO (broken). */
+int baton__conn_flush_some(struct baton__conn *cn);
 /* Reads one reply. Returns 0 and *reply (owned; freeReplyObject), or
  * BATON_EIO / BATON_EPROTO with the conn marked broken. An error reply
  * READONLY marks the conn stale. */
@@ -286,6 +295,8 @@ enum baton__script_id {
     BATON__S_MULTI_ACQUIRE,
     BATON__S_CAMPAIGN,
     BATON__S_QUORUM_ACQUIRE,
+    BATON__S_QUORUM_EXTEND,
+    BATON__S_QUORUM_RELEASE,
     BATON__S_COUNT
 };
 
@@ -927,12 +938,14 @@ void baton__cluster_suspect(struct baton_client *c, struct baton__node *node);
 /* ---- quorum.c ----
  *
  * A Redlock quorum: N independent masters, each with its own connection
- * pool (a struct baton__node, as a cluster node). A request goes to every
- * master at once (pipelined on one connection each, answers awaited with
- * poll() up to node_timeout) and holds when a majority of the masters that
- * count granted it. A master counts unless it is quarantined: seen with a
- * new run id (restarted), or up for less than max_ttl. Only locks run over
- * a quorum; every other call is refused (baton__client_connect). */
+ * pool and muxes (a struct baton__node, as a cluster node). A request goes
+ * to every master at once (pipelined on the calling thread's shard's mux
+ * of each, answers awaited in turn, each bounded by node_timeout) and
+ * holds when a majority of the masters that count granted it. A master
+ * counts unless it is quarantined: seen with a new run id (restarted), or
+ * up for less than max_ttl. Locks, elections (election.c) and the calls of
+ * every master (baton_client_eval_all/command_all) run over a quorum;
+ * everything else is refused (baton__client_connect). */
 struct baton__quorum;
 /* Makes and frees c->quorum (no I/O). */
 int baton__quorum_new(struct baton_client *c);
@@ -942,12 +955,81 @@ void baton__quorum_close(struct baton_client *c);
 /* Connects to every master by the connect timeout. Returns 0 when a
  * majority answered; else BATON_EIO with every master's answer in err. */
 int baton__quorum_ping(struct baton_client *c, char *err, size_t errlen);
-/* The lock calls over the quorum, with lock.c's contracts. */
+/* The lock calls over the quorum, with lock.c's contracts. An election's
+ * lock (extend_script BATON__S_QUORUM_EXTEND) is taken again, on renewal,
+ * where it is free and the master's counter is not above its term. */
 int baton__quorum_try(struct baton_lock *lk, struct baton__holder *h);
 int baton__quorum_acquire(struct baton_lock *lk, const struct baton_lock_opts *o);
 int baton__quorum_extend(struct baton_lock *lk, int64_t ttl_ms, int64_t deadline_ns,
                          bool renewal, char *err, size_t errlen);
 int baton__quorum_release(struct baton_lock *lk);
+/* argv (src: the script's source when argv is an EVALSHA) on every master,
+ * within the command timeout, into a (a->v: room for N answers): see
+ * baton_client_eval_all(). Returns 0 or BATON_ENOMEM. */
+int baton__quorum_all(struct baton_client *c, int argc, const char **argv, const size_t *lens,
+                      const char *src, struct baton_answers *a);
+/* The number of masters (0: not a quorum), master i's node (borrowed, for
+ * the life of c), the node_timeout. */
+int baton__quorum_masters(const struct baton_client *c);
+struct baton__node *baton__quorum_node(struct baton_client *c, int i);
+int64_t baton__quorum_node_timeout_ms(const struct baton_client *c);
+/* Whether master i, connected by cn, counts toward a majority (and learns
+ * its run id from cn); whether it is left alone after a failure; a failure
+ * of it (it is then left alone for a while). */
+bool baton__quorum_counts(struct baton_client *c, int i, const struct baton__conn *cn);
+bool baton__quorum_down(struct baton_client *c, int i);
+void baton__quorum_failed(struct baton_client *c, int i);
+
+/* ---- command.c ---- */
+
+/* A deep copy of a hiredis reply (an error reply becomes a string).
+ * Returns: owned (baton_reply_free), or NULL on ENOMEM. */
+struct baton_reply *baton__reply_convert(const redisReply *r);
+
+/* ---- qloop.c ----
+ *
+ * The I/O of a quorum: one thread and one connection per master, every
+ * thread's requests pipelined on them (see qloop.c). */
+struct baton__qloop;
+struct baton__qcall;
+/* One master's part of a request. */
+struct baton__qreq {
+    struct baton__qreq *next; /* the master's queue (qloop.c's) */
+    struct baton__qcall *call;
+    int64_t deadline_ns; /* the caller's: by when it must answer */
+    bool skip;           /* the caller decided it (rc, err set): not sent */
+    /* results */
+    redisReply *reply; /* owned by the caller once the call returns */
+    int rc;
+    bool sent;   /* it left for the master (it may have been applied) */
+    bool evaled; /* NOSCRIPT came: EVAL was sent */
+    char runid[41];
+    int64_t uptime_s;
+    char err[256];
+};
+/* A request: the same command for every master (on the caller's stack). */
+struct baton__qcall {
+    const char *cmd; /* in RESP (redisFormatCommandArgv) */
+    size_t cmdlen;
+    /* a script: its source, and argv as EVALSHA (resent as EVAL on NOSCRIPT) */
+    const char *src;
+    int argc;
+    const char *const *argv;
+    const size_t *lens;
+    struct baton__qreq r[BATON__QUORUM_MAX];
+    int left;  /* qloop.c's: parts not done yet, under its lock */
+    sem_t sem; /* posted when none is left */
+};
+/* Makes l for n masters (no thread yet, no I/O). Returns 0 or ENOMEM. */
+int baton__qloop_new(struct baton_client *c, int n, struct baton__qloop **out);
+/* Sends k to every master whose part is not skip, each bounded by its
+ * deadline_ns (set them first), and returns once each has its reply or
+ * its failure. Starts the thread on first use. Thread-safe. */
+void baton__qloop_call(struct baton__qloop *l, struct baton__qcall *k);
+/* Stops the thread and closes the connections; calls made after fail. */
+void baton__qloop_stop(struct baton__qloop *l);
+/* Stops and frees l. NULL is a no-op. */
+void baton__qloop_free(struct baton__qloop *l);
 
 /* ---- multi.c ---- */
 

@@ -59,12 +59,11 @@ int baton__client_connect(struct baton_client *c, struct baton__node *node, int6
         return BATON_EINVAL;
     }
     if (node == NULL && c->url.quorum) {
-        /* Everything but locks (quorum.c) comes here without a master */
+        /* Everything that needs one master comes here without one */
         snprintf(err, errlen,
-                 "%s: not supported over a Redlock quorum yet: only locks "
-                 "(baton_lock_try/acquire/extend/release, auto-renewal) run on redis-quorum:// "
-                 "URLs; semaphores, multi-locks, elections, once, waiting for wake-ups and "
-                 "scripts need one master",
+                 "%s: not supported over a Redlock quorum: semaphores, multi-locks, once, "
+                 "waiting for wake-ups and baton_client_command/eval need one master (locks, "
+                 "elections and baton_client_command_all/eval_all run on every master)",
                  c->url.redacted);
         return BATON_EINVAL;
     }

@@ -18,7 +18,8 @@ void baton_reply_free(struct baton_reply *r)
     free(r);
 }
 
-/* Deep copy of a non-error reply. Returns NULL on ENOMEM. */
+/* Deep copy of a reply (an error reply as a string). Returns NULL on
+ * ENOMEM. */
 static struct baton_reply *convert(const redisReply *in, int depth)
 {
     struct baton_reply *r = calloc(1, sizeof *r);
@@ -31,6 +32,7 @@ static struct baton_reply *convert(const redisReply *in, int depth)
         break;
     case REDIS_REPLY_STRING:
     case REDIS_REPLY_STATUS:
+    case REDIS_REPLY_ERROR:
         r->type = BATON_REPLY_STRING;
         if ((r->str = malloc(in->len + 1)) == NULL)
             goto fail;
@@ -54,6 +56,11 @@ static struct baton_reply *convert(const redisReply *in, int depth)
 fail:
     baton_reply_free(r);
     return NULL;
+}
+
+struct baton_reply *baton__reply_convert(const redisReply *r)
+{
+    return convert(r, 0);
 }
 
 /* Turns a hiredis reply (consumed) into *out. */
@@ -247,4 +254,182 @@ int baton_client_eval(struct baton_client *c, const char *script, int nkeys,
                       struct baton_reply **out)
 {
     return baton__client_eval(c, script, nkeys, keys, nargs, args, true, out);
+}
+
+/* ---- every master ---- */
+
+static struct baton_answers *answers_new(int n)
+{
+    struct baton_answers *a = calloc(1, sizeof *a + (size_t)n * sizeof a->v[0]);
+    if (a != NULL)
+        a->n = n;
+    return a;
+}
+
+void baton_answers_free(struct baton_answers *a)
+{
+    if (a == NULL)
+        return;
+    for (int i = 0; i < a->n; i++)
+        baton_reply_free(a->v[i].reply);
+    free(a);
+}
+
+int baton_client_quorum(const struct baton_client *c)
+{
+    return c != NULL ? baton__quorum_masters(c) : 0;
+}
+
+const char *baton_answers_describe(const struct baton_answers *a, char *buf, size_t len)
+{
+    if (len == 0)
+        return buf;
+    buf[0] = '\0';
+    if (a == NULL)
+        return buf;
+    int w =
+        snprintf(buf, len, "%d of %d masters answered (%d needed)", a->answered, a->n, a->majority);
+    size_t o = w > 0 ? (size_t)w : 0;
+    const char *sep = ": ";
+    for (int i = 0; i < a->n && o < len; i++) {
+        const struct baton_answer *v = &a->v[i];
+        if (v->err[0] == '\0')
+            continue;
+        w = snprintf(buf + o, len - o, "%s%s%s%s", sep, v->master, v->master[0] ? ": " : "",
+                     v->err);
+        if (w < 0)
+            break;
+        o += (size_t)w;
+        sep = "; ";
+    }
+    return buf;
+}
+
+/* The single-server form: one call, reported as one answer. */
+static int one_answer(struct baton_client *c, int rc, struct baton_reply *r,
+                      struct baton_answers **out)
+{
+    struct baton_answers *a = answers_new(1);
+    if (a == NULL) {
+        baton_reply_free(r);
+        return BATON_ENOMEM;
+    }
+    a->majority = 1;
+    a->v[0].counts = true;
+    a->v[0].rc = rc;
+    a->v[0].reply = r;
+    if (rc != BATON_OK)
+        baton__set_error(a->v[0].err, sizeof a->v[0].err, "%s", c->errstr);
+    a->answered = rc == BATON_OK || rc == BATON_EREDIS || rc == BATON_ENOTDURABLE;
+    *out = a;
+    return a->answered ? BATON_OK : rc == BATON_ENOMEM || rc == BATON_EINVAL ? rc : BATON_EIO;
+}
+
+/* The quorum form: argv on every master. */
+static int all_answers(struct baton_client *c, int argc, const char **argv, const size_t *lens,
+                       const char *src, struct baton_answers **out)
+{
+    struct baton_answers *a = answers_new(baton__quorum_masters(c));
+    if (a == NULL)
+        return BATON_ENOMEM;
+    int rc = baton__quorum_all(c, argc, argv, lens, src, a);
+    if (rc != BATON_OK) {
+        baton_answers_free(a);
+        return rc;
+    }
+    *out = a;
+    if (a->answered >= a->majority)
+        return BATON_OK;
+    char why[BATON__ERRLEN - 160], msg[BATON__ERRLEN];
+    baton_answers_describe(a, why, sizeof why);
+    baton__set_error(msg, sizeof msg, "%s: no quorum: %s", c->url.redacted, why);
+    baton__client_error(c, msg);
+    return BATON_EIO;
+}
+
+int baton_client_command_all(struct baton_client *c, int argc, const char *const *argv,
+                             const size_t *lens, struct baton_answers **out)
+{
+    if (out == NULL)
+        return BATON_EINVAL;
+    *out = NULL;
+    if (c == NULL || argc < 1 || argv == NULL)
+        return BATON_EINVAL;
+    if (c->quorum == NULL) {
+        struct baton_reply *r = NULL;
+        int rc = baton_client_command(c, argc, argv, lens, &r);
+        return one_answer(c, rc, r, out);
+    }
+    size_t *own = malloc((size_t)argc * sizeof *own);
+    if (own == NULL)
+        return BATON_ENOMEM;
+    for (int i = 0; i < argc; i++)
+        own[i] = lens != NULL ? lens[i] : strlen(argv[i]);
+    int rc = all_answers(c, argc, (const char **)argv, own, NULL, out);
+    free(own);
+    return rc;
+}
+
+int baton_client_eval_all(struct baton_client *c, const char *script, int nkeys,
+                          const char *const *keys, int nargs, const char *const *args,
+                          struct baton_answers **out)
+{
+    char sha[41], nk[BATON__I64_LEN];
+    if (out == NULL)
+        return BATON_EINVAL;
+    *out = NULL;
+    if (c == NULL || script == NULL || nkeys < 0 || nargs < 0 || (nkeys > 0 && keys == NULL) ||
+        (nargs > 0 && args == NULL))
+        return BATON_EINVAL;
+    if (c->quorum == NULL) {
+        struct baton_reply *r = NULL;
+        int rc = baton_client_eval(c, script, nkeys, keys, nargs, args, &r);
+        return one_answer(c, rc, r, out);
+    }
+    int argc = 3 + nkeys + nargs;
+    const char **argv = malloc((size_t)argc * sizeof *argv);
+    size_t *lens = malloc((size_t)argc * sizeof *lens);
+    int rc = BATON_ENOMEM;
+    if (argv != NULL && lens != NULL) {
+        baton__sha1_hex(script, strlen(script), sha);
+        argv[0] = "EVALSHA";
+        argv[1] = sha;
+        argv[2] = baton__i64_str(nkeys, nk);
+        for (int i = 0; i < nkeys; i++)
+            argv[3 + i] = keys[i];
+        for (int i = 0; i < nargs; i++)
+            argv[3 + nkeys + i] = args[i];
+        for (int i = 0; i < argc; i++)
+            lens[i] = strlen(argv[i]);
+        rc = all_answers(c, argc, argv, lens, script, out);
+    }
+    free(argv);
+    free(lens);
+    return rc;
+}
+
+int baton_answers_check(struct baton_client *c, const struct baton_answers *a)
+{
+    int ok = 0, notdurable = 0, errors = 0;
+    if (c == NULL || a == NULL)
+        return BATON_EINVAL;
+    for (int i = 0; i < a->n; i++) {
+        const struct baton_answer *v = &a->v[i];
+        if (!v->counts)
+            continue;
+        ok += v->rc == BATON_OK || v->rc == BATON_ENOTDURABLE;
+        notdurable += v->rc == BATON_ENOTDURABLE;
+        errors += v->rc == BATON_EREDIS;
+    }
+    if (ok >= a->majority)
+        return notdurable > 0 ? BATON_ENOTDURABLE : BATON_OK;
+    char why[BATON__ERRLEN - 160], msg[BATON__ERRLEN];
+    baton_answers_describe(a, why, sizeof why);
+    if (a->n == 1) /* the one server's own words */
+        baton__set_error(msg, sizeof msg, "%s", a->v[0].err);
+    else
+        baton__set_error(msg, sizeof msg, "%s: applied by %d of %d masters (%d needed): %s",
+                         c->url.redacted, ok, a->n, a->majority, why);
+    baton__client_error(c, msg);
+    return errors > 0 ? BATON_EREDIS : BATON_EIO;
 }

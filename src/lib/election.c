@@ -5,8 +5,26 @@
  * counter (prefix{N}:leader:fence) is the term. Resigning publishes
  * "resigned" on prefix{N}:events, where followers (and the leader, for
  * step-down requests "step-down <term>") are subscribed. Each primitive is
- * one bounded Redis call; the caller's event loop decides when to call it. */
+ * one bounded Redis call; the caller's event loop decides when to call it.
+ *
+ * Over a Redlock quorum (quorum.c) the leadership is a quorum lock: granted
+ * by a majority of the masters, valid from the send time, its term the
+ * quorum's fence (strictly increasing across terms: any two grants'
+ * majorities share a master, which grants only above its counter). A
+ * renewal holds when a majority extended it within its validity, and takes
+ * the key again on masters where it is free and no later term was granted
+ * (the lease heals as restarted masters come back); a resignation releases
+ * it on every master, publishing "resigned" on each. Followers subscribe on
+ * every master they can reach (one connection each, behind one epoll
+ * descriptor), so a resignation reaches them through any master that both
+ * the leader and they reach; the lease's expiry (the time a majority of
+ * the holder's keys keep it) and the caller's poll are the safety nets. A
+ * split vote (no candidate with a majority) reports no leader and a short
+ * random wait, so that the candidates do not collide again at once. */
+#include <errno.h>
 #include <inttypes.h>
+#include <sys/epoll.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +45,9 @@ struct baton_election {
     _Atomic bool server_changed; /* of the current term: see baton.h */
     _Atomic int64_t deadline_ns;
     struct baton__conn *sub; /* the subscription, or NULL */
+    /* Over a quorum: a subscription per master (NULL: none), behind epfd */
+    struct baton__conn *qsub[BATON__QUORUM_MAX];
+    int epfd;
     bool released_stale;     /* the last campaign released a lease of an earlier term */
     char errstr[BATON__ERRLEN];
 };
@@ -49,6 +70,7 @@ int baton_election_new(struct baton_client *c, const char *name,
     if (e == NULL)
         return BATON_ENOMEM;
     e->c = c;
+    e->epfd = -1;
     baton__client_ref(c);
     e->ttl_ms = ttl;
     if ((e->name = strdup(name)) == NULL || (e->identity = strdup(identity)) == NULL ||
@@ -75,6 +97,10 @@ void baton_election_free(struct baton_election *e)
         return;
     drop_lock(e);
     baton__conn_free(e->sub);
+    for (int i = 0; i < BATON__QUORUM_MAX; i++)
+        baton__conn_free(e->qsub[i]);
+    if (e->epfd >= 0)
+        close(e->epfd);
     free(e->name);
     free(e->identity);
     free(e->base);
@@ -211,7 +237,16 @@ int baton_election_campaign(struct baton_election *e, struct baton_leader_info *
     if ((rc = baton__lock_new(e->c, e->base, e->name, e->identity, &o, &lk)) != BATON_OK)
         return rc;
     lk->release_chan = e->events;
-    rc = campaign_once(e, lk, &h);
+    if (e->c->quorum != NULL) {
+        /* The quorum's grant; its renewals heal the lease (quorum.c). A
+         * quorum has no promoted replicas: catch-up is decided by the
+         * majority reads of the caller's data. */
+        lk->extend_script = BATON__S_QUORUM_EXTEND;
+        rc = baton__quorum_try(lk, &h);
+        atomic_store(&e->server_changed, false);
+    } else {
+        rc = campaign_once(e, lk, &h);
+    }
     if (rc == BATON_OK) {
         e->lk = lk;
         atomic_store(&e->term, baton_lock_fence(lk));
@@ -270,12 +305,71 @@ int baton_election_resign(struct baton_election *e)
     return rc;
 }
 
+/* Over a quorum: subscribes on every master not subscribed yet (skipping
+ * those left alone after a failure), each bounded by node_timeout. Returns
+ * 0 when at least one is subscribed. */
+static int quorum_watch(struct baton_election *e)
+{
+    struct baton_client *c = e->c;
+    int n = baton__quorum_masters(c), subscribed = 0;
+    char why[BATON__ERRLEN];
+    if (e->epfd < 0 && (e->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0) {
+        baton__set_error(e->errstr, sizeof e->errstr, "%s: epoll_create1: %s", c->url.redacted,
+                         strerror(errno));
+        return BATON_EIO;
+    }
+    e->errstr[0] = '\0';
+    int64_t all_by = baton__client_deadline(c); /* the whole call, as any other */
+    for (int i = 0; i < n; i++) {
+        struct baton__node *node = baton__quorum_node(c, i);
+        struct baton__conn *cn = NULL;
+        redisReply *r = NULL;
+        if (e->qsub[i] != NULL)
+            continue;
+        if (baton__quorum_down(c, i))
+            continue;
+        int64_t deadline = baton__now_ns() + baton__quorum_node_timeout_ms(c) * 1000000;
+        if (deadline > all_by)
+            deadline = all_by;
+        if (deadline <= baton__now_ns())
+            break;
+        int rc = baton__client_connect(c, node, deadline, &cn, why, sizeof why);
+        if (rc == BATON_OK) {
+            const char *argv[2] = {"SUBSCRIBE", e->events};
+            size_t lens[2] = {9, strlen(e->events)};
+            rc = baton__conn_command(cn, 2, argv, lens, &r, deadline);
+            if (rc != BATON_OK)
+                baton__set_error(why, sizeof why, "%s: node %s: %s", c->url.redacted, node->addr,
+                                 cn->err);
+            else if (r->type != REDIS_REPLY_ARRAY || r->elements != 3)
+                rc = BATON_EPROTO;
+            freeReplyObject(r);
+        }
+        struct epoll_event ev = {.events = EPOLLIN, .data.u32 = (uint32_t)i};
+        if (rc == BATON_OK && epoll_ctl(e->epfd, EPOLL_CTL_ADD, cn->fd, &ev) != 0)
+            rc = BATON_EIO;
+        if (rc != BATON_OK) {
+            if (rc == BATON_EIO)
+                baton__quorum_failed(c, i);
+            baton__set_error(e->errstr, sizeof e->errstr, "%s", why);
+            baton__conn_free(cn);
+            continue;
+        }
+        e->qsub[i] = cn;
+    }
+    for (int i = 0; i < n; i++)
+        subscribed += e->qsub[i] != NULL;
+    return subscribed > 0 ? BATON_OK : BATON_EIO;
+}
+
 int baton_election_watch(struct baton_election *e)
 {
     redisReply *r = NULL;
     int rc;
     if (e == NULL)
         return BATON_EINVAL;
+    if (e->c->quorum != NULL)
+        return quorum_watch(e);
     baton__conn_free(e->sub);
     e->sub = NULL;
     struct baton__conn *cn = NULL;
@@ -303,7 +397,25 @@ int baton_election_watch(struct baton_election *e)
 
 int baton_election_watch_fd(const struct baton_election *e)
 {
+    if (e != NULL && e->c->quorum != NULL) {
+        for (int i = 0; i < BATON__QUORUM_MAX; i++)
+            if (e->qsub[i] != NULL)
+                return e->epfd;
+        return -1;
+    }
     return (e != NULL && e->sub != NULL) ? e->sub->fd : -1;
+}
+
+bool baton_election_watch_complete(const struct baton_election *e)
+{
+    if (e == NULL)
+        return false;
+    if (e->c->quorum == NULL)
+        return e->sub != NULL;
+    for (int i = 0; i < baton__quorum_masters(e->c); i++)
+        if (e->qsub[i] == NULL)
+            return false;
+    return true;
 }
 
 static unsigned parse_event(const struct baton_election *e, const redisReply *r)
@@ -329,16 +441,14 @@ int baton_election_watch_read(struct baton_election *e, unsigned *events)
     return baton_election_watch_read_msgs(e, events, NULL, NULL);
 }
 
-int baton_election_watch_read_msgs(struct baton_election *e, unsigned *events,
-                                   baton_election_msg_fn on_msg, void *arg)
+/* Reads what has arrived on cn. Returns 0, or the code of a broken
+ * subscription (cn is then the caller's to free). */
+static int read_sub(struct baton_election *e, struct baton__conn *cn, unsigned *events,
+                    baton_election_msg_fn on_msg, void *arg)
 {
     redisReply *r = NULL;
     int n;
-    if (e == NULL || events == NULL)
-        return BATON_EINVAL;
-    if (e->sub == NULL)
-        return BATON_EIO;
-    while ((n = baton__conn_poll_reply(e->sub, &r)) == 1) {
+    while ((n = baton__conn_poll_reply(cn, &r)) == 1) {
         unsigned ev = parse_event(e, r);
         *events |= ev;
         if (ev == 0 && on_msg != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
@@ -348,7 +458,39 @@ int baton_election_watch_read_msgs(struct baton_election *e, unsigned *events,
             on_msg(arg, r->element[2]->str, r->element[2]->len);
         freeReplyObject(r);
     }
-    if (n < 0) {
+    return n < 0 ? n : BATON_OK;
+}
+
+int baton_election_watch_read_msgs(struct baton_election *e, unsigned *events,
+                                   baton_election_msg_fn on_msg, void *arg)
+{
+    int n;
+    if (e == NULL || events == NULL)
+        return BATON_EINVAL;
+    if (e->c->quorum != NULL) {
+        /* Every master's subscription; one that broke is dropped (the others
+         * go on; baton_election_watch() subscribes it again). Not a switch:
+         * a master going away says nothing of the lease. */
+        int rc = BATON_OK;
+        bool any = false;
+        for (int i = 0; i < BATON__QUORUM_MAX; i++) {
+            if (e->qsub[i] == NULL)
+                continue;
+            any = true;
+            if ((n = read_sub(e, e->qsub[i], events, on_msg, arg)) == BATON_OK)
+                continue;
+            baton__set_error(e->errstr, sizeof e->errstr, "%s: node %s: %s", e->c->url.redacted,
+                             baton__quorum_node(e->c, i)->addr, e->qsub[i]->err);
+            epoll_ctl(e->epfd, EPOLL_CTL_DEL, e->qsub[i]->fd, NULL);
+            baton__conn_free(e->qsub[i]);
+            e->qsub[i] = NULL;
+            rc = n;
+        }
+        return any ? rc : BATON_EIO;
+    }
+    if (e->sub == NULL)
+        return BATON_EIO;
+    if ((n = read_sub(e, e->sub, events, on_msg, arg)) != BATON_OK) {
         /* The server went away or was replaced: what followers know of the
          * lease came from it. */
         *events |= BATON_EVENT_SWITCHED;
@@ -360,13 +502,74 @@ int baton_election_watch_read_msgs(struct baton_election *e, unsigned *events,
     return BATON_OK;
 }
 
+static const char leader_script[] =
+    "local v = redis.call('get', KEYS[1])\n"
+    "return {v or '', redis.call('pttl', KEYS[1]), redis.call('get', KEYS[2]) or '0'}\n";
+
+static bool leader_reply(const struct baton_reply *r)
+{
+    return r != NULL && r->type == BATON_REPLY_ARRAY && r->elements == 3 &&
+           r->element[0]->type == BATON_REPLY_STRING &&
+           r->element[1]->type == BATON_REPLY_INTEGER && r->element[2]->type == BATON_REPLY_STRING;
+}
+
+static int cmp_ll(const void *a, const void *b)
+{
+    long long x = *(const long long *)a, y = *(const long long *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Over a quorum: the leader is the value a majority of the counted masters
+ * hold; its lease left is the time it keeps that majority; the term the
+ * highest counter seen. */
+static int quorum_leader(struct baton_client *c, const struct baton_answers *a,
+                         struct baton_leader_info *info)
+{
+    uint64_t term = 0;
+    int best = -1, best_n = 0;
+    for (int i = 0; i < a->n; i++) {
+        const struct baton_reply *r = a->v[i].reply;
+        if (a->v[i].rc != BATON_OK)
+            continue;
+        if (!leader_reply(r)) {
+            baton__client_error(c, "unexpected reply to the leader read");
+            return BATON_EPROTO;
+        }
+        uint64_t t = strtoull(r->element[2]->str, NULL, 10);
+        if (t > term)
+            term = t;
+        if (!a->v[i].counts || r->element[0]->len == 0)
+            continue;
+        int k = 0;
+        for (int j = 0; j < a->n; j++)
+            k += a->v[j].rc == BATON_OK && a->v[j].counts && leader_reply(a->v[j].reply) &&
+                 strcmp(a->v[j].reply->element[0]->str, r->element[0]->str) == 0;
+        if (k > best_n) {
+            best_n = k;
+            best = i;
+        }
+    }
+    if (best < 0 || best_n < a->majority) {
+        describe(info, "", -1, term);
+        return BATON_OK;
+    }
+    const char *value = a->v[best].reply->element[0]->str;
+    long long pttl[BATON__QUORUM_MAX];
+    int k = 0;
+    for (int j = 0; j < a->n; j++)
+        if (a->v[j].rc == BATON_OK && a->v[j].counts && leader_reply(a->v[j].reply) &&
+            strcmp(a->v[j].reply->element[0]->str, value) == 0)
+            pttl[k++] = a->v[j].reply->element[1]->integer;
+    qsort(pttl, (size_t)k, sizeof pttl[0], cmp_ll);
+    describe(info, value, pttl[k - a->majority], term);
+    return BATON_OK;
+}
+
 int baton_election_leader(struct baton_client *c, const char *name, struct baton_leader_info *info)
 {
-    static const char script[] =
-        "local v = redis.call('get', KEYS[1])\n"
-        "return {v or '', redis.call('pttl', KEYS[1]), redis.call('get', KEYS[2]) or '0'}\n";
     char *keys[2] = {NULL, NULL};
     struct baton_reply *r = NULL;
+    struct baton_answers *a = NULL;
     int rc = BATON_ENOMEM;
 
     if (c == NULL || name == NULL || info == NULL)
@@ -375,18 +578,23 @@ int baton_election_leader(struct baton_client *c, const char *name, struct baton
     if (asprintf(&keys[0], "%s{%s}:leader", c->prefix, name) < 0 ||
         asprintf(&keys[1], "%s{%s}:leader:fence", c->prefix, name) < 0)
         goto out;
-    rc = baton__client_eval(c, script, 2, (const char *const *)keys, 0, NULL, false, &r);
+    if (c->quorum != NULL) {
+        rc = baton_client_eval_all(c, leader_script, 2, (const char *const *)keys, 0, NULL, &a);
+        if (rc == BATON_OK)
+            rc = quorum_leader(c, a, info);
+        goto out;
+    }
+    rc = baton__client_eval(c, leader_script, 2, (const char *const *)keys, 0, NULL, false, &r);
     if (rc != BATON_OK)
         goto out;
-    if (r->type != BATON_REPLY_ARRAY || r->elements != 3 ||
-        r->element[0]->type != BATON_REPLY_STRING || r->element[1]->type != BATON_REPLY_INTEGER ||
-        r->element[2]->type != BATON_REPLY_STRING) {
+    if (!leader_reply(r)) {
         rc = BATON_EPROTO;
         goto out;
     }
     describe(info, r->element[0]->str, r->element[1]->integer,
              strtoull(r->element[2]->str, NULL, 10));
 out:
+    baton_answers_free(a);
     baton_reply_free(r);
     free(keys[0]);
     free(keys[1]);
@@ -404,6 +612,22 @@ int baton_election_request_step_down(struct baton_client *c, const char *name, u
         return BATON_ENOMEM;
     snprintf(msg, sizeof msg, "step-down %" PRIu64, term);
     const char *argv[3] = {"PUBLISH", chan, msg};
+    if (c->quorum != NULL) {
+        /* On every master: the leader listens on each it reaches. The
+         * receivers are at least the most any one master had. */
+        struct baton_answers *a = NULL;
+        int rc = baton_client_command_all(c, 3, argv, NULL, &a);
+        if (rc == BATON_OK && receivers != NULL) {
+            *receivers = 0;
+            for (int i = 0; i < a->n; i++)
+                if (a->v[i].rc == BATON_OK && a->v[i].reply->type == BATON_REPLY_INTEGER &&
+                    a->v[i].reply->integer > *receivers)
+                    *receivers = (int)a->v[i].reply->integer;
+        }
+        baton_answers_free(a);
+        free(chan);
+        return rc;
+    }
     int rc = baton_client_command(c, 3, argv, NULL, &r);
     if (rc == BATON_OK && receivers != NULL)
         *receivers = r->type == BATON_REPLY_INTEGER ? (int)r->integer : 0;

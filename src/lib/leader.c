@@ -85,7 +85,7 @@ static int lose(struct baton_leader *l, int reason)
 static void follow(struct baton_leader *l, int64_t *backoff_ms, int64_t *next_renew_ns)
 {
     struct baton_leader_info holder;
-    if (baton_election_watch_fd(l->e) < 0)
+    if (!baton_election_watch_complete(l->e))
         (void)baton_election_watch(l->e); /* subscribe before campaigning: no missed resign */
     int rc = baton_election_campaign(l->e, &holder);
     if (rc == BATON_OK) {
@@ -129,7 +129,7 @@ static void lead(struct baton_leader *l, int64_t *next_renew_ns)
         if (rc == BATON_OK) {
             atomic_store(&l->lose_at_ns, baton_election_deadline_ns(l->e) - l->margin_ms * 1000000);
             *next_renew_ns = now + l->renew_ms * 1000000;
-            if (baton_election_watch_fd(l->e) < 0 && call_fits(l, atomic_load(&l->lose_at_ns)))
+            if (!baton_election_watch_complete(l->e) && call_fits(l, atomic_load(&l->lose_at_ns)))
                 (void)baton_election_watch(l->e);
         } else if (rc == BATON_ELOST) {
             (void)lose(l, BATON_ELOST);

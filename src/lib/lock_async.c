@@ -410,6 +410,9 @@ static void start_extend(struct baton__task *t)
 /* The operation for c, or NULL: c unusable for asynchronous calls. */
 static struct op *op_new(struct baton_client *c, enum op_kind kind, baton_lock_cb cb, void *arg)
 {
+    if (c != NULL && c->quorum != NULL)
+        baton__client_error(c, "not supported over a Redlock quorum: the _async lock calls (the "
+                               "blocking ones run on every master)");
     if (c == NULL || cb == NULL || c->quorum != NULL || atomic_load(&c->closed))
         return NULL;
     struct op *op = calloc(1, sizeof *op);

@@ -360,28 +360,54 @@ static const char campaign_src[] =
 
 /* ---- Redlock quorum (quorum.c): run on each master ----
  *
- * KEYS: lock fence. ARGV: token ttl_ms fence. The client read the fence
- * counters of a majority and asks for max + 1. A master grants only when
- * the lock is free (or already ours: a retried request) and its counter is
- * below the fence asked for; it then stores that fence. Any two majorities
+ * KEYS: lock fence. ARGV: token ttl_ms fence. The client asks for the
+ * highest counter a majority reported + 1 (or its hint: quorum.c). A
+ * master grants only when the lock is free (or already ours: a retried
+ * request) and its counter is below the fence asked for; it then stores
+ * that fence. Any two majorities
  * share a master, which saw both grants in order: the later has the higher
  * fence. Returns {1, fence} granted; {0, pttl, holder, fence} held by
  * another; {-1, counter} the fence asked for is not above this master's. */
 static const char quorum_acquire_src[] =
-    "local lock, fence, want = KEYS[1], KEYS[2], tonumber(ARGV[3])\n"
-    "local v = redis.call('get', lock)\n"
+    "local hs = redis.call('get', KEYS[2]) or '0'\n"
+    "if tonumber(ARGV[3]) > tonumber(hs) and\n"
+    "   redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then\n"
+    "  redis.call('set', KEYS[2], ARGV[3])\n"
+    "  return {1, ARGV[3]}\n"
+    "end\n"
+    "local v = redis.call('get', KEYS[1])\n"
     "if v == ARGV[1] then\n"
-    "  redis.call('pexpire', lock, ARGV[2])\n"
-    "  return {1, redis.call('get', fence) or '0'}\n"
+    "  redis.call('pexpire', KEYS[1], ARGV[2])\n"
+    "  return {1, hs}\n"
     "end\n"
-    "if v then\n"
-    "  return {0, redis.call('pttl', lock), v, redis.call('get', fence) or '0'}\n"
-    "end\n"
-    "local have = tonumber(redis.call('get', fence) or '0')\n"
-    "if want <= have then return {-1, tostring(have)} end\n"
-    "redis.call('set', lock, ARGV[1], 'PX', ARGV[2])\n"
-    "redis.call('set', fence, ARGV[3])\n"
-    "return {1, ARGV[3]}\n";
+    "if v then return {0, redis.call('pttl', KEYS[1]), v, hs} end\n"
+    "return {-1, hs}\n";
+
+/* KEYS: lock. ARGV: token channel. A release over a quorum (no queue
+ * there): deletes the lock if it is ours, publishing "resigned" on the
+ * channel when one is given (elections). Returns 1 released, 0 not ours. */
+static const char quorum_release_src[] =
+    "if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end\n"
+    "redis.call('del', KEYS[1])\n"
+    "if ARGV[2] ~= '' then redis.call('publish', ARGV[2], 'resigned') end\n"
+    "return 1\n";
+
+/* KEYS: lock fence. ARGV: token ttl_ms term. An election's renewal over
+ * a quorum: extends the lease where it is ours (1); where the key is free
+ * and this master never granted a fence above our term (a master that
+ * restarted empty, or missed the grant), takes it again for our token and
+ * raises its counter to the term (2); else 0 (another holds it, or a
+ * later term was granted here: we are not the leader). */
+static const char quorum_extend_src[] =
+    "local v = redis.call('get', KEYS[1])\n"
+    "if v == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end\n"
+    "if v then return 0 end\n"
+    "local have = tonumber(redis.call('get', KEYS[2]) or '0')\n"
+    "local term = tonumber(ARGV[3])\n"
+    "if have > term then return 0 end\n"
+    "redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
+    "if have < term then redis.call('set', KEYS[2], ARGV[3]) end\n"
+    "return 2\n";
 
 const char *baton__script_source(enum baton__script_id id)
 {
@@ -397,6 +423,8 @@ const char *baton__script_source(enum baton__script_id id)
     case BATON__S_MULTI_ACQUIRE: return multi_acquire_src;
     case BATON__S_CAMPAIGN: return campaign_src;
     case BATON__S_QUORUM_ACQUIRE: return quorum_acquire_src;
+    case BATON__S_QUORUM_EXTEND: return quorum_extend_src;
+    case BATON__S_QUORUM_RELEASE: return quorum_release_src;
     case BATON__S_COUNT: break;
     }
     return "";

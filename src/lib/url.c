@@ -724,3 +724,178 @@ int baton_url_check(const char *url, char *redacted, size_t rlen, char *err, siz
     baton__url_clear(&u);
     return rc;
 }
+
+int baton_url_quorum(const char *url, int *masters, int64_t *max_ttl_ms, int64_t *node_timeout_ms,
+                     char *err, size_t errlen)
+{
+    struct baton__url u;
+    char detail[BATON__ERRLEN];
+    if (masters == NULL || max_ttl_ms == NULL || node_timeout_ms == NULL)
+        return BATON_EINVAL;
+    int rc = baton__url_parse(url, &u, detail, sizeof detail);
+    if (rc != BATON_OK) {
+        if (err != NULL && errlen > 0)
+            baton__set_error(err, errlen, "%s", rc == BATON_ENOMEM ? "out of memory" : detail);
+        return rc;
+    }
+    *masters = u.quorum ? u.nseeds : 0;
+    *max_ttl_ms = u.max_ttl_ms > 0 ? u.max_ttl_ms : BATON__QUORUM_MAX_TTL_MS;
+    *node_timeout_ms = u.node_timeout_ms > 0 ? u.node_timeout_ms : BATON__QUORUM_NODE_TIMEOUT_MS;
+    baton__url_clear(&u);
+    return BATON_OK;
+}
+
+/* Appends v percent-encoded (all but unreserved characters, and '/' when
+ * path is set). */
+static void sb_enc(struct sbuf *b, const char *v, bool path)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    for (const unsigned char *p = (const unsigned char *)v; *p != '\0'; p++) {
+        char one[4] = {(char)*p, '\0'};
+        bool keep = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                    (*p >= '0' && *p <= '9') || strchr("-._~", *p) != NULL || (path && *p == '/');
+        if (!keep) {
+            one[0] = '%';
+            one[1] = hex[*p >> 4];
+            one[2] = hex[*p & 15];
+            one[3] = '\0';
+        }
+        sb_str(b, one);
+    }
+}
+
+static bool same_str(const char *a, const char *b)
+{
+    return (a == NULL && b == NULL) || (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+/* What differs between two masters' URLs that a quorum needs alike, or
+ * NULL. */
+static const char *differs(const struct baton__url *a, const struct baton__url *b)
+{
+    if (a->tls != b->tls)
+        return "scheme (redis:// and rediss:// mixed)";
+    if (!same_str(a->user, b->user) || !same_str(a->pass, b->pass))
+        return "credentials";
+    if (a->db != b->db)
+        return "database";
+    if (!same_str(a->tls_ca, b->tls_ca) || !same_str(a->tls_capath, b->tls_capath) ||
+        !same_str(a->tls_cert, b->tls_cert) || !same_str(a->tls_key, b->tls_key) ||
+        !same_str(a->tls_sni, b->tls_sni) || a->tls_verify != b->tls_verify)
+        return "TLS parameters";
+    return NULL;
+}
+
+int baton_url_join(const char *const *urls, int n, char **out, int *bad, char *err, size_t errlen)
+{
+    struct baton__url u[BATON__QUORUM_MAX];
+    char detail[BATON__ERRLEN];
+    struct sbuf b = {0};
+    int parsed = 0, rc = BATON_EINVAL;
+    bool first = true;
+
+    if (out == NULL || urls == NULL || n < 1)
+        return BATON_EINVAL;
+    *out = NULL;
+    if (bad != NULL)
+        *bad = 0;
+    if (n > BATON__QUORUM_MAX) {
+        baton__set_error(err, errlen,
+                         "a quorum has an odd number of masters, 3 to %d (%d URLs given)",
+                         BATON__QUORUM_MAX, n);
+        return BATON_EINVAL;
+    }
+    for (; parsed < n; parsed++) {
+        if (bad != NULL)
+            *bad = parsed;
+        rc = baton__url_parse(urls[parsed], &u[parsed], detail, sizeof detail);
+        if (rc != BATON_OK) {
+            baton__set_error(err, errlen, "%s", rc == BATON_ENOMEM ? "out of memory" : detail);
+            goto out;
+        }
+        rc = BATON_EINVAL;
+        if (u[parsed].transport != BATON__TCP || u[parsed].master != NULL || u[parsed].cluster ||
+            u[parsed].quorum) {
+            baton__set_error(err, errlen,
+                             "%s: the masters of a quorum are each a redis:// or rediss:// URL "
+                             "(one server each)",
+                             u[parsed].redacted);
+            parsed++;
+            goto out;
+        }
+        const char *what = parsed > 0 ? differs(&u[0], &u[parsed]) : NULL;
+        if (what != NULL) {
+            baton__set_error(err, errlen,
+                             "%s: not the same %s as the first master (%s): the masters of a "
+                             "quorum share scheme, credentials, database and TLS parameters",
+                             u[parsed].redacted, what, u[0].redacted);
+            parsed++;
+            goto out;
+        }
+    }
+    if (n == 1) { /* one server: that URL */
+        if ((*out = strdup(urls[0])) == NULL)
+            rc = BATON_ENOMEM;
+        else
+            rc = BATON_OK;
+        goto out;
+    }
+    if (bad != NULL)
+        *bad = -1; /* from here on, about the list */
+    sb_str(&b, u[0].tls ? "rediss-quorum://" : "redis-quorum://");
+    /* "user:@" for a user without a password ("user@" alone would be read
+     * as a password), ":pass@", "user:pass@" */
+    if (u[0].user != NULL)
+        sb_enc(&b, u[0].user, false);
+    if (u[0].user != NULL || u[0].pass != NULL)
+        sb_str(&b, ":");
+    if (u[0].pass != NULL)
+        sb_enc(&b, u[0].pass, false);
+    if (u[0].user != NULL || u[0].pass != NULL)
+        sb_str(&b, "@");
+    for (int i = 0; i < n; i++) {
+        if (i > 0)
+            sb_str(&b, ",");
+        sb_hostport(&b, u[i].host, u[i].port);
+    }
+    char num[16];
+    snprintf(num, sizeof num, "/%d", u[0].db);
+    sb_str(&b, num);
+    const char *names[5] = {"ca", "capath", "cert", "key", "sni"};
+    const char *vals[5] = {u[0].tls_ca, u[0].tls_capath, u[0].tls_cert, u[0].tls_key, u[0].tls_sni};
+    for (int i = 0; i < 5; i++) {
+        if (vals[i] == NULL)
+            continue;
+        sb_str(&b, first ? "?" : "&");
+        first = false;
+        sb_str(&b, names[i]);
+        sb_str(&b, "=");
+        sb_enc(&b, vals[i], true);
+    }
+    if (u[0].tls && !u[0].tls_verify) {
+        sb_str(&b, first ? "?" : "&");
+        sb_str(&b, "verify=none");
+    }
+    if (b.oom) {
+        rc = BATON_ENOMEM;
+        goto out;
+    }
+    /* The quorum's own rules (an odd number of masters, each once) */
+    struct baton__url q;
+    rc = baton__url_parse(b.s, &q, detail, sizeof detail);
+    if (rc != BATON_OK) {
+        baton__set_error(err, errlen, "%s", rc == BATON_ENOMEM ? "out of memory" : detail);
+        goto out;
+    }
+    baton__url_clear(&q);
+    *out = b.s;
+    b.s = NULL;
+out:
+    if (b.s != NULL) {
+        explicit_bzero(b.s, strlen(b.s));
+        free(b.s);
+    }
+    for (int i = 0; i < parsed; i++)
+        baton__url_clear(&u[i]);
+    return rc;
+}

@@ -130,17 +130,6 @@ static const char release_src[] = "redis.call('zrem', KEYS[1], ARGV[1])\n"
                                   "redis.call('publish', ARGV[2], 'ended ' .. ARGV[3])\n"
                                   "return 1\n";
 
-/* KEYS: busy:J. ARGV: member to leave out ('' for none). */
-static const char busy_src[] =
-    "local t = redis.call('time')\n"
-    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
-    "redis.call('zremrangebyscore', KEYS[1], '-inf', now)\n"
-    "local out = {}\n"
-    "for _, m in ipairs(redis.call('zrange', KEYS[1], 0, 31)) do\n"
-    "  if m ~= ARGV[1] then out[#out + 1] = m end\n"
-    "end\n"
-    "return {1, out}\n";
-
 const char *claim_result_name(enum claim_result r)
 {
     static const char *const names[] = {"ok",    "skipped", "busy",        "taken",
@@ -151,42 +140,109 @@ const char *claim_result_name(enum claim_result r)
 
 void claim_reply_free(struct claim_reply *r)
 {
-    baton_reply_free(r->reply);
+    baton_answers_free(r->answers);
     memset(r, 0, sizeof *r);
 }
 
-/* Fills out->busy from element 1 of a {code, {members...}} reply. */
-static void take_busy(struct claim_reply *out)
+/* The code of one master's answer to a claim script ({code} or {code,
+ * {members...}}), or -2 when it is not one. */
+static int answer_code(const struct baton_reply *r)
 {
-    const struct baton_reply *r = out->reply;
-    if (r->type != BATON_REPLY_ARRAY || r->elements < 2 || r->element[1]->type != BATON_REPLY_ARRAY)
-        return;
-    const struct baton_reply *b = r->element[1];
-    for (size_t i = 0; i < b->elements && out->nbusy < 32; i++)
-        if (b->element[i]->type == BATON_REPLY_STRING)
-            out->busy[out->nbusy++] = b->element[i]->str;
+    if (r == NULL || r->type != BATON_REPLY_ARRAY || r->elements < 1 ||
+        r->element[0]->type != BATON_REPLY_INTEGER || r->element[0]->integer < -1 ||
+        r->element[0]->integer > 6)
+        return -2;
+    return (int)r->element[0]->integer;
 }
 
-enum claim_result claim_parse(struct claim_reply *out)
+/* Adds the members of element 1 of r to out->busy, once each. */
+static void take_busy(struct claim_reply *out, const struct baton_reply *r)
 {
-    const struct baton_reply *r = out->reply;
-    enum claim_result res;
-    if (r == NULL || r->type != BATON_REPLY_ARRAY || r->elements < 1 ||
-        r->element[0]->type != BATON_REPLY_INTEGER)
-        return CLAIM_ERROR;
-    switch (r->element[0]->integer) {
-    case -1: res = CLAIM_NOT_LEADER; break;
-    case 0: res = CLAIM_TAKEN; break;
-    case 1: res = CLAIM_OK; break;
-    case 2: res = CLAIM_BUSY; break;
-    case 3: res = CLAIM_SKIPPED; break;
-    case 4: res = CLAIM_OURS; break;
-    case 5: res = CLAIM_OURS_SKIPPED; break;
-    case 6: res = CLAIM_OURS_EXPIRED; break;
-    default: return CLAIM_ERROR;
+    if (r == NULL || r->type != BATON_REPLY_ARRAY || r->elements < 2 ||
+        r->element[1]->type != BATON_REPLY_ARRAY)
+        return;
+    const struct baton_reply *b = r->element[1];
+    for (size_t i = 0; i < b->elements && out->nbusy < 32; i++) {
+        if (b->element[i]->type != BATON_REPLY_STRING)
+            continue;
+        bool seen = false;
+        for (size_t k = 0; k < out->nbusy && !seen; k++)
+            seen = strcmp(out->busy[k], b->element[i]->str) == 0;
+        if (!seen)
+            out->busy[out->nbusy++] = b->element[i]->str;
     }
-    take_busy(out);
-    return res;
+}
+
+enum claim_result claim_reduce(struct claim_reply *out, enum claim_mode mode)
+{
+    const struct baton_answers *a = out->answers;
+    /* by code + 1: not leader, taken, ok, busy, skipped, ours, ours
+     * skipped, ours expired */
+    int n[8] = {0};
+    int unanswered = 0, bad = 0;
+    char why[256];
+
+    if (a == NULL)
+        return CLAIM_ERROR;
+    out->majority = a->majority;
+    for (int i = 0; i < a->n; i++) {
+        const struct baton_answer *v = &a->v[i];
+        if (v->rc == BATON_ENOTDURABLE)
+            return CLAIM_NOT_DURABLE; /* min_replicas: one server, never a quorum */
+        if (v->rc != BATON_OK || !v->counts) {
+            unanswered++;
+            continue;
+        }
+        int code = answer_code(v->reply);
+        if (code == -2) {
+            bad++;
+            continue;
+        }
+        n[code + 1]++;
+        take_busy(out, v->reply);
+    }
+    int ok = n[2], busy = n[3], skipped = n[4], ours = n[5], ours_skipped = n[6];
+    int expired = n[7];
+    int claimed = ok + skipped + ours + ours_skipped + expired;
+    /* The masters where our member is registered now */
+    int registered = ok + ours;
+    if (busy > 0 && mode == CLAIM_RUN_OR_WAIT) {
+        out->partial = claimed > 0; /* retried with the same member: OURS there */
+        return CLAIM_BUSY;
+    }
+    if (claimed >= a->majority) {
+        if (skipped + ours_skipped > 0 || mode == CLAIM_SKIP) {
+            /* forbid: a run alive on any master of a majority is alive */
+            out->undo = registered > 0;
+            return skipped > 0 || ours_skipped == 0 ? CLAIM_SKIPPED : CLAIM_OURS_SKIPPED;
+        }
+        if (registered >= a->majority)
+            return ok > 0 ? CLAIM_OK : CLAIM_OURS;
+        /* Claimed by an earlier attempt whose registration expired on too
+         * many masters to hold (one server: {6}): recorded, not run */
+        out->undo = registered > 0;
+        return CLAIM_OURS_EXPIRED;
+    }
+    if (n[0] >= a->majority) {
+        out->undo = registered > 0;
+        return CLAIM_NOT_LEADER;
+    }
+    if (n[1] >= a->majority) { /* a majority passed the tick: nobody can claim it */
+        out->undo = registered > 0;
+        return CLAIM_TAKEN;
+    }
+    /* Undecided: too few answers for either. Retried with the same member,
+     * it completes where it applied (OURS) as more masters answer. */
+    out->partial = claimed > 0;
+    if (a->n == 1) /* one server: the client's error says why (claim_tick) */
+        return CLAIM_ERROR;
+    baton_answers_describe(a, why, sizeof why);
+    snprintf(out->why, sizeof out->why,
+             "claim undecided: %d of %d masters claimed it (%d needed), %d had it claimed "
+             "already, %d had another leader, %d unanswered or quarantined%s (%s)",
+             claimed, a->n, a->majority, n[1], n[0], unanswered,
+             bad > 0 ? ", some with an unexpected reply" : "", why);
+    return CLAIM_ERROR;
 }
 
 enum claim_result claim_tick(struct baton_client *c, const char *group, const char *job,
@@ -205,9 +261,14 @@ enum claim_result claim_tick(struct baton_client *c, const char *group, const ch
     snprintf(tickbuf, sizeof tickbuf, "%" PRId64, tick);
     const char *keys[4] = {leader_key, last, busy, claimed};
     const char *args[4] = {token, tickbuf, modes[mode], member != NULL ? member : ""};
-    int rc = baton_client_eval(c, claim_src, 4, keys, 4, args, &out->reply);
-    res = rc == BATON_ENOTDURABLE ? CLAIM_NOT_DURABLE : rc == BATON_OK ? claim_parse(out)
-                                                                       : CLAIM_ERROR;
+    int rc = baton_client_eval_all(c, claim_src, 4, keys, 4, args, &out->answers);
+    if (rc != BATON_OK && out->answers == NULL) {
+        snprintf(out->why, sizeof out->why, "%s", baton_client_errstr(c));
+        goto out;
+    }
+    res = claim_reduce(out, mode);
+    if (res == CLAIM_ERROR && out->why[0] == '\0')
+        snprintf(out->why, sizeof out->why, "%s", baton_client_errstr(c));
 out:
     free(last);
     free(busy);
@@ -220,19 +281,33 @@ enum claim_result claim_lookup(struct baton_client *c, const char *group, const 
 {
     char *busy = group_key(group, "busy:%s", job), *claimed = group_key(group, "claimed:%s", job);
     char tickbuf[24];
-    struct claim_reply out = {0};
+    struct baton_answers *a = NULL;
     enum claim_result res = CLAIM_ERROR;
     if (busy == NULL || claimed == NULL)
         goto out;
     snprintf(tickbuf, sizeof tickbuf, "%" PRId64, tick);
-    const char *keys[2] = {busy, claimed};
-    const char *args[2] = {member, tickbuf};
-    /* A read: no WAIT for replicas (baton_client_eval() would add one). */
-    const char *argv[7] = {"EVAL", lookup_src, "2", keys[0], keys[1], args[0], args[1]};
-    if (baton_client_command(c, 7, argv, NULL, &out.reply) == BATON_OK)
-        res = claim_parse(&out);
+    /* A read: no WAIT for replicas (baton_client_eval_all() would add one) */
+    const char *argv[7] = {"EVAL", lookup_src, "2", busy, claimed, member, tickbuf};
+    if (baton_client_command_all(c, 7, argv, NULL, &a) != BATON_OK)
+        goto out;
+    int n[8] = {0}, valid = 0; /* by code + 1, as in claim_reduce() */
+    for (int i = 0; i < a->n; i++) {
+        int code = a->v[i].rc == BATON_OK && a->v[i].counts ? answer_code(a->v[i].reply) : -2;
+        if (code == 0 || code >= 4) {
+            n[code + 1]++;
+            valid++;
+        }
+    }
+    int yes = n[5] + n[6] + n[7];
+    /* Applied on a majority: ours, as a retry of the claim would find it.
+     * On so few that even the masters that did not answer cannot make a
+     * majority: not applied (the next leader claims the tick). */
+    if (yes >= a->majority)
+        res = n[6] > 0 ? CLAIM_OURS_SKIPPED : n[5] >= a->majority ? CLAIM_OURS : CLAIM_OURS_EXPIRED;
+    else if (yes + (a->n - valid) < a->majority)
+        res = CLAIM_TAKEN;
 out:
-    claim_reply_free(&out);
+    baton_answers_free(a);
     free(busy);
     free(claimed);
     return res;
@@ -264,16 +339,64 @@ int claim_start_marks(struct baton_client *c, const char *group, const char *lea
         snprintf(vals[made], sizeof vals[made], "%" PRId64, marks[made]);
         args[made + 1] = vals[made];
     }
-    struct baton_reply *reply = NULL;
-    int e = baton_client_eval(c, start_marks_src, (int)n + 1, keys, (int)n + 1, args, &reply);
+    struct baton_answers *a = NULL;
+    int e = baton_client_eval_all(c, start_marks_src, (int)n + 1, keys, (int)n + 1, args, &a);
+    if (e == BATON_OK)
+        e = baton_answers_check(c, a);
     /* Not durable: the mark may be lost with a failover, which is where
-     * we were before writing it. */
+     * we were before writing it. Over a quorum: written on a majority. */
     if (e == BATON_OK || e == BATON_ENOTDURABLE)
         rc = 0;
-    baton_reply_free(reply);
+    baton_answers_free(a);
 out:
     for (size_t i = 0; i < made; i++)
         free(owned[i]);
+    return rc;
+}
+
+/* Reduces the masters' answers to a refresh of n runs: a run is confirmed
+ * when a majority of the counted masters still had it (and extended it),
+ * lost when so few had it that even the masters that did not answer
+ * cannot make a majority. Returns 0 (every run confirmed or lost),
+ * BATON_ELOST (a majority has another leader), EIO (undecided: retry) or
+ * EPROTO. */
+static int refresh_reduce(const struct baton_answers *a, size_t n, bool *lost)
+{
+    int notleader = 0, valid = 0;
+    int have[REFRESH_MAX] = {0};
+    for (int i = 0; i < a->n; i++) {
+        const struct baton_reply *r = a->v[i].reply;
+        if (a->v[i].rc != BATON_OK || !a->v[i].counts)
+            continue;
+        if (r->type == BATON_REPLY_INTEGER && r->integer == -1) {
+            notleader++;
+            continue;
+        }
+        if (r->type != BATON_REPLY_ARRAY)
+            return BATON_EPROTO;
+        bool gone[REFRESH_MAX] = {false};
+        for (size_t k = 0; k < r->elements; k++) {
+            const struct baton_reply *e = r->element[k];
+            if (e->type != BATON_REPLY_INTEGER || e->integer < 1 || (size_t)e->integer > n)
+                return BATON_EPROTO;
+            gone[e->integer - 1] = true;
+        }
+        valid++;
+        for (size_t k = 0; k < n; k++)
+            have[k] += !gone[k];
+    }
+    if (notleader >= a->majority)
+        return BATON_ELOST;
+    int unknown = a->n - valid; /* not answered, quarantined, or another leader */
+    int rc = BATON_OK;
+    for (size_t k = 0; k < n; k++) {
+        if (have[k] >= a->majority)
+            continue;
+        if (have[k] + unknown < a->majority)
+            lost[k] = true;
+        else
+            rc = BATON_EIO;
+    }
     return rc;
 }
 
@@ -285,7 +408,7 @@ static int refresh_batch(struct baton_client *c, const char *group, const char *
     const char *keys[REFRESH_MAX + 1], *args[REFRESH_MAX + 3];
     char *owned[REFRESH_MAX];
     char ttl[24];
-    struct baton_reply *rep = NULL;
+    struct baton_answers *a = NULL;
     int rc = BATON_ENOMEM;
     size_t made = 0;
 
@@ -300,25 +423,11 @@ static int refresh_batch(struct baton_client *c, const char *group, const char *
         keys[made + 1] = owned[made];
         args[made + 3] = runs[made].member;
     }
-    rc = baton_client_eval(c, refresh_src, (int)n + 1, keys, (int)n + 3, args, &rep);
-    if (rc != BATON_OK)
-        goto out;
-    if (rep->type == BATON_REPLY_INTEGER && rep->integer == -1) {
-        rc = BATON_ELOST;
-        goto out;
-    }
-    rc = BATON_EPROTO;
-    if (rep->type != BATON_REPLY_ARRAY)
-        goto out;
-    for (size_t i = 0; i < rep->elements; i++) {
-        const struct baton_reply *e = rep->element[i];
-        if (e->type != BATON_REPLY_INTEGER || e->integer < 1 || (size_t)e->integer > n)
-            goto out;
-        lost[e->integer - 1] = true;
-    }
-    rc = BATON_OK;
+    rc = baton_client_eval_all(c, refresh_src, (int)n + 1, keys, (int)n + 3, args, &a);
+    if (rc == BATON_OK)
+        rc = refresh_reduce(a, n, lost);
 out:
-    baton_reply_free(rep);
+    baton_answers_free(a);
     for (size_t i = 0; i < made; i++)
         free(owned[i]);
     return rc;
@@ -343,46 +452,31 @@ int claim_refresh(struct baton_client *c, const char *group, const char *leader_
 int claim_release(struct baton_client *c, const char *group, const char *job, const char *member)
 {
     char *busy = group_key(group, "busy:%s", job), *chan = group_key(group, "events");
-    struct baton_reply *rep = NULL;
+    struct baton_answers *a = NULL;
     int rc = BATON_ENOMEM;
     if (busy != NULL && chan != NULL) {
         const char *keys[1] = {busy};
         const char *args[3] = {member, chan, job};
-        rc = baton_client_eval(c, release_src, 1, keys, 3, args, &rep);
+        rc = baton_client_eval_all(c, release_src, 1, keys, 3, args, &a);
+        if (rc == BATON_OK)
+            rc = baton_answers_check(c, a);
     }
-    baton_reply_free(rep);
+    baton_answers_free(a);
     free(busy);
     free(chan);
-    return rc;
-}
-
-int claim_busy(struct baton_client *c, const char *group, const char *job, const char *except,
-               struct claim_reply *out)
-{
-    char *busy = group_key(group, "busy:%s", job);
-    int rc = BATON_ENOMEM;
-    memset(out, 0, sizeof *out);
-    if (busy != NULL) {
-        const char *keys[1] = {busy};
-        const char *args[1] = {except != NULL ? except : ""};
-        rc = baton_client_eval(c, busy_src, 1, keys, 1, args, &out->reply);
-        if (rc == BATON_OK)
-            take_busy(out);
-    }
-    free(busy);
     return rc;
 }
 
 int claim_request_stop(struct baton_client *c, const char *group, const char *member)
 {
     char *chan = group_key(group, "events"), *msg = NULL;
-    struct baton_reply *rep = NULL;
+    struct baton_answers *a = NULL;
     int rc = BATON_ENOMEM;
     if (chan != NULL && asprintf(&msg, "stop %s", member) >= 0) {
         const char *argv[3] = {"PUBLISH", chan, msg};
-        rc = baton_client_command(c, 3, argv, NULL, &rep);
+        rc = baton_client_command_all(c, 3, argv, NULL, &a);
     }
-    baton_reply_free(rep);
+    baton_answers_free(a);
     free(msg);
     free(chan);
     return rc;

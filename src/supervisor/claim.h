@@ -6,8 +6,8 @@
  *   baton:{G}:last:J   the job's high-water mark: its last claimed tick
  *   baton:{G}:busy:J   sorted set of the job's live runs, "<node>/<run_id>",
  *                      scored by their expiry (server time, ms)
- *   baton:{G}:claimed:J the job's last claim: "<tick> <1|3> <member>", 1
- *                      claimed to run, 3 claimed as skipped
+ *   baton:{G}:claimed:J hash: node -> its last claim of the job, "<tick>
+ *                      <1|3> <member>", 1 claimed to run, 3 as skipped
  *
  * The claim of tick T checks that the leader key still holds our token,
  * that the mark is below T, and (concurrency: forbid) whether a run of J is
@@ -24,6 +24,30 @@
  * node's last claim of the job (the last 16 nodes' at most), and a node
  * settles its lost claim before it claims another tick of the job, so
  * another leader's claims of later ticks leave it to be found.
+ *
+ * Over a Redlock quorum every script runs on every master (libbaton's
+ * baton_client_eval_all()), each master deciding on its own data, and
+ * the answers are reduced (claim_reduce()):
+ *   - a tick is ours only when a majority of the counted masters claimed
+ *     it. Two claims of one tick need two majorities, which share a
+ *     master; that master moved its mark to T at the first and refuses
+ *     the second. So no tick runs twice, even with a stale leader (whose
+ *     token a majority no longer holds) or a claim retried by a new leader.
+ *   - a minority claim (masters unreachable) is undecided: it is retried
+ *     with the same member, and completes as masters answer (they answer
+ *     OURS, OURS_SKIPPED or OURS_EXPIRED where it applied); a majority
+ *     that passed the tick (taken) or holds another leader decides it
+ *     against us; what our member registered meanwhile is then released
+ *     (undo). A claim to run that a majority applied is run only while a
+ *     majority holds its registration (else OURS_EXPIRED: recorded).
+ *   - forbid: a run alive on any master of the answering majority is
+ *     alive (its registration was made by a majority, which shares a
+ *     master with ours): the union of the busy lists decides.
+ *   - a restarted master is quarantined (libbaton) and does not count.
+ * Registrations are confirmed when a majority still holds them, lost when
+ * no majority can; releases and marks are written to every master and
+ * hold when a majority applied them (the others expire, or are repaired
+ * by the next claim).
  *
  * A registered run stays registered while its node refreshes it: with the
  * lease (the leader's runs expire with its lease: a crashed leader's runs
@@ -70,12 +94,23 @@ enum claim_result {
 /* Returns: the result's name ("ok", "skipped"...). Static. */
 const char *claim_result_name(enum claim_result r);
 
-/* The live runs the claim saw (other than the new one), as "<node>/<run_id>".
- * Borrowed from the reply; valid until claim_reply_free(). */
+/* The answers of a claim, reduced. busy: the live runs the masters saw
+ * (other than the new one), as "<node>/<run_id>", each once. Borrowed from
+ * the answers; valid until claim_reply_free(). */
 struct claim_reply {
-    struct baton_reply *reply;
+    struct baton_answers *answers; /* owned */
     const char *busy[32];
     size_t nbusy;
+    /* The claim did not end in a run here, but some masters registered our
+     * member: release it (claim_release), or it looks busy until it
+     * expires. */
+    bool undo;
+    /* Some masters applied it, but it is not decided (BUSY, ERROR): retry
+     * it with the same member, or, if this node stops leading first,
+     * resolve it (claim_lookup). */
+    bool partial;
+    char why[512]; /* CLAIM_ERROR: what each master said */
+    int majority;  /* of the masters asked (1: one server) */
 };
 void claim_reply_free(struct claim_reply *r);
 
@@ -97,20 +132,24 @@ enum claim_result claim_tick(struct baton_client *c, const char *group, const ch
                              const char *leader_key, const char *token, int64_t tick,
                              enum claim_mode mode, const char *member, struct claim_reply *out);
 
+/* Reduces out->answers, the masters' answers to a claim script ({code}
+ * or {code, {members...}}: -1 not the leader, 0 taken, 1 ok, 2 busy, 3
+ * skipped, 4 ours, 5 ours skipped, 6 ours expired) made in mode, as
+ * described at the top: sets busy, undo, partial and why. One answer (a
+ * single server) is taken as it is. Returns the result; CLAIM_ERROR for
+ * replies of any other shape. For the scripts that claim like claim_tick
+ * (trigger.h). */
+enum claim_result claim_reduce(struct claim_reply *out, enum claim_mode mode);
+
 /* What became of a claim of tick by member whose answer was lost, once its
- * node will not retry it: CLAIM_OURS (applied, the run still registered),
- * CLAIM_OURS_SKIPPED (applied as skipped), CLAIM_OURS_EXPIRED (applied to
- * run, the registration gone since), CLAIM_TAKEN (not applied, or another
- * claim of the job has come since), or CLAIM_ERROR (Redis did not answer:
- * ask again). Reads only. */
+ * node will not retry it, read on every master: CLAIM_OURS (applied, the
+ * run still registered), CLAIM_OURS_SKIPPED (applied as skipped),
+ * CLAIM_OURS_EXPIRED (applied to run, the registration gone since),
+ * CLAIM_TAKEN (not applied, or another claim of the job has come since;
+ * over a quorum: applied on too few masters to make a majority), or
+ * CLAIM_ERROR (too few answers to tell: ask again). Reads only. */
 enum claim_result claim_lookup(struct baton_client *c, const char *group, const char *job,
                                int64_t tick, const char *member);
-
-/* Interprets the reply in out->reply of a claim script ({code} or {code,
- * {members...}}: -1 not the leader, 0 taken, 1 ok, 2 busy, 3 skipped, 4
- * ours, 5 ours skipped, 6 ours expired), filling out->busy. Returns the result; CLAIM_ERROR for any other
- * reply. For the scripts that claim like claim_tick (trigger.h). */
-enum claim_result claim_parse(struct claim_reply *out);
 
 /* One registered run of this node. */
 struct claim_entry {
@@ -135,11 +174,6 @@ int claim_refresh(struct baton_client *c, const char *group, const char *leader_
 /* The end of a run: unregisters member and publishes "ended <job>".
  * Returns 0 or EIO... */
 int claim_release(struct baton_client *c, const char *group, const char *job, const char *member);
-
-/* The live runs of job other than `except` (may be NULL), into *out.
- * Returns 0 or EIO... */
-int claim_busy(struct baton_client *c, const char *group, const char *job, const char *except,
-               struct claim_reply *out);
 
 /* Asks the node running member to stop it ("stop <node>/<run_id>" on the
  * events channel). Returns 0 or EIO... */

@@ -87,18 +87,45 @@ static int check_timezone(const char *s, char *msg, size_t msglen)
 static int check_redis_url(const char *s, char *msg, size_t msglen)
 {
     char red[512];
-    if (baton_url_check(s, red, sizeof red, msg, msglen) != BATON_OK)
-        return -1;
-    if (strncmp(red, "redis-quorum://", 15) == 0 || strncmp(red, "rediss-quorum://", 16) == 0) {
-        snprintf(msg, msglen,
-                 "a Redlock quorum (redis-quorum://) is not supported by the supervisor yet: its "
-                 "election, renewals and job claims need one master, Sentinel or a Redis Cluster "
-                 "(baton lock --url takes a quorum)");
-        return -1;
-    }
-    return 0;
+    return baton_url_check(s, red, sizeof red, msg, msglen) != BATON_OK ? -1 : 0;
 }
 
+/* `redis:` as a YAML list: the masters of a Redlock quorum, each a
+ * redis:// or rediss:// URL, sharing scheme, credentials, database and
+ * TLS parameters; the library joins them into one redis-quorum:// URL
+ * (baton_url_join), so that everything after reads one URL. A list of one
+ * is that URL. */
+static int set_redis_list(void *obj, struct schema_ctx *ctx, const struct yamlx_node *n,
+                          const char *what)
+{
+    struct config *c = obj;
+    const char *urls[BATON_QUORUM_MAX];
+    char msg[512], *joined = NULL;
+    int bad = -1;
+
+    if (n->kind != YAMLX_SEQ)
+        return yamlx_errorf(ctx->d, n,
+                            "%s: expected a URL, or a list of the URLs of a quorum's masters, "
+                            "got a mapping",
+                            what);
+    if (n->nitems == 0 || n->nitems > BATON_QUORUM_MAX)
+        return yamlx_errorf(ctx->d, n,
+                            "%s: a list is a Redlock quorum of 3 to %d masters (an odd number); "
+                            "this one has %zu",
+                            what, BATON_QUORUM_MAX, n->nitems);
+    for (size_t i = 0; i < n->nitems; i++) {
+        if (yamlx_expect_scalar(ctx->d, n->items[i], what, "a redis:// URL") != 0)
+            return -1;
+        urls[i] = n->items[i]->str;
+    }
+    int rc = baton_url_join(urls, (int)n->nitems, &joined, &bad, msg, sizeof msg);
+    if (rc != BATON_OK)
+        return yamlx_errorf(ctx->d, bad >= 0 ? n->items[bad] : n, "%s: %s", what,
+                            rc == BATON_ENOMEM ? "out of memory" : msg);
+    free(c->redis);
+    c->redis = joined;
+    return 0;
+}
 /* A password file: an absolute path (read at start, by secrets.c), or
  * "none". */
 static int check_secret_path(const char *s, char *msg, size_t msglen)
@@ -190,13 +217,16 @@ static const struct schema_field options[] = {
      .doc = "This node's name in logs, `baton status` and the leader key; unique in the group."},
     {.key = "redis", .type = SCHEMA_STRING, .offset = OFF(redis),
      .def = "redis://127.0.0.1:6379/0", .min = 1, .max = 4096, .check = check_redis_url,
-     .flags = SCHEMA_SECRET,
+     .set_node = set_redis_list, .flags = SCHEMA_SECRET, .type_doc = "string or list",
      .bounds_doc = "redis://[[user]:pass@]host[:port][/db], rediss://...[?ca=&cert=&key=&sni=&"
                    "verify=], unix:///path[?db=N&user=U&password=P], "
                    "redis-sentinel://h1:26379,h2:26379[/db]?master=NAME (rediss-sentinel:// for "
-                   "TLS), redis-cluster://h1:7000,h2:7001 (seed nodes; rediss-cluster:// for TLS)",
+                   "TLS), redis-cluster://h1:7000,h2:7001 (seed nodes; rediss-cluster:// for TLS), "
+                   "redis-quorum://h1,h2,h3[/db][?max_ttl=MS&node_timeout=MS] (rediss-quorum:// "
+                   "for TLS), or a list of 3, 5, 7 or 9 redis:// (rediss://) URLs: the same quorum",
      .doc = "The Redis server holding the leader lease, tick claims and run history (with "
-            "Redis Cluster, the group's keys share the hash tag {group}: one slot)."},
+            "Redis Cluster, the group's keys share the hash tag {group}: one slot; with a "
+            "Redlock quorum, every master holds them and a majority decides)."},
     {.key = "group", .type = SCHEMA_STRING, .offset = OFF(group),
      .def = "default", .min = 1, .max = 64, .check = check_group,
      .bounds_doc = "letters, digits, _ . -; 1-64 chars",
@@ -316,6 +346,43 @@ static int check_poll(const struct config *c, char *msg, size_t msglen)
     return -1;
 }
 
+/* Over a quorum: the lease is a lock, which a quorum grants for at most
+ * max_ttl (a restarted master is kept out that long). */
+static int check_quorum_ttl(const struct config *c, char *msg, size_t msglen)
+{
+    int masters = 0;
+    int64_t max_ttl = 0, node_timeout = 0;
+    char ttl[32], mt[32];
+    if (baton_url_quorum(c->redis, &masters, &max_ttl, &node_timeout, NULL, 0) != BATON_OK ||
+        masters == 0 || c->lease_ttl_ms <= max_ttl)
+        return 0;
+    snprintf(msg, msglen,
+             "lease.ttl (%s) must be at most the quorum's max_ttl (%s): a quorum keeps a "
+             "restarted master out for max_ttl, which must cover every lease (raise max_ttl= in "
+             "a redis-quorum:// URL)",
+             yamlx_format_duration(c->lease_ttl_ms, ttl, sizeof ttl),
+             yamlx_format_duration(max_ttl, mt, sizeof mt));
+    return -1;
+}
+
+/* Over a quorum: each master is given node_timeout to connect and
+ * node_timeout to answer; a call as a whole ends by redis_timeout. */
+static int check_quorum_timeout(const struct config *c, char *msg, size_t msglen)
+{
+    int masters = 0;
+    int64_t max_ttl = 0, node_timeout = 0;
+    char to[32], nt[32];
+    if (baton_url_quorum(c->redis, &masters, &max_ttl, &node_timeout, NULL, 0) != BATON_OK ||
+        masters == 0 || c->redis_timeout_ms >= 2 * node_timeout)
+        return 0;
+    snprintf(msg, msglen,
+             "redis_timeout (%s) must be at least 2 x the quorum's node_timeout (%s): a master "
+             "is given node_timeout to connect and node_timeout to answer, within redis_timeout",
+             yamlx_format_duration(c->redis_timeout_ms, to, sizeof to),
+             yamlx_format_duration(node_timeout, nt, sizeof nt));
+    return -1;
+}
+
 static const struct relation {
     const char *keys[3];
     int (*check)(const struct config *c, char *msg, size_t msglen);
@@ -328,6 +395,14 @@ static const struct relation {
     {{"poll", "redis_timeout", NULL},
      check_poll,
      "`poll` >= `redis_timeout`: safety-net polls never overlap."},
+    {{"lease.ttl", "redis", NULL},
+     check_quorum_ttl,
+     "Over a Redlock quorum, `lease.ttl` <= its `max_ttl`: a restarted master is kept out of "
+     "the majority for max_ttl, which must cover every lease."},
+    {{"redis_timeout", "redis", NULL},
+     check_quorum_timeout,
+     "Over a Redlock quorum, `redis_timeout` >= 2 x its `node_timeout`: each master is given "
+     "node_timeout to connect and node_timeout to answer, within redis_timeout."},
 };
 
 /* ------------------------------------------------------------------------ */

@@ -612,10 +612,14 @@ static void on_sub(void *ctx, struct loop_watch *w, uint32_t events)
 
 static void ensure_watch(struct daemon *d)
 {
-    if (d->sub_added)
+    /* Over a quorum, a master whose subscription is missing (down, or
+     * back) is tried again here; the descriptor stays the same. */
+    if (d->sub_added && baton_election_watch_complete(d->election))
         return;
     if (baton_election_watch(d->election) != BATON_OK)
         return; /* campaigns and polls keep working; we retry next time */
+    if (d->sub_added)
+        return;
     d->sub_watch =
         (struct loop_watch){.fd = baton_election_watch_fd(d->election), .cb = on_sub, .ctx = d};
     if (loop_add(&d->loop, &d->sub_watch) == 0) {

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "answers.h"
 #include "history.h"
 #include "keys.h"
 #include "log.h"
@@ -247,42 +248,102 @@ bool history_parse(const struct baton_reply *e, struct history_rec *r)
     return true;
 }
 
+/* Stream ids "ms-seq": <0, 0, >0 as a is older, the same, newer than b. */
+static int id_cmp(const char *a, const char *b)
+{
+    unsigned long long am = strtoull(a, NULL, 10), bm = strtoull(b, NULL, 10);
+    if (am != bm)
+        return am < bm ? -1 : 1;
+    const char *ad = strchr(a, '-'), *bd = strchr(b, '-');
+    unsigned long long as = ad != NULL ? strtoull(ad + 1, NULL, 10) : 0;
+    unsigned long long bs = bd != NULL ? strtoull(bd + 1, NULL, 10) : 0;
+    return as < bs ? -1 : as > bs;
+}
+
+/* Two records are one (written to several masters, or written again after
+ * an answer was lost) when they say the same thing. */
+static bool same_record(const struct history_rec *a, const struct history_rec *b)
+{
+    return strcmp(a->run_id, b->run_id) == 0 && a->attempt == b->attempt &&
+           a->scheduled_at == b->scheduled_at && a->until == b->until &&
+           strcmp(a->outcome_name, b->outcome_name) == 0 && a->started_ms == b->started_ms;
+}
+
+static int newest_first(const void *x, const void *y)
+{
+    const struct history_rec *a = x, *b = y;
+    return id_cmp(b->id, a->id);
+}
+
+/* Adds the records of every master's range in out->answers to out->v (room
+ * for all), each once, newest first. Returns 0 or EPROTO. */
+static int merge_ranges(struct history_list *out)
+{
+    const struct baton_answers *a = out->answers;
+    for (int i = 0; i < a->n; i++) {
+        const struct baton_reply *r = a->v[i].reply;
+        if (a->v[i].rc != BATON_OK)
+            continue;
+        if (r->type != BATON_REPLY_ARRAY)
+            return BATON_EPROTO;
+        for (size_t j = 0; j < r->elements; j++) {
+            struct history_rec rec;
+            if (!history_parse(r->element[j], &rec))
+                return BATON_EPROTO;
+            bool seen = false;
+            for (size_t k = 0; k < out->n && !seen; k++)
+                seen = same_record(&out->v[k], &rec);
+            if (!seen)
+                out->v[out->n++] = rec;
+        }
+    }
+    if (out->n > 1)
+        qsort(out->v, out->n, sizeof out->v[0], newest_first);
+    return BATON_OK;
+}
+
+/* XREVRANGE key end - COUNT count on every master into out->answers, with
+ * room in out->v for every entry. */
+static int read_range(struct baton_client *c, const char *key, const char *end, long count,
+                      struct history_list *out)
+{
+    char cnt[24];
+    snprintf(cnt, sizeof cnt, "%ld", count);
+    const char *argv[] = {"XREVRANGE", key, end, "-", "COUNT", cnt};
+    int rc = baton_client_command_all(c, 6, argv, NULL, &out->answers);
+    if (rc != BATON_OK)
+        return rc;
+    size_t total = 0;
+    if ((rc = answers_arrays(c, out->answers, &total)) != BATON_OK)
+        return rc;
+    if (total > 0 && (out->v = calloc(total, sizeof *out->v)) == NULL)
+        return BATON_ENOMEM;
+    return BATON_OK;
+}
+
 int history_read(struct baton_client *c, const char *group, const char *job, long count,
                  struct history_list *out)
 {
-    char cnt[24];
-    int rc;
     memset(out, 0, sizeof *out);
     char *key = group_key(group, "runs:%s", job);
     if (key == NULL)
         return BATON_ENOMEM;
-    snprintf(cnt, sizeof cnt, "%ld", count);
-    const char *argv[] = {"XREVRANGE", key, "+", "-", "COUNT", cnt};
-    rc = baton_client_command(c, 6, argv, NULL, &out->reply);
+    int rc = read_range(c, key, "+", count, out);
     free(key);
-    if (rc != BATON_OK)
-        goto out_free;
-    const struct baton_reply *r = out->reply;
-    rc = BATON_EPROTO;
-    if (r->type != BATON_REPLY_ARRAY)
-        goto out_free;
-    if (r->elements > 0 && (out->v = calloc(r->elements, sizeof *out->v)) == NULL) {
-        rc = BATON_ENOMEM;
-        goto out_free;
+    if (rc == BATON_OK)
+        rc = merge_ranges(out);
+    if (rc != BATON_OK) {
+        history_list_free(out);
+        return rc;
     }
-    for (size_t i = 0; i < r->elements; i++)
-        if (!history_parse(r->element[i], &out->v[i]))
-            goto out_free;
-    out->n = r->elements;
+    if (out->n > (size_t)count) /* every master's newest: the group's newest */
+        out->n = (size_t)count;
     return BATON_OK;
-out_free:
-    history_list_free(out);
-    return rc;
 }
 
 void history_list_free(struct history_list *l)
 {
-    baton_reply_free(l->reply);
+    baton_answers_free(l->answers);
     free(l->v);
     memset(l, 0, sizeof *l);
 }
@@ -313,64 +374,75 @@ static bool id_before(const char *id, char *buf, size_t len)
 
 #define FIND_PAGE 50
 
+/* The oldest id of a full page among the masters' answers (the newest of
+ * them: every master has given all it holds above it), or NULL when every
+ * master's range is exhausted. */
+static const char *page_floor(const struct baton_answers *a)
+{
+    const char *floor = NULL;
+    for (int i = 0; i < a->n; i++) {
+        const struct baton_reply *r = a->v[i].reply;
+        if (a->v[i].rc != BATON_OK || r->type != BATON_REPLY_ARRAY || r->elements < FIND_PAGE)
+            continue;
+        const struct baton_reply *last = r->element[r->elements - 1];
+        if (last->type != BATON_REPLY_ARRAY || last->elements != 2 ||
+            last->element[0]->type != BATON_REPLY_STRING)
+            continue;
+        if (floor == NULL || id_cmp(last->element[0]->str, floor) > 0)
+            floor = last->element[0]->str;
+    }
+    return floor;
+}
+
 int history_find(struct baton_client *c, const char *group, const char *job, const char *run_id,
                  struct history_list *out)
 {
     char end[64] = "+";
     int rc = BATON_OK;
+    struct history_list best = {0}; /* the page holding the newest hit so far, as v[0] */
 
     memset(out, 0, sizeof *out);
     char *key = group_key(group, "runs:%s", job);
     if (key == NULL)
         return BATON_ENOMEM;
+    /* A page from every master at a time, all at or below one id. Every
+     * entry a master has not yet given is older than the newest of the
+     * pages' oldest ids (the floor): a hit at or above it is the answer;
+     * the next pages start just below it. */
     for (;;) {
         struct history_list page = {0};
-        char count[16];
-        snprintf(count, sizeof count, "%d", FIND_PAGE);
-        const char *argv[] = {"XREVRANGE", key, end, "-", "COUNT", count};
-        rc = baton_client_command(c, 6, argv, NULL, &page.reply);
-        if (rc != BATON_OK)
-            break;
-        rc = BATON_EPROTO;
-        if (page.reply->type != BATON_REPLY_ARRAY) {
+        rc = read_range(c, key, end, FIND_PAGE, &page);
+        if (rc == BATON_OK)
+            rc = merge_ranges(&page);
+        if (rc != BATON_OK) {
             history_list_free(&page);
             break;
         }
-        rc = BATON_OK;
-        size_t n = page.reply->elements, hit = n;
-        struct history_rec rec;
-        for (size_t i = 0; i < n && hit == n; i++) {
-            if (!history_parse(page.reply->element[i], &rec)) {
-                rc = BATON_EPROTO;
-                break;
-            }
-            if (run_id != NULL ? strcmp(rec.run_id, run_id) == 0
-                               : rec.run_id[0] != '\0' && rec.started_ms > 0)
-                hit = i;
+        size_t hit = page.n;
+        for (size_t i = 0; i < page.n && hit == page.n; i++)
+            if (run_id != NULL ? strcmp(page.v[i].run_id, run_id) == 0
+                               : page.v[i].run_id[0] != '\0' && page.v[i].started_ms > 0)
+                hit = i; /* newest first: the first is the newest */
+        if (hit < page.n && (best.n == 0 || id_cmp(page.v[hit].id, best.v[0].id) > 0)) {
+            page.v[0] = page.v[hit];
+            page.n = 1;
+            history_list_free(&best);
+            best = page; /* the record's strings live in its answers */
+            page = (struct history_list){0};
         }
-        if (rc == BATON_OK && hit < n) {
-            out->v = calloc(1, sizeof *out->v);
-            if (out->v == NULL) {
-                rc = BATON_ENOMEM;
-            } else {
-                out->v[0] = rec;
-                out->n = 1;
-                out->reply = page.reply; /* the strings of rec live in it */
-                page.reply = NULL;
-            }
-        }
-        bool more = rc == BATON_OK && out->n == 0 && n == FIND_PAGE &&
-                    page.reply->element[n - 1]->type == BATON_REPLY_ARRAY &&
-                    page.reply->element[n - 1]->elements == 2 &&
-                    page.reply->element[n - 1]->element[0]->type == BATON_REPLY_STRING &&
-                    id_before(page.reply->element[n - 1]->element[0]->str, end, sizeof end);
+        const char *floor =
+            page_floor(best.answers != NULL && page.answers == NULL ? best.answers : page.answers);
+        bool done =
+            best.n > 0 && (run_id != NULL || floor == NULL || id_cmp(best.v[0].id, floor) >= 0);
+        bool more = !done && floor != NULL && id_before(floor, end, sizeof end);
         history_list_free(&page);
         if (!more)
             break;
     }
     free(key);
     if (rc != BATON_OK)
-        history_list_free(out);
+        history_list_free(&best);
+    *out = best;
     return rc;
 }
 

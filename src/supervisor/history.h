@@ -103,9 +103,15 @@ int history_command(const struct history_rec *r, const char *group, const char *
                     int64_t maxlen, struct history_command *out);
 void history_command_free(struct history_command *c);
 
-/* Records, newest first, with the reply that holds their strings. */
+/* Records, newest first, with the answers that hold their strings. Over a
+ * Redlock quorum every write goes to every master (and holds when a
+ * majority took it); a read takes every master's records, each record
+ * once (one written to several masters, or again after a lost answer, is
+ * one: same run, attempt, ticks, outcome and start), newest first by
+ * stream id: the union of a majority's holds every record a majority
+ * took. */
 struct history_list {
-    struct baton_reply *reply;
+    struct baton_answers *answers;
     struct history_rec *v;
     size_t n;
 };

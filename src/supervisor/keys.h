@@ -11,7 +11,8 @@
  *                             expiry (claim.h)
  *   baton:{G}:claimed:<job>   hash: node -> its last claim of the job,
  *                             "<tick> <kind> <member>" (claim.h: a lost
- *                             answer's retry or lookup knows it)
+ *                             answer's retry or lookup knows it, on every
+ *                             master of a quorum)
  *   baton:{G}:runs:<job>      stream: the job's recent runs (history)
  *   baton:{G}:trigger:<id>    hash: a `baton trigger` request (trigger.h)
  *   baton:{G}:triggers        zset: the requests not yet done, by request time

@@ -96,14 +96,16 @@ static void free_keys(char *keys[3])
         free(keys[i]);
 }
 
+/* The heartbeat script on every master. Returns 0 with the answers in *a
+ * (owned) when a majority answered, or a BATON_E* code. */
 static int beat(struct baton_client *c, const char *group, int nargs, const char *const *args,
-                struct baton_reply **r)
+                struct baton_answers **a)
 {
     char *keys[3];
     int rc = make_keys(group, keys);
     if (rc != BATON_OK)
         return rc;
-    rc = baton_client_eval(c, beat_src, 3, (const char *const *)keys, nargs, args, r);
+    rc = baton_client_eval_all(c, beat_src, 3, (const char *const *)keys, nargs, args, a);
     free_keys(keys);
     return rc;
 }
@@ -112,11 +114,13 @@ int members_heartbeat(struct baton_client *c, const char *group, const char *nod
                       const char *info_json, int64_t forget_ms)
 {
     char forget[24];
-    struct baton_reply *r = NULL;
+    struct baton_answers *a = NULL;
     snprintf(forget, sizeof forget, "%" PRId64, forget_ms);
     const char *args[3] = {node, info_json, forget};
-    int rc = beat(c, group, 3, args, &r);
-    baton_reply_free(r);
+    int rc = beat(c, group, 3, args, &a);
+    if (rc == BATON_OK)
+        rc = baton_answers_check(c, a);
+    baton_answers_free(a);
     return rc;
 }
 
@@ -135,7 +139,7 @@ int members_claim(struct baton_client *c, const char *group, const char *node, i
                   char *msg, size_t msglen)
 {
     char mypid[24], dead[24] = "", forget[24], since[32], host[256];
-    struct baton_reply *r = NULL;
+    struct baton_answers *a = NULL;
     long pid = 0;
     int rc;
     time_t now = time(NULL);
@@ -159,21 +163,35 @@ int members_claim(struct baton_client *c, const char *group, const char *node, i
     /* At most twice: the second time replacing a dead predecessor. */
     for (int attempt = 0; attempt < 2; attempt++) {
         const char *args[6] = {node, info, forget, members_host(), mypid, dead};
-        baton_reply_free(r);
-        r = NULL;
-        rc = beat(c, group, 6, args, &r);
+        baton_answers_free(a);
+        a = NULL;
+        rc = beat(c, group, 6, args, &a);
+        if (rc == BATON_OK)
+            rc = baton_answers_check(c, a);
         if (rc != BATON_OK)
             goto out;
-        rc = BATON_EPROTO;
-        if (r->type != BATON_REPLY_ARRAY || r->elements < 1 ||
-            r->element[0]->type != BATON_REPLY_INTEGER)
-            goto out;
+        /* Each master: {1} written, or {0, holder's info, ms since its
+         * heartbeat} while another live supervisor holds the name there.
+         * One master that knows a live holder is enough to refuse. */
+        const struct baton_reply *r = NULL;
+        for (int i = 0; i < a->n; i++) {
+            const struct baton_reply *x = a->v[i].reply;
+            if (a->v[i].rc != BATON_OK)
+                continue;
+            rc = BATON_EPROTO;
+            if (x->type != BATON_REPLY_ARRAY || x->elements < 1 ||
+                x->element[0]->type != BATON_REPLY_INTEGER)
+                goto out;
+            if (x->element[0]->integer == 1)
+                continue;
+            if (x->elements != 3 || x->element[1]->type != BATON_REPLY_STRING ||
+                x->element[2]->type != BATON_REPLY_INTEGER)
+                goto out;
+            if (r == NULL || x->element[2]->integer < r->element[2]->integer)
+                r = x; /* the freshest heartbeat of a holder */
+        }
         rc = BATON_OK;
-        if (r->element[0]->integer == 1)
-            goto out;
-        rc = BATON_EPROTO;
-        if (r->elements != 3 || r->element[1]->type != BATON_REPLY_STRING ||
-            r->element[2]->type != BATON_REPLY_INTEGER)
+        if (r == NULL)
             goto out;
         holder_of(r->element[1]->str, host, sizeof host, &pid);
         if (attempt == 0 && pid > 0 && strcmp(host, members_host()) == 0 &&
@@ -190,7 +208,7 @@ int members_claim(struct baton_client *c, const char *group, const char *node, i
         goto out;
     }
 out:
-    baton_reply_free(r);
+    baton_answers_free(a);
     free(info);
     return rc;
 }
@@ -220,33 +238,17 @@ static bool in_array(const struct baton_reply *a, const char *s)
     return false;
 }
 
-int members_read(struct baton_client *c, const char *group, struct member **out, size_t *n)
+/* Adds one master's answer r ({now, nodes, seen, forgotten}) to m[0..*count):
+ * each node once, with its freshest heartbeat. Returns 0, EPROTO or
+ * ENOMEM. */
+static int add_members(const struct baton_reply *r, struct member *m, size_t *count)
 {
-    char *keys[3];
-    struct baton_reply *r = NULL;
-    struct member *m = NULL;
-    size_t count = 0;
-    *out = NULL;
-    *n = 0;
-    int rc = make_keys(group, keys);
-    if (rc != BATON_OK)
-        return rc;
-    rc = baton_client_eval(c, read_src, 3, (const char *const *)keys, 0, NULL, &r);
-    if (rc != BATON_OK)
-        goto out;
-    rc = BATON_EPROTO;
     if (r->type != BATON_REPLY_ARRAY || r->elements != 4 ||
         r->element[0]->type != BATON_REPLY_INTEGER || r->element[1]->type != BATON_REPLY_ARRAY ||
         r->element[2]->type != BATON_REPLY_ARRAY || r->element[3]->type != BATON_REPLY_ARRAY)
-        goto out;
+        return BATON_EPROTO;
     long long now = r->element[0]->integer;
     const struct baton_reply *info = r->element[1], *seen = r->element[2], *gone = r->element[3];
-    rc = BATON_ENOMEM;
-    if (seen->elements / 2 > 0) {
-        m = calloc(seen->elements / 2, sizeof *m);
-        if (m == NULL)
-            goto out;
-    }
     for (size_t i = 0; i + 1 < seen->elements; i += 2) {
         const struct baton_reply *name = seen->element[i], *ms = seen->element[i + 1];
         if (name->type != BATON_REPLY_STRING || ms->type != BATON_REPLY_STRING ||
@@ -263,13 +265,53 @@ int members_read(struct baton_client *c, const char *group, struct member **out,
                 info->element[k + 1]->type == BATON_REPLY_STRING &&
                 strcmp(info->element[k]->str, name->str) == 0)
                 json = info->element[k + 1]->str;
-        m[count].node = strdup(name->str);
-        m[count].info_json = strdup(json);
-        m[count].seen_ago_ms = now - seen_ms;
-        count++;
-        if (m[count - 1].node == NULL || m[count - 1].info_json == NULL)
-            goto out;
+        size_t at = 0;
+        while (at < *count && strcmp(m[at].node, name->str) != 0)
+            at++;
+        if (at < *count && m[at].seen_ago_ms <= now - seen_ms)
+            continue; /* another master saw it more recently */
+        char *nj = strdup(json);
+        if (nj == NULL)
+            return BATON_ENOMEM;
+        if (at == *count) {
+            if ((m[at].node = strdup(name->str)) == NULL) {
+                free(nj);
+                return BATON_ENOMEM;
+            }
+            (*count)++;
+        }
+        free(m[at].info_json);
+        m[at].info_json = nj;
+        m[at].seen_ago_ms = now - seen_ms;
     }
+    return BATON_OK;
+}
+
+int members_read(struct baton_client *c, const char *group, struct member **out, size_t *n)
+{
+    char *keys[3];
+    struct baton_answers *a = NULL;
+    struct member *m = NULL;
+    size_t count = 0, cap = 0;
+    *out = NULL;
+    *n = 0;
+    int rc = make_keys(group, keys);
+    if (rc != BATON_OK)
+        return rc;
+    rc = baton_client_eval_all(c, read_src, 3, (const char *const *)keys, 0, NULL, &a);
+    if (rc != BATON_OK)
+        goto out;
+    /* Every master's heartbeats; of each node, the freshest */
+    for (int i = 0; i < a->n; i++)
+        if (a->v[i].rc == BATON_OK && a->v[i].reply->type == BATON_REPLY_ARRAY &&
+            a->v[i].reply->elements == 4 && a->v[i].reply->element[2]->type == BATON_REPLY_ARRAY)
+            cap += a->v[i].reply->element[2]->elements / 2;
+    rc = BATON_ENOMEM;
+    if (cap > 0 && (m = calloc(cap, sizeof *m)) == NULL)
+        goto out;
+    for (int i = 0; i < a->n; i++)
+        if (a->v[i].rc == BATON_OK && (rc = add_members(a->v[i].reply, m, &count)) != BATON_OK)
+            goto out;
     if (count > 1)
         qsort(m, count, sizeof *m, by_seen);
     *out = m;
@@ -278,7 +320,7 @@ int members_read(struct baton_client *c, const char *group, struct member **out,
     rc = BATON_OK;
 out:
     members_free(m, count);
-    baton_reply_free(r);
+    baton_answers_free(a);
     free_keys(keys);
     return rc;
 }

@@ -124,6 +124,7 @@ struct jobstate {
      * redis_timeout): it may have been applied after all, and the tick
      * then be ours (resolve_lost_claim). */
     bool claim_lost;
+    int claim_majority;  /* of the masters it went to (1: one server) */
     /* The reason to record if that claim was to skip the tick (NULL: to
      * run it): a lost skip claim is recorded with it (resolve_lost_claim). */
     const char *claim_skip_reason;
@@ -187,6 +188,7 @@ struct runner {
     struct outbox_item *outbox, *outbox_tail;
     size_t noutbox;
     int64_t flush_retry_at;
+    int64_t flush_failed_until; /* an outbox write failed: none before then */
     /* The control keys (pause.h, trigger.h): read at lead, when a message
      * says they changed, and every control_poll_ms (pub/sub may lose one). */
     int64_t control_at; /* CLOCK_MONOTONIC; 0: not leading */
@@ -198,6 +200,9 @@ struct runner {
      * the term before (baton_election_server_changed): no catch-up. */
     bool no_catchup, no_catchup_logged;
     int64_t turn_end; /* this turn of the loop yields at this time (TURN_BUDGET_MS) */
+    /* Not leading, with claims left to resolve (resolve_lost_claim): the
+     * next try (CLOCK_MONOTONIC; 0: none) */
+    int64_t lost_retry_at;
     size_t nlost;     /* job states with claim_lost set: the only ones a follower looks at */
     size_t npaused;   /* job states paused or with an entry, at the last apply_pauses() */
 };
@@ -449,20 +454,31 @@ static int outbox_write(struct runner *r, const struct outbox_item *it)
     }
     case OUT_HISTORY: break;
     }
-    struct baton_reply *rep = NULL;
-    int rc = baton_client_command(r->h.client, it->cmd.argc, (const char *const *)it->cmd.argv,
-                                  NULL, &rep);
-    baton_reply_free(rep);
+    /* To every master; it holds when a majority took it (history.h) */
+    struct baton_answers *a = NULL;
+    int rc = baton_client_command_all(r->h.client, it->cmd.argc, (const char *const *)it->cmd.argv,
+                                      NULL, &a);
+    if (rc == BATON_OK)
+        rc = baton_answers_check(r->h.client, a);
+    baton_answers_free(a);
     return rc;
 }
 
 void runner_flush(struct runner *r)
 {
+    /* After a failure, not before its retry time, however often we are
+     * called: over a quorum without a majority, a write that failed may
+     * still have reached some masters (a release publishes "ended J" there,
+     * which wakes us), and trying again at each wake-up would feed itself. */
+    if (r->flush_failed_until != 0 && mono_ns() < r->flush_failed_until)
+        return;
+    r->flush_failed_until = 0;
     while (r->outbox != NULL && r->h.may_block(r->h.ctx)) {
         struct outbox_item *it = r->outbox;
         int rc = outbox_write(r, it);
         if (rc == BATON_EIO || rc == BATON_ENOMEM) {
             r->flush_retry_at = mono_ns() + FLUSH_RETRY_MS * MS; /* keep it: try later */
+            r->flush_failed_until = r->flush_retry_at;
             return;
         }
         if (rc != BATON_OK && it->kind == OUT_HISTORY) {
@@ -872,7 +888,7 @@ static void finish_run(struct runner *r, struct rrun *rr)
 /* ---- claims and decisions ---- */
 
 static void log_claim(struct runner *r, const char *job, int64_t tick, enum log_event ev,
-                      const char *then)
+                      const char *why, const char *then)
 {
     char when[32];
     log_rfc3339(tick, when, sizeof when);
@@ -880,7 +896,8 @@ static void log_claim(struct runner *r, const char *job, int64_t tick, enum log_
     cJSON_AddStringToObject(f, "job", job);
     cJSON_AddStringToObject(f, "scheduled_at", when);
     if (ev == LE_CLAIM_FAILED)
-        cJSON_AddStringToObject(f, "error", baton_client_errstr(r->h.client));
+        cJSON_AddStringToObject(
+            f, "error", why != NULL && why[0] != '\0' ? why : baton_client_errstr(r->h.client));
     cJSON_AddStringToObject(f, "then", then);
     log_emit(r->h.log, ev, f);
 }
@@ -969,15 +986,23 @@ static void not_started(struct runner *r, struct jobstate *js, const char *id, c
     record_run(r, &gone, NULL, false);
 }
 
-/* js's unanswered claim of claim_tick (claim_lost), once this node will not
- * claim that tick again (a new term found the job's mark at or past it, or
- * the node stopped leading): if Redis applied it after all, its mark is
- * passed, so no leader will run it: a claim to run is recorded
+/* js's unanswered or undecided claim of claim_tick (claim_lost), once this
+ * node will not claim that tick again (a new term found the job's mark at
+ * or past it, or the node stopped leading), and before the node claims
+ * another tick of the job (claimed:J keeps each node's last claim of a
+ * job): if Redis applied it after all (on a quorum: a majority did), its
+ * mark is passed, so no leader will run it: a claim to run is recorded
  * failed_to_start (and its registration removed), a claim as skipped is
- * recorded skipped (claim_lookup). A claim that was not applied leaves
- * nothing to record. Also called before the node claims another tick of
- * the job (claimed:J keeps each node's last claim of a job). Keeps trying
- * while Redis cannot answer. */
+ * recorded skipped (claim_lookup). A claim that was not applied (on a
+ * quorum: on too few masters to make a majority) leaves nothing to record:
+ * the next leader claims the tick.
+ * On one server it keeps trying while Redis cannot answer. Over a quorum,
+ * when too few masters answer to tell, the node decides at once: it did
+ * not run the tick, and it records so (the next leader runs the tick,
+ * unless the masters it reads say a majority had it, and then this record
+ * is where it is). Asking again could not be relied on: what this claim
+ * left there (its registration, its record in claimed:J) expires before
+ * the masters that did not answer come back. */
 static void resolve_lost_claim(struct runner *r, struct jobstate *js)
 {
     if (!js->claim_lost || js->claim_id[0] == '\0' || !r->h.may_block(r->h.ctx))
@@ -988,15 +1013,21 @@ static void resolve_lost_claim(struct runner *r, struct jobstate *js)
         claim_lookup(r->h.client, r->group, js->job->name, js->claim_tick, member);
     struct sched_tick h = {.at = js->claim_tick, .missed = true};
     if (res == CLAIM_OURS || res == CLAIM_OURS_EXPIRED) {
-        log_claim(r, js->job->name, h.at, LE_CLAIM_RECOVERED, "recorded not started");
+        log_claim(r, js->job->name, h.at, LE_CLAIM_RECOVERED, NULL, "recorded not started");
         not_started(r, js, js->claim_id, member, &h,
                     "claimed by a request whose answer was lost (Redis stalled), and this node "
                     "stopped leading before it could start it: not run");
     } else if (res == CLAIM_OURS_SKIPPED) {
-        log_claim(r, js->job->name, h.at, LE_CLAIM_RECOVERED, "recorded skipped");
+        log_claim(r, js->job->name, h.at, LE_CLAIM_RECOVERED, NULL, "recorded skipped");
         struct sched_range one = {.first = h.at, .last = h.at, .count = 1, .outcome = HO_SKIPPED};
         one.reason = js->claim_skip_reason != NULL ? js->claim_skip_reason : reason_busy;
         write_skipped(r, js->job->name, &one);
+    } else if (res == CLAIM_ERROR && js->claim_majority > 1) {
+        not_started(r, js, js->claim_id, member, &h,
+                    "its claim was undecided (a majority of the masters did not answer it) when "
+                    "this node gave it up: not run here (a later leader runs it unless a "
+                    "majority had it)");
+        res = CLAIM_TAKEN; /* dealt with */
     }
     if (res != CLAIM_ERROR) {
         set_claim_lost(r, js, false);
@@ -1051,12 +1082,17 @@ static bool claim_head(struct runner *r, struct jobstate *js, enum claim_mode mo
     bool late = (res == CLAIM_OK || res == CLAIM_OURS) && claimed_late(r);
     live_busy(r, &c);
     bool done = true;
+    if (c.undo) /* a quorum's masters registered what does not run: released */
+        queue_release(r, js->job->name, member);
+    if (c.partial) /* undecided where it applied: resolved if we stop leading */
+        set_claim_lost(r, js, true);
+    js->claim_majority = c.majority;
     if (res != CLAIM_ERROR && res != CLAIM_BUSY && res != CLAIM_NOT_LEADER) {
         js->claim_id[0] = '\0'; /* the head is dealt with: the next claims afresh */
         set_claim_lost(r, js, false);
     }
     if (res == CLAIM_OURS || res == CLAIM_OURS_SKIPPED || res == CLAIM_OURS_EXPIRED)
-        log_claim(r, js->job->name, h.at, LE_CLAIM_RECOVERED,
+        log_claim(r, js->job->name, h.at, LE_CLAIM_RECOVERED, NULL,
                   res == CLAIM_OURS           ? (late ? "recorded not started" : "run")
                   : res == CLAIM_OURS_SKIPPED ? "recorded skipped"
                                               : "recorded not started");
@@ -1112,12 +1148,12 @@ static bool claim_head(struct runner *r, struct jobstate *js, enum claim_mode mo
         q_pop(js);
         break;
     case CLAIM_NOT_LEADER:
-        log_claim(r, js->job->name, h.at, LE_CLAIM_REFUSED, "not run");
+        log_claim(r, js->job->name, h.at, LE_CLAIM_REFUSED, NULL, "not run");
         js->hold_until = now + CLAIM_RETRY_MS * MS;
         done = false;
         break;
     case CLAIM_ERROR:
-        log_claim(r, js->job->name, h.at, LE_CLAIM_FAILED,
+        log_claim(r, js->job->name, h.at, LE_CLAIM_FAILED, c.why,
                   "retried in order within its catch-up window");
         set_claim_lost(r, js, true);
         js->hold_until = now + CLAIM_RETRY_MS * MS;
@@ -1148,6 +1184,8 @@ static void start_retries(struct runner *r, struct jobstate *js, int64_t now)
         enum claim_result res =
             claim_tick(r->h.client, r->group, js->job->name, baton_election_key(r->h.election),
                        token, t->tick, CLAIM_REGISTER, member, &c);
+        if ((c.undo || c.partial) && res != CLAIM_OK)
+            queue_release(r, js->job->name, member);
         claim_reply_free(&c);
         if (res == CLAIM_ERROR || res == CLAIM_NOT_DURABLE) {
             t->at_ns = now + CLAIM_RETRY_MS * MS;
@@ -1354,6 +1392,13 @@ static bool read_triggers(struct runner *r)
             ok = false;
         } else if (t.n == 0) {
             trigger_forget(r->h.client, r->group, ids.v[i].id); /* its hash is gone */
+        } else if (t.incomplete && t.v[0].state == TRIGGER_PENDING) {
+            /* It reached a minority of the quorum's masters when it was
+             * made (its client was told so): no majority can claim it. */
+            static const char why[] = "incomplete: the request reached only a minority of the "
+                                      "masters when it was made (baton trigger said so)";
+            log_trigger(r, LE_TRIGGER_REJECTED, t.v[0].job, t.v[0].id, 0, why);
+            ok = trigger_reject(r->h.client, r->group, t.v[0].id, why) == BATON_OK;
         } else {
             ok = take_trigger(r, &t.v[0]);
         }
@@ -1590,17 +1635,59 @@ static void queue_due(struct runner *r, struct jobstate *js, int64_t wall)
     js->next_tick = d.next;
 }
 
-/* js's high-water mark is rep (a string, or nil when no tick was ever
- * claimed): its schedule continues after it. A missing or unbelievable mark
- * (a new job, or Redis lost its data) starts from now, without catch-up:
- * what ran before cannot be known, and no tick must run twice. */
-static void take_mark(struct runner *r, struct jobstate *js, const struct baton_reply *rep,
-                      int64_t now_s)
+static int cmp_desc(const void *a, const void *b)
 {
-    char *end = NULL;
-    long long v = rep->type == BATON_REPLY_STRING ? strtoll(rep->str, &end, 10) : 0;
-    bool valid = rep->type == BATON_REPLY_STRING && end != NULL && *end == '\0' && v > 0 &&
-                 v <= now_s + 86400;
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x > y ? -1 : x < y;
+}
+
+/* The high-water mark the masters' answers to a GET (elem < 0) or an MGET
+ * (its element elem) give: on one server its value. Over a quorum, of the
+ * counted masters that answered (R of them), the k-th highest, k = R -
+ * (N - majority): every tick a majority claimed is at or below it (R
+ * answers share at least k masters with that majority), and a tick
+ * claimed by a minority that never completed is above it (so it is caught
+ * up, and claimed properly or recorded, not lost); lagging masters (down
+ * when the last claims were made, or restarted empty: no mark) are below
+ * it unless more lag than a quorum tolerates, and then the highest mark
+ * any master has is taken (no tick twice, what may be missed is missed).
+ * A mark is valid when it is a positive number no later than now + 1 day.
+ * Returns true with *v, or false when there is none. */
+static bool mark_of(const struct baton_answers *a, long elem, int64_t now_s, int64_t *v)
+{
+    int64_t marks[BATON_QUORUM_MAX];
+    int answered = 0, present = 0;
+    for (int i = 0; i < a->n; i++) {
+        const struct baton_reply *rep = a->v[i].reply;
+        if (a->v[i].rc != BATON_OK || !a->v[i].counts)
+            continue;
+        if (elem >= 0)
+            rep = rep->type == BATON_REPLY_ARRAY && (size_t)elem < rep->elements
+                      ? rep->element[elem]
+                      : NULL;
+        answered++;
+        char *end = NULL;
+        long long x =
+            rep != NULL && rep->type == BATON_REPLY_STRING ? strtoll(rep->str, &end, 10) : 0;
+        if (end == NULL || *end != '\0' || x <= 0 || x > now_s + 86400)
+            continue;
+        marks[present++] = x;
+    }
+    if (present == 0)
+        return false;
+    qsort(marks, (size_t)present, sizeof marks[0], cmp_desc);
+    int k = answered - (a->n - a->majority);
+    *v = k >= 1 && k <= present ? marks[k - 1] : marks[0];
+    return true;
+}
+
+/* js's high-water mark (has: one was found, v its tick): its schedule
+ * continues after it. A missing or unbelievable mark (a new job, or Redis
+ * lost its data) starts from now, without catch-up: what ran before cannot
+ * be known, and no tick must run twice. */
+static void take_mark(struct runner *r, struct jobstate *js, bool has, int64_t v, int64_t now_s)
+{
+    bool valid = has;
     if (valid && r->no_catchup) {
         /* The server may lack the last claims of the term before (a failover
          * to a replica): what ran cannot be known, so nothing is caught up. */
@@ -1671,14 +1758,20 @@ static bool read_mark(struct runner *r, struct jobstate *js)
     if (!r->h.may_block(r->h.ctx))
         return false;
     char *key = group_key(r->group, "last:%s", js->job->name);
-    struct baton_reply *rep = NULL;
+    struct baton_answers *a = NULL;
     const char *argv[2] = {"GET", key};
-    int rc = key != NULL ? baton_client_command(r->h.client, 2, argv, NULL, &rep) : BATON_ENOMEM;
+    int rc = key != NULL ? baton_client_command_all(r->h.client, 2, argv, NULL, &a) : BATON_ENOMEM;
     free(key);
-    bool ok = rc == BATON_OK && (rep->type == BATON_REPLY_NIL || rep->type == BATON_REPLY_STRING);
-    if (ok)
-        take_mark(r, js, rep, wall_ms() / 1000);
-    baton_reply_free(rep);
+    bool ok = rc == BATON_OK;
+    for (int i = 0; ok && i < a->n; i++)
+        ok = a->v[i].rc != BATON_OK || a->v[i].reply->type == BATON_REPLY_NIL ||
+             a->v[i].reply->type == BATON_REPLY_STRING;
+    if (ok) {
+        int64_t now_s = wall_ms() / 1000, v = 0;
+        bool has = mark_of(a, -1, now_s, &v);
+        take_mark(r, js, has, v, now_s);
+    }
+    baton_answers_free(a);
     if (ok && js->mark_unset)
         write_start_marks(r, &js, 1);
     return ok;
@@ -1813,17 +1906,24 @@ static void read_marks(struct runner *r)
             argv[n + 1] = keys[n];
             batch[n++] = js;
         }
-        struct baton_reply *rep = NULL;
-        int rc = baton_client_command(r->h.client, (int)n + 1, argv, NULL, &rep);
+        struct baton_answers *a = NULL;
+        int rc = baton_client_command_all(r->h.client, (int)n + 1, argv, NULL, &a);
         for (size_t i = 0; i < n; i++)
             free(keys[i]);
-        if (rc != BATON_OK || rep->type != BATON_REPLY_ARRAY || rep->elements != n) {
-            baton_reply_free(rep);
+        for (int i = 0; rc == BATON_OK && i < a->n; i++)
+            if (a->v[i].rc == BATON_OK &&
+                (a->v[i].reply->type != BATON_REPLY_ARRAY || a->v[i].reply->elements != n))
+                rc = BATON_EPROTO;
+        if (rc != BATON_OK) {
+            baton_answers_free(a);
             return;
         }
-        for (size_t i = 0; i < n; i++)
-            take_mark(r, batch[i], rep->element[i], now_s);
-        baton_reply_free(rep);
+        for (size_t i = 0; i < n; i++) {
+            int64_t v = 0;
+            bool has = mark_of(a, (long)i, now_s, &v);
+            take_mark(r, batch[i], has, v, now_s);
+        }
+        baton_answers_free(a);
         write_start_marks(r, batch, n);
     }
 }
@@ -1900,6 +2000,7 @@ void runner_unlead(struct runner *r)
 {
     r->leading = false;
     r->control_at = 0;
+    r->lost_retry_at = mono_ns(); /* claims left undecided: resolved from now on */
     for (struct jobstate *js = r->states; js != NULL; js = js->next)
         clear_schedule(r, js);
     forget_all_pause(r);
@@ -2105,6 +2206,8 @@ static void rearm(struct runner *r)
         CONSIDER(r->heap[0]->key);
     if (r->leading)
         CONSIDER(r->control_at);
+    else
+        CONSIDER(r->lost_retry_at);
     /* The stop points matter for runs not yet told to stop (a run being
      * stopped has its own KILL time): never a time in the past again. */
     bool own = false, own_running = false, lease_running = false;
@@ -2160,11 +2263,16 @@ void runner_on_timer(struct runner *r)
     }
     for (struct rrun *rr = r->runs; rr != NULL; rr = rr->next)
         run_tick(&rr->run, now);
-    /* Unanswered claims of a term that ended: a follower looks at those
-     * jobs only (it is woken by every "ended" message of the group). */
-    for (struct jobstate *js = r->states; js != NULL && !r->leading && r->nlost > 0;
-         js = js->next)
-        resolve_lost_claim(r, js);
+    if (!r->leading && r->nlost > 0 && r->lost_retry_at != 0 && r->lost_retry_at <= now) {
+        /* Unanswered claims of a term that ended: a follower looks at
+         * those jobs only, again in a while as long as Redis cannot tell */
+        r->lost_retry_at = 0;
+        for (struct jobstate *js = r->states; js != NULL; js = js->next) {
+            resolve_lost_claim(r, js);
+            if (js->claim_lost)
+                r->lost_retry_at = now + CONTROL_RETRY_MS * MS;
+        }
+    }
     tend_own_runs(r, now);
     fence_lease_runs(r, now);
     if (r->leading && r->control_at != 0 && r->control_at <= now)

@@ -182,7 +182,7 @@ int schema_read_field(const struct schema_field *f, struct schema_ctx *ctx,
 {
     char msg[512];
 
-    if (f->type == SCHEMA_NODE)
+    if (f->type == SCHEMA_NODE || (f->set_node != NULL && n->kind != YAMLX_SCALAR))
         return f->set_node(obj, ctx, n, what);
     if (yamlx_expect_scalar(ctx->d, n, what, expected_text(f)) != 0)
         return -1;

@@ -67,7 +67,8 @@ struct schema_field {
     int (*set_text)(void *obj, struct schema_ctx *ctx, const char *text, char *msg,
                     size_t msglen);
     /* SCHEMA_NODE: reads n, reporting its own errors (with `what` first)
-     * through ctx->d. Returns 0 or -1. */
+     * through ctx->d. Returns 0 or -1. Other types may have one too: it
+     * reads a value that is not a scalar (`redis:` as a list). */
     int (*set_node)(void *obj, struct schema_ctx *ctx, const struct yamlx_node *n,
                     const char *what);
     const char *const *names; /* SCHEMA_ENUM: NULL-terminated */

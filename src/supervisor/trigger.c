@@ -6,6 +6,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "answers.h"
 #include "keys.h"
 #include "trigger.h"
 
@@ -32,14 +33,21 @@ static const char request_src[] =
 
 /* KEYS: leader, trigger:<id>, busy:J. ARGV: token, mode, member, run_id,
  * node, term, attempt. Replies as claim.c's claim script: {-1} not the
- * leader, {0} taken, {1, busy} claimed, {2, busy} busy, {4} ours. */
+ * leader, {0} taken, {1, busy} claimed, {2, busy} busy, {4} ours (claimed
+ * by an earlier attempt of this very claim, whose answer was lost: its
+ * registration is made again if it expired meanwhile). */
 static const char claim_src[] =
     "if redis.call('get', KEYS[1]) ~= ARGV[1] then return {-1} end\n"
-    "local st = redis.call('hmget', KEYS[2], 'state', 'run_id', 'attempt')\n"
-    "if st[1] == 'claimed' and st[2] == ARGV[4] and redis.call('zscore', KEYS[3], ARGV[3]) then\n"
+    "local st = redis.call('hmget', KEYS[2], 'state', 'run_id', 'attempt')\n" NOW_MS
+    "if st[1] == 'claimed' and st[2] == ARGV[4] then\n"
+    "  if not redis.call('zscore', KEYS[3], ARGV[3]) then\n"
+    "    local left = redis.call('pttl', KEYS[1])\n"
+    "    redis.call('zadd', KEYS[3], now + left, ARGV[3])\n"
+    "    redis.call('pexpire', KEYS[3], left + 3600000)\n"
+    "  end\n"
     "  return {4}\n"
     "end\n"
-    "if st[1] ~= 'pending' or st[3] ~= ARGV[7] then return {0} end\n" NOW_MS
+    "if st[1] ~= 'pending' or st[3] ~= ARGV[7] then return {0} end\n"
     "redis.call('zremrangebyscore', KEYS[3], '-inf', now)\n"
     "local busy = redis.call('zrange', KEYS[3], 0, 31)\n"
     "if #busy > 0 and ARGV[2] == 'wait' then return {2, busy} end\n"
@@ -148,7 +156,7 @@ void trigger_run_id(const char *id, int attempt, char *buf, size_t len)
 
 void trigger_reply_free(struct trigger_reply *r)
 {
-    baton_reply_free(r->reply);
+    baton_answers_free(r->answers);
     free(r->v);
     memset(r, 0, sizeof *r);
 }
@@ -219,16 +227,32 @@ static bool parse_hash(const struct baton_reply *h, struct trigger *t)
     return false;
 }
 
-/* Takes rep into out, with the request in hash h (may be NULL: none). */
-static int take(struct baton_reply *rep, const struct baton_reply *h, struct trigger_reply *out)
+/* How far a copy of a request has gone: its attempt, then its state. */
+static int64_t progress(const struct trigger *t)
 {
-    out->reply = rep;
-    if (h == NULL || h->type != BATON_REPLY_ARRAY || h->elements == 0)
+    return (int64_t)t->attempt * 4 + (int64_t)t->state;
+}
+
+/* Fills out->v[0] with the most advanced of the hashes hs[0..n) (NULL or
+ * empty: the master has none). Returns 0 or ENOMEM/EPROTO. */
+static int take_best(const struct baton_reply *const *hs, int n, struct trigger_reply *out)
+{
+    struct trigger t, best;
+    bool have = false;
+    for (int i = 0; i < n; i++) {
+        if (hs[i] == NULL || hs[i]->type != BATON_REPLY_ARRAY || hs[i]->elements == 0)
+            continue;
+        if (!parse_hash(hs[i], &t))
+            return BATON_EPROTO;
+        if (!have || progress(&t) > progress(&best))
+            best = t;
+        have = true;
+    }
+    if (!have)
         return BATON_OK;
     if ((out->v = calloc(1, sizeof *out->v)) == NULL)
         return BATON_ENOMEM;
-    if (!parse_hash(h, out->v))
-        return BATON_EPROTO;
+    out->v[0] = best;
     out->n = 1;
     return BATON_OK;
 }
@@ -258,8 +282,9 @@ int trigger_request(struct baton_client *c, const char *group, const char *job, 
                     struct trigger_reply *out)
 {
     struct keys k;
-    struct baton_reply *rep = NULL;
     char max[16];
+    const struct baton_reply *hs[BATON_QUORUM_MAX];
+    int count[4] = {0}, nh = 0;
     memset(out, 0, sizeof *out);
     *receivers = 0;
     int rc = keys_make(group, id, &k);
@@ -267,28 +292,62 @@ int trigger_request(struct baton_client *c, const char *group, const char *job, 
         snprintf(max, sizeof max, "%d", TRIGGER_QUEUE_MAX);
         const char *keys[2] = {k.trigger, k.queue};
         const char *args[5] = {id, job, by, max, k.chan};
-        rc = baton_client_eval(c, request_src, 2, keys, 5, args, &rep);
+        rc = baton_client_eval_all(c, request_src, 2, keys, 5, args, &out->answers);
     }
     keys_free(&k);
     if (rc != BATON_OK)
-        return rc;
-    if (rep->type != BATON_REPLY_ARRAY || rep->elements < 1 ||
-        rep->element[0]->type != BATON_REPLY_INTEGER || rep->element[0]->integer < 0 ||
-        rep->element[0]->integer > 3) {
-        baton_reply_free(rep);
-        return BATON_EPROTO;
+        goto fail;
+    const struct baton_answers *a = out->answers;
+    /* Each master: {0, hash, receivers} made, {1, hash} there, {2, hash}
+     * there for another job, {3} its queue is full. */
+    for (int i = 0; i < a->n && nh < BATON_QUORUM_MAX; i++) {
+        const struct baton_reply *r = a->v[i].reply;
+        if (a->v[i].rc != BATON_OK || !a->v[i].counts)
+            continue;
+        if (r->type != BATON_REPLY_ARRAY || r->elements < 1 ||
+            r->element[0]->type != BATON_REPLY_INTEGER || r->element[0]->integer < 0 ||
+            r->element[0]->integer > 3 || (r->element[0]->integer < 3 && r->elements < 2)) {
+            rc = BATON_EPROTO;
+            goto fail;
+        }
+        int code = (int)r->element[0]->integer;
+        count[code]++;
+        if (code < 3)
+            hs[nh++] = r->element[1];
+        if (code == 0 && r->elements > 2 && r->element[2]->type == BATON_REPLY_INTEGER &&
+            r->element[2]->integer > *receivers)
+            *receivers = (int)r->element[2]->integer;
     }
-    static const enum trigger_request_result results[] = {TRIGGER_CREATED, TRIGGER_EXISTS,
-                                                          TRIGGER_OTHER_JOB, TRIGGER_FULL};
-    *result = results[rep->element[0]->integer];
-    if (*result == TRIGGER_CREATED && rep->elements > 2 &&
-        rep->element[2]->type == BATON_REPLY_INTEGER)
-        *receivers = (int)rep->element[2]->integer;
-    rc = take(rep, rep->elements > 1 ? rep->element[1] : NULL, out);
-    if (rc == BATON_OK && *result != TRIGGER_FULL && out->n == 0)
-        rc = BATON_EPROTO;
-    if (rc != BATON_OK)
-        trigger_reply_free(out);
+    if (count[2] > 0)
+        *result = TRIGGER_OTHER_JOB;
+    else if (count[0] + count[1] >= a->majority)
+        *result = count[1] > 0 ? TRIGGER_EXISTS : TRIGGER_CREATED;
+    else if (count[3] > 0)
+        *result = TRIGGER_FULL;
+    else {
+        /* It reached a minority: not made (a leader ends it as incomplete).
+         * The detail names each master that did not take it. */
+        rc = baton_answers_check(c, a);
+        if (rc == BATON_OK)
+            rc = BATON_EIO;
+        goto fail;
+    }
+    if (*result != TRIGGER_FULL) {
+        if (count[2] > 0) { /* show the other job's copy */
+            nh = 0;
+            for (int i = 0; i < a->n; i++)
+                if (a->v[i].rc == BATON_OK && a->v[i].counts &&
+                    a->v[i].reply->element[0]->integer == 2)
+                    hs[nh++] = a->v[i].reply->element[1];
+        }
+        if ((rc = take_best(hs, nh, out)) == BATON_OK && out->n == 0)
+            rc = BATON_EPROTO;
+        if (rc != BATON_OK)
+            goto fail;
+    }
+    return BATON_OK;
+fail:
+    trigger_reply_free(out);
     return rc;
 }
 
@@ -296,22 +355,37 @@ int trigger_get(struct baton_client *c, const char *group, const char *id,
                 struct trigger_reply *out)
 {
     char *key = group_key(group, "trigger:%s", id);
-    struct baton_reply *rep = NULL;
+    const struct baton_reply *hs[BATON_QUORUM_MAX];
+    int nh = 0, present = 0, valid = 0;
     memset(out, 0, sizeof *out);
     if (key == NULL)
         return BATON_ENOMEM;
     const char *argv[2] = {"HGETALL", key};
-    int rc = baton_client_command(c, 2, argv, NULL, &rep);
+    int rc = baton_client_command_all(c, 2, argv, NULL, &out->answers);
     free(key);
     if (rc != BATON_OK)
-        return rc;
-    if (rep->type != BATON_REPLY_ARRAY) {
-        baton_reply_free(rep);
-        return BATON_EPROTO;
+        goto fail;
+    const struct baton_answers *a = out->answers;
+    for (int i = 0; i < a->n && nh < BATON_QUORUM_MAX; i++) {
+        const struct baton_reply *r = a->v[i].reply;
+        if (a->v[i].rc != BATON_OK)
+            continue;
+        if (r->type != BATON_REPLY_ARRAY) {
+            rc = BATON_EPROTO;
+            goto fail;
+        }
+        hs[nh++] = r;
+        if (a->v[i].counts) {
+            valid++;
+            present += r->elements > 0;
+        }
     }
-    rc = take(rep, rep, out);
-    if (rc != BATON_OK)
-        trigger_reply_free(out);
+    out->incomplete = present > 0 && present + (a->n - valid) < a->majority;
+    if ((rc = take_best(hs, nh, out)) != BATON_OK)
+        goto fail;
+    return BATON_OK;
+fail:
+    trigger_reply_free(out);
     return rc;
 }
 
@@ -319,30 +393,43 @@ int trigger_list(struct baton_client *c, const char *group, size_t max, struct t
 {
     char *key = group_key(group, "triggers");
     char stop[24];
-    struct baton_reply *rep = NULL;
     memset(out, 0, sizeof *out);
     if (key == NULL)
         return BATON_ENOMEM;
     snprintf(stop, sizeof stop, "%zu", max > 0 ? max - 1 : 0);
     const char *argv[4] = {"ZRANGE", key, "0", stop};
-    int rc = baton_client_command(c, 4, argv, NULL, &rep);
+    int rc = baton_client_command_all(c, 4, argv, NULL, &out->answers);
     free(key);
     if (rc != BATON_OK)
-        return rc;
-    if (rep->type != BATON_REPLY_ARRAY) {
-        baton_reply_free(rep);
-        return BATON_EPROTO;
+        goto fail;
+    const struct baton_answers *a = out->answers;
+    size_t total = 0;
+    if ((rc = answers_arrays(c, a, &total)) != BATON_OK)
+        goto fail;
+    if (total > 0 && (out->v = calloc(total, sizeof *out->v)) == NULL) {
+        rc = BATON_ENOMEM;
+        goto fail;
     }
-    out->reply = rep;
-    if (rep->elements > 0 && (out->v = calloc(rep->elements, sizeof *out->v)) == NULL) {
-        trigger_reply_free(out);
-        return BATON_ENOMEM;
+    /* Only the ids, each once (the union of the masters' queues): the
+     * leader reads each request it does not know. */
+    for (int i = 0; i < a->n; i++) {
+        const struct baton_reply *r = a->v[i].reply;
+        if (a->v[i].rc != BATON_OK)
+            continue;
+        for (size_t j = 0; j < r->elements; j++) {
+            if (r->element[j]->type != BATON_REPLY_STRING)
+                continue;
+            bool seen = false;
+            for (size_t k = 0; k < out->n && !seen; k++)
+                seen = strcmp(out->v[k].id, r->element[j]->str) == 0;
+            if (!seen)
+                out->v[out->n++] = (struct trigger){.id = r->element[j]->str};
+        }
     }
-    /* Only the ids: the leader reads each request it does not know. */
-    for (size_t i = 0; i < rep->elements; i++)
-        if (rep->element[i]->type == BATON_REPLY_STRING)
-            out->v[out->n++] = (struct trigger){.id = rep->element[i]->str};
     return BATON_OK;
+fail:
+    trigger_reply_free(out);
+    return rc;
 }
 
 enum claim_result trigger_claim(struct baton_client *c, const char *group, const char *job,
@@ -362,28 +449,48 @@ enum claim_result trigger_claim(struct baton_client *c, const char *group, const
         const char *keys[3] = {leader_key, tkey, busy};
         const char *args[7] = {token, mode == CLAIM_RUN_OR_WAIT ? "wait" : "run", member,
                                run_id, node, termbuf, attbuf};
-        int rc = baton_client_eval(c, claim_src, 3, keys, 7, args, &out->reply);
-        res = rc == BATON_ENOTDURABLE ? CLAIM_NOT_DURABLE
-              : rc == BATON_OK        ? claim_parse(out)
-                                      : CLAIM_ERROR;
+        int rc = baton_client_eval_all(c, claim_src, 3, keys, 7, args, &out->answers);
+        if (out->answers != NULL)
+            res = claim_reduce(out, mode == CLAIM_RUN_OR_WAIT ? mode : CLAIM_RUN);
+        if (res == CLAIM_ERROR && out->why[0] == '\0')
+            snprintf(out->why, sizeof out->why, "%s", baton_client_errstr(c));
+        (void)rc;
     }
     free(tkey);
     free(busy);
     return res;
 }
 
-/* Runs script with the request's hash key first; the integer reply in
- * *result. */
+/* Runs script on every master; a write that holds when a majority applied
+ * it. *result (may be NULL): the integer reply a majority of the counted
+ * masters gave, or -1 when none did. */
 static int eval_int(struct baton_client *c, const char *src, int nkeys, const char *const *keys,
                     int nargs, const char *const *args, long long *result)
 {
-    struct baton_reply *rep = NULL;
-    int rc = baton_client_eval(c, src, nkeys, keys, nargs, args, &rep);
-    if (rc == BATON_OK && rep->type != BATON_REPLY_INTEGER)
-        rc = BATON_EPROTO;
-    if (rc == BATON_OK && result != NULL)
-        *result = rep->integer;
-    baton_reply_free(rep);
+    struct baton_answers *a = NULL;
+    int rc = baton_client_eval_all(c, src, nkeys, keys, nargs, args, &a);
+    if (rc == BATON_OK)
+        rc = baton_answers_check(c, a);
+    if (rc == BATON_OK || rc == BATON_ENOTDURABLE) {
+        rc = BATON_OK;
+        for (int i = 0; i < a->n; i++)
+            if (a->v[i].rc == BATON_OK && a->v[i].reply->type != BATON_REPLY_INTEGER)
+                rc = BATON_EPROTO;
+    }
+    if (rc == BATON_OK && result != NULL) {
+        *result = -1;
+        for (int i = 0; i < a->n && *result == -1; i++) {
+            if (a->v[i].rc != BATON_OK || !a->v[i].counts)
+                continue;
+            int same = 0;
+            for (int j = 0; j < a->n; j++)
+                same += a->v[j].rc == BATON_OK && a->v[j].counts &&
+                        a->v[j].reply->integer == a->v[i].reply->integer;
+            if (same >= a->majority)
+                *result = a->v[i].reply->integer;
+        }
+    }
+    baton_answers_free(a);
     return rc;
 }
 
@@ -473,12 +580,14 @@ int trigger_reject(struct baton_client *c, const char *group, const char *id, co
 int trigger_forget(struct baton_client *c, const char *group, const char *id)
 {
     char *key = group_key(group, "triggers");
-    struct baton_reply *rep = NULL;
+    struct baton_answers *a = NULL;
     if (key == NULL)
         return BATON_ENOMEM;
     const char *argv[3] = {"ZREM", key, id};
-    int rc = baton_client_command(c, 3, argv, NULL, &rep);
-    baton_reply_free(rep);
+    int rc = baton_client_command_all(c, 3, argv, NULL, &a);
+    if (rc == BATON_OK)
+        rc = baton_answers_check(c, a);
+    baton_answers_free(a);
     free(key);
     return rc;
 }

@@ -29,7 +29,17 @@
  * the busy set and publishes "done <id>" (for `baton trigger --wait`) and
  * "ended <job>" on the group's events channel, in one script. A done
  * request is kept TRIGGER_KEEP_S, so a retry within that time still finds
- * it. Time is the server's inside every script. */
+ * it. Time is the server's inside every script.
+ *
+ * Over a Redlock quorum every script runs on every master (claim.h). A
+ * request is made when a majority stored it; one that reached fewer is
+ * not made (the client says so), and the leader that finds it on so few
+ * masters that no majority could hold it ends it as rejected (incomplete),
+ * so it never runs. Reads take every master's copy and keep the most
+ * advanced (the highest attempt, then pending < claimed < running < done);
+ * the queue is the union of the masters'. A claim needs a majority of
+ * pending copies moved to claimed, so two claims of one attempt cannot
+ * both succeed; a requeue or a finish holds when a majority applied it. */
 #ifndef BATON_TRIGGER_H
 #define BATON_TRIGGER_H
 
@@ -65,7 +75,7 @@ int trigger_make_id(char *buf, size_t len);
  * be taken for the end of the next one. */
 void trigger_run_id(const char *id, int attempt, char *buf, size_t len);
 
-/* A request as Redis holds it. Strings are borrowed from the reply a
+/* A request as Redis holds it. Strings are borrowed from the answers a
  * struct trigger_reply holds; "" when absent. */
 struct trigger {
     const char *id, *job, *by;
@@ -81,9 +91,12 @@ struct trigger {
 };
 
 struct trigger_reply {
-    struct baton_reply *reply;
+    struct baton_answers *answers;
     struct trigger *v;
     size_t n;
+    /* trigger_get: so few masters hold the request that no majority could
+     * (it reached a minority when it was made): it is not a request */
+    bool incomplete;
 };
 void trigger_reply_free(struct trigger_reply *r);
 
@@ -104,8 +117,9 @@ int trigger_request(struct baton_client *c, const char *group, const char *job, 
                     const char *by, enum trigger_request_result *result, int *receivers,
                     struct trigger_reply *out);
 
-/* Reads request id into out->v[0] (out->n 0: there is none). Returns 0 or
- * a BATON_E* code. */
+/* Reads request id into out->v[0] (out->n 0: there is none), the most
+ * advanced copy of the masters' (see the top). Returns 0 or a BATON_E*
+ * code. */
 int trigger_get(struct baton_client *c, const char *group, const char *id,
                 struct trigger_reply *out);
 

@@ -69,34 +69,13 @@ for b in bench_lock bench_sem bench_cron; do
 done
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 
-# ---- the peers: npm ci into the build tree ----
-src=$BATON_TESTS_DIR/bench/peers
-peers=$BATON_BUILD_DIR/peers
-peers_ok=0 peers_why=
-install_peers() {
-    command -v node >/dev/null && command -v npm >/dev/null || {
-        peers_why="node or npm is not installed"; return 1; }
-    if cmp -s "$src/package-lock.json" "$peers/package-lock.json" &&
-        [ -f "$peers/node_modules/.package-lock.json" ]; then
-        return 0 # installed already, from the same lockfile
-    fi
-    mkdir -p "$peers" && cp "$src/package.json" "$src/package-lock.json" "$peers/" || {
-        peers_why="cannot write $peers"; return 1; }
-    note "installing the peers with npm ci into $peers"
-    # Bounded: without a network npm would retry for minutes (--smoke runs
-    # in CI, which may have none).
-    local limit=180
-    [ "$smoke" = 0 ] || limit=60
-    if ! (cd "$peers" && timeout "$limit" npm ci --no-audit --no-fund --loglevel=error \
-            --fetch-retries=1 --fetch-timeout=20000) >"$T/npm.log" 2>&1; then
-        rm -f "$peers/package-lock.json" # not installed: try again next time
-        peers_why="npm ci failed (is the registry reachable?): $(grep -v nodedir "$T/npm.log" | grep -m 2 . | tr "\n" " ")"
-        return 1
-    fi
-}
-if install_peers; then
+# ---- the peers: npm ci into the build tree (tests/lib/peers.sh) ----
+. "$BATON_TESTS_DIR/lib/peers.sh"
+src=$PEERS_SRC peers=$PEERS_DIR
+if peers_install "$smoke"; then
     peers_ok=1
 elif [ "$smoke" = 1 ]; then
+    peers_ok=0
     echo "PEERS NOT RUN: $peers_why; --smoke measures baton's side only"
 else
     fail "cannot install the peers: $peers_why"

@@ -10,13 +10,23 @@
 #     a tick may not run: forbid may skip a tick that fires while a run is
 #     alive, replace may supersede or stop one, allow does neither;
 #     a run that started and was stopped before writing its line (the
-#     shim's fence acting for a frozen leader) counts as run, once; a tick
+#     shim's fence acting for a frozen leader) counts as run, once, and so
+#     does one whose node's log shows it started and the node SIGKILLed
+#     before it ended (it died with its node, as designed: on a loaded
+#     machine the job may not have written its line by the signal); a tick
 #     claimed ahead (25 ms before its instant) whose leader lost its lease
-#     before the instant is recorded failed_to_start, not run (README);
+#     before the instant is recorded failed_to_start, not run (README), and
+#     so is, over a quorum, a tick whose claim was undecided when its node
+#     stopped leading;
 #   - fences never go down as time goes up.
 #
 # CHAOS_POLICY=forbid|allow|replace runs one policy (default: all three);
 # CHAOS_SEED replays a run. tests/bench/bench_chaos.sh runs 5 minutes each.
+# CHAOS_QUORUM=1 runs the same over a Redlock quorum of five masters (AOF,
+# appendfsync always; lease 2 s, node_timeout 150 ms): the Redis restart
+# restarts one master (quarantined for max_ttl, then counted), the history
+# is the union of the masters', the leader the node a majority names
+# (bench_chaos.sh --quorum).
 #
 # Signals are sent half-way between ticks: a supervisor that dies takes its
 # running job with it (by design: no orphans), and the ledger job lives ~2
@@ -27,8 +37,43 @@ SECONDS_TOTAL=${CHAOS_SECONDS:-25}
 POLICIES=${CHAOS_POLICY:-forbid allow replace}
 SEED=${CHAOS_SEED:-$(( $(date +%s) % 32768 ))}
 RANDOM=$SEED
-note "seed $SEED (CHAOS_SEED=$SEED to replay), $SECONDS_TOTAL s per policy: $POLICIES"
-redis_start --appendonly yes --appendfsync always
+QUORUM=${CHAOS_QUORUM:-}
+note "seed $SEED (CHAOS_SEED=$SEED to replay), $SECONDS_TOTAL s per policy: $POLICIES${QUORUM:+, over a quorum of 5 masters}"
+if [ -n "$QUORUM" ]; then
+    MP=() MPID=() MDIR=()
+    for i in 0 1 2 3 4; do
+        redis_start --appendonly yes --appendfsync always
+        MP[$i]=$REDIS_PORT MPID[$i]=$REDIS_PID MDIR[$i]=$REDIS_DIR
+    done
+    GROUP_URL="redis-quorum://127.0.0.1:${MP[0]},127.0.0.1:${MP[1]},127.0.0.1:${MP[2]},127.0.0.1:${MP[3]},127.0.0.1:${MP[4]}/0?max_ttl=3000&node_timeout=150"
+    LEASE=2s TIMEOUT=400ms STOP_S=2.6 BACKLOG_S=4
+    sleep 3.2 # masters younger than max_ttl do not count
+    # The history: every master's, each record once. The leader: the node
+    # a majority of the masters names.
+    chaos_history() {
+        local i
+        for i in 0 1 2 3 4; do REDIS_PORT=${MP[$i]} history_ranges "$@"; done | sort -u
+    }
+    leader_of() {
+        local i
+        for i in 0 1 2 3 4; do redis-cli -p "${MP[$i]}" get "baton:{$1}:leader" 2>/dev/null; done |
+            sed -n 's/^[0-9a-f]\{48\}://p' | sort | uniq -c | awk '$1 >= 3 {print $2}'
+    }
+    # One master restarted (AOF): quarantined for max_ttl, then counted.
+    chaos_restart_redis() {
+        local i=$(( RANDOM % 5 ))
+        REDIS_PID=${MPID[$i]} REDIS_PORT=${MP[$i]} REDIS_DIR=${MDIR[$i]}
+        REDIS_ARGS=(--appendonly yes --appendfsync always)
+        redis_restart
+        MPID[$i]=$REDIS_PID
+    }
+else
+    redis_start --appendonly yes --appendfsync always
+    GROUP_URL=$REDIS_URL
+    LEASE=1s TIMEOUT=200ms STOP_S=1.6 BACKLOG_S=3
+    chaos_history() { history_ranges "$@"; }
+    chaos_restart_redis() { redis_restart; }
+fi
 
 mid_second() { # sleep until the next X.5 s
     local ns; ns=$(date +%N); ns=${ns#0}; ns=${ns#0}
@@ -57,10 +102,10 @@ EOF
         GEN[$n]=$(( ${GEN[$n]:-0} + 1 ))
         cat > "$T/$policy-$n.yaml" <<EOF
 node: $n
-redis: $REDIS_URL
+redis: "$GROUP_URL"
 group: $group
-lease: {ttl: 1s}
-redis_timeout: 200ms
+lease: {ttl: $LEASE}
+redis_timeout: $TIMEOUT
 poll: 1s
 shutdown_grace: 2s
 history: 100000
@@ -69,6 +114,22 @@ EOF
         spawn "$policy-$n.${GEN[$n]}" "$B" run -c "$T/$policy-$n.yaml"
     }
     pid() { pid_of "$policy-$1.${GEN[$1]}"; }
+    # True when a node started tick $1's run and died (SIGKILL: its log
+    # ends without "stopped") before the run ended: the run died with it
+    # (no orphans), once, before it wrote its line, and no record says so.
+    died_with_node() {
+        local iso f id
+        iso=$(date -u -d "@$1" +%Y-%m-%dT%H:%M:%SZ)
+        for f in "$T/$policy"-n*.out; do
+            id=$(grep "\"event\":\"job_start\".*\"scheduled_at\":\"$iso\"" "$f" |
+                sed -n 's/.*"run_id":"\([^"]*\)".*/\1/p' | tail -n1)
+            [ -n "$id" ] || continue
+            grep -q "\"event\":\"job_end\".*\"run_id\":\"$id\"" "$f" && continue
+            grep -q '"event":"stopped"' "$f" && continue
+            return 0
+        done
+        return 1
+    }
 
     for n in n1 n2 n3; do start $n; done
     sleep 2
@@ -78,7 +139,7 @@ EOF
         sleep $(( RANDOM % 2 + 1 ))
         mid_second
         if [ $restarted_redis -eq 0 ] && [ "$(now_ms)" -ge "$half" ]; then
-            redis_restart
+            chaos_restart_redis
             restarted_redis=1
             continue
         fi
@@ -88,8 +149,8 @@ EOF
         0) kill -KILL "$(pid $n)"; wait_exit "$policy-$n.${GEN[$n]}" 5; kills=$((kills + 1)); start $n ;;
         1) kill -TERM "$(pid $n)"; wait_exit "$policy-$n.${GEN[$n]}" 10
            assert_eq 0 "$EXIT_CODE" "exit status of $n after SIGTERM"; terms=$((terms + 1)); start $n ;;
-        2) kill -STOP "$(pid $n)"; sleep 1.6; kill -CONT "$(pid $n)"; stops=$((stops + 1)) ;;
-        3) # nobody leads for 3 s: a backlog of several ticks for the next leader
+        2) kill -STOP "$(pid $n)"; sleep "$STOP_S"; kill -CONT "$(pid $n)"; stops=$((stops + 1)) ;;
+        3) # nobody leads for a while: a backlog of several ticks for the next leader
            local l m; l=$(leader_of "$group")
            [ -n "$l" ] || continue
            for m in n1 n2 n3; do [ "$m" = "$l" ] || kill -STOP "$(pid $m)"; done
@@ -97,7 +158,7 @@ EOF
                for m in n1 n2 n3; do [ "$m" = "$l" ] || kill -CONT "$(pid $m)"; done
                continue
            fi
-           kill -KILL "$(pid "$l")"; wait_exit "$policy-$l.${GEN[$l]}" 5; sleep 3
+           kill -KILL "$(pid "$l")"; wait_exit "$policy-$l.${GEN[$l]}" 5; sleep "$BACKLOG_S"
            for m in n1 n2 n3; do [ "$m" = "$l" ] || kill -CONT "$(pid $m)"; done
            start "$l"; kills=$((kills + 1)); backlogs=$((backlogs + 1)) ;;
         esac
@@ -114,9 +175,9 @@ EOF
     first=$(date -u -d "$(awk '{print $1}' "$ledger" | sort | head -n1)" +%s)
     last=$(date -u -d "$(awk '{print $1}' "$ledger" | sort | tail -n1)" +%s)
     # Seconds not in the ledger must have a record of why, allowed by the policy.
-    history_ranges "$group" ledger > "$T/history-$policy.txt"
+    chaos_history "$group" ledger > "$T/history-$policy.txt"
     awk '{print $1}' "$ledger" | while read -r t; do date -u -d "$t" +%s; done | sort -n > "$T/ran-$policy.txt"
-    local missing="" skipped=0 superseded=0 killed=0 fenced=0 ahead=0 s why
+    local missing="" skipped=0 superseded=0 killed=0 fenced=0 ahead=0 withnode=0 s why
     for s in $(seq "$first" "$last"); do
         grep -qx "$s" "$T/ran-$policy.txt" && continue
         why=$(awk -v s="$s" '$1 <= s && s <= $2 {print $3; exit}' "$T/history-$policy.txt")
@@ -128,8 +189,9 @@ EOF
         replace:superseded) superseded=$((superseded + 1)) ;;
         replace:killed) killed=$((killed + 1)) ;;
         *:failed_to_start) # claimed 25 ms ahead, and its leader lost the lease
-                           # (frozen, cut off) before the instant: not run, recorded
-            grep -h '"event":"job_end".*"scheduled_at":"'"$(date -u -d "@$s" +%Y-%m-%dT%H:%M:%SZ)"'".*"outcome":"failed_to_start".*before the tick' \
+                           # (frozen, cut off) before the instant; or (a quorum)
+                           # undecided when its node stopped leading: not run, recorded
+            grep -hE '"event":"job_end".*"scheduled_at":"'"$(date -u -d "@$s" +%Y-%m-%dT%H:%M:%SZ)"'".*"outcome":"failed_to_start".*(before the tick|claim was undecided)' \
                 "$T/$policy"-n*.out >/dev/null || missing="$missing $(date -u -d "@$s" +%H:%M:%S)(failed_to_start, not a claim ahead)"
             ahead=$((ahead + 1)) ;;
         *:killed) # started, then stopped by the lease's fence (a frozen
@@ -137,7 +199,11 @@ EOF
             awk -v s="$s" '$1 <= s && s <= $2 && $4 > 0 {ok = 1} END {exit !ok}' \
                 "$T/history-$policy.txt" || missing="$missing $(date -u -d "@$s" +%H:%M:%S)(killed, never started)"
             fenced=$((fenced + 1)) ;;
-        *) missing="$missing $(date -u -d "@$s" +%H:%M:%S)(${why:-no record})" ;;
+        *) if [ -z "$why" ] && died_with_node "$s"; then
+               withnode=$((withnode + 1))
+           else
+               missing="$missing $(date -u -d "@$s" +%H:%M:%S)(${why:-no record})"
+           fi ;;
         esac
     done
     [ -z "$missing" ] || fail "$policy: ticks neither run nor allowed to be left out:$missing"
@@ -146,9 +212,9 @@ EOF
     local got terms_seen
     got=$(wc -l < "$ledger")
     terms_seen=$(awk '{print $2}' "$ledger" | sort -un | wc -l)
-    note "  $policy: $kills SIGKILL ($backlogs with everyone frozen), $terms SIGTERM, $stops SIGSTOP, redis restarted; $((last - first + 1)) s: $got ran once, $skipped skipped, $superseded superseded, $killed replaced, $fenced stopped by the fence, $ahead claimed ahead and not started (each recorded), 0 doubled, under $terms_seen terms"
-    printf '{"policy":"%s","seconds":%d,"ran":%d,"skipped":%d,"superseded":%d,"replaced":%d,"fenced":%d,"doubled":0,"missing":0,"fence_regressions":0,"sigkill":%d,"sigterm":%d,"sigstop":%d,"terms":%d}\n' \
-        "$policy" $((last - first + 1)) "$got" "$skipped" "$superseded" "$killed" "$fenced" "$kills" "$terms" "$stops" "$terms_seen" \
+    note "  $policy: $kills SIGKILL ($backlogs with everyone frozen), $terms SIGTERM, $stops SIGSTOP, redis restarted; $((last - first + 1)) s: $got ran once, $skipped skipped, $superseded superseded, $killed replaced, $fenced stopped by the fence, $ahead claimed ahead or undecided and not started (each recorded), $withnode died with their node, 0 doubled, under $terms_seen terms"
+    printf '{"quorum":%s,"policy":"%s","seconds":%d,"ran":%d,"skipped":%d,"superseded":%d,"replaced":%d,"fenced":%d,"not_started":%d,"died_with_node":%d,"doubled":0,"missing":0,"fence_regressions":0,"sigkill":%d,"sigterm":%d,"sigstop":%d,"terms":%d}\n' \
+        "$([ -n "$QUORUM" ] && echo true || echo false)" "$policy" $((last - first + 1)) "$got" "$skipped" "$superseded" "$killed" "$fenced" "$ahead" "$withnode" "$kills" "$terms" "$stops" "$terms_seen" \
         >> "$T/summary.jsonl"
 }
 

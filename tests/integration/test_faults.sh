@@ -48,6 +48,7 @@
 # After each fault the supervisors' RSS and descriptors and Redis's memory
 # are sampled; FAULTS_SOAK_REPORT=FILE gets the samples' slopes as JSON.
 . "$BATON_TESTS_DIR/lib/harness.sh"
+. "$BATON_TESTS_DIR/lib/ledger.sh"
 B=$BATON_BIN
 FAULTS=${FAULTS:-partition sigstop_leader sigstop_redis_short sigstop_redis_long restart_aof restart_nopersist flushall clock_back clock_forward slow_log fd_exhaustion}
 # Under AddressSanitizer, formatting a flood of output lines costs the loop
@@ -169,44 +170,6 @@ wait_leader() {
         sleep 0.05
     done
     fail "$PHASE: no leader in group $G"
-}
-
-# check_ledger FROM TO ALLOW_MISSED LOSS_FROM LOSS_TO: the checks over the
-# seconds FROM..TO of the ledger job's ticks. Sets RAN, RECORDED, LOST.
-check_ledger() {
-    local from=$1 to=$2 allow_missed=$3 lf=$4 lt=$5
-    awk -v f="$from" -v t="$to" '{print $1}' "$LEDGER" | date -u -f - +%s |
-        awk -v f="$from" -v t="$to" '$1 >= f && $1 <= t' | sort -n > "$T/ran.txt"
-    local dups
-    dups=$(uniq -d "$T/ran.txt" | head -n 10 | tr '\n' ' ')
-    [ -z "$dups" ] || fail "$PHASE: ticks run twice: $dups"
-    { history_ranges "$G" ledger; cat "$T/history-pre.txt" 2>/dev/null; } > "$T/history.txt"
-    # Every second: ran, or recorded (missed only where allowed), or lost
-    # in the loss window.
-    local bad
-    bad=$(awk -v f="$from" -v t="$to" -v am="$allow_missed" -v lf="$lf" -v lt="$lt" '
-        FILENAME == ARGV[1] { ran[$1] = 1; next }
-        { n++; s[n] = $1; u[n] = $2; o[n] = $3 }
-        END {
-            for (x = f; x <= t; x++) {
-                if (x in ran) { r++; continue }
-                why = ""
-                for (i = 1; i <= n; i++) if (s[i] <= x && x <= u[i]) { why = o[i]; break }
-                if (why != "" && (why != "missed" || am)) { rec++; continue }
-                if (why == "" && x >= lf && x <= lt) { lost++; continue }
-                printf "%s(%s) ", x, (why == "" ? "no record" : why); bad++
-                if (bad >= 10) break
-            }
-            printf "\n%d %d %d\n", r, rec, lost
-        }' "$T/ran.txt" "$T/history.txt")
-    read -r RAN RECORDED LOST <<<"$(printf '%s\n' "$bad" | tail -n1)"
-    bad=$(printf '%s\n' "$bad" | head -n1)
-    if [ -n "$bad" ]; then
-        { echo "ledger:"; sort "$LEDGER" | tail -n 40; echo "history (first last outcome started_ms end_ms):"; tail -n 20 "$T/history.txt"; } >&2
-        fail "$PHASE: ticks neither run nor recorded: $bad"
-    fi
-    sort "$LEDGER" | awk '$2 < f {print "fence went down at " $1; bad = 1} {f = $2} END {exit bad}' \
-        || fail "$PHASE: a later tick ran under a lower fence"
 }
 
 # check_extra: the checks of check_ledger for the FAULTS_JOBS jobs (t01...)

@@ -171,7 +171,9 @@ grep -q 'tock stays paused' "$T/r5.err" || fail "$(cat "$T/r5.err")"
 bt resume --all | grep -q 'resumed 1 paused entry' || fail "resume --all"
 wait_tick "$T/tick.txt"; wait_tick "$T/tock.txt"
 sleep 1
-assert_eq "" "$(rcli hkeys 'baton:{pz}:paused')" "entries left after resume --all was applied"
+# What is left are tombstones (a resume writes one rather than deleting, so
+# that a master that missed it cannot bring the pause back: README).
+assert_eq "" "$(rcli hvals 'baton:{pz}:paused' | grep -v '"state":"cleared"')" "entries in force after resume --all was applied"
 
 # ---------------------------------------------------------------------
 note "6. a paused job can be run by hand"

@@ -12,6 +12,11 @@
 #      own client (run id changed)
 #   7. four processes contend for one key while a master is killed: no two
 #      grants overlap, fences strictly increase in grant order
+#   8. the masters given as a list (baton.yaml's redis:, baton lock's --url
+#      repeated): one quorum; lists that are no quorum refused precisely
+#   9. a `baton pause` that only a minority of masters took fails (exit 69)
+#      and is undone on them
+# The supervisor over a quorum: test_quorum_supervisor.sh.
 . "$BATON_TESTS_DIR/lib/harness.sh"
 CHECK=${BATON_QUORUM_CHECK:?BATON_QUORUM_CHECK is the path of tests/lib/quorum_check}
 B=$BATON_BIN
@@ -95,8 +100,8 @@ kill -CONT "${MPID[4]}"
 read -r _ maxms _ p50 _ errs <"$T/lat.out"
 [ "$errs" -eq 0 ] || fail "errors with one master stopped: $(head -n 3 "$T/lat.err")"
 # A request waits node_timeout for the stopped master at most; then it is
-# left alone for 10 node_timeouts (1.5 s: the 40 cycles, 2+ s, cross one
-# such window), so at most one acquire in a window pays it, once.
+# left alone for a while (2 node_timeouts, doubling up to 10: 1.5 s), so
+# one acquire in a window pays it, once.
 bound=$((2 * NODE_TIMEOUT + 200))
 [ "$maxms" -le "$bound" ] || fail "acquire took $maxms ms with a master stopped (bound $bound)"
 note "1 master SIGSTOPped: acquire p50 $p50 ms, max $maxms ms (node_timeout $NODE_TIMEOUT, bound $bound)"
@@ -149,10 +154,62 @@ errs=$(cat "$T"/race*.err | wc -l)
 note "4 processes x 4 s, master killed at 2 s: $grants grants, 0 overlaps, fences increasing, $errs acquire errors"
 
 
-# ---- 8. the supervisor refuses a quorum at config time ------------------------------------
-printf 'node: n\nredis: "%s"\njobs: []\n' "$URL" >"$T/sup.yaml"
-out=$("$B" check -c "$T/sup.yaml" 2>&1) && fail "baton check accepts a quorum: $out"
-[[ $out == *"sup.yaml:2:8: redis: a Redlock quorum (redis-quorum://) is not supported by the supervisor yet"* ]] ||
-    fail "baton check on a quorum: $out"
-note "supervisor: $out"
+# ---- 8. a quorum as a list of plain URLs ---------------------------------------------
+printf 'jobs: []\n' >"$T/jobs.yaml"
+printf 'node: n\nredis:\n  - redis://127.0.0.1:%s/0\n  - redis://127.0.0.1:%s/0\n  - redis://127.0.0.1:%s/0\nlease: {ttl: 2s}\nredis_timeout: 200ms\njobs: jobs.yaml\n' \
+    "${MP[0]}" "${MP[1]}" "${MP[2]}" >"$T/list.yaml"
+out=$("$B" check -c "$T/list.yaml" 2>&1) || fail "baton check on a list of masters: $out"
+[[ $out == *"redis: redis-quorum://127.0.0.1:${MP[0]},127.0.0.1:${MP[1]},127.0.0.1:${MP[2]}/0"* ]] ||
+    fail "a list of masters is not one quorum: $out"
+printf 'node: n\nredis:\n  - redis://127.0.0.1:%s/0\n  - redis://127.0.0.1:%s/1\n  - redis://127.0.0.1:%s/0\njobs: jobs.yaml\n' \
+    "${MP[0]}" "${MP[1]}" "${MP[2]}" >"$T/mixed.yaml"
+out=$("$B" check -c "$T/mixed.yaml" 2>&1) && fail "masters with different databases accepted"
+[[ $out == *"mixed.yaml:4:5: redis: redis://127.0.0.1:${MP[1]}/1: not the same database as the first master"* ]] ||
+    fail "mixed databases: $out"
+note "a list with one master on db 1: $out"
+printf 'node: n\nredis: ["redis://127.0.0.1:%s", "redis://127.0.0.1:%s"]\njobs: jobs.yaml\n' \
+    "${MP[0]}" "${MP[1]}" >"$T/two.yaml"
+out=$("$B" check -c "$T/two.yaml" 2>&1) && fail "a list of two masters accepted"
+[[ $out == *"two.yaml:2:8: redis: invalid URL: a quorum has an odd number of masters, 3 to 9 (this one names 2)"* ]] ||
+    fail "two masters: $out"
+printf 'node: n\nredis: "%s"\nlease: {ttl: 5s}\njobs: jobs.yaml\n' "$URL" >"$T/ttl.yaml"
+out=$("$B" check -c "$T/ttl.yaml" 2>&1) && fail "a lease above max_ttl accepted"
+[[ $out == *"ttl.yaml:3:14: lease.ttl (5s) must be at most the quorum's max_ttl (3s)"* ]] ||
+    fail "lease above max_ttl: $out"
+out=$("$B" lock --url "redis://127.0.0.1:${MP[0]}" --url "redis://127.0.0.1:${MP[1]}" \
+    --url "redis://127.0.0.1:${MP[2]}" --url "redis://127.0.0.1:${MP[3]}" \
+    --url "redis://127.0.0.1:${MP[4]}" --ttl 2s listkey -- sh -c 'echo "fence=$BATON_FENCE"' 2>&1) &&
+    fail "baton lock --url x5 counted masters up for less than the default max_ttl (60 s): $out"
+# Plain URLs carry no max_ttl: the default (60 s) keeps this young quorum out,
+# which the error shows, naming the one quorum the five URLs make.
+all="127.0.0.1:${MP[0]},127.0.0.1:${MP[1]},127.0.0.1:${MP[2]},127.0.0.1:${MP[3]},127.0.0.1:${MP[4]}"
+[[ $out == *"listkey: redis-quorum://$all/0: no quorum: 0 of 5 masters counted"*"quarantined"* ]] ||
+    fail "baton lock --url x5: $out"
+out=$("$B" lock --url "redis://127.0.0.1:${MP[0]}" --url "rediss://127.0.0.1:${MP[1]}" \
+    --url "redis://127.0.0.1:${MP[2]}" k -- true 2>&1) && fail "mixed schemes accepted"
+[[ $out == *"--url (the 2nd): rediss://127.0.0.1:${MP[1]}/0: not the same scheme (redis:// and rediss:// mixed) as the first master"* ]] ||
+    fail "mixed schemes: $out"
+note "baton lock --url given 5 times: one quorum; mixed schemes: $out"
+
+# ---- 9. an operator command that a minority took is undone there --------------------
+# Masters 0 and 1 refuse scripts (ACL): of the 4 up (3 is down), 2 take the
+# pause, fewer than 3; the command fails and they give it back.
+printf 'node: n\ngroup: pz\nredis: "%s"\nlease: {ttl: 2s}\nredis_timeout: 400ms\njobs: jobs.yaml\n' "$URL" >"$T/pz.yaml"
+for i in 0 1; do redis-cli -p "${MP[$i]}" ACL SETUSER default -evalsha -eval >/dev/null; done
+out=$("$B" pause -c "$T/pz.yaml" --reason half --all 2>&1)
+rc=$?
+for i in 0 1; do redis-cli -p "${MP[$i]}" ACL SETUSER default +@all >/dev/null; done
+[ "$rc" -eq 69 ] || fail "a pause that 2 of 5 masters took: exit $rc (expected 69): $out"
+[[ $out == *"applied by 2 of 5 masters (3 needed)"*"${MP[0]}: redis error: NOPERM"* ]] ||
+    fail "a pause that 2 of 5 masters took: $out"
+for i in 2 4; do
+    v=$(redis-cli -p "${MP[$i]}" hget 'baton:{pz}:paused' '*')
+    [[ $v == *'"state":"cleared"'* ]] || fail "master $i kept the pause a minority took: $v"
+done
+out=$("$B" pause -c "$T/pz.yaml" --reason whole --all 2>&1) || fail "baton pause on 4 of 5 masters: $out"
+for i in 0 1 2 4; do
+    v=$(redis-cli -p "${MP[$i]}" hget 'baton:{pz}:paused' '*')
+    [[ $v == *'"state":"paused"'*'"reason":"whole"'* ]] || fail "master $i missed the pause: $v"
+done
+note "a pause 2 of 5 took: exit 69, undone there; again on 4: held"
 note "total $(( $(now_ms) - t0 )) ms"

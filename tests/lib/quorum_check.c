@@ -2,8 +2,14 @@
  * tests/integration/test_quorum.sh. URL is a redis-quorum:// URL.
  *   quorum_check URL basic            lock/unlock with strictly increasing
  *                                     fences, a second owner refused, extend,
- *                                     auto-renewal, what is refused (semaphores,
- *                                     ttl above max_ttl); one line per check
+ *                                     auto-renewal, elections (campaign, a
+ *                                     second candidate refused with the
+ *                                     leader's name, renew, resign, the
+ *                                     follower woken, terms increasing),
+ *                                     baton_client_eval_all/command_all, what
+ *                                     is refused (semaphores, once, commands
+ *                                     of one master, ttl above max_ttl); one
+ *                                     line per check
  *   quorum_check URL cycles KEY N     N lock/unlock cycles; prints
  *                                     "fences FIRST LAST", fails unless they
  *                                     strictly increase
@@ -71,6 +77,13 @@ static int noop(struct baton_lock *lk, void *arg)
     (void)lk;
     (void)arg;
     return 0;
+}
+
+/* An asynchronous call's callback: a quorum refuses them, so never run */
+static void never_called(struct baton_lock *lk, int rc, const char *why, void *arg)
+{
+    (void)lk, (void)rc, (void)why, (void)arg;
+    abort();
 }
 
 static int basic(struct baton_client *c)
@@ -142,6 +155,10 @@ static int basic(struct baton_client *c)
     CHECK(rc == BATON_EINVAL &&
               strstr(baton_client_errstr(c), "not supported over a Redlock quorum") != NULL,
           "semaphore refused: %s: %s", baton_errname(rc), baton_client_errstr(c));
+    rc = baton_lock_try_async(c, "async", &lo, never_called, NULL);
+    CHECK(rc == BATON_EINVAL &&
+              strstr(baton_client_errstr(c), "not supported over a Redlock quorum") != NULL,
+          "asynchronous lock refused: %s: %s", baton_errname(rc), baton_client_errstr(c));
     const char *argv[1] = {"PING"};
     size_t lens[1] = {4};
     struct baton_reply *reply = NULL;
@@ -149,14 +166,74 @@ static int basic(struct baton_client *c)
     CHECK(rc == BATON_EINVAL &&
               strstr(baton_client_errstr(c), "not supported over a Redlock quorum") != NULL,
           "baton_client_command refused: %s", baton_errname(rc));
-    struct baton_election *e = NULL;
-    rc = baton_election_new(c, "el", NULL, &e);
-    if (rc == 0) {
-        struct baton_leader_info info;
-        rc = baton_election_campaign(e, &info);
+    /* Elections over the quorum */
+    struct baton_election *e = NULL, *f = NULL;
+    struct baton_election_opts ea = {.ttl_ms = 2000, .identity = "node-a"};
+    struct baton_election_opts eb = {.ttl_ms = 2000, .identity = "node-b"};
+    struct baton_leader_info info;
+    CHECK(baton_election_new(c, "el", &ea, &e) == 0 && baton_election_new(c, "el", &eb, &f) == 0,
+          "two candidates");
+    CHECK(baton_election_watch(f) == 0 && baton_election_watch_complete(f),
+          "the follower subscribed on every master: %s", baton_election_errstr(f));
+    rc = baton_election_campaign(e, &info);
+    CHECK(rc == 0, "campaign: %s %s", baton_errname(rc), baton_election_errstr(e));
+    uint64_t t1 = baton_election_term(e);
+    rc = baton_election_campaign(f, &info);
+    CHECK(rc == BATON_ETAKEN && info.has_leader && strcmp(info.identity, "node-a") == 0 &&
+              info.term == t1 && info.ttl_ms > 1000,
+          "second candidate refused: %s, leader '%s' term %llu (%llu) lease %lld ms",
+          baton_errname(rc), info.identity, (unsigned long long)info.term, (unsigned long long)t1,
+          (long long)info.ttl_ms);
+    CHECK(baton_election_leader(c, "el", &info) == 0 && info.has_leader &&
+              strcmp(info.identity, "node-a") == 0 && info.term == t1,
+          "the leader as read: '%s' term %llu", info.identity, (unsigned long long)info.term);
+    rc = baton_election_renew(e);
+    CHECK(rc == 0 && baton_election_is_leader(e), "renew: %s %s", baton_errname(rc),
+          baton_election_errstr(e));
+    CHECK(baton_election_resign(e) == 0, "resign: %s", baton_election_errstr(e));
+    unsigned ev = 0;
+    int64_t until = now_ns(CLOCK_MONOTONIC) + 2000000000;
+    while (!(ev & BATON_EVENT_RESIGNED) && now_ns(CLOCK_MONOTONIC) < until) {
+        nap_ms(5);
+        baton_election_watch_read(f, &ev);
     }
-    CHECK(rc == BATON_EINVAL, "election refused: %s", baton_errname(rc));
+    CHECK(ev & BATON_EVENT_RESIGNED, "the follower heard the resignation");
+    rc = baton_election_campaign(f, &info);
+    CHECK(rc == 0 && baton_election_term(f) > t1, "the follower leads, term %llu > %llu: %s",
+          (unsigned long long)baton_election_term(f), (unsigned long long)t1, baton_errname(rc));
+    int receivers = 0;
+    CHECK(baton_election_request_step_down(c, "el", baton_election_term(f), &receivers) == 0,
+          "step-down request published (%d receivers)", receivers);
+    CHECK(baton_election_resign(f) == 0, "the second leader resigned");
     baton_election_free(e);
+    baton_election_free(f);
+
+    /* Every master: a script and a command, each master's answer */
+    struct baton_answers *a = NULL;
+    const char *keys[1] = {"qc:k"};
+    const char *args[1] = {"v"};
+    rc = baton_client_eval_all(c, "redis.call('set', KEYS[1], ARGV[1]) return 7", 1, keys, 1, args,
+                               &a);
+    CHECK(rc == 0 && a->n == 5 && a->majority == 3 && baton_answers_check(c, a) == 0,
+          "eval_all: %s, %d answers of %d", baton_errname(rc), a != NULL ? a->answered : 0,
+          a != NULL ? a->n : 0);
+    for (int i = 0; i < a->n; i++)
+        CHECK(a->v[i].rc == 0 && a->v[i].reply->type == BATON_REPLY_INTEGER &&
+                  a->v[i].reply->integer == 7,
+              "master %s answered 7", a->v[i].master);
+    baton_answers_free(a);
+    const char *get[2] = {"GET", "qc:k"};
+    rc = baton_client_command_all(c, 2, get, NULL, &a);
+    CHECK(rc == 0 && a->v[0].reply->type == BATON_REPLY_STRING &&
+              strcmp(a->v[0].reply->str, "v") == 0,
+          "command_all: %s", baton_errname(rc));
+    baton_answers_free(a);
+    const char *bad[1] = {"NOSUCHCOMMAND"};
+    rc = baton_client_command_all(c, 1, bad, NULL, &a);
+    CHECK(rc == 0 && a->v[0].rc == BATON_EREDIS && baton_answers_check(c, a) == BATON_EREDIS &&
+              strstr(baton_client_errstr(c), "applied by 0 of 5 masters") != NULL,
+          "an error reply: %s", baton_client_errstr(c));
+    baton_answers_free(a);
     rc = baton_once(c, "id1", 1000, noop, NULL);
     CHECK(rc == BATON_EINVAL &&
               strstr(baton_client_errstr(c), "not supported over a Redlock quorum") != NULL,

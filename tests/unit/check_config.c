@@ -265,8 +265,10 @@ START_TEST(option_row)
     try_option(o, "{a: 1}", err, sizeof err, NULL, &line, &col);
     assert_error_at(err, line, col, o->key, ": expected ");
     ck_assert_ptr_nonnull(strstr(err, "got a mapping"));
-    try_option(o, "[1, 2]", err, sizeof err, NULL, &line, &col);
-    assert_error_at(err, line, col, o->key, "got a sequence");
+    if (o->set_node == NULL) { /* redis: a list is a quorum (redis_urls below) */
+        try_option(o, "[1, 2]", err, sizeof err, NULL, &line, &col);
+        assert_error_at(err, line, col, o->key, "got a sequence");
+    }
     /* An empty value sits right after the colon. */
     try_option(o, "", err, sizeof err, NULL, &line, &col);
     assert_error_at(err, line, col - 1, o->key, "missing value");
@@ -489,6 +491,37 @@ END_TEST
 
 /* ------------------------------------------------------------------------ */
 /* Values with their own grammar */
+
+/* redis: as a list of plain URLs is one redis-quorum:// URL: credentials
+ * (escaped again), database and TLS parameters come along once. */
+START_TEST(redis_list)
+{
+    struct config *c = load_ok("redis:\n  - \"redis://u:p%40ss@a:7001/2\"\n"
+                               "  - \"redis://u:p%40ss@b:7002/2\"\n"
+                               "  - \"redis://u:p%40ss@c/2\"\n");
+    ck_assert_str_eq(c->redis, "redis-quorum://u:p%40ss@a:7001,b:7002,c:6379/2");
+    config_free(c);
+    c = load_ok("redis: [\"rediss://a?ca=/etc/x%20y.pem\", \"rediss://b?ca=/etc/x%20y.pem\", "
+                "\"rediss://[::1]:7000?ca=/etc/x%20y.pem\"]\n");
+    ck_assert_str_eq(c->redis, "rediss-quorum://a:6379,b:6379,[::1]:7000/0?ca=/etc/x%20y.pem");
+    config_free(c);
+    /* a user without a password keeps its colon ("u@" is a password) */
+    c = load_ok("redis: [\"redis://u:@a\", \"redis://u:@b\", \"redis://u:@c\"]\n");
+    ck_assert_str_eq(c->redis, "redis-quorum://u:@a:6379,b:6379,c:6379/0");
+    config_free(c);
+    c = load_ok("redis: [redis://only:7000/1]\n"); /* one: that server */
+    ck_assert_str_eq(c->redis, "redis://only:7000/1");
+    config_free(c);
+    load_err("redis: []\n", "t.yaml:1:8: redis: a list is a Redlock quorum of 3 to 9 masters (an "
+                            "odd number); this one has 0");
+    load_err("redis: [redis://a, [redis://b], redis://c]\n",
+             "t.yaml:1:20: redis: expected a redis:// URL, got a sequence");
+    load_err("redis: [redis://a, \"redis://:x@b\", redis://c]\n",
+             "t.yaml:1:20: redis: redis://:***@b:6379/0: not the same credentials as the first "
+             "master (redis://a:6379/0): the masters of a quorum share scheme, credentials, "
+             "database and TLS parameters");
+}
+END_TEST
 
 START_TEST(redis_urls)
 {
@@ -772,7 +805,25 @@ static const struct {
     {"config_section_scalar.yaml",
      "config_section_scalar.yaml:1:8: lease: expected a mapping, got a string"},
     {"config_sequence_for_scalar.yaml",
-     "config_sequence_for_scalar.yaml:1:8: redis: expected a string, got a sequence"},
+     "config_sequence_for_scalar.yaml:1:8: group: expected a string, got a sequence"},
+    {"config_redis_list_even.yaml",
+     "config_redis_list_even.yaml:2:3: redis: invalid URL: a quorum has an odd number of "
+     "masters, 3 to 9 (this one names 4): redis-quorum://h1:6379,h2:6380,h3:6381"},
+    {"config_redis_list_mixed.yaml",
+     "config_redis_list_mixed.yaml:4:5: redis: redis://b:6379/1: not the same database as the "
+     "first master (redis://a:6379/0): the masters of a quorum share scheme, credentials, "
+     "database and TLS parameters"},
+    {"config_redis_list_item.yaml",
+     "config_redis_list_item.yaml:3:5: redis: redis-cluster://b:6379/0: the masters of a quorum "
+     "are each a redis:// or rediss:// URL (one server each)"},
+    {"config_quorum_ttl.yaml",
+     "config_quorum_ttl.yaml:2:14: lease.ttl (20s) must be at most the quorum's max_ttl (15s): "
+     "a quorum keeps a restarted master out for max_ttl, which must cover every lease (raise "
+     "max_ttl= in a redis-quorum:// URL)"},
+    {"config_quorum_timeout.yaml",
+     "config_quorum_timeout.yaml:2:16: redis_timeout (100ms) must be at least 2 x the quorum's "
+     "node_timeout (80ms): a master is given node_timeout to connect and node_timeout to "
+     "answer, within redis_timeout"},
     {"config_syntax.yaml",
      "config_syntax.yaml:4:8: invalid YAML: did not find expected ',' or ']' (while parsing a "
      "flow sequence that starts at line 3)"},
@@ -994,6 +1045,7 @@ static Suite *suite(void)
     tcase_add_test(tc, empty_sections);
     tcase_add_test(tc, all_keys_set);
     tcase_add_test(tc, renew_follows_ttl);
+    tcase_add_test(tc, redis_list);
     tcase_add_loop_test(tc, option_row, 0, (int)nopts);
     tcase_add_test(tc, history_section);
     tcase_add_test(tc, hook_commands);

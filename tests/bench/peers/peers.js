@@ -10,6 +10,10 @@
 //   lock-raw      SET key token NX PX + a scripted compare-and-delete
 //   lock-mutex    redis-semaphore's Mutex (acquire, release)
 //   lock-redlock  node-redlock (lock, unlock) on the one server
+//   lock-redlock-quorum  node-redlock over several masters (--url given once
+//                 per master, an ioredis connection each, auto-pipelined),
+//                 lock + unlock, the grant latency of every lock after a
+//                 300 ms warm-up (p50, p99, max): bench_quorum.sh
 // Semaphore (one key, limit 5, 50 loops, zero hold; the wait of every
 // acquire is recorded):
 //   sem           redis-semaphore's Semaphore (default retryInterval 10 ms)
@@ -35,11 +39,16 @@ const fs = require('fs');
 const args = process.argv.slice(2);
 const kase = args[0];
 let url = process.env.BATON_TEST_URL || '';
+const urls = [];
 let seconds = 5;
 for (let i = 1; i < args.length; i++) {
-  if (args[i] === '--url') url = args[++i];
-  else if (args[i] === '--seconds') seconds = Number(args[++i]);
-  else die(`unknown argument ${args[i]}`);
+    if (args[i] === '--url') {
+        url = args[++i];
+        urls.push(url);
+    } else if (args[i] === '--seconds')
+        seconds = Number(args[++i]);
+    else
+        die(`unknown argument ${args[i]}`);
 }
 if (!(seconds > 0 && seconds <= 600)) die('--seconds: expected 0 < S <= 600');
 
@@ -132,6 +141,39 @@ async function lockCase(name) {
   const { cycles, secs } = await runLoops(50, body);
   r.disconnect();
   out({ case: name, peer, clients: 50, connections: 1, cycles, seconds: +secs.toFixed(3), cycles_per_sec: Math.round(cycles / secs) });
+}
+
+async function quorumCase(name)
+{
+    if (urls.length < 3)
+        die(`${name}: give --url once per master (3 or more)`);
+    const Redis = require('ioredis');
+    const Redlock = require('redlock');
+    const conns =
+        urls.map((u) => new Redis(u, {enableAutoPipelining : true, maxRetriesPerRequest : 1}));
+    await Promise.all(conns.map((r) => r.ping()));
+    const rl = new Redlock(conns, {retryCount : 0});
+    const waits = [];
+    const warm = nowNs() + 300000000n;
+    const {cycles, secs} = await runLoops(50, async (i) => {
+        const t0 = nowNs();
+        const lock = await rl.lock(`bench:peer:quorum:${i}`, 2000);
+        if (t0 >= warm)
+            waits.push(ms(nowNs() - t0));
+        await lock.unlock();
+    });
+    conns.forEach((r) => r.disconnect());
+    out({
+        who : `redlock@${pkgVersion('redlock')}`,
+        case : name,
+        masters : urls.length,
+        clients : 50,
+        connections : urls.length,
+        cycles,
+        seconds : +secs.toFixed(3),
+        cycles_per_sec : Math.round(cycles / secs),
+        grant_ms : waitsJson(waits)
+    });
 }
 
 async function semCase(name) {
@@ -277,10 +319,16 @@ function makeCron(name, expr, zone) {
 }
 
 const cases = {
-  'lock-raw': lockCase, 'lock-mutex': lockCase, 'lock-redlock': lockCase,
-  sem: semCase, 'sem-raw': semCase,
-  'hot-redlock': hotCase, 'hot-mutex': hotCase,
-  'cron-croner': cronCase, 'cron-parser': cronCase,
+    'lock-raw' : lockCase,
+    'lock-mutex' : lockCase,
+    'lock-redlock' : lockCase,
+    'lock-redlock-quorum' : quorumCase,
+    sem : semCase,
+    'sem-raw' : semCase,
+    'hot-redlock' : hotCase,
+    'hot-mutex' : hotCase,
+    'cron-croner' : cronCase,
+    'cron-parser' : cronCase,
 };
 if (!cases[kase]) die(`usage: node peers.js ${Object.keys(cases).join('|')} [--url URL] [--seconds S]`);
 if (!kase.startsWith('cron') && !url) die('need --url or BATON_TEST_URL');
