@@ -178,6 +178,8 @@ static double run(void *(*fn)(void *), struct baton_client *c, int limit, int *e
         int64_t *all = calloc(nw + 1, sizeof *all);
         size_t k = 0;
         for (int i = 0; i < THREADS && all != NULL; i++) {
+            if (a[i].nwaits == 0)
+                continue; /* waits may be NULL: memcpy wants a pointer even for 0 bytes */
             memcpy(all + k, a[i].waits, a[i].nwaits * sizeof *all);
             k += a[i].nwaits;
         }

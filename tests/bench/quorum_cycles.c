@@ -165,6 +165,8 @@ int main(int argc, char **argv)
     double *all = malloc((n > 0 ? n : 1) * sizeof *all);
     size_t k = 0;
     for (int i = 0; i < nthreads && all != NULL; i++) {
+        if (a[i].nlat == 0)
+            continue; /* no grant after the warm-up: no samples (lat is NULL) */
         memcpy(all + k, a[i].lat, a[i].nlat * sizeof *all);
         k += a[i].nlat;
     }
