@@ -30,7 +30,8 @@
 # usage: bench_fleet.sh [--smoke] [--nodes N] [--jobs N] [--window S]
 #                       [--graceful R] [--crash C]
 # Needs BATON_BIN and BATON_TESTS_DIR.
-. "$BATON_TESTS_DIR/lib/harness.sh"
+BATON_TESTS_DIR=${BATON_TESTS_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
+. "$BATON_TESTS_DIR/lib/harness.sh" || exit 2
 B=$BATON_BIN
 NODES=100 JOBS=10000 WINDOW=30 GRACEFUL=10 CRASH=5 SMOKE=false
 while [ $# -gt 0 ]; do

@@ -12,7 +12,8 @@
 #
 # usage: bench_http.sh [--smoke] [--window S]
 # Needs BATON_BIN and BATON_TESTS_DIR; curl.
-. "$BATON_TESTS_DIR/lib/harness.sh"
+BATON_TESTS_DIR=${BATON_TESTS_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
+. "$BATON_TESTS_DIR/lib/harness.sh" || exit 2
 B=$BATON_BIN
 WINDOW=60
 while [ $# -gt 0 ]; do

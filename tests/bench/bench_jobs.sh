@@ -28,7 +28,8 @@
 #
 # usage: bench_jobs.sh [--smoke] [--runs N] [--window S] [--rt]
 # Needs BATON_BIN and BATON_TESTS_DIR; cc (stamp) and python3.
-. "$BATON_TESTS_DIR/lib/harness.sh"
+BATON_TESTS_DIR=${BATON_TESTS_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
+. "$BATON_TESTS_DIR/lib/harness.sh" || exit 2
 B=$BATON_BIN
 RUNS=300 WINDOW=30 RT=()
 while [ $# -gt 0 ]; do

@@ -11,7 +11,8 @@
 #
 # usage: bench_supervisor.sh [--smoke] [--rounds N] [--window S]
 # Needs BATON_BIN (the baton binary) and BATON_TESTS_DIR (tests/).
-. "$BATON_TESTS_DIR/lib/harness.sh"
+BATON_TESTS_DIR=${BATON_TESTS_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
+. "$BATON_TESTS_DIR/lib/harness.sh" || exit 2
 B=$BATON_BIN
 ROUNDS=20 WINDOW=30
 while [ $# -gt 0 ]; do

@@ -4,7 +4,8 @@
 # with a plain TCP port and a TLS port, and a replica of it. For scale, the
 # same server's own TLS cost in the same run: redis-benchmark SET with as
 # many clients as threads, plain and TLS (a second JSON line).
-. "$BATON_TESTS_DIR/lib/harness.sh"
+BATON_TESTS_DIR=${BATON_TESTS_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
+. "$BATON_TESTS_DIR/lib/harness.sh" || exit 2
 . "$BATON_TESTS_DIR/lib/tls.sh"
 args=() threads=16 smoke=0
 while [ $# -gt 0 ]; do

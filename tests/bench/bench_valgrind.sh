@@ -12,7 +12,8 @@
 # Bench mode because memcheck is 20-50x slower: the integration tests'
 # timing checks do not hold under it, so this drives the same features
 # with generous leases and checks memory, not timing.
-. "$BATON_TESTS_DIR/lib/harness.sh"
+BATON_TESTS_DIR=${BATON_TESTS_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
+. "$BATON_TESTS_DIR/lib/harness.sh" || exit 2
 command -v valgrind >/dev/null || fail "valgrind is not installed (apt-get install valgrind)"
 REAL=$BATON_BIN
 rounds=10 settle=12
