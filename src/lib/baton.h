@@ -530,8 +530,12 @@ BATON_API void baton_election_abandon(struct baton_election *e);
  * lease was lost or taken); EIO... (leadership unconfirmed: the caller
  * watches baton_election_deadline_ns()). */
 BATON_API int baton_election_renew(struct baton_election *e);
-/* Gives up leadership if still ours and wakes every follower. Returns 0,
- * BATON_ELOST (it was not ours any more) or EIO... (then the lease expires). */
+/* Gives up leadership if still ours and wakes a successor: on one server,
+ * at most two followers that watch with an identity (other than ours) are
+ * woken on their own channels, the rest see the new leader at their next
+ * campaign; when none such watches (no identities, or over a quorum),
+ * every follower is woken. Returns 0, BATON_ELOST (it was not ours any
+ * more) or EIO... (then the lease expires). */
 BATON_API int baton_election_resign(struct baton_election *e);
 
 /* True when our current term was granted by a Redis master whose data may
@@ -563,7 +567,9 @@ BATON_API const char *baton_election_errstr(const struct baton_election *e);
 BATON_API const char *baton_election_key(const struct baton_election *e);
 BATON_API const char *baton_election_token(const struct baton_election *e);
 
-/* The subscription: (re)connects and subscribes to the name's events.
+/* The subscription: (re)connects and subscribes to the name's events
+ * (and, given an identity, to this candidate's own channel, where a
+ * resignation may name it).
  * Returns 0 or EIO... Bounded by the client's timeouts. Over a quorum:
  * subscribes on every master not subscribed yet (one connection each, the
  * ones subscribed kept; a master left alone after a failure is skipped),

@@ -659,6 +659,7 @@ struct baton_lock {
     _Atomic bool ever_renewed; /* registered with the renewer at some time */
     char *token;               /* 48 hex chars [+ ":" + identity] (same allocation) */
     const char *release_chan;  /* elections: published to on release; else NULL */
+    const char *release_self;  /* elections: our own successor channel, or NULL */
     /* BATON__S_EXTEND; semaphore permits: BATON__S_SEM_EXTEND */
     enum baton__script_id extend_script;
     int64_t ttl_ms;

@@ -2,10 +2,14 @@
  *
  * The leadership of name N is a lock at prefix{N}:leader whose value is
  * "<token>:<identity>", so that anyone can read who leads; its fencing
- * counter (prefix{N}:leader:fence) is the term. Resigning publishes
- * "resigned" on prefix{N}:events, where followers (and the leader, for
- * step-down requests "step-down <term>") are subscribed. Each primitive is
- * one bounded Redis call; the caller's event loop decides when to call it.
+ * counter (prefix{N}:leader:fence) is the term. Followers (and the
+ * leader, for step-down requests "step-down <term>") are subscribed to
+ * prefix{N}:events, and each with an identity also to
+ * prefix{N}:events:<identity>. Resigning wakes successors with "resigned":
+ * at most two named followers on their own channels when any listens, so
+ * that a fleet hands over with one or two campaigns and no herd; else
+ * every follower on prefix{N}:events (scripts.c). Each primitive is one
+ * bounded Redis call; the caller's event loop decides when to call it.
  *
  * Over a Redlock quorum (quorum.c) the leadership is a quorum lock: granted
  * by a majority of the masters, valid from the send time, its term the
@@ -36,6 +40,7 @@ struct baton_election {
     char *name;
     char *base;   /* prefix{name}:leader */
     char *events; /* prefix{name}:events */
+    char *succ;   /* events:identity, where a resignation may name us; NULL: no identity */
     char *server; /* prefix{name}:leader:server, the run id that granted the term */
     char *identity;
     int64_t ttl_ms;
@@ -76,7 +81,8 @@ int baton_election_new(struct baton_client *c, const char *name,
     if ((e->name = strdup(name)) == NULL || (e->identity = strdup(identity)) == NULL ||
         asprintf(&e->base, "%s{%s}:leader", c->prefix, name) < 0 ||
         asprintf(&e->events, "%s{%s}:events", c->prefix, name) < 0 ||
-        asprintf(&e->server, "%s{%s}:leader:server", c->prefix, name) < 0) {
+        asprintf(&e->server, "%s{%s}:leader:server", c->prefix, name) < 0 ||
+        (*identity != '\0' && asprintf(&e->succ, "%s:%s", e->events, identity) < 0)) {
         baton_election_free(e);
         return BATON_ENOMEM;
     }
@@ -105,6 +111,7 @@ void baton_election_free(struct baton_election *e)
     free(e->identity);
     free(e->base);
     free(e->events);
+    free(e->succ);
     free(e->server);
     struct baton_client *c = e->c;
     free(e);
@@ -237,6 +244,7 @@ int baton_election_campaign(struct baton_election *e, struct baton_leader_info *
     if ((rc = baton__lock_new(e->c, e->base, e->name, e->identity, &o, &lk)) != BATON_OK)
         return rc;
     lk->release_chan = e->events;
+    lk->release_self = e->c->quorum == NULL ? e->succ : NULL; /* a quorum wakes all */
     if (e->c->quorum != NULL) {
         /* The quorum's grant; its renewals heal the lease (quorum.c). A
          * quorum has no promoted replicas: catch-up is decided by the
@@ -362,9 +370,29 @@ static int quorum_watch(struct baton_election *e)
     return subscribed > 0 ? BATON_OK : BATON_EIO;
 }
 
-int baton_election_watch(struct baton_election *e)
+/* SUBSCRIBE chan on cn. Returns 0, or an error described in e->errstr. */
+static int subscribe(struct baton_election *e, struct baton__conn *cn, const char *chan)
 {
     redisReply *r = NULL;
+    const char *argv[2] = {"SUBSCRIBE", chan};
+    size_t lens[2] = {9, strlen(chan)};
+    int rc = baton__conn_command(cn, 2, argv, lens, &r, baton__client_deadline(e->c));
+    if (rc != BATON_OK) {
+        baton__set_error(e->errstr, sizeof e->errstr, "%s: %s", e->c->url.redacted, cn->err);
+        return rc;
+    }
+    bool ok = r->type == REDIS_REPLY_ARRAY && r->elements == 3;
+    freeReplyObject(r);
+    if (!ok) {
+        baton__set_error(e->errstr, sizeof e->errstr, "%s: unexpected reply to SUBSCRIBE",
+                         e->c->url.redacted);
+        return BATON_EPROTO;
+    }
+    return BATON_OK;
+}
+
+int baton_election_watch(struct baton_election *e)
+{
     int rc;
     if (e == NULL)
         return BATON_EINVAL;
@@ -375,21 +403,12 @@ int baton_election_watch(struct baton_election *e)
     struct baton__conn *cn = NULL;
     if ((rc = baton__client_open(e->c, &cn, e->errstr, sizeof e->errstr)) != BATON_OK)
         return rc;
-    const char *argv[2] = {"SUBSCRIBE", e->events};
-    size_t lens[2] = {9, strlen(e->events)};
-    rc = baton__conn_command(cn, 2, argv, lens, &r, baton__client_deadline(e->c));
-    if (rc != BATON_OK) {
-        baton__set_error(e->errstr, sizeof e->errstr, "%s: %s", e->c->url.redacted, cn->err);
+    /* The group's events, then our own channel: a resignation may name us
+     * there (scripts.c). */
+    if ((rc = subscribe(e, cn, e->events)) != BATON_OK ||
+        (e->succ != NULL && (rc = subscribe(e, cn, e->succ)) != BATON_OK)) {
         baton__conn_free(cn);
         return rc;
-    }
-    bool ok = r->type == REDIS_REPLY_ARRAY && r->elements == 3;
-    freeReplyObject(r);
-    if (!ok) {
-        baton__set_error(e->errstr, sizeof e->errstr, "%s: unexpected reply to SUBSCRIBE",
-                         e->c->url.redacted);
-        baton__conn_free(cn);
-        return BATON_EPROTO;
     }
     e->sub = cn;
     return BATON_OK;

@@ -184,10 +184,13 @@ void baton__lock_prep_release(struct baton_lock *lk, struct baton__lock_call *lc
     lc->args[0] = lk->token;
     lc->args[1] = baton__waiters_channel(c);
     lc->args[2] = lk->release_chan != NULL ? lk->release_chan : "";
+    lc->args[3] = lk->release_self;
     lc->k = (struct baton__call){.id = BATON__S_RELEASE,
                                  .nkeys = 5,
                                  .keys = lc->keys,
-                                 .nargs = lk->release_chan != NULL ? 3 : 2,
+                                 .nargs = lk->release_chan == NULL   ? 2
+                                          : lk->release_self == NULL ? 3
+                                                                     : 4,
                                  .args = lc->args,
                                  .deadline_ns = baton__client_deadline(c),
                                  .err = err,

@@ -143,18 +143,39 @@ static const char acquire_src[] =
              "return {redis.call('pttl', lock), holder or '', redis.call('get', fence) or '0'}\n";
 
 /* KEYS: lock q qx [fence qt]. ARGV: token wake_channel_prefix
- * [release_channel]. Returns 1 when released (or handed to the next
- * waiter), 0 when the lock was not ours (nothing changed). With a release
- * channel (elections), "resigned" is published on it, waking every
- * follower at once. Without fence and qt (quorum.c), a waiter gets a
- * reservation. */
+ * [release_channel [own_successor_channel]]. Returns 1 when released (or
+ * handed to the next waiter), 0 when the lock was not ours (nothing
+ * changed). Without fence and qt (quorum.c), a waiter gets a reservation.
+ *
+ * With a release channel (elections), "resigned" wakes successors. Each
+ * follower with an identity also listens on release_channel:identity; the
+ * resignation names at most two of those that have a listener (PUBSUB
+ * CHANNELS, this server's subscriptions), other than the resigner's own,
+ * and publishes "resigned" on theirs only: one or two campaigns, not one
+ * per follower, and a follower that froze with its subscription open does
+ * not stall the handover alone. The others learn of the new leader at
+ * their next look at the lease. When none listens (no identities, older
+ * followers, or followers subscribed on other nodes of a cluster),
+ * "resigned" goes to release_channel, waking every follower. */
 static const char release_src[] =
     FENCE_FN "local lock, q, qx, chan = KEYS[1], KEYS[2], KEYS[3], ARGV[2]\n"
              "local f, qt = KEYS[4], KEYS[5]\n"
              "if redis.call('get', lock) ~= ARGV[1] then return 0 end\n"
              "if redis.call('exists', q) == 0 then\n"
              "  redis.call('del', lock)\n"
-             "  if ARGV[3] and ARGV[3] ~= '' then redis.call('publish', ARGV[3], 'resigned') end\n"
+             "  if ARGV[3] and ARGV[3] ~= '' then\n"
+             "    local named = 0\n"
+             "    if ARGV[4] then\n"
+             "      local pat = string.gsub(ARGV[3] .. ':', '[%*%?%[%]\\\\]', '\\\\%0') .. '*'\n"
+             "      for _, ch in ipairs(redis.call('pubsub', 'channels', pat)) do\n"
+             "        if ch ~= ARGV[4] and redis.call('publish', ch, 'resigned') > 0 then\n"
+             "          named = named + 1\n"
+             "          if named == 2 then break end\n"
+             "        end\n"
+             "      end\n"
+             "    end\n"
+             "    if named == 0 then redis.call('publish', ARGV[3], 'resigned') end\n"
+             "  end\n"
              "  return 1\n"
              "end\n" HANDOFF;
 

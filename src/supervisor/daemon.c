@@ -70,6 +70,12 @@ enum {
 #define STEP_DOWN_PAUSE_MS 1000
 #define BACKOFF_MIN_MS     100
 #define KILL_MARGIN_MS     50 /* jobs are dead this long before the deadline */
+/* At a lease's end the followers campaign in the order of their names,
+ * STAGGER_MS apart (the first STAGGER_RANKS; the rest together after
+ * them): the first alive wins at once, without a hundred campaigns queued
+ * in Redis and a hundred processes for the CPU ahead of its own. */
+#define STAGGER_MS    1
+#define STAGGER_RANKS 100
 #define MS                 INT64_C(1000000)
 
 /* A SIGHUP's reading of baton.yaml and jobs.yaml, on a thread of its own:
@@ -114,6 +120,7 @@ struct daemon {
     int64_t guard_ns; /* the stop point's distance from the deadline */
     struct baton_leader_info holder; /* the leader, as the last campaign saw it */
     uint64_t following_term;         /* the term we announced following */
+    int64_t rank; /* members named before us, from the last heartbeat (0: unknown) */
     int64_t backoff_ms;
     bool outage; /* Redis unreachable since outage_since */
     int64_t outage_since;
@@ -232,7 +239,7 @@ static void heartbeat(struct daemon *d)
     cJSON_Delete(o);
     if (json != NULL &&
         members_heartbeat(d->client, d->cfg->group, d->cfg->node, json,
-                          members_forget_ms(d->cfg->poll_ms, d->done)) == BATON_OK)
+                          members_forget_ms(d->cfg->poll_ms, d->done), &d->rank) == BATON_OK)
         redis_ok(d);
     free(json);
     check_drift(d);
@@ -337,9 +344,12 @@ static enum machine_event act_follow(void *ctx)
         log_emit(d->log, LE_FOLLOWING, f);
     }
     /* Wake when the leader's lease can have run out (a crashed leader),
-     * and poll as a safety net; a resignation wakes us at once. */
+     * in our turn (STAGGER_MS), and poll as a safety net; a resignation
+     * that names us wakes us at once. */
     if (d->holder.ttl_ms >= 0)
-        loop_arm_in(&d->loop, T_WAKE, d->holder.ttl_ms + 1);
+        loop_arm_in(&d->loop, T_WAKE,
+                    d->holder.ttl_ms + 1 +
+                        STAGGER_MS * (d->rank < STAGGER_RANKS ? d->rank : STAGGER_RANKS));
     else
         loop_arm_in(&d->loop, T_WAKE, 1); /* no lease seen: campaign now */
     loop_arm_in(&d->loop, T_POLL, jitter_ms(d, d->cfg->poll_ms, 10));

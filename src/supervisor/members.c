@@ -20,7 +20,9 @@
 /* KEYS: nodes, seen, forget. ARGV: node, info, forget_ms; for a claim also
  * this host, this pid, and the pid of a dead predecessor on this host ("").
  * A claim returns {0, holder's info, ms since its heartbeat} while another
- * alive supervisor holds the name; otherwise both write and return {1}. */
+ * alive supervisor holds the name; otherwise both write and return {1,
+ * rank}: the number of members whose names sort before node's (bytewise),
+ * which orders the followers' campaigns at a lease's end (daemon.c). */
 static const char beat_src[] =
     "local t = redis.call('time')\n"
     "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
@@ -47,7 +49,11 @@ static const char beat_src[] =
     "  redis.call('hdel', KEYS[1], n); redis.call('hdel', KEYS[2], n)\n"
     "  redis.call('zrem', KEYS[3], n)\n"
     "end\n"
-    "return {1}\n";
+    "local rank = 0\n"
+    "for _, n in ipairs(redis.call('hkeys', KEYS[1])) do\n"
+    "  if n < ARGV[1] then rank = rank + 1 end\n"
+    "end\n"
+    "return {1, rank}\n";
 
 /* Returns {now, nodes, seen, forgotten}: the last, the nodes whose time has
  * come (a read does not delete them; the next heartbeat does). */
@@ -111,7 +117,7 @@ static int beat(struct baton_client *c, const char *group, int nargs, const char
 }
 
 int members_heartbeat(struct baton_client *c, const char *group, const char *node,
-                      const char *info_json, int64_t forget_ms)
+                      const char *info_json, int64_t forget_ms, int64_t *rank)
 {
     char forget[24];
     struct baton_answers *a = NULL;
@@ -120,6 +126,19 @@ int members_heartbeat(struct baton_client *c, const char *group, const char *nod
     int rc = beat(c, group, 3, args, &a);
     if (rc == BATON_OK)
         rc = baton_answers_check(c, a);
+    if (rc == BATON_OK && rank != NULL) {
+        /* Over a quorum the masters may differ by a member: the lowest. */
+        int64_t best = -1;
+        for (int i = 0; i < a->n; i++) {
+            const struct baton_reply *r = a->v[i].rc == BATON_OK ? a->v[i].reply : NULL;
+            if (r != NULL && r->type == BATON_REPLY_ARRAY && r->elements == 2 &&
+                r->element[1]->type == BATON_REPLY_INTEGER &&
+                (best < 0 || r->element[1]->integer < best))
+                best = r->element[1]->integer;
+        }
+        if (best >= 0)
+            *rank = best;
+    }
     baton_answers_free(a);
     return rc;
 }

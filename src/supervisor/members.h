@@ -40,9 +40,10 @@ const char *members_host(void);
 
 /* Writes node's heartbeat; info_json is a JSON object (the node's state,
  * with "host", "pid" and "poll_ms" for members_claim). Returns 0 or a
- * BATON_E* code. */
+ * BATON_E* code; on 0, *rank (may be NULL) is set to the number of members
+ * whose names sort before node's (unchanged when Redis did not say). */
 int members_heartbeat(struct baton_client *c, const char *group, const char *node,
-                      const char *info_json, int64_t forget_ms);
+                      const char *info_json, int64_t forget_ms, int64_t *rank);
 
 /* Claims node for this process (pid, members_host()) at start: refused
  * while another alive supervisor's heartbeat holds the name. A holder on

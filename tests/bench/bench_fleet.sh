@@ -115,6 +115,9 @@ signal_ms() {
     done
     echo "$2"
 }
+# at_ms VAR: Unix ms now into VAR, without a fork (a `date` under the
+# fleet's load takes milliseconds, which would count as handover time)
+at_ms() { printf -v "$1" '%s' $(( ${EPOCHREALTIME/./} / 1000 )); }
 stats() { sort -g "$1" | awk '{v[NR]=$1} END{if (NR == 0) {print "null null null"; exit}
     printf "%s %s %s", v[int(0.5*(NR-1)+1.5)], v[int(0.99*(NR-1)+1.5)], v[NR]}'; }
 names=(); for i in $(seq 1 "$NODES"); do names+=("$(printf 'n%03d' "$i")"); done
@@ -239,8 +242,9 @@ BOUND_MB=$(awk "BEGIN{printf \"%.0f\", $JOBS * 200 * $per_kept / 1048576}")
 : > "$T/graceful"
 for i in $(seq 1 "$GRACEFUL"); do
     old=$L
-    t0=$(now_ms)
-    kill -TERM "$(pid "$old")"
+    p=$(pid "$old")
+    at_ms t0
+    kill -TERM "$p"
     L=$(wait_new_leader "$old")
     w=$(working_ms "$L" "$t0")
     echo $(( w - t0 )) >> "$T/graceful"
@@ -258,10 +262,13 @@ read -r s50 s99 smax < <(stats "$T/graceful_logs")
 for i in $(seq 1 "$CRASH"); do
     old=$L
     sleep 0.$(( RANDOM % 9 + 1 ))
-    # The lease ends PTTL after it is read, whatever was renewed before.
-    ends=$(( $(now_ms) + $(rcli pttl "baton:{$G}:leader") ))
-    t0=$(now_ms)
-    kill -KILL "$(pid "$old")"
+    # The lease ends PTTL after it is read, whatever was renewed before
+    # (taken from before the read: an end that may be early, never late).
+    p=$(pid "$old")
+    at_ms t0
+    ends=$(( t0 + $(rcli pttl "baton:{$G}:leader") ))
+    at_ms t0
+    kill -KILL "$p"
     L=$(wait_new_leader "$old")
     w=$(working_ms "$L" "$t0")
     echo $(( w - ends )) >> "$T/crash"

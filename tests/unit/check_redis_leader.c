@@ -1,9 +1,11 @@
 /* check_redis_leader.c -- leader election for embedding against a real
  * redis-server: callbacks and their order, one leader among three,
- * handover on resign (woken, not polled), loss when the lease is taken,
+ * handover on resign (woken, not polled; two successors named, not the
+ * whole group), loss when the lease is taken,
  * loss reported before the validity deadline while Redis is frozen,
  * step-down requests, and the argument checks. */
 #include <check.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -222,6 +224,70 @@ START_TEST(three_nodes_handover)
 }
 END_TEST
 
+/* The events each follower's subscription got within ms (0: none). */
+static unsigned events_within(struct baton_election *f, int64_t ms)
+{
+    unsigned ev = 0;
+    int64_t until = tu_now_ns() + ms * 1000000;
+    while (ev == 0 && tu_now_ns() < until) {
+        struct pollfd p = {.fd = baton_election_watch_fd(f), .events = POLLIN};
+        if (poll(&p, 1, 5) == 1)
+            ck_assert_int_eq(baton_election_watch_read(f, &ev), BATON_OK);
+    }
+    return ev;
+}
+
+/* A resignation wakes at most two followers, on their own channels, not
+ * the whole group; and one of them takes over at once. Followers without
+ * an identity, or with the resigner's own, are all woken (the group's
+ * channel), as are those of an older baton. */
+START_TEST(resign_names_successors)
+{
+    enum { N = 4 };
+    static const char *const idents[][N + 1] = {
+        {"lead", "f0", "f1", "f2", "f3"}, /* named: two of four */
+        {"lead", "", "", "", ""},         /* no identities: all */
+        {"lead", "lead", "lead", "lead", "lead"}, /* the resigner's own: all */
+    };
+    static const int woken_want[] = {2, N, N};
+    for (size_t k = 0; k < sizeof idents / sizeof idents[0]; k++) {
+        struct baton_client *c[N + 1];
+        struct baton_election *e[N + 1];
+        for (int i = 0; i <= N; i++) {
+            c[i] = client();
+            struct baton_election_opts o = {.ttl_ms = 5000, .identity = idents[k][i]};
+            ck_assert_int_eq(baton_election_new(c[i], "L:succ", &o, &e[i]), BATON_OK);
+        }
+        ck_assert_int_eq(baton_election_campaign(e[0], NULL), BATON_OK);
+        for (int i = 1; i <= N; i++) {
+            struct baton_leader_info h;
+            ck_assert_int_eq(baton_election_campaign(e[i], &h), BATON_ETAKEN);
+            ck_assert_int_eq(baton_election_watch(e[i]), BATON_OK);
+        }
+        ck_assert_int_eq(baton_election_watch(e[0]), BATON_OK); /* the leader listens too */
+        ck_assert_int_eq(baton_election_resign(e[0]), BATON_OK);
+        int woken = 0, first = -1;
+        for (int i = 1; i <= N; i++) {
+            unsigned ev = events_within(e[i], woken == woken_want[k] ? 50 : 500);
+            if (ev & BATON_EVENT_RESIGNED) {
+                woken++;
+                first = first < 0 ? i : first;
+            }
+        }
+        ck_assert_msg(woken == woken_want[k], "case %zu: %d followers woken, want %d", k, woken,
+                      woken_want[k]);
+        if (woken_want[k] < N) /* named ones: never the resigner (a broadcast reaches it) */
+            ck_assert_int_eq(events_within(e[0], 50), 0);
+        ck_assert_int_eq(baton_election_campaign(e[first], NULL), BATON_OK);
+        ck_assert_int_eq(baton_election_resign(e[first]), BATON_OK);
+        for (int i = 0; i <= N; i++) {
+            baton_election_free(e[i]);
+            baton_client_free(c[i]);
+        }
+    }
+}
+END_TEST
+
 /* The lease taken behind the leader's back: the next renewal reports it. */
 START_TEST(lost_when_taken)
 {
@@ -386,6 +452,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, gain_and_resign);
     tcase_add_test(tc, three_nodes_handover);
+    tcase_add_test(tc, resign_names_successors);
     tcase_add_test(tc, lost_when_taken);
     tcase_add_test(tc, loss_before_deadline_when_frozen);
     tcase_add_test(tc, step_down_request);
