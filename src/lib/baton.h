@@ -607,6 +607,15 @@ BATON_API int baton_election_watch_read(struct baton_election *e, unsigned *even
 typedef void (*baton_election_msg_fn)(void *arg, const char *msg, size_t len);
 BATON_API int baton_election_watch_read_msgs(struct baton_election *e, unsigned *events,
                                              baton_election_msg_fn on_msg, void *arg);
+/* Also hears channel on the subscription (every master's, over a quorum)
+ * while it is set: its messages go to on_msg like the events channel's.
+ * One such channel at a time; NULL stops. A subscription made later by
+ * baton_election_watch() includes it. For messages that only some
+ * candidates want, such as the baton supervisor's "ended" messages, heard
+ * by its leader only: a follower is not woken by them. Returns 0; EINVAL,
+ * ENOMEM; EIO when a subscription could not be told (it is broken: the
+ * next read says so, and watching again subscribes it with the channel). */
+BATON_API int baton_election_listen(struct baton_election *e, const char *channel);
 
 /* Who leads name now. Returns 0 and *info, or EIO... Over a quorum: the
  * identity a majority of the masters hold (none when no holder has a

@@ -344,6 +344,7 @@ struct baton__timer {
 struct baton__job {
     void (*run)(struct baton__job *j);
     struct baton__job *next;
+    bool queued; /* on the helper's list (under the loop's mutex) */
 };
 
 /* A connection watched by the loop: ready() gets epoll's events, flush()
@@ -378,8 +379,10 @@ int baton__io_watch(struct baton__loop *l, struct baton__io *io, int fd, uint32_
 void baton__io_unwatch(struct baton__loop *l, struct baton__io *io);
 /* Marks io to be flushed at the end of this turn. */
 int baton__io_dirty(struct baton__loop *l, struct baton__io *io);
-/* Runs j on the helper thread (started on first use). Returns 0, or
- * BATON_ENOMEM (j will not run). */
+/* Runs j on the helper thread (started on first use). Returns 0; BATON_ENOMEM
+ * (j will not run); BATON_EINVAL when j is still queued from an earlier
+ * call (it runs once, for that call: a job on the list twice would cut off
+ * the jobs queued behind it). */
 int baton__loop_offload(struct baton__loop *l, struct baton__job *j);
 /* A job's result has come back (its task runs). */
 void baton__loop_offload_done(struct baton__loop *l);

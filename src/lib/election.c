@@ -41,6 +41,7 @@ struct baton_election {
     char *base;   /* prefix{name}:leader */
     char *events; /* prefix{name}:events */
     char *succ;   /* events:identity, where a resignation may name us; NULL: no identity */
+    char *extra;  /* the caller's channel heard too (baton_election_listen), or NULL */
     char *server; /* prefix{name}:leader:server, the run id that granted the term */
     char *identity;
     int64_t ttl_ms;
@@ -112,6 +113,7 @@ void baton_election_free(struct baton_election *e)
     free(e->base);
     free(e->events);
     free(e->succ);
+    free(e->extra);
     free(e->server);
     struct baton_client *c = e->c;
     free(e);
@@ -343,9 +345,10 @@ static int quorum_watch(struct baton_election *e)
             break;
         int rc = baton__client_connect(c, node, deadline, &cn, why, sizeof why);
         if (rc == BATON_OK) {
-            const char *argv[2] = {"SUBSCRIBE", e->events};
-            size_t lens[2] = {9, strlen(e->events)};
-            rc = baton__conn_command(cn, 2, argv, lens, &r, deadline);
+            /* The other confirmation (extra's) is read later, and passed over. */
+            const char *argv[3] = {"SUBSCRIBE", e->events, e->extra};
+            size_t lens[3] = {9, strlen(e->events), e->extra != NULL ? strlen(e->extra) : 0};
+            rc = baton__conn_command(cn, e->extra != NULL ? 3 : 2, argv, lens, &r, deadline);
             if (rc != BATON_OK)
                 baton__set_error(why, sizeof why, "%s: node %s: %s", c->url.redacted, node->addr,
                                  cn->err);
@@ -370,13 +373,25 @@ static int quorum_watch(struct baton_election *e)
     return subscribed > 0 ? BATON_OK : BATON_EIO;
 }
 
-/* SUBSCRIBE chan on cn. Returns 0, or an error described in e->errstr. */
-static int subscribe(struct baton_election *e, struct baton__conn *cn, const char *chan)
+/* One SUBSCRIBE of the events channel, ours (succ) and the caller's
+ * (extra) on cn: no message can come before the first confirmation, which
+ * is read here; the others are read later with the messages, and passed
+ * over. Returns 0, or an error described in e->errstr. */
+static int subscribe(struct baton_election *e, struct baton__conn *cn)
 {
+    const char *argv[4] = {"SUBSCRIBE", e->events};
+    size_t lens[4] = {9, strlen(e->events)};
+    int argc = 2;
     redisReply *r = NULL;
-    const char *argv[2] = {"SUBSCRIBE", chan};
-    size_t lens[2] = {9, strlen(chan)};
-    int rc = baton__conn_command(cn, 2, argv, lens, &r, baton__client_deadline(e->c));
+    if (e->succ != NULL) {
+        lens[argc] = strlen(e->succ);
+        argv[argc++] = e->succ;
+    }
+    if (e->extra != NULL) {
+        lens[argc] = strlen(e->extra);
+        argv[argc++] = e->extra;
+    }
+    int rc = baton__conn_command(cn, argc, argv, lens, &r, baton__client_deadline(e->c));
     if (rc != BATON_OK) {
         baton__set_error(e->errstr, sizeof e->errstr, "%s: %s", e->c->url.redacted, cn->err);
         return rc;
@@ -403,15 +418,52 @@ int baton_election_watch(struct baton_election *e)
     struct baton__conn *cn = NULL;
     if ((rc = baton__client_open(e->c, &cn, e->errstr, sizeof e->errstr)) != BATON_OK)
         return rc;
-    /* The group's events, then our own channel: a resignation may name us
-     * there (scripts.c). */
-    if ((rc = subscribe(e, cn, e->events)) != BATON_OK ||
-        (e->succ != NULL && (rc = subscribe(e, cn, e->succ)) != BATON_OK)) {
+    if ((rc = subscribe(e, cn)) != BATON_OK) {
         baton__conn_free(cn);
         return rc;
     }
     e->sub = cn;
     return BATON_OK;
+}
+
+/* Sends (UN)SUBSCRIBE chan on cn without waiting: its confirmation comes
+ * with the messages, and is passed over. */
+static int send_sub(struct baton_election *e, struct baton__conn *cn, bool on, const char *chan)
+{
+    const char *argv[2] = {on ? "SUBSCRIBE" : "UNSUBSCRIBE", chan};
+    size_t lens[2] = {on ? 9 : 11, strlen(chan)};
+    int rc = baton__conn_append(cn, 2, argv, lens);
+    return rc == BATON_OK ? baton__conn_flush(cn, baton__client_deadline(e->c)) : rc;
+}
+
+int baton_election_listen(struct baton_election *e, const char *channel)
+{
+    if (e == NULL || (channel != NULL && *channel == '\0'))
+        return BATON_EINVAL;
+    if (channel == NULL ? e->extra == NULL : e->extra != NULL && strcmp(channel, e->extra) == 0)
+        return BATON_OK;
+    char *want = NULL;
+    if (channel != NULL && (want = strdup(channel)) == NULL)
+        return BATON_ENOMEM;
+    char *old = e->extra;
+    e->extra = want;
+    int rc = BATON_OK;
+    for (int i = -1; i < BATON__QUORUM_MAX; i++) {
+        struct baton__conn *cn = i < 0 ? e->sub : e->qsub[i];
+        if (cn == NULL)
+            continue;
+        int r = old != NULL ? send_sub(e, cn, false, old) : BATON_OK;
+        if (r == BATON_OK && want != NULL)
+            r = send_sub(e, cn, true, want);
+        if (r != BATON_OK) {
+            /* The connection is broken: the next read says so, and the
+             * next watch subscribes again, to what is wanted then. */
+            baton__set_error(e->errstr, sizeof e->errstr, "%s: %s", e->c->url.redacted, cn->err);
+            rc = r;
+        }
+    }
+    free(old);
+    return rc;
 }
 
 int baton_election_watch_fd(const struct baton_election *e)

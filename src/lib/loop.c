@@ -310,6 +310,7 @@ static void *helper_main(void *arg)
         l->jobs = j->next;
         if (l->jobs == NULL)
             l->jobs_tail = NULL;
+        j->queued = false;
         pthread_mutex_unlock(&l->mu);
         j->next = NULL;
         j->run(j);
@@ -321,8 +322,12 @@ static void *helper_main(void *arg)
 
 int baton__loop_offload(struct baton__loop *l, struct baton__job *j)
 {
-    j->next = NULL;
     pthread_mutex_lock(&l->mu);
+    if (j->queued) {
+        pthread_mutex_unlock(&l->mu);
+        return BATON_EINVAL;
+    }
+    j->next = NULL;
     if (!l->helper_on) {
         if (pthread_create(&l->helper, NULL, helper_main, l) != 0) {
             pthread_mutex_unlock(&l->mu);
@@ -335,6 +340,7 @@ int baton__loop_offload(struct baton__loop *l, struct baton__job *j)
     else
         l->jobs = j;
     l->jobs_tail = j;
+    j->queued = true;
     pthread_cond_signal(&l->hcv);
     pthread_mutex_unlock(&l->mu);
     l->offloaded++; /* the loop thread's count: baton__loop_offload_done() when its result runs */

@@ -469,7 +469,10 @@ static void start_connect(struct baton__mux *m, int64_t deadline_ns)
     m->cgen++;
     m->cdeadline = deadline_ns;
     m->cjob.run = connect_job;
-    if (baton__loop_offload(m->c->loop, &m->cjob) != BATON_OK) {
+    int rc = baton__loop_offload(m->c->loop, &m->cjob);
+    if (rc == BATON_EINVAL)
+        return; /* its job is queued still (the caller's check failed): that attempt serves */
+    if (rc != BATON_OK) {
         m->connecting = false;
         while (m->pend != NULL)
             fail_q(m, m->pend, BATON_ENOMEM, "cannot start the helper thread");

@@ -125,7 +125,7 @@ static const char refresh_src[] =
     "end\n"
     "return lost\n";
 
-/* KEYS: busy:J. ARGV: member, events channel, job. */
+/* KEYS: busy:J. ARGV: member, ended channel (keys.h), job. */
 static const char release_src[] = "redis.call('zrem', KEYS[1], ARGV[1])\n"
                                   "redis.call('publish', ARGV[2], 'ended ' .. ARGV[3])\n"
                                   "return 1\n";
@@ -451,7 +451,7 @@ int claim_refresh(struct baton_client *c, const char *group, const char *leader_
 
 int claim_release(struct baton_client *c, const char *group, const char *job, const char *member)
 {
-    char *busy = group_key(group, "busy:%s", job), *chan = group_key(group, "events");
+    char *busy = group_key(group, "busy:%s", job), *chan = group_key(group, "ended");
     struct baton_answers *a = NULL;
     int rc = BATON_ENOMEM;
     if (busy != NULL && chan != NULL) {

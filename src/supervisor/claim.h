@@ -54,7 +54,7 @@
  * died with it), or on its own after a handover (the runs of a leader that
  * gave its lease up at SIGTERM finish while the next leader already
  * schedules; see runner.h). The end of a run removes it and publishes
- * "ended <job>" on the group's events channel, waking a leader that waits
+ * "ended <job>" on the group's channel baton:{G}:ended, waking a leader that waits
  * for it. Time is the server's inside every script, never a node's. */
 #ifndef BATON_CLAIM_H
 #define BATON_CLAIM_H

@@ -39,6 +39,7 @@
 #include "drift.h"
 #include "hook.h"
 #include "jobs.h"
+#include "keys.h"
 #include "log.h"
 #include "loop.h"
 #include "machine.h"
@@ -112,6 +113,8 @@ struct daemon {
     struct loop_watch sig_watch;
     struct loop_watch sub_watch;
     bool sub_added;
+    char *ended_chan; /* baton:{G}:ended (keys.h) */
+    bool ended_heard; /* listened to on the subscription */
     struct reloader rl;
 
     bool stopping;    /* SIGTERM/SIGINT received: the guard `stopping` */
@@ -547,10 +550,25 @@ static void on_transition(void *ctx, enum machine_state from, enum machine_state
         heartbeat(d);
 }
 
+/* Hears runs' "ended" messages (keys.h) while we lead, for jobs that wait
+ * for their runs, or always with an HTTP view, which shows their ends:
+ * not every follower of a fleet at every run's end. A subscription that
+ * cannot be told is broken: watching again subscribes as wanted then. */
+static void listen_ended(struct daemon *d)
+{
+    bool want = d->m.state == ST_WORKING || d->m.state == ST_RENEWING ||
+                strcmp(d->cfg->http_listen, "off") != 0;
+    if (want == d->ended_heard)
+        return;
+    d->ended_heard = want;
+    (void)baton_election_listen(d->election, want ? d->ended_chan : NULL);
+}
+
 static void dispatch(struct daemon *d, enum machine_event ev)
 {
     if (machine_dispatch(&d->m, ev) < 0)
         log_emit(d->log, LE_MACHINE_LOOP, NULL);
+    listen_ended(d);
 }
 
 /* The runner's last run ended. */
@@ -880,6 +898,7 @@ static void free_daemon(struct daemon *d)
     hooks_free(d->hooks);
     drift_free(d->drift);
     baton_election_free(d->election);
+    free(d->ended_chan);
     baton_client_free(d->client);
     loop_close(&d->loop);
     if (d->sig_watch.fd >= 0)
@@ -941,6 +960,7 @@ int daemon_run(const char *config_path)
         (d.log = log_new(STDOUT_FILENO, d.cfg->log_level, d.cfg->node, d.cfg->group)) == NULL ||
         baton_client_new(d.cfg->redis, &co, &d.client) != BATON_OK ||
         baton_election_new(d.client, d.cfg->group, &eo, &d.election) != BATON_OK ||
+        (d.ended_chan = group_key(d.cfg->group, "ended")) == NULL ||
         loop_init(&d.loop, on_timer, &d) != 0) {
         fprintf(stderr, "baton: run: cannot set up: %s\n",
                 srv != 0 ? err : d.client ? baton_client_errstr(d.client) : strerror(errno));

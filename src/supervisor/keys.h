@@ -3,9 +3,14 @@
  *   baton:{G}:leader          the leadership lock (libbaton's election)
  *   baton:{G}:leader:fence    its fencing counter: the term
  *   baton:{G}:events          pub/sub: "resigned", "step-down <term>",
- *                             "ended <job>", "stop <node>/<run_id>",
- *                             "trigger <id>", "done <id>", "paused <job>",
- *                             "resumed <job>" (job "*": every job)
+ *                             "stop <node>/<run_id>", "trigger <id>",
+ *                             "done <id>", "paused <job>", "resumed <job>"
+ *                             (job "*": every job); every node listens
+ *   baton:{G}:events:<node>   pub/sub: "resigned", naming node a successor
+ *   baton:{G}:ended           pub/sub: "ended <job>", a run's end; heard by
+ *                             the leader (a job waiting for its runs) and
+ *                             by nodes with an HTTP view, not by every
+ *                             follower of a fleet at every run's end
  *   baton:{G}:last:<job>      the job's last claimed tick (Unix seconds)
  *   baton:{G}:busy:<job>      zset: the job's live runs "<node>/<run_id>" by
  *                             expiry (claim.h)

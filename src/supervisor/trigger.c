@@ -89,10 +89,10 @@ static const char recover_src[] =
     "return 2\n";
 
 /* KEYS: busy:J, trigger:<id>, triggers. ARGV: member, channel, job, id,
- * run_id, outcome, exit_code, signal, reason, keep s. */
+ * run_id, outcome, exit_code, signal, reason, keep s, ended channel. */
 static const char finish_src[] =
     "redis.call('zrem', KEYS[1], ARGV[1])\n"
-    "redis.call('publish', ARGV[2], 'ended ' .. ARGV[3])\n"
+    "redis.call('publish', ARGV[11], 'ended ' .. ARGV[3])\n"
     "local st = redis.call('hmget', KEYS[2], 'state', 'run_id')\n"
     "if st[2] ~= ARGV[5] or (st[1] ~= 'claimed' and st[1] ~= 'running') then return 0 end\n"
     NOW_MS
@@ -538,16 +538,16 @@ int trigger_finish(struct baton_client *c, const char *group, const char *job, c
                    const char *id, const struct history_rec *rec)
 {
     struct keys k;
-    char *busy = group_key(group, "busy:%s", job);
+    char *busy = group_key(group, "busy:%s", job), *ended = group_key(group, "ended");
     char code[16] = "";
     int rc = keys_make(group, id, &k);
-    if (rc == BATON_OK && busy == NULL)
+    if (rc == BATON_OK && (busy == NULL || ended == NULL))
         rc = BATON_ENOMEM;
     if (rc == BATON_OK) {
         if (rec->exit_code >= 0)
             snprintf(code, sizeof code, "%d", rec->exit_code);
         const char *keys[3] = {busy, k.trigger, k.queue};
-        const char *args[10] = {member,
+        const char *args[11] = {member,
                                 k.chan,
                                 job,
                                 id,
@@ -556,11 +556,13 @@ int trigger_finish(struct baton_client *c, const char *group, const char *job, c
                                 code,
                                 rec->signal != NULL ? rec->signal : "",
                                 rec->reason != NULL ? rec->reason : "",
-                                keep_s};
-        rc = eval_int(c, finish_src, 3, keys, 10, args, NULL);
+                                keep_s,
+                                ended};
+        rc = eval_int(c, finish_src, 3, keys, 11, args, NULL);
     }
     keys_free(&k);
     free(busy);
+    free(ended);
     return rc;
 }
 

@@ -115,9 +115,6 @@ signal_ms() {
     done
     echo "$2"
 }
-# at_ms VAR: Unix ms now into VAR, without a fork (a `date` under the
-# fleet's load takes milliseconds, which would count as handover time)
-at_ms() { printf -v "$1" '%s' $(( ${EPOCHREALTIME/./} / 1000 )); }
 stats() { sort -g "$1" | awk '{v[NR]=$1} END{if (NR == 0) {print "null null null"; exit}
     printf "%s %s %s", v[int(0.5*(NR-1)+1.5)], v[int(0.99*(NR-1)+1.5)], v[NR]}'; }
 names=(); for i in $(seq 1 "$NODES"); do names+=("$(printf 'n%03d' "$i")"); done

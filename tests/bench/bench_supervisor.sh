@@ -59,8 +59,9 @@ L=$(wait_new_leader fast "")
 sleep 1
 : > "$T/graceful"
 for i in $(seq 1 "$ROUNDS"); do
-    t0=$(date +%s%3N)
-    kill -TERM "$(pid "$L")"
+    p=$(pid "$L")
+    at_ms t0
+    kill -TERM "$p"
     N=$(wait_new_leader fast "$L")
     sleep 0.05
     echo $(( $(working_ms "$N") - t0 )) >> "$T/graceful"
@@ -72,8 +73,9 @@ done
 : > "$T/crash"
 for i in $(seq 1 "$ROUNDS"); do
     sleep 0.$(( RANDOM % 9 + 1 ))
-    t0=$(date +%s%3N)
-    kill -KILL "$(pid "$L")"
+    p=$(pid "$L")
+    at_ms t0
+    kill -KILL "$p"
     N=$(wait_new_leader fast "$L")
     sleep 0.05
     echo $(( $(working_ms "$N") - t0 - TTL_MS )) >> "$T/crash"

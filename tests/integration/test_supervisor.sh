@@ -55,6 +55,21 @@ for field in ts level event from to trigger node group term in_state_ms; do
 done
 echo "$line" | grep -qE '"ts":"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z"' || fail "ts format: $line"
 
+# numsub CHANNEL: its subscribers now
+numsub() { rcli pubsub numsub "$1" | sed -n 2p; }
+# ended_only_leader: the leader alone hears runs' ends (no node has an
+# HTTP view here), once it has taken over
+ended_only_leader() {
+    local deadline=$(( $(now_ms) + 3000 ))
+    until [ "$(numsub 'baton:{g1}:ended')" = 1 ]; do
+        [ "$(now_ms)" -lt "$deadline" ] || fail "subscribers of baton:{g1}:ended: $(numsub 'baton:{g1}:ended'), want the leader's alone"
+        sleep 0.05
+    done
+}
+note "each node listens on its own channel (a resignation may name it); only the leader hears runs' ends"
+for n in n1 n2 n3; do assert_eq 1 "$(numsub "baton:{g1}:events:$n")" "subscribers of $n's channel"; done
+ended_only_leader
+
 note "SIGTERM the leader ($L1): another takes over at once, the old one exits 0"
 t0=$(now_ms)
 kill -TERM "$(pid_of "$L1")"
@@ -69,6 +84,7 @@ wait_exit "$L1" 5
 assert_eq 0 "$EXIT_CODE" "exit status after SIGTERM"
 grep -q '"event":"lease_released"' "$T/$L1.out" || fail "no lease_released in $L1's log"
 tail -n1 "$T/$L1.out" | grep -q '"event":"stopped"' || fail "$L1's last line is not 'stopped'"
+ended_only_leader # $L2's, $L1's gone with it
 start_node "$L1" # back as a follower
 
 note "SIGKILL the leader ($L2): another takes over within ttl + 100 ms"

@@ -58,6 +58,10 @@ trap 'exit 130' INT TERM
 fail() { HARNESS_FAILURE="$*"; echo "FAIL [$TEST_NAME]: $*" >&2; exit 1; }
 note() { echo "[$TEST_NAME] $*"; }
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+# at_ms VAR: Unix ms now into VAR, without a fork: for a time taken right
+# before a signal (a `date`, or a $(...) lookup, costs milliseconds that
+# would count as the signalled process's)
+at_ms() { printf -v "$1" '%s' $(( ${EPOCHREALTIME/./} / 1000 )); }
 
 # assert_eq EXPECTED ACTUAL WHAT
 assert_eq() { [ "$1" == "$2" ] || fail "$3: expected [$1], got [$2]"; }

@@ -2,6 +2,8 @@
  * parsing, SHA-1, jitter. (Library internals are tested through
  * baton_int.h; the lock itself in check_redis_lock.c.) */
 #include <check.h>
+#include <semaphore.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -437,6 +439,85 @@ START_TEST(jitter_bounds)
 END_TEST
 
 /* Client creation reports bad URLs and unreachable servers precisely. */
+/* The loop's helper thread: a job still on its list is refused a second
+ * time (it would cut off the jobs queued behind it: the hang of a cluster
+ * client after a failover), and every job queued runs once. */
+struct tjob {
+    struct baton__job job;
+    struct baton__task done;
+    struct baton__loop *l;
+    sem_t *gate; /* the first job holds the helper until it is posted */
+    _Atomic int runs;
+};
+
+static void tjob_done(struct baton__task *t)
+{
+    struct tjob *j = BATON__OWNER(t, struct tjob, done);
+    baton__loop_offload_done(j->l);
+}
+
+static void tjob_run(struct baton__job *job)
+{
+    struct tjob *j = BATON__OWNER(job, struct tjob, job);
+    if (j->gate != NULL)
+        sem_wait(j->gate);
+    atomic_fetch_add(&j->runs, 1);
+    j->done.run = tjob_done;
+    (void)baton__loop_post(j->l, &j->done);
+}
+
+struct toffload {
+    struct baton__task task;
+    struct tjob *j;
+    int rc;
+    sem_t ran;
+};
+
+/* On the loop thread, as the library's own callers do. */
+static void toffload_run(struct baton__task *t)
+{
+    struct toffload *o = BATON__OWNER(t, struct toffload, task);
+    o->rc = baton__loop_offload(o->j->l, &o->j->job);
+    sem_post(&o->ran);
+}
+
+START_TEST(helper_job_queued_once)
+{
+    struct baton_client *c = NULL;
+    struct baton_client_opts co = {.lazy = true};
+    ck_assert_int_eq(baton_client_new("redis://127.0.0.1:1/0", &co, &c), BATON_OK);
+    struct baton__loop *l = baton__loop_of(c);
+    ck_assert_ptr_nonnull(l);
+    sem_t gate;
+    sem_init(&gate, 0, 0);
+    struct tjob j[3] = {[0].gate = &gate};
+    for (int i = 0; i < 3; i++) {
+        j[i].l = l;
+        j[i].job.run = tjob_run;
+    }
+    /* j0 holds the helper; j1 is queued, again (refused), then j2. */
+    struct toffload o = {.task.run = toffload_run};
+    sem_init(&o.ran, 0, 0);
+    struct tjob *order[4] = {&j[0], &j[1], &j[1], &j[2]};
+    for (int i = 0; i < 4; i++) {
+        o.j = order[i];
+        ck_assert(baton__loop_post(l, &o.task));
+        sem_wait(&o.ran);
+        ck_assert_int_eq(o.rc, i == 2 ? BATON_EINVAL : BATON_OK);
+    }
+    sem_post(&gate);
+    int64_t until = tu_now_ns() + INT64_C(5000000000);
+    while ((atomic_load(&j[1].runs) < 1 || atomic_load(&j[2].runs) < 1) && tu_now_ns() < until)
+        tu_sleep_ms(1);
+    tu_sleep_ms(20);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(atomic_load(&j[i].runs), 1);
+    baton_client_free(c); /* waits for the jobs' results: none is left out */
+    sem_destroy(&gate);
+    sem_destroy(&o.ran);
+}
+END_TEST
+
 START_TEST(client_errors)
 {
     struct baton_client *c = NULL;
@@ -535,6 +616,7 @@ static Suite *suite(void)
     tcase_add_test(tc, decimal_strings);
     tcase_add_test(tc, jitter_bounds);
     tcase_add_test(tc, client_errors);
+    tcase_add_test(tc, helper_job_queued_once);
     suite_add_tcase(s, tc);
     return s;
 }
