@@ -148,6 +148,10 @@ doc=$(jq -s -c --arg date "$(date -u +%Y-%m-%d)" --argjson smoke "$smoke" \
            $f.graceful_handover_ms.p99; null; ""; "<= 5"; cmp($f.graceful_handover_ms.p99; "<="; 5)),
        row("fleet"; "graceful handover p99, from the old leader'"'"'s signal_received line (ms)";
            $f.graceful_handover_ms.from_signal_received.p99; null; ""; "(reported)"; null),
+       row("fleet"; "  of which the old leader'"'"'s, signal_received -> lease_released, p99 (ms)";
+           $f.graceful_handover_ms.old_leader_release.p99; null; ""; "(reported)"; null),
+       row("fleet"; "  of which the successor'"'"'s, lease_released -> working, p99 (ms)";
+           $f.graceful_handover_ms.successor_takeover.p99; null; ""; "(reported)"; null),
        row("fleet"; "crash takeover after the lease'"'"'s end, worst (ms)"; $f.crash_takeover_after_lease_end_ms.max;
            null; ""; "<= 50"; cmp($f.crash_takeover_after_lease_end_ms.max; "<="; 50)),
        row("fleet"; "leader peak RSS (kB)"; $f.window.leader_hwm_kb; null; ""; "<= 30720";

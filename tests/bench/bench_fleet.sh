@@ -16,7 +16,9 @@
 #   reload     SIGHUP to the leader: signal -> "reloaded", and the worst
 #              lateness of the every-second jobs in the 3 s after
 #   graceful   SIGTERM the leader R times (it comes back as a follower):
-#              signal -> another node's "working". Target p99 <= 5 ms.
+#              signal -> another node's "working". Target p99 <= 5 ms. Split
+#              by the logs: the old leader's signal_received -> its
+#              lease_released, and lease_released -> the successor's working.
 #   crash      SIGKILL the leader C times: (new "working") - kill - ttl.
 #              Target <= 50 ms.
 #   history    Redis memory after one hour of history, written at an
@@ -107,10 +109,10 @@ working_ms() {
         sleep 0.01
     done
 }
-# signal_ms NODE SINCE: Unix ms of its signal_received line at or after SINCE
-signal_ms() {
+# event_ms NODE SINCE EVENT: Unix ms of its first EVENT line at or after SINCE
+event_ms() {
     local t
-    for t in $(grep '"event":"signal_received"' "$(out "$1")" | sed 's/.*"ts":"\([^"]*\)".*/\1/'); do
+    for t in $(grep "\"event\":\"$3\"" "$(out "$1")" | sed 's/.*"ts":"\([^"]*\)".*/\1/'); do
         t=$(ts_ms "$t"); [ "$t" -ge "$2" ] && { echo "$t"; return 0; }
     done
     echo "$2"
@@ -245,7 +247,10 @@ for i in $(seq 1 "$GRACEFUL"); do
     L=$(wait_new_leader "$old")
     w=$(working_ms "$L" "$t0")
     echo $(( w - t0 )) >> "$T/graceful"
-    echo $(( w - $(signal_ms "$old" "$t0") )) >> "$T/graceful_logs"
+    sig=$(event_ms "$old" "$t0" signal_received) rel=$(event_ms "$old" "$t0" lease_released)
+    echo $(( w - sig )) >> "$T/graceful_logs"
+    echo $(( rel - sig )) >> "$T/graceful_release" # the old leader's part
+    echo $(( w - rel )) >> "$T/graceful_takeover"  # the successor's
     wait_exit "$old.${GEN[$old]}" 10
     start "$old"
     wait_for_line "$(out "$old")" '"event":"following"' 60 >/dev/null
@@ -253,6 +258,8 @@ for i in $(seq 1 "$GRACEFUL"); do
 done
 read -r g50 g99 gmax < <(stats "$T/graceful")
 read -r s50 s99 smax < <(stats "$T/graceful_logs")
+read -r r50 r99 rmax < <(stats "$T/graceful_release")
+read -r o50 o99 omax < <(stats "$T/graceful_takeover")
 
 # ---- crash takeovers ----
 : > "$T/crash"
@@ -292,7 +299,9 @@ cat <<EOF
  "reload":{"signal_to_reloaded_ms":$RELOAD_MS,"worst_lateness_ms_after":$RELOAD_LATE},
  "graceful_handover_ms":{"rounds":$GRACEFUL,"p50":$g50,"p99":$g99,"max":$gmax,"target_p99":5,
    "measured":"kill -TERM (the script's clock) -> the new leader's working line",
-   "from_signal_received":{"p50":$s50,"p99":$s99,"max":$smax,"measured":"the old leader's signal_received line -> the new leader's working line"}},
+   "from_signal_received":{"p50":$s50,"p99":$s99,"max":$smax,"measured":"the old leader's signal_received line -> the new leader's working line"},
+   "old_leader_release":{"p50":$r50,"p99":$r99,"max":$rmax,"measured":"the old leader's signal_received line -> its lease_released line"},
+   "successor_takeover":{"p50":$o50,"p99":$o99,"max":$omax,"measured":"the old leader's lease_released line -> the new leader's working line"}},
  "crash_takeover_after_lease_end_ms":{"rounds":$CRASH,"ttl_ms":$TTL_MS,"p50":$c50,"p99":$c99,"max":$cmax,"target_max":50,
    "measured":"the new leader's working line - the lease's end (PTTL read just before the SIGKILL)",
    "minus_ttl_from_kill":{"p50":$k50,"p99":$k99,"max":$kmax}},
