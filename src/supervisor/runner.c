@@ -1996,6 +1996,12 @@ void runner_lease_renewed(struct runner *r, int64_t lease_deadline_ns)
     runner_on_timer(r);
 }
 
+void runner_stop_scheduling(struct runner *r)
+{
+    r->leading = false; /* every claim and start asks this first */
+    r->control_at = 0;
+}
+
 void runner_unlead(struct runner *r)
 {
     r->leading = false;

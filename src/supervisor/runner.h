@@ -99,6 +99,10 @@ void runner_lease_renewed(struct runner *r, int64_t lease_deadline_ns);
 /* Stops scheduling: queues, pending retries and replacements are dropped
  * (their ticks stay unclaimed, for the next leader). */
 void runner_unlead(struct runner *r);
+/* Stops claiming and starting ticks at once, leaving the jobs' state for
+ * runner_unlead() (O(jobs)): a graceful handover gives the lease up in
+ * between, so that the next leader does not wait for it. */
+void runner_stop_scheduling(struct runner *r);
 
 /* A graceful handover, called while still the leader: registers the
  * leader's runs on their own. Returns 0, or the error (the runs then stay
