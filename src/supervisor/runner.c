@@ -2004,8 +2004,7 @@ void runner_stop_scheduling(struct runner *r)
 
 void runner_unlead(struct runner *r)
 {
-    r->leading = false;
-    r->control_at = 0;
+    runner_stop_scheduling(r);
     r->lost_retry_at = mono_ns(); /* claims left undecided: resolved from now on */
     for (struct jobstate *js = r->states; js != NULL; js = js->next)
         clear_schedule(r, js);
