@@ -805,6 +805,26 @@ BATON_API int baton_sem_acquire(struct baton_client *c, const char *name, int li
  * EIO/EPROTO/EREDIS. p stays valid; free it with baton_permit_free(). */
 BATON_API int baton_sem_release(struct baton_permit *p);
 
+/* The asynchronous forms, as the _async lock calls (their contract
+ * above): each returns at once, 0 when the operation started (cb then runs
+ * exactly once, on the client's loop thread) or EINVAL (bad argument, cb
+ * NULL, the client freed or over a Redlock quorum) / ENOMEM, when cb never
+ * runs. cb gets what the blocking call returns: for try and acquire, the
+ * permit (owned by the caller) or NULL with the code and why; for the
+ * release, p itself. One thread, the loop's, can keep thousands of
+ * acquires waiting and cycling this way: a waiter granted by a release of
+ * the same client is called back in the turn that read the release's
+ * answer, with no thread woken. While an operation on p runs, p belongs to
+ * it: only the queries (baton_permit_lost/fence/deadline_ns/remaining_ms/
+ * id/name) may be used meanwhile. */
+typedef void (*baton_permit_cb)(struct baton_permit *p, int rc, const char *why, void *arg);
+BATON_API int baton_sem_try_async(struct baton_client *c, const char *name, int limit,
+                                  const struct baton_sem_opts *opts, baton_permit_cb cb, void *arg);
+BATON_API int baton_sem_acquire_async(struct baton_client *c, const char *name, int limit,
+                                      const struct baton_sem_opts *opts, baton_permit_cb cb,
+                                      void *arg);
+BATON_API int baton_sem_release_async(struct baton_permit *p, baton_permit_cb cb, void *arg);
+
 /* Releases the permit whose id is permit_id (baton_permit_id()), for a
  * process that kept only the id. Returns 0; BATON_ELOST when no such
  * permit is held; EINVAL; EIO... A struct baton_permit of that id in this

@@ -665,6 +665,9 @@ struct baton_lock {
     const char *release_self;  /* elections: our own successor channel, or NULL */
     /* BATON__S_EXTEND; semaphore permits: BATON__S_SEM_EXTEND */
     enum baton__script_id extend_script;
+    /* Semaphore permits: the semaphore's limit, and the prep and read
+     * functions below run sem.c's scripts; 0 for a lock. */
+    int sem_limit;
     int64_t ttl_ms;
     int64_t renew_ms;
     baton_lost_fn on_lost;
@@ -706,10 +709,18 @@ int baton__lock_new(struct baton_client *c, const char *base, const char *name,
  * checked by the caller. Same contract. */
 int baton__lock_new_user(struct baton_client *c, const char *key, const struct baton_lock_opts *o,
                          struct baton_lock **out);
-/* lock_async.c: baton_lock_acquire() as the asynchronous acquire and a
- * wait (o normalized; not on a quorum). Same contract. */
-int baton__lock_acquire_wait(struct baton_client *c, const char *key,
-                             const struct baton_lock_opts *o, struct baton_lock **out);
+/* lock_async.c: the asynchronous try (wait false) or acquire of lk, a
+ * lock object made and not yet used (a semaphore's permit too), counted
+ * in the stats under stats_key (which outlives the operation); o
+ * normalized; not on a quorum. On failure lk is freed before cb gets
+ * NULL. Returns 0 (cb will run on the loop thread), or EINVAL/ENOMEM
+ * (lk not freed, cb never runs). */
+int baton__lock_start(struct baton_client *c, struct baton_lock *lk, const char *stats_key,
+                      const struct baton_lock_opts *o, bool wait, baton_lock_cb cb, void *arg);
+/* The same, its thread asleep until the result: 0 and *out = lk, or the
+ * error (lk freed, *out NULL). Refused on the loop thread (EINVAL). */
+int baton__lock_start_wait(struct baton_client *c, struct baton_lock *lk, const char *stats_key,
+                           const struct baton_lock_opts *o, bool wait, struct baton_lock **out);
 /* Fills *o from in with defaults applied. Returns 0 or BATON_EINVAL. */
 int baton__lock_opts(const struct baton_lock_opts *in, struct baton_lock_opts *o);
 /* What an acquire attempt saw of the holder when it was refused. */
@@ -729,8 +740,8 @@ int baton__lock_try_once(struct baton_lock *lk, struct baton__holder *h);
 struct baton__lock_call {
     struct baton__call k;
     const char *keys[5];
-    const char *args[5];
-    char n1[BATON__I64_LEN], n2[BATON__I64_LEN];
+    const char *args[6];
+    char n1[BATON__I64_LEN], n2[BATON__I64_LEN], n3[BATON__I64_LEN];
     char err[BATON__ERRLEN]; /* the detail of best-effort calls (drop, cancel) */
 };
 /* The acquire script (lk->errstr gets the detail); wait: join (or stay
@@ -754,6 +765,24 @@ int baton__lock_took(struct baton_lock *lk, struct baton__call *k, int rc, struc
 /* The release's result: 0 (released, counted), BATON_ELOST (not ours:
  * marked lost), BATON_EPROTO, or the error. */
 int baton__lock_released(struct baton_lock *lk, struct baton__call *k, int rc);
+
+/* sem.c: the scripts of a permit (lk->sem_limit > 0), prepared and read
+ * for the functions above, which hand a permit's calls over to these. */
+void baton__sem_prep_acquire(struct baton_lock *lk, bool wait, bool queued, int64_t entry_ttl_ms,
+                             struct baton__lock_call *lc);
+/* As baton__lock_took(); *h gets the time until the earliest lease ends
+ * (pttl_ms) and the last fence, its value "". */
+int baton__sem_took(struct baton_lock *lk, struct baton__call *k, int rc, struct baton__holder *h,
+                    bool *drop);
+/* The release (id BATON__S_SEM_RELEASE) or cancel (BATON__S_SEM_CANCEL:
+ * ttl_ms, the waiter's lease, finds its queue entry) of token on the
+ * semaphore's keys rkeys (holders, fence, q, qx). */
+void baton__sem_prep_give_back(struct baton_client *c, char *const *rkeys,
+                               enum baton__script_id id, const char *token, int64_t ttl_ms,
+                               struct baton__lock_call *lc, char *err, size_t errlen);
+/* Its result: 0 with *held (1 released or passed on, 0 not held), or an
+ * error. A slot granted to a waiter of this client is handed to it here. */
+int baton__sem_gave_back(struct baton_client *c, struct baton__call *k, int rc, long long *held);
 /* The extension's result: as baton__lock_extend_call(); *drop: a failover
  * answered, the grant to be given back by a release call. */
 int baton__lock_extended(struct baton_lock *lk, struct baton__call *k, int rc, int64_t ttl_ms,

@@ -147,12 +147,17 @@ void baton__lock_granted_by(struct baton_lock *lk, const char *runid)
 }
 
 /* ---- the script calls, prepared and read here for both forms: the
- * blocking functions below and lock_async.c ---- */
+ * blocking functions below and lock_async.c; a semaphore permit's are
+ * sem.c's scripts ---- */
 
 void baton__lock_prep_acquire(struct baton_lock *lk, bool wait, bool queued, int64_t entry_ttl_ms,
                               struct baton__lock_call *lc)
 {
     struct baton_client *c = lk->c;
+    if (lk->sem_limit > 0) {
+        baton__sem_prep_acquire(lk, wait, queued, entry_ttl_ms, lc);
+        return;
+    }
     for (int i = 0; i < 5; i++)
         lc->keys[i] = lk->rkeys[i];
     lc->args[0] = lk->token;
@@ -176,6 +181,11 @@ void baton__lock_prep_release(struct baton_lock *lk, struct baton__lock_call *lc
                               size_t errlen)
 {
     struct baton_client *c = lk->c;
+    if (lk->sem_limit > 0) {
+        baton__sem_prep_give_back(c, lk->rkeys, BATON__S_SEM_RELEASE, lk->token, 0, lc, err,
+                                  errlen);
+        return;
+    }
     lc->keys[0] = lk->rkeys[0];
     lc->keys[1] = lk->rkeys[2];
     lc->keys[2] = lk->rkeys[3];
@@ -199,6 +209,11 @@ void baton__lock_prep_release(struct baton_lock *lk, struct baton__lock_call *lc
 
 void baton__lock_prep_cancel(struct baton_lock *lk, struct baton__lock_call *lc)
 {
+    if (lk->sem_limit > 0) {
+        baton__sem_prep_give_back(lk->c, lk->rkeys, BATON__S_SEM_CANCEL, lk->token, lk->ttl_ms,
+                                  lc, lc->err, sizeof lc->err);
+        return;
+    }
     baton__lock_prep_release(lk, lc, lc->err, sizeof lc->err);
     lc->k.id = BATON__S_CANCEL;
     lc->k.nargs = 2;
@@ -225,6 +240,8 @@ void baton__lock_prep_extend(struct baton_lock *lk, int64_t ttl_ms, int64_t dead
 int baton__lock_took(struct baton_lock *lk, struct baton__call *k, int rc, struct baton__holder *h,
                      bool *drop)
 {
+    if (lk->sem_limit > 0)
+        return baton__sem_took(lk, k, rc, h, drop);
     redisReply *r = k->reply;
     k->reply = NULL;
     *drop = false;
@@ -266,24 +283,35 @@ taken:
 
 int baton__lock_released(struct baton_lock *lk, struct baton__call *k, int rc)
 {
-    redisReply *r = k->reply;
-    k->reply = NULL;
-    if (rc != BATON_OK)
-        return rc;
-    if (r->type == REDIS_REPLY_INTEGER && r->integer == 1) {
+    long long held = -1;
+    if (lk->sem_limit > 0) {
+        if ((rc = baton__sem_gave_back(lk->c, k, rc, &held)) != BATON_OK)
+            return rc;
+    } else {
+        redisReply *r = k->reply;
+        k->reply = NULL;
+        if (rc != BATON_OK)
+            return rc;
+        if (r->type == REDIS_REPLY_INTEGER)
+            held = r->integer;
+        freeReplyObject(r);
+    }
+    if (held == 1) {
         atomic_store(&lk->released, true);
         baton__stats_released(lk);
-    } else if (r->type == REDIS_REPLY_INTEGER) {
+        return BATON_OK;
+    }
+    if (held != 0)
+        return BATON_EPROTO;
+    if (lk->sem_limit > 0) /* lk->key: "semaphore NAME" */
+        baton__set_error(lk->errstr, sizeof lk->errstr, "permit of %s was no longer held at release",
+                         lk->key);
+    else
         baton__set_error(lk->errstr, sizeof lk->errstr,
                          "lock %s was no longer held by this owner at release", lk->key);
-        baton__lock_mark_lost(lk, lk->errstr);
-        atomic_store(&lk->released, true);
-        rc = BATON_ELOST;
-    } else {
-        rc = BATON_EPROTO;
-    }
-    freeReplyObject(r);
-    return rc;
+    baton__lock_mark_lost(lk, lk->errstr);
+    atomic_store(&lk->released, true);
+    return BATON_ELOST;
 }
 
 /* Best effort: releases a grant we will not use (not durable, or made by
@@ -374,10 +402,10 @@ int baton_lock_acquire(struct baton_client *c, const char *key, const struct bat
         return BATON_EINVAL;
     if (o.max_wait_ms == BATON_NO_WAIT)
         return baton_lock_try(c, key, opts, out);
-    if (c->quorum == NULL) /* the asynchronous acquire, waited for (lock_async.c) */
-        return baton__lock_acquire_wait(c, key, &o, out);
     if ((rc = baton__lock_new_user(c, key, &o, &lk)) != BATON_OK)
         return rc;
+    if (c->quorum == NULL) /* the asynchronous acquire, waited for (lock_async.c) */
+        return baton__lock_start_wait(c, lk, lk->key, &o, true, out);
     /* No queue or wake-ups over a quorum yet: retries with jitter */
     int64_t start = baton__now_ns();
     if ((rc = baton__quorum_acquire(lk, &o)) != BATON_OK) {

@@ -22,7 +22,7 @@
  *   extend   extend script -> (a failover answered: release script)
  *
  * The blocking baton_lock_acquire() is this acquire and a wait
- * (baton__lock_acquire_wait): a wake-up's next attempt leaves from the
+ * (baton__lock_start_wait): a wake-up's next attempt leaves from the
  * loop in the turn that read the message, with no thread woken between.
  *
  * Lifetime: the operation is freed after its callback returns, except when
@@ -44,6 +44,7 @@ struct op {
     enum op_kind kind;
     struct baton_client *c;
     struct baton_lock *lk;
+    const char *stats_key;    /* try, acquire: the class counted (the user's key or name) */
     struct baton_lock_opts o; /* try, acquire: normalized */
     int64_t ttl_ms;           /* extend */
     baton_lock_cb cb;
@@ -97,7 +98,7 @@ static void granted(struct op *op)
 {
     struct baton_lock *lk = op->lk;
     int64_t waited = op->kind == OP_ACQUIRE ? baton__now_ns() - op->start : 0;
-    baton__stats_granted(lk, lk->key, waited, op->queued);
+    baton__stats_granted(lk, op->stats_key, waited, op->queued);
     int rc = op->o.auto_renew ? baton__renew_add(lk, op->o.renew_ms) : BATON_OK;
     if (rc != BATON_OK) {
         fail_new(op, rc);
@@ -151,9 +152,9 @@ static void acquire_over(struct op *op, int rc)
     }
     op->rc = rc;
     if (op->kind == OP_ACQUIRE && (op->queued || rc == BATON_ETIMEDOUT))
-        baton__stats_refused(op->c, op->lk->key, rc == BATON_ETIMEDOUT);
+        baton__stats_refused(op->c, op->stats_key, rc == BATON_ETIMEDOUT);
     else if (rc == BATON_ETAKEN)
-        baton__stats_refused(op->c, op->lk->key, false);
+        baton__stats_refused(op->c, op->stats_key, false);
     if (op->queued) {
         baton__lock_prep_cancel(op->lk, &op->lc);
         call(op, after_cancel);
@@ -162,25 +163,33 @@ static void acquire_over(struct op *op, int rc)
     fail_new(op, rc);
 }
 
-/* A release granted us the lock and said so (waiters.c has put the fence
- * on the waiter): taken when its fence is above what our last refused
- * attempt saw (the grant came after that attempt ran, so its lease
- * started after that attempt's send time, from which the validity is
- * measured) and that leaves at least half the ttl; else the next attempt
- * confirms it (it finds our token in the lock). */
+/* A release granted us the lock (or permit) and said so (waiters.c has
+ * put the fence on the waiter). A grant published by a release elsewhere
+ * is taken when its fence is above what our last refused attempt saw
+ * (the grant came after that attempt ran, so its lease started after
+ * that attempt's send time, from which the validity is measured); a
+ * semaphore slot handed over by a release of this client carries that
+ * release's send time, from which it is measured. Either is taken when
+ * that leaves at least half the ttl; else the next attempt confirms it
+ * (it finds our token among the holders). */
 static bool take_grant(struct op *op)
 {
     if (!atomic_load(&op->w.granted))
         return false;
     atomic_store(&op->w.granted, false);
     struct baton_lock *lk = op->lk;
+    int64_t from = op->w.grant_sent_ns;
+    if (from == 0) { /* published */
+        if (op->w.grant_fence <= op->h.fence)
+            return false;
+        from = op->last_sent;
+    }
     int64_t valid_ns = (lk->ttl_ms - lk->ttl_ms / 100 - 2) * 1000000;
-    if (op->w.grant_fence <= op->h.fence || op->last_sent == 0 ||
-        op->last_sent + valid_ns - baton__now_ns() < valid_ns / 2)
+    if (from == 0 || from + valid_ns - baton__now_ns() < valid_ns / 2)
         return false;
     atomic_store(&lk->fence, op->w.grant_fence);
     baton__lock_granted_by(lk, op->last_runid);
-    baton__lock_confirm(lk, op->last_sent, lk->ttl_ms);
+    baton__lock_confirm(lk, from, lk->ttl_ms);
     return true;
 }
 
@@ -439,28 +448,35 @@ static int op_start(struct op *op, void (*first)(struct baton__task *t))
     return BATON_OK;
 }
 
-static int start_new(struct baton_client *c, const char *key, const struct baton_lock_opts *opts,
-                     enum op_kind kind, baton_lock_cb cb, void *arg)
+int baton__lock_start(struct baton_client *c, struct baton_lock *lk, const char *stats_key,
+                      const struct baton_lock_opts *o, bool wait, baton_lock_cb cb, void *arg)
 {
-    struct baton_lock_opts o;
-    if (key == NULL || *key == '\0' || strnlen(key, BATON_KEY_MAX + 1) > BATON_KEY_MAX ||
-        baton__lock_opts(opts, &o) != BATON_OK)
-        return BATON_EINVAL;
-    if (kind == OP_ACQUIRE && o.max_wait_ms == BATON_NO_WAIT)
-        kind = OP_TRY;
+    enum op_kind kind = wait && o->max_wait_ms != BATON_NO_WAIT ? OP_ACQUIRE : OP_TRY;
     struct op *op = op_new(c, kind, cb, arg);
     if (op == NULL)
         return c == NULL || cb == NULL || c->quorum != NULL || atomic_load(&c->closed)
                    ? BATON_EINVAL
                    : BATON_ENOMEM;
-    op->o = o;
-    int rc = baton__lock_new_user(c, key, &o, &op->lk);
-    if (rc != BATON_OK) {
-        op_free(op);
+    op->o = *o;
+    op->lk = lk;
+    op->stats_key = stats_key;
+    return op_start(op, start_acquire);
+}
+
+static int start_new(struct baton_client *c, const char *key, const struct baton_lock_opts *opts,
+                     bool wait, baton_lock_cb cb, void *arg)
+{
+    struct baton_lock_opts o;
+    struct baton_lock *lk = NULL;
+    if (key == NULL || *key == '\0' || strnlen(key, BATON_KEY_MAX + 1) > BATON_KEY_MAX ||
+        baton__lock_opts(opts, &o) != BATON_OK)
+        return BATON_EINVAL;
+    if (c == NULL || cb == NULL)
+        return BATON_EINVAL;
+    int rc = baton__lock_new_user(c, key, &o, &lk);
+    if (rc != BATON_OK)
         return rc;
-    }
-    struct baton_lock *lk = op->lk;
-    if ((rc = op_start(op, start_acquire)) != BATON_OK)
+    if ((rc = baton__lock_start(c, lk, lk->key, &o, wait, cb, arg)) != BATON_OK)
         baton_lock_free(lk);
     return rc;
 }
@@ -468,13 +484,13 @@ static int start_new(struct baton_client *c, const char *key, const struct baton
 int baton_lock_try_async(struct baton_client *c, const char *key,
                          const struct baton_lock_opts *opts, baton_lock_cb cb, void *arg)
 {
-    return start_new(c, key, opts, OP_TRY, cb, arg);
+    return start_new(c, key, opts, false, cb, arg);
 }
 
 int baton_lock_acquire_async(struct baton_client *c, const char *key,
                              const struct baton_lock_opts *opts, baton_lock_cb cb, void *arg)
 {
-    return start_new(c, key, opts, OP_ACQUIRE, cb, arg);
+    return start_new(c, key, opts, true, cb, arg);
 }
 
 int baton_lock_release_async(struct baton_lock *lk, baton_lock_cb cb, void *arg)
@@ -502,8 +518,8 @@ int baton_lock_extend_async(struct baton_lock *lk, int64_t ttl_ms, baton_lock_cb
     return op_start(op, start_extend);
 }
 
-/* baton_lock_acquire(): the same operation, its thread asleep until the
- * callback. */
+/* baton_lock_acquire(), baton_sem_try() and _acquire(): the same
+ * operation, its thread asleep until the callback. */
 struct waiting {
     sem_t done;
     struct baton_lock *lk;
@@ -519,25 +535,32 @@ static void wait_done(struct baton_lock *lk, int rc, const char *why, void *arg)
     sem_post(&w->done);
 }
 
-int baton__lock_acquire_wait(struct baton_client *c, const char *key,
-                             const struct baton_lock_opts *o, struct baton_lock **out)
+int baton__lock_start_wait(struct baton_client *c, struct baton_lock *lk, const char *stats_key,
+                           const struct baton_lock_opts *o, bool wait, struct baton_lock **out)
 {
     struct waiting w = {.rc = BATON_EINVAL};
+    int rc = BATON_EINVAL;
+    *out = NULL;
     if (baton__loop_here(atomic_load(&c->loop))) {
         baton__client_error(c, "a blocking call on the client's loop thread (inside a callback "
                                "of an asynchronous call): use the _async calls there");
-        return BATON_EINVAL;
+        goto fail;
     }
+    rc = BATON_ENOMEM;
     if (sem_init(&w.done, 0, 0) != 0)
-        return BATON_ENOMEM;
-    int rc = start_new(c, key, o, OP_ACQUIRE, wait_done, &w);
-    if (rc == BATON_OK) {
-        while (sem_wait(&w.done) != 0 && errno == EINTR)
-            ;
-        rc = w.rc;
-        *out = w.lk;
+        goto fail;
+    rc = baton__lock_start(c, lk, stats_key, o, wait, wait_done, &w);
+    if (rc != BATON_OK) {
+        sem_destroy(&w.done);
+        goto fail;
     }
+    while (sem_wait(&w.done) != 0 && errno == EINTR)
+        ;
     sem_destroy(&w.done);
+    *out = w.lk; /* NULL on failure: the operation freed lk */
+    return w.rc;
+fail:
+    baton_lock_free(lk);
     return rc;
 }
 

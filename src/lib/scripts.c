@@ -43,7 +43,7 @@
  */
 #include "baton_int.h"
 
-/* Defines fence_next(key): the next fencing token of key, stored there:
+/* Defines fence_next(key, t): the next fencing token of key, stored there:
  * max(last + 1, server TIME in units of 10 microseconds). The unit keeps
  * tokens below 10^15 until the year 2286, so that every consumer prints
  * them as plain integers (a double shows 15 digits) and JavaScript reads
@@ -53,10 +53,11 @@
  * INCR makes last + 1 and INCRBY raises it to the clock term when it lags:
  * Redis's integer arithmetic, no number formatting in Lua (measured: 5-8%
  * less of Redis's time per lock cycle than GET, then SET of a formatted
- * max). */
+ * max). t: the reply of the TIME the script has already called, if it
+ * has (one call less), else nil. */
 #define FENCE_FN                                                                                   \
-    "local function fence_next(k)\n"                                                               \
-    "  local t = redis.call('time')\n"                                                             \
+    "local function fence_next(k, t)\n"                                                            \
+    "  t = t or redis.call('time')\n"                                                              \
     "  local now = tonumber(t[1]) * 100000 + math.floor(tonumber(t[2]) / 10)\n"                    \
     "  local f = redis.call('incr', k)\n"                                                          \
     "  if f < now then\n"                                                                          \
@@ -82,7 +83,7 @@
     "    if ttl and redis.call('pubsub', 'numsub', ch)[2] > 0 then\n"                              \
     "      redis.call('zrem', q, h); redis.call('hdel', qx, h); redis.call('hdel', qt, h)\n"       \
     "      redis.call('set', lock, h, 'PX', ttl)\n"                                                \
-    "      redis.call('publish', ch, h .. ' ' .. string.format('%.0f', fence_next(f)))\n"          \
+    "      redis.call('publish', ch, h .. ' ' .. string.format('%.0f', fence_next(f, t)))\n"       \
     "      return 1\n"                                                                             \
     "    end\n"                                                                                    \
     "    redis.call('set', lock, '~' .. h, 'PX', e - now)\n"                                       \
@@ -249,7 +250,7 @@ static const char cancel_src[] =
     "    if wc == cid or redis.call('pubsub', 'numsub', wch)[2] > 0 then\n"                        \
     "      redis.call('zadd', h, string.format('%.0f', now + ttl), tok)\n"                         \
     "      if redis.call('pttl', h) < ttl then redis.call('pexpire', h, ttl) end\n"                \
-    "      local fn = fence_next(f)\n"                                                             \
+    "      local fn = fence_next(f, t)\n"                                                          \
     "      if wc == cid then return {tok, fn} end\n"                                               \
     "      redis.call('publish', wch, tok .. ' ' .. string.format('%.0f', fn))\n"                  \
     "      return 1\n"                                                                             \
@@ -275,7 +276,7 @@ static const char sem_acquire_src[] =
     "local function grant()\n"
     "  redis.call('zadd', h, string.format('%.0f', now + ttl), tok)\n"
     "  if redis.call('pttl', h) < ttl then redis.call('pexpire', h, ttl) end\n"
-    "  return fence_next(f)\n"
+    "  return fence_next(f, t)\n"
     "end\n"
     "if ARGV[6] == '1' and redis.call('zscore', h, tok) then return grant() end\n"
     "local n = redis.call('zcard', h)\n"

@@ -338,21 +338,21 @@ static enum machine_event act_follow(void *ctx)
     disarm_leader_timers(d);
     runner_flush(d->runner); /* what pausing held back */
     ensure_watch(d);
+    int64_t turn_ms = STAGGER_MS * (d->rank < STAGGER_RANKS ? d->rank : STAGGER_RANKS);
     if (d->holder.term != d->following_term) {
         d->following_term = d->holder.term;
         cJSON *f = log_fields();
         cJSON_AddStringToObject(f, "leader", d->holder.identity);
         cJSON_AddNumberToObject(f, "term", (double)d->holder.term);
         cJSON_AddNumberToObject(f, "lease_left_ms", (double)d->holder.ttl_ms);
+        cJSON_AddNumberToObject(f, "turn_ms", (double)turn_ms);
         log_emit(d->log, LE_FOLLOWING, f);
     }
     /* Wake when the leader's lease can have run out (a crashed leader),
-     * in our turn (STAGGER_MS), and poll as a safety net; a resignation
-     * that names us wakes us at once. */
+     * in our turn, and poll as a safety net; a resignation that names us
+     * wakes us at once. */
     if (d->holder.ttl_ms >= 0)
-        loop_arm_in(&d->loop, T_WAKE,
-                    d->holder.ttl_ms + 1 +
-                        STAGGER_MS * (d->rank < STAGGER_RANKS ? d->rank : STAGGER_RANKS));
+        loop_arm_in(&d->loop, T_WAKE, d->holder.ttl_ms + 1 + turn_ms);
     else
         loop_arm_in(&d->loop, T_WAKE, 1); /* no lease seen: campaign now */
     loop_arm_in(&d->loop, T_POLL, jitter_ms(d, d->cfg->poll_ms, 10));

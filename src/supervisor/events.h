@@ -22,7 +22,9 @@
       "`in_state_ms`",                                                                             \
       "a change of state (info; debug for the routine renewal and poll round trips)")              \
     X(MACHINE_LOOP, "machine_loop", ERROR, "", "an action chain did not end (a table bug)")        \
-    X(FOLLOWING, "following", INFO, "`leader`, `term`, `lease_left_ms`",                           \
+    X(FOLLOWING, "following", INFO,                                                                \
+      "`leader`, `term`, `lease_left_ms`, `turn_ms` (after the lease's end, the wait before this " \
+      "node campaigns: 1 ms per member named before it)",                                          \
       "once per term a follower sees")                                                             \
     X(LEASE_RENEWED, "lease_renewed", DEBUG, "`term`, `ttl_ms`", "the lease was extended")         \
     X(LEASE_DEADLINE_MISSED, "lease_deadline_missed", WARN, "`term`",                              \

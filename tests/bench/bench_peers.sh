@@ -15,11 +15,14 @@
 #     (--only pipelined); for scale, raw SET NX PX + DEL by 50 threads on 50
 #     connections (--only raw).
 #   semaphore, limit 5, 50 clients, zero hold: baton's bench_sem against
-#     redis-semaphore's Semaphore, cycles/s and wait p99 of both (baton's
-#     also with a client per thread: every handoff between clients); the raw
-#     ZADD + ZREM pairs at the semaphore's concurrency (5 in-process tokens
-#     handed first come, first served, bench_sem's "chain"; and 5 node loops,
-#     unfair).
+#     redis-semaphore's Semaphore, cycles/s and wait p99 of both. baton as
+#     the peer runs, 50 asynchronous cycles in flight on one client
+#     (bench_sem --only async: one thread, the client's loop), and with 50
+#     threads blocking in one client (--only lib) and with a client per
+#     thread (every handoff between clients); the raw ZADD + ZREM pairs at
+#     the semaphore's concurrency (5 in-process tokens handed first come,
+#     first served, bench_sem's "chain"; and 5 node loops, pipelined on one
+#     connection, unfair): the ratio is to the faster of the two.
 #   hot key, 20 contenders, zero hold: baton (bench_lock's hot key and its
 #     ideal in-process FIFO lock) against node-redlock and redis-semaphore's
 #     Mutex: handoffs/s, wait p99, longest wait.
@@ -128,6 +131,7 @@ run_round() {
         run_case lock_redlock "${peer[@]}" lock-redlock --url "$REDIS_URL" --seconds "$seconds"
     fi
     note "semaphore, limit 5"
+    run_case sem_async "$bins/bench_sem" --only async --seconds "$seconds"
     run_case sem_baton "$bins/bench_sem" --only lib --seconds "$seconds"
     run_case sem_clients "$bins/bench_sem" --only clients --seconds "$seconds"
     run_case sem_chain "$bins/bench_sem" --only chain --seconds "$seconds"
@@ -184,7 +188,7 @@ round_doc() {
   (one("lock_baton")) as $lb | (one("lock_ceiling")) as $lc | (one("lock_raw")) as $lr |
   (one("lock_mutex")) as $lm | (one("lock_redlock")) as $ll |
   ([$lr, $lm, $ll] | map(select(. != null)) | max_by(.cycles_per_sec)) as $best |
-  (one("sem_baton")) as $sb | (one("sem_clients")) as $sx | (one("sem_chain")) as $sc | (one("sem_peer")) as $sp | (one("sem_raw5")) as $s5 |
+  (one("sem_async")) as $sa | (one("sem_baton")) as $sb | (one("sem_clients")) as $sx | (one("sem_chain")) as $sc | (one("sem_peer")) as $sp | (one("sem_raw5")) as $s5 |
   (one("hot_baton")) as $hb | (one("hot_redlock")) as $hr | (one("hot_mutex")) as $hm |
   (one("cron_baton")) as $cb | (one("cron_croner")) as $cc | (one("cron_parser")) as $cp |
   {round: $round, load_average: {before: $load_before, after: $load_after},
@@ -199,14 +203,17 @@ round_doc() {
      threads_ratio_to_fastest_peer: r($lb.cycles_per_sec; $best.cycles_per_sec),
      ratio_to_physical_limit: r($la.cycles_per_sec; $lp.cycles_per_sec)},
    semaphore: {limit: 5, clients: 50,
-     baton: (row($sb; "baton bench_sem, 50 threads, one client") + {wait_ms: $sb.wait_ms, max_holders_seen: $sb.max_holders_seen}),
-     baton_a_client_each: (row($sx; "baton bench_sem, 50 threads, a client each") + {wait_ms: $sx.wait_ms}),
+     baton: (row($sa; "baton, 50 async cycles in flight, one client (loop thread)") + {wait_ms: $sa.wait_ms, max_holders_seen: $sa.max_holders_seen}),
+     baton_50_threads: (row($sb; "baton, 50 threads blocking, one client") + {wait_ms: $sb.wait_ms, max_holders_seen: $sb.max_holders_seen}),
+     baton_a_client_each: (row($sx; "baton, 50 threads blocking, a client each") + {wait_ms: $sx.wait_ms}),
      peer: (if $sp == null then null else row($sp; $sp.peer) + {wait_ms: $sp.wait_ms} end),
      reference_raw_pairs_5_fair_tokens: row($sc; "raw ZADD + ZREM, 5 tokens handed FIFO (C, 50 threads)"),
      reference_raw_pairs_5_node_loops: row($s5; $s5.peer),
-     ratio_to_peer: r($sb.cycles_per_sec; $sp.cycles_per_sec), target_ratio_to_peer: 1.0,
-     wait_p99_peer_over_baton: r($sp.wait_ms.p99; $sb.wait_ms.p99),
-     ratio_to_raw_pairs_at_concurrency_5: r($sb.cycles_per_sec; $sc.cycles_per_sec), target_ratio_to_raw_pairs: 0.8},
+     ratio_to_peer: r($sa.cycles_per_sec; $sp.cycles_per_sec), target_ratio_to_peer: 1.0,
+     threads_ratio_to_peer: r($sb.cycles_per_sec; $sp.cycles_per_sec),
+     wait_p99_peer_over_baton: r($sp.wait_ms.p99; $sa.wait_ms.p99),
+     ratio_to_raw_pairs_at_concurrency_5: r($sa.cycles_per_sec; ([$sc.cycles_per_sec, $s5.cycles_per_sec] | map(select(. != null)) | max)),
+     target_ratio_to_raw_pairs: 0.8},
    hot_key: {contenders: 20,
      baton: ($hb.hot_key | {handoffs_per_sec, handoff_ms, wait_ms}),
      ideal_in_process_fifo: ($hb.hot_key_ideal_in_process_token | {handoffs_per_sec, handoff_ms, wait_ms}),
@@ -233,6 +240,7 @@ doc=$(jq -s -c --arg load_before "$load_before" --arg load_after "$load_after" \
      lock_baton_50_threads_over_fastest_peer: map(.lock_uncontended.threads_ratio_to_fastest_peer),
      lock_baton_over_physical_limit: map(.lock_uncontended.ratio_to_physical_limit),
      sem_baton_over_peer: map(.semaphore.ratio_to_peer),
+     sem_baton_50_threads_over_peer: map(.semaphore.threads_ratio_to_peer),
      sem_peer_wait_p99_over_baton: map(.semaphore.wait_p99_peer_over_baton),
      sem_baton_over_raw_pairs_at_5: map(.semaphore.ratio_to_raw_pairs_at_concurrency_5),
      hot_baton_longest_wait_over_ideal: map(.hot_key.longest_wait_over_ideal),
@@ -256,11 +264,11 @@ jq -r '
   "  baton / fastest peer: \(f(.lock_uncontended.ratio_to_fastest_peer)) (target 1.3; 50 threads: \(f(.lock_uncontended.threads_ratio_to_fastest_peer))); baton / physical limit: \(f(.lock_uncontended.ratio_to_physical_limit))",
   "",
   "\("semaphore, limit 5, 50 clients, zero hold" | pad)cycles/s\tredis CPU us/cycle\twait p99 / longest (ms)",
-  (.semaphore | ([.baton, .baton_a_client_each, .peer] | map(select(. != null)))[] |
+  (.semaphore | ([.baton, .baton_50_threads, .baton_a_client_each, .peer] | map(select(. != null)))[] |
      "  \(.who | pad)\(f(.cycles_per_sec))\t\(f(.redis_cpu_us_per_cycle))\t\(f(.wait_ms.p99)) / \(f(.wait_ms.longest))"),
   (.semaphore | [.reference_raw_pairs_5_fair_tokens, .reference_raw_pairs_5_node_loops] | map(select(. != null))[] |
      "  \(.who | pad)\(f(.cycles_per_sec))\t\(f(.redis_cpu_us_per_cycle))"),
-  "  baton / peer: \(f(.semaphore.ratio_to_peer)) (target 1.0); peer wait p99 / baton: \(f(.semaphore.wait_p99_peer_over_baton)); baton / raw pairs at 5: \(f(.semaphore.ratio_to_raw_pairs_at_concurrency_5)) (target 0.8)",
+  "  baton / peer: \(f(.semaphore.ratio_to_peer)) (target 1.0; 50 threads: \(f(.semaphore.threads_ratio_to_peer))); peer wait p99 / baton: \(f(.semaphore.wait_p99_peer_over_baton)); baton / raw pairs at 5: \(f(.semaphore.ratio_to_raw_pairs_at_concurrency_5)) (target 0.8)",
   "",
   "\("hot key, 20 contenders, zero hold" | pad)handoffs/s\twait p99 / longest (ms)",
   (.hot_key | ([{who: "baton", handoffs_per_sec: .baton.handoffs_per_sec, wait_ms: .baton.wait_ms},

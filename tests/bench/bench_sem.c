@@ -24,7 +24,13 @@
  * processes, through the grant the release publishes to the waiter's
  * client (scripts.c).
  *
- * usage: bench_sem [--url URL] [--seconds S] [--smoke] [--only raw|chain|lib|clients|wide]
+ * And the 50 clients as the peers run them (bench_peers.sh, "async"): 50
+ * cycles of baton_sem_acquire_async() + baton_sem_release_async() in
+ * flight on one client, all driven from its loop thread by their
+ * callbacks (one thread, one connection), with the same waits recorded.
+ *
+ * usage: bench_sem [--url URL] [--seconds S] [--smoke]
+ *                  [--only raw|chain|lib|clients|wide|async]
  * (--only runs one part and prints its cycles/s: bench_peers.sh reads
  * Redis's CPU around each part.)
  * (URL defaults to $BATON_TEST_URL; tests/lib/with-redis.sh provides one.)
@@ -134,6 +140,76 @@ static void *lib_main(void *p)
     return NULL;
 }
 
+/* ---- the asynchronous cycles: THREADS of them on one client's loop ---- */
+
+struct acycles {
+    struct baton_client *c;
+    atomic_bool stop;
+    atomic_int inside, max_inside, done, errors;
+    atomic_llong cycles;
+    int64_t *waits; /* ns, one per acquire */
+    atomic_size_t nwaits;
+    size_t capwaits;
+};
+
+struct acycler {
+    struct acycles *all;
+    int64_t asked_ns;
+};
+
+static void a_granted(struct baton_permit *p, int rc, const char *why, void *arg);
+
+static void a_next(struct acycler *w)
+{
+    static const struct baton_sem_opts o = {.ttl_ms = 30000, .max_wait_ms = 30000};
+    struct acycles *all = w->all;
+    if (atomic_load(&all->stop)) {
+        atomic_fetch_add(&all->done, 1);
+        return;
+    }
+    w->asked_ns = tu_now_ns();
+    if (baton_sem_acquire_async(all->c, "bench:sem:async", LIMIT, &o, a_granted, w) != BATON_OK) {
+        atomic_fetch_add(&all->errors, 1);
+        atomic_fetch_add(&all->done, 1);
+    }
+}
+
+static void a_released(struct baton_permit *p, int rc, const char *why, void *arg)
+{
+    struct acycler *w = arg;
+    (void)why;
+    if (rc != BATON_OK)
+        atomic_fetch_add(&w->all->errors, 1);
+    baton_permit_free(p);
+    atomic_fetch_add(&w->all->cycles, 1);
+    a_next(w);
+}
+
+static void a_granted(struct baton_permit *p, int rc, const char *why, void *arg)
+{
+    struct acycler *w = arg;
+    struct acycles *all = w->all;
+    if (rc != BATON_OK) {
+        fprintf(stderr, "bench_sem: acquire_async: %s: %s\n", baton_errname(rc), why);
+        atomic_fetch_add(&all->errors, 1);
+        atomic_fetch_add(&all->done, 1);
+        return;
+    }
+    size_t k = atomic_fetch_add(&all->nwaits, 1);
+    if (k < all->capwaits)
+        all->waits[k] = tu_now_ns() - w->asked_ns;
+    int now = atomic_fetch_add(&all->inside, 1) + 1;
+    int seen = atomic_load(&all->max_inside);
+    while (now > seen && !atomic_compare_exchange_weak(&all->max_inside, &seen, now))
+        ;
+    atomic_fetch_sub(&all->inside, 1);
+    if (baton_sem_release_async(p, a_released, w) != BATON_OK) {
+        atomic_fetch_add(&all->errors, 1);
+        baton_permit_free(p);
+        atomic_fetch_add(&all->done, 1);
+    }
+}
+
 static int cmp_i64(const void *x, const void *y)
 {
     int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
@@ -145,6 +221,55 @@ struct waits {
     double p50, p99, longest;
     size_t samples;
 };
+
+/* Sorts the n waits (ns) and fills *w from them (nothing when n is 0). */
+static void summarize(int64_t *v, size_t n, struct waits *w)
+{
+    if (n == 0)
+        return;
+    qsort(v, n, sizeof *v, cmp_i64);
+    *w = (struct waits){.p50 = (double)v[(size_t)(0.50 * (double)(n - 1) + 0.5)] / 1e6,
+                        .p99 = (double)v[(size_t)(0.99 * (double)(n - 1) + 0.5)] / 1e6,
+                        .longest = (double)v[n - 1] / 1e6,
+                        .samples = n};
+}
+
+/* Runs THREADS asynchronous cycles on c for the configured time; fills *w
+ * with the waits. Returns cycles/s. */
+static double run_async(struct baton_client *c, int *errors, int *max_inside, struct waits *w)
+{
+    static struct acycles all;
+    struct acycler cy[THREADS];
+    all = (struct acycles){.c = c, .capwaits = (size_t)(seconds * 100000) + 1000};
+    if ((all.waits = calloc(all.capwaits, sizeof(int64_t))) == NULL) {
+        (*errors)++;
+        return 0;
+    }
+    int64_t t0 = tu_now_ns();
+    for (int i = 0; i < THREADS; i++) {
+        cy[i] = (struct acycler){.all = &all};
+        a_next(&cy[i]);
+    }
+    tu_sleep_ms((int64_t)(seconds * 1000));
+    atomic_store(&all.stop, true);
+    long long cycles = atomic_load(&all.cycles);
+    int64_t t1 = tu_now_ns();
+    int64_t until = t1 + INT64_C(35000000000); /* above the maximum wait */
+    while (atomic_load(&all.done) < THREADS && tu_now_ns() < until)
+        tu_sleep_ms(1);
+    if (atomic_load(&all.done) < THREADS) {
+        fprintf(stderr, "bench_sem: %d asynchronous cycles never ended\n",
+                THREADS - atomic_load(&all.done));
+        (*errors)++;
+        exit(1); /* their callbacks would use the stack of this frame */
+    }
+    *errors += atomic_load(&all.errors);
+    *max_inside = atomic_load(&all.max_inside);
+    size_t n = atomic_load(&all.nwaits);
+    summarize(all.waits, n < all.capwaits ? n : all.capwaits, w);
+    free(all.waits);
+    return (double)cycles / ((double)(t1 - t0) / 1e9);
+}
 
 /* Runs THREADS threads of fn for the configured time; fills *w (when not
  * NULL) with the waits of the acquires. Returns cycles/s. */
@@ -183,13 +308,8 @@ static double run(void *(*fn)(void *), struct baton_client *c, int limit, int *e
             memcpy(all + k, a[i].waits, a[i].nwaits * sizeof *all);
             k += a[i].nwaits;
         }
-        if (all != NULL && k > 0) {
-            qsort(all, k, sizeof *all, cmp_i64);
-            *w = (struct waits){.p50 = (double)all[(size_t)(0.50 * (double)(k - 1) + 0.5)] / 1e6,
-                                .p99 = (double)all[(size_t)(0.99 * (double)(k - 1) + 0.5)] / 1e6,
-                                .longest = (double)all[k - 1] / 1e6,
-                                .samples = k};
-        }
+        if (all != NULL)
+            summarize(all, k, w);
         free(all);
     }
     for (int i = 0; i < THREADS; i++)
@@ -215,7 +335,7 @@ int main(int argc, char **argv)
             only = argv[++i];
         } else {
             fprintf(stderr, "usage: bench_sem [--url URL] [--seconds S] [--smoke] [--only "
-                            "raw|chain|lib|clients|wide]\n");
+                            "raw|chain|lib|clients|wide|async]\n");
             return 2;
         }
     }
@@ -229,9 +349,9 @@ int main(int argc, char **argv)
         baton_client_free(c);
         return 1;
     }
-    int errors = 0, max_raw = 0, max_lib = 0, max_wide = 0, max_own = 0;
-    double ceiling = 0, chain = 0, lib = 0, wide = 0, own = 0;
-    struct waits w = {0}, wo = {0};
+    int errors = 0, max_raw = 0, max_lib = 0, max_wide = 0, max_own = 0, max_async = 0;
+    double ceiling = 0, chain = 0, lib = 0, wide = 0, own = 0, async = 0;
+    struct waits w = {0}, wo = {0}, wa = {0};
     bool all = *only == '\0';
     if (all || strcmp(only, "raw") == 0)
         ceiling = run(raw_main, NULL, 0, &errors, &max_raw, NULL);
@@ -243,13 +363,17 @@ int main(int argc, char **argv)
         own = run(lib_main, NULL, LIMIT, &errors, &max_own, &wo);
     if (all || strcmp(only, "wide") == 0)
         wide = run(lib_main, c, THREADS, &errors, &max_wide, NULL);
+    if (all || strcmp(only, "async") == 0)
+        async = run_async(c, &errors, &max_async, &wa);
     baton_client_free(c);
+    if (max_async > max_lib)
+        max_lib = max_async;
     if (!all) {
-        struct waits *ws = strcmp(only, "clients") == 0 ? &wo : &w;
+        struct waits *ws = strcmp(only, "clients") == 0 ? &wo : strcmp(only, "async") == 0 ? &wa : &w;
         printf("{\"bench\":\"sem\",\"only\":\"%s\",\"seconds\":%.1f,\"cycles_per_sec\":%.0f,"
                "\"wait_ms\":{\"p50\":%.3f,\"p99\":%.3f,\"longest\":%.3f,\"samples\":%zu},"
                "\"max_holders_seen\":%d,\"ctx_switches\":%lld,\"errors\":%d}\n",
-               only, seconds, ceiling + chain + lib + own + wide, ws->p50, ws->p99, ws->longest,
+               only, seconds, ceiling + chain + lib + own + wide + async, ws->p50, ws->p99, ws->longest,
                ws->samples, max_lib > max_own ? max_lib : max_own, (long long)tu_ctx_switches(),
                errors);
         return errors == 0 && max_lib <= LIMIT && max_own <= LIMIT ? 0 : 1;
@@ -261,6 +385,8 @@ int main(int argc, char **argv)
            " \"limit_%d\":{\"baton_acquire_release_per_sec\":%.0f,\"ratio\":%.3f,"
            "\"target_ratio\":0.7,\"max_holders_seen\":%d,"
            "\"wait_ms\":{\"p50\":%.3f,\"p99\":%.3f,\"longest\":%.3f}},\n"
+           " \"limit_%d_async_one_thread\":{\"baton_acquire_release_per_sec\":%.0f,"
+           "\"wait_ms\":{\"p50\":%.3f,\"p99\":%.3f,\"longest\":%.3f}},\n"
            " \"limit_%d_a_client_each\":{\"baton_acquire_release_per_sec\":%.0f,"
            "\"max_holders_seen\":%d,\"wait_ms\":{\"p50\":%.3f,\"p99\":%.3f,\"longest\":%.3f}},\n"
            " \"limit_%d_nobody_waits\":{\"baton_acquire_release_per_sec\":%.0f,\"ratio\":%.3f},\n"
@@ -268,7 +394,7 @@ int main(int argc, char **argv)
            "\"baton_limit_%d_ratio\":%.3f},\n"
            " \"errors\":%d,\"ok\":%s}\n",
            seconds, THREADS, ceiling, LIMIT, lib, ratio, max_lib, w.p50, w.p99, w.longest, LIMIT,
-           own, max_own, wo.p50, wo.p99, wo.longest, THREADS, wide,
+           async, wa.p50, wa.p99, wa.longest, LIMIT, own, max_own, wo.p50, wo.p99, wo.longest, THREADS, wide,
            ceiling > 0 ? wide / ceiling : 0, LIMIT, chain, LIMIT, chain > 0 ? lib / chain : 0,
            errors, ok ? "true" : "false");
     return errors == 0 && max_lib <= LIMIT && max_own <= LIMIT ? 0 : 1;

@@ -85,6 +85,14 @@ assert_eq 0 "$EXIT_CODE" "exit status after SIGTERM"
 grep -q '"event":"lease_released"' "$T/$L1.out" || fail "no lease_released in $L1's log"
 tail -n1 "$T/$L1.out" | grep -q '"event":"stopped"' || fail "$L1's last line is not 'stopped'"
 ended_only_leader # $L2's, $L1's gone with it
+# The third node follows term 2 and, should the lease run out, campaigns
+# in its turn: 1 ms per member named before it (n1 < n2 < n3; $L1 is still
+# a member, stopped, until it is forgotten).
+for n in n1 n2 n3; do
+    [ "$n" = "$L1" ] || [ "$n" = "$L2" ] || X=$n
+done
+xline=$(wait_for_line "$T/$X.out" '"event":"following".*"leader":"'"$L2"'"' 3)
+assert_eq "$(( ${X#n} - 1 ))" "$(echo "$xline" | jq -r .turn_ms)" "$X's turn after the lease's end (ms)"
 start_node "$L1" # back as a follower
 
 note "SIGKILL the leader ($L2): another takes over within ttl + 100 ms"

@@ -3,7 +3,8 @@
  * expired permits by server time, release by id, waiting (wake on release,
  * at a lease's end, FIFO, timeouts, a dead waiter's reservation, a grant
  * published to a waiter elsewhere), leases (extend, auto-renewal, loss),
- * different limits, and threads. */
+ * different limits, threads, and the asynchronous calls (50 waiters
+ * cycling on the loop thread alone; refusals, timeouts, arguments). */
 #include <check.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -496,8 +497,10 @@ END_TEST
 
 /* With min_replicas a published grant is only a wake-up: the waiter's own
  * attempt must make it durable. Here nothing can (no replica): the waiter
- * is woken at once (its retry timer is 5 s), fails with ENOTDURABLE after
- * its attempts' WAITs, and gives the slot back. */
+ * is woken at once (its retry timer is 10 s), its attempt's grant is not
+ * acknowledged and is given back at once, and, queued, it waits on as a
+ * lock's waiter does through a failover, until its maximum wait (3 s)
+ * ends with ENOTDURABLE. */
 START_TEST(published_grant_needs_durability)
 {
     struct baton_client *hc = client(), *wc = NULL;
@@ -508,19 +511,24 @@ START_TEST(published_grant_needs_durability)
     ck_assert_int_eq(baton_sem_try(hc, "s:durable", 1, NULL, &h), BATON_OK);
     struct keeper k = {.c = wc,
                        .name = "s:durable",
-                       .o = {.ttl_ms = 20000, .max_wait_ms = 10000, .retry_delay_ms = 5000}};
+                       .o = {.ttl_ms = 20000, .max_wait_ms = 3000, .retry_delay_ms = 10000}};
     pthread_t t;
+    int64_t started = tu_now_ns();
     pthread_create(&t, NULL, keeper_main, &k);
     await_queued("s:durable", 1);
-    tu_sleep_ms(1000); /* its first attempt's WAIT is over */
+    tu_sleep_ms(1100); /* its first attempt's WAIT is over */
     int64_t released = tu_now_ns();
     ck_assert_int_eq(baton_sem_release(h), BATON_OK);
+    /* The grant went to the waiter, and its woken attempt gave it back */
+    while (holders(hc, "s:durable") != 0 && tu_now_ns() - released < INT64_C(1500000000))
+        tu_sleep_ms(5);
+    ck_assert_int_eq(holders(hc, "s:durable"), 0);
     pthread_join(t, NULL);
     ck_assert_int_eq(k.rc, BATON_ENOTDURABLE);
     ck_assert_ptr_null(k.p);
-    ck_assert_msg(k.got_ns - released < INT64_C(4000000000), "gave up %lld ms after the release",
-                  (long long)((k.got_ns - released) / 1000000));
-    ck_assert_int_eq(holders(hc, "s:durable"), 0); /* given back */
+    ck_assert_msg(k.got_ns - started < INT64_C(4500000000), "gave up %lld ms after it started",
+                  (long long)((k.got_ns - started) / 1000000));
+    ck_assert_int_eq(holders(hc, "s:durable"), 0);
     baton_permit_free(h);
     baton_client_free(wc);
     baton_client_free(hc);
@@ -755,6 +763,183 @@ START_TEST(bad_arguments)
 }
 END_TEST
 
+/* ---- the asynchronous calls ---- */
+
+/* 50 waiters, one client, one thread (the loop's): each cycles
+ * acquire_async -> release_async from its callbacks on a semaphore of 5.
+ * Every grant is made inside a release script and handed over in the turn
+ * that read it: about two scripts per cycle, no retries; the limit holds
+ * and every fence is new. */
+enum { ASYNC_WAITERS = 50, ASYNC_CYCLES = 40, ASYNC_LIMIT = 5 };
+
+struct cycles {
+    struct baton_client *c;
+    atomic_int inside, max_inside, done, errors, off_loop;
+    atomic_int nfences;
+    uint64_t fences[ASYNC_WAITERS * ASYNC_CYCLES];
+};
+
+struct cycler {
+    struct cycles *all;
+    int left;
+};
+
+static void cycle_granted(struct baton_permit *p, int rc, const char *why, void *arg);
+
+static void cycle_next(struct cycler *w)
+{
+    struct cycles *all = w->all;
+    struct baton_sem_opts o = {.max_wait_ms = 20000};
+    if (w->left-- == 0) {
+        atomic_fetch_add(&all->done, 1);
+        return;
+    }
+    if (baton_sem_acquire_async(all->c, "s:async", ASYNC_LIMIT, &o, cycle_granted, w) != BATON_OK) {
+        atomic_fetch_add(&all->errors, 1);
+        atomic_fetch_add(&all->done, 1);
+    }
+}
+
+static void cycle_released(struct baton_permit *p, int rc, const char *why, void *arg)
+{
+    struct cycler *w = arg;
+    (void)why;
+    if (rc != BATON_OK)
+        atomic_fetch_add(&w->all->errors, 1);
+    baton_permit_free(p);
+    cycle_next(w);
+}
+
+static void cycle_granted(struct baton_permit *p, int rc, const char *why, void *arg)
+{
+    struct cycler *w = arg;
+    struct cycles *all = w->all;
+    if (!baton_client_in_loop(all->c))
+        atomic_fetch_add(&all->off_loop, 1);
+    if (rc != BATON_OK) {
+        fprintf(stderr, "acquire_async: %s: %s\n", baton_errname(rc), why);
+        atomic_fetch_add(&all->errors, 1);
+        atomic_fetch_add(&all->done, 1);
+        return;
+    }
+    int in = atomic_fetch_add(&all->inside, 1) + 1;
+    int max = atomic_load(&all->max_inside);
+    while (in > max && !atomic_compare_exchange_weak(&all->max_inside, &max, in))
+        ;
+    all->fences[atomic_fetch_add(&all->nfences, 1)] = baton_permit_fence(p);
+    atomic_fetch_sub(&all->inside, 1);
+    if (baton_sem_release_async(p, cycle_released, w) != BATON_OK) {
+        atomic_fetch_add(&all->errors, 1);
+        baton_permit_free(p);
+        atomic_fetch_add(&all->done, 1);
+    }
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+START_TEST(async_cycles_on_one_thread)
+{
+    static struct cycles all;
+    struct cycler w[ASYNC_WAITERS];
+    memset(&all, 0, sizeof all);
+    all.c = client();
+    long long scripts0 = scripts_run();
+    for (int i = 0; i < ASYNC_WAITERS; i++) {
+        w[i] = (struct cycler){.all = &all, .left = ASYNC_CYCLES};
+        cycle_next(&w[i]);
+    }
+    int64_t until = tu_now_ns() + INT64_C(30000000000);
+    while (atomic_load(&all.done) < ASYNC_WAITERS && tu_now_ns() < until)
+        tu_sleep_ms(5);
+    ck_assert_int_eq(atomic_load(&all.done), ASYNC_WAITERS);
+    ck_assert_int_eq(atomic_load(&all.errors), 0);
+    ck_assert_int_eq(atomic_load(&all.off_loop), 0);
+    int n = atomic_load(&all.nfences);
+    ck_assert_int_eq(n, ASYNC_WAITERS * ASYNC_CYCLES);
+    qsort(all.fences, (size_t)n, sizeof all.fences[0], cmp_u64);
+    for (int i = 1; i < n; i++)
+        ck_assert_msg(all.fences[i] > all.fences[i - 1], "fence %llu granted twice",
+                      (unsigned long long)all.fences[i]);
+    ck_assert_int_eq(holders(all.c, "s:async"), 0);
+    ck_assert_int_eq(tu_redis_int("ZCARD baton:{s:async}:sem:q"), 0);
+    /* acquire + release per cycle, and the few attempts of waiters
+     * that joined while slots were free */
+    long long scripts = scripts_run() - scripts0;
+    ck_assert_msg(scripts <= (long long)n * 5 / 2, "%lld scripts for %d cycles", scripts, n);
+    baton_client_free(all.c);
+}
+END_TEST
+
+/* One operation's result, written by its callback. */
+struct pres {
+    atomic_int calls;
+    int rc;
+    struct baton_permit *p;
+    char why[256];
+};
+
+static void precord(struct baton_permit *p, int rc, const char *why, void *arg)
+{
+    struct pres *r = arg;
+    r->rc = rc;
+    r->p = p;
+    snprintf(r->why, sizeof r->why, "%s", why);
+    atomic_fetch_add(&r->calls, 1);
+}
+
+static void pwait(struct pres *r)
+{
+    int64_t until = tu_now_ns() + INT64_C(5000000000);
+    while (atomic_load(&r->calls) == 0 && tu_now_ns() < until)
+        tu_sleep_ms(1);
+    ck_assert_int_eq(atomic_load(&r->calls), 1);
+}
+
+START_TEST(async_refusals_and_arguments)
+{
+    struct baton_client *c = client();
+    struct baton_permit *h = NULL;
+    struct pres t = {0}, a = {0}, rel = {0}, again = {0};
+    ck_assert_int_eq(baton_sem_try(c, "s:arefuse", 1, NULL, &h), BATON_OK);
+
+    ck_assert_int_eq(baton_sem_try_async(c, "s:arefuse", 1, NULL, precord, &t), BATON_OK);
+    pwait(&t);
+    ck_assert_int_eq(t.rc, BATON_ETAKEN);
+    ck_assert_ptr_null(t.p);
+
+    int64_t t0 = tu_now_ns();
+    struct baton_sem_opts o = {.max_wait_ms = 200};
+    ck_assert_int_eq(baton_sem_acquire_async(c, "s:arefuse", 1, &o, precord, &a), BATON_OK);
+    pwait(&a);
+    ck_assert_int_eq(a.rc, BATON_ETIMEDOUT);
+    ck_assert_ptr_null(a.p);
+    ck_assert_int_ge(tu_now_ns() - t0, INT64_C(200000000));
+    ck_assert_int_eq(tu_redis_int("ZCARD baton:{s:arefuse}:sem:q"), 0); /* left the queue */
+
+    ck_assert_int_eq(baton_sem_release_async(h, precord, &rel), BATON_OK);
+    pwait(&rel);
+    ck_assert_int_eq(rel.rc, BATON_OK);
+    ck_assert_ptr_eq(rel.p, h);
+    ck_assert_int_eq(holders(c, "s:arefuse"), 0);
+    ck_assert_int_eq(baton_sem_release_async(h, precord, &again), BATON_EINVAL);
+
+    ck_assert_int_eq(baton_sem_try_async(c, "s:arefuse", 1, NULL, NULL, NULL), BATON_EINVAL);
+    ck_assert_int_eq(baton_sem_acquire_async(c, "s:arefuse", 0, NULL, precord, &again),
+                     BATON_EINVAL);
+    ck_assert_int_eq(baton_sem_acquire_async(c, "", 1, NULL, precord, &again), BATON_EINVAL);
+    ck_assert_int_eq(baton_sem_acquire_async(NULL, "s:x", 1, NULL, precord, &again), BATON_EINVAL);
+    ck_assert_int_eq(baton_sem_release_async(NULL, precord, &again), BATON_EINVAL);
+    tu_sleep_ms(50);
+    ck_assert_int_eq(atomic_load(&again.calls), 0);
+    baton_permit_free(h);
+    baton_client_free(c);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("redis_sem");
@@ -783,6 +968,12 @@ static Suite *suite(void)
     tcase_add_test(tw, queue_full);
     tcase_add_test(tw, threads_respect_the_limit);
     suite_add_tcase(s, tw);
+
+    TCase *ta = tcase_create("asynchronous");
+    tcase_set_timeout(ta, 60);
+    tcase_add_test(ta, async_cycles_on_one_thread);
+    tcase_add_test(ta, async_refusals_and_arguments);
+    suite_add_tcase(s, ta);
 
     TCase *tr = tcase_create("leases");
     tcase_set_timeout(tr, 60);
