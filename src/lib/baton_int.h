@@ -765,6 +765,10 @@ int baton__lock_took(struct baton_lock *lk, struct baton__call *k, int rc, struc
 /* The release's result: 0 (released, counted), BATON_ELOST (not ours:
  * marked lost), BATON_EPROTO, or the error. */
 int baton__lock_released(struct baton_lock *lk, struct baton__call *k, int rc);
+/* The end of a best-effort call (k->rc set: a grant dropped, a queue left):
+ * its reply, if any, freed; a permit's give-back first hands a slot it
+ * granted to a waiter of this client over. */
+void baton__lock_discard(struct baton_lock *lk, struct baton__call *k);
 
 /* sem.c: the scripts of a permit (lk->sem_limit > 0), prepared and read
  * for the functions above, which hand a permit's calls over to these. */

@@ -314,14 +314,26 @@ int baton__lock_released(struct baton_lock *lk, struct baton__call *k, int rc)
     return BATON_ELOST;
 }
 
+void baton__lock_discard(struct baton_lock *lk, struct baton__call *k)
+{
+    long long held;
+    if (lk->sem_limit > 0) {
+        (void)baton__sem_gave_back(lk->c, k, k->rc, &held); /* frees the reply */
+        return;
+    }
+    if (k->reply != NULL) /* rc 0, or BATON_ENOTDURABLE */
+        freeReplyObject(k->reply);
+    k->reply = NULL;
+}
+
 /* Best effort: releases a grant we will not use (not durable, or made by
  * a server we do not trust). Elections publish their release. */
 static void drop_grant(struct baton_lock *lk)
 {
     struct baton__lock_call lc;
     baton__lock_prep_release(lk, &lc, lc.err, sizeof lc.err);
-    if (baton__script_call(lk->c, &lc.k) == BATON_OK)
-        freeReplyObject(lc.k.reply);
+    lc.k.rc = baton__script_call(lk->c, &lc.k);
+    baton__lock_discard(lk, &lc.k);
 }
 
 /* One run of the acquire script; wait: join (or stay in) the queue;

@@ -133,8 +133,7 @@ static void attempt(struct op *op);
 static void after_cancel(struct baton__call *k)
 {
     struct op *op = k->arg;
-    if (k->rc == BATON_OK)
-        freeReplyObject(k->reply);
+    baton__lock_discard(op->lk, k);
     fail_new(op, op->rc);
 }
 
@@ -259,8 +258,7 @@ static void attempted_result(struct op *op, int rc)
 static void after_drop(struct baton__call *k)
 {
     struct op *op = k->arg;
-    if (k->rc == BATON_OK)
-        freeReplyObject(k->reply);
+    baton__lock_discard(op->lk, k);
     attempted_result(op, BATON_ENOTDURABLE);
 }
 
@@ -381,8 +379,7 @@ static void start_release(struct baton__task *t)
 static void after_extend_drop(struct baton__call *k)
 {
     struct op *op = k->arg;
-    if (k->rc == BATON_OK)
-        freeReplyObject(k->reply);
+    baton__lock_discard(op->lk, k);
     deliver(op, op->lk, BATON_ELOST, op->lk->errstr);
 }
 
