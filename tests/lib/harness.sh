@@ -69,12 +69,24 @@ assert_eq() { [ "$1" == "$2" ] || fail "$3: expected [$1], got [$2]"; }
 # redis_start [REDIS-SERVER ARGS...]: starts a redis-server on a free loopback
 # port with its own directory. Sets REDIS_PORT, REDIS_PID, REDIS_URL,
 # REDIS_DIR. Extra args are kept for redis_restart.
+# random_port: a loopback port below the kernel's ephemeral range, so that
+# no outgoing connection takes it as its local port: not another program's,
+# nor a client's own retries to it while nothing listens there yet (a TCP
+# connection to a free port in that range can connect to itself and hold
+# the port; test_supervisor's "Redis absent at start" met that).
+random_port() {
+    local lo=32768 hi
+    read -r lo hi < /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || lo=32768
+    [ "$lo" -gt 12000 ] || lo=32768
+    echo $(( 10000 + (RANDOM * 32768 + RANDOM) % (lo - 10000) ))
+}
+
 redis_start() {
     command -v redis-server >/dev/null || fail "redis-server is not installed (apt-get install redis-server)"
     REDIS_ARGS=("$@")
     local attempt port
     for attempt in $(seq 1 30); do
-        port=$(( 20000 + (RANDOM * 32768 + RANDOM) % 30000 ))
+        port=$(random_port)
         REDIS_DIR="$T/redis-$port"
         mkdir -p "$REDIS_DIR"
         if redis_launch "$port"; then return 0; fi
@@ -117,7 +129,7 @@ redis_start_port() {
 free_port() {
     local port
     while :; do
-        port=$(( 20000 + (RANDOM * 32768 + RANDOM) % 30000 ))
+        port=$(random_port)
         redis-cli -p "$port" ping >/dev/null 2>&1 || { echo "$port"; return; }
     done
 }
