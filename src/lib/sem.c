@@ -21,9 +21,9 @@
 #define MAX_LIMIT 1000000
 
 struct baton_permit {
-    struct baton_lock *lk; /* the lease: id, fence, deadline, renewal, loss */
+    struct baton_lock *lk; /* the lease (lk->sem_limit: the limit): id, fence, deadline,
+                              renewal, loss */
     char *name;
-    int limit;
     baton_permit_lost_fn on_lost;
     void *on_lost_arg;
     baton_permit_cb cb; /* the asynchronous operation in progress */
@@ -68,7 +68,6 @@ static int permit_new(struct baton_client *c, const char *name, int limit,
     *out = NULL;
     if (p == NULL)
         goto out;
-    p->limit = limit;
     if ((p->name = strdup(name)) == NULL)
         goto out_free;
     if (asprintf(&base, "%s{%s}:sem", c->prefix, name) < 0) {

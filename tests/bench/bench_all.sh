@@ -115,9 +115,11 @@ doc=$(jq -s -c --arg date "$(date -u +%Y-%m-%d)" --argjson smoke "$smoke" \
        ($pr.semaphore | row("peers"; "semaphore: wait p99 (ms)"; .baton.wait_ms.p99;
              .peer.wait_ms.p99; (.peer.who // "redis-semaphore (not run)");
              "keep the lead: baton <= peer"; cmp(.baton.wait_ms.p99; "<="; .peer.wait_ms.p99))),
-       ($pr.semaphore | row("peers"; "semaphore: cycles/s against raw ZADD+ZREM pairs at 5 in flight";
-             .baton.cycles_per_sec; .reference_raw_pairs_5_fair_tokens.cycles_per_sec;
-             "raw pairs, 5 fair tokens (same run)"; "baton / raw >= 0.8";
+       ($pr.semaphore | ([.reference_raw_pairs_5_fair_tokens, .reference_raw_pairs_5_node_loops]
+             | map(select(. != null and .cycles_per_sec != null)) | max_by(.cycles_per_sec)) as $raw |
+         row("peers"; "semaphore: cycles/s against raw ZADD+ZREM pairs at 5 in flight";
+             .baton.cycles_per_sec; $raw.cycles_per_sec;
+             "raw pairs at 5, the faster: \($raw.who // "not run")"; "baton / raw >= 0.8";
              cmp(.ratio_to_raw_pairs_at_concurrency_5; ">="; 0.8))),
        ($pr.hot_key | row("peers"; "hot key, 20 contenders: longest wait (ms)"; .baton.wait_ms.longest;
              .ideal_in_process_fifo.wait_ms.longest; "ideal in-process FIFO lock (same run)";
