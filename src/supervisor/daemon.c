@@ -115,6 +115,7 @@ struct daemon {
     bool sub_added;
     char *ended_chan; /* baton:{G}:ended (keys.h) */
     bool ended_heard; /* listened to on the subscription */
+    bool announce;    /* a change of role the group has not been told yet */
     struct reloader rl;
 
     bool stopping;    /* SIGTERM/SIGINT received: the guard `stopping` */
@@ -222,6 +223,7 @@ static void set_jobs_hash(struct daemon *d, const struct jobs *jobs)
 
 static void heartbeat(struct daemon *d)
 {
+    d->announce = false;
     loop_arm_in(&d->loop, T_HEARTBEAT, jitter_ms(d, d->cfg->poll_ms, 10));
     if (!may_block(d))
         return; /* the next one */
@@ -547,9 +549,11 @@ static void on_transition(void *ctx, enum machine_state from, enum machine_state
     cJSON_AddNumberToObject(f, "fence", (double)d->term);
     cJSON_AddNumberToObject(f, "in_state_ms", (double)in_state_ms);
     log_emit_at(d->log, quiet ? LOG_DEBUG : LOG_INFO, LE_TRANSITION, f);
-    /* Others see a change of role at once, not at the next heartbeat. */
+    /* Others see a change of role at once, not at the next heartbeat: once
+     * the actions of this event have run (dispatch), so that the heartbeat's
+     * round trips never delay a release or the start of leading. */
     if (!quiet && to != ST_ACQUIRING && to != ST_PAUSING && to != ST_IDLE)
-        heartbeat(d);
+        d->announce = true;
 }
 
 /* Hears runs' "ended" messages (keys.h) while we lead, for jobs that wait
@@ -571,6 +575,8 @@ static void dispatch(struct daemon *d, enum machine_event ev)
     if (machine_dispatch(&d->m, ev) < 0)
         log_emit(d->log, LE_MACHINE_LOOP, NULL);
     listen_ended(d);
+    if (d->announce)
+        heartbeat(d); /* the state the event left us in */
 }
 
 /* The runner's last run ended. */
