@@ -124,6 +124,15 @@ doc=$(jq -s -c --arg date "$(date -u +%Y-%m-%d)" --argjson smoke "$smoke" \
        ($pr.hot_key | row("peers"; "hot key, 20 contenders: longest wait (ms)"; .baton.wait_ms.longest;
              .ideal_in_process_fifo.wait_ms.longest; "ideal in-process FIFO lock (same run)";
              "baton / ideal <= 1.5"; cmp(.longest_wait_over_ideal; "<="; 1.5))),
+       ($pr.hot_key | row("peers"; "hot key: longest wait against a FIFO handoff through Redis (ms)"; .baton.wait_ms.longest;
+             .redis_fifo_token.wait_ms.longest; "token in a Redis list, BLPOP + RPUSH (same run)";
+             "(the floor through Redis)"; null)),
+       ($pr.hot_key | row("peers"; "hot key: handoff p99 (ms)"; .baton.handoff_ms.p99;
+             .redis_fifo_token.handoff_ms.p99; "token in a Redis list, BLPOP + RPUSH (same run)";
+             "<= 0.5"; cmp(.baton.handoff_ms.p99; "<="; 0.5))),
+       ($pr.hot_key | row("peers"; "hot key: handoff p50 (ms)"; .baton.handoff_ms.p50;
+             .redis_fifo_token.handoff_ms.p50; "token in a Redis list, BLPOP + RPUSH (same run)";
+             "(reported)"; null)),
        ($pr.cron_next | .baton_ops_per_sec as $b | (.peers // [])[] |
          row("peers"; "cron next-fire computations/s"; $b; .ops_per_sec; .who;
              "keep the lead: baton > peer"; cmp($b; ">="; .ops_per_sec))),

@@ -24,6 +24,12 @@
  *     ideal fair lock on this machine, in the same run: the 20 contenders
  *     pass one in-process token first come, first served, the holder
  *     sending a raw `SET NX PX` + `DEL` pair (no Redis in the handoff).
+ *     And the floor of any fair lock whose handoff goes through Redis: the
+ *     20 contenders, a connection each, pass one token through a Redis
+ *     list, `BLPOP` to take it and `RPUSH` to give it back (Redis serves
+ *     blocked clients first come, first served; the handoff is the
+ *     release's one command and the next waiter's reply, with no script,
+ *     fence or lease).
  *
  * usage: bench_lock [--url URL] [--seconds S] [--smoke]
  *                   [--only raw|lib|own|async|pipelined|hot]
@@ -353,6 +359,43 @@ static void *hot_raw_main(void *p)
     return NULL;
 }
 
+/* The floor of a fair lock handed over through Redis: the token is the
+ * one element of a list, its value the count of grants (the "fence"). */
+static void *hot_fifo_main(void *p)
+{
+    struct hot_arg *a = p;
+    struct baton__conn *cn = tu_raw_open(url);
+    if (cn == NULL)
+        a->errors++;
+    while (cn != NULL && !atomic_load(a->stop) && a->n < a->cap) {
+        const char *pop[3] = {"BLPOP", "bench:hotfifo", "1"};
+        size_t plen[3] = {5, 13, 1};
+        redisReply *r = NULL;
+        int64_t t0 = tu_now_ns();
+        if (baton__conn_command(cn, 3, pop, plen, &r, t0 + INT64_C(3000000000)) != BATON_OK) {
+            a->errors++;
+            break;
+        }
+        if (r->type != REDIS_REPLY_ARRAY || r->elements != 2) { /* timed out: ask again */
+            freeReplyObject(r);
+            continue;
+        }
+        struct grant *g = &a->grants[a->n++];
+        g->acquired_ns = tu_now_ns();
+        g->asked_ns = t0;
+        g->fence = strtoull(r->element[1]->str, NULL, 10) + 1;
+        freeReplyObject(r);
+        char v[32];
+        snprintf(v, sizeof v, "%" PRIu64, g->fence);
+        const char *push[3] = {"RPUSH", "bench:hotfifo", v};
+        g->released_ns = tu_now_ns(); /* zero hold */
+        if (!tu_raw_cmd(cn, 3, push))
+            a->errors++;
+    }
+    tu_raw_close(cn);
+    return NULL;
+}
+
 static int cmp_grant(const void *x, const void *y)
 {
     const struct grant *a = x, *b = y;
@@ -503,9 +546,15 @@ int main(int argc, char **argv)
         return errors == 0 ? 0 : 1;
     }
 
-    struct hot_result hot, ideal;
+    struct hot_result hot, ideal, fifo;
     run_hot(hot_main, &hot, &errors);
     run_hot(hot_raw_main, &ideal, &errors);
+    struct baton__conn *cn = tu_raw_open(url);
+    const char *del[2] = {"DEL", "bench:hotfifo"}, *push[3] = {"RPUSH", "bench:hotfifo", "0"};
+    if (cn == NULL || !tu_raw_cmd(cn, 2, del) || !tu_raw_cmd(cn, 3, push))
+        errors++;
+    tu_raw_close(cn);
+    run_hot(hot_fifo_main, &fifo, &errors);
     double ratio = ceiling > 0 ? lib / ceiling : 0;
     bool ok = errors == 0 && ratio >= 0.85 && hot.p99 <= 2.0 && hot.longest <= 20 * hot.p99;
 
@@ -519,6 +568,7 @@ int main(int argc, char **argv)
            async, piped, piped > 0 ? async / piped : 0);
     print_hot("hot_key", &hot, ",\"target_p99_ms\":2.0");
     print_hot("hot_key_ideal_in_process_token", &ideal, "");
+    print_hot("hot_key_redis_fifo_token", &fifo, "");
     printf(" \"errors\":%d,\"ok\":%s}\n", errors, ok ? "true" : "false");
     return errors == 0 ? 0 : 1;
 }

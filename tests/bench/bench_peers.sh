@@ -23,9 +23,10 @@
 #     the semaphore's concurrency (5 in-process tokens handed first come,
 #     first served, bench_sem's "chain"; and 5 node loops, pipelined on one
 #     connection, unfair): the ratio is to the faster of the two.
-#   hot key, 20 contenders, zero hold: baton (bench_lock's hot key and its
-#     ideal in-process FIFO lock) against node-redlock and redis-semaphore's
-#     Mutex: handoffs/s, wait p99, longest wait.
+#   hot key, 20 contenders, zero hold: baton (bench_lock's hot key, its
+#     ideal in-process FIFO lock, and the floor of a FIFO handoff through
+#     Redis: a token in a list, BLPOP + RPUSH) against node-redlock and
+#     redis-semaphore's Mutex: handoffs/s, wait p99, longest wait.
 #   cron next-fire computations: baton's bench_cron against croner and
 #     cron-parser on the same expressions (those all three accept), zones and
 #     start times (bench_cron --list).
@@ -217,8 +218,10 @@ round_doc() {
    hot_key: {contenders: 20,
      baton: ($hb.hot_key | {handoffs_per_sec, handoff_ms, wait_ms}),
      ideal_in_process_fifo: ($hb.hot_key_ideal_in_process_token | {handoffs_per_sec, handoff_ms, wait_ms}),
+     redis_fifo_token: ($hb.hot_key_redis_fifo_token | {handoffs_per_sec, handoff_ms, wait_ms}),
      peers: [$hr, $hm] | map(select(. != null) | {who: .peer, handoffs_per_sec, wait_ms}),
      longest_wait_over_ideal: r($hb.hot_key.wait_ms.longest; $hb.hot_key_ideal_in_process_token.wait_ms.longest),
+     longest_wait_over_redis_fifo: r($hb.hot_key.wait_ms.longest; $hb.hot_key_redis_fifo_token.wait_ms.longest),
      target_longest_wait_over_ideal: 1.5, target_handoff_p99_ms: 0.5},
    cron_next: {expressions: $cb.expressions, zones: $cb.zones,
      left_out: ([$cc, $cp] | map(select(. != null) | .expressions_refused[]) | unique),
@@ -244,6 +247,7 @@ doc=$(jq -s -c --arg load_before "$load_before" --arg load_after "$load_after" \
      sem_peer_wait_p99_over_baton: map(.semaphore.wait_p99_peer_over_baton),
      sem_baton_over_raw_pairs_at_5: map(.semaphore.ratio_to_raw_pairs_at_concurrency_5),
      hot_baton_longest_wait_over_ideal: map(.hot_key.longest_wait_over_ideal),
+     hot_baton_longest_wait_over_redis_fifo: map(.hot_key.longest_wait_over_redis_fifo),
      hot_baton_handoff_p99_ms: map(.hot_key.baton.handoff_ms.p99),
      cron_baton_over_croner: map([.cron_next.peers[] | select(.who | startswith("croner@")) | .baton_ratio][0]),
      cron_baton_over_cron_parser: map([.cron_next.peers[] | select(.who | startswith("cron-parser@")) | .baton_ratio][0])},
@@ -272,9 +276,10 @@ jq -r '
   "",
   "\("hot key, 20 contenders, zero hold" | pad)handoffs/s\twait p99 / longest (ms)",
   (.hot_key | ([{who: "baton", handoffs_per_sec: .baton.handoffs_per_sec, wait_ms: .baton.wait_ms},
-               {who: "ideal in-process FIFO lock (reference)", handoffs_per_sec: .ideal_in_process_fifo.handoffs_per_sec, wait_ms: .ideal_in_process_fifo.wait_ms}] + .peers)[] |
+               {who: "ideal in-process FIFO lock (reference)", handoffs_per_sec: .ideal_in_process_fifo.handoffs_per_sec, wait_ms: .ideal_in_process_fifo.wait_ms},
+               {who: "FIFO token through Redis, BLPOP + RPUSH (floor)", handoffs_per_sec: .redis_fifo_token.handoffs_per_sec, wait_ms: .redis_fifo_token.wait_ms}] + .peers)[] |
      "  \(.who | pad)\(f(.handoffs_per_sec))\t\(f(.wait_ms.p99)) / \(f(.wait_ms.longest))"),
-  "  baton longest wait / ideal: \(f(.hot_key.longest_wait_over_ideal)) (target <= 1.5); baton handoff p50 / p99: \(f(.hot_key.baton.handoff_ms.p50)) / \(f(.hot_key.baton.handoff_ms.p99)) ms (target p99 <= 0.5)",
+  "  baton longest wait / ideal: \(f(.hot_key.longest_wait_over_ideal)) (target <= 1.5); / Redis FIFO token: \(f(.hot_key.longest_wait_over_redis_fifo)); baton handoff p50 / p99: \(f(.hot_key.baton.handoff_ms.p50)) / \(f(.hot_key.baton.handoff_ms.p99)) ms (target p99 <= 0.5)",
   "",
   "\("cron next-fire, \(.cron_next.expressions) expressions x \(.cron_next.zones) zones" | pad)ops/s\tbaton / it",
   "  \("baton bench_cron" | pad)\(f(.cron_next.baton_ops_per_sec))",
