@@ -57,9 +57,9 @@ static const char MEASURED[] =
     "kill -TERM to a process waiting on a signalfd -> its script DEL + PUBLISH -> a subscribed "
     "process's SET NX answered OK (CLOCK_MONOTONIC, two processes, no threads, no logging)";
 static const char USAGE[] = "usage: handover_floor --port P [--rounds N] [--pause-ms MS]\n";
-static const int WAIT_MS = 5000;       /* bound of every wait on a child */
-static const int64_t READY = 0;        /* S's first word: subscribed */
-static const int64_t REFUSED = -1;     /* S's word when its SET NX was not OK */
+static const int WAIT_MS = 5000;   /* bound of every wait on a child */
+static const int64_t READY = 0;    /* S's first word: subscribed */
+static const int64_t REFUSED = -1; /* S's word when its SET NX was not OK */
 
 static int64_t now_ns(void)
 {
@@ -184,8 +184,8 @@ static int successor(int port, int out, pid_t driver)
         fprintf(stderr, "handover_floor: successor: SUBSCRIBE %s: %s\n", CHANNEL, sub->errstr);
         goto out;
     }
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 || r->element[0]->type != REDIS_REPLY_STRING ||
-        strcmp(r->element[0]->str, "subscribe") != 0) {
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
+        r->element[0]->type != REDIS_REPLY_STRING || strcmp(r->element[0]->str, "subscribe") != 0) {
         fprintf(stderr, "handover_floor: successor: SUBSCRIBE %s: unexpected reply (type %d)\n",
                 CHANNEL, r->type);
         freeReplyObject(r);
@@ -209,7 +209,8 @@ static int successor(int port, int out, pid_t driver)
             goto out;
         }
         if (msg->type != REDIS_REPLY_ARRAY || msg->elements != 3 ||
-            msg->element[0]->type != REDIS_REPLY_STRING || strcmp(msg->element[0]->str, "message") != 0) {
+            msg->element[0]->type != REDIS_REPLY_STRING ||
+            strcmp(msg->element[0]->str, "message") != 0) {
             freeReplyObject(msg);
             continue;
         }
@@ -222,7 +223,8 @@ static int successor(int port, int out, pid_t driver)
         }
         int ok = set->type == REDIS_REPLY_STATUS && strcmp(set->str, "OK") == 0;
         if (!ok)
-            fprintf(stderr, "handover_floor: successor: SET %s NX: not granted (reply type %d%s%s)\n", KEY,
+            fprintf(stderr,
+                    "handover_floor: successor: SET %s NX: not granted (reply type %d%s%s)\n", KEY,
                     set->type, set->type == REDIS_REPLY_ERROR ? ": " : "",
                     set->type == REDIS_REPLY_ERROR ? set->str : "");
         freeReplyObject(set);
@@ -268,8 +270,9 @@ static int leader(int port, int ready_fd)
     }
     int ok = r->type == REDIS_REPLY_STATUS && strcmp(r->str, "OK") == 0;
     if (!ok)
-        fprintf(stderr, "handover_floor: leader: SET %s: unexpected reply (type %d%s%s)\n", KEY, r->type,
-                r->type == REDIS_REPLY_ERROR ? ": " : "", r->type == REDIS_REPLY_ERROR ? r->str : "");
+        fprintf(stderr, "handover_floor: leader: SET %s: unexpected reply (type %d%s%s)\n", KEY,
+                r->type, r->type == REDIS_REPLY_ERROR ? ": " : "",
+                r->type == REDIS_REPLY_ERROR ? r->str : "");
     freeReplyObject(r);
     if (!ok)
         goto out;
@@ -323,12 +326,13 @@ static int stop_child(pid_t pid, int sig, const char *who)
         if (w < 0 && errno == EINTR)
             continue;
         if (w < 0) {
-            fprintf(stderr, "handover_floor: waitpid %s (pid %ld): %s\n", who, (long)pid, strerror(errno));
+            fprintf(stderr, "handover_floor: waitpid %s (pid %ld): %s\n", who, (long)pid,
+                    strerror(errno));
             return -1;
         }
         if (now_ns() >= deadline) {
-            fprintf(stderr, "handover_floor: %s (pid %ld) did not exit within %d ms: SIGKILL\n", who,
-                    (long)pid, WAIT_MS);
+            fprintf(stderr, "handover_floor: %s (pid %ld) did not exit within %d ms: SIGKILL\n",
+                    who, (long)pid, WAIT_MS);
             kill(pid, SIGKILL);
             while ((w = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
                 ;
@@ -372,8 +376,8 @@ static void print_ms(const double *sorted, size_t n, double p)
 /* One round: a leader forked, SIGTERM, the successor's time. Returns the
  * sample (ms) in *MS and 0, or -1 for a failed round (said on stderr), or
  * -2 when the run cannot go on (the successor is gone). */
-static int round_once(int round, int port, long pause_ms, redisContext *drv, int s_in, double *samples,
-                      double *ms)
+static int round_once(int round, int port, long pause_ms, redisContext *drv, int s_in,
+                      double *samples, double *ms)
 {
     redisReply *r = redisCommand(drv, "DEL %s", KEY);
     if (r == NULL) {
@@ -390,7 +394,9 @@ static int round_once(int round, int port, long pause_ms, redisContext *drv, int
         int rc = read_within(s_in, &stale, sizeof stale, WAIT_MS);
         if (rc != 0) {
             fprintf(stderr, "handover_floor: round %d: the successor's pipe: %s\n", round,
-                    rc == 2 ? "closed (the successor is gone)" : rc == 1 ? "partial word" : strerror(errno));
+                    rc == 2   ? "closed (the successor is gone)"
+                    : rc == 1 ? "partial word"
+                              : strerror(errno));
             return -2;
         }
     }
@@ -422,15 +428,18 @@ static int round_once(int round, int port, long pause_ms, redisContext *drv, int
     close(lp[0]);
     if (rc != 0) {
         fprintf(stderr, "handover_floor: round %d: the leader (pid %ld) %s\n", round, (long)l,
-                rc == 1 ? "was not ready within 5 s" : rc == 2 ? "exited before it was ready" : strerror(errno));
+                rc == 1   ? "was not ready within 5 s"
+                : rc == 2 ? "exited before it was ready"
+                          : strerror(errno));
         check_status(stop_child(l, SIGKILL, "the leader"), SIGKILL, "the leader");
         return -1;
     }
-    nanosleep(&(struct timespec){.tv_sec = pause_ms / 1000, .tv_nsec = (pause_ms % 1000) * 1000000}, NULL);
+    nanosleep(&(struct timespec){.tv_sec = pause_ms / 1000, .tv_nsec = (pause_ms % 1000) * 1000000},
+              NULL);
     int64_t t0 = now_ns();
     if (kill(l, SIGTERM) != 0) {
-        fprintf(stderr, "handover_floor: round %d: kill -TERM the leader (pid %ld): %s\n", round, (long)l,
-                strerror(errno));
+        fprintf(stderr, "handover_floor: round %d: kill -TERM the leader (pid %ld): %s\n", round,
+                (long)l, strerror(errno));
         check_status(stop_child(l, SIGKILL, "the leader"), SIGKILL, "the leader");
         return -1;
     }
@@ -443,7 +452,9 @@ static int round_once(int round, int port, long pause_ms, redisContext *drv, int
         *ms = (double)(t1 - t0) / 1e6;
     } else {
         fprintf(stderr, "handover_floor: round %d: no takeover by the successor: %s\n", round,
-                rc == 1 ? "none within 5 s" : rc == 2 ? "its pipe closed (it is gone)" : strerror(errno));
+                rc == 1   ? "none within 5 s"
+                : rc == 2 ? "its pipe closed (it is gone)"
+                          : strerror(errno));
         failed = rc == 1 ? -1 : -2;
     }
     /* The leader exits by itself after its script; SIGKILL only if it hangs. */
@@ -471,7 +482,8 @@ int main(int argc, char **argv)
             else if (i + 1 >= argc)
                 fprintf(stderr, "handover_floor: %s needs a value\n", argv[i]);
             else
-                fprintf(stderr, "handover_floor: %s: expected an integer from %ld to %ld, got '%s'\n",
+                fprintf(stderr,
+                        "handover_floor: %s: expected an integer from %ld to %ld, got '%s'\n",
                         argv[i], lo, hi, argv[i + 1]);
             fputs(USAGE, stderr);
             return 2;
@@ -542,8 +554,9 @@ int main(int argc, char **argv)
         }
     }
     qsort(samples, n, sizeof *samples, cmp_double);
-    printf("{\"bench\":\"handover_floor\",\"rounds\":%ld,\"failures\":%ld,\"handover_ms\":{\"p50\":", rounds,
-           failures);
+    printf(
+        "{\"bench\":\"handover_floor\",\"rounds\":%ld,\"failures\":%ld,\"handover_ms\":{\"p50\":",
+        rounds, failures);
     print_ms(samples, n, 0.50);
     fputs(",\"p99\":", stdout);
     print_ms(samples, n, 0.99);
