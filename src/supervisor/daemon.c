@@ -124,7 +124,7 @@ struct daemon {
     int64_t guard_ns; /* the stop point's distance from the deadline */
     struct baton_leader_info holder; /* the leader, as the last campaign saw it */
     uint64_t following_term;         /* the term we announced following */
-    int64_t rank; /* members named before us, from the last heartbeat (0: unknown) */
+    int64_t rank; /* members named before us: the claim at start, then each heartbeat */
     int64_t backoff_ms;
     bool outage; /* Redis unreachable since outage_since */
     int64_t outage_since;
@@ -1062,8 +1062,8 @@ int daemon_run(const char *config_path)
 
     /* Two live supervisors must not share a name (an unreachable Redis
      * cannot tell: then the heartbeats go on as usual). */
-    if (members_claim(d.client, d.cfg->group, d.cfg->node, d.cfg->poll_ms, err, sizeof err) ==
-        BATON_ETAKEN) {
+    if (members_claim(d.client, d.cfg->group, d.cfg->node, d.cfg->poll_ms, &d.rank, err,
+                      sizeof err) == BATON_ETAKEN) {
         fprintf(stderr, "baton: run: %s\n", err);
         rc = DAEMON_ENAME_TAKEN;
         goto out;

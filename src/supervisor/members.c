@@ -116,6 +116,23 @@ static int beat(struct baton_client *c, const char *group, int nargs, const char
     return rc;
 }
 
+/* The rank in the answers {1, rank} of a heartbeat or claim: over a
+ * quorum the masters may differ by a member, so the lowest. *rank is left
+ * as it is when no master said. */
+static void lowest_rank(const struct baton_answers *a, int64_t *rank)
+{
+    int64_t best = -1;
+    for (int i = 0; i < a->n; i++) {
+        const struct baton_reply *r = a->v[i].rc == BATON_OK ? a->v[i].reply : NULL;
+        if (r != NULL && r->type == BATON_REPLY_ARRAY && r->elements == 2 &&
+            r->element[1]->type == BATON_REPLY_INTEGER &&
+            (best < 0 || r->element[1]->integer < best))
+            best = r->element[1]->integer;
+    }
+    if (best >= 0)
+        *rank = best;
+}
+
 int members_heartbeat(struct baton_client *c, const char *group, const char *node,
                       const char *info_json, int64_t forget_ms, int64_t *rank)
 {
@@ -126,19 +143,8 @@ int members_heartbeat(struct baton_client *c, const char *group, const char *nod
     int rc = beat(c, group, 3, args, &a);
     if (rc == BATON_OK)
         rc = baton_answers_check(c, a);
-    if (rc == BATON_OK && rank != NULL) {
-        /* Over a quorum the masters may differ by a member: the lowest. */
-        int64_t best = -1;
-        for (int i = 0; i < a->n; i++) {
-            const struct baton_reply *r = a->v[i].rc == BATON_OK ? a->v[i].reply : NULL;
-            if (r != NULL && r->type == BATON_REPLY_ARRAY && r->elements == 2 &&
-                r->element[1]->type == BATON_REPLY_INTEGER &&
-                (best < 0 || r->element[1]->integer < best))
-                best = r->element[1]->integer;
-        }
-        if (best >= 0)
-            *rank = best;
-    }
+    if (rc == BATON_OK && rank != NULL)
+        lowest_rank(a, rank);
     baton_answers_free(a);
     return rc;
 }
@@ -155,7 +161,7 @@ static void holder_of(const char *json, char *host, size_t hostlen, long *pid)
 }
 
 int members_claim(struct baton_client *c, const char *group, const char *node, int64_t poll_ms,
-                  char *msg, size_t msglen)
+                  int64_t *rank, char *msg, size_t msglen)
 {
     char mypid[24], dead[24] = "", forget[24], since[32], host[256];
     struct baton_answers *a = NULL;
@@ -210,8 +216,10 @@ int members_claim(struct baton_client *c, const char *group, const char *node, i
                 r = x; /* the freshest heartbeat of a holder */
         }
         rc = BATON_OK;
-        if (r == NULL)
+        if (r == NULL) {
+            lowest_rank(a, rank);
             goto out;
+        }
         holder_of(r->element[1]->str, host, sizeof host, &pid);
         if (attempt == 0 && pid > 0 && strcmp(host, members_host()) == 0 &&
             kill((pid_t)pid, 0) != 0 && errno == ESRCH) {

@@ -48,12 +48,13 @@ int members_heartbeat(struct baton_client *c, const char *group, const char *nod
 /* Claims node for this process (pid, members_host()) at start: refused
  * while another alive supervisor's heartbeat holds the name. A holder on
  * this host whose pid is gone (a crashed predecessor) is replaced. Returns
- * BATON_OK (the name is ours: a first heartbeat is written), BATON_ETAKEN
- * with a one-line message in msg naming the holder's host, pid and last
- * heartbeat, or another BATON_E* code when Redis cannot say (the caller
- * goes on: heartbeats will follow). */
+ * BATON_OK (the name is ours: a first heartbeat is written, and *rank set
+ * as members_heartbeat() sets it), BATON_ETAKEN with a one-line message in
+ * msg naming the holder's host, pid and last heartbeat, or another BATON_E*
+ * code when Redis cannot say (the caller goes on: heartbeats will
+ * follow). */
 int members_claim(struct baton_client *c, const char *group, const char *node, int64_t poll_ms,
-                  char *msg, size_t msglen);
+                  int64_t *rank, char *msg, size_t msglen);
 
 struct member {
     char *node;

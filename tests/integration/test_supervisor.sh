@@ -94,6 +94,17 @@ done
 xline=$(wait_for_line "$T/$X.out" '"event":"following".*"leader":"'"$L2"'"' 3)
 assert_eq "$(( ${X#n} - 1 ))" "$(echo "$xline" | jq -r .turn_ms)" "$X's turn after the lease's end (ms)"
 start_node "$L1" # back as a follower
+wait_for_line "$T/$L1.out" '"event":"following".*"leader":"'"$L2"'"' 5 >/dev/null
+
+note "a node started after the others has its turn in its first following line"
+# The name's claim at start says its rank, before any heartbeat: n1, n2 and
+# n3 are named before n4.
+start_node n4
+xline=$(wait_for_line "$T/n4.out" '"event":"following"' 5)
+assert_eq 3 "$(echo "$xline" | jq -r .turn_ms)" "n4's turn in its first following line (ms)"
+kill -TERM "$(pid_of n4)"
+wait_exit n4 5
+assert_eq 0 "$EXIT_CODE" "n4's exit status after SIGTERM"
 
 note "SIGKILL the leader ($L2): another takes over within ttl + 100 ms"
 sleep 0.5
