@@ -679,6 +679,12 @@ static void on_signal(void *ctx, struct loop_watch *w, uint32_t events)
         runner_on_sigchld(d->runner);
         return;
     }
+    /* A stop while we run: the lease is released first and the lines of
+     * this turn are written just after, so that the log's writer does not
+     * take the core the client's loop needs for the release (log_hold). */
+    bool handing_over = sig != SIGHUP && !d->done;
+    if (handing_over)
+        log_hold(d->log);
     cJSON *f = log_fields();
     cJSON_AddStringToObject(f, "signal", sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
     log_emit(d->log, LE_SIGNAL_RECEIVED, f);
@@ -693,6 +699,7 @@ static void on_signal(void *ctx, struct loop_watch *w, uint32_t events)
     }
     d->stopping = true;
     dispatch(d, EV_STOP);
+    log_release(d->log);
 }
 
 /* ---- set-up and reload ---- */

@@ -31,6 +31,7 @@ struct log {
     pthread_cond_t cv;
     struct line *head, *tail;
     size_t queued; /* bytes */
+    int held;      /* log_hold() without its log_release(): the writer is not woken */
     bool stop;
     int64_t dropped_lines, dropped_bytes; /* not yet reported */
     pthread_t writer;
@@ -77,6 +78,7 @@ void log_free(struct log *lg)
     if (lg->writer_started) {
         pthread_mutex_lock(&lg->mu);
         lg->stop = true;
+        lg->held = 0;
         pthread_cond_signal(&lg->cv);
         pthread_mutex_unlock(&lg->mu);
         pthread_join(lg->writer, NULL); /* it writes what is queued first */
@@ -92,6 +94,21 @@ void log_free(struct log *lg)
     free(lg->node);
     free(lg->group);
     free(lg);
+}
+
+void log_hold(struct log *lg)
+{
+    pthread_mutex_lock(&lg->mu);
+    lg->held++;
+    pthread_mutex_unlock(&lg->mu);
+}
+
+void log_release(struct log *lg)
+{
+    pthread_mutex_lock(&lg->mu);
+    if (lg->held > 0 && --lg->held == 0 && lg->head != NULL)
+        pthread_cond_signal(&lg->cv);
+    pthread_mutex_unlock(&lg->mu);
 }
 
 void log_set_level(struct log *lg, enum log_level min)
@@ -187,7 +204,8 @@ static int64_t enqueue(struct log *lg, enum log_event ev, char *text, int64_t *b
             lg->head = l;
         lg->tail = l;
         lg->queued += l->len;
-        pthread_cond_signal(&lg->cv);
+        if (lg->held == 0)
+            pthread_cond_signal(&lg->cv);
     }
     if (lg->dropped_lines > 0 && lg->queued <= LOG_QUEUE_MAX / 4) {
         report = lg->dropped_lines;
@@ -265,6 +283,29 @@ void log_emit_at(struct log *lg, enum log_level lvl, enum log_event ev, cJSON *f
 
 /* The line of event ev (without its newline; owned), text or JSON, or NULL
  * on ENOMEM. Consumes fields. */
+/* Turns every integral number in o's tree into a raw item printed with
+ * %lld: cJSON prints a number beyond int's range (terms, fences, times in
+ * ms) through %1.15g and reads it back with sscanf to check it, a cost
+ * paid on the loop for every such field. Same text, as JSON numbers. */
+static void integers_plain(cJSON *o)
+{
+    for (cJSON *it = o; it != NULL; it = it->next) {
+        double v = it->valuedouble;
+        if (cJSON_IsNumber(it) && !(it->type & cJSON_IsReference) &&
+            v >= -9007199254740992.0 && v <= 9007199254740992.0 && v == (double)(long long)v) {
+            char buf[24];
+            snprintf(buf, sizeof buf, "%lld", (long long)v);
+            char *raw = strdup(buf);
+            if (raw != NULL) { /* else printed as before */
+                it->type = cJSON_Raw | (it->type & cJSON_StringIsConst);
+                it->valuestring = raw;
+            }
+        }
+        if (it->child != NULL)
+            integers_plain(it->child);
+    }
+}
+
 static char *format_line(const struct log *lg, bool text, bool color, enum log_level lvl,
                          enum log_event ev, cJSON *fields)
 {
@@ -291,6 +332,8 @@ static char *format_line(const struct log *lg, bool text, bool color, enum log_l
     }
     if (o != NULL)
         fix_strings(o->child);
+    if (o != NULL && !text)
+        integers_plain(o->child);
     char *line = text ? logfmt_event(o, color) : cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     return line;

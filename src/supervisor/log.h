@@ -30,6 +30,14 @@ struct log *log_new(int fd, enum log_level min, const char *node, const char *gr
  * then stops the writer and frees lg. NULL is a no-op. */
 void log_free(struct log *lg);
 void log_set_level(struct log *lg, enum log_level min);
+/* Between log_hold() and its log_release(), lines are formatted and queued
+ * as always (their ts is the time of the call) but the writer is not
+ * woken: a caller about to hand work to another thread (the old leader's
+ * release, posted to the client's loop) keeps the second core free for it.
+ * log_release() wakes the writer for what was queued. Holds nest; keep
+ * them short: lines are written only after the last release. */
+void log_hold(struct log *lg);
+void log_release(struct log *lg);
 /* Writes text lines (logfmt.h) instead of JSON: for LOG_FORMAT_TEXT, or
  * LOG_FORMAT_AUTO when fd is a terminal; coloured on a terminal unless
  * NO_COLOR is set. */

@@ -131,6 +131,75 @@ START_TEST(lines_are_valid_json)
 }
 END_TEST
 
+/* Integral numbers print as integers, whatever their size up to 2^53 (a
+ * term, a fence, a time in ms); others as cJSON prints them. */
+START_TEST(numbers_print_exactly)
+{
+    cJSON *f = log_fields();
+    cJSON_AddNumberToObject(f, "term", 179566729166927.0);
+    cJSON_AddNumberToObject(f, "neg", -4294967297.0);
+    cJSON_AddNumberToObject(f, "edge", 9007199254740992.0);
+    cJSON_AddNumberToObject(f, "huge", 1e20);
+    cJSON_AddNumberToObject(f, "frac", 1.5);
+    cJSON_AddNumberToObject(f, "zero", 0.0);
+    cJSON *inner = cJSON_AddObjectToObject(f, "inner");
+    cJSON_AddNumberToObject(inner, "ms", 1795667298953.0);
+    char *line = emit(LE_TRANSITION, f);
+    ck_assert_ptr_nonnull(strstr(line, "\"term\":179566729166927,"));
+    ck_assert_ptr_nonnull(strstr(line, "\"neg\":-4294967297,"));
+    ck_assert_ptr_nonnull(strstr(line, "\"edge\":9007199254740992,"));
+    ck_assert_ptr_nonnull(strstr(line, "\"huge\":1e+20,"));
+    ck_assert_ptr_nonnull(strstr(line, "\"frac\":1.5,"));
+    ck_assert_ptr_nonnull(strstr(line, "\"zero\":0,"));
+    ck_assert_ptr_nonnull(strstr(line, "\"inner\":{\"ms\":1795667298953}"));
+    cJSON *o = cJSON_Parse(line);
+    ck_assert_ptr_nonnull(o);
+    ck_assert(cJSON_GetObjectItem(o, "term")->valuedouble == 179566729166927.0);
+    cJSON_Delete(o);
+    free(line);
+}
+END_TEST
+
+/* Lines emitted while the log is held are all written, in order, once it
+ * is released (and by log_free, should a hold be left). */
+START_TEST(held_lines_follow)
+{
+    int fd = memfd_create("log", MFD_CLOEXEC);
+    ck_assert_int_ge(fd, 0);
+    struct log *lg = log_new(fd, LOG_DEBUG, "n", "g");
+    ck_assert_ptr_nonnull(lg);
+    log_hold(lg);
+    log_hold(lg);
+    for (int i = 0; i < 3; i++) {
+        cJSON *f = log_fields();
+        cJSON_AddNumberToObject(f, "running", i);
+        log_emit(lg, LE_HANDOVER, f);
+    }
+    log_release(lg);
+    log_release(lg);
+    log_release(lg); /* one too many: harmless */
+    log_hold(lg);
+    log_emit(lg, LE_HANDOVER, NULL);
+    log_free(lg);
+    off_t n = lseek(fd, 0, SEEK_END);
+    char *buf = calloc(1, (size_t)n + 1);
+    ck_assert_int_eq(pread(fd, buf, (size_t)n, 0), n);
+    close(fd);
+    const char *p = buf;
+    for (int i = 0; i < 3; i++) {
+        char want[32];
+        snprintf(want, sizeof want, "\"running\":%d}", i);
+        p = strstr(p, want);
+        ck_assert_msg(p != NULL, "line %d missing or out of order in: %s", i, buf);
+    }
+    int lines = 0;
+    for (const char *q = buf; *q != '\0'; q++)
+        lines += *q == '\n';
+    ck_assert_int_eq(lines, 4);
+    free(buf);
+}
+END_TEST
+
 /* ---- the event table ---- */
 
 START_TEST(event_table)
@@ -170,6 +239,8 @@ static Suite *suite(void)
     tcase_add_test(tc, quoting);
     tcase_add_test(tc, cutting);
     tcase_add_test(tc, lines_are_valid_json);
+    tcase_add_test(tc, numbers_print_exactly);
+    tcase_add_test(tc, held_lines_follow);
     tcase_add_test(tc, event_table);
     suite_add_tcase(s, tc);
     return s;
