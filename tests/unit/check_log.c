@@ -89,6 +89,16 @@ END_TEST
 
 /* ---- log lines ---- */
 
+/* What a memory file holds (owned, NUL-terminated); closes it. */
+static char *slurp(int fd)
+{
+    off_t n = lseek(fd, 0, SEEK_END);
+    char *buf = calloc(1, (size_t)n + 1);
+    ck_assert_int_eq(pread(fd, buf, (size_t)n, 0), n);
+    close(fd);
+    return buf;
+}
+
 /* Emits one line through a memory file and returns it (owned). */
 static char *emit(enum log_event ev, cJSON *fields)
 {
@@ -98,11 +108,7 @@ static char *emit(enum log_event ev, cJSON *fields)
     ck_assert_ptr_nonnull(lg);
     log_emit(lg, ev, fields);
     log_free(lg);
-    off_t n = lseek(fd, 0, SEEK_END);
-    char *buf = calloc(1, (size_t)n + 1);
-    ck_assert_int_eq(pread(fd, buf, (size_t)n, 0), n);
-    close(fd);
-    return buf;
+    return slurp(fd);
 }
 
 /* Whatever strings an event carries, the line is one valid UTF-8 JSON
@@ -181,10 +187,7 @@ START_TEST(held_lines_follow)
     log_hold(lg);
     log_emit(lg, LE_HANDOVER, NULL);
     log_free(lg);
-    off_t n = lseek(fd, 0, SEEK_END);
-    char *buf = calloc(1, (size_t)n + 1);
-    ck_assert_int_eq(pread(fd, buf, (size_t)n, 0), n);
-    close(fd);
+    char *buf = slurp(fd);
     const char *p = buf;
     for (int i = 0; i < 3; i++) {
         char want[32];
