@@ -281,8 +281,6 @@ void log_emit_at(struct log *lg, enum log_level lvl, enum log_event ev, cJSON *f
     }
 }
 
-/* The line of event ev (without its newline; owned), text or JSON, or NULL
- * on ENOMEM. Consumes fields. */
 /* Turns every integral number in o's tree into a raw item printed with
  * %lld: cJSON prints a number beyond int's range (terms, fences, times in
  * ms) through %1.15g and reads it back with sscanf to check it, a cost
@@ -306,6 +304,8 @@ static void integers_plain(cJSON *o)
     }
 }
 
+/* The line of event ev (without its newline; owned), text or JSON, or NULL
+ * on ENOMEM. Consumes fields. */
 static char *format_line(const struct log *lg, bool text, bool color, enum log_level lvl,
                          enum log_event ev, cJSON *fields)
 {

@@ -369,7 +369,7 @@ static void *hot_fifo_main(void *p)
         a->errors++;
     while (cn != NULL && !atomic_load(a->stop) && a->n < a->cap) {
         const char *pop[3] = {"BLPOP", "bench:hotfifo", "1"};
-        size_t plen[3] = {5, 13, 1};
+        size_t plen[3] = {strlen(pop[0]), strlen(pop[1]), strlen(pop[2])};
         redisReply *r = NULL;
         int64_t t0 = tu_now_ns();
         if (baton__conn_command(cn, 3, pop, plen, &r, t0 + INT64_C(3000000000)) != BATON_OK) {

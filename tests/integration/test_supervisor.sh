@@ -71,6 +71,9 @@ for n in n1 n2 n3; do assert_eq 1 "$(numsub "baton:{g1}:events:$n")" "subscriber
 ended_only_leader
 
 note "SIGTERM the leader ($L1): another takes over at once, the old one exits 0"
+spawn monitor redis-cli -p "$REDIS_PORT" monitor
+wait_for_line "$T/monitor.out" '^OK' 3 >/dev/null
+kill_at=$EPOCHREALTIME
 t0=$(now_ms)
 kill -TERM "$(pid_of "$L1")"
 L2=$(wait_leader 5 "$L1")
@@ -83,6 +86,17 @@ note "  $L2 leads $((t1 - t0)) ms after the SIGTERM"
 wait_exit "$L1" 5
 assert_eq 0 "$EXIT_CODE" "exit status after SIGTERM"
 grep -q '"event":"lease_released"' "$T/$L1.out" || fail "no lease_released in $L1's log"
+# Its heartbeat comes after the event's actions, with the state they left:
+# the release reaches Redis first, and no heartbeat says "releasing".
+kill -TERM "$(pid_of monitor)"
+wait_exit monitor 5
+awk -v t="$kill_at" '$1 + 0 >= t' "$T/monitor.out" > "$T/monitor.after"
+rel=$(grep -n -m1 -F '"5" "baton:{g1}:leader"' "$T/monitor.after" | cut -d: -f1)
+beat=$(grep -n -m1 -F "\"baton:{g1}:forget\" \"$L1\"" "$T/monitor.after" | cut -d: -f1)
+[ -n "$rel" ] && [ -n "$beat" ] || fail "MONITOR saw no release ($rel) or no heartbeat of $L1 ($beat) after the SIGTERM"
+[ "$rel" -lt "$beat" ] || fail "$L1's heartbeat (line $beat) reached Redis before its release (line $rel)"
+! grep -F "\"baton:{g1}:forget\" \"$L1\"" "$T/monitor.after" | grep -qF '\"state\":\"releasing\"' ||
+    fail "$L1 sent a heartbeat in state releasing"
 tail -n1 "$T/$L1.out" | grep -q '"event":"stopped"' || fail "$L1's last line is not 'stopped'"
 ended_only_leader # $L2's, $L1's gone with it
 # The third node follows term 2 and, should the lease run out, campaigns

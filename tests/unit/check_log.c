@@ -174,6 +174,14 @@ START_TEST(held_lines_follow)
     ck_assert_int_ge(fd, 0);
     struct log *lg = log_new(fd, LOG_DEBUG, "n", "g");
     ck_assert_ptr_nonnull(lg);
+    /* A first line written, then time for the writer to go back to sleep
+     * (a writer just started could find queued lines on its own). */
+    log_emit(lg, LE_HANDOVER, NULL);
+    for (int i = 0; i < 200 && lseek(fd, 0, SEEK_END) == 0; i++)
+        tu_sleep_ms(5);
+    tu_sleep_ms(20);
+    off_t first = lseek(fd, 0, SEEK_END);
+    ck_assert_int_gt(first, 0);
     log_hold(lg);
     log_hold(lg);
     for (int i = 0; i < 3; i++) {
@@ -181,7 +189,12 @@ START_TEST(held_lines_follow)
         cJSON_AddNumberToObject(f, "running", i);
         log_emit(lg, LE_HANDOVER, f);
     }
+    /* Held, the sleeping writer is not woken. */
+    tu_sleep_ms(50);
+    ck_assert_int_eq(lseek(fd, 0, SEEK_END), first);
     log_release(lg);
+    tu_sleep_ms(50);
+    ck_assert_int_eq(lseek(fd, 0, SEEK_END), first); /* still held once */
     log_release(lg);
     log_release(lg); /* one too many: harmless */
     log_hold(lg);
@@ -198,7 +211,7 @@ START_TEST(held_lines_follow)
     int lines = 0;
     for (const char *q = buf; *q != '\0'; q++)
         lines += *q == '\n';
-    ck_assert_int_eq(lines, 4);
+    ck_assert_int_eq(lines, 5);
     free(buf);
 }
 END_TEST
