@@ -53,12 +53,12 @@
 
 #define DEFAULT_MAX_TTL_MS      BATON__QUORUM_MAX_TTL_MS
 #define DEFAULT_NODE_TIMEOUT_MS BATON__QUORUM_NODE_TIMEOUT_MS
-#define FENCE_ROUNDS            3   /* rounds again when a master had a higher fence */
-#define DOWN_FIRST_TIMEOUTS     2   /* a master that failed is left alone this many */
-                                    /* node_timeouts, doubled for each failure in a row, */
-#define DOWN_MIN_MS             500 /* up to this long, */
-#define DOWN_TIMEOUTS           10  /* or this many node_timeouts if longer */
-#define HINTS                   4096 /* fence hints, by hash of the fence key */
+#define FENCE_ROUNDS            3 /* rounds again when a master had a higher fence */
+#define DOWN_FIRST_TIMEOUTS     2 /* a master that failed is left alone this many */
+                                  /* node_timeouts, doubled for each failure in a row, */
+#define DOWN_MIN_MS   500         /* up to this long, */
+#define DOWN_TIMEOUTS 10          /* or this many node_timeouts if longer */
+#define HINTS         4096        /* fence hints, by hash of the fence key */
 
 struct qnode {
     struct baton__node node; /* its pool and muxes */
@@ -379,21 +379,12 @@ static void describe(const struct baton__quorum *q, const struct qslot *s, char 
     }
 }
 
-static int script_argv(struct baton_client *c, enum baton__script_id id, int nkeys,
+/* argv of EVALSHA of our script id. */
+static int script_argv(const struct baton_client *c, enum baton__script_id id, int nkeys,
                        const char *const *keys, int nargs, const char *const *args,
                        const char **argv, size_t *lens, char nk[BATON__I64_LEN])
 {
-    int argc = 0;
-    argv[argc++] = "EVALSHA";
-    argv[argc++] = c->sha[id];
-    argv[argc++] = baton__i64_str(nkeys, nk);
-    for (int i = 0; i < nkeys; i++)
-        argv[argc++] = keys[i];
-    for (int i = 0; i < nargs; i++)
-        argv[argc++] = args[i];
-    for (int i = 0; i < argc; i++)
-        lens[i] = strlen(argv[i]);
-    return argc;
+    return baton__script_argv("EVALSHA", c->sha[id], nkeys, keys, nargs, args, argv, lens, nk);
 }
 
 static bool reply_u64(const redisReply *r, uint64_t *v)
