@@ -53,12 +53,12 @@
 
 #define DEFAULT_MAX_TTL_MS      BATON__QUORUM_MAX_TTL_MS
 #define DEFAULT_NODE_TIMEOUT_MS BATON__QUORUM_NODE_TIMEOUT_MS
-#define FENCE_ROUNDS            3 /* rounds again when a master had a higher fence */
-#define DOWN_FIRST_TIMEOUTS     2 /* a master that failed is left alone this many */
-                                  /* node_timeouts, doubled for each failure in a row, */
-#define DOWN_MIN_MS   500         /* up to this long, */
-#define DOWN_TIMEOUTS 10          /* or this many node_timeouts if longer */
-#define HINTS         4096        /* fence hints, by hash of the fence key */
+#define FENCE_ROUNDS            3   /* rounds again when a master had a higher fence */
+#define DOWN_FIRST_TIMEOUTS     2   /* a master that failed is left alone this many */
+                                    /* node_timeouts, doubled for each failure in a row, */
+#define DOWN_MIN_MS             500 /* up to this long, */
+#define DOWN_TIMEOUTS           10  /* or this many node_timeouts if longer */
+#define HINTS                   4096 /* fence hints, by hash of the fence key */
 
 struct qnode {
     struct baton__node node; /* its pool and muxes */
