@@ -4,11 +4,14 @@
 # (the last line of the output; --json FILE writes it there too).
 #
 #   peers       bench_peers.sh: lock, semaphore, hot key, cron against the
-#               node peers (its final JSON line is taken as it is)
+#               node peers (its final JSON line is taken as it is); baton's
+#               hot key runs five times, and the worst run is the row
 #   jobs        bench_jobs.sh: scheduling lateness against a naive loop
 #   fleet       bench_fleet.sh: 100 supervisors, 10,000 jobs, one Redis
 #   supervisor  bench_supervisor.sh: handover with 3 nodes, idle footprint
 #   tls         bench_tls.sh: TLS against plain TCP, durable grants
+#   quorum      bench_quorum.sh: a Redlock quorum of five masters, beside
+#               node-redlock on the same five (its final JSON line)
 #
 # The 1-minute load average is taken before and after each part. Each part
 # has a time limit; a part that fails is reported as failed (its stderr's
@@ -28,7 +31,7 @@ BATON_BUILD_DIR=${BATON_BUILD_DIR:-$(cd "$BATON_TESTS_DIR/.." && pwd)/build/werr
 BATON_BIN=${BATON_BIN:-$BATON_BUILD_DIR/baton}
 export BATON_TESTS_DIR BATON_BUILD_DIR BATON_BIN
 . "$BATON_TESTS_DIR/lib/harness.sh"
-smoke=0 only="peers,jobs,fleet,supervisor,tls" json_out=""
+smoke=0 only="peers,jobs,fleet,supervisor,tls,quorum" json_out=""
 while [ $# -gt 0 ]; do
     case $1 in
     --smoke) smoke=1 ;;
@@ -54,7 +57,7 @@ part() {
     timeout "$limit" "$@" > "$T/$name.out" 2> "$T/$name.err"
     rc=$?
     la=$(load)
-    if [ "$name" = peers ]; then # a table, then its JSON document as the last line
+    if [ "$name" = peers ] || [ "$name" = quorum ]; then # a table, then its JSON document as the last line
         result=$(tail -n1 "$T/$name.out" | jq -c . 2>/dev/null)
     else # JSON values only (bench_tls prints two: merged)
         result=$(jq -s -c 'add' "$T/$name.out" 2>/dev/null)
@@ -76,15 +79,17 @@ if [ "$smoke" = 1 ]; then
     part fleet 300 bash "$B/bench_fleet.sh" --smoke
     part supervisor 300 bash "$B/bench_supervisor.sh" --smoke
     part tls 300 bash "$B/bench_tls.sh" --smoke
+    part quorum 300 bash "$B/bench_quorum.sh" --smoke
 else
-    part peers 1800 bash "$B/bench_peers.sh" --seconds 5 --rounds 1
+    part peers 1800 bash "$B/bench_peers.sh" --seconds 5 --rounds 1 --hot-runs 5
     part jobs 1200 bash "$B/bench_jobs.sh"
     part fleet 1800 bash "$B/bench_fleet.sh"
     part supervisor 900 bash "$B/bench_supervisor.sh"
     part tls 600 bash "$B/bench_tls.sh" --seconds 8 --threads 16
+    part quorum 900 bash "$B/bench_quorum.sh" --seconds 5 --rounds 1
 fi
 
-[ ${#PARTS[@]} -gt 0 ] || fail "no part ran (--only names none of peers, jobs, fleet, supervisor, tls)"
+[ ${#PARTS[@]} -gt 0 ] || fail "no part ran (--only names none of peers, jobs, fleet, supervisor, tls, quorum)"
 # The rows: one per compared figure, from the parts' JSON.
 doc=$(jq -s -c --arg date "$(date -u +%Y-%m-%d)" --argjson smoke "$smoke" \
     --arg host "$(nproc) cores, $(uname -r)" --arg redis "$(redis-server --version | awk '{print $3}')" '
@@ -99,6 +104,7 @@ doc=$(jq -s -c --arg date "$(date -u +%Y-%m-%d)" --argjson smoke "$smoke" \
   ($p.peers.result.peers_run // false) as $peers_run |
   ($p.jobs.result // null) as $j | ($p.fleet.result // null) as $f |
   ($p.supervisor.result // null) as $s | ($p.tls.result // null) as $t |
+  ($p.quorum.result.round_figures[0] // null) as $q |
   {bench: "all", date: $date, smoke: ($smoke == 1), machine: $host, redis: $redis,
    peers_run: $peers_run,
    peers_not_run_because: ($p.peers.result.peers_not_run_because // null),
@@ -109,6 +115,9 @@ doc=$(jq -s -c --arg date "$(date -u +%Y-%m-%d)" --argjson smoke "$smoke" \
          row("peers"; "lock, uncontended, 50 clients: cycles/s"; .baton.cycles_per_sec;
              $fp.cycles_per_sec; ($fp.who // "fastest peer (not run)");
              "baton / fastest peer >= 1.3"; cmp(.ratio_to_fastest_peer; ">="; 1.3))),
+       ($pr.lock_uncontended | ([.peers[]? | select(.cycles_per_sec != null)] | max_by(.cycles_per_sec)) as $fp |
+         row("peers"; "lock: Redis CPU per cycle (us)"; .baton.redis_cpu_us_per_cycle;
+             $fp.redis_cpu_us_per_cycle; ($fp.who // "fastest peer (not run)"); "(reported)"; null)),
        ($pr.semaphore | row("peers"; "semaphore, limit 5, 50 clients: cycles/s"; .baton.cycles_per_sec;
              .peer.cycles_per_sec; (.peer.who // "redis-semaphore (not run)");
              "baton / peer >= 1.0"; cmp(.ratio_to_peer; ">="; 1.0))),
@@ -121,7 +130,7 @@ doc=$(jq -s -c --arg date "$(date -u +%Y-%m-%d)" --argjson smoke "$smoke" \
              .baton.cycles_per_sec; $raw.cycles_per_sec;
              "raw pairs at 5, the faster: \($raw.who // "not run")"; "baton / raw >= 0.8";
              cmp(.ratio_to_raw_pairs_at_concurrency_5; ">="; 0.8))),
-       ($pr.hot_key | row("peers"; "hot key, 20 contenders: longest wait (ms)"; .baton.wait_ms.longest;
+       ($pr.hot_key | row("peers"; "hot key, 20 contenders: longest wait, worst of \(.runs_of_baton // 1) runs (ms)"; .baton.wait_ms.longest;
              .ideal_in_process_fifo.wait_ms.longest; "ideal in-process FIFO lock (same run)";
              "baton / ideal <= 1.5"; cmp(.longest_wait_over_ideal; "<="; 1.5))),
        ($pr.hot_key | row("peers"; "hot key: longest wait against a FIFO handoff through Redis (ms)"; .baton.wait_ms.longest;
@@ -189,7 +198,9 @@ doc=$(jq -s -c --arg date "$(date -u +%Y-%m-%d)" --argjson smoke "$smoke" \
        row("supervisor"; "3 nodes: crash handover - ttl p99 (ms)"; $s.crash_handover_minus_ttl_ms.p99; null;
            ""; "<= 100"; cmp($s.crash_handover_minus_ttl_ms.p99; "<="; 100)),
        row("supervisor"; "idle follower: Redis commands/s"; $s.idle_follower.redis_commands_per_s; null; "";
-           "<= 1"; cmp($s.idle_follower.redis_commands_per_s; "<="; 1))
+           "<= 1"; cmp($s.idle_follower.redis_commands_per_s; "<="; 1)),
+       row("supervisor"; "idle follower: peak RSS (kB)"; $s.idle_follower.rss_kb_max; null; "";
+           "<= \($s.idle_follower.target_rss_kb)"; cmp($s.idle_follower.rss_kb_max; "<="; $s.idle_follower.target_rss_kb))
       else empty end),
      (if $t then
        row("tls"; "lock, \($t.uncontended.threads) threads: TLS cycles/s"; $t.uncontended.tls_cycles_per_s;
@@ -198,6 +209,14 @@ doc=$(jq -s -c --arg date "$(date -u +%Y-%m-%d)" --argjson smoke "$smoke" \
        row("tls"; "lock, one thread: TLS cycles/s"; $t.one_thread.tls_cycles_per_s;
            $t.one_thread.plain_cycles_per_s; "plain TCP (same run)"; "TLS / plain >= 0.8";
            cmp($t.one_thread.tls_ratio; ">="; 0.8))
+      else empty end),
+     (if $q then
+       row("quorum"; "lock over a quorum of 5 masters: cycles/s"; $q.baton_quorum.cycles_per_sec;
+           $q.redlock_quorum.cycles_per_sec; ($q.redlock_quorum.who // "node-redlock (not run)");
+           "baton / node-redlock >= 1.5"; cmp($q.ratio_baton_over_redlock; ">="; 1.5)),
+       row("quorum"; "quorum of 5: grant p99 (ms)"; $q.baton_quorum.grant_ms.p99;
+           $q.redlock_quorum.grant_ms.p99; ($q.redlock_quorum.who // "node-redlock (not run)");
+           "(reported)"; null)
       else empty end)
    ]),
    results: ($p | map_values(.result))}' "${PARTS[@]}")
