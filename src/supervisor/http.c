@@ -120,6 +120,40 @@ void http_stop(struct http *h)
 #include <sys/eventfd.h>
 #include <time.h>
 
+#include "dynlib.h"
+
+/* libmicrohttpd's calls, opened when a server starts (dynlib.h says why). */
+struct mhd_api {
+    __typeof__(MHD_start_daemon) *start_daemon;
+    __typeof__(MHD_stop_daemon) *stop_daemon;
+    __typeof__(MHD_run) *run;
+    __typeof__(MHD_get_timeout) *get_timeout;
+    __typeof__(MHD_get_daemon_info) *get_daemon_info;
+    __typeof__(MHD_get_connection_info) *get_connection_info;
+    __typeof__(MHD_create_response_from_buffer) *create_response_from_buffer;
+    __typeof__(MHD_add_response_header) *add_response_header;
+    __typeof__(MHD_queue_response) *queue_response;
+    __typeof__(MHD_destroy_response) *destroy_response;
+};
+
+static int mhd_load(struct mhd_api *m, char *msg, size_t msglen)
+{
+    const struct dynlib_sym syms[] = {
+        {"MHD_start_daemon", &m->start_daemon},
+        {"MHD_stop_daemon", &m->stop_daemon},
+        {"MHD_run", &m->run},
+        {"MHD_get_timeout", &m->get_timeout},
+        {"MHD_get_daemon_info", &m->get_daemon_info},
+        {"MHD_get_connection_info", &m->get_connection_info},
+        {"MHD_create_response_from_buffer", &m->create_response_from_buffer},
+        {"MHD_add_response_header", &m->add_response_header},
+        {"MHD_queue_response", &m->queue_response},
+        {"MHD_destroy_response", &m->destroy_response},
+    };
+    return dynlib_open(BATON_MHD_SONAME, "http.listen", "libmicrohttpd12", syms,
+                       sizeof syms / sizeof syms[0], msg, msglen);
+}
+
 bool http_available(void)
 {
     return true;
@@ -134,6 +168,7 @@ struct conn {
 };
 
 struct http {
+    struct mhd_api mhd;
     struct MHD_Daemon *d;
     const struct http_route *routes;
     void *ctx;
@@ -160,7 +195,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
     struct http *h = cls;
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
         const union MHD_ConnectionInfo *ci =
-            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+            h->mhd.get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
         struct conn *k = calloc(1, sizeof *k);
         if (k == NULL || ci == NULL) {
             free(k);
@@ -207,33 +242,33 @@ static int expire(struct http *h)
     return next < 0 ? -1 : (int)(next / 1000000 + 1);
 }
 
-static enum MHD_Result answer(struct MHD_Connection *c, int status, const char *type, char *body,
-                              size_t len, bool page, bool allow)
+static enum MHD_Result answer(const struct mhd_api *m, struct MHD_Connection *c, int status,
+                              const char *type, char *body, size_t len, bool page, bool allow)
 {
-    struct MHD_Response *r = MHD_create_response_from_buffer(
+    struct MHD_Response *r = m->create_response_from_buffer(
         len, body != NULL ? body : (char *)"", body != NULL ? MHD_RESPMEM_MUST_FREE
                                                             : MHD_RESPMEM_PERSISTENT);
     if (r == NULL) {
         free(body);
         return MHD_NO;
     }
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+    m->add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    m->add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    m->add_response_header(r, "X-Content-Type-Options", "nosniff");
     if (page) {
         /* Nothing leaves the page: no external script, style, image or
          * frame; it may only fetch itself. */
-        MHD_add_response_header(r, "Content-Security-Policy",
+        m->add_response_header(r, "Content-Security-Policy",
                                 "default-src 'none'; style-src 'unsafe-inline'; "
                                 "script-src 'unsafe-inline'; connect-src 'self'; img-src data:; "
                                 "base-uri 'none'; form-action 'none'; frame-ancestors 'none'");
-        MHD_add_response_header(r, "X-Frame-Options", "DENY");
-        MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
+        m->add_response_header(r, "X-Frame-Options", "DENY");
+        m->add_response_header(r, "Referrer-Policy", "no-referrer");
     }
     if (allow)
-        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
-    enum MHD_Result rc = MHD_queue_response(c, (unsigned)status, r);
-    MHD_destroy_response(r);
+        m->add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+    enum MHD_Result rc = m->queue_response(c, (unsigned)status, r);
+    m->destroy_response(r);
     return rc;
 }
 
@@ -255,7 +290,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
         *upload_data_size = 0; /* a body is not read: the connection closes after */
         char *b = text("only GET and HEAD are served\n", &len);
-        return answer(c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain; charset=utf-8", b, len, false,
+        return answer(&h->mhd, c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain; charset=utf-8", b, len, false,
                       true);
     }
     /* The first call only announces the request: answering it closes
@@ -268,7 +303,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     *upload_data_size = 0; /* a body sent with a GET is ignored */
     if (strlen(url) > HTTP_MAX_URI) {
         char *b = text("the URI is too long\n", &len);
-        return answer(c, MHD_HTTP_URI_TOO_LONG, "text/plain; charset=utf-8", b, len, false,
+        return answer(&h->mhd, c, MHD_HTTP_URI_TOO_LONG, "text/plain; charset=utf-8", b, len, false,
                       false);
     }
     for (const struct http_route *r = h->routes; r->path != NULL; r++) {
@@ -278,10 +313,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         r->fn(h->ctx, url, &out);
         if (out.body == NULL && out.status == 500)
             out.body = text("out of memory\n", &out.len);
-        return answer(c, out.status, out.type, out.body, out.len, out.page, false);
+        return answer(&h->mhd, c, out.status, out.type, out.body, out.len, out.page, false);
     }
     char *b = text("not found: try /, /status, /metrics, /healthz or /readyz\n", &len);
-    return answer(c, MHD_HTTP_NOT_FOUND, "text/plain; charset=utf-8", b, len, false, false);
+    return answer(&h->mhd, c, MHD_HTTP_NOT_FOUND, "text/plain; charset=utf-8", b, len, false, false);
 }
 
 static void *serve(void *arg)
@@ -291,7 +326,7 @@ static void *serve(void *arg)
     while (!atomic_load(&h->stop)) {
         int timeout = expire(h);
         MHD_UNSIGNED_LONG_LONG to;
-        if (MHD_get_timeout(h->d, &to) == MHD_YES && (timeout < 0 || to < (unsigned)timeout))
+        if (h->mhd.get_timeout(h->d, &to) == MHD_YES && (timeout < 0 || to < (unsigned)timeout))
             timeout = (int)to;
         int n = epoll_wait(h->ep, ev, 4, timeout);
         for (int i = 0; i < n; i++)
@@ -300,7 +335,7 @@ static void *serve(void *arg)
                 if (read(h->wake, &v, sizeof v) < 0)
                     continue;
             }
-        MHD_run(h->d);
+        h->mhd.run(h->d);
     }
     return NULL;
 }
@@ -386,10 +421,12 @@ int http_start(const struct http_listen *l, const struct http_route *routes, voi
     h->ctx = ctx;
     h->ep = h->wake = -1;
     atomic_init(&h->stop, false);
+    if (mhd_load(&h->mhd, msg, msglen) != 0)
+        goto fail;
     fd = listen_on(l, h, msg, msglen);
     if (fd < 0)
         goto fail;
-    h->d = MHD_start_daemon(
+    h->d = h->mhd.start_daemon(
         MHD_USE_EPOLL, 0, NULL, NULL, on_request, h, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_MAX_CONNS, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
         (unsigned)(l->unix_socket ? 0 : HTTP_MAX_PER_IP), MHD_OPTION_CONNECTION_TIMEOUT,
@@ -400,7 +437,7 @@ int http_start(const struct http_listen *l, const struct http_route *routes, voi
         close(fd);
         goto fail;
     }
-    const union MHD_DaemonInfo *di = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_EPOLL_FD);
+    const union MHD_DaemonInfo *di = h->mhd.get_daemon_info(h->d, MHD_DAEMON_INFO_EPOLL_FD);
     h->ep = epoll_create1(EPOLL_CLOEXEC);
     h->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     struct epoll_event e1 = {.events = EPOLLIN, .data.fd = di != NULL ? di->epoll_fd : -1};
@@ -444,7 +481,7 @@ void http_stop(struct http *h)
         pthread_join(h->thread, NULL);
     }
     if (h->d != NULL)
-        MHD_stop_daemon(h->d); /* closes the connections and the listening socket */
+        h->mhd.stop_daemon(h->d); /* closes the connections and the listening socket */
     if (h->unix_path[0] != '\0')
         unlink(h->unix_path);
     if (h->ep >= 0)

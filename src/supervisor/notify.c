@@ -8,6 +8,8 @@
 #ifdef BATON_HAVE_SYSTEMD
 #include <systemd/sd-daemon.h>
 
+#include "dynlib.h"
+
 bool notify_available(void)
 {
     return true;
@@ -16,13 +18,21 @@ bool notify_available(void)
 int notify_init(struct notify *n, char *msg, size_t msglen)
 {
     uint64_t usec = 0;
-    (void)msg;
-    (void)msglen;
+    __typeof__(sd_watchdog_enabled) *watchdog_enabled = NULL;
+    __typeof__(sd_notify) *send = NULL;
     *n = (struct notify){0};
     const char *sock = getenv("NOTIFY_SOCKET");
-    n->enabled = sock != NULL && sock[0] != '\0';
+    if (sock == NULL || sock[0] == '\0')
+        return 0;
+    const struct dynlib_sym syms[] = {{"sd_notify", &send},
+                                      {"sd_watchdog_enabled", &watchdog_enabled}};
+    if (dynlib_open(BATON_SYSTEMD_SONAME, "NOTIFY_SOCKET (a Type=notify unit)", "libsystemd0", syms,
+                    sizeof syms / sizeof syms[0], msg, msglen) != 0)
+        return -1;
+    n->enabled = true;
+    n->send = send;
     /* > 0 only when WATCHDOG_USEC is set and WATCHDOG_PID, if set, is ours. */
-    if (n->enabled && sd_watchdog_enabled(0, &usec) > 0)
+    if (watchdog_enabled(0, &usec) > 0)
         n->watchdog_ns = (int64_t)usec * 1000;
     return 0;
 }
@@ -30,7 +40,7 @@ int notify_init(struct notify *n, char *msg, size_t msglen)
 static void send_msg(const struct notify *n, const char *text)
 {
     if (n->enabled)
-        (void)sd_notify(0, text); /* best effort: systemd says nothing back */
+        (void)n->send(0, text); /* best effort: systemd says nothing back */
 }
 
 #else

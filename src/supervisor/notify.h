@@ -14,7 +14,8 @@
  *                  a timer of the loop for it), so that systemd restarts a
  *                  supervisor whose loop hangs
  *
- * Without NOTIFY_SOCKET in the environment every call does nothing. A
+ * Without NOTIFY_SOCKET in the environment every call does nothing, and
+ * libsystemd is not even loaded (it is opened then: dynlib.h). A
  * build without libsystemd (BATON_HAVE_SYSTEMD undefined) cannot notify:
  * notify_init() then refuses to start under NOTIFY_SOCKET rather than
  * leave a Type=notify unit waiting for a READY=1 that never comes.
@@ -28,6 +29,7 @@
 
 struct notify {
     bool enabled;        /* NOTIFY_SOCKET is set */
+    int (*send)(int unset_environment, const char *state); /* sd_notify, opened then */
     int64_t watchdog_ns; /* WATCHDOG_USEC for this process (0: none) */
     bool ready;          /* READY=1 sent */
     bool reloading;
