@@ -145,12 +145,7 @@ static int check_http_listen(const char *s, char *msg, size_t msglen)
         return 0;
     if (http_listen_parse(s, &l, msg, msglen) != 0)
         return -1;
-    if (!http_available()) {
-        snprintf(msg, msglen, "this baton was built without libmicrohttpd: it has no HTTP server "
-                              "(install libmicrohttpd-dev and rebuild, or set http.listen: off)");
-        return -1;
-    }
-    return 0;
+    return http_load(msg, msglen);
 }
 
 static int default_node(void *obj, struct schema_ctx *ctx, char *msg, size_t msglen)

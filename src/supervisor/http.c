@@ -90,6 +90,13 @@ bool http_available(void)
     return false;
 }
 
+int http_load(char *msg, size_t msglen)
+{
+    snprintf(msg, msglen, "this baton was built without libmicrohttpd: it has no HTTP server "
+                          "(install libmicrohttpd-dev and rebuild, or set http.listen: off)");
+    return -1;
+}
+
 int http_start(const struct http_listen *l, const struct http_route *routes, void *ctx,
                struct http **out, char *msg, size_t msglen)
 {
@@ -150,7 +157,7 @@ static int mhd_load(struct mhd_api *m, char *msg, size_t msglen)
         {"MHD_queue_response", &m->queue_response},
         {"MHD_destroy_response", &m->destroy_response},
     };
-    return dynlib_open(BATON_MHD_SONAME, "http.listen", "libmicrohttpd12", syms,
+    return dynlib_open(BATON_MHD_SONAME, "the HTTP endpoint", "libmicrohttpd12", syms,
                        sizeof syms / sizeof syms[0], msg, msglen);
 }
 
@@ -166,6 +173,12 @@ struct conn {
     bool shut;
     struct conn *prev, *next;
 };
+
+int http_load(char *msg, size_t msglen)
+{
+    struct mhd_api m;
+    return mhd_load(&m, msg, msglen);
+}
 
 struct http {
     struct mhd_api mhd;

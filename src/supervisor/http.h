@@ -63,6 +63,11 @@ int http_listen_parse(const char *spec, struct http_listen *out, char *msg, size
 /* True when this build has the HTTP server. */
 bool http_available(void);
 
+/* Opens libmicrohttpd (it stays loaded), so that a configuration asking
+ * for HTTP is refused at once where the library is missing. Returns 0, or
+ * -1 with a message in msg (also in a build without it). */
+int http_load(char *msg, size_t msglen);
+
 struct http;
 
 /* Binds l and starts the server's thread. routes: borrowed, ending with a
