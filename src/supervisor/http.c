@@ -166,6 +166,12 @@ bool http_available(void)
     return true;
 }
 
+int http_load(char *msg, size_t msglen)
+{
+    struct mhd_api m;
+    return mhd_load(&m, msg, msglen);
+}
+
 /* A connection, from libmicrohttpd's "started" to its "closed". */
 struct conn {
     int fd;
@@ -173,12 +179,6 @@ struct conn {
     bool shut;
     struct conn *prev, *next;
 };
-
-int http_load(char *msg, size_t msglen)
-{
-    struct mhd_api m;
-    return mhd_load(&m, msg, msglen);
-}
 
 struct http {
     struct mhd_api mhd;

@@ -36,8 +36,9 @@ struct notify {
     bool stopping;
 };
 
-/* Reads the environment. Returns 0, or -1 with a message in msg when
- * NOTIFY_SOCKET is set in a build without libsystemd. */
+/* Reads the environment and, under NOTIFY_SOCKET, opens libsystemd.
+ * Returns 0, or -1 with a message in msg when NOTIFY_SOCKET is set in a
+ * build without libsystemd or where libsystemd.so cannot be opened. */
 int notify_init(struct notify *n, char *msg, size_t msglen);
 
 /* READY=1 (once) with STATUS=status. */
