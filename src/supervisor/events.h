@@ -69,6 +69,11 @@
       "the lease came from a Redis that may lack the last claims of the term before (a failover "  \
       "to a replica, a restart without persistence): this term catches up no missed tick, so "     \
       "that none runs twice (`min_replicas` keeps the claims across a Sentinel failover)")         \
+    X(CLAIM_AHEAD, "claim_ahead", INFO, "`ahead_ms`, `was_ms`, `job`, `late_ms`",                 \
+      "the runs of one instant took longer to prepare than the claim-ahead window: a live tick "   \
+      "of `job` was claimed `late_ms` after its instant while others of that instant were "       \
+      "prepared in time; live ticks are now claimed `ahead_ms` before their instant (doubled, "   \
+      "250 ms at most; it shrinks back to 25 ms as the preparations keep up)")                    \
     X(NO_HIGH_WATER_MARK, "no_high_water_mark", INFO, "`job`",                                     \
       "no tick of the job was ever claimed (a new job, or Redis lost its data): it starts "        \
       "from now, without catch-up")                                                                \

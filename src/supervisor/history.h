@@ -51,7 +51,7 @@
     X(TIMEOUT, "timeout", true)                /* stopped by its timeout */                        \
     X(KILLED, "killed", true)                  /* stopped by baton: replaced, paused, drain */     \
     X(FAILED_TO_START, "failed_to_start", false) /* claimed, but could not be started */           \
-    X(SKIPPED, "skipped", false)               /* concurrency: forbid, a run was alive */          \
+    X(SKIPPED, "skipped", false)               /* forbid with a run alive; paused */               \
     X(SUPERSEDED, "superseded", false)         /* a newer tick ran instead (replace, last) */      \
     X(MISSED, "missed", false)                 /* outside the catch-up window */
 

@@ -438,6 +438,7 @@ static const struct {
                            "the runs, ticks_not_run_total the rest"},
     [LE_CATCH_UP_SKIPPED] = {NULL, "only events: ticks_not_run_total counts the ticks it "
                                    "leaves"},
+    [LE_CLAIM_AHEAD] = {NULL, "only events: job_start_lateness_seconds shows what it cures"},
     [LE_NO_HIGH_WATER_MARK] = {NULL, "only events"},
     [LE_TICK_SKIPPED] = {count_not_run, "ticks_not_run_total{job_name,outcome,reason}"},
     [LE_CLAIM_REFUSED] = {NULL, "only events (another leader: alert on any)"},

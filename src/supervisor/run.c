@@ -100,6 +100,8 @@ static void log_start(const struct run *run)
 
 static void log_end(const struct run *run)
 {
+    if (run->outcome == HO_SKIPPED) /* never started: its runner logs tick_skipped */
+        return;
     cJSON *f = log_fields();
     add_tick_fields(f, run);
     enum log_level lvl = LOG_WARN;
@@ -339,12 +341,13 @@ bool run_go(struct run *run)
     return true;
 }
 
-void run_cancel(struct run *run, const char *why)
+void run_cancel(struct run *run, enum history_outcome outcome, const char *why)
 {
     if (run->state != RUN_STARTING || !run->prepared)
         return;
     /* The shim exits on the end of its go pipe; the KILL makes sure. */
     snprintf(run->error, sizeof run->error, "%s", why);
+    run->cancel_outcome = outcome;
     close(run->go_fd);
     run->go_fd = -1;
     run->prepared = false;
@@ -365,7 +368,7 @@ void run_stop(struct run *run, enum run_stop why, int64_t kill_by_ns)
         char why_s[96];
         snprintf(why_s, sizeof why_s, "stopped before the tick's instant (%s): not run",
                  run_stop_name(why));
-        run_cancel(run, why_s);
+        run_cancel(run, HO_FAILED_TO_START, why_s);
         return;
     }
     if (run->state == RUN_EXITED || run->state == RUN_STARTING)
@@ -426,7 +429,7 @@ void run_reaped(struct run *run, int wstatus)
     output_close(&run->err);
     run->output = output_tail_take(&run->tail, &run->output_len, &run->output_dropped);
     if (run->state == RUN_STARTING) { /* prepared, never told to go */
-        run->outcome = HO_FAILED_TO_START;
+        run->outcome = run->cancel_outcome == HO_SKIPPED ? HO_SKIPPED : HO_FAILED_TO_START;
         if (run->error[0] == '\0')
             snprintf(run->error, sizeof run->error,
                      "its process ended before the tick's instant (the fence of its lease: "
@@ -479,7 +482,7 @@ void run_record(const struct run *run, const char *node, struct history_rec *out
     out->exit_code = -1;
     out->signal = "";
     out->reason = "";
-    if (run->outcome == HO_FAILED_TO_START) {
+    if (!history_outcome_ran(run->outcome)) { /* failed_to_start, or cancelled: skipped */
         out->reason = run->error;
         return;
     }
@@ -500,7 +503,7 @@ void run_result(const struct run *run, int *exit_code, const char **signal, int6
     *exit_code = -1;
     *signal = "";
     *duration_ms = 0;
-    if (run->outcome == HO_FAILED_TO_START || run->state != RUN_EXITED)
+    if (!history_outcome_ran(run->outcome) || run->state != RUN_EXITED)
         return;
     *duration_ms = ((run->ended_ns != 0 ? run->ended_ns : loop_now()) - run->started_ns) / 1000000;
     if (WIFEXITED(run->wstatus))

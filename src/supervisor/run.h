@@ -115,7 +115,7 @@ struct run {
     enum run_state state;
     enum history_outcome outcome; /* once exited */
     enum run_stop stop;           /* why baton stopped it, if it did */
-    char error[160];              /* failed_to_start: why */
+    char error[160];              /* failed_to_start (or a cancelled run skipped): why */
     pid_t pgid;
     int wstatus;
     int64_t started_ns; /* CLOCK_MONOTONIC */
@@ -132,6 +132,9 @@ struct run {
     int fence_fd;           /* the write end of the shim's fence pipe (proc.h), or -1 */
     int go_fd;              /* a prepared run's go pipe (write end) until run_go(), or -1 */
     bool prepared;          /* spawned, waiting for run_go() */
+    /* run_cancel()'s outcome for a prepared run reaped without its go:
+     * failed_to_start, or skipped (the tick was decided not to run). */
+    enum history_outcome cancel_outcome;
     const struct run_env *env;
 };
 
@@ -152,9 +155,12 @@ bool run_start(struct run *run, const struct run_env *env, const struct job *job
 bool run_go(struct run *run);
 
 /* A prepared run that is not to start: its shim is told so and killed;
- * reaped, it is recorded failed_to_start because of why (copied). No
+ * reaped, its outcome is `outcome` (HO_FAILED_TO_START: it could not run,
+ * logged job_end; HO_SKIPPED: its tick was decided not to run, e.g. its
+ * job was paused before the instant, which the caller records as a
+ * skipped tick: no job_end) because of why (copied into run->error). No
  * effect on a run that is not prepared. */
-void run_cancel(struct run *run, const char *why);
+void run_cancel(struct run *run, enum history_outcome outcome, const char *why);
 
 /* Moves the run's fence (one write to its shim). */
 void run_fence(struct run *run, int64_t term_at, int64_t kill_at);

@@ -6,14 +6,17 @@
  * history record). The jobs wait in a min-heap keyed by the time each has
  * something to do, so a timer costs O(log jobs), never O(jobs).
  *
- * A live tick is claimed PRECLAIM_MS before its instant, and its run
- * prepared (run.h: the shim started, waiting): at the instant the wall
- * timer (loop.h) fires and the runner only tells the shim to go. The claim
- * is the same atomic script as at the instant (checked against the lease's
- * token); what could change in between decides at the instant: the go is
- * sent only before the stop point of what covers the run (the lease, or
- * its own registration after a handover), else the run is cancelled and
- * recorded failed_to_start with its reason. A job with a run alive under
+ * A live tick is claimed a window ahead of its instant (PRECLAIM_MS, more
+ * when the runs of one instant take longer than that to prepare: below),
+ * and its run prepared (run.h: the shim started, waiting): at the instant
+ * the wall timer (loop.h) fires and the runner only tells the shim to go.
+ * The claim is the same atomic script as at the instant (checked against
+ * the lease's token); what could change in between decides at the
+ * instant: the go is sent only before the stop point of what covers the
+ * run (the lease, or its own registration after a handover), else the run
+ * is cancelled and recorded failed_to_start with its reason; and not when
+ * the job was paused in between (the tick is recorded skipped, reason
+ * paused, as the pause's other ticks are). A job with a run alive under
  * forbid or replace is not claimed ahead (its tick is decided at its
  * instant, as before), and a run elsewhere makes a claim ahead wait for the
  * instant instead of skipping, so the policies decide as they did.
@@ -56,12 +59,25 @@
  * loop past the renewal. */
 #define TURN_BUDGET_MS  20
 #define TRIGGER_SWEEP   100  /* requests looked at per read of the control keys */
-/* A live tick is claimed and its run prepared this long before its
- * instant: enough for a claim round trip and a shim's start on a busy
+/* A live tick is claimed and its run prepared at least this long before
+ * its instant: enough for a claim round trip and a shim's start on a busy
  * machine, short enough that a leader that dies (SIGKILL) in between
- * takes few prepared runs with it (as it takes its running ones). */
+ * takes few prepared runs with it (as it takes its running ones). Each
+ * preparation costs a round trip and a posix_spawn (1-3 ms), one after the
+ * other, so the runs of one busy instant (18 of 10,000 jobs) need more:
+ * the window doubles, up to PRECLAIM_MAX_MS, when a live tick of an
+ * instant some of whose runs were prepared in time is claimed after that
+ * instant (the batch outgrew the window; logged claim_ahead), and shrinks
+ * back by an eighth of its excess at each instant whose preparations ended
+ * with more than half of it to spare. A tick claimed late for another
+ * reason (the first ticks of a leadership, a loop held up with nothing
+ * prepared) does not grow it. */
 #define PRECLAIM_MS     25
-/* A prepared run whose instant is this much further than PRECLAIM_MS
+#define PRECLAIM_MAX_MS 250
+/* Late claims in the first second of a leadership do not grow the window:
+ * its first ticks are claimed as the high-water marks are read. */
+#define PRECLAIM_SETTLE_MS 1000
+/* A prepared run whose instant is this much further than PRECLAIM_MAX_MS
  * ahead: the wall clock was stepped back under it. */
 #define STEP_BACK_MS    1000
 #define PAUSE_FLUSH_S   3600 /* a paused job's skipped ticks are recorded at least this often */
@@ -200,6 +216,12 @@ struct runner {
      * the term before (baton_election_server_changed): no catch-up. */
     bool no_catchup, no_catchup_logged;
     int64_t turn_end; /* this turn of the loop yields at this time (TURN_BUDGET_MS) */
+    /* The claim-ahead window (PRECLAIM_MS): its length now (ms); the
+     * instant (Unix s; 0: none) whose runs were prepared last, at least one
+     * of them before it, and when the last of them was (wall ms); the
+     * instants whose late claim grew it and whose go was weighed for a
+     * shrink, last; when this leadership began (CLOCK_MONOTONIC). */
+    int64_t ahead_ms, prep_at, prep_done_ms, grown_at, went_at, lead_since;
     /* Not leading, with claims left to resolve (resolve_lost_claim): the
      * next try (CLOCK_MONOTONIC; 0: none) */
     int64_t lost_retry_at;
@@ -641,6 +663,7 @@ struct runner *runner_new(const struct runner_host *host)
         runner_free(r);
         return NULL;
     }
+    r->ahead_ms = PRECLAIM_MS;
     r->env = (struct run_env){.log = host->log,
                               .loop = host->loop,
                               .node = r->node,
@@ -869,7 +892,16 @@ static void finish_run(struct runner *r, struct rrun *rr)
             retry = true;
         }
     }
-    record_run(r, run, rr->trigger_id, retry);
+    if (run->outcome == HO_SKIPPED) { /* cancelled before its instant (paused) */
+        struct sched_range one = {.first = run->tick, .last = run->tick, .count = 1,
+                                  .outcome = HO_SKIPPED, .reason = run->error};
+        if (js != NULL) /* the ticks before it first */
+            flush_skipped(r, js);
+        write_skipped(r, run->job->name, &one);
+        queue_release(r, run->job->name, run->member);
+    } else {
+        record_run(r, run, rr->trigger_id, retry);
+    }
     if (js != NULL) {
         js->running--;
         wake_job(r, js);
@@ -1035,6 +1067,57 @@ static void resolve_lost_claim(struct runner *r, struct jobstate *js)
     }
 }
 
+/* ---- the claim-ahead window (PRECLAIM_MS) ---- */
+
+/* How long before its instant js's next live tick is claimed (ms): 0 when
+ * it cannot be decided ahead (a run of a forbid or replace job is alive
+ * here: whether the tick runs or is skipped depends on when that ends). */
+static int64_t ahead_ms(const struct runner *r, const struct jobstate *js)
+{
+    return js->job->concurrency == JOB_ALLOW || js->running == 0 ? r->ahead_ms : 0;
+}
+
+/* The first claim of js's live tick `at` came late_ms after its instant.
+ * When a run of the same instant was prepared before it (the batch
+ * outgrew the window, rather than a loop held up or a leadership's first
+ * ticks), the window doubles, once per instant. */
+static void window_late(struct runner *r, const struct jobstate *js, int64_t at, int64_t late_ms)
+{
+    if (ahead_ms(r, js) == 0 || r->prep_at != at || r->grown_at == at ||
+        r->ahead_ms >= PRECLAIM_MAX_MS || mono_ns() - r->lead_since < PRECLAIM_SETTLE_MS * MS)
+        return;
+    int64_t was = r->ahead_ms;
+    r->ahead_ms = 2 * was < PRECLAIM_MAX_MS ? 2 * was : PRECLAIM_MAX_MS;
+    r->grown_at = at;
+    cJSON *f = log_fields();
+    cJSON_AddNumberToObject(f, "ahead_ms", (double)r->ahead_ms);
+    cJSON_AddNumberToObject(f, "was_ms", (double)was);
+    cJSON_AddStringToObject(f, "job", js->job->name);
+    cJSON_AddNumberToObject(f, "late_ms", (double)late_ms);
+    log_emit(r->h.log, LE_CLAIM_AHEAD, f);
+}
+
+/* A run of js's live tick `at` was prepared ahead (wall ms now). */
+static void window_prepared(struct runner *r, int64_t at)
+{
+    r->prep_at = at;
+    r->prep_done_ms = wall_ms();
+}
+
+/* The go of the runs of instant at (Unix s): when the last of them was
+ * prepared with more than half the window to spare, the window shrinks by
+ * an eighth of its excess over twice what the preparations took. */
+static void window_went(struct runner *r, int64_t at)
+{
+    if (r->prep_at != at || r->went_at == at)
+        return;
+    int64_t spare = at * 1000 - r->prep_done_ms, used = r->ahead_ms - spare;
+    int64_t target = 2 * used > PRECLAIM_MS ? 2 * used : PRECLAIM_MS;
+    r->went_at = at;
+    if (spare > r->ahead_ms / 2 && target < r->ahead_ms)
+        r->ahead_ms -= (r->ahead_ms - target + 7) / 8;
+}
+
 /* Claims the head of js's queue with mode and acts on the answer; ahead:
  * before the head's instant (its run is prepared, or the head waits for
  * its instant when a run elsewhere is alive). Returns true when the head
@@ -1070,6 +1153,8 @@ static bool claim_head(struct runner *r, struct jobstate *js, enum claim_mode mo
     if (js->claim_tick != h.at || js->claim_id[0] == '\0') {
         make_run_id(r, h.at, 1, js->claim_id, sizeof js->claim_id);
         js->claim_tick = h.at;
+        if (!ahead && !h.missed) /* its first try, at or after its instant */
+            window_late(r, js, h.at, wall_ms() - h.at * 1000);
     }
     const char *skip_reason = mode == CLAIM_SKIP ? sched_reason(js->job, SV_SKIP) : reason_busy;
     js->claim_skip_reason = mode == CLAIM_SKIP || mode == CLAIM_RUN_OR_SKIP ? skip_reason : NULL;
@@ -1108,8 +1193,13 @@ static bool claim_head(struct runner *r, struct jobstate *js, enum claim_mode mo
             struct rrun *rr = start_run(r, js, id, h.at, 1,
                                         h.missed ? RUN_TRIGGER_CATCHUP : RUN_TRIGGER_SCHEDULE,
                                         NULL, ahead && wall_ms() < h.at * 1000);
-            if (rr != NULL && rr->run.prepared && r->h.fault_stop_after_preclaim)
-                raise(SIGSTOP);
+            if (rr != NULL && rr->run.prepared) {
+                if (r->h.fault_slow_prepare)
+                    nanosleep(&(struct timespec){.tv_nsec = 15 * MS}, NULL);
+                window_prepared(r, h.at);
+                if (r->h.fault_stop_after_preclaim)
+                    raise(SIGSTOP);
+            }
         }
         break;
     case CLAIM_NOT_DURABLE: /* claimed on the master only: running it could run it twice */
@@ -1777,14 +1867,6 @@ static bool read_mark(struct runner *r, struct jobstate *js)
     return ok;
 }
 
-/* How long before its instant js's next live tick is claimed (ms): 0 when
- * it cannot be decided ahead (a run of a forbid or replace job is alive
- * here: whether the tick runs or is skipped depends on when that ends). */
-static int64_t ahead_ms(const struct jobstate *js)
-{
-    return js->job->concurrency == JOB_ALLOW || js->running == 0 ? PRECLAIM_MS : 0;
-}
-
 /* Does what js has to do now; sets its key to when it next has something
  * to do. */
 static void process_job(struct runner *r, struct jobstate *js)
@@ -1807,7 +1889,7 @@ static void process_job(struct runner *r, struct jobstate *js)
             hold_paused(r, js, wall, now);
     }
     if (js->mark_known && js->pause_until == 0) {
-        int64_t ahead = ahead_ms(js);
+        int64_t ahead = ahead_ms(r, js);
         if (js->next_tick != 0 && js->next_tick * 1000 <= wall + ahead)
             queue_due(r, js, wall + ahead);
         for (int claims = 0; r->leading && js->hold_until == 0; claims++) {
@@ -1819,7 +1901,7 @@ static void process_job(struct runner *r, struct jobstate *js)
             }
             struct sched_tick *h = q_head(js);
             bool early = h->at * 1000 > wall;
-            if (early && ahead_ms(js) == 0) { /* decided at its instant */
+            if (early && ahead_ms(r, js) == 0) { /* decided at its instant */
                 js->hold_until = mono_at(h->at, now, wall);
                 break;
             }
@@ -1873,7 +1955,7 @@ static void process_job(struct runner *r, struct jobstate *js)
         int64_t t = mono_at(at, now, wall);
         CONSIDER(t > now ? t : now + CONTROL_RETRY_MS * MS);
     } else if (js->next_tick != 0 && js->pause_until == 0) {
-        CONSIDER(mono_at(js->next_tick, now, wall) - ahead_ms(js) * MS);
+        CONSIDER(mono_at(js->next_tick, now, wall) - ahead_ms(r, js) * MS);
     }
     CONSIDER(js->hold_until);
     /* A due retry that could not start (no blocking call allowed, Redis
@@ -1932,6 +2014,7 @@ void runner_lead(struct runner *r, uint64_t term, int64_t lease_deadline_ns)
 {
     runner_flush(r);
     r->leading = true;
+    r->lead_since = mono_ns();
     r->term = term;
     r->no_catchup = baton_election_server_changed(r->h.election);
     r->no_catchup_logged = false;
@@ -2171,9 +2254,10 @@ static void go_prepared(struct runner *r)
         if (!run->prepared)
             continue;
         int64_t at = run->tick * 1000 * MS;
-        if (at - wall > (PRECLAIM_MS + STEP_BACK_MS) * MS) {
-            run_cancel(run, "the wall clock was stepped back after its claim, before the "
-                            "tick's instant: not run");
+        if (at - wall > (PRECLAIM_MAX_MS + STEP_BACK_MS) * MS) {
+            run_cancel(run, HO_FAILED_TO_START,
+                       "the wall clock was stepped back after its claim, before the tick's "
+                       "instant: not run");
             continue;
         }
         if (wall < at)
@@ -2190,9 +2274,12 @@ static void go_prepared(struct runner *r)
                   "was stalled): not run";
         }
         if (why != NULL)
-            run_cancel(run, why);
+            run_cancel(run, HO_FAILED_TO_START, why);
+        else if (!rr->own && rr->js != NULL && rr->js->pause_until != 0 && run->tick <= rr->js->pause_until)
+            run_cancel(run, HO_SKIPPED, reason_paused); /* paused after its claim */
         else
             run_go(run);
+        window_went(r, run->tick);
     }
 }
 

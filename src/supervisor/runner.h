@@ -77,6 +77,10 @@ struct runner_host {      /* node and group are copied; the rest is borrowed */
      * itself (SIGSTOP) once it has claimed a tick ahead of its instant and
      * prepared its run, before the go. */
     bool fault_stop_after_preclaim;
+    /* tests (BATON_TEST_FAULT=slow-prepare): each run prepared ahead takes
+     * 15 ms more (a sleep after its shim's start), so that the runs of one
+     * instant overrun the claim-ahead window. */
+    bool fault_slow_prepare;
 };
 
 /* Returns: owned (free with runner_free), or NULL on ENOMEM. */

@@ -9,7 +9,10 @@
 #   4. resume --catchup runs them, within the catch-up window;
 #   5. pause --all holds every job; resume JOB cannot lift it; resume --all
 #      does;
-#   6. a paused job can still be run by hand.
+#   6. a paused job can still be run by hand;
+#   7. a pause that reaches the leader after it prepared the runs of the
+#      next instant (the claim-ahead window, grown here) cancels them: the
+#      ticks are recorded skipped, reason paused, and none runs.
 . "$BATON_TESTS_DIR/lib/harness.sh"
 B=$BATON_BIN
 redis_start
@@ -183,4 +186,65 @@ grep -q ' manual$' "$T/tick.txt" || fail "no manual run of the paused job"
 bt resume tick >/dev/null
 for n in n1 n2; do kill -TERM "$(pid $n)"; done
 for n in n1 n2; do wait_exit "$n.${GEN[$n]}" 10; done
+
+# ---------------------------------------------------------------------
+note "7. a pause inside the claim-ahead window cancels the runs prepared for the instant"
+# Eight every-second jobs whose preparations take 15 ms more each
+# (BATON_TEST_FAULT=slow-prepare): the window grows past 25 ms (claim_ahead),
+# and the runs of each instant wait, prepared (their shims are the leader's
+# children), for up to a hundred milliseconds before it. A pause sent then
+# reaches the leader before the instant: none of them may run.
+{ echo "jobs:"
+  for j in 1 2 3 4 5 6 7 8; do
+      printf '  - {name: w%s, schedule: "* * * * * *", shell: "echo $BATON_SCHEDULED_AT >> %s"}\n' "$j" "$T/w.txt"
+  done; } > "$T/wide.yaml"
+printf 'node: w\nredis: %s\ngroup: pw\nlease: {ttl: 2s}\nredis_timeout: 300ms\npoll: 1s\nshutdown_grace: 2s\njobs: %s\n' \
+    "$REDIS_URL" "$T/wide.yaml" > "$T/w.yaml"
+sed 's/^group: pz$/group: pw/' "$T/client.yaml" > "$T/wclient.yaml"
+spawn w env BATON_TEST_FAULT=slow-prepare "$B" run -c "$T/w.yaml"
+wpid=$(pid_of w)
+wait_for_line "$T/w.out" '"event":"claim_ahead".*"ahead_ms":(200|250),' 20 >/dev/null
+children() { cat /proc/"$wpid"/task/*/children 2>/dev/null | wc -w; }
+done7=""
+for attempt in 1 2 3 4 5 6 7 8; do
+    # Until the runs of the next instant are prepared (three or more shims
+    # waiting, at least 50 ms before it), then the pause.
+    seen=0 until=$(( $(now_ms) + 5000 ))
+    while [ "$(now_ms)" -lt "$until" ]; do
+        t=$(now_ms)
+        [ $(( t % 1000 )) -le 950 ] && [ "$(children)" -ge 3 ] && { seen=$(children); break; }
+        sleep 0.002
+    done
+    [ "$seen" -ge 3 ] || fail "no runs prepared 50 ms ahead of an instant in 5 s: $(grep claim_ahead "$T/w.out" | tail -n 3 | cut -c1-200)"
+    inst=$(( t / 1000 + 1 ))
+    "$B" pause -c "$T/wclient.yaml" --all >/dev/null || fail "pause --all"
+    back=$(now_ms)
+    if [ "$back" -lt $(( inst * 1000 - 5 )) ]; then done7=$inst; break; fi
+    # The pause came back too close to the instant to tell: again.
+    "$B" resume -c "$T/wclient.yaml" --all >/dev/null || fail "resume --all"
+    sleep 1.2
+done
+[ -n "$done7" ] || fail "in 8 tries, no pause came back 5 ms before the instant it followed"
+sleep 1.5
+at=$(date -u -d "@$done7" +%Y-%m-%dT%H:%M:%SZ)
+assert_eq 0 "$(grep -c -- "^$at" "$T/w.txt")" "runs of the instant the pause preceded ($at; $seen prepared)"
+cancelled=$(grep '"event":"tick_skipped"' "$T/w.out" | grep "\"scheduled_at\":\"$at\",\"until\":\"$at\"" |
+    grep -c '"reason":"paused (baton pause)"')
+[ "$cancelled" -ge "$seen" ] ||
+    fail "$seen runs were prepared for $at, $cancelled recorded skipped (paused): $(grep -E "\"scheduled_at\":\"$at\"" "$T/w.out" | cut -c1-240)"
+grep '"event":"job_end"' "$T/w.out" | grep -q "\"scheduled_at\":\"$at\"" &&
+    fail "a job_end for $at: $(grep "\"scheduled_at\":\"$at\"" "$T/w.out" | grep job_end | head -n 2)"
+assert_eq 0 "$(children)" "shims left waiting"
+recorded=0
+for j in 1 2 3 4 5 6 7 8; do
+    "$B" history -c "$T/wclient.yaml" --json -n 50 "w$j" > "$T/h7.json" || fail "history w$j"
+    grep -o "{[^{}]*\"scheduled_at\":\"$at\",\"until\":\"$at\",[^{}]*}" "$T/h7.json" |
+        grep -q '"outcome":"skipped","reason":"paused (baton pause)"' && recorded=$(( recorded + 1 ))
+done
+assert_eq "$cancelled" "$recorded" "jobs whose history has the tick of $at skipped (paused)"
+"$B" resume -c "$T/wclient.yaml" --all >/dev/null || fail "resume --all"
+n0=$(wc -l < "$T/w.txt"); sleep 2
+[ "$(wc -l < "$T/w.txt")" -gt "$n0" ] || fail "the jobs did not run again after resume --all"
+kill -TERM "$wpid"; wait_exit w 10
+note "  try $attempt: $seen runs prepared for $at, $cancelled recorded skipped (paused), none ran; window: $(grep -o '"ahead_ms":[0-9]*' "$T/w.out" | tail -n1)"
 note "ok"

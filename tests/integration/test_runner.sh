@@ -26,6 +26,8 @@
 #  13. a leader's claim whose answer is lost while it loses its lease, and
 #      the next leader claims later ticks of the job before the old one can
 #      look: the tick is still recorded.
+#  14. the runs of one instant outgrow the claim-ahead window: it doubles
+#      (claim_ahead), at most to 250 ms, and no tick is lost or doubled.
 . "$BATON_TESTS_DIR/lib/harness.sh"
 B=$BATON_BIN
 redis_start --appendonly yes --appendfsync always
@@ -534,4 +536,33 @@ kill -TERM "$(pid_of h1)"; wait_exit h1 10
 first=$(sort "$T/hand.txt" | head -n1); last=$(sort "$T/hand.txt" | tail -n1)
 ran_or_recorded "$T/hand.txt" hand13 hand "$(date -u -d "$first" +%s)" "$(date -u -d "$last" +%s)"
 note "  $(recovered13) lost claim(s) of h1 recorded after h2 claimed later ticks; $(wc -l < "$T/hand.txt") ticks ran, none twice, none lost"
+
+# ---------------------------------------------------------------------
+note "14. the runs of one instant outgrow the claim-ahead window: it grows, and no tick is lost or doubled"
+# Four every-second jobs whose preparations take 15 ms more each
+# (BATON_TEST_FAULT=slow-prepare): 60 ms of preparations for a 25 ms window.
+# The runs prepared too late for their instant make the window grow
+# (claim_ahead); every tick of every job still runs once or is recorded.
+{ echo "jobs:"
+  for j in w1 w2 w3 w4; do
+      printf '  - {name: %s, schedule: "* * * * * *", catchup: 1h, shell: "echo $BATON_SCHEDULED_AT >> %s"}\n' "$j" "$T/$j.txt"
+  done; } > "$T/wide.yaml"
+config d1 wide14 "$T/wide.yaml"
+spawn d1 env BATON_TEST_FAULT=slow-prepare "$B" run -c "$T/d1.yaml"
+line=$(wait_for_line "$T/d1.out" '"event":"claim_ahead"' 10) ||
+    fail "no claim_ahead in 10 s: $(grep -E 'job_start' "$T/d1.out" | tail -n 4 | cut -c1-220)"
+[[ $line =~ \"ahead_ms\":50,\"was_ms\":25, ]] || fail "the window's first growth (a doubling): $line"
+sleep 3
+grown=$(grep -o '"ahead_ms":[0-9]*' "$T/d1.out" | tail -n 1 | cut -d: -f2)
+[ "$grown" -le 250 ] || fail "the window grew past 250 ms: $grown"
+[ "$(grep '"event":"claim_ahead"' "$T/d1.out" | grep -o '"late_ms":[0-9]*,' | wc -l)" -le 4 ] ||
+    fail "more growths than doublings from 25 to 250 ms: $(grep claim_ahead "$T/d1.out" | cut -c1-200)"
+grep -q '"outcome":"failed_to_start"' "$T/d1.out" &&
+    fail "a run failed to start: $(grep failed_to_start "$T/d1.out" | head -n 2 | cut -c1-300)"
+kill -TERM "$(pid_of d1)"; wait_exit d1 10
+for j in w1 w2 w3 w4; do
+    first=$(sort "$T/$j.txt" | head -n1); last=$(sort "$T/$j.txt" | tail -n1)
+    ran_or_recorded "$T/$j.txt" wide14 "$j" "$(date -u -d "$first" +%s)" "$(date -u -d "$last" +%s)"
+done
+note "  the window grew to $grown ms ($(grep -c '"event":"claim_ahead"' "$T/d1.out") growth(s)); $(cat "$T"/w?.txt | wc -l) runs of 4 jobs, none twice, none lost"
 note "ok"

@@ -171,6 +171,8 @@ static const struct {
     {LE_DRAINING, "{\"running\":1}", "baton_events_total{event=\"draining\"} 1"},
     {LE_DRAIN_TIMEOUT, "{\"running\":1}", "baton_events_total{event=\"drain_timeout\"} 1"},
     {LE_CATCH_UP, "{\"job\":\"a\",\"missed_ticks\":3}", "baton_events_total{event=\"catch_up\"} 1"},
+    {LE_CLAIM_AHEAD, "{\"ahead_ms\":50,\"was_ms\":25,\"job\":\"a\",\"late_ms\":12}",
+     "baton_events_total{event=\"claim_ahead\"} 1"},
     {LE_NO_HIGH_WATER_MARK, "{\"job\":\"a\"}",
      "baton_events_total{event=\"no_high_water_mark\"} 1"},
     {LE_CLAIM_REFUSED, "{\"job\":\"a\"}", "baton_events_total{event=\"claim_refused\"} 1"},
