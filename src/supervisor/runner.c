@@ -148,6 +148,7 @@ struct jobstate {
     size_t heap_pos;
     int64_t key; /* when it next has something to do (CLOCK_MONOTONIC), 0: never */
     bool kept;   /* runner_set_jobs: matched by a job of the new file */
+    bool rekey;  /* runner_set_jobs: new or changed, its key to compute afresh */
     struct jobstate *old_next; /* runner_set_jobs: the list before it */
     struct jobstate *next;     /* all states */
     struct jobstate *hash_next;
@@ -713,6 +714,7 @@ int runner_set_jobs(struct runner *r, struct jobs *jobs)
         js->job = job;
         js->set = set;
         set->refs++;
+        js->rekey = !same;
         if (!same && r->leading) { /* new or changed: its schedule starts now */
             clear_schedule(r, js);
             js->mark_known = true;
@@ -746,8 +748,12 @@ int runner_set_jobs(struct runner *r, struct jobs *jobs)
     struct jobset *previous = r->current;
     r->current = set;
     set_unref(r, previous);
+    /* New and changed jobs are looked at now; the others keep their keys:
+     * making 10,000 unchanged jobs due at once would hold the next
+     * instant's claims behind them. */
     for (struct jobstate *js = r->states; js != NULL && r->leading; js = js->next)
-        set_key(r, js, mono_ns());
+        if (js->rekey)
+            set_key(r, js, mono_ns());
     if (r->leading) { /* requests and pauses of new or changed jobs: read again */
         forget_all_pause(r);
         r->control_at = mono_ns();

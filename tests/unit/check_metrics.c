@@ -367,6 +367,26 @@ START_TEST(bounded_jobs)
     ck_assert(has_line(text, "baton_job_runs_total{job_name=\"j0\",outcome=\"ok\"} 1"));
     ck_assert(strstr(text, "job_name=\"j4100\"") == NULL);
     free(text);
+    /* Each is found again by its name (the index, rebuilt seven times on the
+     * way), in the original and in a copy (which builds its own). */
+    for (int i = 0; i < METRICS_MAX_JOBS + 50; i++) {
+        snprintf(ev, sizeof ev, "{\"job\":\"j%d\",\"outcome\":\"ok\",\"duration_ms\":1}", i);
+        feed(m, LE_JOB_END, ev);
+    }
+    struct metrics *c = metrics_dup(m);
+    feed(c, LE_JOB_END, "{\"job\":\"j77\",\"outcome\":\"ok\",\"duration_ms\":1}");
+    feed(c, LE_JOB_END, "{\"job\":\"j9999\",\"outcome\":\"ok\",\"duration_ms\":1}");
+    text = render(m);
+    ck_assert(has_line(text, "baton_job_runs_total{job_name=\"other\",outcome=\"ok\"} 100"));
+    ck_assert(has_line(text, "baton_job_runs_total{job_name=\"j0\",outcome=\"ok\"} 2"));
+    ck_assert(has_line(text, "baton_job_runs_total{job_name=\"j77\",outcome=\"ok\"} 2"));
+    ck_assert(has_line(text, "baton_job_runs_total{job_name=\"j4095\",outcome=\"ok\"} 2"));
+    free(text);
+    text = render(c);
+    ck_assert(has_line(text, "baton_job_runs_total{job_name=\"j77\",outcome=\"ok\"} 3"));
+    ck_assert(has_line(text, "baton_job_runs_total{job_name=\"other\",outcome=\"ok\"} 101"));
+    free(text);
+    metrics_free(c);
     metrics_free(m);
 }
 END_TEST
