@@ -92,6 +92,7 @@ struct reloader {
     const char *path;   /* borrowed: the daemon's config_path */
     struct config *cfg; /* the thread's results, taken by the loop */
     struct jobs *jobs;
+    struct ops_defs *defs; /* the view's copy of jobs, made by the thread too */
     char err[1024];
 };
 
@@ -733,10 +734,12 @@ static void read_config(const char *path, struct config **cfg, struct jobs **job
 }
 
 /* Applies what a SIGHUP read (cfg and jobs owned, or NULL with err). */
-static void reload_apply(struct daemon *d, struct config *cfg, struct jobs *jobs, const char *err)
+static void reload_apply(struct daemon *d, struct config *cfg, struct jobs *jobs,
+                         struct ops_defs *defs, const char *err)
 {
     cJSON *f = log_fields();
     if (cfg == NULL || jobs == NULL) {
+        ops_defs_unref(defs);
         cJSON_AddStringToObject(f, "error", err);
         cJSON_AddStringToObject(f, "then", "keeping the running configuration");
         log_emit(d->log, LE_RELOAD_FAILED, f);
@@ -792,10 +795,11 @@ static void reload_apply(struct daemon *d, struct config *cfg, struct jobs *jobs
         cJSON_AddStringToObject(f, "then", "keeping the running configuration");
         log_emit(d->log, LE_RELOAD_FAILED, f);
         config_free(cfg);
+        ops_defs_unref(defs);
         return;
     }
-    /* The runner owns the jobs; the view copies what it shows. */
-    ops_set_jobs(d->ops, jobs, cfg->shutdown_grace_ms);
+    /* The runner owns the jobs; the view has its copy (defs). */
+    ops_set_jobs(d->ops, jobs, defs, cfg->shutdown_grace_ms);
     cJSON_AddNumberToObject(f, "jobs", (double)njobs);
     cJSON_AddStringToObject(f, "jobs_hash", hash);
     memcpy(d->jobs_hash, hash, sizeof hash);
@@ -812,6 +816,7 @@ static void *reload_thread(void *arg)
 {
     struct reloader *rl = arg;
     read_config(rl->path, &rl->cfg, &rl->jobs, rl->err, sizeof rl->err);
+    rl->defs = rl->jobs != NULL ? ops_defs_new(rl->jobs) : NULL;
     ssize_t n = write(rl->pipe[1], "r", 1); /* the loop takes it from here */
     (void)n;
     return NULL;
@@ -840,9 +845,11 @@ static void on_reloaded(void *ctx, struct loop_watch *w, uint32_t events)
     reload_join(d);
     struct config *cfg = d->rl.cfg;
     struct jobs *jobs = d->rl.jobs;
+    struct ops_defs *defs = d->rl.defs;
     d->rl.cfg = NULL;
     d->rl.jobs = NULL;
-    reload_apply(d, cfg, jobs, d->rl.err);
+    d->rl.defs = NULL;
+    reload_apply(d, cfg, jobs, defs, d->rl.err);
     if (d->rl.again && !d->done) {
         d->rl.again = false;
         reload(d);
@@ -861,6 +868,7 @@ static void reload(struct daemon *d)
     rl->path = d->config_path;
     rl->cfg = NULL;
     rl->jobs = NULL;
+    rl->defs = NULL;
     if (pipe2(rl->pipe, O_CLOEXEC) == 0) {
         rl->watch = (struct loop_watch){.fd = rl->pipe[0], .cb = on_reloaded, .ctx = d};
         if (loop_add(&d->loop, &rl->watch) == 0) {
@@ -877,7 +885,7 @@ static void reload(struct daemon *d)
     struct config *cfg;
     struct jobs *jobs;
     read_config(d->config_path, &cfg, &jobs, rl->err, sizeof rl->err);
-    reload_apply(d, cfg, jobs, rl->err);
+    reload_apply(d, cfg, jobs, NULL, rl->err);
 }
 
 /* After the machine is done: waits for the hooks still alive, until the end
@@ -908,6 +916,7 @@ static void free_daemon(struct daemon *d)
     reload_join(d); /* a SIGHUP's reading still going: its results are not applied */
     config_free(d->rl.cfg);
     jobs_free(d->rl.jobs);
+    ops_defs_unref(d->rl.defs);
     ops_free(d->ops); /* first: its HTTP thread reads the client's stats */
     runner_free(d->runner);
     hooks_free(d->hooks);
@@ -1049,7 +1058,7 @@ int daemon_run(const char *config_path)
         fprintf(stderr, "baton: run: %s\n", err);
         goto out;
     }
-    ops_set_jobs(d.ops, jobs, d.cfg->shutdown_grace_ms);
+    ops_set_jobs(d.ops, jobs, NULL, d.cfg->shutdown_grace_ms);
     /* Warnings about the setup, once ops observes the log (it counts them). */
     for (int i = 0; i < sec.nwarnings; i++) {
         cJSON *w = log_fields();

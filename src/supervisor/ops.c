@@ -55,7 +55,7 @@ struct def {
     const struct cron_tz *tz;
 };
 
-struct defs { /* the jobs of one configuration */
+struct ops_defs { /* the jobs of one configuration */
     atomic_int refs;
     struct def *v;
     size_t n;
@@ -66,7 +66,7 @@ struct defs { /* the jobs of one configuration */
 
 struct lasts { /* defs and each job's last run (NULL: not read yet) */
     atomic_int refs;
-    struct defs *defs;
+    struct ops_defs *defs;
     struct lastrun **v;
 };
 
@@ -143,7 +143,7 @@ static void lastrun_unref(struct lastrun *r)
     }
 }
 
-static void defs_unref(struct defs *d)
+void ops_defs_unref(struct ops_defs *d)
 {
     if (d == NULL || atomic_fetch_sub(&d->refs, 1) != 1)
         return;
@@ -167,7 +167,7 @@ static void lasts_unref(struct lasts *l)
         return;
     for (size_t i = 0; i < l->defs->n; i++)
         lastrun_unref(l->v[i]);
-    defs_unref(l->defs);
+    ops_defs_unref(l->defs);
     free(l->v);
     free(l);
 }
@@ -182,7 +182,7 @@ static void roster_unref(struct roster *r)
 }
 
 /* A lasts over defs (taking a reference) with no record read. */
-static struct lasts *lasts_new(struct defs *defs)
+static struct lasts *lasts_new(struct ops_defs *defs)
 {
     struct lasts *l = calloc(1, sizeof *l);
     if (l == NULL)
@@ -211,9 +211,9 @@ static int def_name_cmp(const void *name, const void *e)
     return strcmp(name, (*(struct def *const *)e)->name);
 }
 
-static struct defs *defs_new(const struct jobs *jobs)
+struct ops_defs *ops_defs_new(const struct jobs *jobs)
 {
-    struct defs *d = calloc(1, sizeof *d);
+    struct ops_defs *d = calloc(1, sizeof *d);
     char err[256];
     if (d == NULL)
         return NULL;
@@ -252,7 +252,7 @@ static struct defs *defs_new(const struct jobs *jobs)
 fail_entry:
     d->n++; /* free the half-made entry too */
 fail:
-    defs_unref(d);
+    ops_defs_unref(d);
     return NULL;
 }
 
@@ -399,7 +399,7 @@ static void status_text(const struct ops *o, const struct head *h, char *buf, si
 
 /* The index of job name in d, or (size_t)-1: a binary search (it runs for
  * every job event and every "ended" message of the group). */
-static size_t def_index(const struct defs *d, const char *name)
+static size_t def_index(const struct ops_defs *d, const char *name)
 {
     if (name == NULL || d->by_name == NULL)
         return (size_t)-1;
@@ -549,7 +549,7 @@ static struct baton_leader_info leader_now(const struct ops *o, const struct hea
 static cJSON *view_json(const struct ops *o, const struct snap *s)
 {
     int64_t now = loop_now();
-    const struct defs *d = s->lasts->defs;
+    const struct ops_defs *d = s->lasts->defs;
     struct status_job *rows = d->n > 0 ? calloc(d->n, sizeof *rows) : NULL;
     if (d->n > 0 && rows == NULL)
         return NULL;
@@ -919,17 +919,18 @@ void ops_on_message(struct ops *o, const char *msg, size_t len)
 
 /* ---- life ---- */
 
-void ops_set_jobs(struct ops *o, const struct jobs *jobs, int64_t shutdown_grace_ms)
+void ops_set_jobs(struct ops *o, const struct jobs *jobs, struct ops_defs *defs,
+                  int64_t shutdown_grace_ms)
 {
     int64_t kill_grace_ms = 0;
     for (size_t i = 0; i < jobs->n; i++)
         if (jobs->v[i].kill_grace_ms > kill_grace_ms)
             kill_grace_ms = jobs->v[i].kill_grace_ms;
     o->stop_budget_ms = shutdown_grace_ms + kill_grace_ms + OPS_STOP_MARGIN_MS;
-    struct defs *d = defs_new(jobs);
+    struct ops_defs *d = defs != NULL ? defs : ops_defs_new(jobs);
     struct lasts *l = d != NULL ? lasts_new(d) : NULL;
     unsigned char *dirty = jobs->n > 0 ? calloc(jobs->n, sizeof *dirty) : NULL;
-    defs_unref(d); /* l holds it */
+    ops_defs_unref(d); /* l holds it */
     if (l == NULL || (jobs->n > 0 && dirty == NULL)) {
         lasts_unref(l);
         free(dirty);
@@ -958,7 +959,7 @@ int ops_new(const struct ops_host *host, struct ops **out, char *msg, size_t msg
 {
     struct ops *o = calloc(1, sizeof *o);
     struct http_listen l;
-    struct defs *none = NULL;
+    struct ops_defs *none = NULL;
     *out = NULL;
     if (o == NULL)
         goto oom;
@@ -980,7 +981,7 @@ int ops_new(const struct ops_host *host, struct ops **out, char *msg, size_t msg
     }
     atomic_init(&none->refs, 1);
     o->lasts = lasts_new(none);
-    defs_unref(none);
+    ops_defs_unref(none);
     atomic_init(&o->watched_ns, 0);
     o->head.state = ST_IDLE;
     o->head.last_turn_ns = loop_now();

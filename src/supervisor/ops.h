@@ -53,6 +53,7 @@
 #define OPS_STOP_MARGIN_MS 10000 /* releasing the lease, writing the last records */
 
 struct ops;
+struct ops_defs;
 
 struct ops_host { /* node, group and listen are copied; the rest is borrowed */
     struct log *log;
@@ -80,11 +81,21 @@ int ops_new(const struct ops_host *host, struct ops **out, char *msg, size_t msg
 /* Stops the HTTP server and the observer; frees o. NULL is a no-op. */
 void ops_free(struct ops *o);
 
+/* A copy of what the view needs of jobs (names, schedules parsed again,
+ * zones loaded again), reference-counted: built on the thread that read a
+ * reload, so that the loop only swaps it in (10,000 schedules take tens of
+ * milliseconds to parse). Touches nothing shared: any thread. Returns:
+ * owned (ops_defs_unref; ops_set_jobs takes it), or NULL on ENOMEM. */
+struct ops_defs *ops_defs_new(const struct jobs *jobs);
+/* Drops a reference; the last frees it. NULL is a no-op. */
+void ops_defs_unref(struct ops_defs *d);
+
 /* The jobs now running the show and shutdown_grace (at start and after
- * each reload): ops keeps a copy of what the view needs (names, schedules,
- * zones), and the drain's budget it tells systemd at STOPPING=1:
+ * each reload): ops keeps defs (taken; NULL: built here from jobs) for the
+ * view, and the drain's budget it tells systemd at STOPPING=1:
  * shutdown_grace + the longest kill_grace + OPS_STOP_MARGIN_MS. */
-void ops_set_jobs(struct ops *o, const struct jobs *jobs, int64_t shutdown_grace_ms);
+void ops_set_jobs(struct ops *o, const struct jobs *jobs, struct ops_defs *defs,
+                  int64_t shutdown_grace_ms);
 
 /* The timer host->timer_id fired. */
 void ops_on_timer(struct ops *o);
