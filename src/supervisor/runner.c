@@ -2281,8 +2281,9 @@ static void go_prepared(struct runner *r)
         }
         if (why != NULL)
             run_cancel(run, HO_FAILED_TO_START, why);
-        else if (!rr->own && rr->js != NULL && rr->js->pause_until != 0 && run->tick <= rr->js->pause_until)
-            run_cancel(run, HO_SKIPPED, reason_paused); /* paused after its claim */
+        else if (!rr->own && rr->js != NULL && rr->js->pause_until != 0 &&
+                 run->tick <= rr->js->pause_until) /* paused after its claim */
+            run_cancel(run, HO_SKIPPED, reason_paused);
         else
             run_go(run);
         window_went(r, run->tick);
