@@ -2,7 +2,7 @@
  * the whole group down if baton dies.
  *
  *   baton ── posix_spawn ──> baton-shim (pid P, leader of group P)
- *                              └─ fork+exec ──> the command (group P), and
+ *                              └─ spawn/fork+exec ──> the command (group P), and
  *                                                its children (group P)
  *
  * The shim is a program of its own (shim/shim.c, libc only), found beside
@@ -30,9 +30,10 @@
  * whole: only fencing tokens help there, as for any lease).
  *
  * Prepared start. With a go pipe (proc_spec.prepared, .go_fd), the shim is started
- * ahead of time and waits, fenced, before it forks the command: one byte
- * on the pipe (proc_go) starts the command at once, so that at a tick's
- * instant only a write, a fork and an exec remain. The end of the pipe
+ * ahead of time, forks the command's process, which changes its directory
+ * and ids and waits, fenced: one byte on the pipe (proc_go) wakes that
+ * process, which execs the command at once, so that at a tick's instant
+ * only a write, a wake-up and an exec remain. The end of the pipe
  * without that byte (baton closed it, or died) means "do not start": the
  * shim exits PROC_SHIM_NOT_STARTED without running anything. While it
  * waits, the fence applies as it does to a running command: at kill_at the

@@ -12,9 +12,13 @@
 #             the two alternate every half second, so neither waits for the
 #             other's start on the 2 cores. baton's date p50 should not be
 #             above the loop's.
-#   floor     in the same run, the cheapest start of a process there is on
+#   floors    in the same run, the cheapest start of a process there is on
 #             this machine: a small C program posix_spawn()s stamp (a vfork
-#             and an exec), 100 times: the limit under any scheduler.
+#             and an exec), 100 times; and the cheapest scheduler there is:
+#             the same program sleeps to each second's instant (at 250 ms
+#             past it, between the other two) and posix_spawn()s stamp, the
+#             lateness measured as baton's is (one wake-up and a spawn): the
+#             limit under any scheduler that waits for its tick.
 #   go        where baton's time goes: the instant -> baton's go to the
 #             prepared shim (job_start's lateness_ms, whole ms), the rest
 #             being the shim's wake-up, fork and exec.
@@ -60,13 +64,17 @@ EOF
 config late "$T/late.yaml"
 spawn late "${RT[@]}" "$B" run -c "$T/late.conf"
 spawn naive "${RT[@]}" python3 "$BATON_TESTS_DIR/bench/helpers/naive_loop.py" $((RUNS + 2)) 0.5 "$T/stamp" date +%s.%N
+spawn timed "${RT[@]}" "$T/stamp" --timed $((RUNS + 1)) 250
 deadline=$(( $(now_ms) + (RUNS + 20) * 1000 ))
 while [ "$(grep -c '"event":"job_end"' "$T/late.out")" -lt $((RUNS + 1)) ] ||
-      [ "$(grep -c '^tick' "$T/naive.out")" -lt $((RUNS + 2)) ]; do
+      [ "$(grep -c '^tick' "$T/naive.out")" -lt $((RUNS + 2)) ] ||
+      [ "$(wc -l < "$T/timed.out")" -lt $((RUNS + 1)) ]; do
     [ "$(now_ms)" -lt "$deadline" ] || fail "fewer than $RUNS runs"
     sleep 0.5
 done
 wait_exit naive 5
+wait_exit timed 5
+tail -n +2 "$T/timed.out" > "$T/timed.txt"
 kill -TERM "$(pid_of late)"; wait_exit late 5
 LOAD_MID=$(load)
 "${RT[@]}" "$T/stamp" --floor $(( RUNS < 100 ? RUNS : 100 )) > "$T/floor.txt"
@@ -98,6 +106,7 @@ sed -n 's/.*"event":"job_start".*"run_id":"\([0-9]*\)-.*"lateness_ms":\([-0-9]*\
     sort -n | join - <(awk '{print $1}' "$T/baton.txt") > "$T/go.txt"
 read -r bg50 bg99 bgmax < <(stats "$T/go.txt" 2)
 read -r f50 f99 fmax < <(stats "$T/floor.txt" 1)
+read -r t50 t99 tmax < <(stats "$T/timed.txt" 1)
 
 { echo "jobs:"; for i in $(seq 0 999); do
     printf '  - {name: job%04d, schedule: "%d * * * * *", catchup: 0, command: ["true"]}\n' "$i" $((i % 60))
@@ -123,6 +132,8 @@ cat <<EOF
    "measured":"scheduled instant -> main() of the job (stamp, static), and -> the date it execs"},
  "spawn_floor_ms":{"runs":$(wc -l < "$T/floor.txt"),"p50":$f50,"p99":$f99,"max":$fmax,
    "measured":"a C program: posix_spawn of stamp -> its main(), in the same run (the cheapest start of a process here)"},
+ "timed_spawn_floor_ms":{"runs":$(wc -l < "$T/timed.txt"),"p50":$t50,"p99":$t99,"max":$tmax,
+   "measured":"a C program that sleeps to each instant (clock_nanosleep, absolute) and posix_spawns stamp: instant -> its main(), in the same run"},
  "naive_python_loop_ms":{"runs":$m,"exec":{"p50":$ne50,"p99":$ne99,"max":$nemax},"date":{"p50":$nd50,"p99":$nd99,"max":$ndmax},
    "measured":"the same command, forked by a Python loop that sleeps to each half second, in the same run"},
  "leader_with_1000_jobs":{"window_s":$WINDOW,"job_starts":$starts,"peak_rss_kb":$hwm,"anonymous_kb":$anon,"target_kb":10240},

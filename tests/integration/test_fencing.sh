@@ -129,3 +129,79 @@ EOF
 [ ! -e "$T/shim-ran" ] || fail "the shim started its command after its group got a TERM"
 assert_eq "signal 15" "$(cat "$T/shim.txt")" "how the shim ended"
 note "ok: the shim ended by the TERM, its command never started"
+
+note "a prepared start: the command's process waits forked, and only a go starts it"
+# The shim forks the command's process when it is prepared (it changes
+# directory first); at the go only its wake-up and the exec remain. Four
+# cases, each one shim driven as baton drives it:
+#   go      the command runs in its workdir; the shim exits as it did
+#   nogo    the go pipe ends without a go: 125, nothing ran, nothing said
+#   badwd   the workdir is gone: nothing before the go, 126 and the reason
+#           after it
+#   stop    the fence's stop point comes first: 125, nothing ran
+python3 - "$(dirname "$B")/baton-shim" "$T" > "$T/prep.txt" <<'EOF2'
+import os, struct, sys, time
+shim, tmp = sys.argv[1], sys.argv[2]
+
+def case(name, workdir, act):
+    fence_r, fence_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    go_r, go_w = os.pipe2(os.O_CLOEXEC)
+    err_r, err_w = os.pipe2(os.O_CLOEXEC)
+    ran = os.path.join(tmp, name + ".ran")
+    pid = os.fork()
+    if pid == 0:
+        os.setpgid(0, 0)
+        fence_r, go_r = os.dup(fence_r), os.dup(go_r)
+        os.dup2(fence_r, 3)
+        os.dup2(go_r, 4)
+        os.dup2(err_w, 2)
+        os.execv(shim, ["baton-shim", "1", str(os.getppid()), "fg", workdir, "", "0", "0",
+                        "/bin/sh", "sh", "-c", "pwd > " + ran + "; exit 7"])
+    os.close(err_w)
+    # Until the command's process exists (forked, waiting for its go).
+    for _ in range(500):
+        try:
+            with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+                if f.read().split():
+                    break
+        except OSError:
+            pass
+        time.sleep(0.01)
+    else:
+        print(name, "no process forked")
+    time.sleep(0.1)
+    early = os.path.exists(ran)
+    act(go_w, fence_w)
+    _, st = os.waitpid(pid, 0)
+    err = os.read(err_r, 4096).decode().strip()
+    out = open(ran).read().strip() if os.path.exists(ran) else "-"
+    print(name, "early" if early else "waited",
+          "exit %d" % os.WEXITSTATUS(st) if os.WIFEXITED(st) else "signal %d" % os.WTERMSIG(st),
+          out, err or "-")
+
+def go(g, f):
+    os.write(g, b"g")
+    os.close(g)
+
+def nogo(g, f):
+    os.close(g)
+
+def stop(g, f):
+    now = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+    os.write(f, struct.pack("qq", now + 100 * 1000000, now + 300 * 1000000))
+    time.sleep(0.5)
+    os.close(g)
+
+case("go", tmp, go)
+case("nogo", tmp, nogo)
+case("badwd", os.path.join(tmp, "gone"), go)
+case("badwd-nogo", os.path.join(tmp, "gone"), nogo)
+case("stop", tmp, stop)
+EOF2
+cat "$T/prep.txt" >&2
+assert_eq "go waited exit 7 $T -
+nogo waited exit 125 - -
+badwd waited exit 126 - baton: cannot change to the job's workdir $T/gone: No such file or directory
+badwd-nogo waited exit 125 - -
+stop waited exit 125 - -" "$(cat "$T/prep.txt")" "the prepared starts"
+note "ok: each prepared command waited for its go, and ran only after one"

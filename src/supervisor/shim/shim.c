@@ -13,11 +13,16 @@
  * PROTOCOL is PROC_SHIM_PROTOCOL; PARENT baton's pid; FLAGS holds 'f' when
  * descriptor 3 is the fence pipe's read end, 'g' when descriptor 4 is a go
  * pipe's (a prepared start: the command starts when baton writes a byte
- * there; see proc.h) and 'u' when the command runs
- * as UID:GID with USER's supplementary groups; WORKDIR is "" to stay; the
+ * there; see proc.h) and 'u' when the command runs as UID:GID with USER's
+ * supplementary groups; WORKDIR is "" to stay; the
  * environment is the command's. Descriptors 0-2 are the command's, set up
  * by baton; every other one is closed here. baton made the shim the leader
  * of its own process group, with every signal blocked and at its default.
+ *
+ * A prepared start forks the command's process at once: it changes its
+ * directory and ids, then waits on the go pipe itself, and at the go only
+ * its wake-up and the exec remain. The shim never reads the go byte; the
+ * byte's presence in the pipe is how it knows the command was told to go.
  *
  * Exit status: the command's (or killed by the command's signal; killed by
  * SIGTERM when its group was told to stop before the command started); 125 when
@@ -27,6 +32,7 @@
  * death), 64 when started with a wrong command line.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
 #include <poll.h>
@@ -102,7 +108,7 @@ static bool parse_args(int argc, char **argv, struct shim_args *a)
 
 /* Says on stderr "baton: <what><arg>: <why>" and exits 126 (the command
  * could not be started). Never returns. */
-static void not_started(const char *what, const char *arg, const char *why)
+_Noreturn static void not_started(const char *what, const char *arg, const char *why)
 {
     write_str(2, "baton: ");
     write_str(2, what);
@@ -113,33 +119,91 @@ static void not_started(const char *what, const char *arg, const char *why)
     _exit(126);
 }
 
-/* In the command's process, after fork: never returns. */
-static void exec_command(const struct shim_args *a)
+/* Why the command cannot be started, found before its exec: what failed,
+ * its argument, and the reason (NULL when there is none). */
+struct not_startable {
+    const char *what, *arg, *why;
+};
+
+/* In the command's process, after fork: does what precedes the exec (the
+ * working directory, the ids). Returns false with *w filled when one fails. */
+static bool before_exec(const struct shim_args *a, struct not_startable *w)
+{
+    if (a->workdir != NULL && chdir(a->workdir) != 0) {
+        *w = (struct not_startable){"cannot change to the job's workdir ", a->workdir,
+                                    strerror(errno)};
+        return false;
+    }
+    if (a->set_ids &&
+        (initgroups(a->user, a->gid) != 0 || setgid(a->gid) != 0 || setuid(a->uid) != 0)) {
+        *w = (struct not_startable){"cannot switch to the job's user ", a->user, strerror(errno)};
+        return false;
+    }
+    return true;
+}
+
+/* In the command's process: says why it cannot start (w, or NULL when it
+ * can), else unblocks every signal and executes the command. A signal the
+ * group got meanwhile (pending, blocked until here) acts now, as it would
+ * on the command. Never returns. */
+_Noreturn static void exec_command(const struct shim_args *a, const struct not_startable *w)
 {
     sigset_t none;
+    if (w != NULL)
+        not_started(w->what, w->arg, w->why);
     sigemptyset(&none);
-    if (a->fenced)
-        close(PROC_SHIM_FENCE_FD);
-    if (a->workdir != NULL && chdir(a->workdir) != 0)
-        not_started("cannot change to the job's workdir ", a->workdir, strerror(errno));
-    if (a->set_ids) {
-        if (initgroups(a->user, a->gid) != 0 || setgid(a->gid) != 0 || setuid(a->uid) != 0) {
-            write_str(2, "baton: cannot switch to the job's user\n");
-            _exit(126);
-        }
-    }
     sigprocmask(SIG_SETMASK, &none, NULL);
     execv(a->path, a->argv);
-    write_str(2, "baton: cannot execute ");
-    write_str(2, a->path);
-    write_str(2, "\n");
-    _exit(126);
+    not_started("cannot execute ", a->path, strerror(errno));
+}
+
+/* True when the go byte is in the pipe now (poll says so without waiting;
+ * nobody reads it: its presence is the go). The end of the pipe alone is
+ * not a go. */
+static bool go_ready(int gfd)
+{
+    struct pollfd p = {.fd = gfd, .events = POLLIN};
+    return poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
+}
+
+/* Forks the command's process of a prepared start while the shim waits:
+ * it does what precedes the exec at once, then waits for baton's go on
+ * PROC_SHIM_GO_FD itself, so that at the tick's instant only its wake-up
+ * and the exec remain (no fork, no second wake-up). It leaves the go byte
+ * in the pipe for the shim to see. It exits PROC_SHIM_NOT_STARTED, saying
+ * nothing, when the pipe ends without a go; 126 after the go when what
+ * precedes the exec failed. Returns its pid in the shim; exits
+ * PROC_SHIM_NOT_STARTED when there can be no such process. */
+static pid_t fork_prepared(const struct shim_args *a, int sfd)
+{
+    pid_t child = fork();
+    if (child < 0)
+        _exit(PROC_SHIM_NOT_STARTED);
+    if (child > 0)
+        return child;
+    struct not_startable w;
+    bool ok;
+    close(sfd);
+    close(PROC_SHIM_FENCE_FD);
+    if (fcntl(PROC_SHIM_GO_FD, F_SETFD, FD_CLOEXEC) != 0)
+        _exit(PROC_SHIM_NOT_STARTED);
+    ok = before_exec(a, &w);
+    for (;;) {
+        struct pollfd p = {.fd = PROC_SHIM_GO_FD, .events = POLLIN};
+        if (poll(&p, 1, -1) != 1)
+            continue; /* every signal is blocked: nothing interrupts it */
+        if (p.revents & POLLIN)
+            break;
+        _exit(PROC_SHIM_NOT_STARTED); /* the end of the pipe: not to start */
+    }
+    exec_command(a, ok ? NULL : &w);
 }
 
 /* Starts the command. Without a workdir or ids to change, with
  * posix_spawn() (a vfork: no copy of the page tables, which on a
  * paravirtualised machine costs the start of every job a millisecond or
- * more); else with fork() and exec_command(). Returns its pid; exits 126
+ * more); else with fork() and exec_command(). Not for a prepared start
+ * (fork_prepared). Returns its pid; exits 126
  * when it cannot be started (its stderr says why). */
 static pid_t start_command(const struct shim_args *a)
 {
@@ -147,8 +211,12 @@ static pid_t start_command(const struct shim_args *a)
         pid_t child = fork();
         if (child < 0)
             _exit(126);
-        if (child == 0)
-            exec_command(a);
+        if (child == 0) {
+            struct not_startable w;
+            if (a->fenced)
+                close(PROC_SHIM_FENCE_FD);
+            exec_command(a, before_exec(a, &w) ? NULL : &w);
+        }
         return child;
     }
     posix_spawn_file_actions_t fa;
@@ -182,7 +250,7 @@ static pid_t start_command(const struct shim_args *a)
 }
 
 /* Ends the shim killed by sig (without a core). Never returns. */
-static void die_by(int sig)
+_Noreturn static void die_by(int sig)
 {
     struct rlimit no_core = {0, 0};
     sigset_t one;
@@ -196,7 +264,7 @@ static void die_by(int sig)
 }
 
 /* Leaves the way the command left. Never returns. */
-static void mirror_exit(int wstatus)
+_Noreturn static void mirror_exit(int wstatus)
 {
     if (WIFSIGNALED(wstatus))
         die_by(WTERMSIG(wstatus));
@@ -239,52 +307,6 @@ static void close_from(unsigned from)
         close((int)fd);
 }
 
-/* True when the go byte is there now (poll says so without waiting). */
-static bool go_ready(int gfd)
-{
-    struct pollfd p = {.fd = gfd, .events = POLLIN};
-    return poll(&p, 1, 0) == 1;
-}
-
-/* A prepared start: waits for baton's go on PROC_SHIM_GO_FD, the fence in
- * force meanwhile. Returns when the command is to start; exits
- * PROC_SHIM_NOT_STARTED when it must not (the pipe ended without a go,
- * baton died, or the fence's stop point came first: baton sends no go
- * after it). */
-static void wait_for_go(int sfd, int *ffd, struct proc_fence *fence)
-{
-    for (;;) {
-        if (*ffd >= 0 && !read_fence(*ffd, fence)) {
-            close(*ffd);
-            *ffd = -1;
-        }
-        int64_t now = mono_ns(), stop = fence->term_at != 0 ? fence->term_at : fence->kill_at;
-        if (stop != 0 && now >= stop && !go_ready(PROC_SHIM_GO_FD))
-            _exit(PROC_SHIM_NOT_STARTED);
-        int timeout = -1;
-        if (stop != 0) {
-            int64_t ms = (stop - now + 999999) / 1000000;
-            timeout = ms > 60000 ? 60000 : (int)ms;
-        }
-        struct pollfd p[3] = {{.fd = PROC_SHIM_GO_FD, .events = POLLIN},
-                              {.fd = sfd, .events = POLLIN},
-                              {.fd = *ffd, .events = POLLIN}};
-        if (poll(p, *ffd >= 0 ? 3 : 2, timeout) <= 0)
-            continue;
-        if (p[0].revents != 0) {
-            char go;
-            ssize_t n = read(PROC_SHIM_GO_FD, &go, 1);
-            if (n == 1)
-                return;
-            if (n < 0 && errno == EINTR)
-                continue;
-            _exit(PROC_SHIM_NOT_STARTED); /* the end of the pipe: not to start */
-        }
-        if (p[1].revents != 0)
-            _exit(PROC_SHIM_NOT_STARTED); /* baton died (nothing else is watched) */
-    }
-}
-
 int main(int argc, char **argv)
 {
     struct shim_args a;
@@ -309,20 +331,27 @@ int main(int argc, char **argv)
     bool termed = false;
     if (sfd < 0)
         _exit(a.prepared ? PROC_SHIM_NOT_STARTED : 126); /* cannot watch over a command */
-    if (a.prepared) {
-        wait_for_go(sfd, &ffd, &fence);
-        close(PROC_SHIM_GO_FD);
-    }
 
     /* A stop sent to the group before the command exists (baton's TERM at
      * a timeout that came before the shim got this far on a loaded
      * machine, or the service's whole stop) reached the shim alone, which
-     * blocks it: the command would never get it. It is not started; the
-     * shim ends as the command would have. */
+     * blocks it: the command would never get it. Unprepared, the command
+     * is not started and the shim ends as the command would have. Prepared,
+     * the command's process is told: it has every signal blocked too, so
+     * the TERM waits there for the go and then ends it before its exec
+     * (a TERM that comes after the fork reaches it directly). */
     sigset_t pending;
-    if (sigpending(&pending) == 0 && sigismember(&pending, SIGTERM))
-        die_by(SIGTERM);
-    pid_t child = start_command(&a);
+    pid_t child;
+    bool started = !a.prepared;
+    if (a.prepared) {
+        child = fork_prepared(&a, sfd);
+        if (sigpending(&pending) == 0 && sigismember(&pending, SIGTERM))
+            kill(child, SIGTERM);
+    } else {
+        if (sigpending(&pending) == 0 && sigismember(&pending, SIGTERM))
+            die_by(SIGTERM);
+        child = start_command(&a);
+    }
 
     for (;;) {
         /* What baton wrote first: a renewal sent just before the stop
@@ -331,19 +360,39 @@ int main(int argc, char **argv)
             close(ffd);
             ffd = -1;
         }
+        if (!started && go_ready(PROC_SHIM_GO_FD)) {
+            started = true;
+            close(PROC_SHIM_GO_FD);
+        }
         int64_t now = mono_ns(), next = 0;
-        if (fence.kill_at != 0 && now >= fence.kill_at) {
-            kill(0, SIGKILL); /* the whole group, the shim included */
-            _exit(137);
+        if (!started) {
+            /* Not told to go: at the fence's first stop point it never
+             * will be (baton sends no go after it). A go that raced the
+             * check may have reached the command's process: then it was
+             * killed by the fence, not left unstarted. */
+            int64_t stop = fence.term_at != 0 ? fence.term_at : fence.kill_at;
+            if (stop != 0 && now >= stop) {
+                int st;
+                kill(child, SIGKILL);
+                while (waitpid(child, &st, 0) < 0 && errno == EINTR)
+                    ;
+                _exit(go_ready(PROC_SHIM_GO_FD) ? 137 : PROC_SHIM_NOT_STARTED);
+            }
+            next = stop;
+        } else {
+            if (fence.kill_at != 0 && now >= fence.kill_at) {
+                kill(0, SIGKILL); /* the whole group, the shim included */
+                _exit(137);
+            }
+            if (fence.term_at != 0 && now >= fence.term_at && !termed) {
+                kill(-getpid(), SIGTERM); /* the shim blocks it: the command gets it */
+                termed = true;
+            }
+            if (fence.term_at != 0 && now < fence.term_at)
+                next = fence.term_at;
+            else if (fence.kill_at != 0)
+                next = fence.kill_at;
         }
-        if (fence.term_at != 0 && now >= fence.term_at && !termed) {
-            kill(-getpid(), SIGTERM); /* the shim blocks it: the command gets it */
-            termed = true;
-        }
-        if (fence.term_at != 0 && now < fence.term_at)
-            next = fence.term_at;
-        else if (fence.kill_at != 0)
-            next = fence.kill_at;
         int timeout = -1;
         if (next != 0) {
             int64_t ms = (next - now + 999999) / 1000000;
@@ -361,7 +410,10 @@ int main(int argc, char **argv)
         }
         int st;
         pid_t r = waitpid(child, &st, WNOHANG);
-        if (r == child)
-            mirror_exit(st);
+        if (r != child)
+            continue;
+        if (!started && !go_ready(PROC_SHIM_GO_FD))
+            _exit(PROC_SHIM_NOT_STARTED); /* its go pipe ended without a go */
+        mirror_exit(st);
     }
 }
