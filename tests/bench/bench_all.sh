@@ -130,6 +130,16 @@ doc=$(jq -s -c --arg date "$(date -u +%Y-%m-%d)" --argjson smoke "$smoke" \
              .baton.cycles_per_sec; $raw.cycles_per_sec;
              "raw pairs at 5, the faster: \($raw.who // "not run")"; "baton / raw >= 0.8";
              cmp(.ratio_to_raw_pairs_at_concurrency_5; ">="; 0.8))),
+       ($pr.semaphore | ([.reference_raw_pairs_5_fair_tokens, .reference_raw_pairs_5_node_loops]
+             | map(select(. != null and .cycles_per_sec != null)) | max_by(.cycles_per_sec)) as $raw |
+         row("peers"; "semaphore: Redis CPU per cycle (us)"; .baton.redis_cpu_us_per_cycle;
+             $raw.redis_cpu_us_per_cycle; "raw pairs at 5, the faster: \($raw.who // "not run")";
+             "(reported: two scripts against two commands)"; null)),
+       ($pr.semaphore | if (.baton.redis_cpu_us_per_cycle // 0) > 0 then
+         row("peers"; "semaphore: cycles/s against what one Redis core allows its scripts";
+             .baton.cycles_per_sec; (1e6 / .baton.redis_cpu_us_per_cycle | round);
+             "1 s / Redis CPU per baton cycle (same run): Redis saturated"; "(the limit)"; null)
+        else empty end),
        ($pr.hot_key | row("peers"; "hot key, 20 contenders: longest wait, worst of \(.runs_of_baton // 1) runs (ms)"; .baton.wait_ms.longest;
              .ideal_in_process_fifo.wait_ms.longest; "ideal in-process FIFO lock (same run)";
              "baton / ideal <= 1.5"; cmp(.longest_wait_over_ideal; "<="; 1.5))),
