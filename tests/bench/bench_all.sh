@@ -143,6 +143,10 @@ doc=$(jq -s -c --arg date "$(date -u +%Y-%m-%d)" --argjson smoke "$smoke" \
        ($pr.hot_key | row("peers"; "hot key, 20 contenders: longest wait, worst of \(.runs_of_baton // 1) runs (ms)"; .baton.wait_ms.longest;
              .ideal_in_process_fifo.wait_ms.longest; "ideal in-process FIFO lock (same run)";
              "baton / ideal <= 1.5"; cmp(.longest_wait_over_ideal; "<="; 1.5))),
+       ($pr.hot_key | if .baton.machine_longest_stall_ms != null then
+         row("peers"; "hot key: longest wait against the machine'"'"'s longest stall (ms)"; .baton.wait_ms.longest;
+             .baton.machine_longest_stall_ms; "a thread sleeping 1 ms at a time: most it woke late (same run)";
+             "(the limit: a stall holds up every waiter)"; null) else empty end),
        ($pr.hot_key | row("peers"; "hot key: longest wait against a FIFO handoff through Redis (ms)"; .baton.wait_ms.longest;
              .redis_fifo_token.wait_ms.longest; "token in a Redis list, BLPOP + RPUSH (same run)";
              "(the floor through Redis)"; null)),

@@ -30,6 +30,11 @@
  *     blocked clients first come, first served; the handoff is the
  *     release's one command and the next waiter's reply, with no script,
  *     fence or lease).
+ *     Beside each of the three, the machine's longest stall in the same
+ *     seconds: a thread that sleeps 1 ms at a time records how much later
+ *     than asked it woke (the largest, as cyclictest would). A stall holds
+ *     up every waiter queued behind it, so a longest wait above 20
+ *     handoffs is mostly the longest stall.
  *
  * usage: bench_lock [--url URL] [--seconds S] [--smoke]
  *                   [--only raw|lib|own|async|pipelined|hot]
@@ -419,28 +424,54 @@ static int64_t pct(const int64_t *v, size_t n, double p)
 /* What the hot-key measurement found. */
 struct hot_result {
     double handoffs_per_sec, p50, p99, max, wait_p50, wait_p99, longest; /* ms */
+    double stall;                                                        /* ms */
     size_t samples;
 };
+
+/* The stall meter: sleeps 1 ms at a time until *stop, and keeps in *worst
+ * the most it woke later than asked (ns) once *from (ns) is set and past. */
+struct stall_meter {
+    atomic_bool *stop;
+    atomic_llong from;
+    int64_t worst;
+};
+
+static void *stall_main(void *p)
+{
+    struct stall_meter *m = p;
+    while (!atomic_load(m->stop)) {
+        int64_t t = tu_now_ns();
+        tu_sleep_ms(1);
+        int64_t late = tu_now_ns() - t - 1000000, from = atomic_load(&m->from);
+        if (from != 0 && t >= from && late > m->worst)
+            m->worst = late;
+    }
+    return NULL;
+}
 
 /* Runs HOT_CONTENDERS threads of fn, measures after a warm-up, and orders
  * their grants by fence: a handoff is the time from one grant's release to
  * the next grant, a wait the time from asking to the grant. */
 static void run_hot(void *(*fn)(void *), struct hot_result *out, int *errors)
 {
-    pthread_t th[HOT_CONTENDERS];
+    pthread_t th[HOT_CONTENDERS], meter;
     struct hot_arg h[HOT_CONTENDERS];
     atomic_bool stop = false;
+    struct stall_meter sm = {.stop = &stop, .from = 0, .worst = 0};
     size_t cap = (size_t)(seconds * 200000) + 1000;
     for (int i = 0; i < HOT_CONTENDERS; i++) {
         h[i] = (struct hot_arg){.id = i, .stop = &stop, .cap = cap};
         h[i].grants = calloc(cap, sizeof(struct grant));
         pthread_create(&th[i], NULL, fn, &h[i]);
     }
+    pthread_create(&meter, NULL, stall_main, &sm);
     tu_sleep_ms(300); /* everyone connected and queued: measure from here */
     int64_t t0 = tu_now_ns();
+    atomic_store(&sm.from, t0);
     tu_sleep_ms(run_ns() / 1000000);
     atomic_store(&stop, true);
     int64_t t1 = tu_now_ns();
+    pthread_join(meter, NULL);
     size_t total = 0;
     for (int i = 0; i < HOT_CONTENDERS; i++) {
         pthread_join(th[i], NULL);
@@ -478,6 +509,7 @@ static void run_hot(void *(*fn)(void *), struct hot_result *out, int *errors)
         .wait_p50 = (double)pct(waits, nw, 0.50) / 1e6,
         .wait_p99 = (double)pct(waits, nw, 0.99) / 1e6,
         .longest = nw ? (double)waits[nw - 1] / 1e6 : 0,
+        .stall = (double)sm.worst / 1e6,
         .samples = nh,
     };
     free(all);
@@ -490,9 +522,9 @@ static void print_hot(const char *name, const struct hot_result *r, const char *
     printf(" \"%s\":{\"contenders\":%d,\"hold_ms\":0,\"handoffs_per_sec\":%.0f,"
            "\"handoff_ms\":{\"p50\":%.3f,\"p99\":%.3f,\"max\":%.3f,\"samples\":%zu},"
            "\"wait_ms\":{\"p50\":%.3f,\"p99\":%.3f,\"longest\":%.3f},"
-           "\"bound_20_x_p99_ms\":%.3f%s},\n",
+           "\"machine_longest_stall_ms\":%.3f,\"bound_20_x_p99_ms\":%.3f%s},\n",
            name, HOT_CONTENDERS, r->handoffs_per_sec, r->p50, r->p99, r->max, r->samples,
-           r->wait_p50, r->wait_p99, r->longest, 20 * r->p99, tail);
+           r->wait_p50, r->wait_p99, r->longest, r->stall, 20 * r->p99, tail);
 }
 
 int main(int argc, char **argv)

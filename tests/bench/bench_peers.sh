@@ -159,7 +159,9 @@ run_round() {
                                  ideal_longest_wait_ms: .hot_key_ideal_in_process_token.wait_ms.longest,
                                  redis_fifo_longest_wait_ms: .hot_key_redis_fifo_token.wait_ms.longest,
                                  longest_wait_over_ideal: (if .ratio == null then null else (.ratio * 1000 | round) / 1000 end),
-                                 handoff_p99_ms: .hot_key.handoff_ms.p99})}' \
+                                 handoff_p99_ms: .hot_key.handoff_ms.p99,
+                                 machine_longest_stall_ms: .hot_key.machine_longest_stall_ms,
+                                 ideal_machine_longest_stall_ms: .hot_key_ideal_in_process_token.machine_longest_stall_ms})}' \
         "$R"/hot/*.json >"$R/hot_baton.json" && [ -s "$R/hot_baton.json" ] ||
         fail "hot key: could not pick the worst of $hot_runs runs"
     if [ "$peers_ok" = 1 ]; then
@@ -236,9 +238,9 @@ round_doc() {
      ratio_to_raw_pairs_at_concurrency_5: r($sa.cycles_per_sec; ([$sc.cycles_per_sec, $s5.cycles_per_sec] | map(select(. != null)) | max)),
      target_ratio_to_raw_pairs: 0.8},
    hot_key: {contenders: 20, runs_of_baton: ($hb.runs | length), runs: $hb.runs,
-     baton: ($hb.hot_key | {handoffs_per_sec, handoff_ms, wait_ms}),
-     ideal_in_process_fifo: ($hb.hot_key_ideal_in_process_token | {handoffs_per_sec, handoff_ms, wait_ms}),
-     redis_fifo_token: ($hb.hot_key_redis_fifo_token | {handoffs_per_sec, handoff_ms, wait_ms}),
+     baton: ($hb.hot_key | {handoffs_per_sec, handoff_ms, wait_ms, machine_longest_stall_ms}),
+     ideal_in_process_fifo: ($hb.hot_key_ideal_in_process_token | {handoffs_per_sec, handoff_ms, wait_ms, machine_longest_stall_ms}),
+     redis_fifo_token: ($hb.hot_key_redis_fifo_token | {handoffs_per_sec, handoff_ms, wait_ms, machine_longest_stall_ms}),
      peers: [$hr, $hm] | map(select(. != null) | {who: .peer, handoffs_per_sec, wait_ms}),
      longest_wait_over_ideal: r($hb.hot_key.wait_ms.longest; $hb.hot_key_ideal_in_process_token.wait_ms.longest),
      longest_wait_over_redis_fifo: r($hb.hot_key.wait_ms.longest; $hb.hot_key_redis_fifo_token.wait_ms.longest),
