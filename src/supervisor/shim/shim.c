@@ -190,8 +190,11 @@ static pid_t fork_prepared(const struct shim_args *a, int sfd)
     ok = before_exec(a, &w);
     for (;;) {
         struct pollfd p = {.fd = PROC_SHIM_GO_FD, .events = POLLIN};
-        if (poll(&p, 1, -1) != 1)
-            continue; /* every signal is blocked: nothing interrupts it */
+        int n = poll(&p, 1, -1);
+        if (n < 0 && errno != EINTR)
+            _exit(PROC_SHIM_NOT_STARTED); /* cannot wait for a go: never started */
+        if (n != 1)
+            continue;
         if (p.revents & POLLIN)
             break;
         _exit(PROC_SHIM_NOT_STARTED); /* the end of the pipe: not to start */
@@ -307,6 +310,13 @@ static void close_from(unsigned from)
         close((int)fd);
 }
 
+/* True when a SIGTERM waits, blocked, for this process. */
+static bool term_pending(void)
+{
+    sigset_t pending;
+    return sigpending(&pending) == 0 && sigismember(&pending, SIGTERM);
+}
+
 int main(int argc, char **argv)
 {
     struct shim_args a;
@@ -340,15 +350,14 @@ int main(int argc, char **argv)
      * the command's process is told: it has every signal blocked too, so
      * the TERM waits there for the go and then ends it before its exec
      * (a TERM that comes after the fork reaches it directly). */
-    sigset_t pending;
     pid_t child;
     bool started = !a.prepared;
     if (a.prepared) {
         child = fork_prepared(&a, sfd);
-        if (sigpending(&pending) == 0 && sigismember(&pending, SIGTERM))
+        if (term_pending())
             kill(child, SIGTERM);
     } else {
-        if (sigpending(&pending) == 0 && sigismember(&pending, SIGTERM))
+        if (term_pending())
             die_by(SIGTERM);
         child = start_command(&a);
     }

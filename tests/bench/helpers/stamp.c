@@ -20,6 +20,7 @@
  * microseconds after the exec) and runs it as the job of baton and of the
  * naive loop it is compared with, so that both are measured to the exec of
  * the job, and then to a `date` inside it. */
+#include <errno.h>
 #include <spawn.h>
 #include <sys/prctl.h>
 #include <stdio.h>
@@ -83,8 +84,13 @@ int main(int argc, char **argv)
         for (long i = 0; i < n; i++) {
             long long at = (now_ns() - offset) / 1000000000 * 1000000000 + 1000000000 + offset;
             struct timespec ts = {.tv_sec = at / 1000000000, .tv_nsec = at % 1000000000};
-            while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts, NULL) != 0)
+            int e;
+            while ((e = clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts, NULL)) == EINTR)
                 ;
+            if (e != 0) {
+                fprintf(stderr, "stamp: clock_nanosleep: %s\n", strerror(e));
+                return 1;
+            }
             double ms = one_start(argv[0], at);
             if (ms >= 0)
                 printf("%.3f\n", ms);
