@@ -147,6 +147,11 @@ doc=$(jq -s -c --arg date "$(date -u +%Y-%m-%d)" --argjson smoke "$smoke" \
          row("peers"; "hot key: longest wait against the machine'"'"'s longest stall (ms)"; .baton.wait_ms.longest;
              .baton.machine_longest_stall_ms; "a thread sleeping 1 ms at a time: most it woke late (same run)";
              "(the limit: a stall holds up every waiter)"; null) else empty end),
+       ($pr.hot_key | if .baton.longest_wait_worst_handoff_ms != null and (.baton.handoffs_per_sec // 0) > 0 then
+         row("peers"; "hot key: the longest wait, taken apart (ms)"; .baton.wait_ms.longest;
+             (19000 / .baton.handoffs_per_sec + .baton.longest_wait_worst_handoff_ms | . * 100 | round / 100);
+             "19 handoffs at baton'"'"'s mean rate + the slowest handoff in that wait (\(.baton.longest_wait_worst_handoff_ms) ms); grants to others while it waited: \(.baton.longest_wait_overtaken_by) (first come, first served: 19)";
+             "(where the wait goes)"; null) else empty end),
        ($pr.hot_key | row("peers"; "hot key: longest wait against a FIFO handoff through Redis (ms)"; .baton.wait_ms.longest;
              .redis_fifo_token.wait_ms.longest; "token in a Redis list, BLPOP + RPUSH (same run)";
              "(the floor through Redis)"; null)),

@@ -426,6 +426,11 @@ struct hot_result {
     double handoffs_per_sec, p50, p99, max, wait_p50, wait_p99, longest; /* ms */
     double stall;                                                        /* ms */
     size_t samples;
+    /* The longest wait, taken apart: the grants to others while it waited
+     * (a first come, first served lock of 20 allows 19), and the longest
+     * handoff among them (ms). */
+    size_t longest_overtaken;
+    double longest_worst_handoff;
 };
 
 /* The stall meter: sleeps 1 ms at a time until *stop, and keeps in *worst
@@ -499,6 +504,24 @@ static void run_hot(void *(*fn)(void *), struct hot_result *out, int *errors)
         if (all[i - 1].released_ns >= t0 && all[i].fence > all[i - 1].fence &&
             all[i].acquired_ns >= all[i - 1].released_ns)
             hand[nh++] = all[i].acquired_ns - all[i - 1].released_ns;
+    /* The longest wait: how many grants it saw go to others, and the
+     * longest handoff between two of them (or into its own grant). */
+    size_t lw = total, overtaken = 0;
+    for (size_t i = 0; i < total; i++)
+        if (all[i].asked_ns >= t0 &&
+            (lw == total || all[i].acquired_ns - all[i].asked_ns >
+                                all[lw].acquired_ns - all[lw].asked_ns))
+            lw = i;
+    int64_t worst_hand = 0;
+    for (size_t i = 0; lw < total && i < total; i++) {
+        if (i != lw && all[i].acquired_ns > all[lw].asked_ns &&
+            all[i].acquired_ns < all[lw].acquired_ns)
+            overtaken++;
+        if (i > 0 && all[i].acquired_ns > all[lw].asked_ns &&
+            all[i].acquired_ns <= all[lw].acquired_ns &&
+            all[i].acquired_ns - all[i - 1].released_ns > worst_hand)
+            worst_hand = all[i].acquired_ns - all[i - 1].released_ns;
+    }
     qsort(waits, nw, sizeof *waits, cmp_i64);
     qsort(hand, nh, sizeof *hand, cmp_i64);
     *out = (struct hot_result){
@@ -511,6 +534,8 @@ static void run_hot(void *(*fn)(void *), struct hot_result *out, int *errors)
         .longest = nw ? (double)waits[nw - 1] / 1e6 : 0,
         .stall = (double)sm.worst / 1e6,
         .samples = nh,
+        .longest_overtaken = overtaken,
+        .longest_worst_handoff = (double)worst_hand / 1e6,
     };
     free(all);
     free(waits);
@@ -522,9 +547,11 @@ static void print_hot(const char *name, const struct hot_result *r, const char *
     printf(" \"%s\":{\"contenders\":%d,\"hold_ms\":0,\"handoffs_per_sec\":%.0f,"
            "\"handoff_ms\":{\"p50\":%.3f,\"p99\":%.3f,\"max\":%.3f,\"samples\":%zu},"
            "\"wait_ms\":{\"p50\":%.3f,\"p99\":%.3f,\"longest\":%.3f},"
+           "\"longest_wait_overtaken_by\":%zu,\"longest_wait_worst_handoff_ms\":%.3f,"
            "\"machine_longest_stall_ms\":%.3f,\"bound_20_x_p99_ms\":%.3f%s},\n",
            name, HOT_CONTENDERS, r->handoffs_per_sec, r->p50, r->p99, r->max, r->samples,
-           r->wait_p50, r->wait_p99, r->longest, r->stall, 20 * r->p99, tail);
+           r->wait_p50, r->wait_p99, r->longest, r->longest_overtaken, r->longest_worst_handoff,
+           r->stall, 20 * r->p99, tail);
 }
 
 int main(int argc, char **argv)

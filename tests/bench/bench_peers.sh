@@ -30,6 +30,8 @@
 #     --hot-runs K, baton's case runs K times in each round (each run has its
 #     own ideal and token measured with it); the round reports the worst run
 #     (the highest longest wait / ideal), and every run in hot_key.runs.
+#     The longest wait taken apart: the grants to others while it waited
+#     (first come, first served allows 19) and its slowest handoff.
 #   cron next-fire computations: baton's bench_cron against croner and
 #     cron-parser on the same expressions (those all three accept), zones and
 #     start times (bench_cron --list).
@@ -161,6 +163,8 @@ run_round() {
                                  longest_wait_over_ideal: (if .ratio == null then null else (.ratio * 1000 | round) / 1000 end),
                                  handoff_p99_ms: .hot_key.handoff_ms.p99,
                                  machine_longest_stall_ms: .hot_key.machine_longest_stall_ms,
+                                 longest_wait_overtaken_by: .hot_key.longest_wait_overtaken_by,
+                                 longest_wait_worst_handoff_ms: .hot_key.longest_wait_worst_handoff_ms,
                                  ideal_machine_longest_stall_ms: .hot_key_ideal_in_process_token.machine_longest_stall_ms})}' \
         "$R"/hot/*.json >"$R/hot_baton.json" && [ -s "$R/hot_baton.json" ] ||
         fail "hot key: could not pick the worst of $hot_runs runs"
@@ -238,7 +242,8 @@ round_doc() {
      ratio_to_raw_pairs_at_concurrency_5: r($sa.cycles_per_sec; ([$sc.cycles_per_sec, $s5.cycles_per_sec] | map(select(. != null)) | max)),
      target_ratio_to_raw_pairs: 0.8},
    hot_key: {contenders: 20, runs_of_baton: ($hb.runs | length), runs: $hb.runs,
-     baton: ($hb.hot_key | {handoffs_per_sec, handoff_ms, wait_ms, machine_longest_stall_ms}),
+     baton: ($hb.hot_key | {handoffs_per_sec, handoff_ms, wait_ms, machine_longest_stall_ms,
+                            longest_wait_overtaken_by, longest_wait_worst_handoff_ms}),
      ideal_in_process_fifo: ($hb.hot_key_ideal_in_process_token | {handoffs_per_sec, handoff_ms, wait_ms, machine_longest_stall_ms}),
      redis_fifo_token: ($hb.hot_key_redis_fifo_token | {handoffs_per_sec, handoff_ms, wait_ms, machine_longest_stall_ms}),
      peers: [$hr, $hm] | map(select(. != null) | {who: .peer, handoffs_per_sec, wait_ms}),
@@ -303,6 +308,7 @@ jq -r '
      "  \(.who | pad)\(f(.handoffs_per_sec))\t\(f(.wait_ms.p99)) / \(f(.wait_ms.longest))"),
   (if .hot_key.runs_of_baton > 1 then "  baton, \(.hot_key.runs_of_baton) runs: longest wait / ideal: \(.hot_key.runs | map(f(.longest_wait_over_ideal)) | join(", ")); the worst above" else empty end),
   "  baton longest wait / ideal: \(f(.hot_key.longest_wait_over_ideal)) (target <= 1.5); / Redis FIFO token: \(f(.hot_key.longest_wait_over_redis_fifo)); baton handoff p50 / p99: \(f(.hot_key.baton.handoff_ms.p50)) / \(f(.hot_key.baton.handoff_ms.p99)) ms (target p99 <= 0.5)",
+  (if .hot_key.baton.longest_wait_worst_handoff_ms != null then "  baton longest wait taken apart: \(.hot_key.baton.longest_wait_overtaken_by) grants to others while it waited (first come, first served: 19), its slowest handoff \(f(.hot_key.baton.longest_wait_worst_handoff_ms)) ms, 19 handoffs at the mean rate \(f(19000 / .hot_key.baton.handoffs_per_sec)) ms" else empty end),
   "",
   "\("cron next-fire, \(.cron_next.expressions) expressions x \(.cron_next.zones) zones" | pad)ops/s\tbaton / it",
   "  \("baton bench_cron" | pad)\(f(.cron_next.baton_ops_per_sec))",
