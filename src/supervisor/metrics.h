@@ -71,6 +71,7 @@ struct metrics_gauges {
     uint64_t term;       /* the term this node leads or follows (0: none yet) */
     double lease_left_s; /* while leading; else 0 */
     size_t running;      /* runs alive on this node */
+    double claim_ahead_s; /* the claim-ahead window while leading; else 0 */
     bool redis_up;       /* no outage under way */
     double start_time_s; /* Unix time the process started */
     const char *version, *group, *node; /* baton_build_info's labels */

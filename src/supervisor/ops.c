@@ -101,6 +101,7 @@ struct head {
     char outage_what[240];
     int64_t last_turn_ns;
     size_t running;
+    int64_t claim_ahead_ms; /* runner_claim_ahead_ms() */
     bool reload_failed;
     struct trans trans[OPS_TRANSITIONS]; /* a ring: the newest is (ntrans - 1) % N */
     size_t ntrans;
@@ -725,6 +726,9 @@ static void h_metrics(void *ctx, const char *path, struct http_response *out)
                                                    ? (double)(h.lease_deadline_ns - now) / 1e9
                                                    : 0,
                                .running = h.running,
+                               .claim_ahead_s = leading_state(h.state)
+                                                    ? (double)h.claim_ahead_ms / 1e3
+                                                    : 0,
                                .redis_up = !h.outage,
                                .start_time_s = o->start_time_s,
                                .version = BATON_VERSION_STRING,
@@ -893,6 +897,7 @@ void ops_on_timer(struct ops *o)
     pthread_mutex_lock(&o->mu);
     o->head.last_turn_ns = now;
     o->head.running = runner_running(o->h.runner);
+    o->head.claim_ahead_ms = runner_claim_ahead_ms(o->h.runner);
     if (leading_state(o->head.state))
         o->head.lease_deadline_ns = baton_election_deadline_ns(o->h.election);
     pthread_mutex_unlock(&o->mu);

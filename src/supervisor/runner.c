@@ -769,6 +769,11 @@ size_t runner_running(const struct runner *r)
     return r->nruns;
 }
 
+int64_t runner_claim_ahead_ms(const struct runner *r)
+{
+    return r->leading ? r->ahead_ms : 0;
+}
+
 static void make_run_id(struct runner *r, int64_t tick, int attempt, char *id, size_t len)
 {
     r->seq++;

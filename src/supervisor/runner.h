@@ -116,6 +116,11 @@ int runner_handover(struct runner *r, int64_t lease_deadline_ns);
 /* Runs alive (of any term). Hooks are not runs (hook.h). */
 size_t runner_running(const struct runner *r);
 
+/* How far ahead of its instant a live tick is claimed and its run
+ * prepared now (ms): the adaptive window, 25 to 250 ms; 0 when not
+ * leading. */
+int64_t runner_claim_ahead_ms(const struct runner *r);
+
 /* SIGTERM now to the runs covered by the lease (all runs when all is
  * true), SIGKILL to each at min(now + its kill_grace, kill_by_ns), kill_by_ns
  * 0 meaning no bound. */

@@ -145,7 +145,8 @@ for n in n1 n2 n3; do
                baton_job_last_run_timestamp_seconds baton_job_last_success_timestamp_seconds \
                baton_job_run_duration_seconds baton_job_start_lateness_seconds \
                baton_ticks_not_run_total baton_lock_acquired_total baton_lock_held \
-               baton_lock_acquire_wait_seconds process_cpu_seconds_total; do
+               baton_lock_acquire_wait_seconds baton_claim_ahead_seconds \
+               process_cpu_seconds_total; do
         grep -q "^# TYPE $fam " "$T/metrics-$n.txt" || fail "$n /metrics lacks $fam"
         grep -q "^# HELP $fam " "$T/metrics-$n.txt" || fail "$n /metrics lacks HELP for $fam"
     done

@@ -538,17 +538,23 @@ ran_or_recorded "$T/hand.txt" hand13 hand "$(date -u -d "$first" +%s)" "$(date -
 note "  $(recovered13) lost claim(s) of h1 recorded after h2 claimed later ticks; $(wc -l < "$T/hand.txt") ticks ran, none twice, none lost"
 
 # ---------------------------------------------------------------------
-note "14. the runs of one instant outgrow the claim-ahead window: it grows, and no tick is lost or doubled"
+note "14. the runs of one instant outgrow the claim-ahead window: it grows, shrinks back when they fit, and no tick is lost or doubled"
 # Four every-second jobs whose preparations take 15 ms more each
 # (BATON_TEST_FAULT=slow-prepare): 60 ms of preparations for a 25 ms window.
 # The runs prepared too late for their instant make the window grow
-# (claim_ahead); every tick of every job still runs once or is recorded.
+# (claim_ahead). A reload down to one of the jobs leaves it far more than
+# it needs: it shrinks back, an eighth of its excess an instant, toward
+# twice what the one preparation takes (baton_claim_ahead_seconds), never
+# below 25 ms. Every tick of every job still runs once or is recorded.
 { echo "jobs:"
   for j in w1 w2 w3 w4; do
       printf '  - {name: %s, schedule: "* * * * * *", catchup: 1h, shell: "echo $BATON_SCHEDULED_AT >> %s"}\n' "$j" "$T/$j.txt"
   done; } > "$T/wide.yaml"
-config d1 wide14 "$T/wide.yaml"
+config d1 wide14 "$T/wide.yaml" 'http: {listen: "127.0.0.1:0"}'
 spawn d1 env BATON_TEST_FAULT=slow-prepare "$B" run -c "$T/d1.yaml"
+line=$(wait_for_line "$T/d1.out" '"event":"http_listening"' 10) || fail "d1 serves no HTTP"
+addr=$(sed 's/.*"listen":"\([^"]*\)".*/\1/' <<<"$line")
+ahead() { curl -s -m 5 "http://$addr/metrics" | awk '$1 == "baton_claim_ahead_seconds" {print $2 * 1000}'; }
 line=$(wait_for_line "$T/d1.out" '"event":"claim_ahead"' 10) ||
     fail "no claim_ahead in 10 s: $(grep -E 'job_start' "$T/d1.out" | tail -n 4 | cut -c1-220)"
 [[ $line =~ \"ahead_ms\":50,\"was_ms\":25, ]] || fail "the window's first growth (a doubling): $line"
@@ -559,10 +565,30 @@ grown=$(grep -o '"ahead_ms":[0-9]*' "$T/d1.out" | tail -n 1 | cut -d: -f2)
     fail "more growths than doublings from 25 to 250 ms: $(grep claim_ahead "$T/d1.out" | cut -c1-200)"
 grep -q '"outcome":"failed_to_start"' "$T/d1.out" &&
     fail "a run failed to start: $(grep failed_to_start "$T/d1.out" | head -n 2 | cut -c1-300)"
+# (A window grown past twice the four preparations may already shrink.)
+g0=$(ahead)
+[ -n "$g0" ] && [ "$g0" -le "$grown" ] && [ "$g0" -ge 50 ] ||
+    fail "baton_claim_ahead_seconds says ${g0:-nothing} ms, the last claim_ahead $grown ms"
+printf 'jobs:\n  - {name: w1, schedule: "* * * * * *", catchup: 1h, shell: "echo $BATON_SCHEDULED_AT >> %s"}\n' \
+    "$T/w1.txt" > "$T/wide.yaml"
+kill -HUP "$(pid_of d1)"
+wait_for_line "$T/d1.out" '"event":"reloaded"' 10 >/dev/null || fail "d1 did not reload down to one job"
+# From 100 ms, an eighth of the excess over ~35 ms an instant: under 80 % of
+# it within 3 instants; the 10 s allow a loaded machine.
+seen=$g0 deadline=$(( $(now_ms) + 10000 ))
+while [ "$(now_ms)" -lt "$deadline" ]; do
+    g=$(ahead); [ -n "$g" ] || fail "no baton_claim_ahead_seconds from d1"
+    [ "$g" -le "$seen" ] || fail "the window grew again with one job: $seen ms, then $g ms"
+    [ "$g" -ge 25 ] || fail "the window shrank below 25 ms: $g ms"
+    seen=$g
+    [ $(( g * 10 )) -lt $(( g0 * 8 )) ] && break
+    sleep 0.5
+done
+[ $(( seen * 10 )) -lt $(( g0 * 8 )) ] || fail "the window did not shrink in 10 s with one job: $g0 ms, then $seen ms"
 kill -TERM "$(pid_of d1)"; wait_exit d1 10
 for j in w1 w2 w3 w4; do
     first=$(sort "$T/$j.txt" | head -n1); last=$(sort "$T/$j.txt" | tail -n1)
     ran_or_recorded "$T/$j.txt" wide14 "$j" "$(date -u -d "$first" +%s)" "$(date -u -d "$last" +%s)"
 done
-note "  the window grew to $grown ms ($(grep -c '"event":"claim_ahead"' "$T/d1.out") growth(s)); $(cat "$T"/w?.txt | wc -l) runs of 4 jobs, none twice, none lost"
+note "  the window grew to $grown ms ($(grep -c '"event":"claim_ahead"' "$T/d1.out") growth(s)), then shrank to $seen ms with one job; $(cat "$T"/w?.txt | wc -l) runs of 4 jobs, none twice, none lost"
 note "ok"

@@ -315,6 +315,7 @@ START_TEST(gauges_and_declared_jobs)
     ck_assert(has_line(text, "baton_state{state=\"working\"} 0"));
     ck_assert(has_line(text, "baton_term 3"));
     ck_assert(has_line(text, "baton_is_leader 0"));
+    ck_assert(has_line(text, "baton_claim_ahead_seconds 0.000"));
     ck_assert(has_line(text, "baton_job_runs_total{job_name=\"nightly\",outcome=\"ok\"} 0"));
     ck_assert(has_line(text, "baton_job_runs_total{job_name=\"nightly\",outcome=\"failed\"} 0"));
     ck_assert(has_line(text, "baton_build_info{version=\"0.1.0\",group=\"g\",node=\"n\"} 1"));
