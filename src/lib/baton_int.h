@@ -193,7 +193,6 @@ int baton__wait_fd(int fd, short events, int64_t deadline_ns);
  * /etc/x.pem: No such file or directory"). */
 int baton__tls_new(const struct baton__url *u, struct baton__tls **out, char *err, size_t errlen);
 void baton__tls_free(struct baton__tls *t);
-bool baton__tls_verifies(const struct baton__tls *t);
 
 /* ---- conn.c ---- */
 
@@ -236,21 +235,13 @@ int baton__conn_append(struct baton__conn *cn, int argc, const char **argv, cons
 int baton__conn_append_raw(struct baton__conn *cn, const char *cmd, size_t len);
 /* Writes all queued output. Returns 0 or BATON_EIO (conn broken). */
 int baton__conn_flush(struct baton__conn *cn, int64_t deadline_ns);
-/* Writes what the socket takes now, without waiting. Returns 0 (all
- * written), 1 (some left: wait for cn->want), or BATON_EIO (broken). */
-int baton__conn_flush_some(struct baton__conn *cn);
 /* Reads one reply. Returns 0 and *reply (owned; freeReplyObject), or
  * BATON_EIO / BATON_EPROTO with the conn marked broken. An error reply
  * READONLY marks the conn stale. */
 int baton__conn_read(struct baton__conn *cn, redisReply **reply, int64_t deadline_ns);
 /* The poll events to wait for before the next read, or 0 when a reply can
- * be read at once (bytes buffered in the transport). Call it while owning
- * cn (under the mux's lock), then wait with baton__conn_wait() without. */
+ * be read at once (bytes buffered in the transport). */
 short baton__conn_read_events(const struct baton__conn *cn);
-/* Waits until cn's fd has events, touching nothing else of cn (so that it
- * can be called without the lock that guards cn). Returns 1 ready, 0 timed
- * out, or -errno. */
-int baton__conn_wait(const struct baton__conn *cn, short events, int64_t deadline_ns);
 /* Marks cn broken with the message what + detail. */
 void baton__conn_fail(struct baton__conn *cn, const char *what, const char *detail);
 /* Parses one reply from what has arrived, without blocking. Returns 1 and
@@ -729,9 +720,6 @@ struct baton__holder {
     char value[320]; /* the lock's value (truncated) */
     uint64_t fence;  /* the last fence granted */
 };
-/* One acquire attempt without waiting. Returns 0, BATON_ETAKEN with *h
- * filled, or an error. */
-int baton__lock_try_once(struct baton_lock *lk, struct baton__holder *h);
 
 /* A lock script call and what its arguments point to, prepared by
  * baton__lock_prep_*() for either form (the blocking functions of lock.c,
@@ -812,10 +800,8 @@ struct baton__waiter {
     const char *key;
     const char *token;
     bool woken;
-    pthread_cond_t cv;
-    /* An asynchronous waiter's: called instead of signalling cv, under the
-     * waiters' lock, from the subscriber (or a releasing) thread; it only
-     * posts a task to the loop. */
+    /* Wakes it: called under the waiters' lock, from the subscriber (or a
+     * releasing) thread; it only posts a task to the loop. */
     void (*wake)(struct baton__waiter *w);
     struct baton__waiter *next, *prev;
     /* A semaphore grant handed over by baton__waiters_grant() (a release
@@ -829,17 +815,14 @@ struct baton__waiter {
     int64_t grant_sent_ns;
 };
 
-/* Registers w as a waiter of w->key. Returns 0; BATON_EQUEUEFULL when the
- * process already has max_waiters_per_key waiters for it. Starts the
- * subscriber on first use, and gives it a moment to subscribe (not for an
- * asynchronous waiter, w->wake set, nor on the loop thread). */
+/* Registers w (w->wake set) as a waiter of w->key. Returns 0;
+ * BATON_EQUEUEFULL when the process already has max_waiters_per_key
+ * waiters for it. Starts the subscriber on first use (it wakes every
+ * waiter once subscribed). */
 int baton__waiters_enter(struct baton_client *c, struct baton__waiter *w);
 void baton__waiters_leave(struct baton_client *c, struct baton__waiter *w);
 /* Whether w was woken since the last look (the flag is cleared). */
 bool baton__waiters_take_wake(struct baton_client *c, struct baton__waiter *w);
-/* Sleeps until w is woken or until_ns. Returns true when woken (and clears
- * the flag). */
-bool baton__waiters_sleep(struct baton_client *c, struct baton__waiter *w, int64_t until_ns);
 /* Hands a grant to this client's waiter of token (a semaphore release
  * that gave its slot to a waiter of the same process) and wakes it: fence,
  * and the send time of the request that granted it (not 0). Returns false when no
@@ -1010,10 +993,8 @@ int baton__quorum_all(struct baton_client *c, int argc, const char **argv, const
 int baton__quorum_masters(const struct baton_client *c);
 struct baton__node *baton__quorum_node(struct baton_client *c, int i);
 int64_t baton__quorum_node_timeout_ms(const struct baton_client *c);
-/* Whether master i, connected by cn, counts toward a majority (and learns
- * its run id from cn); whether it is left alone after a failure; a failure
- * of it (it is then left alone for a while). */
-bool baton__quorum_counts(struct baton_client *c, int i, const struct baton__conn *cn);
+/* Whether master i is left alone after a failure; a failure of it (it is
+ * then left alone for a while). */
 bool baton__quorum_down(struct baton_client *c, int i);
 void baton__quorum_failed(struct baton_client *c, int i);
 

@@ -85,7 +85,13 @@ static void answer(struct baton__call *k, redisReply *r)
         return;
     }
     if (r->type == REDIS_REPLY_ERROR) {
-        baton__set_error(k->err, k->errlen, "%s: redis error: %.200s", c->url.redacted, r->str);
+        /* READONLY again on a fresh connection: a replica, not a master
+         * in the middle of a failover. Said so, with what to do. */
+        bool replica = baton__reply_readonly(r) && c->url.nsentinels == 0 && !c->url.cluster;
+        baton__set_error(k->err, k->errlen, "%s: redis error: %.200s%s", c->url.redacted, r->str,
+                         replica ? " (this server is a read-only replica: give the master's "
+                                   "address, or a redis-sentinel:// URL)"
+                                 : "");
         freeReplyObject(r);
         finish(k, BATON_EREDIS);
         return;

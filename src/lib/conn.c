@@ -195,26 +195,6 @@ int baton__conn_flush(struct baton__conn *cn, int64_t deadline_ns)
     return BATON_OK;
 }
 
-int baton__conn_flush_some(struct baton__conn *cn)
-{
-    size_t off = 0;
-    if (cn->broken)
-        return BATON_EIO;
-    while (off < cn->olen) {
-        ssize_t n = cn->tp->write(cn, cn->obuf + off, cn->olen - off);
-        if (n < 0)
-            return BATON_EIO;
-        if (n == 0)
-            break; /* it would block: cn->want says for what */
-        off += (size_t)n;
-    }
-    memmove(cn->obuf, cn->obuf + off, cn->olen - off);
-    cn->olen -= off;
-    if (cn->olen == 0)
-        cn->want = POLLIN;
-    return cn->olen > 0 ? 1 : 0;
-}
-
 bool baton__reply_readonly(const redisReply *r)
 {
     return r->type == REDIS_REPLY_ERROR && strncmp(r->str, "READONLY", 8) == 0;
@@ -298,12 +278,6 @@ int baton__conn_poll_reply(struct baton__conn *cn, redisReply **reply)
 short baton__conn_read_events(const struct baton__conn *cn)
 {
     return cn->tp->pending(cn) ? 0 : (cn->want != 0 ? cn->want : POLLIN);
-}
-
-int baton__conn_wait(const struct baton__conn *cn, short events, int64_t deadline_ns)
-{
-    int w = baton__wait_fd(cn->fd, events, deadline_ns);
-    return w > 0 ? 1 : w == 0 ? 0 : -errno;
 }
 
 int baton__conn_read(struct baton__conn *cn, redisReply **reply, int64_t deadline_ns)

@@ -353,11 +353,6 @@ static int attempt(struct baton_lock *lk, bool wait, bool queued, int64_t entry_
     return rc;
 }
 
-int baton__lock_try_once(struct baton_lock *lk, struct baton__holder *h)
-{
-    return attempt(lk, false, false, 0, h);
-}
-
 /* Returns the error, after copying lk's detail to the client for callers
  * who get no lock object back. */
 static int give_up(struct baton_lock *lk, int rc, struct baton_lock **out)

@@ -216,11 +216,6 @@ static bool node_counts(struct baton__quorum *q, int i, const char *runid, int64
     return ok;
 }
 
-bool baton__quorum_counts(struct baton_client *c, int i, const struct baton__conn *cn)
-{
-    return node_counts(c->quorum, i, cn->runid, cn->uptime_s);
-}
-
 static void slots_clear(struct qslot *s, int n)
 {
     for (int i = 0; i < n; i++) {

@@ -157,7 +157,9 @@ static int ask_master(struct baton_client *c, struct baton__conn *cn, int64_t de
     if (r->type == REDIS_REPLY_ERROR) {
         bool noauth = strncmp(r->str, "NOAUTH", 6) == 0;
         baton__set_error(why, whylen, "%.160s%s", r->str,
-                         noauth ? " (give the sentinels' password: sentinel_password)" : "");
+                         noauth ? " (give the sentinels' password: the URL's sentinel_password=, "
+                                  "BATON_SENTINEL_PASSWORD or sentinel_password_file)"
+                                : "");
         rc = noauth ? BATON_EAUTH : BATON_EREDIS;
     } else if (r->type == REDIS_REPLY_NIL) {
         baton__set_error(why, whylen, "does not know a master named %.100s", c->url.master);

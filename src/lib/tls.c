@@ -18,6 +18,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 #include <poll.h>
@@ -83,9 +84,17 @@ static int bio_create(BIO *b)
 
 /* ---- settings ---- */
 
-static const char *ssl_reason(void)
+/* The reason for the last OpenSSL error of this thread, for a message.
+ * no_pem, when not NULL: what to say instead when a file was read but held
+ * no PEM object of the kind asked for (OpenSSL says "PEM lib" then, or "no
+ * start line", neither of which names the problem). */
+static const char *ssl_reason(const char *no_pem)
 {
-    unsigned long e = ERR_peek_last_error();
+    unsigned long first = ERR_peek_error(), e = ERR_peek_last_error();
+    if (no_pem != NULL &&
+        ((ERR_GET_REASON(e) == ERR_R_PEM_LIB) ||
+         (ERR_GET_LIB(first) == ERR_LIB_PEM && ERR_GET_REASON(first) == PEM_R_NO_START_LINE)))
+        return no_pem;
     const char *r = e != 0 ? ERR_reason_error_string(e) : NULL;
     return r != NULL ? r : "unknown error";
 }
@@ -126,12 +135,12 @@ int baton__tls_new(const struct baton__url *u, struct baton__tls **out, char *er
             goto out_free;
         if (SSL_CTX_load_verify_locations(t->ctx, u->tls_ca, u->tls_capath) != 1) {
             baton__set_error(err, errlen, "cannot load the CA %s: %s",
-                             u->tls_ca != NULL ? u->tls_ca : u->tls_capath, ssl_reason());
+                             u->tls_ca != NULL ? u->tls_ca : u->tls_capath, ssl_reason(NULL));
             goto out_free;
         }
     } else if (SSL_CTX_set_default_verify_paths(t->ctx) != 1) {
         baton__set_error(err, errlen, "cannot load the system's CA certificates: %s",
-                         ssl_reason());
+                         ssl_reason(NULL));
         goto out_free;
     }
     if (u->tls_cert != NULL) {
@@ -139,13 +148,13 @@ int baton__tls_new(const struct baton__url *u, struct baton__tls **out, char *er
             !readable("client key", u->tls_key, err, errlen))
             goto out_free;
         if (SSL_CTX_use_certificate_chain_file(t->ctx, u->tls_cert) != 1) {
-            baton__set_error(err, errlen, "cannot load the client certificate %s: %s",
-                             u->tls_cert, ssl_reason());
+            baton__set_error(err, errlen, "cannot load the client certificate %s: %s", u->tls_cert,
+                             ssl_reason("no certificate in PEM format found"));
             goto out_free;
         }
         if (SSL_CTX_use_PrivateKey_file(t->ctx, u->tls_key, SSL_FILETYPE_PEM) != 1) {
             baton__set_error(err, errlen, "cannot load the client key %s: %s", u->tls_key,
-                             ssl_reason());
+                             ssl_reason("no private key in PEM format found"));
             goto out_free;
         }
         if (SSL_CTX_check_private_key(t->ctx) != 1) {
@@ -179,11 +188,6 @@ void baton__tls_free(struct baton__tls *t)
         BIO_meth_free(t->bio);
     free(t->sni);
     free(t);
-}
-
-bool baton__tls_verifies(const struct baton__tls *t)
-{
-    return t != NULL && t->verify;
 }
 
 /* ---- the handshake ---- */
@@ -265,7 +269,7 @@ static void handshake_failed(struct baton__conn *cn, int ssl_error, int sys_errn
                          sys_errno != 0 ? strerror(sys_errno)
                                         : "connection closed by the server (is it a TLS port?)");
     else
-        baton__set_error(cn->err, sizeof cn->err, "TLS handshake failed: %s", ssl_reason());
+        baton__set_error(cn->err, sizeof cn->err, "TLS handshake failed: %s", ssl_reason(NULL));
     ERR_clear_error();
 }
 
@@ -383,7 +387,7 @@ static ssize_t io_result(struct baton__conn *cn, int r, const char *op)
         break;
     default: break;
     }
-    const char *reason = ssl_reason();
+    const char *reason = ssl_reason(NULL);
     baton__set_error(cn->err, sizeof cn->err, "the server ended the TLS session: %s%s", reason,
                      strstr(reason, "certificate required") != NULL
                          ? " (the server requires a client certificate: give cert= and key=)"

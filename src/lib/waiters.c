@@ -4,17 +4,17 @@
  * A release publishes the token of the first live waiter on that waiter's
  * client channel (scripts.c). The client keeps one connection subscribed
  * to its channel, driven by its loop (loop.c) like the pipes: the loop
- * reads the messages, finds the waiter by token and wakes it (a blocking
- * waiter through its condition variable; an asynchronous one, lock_async.c,
- * by a task that sends its next attempt in the same turn). One connection
- * per process, however many waiters: no subscription storms. Connecting and
- * SUBSCRIBE run on the loop's helper thread; a lost connection is opened
- * again after a back-off (50 ms doubling to 2 s), and when it is back every
- * waiter is woken, as wake-ups may have been lost meanwhile. A lost message
- * costs a waiter one retry delay, never correctness: waiters always retry
- * the lock before sleeping, and sleep no longer than the holder's remaining
- * lease or the retry delay. */
-#include <errno.h>
+ * reads the messages, finds the waiter by token and wakes it: every waiter
+ * is an asynchronous operation of lock_async.c (a blocking call waits for
+ * one), woken by a task that sends its next attempt in the same turn. One
+ * connection per process, however many waiters: no subscription storms.
+ * Connecting and SUBSCRIBE run on the loop's helper thread; a lost
+ * connection is opened again after a back-off (50 ms doubling to 2 s), and
+ * when it is back every waiter is woken, as wake-ups may have been lost
+ * meanwhile (so is every waiter that came before the first subscription).
+ * A lost message costs a waiter one retry delay, never correctness:
+ * waiters always retry the lock before sleeping, and sleep no longer than
+ * the holder's remaining lease or the retry delay. */
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,10 +28,8 @@
 
 struct baton__waiters {
     struct baton_client *c;
-    pthread_mutex_t mu; /* guards head, subscribed (the rest is the loop's) */
-    pthread_cond_t ready_cv;
+    pthread_mutex_t mu; /* guards head (the rest is the loop's) */
     struct baton__waiter *head;
-    bool subscribed;
     /* the loop's */
     struct baton__io io;
     struct baton__conn *cn; /* subscribed, watched */
@@ -59,10 +57,7 @@ static void wake_locked(struct baton__waiters *ws, const char *token, size_t len
         if (token != NULL && (strlen(w->token) != len || memcmp(w->token, token, len) != 0))
             continue;
         w->woken = true;
-        if (w->wake != NULL)
-            w->wake(w);
-        else
-            pthread_cond_signal(&w->cv);
+        w->wake(w);
     }
 }
 
@@ -79,10 +74,7 @@ static bool grant_locked(struct baton__waiters *ws, const char *token, size_t le
         w->grant_sent_ns = sent_ns;
         atomic_store(&w->granted, true);
         w->woken = true;
-        if (w->wake != NULL)
-            w->wake(w);
-        else
-            pthread_cond_signal(&w->cv);
+        w->wake(w);
         return true;
     }
     return false;
@@ -116,13 +108,11 @@ static void handle_message(struct baton__waiters *ws, const redisReply *r)
     pthread_mutex_unlock(&ws->mu);
 }
 
-static void set_subscribed(struct baton__waiters *ws, bool on)
+/* Subscribed (again): wake-ups may have been lost while we were away. */
+static void subscribed(struct baton__waiters *ws)
 {
     pthread_mutex_lock(&ws->mu);
-    ws->subscribed = on;
-    if (on) /* wake-ups may have been lost while we were away */
-        wake_locked(ws, NULL, 0);
-    pthread_cond_broadcast(&ws->ready_cv);
+    wake_locked(ws, NULL, 0);
     pthread_mutex_unlock(&ws->mu);
 }
 
@@ -141,7 +131,6 @@ static void lost(struct baton__waiters *ws)
             baton__conn_free(ws->cn);
         ws->cn = NULL;
     }
-    set_subscribed(ws, false);
     if (baton__loop_stopping(l))
         return;
     if (baton__timer_arm(l, &ws->retry, baton__now_ns() + (int64_t)ws->backoff_ms * 1000000) !=
@@ -203,7 +192,7 @@ static void connected(struct baton__task *t)
         return;
     }
     ws->backoff_ms = BACKOFF_MIN_MS;
-    set_subscribed(ws, true);
+    subscribed(ws);
     sub_ready(&ws->io, EPOLLIN); /* messages that came with the confirmation */
 }
 
@@ -268,15 +257,11 @@ static struct baton__waiters *get_waiters(struct baton_client *c)
     ws->retry.fire = retry_due;
     if (pthread_mutex_init(&ws->mu, NULL) != 0)
         goto out_free;
-    if (baton__cond_init_monotonic(&ws->ready_cv) != BATON_OK)
-        goto out_mutex;
     ws->start_task.run = start_on_loop;
     if (!baton__loop_post(l, &ws->start_task))
-        goto out_cond;
+        goto out_mutex;
     c->waiters = ws;
     goto out;
-out_cond:
-    pthread_cond_destroy(&ws->ready_cv);
 out_mutex:
     pthread_mutex_destroy(&ws->mu);
 out_free:
@@ -292,13 +277,6 @@ int baton__waiters_enter(struct baton_client *c, struct baton__waiter *w)
     struct baton__waiters *ws = get_waiters(c);
     if (ws == NULL)
         return atomic_load(&c->closed) ? BATON_EINVAL : BATON_ENOMEM;
-    if (baton__cond_init_monotonic(&w->cv) != BATON_OK)
-        return BATON_ENOMEM;
-    /* The loop never waits (a blocking caller there fails at its first
-     * call); an asynchronous waiter misses at most a first wake-up. */
-    struct baton__loop *l = atomic_load(&c->loop);
-    bool may_wait = w->wake == NULL && !baton__loop_here(l);
-
     pthread_mutex_lock(&ws->mu);
     if (c->max_waiters >= 0) {
         int n = 0;
@@ -306,7 +284,6 @@ int baton__waiters_enter(struct baton_client *c, struct baton__waiter *w)
             n += strcmp(o->key, w->key) == 0;
         if (n >= c->max_waiters) {
             pthread_mutex_unlock(&ws->mu);
-            pthread_cond_destroy(&w->cv);
             return BATON_EQUEUEFULL;
         }
     }
@@ -316,13 +293,6 @@ int baton__waiters_enter(struct baton_client *c, struct baton__waiter *w)
     if (ws->head != NULL)
         ws->head->prev = w;
     ws->head = w;
-    /* The first waiter gives the subscriber a moment to subscribe, so that
-     * the first release is not missed. Bounded by the connect timeout. */
-    struct timespec until;
-    baton__timespec_at(baton__now_ns() + c->connect_timeout_ms * 1000000, &until);
-    while (may_wait && !ws->subscribed)
-        if (pthread_cond_timedwait(&ws->ready_cv, &ws->mu, &until) == ETIMEDOUT)
-            break;
     pthread_mutex_unlock(&ws->mu);
     return BATON_OK;
 }
@@ -338,7 +308,6 @@ void baton__waiters_leave(struct baton_client *c, struct baton__waiter *w)
     if (w->next != NULL)
         w->next->prev = w->prev;
     pthread_mutex_unlock(&ws->mu);
-    pthread_cond_destroy(&w->cv);
 }
 
 bool baton__waiters_grant(struct baton_client *c, const char *token, uint64_t fence,
@@ -365,21 +334,6 @@ bool baton__waiters_take_wake(struct baton_client *c, struct baton__waiter *w)
     return woken;
 }
 
-bool baton__waiters_sleep(struct baton_client *c, struct baton__waiter *w, int64_t until_ns)
-{
-    struct baton__waiters *ws = c->waiters;
-    struct timespec until;
-    baton__timespec_at(until_ns, &until);
-    pthread_mutex_lock(&ws->mu);
-    while (!w->woken)
-        if (pthread_cond_timedwait(&w->cv, &ws->mu, &until) == ETIMEDOUT)
-            break;
-    bool woken = w->woken;
-    w->woken = false;
-    pthread_mutex_unlock(&ws->mu);
-    return woken;
-}
-
 void baton__waiters_stop(struct baton_client *c)
 {
     /* The loop has stopped: its connection is ours to close. */
@@ -387,7 +341,6 @@ void baton__waiters_stop(struct baton_client *c)
     if (ws == NULL)
         return;
     baton__conn_free(ws->cn);
-    pthread_cond_destroy(&ws->ready_cv);
     pthread_mutex_destroy(&ws->mu);
     free(ws);
     c->waiters = NULL;

@@ -20,6 +20,8 @@
 #   tick is missing outside the failover's outage (none at all across the
 #   migration), and every lock loop's fences strictly increase. ASK and
 #   MOVED are counted from the nodes' INFO errorstats: both must be > 0.
+#   3. A lone cluster node that serves no slot, and a server without cluster
+#      support, behind redis-cluster://: `baton lock` says which.
 . "$BATON_TESTS_DIR/lib/harness.sh"
 . "$BATON_TESTS_DIR/lib/cluster.sh"
 B=$BATON_BIN
@@ -252,5 +254,22 @@ note "locks: $(cat "$T"/lockledger[12].txt | wc -l) grants, fences strictly incr
 note "load: $load_json"
 echo "{\"migration_ms\":$(( mig_ms1 - mig_ms0 )),\"ask\":$asks,\"moved\":$moveds,\"promotion_ms\":$(( fo_ms1 - fo_ms0 )),\"leader_gap_ms\":$(( fo_ms2 - fo_ms0 )),\"ticks\":$ticks,\"missing_in_outage\":$missing_in,\"load\":$load_json}" >"$T/figures.json"
 cat "$T/figures.json"
+
+note "a cluster that serves no slot, and a server without cluster support, say so"
+# lone_fails WHAT URL MESSAGE: `baton lock` exits 69 with one line holding MESSAGE.
+lone_fails() {
+    "$B" lock --url "$2" cluster:lone -- true >"$T/lone.out" 2>"$T/lone.err"
+    local rc=$?
+    assert_eq 69 "$rc" "$1: exit status ($(cat "$T/lone.err"))"
+    grep -qF -- "$3" "$T/lone.err" || fail "$1: no [$3] in: $(cat "$T/lone.err")"
+    [ "$(wc -l <"$T/lone.err")" = 1 ] || fail "$1: more than one line: $(cat "$T/lone.err")"
+}
+lone_slot=$(ccli "${CPORT[0]}" cluster keyslot cluster:lone)
+redis_start --cluster-enabled yes --cluster-config-file lone-nodes.conf
+lone_fails "a cluster node with no slots" "redis-cluster://127.0.0.1:$REDIS_PORT" \
+    "redis-cluster://127.0.0.1:$REDIS_PORT/0: slot $lone_slot has no master in the cluster's map (the cluster is down, or its slots are not all assigned)"
+redis_start
+lone_fails "a server without cluster support" "redis-cluster://127.0.0.1:$REDIS_PORT" \
+    "cannot read the cluster's slot map: node 127.0.0.1:$REDIS_PORT: ERR This instance has cluster support disabled (a redis-cluster:// URL needs a server with cluster-enabled yes)"
 keep
 note "ok in $(( ($(now_ms) - t_start) / 1000 )) s"

@@ -44,6 +44,30 @@ sentinel_group_start
 note "sentinel group up: master on ${NODE_PORT[0]}, replicas on ${NODE_PORT[1]} and ${NODE_PORT[2]}"
 export BATON_REDIS_PASSWORD=$DATA_PW BATON_SENTINEL_PASSWORD=$SENT_PW
 
+# Misconfigurations say which part is wrong, with every sentinel's answer
+# said once: `baton lock` exits 69 with one line naming it.
+misconfigured() {
+    local what=$1 url=$2 msg=$3
+    shift 3
+    env "$@" "$B" lock --url "$url" sent:misconf -- true >"$T/mis.out" 2>"$T/mis.err"
+    local rc=$?
+    assert_eq 69 "$rc" "$what: exit status ($(cat "$T/mis.err"))"
+    grep -qF -- "$msg" "$T/mis.err" || fail "$what: no [$msg] in: $(cat "$T/mis.err")"
+    [ "$(wc -l <"$T/mis.err")" = 1 ] || fail "$what: more than one line: $(cat "$T/mis.err")"
+}
+SENTS="sentinels 127.0.0.1:${SENT_PORT[0]}, 127.0.0.1:${SENT_PORT[1]}, 127.0.0.1:${SENT_PORT[2]}"
+note "misconfigurations: a master the sentinels do not know, their password missing or wrong, the data password wrong"
+misconfigured "an unknown master name" "${SENT_URL/master=mymaster/master=nosuch}" \
+    "no master for nosuch: $SENTS: does not know a master named nosuch"
+misconfigured "no sentinel password" "$SENT_URL" \
+    "no master for mymaster: $SENTS: NOAUTH Authentication required. (give the sentinels' password: the URL's sentinel_password=, BATON_SENTINEL_PASSWORD or sentinel_password_file)" \
+    -u BATON_SENTINEL_PASSWORD
+misconfigured "a wrong sentinel password" "$SENT_URL" \
+    "no master for mymaster: $SENTS: authentication failed: WRONGPASS" BATON_SENTINEL_PASSWORD=wrong
+misconfigured "a wrong data password" "$SENT_URL" \
+    "no master for mymaster: master 127.0.0.1:${NODE_PORT[0]} (named by sentinel 127.0.0.1:" \
+    BATON_REDIS_PASSWORD=wrong
+
 cat >"$T/jobs.yaml" <<EOF
 jobs:
   - name: ledger

@@ -3,7 +3,9 @@
 # by IP address and by host name; every failure says what failed (wrong CA,
 # a server certificate from another CA, wrong host name, expired, a client
 # without the certificate a mutual-TLS server requires, a handshake that
-# never completes); sni= and verify=none; mutual TLS; and the whole tool
+# never completes, a port that refuses or closes at once, certificate files
+# that hold no certificate or key); capath=; sni= and verify=none; mutual
+# TLS; a server that dies under a held lock; and the whole tool
 # over TLS: `baton lock`, two `baton run` supervisors electing a leader and
 # running a job through a rediss:// URL in their config, `baton status`,
 # `history`, `step-down` and `check`; and rediss-sentinel://, TLS to a
@@ -76,6 +78,58 @@ lock_fails "mutual TLS without a client certificate" "rediss://127.0.0.1:$MTLS/0
 lock_fails "a client key that is not the certificate's" \
     "rediss://127.0.0.1:$MTLS/0?ca=$C/ca.pem&cert=$C/client.pem&key=$C/server.key" \
     "cannot load the client key $C/server.key: key values mismatch" 64
+
+note "certificate files: a CA directory; files that hold no certificate or key say so"
+mkdir -p "$C/capath"
+cp "$C/ca.pem" "$C/capath/"
+openssl rehash "$C/capath" >/dev/null 2>&1 || fail "openssl rehash $C/capath"
+"$B" lock --url "rediss://127.0.0.1:$GOOD/0?capath=$C/capath" tls:k -- true ||
+    fail "capath= with the CA, hashed"
+mkdir -p "$C/emptypath"
+lock_fails "capath= without the CA" "rediss://127.0.0.1:$GOOD/0?capath=$C/emptypath" \
+    "certificate verify failed: self-signed certificate in certificate chain"
+lock_fails "ca= a file with no certificate" "rediss://127.0.0.1:$GOOD/0?ca=$C/index.txt" \
+    "cannot load the CA $C/index.txt: no certificate or crl found" 64
+lock_fails "cert= a key, not a certificate" \
+    "rediss://127.0.0.1:$MTLS/0?ca=$C/ca.pem&cert=$C/client.key&key=$C/client.key" \
+    "cannot load the client certificate $C/client.key: no certificate in PEM format found" 64
+lock_fails "key= a certificate, not a key" \
+    "rediss://127.0.0.1:$MTLS/0?ca=$C/ca.pem&cert=$C/client.pem&key=$C/client.pem" \
+    "cannot load the client key $C/client.pem: no private key in PEM format found" 64
+lock_fails "ca= a file that does not exist" "rediss://127.0.0.1:$GOOD/0?ca=$C/nothere.pem" \
+    "cannot read the CA file $C/nothere.pem: No such file or directory" 64
+
+note "a refused port, and a server that closes at once, are told apart"
+lock_fails "TLS to a port nobody listens on" "rediss://127.0.0.1:1/0?ca=$C/ca.pem" \
+    "rediss://127.0.0.1:1/0?ca=$C/ca.pem: cannot connect: Connection refused"
+python3 -c '
+import socket, sys
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(16)
+print(s.getsockname()[1], flush=True)
+while True:
+    s.accept()[0].close()
+' >"$T/closer.port" 2>/dev/null &
+HARNESS_REDIS_PIDS+=("$!")
+wait_for_line "$T/closer.port" '^[0-9]+$' 10 >/dev/null
+CLOSER=$(cat "$T/closer.port")
+lock_fails "a server that closes the connection at once" "rediss://127.0.0.1:$CLOSER/0?ca=$C/ca.pem" \
+    "TLS handshake failed: connection closed by the server (is it a TLS port?)"
+
+note "the TLS server dies while the lock is held: the command is stopped within the lease"
+tls_redis_start doomed "$C/server.pem" "$C/server.key"
+"$B" lock --url "rediss://127.0.0.1:$TLS_PORT/0?ca=$C/ca.pem" --ttl 1s tls:doomed -- \
+    sh -c 'echo started; exec sleep 30' >"$T/doomed.out" 2>"$T/doomed.err" &
+dpid=$!
+wait_for_line "$T/doomed.out" '^started$' 10 >/dev/null
+t0=$(now_ms)
+kill -KILL "$TLS_PID_doomed"
+wait "$dpid"
+rc=$?
+assert_eq 70 "$rc" "baton lock after its TLS server died ($(cat "$T/doomed.err"))"
+grep -qF "tls:doomed: the lease could not be confirmed before its deadline; the command was stopped" \
+    "$T/doomed.err" || fail "baton lock after its TLS server died: $(cat "$T/doomed.err")"
+[ $(( $(now_ms) - t0 )) -lt 1500 ] ||
+    fail "the command outlived the 1 s lease by $(( $(now_ms) - t0 - 1000 )) ms"
 
 note "a handshake that never completes is bounded by the connect timeout"
 redis_start

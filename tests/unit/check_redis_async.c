@@ -217,6 +217,8 @@ static void chain_taken(struct baton_lock *lk, int rc, const char *why, void *ar
     struct baton_lock *other = NULL;
     if (baton_lock_try(ch->c, "a:never", NULL, &other) != BATON_EINVAL)
         ch->errors++;
+    if (baton_lock_acquire(ch->c, "a:never", NULL, &other) != BATON_EINVAL || other != NULL)
+        ch->errors++;
     if (baton_lock_release_async(lk, chain_released, ch) != BATON_OK) {
         ch->errors++;
         atomic_store(&ch->done, 1);

@@ -584,8 +584,16 @@ START_TEST(auto_renew_and_extend)
     ck_assert(!baton_permit_lost(p));
     ck_assert_int_eq(atomic_load(&lost), 0);
     ck_assert_int_eq(baton_sem_try(c, "s:renew", 1, NULL, &x), BATON_ETAKEN);
+    int64_t before = tu_now_ns();
     ck_assert_int_eq(baton_sem_extend(p, 20000), BATON_OK);
+    int64_t after = tu_now_ns();
     ck_assert_int_ge(baton_permit_remaining_ms(p), 19000);
+    /* The deadline (monotonic clock) is measured from the extension's send
+     * time, less the clock-drift margin, like a lock's. */
+    int64_t dl = baton_permit_deadline_ns(p);
+    ck_assert_int_ge(dl, before + (20000 - 300) * INT64_C(1000000));
+    ck_assert_int_le(dl, after + 20000 * INT64_C(1000000));
+    ck_assert_int_eq(baton_permit_deadline_ns(NULL), 0);
     ck_assert_int_eq(baton_sem_release(p), BATON_OK);
     tu_sleep_ms(200);
     ck_assert_int_eq(holders(c, "s:renew"), 0); /* renewal stopped before the release */
