@@ -92,7 +92,7 @@ static const char *ssl_reason(const char *no_pem)
 {
     unsigned long first = ERR_peek_error(), e = ERR_peek_last_error();
     if (no_pem != NULL &&
-        ((ERR_GET_REASON(e) == ERR_R_PEM_LIB) ||
+        (ERR_GET_REASON(e) == ERR_R_PEM_LIB ||
          (ERR_GET_LIB(first) == ERR_LIB_PEM && ERR_GET_REASON(first) == PEM_R_NO_START_LINE)))
         return no_pem;
     const char *r = e != 0 ? ERR_reason_error_string(e) : NULL;

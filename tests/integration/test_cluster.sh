@@ -257,13 +257,7 @@ cat "$T/figures.json"
 
 note "a cluster that serves no slot, and a server without cluster support, say so"
 # lone_fails WHAT URL MESSAGE: `baton lock` exits 69 with one line holding MESSAGE.
-lone_fails() {
-    "$B" lock --url "$2" cluster:lone -- true >"$T/lone.out" 2>"$T/lone.err"
-    local rc=$?
-    assert_eq 69 "$rc" "$1: exit status ($(cat "$T/lone.err"))"
-    grep -qF -- "$3" "$T/lone.err" || fail "$1: no [$3] in: $(cat "$T/lone.err")"
-    [ "$(wc -l <"$T/lone.err")" = 1 ] || fail "$1: more than one line: $(cat "$T/lone.err")"
-}
+lone_fails() { expect_error "$1" 69 "$3" "$B" lock --url "$2" cluster:lone -- true; }
 lone_slot=$(ccli "${CPORT[0]}" cluster keyslot cluster:lone)
 redis_start --cluster-enabled yes --cluster-config-file lone-nodes.conf
 lone_fails "a cluster node with no slots" "redis-cluster://127.0.0.1:$REDIS_PORT" \

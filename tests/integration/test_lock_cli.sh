@@ -126,14 +126,8 @@ grep -q secretpw "$T/e" && fail "the password appeared in an error message"
 
 note "a server that cannot hold the lock: a replica, a database out of range, not Redis"
 # wrong_server WHAT URL MESSAGE: exit 69 with one line on stderr holding MESSAGE.
-wrong_server() {
-    "$B" lock --url "$2" k -- true >/dev/null 2>"$T/e"
-    local rc=$?
-    assert_eq 69 "$rc" "$1: exit status ($(cat "$T/e"))"
-    grep -qF -- "$3" "$T/e" || fail "$1: no [$3] in: $(cat "$T/e")"
-    [ "$(wc -l <"$T/e")" = 1 ] || fail "$1: more than one line: $(cat "$T/e")"
-}
-master_port=$REDIS_PORT
+wrong_server() { expect_error "$1" 69 "$3" "$B" lock --url "$2" k -- true; }
+master_port=$REDIS_PORT master_url=$REDIS_URL master_pid=$REDIS_PID
 redis_start --replicaof 127.0.0.1 "$master_port"
 wrong_server "a replica" "$REDIS_URL" \
     "redis error: READONLY You can't write against a read only replica."
@@ -141,17 +135,10 @@ wrong_server "a replica, said so" "$REDIS_URL" \
     "(this server is a read-only replica: give the master's address, or a redis-sentinel:// URL)"
 wrong_server "database 99 of 16" "redis://127.0.0.1:$master_port/99" \
     "redis://127.0.0.1:$master_port/99: SELECT 99: ERR DB index is out of range"
-python3 -c '
-import socket, sys
-s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(16)
-print(s.getsockname()[1], flush=True)
-while True:
-    c = s.accept()[0]; c.recv(4096); c.sendall(b"SSH-2.0-OpenSSH_9.2\r\n"); c.close()
-' >"$T/notredis.port" 2>/dev/null &
-HARNESS_REDIS_PIDS+=("$!")
-wait_for_line "$T/notredis.port" '^[0-9]+$' 10 >/dev/null
-wrong_server "a server that does not speak Redis" "redis://127.0.0.1:$(cat "$T/notredis.port")/0" \
+fake_server 'SSH-2.0-OpenSSH_9.2\r\n'
+wrong_server "a server that does not speak Redis" "redis://127.0.0.1:$FAKE_PORT/0" \
     "protocol error: Protocol error, got \"S\" as reply type byte"
+REDIS_PORT=$master_port REDIS_URL=$master_url REDIS_PID=$master_pid
 
 note "every bad argument: one precise line on stderr, exit 64"
 while IFS='|' read -r args want; do

@@ -46,15 +46,7 @@ export BATON_REDIS_PASSWORD=$DATA_PW BATON_SENTINEL_PASSWORD=$SENT_PW
 
 # Misconfigurations say which part is wrong, with every sentinel's answer
 # said once: `baton lock` exits 69 with one line naming it.
-misconfigured() {
-    local what=$1 url=$2 msg=$3
-    shift 3
-    env "$@" "$B" lock --url "$url" sent:misconf -- true >"$T/mis.out" 2>"$T/mis.err"
-    local rc=$?
-    assert_eq 69 "$rc" "$what: exit status ($(cat "$T/mis.err"))"
-    grep -qF -- "$msg" "$T/mis.err" || fail "$what: no [$msg] in: $(cat "$T/mis.err")"
-    [ "$(wc -l <"$T/mis.err")" = 1 ] || fail "$what: more than one line: $(cat "$T/mis.err")"
-}
+misconfigured() { expect_error "$1" 69 "$3" env "${@:4}" "$B" lock --url "$2" sent:misconf -- true; }
 SENTS="sentinels 127.0.0.1:${SENT_PORT[0]}, 127.0.0.1:${SENT_PORT[1]}, 127.0.0.1:${SENT_PORT[2]}"
 note "misconfigurations: a master the sentinels do not know, their password missing or wrong, the data password wrong"
 misconfigured "an unknown master name" "${SENT_URL/master=mymaster/master=nosuch}" \

@@ -19,14 +19,7 @@ tls_make_certs "$C"
 # lock_fails NAME URL MESSAGE [STATUS]: `baton lock` exits STATUS (default 69:
 # unavailable; 64 for a URL or file it cannot use) with one line holding
 # MESSAGE.
-lock_fails() {
-    local what=$1 url=$2 msg=$3 want=${4:-69}
-    "$B" lock --url "$url" tls:k -- true >"$T/out" 2>"$T/err"
-    local rc=$?
-    assert_eq "$want" "$rc" "$what: exit status ($(cat "$T/err"))"
-    grep -qF -- "$msg" "$T/err" || fail "$what: no [$msg] in: $(cat "$T/err")"
-    [ "$(wc -l <"$T/err")" = 1 ] || fail "$what: more than one line: $(cat "$T/err")"
-}
+lock_fails() { expect_error "$1" "${4:-69}" "$3" "$B" lock --url "$2" tls:k -- true; }
 
 note "plain TLS: by IP address and by host name"
 tls_redis_start good "$C/server.pem" "$C/server.key"
@@ -102,17 +95,8 @@ lock_fails "ca= a file that does not exist" "rediss://127.0.0.1:$GOOD/0?ca=$C/no
 note "a refused port, and a server that closes at once, are told apart"
 lock_fails "TLS to a port nobody listens on" "rediss://127.0.0.1:1/0?ca=$C/ca.pem" \
     "rediss://127.0.0.1:1/0?ca=$C/ca.pem: cannot connect: Connection refused"
-python3 -c '
-import socket, sys
-s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(16)
-print(s.getsockname()[1], flush=True)
-while True:
-    s.accept()[0].close()
-' >"$T/closer.port" 2>/dev/null &
-HARNESS_REDIS_PIDS+=("$!")
-wait_for_line "$T/closer.port" '^[0-9]+$' 10 >/dev/null
-CLOSER=$(cat "$T/closer.port")
-lock_fails "a server that closes the connection at once" "rediss://127.0.0.1:$CLOSER/0?ca=$C/ca.pem" \
+fake_server ""
+lock_fails "a server that closes the connection at once" "rediss://127.0.0.1:$FAKE_PORT/0?ca=$C/ca.pem" \
     "TLS handshake failed: connection closed by the server (is it a TLS port?)"
 
 note "the TLS server dies while the lock is held: the command is stopped within the lease"

@@ -9,10 +9,10 @@
 # stops on an assertion merging this tree's function records.)
 set -euo pipefail
 build=${1:?usage: coverage.sh BUILD_DIR}
-# Measured 2026-11-23: src/lib 92.5 % of lines, src/supervisor about 88 %.
-# The floors sit a little below, for the runs whose timing takes a rarer
-# path.
-floors='{"src/lib": 90, "src/supervisor": 86}'
+# Measured 2026-11-26: src/lib 91.9 % of lines, src/supervisor 90.3-90.6 %
+# (runs move by 0.2-0.3 points). The floors sit a little below, for the
+# runs whose timing takes a rarer path.
+floors='{"src/lib": 91, "src/supervisor": 88}'
 find "$build" -name '*.gcda' -print0 | python3 -c '
 import collections, json, os, subprocess, sys
 root = os.getcwd()

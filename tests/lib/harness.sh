@@ -134,6 +134,41 @@ free_port() {
     done
 }
 
+# fake_server REPLY: a TCP server on a free loopback port that reads a
+# connection's first bytes, answers REPLY (Python bytes escapes; "" closes
+# at once) and closes it, for every connection; sets FAKE_PORT. Stopped by
+# the harness, by pid.
+HARNESS_FAKES=0
+fake_server() {
+    local out="$T/fake-server.$((HARNESS_FAKES += 1))"
+    python3 -c '
+import codecs, socket, sys
+reply = codecs.escape_decode(sys.argv[1])[0]
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(16)
+print(s.getsockname()[1], flush=True)
+while True:
+    c = s.accept()[0]
+    if reply:
+        c.recv(4096); c.sendall(reply)
+    c.close()
+' "$1" >"$out" 2>/dev/null &
+    HARNESS_REDIS_PIDS+=("$!")
+    wait_for_line "$out" '^[0-9]+$' 10 >/dev/null
+    FAKE_PORT=$(cat "$out")
+}
+
+# expect_error WHAT STATUS MESSAGE CMD [ARG...]: CMD exits STATUS with one
+# line on stderr, which holds MESSAGE.
+expect_error() {
+    local what=$1 want=$2 msg=$3 rc
+    shift 3
+    "$@" >"$T/expect.out" 2>"$T/expect.err"
+    rc=$?
+    assert_eq "$want" "$rc" "$what: exit status ($(cat "$T/expect.err"))"
+    grep -qF -- "$msg" "$T/expect.err" || fail "$what: no [$msg] in: $(cat "$T/expect.err")"
+    [ "$(wc -l <"$T/expect.err")" = 1 ] || fail "$what: more than one line: $(cat "$T/expect.err")"
+}
+
 # ts_ms "2026-01-02T07:00:00.123Z": Unix milliseconds.
 ts_ms() { date -d "$1" +%s%3N; }
 
