@@ -85,8 +85,9 @@ static void answer(struct baton__call *k, redisReply *r)
         return;
     }
     if (r->type == REDIS_REPLY_ERROR) {
-        /* READONLY again on a fresh connection: a replica, not a master
-         * in the middle of a failover. Said so, with what to do. */
+        /* READONLY still (after the retry on a fresh connection, when
+         * there was time for it) from a plain URL's server: a replica, not
+         * a master in the middle of a failover. Said so, with what to do. */
         bool replica = baton__reply_readonly(r) && c->url.nsentinels == 0 && !c->url.cluster;
         baton__set_error(k->err, k->errlen, "%s: redis error: %.200s%s", c->url.redacted, r->str,
                          replica ? " (this server is a read-only replica: give the master's "

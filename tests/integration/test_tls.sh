@@ -101,15 +101,13 @@ lock_fails "a server that closes the connection at once" "rediss://127.0.0.1:$FA
 
 note "the TLS server dies while the lock is held: the command is stopped within the lease"
 tls_redis_start doomed "$C/server.pem" "$C/server.key"
-"$B" lock --url "rediss://127.0.0.1:$TLS_PORT/0?ca=$C/ca.pem" --ttl 1s tls:doomed -- \
-    sh -c 'echo started; exec sleep 30' >"$T/doomed.out" 2>"$T/doomed.err" &
-dpid=$!
+spawn doomed "$B" lock --url "rediss://127.0.0.1:$TLS_PORT/0?ca=$C/ca.pem" --ttl 1s tls:doomed -- \
+    sh -c 'echo started; exec sleep 30'
 wait_for_line "$T/doomed.out" '^started$' 10 >/dev/null
 t0=$(now_ms)
 kill -KILL "$TLS_PID_doomed"
-wait "$dpid"
-rc=$?
-assert_eq 70 "$rc" "baton lock after its TLS server died ($(cat "$T/doomed.err"))"
+wait_exit doomed 10
+assert_eq 70 "$EXIT_CODE" "baton lock after its TLS server died ($(cat "$T/doomed.err"))"
 grep -qF "tls:doomed: the lease could not be confirmed before its deadline; the command was stopped" \
     "$T/doomed.err" || fail "baton lock after its TLS server died: $(cat "$T/doomed.err")"
 [ $(( $(now_ms) - t0 )) -lt 1500 ] ||
