@@ -762,7 +762,7 @@ BATON_API int baton_url_quorum(const char *url, int *masters, int64_t *max_ttl_m
  * waiter one for one, so holders never exceed the largest limit in use.
  * Use one limit per name unless that is what you want.
  *
- * Redis keys: prefix{name}:sem (holders), :sem:fence, :sem:q, :sem:qx.
+ * Redis keys: prefix{name}:sem (holders), :sem:fence, :sem:q (waiters).
  * A struct baton_permit belongs to one thread at a time; baton_permit_lost(),
  * _fence(), _deadline_ns() and _remaining_ms() may be called from any. */
 

@@ -659,6 +659,10 @@ struct baton_lock {
     /* Semaphore permits: the semaphore's limit, and the prep and read
      * functions below run sem.c's scripts; 0 for a lock. */
     int sem_limit;
+    /* Semaphore permits: our entry in the waiters' queue as the last
+     * acquire attempt wrote it ("" none); the acquire's, on the loop */
+#define BATON__QENTRY_LEN (2 * BATON__I64_LEN + BATON__TOKEN_LEN + 8)
+    char qentry[BATON__QENTRY_LEN];
     int64_t ttl_ms;
     int64_t renew_ms;
     baton_lost_fn on_lost;
@@ -728,7 +732,7 @@ struct baton__holder {
 struct baton__lock_call {
     struct baton__call k;
     const char *keys[5];
-    const char *args[6];
+    const char *args[7];
     char n1[BATON__I64_LEN], n2[BATON__I64_LEN], n3[BATON__I64_LEN];
     char err[BATON__ERRLEN]; /* the detail of best-effort calls (drop, cancel) */
 };
@@ -767,11 +771,11 @@ void baton__sem_prep_acquire(struct baton_lock *lk, bool wait, bool queued, int6
 int baton__sem_took(struct baton_lock *lk, struct baton__call *k, int rc, struct baton__holder *h,
                     bool *drop);
 /* The release (id BATON__S_SEM_RELEASE) or cancel (BATON__S_SEM_CANCEL:
- * ttl_ms, the waiter's lease, finds its queue entry) of token on the
- * semaphore's keys rkeys (holders, fence, q, qx). */
-void baton__sem_prep_give_back(struct baton_client *c, char *const *rkeys,
-                               enum baton__script_id id, const char *token, int64_t ttl_ms,
-                               struct baton__lock_call *lc, char *err, size_t errlen);
+ * entry, the waiter's queue entry or NULL, is taken out of the queue) of
+ * token on the semaphore's keys rkeys (holders, fence, q). */
+void baton__sem_prep_give_back(struct baton_client *c, char *const *rkeys, enum baton__script_id id,
+                               const char *token, const char *entry, struct baton__lock_call *lc,
+                               char *err, size_t errlen);
 /* Its result: 0 with *held (1 released or passed on, 0 not held), or an
  * error. A slot granted to a waiter of this client is handed to it here. */
 int baton__sem_gave_back(struct baton_client *c, struct baton__call *k, int rc, long long *held);

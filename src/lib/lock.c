@@ -182,7 +182,7 @@ void baton__lock_prep_release(struct baton_lock *lk, struct baton__lock_call *lc
 {
     struct baton_client *c = lk->c;
     if (lk->sem_limit > 0) {
-        baton__sem_prep_give_back(c, lk->rkeys, BATON__S_SEM_RELEASE, lk->token, 0, lc, err,
+        baton__sem_prep_give_back(c, lk->rkeys, BATON__S_SEM_RELEASE, lk->token, NULL, lc, err,
                                   errlen);
         return;
     }
@@ -210,8 +210,8 @@ void baton__lock_prep_release(struct baton_lock *lk, struct baton__lock_call *lc
 void baton__lock_prep_cancel(struct baton_lock *lk, struct baton__lock_call *lc)
 {
     if (lk->sem_limit > 0) {
-        baton__sem_prep_give_back(lk->c, lk->rkeys, BATON__S_SEM_CANCEL, lk->token, lk->ttl_ms,
-                                  lc, lc->err, sizeof lc->err);
+        baton__sem_prep_give_back(lk->c, lk->rkeys, BATON__S_SEM_CANCEL, lk->token, lk->qentry, lc,
+                                  lc->err, sizeof lc->err);
         return;
     }
     baton__lock_prep_release(lk, lc, lc->err, sizeof lc->err);

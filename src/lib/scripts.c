@@ -203,12 +203,16 @@ static const char cancel_src[] =
  * Keys of semaphore S, all in the slot of {S}:
  *   P{S}:sem        holders, a sorted set: member = permit id (a token),
  *                   score = lease expiry (ms, server time). Expired members
- *                   are reclaimed by every acquire. The key's own TTL covers
- *                   the longest lease, so an abandoned set vanishes.
+ *                   are reclaimed by an acquire that finds the semaphore
+ *                   full or waiters queued. The key's own TTL covers the
+ *                   longest lease, so an abandoned set vanishes.
  *   P{S}:sem:fence  the last fencing token, no TTL (fence_next() above)
- *   P{S}:sem:q      waiters, a sorted set: member = "<ttl_ms>|<token>",
- *                   score = arrival (us)
- *   P{S}:sem:qx     waiters' liveness, a sorted set: member -> expiry (ms)
+ *   P{S}:sem:q      waiters, a sorted set: member =
+ *                   "<entry expiry ms>|<ttl_ms>|<token>", score = arrival
+ *                   (us). The entry's liveness is in its member, so that a
+ *                   grant is one ZPOPMIN and an enqueue one ZADD; a retry
+ *                   refreshes it by replacing the member (same arrival),
+ *                   and the waiter keeps the member the script returned.
  * A release that finds waiters grants its slot to the first live waiter
  * inside the script: the permit, with the lease the waiter asked for (the
  * ttl in its member) and the next fence. The waiter needs no round trip:
@@ -228,94 +232,121 @@ static const char cancel_src[] =
  *     thus reclaimed within its entry's life; one that dies after a grant
  *     was published to its live process costs the slot its lease, like
  *     any holder that dies.
- * Waiters are served first come, first served either way. */
+ * Waiters are served first come, first served either way. A token that is
+ * a holder already (a waiter queued twice, after a lost reply) is skipped:
+ * ZADD NX, never a second grant or a lease changed.
+ *
+ * Cost per cycle with waiters (zero hold): the queueing acquire 6 Redis
+ * calls, the release that hands over 9 (tests/bench/bench_sem.c). */
 
 #define NOW_MS                                                                                     \
     "local t = redis.call('time')\n"                                                               \
     "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
 
 /* Gives one freed slot to the first live waiter (see above). Expects h,
- * q, qx, f, chan, cid, now in scope. */
+ * q, f, chan, cid, t, now in scope. */
 #define SEM_HANDOFF                                                                                \
     "while true do\n"                                                                              \
     "  local w = redis.call('zpopmin', q)[1]\n"                                                    \
     "  if not w then break end\n"                                                                  \
-    "  local e = tonumber(redis.call('zscore', qx, w))\n"                                          \
-    "  redis.call('zrem', qx, w)\n"                                                                \
+    "  local e, ttl, tok = string.match(w, '^(%d+)|(%d+)|(.+)$')\n"                                \
+    "  e = tonumber(e)\n"                                                                          \
     "  if e and e > now then\n"                                                                    \
-    "    local ttl, tok = string.match(w, '^(%d+)|(.+)$')\n"                                       \
     "    ttl = tonumber(ttl)\n"                                                                    \
     "    local wc = string.sub(tok, 1, 16)\n"                                                      \
     "    local wch = chan .. wc\n"                                                                 \
     "    if wc == cid or redis.call('pubsub', 'numsub', wch)[2] > 0 then\n"                        \
-    "      redis.call('zadd', h, string.format('%.0f', now + ttl), tok)\n"                         \
-    "      if redis.call('pttl', h) < ttl then redis.call('pexpire', h, ttl) end\n"                \
-    "      local fn = fence_next(f, t)\n"                                                          \
-    "      if wc == cid then return {tok, fn} end\n"                                               \
-    "      redis.call('publish', wch, tok .. ' ' .. string.format('%.0f', fn))\n"                  \
+    "      if redis.call('zadd', h, 'NX', string.format('%.0f', now + ttl), tok) == 1 then\n"      \
+    "        if redis.call('pttl', h) < ttl then redis.call('pexpire', h, ttl) end\n"              \
+    "        local fn = fence_next(f, t)\n"                                                        \
+    "        if wc == cid then return {tok, fn} end\n"                                             \
+    "        redis.call('publish', wch, tok .. ' ' .. string.format('%.0f', fn))\n"                \
+    "        return 1\n"                                                                           \
+    "      end\n"                                                                                  \
+    "    elseif redis.call('zadd', h, 'NX', string.format('%.0f', e), tok) == 1 then\n"            \
+    "      redis.call('publish', wch, tok)\n"                                                      \
     "      return 1\n"                                                                             \
     "    end\n"                                                                                    \
-    "    redis.call('zadd', h, string.format('%.0f', e), tok)\n"                                   \
-    "    redis.call('publish', wch, tok)\n"                                                        \
-    "    return 1\n"                                                                               \
     "  end\n"                                                                                      \
     "end\n"                                                                                        \
     "return 1\n"
 
-/* KEYS: holders fence q qx. ARGV: token limit ttl_ms wait(0|1)
- * entry_ttl_ms queued(0|1).
- * Returns the fence (an integer) when granted, else {ms, last fence}: ms
- * until the earliest lease ends (-1: none), and the last fence granted
- * (a string; a grant published later carries a higher one). A waiter is admitted when its rank in
- * the queue is below the number of free slots (limit - live holders); a
- * newcomer when the free slots outnumber the live waiters. */
-static const char sem_acquire_src[] =
-    FENCE_FN "local h, f, q, qx = KEYS[1], KEYS[2], KEYS[3], KEYS[4]\n"
-    "local tok, limit, ttl = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])\n"
-    "local me = ARGV[3] .. '|' .. tok\n" NOW_MS "redis.call('zremrangebyscore', h, '-inf', now)\n"
+/* KEYS: holders fence q. ARGV: token limit ttl_ms wait(0|1) entry_ttl_ms
+ * queued(0|1) entry (the member our last attempt queued, or "").
+ * Returns the fence (an integer) when granted, else {ms, last fence,
+ * entry}: ms until the earliest lease ends (-1: none), the last fence
+ * granted (a string; a grant published later carries a higher one), and
+ * our queue entry ("" when not queued). A waiter is admitted when it is
+ * among the first (limit - live holders) live waiters; a newcomer when the
+ * free slots outnumber the live waiters. */
+static const char sem_acquire_src[] = FENCE_FN
+    "local h, f, q = KEYS[1], KEYS[2], KEYS[3]\n"
+    "local tok, limit, ttl, me = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[7]\n" NOW_MS
     "local function grant()\n"
     "  redis.call('zadd', h, string.format('%.0f', now + ttl), tok)\n"
     "  if redis.call('pttl', h) < ttl then redis.call('pexpire', h, ttl) end\n"
     "  return fence_next(f, t)\n"
     "end\n"
     "if ARGV[6] == '1' and redis.call('zscore', h, tok) then return grant() end\n"
-    "local n = redis.call('zcard', h)\n"
+    "local n, first, seen = redis.call('zcard', h), nil, false\n"
+    "local function reclaim()\n"
+    "  first, seen = redis.call('zrange', h, 0, 0, 'withscores')[2], true\n"
+    "  if first and tonumber(first) <= now then\n"
+    "    redis.call('zremrangebyscore', h, '-inf', now)\n"
+    "    n, first = redis.call('zcard', h), redis.call('zrange', h, 0, 0, 'withscores')[2]\n"
+    "  end\n"
+    "end\n"
+    "if n >= limit then reclaim() end\n"
     "if n < limit then\n"
     "  local ok = true\n"
     "  if redis.call('exists', q) == 1 then\n"
-    "    local dead = redis.call('zrangebyscore', qx, '-inf', now)\n"
-    "    for i = 1, #dead do redis.call('zrem', q, dead[i]) end\n"
-    "    if #dead > 0 then redis.call('zremrangebyscore', qx, '-inf', now) end\n"
-    "    local r = redis.call('zrank', q, me)\n"
-    "    if r then ok = r < limit - n else ok = redis.call('zcard', q) < limit - n end\n"
+    "    if not seen then reclaim() end\n"
+    "    local free, live, mine = limit - n, 0, false\n"
+    "    repeat\n"
+    "      local dead = 0\n"
+    "      live, mine = 0, false\n"
+    "      for _, w in ipairs(redis.call('zrange', q, 0, free - 1)) do\n"
+    "        local e = tonumber(string.match(w, '^(%d+)|'))\n"
+    "        if e and e > now then\n"
+    "          live = live + 1\n"
+    "          mine = mine or w == me\n"
+    "        else\n"
+    "          redis.call('zrem', q, w)\n"
+    "          dead = dead + 1\n"
+    "        end\n"
+    "      end\n"
+    "    until dead == 0\n"
+    "    ok = mine or live < free\n"
     "  end\n"
     "  if ok then\n"
-    "    if ARGV[6] == '1' then redis.call('zrem', q, me); redis.call('zrem', qx, me) end\n"
+    "    if me ~= '' then redis.call('zrem', q, me) end\n"
     "    return grant()\n"
     "  end\n"
     "end\n"
     "if ARGV[4] == '1' then\n"
     "  local ettl = tonumber(ARGV[5])\n"
-    "  redis.call('zadd', q, 'NX', t[1] .. string.sub('00000' .. t[2], -6), me)\n"
-    "  redis.call('zadd', qx, string.format('%.0f', now + ettl), me)\n"
-    "  if redis.call('pttl', q) < ettl then\n"
-    "    redis.call('pexpire', q, ettl); redis.call('pexpire', qx, ettl)\n"
-    "  end\n"
+    "  local at = me ~= '' and redis.call('zscore', q, me)\n"
+    "  if at then redis.call('zrem', q, me) else at = t[1] .. string.sub('00000' .. t[2], -6) end\n"
+    "  me = string.format('%.0f', now + ettl) .. '|' .. ARGV[3] .. '|' .. tok\n"
+    "  redis.call('zadd', q, at, me)\n"
+    "  if redis.call('pttl', q) < ettl then redis.call('pexpire', q, ettl) end\n"
+    "else\n"
+    "  me = ''\n"
     "end\n"
-    "local first = redis.call('zrange', h, 0, 0, 'withscores')[2]\n"
-    "return {first and tonumber(first) - now or -1, redis.call('get', f) or '0'}\n";
+    "if not seen then first = redis.call('zrange', h, 0, 0, 'withscores')[2] end\n"
+    "return {first and tonumber(first) - now or -1, redis.call('get', f) or '0', me}\n";
 
-/* KEYS: holders q qx fence. ARGV: token wake_channel_prefix client_id.
+/* KEYS: holders q fence. ARGV: token wake_channel_prefix client_id.
  * Returns 1 when the permit was released (its slot handed on, if anyone
  * waits), {token, fence} when its slot was granted to a waiter of the same
  * client, 0 when it was not held (absent, or its lease had run out). */
-static const char sem_release_src[] = FENCE_FN
-                                      "local h, q, qx, f = KEYS[1], KEYS[2], KEYS[3], KEYS[4]\n"
-                                      "local chan, cid = ARGV[2], ARGV[3]\n"
-                                      "local s = redis.call('zscore', h, ARGV[1])\n"
-                                      "if not s then return 0 end\n"
-                                      "redis.call('zrem', h, ARGV[1])\n" NOW_MS
-                                      "if tonumber(s) <= now then return 0 end\n" SEM_HANDOFF;
+static const char sem_release_src[] =
+    FENCE_FN "local h, q, f = KEYS[1], KEYS[2], KEYS[3]\n"
+             "local chan, cid = ARGV[2], ARGV[3]\n"
+             "local s = redis.call('zscore', h, ARGV[1])\n"
+             "if not s then return 0 end\n"
+             "redis.call('zrem', h, ARGV[1])\n" NOW_MS
+             "if tonumber(s) <= now then return 0 end\n" SEM_HANDOFF;
 
 /* KEYS: holders. ARGV: token ttl_ms. Returns 1 when extended, 0 when the
  * permit is not held (absent or expired). */
@@ -327,15 +358,15 @@ static const char sem_extend_src[] =
     "if redis.call('pttl', h) < ttl then redis.call('pexpire', h, ttl) end\n"
     "return 1\n";
 
-/* KEYS: holders q qx fence. ARGV: token wake_channel_prefix client_id
- * ttl_ms. A waiter gives up: it leaves the queue, and a slot handed to it
- * goes to the next waiter. Returns as the release script. */
+/* KEYS: holders q fence. ARGV: token wake_channel_prefix client_id entry
+ * (our queue entry, or ""). A waiter gives up: it leaves the queue, and a
+ * slot handed to it goes to the next waiter. Returns as the release
+ * script. */
 static const char sem_cancel_src[] =
-    FENCE_FN "local h, q, qx, f = KEYS[1], KEYS[2], KEYS[3], KEYS[4]\n"
-    "local chan, cid = ARGV[2], ARGV[3]\n"
-    "local me = ARGV[4] .. '|' .. ARGV[1]\n"
-    "redis.call('zrem', q, me); redis.call('zrem', qx, me)\n"
-    "if redis.call('zrem', h, ARGV[1]) == 0 then return 1 end\n" NOW_MS SEM_HANDOFF;
+    FENCE_FN "local h, q, f = KEYS[1], KEYS[2], KEYS[3]\n"
+             "local chan, cid = ARGV[2], ARGV[3]\n"
+             "if ARGV[4] ~= '' then redis.call('zrem', q, ARGV[4]) end\n"
+             "if redis.call('zrem', h, ARGV[1]) == 0 then return 1 end\n" NOW_MS SEM_HANDOFF;
 
 /* ---- Multi-lock (multi.c) ----
  * KEYS: lock_1..lock_n fence_1..fence_n (one hash slot). ARGV: ttl_ms

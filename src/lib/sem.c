@@ -104,18 +104,19 @@ out:
 void baton__sem_prep_acquire(struct baton_lock *lk, bool wait, bool queued, int64_t entry_ttl_ms,
                              struct baton__lock_call *lc)
 {
-    for (int i = 0; i < 4; i++)
-        lc->keys[i] = lk->rkeys[i]; /* holders, fence, q, qx */
+    for (int i = 0; i < 3; i++)
+        lc->keys[i] = lk->rkeys[i]; /* holders, fence, q */
     lc->args[0] = lk->token;
     lc->args[1] = baton__i64_str(lk->sem_limit, lc->n3);
     lc->args[2] = baton__i64_str(lk->ttl_ms, lc->n1);
     lc->args[3] = wait ? "1" : "0";
     lc->args[4] = baton__i64_str(entry_ttl_ms, lc->n2);
     lc->args[5] = queued ? "1" : "0";
+    lc->args[6] = lk->qentry;
     lc->k = (struct baton__call){.id = BATON__S_SEM_ACQUIRE,
-                                 .nkeys = 4,
+                                 .nkeys = 3,
                                  .keys = lc->keys,
-                                 .nargs = 6,
+                                 .nargs = 7,
                                  .args = lc->args,
                                  .deadline_ns = baton__client_grant_deadline(lk->c, lk->ttl_ms),
                                  .durable = true,
@@ -136,14 +137,18 @@ int baton__sem_took(struct baton_lock *lk, struct baton__call *k, int rc, struct
             *drop = true; /* granted on the master only: not ours to use */
         } else {
             atomic_store(&lk->fence, (uint64_t)r->integer);
+            lk->qentry[0] = '\0'; /* the grant took us out of the queue */
             baton__lock_granted_by(lk, k->runid);
             baton__lock_confirm(lk, k->sent_ns, lk->ttl_ms);
         }
     } else if (r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
                r->element[0]->type == REDIS_REPLY_INTEGER) {
-        /* Refused ({ms until the earliest lease ends, last fence}); WAIT
-         * does not matter. An unreadable fence trusts no published grant
-         * (the next attempt finds a real one in Redis). */
+        /* Refused ({ms until the earliest lease ends, last fence, our
+         * queue entry}); WAIT does not matter. An unreadable fence trusts
+         * no published grant (the next attempt finds a real one in Redis).
+         * The entry is kept for the next attempt and the cancel, which
+         * find our place by it; one that does not fit (no script of ours
+         * writes one) is forgotten: that attempt queues us again. */
         h->pttl_ms = r->element[0]->integer;
         h->value[0] = '\0';
         h->fence = UINT64_MAX;
@@ -153,6 +158,10 @@ int baton__sem_took(struct baton_lock *lk, struct baton__call *k, int rc, struct
             if (end != r->element[1]->str && *end == '\0')
                 h->fence = f;
         }
+        lk->qentry[0] = '\0';
+        if (r->elements >= 3 && r->element[2]->type == REDIS_REPLY_STRING &&
+            r->element[2]->len < sizeof lk->qentry)
+            memcpy(lk->qentry, r->element[2]->str, r->element[2]->len + 1);
         rc = BATON_ETAKEN;
     } else {
         baton__set_error(lk->errstr, sizeof lk->errstr,
@@ -164,23 +173,22 @@ int baton__sem_took(struct baton_lock *lk, struct baton__call *k, int rc, struct
     return rc;
 }
 
-void baton__sem_prep_give_back(struct baton_client *c, char *const *rkeys,
-                               enum baton__script_id id, const char *token, int64_t ttl_ms,
-                               struct baton__lock_call *lc, char *err, size_t errlen)
+void baton__sem_prep_give_back(struct baton_client *c, char *const *rkeys, enum baton__script_id id,
+                               const char *token, const char *entry, struct baton__lock_call *lc,
+                               char *err, size_t errlen)
 {
     lc->keys[0] = rkeys[0];
     lc->keys[1] = rkeys[2];
-    lc->keys[2] = rkeys[3];
-    lc->keys[3] = rkeys[1];
+    lc->keys[2] = rkeys[1];
     lc->args[0] = token;
     lc->args[1] = baton__waiters_channel(c);
     lc->args[2] = c->cid;
-    lc->args[3] = baton__i64_str(ttl_ms, lc->n1);
+    lc->args[3] = entry != NULL ? entry : "";
     /* Durable, because it may grant our slot to a waiter of this process;
      * a grant not acknowledged is not handed over (the waiter's next
      * attempt finds it in Redis and makes it durable). */
     lc->k = (struct baton__call){.id = id,
-                                 .nkeys = 4,
+                                 .nkeys = 3,
                                  .keys = lc->keys,
                                  .nargs = id == BATON__S_SEM_CANCEL ? 4 : 3,
                                  .args = lc->args,
@@ -344,7 +352,7 @@ int baton_sem_release_async(struct baton_permit *p, baton_permit_cb cb, void *ar
 
 int baton_sem_release_id(struct baton_client *c, const char *name, const char *permit_id)
 {
-    char *rkeys[4] = {NULL, NULL, NULL, NULL};
+    char *rkeys[3] = {NULL, NULL, NULL};
     char err[BATON__ERRLEN];
     long long held = 0;
     struct baton__lock_call lc;
@@ -355,17 +363,17 @@ int baton_sem_release_id(struct baton_client *c, const char *name, const char *p
         return BATON_EINVAL;
     if (asprintf(&rkeys[0], "%s{%s}:sem", c->prefix, name) < 0 ||
         asprintf(&rkeys[1], "%s{%s}:sem:fence", c->prefix, name) < 0 ||
-        asprintf(&rkeys[2], "%s{%s}:sem:q", c->prefix, name) < 0 ||
-        asprintf(&rkeys[3], "%s{%s}:sem:qx", c->prefix, name) < 0)
+        asprintf(&rkeys[2], "%s{%s}:sem:q", c->prefix, name) < 0)
         goto out;
-    baton__sem_prep_give_back(c, rkeys, BATON__S_SEM_RELEASE, permit_id, 0, &lc, err, sizeof err);
+    baton__sem_prep_give_back(c, rkeys, BATON__S_SEM_RELEASE, permit_id, NULL, &lc, err,
+                              sizeof err);
     rc = baton__sem_gave_back(c, &lc.k, baton__script_call(c, &lc.k), &held);
     if (rc != BATON_OK)
         baton__client_error(c, err);
     else if (held != 1)
         rc = BATON_ELOST;
 out:
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 3; i++)
         free(rkeys[i]);
     return rc;
 }

@@ -214,7 +214,6 @@ START_TEST(timeout_leaves_the_queue)
     ck_assert_int_lt(ms, 800);
     ck_assert_ptr_null(w);
     ck_assert_int_eq(tu_redis_int("ZCARD baton:{s:to}:sem:q"), 0);
-    ck_assert_int_eq(tu_redis_int("ZCARD baton:{s:to}:sem:qx"), 0);
     ck_assert_int_eq(
         baton_sem_acquire(c, "s:to", 1, &(struct baton_sem_opts){.max_wait_ms = BATON_NO_WAIT}, &w),
         BATON_ETAKEN);
@@ -270,9 +269,7 @@ START_TEST(dead_waiter_reservation_expires)
     free(t);
     char cmd[200];
     const char *ghost = "ffffffffffffffff00000000000000000000000000000000";
-    snprintf(cmd, sizeof cmd, "ZADD baton:{s:dead}:sem:q 1 30000|%s", ghost);
-    free(tu_redis(cmd));
-    snprintf(cmd, sizeof cmd, "ZADD baton:{s:dead}:sem:qx %lld 30000|%s",
+    snprintf(cmd, sizeof cmd, "ZADD baton:{s:dead}:sem:q 1 %lld|30000|%s",
              sec * 1000 + usec / 1000 + 700, ghost);
     free(tu_redis(cmd));
     /* The live waiter is not told (the ghost was woken instead): its retry
@@ -463,7 +460,7 @@ START_TEST(stale_published_grant_refused)
     pthread_create(&t, NULL, keeper_main, &k);
     await_queued("s:stale", 1);
     char *member = tu_redis("ZRANGE baton:{s:stale}:sem:q 0 0");
-    const char *tok = strchr(member, '|');
+    const char *tok = strrchr(member, '|'); /* "<expiry>|<ttl>|<token>" */
     ck_assert_ptr_nonnull(tok);
     tok++;
     char chan[64], msg[128], fence[32];
@@ -548,9 +545,7 @@ START_TEST(waiters_before_newcomers)
     free(t);
     char cmd[200];
     const char *ghost = "eeeeeeeeeeeeeeee00000000000000000000000000000000";
-    snprintf(cmd, sizeof cmd, "ZADD baton:{s:owed}:sem:q 1 30000|%s", ghost);
-    free(tu_redis(cmd));
-    snprintf(cmd, sizeof cmd, "ZADD baton:{s:owed}:sem:qx %lld 30000|%s",
+    snprintf(cmd, sizeof cmd, "ZADD baton:{s:owed}:sem:q 1 %lld|30000|%s",
              sec * 1000 + usec / 1000 + 20000, ghost);
     free(tu_redis(cmd));
     /* 2 free slots, 1 live waiter: one is left for a newcomer... */
@@ -562,6 +557,49 @@ START_TEST(waiters_before_newcomers)
     baton_sem_release(n1);
     baton_permit_free(h);
     baton_permit_free(n1);
+    baton_client_free(c);
+}
+END_TEST
+
+/* A holder whose token is queued as well (a retry whose reply was lost
+ * queues a waiter again; its older entry is granted first) is skipped by
+ * the handoff: the slot goes to the next waiter, and the holder's lease is
+ * left as it was. */
+START_TEST(holder_queued_again_is_skipped)
+{
+    struct baton_client *c = client();
+    struct baton_permit *p1 = NULL, *p2 = NULL;
+    ck_assert_int_eq(baton_sem_try(c, "s:twice", 2, NULL, &p1), BATON_OK);
+    ck_assert_int_eq(baton_sem_try(c, "s:twice", 2, NULL, &p2), BATON_OK);
+    char lease_cmd[200], cmd[300];
+    snprintf(lease_cmd, sizeof lease_cmd, "ZSCORE baton:{s:twice}:sem %s", baton_permit_id(p1));
+    char *lease = tu_redis(lease_cmd);
+    char *t = tu_redis("TIME");
+    long long sec = 0, usec = 0;
+    ck_assert_int_eq(sscanf(t, "%lld %lld", &sec, &usec), 2);
+    free(t);
+    snprintf(cmd, sizeof cmd, "ZADD baton:{s:twice}:sem:q 1 %lld|30000|%s",
+             sec * 1000 + usec / 1000 + 20000, baton_permit_id(p1));
+    free(tu_redis(cmd));
+    struct waiter w = {
+        .c = c, .name = "s:twice", .limit = 2, .o = {.max_wait_ms = 10000, .retry_delay_ms = 5000}};
+    pthread_t th;
+    pthread_create(&th, NULL, waiter_main, &w);
+    await_queued("s:twice", 2);
+    int64_t released = tu_now_ns();
+    ck_assert_int_eq(baton_sem_release(p2), BATON_OK);
+    pthread_join(th, NULL);
+    ck_assert_int_eq(w.rc, BATON_OK);
+    ck_assert_msg(w.got_ns - released < INT64_C(200000000), "woken after %lld ms",
+                  (long long)((w.got_ns - released) / 1000000));
+    char *after = tu_redis(lease_cmd);
+    ck_assert_str_eq(after, lease);
+    ck_assert_int_eq(tu_redis_int("EXISTS baton:{s:twice}:sem:q"), 0);
+    free(lease);
+    free(after);
+    ck_assert_int_eq(baton_sem_release(p1), BATON_OK);
+    baton_permit_free(p1);
+    baton_permit_free(p2);
     baton_client_free(c);
 }
 END_TEST
@@ -973,6 +1011,7 @@ static Suite *suite(void)
     tcase_add_test(tw, stale_published_grant_refused);
     tcase_add_test(tw, published_grant_needs_durability);
     tcase_add_test(tw, waiters_before_newcomers);
+    tcase_add_test(tw, holder_queued_again_is_skipped);
     tcase_add_test(tw, queue_full);
     tcase_add_test(tw, threads_respect_the_limit);
     suite_add_tcase(s, tw);
