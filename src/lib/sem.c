@@ -383,7 +383,7 @@ int baton_sem_holders(struct baton_client *c, const char *name, int *holders)
     static const char script[] =
         "local t = redis.call('time')\n"
         "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
-        "return redis.call('zcount', KEYS[1], '(' .. string.format('%.0f', now), '+inf')\n";
+        "return redis.call('zcount', KEYS[1], '(' .. string.format('%d', now), '+inf')\n";
     char *key = NULL;
     struct baton_reply *r = NULL;
     int rc;
