@@ -26,6 +26,16 @@ static int holders(struct baton_client *c, const char *name)
     return n;
 }
 
+/* Server time, ms. */
+static long long server_ms(void)
+{
+    char *t = tu_redis("TIME");
+    long long sec = 0, usec = 0;
+    ck_assert_int_eq(sscanf(t, "%lld %lld", &sec, &usec), 2);
+    free(t);
+    return sec * 1000 + usec / 1000;
+}
+
 START_TEST(limit_and_fences)
 {
     struct baton_client *c = client();
@@ -74,11 +84,7 @@ START_TEST(server_time_and_reclaim)
     char cmd[160];
     snprintf(cmd, sizeof cmd, "ZSCORE baton:{s:exp}:sem %s", baton_permit_id(b));
     long long score = tu_redis_int(cmd);
-    char *t = tu_redis("TIME");
-    long long sec = 0, usec = 0;
-    ck_assert_int_eq(sscanf(t, "%lld %lld", &sec, &usec), 2);
-    free(t);
-    long long now = sec * 1000 + usec / 1000;
+    long long now = server_ms();
     ck_assert_int_le(score - now, 20000);
     ck_assert_int_ge(score - now, 19500);
     /* The set's own TTL covers the longest lease. */
@@ -154,6 +160,18 @@ static void *waiter_main(void *arg)
     return NULL;
 }
 
+/* Releases p while w waits on thread t: w gets the slot within 200 ms,
+ * woken by the release (not by its retry timer). */
+static void release_wakes(struct baton_permit *p, struct waiter *w, pthread_t t)
+{
+    int64_t released = tu_now_ns();
+    ck_assert_int_eq(baton_sem_release(p), BATON_OK);
+    pthread_join(t, NULL);
+    ck_assert_int_eq(w->rc, BATON_OK);
+    ck_assert_msg(w->got_ns - released < INT64_C(200000000), "woken after %lld ms",
+                  (long long)((w->got_ns - released) / 1000000));
+}
+
 /* A waiter is woken by a release, not by its retry timer (5 s here). */
 START_TEST(wake_on_release)
 {
@@ -166,12 +184,7 @@ START_TEST(wake_on_release)
     pthread_t t;
     pthread_create(&t, NULL, waiter_main, &w);
     tu_sleep_ms(300);
-    int64_t released = tu_now_ns();
-    ck_assert_int_eq(baton_sem_release(h2), BATON_OK);
-    pthread_join(t, NULL);
-    ck_assert_int_eq(w.rc, BATON_OK);
-    ck_assert_msg(w.got_ns - released < INT64_C(200000000), "woken after %lld ms",
-                  (long long)((w.got_ns - released) / 1000000));
+    release_wakes(h2, &w, t);
     ck_assert_int_eq(tu_redis_int("EXISTS baton:{s:wake}:sem:q"), 0);
     baton_sem_release(h1);
     baton_permit_free(h1);
@@ -263,14 +276,10 @@ START_TEST(dead_waiter_reservation_expires)
     struct baton_client *c = client();
     struct baton_permit *h = NULL;
     ck_assert_int_eq(baton_sem_try(c, "s:dead", 1, NULL, &h), BATON_OK);
-    char *t = tu_redis("TIME");
-    long long sec = 0, usec = 0;
-    ck_assert_int_eq(sscanf(t, "%lld %lld", &sec, &usec), 2);
-    free(t);
+    long long now = server_ms();
     char cmd[200];
     const char *ghost = "ffffffffffffffff00000000000000000000000000000000";
-    snprintf(cmd, sizeof cmd, "ZADD baton:{s:dead}:sem:q 1 %lld|30000|%s",
-             sec * 1000 + usec / 1000 + 700, ghost);
+    snprintf(cmd, sizeof cmd, "ZADD baton:{s:dead}:sem:q 1 %lld|30000|%s", now + 700, ghost);
     free(tu_redis(cmd));
     /* The live waiter is not told (the ghost was woken instead): its retry
      * timer finds the slot once the ghost's reservation has run out. */
@@ -335,16 +344,6 @@ static long long scripts_run(void)
     }
     free(info);
     return n;
-}
-
-/* Server time, ms. */
-static long long server_ms(void)
-{
-    char *t = tu_redis("TIME");
-    long long sec = 0, usec = 0;
-    ck_assert_int_eq(sscanf(t, "%lld %lld", &sec, &usec), 2);
-    free(t);
-    return sec * 1000 + usec / 1000;
 }
 
 /* A release grants its slot to a waiter of another client inside the
@@ -539,14 +538,10 @@ START_TEST(waiters_before_newcomers)
     struct baton_client *c = client();
     struct baton_permit *h = NULL, *n1 = NULL, *n2 = NULL;
     ck_assert_int_eq(baton_sem_try(c, "s:owed", 3, NULL, &h), BATON_OK);
-    char *t = tu_redis("TIME");
-    long long sec = 0, usec = 0;
-    ck_assert_int_eq(sscanf(t, "%lld %lld", &sec, &usec), 2);
-    free(t);
+    long long now = server_ms();
     char cmd[200];
     const char *ghost = "eeeeeeeeeeeeeeee00000000000000000000000000000000";
-    snprintf(cmd, sizeof cmd, "ZADD baton:{s:owed}:sem:q 1 %lld|30000|%s",
-             sec * 1000 + usec / 1000 + 20000, ghost);
+    snprintf(cmd, sizeof cmd, "ZADD baton:{s:owed}:sem:q 1 %lld|30000|%s", now + 20000, ghost);
     free(tu_redis(cmd));
     /* 2 free slots, 1 live waiter: one is left for a newcomer... */
     ck_assert_int_eq(baton_sem_try(c, "s:owed", 3, NULL, &n1), BATON_OK);
@@ -574,24 +569,16 @@ START_TEST(holder_queued_again_is_skipped)
     char lease_cmd[200], cmd[300];
     snprintf(lease_cmd, sizeof lease_cmd, "ZSCORE baton:{s:twice}:sem %s", baton_permit_id(p1));
     char *lease = tu_redis(lease_cmd);
-    char *t = tu_redis("TIME");
-    long long sec = 0, usec = 0;
-    ck_assert_int_eq(sscanf(t, "%lld %lld", &sec, &usec), 2);
-    free(t);
-    snprintf(cmd, sizeof cmd, "ZADD baton:{s:twice}:sem:q 1 %lld|30000|%s",
-             sec * 1000 + usec / 1000 + 20000, baton_permit_id(p1));
+    long long now = server_ms();
+    snprintf(cmd, sizeof cmd, "ZADD baton:{s:twice}:sem:q 1 %lld|30000|%s", now + 20000,
+             baton_permit_id(p1));
     free(tu_redis(cmd));
     struct waiter w = {
         .c = c, .name = "s:twice", .limit = 2, .o = {.max_wait_ms = 10000, .retry_delay_ms = 5000}};
     pthread_t th;
     pthread_create(&th, NULL, waiter_main, &w);
     await_queued("s:twice", 2);
-    int64_t released = tu_now_ns();
-    ck_assert_int_eq(baton_sem_release(p2), BATON_OK);
-    pthread_join(th, NULL);
-    ck_assert_int_eq(w.rc, BATON_OK);
-    ck_assert_msg(w.got_ns - released < INT64_C(200000000), "woken after %lld ms",
-                  (long long)((w.got_ns - released) / 1000000));
+    release_wakes(p2, &w, th);
     char *after = tu_redis(lease_cmd);
     ck_assert_str_eq(after, lease);
     ck_assert_int_eq(tu_redis_int("EXISTS baton:{s:twice}:sem:q"), 0);
