@@ -240,7 +240,10 @@ static const char cancel_src[] =
  *     any holder that dies.
  * Waiters are served first come, first served either way. A token that is
  * a holder already (a waiter queued twice, after a lost reply) is skipped:
- * ZADD NX, never a second grant or a lease changed.
+ * ZADD NX, never a second grant or a lease changed. A waiter whose refresh
+ * reply was lost keeps its old member, so its cancel misses the new entry,
+ * which lives until its expiry; granted meanwhile, it costs the slot one
+ * lease, as a holder that dies does.
  *
  * Cost per cycle with waiters (zero hold): the queueing acquire 6 Redis
  * calls, the release that hands over 9 (tests/bench/bench_sem.c). */
