@@ -43,12 +43,13 @@
  */
 #include "baton_int.h"
 
-/* Numbers the scripts hand to redis.call, or to PUBLISH, are strings made
- * with string.format('%d') (every value is a whole number of ms, us or a
- * fence, below 2^53): a Lua number is formatted by Redis with "%.17g",
- * and '%.0f' is as slow (perf on redis-server in bench_sem: formatting
- * doubles fell from 7.6% to 4.2% of its time in a semaphore cycle; the
- * rest is its own replies of sorted-set scores). */
+/* On the paths every lock or semaphore cycle takes, whole numbers (scores,
+ * fences, INCRBY's step: ms, us or fences, below 2^53) go to redis.call and
+ * PUBLISH as strings made with string.format('%d'): a Lua number is
+ * formatted by Redis with "%.17g", and '%.0f' is as slow (perf on
+ * redis-server in bench_sem: formatting doubles fell from 7.6% to 4.2% of
+ * its time in a semaphore cycle; the rest is its own replies of sorted-set
+ * scores). Rare paths (queue upkeep, a TTL raised) keep plain numbers. */
 
 /* Defines fence_next(key, t): the next fencing token of key, stored there:
  * max(last + 1, server TIME in units of 10 microseconds). The unit keeps
@@ -59,8 +60,8 @@
  * of the counter and a lost counter restarts above every token issued.
  * INCR makes last + 1 and INCRBY raises it to the clock term when it lags:
  * Redis's integer arithmetic (measured: 5-8% less of Redis's time per lock
- * cycle than GET, then SET of a formatted max). t: the reply of the TIME the script has already
- * called, if it has (one call less), else nil. */
+ * cycle than GET, then SET of a formatted max). t: the reply of the TIME
+ * the script has already called, if it has (one call less), else nil. */
 #define FENCE_FN                                                                                   \
     "local function fence_next(k, t)\n"                                                            \
     "  t = t or redis.call('time')\n"                                                              \
@@ -246,7 +247,8 @@ static const char cancel_src[] =
  * lease, as a holder that dies does.
  *
  * Cost per cycle with waiters (zero hold): the queueing acquire 6 Redis
- * calls, the release that hands over 9 (tests/bench/bench_sem.c). */
+ * calls, the release that hands over 8, 9 when it raises the holders' TTL
+ * (INFO commandstats around tests/bench/bench_sem.c). */
 
 #define NOW_MS                                                                                     \
     "local t = redis.call('time')\n"                                                               \
