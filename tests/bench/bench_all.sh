@@ -117,7 +117,18 @@ doc=$(jq -s -c --arg date "$(date -u +%Y-%m-%d)" --argjson smoke "$smoke" \
              "baton / fastest peer >= 1.3"; cmp(.ratio_to_fastest_peer; ">="; 1.3))),
        ($pr.lock_uncontended | ([.peers[]? | select(.cycles_per_sec != null)] | max_by(.cycles_per_sec)) as $fp |
          row("peers"; "lock: Redis CPU per cycle (us)"; .baton.redis_cpu_us_per_cycle;
-             $fp.redis_cpu_us_per_cycle; ($fp.who // "fastest peer (not run)"); "(reported)"; null)),
+             $fp.redis_cpu_us_per_cycle; ($fp.who // "fastest peer (not run)");
+             "(reported: a fenced grant, two scripts, against SET NX PX + a script)"; null)),
+       ($pr.lock_uncontended | if (.baton.redis_cpu_us_per_cycle // 0) > 0 then
+         row("peers"; "lock: cycles/s against what one Redis core allows its scripts";
+             .baton.cycles_per_sec; (1e6 / .baton.redis_cpu_us_per_cycle | round);
+             "1 s / Redis CPU per baton cycle (same run): Redis saturated"; "(the limit)"; null)
+        else empty end),
+       ($pr.lock_uncontended | ([.peers[]? | select(.cycles_per_sec != null)] | max_by(.cycles_per_sec)) as $fp |
+         if .baton_50_threads then
+         row("peers"; "lock, 50 threads blocking in one client: cycles/s"; .baton_50_threads.cycles_per_sec;
+             $fp.cycles_per_sec; ($fp.who // "fastest peer (not run)"); "(reported)"; null)
+         else empty end),
        ($pr.semaphore | row("peers"; "semaphore, limit 5, 50 clients: cycles/s"; .baton.cycles_per_sec;
              .peer.cycles_per_sec; (.peer.who // "redis-semaphore (not run)");
              "baton / peer >= 1.0"; cmp(.ratio_to_peer; ">="; 1.0))),
@@ -232,7 +243,12 @@ doc=$(jq -s -c --arg date "$(date -u +%Y-%m-%d)" --argjson smoke "$smoke" \
            cmp($t.uncontended.tls_ratio; ">="; 0.8)),
        row("tls"; "lock, one thread: TLS cycles/s"; $t.one_thread.tls_cycles_per_s;
            $t.one_thread.plain_cycles_per_s; "plain TCP (same run)"; "TLS / plain >= 0.8";
-           cmp($t.one_thread.tls_ratio; ">="; 0.8))
+           cmp($t.one_thread.tls_ratio; ">="; 0.8)),
+       (if $t.redis_benchmark_set_one_client then
+         row("tls"; "one thread: TLS / plain, against the same ratio of redis-benchmark"; $t.one_thread.tls_ratio;
+             $t.redis_benchmark_set_one_client.tls_ratio;
+             "redis-benchmark SET, one client, TLS / plain (same run)"; "(the limit: a TLS round trip)"; null)
+        else empty end)
       else empty end),
      (if $q then
        row("quorum"; "lock over a quorum of 5 masters: cycles/s"; $q.baton_quorum.cycles_per_sec;

@@ -34,7 +34,19 @@ done
     "${args[@]}" || fail "tls_lock_cycles failed"
 command -v redis-benchmark >/dev/null || fail "redis-benchmark is not installed (apt-get install redis-tools)"
 n=$(( smoke ? 5000 : 100000 ))
-rb() { redis-benchmark -t set -n "$n" -c "$threads" --csv "$@" 2>/dev/null | tail -n1 | cut -d'"' -f4; }
-plain=$(rb -p "$master") tls=$(rb -p "$tport" --tls --cacert "$T/certs/ca.pem")
-[ -n "$plain" ] && [ -n "$tls" ] || fail "redis-benchmark failed"
-echo "{\"redis_benchmark_set\":{\"clients\":$threads,\"plain_per_s\":$plain,\"tls_per_s\":$tls,\"tls_ratio\":$(awk "BEGIN{printf \"%.2f\", $tls / $plain}")}}"
+# rb CLIENTS REQUESTS ARGS...: redis-benchmark SET's requests/s
+rb() {
+    local c=$1 m=$2
+    shift 2
+    redis-benchmark -t set -n "$m" -c "$c" --csv "$@" 2>/dev/null | tail -n1 | cut -d'"' -f4
+}
+# set_json CLIENTS REQUESTS: {"clients", "plain_per_s", "tls_per_s", "tls_ratio"}
+set_json() {
+    local plain tls
+    plain=$(rb "$1" "$2" -p "$master") tls=$(rb "$1" "$2" -p "$tport" --tls --cacert "$T/certs/ca.pem")
+    [ -n "$plain" ] && [ -n "$tls" ] || fail "redis-benchmark failed"
+    echo "{\"clients\":$1,\"plain_per_s\":$plain,\"tls_per_s\":$tls,\"tls_ratio\":$(awk "BEGIN{printf \"%.2f\", $tls / $plain}")}"
+}
+many=$(set_json "$threads" "$n") || exit 1
+one=$(set_json 1 $(( n / 2 ))) || exit 1
+echo "{\"redis_benchmark_set\":$many,\"redis_benchmark_set_one_client\":$one}"
