@@ -100,6 +100,12 @@ doc=$(jq -s -c --arg date "$(date -u +%Y-%m-%d)" --argjson smoke "$smoke" \
      met: met};
   def cmp(a; op; b): if a == null or b == null then null
                      elif op == "<=" then a <= b else a >= b end;
+  # the cycles/s of the case (.) against 1 s / its Redis CPU per cycle
+  def core_limit(what): if (.baton.redis_cpu_us_per_cycle // 0) > 0 then
+      row("peers"; "\(what): cycles/s against what one Redis core allows its scripts";
+          .baton.cycles_per_sec; (1e6 / .baton.redis_cpu_us_per_cycle | round);
+          "1 s / Redis CPU per baton cycle (same run): Redis saturated"; "(the limit)"; null)
+    else empty end;
   ($p.peers.result.round_figures[0] // null) as $pr |
   ($p.peers.result.peers_run // false) as $peers_run |
   ($p.jobs.result // null) as $j | ($p.fleet.result // null) as $f |
@@ -119,11 +125,7 @@ doc=$(jq -s -c --arg date "$(date -u +%Y-%m-%d)" --argjson smoke "$smoke" \
          row("peers"; "lock: Redis CPU per cycle (us)"; .baton.redis_cpu_us_per_cycle;
              $fp.redis_cpu_us_per_cycle; ($fp.who // "fastest peer (not run)");
              "(reported: a fenced grant, two scripts, against SET NX PX + a script)"; null)),
-       ($pr.lock_uncontended | if (.baton.redis_cpu_us_per_cycle // 0) > 0 then
-         row("peers"; "lock: cycles/s against what one Redis core allows its scripts";
-             .baton.cycles_per_sec; (1e6 / .baton.redis_cpu_us_per_cycle | round);
-             "1 s / Redis CPU per baton cycle (same run): Redis saturated"; "(the limit)"; null)
-        else empty end),
+       ($pr.lock_uncontended | core_limit("lock")),
        ($pr.lock_uncontended | ([.peers[]? | select(.cycles_per_sec != null)] | max_by(.cycles_per_sec)) as $fp |
          if .baton_50_threads then
          row("peers"; "lock, 50 threads blocking in one client: cycles/s"; .baton_50_threads.cycles_per_sec;
@@ -146,11 +148,7 @@ doc=$(jq -s -c --arg date "$(date -u +%Y-%m-%d)" --argjson smoke "$smoke" \
          row("peers"; "semaphore: Redis CPU per cycle (us)"; .baton.redis_cpu_us_per_cycle;
              $raw.redis_cpu_us_per_cycle; "raw pairs at 5, the faster: \($raw.who // "not run")";
              "(reported: two scripts against two commands)"; null)),
-       ($pr.semaphore | if (.baton.redis_cpu_us_per_cycle // 0) > 0 then
-         row("peers"; "semaphore: cycles/s against what one Redis core allows its scripts";
-             .baton.cycles_per_sec; (1e6 / .baton.redis_cpu_us_per_cycle | round);
-             "1 s / Redis CPU per baton cycle (same run): Redis saturated"; "(the limit)"; null)
-        else empty end),
+       ($pr.semaphore | core_limit("semaphore")),
        ($pr.hot_key | row("peers"; "hot key, 20 contenders: longest wait, worst of \(.runs_of_baton // 1) runs (ms)"; .baton.wait_ms.longest;
              .ideal_in_process_fifo.wait_ms.longest; "ideal in-process FIFO lock (same run)";
              "baton / ideal <= 1.5"; cmp(.longest_wait_over_ideal; "<="; 1.5))),
