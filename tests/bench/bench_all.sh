@@ -152,6 +152,11 @@ doc=$(jq -s -c --arg date "$(date -u +%Y-%m-%d)" --argjson smoke "$smoke" \
        ($pr.hot_key | row("peers"; "hot key, 20 contenders: longest wait, worst of \(.runs_of_baton // 1) runs (ms)"; .baton.wait_ms.longest;
              .ideal_in_process_fifo.wait_ms.longest; "ideal in-process FIFO lock (same run)";
              "baton / ideal <= 1.5"; cmp(.longest_wait_over_ideal; "<="; 1.5))),
+       ($pr.hot_key | if (.baton.handoffs_per_sec // 0) > 0 then
+         row("peers"; "hot key: longest wait over the ideal, against the ideal handoffs/s over baton handoffs/s";
+             .longest_wait_over_ideal; (.ideal_in_process_fifo.handoffs_per_sec / .baton.handoffs_per_sec);
+             "the same (worst) run: handoff rates"; "(where the ratio comes from)"; null)
+        else empty end),
        ($pr.hot_key | if .baton.machine_longest_stall_ms != null then
          row("peers"; "hot key: longest wait against the machine'"'"'s longest stall (ms)"; .baton.wait_ms.longest;
              .baton.machine_longest_stall_ms; "a thread sleeping 1 ms at a time: most it woke late (same run)";

@@ -162,6 +162,8 @@ run_round() {
                                  redis_fifo_longest_wait_ms: .hot_key_redis_fifo_token.wait_ms.longest,
                                  longest_wait_over_ideal: (if .ratio == null then null else (.ratio * 1000 | round) / 1000 end),
                                  handoff_p99_ms: .hot_key.handoff_ms.p99,
+                                 handoffs_per_sec: .hot_key.handoffs_per_sec,
+                                 ideal_handoffs_per_sec: .hot_key_ideal_in_process_token.handoffs_per_sec,
                                  machine_longest_stall_ms: .hot_key.machine_longest_stall_ms,
                                  longest_wait_overtaken_by: .hot_key.longest_wait_overtaken_by,
                                  longest_wait_worst_handoff_ms: .hot_key.longest_wait_worst_handoff_ms,
