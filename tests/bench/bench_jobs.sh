@@ -21,7 +21,9 @@
 #             limit under any scheduler that waits for its tick.
 #   go        where baton's time goes: the instant -> baton's go to the
 #             prepared shim (job_start's lateness_ms, whole ms), the rest
-#             being the shim's wake-up, fork and exec.
+#             being the shim's wake-up, fork and exec. The five slowest runs
+#             are listed with their tick, both latenesses and their go, so
+#             that a tail can be placed (before the go, or after it).
 #   memory    a leader scheduling 1,000 jobs (about 17 starts a second) for
 #             W seconds: its peak RSS (VmHWM) and, of that, its anonymous
 #             memory (the rest is shared libraries' pages). Target <= 10 MB.
@@ -105,6 +107,11 @@ read -r nd50 nd99 ndmax < <(stats "$T/naive.txt" 3)
 sed -n 's/.*"event":"job_start".*"run_id":"\([0-9]*\)-.*"lateness_ms":\([-0-9]*\).*/\1 \2/p' "$T/late.out" |
     sort -n | join - <(awk '{print $1}' "$T/baton.txt") > "$T/go.txt"
 read -r bg50 bg99 bgmax < <(stats "$T/go.txt" 2)
+# the five slowest runs: tick, exec and date lateness (ms), baton's go (whole ms)
+sort -k2,2gr "$T/baton.txt" | head -n 5 | sort -k1,1 > "$T/slow.txt"
+slowest=$(join -a1 -o 1.1,1.2,1.3,2.2 -e null "$T/slow.txt" <(sort -k1,1 "$T/go.txt") | sort -k2,2gr |
+    awk 'BEGIN {printf "["} {printf "%s{\"tick\":%s,\"exec\":%.3f,\"date\":%.3f,\"go\":%s}", (NR > 1 ? "," : ""), $1, $2, $3, $4}
+         END {printf "]"}')
 read -r f50 f99 fmax < <(stats "$T/floor.txt" 1)
 read -r t50 t99 tmax < <(stats "$T/timed.txt" 1)
 
@@ -128,6 +135,7 @@ cat <<EOF
 {"bench":"jobs","load":{"before":$LOAD_BEFORE,"lateness_end":$LOAD_MID,"after":$LOAD_AFTER},
  "lateness_ms":{"runs":$n,"exec":{"p50":$be50,"p99":$be99,"max":$bemax},"date":{"p50":$bd50,"p99":$bd99,"max":$bdmax},
    "go":{"p50":$bg50,"p99":$bg99,"max":$bgmax,"measured":"instant -> baton's go to the prepared shim (whole ms)"},
+   "slowest":$slowest,
    "target_exec_p99":1,"stamp_static":$STATIC,"realtime_priority":$([ ${#RT[@]} -gt 0 ] && echo true || echo false),
    "measured":"scheduled instant -> main() of the job (stamp, static), and -> the date it execs"},
  "spawn_floor_ms":{"runs":$(wc -l < "$T/floor.txt"),"p50":$f50,"p99":$f99,"max":$fmax,
