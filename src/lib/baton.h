@@ -14,8 +14,11 @@
  *                        came with one read, and it holds the one
  *                        subscription that wakes waiters. Blocking calls
  *                        post their request to the loop and sleep until it
- *                        completes; the _async calls return at once and
- *                        call back on the loop. Also, started on first
+ *                        completes, except one made while nothing else of
+ *                        the client is in flight, on one server: that one
+ *                        does its own round trip on a pooled connection
+ *                        (no hop to the loop thread and back). The _async
+ *                        calls return at once and call back on the loop. Also, started on first
  *                        need: a helper thread that connects (connecting
  *                        blocks: DNS, TLS, Sentinel) and one renewal thread
  *                        (auto-renewed locks).
@@ -89,7 +92,8 @@ BATON_API const char *baton_errname(int code);
  * Lock, semaphore, multi-lock, once and election operations travel on the
  * client's one pipelined connection per server, run by its loop thread
  * (the requests of every thread and callback of a turn written together:
- * Redis then reads and answers many per system call); when one of them
+ * Redis then reads and answers many per system call), or, for a blocking
+ * call alone in flight, on the caller's thread; when one of them
  * times out, the connection is given up and the requests in flight on it
  * fail with BATON_EIO too (each gets exactly one result), and the next
  * operation opens a new one. Commands of baton_client_command() and
@@ -402,7 +406,8 @@ BATON_API int baton_with_lock(struct baton_client *c, const char *key,
  *
  * The client runs every Redis operation on its loop thread (started with
  * its first operation): the blocking calls post their request there and
- * sleep until it completes. These calls start the same operations and
+ * sleep until it completes (or, alone in flight, do the round trip
+ * themselves). These calls start the same operations and
  * return at once; the result comes to a callback on the loop thread. One
  * thread can so keep thousands of operations in flight, and the loop
  * writes all the requests of one turn with one write on the one connection

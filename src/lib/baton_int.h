@@ -520,6 +520,8 @@ struct baton_client {
     struct baton__quorum *quorum;   /* quorum.c: redis(s)-quorum:// only */
     _Atomic(struct baton__loop *) loop; /* loop.c: started on first use */
     struct baton__mux *pipes;           /* mux.c, loop thread only: every pipe used */
+    atomic_int calls;                   /* call.c: script calls in flight, on the loop or a
+                                           caller's thread */
     /* baton_client_free() closes the client (threads stopped, connections
      * closed, closed set) and drops the owner's reference; every live lock
      * and election holds one more, so a handle freed after its client finds
@@ -589,6 +591,9 @@ struct baton__call {
      * acknowledgement due by deadline_ns (set it no later than the grant's
      * own validity deadline). */
     bool durable;
+    /* Always through the loop, never on the calling thread (renewals: a
+     * client being freed fails them at once there; baton__script_call). */
+    bool via_loop;
     /* results */
     redisReply *reply; /* owned by the caller */
     int64_t sent_ns;
@@ -620,8 +625,10 @@ struct baton__call {
  * following MOVED, ASK, TRYAGAIN and CLUSTERDOWN). Returns 0 with
  * k->reply; BATON_ENOTDURABLE with k->reply too (the script ran; the
  * caller undoes a grant); or a negative code with detail in k->err (error
- * replies: BATON_EREDIS). Blocks the calling thread until the loop has run
- * it; on the loop thread itself it refuses (BATON_EINVAL). */
+ * replies: BATON_EREDIS). Blocks the calling thread until the call is
+ * done: on that thread, on a pooled connection, when no other call of c
+ * is in flight (one server, not durable, not k->via_loop), else on the
+ * loop; on the loop thread itself it refuses (BATON_EINVAL). */
 int baton__script_call(struct baton_client *c, struct baton__call *k);
 /* Starts k on the loop: k->done(k) runs there with k->rc as
  * baton__script_call() would return it (never inside this call). Returns

@@ -26,7 +26,18 @@
  *
  * The blocking form, baton__script_call(), posts the call to the loop and
  * sleeps on a semaphore until its done() runs there: the same machine,
- * the same guarantees, whoever waits. */
+ * the same guarantees, whoever waits. Except when nothing else of the
+ * client is in flight: then there is nothing to batch with, and the call
+ * runs on the calling thread, on a pooled connection (direct(), below).
+ * The request leaves from the caller and its reply wakes the caller: no
+ * hop to the loop thread and back, two thread wake-ups that cost 35-45 us
+ * on this project's 2-vCPU machine when the threads sit on different CPUs
+ * (tests/bench/RESULTS.md), about what Redis needs for the round trip
+ * itself. The direct path keeps the loop's guarantees on one server
+ * (plain, TLS, Unix socket, Sentinel): EVAL on NOSCRIPT, READONLY retried
+ * once on a new connection with the first send time kept, the send time
+ * as the base of the validity, the server's run id. A cluster (routing)
+ * and durable calls (one WAIT answers for a batch) always take the loop. */
 #include <errno.h>
 #include <semaphore.h>
 #include <stdio.h>
@@ -58,7 +69,30 @@ static void finish(struct baton__call *k, int rc)
         k->held = NULL;
     }
     k->rc = rc;
+    atomic_fetch_sub(&k->c->calls, 1); /* before done(), which may free k */
     k->done(k);
+}
+
+/* Takes r, the answer of k's last round, as the call's result: an error
+ * reply is BATON_EREDIS with its text in k->err (r freed); anything else
+ * goes to k->reply (BATON_OK). */
+static int take_answer(struct baton__call *k, redisReply *r)
+{
+    struct baton_client *c = k->c;
+    if (r->type == REDIS_REPLY_ERROR) {
+        /* READONLY still (after the retry on a fresh connection, when
+         * there was time for it) from a plain URL's server: a replica, not
+         * a master in the middle of a failover. Said so, with what to do. */
+        bool replica = baton__reply_readonly(r) && c->url.nsentinels == 0 && !c->url.cluster;
+        baton__set_error(k->err, k->errlen, "%s: redis error: %.200s%s", c->url.redacted, r->str,
+                         replica ? " (this server is a read-only replica: give the master's "
+                                   "address, or a redis-sentinel:// URL)"
+                                 : "");
+        freeReplyObject(r);
+        return BATON_EREDIS;
+    }
+    k->reply = r;
+    return BATON_OK;
 }
 
 /* The round's reply r is the answer (no redirection to follow): READONLY,
@@ -84,21 +118,7 @@ static void answer(struct baton__call *k, redisReply *r)
         finish(k, baton__not_durable(c, k->rq.acked, k->err, k->errlen));
         return;
     }
-    if (r->type == REDIS_REPLY_ERROR) {
-        /* READONLY still (after the retry on a fresh connection, when
-         * there was time for it) from a plain URL's server: a replica, not
-         * a master in the middle of a failover. Said so, with what to do. */
-        bool replica = baton__reply_readonly(r) && c->url.nsentinels == 0 && !c->url.cluster;
-        baton__set_error(k->err, k->errlen, "%s: redis error: %.200s%s", c->url.redacted, r->str,
-                         replica ? " (this server is a read-only replica: give the master's "
-                                   "address, or a redis-sentinel:// URL)"
-                                 : "");
-        freeReplyObject(r);
-        finish(k, BATON_EREDIS);
-        return;
-    }
-    k->reply = r;
-    finish(k, BATON_OK);
+    finish(k, take_answer(k, r));
 }
 
 /* After a TRYAGAIN or CLUSTERDOWN wait. */
@@ -286,7 +306,9 @@ bool baton__call_start(struct baton_client *c, struct baton__call *k)
     k->slot = c->url.cluster && k->nkeys > 0 ? baton__key_slot(k->keys[0], strlen(k->keys[0])) : 0;
     k->task.run = started;
     struct baton__loop *l = baton__loop_of(c);
+    atomic_fetch_add(&c->calls, 1); /* finish() takes it back */
     if (l == NULL || !baton__loop_post(l, &k->task)) {
+        atomic_fetch_sub(&c->calls, 1);
         bool closed = l != NULL || atomic_load(&c->closed);
         baton__set_error(k->err, k->errlen, "%s: %s", c->url.redacted,
                          closed ? freed_msg : "cannot start the client's loop thread");
@@ -301,15 +323,79 @@ static void wake(struct baton__call *k)
     sem_post(k->arg);
 }
 
+/* ---- the direct path: the calling thread does the I/O ---- */
+
+static bool direct_ok(const struct baton_client *c, const struct baton__call *k)
+{
+    return !k->via_loop && !c->url.cluster && !c->url.quorum &&
+           !(k->durable && c->min_replicas > 0);
+}
+
+/* Runs k on the calling thread, on a pooled connection to the server (or
+ * the master the sentinels name), as the loop would: NOSCRIPT runs EVAL
+ * (baton__eval); READONLY (a master demoted by a failover: the script did
+ * not run, and the connection went stale) once more on a new connection,
+ * through the sentinels, within the deadline, the first send time kept.
+ * Returns as baton__script_call(). */
+static int direct(struct baton_client *c, struct baton__call *k)
+{
+    k->c = c;
+    k->reply = NULL;
+    k->runid[0] = '\0';
+    k->promoted = false;
+    k->sent_ns = 0;
+    if (atomic_load(&c->closed)) {
+        baton__set_error(k->err, k->errlen, "%s: %s", c->url.redacted, freed_msg);
+        return BATON_EINVAL;
+    }
+    for (bool again = false;; again = true) {
+        struct baton__conn *cn = NULL;
+        redisReply *r = NULL;
+        /* The retry on a connection of its own: another idle one may be
+         * to the demoted master too. */
+        int rc = again ? baton__client_connect(c, NULL, k->deadline_ns, &cn, k->err, k->errlen)
+                       : baton__client_get(c, NULL, k->deadline_ns, &cn, k->err, k->errlen);
+        if (rc != BATON_OK)
+            return rc;
+        int64_t sent = baton__now_ns(); /* no later than the request leaves */
+        rc = baton__eval(c, cn, c->sha[k->id], baton__script_source(k->id), k->nkeys, k->keys,
+                         k->nargs, k->args, 0, &r, k->deadline_ns, k->err, k->errlen);
+        if (rc == BATON_OK) {
+            memcpy(k->runid, cn->runid, sizeof k->runid);
+            k->promoted = cn->promoted;
+        }
+        baton__client_put(c, cn); /* freed when broken or stale (READONLY) */
+        if (rc != BATON_OK)
+            return rc;
+        if (!again)
+            k->sent_ns = sent; /* a retry keeps the first send, the earlier */
+        if (!again && baton__reply_readonly(r) && baton__now_ns() < k->deadline_ns) {
+            freeReplyObject(r);
+            continue;
+        }
+        return take_answer(k, r);
+    }
+}
+
 int baton__script_call(struct baton_client *c, struct baton__call *k)
 {
     sem_t done;
-    struct baton__loop *l = baton__loop_of(c);
+    struct baton__loop *l = atomic_load(&c->loop); /* not started: not on its thread */
     if (l != NULL && baton__loop_here(l)) {
         baton__set_error(k->err, k->errlen,
                          "a blocking call on the client's loop thread (inside a callback of an "
                          "asynchronous call): use the _async calls there");
         return BATON_EINVAL;
+    }
+    if (direct_ok(c, k)) {
+        /* Alone: nothing to batch with. The count stays up while it runs,
+         * so that calls made meanwhile go to the loop and batch there. */
+        if (atomic_fetch_add(&c->calls, 1) == 0) {
+            k->rc = direct(c, k);
+            atomic_fetch_sub(&c->calls, 1);
+            return k->rc;
+        }
+        atomic_fetch_sub(&c->calls, 1);
     }
     if (sem_init(&done, 0, 0) != 0)
         return BATON_ENOMEM;

@@ -499,6 +499,7 @@ int baton__lock_extend_call(struct baton_lock *lk, int64_t ttl_ms, int64_t deadl
     if (lk->c->quorum != NULL)
         return baton__quorum_extend(lk, ttl_ms, deadline_ns, renewal, err, errlen);
     baton__lock_prep_extend(lk, ttl_ms, deadline_ns, &lc, err, errlen);
+    lc.k.via_loop = renewal; /* baton_client_free() fails a renewal in flight at once */
     int rc = baton__lock_extended(lk, &lc.k, baton__script_call(lk->c, &lc.k), ttl_ms, renewal, err,
                                   errlen, &drop);
     if (drop)

@@ -255,6 +255,37 @@ END_TEST
 
 /* ---- waiting ---- */
 
+/* The loop's own path through a flushed script cache (EVAL runs it) and
+ * a master demoted to replica (READONLY: once more on a new connection,
+ * then Redis's words; a master again, the next call succeeds). */
+START_TEST(noscript_and_readonly_on_the_loop)
+{
+    struct baton_client *c = client();
+    struct res a = {.c = c}, b = {.c = c}, d = {.c = c}, rel = {.c = c};
+    char cmd[64];
+    free(tu_redis("SCRIPT FLUSH"));
+    ck_assert_int_eq(baton_lock_try_async(c, "a:ro", NULL, record, &a), BATON_OK);
+    ck_assert_int_eq(wait_all(&a, 1, 2000), 1);
+    ck_assert_int_eq(a.rc, BATON_OK);
+    ck_assert_int_eq(baton_lock_release_async(a.lk, record, &rel), BATON_OK);
+    ck_assert_int_eq(wait_all(&rel, 1, 2000), 1);
+    ck_assert_int_eq(rel.rc, BATON_OK);
+    baton_lock_free(a.lk);
+    snprintf(cmd, sizeof cmd, "REPLICAOF 127.0.0.1 %d", tu_dead_port());
+    free(tu_redis(cmd));
+    ck_assert_int_eq(baton_lock_try_async(c, "a:ro", NULL, record, &b), BATON_OK);
+    ck_assert_int_eq(wait_all(&b, 1, 2000), 1);
+    free(tu_redis("REPLICAOF NO ONE"));
+    ck_assert_int_eq(b.rc, BATON_EREDIS);
+    ck_assert_msg(strstr(b.why, "READONLY") != NULL, "%s", b.why);
+    ck_assert_int_eq(baton_lock_try_async(c, "a:ro", NULL, record, &d), BATON_OK);
+    ck_assert_int_eq(wait_all(&d, 1, 2000), 1);
+    ck_assert_int_eq(d.rc, BATON_OK);
+    baton_lock_free(d.lk);
+    baton_client_free(c);
+}
+END_TEST
+
 START_TEST(acquire_woken_on_release)
 {
     struct baton_client *c = client();
@@ -760,6 +791,7 @@ static Suite *suite(void)
     tcase_add_test(tc, chains_from_callbacks);
     tcase_add_test(tc, auto_renew_then_release);
     tcase_add_test(tc, bad_arguments);
+    tcase_add_test(tc, noscript_and_readonly_on_the_loop);
     suite_add_tcase(s, tc);
 
     TCase *tw = tcase_create("waiting");

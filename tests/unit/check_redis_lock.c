@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "baton.h"
@@ -425,6 +426,32 @@ START_TEST(noscript_fallback)
 }
 END_TEST
 
+/* A caller alone on its client does its own I/O: no hop to the loop
+ * thread and back. Each round trip then blocks the process once (its
+ * thread waiting for the reply): two voluntary context switches per
+ * cycle, where the loop's hop adds two more, the loop thread's. */
+START_TEST(a_lone_call_stays_on_its_thread)
+{
+    enum { N = 300 };
+    struct baton_client *c = client();
+    struct baton_lock_opts o = {.ttl_ms = 5000};
+    struct baton_lock *lk = NULL;
+    struct rusage r0, r1;
+    for (int i = 0; i < 2 * N; i++) { /* the second half is measured */
+        if (i == N)
+            ck_assert_int_eq(getrusage(RUSAGE_SELF, &r0), 0);
+        ck_assert_int_eq(baton_lock_try(c, "t:lone", &o, &lk), BATON_OK);
+        ck_assert_int_eq(baton_lock_extend(lk, 0), BATON_OK);
+        ck_assert_int_eq(baton_lock_release(lk), BATON_OK);
+        baton_lock_free(lk);
+    }
+    ck_assert_int_eq(getrusage(RUSAGE_SELF, &r1), 0);
+    double per = (double)(r1.ru_nvcsw - r0.ru_nvcsw) / N;
+    ck_assert_msg(per < 4.5, "%.2f voluntary context switches per cycle of 3 calls", per);
+    baton_client_free(c);
+}
+END_TEST
+
 START_TEST(acl_user_and_database)
 {
     free(tu_redis("ACL SETUSER alice on >s3cret ~* &* +@all"));
@@ -711,6 +738,7 @@ static Suite *suite(void)
     tcase_add_test(tc, fence_strictly_increases);
     tcase_add_test(tc, validity_deadline);
     tcase_add_test(tc, noscript_fallback);
+    tcase_add_test(tc, a_lone_call_stays_on_its_thread);
     tcase_add_test(tc, acl_user_and_database);
     tcase_add_test(tc, unreachable_is_a_clear_error);
     tcase_add_test(tc, bad_arguments);
