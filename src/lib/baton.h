@@ -7,11 +7,13 @@
  *   struct baton_client  one per process (or per Redis deployment). Owns
  *                        one event loop thread, started with its first
  *                        operation, which keeps every lock operation of
- *                        the process in flight on one pipelined connection
- *                        per server (and one more for durable grants, with
- *                        min_replicas): it writes all the requests of a
- *                        turn with one write and reads all the replies that
- *                        came with one read, and it holds the one
+ *                        the process in flight on two pipelined
+ *                        connections per server (lanes by key, so that the
+ *                        calls on one lock keep their order; one more for
+ *                        durable grants, with min_replicas): it writes all
+ *                        the requests of a turn with one write per
+ *                        connection and reads all the replies that came
+ *                        with one read, and it holds the one
  *                        subscription that wakes waiters. Blocking calls
  *                        post their request to the loop and sleep until it
  *                        completes, except one made while nothing else of
@@ -90,7 +92,7 @@ BATON_API const char *baton_errname(int code);
 /* ------------------------------------------------------------------------ */
 /* Client. Thread-safe: share one client between all threads of a process.
  * Lock, semaphore, multi-lock, once and election operations travel on the
- * client's one pipelined connection per server, run by its loop thread
+ * client's pipelined connections (two per server), run by its loop thread
  * (the requests of every thread and callback of a turn written together:
  * Redis then reads and answers many per system call), or, for a blocking
  * call alone in flight, on the caller's thread; when one of them
@@ -410,8 +412,9 @@ BATON_API int baton_with_lock(struct baton_client *c, const char *key,
  * themselves). These calls start the same operations and
  * return at once; the result comes to a callback on the loop thread. One
  * thread can so keep thousands of operations in flight, and the loop
- * writes all the requests of one turn with one write on the one connection
- * it keeps per server (and reads all the replies that came with one read).
+ * writes all the requests of one turn with one write on each of the two
+ * connections it keeps per server (and reads all the replies that came
+ * with one read).
  *
  * Contract, for every _async call:
  *   - Returns 0 when the operation started: cb then runs exactly once, on

@@ -17,8 +17,9 @@
  *              SELECT, run id, role), the pool, EVAL for tools, WAIT
  *   loop.c     the client's event loop thread: posted tasks, timers,
  *              epoll, the helper thread for what blocks (connecting)
- *   mux.c      a pipe: the one connection per server that the loop keeps
- *              many requests in flight on, written and read in batches
+ *   mux.c      a pipe: a connection to a server that the loop keeps many
+ *              requests in flight on, written and read in batches (two
+ *              lanes per server, and one for durable calls)
  *   call.c     a script call as a state machine on the loop (NOSCRIPT,
  *              READONLY, cluster redirections, WAIT); the blocking form
  *              posts it and sleeps until it completes
@@ -424,8 +425,9 @@ struct baton__mreq {
     unsigned gen;   /* waiting for a connection: the attempt it waits for */
 };
 
-/* A pipe: the one pipelined connection to one server (the URL's, or a
- * cluster node's) on which the loop keeps every script call in flight.
+/* A pipe: a pipelined connection to one server (the URL's, or a cluster
+ * node's) on which the loop keeps script calls in flight: two lanes and a
+ * durable pipe per server (BATON__PIPE_*).
  * Loop thread only, but for baton__mux_init/clear. */
 struct baton__mux {
     struct baton_client *c;
@@ -470,10 +472,19 @@ bool baton__mux_busy(struct baton_client *c);
 /* Closes every pipe's connection (the loop's last act). */
 void baton__mux_close_all(struct baton_client *c);
 
+/* The pipes of a server (mux.c), one in each of these shards: two lanes
+ * for ordinary calls, each call on the lane of its keys' hash slot (so
+ * that the calls on one lock keep their order), and one for durable calls
+ * (min_replicas). Two lanes, because one pipe's batch and its answer take
+ * turns: while Redis runs one lane's batch, the loop can write the other's
+ * (call.c). */
+#define BATON__PIPE_LANE0   0
+#define BATON__PIPE_DURABLE 1
+#define BATON__PIPE_LANE1   2
+
 struct baton__shard {
-    pthread_mutex_t mu; /* guards everything in the shard but mux */
-    struct baton__mux mux; /* shard 0's: the server's pipe (mux.c); shard 1's: its pipe for
-                              durable requests (min_replicas); the others unused */
+    pthread_mutex_t mu;    /* guards everything in the shard but mux */
+    struct baton__mux mux; /* the pipe of a shard named above; unused in the others */
     struct baton__conn *idle;
     int nidle;
     unsigned char rnd[1024]; /* getrandom output, handed out in tokens */

@@ -106,6 +106,13 @@ doc=$(jq -s -c --arg date "$(date -u +%Y-%m-%d)" --argjson smoke "$smoke" \
           .baton.cycles_per_sec; (1e6 / .baton.redis_cpu_us_per_cycle | round);
           "1 s / Redis CPU per baton cycle (same run): Redis saturated"; "(the limit)"; null)
     else empty end;
+  # how busy the machine was during the case (.): every process, against Redis
+  def machine(what): if .baton.machine_busy_cores != null then
+      row("peers"; "\(what): cores busy during baton'"'"'s run, against Redis'"'"'s share";
+          .baton.machine_busy_cores; .baton.redis_cores;
+          "Redis (same run), of \(.baton.machine_cores) cores; the hypervisor took \(.baton.machine_steal_cores)";
+          "(the limit: the client and Redis on the machine'"'"'s cores)"; null)
+    else empty end;
   ($p.peers.result.round_figures[0] // null) as $pr |
   ($p.peers.result.peers_run // false) as $peers_run |
   ($p.jobs.result // null) as $j | ($p.fleet.result // null) as $f |
@@ -126,6 +133,7 @@ doc=$(jq -s -c --arg date "$(date -u +%Y-%m-%d)" --argjson smoke "$smoke" \
              $fp.redis_cpu_us_per_cycle; ($fp.who // "fastest peer (not run)");
              "(reported: a fenced grant, two scripts, against SET NX PX + a script)"; null)),
        ($pr.lock_uncontended | core_limit("lock")),
+       ($pr.lock_uncontended | machine("lock")),
        ($pr.lock_uncontended | ([.peers[]? | select(.cycles_per_sec != null)] | max_by(.cycles_per_sec)) as $fp |
          if .baton_50_threads then
          row("peers"; "lock, 50 threads blocking in one client: cycles/s"; .baton_50_threads.cycles_per_sec;
@@ -149,6 +157,7 @@ doc=$(jq -s -c --arg date "$(date -u +%Y-%m-%d)" --argjson smoke "$smoke" \
              $raw.redis_cpu_us_per_cycle; "raw pairs at 5, the faster: \($raw.who // "not run")";
              "(reported: two scripts against two commands)"; null)),
        ($pr.semaphore | core_limit("semaphore")),
+       ($pr.semaphore | machine("semaphore")),
        ($pr.hot_key | row("peers"; "hot key, 20 contenders: longest wait, worst of \(.runs_of_baton // 1) runs (ms)"; .baton.wait_ms.longest;
              .ideal_in_process_fifo.wait_ms.longest; "ideal in-process FIFO lock (same run)";
              "baton / ideal <= 1.5"; cmp(.longest_wait_over_ideal; "<="; 1.5))),

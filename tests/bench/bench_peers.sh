@@ -104,19 +104,34 @@ redis_ctx() {
         awk '/^(non)?voluntary_ctxt_switches:/ { s += $2 } END { print s + 0 }'
 }
 
+# The machine's CPU time so far, in clock ticks: "busy steal total" (busy:
+# user, nice, system, irq, softirq; steal: the hypervisor ran something else
+# while a vCPU wanted to run).
+machine_cpu() {
+    awk '/^cpu / { t = 0; for (i = 2; i <= 9; i++) t += $i; print $2 + $3 + $4 + $7 + $8, $9, t; exit }' /proc/stat
+}
+
 # run_case NAME CMD...: runs one case (time-bounded), keeps its JSON object
 # in $R/NAME.json (R: the round's directory) with the Redis CPU seconds and
-# context switches it cost added as redis_cpu_s and redis_ctx.
+# context switches it cost added as redis_cpu_s and redis_ctx, and how busy
+# the machine's cores were meanwhile (machine_busy_cores, of machine_cores:
+# every process, Redis, the client and the kernel; machine_steal_cores:
+# time the hypervisor took).
 run_case() {
     local name=$1; shift
-    local c0 c1 x0 x1 limit
+    local c0 c1 x0 x1 m0 m1 limit
     limit=$(awk "BEGIN{printf \"%d\", $seconds * 3 + 30}")
-    c0=$(redis_cpu) x0=$(redis_ctx)
+    c0=$(redis_cpu) x0=$(redis_ctx) m0=$(machine_cpu)
     timeout "$limit" "$@" >"$T/$name.out" 2>"$T/$name.err" ||
         fail "$name: $* failed: $(tail -n 3 "$T/$name.err" "$T/$name.out")"
-    c1=$(redis_cpu) x1=$(redis_ctx)
+    c1=$(redis_cpu) x1=$(redis_ctx) m1=$(machine_cpu)
     jq -c --argjson cpu "$(awk "BEGIN{printf \"%.6f\", $c1 - $c0}")" --argjson ctx "$((x1 - x0))" \
-        '. + {redis_cpu_s: $cpu, redis_ctx: $ctx}' \
+        --argjson m "$(awk -v a="$m0" -v b="$m1" -v n="$(nproc)" 'BEGIN {
+            split(a, x, " "); split(b, y, " "); t = y[3] - x[3]; if (t <= 0) t = 1
+            printf "{\"busy\":%.2f,\"steal\":%.2f,\"cores\":%d}", (y[1] - x[1]) / t * n,
+                   (y[2] - x[2]) / t * n, n }')" \
+        '. + {redis_cpu_s: $cpu, redis_ctx: $ctx, machine_busy_cores: $m.busy,
+              machine_steal_cores: $m.steal, machine_cores: $m.cores}' \
         "$T/$name.out" >"$R/$name.json" 2>/dev/null && [ -s "$R/$name.json" ] ||
         fail "$name: no JSON object in its output: $(head -c 300 "$T/$name.out")"
 }
@@ -212,7 +227,12 @@ round_doc() {
   def row(x; name): if x == null then null else
       {who: name, cycles_per_sec: x.cycles_per_sec, redis_cpu_us_per_cycle: cpu_us(x; cyc(x)),
        client_ctx_switches_per_cycle: per(x.ctx_switches; cyc(x)),
-       redis_ctx_switches_per_cycle: per(x.redis_ctx; cyc(x))} end;
+       redis_ctx_switches_per_cycle: per(x.redis_ctx; cyc(x)),
+       machine_busy_cores: x.machine_busy_cores, machine_steal_cores: x.machine_steal_cores,
+       machine_cores: x.machine_cores,
+       redis_cores: (if x.redis_cpu_s == null or cyc(x) == 0 or x.cycles_per_sec == null
+                     or x.cycles_per_sec == 0 then null
+                     else (x.redis_cpu_s / (cyc(x) / x.cycles_per_sec) * 100 | round) / 100 end)} end;
   (one("lock_async")) as $la | (one("lock_pipelined")) as $lp |
   (one("lock_baton")) as $lb | (one("lock_ceiling")) as $lc | (one("lock_raw")) as $lr |
   (one("lock_mutex")) as $lm | (one("lock_redlock")) as $ll |
