@@ -178,6 +178,41 @@ START_TEST(thousands_in_flight)
 }
 END_TEST
 
+/* The calls on one lock keep their order, whichever of the client's
+ * pipes they take: a try sent right behind the release of the same key,
+ * without waiting for it, finds the key free. */
+START_TEST(calls_on_one_lock_keep_their_order)
+{
+    enum { N = 64 };
+    struct baton_client *c = client();
+    struct res rel[N], again[N];
+    struct baton_lock *lk[N];
+    char key[32];
+    for (int i = 0; i < N; i++) {
+        snprintf(key, sizeof key, "a:order:%d", i);
+        ck_assert_int_eq(baton_lock_try(c, key, NULL, &lk[i]), BATON_OK);
+    }
+    for (int i = 0; i < N; i++) {
+        rel[i] = (struct res){.c = c};
+        again[i] = (struct res){.c = c};
+        snprintf(key, sizeof key, "a:order:%d", i);
+        ck_assert_int_eq(baton_lock_release_async(lk[i], record, &rel[i]), BATON_OK);
+        ck_assert_int_eq(baton_lock_try_async(c, key, NULL, record, &again[i]), BATON_OK);
+    }
+    ck_assert_int_eq(wait_all(rel, N, 5000), N);
+    ck_assert_int_eq(wait_all(again, N, 5000), N);
+    for (int i = 0; i < N; i++) {
+        ck_assert_int_eq(rel[i].rc, BATON_OK);
+        ck_assert_msg(again[i].rc == BATON_OK, "key %d: the try overtook the release: %s", i,
+                      baton_strerror(again[i].rc));
+        ck_assert_int_lt(rel[i].at_ns, again[i].at_ns + 1);
+        baton_lock_free(lk[i]);
+        baton_lock_free(again[i].lk);
+    }
+    baton_client_free(c);
+}
+END_TEST
+
 /* Chains started from the callbacks themselves: each cycle's next
  * operation is started on the loop thread. */
 struct chain {
@@ -788,6 +823,7 @@ static Suite *suite(void)
     tcase_add_test(tc, try_release_extend);
     tcase_add_test(tc, extend_and_release_find_it_lost);
     tcase_add_test(tc, thousands_in_flight);
+    tcase_add_test(tc, calls_on_one_lock_keep_their_order);
     tcase_add_test(tc, chains_from_callbacks);
     tcase_add_test(tc, auto_renew_then_release);
     tcase_add_test(tc, bad_arguments);
