@@ -28,7 +28,9 @@
 #     Redis: a token in a list, BLPOP + RPUSH) against node-redlock and
 #     redis-semaphore's Mutex: handoffs/s, wait p99, longest wait. With
 #     --hot-runs K, baton's case runs K times in each round (each run has its
-#     own ideal and token measured with it); the round reports the worst run
+#     own ideal and token measured with it, the three taking turns in five
+#     slices so that the machine's stalls fall on each alike); the round
+#     reports the worst run
 #     (the highest longest wait / ideal), and every run in hot_key.runs.
 #     The longest wait taken apart: the grants to others while it waited
 #     (first come, first served allows 19) and its slowest handoff.
