@@ -157,6 +157,14 @@ doc=$(jq -s -c --arg date "$(date -u +%Y-%m-%d)" --argjson smoke "$smoke" \
              $raw.redis_cpu_us_per_cycle; "raw pairs at 5, the faster: \($raw.who // "not run")";
              "(reported: two scripts against two commands)"; null)),
        ($pr.semaphore | core_limit("semaphore")),
+       ($pr.semaphore | ([.reference_raw_pairs_5_fair_tokens, .reference_raw_pairs_5_node_loops]
+             | map(select(. != null and .cycles_per_sec != null)) | max_by(.cycles_per_sec)) as $raw |
+         if (.baton.redis_cpu_us_per_cycle // 0) > 0 and ($raw.cycles_per_sec // 0) > 0 then
+         row("peers"; "semaphore: what a saturated Redis core allows, over the raw pairs at 5";
+             (1e6 / .baton.redis_cpu_us_per_cycle / $raw.cycles_per_sec); 0.8;
+             "the target (same run: 1 s / Redis CPU per baton cycle, over the raw pairs'"'"' cycles/s)";
+             "(the limit: under 0.8, the target needs more than Redis'"'"'s one core)"; null)
+         else empty end),
        ($pr.semaphore | machine("semaphore")),
        ($pr.hot_key | row("peers"; "hot key, 20 contenders: longest wait, worst of \(.runs_of_baton // 1) runs (ms)"; .baton.wait_ms.longest;
              .ideal_in_process_fifo.wait_ms.longest; "ideal in-process FIFO lock (same run)";
@@ -168,7 +176,7 @@ doc=$(jq -s -c --arg date "$(date -u +%Y-%m-%d)" --argjson smoke "$smoke" \
         else empty end),
        ($pr.hot_key | if .baton.machine_longest_stall_ms != null then
          row("peers"; "hot key: longest wait against the machine'"'"'s longest stall (ms)"; .baton.wait_ms.longest;
-             .baton.machine_longest_stall_ms; "a thread sleeping 1 ms at a time: most it woke late (same run)";
+             .baton.machine_longest_stall_ms; "a thread on each CPU sleeping 1 ms at a time: the most one woke late (same run)";
              "(the limit: a stall holds up every waiter)"; null) else empty end),
        ($pr.hot_key | if .baton.longest_wait_worst_handoff_ms != null and (.baton.handoffs_per_sec // 0) > 0 then
          row("peers"; "hot key: the longest wait, taken apart (ms)"; .baton.wait_ms.longest;

@@ -31,8 +31,9 @@
  *     release's one command and the next waiter's reply, with no script,
  *     fence or lease).
  *     Beside each of the three, the machine's longest stall in the same
- *     seconds: a thread that sleeps 1 ms at a time records how much later
- *     than asked it woke (the largest, as cyclictest would). A stall holds
+ *     seconds: a thread on each CPU (pinned) that sleeps 1 ms at a time
+ *     records how much later than asked it woke (the largest of them, as
+ *     cyclictest would). A stall holds
  *     up every waiter queued behind it, so a longest wait above 20
  *     handoffs is mostly the longest stall. So that the three meet the
  *     same stalls, they take turns: five slices each (a fifth of the
@@ -45,10 +46,12 @@
  */
 #include <inttypes.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "baton.h"
 #include "baton_int.h"
@@ -437,17 +440,25 @@ struct hot_result {
     double longest_worst_handoff;
 };
 
-/* The stall meter: sleeps 1 ms at a time until *stop, and keeps in *worst
- * the most it woke later than asked (ns) once *from (ns) is set and past. */
+/* A stall meter: sleeps 1 ms at a time until *stop, and keeps in *worst
+ * the most it woke later than asked (ns) once *from (ns) is set and past.
+ * One per CPU, pinned there (cpu), so that a stall of either vCPU shows. */
 struct stall_meter {
     atomic_bool *stop;
     atomic_llong from;
     int64_t worst;
+    int cpu;
 };
+
+#define STALL_METERS_MAX 8
 
 static void *stall_main(void *p)
 {
     struct stall_meter *m = p;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(m->cpu, &set);
+    (void)pthread_setaffinity_np(pthread_self(), sizeof set, &set); /* best effort */
     while (!atomic_load(m->stop)) {
         int64_t t = tu_now_ns();
         tu_sleep_ms(1);
@@ -487,24 +498,31 @@ static void acc_push(int64_t **v, size_t *n, size_t *cap, int64_t x)
  * grant) and adds what it measured to a. */
 static void hot_slice(void *(*fn)(void *), double slice_s, struct hot_acc *a, int *errors)
 {
-    pthread_t th[HOT_CONTENDERS], meter;
+    pthread_t th[HOT_CONTENDERS], meter[STALL_METERS_MAX];
     struct hot_arg h[HOT_CONTENDERS];
     atomic_bool stop = false;
-    struct stall_meter sm = {.stop = &stop, .from = 0, .worst = 0};
+    struct stall_meter sm[STALL_METERS_MAX];
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    int nm = ncpu < 1 ? 1 : ncpu > STALL_METERS_MAX ? STALL_METERS_MAX : (int)ncpu;
     size_t cap = (size_t)(slice_s * 200000) + 1000;
     for (int i = 0; i < HOT_CONTENDERS; i++) {
         h[i] = (struct hot_arg){.id = i, .stop = &stop, .cap = cap};
         h[i].grants = calloc(cap, sizeof(struct grant));
         pthread_create(&th[i], NULL, fn, &h[i]);
     }
-    pthread_create(&meter, NULL, stall_main, &sm);
+    for (int i = 0; i < nm; i++) {
+        sm[i] = (struct stall_meter){.stop = &stop, .from = 0, .worst = 0, .cpu = i};
+        pthread_create(&meter[i], NULL, stall_main, &sm[i]);
+    }
     tu_sleep_ms(300); /* everyone connected and queued: measure from here */
     int64_t t0 = tu_now_ns();
-    atomic_store(&sm.from, t0);
+    for (int i = 0; i < nm; i++)
+        atomic_store(&sm[i].from, t0);
     tu_sleep_ms((int64_t)(slice_s * 1000));
     atomic_store(&stop, true);
     int64_t t1 = tu_now_ns();
-    pthread_join(meter, NULL);
+    for (int i = 0; i < nm; i++)
+        pthread_join(meter[i], NULL);
     size_t total = 0;
     for (int i = 0; i < HOT_CONTENDERS; i++) {
         pthread_join(th[i], NULL);
@@ -553,8 +571,9 @@ static void hot_slice(void *(*fn)(void *), double slice_s, struct hot_acc *a, in
         a->longest_worst_handoff = worst_hand;
     }
     a->measured_ns += t1 - t0;
-    if (sm.worst > a->stall)
-        a->stall = sm.worst;
+    for (int i = 0; i < nm; i++)
+        if (sm[i].worst > a->stall)
+            a->stall = sm[i].worst;
     free(all);
 }
 
