@@ -265,9 +265,12 @@ static void handshake_failed(struct baton__conn *cn, int ssl_error, int sys_errn
         baton__set_error(cn->err, sizeof cn->err, "certificate verify failed: %s",
                          X509_verify_cert_error_string(v));
     else if (ssl_error == SSL_ERROR_SYSCALL && ERR_peek_last_error() == 0)
+        /* A server that closes at once sends a FIN, or a RST when our
+         * ClientHello reached it first: the same diagnosis either way. */
         baton__set_error(cn->err, sizeof cn->err, "TLS handshake failed: %s",
-                         sys_errno != 0 ? strerror(sys_errno)
-                                        : "connection closed by the server (is it a TLS port?)");
+                         sys_errno != 0 && sys_errno != ECONNRESET && sys_errno != EPIPE
+                             ? strerror(sys_errno)
+                             : "connection closed by the server (is it a TLS port?)");
     else
         baton__set_error(cn->err, sizeof cn->err, "TLS handshake failed: %s", ssl_reason(NULL));
     ERR_clear_error();

@@ -98,6 +98,10 @@ lock_fails "TLS to a port nobody listens on" "rediss://127.0.0.1:1/0?ca=$C/ca.pe
 fake_server ""
 lock_fails "a server that closes the connection at once" "rediss://127.0.0.1:$FAKE_PORT/0?ca=$C/ca.pem" \
     "TLS handshake failed: connection closed by the server (is it a TLS port?)"
+fake_server --reset
+lock_fails "a server that resets the connection on the first bytes" \
+    "rediss://127.0.0.1:$FAKE_PORT/0?ca=$C/ca.pem" \
+    "TLS handshake failed: connection closed by the server (is it a TLS port?)"
 
 note "the TLS server dies while the lock is held: the command is stopped within the lease"
 tls_redis_start doomed "$C/server.pem" "$C/server.key"

@@ -136,19 +136,23 @@ free_port() {
 
 # fake_server REPLY: a TCP server on a free loopback port that reads a
 # connection's first bytes, answers REPLY (Python bytes escapes; "" closes
-# at once) and closes it, for every connection; sets FAKE_PORT. Stopped by
-# the harness, by pid.
+# at once; --reset reads one byte and resets the connection) and closes it,
+# for every connection; sets FAKE_PORT. Stopped by the harness, by pid.
 HARNESS_FAKES=0
 fake_server() {
     local out="$T/fake-server.$((HARNESS_FAKES += 1))"
     python3 -c '
-import codecs, socket, sys
-reply = codecs.escape_decode(sys.argv[1])[0]
+import codecs, socket, struct, sys
+reset = sys.argv[1] == "--reset"
+reply = b"" if reset else codecs.escape_decode(sys.argv[1])[0]
 s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(16)
 print(s.getsockname()[1], flush=True)
 while True:
     c = s.accept()[0]
-    if reply:
+    if reset:
+        c.recv(1)
+        c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    elif reply:
         c.recv(4096); c.sendall(reply)
     c.close()
 ' "$1" >"$out" 2>/dev/null &
