@@ -41,7 +41,7 @@ struct baton__tls {
 /* One connection's TLS state. */
 struct tls_conn {
     SSL *ssl;
-    int verify_err;   /* the first certificate error seen, 0 none */
+    int verify_err; /* the first certificate error seen, 0 none */
     char expected[256];
     char names[200]; /* what the server's certificate is for, on a mismatch */
 };
