@@ -110,7 +110,9 @@ doc=$(jq -s -c --arg date "$(date -u +%Y-%m-%d)" --argjson smoke "$smoke" \
   def machine(what): if .baton.machine_busy_cores != null then
       row("peers"; "\(what): cores busy during baton'"'"'s run, against Redis'"'"'s share";
           .baton.machine_busy_cores; .baton.redis_cores;
-          "Redis (same run), of \(.baton.machine_cores) cores; the hypervisor took \(.baton.machine_steal_cores)";
+          "Redis (same run), of \(.baton.machine_cores) cores; the hypervisor took \(.baton.machine_steal_cores)\(
+            if (.baton.machine_steal_cores_dropped // []) == [] then ""
+            else " (measured again after runs where it took \(.baton.machine_steal_cores_dropped | map(tostring) | join(", ")))" end)";
           "(the limit: the client and Redis on the machine'"'"'s cores)"; null)
     else empty end;
   ($p.peers.result.round_figures[0] // null) as $pr |

@@ -1,7 +1,8 @@
-# bench_peers.sh [--seconds S] [--rounds N] [--hot-runs K] [--smoke] -- baton beside the tools its users
-# compare it with, every figure in one run against one redis-server, printed
-# as a table and then, as the last line, one JSON document (baton, each peer,
-# the ratios, the load average before and after).
+# bench_peers.sh [--seconds S] [--rounds N] [--hot-runs K] [--steal-max C]
+# [--smoke] -- baton beside the tools its users compare it with, every figure
+# in one run against one redis-server, printed as a table and then, as the
+# last line, one JSON document (baton, each peer, the ratios, the load
+# average before and after).
 #
 #   lock, uncontended, 50 concurrent clients on their own keys, acquire +
 #     release cycles/s: baton measured as the peers are, 50 asynchronous
@@ -54,26 +55,31 @@
 # --rounds N runs every case N times, round after round, so that the ratios
 # of each round are taken minutes apart at most on a machine whose load
 # changes: the JSON has each round's figures and every ratio per round.
-# Exit 1 when a case fails; the targets are reported, not enforced.
+# A case during which the hypervisor took more than C of a core (--steal-max,
+# default 0.15) is measured again, at most twice, and the attempt with the
+# least steal kept (run_case). Exit 1 when a case fails; the targets are
+# reported, not enforced.
 set -u
 BATON_TESTS_DIR=${BATON_TESTS_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 BATON_BUILD_DIR=${BATON_BUILD_DIR:-$(cd "$BATON_TESTS_DIR/.." && pwd)/build/werror}
 . "$BATON_TESTS_DIR/lib/harness.sh"
 
-seconds=10 rounds=1 hot_runs=1 smoke=0
+seconds=10 rounds=1 hot_runs=1 smoke=0 steal_max=0.15
 while [ $# -gt 0 ]; do
     case $1 in
     --smoke) seconds=1 smoke=1 ;;
     --seconds) seconds=${2:-}; shift ;;
     --rounds) rounds=${2:-}; shift ;;
     --hot-runs) hot_runs=${2:-}; shift ;;
-    *) fail "usage: bench_peers.sh [--seconds S] [--rounds N] [--hot-runs K] [--smoke]" ;;
+    --steal-max) steal_max=${2:-}; shift ;;
+    *) fail "usage: bench_peers.sh [--seconds S] [--rounds N] [--hot-runs K] [--steal-max C] [--smoke]" ;;
     esac
     shift
 done
 [[ $seconds =~ ^[0-9]+([.][0-9]+)?$ ]] && awk "BEGIN{exit !($seconds > 0 && $seconds <= 120)}" ||
     fail "--seconds: expected 0 < S <= 120"
 [[ $rounds =~ ^[1-9]$ ]] || fail "--rounds: expected 1 to 9"
+[[ $steal_max =~ ^[0-9]+([.][0-9]+)?$ ]] || fail "--steal-max: expected a number of cores, like 0.15"
 [[ $hot_runs =~ ^[1-9]$ ]] || fail "--hot-runs: expected 1 to 9"
 command -v jq >/dev/null || fail "jq is not installed (apt-get install jq)"
 bins=$BATON_BUILD_DIR/tests
@@ -113,14 +119,13 @@ machine_cpu() {
     awk '/^cpu / { t = 0; for (i = 2; i <= 9; i++) t += $i; print $2 + $3 + $4 + $7 + $8, $9, t; exit }' /proc/stat
 }
 
-# run_case NAME CMD...: runs one case (time-bounded), keeps its JSON object
-# in $R/NAME.json (R: the round's directory) with the Redis CPU seconds and
-# context switches it cost added as redis_cpu_s and redis_ctx, and how busy
-# the machine's cores were meanwhile (machine_busy_cores, of machine_cores:
-# every process, Redis, the client and the kernel; machine_steal_cores:
-# time the hypervisor took).
-run_case() {
-    local name=$1; shift
+# measure_once NAME OUT CMD...: runs one case (time-bounded), writes its JSON
+# object to OUT with the Redis CPU seconds and context switches it cost added
+# as redis_cpu_s and redis_ctx, and how busy the machine's cores were
+# meanwhile (machine_busy_cores, of machine_cores: every process, Redis, the
+# client and the kernel; machine_steal_cores: time the hypervisor took).
+measure_once() {
+    local name=$1 out=$2; shift 2
     local c0 c1 x0 x1 m0 m1 limit
     limit=$(awk "BEGIN{printf \"%d\", $seconds * 3 + 30}")
     c0=$(redis_cpu) x0=$(redis_ctx) m0=$(machine_cpu)
@@ -134,8 +139,36 @@ run_case() {
                    (y[2] - x[2]) / t * n, n }')" \
         '. + {redis_cpu_s: $cpu, redis_ctx: $ctx, machine_busy_cores: $m.busy,
               machine_steal_cores: $m.steal, machine_cores: $m.cores}' \
-        "$T/$name.out" >"$R/$name.json" 2>/dev/null && [ -s "$R/$name.json" ] ||
+        "$T/$name.out" >"$out" 2>/dev/null && [ -s "$out" ] ||
         fail "$name: no JSON object in its output: $(head -c 300 "$T/$name.out")"
+}
+
+# run_case NAME CMD...: measures one case into $R/NAME.json (R: the round's
+# directory). A case during which the hypervisor took more than
+# $steal_max of a core (time the machine's vCPUs wanted and did not get:
+# on a shared host this falls on whichever case runs then, baton's or a
+# peer's) is measured again, at most twice; the attempt with the least
+# steal is kept, and the steal of those dropped is in
+# machine_steal_cores_dropped. Every case, baton's and the peers', alike.
+run_case() {
+    local name=$1; shift
+    local k steal dropped=() best=
+    for k in 1 2 3; do
+        measure_once "$name" "$R/$name.try$k.json" "$@"
+        steal=$(jq -r '.machine_steal_cores' "$R/$name.try$k.json")
+        if [ -z "$best" ] || awk -v a="$steal" -v b="$(jq -r '.machine_steal_cores' "$best")" \
+                'BEGIN { exit !(a < b) }'; then
+            [ -z "$best" ] || dropped+=("$(jq -r '.machine_steal_cores' "$best")")
+            best=$R/$name.try$k.json
+        else
+            dropped+=("$steal")
+        fi
+        awk -v a="$steal" -v m="$steal_max" 'BEGIN { exit !(a > m) }' || break
+        [ "$k" = 3 ] || note "  $name: the hypervisor took $steal of a core (over $steal_max): measured again"
+    done
+    jq -c --argjson d "[$(IFS=,; echo "${dropped[*]}")]" '. + {machine_steal_cores_dropped: $d}' \
+        "$best" >"$R/$name.json"
+    rm -f "$R/$name".try?.json
 }
 peer=(env "NODE_PATH=$peers/node_modules" node "$src/peers.js")
 export BATON_TEST_URL=$REDIS_URL
@@ -231,7 +264,7 @@ round_doc() {
        client_ctx_switches_per_cycle: per(x.ctx_switches; cyc(x)),
        redis_ctx_switches_per_cycle: per(x.redis_ctx; cyc(x)),
        machine_busy_cores: x.machine_busy_cores, machine_steal_cores: x.machine_steal_cores,
-       machine_cores: x.machine_cores,
+       machine_steal_cores_dropped: x.machine_steal_cores_dropped, machine_cores: x.machine_cores,
        redis_cores: (if x.redis_cpu_s == null or cyc(x) == 0 or x.cycles_per_sec == null
                      or x.cycles_per_sec == 0 then null
                      else (x.redis_cpu_s / (cyc(x) / x.cycles_per_sec) * 100 | round) / 100 end)} end;
