@@ -106,6 +106,9 @@ doc=$(jq -s -c --arg date "$(date -u +%Y-%m-%d)" --argjson smoke "$smoke" \
           .baton.cycles_per_sec; (1e6 / .baton.redis_cpu_us_per_cycle | round);
           "1 s / Redis CPU per baton cycle (same run): Redis saturated"; "(the limit)"; null)
     else empty end;
+  # the semaphore'"'"'s (.) faster reference of raw pairs at its concurrency
+  def sem_raw: [.reference_raw_pairs_5_fair_tokens, .reference_raw_pairs_5_node_loops]
+      | map(select(. != null and .cycles_per_sec != null)) | max_by(.cycles_per_sec);
   # how busy the machine was during the case (.): every process, against Redis
   def machine(what): if .baton.machine_busy_cores != null then
       row("peers"; "\(what): cores busy during baton'"'"'s run, against Redis'"'"'s share";
@@ -147,20 +150,17 @@ doc=$(jq -s -c --arg date "$(date -u +%Y-%m-%d)" --argjson smoke "$smoke" \
        ($pr.semaphore | row("peers"; "semaphore: wait p99 (ms)"; .baton.wait_ms.p99;
              .peer.wait_ms.p99; (.peer.who // "redis-semaphore (not run)");
              "keep the lead: baton <= peer"; cmp(.baton.wait_ms.p99; "<="; .peer.wait_ms.p99))),
-       ($pr.semaphore | ([.reference_raw_pairs_5_fair_tokens, .reference_raw_pairs_5_node_loops]
-             | map(select(. != null and .cycles_per_sec != null)) | max_by(.cycles_per_sec)) as $raw |
+       ($pr.semaphore | sem_raw as $raw |
          row("peers"; "semaphore: cycles/s against raw ZADD+ZREM pairs at 5 in flight";
              .baton.cycles_per_sec; $raw.cycles_per_sec;
              "raw pairs at 5, the faster: \($raw.who // "not run")"; "baton / raw >= 0.8";
              cmp(.ratio_to_raw_pairs_at_concurrency_5; ">="; 0.8))),
-       ($pr.semaphore | ([.reference_raw_pairs_5_fair_tokens, .reference_raw_pairs_5_node_loops]
-             | map(select(. != null and .cycles_per_sec != null)) | max_by(.cycles_per_sec)) as $raw |
+       ($pr.semaphore | sem_raw as $raw |
          row("peers"; "semaphore: Redis CPU per cycle (us)"; .baton.redis_cpu_us_per_cycle;
              $raw.redis_cpu_us_per_cycle; "raw pairs at 5, the faster: \($raw.who // "not run")";
              "(reported: two scripts against two commands)"; null)),
        ($pr.semaphore | core_limit("semaphore")),
-       ($pr.semaphore | ([.reference_raw_pairs_5_fair_tokens, .reference_raw_pairs_5_node_loops]
-             | map(select(. != null and .cycles_per_sec != null)) | max_by(.cycles_per_sec)) as $raw |
+       ($pr.semaphore | sem_raw as $raw |
          if (.baton.redis_cpu_us_per_cycle // 0) > 0 and ($raw.cycles_per_sec // 0) > 0 then
          row("peers"; "semaphore: what a saturated Redis core allows, over the raw pairs at 5";
              (1e6 / .baton.redis_cpu_us_per_cycle / $raw.cycles_per_sec); 0.8;

@@ -152,14 +152,13 @@ measure_once() {
 # machine_steal_cores_dropped. Every case, baton's and the peers', alike.
 run_case() {
     local name=$1; shift
-    local k steal dropped=() best=
+    local k steal dropped=() best= best_steal=
     for k in 1 2 3; do
         measure_once "$name" "$R/$name.try$k.json" "$@"
         steal=$(jq -r '.machine_steal_cores' "$R/$name.try$k.json")
-        if [ -z "$best" ] || awk -v a="$steal" -v b="$(jq -r '.machine_steal_cores' "$best")" \
-                'BEGIN { exit !(a < b) }'; then
-            [ -z "$best" ] || dropped+=("$(jq -r '.machine_steal_cores' "$best")")
-            best=$R/$name.try$k.json
+        if [ -z "$best" ] || awk -v a="$steal" -v b="$best_steal" 'BEGIN { exit !(a < b) }'; then
+            [ -z "$best" ] || dropped+=("$best_steal")
+            best=$R/$name.try$k.json best_steal=$steal
         else
             dropped+=("$steal")
         fi
