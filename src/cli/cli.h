@@ -195,6 +195,15 @@ bool cli_duration(const char *cmd, const char *opt, const char *val, bool zero_o
 /* Parses a count: digits only, 1..max. Returns false after a usage error. */
 bool cli_count(const char *cmd, const char *opt, const char *val, long max, long *out);
 
+/* The one way the commands connect: baton_client_new(url, o, out), and a
+ * warning line on stderr ("baton: CMD: warning: ...") when the URL turns
+ * TLS certificate verification off (verify=none), as `baton run` logs
+ * tls_verify_off. Returns baton_client_new's result; *out as it leaves it. */
+struct baton_client;
+struct baton_client_opts;
+int cli_client_new(const char *cmd, const char *url, const struct baton_client_opts *o,
+                   struct baton_client **out);
+
 /* The Redis URL: --url, else $BATON_REDIS_URL, else redis://127.0.0.1:6379/0. */
 const char *cli_default_url(void);
 

@@ -520,7 +520,7 @@ static int cmd_lock(int argc, char **argv)
                                       .password = sec.password,
                                       .sentinel_password = sec.sentinel_password,
                                       .min_replicas = a.min_replicas};
-    rc = baton_client_new(a.url, &copts, &client);
+    rc = cli_client_new("lock", a.url, &copts, &client);
     secrets_clear(&sec);
     if (rc != BATON_OK) {
         fprintf(stderr, "baton: lock: %s\n", baton_client_errstr(client));

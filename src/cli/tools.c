@@ -58,7 +58,7 @@ int tool_connect(const char *cmd, const struct config *cfg, struct baton_client 
                                   .password = sec.password,
                                   .sentinel_password = sec.sentinel_password};
     struct baton_client *c = NULL;
-    int rc = baton_client_new(cfg->redis, &o, &c);
+    int rc = cli_client_new(cmd, cfg->redis, &o, &c);
     secrets_clear(&sec);
     if (rc != BATON_OK) {
         const char *why = c != NULL ? baton_client_errstr(c) : "";

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "baton.h"
 #include "cli.h"
 #include "cron.h"
 
@@ -82,6 +83,20 @@ bool cli_count(const char *cmd, const char *opt, const char *val, long max, long
     }
     *out = v;
     return true;
+}
+
+int cli_client_new(const char *cmd, const char *url, const struct baton_client_opts *o,
+                   struct baton_client **out)
+{
+    int rc = baton_client_new(url, o, out);
+    /* Said before a failure too: the URL was read, and it is what the
+     * operator has to change. */
+    if (baton_client_tls_insecure(*out))
+        fprintf(stderr,
+                "baton: %s: warning: TLS certificate verification is off (verify=none): anyone "
+                "on the network path can pose as Redis\n",
+                cmd);
+    return rc;
 }
 
 const char *cli_default_url(void)

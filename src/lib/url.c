@@ -411,6 +411,8 @@ static int set_string(char **field, const char *v, size_t n, char *err, size_t e
 static int parse_query(const char *q, unsigned where, struct baton__url *u, char *err,
                        size_t errlen)
 {
+    unsigned seen = 0; /* bit qparams[i].id: the parameters given so far */
+    _Static_assert(P_NODE_TIMEOUT < 32, "one bit per parameter");
     while (q != NULL) {
         const char *name = q + 1;
         const char *amp = strchr(name, '&');
@@ -438,6 +440,15 @@ static int parse_query(const char *q, unsigned where, struct baton__url *u, char
                              (int)(nlen > 32 ? 32 : nlen), name, all);
             return BATON_EINVAL;
         }
+        /* Each once: a second verify= (or ca=, password=...) that silently
+         * won would turn what the first said into a lie. */
+        if (seen & (1u << qparams[i].id)) {
+            baton__set_error(err, errlen,
+                             "invalid URL: %s= is given twice (give each parameter once)",
+                             qparams[i].name);
+            return BATON_EINVAL;
+        }
+        seen |= 1u << qparams[i].id;
         switch (qparams[i].id) {
         case P_DB:
             if (!parse_int(v, vlen, 0, INT_MAX, &u->db)) {

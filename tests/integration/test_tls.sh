@@ -219,6 +219,33 @@ EOF
 spawn node-c "$B" run -c "$T/node-c.yaml"
 wait_for_line "$T/node-c.out" '"level":"warn","event":"tls_verify_off"' 10 >/dev/null
 wait_for_line "$T/node-c.out" '"to":"working"' 10 >/dev/null
+
+note "verify=none warns on stderr in every command that connects; a verified URL does not"
+warned="baton: %s: warning: TLS certificate verification is off (verify=none): anyone on the network path can pose as Redis"
+# warns NAME ARGS...: the command prints the warning once, on stderr.
+warns() {
+    local name=$1; shift
+    "$B" "$name" "$@" >"$T/w.out" 2>"$T/w.err"
+    # shellcheck disable=SC2059
+    assert_eq 1 "$(grep -cxF "$(printf "$warned" "$name")" "$T/w.err")" \
+        "the verify=none warning of baton $name (stderr: $(cat "$T/w.err"))"
+    grep -q 'verification is off' "$T/w.out" && fail "baton $name: the warning on stdout"
+    return 0
+}
+warns lock --url "rediss://127.0.0.1:$GOOD/0?verify=none" tls:k -- true
+warns status -c "$T/node-c.yaml"
+warns history -c "$T/node-c.yaml" tick
+warns pause -c "$T/node-c.yaml" tick
+warns resume -c "$T/node-c.yaml" tick
+warns trigger -c "$T/node-c.yaml" tick
+warns step-down -c "$T/node-c.yaml" --wait 5s
+"$B" lock --url "$URL" tls:k -- true 2>"$T/w.err" || fail "lock over verified TLS: $(cat "$T/w.err")"
+grep -q 'verification is off' "$T/w.err" && fail "lock over verified TLS warns: $(cat "$T/w.err")"
+"$B" status -c "$T/node-a.yaml" >/dev/null 2>"$T/w.err" || fail "status over verified TLS"
+grep -q 'verification is off' "$T/w.err" && fail "status over verified TLS warns: $(cat "$T/w.err")"
+note "a repeated TLS parameter is refused, whichever comes last"
+lock_fails "verify= twice" "rediss://127.0.0.1:$GOOD/0?ca=$C/ca.pem&verify=peer&verify=none" \
+    "invalid URL: verify= is given twice (give each parameter once)" 64
 for n in a b c; do kill -TERM "$(pid_of "node-$n")"; done
 for n in a b c; do wait_exit "node-$n" 15; assert_eq 0 "$EXIT_CODE" "exit status of node-$n"; done
 note "ok"

@@ -28,6 +28,8 @@ redis://u:p%zz@h|bad percent-escape in the user or password
 unix://relative.sock|the socket path must be absolute (unix:///run/redis/redis.sock)
 unix:///run/redis.sock?password=%zz|bad percent-escape
 unix:///run/redis.sock?timeout=5|unknown URL parameter "timeout" (use db=, user=, password=)
+unix:///run/redis.sock?db=1&db=2|db= is given twice (give each parameter once)
+rediss://127.0.0.1:1/0?verify=peer&verify=none|verify= is given twice (give each parameter once)
 unix://$long_path|the socket path is 206 bytes long; the system allows at most 107
 EOF
 )

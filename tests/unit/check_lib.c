@@ -304,6 +304,19 @@ static const struct {
      "invalid URL: the socket path must be absolute (unix:///run/redis/redis.sock)"},
     {"unix:///s?bogus=1", "invalid URL: unknown URL parameter \"bogus\" (use db=, user=, password=)"},
     {"unix:///s?db=x", "invalid URL: invalid database number in ?db="},
+    /* A repeated parameter is refused, not silently the last one. */
+    {"rediss://h?ca=/ca.pem&verify=peer&verify=none",
+     "invalid URL: verify= is given twice (give each parameter once)"},
+    {"rediss://h?verify=none&ca=/a.pem&verify=none",
+     "invalid URL: verify= is given twice (give each parameter once)"},
+    {"rediss://h?ca=/a.pem&ca=/b.pem", "invalid URL: ca= is given twice (give each parameter once)"},
+    {"unix:///s?db=1&db=2", "invalid URL: db= is given twice (give each parameter once)"},
+    {"unix:///s?password=a&password=b",
+     "invalid URL: password= is given twice (give each parameter once)"},
+    {"redis-sentinel://s1?master=a&master=b",
+     "invalid URL: master= is given twice (give each parameter once)"},
+    {"redis-quorum://a,b,c?max_ttl=100&max_ttl=200",
+     "invalid URL: max_ttl= is given twice (give each parameter once)"},
 };
 
 START_TEST(url_bad)
