@@ -88,7 +88,8 @@ int cron_time_parse(const char *s, int64_t *t, char *err, size_t errlen);
 const char *cron_time_format(int64_t t, const struct cron_tz *tz, char *buf, size_t len);
 
 /* Durations: "500ms", "10s", "2m", "1h30m", "1d": one or more number+unit
- * pairs (units ms s m h d), no sign, no spaces. Returns: 0 and *ms, or -1 with
+ * pairs (units ms s m h d), each unit once and largest first ("1h1h" and
+ * "30m1h" are refused), no sign, no spaces. Returns: 0 and *ms, or -1 with
  * a message in err. Shared by @every, config files and the command line. */
 int cron_duration_parse(const char *s, int64_t *ms, char *err, size_t errlen);
 

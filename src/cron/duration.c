@@ -32,7 +32,7 @@ int cron_duration_parse(const char *s, int64_t *ms, char *err, size_t errlen)
     /* One year is a generous bound for every duration baton takes, and keeps
      * sums and products far from overflow. */
     const int64_t max_ms = INT64_C(366) * 86400 * 1000;
-    int64_t total = 0;
+    int64_t total = 0, last_unit = 0; /* 0: none yet */
     const char *p = s;
 
     if (s == NULL || *s == '\0') {
@@ -48,6 +48,7 @@ int cron_duration_parse(const char *s, int64_t *ms, char *err, size_t errlen)
             snprintf(err, errlen, "expected a number at \"%s\" (durations look like 500ms, 10s, 1h30m)", p);
             return -1;
         }
+        const char *num = p;
         int64_t n = 0;
         while (*p >= '0' && *p <= '9') {
             n = n * 10 + (*p - '0');
@@ -63,6 +64,19 @@ int cron_duration_parse(const char *s, int64_t *ms, char *err, size_t errlen)
             snprintf(err, errlen, "missing or unknown unit at \"%s\" (use ms, s, m, h or d)", p);
             return -1;
         }
+        /* Each unit once, largest first: "1h1h" or "30m1h" is a typo
+         * more often than a sum. */
+        if (last_unit != 0 && u->ms >= last_unit) {
+            snprintf(err, errlen,
+                     u->ms == last_unit
+                         ? "unit \"%s\" repeated at \"%s\" (write each unit once, largest first: "
+                           "1h30m)"
+                         : "unit \"%s\" after a smaller one at \"%s\" (write each unit once, "
+                           "largest first: 1h30m)",
+                     u->name, num);
+            return -1;
+        }
+        last_unit = u->ms;
         if (n > (max_ms - total) / u->ms) {
             snprintf(err, errlen, "duration too large (at most 366d)");
             return -1;

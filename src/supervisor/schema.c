@@ -186,6 +186,14 @@ int schema_read_field(const struct schema_field *f, struct schema_ctx *ctx,
         return f->set_node(obj, ctx, n, what);
     if (yamlx_expect_scalar(ctx->d, n, what, expected_text(f)) != 0)
         return -1;
+    /* In YAML a quoted value is a string: `enabled: "false"` reads as
+     * true to other tools (a non-empty string), so baton takes booleans
+     * and integers only as they are typed, unquoted. */
+    if ((f->type == SCHEMA_BOOL || f->type == SCHEMA_INT) && n->style != YAMLX_PLAIN) {
+        char q[96];
+        return yamlx_errorf(ctx->d, n, "%s: expected %s, got the string %s (remove the quotes)",
+                            what, expected_text(f), yamlx_quote(n->str, q, sizeof q));
+    }
     if (set_scalar(f, ctx, obj, n->str, msg, sizeof msg) != 0)
         return yamlx_errorf(ctx->d, n, "%s: %s", what, msg);
     return 0;

@@ -691,6 +691,14 @@ int yamlx_parse_int(const char *s, int64_t *v, char *msg, size_t msglen)
     }
     if (!all_digits(p))
         goto out_bad;
+    if (p[0] == '0' && p[1] != '\0') {
+        /* YAML 1.1 (and C) read 010 as octal 8; a human reads ten. */
+        const char *digits = p + strspn(p, "0");
+        snprintf(msg, msglen, "%s has a leading zero (YAML 1.1 reads it as octal): write %s%s",
+                 yamlx_quote(s, q, sizeof q), *digits != '\0' && neg ? "-" : "",
+                 *digits != '\0' ? digits : "0");
+        return -1;
+    }
     for (; *p != '\0'; p++) {
         int dgt = *p - '0';
 

@@ -100,7 +100,8 @@ const char *yamlx_suggest(const char *word, const char *const *cands, size_t n);
 
 /* A duration: "0", or cron_duration_parse()'s "500ms", "10s", "1h30m". */
 int yamlx_parse_duration(const char *s, int64_t *ms, char *msg, size_t msglen);
-/* A decimal integer, optional leading '-', no spaces, within int64_t. */
+/* A decimal integer, optional leading '-', no spaces, no leading zero
+ * ("010": octal to YAML 1.1), within int64_t. */
 int yamlx_parse_int(const char *s, int64_t *v, char *msg, size_t msglen);
 /* true/false (also True, TRUE, yes, no, on, off in those three cases). */
 int yamlx_parse_bool(const char *s, bool *v, char *msg, size_t msglen);

@@ -302,6 +302,33 @@ START_TEST(option_row)
         /* Not a number at all. */
         try_option(o, "many", err, sizeof err, NULL, &line, &col);
         assert_error_at(err, line, col, o->key, "\"many\"");
+        /* Lenient forms that hide a mistake: an integer in quotes (a
+         * string in YAML) or with a leading zero (octal in YAML 1.1), a
+         * duration that repeats a unit or puts a smaller one first. */
+        if (o->type == SCHEMA_INT) {
+            char want[300], num[64];
+
+            snprintf(num, sizeof num, "\"%" PRId64 "\"", o->max);
+            try_option(o, num, err, sizeof err, NULL, &line, &col);
+            snprintf(want, sizeof want, ": expected %s, got the string %s (remove the quotes)",
+                     o->expected != NULL ? o->expected : "an integer", num);
+            assert_error_at(err, line, col, o->key, want);
+            snprintf(num, sizeof num, "0%" PRId64, o->max);
+            try_option(o, num, err, sizeof err, NULL, &line, &col);
+            snprintf(want, sizeof want,
+                     ": \"%s\" has a leading zero (YAML 1.1 reads it as octal): write %" PRId64,
+                     num, o->max);
+            assert_error_at(err, line, col, o->key, want);
+        } else {
+            try_option(o, "1s1s", err, sizeof err, NULL, &line, &col);
+            assert_error_at(err, line, col, o->key,
+                            ": \"1s1s\": unit \"s\" repeated at \"1s\" (write each unit once, "
+                            "largest first: 1h30m)");
+            try_option(o, "500ms1s", err, sizeof err, NULL, &line, &col);
+            assert_error_at(err, line, col, o->key,
+                            ": \"500ms1s\": unit \"s\" after a smaller one at \"1s\" (write each "
+                            "unit once, largest first: 1h30m)");
+        }
         break;
     }
     case SCHEMA_STRING:
@@ -754,11 +781,17 @@ static const struct {
      "config_lease_margin.yaml:2:8: lease.ttl (2s) must be at least 2 x lease.renew (666ms) + "
      "redis_timeout (1s) = 2s332ms, so that a renewal that times out can be retried before the "
      "lease runs out"},
+    {"config_history_leading_zero.yaml",
+     "config_history_leading_zero.yaml:2:9: history.runs: \"0500\" has a leading zero (YAML 1.1 "
+     "reads it as octal): write 500"},
     {"config_log_level.yaml",
      "config_log_level.yaml:2:10: log.level: expected one of debug, info, warn, error, got "
      "\"verbose\""},
     {"config_mapping_for_scalar.yaml",
      "config_mapping_for_scalar.yaml:2:3: group: expected a string, got a mapping"},
+    {"config_min_replicas_quoted.yaml",
+     "config_min_replicas_quoted.yaml:2:15: min_replicas: expected an integer, got the string "
+     "\"1\" (remove the quotes)"},
     {"config_multi_doc.yaml",
      "config_multi_doc.yaml:2:1: a second YAML document; the file must hold only one"},
     {"config_negative_duration.yaml",
@@ -840,6 +873,9 @@ static const struct {
      "config_timezone.yaml:1:11: timezone: unknown time zone \"Mars/Base\""},
     {"config_ttl_range.yaml",
      "config_ttl_range.yaml:2:8: lease.ttl: \"20m\" is out of range (100ms..10m)"},
+    {"config_ttl_unit_twice.yaml",
+     "config_ttl_unit_twice.yaml:2:8: lease.ttl: \"10s10s\": unit \"s\" repeated at \"10s\" "
+     "(write each unit once, largest first: 1h30m)"},
     {"config_unix_param.yaml",
      "config_unix_param.yaml:1:8: redis: invalid URL: unknown URL parameter \"timeout\" (use "
      "db=, user=, password=)"},

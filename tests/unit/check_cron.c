@@ -505,6 +505,16 @@ static const struct {
     {"10x", -1, "missing or unknown unit at \"x\" (use ms, s, m, h or d)"},
     {"1 s", -1, "missing or unknown unit at \" s\" (use ms, s, m, h or d)"},
     {"367d", -1, "duration too large (at most 366d)"},
+    /* Each unit once, largest first. */
+    {"1h1h", -1, "unit \"h\" repeated at \"1h\" (write each unit once, largest first: 1h30m)"},
+    {"1h30m30m", -1,
+     "unit \"m\" repeated at \"30m\" (write each unit once, largest first: 1h30m)"},
+    {"30m1h", -1,
+     "unit \"h\" after a smaller one at \"1h\" (write each unit once, largest first: 1h30m)"},
+    {"1s500ms1s", -1,
+     "unit \"s\" after a smaller one at \"1s\" (write each unit once, largest first: 1h30m)"},
+    {"90s", 90000, NULL},
+    {"1d25h", INT64_C(176400000), NULL},
     {"99999999999999999999s", -1, "duration too large (at most 366d)"},
 };
 

@@ -486,7 +486,41 @@ START_TEST(key_row)
         }
     }
 
-    /* 6. The reference lists the key. */
+    /* 6. Lenient forms that hide a mistake are refused at the value: a
+     * boolean or an integer in quotes (a string in YAML), an integer with
+     * a leading zero (octal in YAML 1.1), a duration that repeats a unit. */
+    if (kind_of(k) == JK_BOOL || kind_of(k) == JK_INT) {
+        const char *quoted = kind_of(k) == JK_BOOL ? "\"false\"" : "\"1\"";
+
+        job_yaml(k, quoted, NULL, yaml, sizeof yaml, &line, &col);
+        ck_assert_ptr_null(load(yaml, err, sizeof err));
+        snprintf(want, sizeof want,
+                 "j.yaml:%d:%d: job \"j\": %s: expected %s, got the string %s (remove the "
+                 "quotes)",
+                 line, col, k->key, kind_of(k) == JK_BOOL ? "true or false" : "an integer",
+                 quoted);
+        ck_assert_str_eq(err, want);
+    }
+    if (kind_of(k) == JK_INT) {
+        job_yaml(k, "010", NULL, yaml, sizeof yaml, &line, &col);
+        ck_assert_ptr_null(load(yaml, err, sizeof err));
+        snprintf(want, sizeof want,
+                 "j.yaml:%d:%d: job \"j\": %s: \"010\" has a leading zero (YAML 1.1 reads it as "
+                 "octal): write 10",
+                 line, col, k->key);
+        ck_assert_str_eq(err, want);
+    }
+    if (kind_of(k) == JK_DURATION || kind_of(k) == JK_CATCHUP) {
+        job_yaml(k, "1h1h", NULL, yaml, sizeof yaml, &line, &col);
+        ck_assert_ptr_null(load(yaml, err, sizeof err));
+        snprintf(want, sizeof want,
+                 "j.yaml:%d:%d: job \"j\": %s: \"1h1h\": unit \"h\" repeated at \"1h\" (write "
+                 "each unit once, largest first: 1h30m)",
+                 line, col, k->key);
+        ck_assert_str_eq(err, want);
+    }
+
+    /* 7. The reference lists the key. */
     {
         char *text = NULL;
         size_t tlen = 0;
@@ -878,6 +912,9 @@ static const struct {
      "jobs_empty_argv.yaml:4:14: job \"report\": command: empty (give at least the program)"},
     {"jobs_enabled.yaml",
      "jobs_enabled.yaml:5:14: job \"report\": enabled: expected true or false, got \"maybe\""},
+    {"jobs_enabled_quoted.yaml",
+     "jobs_enabled_quoted.yaml:5:14: job \"report\": enabled: expected true or false, got the "
+     "string \"false\" (remove the quotes)"},
     {"jobs_env_key.yaml",
      "jobs_env_key.yaml:6:7: job \"report\": env: invalid variable name \"REPORT-FORMAT\" "
      "(letters, digits and _, not starting with a digit)"},
@@ -921,6 +958,9 @@ static const struct {
      "jobs_not_mapping.yaml:1:1: expected a mapping with a \"jobs:\" list, got a sequence"},
     {"jobs_retries_range.yaml",
      "jobs_retries_range.yaml:5:14: job \"report\": retries: \"101\" is out of range (0..100)"},
+    {"jobs_retries_leading_zero.yaml",
+     "jobs_retries_leading_zero.yaml:5:14: job \"report\": retries: \"010\" has a leading zero "
+     "(YAML 1.1 reads it as octal): write 10"},
     {"jobs_retries_type.yaml",
      "jobs_retries_type.yaml:5:14: job \"report\": retries: expected an integer, got \"twice\""},
     {"jobs_schedule_map.yaml",
@@ -935,6 +975,9 @@ static const struct {
      "jobs_tag.yaml:4:12: YAML tags (!!str) are not supported; quote the value instead"},
     {"jobs_timeout_range.yaml",
      "jobs_timeout_range.yaml:5:14: job \"report\": timeout: \"31d\" is out of range (0..30d)"},
+    {"jobs_timeout_unit_twice.yaml",
+     "jobs_timeout_unit_twice.yaml:5:14: job \"report\": timeout: \"1h1h\": unit \"h\" repeated "
+     "at \"1h\" (write each unit once, largest first: 1h30m)"},
     {"jobs_unknown_key.yaml",
      "jobs_unknown_key.yaml:3:5: job \"report\": unknown key \"shedule\" (did you mean "
      "\"schedule\"?)"},
