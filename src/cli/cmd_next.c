@@ -84,7 +84,7 @@ static bool join_args(int n, char **args, char *buf, size_t len)
 static int cmd_next(int argc, char **argv)
 {
     const char *zone = "UTC", *from_text = NULL;
-    char text[NEXT_EXPR_MAX], err[256], msg[320], when[CRON_TIME_BUFSZ], wall[CRON_TIME_BUFSZ];
+    char text[NEXT_EXPR_MAX], err[256], msg[512], when[CRON_TIME_BUFSZ], wall[CRON_TIME_BUFSZ];
     struct cron_tz *tz = NULL;
     struct cron_expr *expr = NULL;
     struct cron_error cerr;

@@ -402,6 +402,22 @@ static bool ever_matches(const struct cron_expr *x)
     return false;
 }
 
+/* How six fields read, for the errors where a year was likely meant. */
+#define SIX_FIELDS                                                                                 \
+    "six fields are second minute hour day-of-month month day-of-week: seconds first, and a "      \
+    "year field is not supported"
+
+/* True when [s, e) is four digits, as a year written as a field. */
+static bool looks_like_year(const char *s, const char *e)
+{
+    if (e - s != 4)
+        return false;
+    for (; s < e; s++)
+        if (!is_digit(*s))
+            return false;
+    return true;
+}
+
 /* Splits text into fields and parses them into x. */
 static int parse_fields(const char *text, const char *s, struct cron_expr *x, struct cron_error *err)
 {
@@ -416,7 +432,8 @@ static int parse_fields(const char *text, const char *s, struct cron_expr *x, st
         if (*p == '\0')
             break;
         if (n == 6)
-            return fail(&c, p, strcspn(p, " \t\n\r\v\f"), "expected 5 or 6 fields, found more");
+            return fail(&c, p, strcspn(p, " \t\n\r\v\f"),
+                        "expected 5 or 6 fields, found more (%s)", SIX_FIELDS);
         fs[n] = p;
         while (*p != '\0' && !is_space(*p))
             p++;
@@ -431,8 +448,15 @@ static int parse_fields(const char *text, const char *s, struct cron_expr *x, st
     for (int i = 0; i < n; i++) {
         c.field = i + 1;
         c.f = first + i;
-        if (parse_field(&c, fs[i], fe[i], x) != 0)
+        if (parse_field(&c, fs[i], fe[i], x) != 0) {
+            /* "0 9 * * 1-5 2026": read as seconds first, the year lands in
+             * day-of-week; say how six fields read. */
+            if (n == 6 && (i == 5 || looks_like_year(fs[5], fe[5]))) {
+                size_t used = strlen(err->message);
+                snprintf(err->message + used, sizeof err->message - used, "; %s", SIX_FIELDS);
+            }
             return -1;
+        }
     }
     const char *sec = n == 6 ? fs[0] : "0";
     const char *min = fs[n - 5], *hour = fs[n - 4], *dom = fs[n - 3], *dow = fs[n - 1];

@@ -22,7 +22,7 @@ struct cron_error {
                          6-field expression); 0: the whole expression */
     int column;       /* 1-based column in the expression text */
     char token[64];   /* the offending token, truncated */
-    char message[160];/* "value out of range 0-23" */
+    char message[256];/* "value out of range 0-23" */
     const char *field_name; /* "hour"; a static string, NULL when field is 0
                                (added: cron_error_format() falls back to the
                                5-field names when NULL) */

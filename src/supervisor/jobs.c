@@ -271,7 +271,7 @@ static int set_schedule(void *obj, struct schema_ctx *ctx, const struct yamlx_no
     struct job *j = obj;
     struct cron_error ce;
     struct cron_expr *e = NULL;
-    char msg[320];
+    char msg[512];
 
     if (yamlx_expect_scalar(p->d, n, what, "a cron expression like \"0 7 * * MON-FRI\"") != 0)
         return -1;

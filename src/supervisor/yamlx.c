@@ -423,9 +423,85 @@ static void offset_position(const char *buf, size_t len, size_t off, int *line, 
     *col = c;
 }
 
+/* The byte offset in buf of a libyaml mark (0-based line, column in
+ * characters), or len when it is past the end. */
+static size_t mark_offset(const char *buf, size_t len, const yaml_mark_t *m)
+{
+    size_t off = 0, line = 0, col = 0;
+
+    while (off < len && line < m->line)
+        line += buf[off++] == '\n';
+    while (off < len && buf[off] != '\n' && col < m->column) {
+        off++;
+        while (off < len && ((unsigned char)buf[off] & 0xc0) == 0x80)
+            off++; /* the rest of a UTF-8 sequence */
+        col++;
+    }
+    return off;
+}
+
+/* A hint for a plain value that YAML cannot read because of its first
+ * character, the way an unquoted cron expression fails: "*" starts an
+ * alias, "&" an anchor, "@" and "`" are reserved. Writes
+ * "; a value that starts with * must be quoted (...): key: \"...\"" into
+ * hint when the character at m is one of those and starts a value (after
+ * "key:" or "- "); else "". */
+static void quote_hint(const char *buf, size_t len, const yaml_mark_t *m, char *hint, size_t hlen)
+{
+    size_t off = mark_offset(buf, len, m), ls = off, ke, ks, ve;
+    const char *why;
+    char value[256], q[300];
+    bool flow = false;
+
+    hint[0] = '\0';
+    if (off >= len)
+        return;
+    switch (buf[off]) {
+    case '*': why = "* starts a YAML alias"; break;
+    case '&': why = "& starts a YAML anchor"; break;
+    case '@':
+    case '`': why = "YAML reserves it"; break;
+    default: return;
+    }
+    while (ls > 0 && buf[ls - 1] != '\n')
+        ls--;
+    for (size_t i = ls; i < off; i++)
+        flow = flow || buf[i] == '{' || buf[i] == '[';
+    /* What comes before: "key: " (or "- ", a sequence item, without a key). */
+    ke = off;
+    while (ke > ls && (buf[ke - 1] == ' ' || buf[ke - 1] == '\t'))
+        ke--;
+    if (ke == off || ke == ls || (buf[ke - 1] != ':' && buf[ke - 1] != '-'))
+        return;
+    ks = --ke;
+    while (ks > ls && buf[ks - 1] != ' ' && buf[ks - 1] != '\t' && buf[ks - 1] != '{' &&
+           buf[ks - 1] != ',' && buf[ks - 1] != '-')
+        ks--;
+    if (buf[ke] == '-')
+        ks = ke; /* no key */
+    /* The value: to the end of the line, a comment, or (in a flow
+     * collection) the next ',', '}' or ']'. */
+    ve = off;
+    while (ve < len && buf[ve] != '\n' && buf[ve] != '\r' &&
+           !(buf[ve] == '#' && (buf[ve - 1] == ' ' || buf[ve - 1] == '\t')) &&
+           !(flow && (buf[ve] == ',' || buf[ve] == '}' || buf[ve] == ']')))
+        ve++;
+    while (ve > off && (buf[ve - 1] == ' ' || buf[ve - 1] == '\t'))
+        ve--;
+    snprintf(value, sizeof value, "%.*s", (int)(ve - off), buf + off);
+    yamlx_quote(value, q, sizeof q);
+    if (ks < ke)
+        snprintf(hint, hlen, "; a value that starts with %c must be quoted (%s): %.*s: %s",
+                 buf[off], why, (int)(ke - ks), buf + ks, q);
+    else
+        snprintf(hint, hlen, "; a value that starts with %c must be quoted (%s): - %s", buf[off],
+                 why, q);
+}
+
 static int syntax_error(const struct yamlx_diag *d, const yaml_parser_t *p, const char *buf,
                         size_t len)
 {
+    char hint[400];
     const char *problem = p->problem != NULL ? p->problem : "unknown error";
     int line, col;
 
@@ -444,10 +520,17 @@ static int syntax_error(const struct yamlx_diag *d, const yaml_parser_t *p, cons
     }
     line = (int)p->problem_mark.line + 1;
     col = (int)p->problem_mark.column + 1;
+    /* An alias or anchor that does not scan starts at the context mark;
+     * a reserved character is the problem itself. */
+    if (p->context != NULL &&
+        (strstr(p->context, "an alias") != NULL || strstr(p->context, "an anchor") != NULL))
+        quote_hint(buf, len, &p->context_mark, hint, sizeof hint);
+    else
+        quote_hint(buf, len, &p->problem_mark, hint, sizeof hint);
     if (p->context != NULL)
-        return yamlx_errorf_at(d, line, col, "invalid YAML: %s (%s that starts at line %d)",
-                               problem, p->context, (int)p->context_mark.line + 1);
-    return yamlx_errorf_at(d, line, col, "invalid YAML: %s", problem);
+        return yamlx_errorf_at(d, line, col, "invalid YAML: %s (%s that starts at line %d)%s",
+                               problem, p->context, (int)p->context_mark.line + 1, hint);
+    return yamlx_errorf_at(d, line, col, "invalid YAML: %s%s", problem, hint);
 }
 
 /* Anchors, aliases and tags make a file read differently to a human and to

@@ -812,6 +812,10 @@ static const struct {
      "config_out_of_range.yaml:1:10: history: \"0\" is out of range (1..100000)"},
     {"config_poll_short.yaml",
      "config_poll_short.yaml:1:7: poll (2s) must be at least redis_timeout (3s)"},
+    {"config_reserved_char.yaml",
+     "config_reserved_char.yaml:2:7: invalid YAML: found character that cannot start any token "
+     "(while scanning for the next token that starts at line 2); a value that starts with ` "
+     "must be quoted (YAML reserves it): node: \"`hostname`\""},
     {"config_redis_db.yaml",
      "config_redis_db.yaml:1:8: redis: invalid URL: invalid database number after the host "
      "(redis://host:6379/0)"},

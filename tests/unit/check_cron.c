@@ -290,7 +290,9 @@ static const struct {
     {"x * * * *", "field 1 (minute) \"x\": expected a number (column 1)"},
     {"1.5 * * * *", "field 1 (minute) \".5\": unexpected text (column 2)"},
     {"* * * *", "expected 5 or 6 fields (minute hour day-of-month month day-of-week), found 4 (column 8)"},
-    {"* * * * * * *", "\"*\": expected 5 or 6 fields, found more (column 13)"},
+    {"* * * * * * *", "\"*\": expected 5 or 6 fields, found more (six fields are second minute "
+                      "hour day-of-month month day-of-week: seconds first, and a year field is "
+                      "not supported) (column 13)"},
     {"*/0 * * * *", "field 1 (minute) \"0\": step out of range 1-60 (column 3)"},
     {"*/61 * * * *", "field 1 (minute) \"61\": step out of range 1-60 (column 3)"},
     {"0 */25 * * *", "field 2 (hour) \"25\": step out of range 1-24 (column 5)"},
@@ -328,7 +330,19 @@ static const struct {
     /* 6 fields: seconds are field 1 */
     {"0 0 25 * * *", "field 3 (hour) \"25\": value out of range 0-23 (column 5)"},
     {"61 * * * * *", "field 1 (second) \"61\": value out of range 0-59 (column 1)"},
-    {"0 0 0 * * 8", "field 6 (day-of-week) \"8\": value out of range 0-7 (column 11)"},
+    {"0 0 0 * * 8", "field 6 (day-of-week) \"8\": value out of range 0-7; six fields are second "
+                    "minute hour day-of-month month day-of-week: seconds first, and a year field "
+                    "is not supported (column 11)"},
+    /* A year written as a sixth field: how six fields read. */
+    {"0 9 * * 1-5 2026", "field 6 (day-of-week) \"2026\": value out of range 0-7; six fields are "
+                         "second minute hour day-of-month month day-of-week: seconds first, and "
+                         "a year field is not supported (column 13)"},
+    {"0 9 * 1 MON 2026", "field 5 (month) \"MON\": unknown name (use JAN-DEC); six fields are "
+                         "second minute hour day-of-month month day-of-week: seconds first, and "
+                         "a year field is not supported (column 9)"},
+    {"0 9 * * 1-5 2026 x", "\"x\": expected 5 or 6 fields, found more (six fields are second "
+                           "minute hour day-of-month month day-of-week: seconds first, and a year "
+                           "field is not supported) (column 18)"},
     /* macros */
     {"", "empty expression (column 1)"},
     {"   ", "empty expression (column 1)"},

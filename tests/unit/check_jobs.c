@@ -963,9 +963,21 @@ static const struct {
      "(YAML 1.1 reads it as octal): write 10"},
     {"jobs_retries_type.yaml",
      "jobs_retries_type.yaml:5:14: job \"report\": retries: expected an integer, got \"twice\""},
+    {"jobs_schedule_macro_unquoted.yaml",
+     "jobs_schedule_macro_unquoted.yaml:2:30: invalid YAML: found character that cannot start "
+     "any token (while scanning for the next token that starts at line 2); a value that starts "
+     "with @ must be quoted (YAML reserves it): schedule: \"@hourly\""},
     {"jobs_schedule_map.yaml",
      "jobs_schedule_map.yaml:4:15: job \"report\": schedule: expected a cron expression like "
      "\"0 7 * * MON-FRI\", got a mapping"},
+    {"jobs_schedule_unquoted.yaml",
+     "jobs_schedule_unquoted.yaml:4:16: invalid YAML: did not find expected alphabetic or "
+     "numeric character (while scanning an alias that starts at line 4); a value that starts "
+     "with * must be quoted (* starts a YAML alias): schedule: \"*/5 * * * *\""},
+    {"jobs_schedule_year.yaml",
+     "jobs_schedule_year.yaml:4:28: job \"report\": schedule: field 6 (day-of-week) \"2026\": "
+     "value out of range 0-7; six fields are second minute hour day-of-month month "
+     "day-of-week: seconds first, and a year field is not supported"},
     {"jobs_shell_empty.yaml",
      "jobs_shell_empty.yaml:4:12: job \"report\": shell: must not be empty"},
     {"jobs_syntax.yaml",
