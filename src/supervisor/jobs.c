@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "cron.h"
@@ -32,6 +33,24 @@ _Static_assert(sizeof(enum job_concurrency) == sizeof(int), "enum keys are store
 #define MS_DAY    (24 * MS_HOUR)
 
 #define JOBS_MAX     10000 /* jobs in one file */
+
+/* What exec(2) takes on Linux (fs/exec.c): one argument or variable of at
+ * most MAX_ARG_STRLEN bytes with its NUL (32 pages of 4 KiB), and all of
+ * them, with a pointer each, within a quarter of the stack limit, capped at
+ * 6 MiB and at least 128 KiB. A job's command and env are refused at load
+ * (so `baton check` refuses them too) when exec would refuse them: each
+ * string on its own, and together within JOB_EXEC_MAX (half of the limit
+ * under the default 8 MiB stack) and within this machine's limit less
+ * baton's environment and JOB_EXEC_RESERVE for what baton adds (the
+ * shim's arguments, the command's path, BATON_*). A hook gets the job's
+ * env too. */
+#define JOB_ARG_STRLEN   (32 * 4096)
+#define JOB_EXEC_MAX     (1024 * 1024)
+#define JOB_EXEC_RESERVE (16 * 1024)
+#define EXEC_LIMIT_MIN   (32 * 4096)
+#define EXEC_LIMIT_CAP   (6 * 1024 * 1024)
+
+extern char **environ;
 
 static const char *const concurrency_names[] = {"forbid", "allow", "replace", NULL};
 static const char *const top_keys[] = {"jobs", "defaults"};
@@ -292,6 +311,21 @@ static int set_schedule(void *obj, struct schema_ctx *ctx, const struct yamlx_no
     return 0;
 }
 
+/* A shell: line is one argument of exec (/bin/sh -c LINE). The check of
+ * the table's `shell` row and of a hook's {shell: ...}. */
+static int check_shell(const char *s, char *msg, size_t msglen)
+{
+    size_t n = strlen(s);
+
+    if (n < JOB_ARG_STRLEN)
+        return 0;
+    snprintf(msg, msglen,
+             "%zu bytes; /bin/sh -c takes the command line as one argument of exec, at most %d "
+             "bytes (MAX_ARG_STRLEN): put the script in a file and run that",
+             n, JOB_ARG_STRLEN - 1);
+    return -1;
+}
+
 /* Reads the sequence n as an argv into *out (NULL-terminated, owned). An
  * empty sequence is refused, or gives *out NULL when allow_empty. Returns
  * 0, or -1 with the error in d. */
@@ -318,6 +352,13 @@ static int read_argv(const struct yamlx_diag *d, const struct yamlx_node *n, con
             goto out_free;
         if (i == 0 && it->len == 0) {
             yamlx_errorf(d, it, "%s: the program must not be empty", w);
+            goto out_free;
+        }
+        if (it->len >= JOB_ARG_STRLEN) {
+            yamlx_errorf(d, it,
+                         "%s: %zu bytes; exec takes at most %d bytes in one argument "
+                         "(MAX_ARG_STRLEN)",
+                         w, it->len, JOB_ARG_STRLEN - 1);
             goto out_free;
         }
         v[i] = strdup(it->str);
@@ -409,7 +450,7 @@ int job_cmd_read(const struct yamlx_diag *d, const struct yamlx_node *n, const c
             return -1;
     } else if (n->kind == YAMLX_MAP) {
         const struct yamlx_node *sh = NULL;
-        char w[256];
+        char w[256], m[256];
 
         for (size_t i = 0; i < n->npairs; i++) {
             if (strcmp(n->pairs[i].key->str, "shell") != 0)
@@ -424,6 +465,8 @@ int job_cmd_read(const struct yamlx_diag *d, const struct yamlx_node *n, const c
             return -1;
         if (sh->len == 0)
             return yamlx_errorf(d, sh, "%s: must not be empty", w);
+        if (check_shell(sh->str, m, sizeof m) != 0)
+            return yamlx_errorf(d, sh, "%s: %s", w, m);
         c.shell = strdup(sh->str);
         if (c.shell == NULL)
             return yamlx_errorf(d, NULL, "out of memory");
@@ -458,32 +501,35 @@ static size_t strv_len(char **v)
     return n;
 }
 
-/* Sets NAME=value in the NULL-terminated list *env, replacing an entry for
- * the same NAME. */
-static int env_put(char ***env, const char *name, const char *value)
+/* Appends NAME=value to the NULL-terminated list *env, which has room for
+ * it (env_reserve). A name given twice (defaults: then the job) stays
+ * twice until env_finish. */
+static int env_put(char ***env, size_t *n, const char *name, const char *value)
 {
-    size_t nl = strlen(name), vl = strlen(value), n = strv_len(*env);
-    char *kv = malloc(nl + vl + 2), **nv;
+    size_t nl = strlen(name), vl = strlen(value);
+    char *kv = malloc(nl + vl + 2);
 
     if (kv == NULL)
         return -1;
     memcpy(kv, name, nl);
     kv[nl] = '=';
     memcpy(kv + nl + 1, value, vl + 1);
-    for (size_t i = 0; i < n; i++) {
-        if (strncmp((*env)[i], name, nl) == 0 && (*env)[i][nl] == '=') {
-            free((*env)[i]);
-            (*env)[i] = kv;
-            return 0;
-        }
-    }
-    nv = realloc(*env, (n + 2) * sizeof *nv);
-    if (nv == NULL) {
-        free(kv);
+    (*env)[(*n)++] = kv;
+    (*env)[*n] = NULL;
+    return 0;
+}
+
+/* Makes room in *env for more entries, at once: linear in what is added.
+ * Returns 0 or -1 (ENOMEM); *n is the current count. */
+static int env_reserve(char ***env, size_t *n, size_t more)
+{
+    char **nv;
+
+    *n = strv_len(*env);
+    nv = realloc(*env, (*n + more + 1) * sizeof *nv);
+    if (nv == NULL)
         return -1;
-    }
-    nv[n] = kv;
-    nv[n + 1] = NULL;
+    nv[*n] = NULL;
     *env = nv;
     return 0;
 }
@@ -497,9 +543,13 @@ static int set_env(void *obj, struct schema_ctx *ctx, const struct yamlx_node *n
 
     if (n->kind == YAMLX_SCALAR && n->null)
         return 0;
+    size_t count;
+
     if (n->kind != YAMLX_MAP)
         return yamlx_errorf(p->d, n, "%s: expected a mapping of NAME: value, got %s", what,
                             yamlx_kind_name(n));
+    if (env_reserve(&j->env, &count, n->npairs) != 0)
+        return yamlx_errorf(p->d, NULL, "out of memory");
     for (size_t i = 0; i < n->npairs; i++) {
         const struct yamlx_node *k = n->pairs[i].key, *v = n->pairs[i].value;
         bool ok = k->len > 0 && !(k->str[0] >= '0' && k->str[0] <= '9');
@@ -522,7 +572,12 @@ static int set_env(void *obj, struct schema_ctx *ctx, const struct yamlx_node *n
             return yamlx_errorf(p->d, v, "%s: missing value (write \"\" for an empty string)", w);
         if (yamlx_expect_scalar(p->d, v, w, "a string") != 0)
             return -1;
-        if (env_put(&j->env, k->str, v->str) != 0)
+        if (k->len + 1 + v->len >= JOB_ARG_STRLEN)
+            return yamlx_errorf(p->d, v,
+                                "%s: NAME=value is %zu bytes; exec takes at most %d bytes in one "
+                                "variable (MAX_ARG_STRLEN)",
+                                w, k->len + 1 + v->len, JOB_ARG_STRLEN - 1);
+        if (env_put(&j->env, &count, k->str, v->str) != 0)
             return yamlx_errorf(p->d, NULL, "out of memory");
     }
     return 0;
@@ -545,9 +600,9 @@ static const struct schema_field job_keys[] = {
     {.key = "command", .type = SCHEMA_NODE, .offset = OFF(argv), .set_node = set_argv, .type_doc = "list of strings",
      .def_doc = "(command or shell)", .flags = SCHEMA_NO_DEFAULTS,
      .doc = "Program and arguments as a sequence, run without a shell."},
-    {.key = "shell", .type = SCHEMA_STRING, .offset = OFF(shell), .min = 1,
+    {.key = "shell", .type = SCHEMA_STRING, .offset = OFF(shell), .min = 1, .check = check_shell,
      .def_doc = "(command or shell)", .flags = SCHEMA_NO_DEFAULTS,
-     .doc = "A command line run as /bin/sh -c \"...\"."},
+     .doc = "A command line run as /bin/sh -c \"...\" (one argument of exec: under 128 KiB)."},
     {.key = "timeout", .type = SCHEMA_DURATION, .offset = OFF(timeout_ms), .def = "0",
      .def_doc = "`0` (none)", .min = 0, .max = 30 * MS_DAY,
      .doc = "A run still going after this long gets SIGTERM, then SIGKILL after kill_grace."},
@@ -574,7 +629,8 @@ static const struct schema_field job_keys[] = {
     {.key = "env", .type = SCHEMA_NODE, .offset = OFF(env), .set_node = set_env, .type_doc = "mapping",
      .def_doc = "none",
      .doc = "Extra environment, NAME: value (NAME not starting with BATON_); defaults: env "
-            "merges under the job's."},
+            "merges under the job's. Each NAME=value under 128 KiB; the command and env "
+            "together at most 1 MiB, and within what exec takes on this machine."},
     {.key = "workdir", .type = SCHEMA_PATH, .offset = OFF(workdir), .flags = SCHEMA_ABSOLUTE,
      .def_doc = "baton's", .doc = "Absolute directory the job runs in."},
     {.key = "user", .type = SCHEMA_TEXT, .offset = OFF(user), .set_text = set_user, .def_doc = "baton's",
@@ -719,15 +775,116 @@ static uint64_t fingerprint(const struct job *j)
 /* ------------------------------------------------------------------------ */
 /* Reading a job */
 
-static int env_cmp(const void *a, const void *b)
+struct env_ref {
+    char *kv;
+    size_t pos; /* in the list: defaults: before the job's own */
+};
+
+static int env_ref_cmp(const void *a, const void *b)
 {
-    const char *x = *(char *const *)a, *y = *(char *const *)b;
-    size_t xl = strcspn(x, "="), yl = strcspn(y, "=");
-    int c = strncmp(x, y, xl < yl ? xl : yl);
+    const struct env_ref *x = a, *y = b;
+    size_t xl = strcspn(x->kv, "="), yl = strcspn(y->kv, "=");
+    int c = strncmp(x->kv, y->kv, xl < yl ? xl : yl);
 
     if (c != 0)
         return c;
-    return xl < yl ? -1 : xl > yl;
+    if (xl != yl)
+        return xl < yl ? -1 : 1;
+    return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+/* Sorts env by NAME and keeps, of a name given twice, the later entry (the
+ * job's own over defaults:): O(n log n), not a scan per entry. Returns 0
+ * or -1 (ENOMEM). */
+static int env_finish(char **env)
+{
+    size_t n = strv_len(env), k = 0;
+    struct env_ref *r;
+
+    if (n < 2)
+        return 0;
+    r = malloc(n * sizeof *r);
+    if (r == NULL)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        r[i] = (struct env_ref){env[i], i};
+    qsort(r, n, sizeof *r, env_ref_cmp);
+    for (size_t i = 0; i < n; i++) {
+        size_t nl = strcspn(r[i].kv, "=");
+
+        if (i + 1 < n && strncmp(r[i].kv, r[i + 1].kv, nl + 1) == 0) {
+            free(r[i].kv); /* the next one names it again, later */
+            continue;
+        }
+        env[k++] = r[i].kv;
+    }
+    env[k] = NULL;
+    free(r);
+    return 0;
+}
+
+/* The bytes exec needs for the strings v (each with its NUL and pointer). */
+static size_t strv_exec_bytes(char *const *v)
+{
+    size_t b = 0;
+
+    for (size_t i = 0; v != NULL && v[i] != NULL; i++)
+        b += strlen(v[i]) + 1 + sizeof(char *);
+    return b;
+}
+
+/* The bytes exec needs for a command: its argv, or /bin/sh -c LINE. */
+static size_t cmd_exec_bytes(char *const *argv, const char *shell)
+{
+    if (argv != NULL)
+        return strv_exec_bytes(argv);
+    if (shell != NULL)
+        return sizeof "/bin/sh" + sizeof "-c" + strlen(shell) + 1 + 3 * sizeof(char *);
+    return 0;
+}
+
+/* What exec takes on this machine (fs/exec.c): a quarter of the stack
+ * limit, capped at 6 MiB, at least 128 KiB. */
+static size_t exec_limit(void)
+{
+    struct rlimit rl;
+    size_t lim = EXEC_LIMIT_CAP;
+
+    if (getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur / 4 < lim)
+        lim = (size_t)(rl.rlim_cur / 4);
+    return lim < EXEC_LIMIT_MIN ? EXEC_LIMIT_MIN : lim;
+}
+
+/* Refuses a job whose command (or hook) and env exec would refuse, with
+ * the error at where. */
+static int check_exec_size(struct jparse *p, const struct job *j, const struct yamlx_node *where,
+                           const char *prefix)
+{
+    size_t cmd = cmd_exec_bytes(j->argv, j->shell), env = strv_exec_bytes(j->env);
+    size_t hooks[2] = {cmd_exec_bytes(j->on_failure.argv, j->on_failure.shell),
+                       cmd_exec_bytes(j->on_success.argv, j->on_success.shell)};
+    const char *which = "its command";
+    size_t need, limit, base = strv_exec_bytes(environ);
+
+    for (int i = 0; i < 2; i++)
+        if (hooks[i] > cmd) {
+            cmd = hooks[i];
+            which = i == 0 ? "its on_failure hook" : "its on_success hook";
+        }
+    need = cmd + env;
+    if (need > JOB_EXEC_MAX)
+        return yamlx_errorf(p->d, where,
+                            "%s%s and env take %zu bytes for exec (each string with its NUL and "
+                            "pointer); a job takes at most %d (1 MiB)",
+                            prefix, which, need, JOB_EXEC_MAX);
+    limit = exec_limit();
+    if (need + base + JOB_EXEC_RESERVE > limit)
+        return yamlx_errorf(p->d, where,
+                            "%s%s and env take %zu bytes for exec; this machine's exec takes %zu "
+                            "(a quarter of the stack limit), less baton's environment (%zu) and "
+                            "%d for what baton adds",
+                            prefix, which, need, limit, base, JOB_EXEC_RESERVE);
+    return 0;
 }
 
 /* Reads the defaults: mapping once, for its errors (keys that cannot have
@@ -869,7 +1026,15 @@ static int read_job(struct jparse *p, const struct yamlx_node *m, size_t idx,
         if (j->env == NULL)
             return yamlx_errorf(p->d, NULL, "out of memory");
     }
-    qsort(j->env, strv_len(j->env), sizeof *j->env, env_cmp);
+    if (env_finish(j->env) != 0)
+        return yamlx_errorf(p->d, NULL, "out of memory");
+    /* Where a command and env too large for exec are refused: the env, or
+     * the command when there is no env. */
+    const struct yamlx_node *where = at[ki_cmd] != NULL ? at[ki_cmd] : at[ki_shell];
+    if (j->env[0] != NULL)
+        where = at[ki_env];
+    if (check_exec_size(p, j, where, prefix) != 0)
+        return -1;
     j->fingerprint = fingerprint(j);
     return 0;
 }

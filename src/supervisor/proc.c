@@ -253,17 +253,49 @@ int proc_status_code(int wstatus)
     return 1;
 }
 
-/* True when the variable a ("NAME=value") is named by b ("NAME=value" or
- * a bare "NAME"). */
-static bool same_name(const char *a, const char *b)
+/* A variable's name in extra, for sorting: NAME of "NAME=value" or of a
+ * bare "NAME", and where it was. */
+struct env_name {
+    const char *s;
+    size_t len, idx;
+};
+
+static int env_name_cmp(const struct env_name *x, const char *s, size_t len)
 {
-    while (*a != '\0' && *a != '=' && *a == *b) {
-        a++;
-        b++;
-    }
-    return *a == '=' && (*b == '=' || *b == '\0');
+    int c = memcmp(x->s, s, x->len < len ? x->len : len);
+    if (c != 0)
+        return c;
+    return x->len < len ? -1 : x->len > len;
 }
 
+static int env_name_order(const void *a, const void *b)
+{
+    const struct env_name *x = a, *y = b;
+    int c = env_name_cmp(x, y->s, y->len);
+    if (c != 0)
+        return c;
+    return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/* True when the name [s, s+len) is in the sorted names. */
+static bool env_name_find(const struct env_name *v, size_t n, const char *s, size_t len)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = env_name_cmp(&v[mid], s, len);
+        if (c == 0)
+            return true;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return false;
+}
+
+/* Sorting the names of extra keeps this O((base + extra) log extra): a
+ * job with a large env: starts as fast as a small one. */
 char **proc_env_build(char *const *base, char *const *extra, size_t nextra)
 {
     if (base == NULL)
@@ -272,25 +304,33 @@ char **proc_env_build(char *const *base, char *const *extra, size_t nextra)
     while (base[nbase] != NULL)
         nbase++;
     char **env = calloc(nbase + nextra + 1, sizeof *env);
-    if (env == NULL)
-        return NULL;
+    struct env_name *names = calloc(nextra + 1, sizeof *names);
+    bool *last = calloc(nextra + 1, sizeof *last);
+    if (env == NULL || names == NULL || last == NULL)
+        goto fail;
+    for (size_t k = 0; k < nextra; k++)
+        names[k] = (struct env_name){extra[k], strcspn(extra[k], "="), k};
+    qsort(names, nextra, sizeof *names, env_name_order);
+    for (size_t i = 0; i < nextra; i++) /* a later duplicate in extra wins */
+        last[names[i].idx] =
+            i + 1 == nextra || env_name_cmp(&names[i], names[i + 1].s, names[i + 1].len) != 0;
     size_t n = 0;
     for (size_t i = 0; i < nbase; i++) {
-        bool replaced = false;
-        for (size_t k = 0; k < nextra && !replaced; k++)
-            replaced = same_name(base[i], extra[k]);
-        if (!replaced && strchr(base[i], '=') != NULL && (env[n++] = strdup(base[i])) == NULL)
+        const char *eq = strchr(base[i], '=');
+        if (eq == NULL || env_name_find(names, nextra, base[i], (size_t)(eq - base[i])))
+            continue; /* replaced (or removed) by extra */
+        if ((env[n++] = strdup(base[i])) == NULL)
             goto fail;
     }
-    for (size_t k = 0; k < nextra; k++) {
-        bool dup = strchr(extra[k], '=') == NULL;       /* a bare NAME only removes */
-        for (size_t j = k + 1; j < nextra && !dup; j++) /* a later duplicate in extra wins */
-            dup = same_name(extra[k], extra[j]);
-        if (!dup && (env[n++] = strdup(extra[k])) == NULL)
+    for (size_t k = 0; k < nextra; k++) /* a bare NAME only removes */
+        if (last[k] && strchr(extra[k], '=') != NULL && (env[n++] = strdup(extra[k])) == NULL)
             goto fail;
-    }
+    free(names);
+    free(last);
     return env;
 fail:
+    free(names);
+    free(last);
     proc_env_free(env);
     return NULL;
 }

@@ -16,6 +16,7 @@
 
 #include "cron.h"
 #include "jobs.h"
+#include "proc.h"
 #include "schema.h"
 #include "yamlx.h"
 #include "testutil.h"
@@ -809,6 +810,188 @@ START_TEST(too_many_jobs)
 }
 END_TEST
 
+/* A jobs.yaml with `n` env entries V000000: x... on job "big", and `ndef`
+ * under defaults: (D000000: d..., and V000000: d... for the first `shared`
+ * of them, which the job's own must win). Returns: owned. */
+static char *big_env_yaml(size_t n, size_t ndef, size_t shared)
+{
+    size_t cap = (n + ndef) * 32 + 256, o = 0;
+    char *y = malloc(cap);
+
+    ck_assert_ptr_nonnull(y);
+    if (ndef > 0) {
+        o += (size_t)snprintf(y + o, cap - o, "defaults:\n  env:\n");
+        for (size_t i = 0; i < ndef; i++)
+            o += (size_t)snprintf(y + o, cap - o, "    %c%06zu: d\n", i < shared ? 'V' : 'D', i);
+    }
+    o += (size_t)snprintf(y + o, cap - o,
+                          "jobs:\n  - name: big\n    schedule: \"@hourly\"\n    shell: env\n"
+                          "    env:\n");
+    for (size_t i = 0; i < n; i++)
+        o += (size_t)snprintf(y + o, cap - o, "      V%06zu: x\n", i);
+    return y;
+}
+
+/* A large env: loads in time linear in its size (it was quadratic: 20,000
+ * entries took 1.4 s, 100,000 took 41 s), merges defaults: under the job's
+ * own, and is refused whole above what exec takes (1 MiB with the
+ * command). */
+START_TEST(env_large)
+{
+    char err[512];
+    int64_t t0 = tu_now_ms();
+    /* 40,000 of the job's, 20,000 of defaults: (half of them the same
+     * names): 50,000 variables, 900 KB for exec. */
+    char *yaml = big_env_yaml(40000, 20000, 10000);
+    struct jobs *j = load(yaml, err, sizeof err);
+    int64_t ms = tu_now_ms() - t0;
+
+    ck_assert_msg(j != NULL, "%s", err);
+    ck_assert_msg(ms < 3000, "40,000 + 20,000 env entries took %" PRId64 " ms to load", ms);
+    size_t n = 0;
+    for (char **e = j->v[0].env; *e != NULL; e++, n++)
+        if (n > 0) /* sorted by name, each once */
+            ck_assert_msg(strcmp(e[-1], e[0]) < 0, "%s before %s", e[-1], e[0]);
+    ck_assert_uint_eq(n, 50000);
+    ck_assert_str_eq(j->v[0].env[0], "D010000=d");
+    ck_assert_str_eq(j->v[0].env[10000], "V000000=x"); /* the job's own wins */
+    ck_assert_str_eq(j->v[0].env[49999], "V039999=x");
+    jobs_free(j);
+    free(yaml);
+
+    /* 100,000 entries: refused, at once, at the env. */
+    yaml = big_env_yaml(100000, 0, 0);
+    t0 = tu_now_ms();
+    ck_assert_ptr_null(load(yaml, err, sizeof err));
+    ms = tu_now_ms() - t0;
+    ck_assert_msg(ms < 3000, "100,000 env entries took %" PRId64 " ms to refuse", ms);
+    ck_assert_str_eq(err, "j.yaml:6:7: job \"big\": its command and env take 1800039 bytes for "
+                          "exec (each string with its NUL and pointer); a job takes at most "
+                          "1048576 (1 MiB)");
+    free(yaml);
+}
+END_TEST
+
+/* What exec cannot take is refused at load (`baton check`), with where:
+ * one argument or variable of 128 KiB or more (MAX_ARG_STRLEN: "Argument
+ * list too long" at every run before), in shell:, command:, env: and the
+ * hooks. */
+START_TEST(exec_string_limits)
+{
+    size_t big = 128 * 1024, cap = big + 512;
+    char *s = malloc(big + 1), *yaml = malloc(cap);
+
+    ck_assert_ptr_nonnull(s);
+    ck_assert_ptr_nonnull(yaml);
+    memset(s, 'x', big);
+    s[big] = '\0';
+    /* One byte under: exec takes it. */
+    s[big - 1] = '\0';
+    snprintf(yaml, cap, "jobs:\n  - name: a\n    schedule: \"@daily\"\n    shell: \"%s\"\n", s);
+    jobs_free(load_ok(yaml));
+    s[big - 1] = 'x';
+    snprintf(yaml, cap, "jobs:\n  - name: a\n    schedule: \"@daily\"\n    shell: \"%s\"\n", s);
+    load_err(yaml, "j.yaml:4:12: job \"a\": shell: 131072 bytes; /bin/sh -c takes the command "
+                   "line as one argument of exec, at most 131071 bytes (MAX_ARG_STRLEN): put "
+                   "the script in a file and run that");
+    snprintf(yaml, cap, "jobs:\n  - name: a\n    schedule: \"@daily\"\n    command: [echo, %s]\n",
+             s);
+    load_err(yaml, "j.yaml:4:21: job \"a\": command[1]: 131072 bytes; exec takes at most 131071 "
+                   "bytes in one argument (MAX_ARG_STRLEN)");
+    snprintf(yaml, cap,
+             "jobs:\n  - name: a\n    schedule: \"@daily\"\n    shell: x\n    env: {A: %s}\n",
+             s + 2);
+    load_err(yaml, "j.yaml:5:14: job \"a\": env.A: NAME=value is 131072 bytes; exec takes at "
+                   "most 131071 bytes in one variable (MAX_ARG_STRLEN)");
+    snprintf(yaml, cap,
+             "jobs:\n  - name: a\n    schedule: \"@daily\"\n    shell: x\n"
+             "    on_failure: {shell: \"%s\"}\n",
+             s);
+    load_err(yaml, "j.yaml:5:25: job \"a\": on_failure.shell: 131072 bytes; /bin/sh -c takes the "
+                   "command line as one argument of exec, at most 131071 bytes (MAX_ARG_STRLEN): "
+                   "put the script in a file and run that");
+    free(s);
+    free(yaml);
+}
+END_TEST
+
+/* The command and the env together: within 1 MiB, counting the hooks,
+ * which get the job's env too. */
+START_TEST(exec_total_limit)
+{
+    size_t part = 100 * 1024, n = 11, cap = n * (part + 64) + 512, o = 0;
+    char *yaml = malloc(cap), *v = malloc(part + 1), err[512];
+
+    ck_assert_ptr_nonnull(yaml);
+    ck_assert_ptr_nonnull(v);
+    memset(v, 'v', part);
+    v[part] = '\0';
+    o += (size_t)snprintf(yaml + o, cap - o,
+                          "jobs:\n  - name: a\n    schedule: \"@daily\"\n    command: [x");
+    for (size_t i = 0; i < n; i++)
+        o += (size_t)snprintf(yaml + o, cap - o, ", %s", v);
+    snprintf(yaml + o, cap - o, "]\n");
+    ck_assert_ptr_null(load(yaml, err, sizeof err));
+    ck_assert_str_eq(err, "j.yaml:4:14: job \"a\": its command and env take 1126509 bytes for "
+                          "exec (each string with its NUL and pointer); a job takes at most "
+                          "1048576 (1 MiB)");
+    /* The same in a hook, with a small command. */
+    o = (size_t)snprintf(yaml, cap,
+                         "jobs:\n  - name: a\n    schedule: \"@daily\"\n    shell: x\n"
+                         "    env: {A: b}\n    on_success: [x");
+    for (size_t i = 0; i < n; i++)
+        o += (size_t)snprintf(yaml + o, cap - o, ", %s", v);
+    snprintf(yaml + o, cap - o, "]\n");
+    ck_assert_ptr_null(load(yaml, err, sizeof err));
+    ck_assert_str_eq(err, "j.yaml:5:10: job \"a\": its on_success hook and env take 1126521 bytes "
+                          "for exec (each string with its NUL and pointer); a job takes at most "
+                          "1048576 (1 MiB)");
+    free(yaml);
+    free(v);
+}
+END_TEST
+
+/* proc_env_build: extra replaces or adds, a bare NAME removes, the later
+ * of two wins; in time that does not grow with the product of the two
+ * lists (a job with a large env starts as fast as a small one). */
+START_TEST(env_build)
+{
+    char *base[] = {"A=1", "B=2", "C", "KEEP=k", NULL};
+    char *extra[] = {"B=3", "A", "D=4", "D=5", "E", "KEEP2=x"};
+    char **env = proc_env_build(base, extra, sizeof extra / sizeof extra[0]);
+    const char *want[] = {"KEEP=k", "B=3", "D=5", "KEEP2=x"};
+    size_t n = 0;
+
+    ck_assert_ptr_nonnull(env);
+    for (; env[n] != NULL; n++) {
+        ck_assert_uint_lt(n, sizeof want / sizeof want[0]);
+        ck_assert_str_eq(env[n], want[n]);
+    }
+    ck_assert_uint_eq(n, sizeof want / sizeof want[0]);
+    proc_env_free(env);
+
+    size_t big = 100000;
+    char **many = calloc(big, sizeof *many), buf[32];
+    ck_assert_ptr_nonnull(many);
+    for (size_t i = 0; i < big; i++) {
+        snprintf(buf, sizeof buf, "V%06zu=x", i);
+        many[i] = strdup(buf);
+    }
+    int64_t t0 = tu_now_ms();
+    env = proc_env_build(base, many, big);
+    int64_t ms = tu_now_ms() - t0;
+    ck_assert_ptr_nonnull(env);
+    ck_assert_msg(ms < 3000, "an environment of 100,000 variables took %" PRId64 " ms", ms);
+    for (n = 0; env[n] != NULL; n++)
+        ;
+    ck_assert_uint_eq(n, big + 3);
+    proc_env_free(env);
+    for (size_t i = 0; i < big; i++)
+        free(many[i]);
+    free(many);
+}
+END_TEST
+
 /* ------------------------------------------------------------------------ */
 /* Files */
 
@@ -1063,6 +1246,10 @@ static Suite *suite(void)
     tcase_add_test(tc, env_rules);
     tcase_add_test(tc, users);
     tcase_add_test(tc, too_many_jobs);
+    tcase_add_test(tc, env_large);
+    tcase_add_test(tc, exec_string_limits);
+    tcase_add_test(tc, exec_total_limit);
+    tcase_add_test(tc, env_build);
     tcase_add_test(tc, sample_loads);
     tcase_add_test(tc, unreadable_file);
     tcase_add_loop_test(tc, bad_file, 0, (int)(sizeof bad_files / sizeof bad_files[0]));
