@@ -124,7 +124,7 @@ struct lock_args {
     char *url_copy; /* --url with a password, or joined: our copy (argv's is masked) */
     char *urls[BATON_QUORUM_MAX]; /* each --url (owned copies), when given */
     int nurls;
-    const char *password_file;
+    char *password_file; /* owned copy */
     int min_replicas;
     bool pass_credentials;
     const char *key;
@@ -139,7 +139,8 @@ struct lock_args {
 static int parse_args(int argc, char **argv, struct lock_args *a)
 {
     struct cli_parse p;
-    int id = 0, rc = 0;
+    int id = 0, rc = 0, nmasks = 0;
+    char *masks[BATON_QUORUM_MAX];
     a->url = cli_default_url();
     a->ttl_ms = 30000;
     a->wait_ms = -1;
@@ -162,14 +163,18 @@ static int parse_args(int argc, char **argv, struct lock_args *a)
             }
             a->url = a->urls[a->nurls++];
             if (secrets_url_has_password(p.arg)) {
-                /* ps shows argv: mask the original. */
-                secrets_mask_url((char *)p.arg); /* p.arg points into argv */
+                /* ps shows argv: masked below, once parsed. */
+                masks[nmasks++] = (char *)p.arg; /* p.arg points into argv */
                 fprintf(stderr, "baton: lock: warning: a password in --url can be read by every "
                                 "user of this machine (ps); use --password-file or "
                                 "BATON_REDIS_PASSWORD\n");
             }
             break;
-        case OPT_PASSWORD_FILE: a->password_file = p.arg; break;
+        case OPT_PASSWORD_FILE:
+            free(a->password_file);
+            if ((a->password_file = strdup(p.arg)) == NULL)
+                rc = cli_fail("lock", "out of memory");
+            break;
         case OPT_MIN_REPLICAS: {
             char *end = NULL;
             errno = 0;
@@ -200,6 +205,10 @@ static int parse_args(int argc, char **argv, struct lock_args *a)
         }
     }
     cli_parse_end(&p);
+    /* The passwords in argv: masked with a fixed mask, and the argument
+     * area closed up, so that ps shows neither them nor their length. What
+     * follows reads argv[] again (pointers into its strings move). */
+    secrets_mask_argv(argc, argv, masks, nmasks);
     if (rc != 0)
         return rc;
     if (id == CLI_OPT_EXIT)
@@ -443,6 +452,8 @@ static void args_free(struct lock_args *a)
             free(all[i]);
         }
     a->nurls = 0;
+    free(a->password_file);
+    a->password_file = NULL;
     a->url_copy = NULL;
     a->url = NULL;
 }
@@ -515,6 +526,11 @@ static int cmd_lock(int argc, char **argv)
     a.url = a.url_copy; /* BATON_REDIS_URL's value may go with the scrub */
     if (!a.pass_credentials)
         secrets_scrub_env();
+    /* A password stays in memory (for AUTH on a reconnection): CMD, of the
+     * same user, may not read it there (secrets.h). */
+    if (secrets_held(&sec, a.url) && secrets_hide_process() != 0)
+        fprintf(stderr, "baton: lock: warning: cannot make this process non-dumpable: %s\n",
+                strerror(errno));
     struct baton_client_opts copts = {.connect_timeout_ms = 2000,
                                       .command_timeout_ms = 2000,
                                       .password = sec.password,

@@ -973,6 +973,11 @@ int daemon_run(const char *config_path)
     int srv = secrets_load(d.cfg->password_file, d.cfg->sentinel_password_file, &sec, err,
                            sizeof err);
     secrets_scrub_env();
+    /* A password stays in memory (for AUTH on a reconnection): jobs, of the
+     * same user, may not read it there (secrets.h). */
+    if (srv == 0 && secrets_held(&sec, d.cfg->redis) && secrets_hide_process() != 0)
+        fprintf(stderr, "baton: run: warning: cannot make this process non-dumpable: %s\n",
+                strerror(errno));
     struct baton_client_opts co = {.connect_timeout_ms = d.cfg->redis_timeout_ms,
                                    .command_timeout_ms = d.cfg->redis_timeout_ms,
                                    .lazy = true,

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,6 +13,8 @@
 #include "secrets.h"
 
 #define SECRET_MAX 4096
+
+extern char **environ;
 
 static void wipe(char *s)
 {
@@ -124,13 +127,60 @@ int secrets_url_has_password(const char *url)
     return strstr(red, ":***@") != NULL || strstr(red, "password=***") != NULL;
 }
 
+/* Removes name from the environment and wipes what the kernel keeps of it.
+ * unsetenv() only drops the pointer from environ: the string stays in the
+ * block the process started with, which /proc/PID/environ and `ps e` read
+ * (the kernel reads mm->env_start..env_end). So the strings are found
+ * first, unset, then overwritten with NULs in place: they are the original
+ * block's, or setenv()'s copies, which glibc never frees. */
+static void scrub_var(const char *name)
+{
+    size_t nl = strlen(name), n = 0;
+    char *found[8];
+
+    for (char **e = environ; e != NULL && *e != NULL && n < sizeof found / sizeof found[0]; e++)
+        if (strncmp(*e, name, nl) == 0 && (*e)[nl] == '=')
+            found[n++] = *e; /* a name given twice is there twice */
+    unsetenv(name);
+    for (size_t i = 0; i < n; i++)
+        explicit_bzero(found[i], strlen(found[i]));
+}
+
 void secrets_scrub_env(void)
 {
     const char *u = getenv("BATON_REDIS_URL");
     if (u != NULL && secrets_url_has_password(u))
-        unsetenv("BATON_REDIS_URL");
-    unsetenv("BATON_REDIS_PASSWORD");
-    unsetenv("BATON_SENTINEL_PASSWORD");
+        scrub_var("BATON_REDIS_URL");
+    scrub_var("BATON_REDIS_PASSWORD");
+    scrub_var("BATON_SENTINEL_PASSWORD");
+}
+
+bool secrets_held(const struct secrets *s, const char *url)
+{
+    return s->password != NULL || s->sentinel_password != NULL ||
+           (url != NULL && secrets_url_has_password(url));
+}
+
+int secrets_hide_process(void)
+{
+    return prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0 ? 0 : -1;
+}
+
+/* The fixed mask: no password shows its length. A password shorter than
+ * the mask gets as many stars as it has characters, as the text cannot
+ * grow in place. */
+#define MASK "***"
+
+/* Replaces [v, v+n) of the string s (v inside it) with the mask, moving the
+ * rest left and clearing the freed bytes at its end. Returns what follows
+ * the mask. */
+static char *mask_span(char *v, size_t n)
+{
+    size_t m = n < strlen(MASK) ? n : strlen(MASK), rest = strlen(v + n);
+    memcpy(v, MASK, m);
+    memmove(v + m, v + n, rest + 1);
+    explicit_bzero(v + m + rest + 1, n - m); /* the old tail: the end of the password */
+    return v + m;
 }
 
 /* Masks the value of every name=... (password=, sentinel_password=) in the
@@ -141,9 +191,10 @@ static void mask_param(char *q, const char *name)
     for (char *p = q; p != NULL && *p != '\0'; p = strchr(p, '&')) {
         if (*p == '&' || *p == '?')
             p++;
-        if (strncmp(p, name, n) == 0 && p[n] == '=')
-            for (char *v = p + n + 1; *v != '\0' && *v != '&'; v++)
-                *v = '*';
+        if (strncmp(p, name, n) == 0 && p[n] == '=') {
+            char *v = p + n + 1;
+            p = mask_span(v, strcspn(v, "&"));
+        }
     }
 }
 
@@ -153,7 +204,6 @@ void secrets_mask_url(char *url)
     if (s == NULL)
         return;
     s += 3;
-    char *q = strchr(s, '?');
     size_t hostend = strcspn(s, "/?");
     char *at = NULL;
     for (size_t i = 0; i < hostend; i++)
@@ -161,11 +211,57 @@ void secrets_mask_url(char *url)
             at = s + i;
     if (at != NULL) {
         char *colon = memchr(s, ':', (size_t)(at - s));
-        for (char *p = colon != NULL ? colon + 1 : s; p < at; p++)
-            *p = '*';
+        char *v = colon != NULL ? colon + 1 : s;
+        mask_span(v, (size_t)(at - v));
     }
+    char *q = strchr(s, '?');
     if (q != NULL) {
         mask_param(q, "password");
         mask_param(q, "sentinel_password");
     }
+}
+
+struct argref {
+    char *p;
+    int i;
+};
+
+static int argref_cmp(const void *a, const void *b)
+{
+    const struct argref *x = a, *y = b;
+    return x->p < y->p ? -1 : x->p > y->p;
+}
+
+void secrets_mask_argv(int argc, char **argv, char *const *urls, int n)
+{
+    struct argref *r = argc > 0 ? malloc((size_t)argc * sizeof *r) : NULL;
+    bool contiguous = r != NULL;
+    char *end = NULL;
+
+    /* The strings in memory order (the parser may have permuted argv[]):
+     * the kernel lays them out one after the other. */
+    for (int j = 0; r != NULL && j < argc; j++)
+        r[j] = (struct argref){argv[j], j};
+    if (r != NULL) {
+        qsort(r, (size_t)argc, sizeof *r, argref_cmp);
+        for (int j = 1; j < argc && contiguous; j++)
+            contiguous = r[j].p == r[j - 1].p + strlen(r[j - 1].p) + 1;
+        end = r[argc - 1].p + strlen(r[argc - 1].p) + 1;
+    }
+    for (int k = 0; k < n; k++)
+        secrets_mask_url(urls[k]);
+    /* Close the gaps: the strings move left, and the bytes freed go to the
+     * end of the area as NULs, which ps leaves out. */
+    if (contiguous) {
+        char *w = r[0].p;
+        for (int j = 0; j < argc; j++) {
+            size_t len = strlen(r[j].p);
+            if (w != r[j].p)
+                memmove(w, r[j].p, len + 1);
+            argv[r[j].i] = w;
+            w += len + 1;
+        }
+        explicit_bzero(w, (size_t)(end - w));
+    }
+    free(r);
 }

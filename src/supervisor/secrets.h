@@ -13,6 +13,7 @@
 #ifndef BATON_SECRETS_H
 #define BATON_SECRETS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #define SECRETS_WARN_MAX 2
@@ -35,16 +36,44 @@ int secrets_load(const char *password_file, const char *sentinel_password_file, 
 void secrets_clear(struct secrets *s);
 
 /* Removes the credentials from this process's environment, so that no
- * child inherits them: BATON_REDIS_PASSWORD, BATON_SENTINEL_PASSWORD, and
- * BATON_REDIS_URL when it holds a password. */
+ * child inherits them, and wipes their text from the environment block
+ * the process started with (what /proc/PID/environ and `ps e` show):
+ * BATON_REDIS_PASSWORD, BATON_SENTINEL_PASSWORD, and BATON_REDIS_URL when
+ * it holds a password. Call it once the values are copied (secrets_load). */
 void secrets_scrub_env(void);
+
+/* True when s or url holds a password (the process then keeps one in its
+ * memory: it authenticates again on every reconnection). */
+bool secrets_held(const struct secrets *s, const char *url);
+
+/* Makes this process non-dumpable (prctl PR_SET_DUMPABLE 0): no other
+ * process of the same user may read its memory (/proc/PID/mem, ptrace),
+ * its environment (/proc/PID/environ), its descriptors or maps, and it
+ * leaves no core file. Its children are not affected: exec makes a process
+ * dumpable again, so jobs, hooks and the shim are as before. `baton run`
+ * and `baton lock` call it when they hold a password (secrets_held); its
+ * cost, that only root can debug or inspect them, is paid only then.
+ * Returns 0 or -1 (errno). */
+int secrets_hide_process(void);
 
 /* True when url holds a password (userinfo, password= or
  * sentinel_password=). */
 int secrets_url_has_password(const char *url);
 
-/* Overwrites the password of url in place with '*' (for argv, so that ps
- * and /proc/PID/cmdline stop showing it). */
+/* Overwrites each password of url in place with a fixed "***" (fewer
+ * stars for a password of one or two characters), shortening the string;
+ * the bytes freed at its end become NULs. Never lengthens url. */
 void secrets_mask_url(char *url);
+
+/* Masks the URLs urls[0..n) (each a string inside an element of argv, as
+ * the option parser gave it) with secrets_mask_url, and closes the gaps
+ * that leaves in the argument area the kernel shows as /proc/PID/cmdline:
+ * the strings after a masked one move left (argv[] is updated, in
+ * whatever order the parser left it) and the freed bytes go to the end of
+ * the area, where ps does not show them. So ps shows neither the password
+ * nor its length. Pointers into argv's strings taken before are stale
+ * after (argv[] is not). When the strings are not laid out one after the
+ * other, each is only masked. */
+void secrets_mask_argv(int argc, char **argv, char *const *urls, int n);
 
 #endif

@@ -6,8 +6,12 @@
 # command, the supervisor's log, `baton status` / `check` / `history`, the
 # environment and /proc/PID/cmdline of the commands and jobs baton runs;
 # and a job or a `baton lock` command holds no Redis socket
-# (/proc/PID/fd). `baton lock --url` with a password masks it in its own
-# argv (ps), and passes credentials on only with --pass-credentials.
+# (/proc/PID/fd); a job or a command finds no password in what it can
+# read of baton (/proc/PID/environ, `ps axe`). `baton lock --url` with a
+# password masks it in its own argv with a fixed mask (ps), and passes
+# credentials on only with --pass-credentials. Holding a password, baton
+# run and baton lock are not dumpable: a job or command of the same user
+# cannot read their environment or memory at all.
 . "$BATON_TESTS_DIR/lib/harness.sh"
 B=$BATON_BIN
 PW="data-pw-$RANDOM$RANDOM"
@@ -20,16 +24,35 @@ unset BATON_REDIS_URL BATON_REDIS_PASSWORD BATON_SENTINEL_PASSWORD
 
 # probe NAME: the path of a script that records what the process running it
 # sees: its environment, its command line and the targets of its open
-# descriptors (/proc/self/fd).
+# descriptors (/proc/self/fd); and what it can read of its ancestors up to
+# baton (the shim, then baton run or baton lock): /proc/PID/environ, and
+# `ps axe`, every process's command line and environment.
 probe() {
     local name=$1
     cat >"$T/probe-$name.sh" <<EOF
 env >$T/$name.env
 tr '\\0' ' ' </proc/\$\$/cmdline >$T/$name.cmdline
 for f in /proc/\$\$/fd/*; do readlink \$f; done >$T/$name.fds
+p=\$PPID
+for i in 1 2 3; do
+    echo "[\$p \$(ps -o comm= -p \$p)]"
+    tr '\\0' '\\n' </proc/\$p/environ 2>&1
+    p=\$(ps -o ppid= -p \$p | tr -d ' ')
+done >$T/$name.ancestors.tmp 2>&1
+mv $T/$name.ancestors.tmp $T/$name.ancestors
+ps axe >$T/$name.psaxe 2>&1
 true
 EOF
     echo "$T/probe-$name.sh"
+}
+
+# unseen NAME WHAT: neither the ancestors' environment nor ps axe, as the
+# probe NAME read them, shows the password WHAT.
+unseen() {
+    grep -q '^\[[0-9]* baton\]' "$T/$1.ancestors" || fail "$1: baton is not among the ancestors: $(cat "$T/$1.ancestors")"
+    grep -qF -- "$2" "$T/$1.ancestors" && fail "$1: an ancestor's /proc/PID/environ shows the password: $(grep -F -- "$2" "$T/$1.ancestors")"
+    grep -qF -- "$2" "$T/$1.psaxe" && fail "$1: ps axe shows the password: $(grep -F -- "$2" "$T/$1.psaxe" | cut -c1-300)"
+    return 0
 }
 
 # no_socket NAME: the probe NAME saw no socket among its descriptors.
@@ -43,6 +66,12 @@ BATON_REDIS_PASSWORD=$PW "$B" lock --url "redis://$HOST/0" s:1 -- sh "$(probe lo
     fail "lock with BATON_REDIS_PASSWORD"
 no_socket lock-env
 grep -q '^BATON_REDIS_PASSWORD=' "$T/lock-env.env" && fail "the command inherited BATON_REDIS_PASSWORD"
+unseen lock-env "$PW"
+note "a baton lock holding a password: its command finds it neither in /proc/PID/environ nor in ps axe"
+BATON_REDIS_PASSWORD=$PW BATON_SENTINEL_PASSWORD=$APW "$B" lock --url "redis://$HOST/0" s:1 -- \
+    sh "$(probe lock-sentinel-env)" || fail "lock with BATON_REDIS_PASSWORD and BATON_SENTINEL_PASSWORD"
+unseen lock-sentinel-env "$PW"
+unseen lock-sentinel-env "$APW"
 BATON_REDIS_PASSWORD=$APW "$B" lock --url "redis://alice:@$HOST/0" s:1 -- true ||
     fail "lock as alice with BATON_REDIS_PASSWORD"
 BATON_REDIS_PASSWORD=wrong "$B" lock --url "redis://alice:@$HOST/0" s:1 -- true 2>"$T/wrong.err"
@@ -85,7 +114,12 @@ until [ -s "$T/lock-url.fds" ]; do
 done
 tr '\0' ' ' </proc/"$pid"/cmdline >"$T/baton-lock.cmdline"
 grep -qF "$APW" "$T/baton-lock.cmdline" && fail "ps shows the password of --url: $(cat "$T/baton-lock.cmdline")"
-grep -qF "redis://alice:" "$T/baton-lock.cmdline" || fail "argv lost the URL: $(cat "$T/baton-lock.cmdline")"
+# A fixed mask, and the argument area closed up: ps shows neither the
+# password nor its length.
+grep -qF "baton lock --url redis://alice:***@$HOST/0 s:2 -- sh -c " "$T/baton-lock.cmdline" ||
+    fail "argv lost the URL, or the mask is not ***: $(cat "$T/baton-lock.cmdline")"
+assert_eq "$B lock --url redis://alice:***@$HOST/0 s:2 -- sh -c sh $T/probe-lock-url.sh; sleep 1" \
+    "$(ps -o args= -p "$pid")" "ps of baton lock --url with a password"
 wait_exit urllock 10
 assert_eq 0 "$EXIT_CODE" "lock with a password in --url"
 assert_eq "baton: lock: warning: a password in --url can be read by every user of this machine (ps); use --password-file or BATON_REDIS_PASSWORD" \
@@ -127,13 +161,24 @@ sed -e 's/^node: a/node: b/' -e '/^password_file/d' -e "s|alice:@||" "$T/a.yaml"
 spawn sup-a "$B" run -c "$T/a.yaml"
 BATON_REDIS_PASSWORD=$PW spawn sup-b "$B" run -c "$T/b.yaml"
 deadline=$(( $(now_ms) + 15000 ))
-until [ -s "$T/job.fds" ] && grep -q '"event":"following"' "$T/sup-a.out" "$T/sup-b.out"; do
+until [ -s "$T/job.fds" ] && [ -s "$T/job.psaxe" ] && grep -q '"event":"following"' "$T/sup-a.out" "$T/sup-b.out"; do
     [ "$(now_ms)" -lt "$deadline" ] || fail "no job run and no follower within 15 s"
     sleep 0.05
 done
 sleep 0.3
 no_socket job
 grep -q '^BATON_REDIS_PASSWORD=' "$T/job.env" && fail "a job inherited BATON_REDIS_PASSWORD"
+# Whichever node ran it (a: password file; b: BATON_REDIS_PASSWORD), a job
+# finds neither password in its ancestors' environment nor in ps axe; nor
+# does this test, of the same user, in the supervisors'.
+unseen job "$PW"
+unseen job "$APW"
+for n in sup-a sup-b; do
+    tr '\0' '\n' <"/proc/$(pid_of $n)/environ" >"$T/$n.environ" 2>&1
+    grep -qF -e "$PW" -e "$APW" "$T/$n.environ" && fail "/proc/PID/environ of $n shows a password"
+done
+ps axe >"$T/test.psaxe" 2>&1
+grep -qF -e "$PW" -e "$APW" "$T/test.psaxe" && fail "ps axe shows a password: $(grep -F -e "$PW" -e "$APW" "$T/test.psaxe" | cut -c1-300)"
 grep -q '^BATON_FENCE=' "$T/job.env" || fail "the job's environment: $(cat "$T/job.env")"
 "$B" status -c "$T/a.yaml" >"$T/status.out" 2>&1 || fail "status with password_file: $(cat "$T/status.out")"
 "$B" status -c "$T/a.yaml" --json >"$T/status-json.out" 2>&1 || fail "status --json"
@@ -154,8 +199,36 @@ wait_for_line "$T/sup-c.out" '"level":"warn","event":"secret_file_mode".*mode 06
 kill -TERM "$(pid_of sup-c)"
 wait_exit sup-c 10
 
+note "holding a password, baton is not dumpable: a job or command of its user cannot read its environment or memory"
+# As a user without privileges (root reads every process): nobody, when this
+# test runs as root.
+AS_USER=()
+[ "$(id -u)" = 0 ] && AS_USER=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
+chmod 711 "$T" # nobody reaches the files made readable below
+# What a command can read of its grandparent (the shim's parent: baton).
+peek='b=$(ps -o ppid= -p $PPID | tr -d " "); for f in environ maps; do if head -c1 /proc/$b/$f >/dev/null 2>&1; then echo "$f readable"; else echo "$f unreadable"; fi; done'
+out=$(BATON_REDIS_PASSWORD=$PW "${AS_USER[@]}" "$B" lock --url "redis://$HOST/0" s:5 -- sh -c "$peek" 2>&1) ||
+    fail "lock as an unprivileged user: $out"
+assert_eq "environ unreadable maps unreadable" "$(echo $out)" "what baton lock's command can read of it"
+cat >"$T/peek.yaml" <<EOF
+jobs:
+  - name: peek
+    schedule: "* * * * * *"
+    shell: '$peek'
+EOF
+sed -e 's/^node: b/node: n/' -e "s|^jobs: .*|jobs: $T/peek.yaml|" -e 's/^group: sec/group: peek/' \
+    "$T/b.yaml" >"$T/n.yaml"
+chmod 644 "$T/peek.yaml" "$T/n.yaml"
+BATON_REDIS_PASSWORD=$PW spawn sup-n "${AS_USER[@]}" "$B" run -c "$T/n.yaml"
+wait_for_line "$T/sup-n.out" '"job":"peek".*"line":"environ unreadable"' 15 >/dev/null
+wait_for_line "$T/sup-n.out" '"job":"peek".*"line":"maps unreadable"' 5 >/dev/null
+grep -q '"line":"[a-z]* readable"' "$T/sup-n.out" && fail "a job read baton run: $(grep '"line":"[a-z]* readable"' "$T/sup-n.out")"
+kill -TERM "$(pid_of sup-n)"
+wait_exit sup-n 10
+assert_eq 0 "$EXIT_CODE" "exit status of baton run as an unprivileged user ($(cat "$T/sup-n.err"))"
+
 note "no password anywhere"
-for f in "$T"/*.out "$T"/*.err "$T"/*.env "$T"/*.cmdline; do
+for f in "$T"/*.out "$T"/*.err "$T"/*.env "$T"/*.cmdline "$T"/*.ancestors "$T"/*.psaxe "$T"/*.environ; do
     [ -f "$f" ] || continue
     if grep -qF -e "$PW" -e "$APW" "$f"; then fail "a password in $(basename "$f"): $(grep -F -e "$PW" -e "$APW" "$f" | head -3)"; fi
 done
