@@ -130,20 +130,25 @@ int secrets_url_has_password(const char *url)
 /* Removes name from the environment and wipes what the kernel keeps of it.
  * unsetenv() only drops the pointer from environ: the string stays in the
  * block the process started with, which /proc/PID/environ and `ps e` read
- * (the kernel reads mm->env_start..env_end). So the strings are found
- * first, unset, then overwritten with NULs in place: they are the original
- * block's, or setenv()'s copies, which glibc never frees. */
+ * (the kernel reads mm->env_start..env_end). So each entry of the name
+ * (there may be several) is overwritten with NULs in place, and dropped
+ * from environ as unsetenv() does: the strings are the original block's,
+ * or setenv()'s copies, which glibc never frees. Before any thread. */
 static void scrub_var(const char *name)
 {
-    size_t nl = strlen(name), n = 0;
-    char *found[8];
+    size_t nl = strlen(name);
+    char **w = environ;
 
-    for (char **e = environ; e != NULL && *e != NULL && n < sizeof found / sizeof found[0]; e++)
-        if (strncmp(*e, name, nl) == 0 && (*e)[nl] == '=')
-            found[n++] = *e; /* a name given twice is there twice */
-    unsetenv(name);
-    for (size_t i = 0; i < n; i++)
-        explicit_bzero(found[i], strlen(found[i]));
+    if (environ == NULL)
+        return;
+    for (char **e = environ; *e != NULL; e++) {
+        if (strncmp(*e, name, nl) == 0 && (*e)[nl] == '=') {
+            explicit_bzero(*e, strlen(*e));
+            continue;
+        }
+        *w++ = *e;
+    }
+    *w = NULL;
 }
 
 void secrets_scrub_env(void)
@@ -171,15 +176,15 @@ int secrets_hide_process(void)
  * grow in place. */
 #define MASK "***"
 
-/* Replaces [v, v+n) of the string s (v inside it) with the mask, moving the
- * rest left and clearing the freed bytes at its end. Returns what follows
- * the mask. */
+/* Replaces the n bytes at v, inside a string, with the mask, moving the
+ * rest of the string left and clearing the bytes it no longer uses.
+ * Returns what follows the mask. */
 static char *mask_span(char *v, size_t n)
 {
     size_t m = n < strlen(MASK) ? n : strlen(MASK), rest = strlen(v + n);
     memcpy(v, MASK, m);
     memmove(v + m, v + n, rest + 1);
-    explicit_bzero(v + m + rest + 1, n - m); /* the old tail: the end of the password */
+    explicit_bzero(v + m + rest + 1, n - m);
     return v + m;
 }
 
