@@ -490,34 +490,24 @@ START_TEST(key_row)
     /* 6. Lenient forms that hide a mistake are refused at the value: a
      * boolean or an integer in quotes (a string in YAML), an integer with
      * a leading zero (octal in YAML 1.1), a duration that repeats a unit. */
-    if (kind_of(k) == JK_BOOL || kind_of(k) == JK_INT) {
-        const char *quoted = kind_of(k) == JK_BOOL ? "\"false\"" : "\"1\"";
-
-        job_yaml(k, quoted, NULL, yaml, sizeof yaml, &line, &col);
+    static const struct {
+        enum jk kind, kind2;         /* the kinds of key it applies to */
+        const char *value, *message; /* the message after "KEY: " */
+    } lenient[] = {
+        {JK_BOOL, JK_BOOL, "\"false\"",
+         "expected true or false, got the string \"false\" (remove the quotes)"},
+        {JK_INT, JK_INT, "\"1\"", "expected an integer, got the string \"1\" (remove the quotes)"},
+        {JK_INT, JK_INT, "010", "\"010\" has a leading zero (YAML 1.1 reads it as octal): write 10"},
+        {JK_DURATION, JK_CATCHUP, "1h1h",
+         "\"1h1h\": unit \"h\" repeated at \"1h\" (write each unit once, largest first: 1h30m)"},
+    };
+    for (size_t c = 0; c < sizeof lenient / sizeof lenient[0]; c++) {
+        if (kind_of(k) != lenient[c].kind && kind_of(k) != lenient[c].kind2)
+            continue;
+        job_yaml(k, lenient[c].value, NULL, yaml, sizeof yaml, &line, &col);
         ck_assert_ptr_null(load(yaml, err, sizeof err));
-        snprintf(want, sizeof want,
-                 "j.yaml:%d:%d: job \"j\": %s: expected %s, got the string %s (remove the "
-                 "quotes)",
-                 line, col, k->key, kind_of(k) == JK_BOOL ? "true or false" : "an integer",
-                 quoted);
-        ck_assert_str_eq(err, want);
-    }
-    if (kind_of(k) == JK_INT) {
-        job_yaml(k, "010", NULL, yaml, sizeof yaml, &line, &col);
-        ck_assert_ptr_null(load(yaml, err, sizeof err));
-        snprintf(want, sizeof want,
-                 "j.yaml:%d:%d: job \"j\": %s: \"010\" has a leading zero (YAML 1.1 reads it as "
-                 "octal): write 10",
-                 line, col, k->key);
-        ck_assert_str_eq(err, want);
-    }
-    if (kind_of(k) == JK_DURATION || kind_of(k) == JK_CATCHUP) {
-        job_yaml(k, "1h1h", NULL, yaml, sizeof yaml, &line, &col);
-        ck_assert_ptr_null(load(yaml, err, sizeof err));
-        snprintf(want, sizeof want,
-                 "j.yaml:%d:%d: job \"j\": %s: \"1h1h\": unit \"h\" repeated at \"1h\" (write "
-                 "each unit once, largest first: 1h30m)",
-                 line, col, k->key);
+        snprintf(want, sizeof want, "j.yaml:%d:%d: job \"j\": %s: %s", line, col, k->key,
+                 lenient[c].message);
         ck_assert_str_eq(err, want);
     }
 
@@ -919,33 +909,34 @@ END_TEST
  * which get the job's env too. */
 START_TEST(exec_total_limit)
 {
-    size_t part = 100 * 1024, n = 11, cap = n * (part + 64) + 512, o = 0;
+    /* The job's command, then a hook with a small command: each followed
+     * by eleven arguments of 100 KiB. */
+    static const struct {
+        const char *head, *error;
+    } cases[] = {
+        {"jobs:\n  - name: a\n    schedule: \"@daily\"\n    command: [x",
+         "j.yaml:4:14: job \"a\": its command and env take 1126509 bytes for exec (each string "
+         "with its NUL and pointer); a job takes at most 1048576 (1 MiB)"},
+        {"jobs:\n  - name: a\n    schedule: \"@daily\"\n    shell: x\n    env: {A: b}\n"
+         "    on_success: [x",
+         "j.yaml:5:10: job \"a\": its on_success hook and env take 1126521 bytes for exec (each "
+         "string with its NUL and pointer); a job takes at most 1048576 (1 MiB)"},
+    };
+    size_t part = 100 * 1024, n = 11, cap = n * (part + 64) + 512;
     char *yaml = malloc(cap), *v = malloc(part + 1), err[512];
 
     ck_assert_ptr_nonnull(yaml);
     ck_assert_ptr_nonnull(v);
     memset(v, 'v', part);
     v[part] = '\0';
-    o += (size_t)snprintf(yaml + o, cap - o,
-                          "jobs:\n  - name: a\n    schedule: \"@daily\"\n    command: [x");
-    for (size_t i = 0; i < n; i++)
-        o += (size_t)snprintf(yaml + o, cap - o, ", %s", v);
-    snprintf(yaml + o, cap - o, "]\n");
-    ck_assert_ptr_null(load(yaml, err, sizeof err));
-    ck_assert_str_eq(err, "j.yaml:4:14: job \"a\": its command and env take 1126509 bytes for "
-                          "exec (each string with its NUL and pointer); a job takes at most "
-                          "1048576 (1 MiB)");
-    /* The same in a hook, with a small command. */
-    o = (size_t)snprintf(yaml, cap,
-                         "jobs:\n  - name: a\n    schedule: \"@daily\"\n    shell: x\n"
-                         "    env: {A: b}\n    on_success: [x");
-    for (size_t i = 0; i < n; i++)
-        o += (size_t)snprintf(yaml + o, cap - o, ", %s", v);
-    snprintf(yaml + o, cap - o, "]\n");
-    ck_assert_ptr_null(load(yaml, err, sizeof err));
-    ck_assert_str_eq(err, "j.yaml:5:10: job \"a\": its on_success hook and env take 1126521 bytes "
-                          "for exec (each string with its NUL and pointer); a job takes at most "
-                          "1048576 (1 MiB)");
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        size_t o = (size_t)snprintf(yaml, cap, "%s", cases[c].head);
+        for (size_t i = 0; i < n; i++)
+            o += (size_t)snprintf(yaml + o, cap - o, ", %s", v);
+        snprintf(yaml + o, cap - o, "]\n");
+        ck_assert_ptr_null(load(yaml, err, sizeof err));
+        ck_assert_str_eq(err, cases[c].error);
+    }
     free(yaml);
     free(v);
 }
