@@ -58,7 +58,6 @@
  * lease's own timers: a catch-up of many jobs at once never holds the
  * loop past the renewal. */
 #define TURN_BUDGET_MS 20
-#define TRIGGER_SWEEP  100 /* requests looked at per read of the control keys */
 /* A live tick is claimed and its run prepared at least this long before
  * its instant: enough for a claim round trip and a shim's start on a busy
  * machine, short enough that a leader that dies (SIGKILL) in between
@@ -113,6 +112,7 @@ struct manual {
     int attempt;
     int64_t requested_s;
     struct manual *next;
+    struct manual *hash_next; /* the runner's index of requests by id */
 };
 
 struct jobstate {
@@ -190,6 +190,7 @@ struct outbox_item {
 
 #define HEAP_NONE ((size_t)-1)
 #define HASH_SIZE 16384
+#define MANUAL_HASH_SIZE 1024 /* requests waiting are at most TRIGGER_QUEUE_MAX */
 
 struct runner {
     struct runner_host h;
@@ -221,6 +222,7 @@ struct runner {
     int64_t all_until;  /* its pause (as pause_until) */
     size_t all_pending; /* jobs whose ticks before its resume are not yet recorded */
     size_t nmanuals;    /* requests waiting in the jobs' lists */
+    struct manual *manual_hash[MANUAL_HASH_SIZE]; /* the same, by id */
     /* This term's grant came from a server that may lack the last writes of
      * the term before (baton_election_server_changed): no catch-up. */
     bool no_catchup, no_catchup_logged;
@@ -274,6 +276,40 @@ static struct jobstate *find_state(struct runner *r, const char *name)
         if (strcmp(js->job->name, name) == 0)
             return js;
     return NULL;
+}
+
+/* ---- requests waiting (struct manual), indexed by id ---- */
+
+static struct manual **manual_slot(struct runner *r, const char *id)
+{
+    return &r->manual_hash[hash_name(id) % MANUAL_HASH_SIZE];
+}
+
+/* Appends m to js's requests and to the index. */
+static void manual_add(struct runner *r, struct jobstate *js, struct manual *m)
+{
+    struct manual **p = &js->manuals, **h = manual_slot(r, m->id);
+    while (*p != NULL)
+        p = &(*p)->next;
+    *p = m;
+    m->hash_next = *h;
+    *h = m;
+    r->nmanuals++;
+}
+
+/* Takes the first of js's requests out of its list and the index, and
+ * frees it. */
+static void manual_pop(struct runner *r, struct jobstate *js)
+{
+    struct manual *m = js->manuals;
+    js->manuals = m->next;
+    for (struct manual **h = manual_slot(r, m->id); *h != NULL; h = &(*h)->hash_next)
+        if (*h == m) {
+            *h = m->hash_next;
+            break;
+        }
+    free(m);
+    r->nmanuals--;
 }
 
 static void heap_swap(struct runner *r, size_t a, size_t b)
@@ -693,12 +729,8 @@ static void clear_schedule(struct runner *r, struct jobstate *js)
     }
     /* Requests stay pending in Redis, and a paused job's skipped ticks are
      * counted again from its mark: both are for the next leader to read. */
-    while (js->manuals != NULL) {
-        struct manual *m = js->manuals;
-        js->manuals = m->next;
-        free(m);
-        r->nmanuals--;
-    }
+    while (js->manuals != NULL)
+        manual_pop(r, js);
     free(js->pause_raw);
     js->pause_raw = NULL;
     js->pause_until = js->own_until = 0;
@@ -1465,7 +1497,6 @@ static void start_manuals(struct runner *r, struct jobstate *js, int64_t now)
         switch (res) {
         case CLAIM_OK:
         case CLAIM_OURS:
-            js->manuals = m->next;
             if (r->h.fault_stop_after_claim) {
                 raise(SIGSTOP);
                 late = claimed_late(r);
@@ -1476,8 +1507,7 @@ static void start_manuals(struct runner *r, struct jobstate *js, int64_t now)
             else
                 mark_started(r, start_run(r, js, id, m->requested_s, m->attempt, RUN_TRIGGER_MANUAL,
                                           m->id, false));
-            free(m);
-            r->nmanuals--;
+            manual_pop(r, js);
             break;
         case CLAIM_BUSY:
             if (c.nbusy == 0) {
@@ -1497,9 +1527,7 @@ static void start_manuals(struct runner *r, struct jobstate *js, int64_t now)
         case CLAIM_SKIPPED:
         case CLAIM_OURS_SKIPPED: /* (never answered to a request's claim) */
         case CLAIM_OURS_EXPIRED:
-            js->manuals = m->next;
-            free(m);
-            r->nmanuals--;
+            manual_pop(r, js);
             break;
         case CLAIM_NOT_LEADER:
         case CLAIM_ERROR:
@@ -1512,15 +1540,14 @@ static void start_manuals(struct runner *r, struct jobstate *js, int64_t now)
 }
 
 /* True when request id is one this runner knows: waiting here, or running. */
-static bool manual_known(const struct runner *r, const char *id)
+static bool manual_known(struct runner *r, const char *id)
 {
     for (const struct rrun *rr = r->runs; rr != NULL; rr = rr->next)
         if (strcmp(rr->trigger_id, id) == 0)
             return true;
-    for (const struct jobstate *js = r->nmanuals > 0 ? r->states : NULL; js != NULL; js = js->next)
-        for (const struct manual *m = js->manuals; m != NULL; m = m->next)
-            if (strcmp(m->id, id) == 0)
-                return true;
+    for (const struct manual *m = *manual_slot(r, id); m != NULL; m = m->hash_next)
+        if (strcmp(m->id, id) == 0)
+            return true;
     return false;
 }
 
@@ -1532,11 +1559,7 @@ static void add_manual(struct runner *r, struct jobstate *js, const struct trigg
     snprintf(m->id, sizeof m->id, "%s", t->id);
     m->attempt = attempt;
     m->requested_s = t->requested_ms / 1000;
-    struct manual **p = &js->manuals;
-    while (*p != NULL)
-        p = &(*p)->next;
-    *p = m;
-    r->nmanuals++;
+    manual_add(r, js, m);
     log_trigger(r, LE_TRIGGER_RECEIVED, js->job->name, t->id, attempt, t->by);
     wake_job(r, js);
 }
@@ -1576,12 +1599,14 @@ static bool take_trigger(struct runner *r, const struct trigger *t)
     return true;
 }
 
-/* Reads the requests not yet done and takes those this runner does not
- * know. Returns false when Redis failed. */
+/* Reads the requests not yet done (all of them: at most
+ * TRIGGER_QUEUE_MAX, so that the requests of one busy job never hide
+ * another's) and takes those this runner does not know. Returns false
+ * when Redis failed. */
 static bool read_triggers(struct runner *r)
 {
     struct trigger_reply ids;
-    if (trigger_list(r->h.client, r->group, TRIGGER_SWEEP, &ids) != BATON_OK)
+    if (trigger_list(r->h.client, r->group, TRIGGER_QUEUE_MAX, &ids) != BATON_OK)
         return false;
     bool ok = true;
     for (size_t i = 0; i < ids.n && ok; i++) {
