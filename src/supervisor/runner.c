@@ -148,6 +148,10 @@ struct jobstate {
      * then be ours (resolve_lost_claim). */
     bool claim_lost;
     int claim_majority; /* of the masters it went to (1: one server) */
+    /* Claims that failed in a row (Redis did not answer), and since when
+     * (CLOCK_MONOTONIC): the first is logged at warn, the rest at debug,
+     * and claim_failures_ended says how many and how long. */
+    int64_t claim_failures, claim_failing_since;
     /* The reason to record if that claim was to skip the tick (NULL: to
      * run it): a lost skip claim is recorded with it (resolve_lost_claim). */
     const char *claim_skip_reason;
@@ -697,6 +701,8 @@ static void release_held(struct runner *r, struct jobstate *js, int64_t wall)
     }
 }
 
+static void claim_failures_end(struct runner *r, struct jobstate *js, bool answered);
+
 /* ---- job sets ---- */
 
 static void set_unref(struct runner *r, struct jobset *s)
@@ -714,6 +720,7 @@ static void set_unref(struct runner *r, struct jobset *s)
 
 static void clear_schedule(struct runner *r, struct jobstate *js)
 {
+    claim_failures_end(r, js, false);
     flush_skipped(r, js);
     js->qhead = js->qlen = js->qmissed = 0;
     js->hold_until = 0;
@@ -1073,7 +1080,41 @@ static void log_claim(struct runner *r, const char *job, int64_t tick, enum log_
         cJSON_AddStringToObject(
             f, "error", why != NULL && why[0] != '\0' ? why : baton_client_errstr(r->h.client));
     cJSON_AddStringToObject(f, "then", then);
-    log_emit(r->h.log, ev, f);
+    enum log_level lvl = log_event_level(ev);
+    if (ev == LE_CLAIM_FAILED) /* the first of a run of failures, or one of the next */
+        lvl = why != NULL ? LOG_WARN : LOG_DEBUG;
+    log_emit_at(r->h.log, lvl, ev, f);
+}
+
+/* A claim of js's tick failed (Redis did not answer; why: the detail, or
+ * NULL for the client's): logged at warn when it starts a run of failures,
+ * at debug after (each one counted in /metrics all the same), so that an
+ * outage is one line per job, not ten a second. */
+static void claim_failed(struct runner *r, struct jobstate *js, int64_t tick, const char *why)
+{
+    const char *then = "retried in order within its catch-up window";
+    if (js->claim_failures++ == 0) {
+        js->claim_failing_since = mono_ns();
+        log_claim(r, js->job->name, tick, LE_CLAIM_FAILED,
+                  why != NULL && why[0] != '\0' ? why : baton_client_errstr(r->h.client), then);
+    } else {
+        log_claim(r, js->job->name, tick, LE_CLAIM_FAILED, NULL, then); /* at debug */
+    }
+}
+
+/* The end of js's run of failed claims (answered: a claim got an answer;
+ * else the node stopped trying): one line with their number and time. */
+static void claim_failures_end(struct runner *r, struct jobstate *js, bool answered)
+{
+    if (js->claim_failures == 0)
+        return;
+    cJSON *f = log_fields();
+    cJSON_AddStringToObject(f, "job", js->job->name);
+    cJSON_AddNumberToObject(f, "failures", (double)js->claim_failures);
+    cJSON_AddNumberToObject(f, "outage_ms", (double)((mono_ns() - js->claim_failing_since) / MS));
+    cJSON_AddBoolToObject(f, "answered", answered);
+    log_emit(r->h.log, LE_CLAIM_FAILURES_ENDED, f);
+    js->claim_failures = js->claim_failing_since = 0;
 }
 
 /* True when member ("<node>/<run_id>") is a run of ours that has ended
@@ -1310,6 +1351,8 @@ static bool claim_head(struct runner *r, struct jobstate *js, enum claim_mode mo
     enum claim_result res =
         claim_tick(r->h.client, r->group, js->job->name, baton_election_key(r->h.election), token,
                    h.at, mode, member, &c);
+    if (res != CLAIM_ERROR)
+        claim_failures_end(r, js, true);
     /* A tick claimed late (claimed_late) is recorded as failed to start. */
     bool late = (res == CLAIM_OK || res == CLAIM_OURS) && claimed_late(r);
     live_busy(r, &c);
@@ -1388,8 +1431,7 @@ static bool claim_head(struct runner *r, struct jobstate *js, enum claim_mode mo
         done = false;
         break;
     case CLAIM_ERROR:
-        log_claim(r, js->job->name, h.at, LE_CLAIM_FAILED, c.why,
-                  "retried in order within its catch-up window");
+        claim_failed(r, js, h.at, c.why);
         set_claim_lost(r, js, true);
         js->hold_until = now + CLAIM_RETRY_MS * MS;
         done = false;
