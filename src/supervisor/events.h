@@ -83,8 +83,13 @@
       "ticks that do not run, and why (info; warn for missed ticks)")                              \
     X(CLAIM_REFUSED, "claim_refused", WARN, "`job`, `scheduled_at`, `then`",                       \
       "the claim found another leader: the tick is not ours")                                      \
-    X(CLAIM_FAILED, "claim_failed", WARN, "`job`, `scheduled_at`, `error`, `then`",                \
-      "Redis did not answer the claim: it is retried in order within the catch-up window")         \
+    X(CLAIM_FAILED, "claim_failed", VAR, "`job`, `scheduled_at`, `error`, `then`",                 \
+      "Redis did not answer the claim: it is retried in order within the catch-up window (warn "   \
+      "for the first failure of a job's run of them, debug for the next ones)")                    \
+    X(CLAIM_FAILURES_ENDED, "claim_failures_ended", INFO, "`job`, `failures`, `outage_ms`, "       \
+      "`answered`",                                                                                \
+      "the end of a job's run of failed claims: `failures` in `outage_ms`; `answered` false when " \
+      "the node stopped leading before a claim got an answer")                                     \
     X(CLAIM_RECOVERED, "claim_recovered", INFO, "`job`, `scheduled_at`, `then`",                   \
       "a claim whose answer was lost had been applied: its retry (or, once the node stopped "      \
       "leading, a lookup) found the tick ours, and `then` says what became of it: run late, "      \

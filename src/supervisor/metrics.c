@@ -489,6 +489,8 @@ static const struct {
     [LE_TICK_SKIPPED] = {count_not_run, "ticks_not_run_total{job_name,outcome,reason}"},
     [LE_CLAIM_REFUSED] = {NULL, "only events (another leader: alert on any)"},
     [LE_CLAIM_FAILED] = {count_claim_failed, "redis_errors_total{during=claim}"},
+    [LE_CLAIM_FAILURES_ENDED] = {NULL, "only events: each failure is counted as it happens "
+                                       "(redis_errors_total{during=claim})"},
     [LE_CLAIM_RECOVERED] = {NULL, "only events: the tick is counted where it ends (job_runs_total, "
                                   "ticks_not_run_total)"},
     [LE_JOB_START] = {count_start, "job_start_lateness_seconds{trigger}"},

@@ -45,20 +45,19 @@
 #include "schedule.h"
 #include "trigger.h"
 
-#define QUEUE_MAX       4096 /* ticks queued per job, at most */
-#define OUTBOX_MAX      1000 /* bookkeeping writes waiting, at most */
-#define CLAIM_RETRY_MS  100  /* a claim that failed (Redis unreachable) is retried this often */
-#define BUSY_POLL_MS    500  /* a tick waiting for a run elsewhere looks again this often */
-#define GATE_RETRY_MS   20   /* no blocking call allowed now: look again this soon */
-#define FLUSH_RETRY_MS  1000 /* the outbox could not be written: try again then */
-#define MARK_BATCH      500  /* high-water marks read per MGET */
+#define QUEUE_MAX        4096 /* ticks queued per job, at most */
+#define OUTBOX_MAX       1000 /* bookkeeping writes waiting, at most */
+#define CLAIM_RETRY_MS   100  /* a claim that failed (Redis unreachable) is retried this often */
+#define BUSY_POLL_MS     500  /* a tick waiting for a run elsewhere looks again this often */
+#define GATE_RETRY_MS    20   /* no blocking call allowed now: look again this soon */
+#define FLUSH_RETRY_MS   1000 /* the outbox could not be written: try again then */
+#define MARK_BATCH       500  /* high-water marks read per MGET */
 #define CONTROL_RETRY_MS 1000 /* the control keys could not be read: try again then */
 /* Starting runs (a claim round trip and a fork each) stops after this long
  * in one turn of the loop and goes on a millisecond later, after the
  * lease's own timers: a catch-up of many jobs at once never holds the
  * loop past the renewal. */
-#define TURN_BUDGET_MS  20
-#define TRIGGER_SWEEP   100  /* requests looked at per read of the control keys */
+#define TURN_BUDGET_MS 20
 /* A live tick is claimed and its run prepared at least this long before
  * its instant: enough for a claim round trip and a shim's start on a busy
  * machine, short enough that a leader that dies (SIGKILL) in between
@@ -79,10 +78,10 @@
 #define PRECLAIM_SETTLE_MS 1000
 /* A prepared run whose instant is this much further than PRECLAIM_MAX_MS
  * ahead: the wall clock was stepped back under it. */
-#define STEP_BACK_MS    1000
-#define PAUSE_FLUSH_S   3600 /* a paused job's skipped ticks are recorded at least this often */
-#define PAUSE_FOREVER   INT64_MAX /* paused, no resume yet */
-#define MS              INT64_C(1000000)
+#define STEP_BACK_MS  1000
+#define PAUSE_FLUSH_S 3600      /* a paused job's skipped ticks are recorded at least this often */
+#define PAUSE_FOREVER INT64_MAX /* paused, no resume yet */
+#define MS            INT64_C(1000000)
 
 /* ---- the parts ---- */
 
@@ -93,10 +92,17 @@ struct jobset {
     struct jobset *next;
 };
 
+/* A run of a tick of ours still to start without a new claim: a retry, or
+ * a tick held by a pause that came after its claim (held: its prepared run
+ * was cancelled before the instant). A held tick waits for the pause's
+ * end: recorded skipped, or run as a catch-up when the resume catches up
+ * (sched_held). */
 struct retry {
     int64_t tick;
     int attempt;
     int64_t at_ns;
+    bool held;
+    enum run_trigger trigger;
     struct retry *next;
 };
 
@@ -106,19 +112,20 @@ struct manual {
     int attempt;
     int64_t requested_s;
     struct manual *next;
+    struct manual *hash_next; /* the runner's index of requests by id */
 };
 
 struct jobstate {
     const struct job *job;
     struct jobset *set;
-    bool mark_known;    /* the high-water mark was read in this leadership */
-    bool mark_unset;    /* Redis has none: ours (last) is still to be written */
-    int64_t last;       /* the last tick dealt with (Unix s) */
-    int64_t next_tick;  /* the next tick to queue (Unix s); 0: none */
+    bool mark_known;   /* the high-water mark was read in this leadership */
+    bool mark_unset;   /* Redis has none: ours (last) is still to be written */
+    int64_t last;      /* the last tick dealt with (Unix s) */
+    int64_t next_tick; /* the next tick to queue (Unix s); 0: none */
     struct sched_tick *q;
     size_t qhead, qlen, qcap, qmissed; /* a ring; qmissed: how many are missed */
-    int running;        /* runs of this job alive here */
-    int64_t hold_until; /* CLOCK_MONOTONIC: the head waits until then */
+    int running;                       /* runs of this job alive here */
+    int64_t hold_until;                /* CLOCK_MONOTONIC: the head waits until then */
     struct retry *retries;
     struct manual *manuals;     /* requests to run now, oldest first */
     struct sched_range skipped; /* ticks that did not run, not yet written */
@@ -140,15 +147,19 @@ struct jobstate {
      * redis_timeout): it may have been applied after all, and the tick
      * then be ours (resolve_lost_claim). */
     bool claim_lost;
-    int claim_majority;  /* of the masters it went to (1: one server) */
+    int claim_majority; /* of the masters it went to (1: one server) */
+    /* Claims that failed in a row (Redis did not answer), and since when
+     * (CLOCK_MONOTONIC): the first is logged at warn, the rest at debug,
+     * and claim_failures_ended says how many and how long. */
+    int64_t claim_failures, claim_failing_since;
     /* The reason to record if that claim was to skip the tick (NULL: to
      * run it): a lost skip claim is recorded with it (resolve_lost_claim). */
     const char *claim_skip_reason;
     int64_t claimed_max; /* the last tick this process claimed (kept across leaderships) */
     size_t heap_pos;
-    int64_t key; /* when it next has something to do (CLOCK_MONOTONIC), 0: never */
-    bool kept;   /* runner_set_jobs: matched by a job of the new file */
-    bool rekey;  /* runner_set_jobs: new or changed, its key to compute afresh */
+    int64_t key;               /* when it next has something to do (CLOCK_MONOTONIC), 0: never */
+    bool kept;                 /* runner_set_jobs: matched by a job of the new file */
+    bool rekey;                /* runner_set_jobs: new or changed, its key to compute afresh */
     struct jobstate *old_next; /* runner_set_jobs: the list before it */
     struct jobstate *next;     /* all states */
     struct jobstate *hash_next;
@@ -158,7 +169,7 @@ struct rrun {
     struct run run;
     struct jobstate *js; /* NULL once its job is gone from jobs.yaml */
     struct jobset *set;
-    bool own;            /* registered on its own (after a handover), not by the lease */
+    bool own; /* registered on its own (after a handover), not by the lease */
     char trigger_id[TRIGGER_ID_MAX + 1]; /* a manual run's request; "" for a tick's run */
     struct rrun *next;
 };
@@ -172,10 +183,10 @@ enum outbox_kind {
 
 struct outbox_item {
     enum outbox_kind kind;
-    struct history_command cmd;       /* OUT_HISTORY */
-    char *job, *member;               /* OUT_RELEASE, OUT_TRIGGER_DONE */
+    struct history_command cmd;         /* OUT_HISTORY */
+    char *job, *member;                 /* OUT_RELEASE, OUT_TRIGGER_DONE */
     char *trigger_id, *run_id, *reason; /* OUT_TRIGGER_* */
-    enum history_outcome outcome;     /* OUT_TRIGGER_DONE */
+    enum history_outcome outcome;       /* OUT_TRIGGER_DONE */
     int exit_code;
     const char *signal; /* static */
     struct outbox_item *next;
@@ -183,6 +194,7 @@ struct outbox_item {
 
 #define HEAP_NONE ((size_t)-1)
 #define HASH_SIZE 16384
+#define MANUAL_HASH_SIZE 1024 /* requests waiting are at most TRIGGER_QUEUE_MAX */
 
 struct runner {
     struct runner_host h;
@@ -197,10 +209,11 @@ struct runner {
     size_t nruns;
     bool leading;
     uint64_t term;
-    int64_t lease_deadline;  /* covers the runs that are not on their own */
-    int64_t own_cover;       /* covers the runs on their own: their registration's end */
-    int64_t own_refresh_at;  /* next refresh of those */
-    int64_t wall_offset_ms;  /* wall - monotonic when the keys were computed */
+    int64_t lead_wall_s;    /* when this leadership began (Unix s) */
+    int64_t lease_deadline; /* covers the runs that are not on their own */
+    int64_t own_cover;      /* covers the runs on their own: their registration's end */
+    int64_t own_refresh_at; /* next refresh of those */
+    int64_t wall_offset_ms; /* wall - monotonic when the keys were computed */
     uint64_t seq;
     struct outbox_item *outbox, *outbox_tail;
     size_t noutbox;
@@ -213,6 +226,7 @@ struct runner {
     int64_t all_until;  /* its pause (as pause_until) */
     size_t all_pending; /* jobs whose ticks before its resume are not yet recorded */
     size_t nmanuals;    /* requests waiting in the jobs' lists */
+    struct manual *manual_hash[MANUAL_HASH_SIZE]; /* the same, by id */
     /* This term's grant came from a server that may lack the last writes of
      * the term before (baton_election_server_changed): no catch-up. */
     bool no_catchup, no_catchup_logged;
@@ -226,8 +240,8 @@ struct runner {
     /* Not leading, with claims left to resolve (resolve_lost_claim): the
      * next try (CLOCK_MONOTONIC; 0: none) */
     int64_t lost_retry_at;
-    size_t nlost;     /* job states with claim_lost set: the only ones a follower looks at */
-    size_t npaused;   /* job states paused or with an entry, at the last apply_pauses() */
+    size_t nlost;   /* job states with claim_lost set: the only ones a follower looks at */
+    size_t npaused; /* job states paused or with an entry, at the last apply_pauses() */
 };
 
 /* ---- clocks ---- */
@@ -266,6 +280,40 @@ static struct jobstate *find_state(struct runner *r, const char *name)
         if (strcmp(js->job->name, name) == 0)
             return js;
     return NULL;
+}
+
+/* ---- requests waiting (struct manual), indexed by id ---- */
+
+static struct manual **manual_slot(struct runner *r, const char *id)
+{
+    return &r->manual_hash[hash_name(id) % MANUAL_HASH_SIZE];
+}
+
+/* Appends m to js's requests and to the index. */
+static void manual_add(struct runner *r, struct jobstate *js, struct manual *m)
+{
+    struct manual **p = &js->manuals, **h = manual_slot(r, m->id);
+    while (*p != NULL)
+        p = &(*p)->next;
+    *p = m;
+    m->hash_next = *h;
+    *h = m;
+    r->nmanuals++;
+}
+
+/* Takes the first of js's requests out of its list and the index, and
+ * frees it. */
+static void manual_pop(struct runner *r, struct jobstate *js)
+{
+    struct manual *m = js->manuals;
+    js->manuals = m->next;
+    for (struct manual **h = manual_slot(r, m->id); *h != NULL; h = &(*h)->hash_next)
+        if (*h == m) {
+            *h = m->hash_next;
+            break;
+        }
+    free(m);
+    r->nmanuals--;
 }
 
 static void heap_swap(struct runner *r, size_t a, size_t b)
@@ -393,8 +441,9 @@ static void outbox_put(struct runner *r, struct outbox_item *it)
         cJSON *f = log_fields();
         cJSON_AddStringToObject(f, "job", old->job != NULL ? old->job : "");
         cJSON_AddStringToObject(f, "run_id", "");
-        cJSON_AddStringToObject(f, "error", "too many records waiting for Redis: the oldest "
-                                            "is dropped");
+        cJSON_AddStringToObject(f, "error",
+                                "too many records waiting for Redis: the oldest "
+                                "is dropped");
         log_emit(r->h.log, LE_HISTORY_WRITE_FAILED, f);
         outbox_item_free(old);
     }
@@ -581,6 +630,79 @@ static void add_skipped(struct runner *r, struct jobstate *js, int64_t t, enum h
     s->last = t;
 }
 
+static const char reason_paused[] = "paused (baton pause)";
+
+/* Records js's held ticks (struct retry) as skipped, reason paused, each
+ * its own record, in tick order after what was decided before them, and
+ * forgets them. (Not with the pause's range of ticks: that range is
+ * recorded by a claim of its last tick, and a held tick is claimed
+ * already.) */
+static void record_held(struct runner *r, struct jobstate *js)
+{
+    for (struct retry **q = &js->retries; *q != NULL;) {
+        struct retry *t = *q;
+        if (!t->held) {
+            q = &t->next;
+            continue;
+        }
+        struct sched_range one = {.first = t->tick,
+                                  .last = t->tick,
+                                  .count = 1,
+                                  .outcome = HO_SKIPPED,
+                                  .reason = reason_paused};
+        flush_skipped(r, js);
+        write_skipped(r, js->job->name, &one);
+        *q = t->next;
+        free(t);
+    }
+}
+
+/* js's claimed tick `tick`, whose prepared run a pause cancelled before
+ * its instant, waits for the pause's end (kept in tick order). Returns
+ * false when it cannot be kept (out of memory): the caller records it. */
+static bool hold_tick(struct jobstate *js, int64_t tick)
+{
+    struct retry *t = calloc(1, sizeof *t), **q = &js->retries;
+    if (t == NULL)
+        return false;
+    *t = (struct retry){.tick = tick, .attempt = 1, .held = true, .trigger = RUN_TRIGGER_CATCHUP};
+    while (*q != NULL && !((*q)->held && (*q)->tick > tick))
+        q = &(*q)->next;
+    t->next = *q;
+    *q = t;
+    return true;
+}
+
+/* The pause of js ended with catch-up at wall (ms): each held tick runs
+ * now (a retry of attempt 1, due at once), or is recorded as the catch-up
+ * policy says (sched_held). */
+static void release_held(struct runner *r, struct jobstate *js, int64_t wall)
+{
+    for (struct retry **q = &js->retries; *q != NULL;) {
+        struct retry *t = *q;
+        if (!t->held) {
+            q = &t->next;
+            continue;
+        }
+        enum sched_verdict v = sched_held(js->job, t->tick, wall);
+        if (v == SV_START) {
+            t->held = false;
+            t->at_ns = mono_ns();
+            if (wall - t->tick * 1000 < SCHED_LIVE_SLACK_MS)
+                t->trigger = RUN_TRIGGER_SCHEDULE;
+            q = &t->next;
+            continue;
+        }
+        add_skipped(r, js, t->tick, v == SV_DROP ? HO_MISSED : HO_SUPERSEDED,
+                    sched_reason(js->job, v));
+        flush_skipped(r, js);
+        *q = t->next;
+        free(t);
+    }
+}
+
+static void claim_failures_end(struct runner *r, struct jobstate *js, bool answered);
+
 /* ---- job sets ---- */
 
 static void set_unref(struct runner *r, struct jobset *s)
@@ -598,11 +720,14 @@ static void set_unref(struct runner *r, struct jobset *s)
 
 static void clear_schedule(struct runner *r, struct jobstate *js)
 {
+    claim_failures_end(r, js, false);
     flush_skipped(r, js);
     js->qhead = js->qlen = js->qmissed = 0;
     js->hold_until = 0;
     js->mark_known = js->mark_unset = false;
     js->next_tick = 0;
+    /* Held ticks are claimed: no later leader runs them. Said here. */
+    record_held(r, js);
     while (js->retries != NULL) {
         struct retry *t = js->retries;
         js->retries = t->next;
@@ -611,12 +736,8 @@ static void clear_schedule(struct runner *r, struct jobstate *js)
     }
     /* Requests stay pending in Redis, and a paused job's skipped ticks are
      * counted again from its mark: both are for the next leader to read. */
-    while (js->manuals != NULL) {
-        struct manual *m = js->manuals;
-        js->manuals = m->next;
-        free(m);
-        r->nmanuals--;
-    }
+    while (js->manuals != NULL)
+        manual_pop(r, js);
     free(js->pause_raw);
     js->pause_raw = NULL;
     js->pause_until = js->own_until = 0;
@@ -829,9 +950,15 @@ static struct rrun *start_run(struct runner *r, struct jobstate *js, const char 
     struct rrun *rr = calloc(1, sizeof *rr);
     if (rr == NULL) {
         /* No memory for even the record: a tiny one on the stack. */
-        struct run gone = {.job = js->job, .tick = tick, .attempt = attempt, .term = r->term,
-                           .trigger = trigger, .state = RUN_EXITED,
-                           .outcome = HO_FAILED_TO_START, .fence_fd = -1, .env = &r->env};
+        struct run gone = {.job = js->job,
+                           .tick = tick,
+                           .attempt = attempt,
+                           .term = r->term,
+                           .trigger = trigger,
+                           .state = RUN_EXITED,
+                           .outcome = HO_FAILED_TO_START,
+                           .fence_fd = -1,
+                           .env = &r->env};
         snprintf(gone.id, sizeof gone.id, "%s", id);
         snprintf(gone.member, sizeof gone.member, "%s/%s", r->node, id);
         snprintf(gone.error, sizeof gone.error, "out of memory");
@@ -886,13 +1013,15 @@ static void finish_run(struct runner *r, struct rrun *rr)
     bool failed = run->outcome == HO_FAILED || run->outcome == HO_TIMEOUT, retry = false;
     /* A manual run is not retried: whoever asked for it sees its outcome. */
     if (failed && js != NULL && r->leading && !rr->own && js->job == run->job &&
-        rr->trigger_id[0] == '\0' &&
-        run->attempt <= js->job->retries && run->term == r->term) {
+        rr->trigger_id[0] == '\0' && run->attempt <= js->job->retries && run->term == r->term) {
         struct retry *t = calloc(1, sizeof *t);
         int64_t delay = retry_delay_ms(run->job, run->attempt);
         if (t != NULL) {
-            *t = (struct retry){.tick = run->tick, .attempt = run->attempt + 1,
-                                .at_ns = mono_ns() + delay * MS, .next = js->retries};
+            *t = (struct retry){.tick = run->tick,
+                                .attempt = run->attempt + 1,
+                                .at_ns = mono_ns() + delay * MS,
+                                .trigger = RUN_TRIGGER_RETRY,
+                                .next = js->retries};
             js->retries = t;
             cJSON *g = log_fields();
             cJSON_AddStringToObject(g, "job", run->job->name);
@@ -904,11 +1033,20 @@ static void finish_run(struct runner *r, struct rrun *rr)
         }
     }
     if (run->outcome == HO_SKIPPED) { /* cancelled before its instant (paused) */
-        struct sched_range one = {.first = run->tick, .last = run->tick, .count = 1,
-                                  .outcome = HO_SKIPPED, .reason = run->error};
-        if (js != NULL) /* the ticks before it first */
-            flush_skipped(r, js);
-        write_skipped(r, run->job->name, &one);
+        /* Held for the pause's end while this leader is on it: a resume
+         * with catch-up runs it; else it is recorded skipped then. */
+        bool held = js != NULL && r->leading && !rr->own && js->job == run->job &&
+                    js->pause_until != 0 && hold_tick(js, run->tick);
+        if (!held) {
+            struct sched_range one = {.first = run->tick,
+                                      .last = run->tick,
+                                      .count = 1,
+                                      .outcome = HO_SKIPPED,
+                                      .reason = run->error};
+            if (js != NULL) /* the ticks before it first */
+                flush_skipped(r, js);
+            write_skipped(r, run->job->name, &one);
+        }
         queue_release(r, run->job->name, run->member);
     } else {
         record_run(r, run, rr->trigger_id, retry);
@@ -942,7 +1080,41 @@ static void log_claim(struct runner *r, const char *job, int64_t tick, enum log_
         cJSON_AddStringToObject(
             f, "error", why != NULL && why[0] != '\0' ? why : baton_client_errstr(r->h.client));
     cJSON_AddStringToObject(f, "then", then);
-    log_emit(r->h.log, ev, f);
+    enum log_level lvl = log_event_level(ev);
+    if (ev == LE_CLAIM_FAILED) /* the first of a run of failures, or one of the next */
+        lvl = why != NULL ? LOG_WARN : LOG_DEBUG;
+    log_emit_at(r->h.log, lvl, ev, f);
+}
+
+/* A claim of js's tick failed (Redis did not answer; why: the detail, or
+ * NULL for the client's): logged at warn when it starts a run of failures,
+ * at debug after (each one counted in /metrics all the same), so that an
+ * outage is one line per job, not ten a second. */
+static void claim_failed(struct runner *r, struct jobstate *js, int64_t tick, const char *why)
+{
+    const char *then = "retried in order within its catch-up window";
+    if (js->claim_failures++ == 0) {
+        js->claim_failing_since = mono_ns();
+        log_claim(r, js->job->name, tick, LE_CLAIM_FAILED,
+                  why != NULL && why[0] != '\0' ? why : baton_client_errstr(r->h.client), then);
+    } else {
+        log_claim(r, js->job->name, tick, LE_CLAIM_FAILED, NULL, then); /* at debug */
+    }
+}
+
+/* The end of js's run of failed claims (answered: a claim got an answer;
+ * else the node stopped trying): one line with their number and time. */
+static void claim_failures_end(struct runner *r, struct jobstate *js, bool answered)
+{
+    if (js->claim_failures == 0)
+        return;
+    cJSON *f = log_fields();
+    cJSON_AddStringToObject(f, "job", js->job->name);
+    cJSON_AddNumberToObject(f, "failures", (double)js->claim_failures);
+    cJSON_AddNumberToObject(f, "outage_ms", (double)((mono_ns() - js->claim_failing_since) / MS));
+    cJSON_AddBoolToObject(f, "answered", answered);
+    log_emit(r->h.log, LE_CLAIM_FAILURES_ENDED, f);
+    js->claim_failures = js->claim_failing_since = 0;
 }
 
 /* True when member ("<node>/<run_id>") is a run of ours that has ended
@@ -1013,8 +1185,13 @@ static void note_claimed(struct jobstate *js, int64_t tick)
 static void not_started(struct runner *r, struct jobstate *js, const char *id, const char *member,
                         const struct sched_tick *h, const char *why)
 {
-    struct run gone = {.job = js->job, .tick = h->at, .attempt = 1, .term = r->term,
-                       .state = RUN_STARTING, .fence_fd = -1, .env = &r->env};
+    struct run gone = {.job = js->job,
+                       .tick = h->at,
+                       .attempt = 1,
+                       .term = r->term,
+                       .state = RUN_STARTING,
+                       .fence_fd = -1,
+                       .env = &r->env};
     snprintf(gone.id, sizeof gone.id, "%s", id);
     snprintf(gone.member, sizeof gone.member, "%s", member);
     gone.trigger = h->missed ? RUN_TRIGGER_CATCHUP : RUN_TRIGGER_SCHEDULE;
@@ -1171,9 +1348,11 @@ static bool claim_head(struct runner *r, struct jobstate *js, enum claim_mode mo
     js->claim_skip_reason = mode == CLAIM_SKIP || mode == CLAIM_RUN_OR_SKIP ? skip_reason : NULL;
     snprintf(id, sizeof id, "%s", js->claim_id);
     snprintf(member, sizeof member, "%s/%s", r->node, id);
-    enum claim_result res = claim_tick(r->h.client, r->group, js->job->name,
-                                       baton_election_key(r->h.election), token, h.at, mode,
-                                       member, &c);
+    enum claim_result res =
+        claim_tick(r->h.client, r->group, js->job->name, baton_election_key(r->h.election), token,
+                   h.at, mode, member, &c);
+    if (res != CLAIM_ERROR)
+        claim_failures_end(r, js, true);
     /* A tick claimed late (claimed_late) is recorded as failed to start. */
     bool late = (res == CLAIM_OK || res == CLAIM_OURS) && claimed_late(r);
     live_busy(r, &c);
@@ -1201,9 +1380,9 @@ static bool claim_head(struct runner *r, struct jobstate *js, enum claim_mode mo
             not_started(r, js, id, member, &h,
                         "claimed after the leader's stop point (it was stalled): not started");
         else {
-            struct rrun *rr = start_run(r, js, id, h.at, 1,
-                                        h.missed ? RUN_TRIGGER_CATCHUP : RUN_TRIGGER_SCHEDULE,
-                                        NULL, ahead && wall_ms() < h.at * 1000);
+            struct rrun *rr =
+                start_run(r, js, id, h.at, 1, h.missed ? RUN_TRIGGER_CATCHUP : RUN_TRIGGER_SCHEDULE,
+                          NULL, ahead && wall_ms() < h.at * 1000);
             if (rr != NULL && rr->run.prepared) {
                 if (r->h.fault_slow_prepare)
                     nanosleep(&(struct timespec){.tv_nsec = 15 * MS}, NULL);
@@ -1245,17 +1424,14 @@ static bool claim_head(struct runner *r, struct jobstate *js, enum claim_mode mo
         }
         done = false;
         break;
-    case CLAIM_TAKEN: /* another leader dealt with it */
-        q_pop(js);
-        break;
+    case CLAIM_TAKEN: /* another leader dealt with it */ q_pop(js); break;
     case CLAIM_NOT_LEADER:
         log_claim(r, js->job->name, h.at, LE_CLAIM_REFUSED, NULL, "not run");
         js->hold_until = now + CLAIM_RETRY_MS * MS;
         done = false;
         break;
     case CLAIM_ERROR:
-        log_claim(r, js->job->name, h.at, LE_CLAIM_FAILED, c.why,
-                  "retried in order within its catch-up window");
+        claim_failed(r, js, h.at, c.why);
         set_claim_lost(r, js, true);
         js->hold_until = now + CLAIM_RETRY_MS * MS;
         done = false;
@@ -1271,7 +1447,7 @@ static void start_retries(struct runner *r, struct jobstate *js, int64_t now)
 {
     for (struct retry **p = &js->retries; *p != NULL;) {
         struct retry *t = *p;
-        if (t->at_ns > now || (js->job->concurrency == JOB_FORBID && js->running > 0)) {
+        if (t->held || t->at_ns > now || (js->job->concurrency == JOB_FORBID && js->running > 0)) {
             p = &t->next;
             continue;
         }
@@ -1294,7 +1470,7 @@ static void start_retries(struct runner *r, struct jobstate *js, int64_t now)
         }
         *p = t->next;
         if (res == CLAIM_OK)
-            start_run(r, js, id, t->tick, t->attempt, RUN_TRIGGER_RETRY, NULL, false);
+            start_run(r, js, id, t->tick, t->attempt, t->trigger, NULL, false);
         else
             hooks_retry_dropped(r->h.hooks, js->job->name, t->tick);
         free(t);
@@ -1363,7 +1539,6 @@ static void start_manuals(struct runner *r, struct jobstate *js, int64_t now)
         switch (res) {
         case CLAIM_OK:
         case CLAIM_OURS:
-            js->manuals = m->next;
             if (r->h.fault_stop_after_claim) {
                 raise(SIGSTOP);
                 late = claimed_late(r);
@@ -1372,10 +1547,9 @@ static void start_manuals(struct runner *r, struct jobstate *js, int64_t now)
                 log_trigger(r, LE_TRIGGER_LEFT, js->job->name, m->id, m->attempt,
                             "claimed after the leader's stop point (it was stalled)");
             else
-                mark_started(r, start_run(r, js, id, m->requested_s, m->attempt,
-                                          RUN_TRIGGER_MANUAL, m->id, false));
-            free(m);
-            r->nmanuals--;
+                mark_started(r, start_run(r, js, id, m->requested_s, m->attempt, RUN_TRIGGER_MANUAL,
+                                          m->id, false));
+            manual_pop(r, js);
             break;
         case CLAIM_BUSY:
             if (c.nbusy == 0) {
@@ -1395,9 +1569,7 @@ static void start_manuals(struct runner *r, struct jobstate *js, int64_t now)
         case CLAIM_SKIPPED:
         case CLAIM_OURS_SKIPPED: /* (never answered to a request's claim) */
         case CLAIM_OURS_EXPIRED:
-            js->manuals = m->next;
-            free(m);
-            r->nmanuals--;
+            manual_pop(r, js);
             break;
         case CLAIM_NOT_LEADER:
         case CLAIM_ERROR:
@@ -1410,16 +1582,14 @@ static void start_manuals(struct runner *r, struct jobstate *js, int64_t now)
 }
 
 /* True when request id is one this runner knows: waiting here, or running. */
-static bool manual_known(const struct runner *r, const char *id)
+static bool manual_known(struct runner *r, const char *id)
 {
     for (const struct rrun *rr = r->runs; rr != NULL; rr = rr->next)
         if (strcmp(rr->trigger_id, id) == 0)
             return true;
-    for (const struct jobstate *js = r->nmanuals > 0 ? r->states : NULL; js != NULL;
-         js = js->next)
-        for (const struct manual *m = js->manuals; m != NULL; m = m->next)
-            if (strcmp(m->id, id) == 0)
-                return true;
+    for (const struct manual *m = *manual_slot(r, id); m != NULL; m = m->hash_next)
+        if (strcmp(m->id, id) == 0)
+            return true;
     return false;
 }
 
@@ -1431,11 +1601,7 @@ static void add_manual(struct runner *r, struct jobstate *js, const struct trigg
     snprintf(m->id, sizeof m->id, "%s", t->id);
     m->attempt = attempt;
     m->requested_s = t->requested_ms / 1000;
-    struct manual **p = &js->manuals;
-    while (*p != NULL)
-        p = &(*p)->next;
-    *p = m;
-    r->nmanuals++;
+    manual_add(r, js, m);
     log_trigger(r, LE_TRIGGER_RECEIVED, js->job->name, t->id, attempt, t->by);
     wake_job(r, js);
 }
@@ -1475,12 +1641,14 @@ static bool take_trigger(struct runner *r, const struct trigger *t)
     return true;
 }
 
-/* Reads the requests not yet done and takes those this runner does not
- * know. Returns false when Redis failed. */
+/* Reads the requests not yet done (all of them: at most
+ * TRIGGER_QUEUE_MAX, so that the requests of one busy job never hide
+ * another's) and takes those this runner does not know. Returns false
+ * when Redis failed. */
 static bool read_triggers(struct runner *r)
 {
     struct trigger_reply ids;
-    if (trigger_list(r->h.client, r->group, TRIGGER_SWEEP, &ids) != BATON_OK)
+    if (trigger_list(r->h.client, r->group, TRIGGER_QUEUE_MAX, &ids) != BATON_OK)
         return false;
     bool ok = true;
     for (size_t i = 0; i < ids.n && ok; i++) {
@@ -1511,8 +1679,6 @@ static bool read_triggers(struct runner *r)
 
 /* ---- paused jobs ---- */
 
-static const char reason_paused[] = "paused (baton pause)";
-
 /* Records js's paused ticks and moves its high-water mark past them (a
  * claim of the last one as skipped). Returns false when it cannot now. */
 static bool write_paused(struct runner *r, struct jobstate *js)
@@ -1528,9 +1694,9 @@ static bool write_paused(struct runner *r, struct jobstate *js)
      * claim for ours (and records the ticks) instead of another's. */
     char member[RUN_ID_MAX + 160];
     snprintf(member, sizeof member, "%s/paused-%" PRId64, r->node, p->last);
-    enum claim_result res = claim_tick(r->h.client, r->group, js->job->name,
-                                       baton_election_key(r->h.election), token, p->last,
-                                       CLAIM_SKIP, member, &c);
+    enum claim_result res =
+        claim_tick(r->h.client, r->group, js->job->name, baton_election_key(r->h.election), token,
+                   p->last, CLAIM_SKIP, member, &c);
     claim_reply_free(&c);
     if (res == CLAIM_SKIPPED || res == CLAIM_OURS_SKIPPED || res == CLAIM_NOT_DURABLE)
         write_skipped(r, js->job->name, p);
@@ -1559,14 +1725,15 @@ static void hold_paused(struct runner *r, struct jobstate *js, int64_t wall, int
     bool finishing = js->pause_until != PAUSE_FOREVER && now_s >= js->pause_until;
     int64_t until = finishing ? js->pause_until : now_s;
     if (!finishing && now_s - js->last < PAUSE_FLUSH_S)
-        return; /* nothing to write yet: counted when it is */
+        return;           /* nothing to write yet: counted when it is */
     flush_skipped(r, js); /* in tick order: what was decided before */
+    record_held(r, js);   /* claimed already: older than the queue's */
     for (; js->qlen > 0; q_pop(js))
         sched_span(js->job, q_head(js)->at - 1, q_head(js)->at, HO_SKIPPED, reason_paused,
                    &js->paused);
     if (until > js->last) {
-        js->next_tick = sched_span(js->job, js->last, until, HO_SKIPPED, reason_paused,
-                                   &js->paused);
+        js->next_tick =
+            sched_span(js->job, js->last, until, HO_SKIPPED, reason_paused, &js->paused);
         js->last = until;
     }
     if (!write_paused(r, js)) {
@@ -1662,13 +1829,14 @@ static void apply_pauses(struct runner *r, const struct pause_list *l)
         }
         int64_t until = js->own_until > r->all_until ? js->own_until : r->all_until;
         if (all_changed)
-            js->all_pending = r->all_until != 0 && r->all_until != PAUSE_FOREVER &&
-                              js->own_until <= r->all_until;
+            js->all_pending =
+                r->all_until != 0 && r->all_until != PAUSE_FOREVER && js->own_until <= r->all_until;
         r->all_pending += js->all_pending;
         r->npaused += until != 0 || js->pause_raw != NULL;
         if (until == js->pause_until)
             continue;
         if (until == 0) { /* resumed with catch-up: from the mark, as a new leader */
+            release_held(r, js, wall_ms());
             memset(&js->paused, 0, sizeof js->paused);
             js->qhead = js->qlen = js->qmissed = 0;
             js->mark_known = false;
@@ -1791,9 +1959,13 @@ static void take_mark(struct runner *r, struct jobstate *js, bool has, int64_t v
     bool valid = has;
     if (valid && r->no_catchup) {
         /* The server may lack the last claims of the term before (a failover
-         * to a replica): what ran cannot be known, so nothing is caught up. */
+         * to a replica): what ran before this term cannot be known, so
+         * nothing before it is caught up. What this term claimed it holds:
+         * a mark read later in the term (a resume with catch-up) is caught
+         * up from, as far back as the term's start. */
+        int64_t from = v > js->claimed_max ? v : js->claimed_max;
         int64_t t = sched_next(js->job, v);
-        if (t != 0 && t < now_s && !r->no_catchup_logged) {
+        if (t != 0 && t < r->lead_wall_s && !r->no_catchup_logged) {
             cJSON *f = log_fields();
             cJSON_AddNumberToObject(f, "term", (double)r->term);
             cJSON_AddStringToObject(f, "reason",
@@ -1803,7 +1975,7 @@ static void take_mark(struct runner *r, struct jobstate *js, bool has, int64_t v
             log_emit(r->h.log, LE_CATCH_UP_SKIPPED, f);
             r->no_catchup_logged = true;
         }
-        js->last = now_s;
+        js->last = from > r->lead_wall_s ? from : r->lead_wall_s;
     } else if (valid) {
         js->last = v > js->claimed_max ? v : js->claimed_max;
     } else {
@@ -1920,9 +2092,8 @@ static void process_job(struct runner *r, struct jobstate *js)
                 h->missed = true; /* it waited: the catch-up policy decides now */
                 js->qmissed++;
             }
-            enum sched_verdict v = sched_decide(js->job, h, js->qlen - 1,
-                                                js->qmissed - (h->missed ? 1 : 0), js->running,
-                                                wall);
+            enum sched_verdict v = sched_decide(
+                js->job, h, js->qlen - 1, js->qmissed - (h->missed ? 1 : 0), js->running, wall);
             if (v == SV_WAIT)
                 break; /* a run of ours ends first: its SIGCHLD wakes us */
             if (v == SV_REPLACE) {
@@ -1961,8 +2132,7 @@ static void process_job(struct runner *r, struct jobstate *js)
             key = t_;                                                                              \
     } while (0)
     if (js->pause_until != 0 && js->mark_known && js->hold_until == 0) {
-        int64_t at = js->pause_until != PAUSE_FOREVER ? js->pause_until
-                                                      : js->last + PAUSE_FLUSH_S;
+        int64_t at = js->pause_until != PAUSE_FOREVER ? js->pause_until : js->last + PAUSE_FLUSH_S;
         int64_t t = mono_at(at, now, wall);
         CONSIDER(t > now ? t : now + CONTROL_RETRY_MS * MS);
     } else if (js->next_tick != 0 && js->pause_until == 0) {
@@ -1972,7 +2142,7 @@ static void process_job(struct runner *r, struct jobstate *js)
     /* A due retry that could not start (no blocking call allowed, Redis
      * failing) looks again soon: never a key in the past. */
     for (const struct retry *t = js->retries; t != NULL; t = t->next)
-        if (!(js->job->concurrency == JOB_FORBID && js->running > 0))
+        if (!t->held && !(js->job->concurrency == JOB_FORBID && js->running > 0))
             CONSIDER(t->at_ns > now ? t->at_ns : now + GATE_RETRY_MS * MS);
 #undef CONSIDER
     set_key(r, js, key);
@@ -2026,6 +2196,7 @@ void runner_lead(struct runner *r, uint64_t term, int64_t lease_deadline_ns)
     runner_flush(r);
     r->leading = true;
     r->lead_since = mono_ns();
+    r->lead_wall_s = wall_ms() / 1000;
     r->term = term;
     r->no_catchup = baton_election_server_changed(r->h.election);
     r->no_catchup_logged = false;
@@ -2389,7 +2560,7 @@ void runner_on_timer(struct runner *r)
     for (int jobs = 0; r->leading && r->nheap > 0; jobs++) {
         int64_t t = mono_ns();
         if (r->heap[0]->key > t || (jobs > 0 && t >= r->turn_end))
-            break; /* past the budget: rearm() makes the rest due in 1 ms */
+            break;                  /* past the budget: rearm() makes the rest due in 1 ms */
         process_job(r, r->heap[0]); /* gives it a key in the future, or none */
     }
     runner_flush(r);

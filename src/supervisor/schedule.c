@@ -111,8 +111,7 @@ void sched_due(const struct job *job, int64_t after, int64_t now_ms, int64_t *mi
         if (++steps > SCHED_ENUM_MAX && job->catchup_ms <= 0 && t != 0 && t <= missed_until) {
             int64_t from = jump_near(job, missed_until);
             if (from >= t) {
-                struct sched_range *r =
-                    job->catchup_ms == 0 ? &out->dropped : &out->superseded;
+                struct sched_range *r = job->catchup_ms == 0 ? &out->dropped : &out->superseded;
                 if (job->catchup_ms != 0 && n == 1) /* the kept one is superseded too */
                     range_add(r, missed[0], HO_SUPERSEDED, reason_last);
                 r->count = -1;
@@ -159,8 +158,8 @@ const char *sched_verdict_name(enum sched_verdict v)
     return ((int)v >= 0 && (size_t)v < sizeof names / sizeof names[0]) ? names[v] : "?";
 }
 
-enum sched_verdict sched_decide(const struct job *job, const struct sched_tick *head,
-                                size_t behind, size_t missed_behind, int running, int64_t now_ms)
+enum sched_verdict sched_decide(const struct job *job, const struct sched_tick *head, size_t behind,
+                                size_t missed_behind, int running, int64_t now_ms)
 {
     /* A missed tick that waited past its window is owed no more; with
      * catchup: 0, no missed tick is. */
@@ -184,12 +183,25 @@ enum sched_verdict sched_decide(const struct job *job, const struct sched_tick *
     return running > 0 ? SV_WAIT : SV_START;
 }
 
+enum sched_verdict sched_held(const struct job *job, int64_t tick, int64_t now_ms)
+{
+    if (!is_missed(tick, now_ms))
+        return SV_START;
+    if (job->catchup_ms == 0 || (job->catchup_ms > 0 && now_ms - tick * 1000 > job->catchup_ms))
+        return SV_DROP;
+    if (job->catchup_ms == JOB_CATCHUP_LAST) {
+        int64_t next = sched_next(job, tick);
+        if (next != 0 && next * 1000 <= now_ms)
+            return SV_SUPERSEDE;
+    }
+    return SV_START;
+}
+
 const char *sched_reason(const struct job *job, enum sched_verdict v)
 {
     switch (v) {
     case SV_SKIP: return reason_forbid;
-    case SV_SUPERSEDE:
-        return job->concurrency == JOB_REPLACE ? reason_replace : reason_last;
+    case SV_SUPERSEDE: return job->concurrency == JOB_REPLACE ? reason_replace : reason_last;
     case SV_DROP: return job->catchup_ms == 0 ? reason_none : reason_aged;
     default: return "";
     }

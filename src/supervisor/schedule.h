@@ -38,9 +38,9 @@
 #include "history.h"
 #include "jobs.h"
 
-#define SCHED_LIVE_SLACK_MS  1000  /* a tick handled later than this after its time is missed */
-#define SCHED_CATCHUP_MAX    1000  /* missed ticks queued per job at once, at most */
-#define SCHED_ALLOW_PARALLEL 32    /* runs of one `allow` job at once, at most */
+#define SCHED_LIVE_SLACK_MS  1000   /* a tick handled later than this after its time is missed */
+#define SCHED_CATCHUP_MAX    1000   /* missed ticks queued per job at once, at most */
+#define SCHED_ALLOW_PARALLEL 32     /* runs of one `allow` job at once, at most */
 #define SCHED_ENUM_MAX       200000 /* ticks counted one by one, at most, per call */
 
 /* The next tick of job strictly after `after` (Unix s); 0 when there is
@@ -104,8 +104,17 @@ const char *sched_verdict_name(enum sched_verdict v);
 /* What to do with the head of a job's queue: head, with `behind` ticks
  * queued after it (`missed_behind` of them missed), while `running` runs
  * of the job are alive here, at now_ms. */
-enum sched_verdict sched_decide(const struct job *job, const struct sched_tick *head,
-                                size_t behind, size_t missed_behind, int running, int64_t now_ms);
+enum sched_verdict sched_decide(const struct job *job, const struct sched_tick *head, size_t behind,
+                                size_t missed_behind, int running, int64_t now_ms);
+
+/* A tick that was claimed, then held back by a pause that came after its
+ * claim (its prepared run was cancelled before its instant), when the
+ * pause ends with catch-up at now_ms: SV_START (run it now), SV_DROP (it
+ * aged out of the catch-up window, or catchup is 0 and it is missed) or
+ * SV_SUPERSEDE (catchup: last, and a newer tick is due already: that one
+ * runs). The rules are sched_decide()'s for a missed tick; a tick still
+ * within SCHED_LIVE_SLACK_MS of its instant is on time and runs. */
+enum sched_verdict sched_held(const struct job *job, int64_t tick, int64_t now_ms);
 
 /* The reason recorded for a verdict that does not run its tick. Static. */
 const char *sched_reason(const struct job *job, enum sched_verdict v);

@@ -419,8 +419,8 @@ int trigger_list(struct baton_client *c, const char *group, size_t max, struct t
         for (size_t j = 0; j < r->elements; j++) {
             if (r->element[j]->type != BATON_REPLY_STRING)
                 continue;
-            bool seen = false;
-            for (size_t k = 0; k < out->n && !seen; k++)
+            bool seen = false; /* one server: each id once already */
+            for (size_t k = 0; a->n > 1 && k < out->n && !seen; k++)
                 seen = strcmp(out->v[k].id, r->element[j]->str) == 0;
             if (!seen)
                 out->v[out->n++] = (struct trigger){.id = r->element[j]->str};

@@ -11,8 +11,12 @@
 #      does;
 #   6. a paused job can still be run by hand;
 #   7. a pause that reaches the leader after it prepared the runs of the
-#      next instant (the claim-ahead window, grown here) cancels them: the
-#      ticks are recorded skipped, reason paused, and none runs.
+#      next instant (the claim-ahead window, grown here) cancels them: none
+#      runs, and a resume records the ticks skipped, reason paused;
+#   8. ... and a resume with catch-up runs each of them once;
+#   9. a short pause just before a tick, in a group's first term (no record
+#      of its server: nothing from before the term is caught up): resume
+#      --catchup runs that tick.
 . "$BATON_TESTS_DIR/lib/harness.sh"
 B=$BATON_BIN
 redis_start
@@ -193,10 +197,12 @@ note "7. a pause inside the claim-ahead window cancels the runs prepared for the
 # (BATON_TEST_FAULT=slow-prepare): the window grows past 25 ms (claim_ahead),
 # and the runs of each instant wait, prepared (their shims are the leader's
 # children), for up to a hundred milliseconds before it. A pause sent then
-# reaches the leader before the instant: none of them may run.
+# reaches the leader before the instant: none of them may run then. The
+# ticks are held for the pause's end: a resume records them skipped
+# (paused); a resume with catch-up runs them (8).
 { echo "jobs:"
   for j in 1 2 3 4 5 6 7 8; do
-      printf '  - {name: w%s, schedule: "* * * * * *", shell: "echo $BATON_SCHEDULED_AT >> %s"}\n' "$j" "$T/w.txt"
+      printf '  - {name: w%s, schedule: "* * * * * *", catchup: 1h, shell: "echo $BATON_SCHEDULED_AT $BATON_TRIGGER >> %s"}\n' "$j" "$T/w.txt"
   done; } > "$T/wide.yaml"
 printf 'node: w\nredis: %s\ngroup: pw\nlease: {ttl: 2s}\nredis_timeout: 300ms\npoll: 1s\nshutdown_grace: 2s\njobs: %s\n' \
     "$REDIS_URL" "$T/wide.yaml" > "$T/w.yaml"
@@ -205,36 +211,44 @@ spawn w env BATON_TEST_FAULT=slow-prepare "$B" run -c "$T/w.yaml"
 wpid=$(pid_of w)
 wait_for_line "$T/w.out" '"event":"claim_ahead".*"ahead_ms":(200|250),' 20 >/dev/null
 children() { cat /proc/"$wpid"/task/*/children 2>/dev/null | wc -w; }
-done7=""
-for attempt in 1 2 3 4 5 6 7 8; do
-    # Until the runs of the next instant are prepared (three or more shims
-    # waiting, at least 50 ms before it), then the pause.
-    seen=0 until=$(( $(now_ms) + 5000 ))
-    while [ "$(now_ms)" -lt "$until" ]; do
-        t=$(now_ms)
-        [ $(( t % 1000 )) -le 950 ] && [ "$(children)" -ge 3 ] && { seen=$(children); break; }
-        sleep 0.002
+# pause_in_window: pauses every job once the runs of the next instant are
+# prepared (three or more shims waiting, at least 50 ms before it), and
+# checks that none of them runs while paused. Sets at (the instant, RFC
+# 3339) and seen (the runs prepared for it).
+pause_in_window() {
+    local done7="" attempt t back inst until
+    for attempt in 1 2 3 4 5 6 7 8; do
+        seen=0 until=$(( $(now_ms) + 5000 ))
+        while [ "$(now_ms)" -lt "$until" ]; do
+            t=$(now_ms)
+            [ $(( t % 1000 )) -le 950 ] && [ "$(children)" -ge 3 ] && { seen=$(children); break; }
+            sleep 0.002
+        done
+        [ "$seen" -ge 3 ] || fail "no runs prepared 50 ms ahead of an instant in 5 s: $(grep claim_ahead "$T/w.out" | tail -n 3 | cut -c1-200)"
+        inst=$(( t / 1000 + 1 ))
+        "$B" pause -c "$T/wclient.yaml" --all >/dev/null || fail "pause --all"
+        back=$(now_ms)
+        if [ "$back" -lt $(( inst * 1000 - 5 )) ]; then done7=$inst; break; fi
+        # The pause came back too close to the instant to tell: again.
+        "$B" resume -c "$T/wclient.yaml" --all >/dev/null || fail "resume --all"
+        sleep 1.2
     done
-    [ "$seen" -ge 3 ] || fail "no runs prepared 50 ms ahead of an instant in 5 s: $(grep claim_ahead "$T/w.out" | tail -n 3 | cut -c1-200)"
-    inst=$(( t / 1000 + 1 ))
-    "$B" pause -c "$T/wclient.yaml" --all >/dev/null || fail "pause --all"
-    back=$(now_ms)
-    if [ "$back" -lt $(( inst * 1000 - 5 )) ]; then done7=$inst; break; fi
-    # The pause came back too close to the instant to tell: again.
-    "$B" resume -c "$T/wclient.yaml" --all >/dev/null || fail "resume --all"
-    sleep 1.2
-done
-[ -n "$done7" ] || fail "in 8 tries, no pause came back 5 ms before the instant it followed"
-sleep 1.5
-at=$(date -u -d "@$done7" +%Y-%m-%dT%H:%M:%SZ)
-assert_eq 0 "$(grep -c -- "^$at" "$T/w.txt")" "runs of the instant the pause preceded ($at; $seen prepared)"
+    [ -n "$done7" ] || fail "in 8 tries, no pause came back 5 ms before the instant it followed"
+    sleep 1.5
+    at=$(date -u -d "@$done7" +%Y-%m-%dT%H:%M:%SZ)
+    assert_eq 0 "$(grep -c -- "^$at" "$T/w.txt")" "runs of the instant the pause preceded ($at; $seen prepared)"
+    grep '"event":"job_end"' "$T/w.out" | grep -q "\"scheduled_at\":\"$at\"" &&
+        fail "a job_end for $at: $(grep "\"scheduled_at\":\"$at\"" "$T/w.out" | grep job_end | head -n 2)"
+    assert_eq 0 "$(children)" "shims left waiting"
+    note "  try $attempt: $seen runs prepared for $at, none ran while paused"
+}
+pause_in_window
+"$B" resume -c "$T/wclient.yaml" --all >/dev/null || fail "resume --all"
+sleep 0.5
 cancelled=$(grep '"event":"tick_skipped"' "$T/w.out" | grep "\"scheduled_at\":\"$at\",\"until\":\"$at\"" |
     grep -c '"reason":"paused (baton pause)"')
 [ "$cancelled" -ge "$seen" ] ||
     fail "$seen runs were prepared for $at, $cancelled recorded skipped (paused): $(grep -E "\"scheduled_at\":\"$at\"" "$T/w.out" | cut -c1-240)"
-grep '"event":"job_end"' "$T/w.out" | grep -q "\"scheduled_at\":\"$at\"" &&
-    fail "a job_end for $at: $(grep "\"scheduled_at\":\"$at\"" "$T/w.out" | grep job_end | head -n 2)"
-assert_eq 0 "$(children)" "shims left waiting"
 recorded=0
 for j in 1 2 3 4 5 6 7 8; do
     "$B" history -c "$T/wclient.yaml" --json -n 50 "w$j" > "$T/h7.json" || fail "history w$j"
@@ -242,9 +256,47 @@ for j in 1 2 3 4 5 6 7 8; do
         grep -q '"outcome":"skipped","reason":"paused (baton pause)"' && recorded=$(( recorded + 1 ))
 done
 assert_eq "$cancelled" "$recorded" "jobs whose history has the tick of $at skipped (paused)"
-"$B" resume -c "$T/wclient.yaml" --all >/dev/null || fail "resume --all"
+assert_eq 0 "$(grep -c -- "^$at" "$T/w.txt")" "runs of $at after a resume without catch-up"
 n0=$(wc -l < "$T/w.txt"); sleep 2
 [ "$(wc -l < "$T/w.txt")" -gt "$n0" ] || fail "the jobs did not run again after resume --all"
+note "  $cancelled recorded skipped (paused) at the resume; window: $(grep -o '"ahead_ms":[0-9]*' "$T/w.out" | tail -n1)"
+
+note "8. a pause inside the claim-ahead window, then resume --catchup: those ticks run, once"
+pause_in_window
+"$B" resume -c "$T/wclient.yaml" --all --catchup >/dev/null || fail "resume --all --catchup"
+sleep 1.5
+ran=$(grep -c -- "^$at " "$T/w.txt")
+assert_eq 8 "$ran" "runs of $at (one per job; $seen were prepared) after resume --catchup"
+grep '"event":"tick_skipped"' "$T/w.out" | grep -q "\"scheduled_at\":\"$at\"" &&
+    fail "a tick of $at recorded skipped: $(grep tick_skipped "$T/w.out" | grep "$at" | head -n 2)"
+assert_eq 0 "$(awk '{print $1}' "$T/w.txt" | sort | uniq -c | awk '$1 > 8' | wc -l)" "instants run more than once per job"
 kill -TERM "$wpid"; wait_exit w 10
-note "  try $attempt: $seen runs prepared for $at, $cancelled recorded skipped (paused), none ran; window: $(grep -o '"ahead_ms":[0-9]*' "$T/w.out" | tail -n1)"
+note "  $ran runs of $at after the resume"
+
+# ---------------------------------------------------------------------
+note "9. a short pause just before a tick, resume --catchup: the tick runs (a group's first term)"
+# In a group's first term there is no record of its server: nothing from
+# before the term is caught up. What fell inside the term (a pause) is.
+printf 'jobs:\n  - {name: ev, schedule: "*/2 * * * * *", catchup: 1h, shell: "echo $BATON_SCHEDULED_AT $BATON_TRIGGER >> %s"}\n' \
+    "$T/ev.txt" > "$T/even.yaml"
+printf 'node: e\nredis: %s\ngroup: pe\nlease: {ttl: 3s}\npoll: 1s\njobs: %s\n' "$REDIS_URL" "$T/even.yaml" > "$T/e.yaml"
+sed "s/^node: e$/node: e-client/" "$T/e.yaml" > "$T/eclient.yaml"
+spawn e "$B" run -c "$T/e.yaml"
+wait_for_line "$T/e.out" '"to":"working"' 5 >/dev/null
+for try in 1 2 3; do
+    # 40 ms before an even second
+    until=$(( $(now_ms) + 5000 ))
+    while [ "$(now_ms)" -lt "$until" ]; do
+        t=$(now_ms)
+        [ $(( t / 1000 % 2 )) -eq 1 ] && [ $(( t % 1000 )) -ge 955 ] && [ $(( t % 1000 )) -le 965 ] && break
+        sleep 0.002
+    done
+    "$B" pause -c "$T/eclient.yaml" ev >/dev/null || fail "pause ev"
+    tick=$(date -u -d "@$(( t / 1000 + 1 ))" +%Y-%m-%dT%H:%M:%SZ)
+    sleep 0.6
+    "$B" resume -c "$T/eclient.yaml" ev --catchup >/dev/null || fail "resume ev --catchup"
+    sleep 1.5
+    assert_eq 1 "$(grep -c -- "^$tick " "$T/ev.txt")" "runs of $tick (paused 40 ms before it, resumed with catch-up; try $try)"
+done
+kill -TERM "$(pid_of e)"; wait_exit e 10
 note "ok"

@@ -27,7 +27,10 @@
 #      the next leader claims later ticks of the job before the old one can
 #      look: the tick is still recorded.
 #  14. the runs of one instant outgrow the claim-ahead window: it doubles
-#      (claim_ahead), at most to 250 ms, and no tick is lost or doubled.
+#      (claim_ahead), at most to 250 ms, and no tick is lost or doubled;
+#  15. Redis stops answering for 2 s (less than the lease): each job says
+#      claim_failed once when its failures start and claim_failures_ended
+#      once when they end, and /metrics counts every failure.
 . "$BATON_TESTS_DIR/lib/harness.sh"
 B=$BATON_BIN
 redis_start --appendonly yes --appendfsync always
@@ -596,4 +599,39 @@ for j in w1 w2 w3 w4; do
     ran_or_recorded "$T/$j.txt" wide14 "$j" "$(date -u -d "$first" +%s)" "$(date -u -d "$last" +%s)"
 done
 note "  the window grew to $grown ms ($(grep -c '"event":"claim_ahead"' "$T/d1.out") growth(s)), then shrank to $seen ms with one job; $(cat "$T"/w?.txt | wc -l) runs of 4 jobs, none twice, none lost"
+
+# ---------------------------------------------------------------------
+note "15. a 2 s outage: one claim_failed line per job when it starts, one claim_failures_ended when it ends"
+# Redis stopped (its AOF keeps the data) and started again 2 s later: every
+# claim fails at once (connection refused), and is retried every 100 ms.
+printf 'jobs:\n' > "$T/out15.yaml"
+for j in o1 o2 o3; do
+    printf '  - {name: %s, schedule: "* * * * * *", catchup: 1h, shell: "echo $BATON_SCHEDULED_AT >> %s"}\n' \
+        "$j" "$T/$j.txt" >> "$T/out15.yaml"
+done
+TTL=6s RTO=300ms config e1 out15 "$T/out15.yaml" 'http: {listen: "127.0.0.1:0"}'
+spawn e1 "$B" run -c "$T/e1.yaml"
+line=$(wait_for_line "$T/e1.out" '"event":"http_listening"' 10) || fail "e1 serves no HTTP"
+addr=$(echo "$line" | sed 's/.*"listen":"\([^"]*\)".*/\1/')
+wait_for_line "$T/e1.out" '"event":"job_end".*"job":"o3"' 10 >/dev/null
+claim_errors() { curl -s -m 5 "http://$addr/metrics" | awk '$1 == "baton_redis_errors_total{during=\"claim\"}" {print $2}'; }
+before=$(claim_errors)
+redis_stop; sleep 2; redis_restart
+sleep 2
+after=$(claim_errors)
+kill -TERM "$(pid_of e1)"; wait_exit e1 10
+total=0
+for j in o1 o2 o3; do
+    starts=$(grep '"level":"warn","event":"claim_failed"' "$T/e1.out" | grep -c "\"job\":\"$j\"")
+    ends=$(grep '"event":"claim_failures_ended"' "$T/e1.out" | grep "\"job\":\"$j\"")
+    assert_eq 1 "$starts" "claim_failed lines of $j during a 2 s outage"
+    [ "$(echo "$ends" | grep -c .)" -eq 1 ] || fail "claim_failures_ended lines of $j: $ends"
+    n=$(echo "$ends" | sed 's/.*"failures":\([0-9]*\).*/\1/')
+    echo "$ends" | grep -q '"answered":true' || fail "$j: not answered: $ends"
+    [ "$n" -ge 2 ] || fail "$j: $n failures in a 2 s outage: $ends"
+    total=$(( total + n ))
+done
+[ $(( ${after:-0} - ${before:-0} )) -ge "$total" ] ||
+    fail "/metrics counted $(( ${after:-0} - ${before:-0} )) claim failures, the log $total"
+note "  $total failed claims of 3 jobs in 2 s: 3 claim_failed lines, 3 claim_failures_ended, /metrics +$(( after - before ))"
 note "ok"

@@ -11,7 +11,9 @@
 #      saw it, (b) after claiming it -- the next leader runs it, once;
 #   6. the leader dies while it runs: its run died with it (self-fencing),
 #      the request is done (killed), not run again; --wait exits 70;
-#   7. a request made while no node leads runs when one does.
+#   7. a request made while no node leads runs when one does;
+#   8. the requests of one busy job (110 waiting behind a forbid run) do not
+#      hold up another job's: a request of an idle job starts at once.
 . "$BATON_TESTS_DIR/lib/harness.sh"
 B=$BATON_BIN
 redis_start
@@ -35,6 +37,8 @@ jobs:
      shell: "echo \$BATON_RUN_ID >> $T/replace.txt; sleep 30"}
   - {name: long, schedule: "0 0 0 1 1 *",
      shell: "echo \$BATON_RUN_ID \$BATON_NODE >> $T/long.txt; sleep 30"}
+  - {name: blk, schedule: "0 0 0 1 1 *", command: ["sleep", "2"]}
+  - {name: quick, schedule: "0 0 0 1 1 *", command: ["true"]}
 EOF
 # A jobs.yaml with one more job, for a client whose file the leader lacks.
 { cat "$T/jobs.yaml"; printf '  - {name: ghost, schedule: "0 0 0 1 1 *", command: ["true"]}\n'; } \
@@ -201,5 +205,14 @@ grep -q 'no supervisor is listening' "$T/t7.err" || fail "7: no warning: $(cat "
 start n2
 trig work --id "$id" --wait >/dev/null 2>&1 || fail "7: the run failed"
 assert_eq "$id manual n2 1" "$(cat "$T/work.txt")" "7: runs of the request"
+
+# ---------------------------------------------------------------------
+note "8. 110 requests of a busy job do not hold up a request of an idle one"
+for i in $(seq 1 110); do trig blk >/dev/null 2>&1 || fail "8: trigger blk $i"; done
+at_ms t0
+trig quick --wait --timeout 10s >/dev/null 2>"$T/t8.err" || fail "8: trigger quick --wait: exit $? ($(cat "$T/t8.err"))"
+at_ms t1
+[ $(( t1 - t0 )) -lt 3000 ] || fail "8: the idle job's request took $(( t1 - t0 )) ms behind 110 of a busy one"
+note "  quick ran $(( t1 - t0 )) ms after its request, behind 110 requests of blk"
 kill -TERM "$(pid n2)"; wait_exit "n2.${GEN[n2]}" 10
 note "ok"

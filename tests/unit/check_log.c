@@ -230,7 +230,8 @@ START_TEST(event_table)
     }
     ck_assert(log_event_varies(LE_TRANSITION));
     ck_assert(log_event_varies(LE_JOB_END));
-    ck_assert_int_eq(log_event_level(LE_CLAIM_FAILED), LOG_WARN);
+    ck_assert(log_event_varies(LE_CLAIM_FAILED));
+    ck_assert_int_eq(log_event_level(LE_CLAIM_REFUSED), LOG_WARN);
     ck_assert_int_eq(log_event_level(LE_RELOAD_FAILED), LOG_ERROR);
     char *text = NULL;
     size_t len = 0;

@@ -178,6 +178,8 @@ static const struct {
     {LE_CLAIM_REFUSED, "{\"job\":\"a\"}", "baton_events_total{event=\"claim_refused\"} 1"},
     {LE_CLAIM_RECOVERED, "{\"job\":\"a\",\"then\":\"run\"}",
      "baton_events_total{event=\"claim_recovered\"} 1"},
+    {LE_CLAIM_FAILURES_ENDED, "{\"job\":\"a\",\"failures\":30,\"outage_ms\":3000}",
+     "baton_events_total{event=\"claim_failures_ended\"} 1"},
     {LE_JOB_OUTPUT, "{\"job\":\"a\",\"line\":\"x\"}", "baton_events_total{event=\"job_output\"} 1"},
     {LE_RUN_STATE, "{\"job\":\"a\"}", "baton_events_total{event=\"run_state\"} 1"},
     {LE_JOB_TIMEOUT, "{\"job\":\"a\",\"timeout_ms\":5}", "baton_events_total{event=\"job_timeout\"} 1"},
