@@ -125,10 +125,10 @@
       "timeout, killed, failed_to_start), `error`",                                                \
       "a hook ended (info when ok, warn otherwise; error when it could not start, with the "       \
       "reason: it is not retried)")                                                                \
-    X(CONFIG_DRIFT, "config_drift", WARN, "`node` (the follower), `jobs_hash`, `jobs`, "           \
-      "`leader_jobs_hash`, `leader_jobs`",                                                         \
+    X(CONFIG_DRIFT, "config_drift", WARN, "`follower` (the node that drifts), `jobs_hash`, "       \
+      "`jobs`, `leader_jobs_hash`, `leader_jobs`",                                                 \
       "the leader found a node whose effective jobs differ from its own (once per change)")        \
-    X(CONFIG_DRIFT_RESOLVED, "config_drift_resolved", INFO, "`node`, `jobs_hash`",                 \
+    X(CONFIG_DRIFT_RESOLVED, "config_drift_resolved", INFO, "`follower`, `jobs_hash`",             \
       "a node that drifted runs the leader's jobs again")                                         \
     X(TRIGGER_RECEIVED, "trigger_received", INFO, "`job`, `trigger_id`, `attempt`, `by`",          \
       "the leader took a `baton trigger` request; it runs as the job's concurrency allows "        \

@@ -304,6 +304,31 @@ static void integers_plain(cJSON *o)
     }
 }
 
+/* Adds field f (owned) to the line o under a name none of o's members
+ * has, so that every line has one member per name: readers of JSON
+ * disagree on which of two wins (jq keeps the last, cJSON the first). A
+ * field named as one of the head (ts, level, event, node, group) or as an
+ * earlier field -- a bug of the code that emits it -- gets '_' appended
+ * until its name is free; its value is kept. */
+static void add_field(cJSON *o, cJSON *f)
+{
+    const char *key = f->string != NULL ? f->string : "";
+    char name[64];
+    size_t n = strlen(key);
+    bool free_name = cJSON_GetObjectItemCaseSensitive(o, key) == NULL;
+    if (!free_name && n + 2 <= sizeof name) {
+        memcpy(name, key, n + 1);
+        do {
+            name[n++] = '_';
+            name[n] = '\0';
+            free_name = cJSON_GetObjectItemCaseSensitive(o, name) == NULL;
+        } while (!free_name && n + 2 <= sizeof name);
+        key = name;
+    }
+    if (!free_name || !cJSON_AddItemToObject(o, key, f))
+        cJSON_Delete(f); /* out of memory, or a long name taken 60 times: none of ours */
+}
+
 /* The line of event ev (without its newline; owned), text or JSON, or NULL
  * on ENOMEM. Consumes fields. */
 static char *format_line(const struct log *lg, bool text, bool color, enum log_level lvl,
@@ -325,7 +350,7 @@ static char *format_line(const struct log *lg, bool text, bool color, enum log_l
         while (f != NULL) {
             cJSON *next = f->next;
             cJSON_DetachItemViaPointer(fields, f);
-            cJSON_AddItemToObject(o, f->string, f);
+            add_field(o, f);
             f = next;
         }
         cJSON_Delete(fields);

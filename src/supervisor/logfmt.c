@@ -190,7 +190,11 @@ char *logfmt_event(const cJSON *ev, bool color)
             fputs(C_RESET, out);
     }
     for (const cJSON *f = ev->child; f != NULL; f = f->next) {
-        bool skip = f->string == NULL || is_head(f->string);
+        /* A head key is shown once, in the head; a second member of that
+         * name (a line of an older baton: config_drift had two "node"s) is
+         * shown as key=value, not lost. */
+        bool skip = f->string == NULL ||
+                    (is_head(f->string) && cJSON_GetObjectItemCaseSensitive(ev, f->string) == f);
         for (size_t k = 0; !skip && k < nused; k++)
             skip = used[k] == f;
         if (!skip && p != NULL)

@@ -216,7 +216,50 @@ START_TEST(held_lines_follow)
 }
 END_TEST
 
+/* A field named as one of the line's head, or as an earlier field, is
+ * renamed (a '_' appended): one member per name, no value lost. */
+START_TEST(fields_never_share_a_name)
+{
+    cJSON *f = log_fields();
+    cJSON_AddStringToObject(f, "node", "follower-1");
+    cJSON_AddStringToObject(f, "job", "a");
+    cJSON_AddStringToObject(f, "job", "b");
+    cJSON_AddStringToObject(f, "ts", "then");
+    char *line = emit(LE_CONFIG_DRIFT, f);
+    cJSON *o = cJSON_Parse(line);
+    ck_assert_ptr_nonnull(o);
+    for (const cJSON *a = o->child; a != NULL; a = a->next)
+        for (const cJSON *b = a->next; b != NULL; b = b->next)
+            ck_assert_msg(strcmp(a->string, b->string) != 0, "two \"%s\" in %s", a->string, line);
+    ck_assert_str_eq(cJSON_GetObjectItem(o, "node")->valuestring, "node-\xef\xbf\xbd");
+    ck_assert_str_eq(cJSON_GetObjectItem(o, "node_")->valuestring, "follower-1");
+    ck_assert_str_eq(cJSON_GetObjectItem(o, "job")->valuestring, "a");
+    ck_assert_str_eq(cJSON_GetObjectItem(o, "job_")->valuestring, "b");
+    ck_assert_str_eq(cJSON_GetObjectItem(o, "ts_")->valuestring, "then");
+    cJSON_Delete(o);
+    free(line);
+}
+END_TEST
+
 /* ---- the event table ---- */
+
+/* The documented fields of e (the names in backquotes outside
+ * parentheses), space-separated, into buf. */
+static void documented_fields(enum log_event e, char *buf, size_t len)
+{
+    size_t n = 0;
+    int depth = 0;
+    buf[0] = '\0';
+    for (const char *p = log_event_fields(e); *p != '\0'; p++) {
+        depth += *p == '(' ? 1 : *p == ')' ? -1 : 0;
+        const char *close = *p == '`' ? strchr(p + 1, '`') : NULL;
+        if (close == NULL)
+            continue;
+        if (depth == 0 && n + (size_t)(close - p) + 1 < len)
+            n += (size_t)snprintf(buf + n, len - n, "%.*s ", (int)(close - p - 1), p + 1);
+        p = close;
+    }
+}
 
 START_TEST(event_table)
 {
@@ -227,6 +270,24 @@ START_TEST(event_table)
             ck_assert_msg(strcmp(name, log_event_name((enum log_event)k)) != 0, "%s twice", name);
         for (const char *p = name; *p != '\0'; p++)
             ck_assert_msg((*p >= 'a' && *p <= 'z') || *p == '_', "%s: snake case", name);
+    }
+    /* One member per name in every line: no event documents a field named
+     * as the head of every line, or the same field twice. */
+    static const char *const head[] = {"ts", "level", "event", "node", "group"};
+    for (int e = 0; e < LE_COUNT; e++) {
+        char fields[512], *save = NULL;
+        const char *seen[32];
+        size_t nseen = 0;
+        documented_fields((enum log_event)e, fields, sizeof fields);
+        for (char *w = strtok_r(fields, " ", &save); w != NULL; w = strtok_r(NULL, " ", &save)) {
+            const char *name = log_event_name((enum log_event)e);
+            for (size_t h = 0; h < sizeof head / sizeof head[0]; h++)
+                ck_assert_msg(strcmp(w, head[h]) != 0, "%s: a field named %s", name, w);
+            for (size_t k = 0; k < nseen; k++)
+                ck_assert_msg(strcmp(w, seen[k]) != 0, "%s: %s twice", name, w);
+            if (nseen < sizeof seen / sizeof seen[0])
+                seen[nseen++] = w;
+        }
     }
     ck_assert(log_event_varies(LE_TRANSITION));
     ck_assert(log_event_varies(LE_JOB_END));
@@ -257,6 +318,7 @@ static Suite *suite(void)
     tcase_add_test(tc, lines_are_valid_json);
     tcase_add_test(tc, numbers_print_exactly);
     tcase_add_test(tc, held_lines_follow);
+    tcase_add_test(tc, fields_never_share_a_name);
     tcase_add_test(tc, event_table);
     suite_add_tcase(s, tc);
     return s;

@@ -37,6 +37,10 @@ static const struct {
     {"{\"ts\":\"T\",\"level\":\"info\",\"event\":\"following\",\"node\":\"n\",\"term\":3,"
      "\"lease_left_ms\":900,\"note\":\"\"}",
      "T INFO  n following ? (term 3)  lease_left_ms=900  note=\"\""},
+    /* A line of an older baton with two "node"s: the second is not lost. */
+    {"{\"ts\":\"T\",\"level\":\"warn\",\"event\":\"x\",\"node\":\"a\",\"group\":\"default\","
+     "\"node\":\"c\"}",
+     "T WARN  a x  node=c"},
     /* Not events: unchanged. */
     {"plain text from somewhere", "plain text from somewhere"},
     {"{\"not\":\"an event\"}", "{\"not\":\"an event\"}"},

@@ -137,9 +137,9 @@ static const struct {
      "{\"job\":\"a\",\"run_id\":\"r\",\"hook\":\"on_failure\",\"duration_ms\":3,"
      "\"exit_code\":0,\"outcome\":\"ok\"}",
      "baton_hook_runs_total{job_name=\"a\",outcome=\"ok\"} 1"},
-    {LE_CONFIG_DRIFT, "{\"node\":\"n2\",\"jobs_hash\":\"00\",\"jobs\":1}",
+    {LE_CONFIG_DRIFT, "{\"follower\":\"n2\",\"jobs_hash\":\"00\",\"jobs\":1}",
      "baton_config_drift_nodes 1"},
-    {LE_CONFIG_DRIFT_RESOLVED, "{\"node\":\"n2\",\"jobs_hash\":\"00\"}",
+    {LE_CONFIG_DRIFT_RESOLVED, "{\"follower\":\"n2\",\"jobs_hash\":\"00\"}",
      "baton_config_drift_nodes 0"},
     {LE_HOOK_START, "{\"job\":\"a\",\"run_id\":\"r\",\"hook\":\"on_success\"}",
      "baton_events_total{event=\"hook_start\"} 1"},
