@@ -1,9 +1,11 @@
 /* check_log.c -- every log line is valid JSON whatever it carries (utf8.h,
  * log.c), and the table of log events (events.h). */
 #include <check.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -241,6 +243,121 @@ START_TEST(fields_never_share_a_name)
 }
 END_TEST
 
+/* Reads fd to its end into a growing buffer (struct sink). */
+struct sink {
+    int fd;
+    char *buf;
+    size_t len, cap;
+};
+
+static void *sink_main(void *arg)
+{
+    struct sink *k = arg;
+    for (;;) {
+        if (k->cap - k->len < 65536) {
+            k->cap = k->cap * 2 + 65536;
+            k->buf = realloc(k->buf, k->cap + 1);
+            ck_assert_ptr_nonnull(k->buf);
+        }
+        ssize_t n = read(k->fd, k->buf + k->len, k->cap - k->len);
+        if (n <= 0)
+            break;
+        k->len += (size_t)n;
+    }
+    k->buf[k->len] = '\0';
+    return NULL;
+}
+
+static size_t count(const char *text, const char *what)
+{
+    size_t n = 0;
+    for (const char *p = strstr(text, what); p != NULL; p = strstr(p + 1, what))
+        n++;
+    return n;
+}
+
+/* Behind a reader that does not read, the queue is bounded whatever is
+ * logged: output goes first (beyond 4 MiB), state lines have 1 MiB more,
+ * then go too; each drop is counted at once (log_dropped_lines), and
+ * reported by event once the reader caught up (here: at log_free). */
+START_TEST(queue_is_bounded)
+{
+    int p[2];
+    ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+    struct log *lg = log_new(p[1], LOG_INFO, "n", "g");
+    ck_assert_ptr_nonnull(lg);
+    char fat[401];
+    memset(fat, 'x', sizeof fat - 1);
+    fat[sizeof fat - 1] = '\0';
+    /* 8 MB of job and hook output, then 300 state lines: all kept. */
+    for (int i = 0; i < 20000; i++) {
+        cJSON *f = log_fields();
+        cJSON_AddStringToObject(f, "line", fat);
+        log_emit(lg, i % 2 ? LE_JOB_OUTPUT : LE_HOOK_OUTPUT, f);
+    }
+    uint64_t bulk_dropped = log_dropped_lines(lg);
+    ck_assert_uint_gt(bulk_dropped, 5000);
+    for (int i = 0; i < 300; i++) {
+        cJSON *f = log_fields();
+        cJSON_AddNumberToObject(f, "first", i);
+        cJSON_AddStringToObject(f, "pad", fat);
+        log_emit(lg, LE_JOB_START, f);
+    }
+    ck_assert_uint_eq(log_dropped_lines(lg), bulk_dropped);
+    /* 8 MB of state lines: beyond the reserve, they are dropped too. */
+    for (int i = 0; i < 20000; i++) {
+        cJSON *f = log_fields();
+        cJSON_AddStringToObject(f, "pad", fat);
+        log_emit(lg, LE_JOB_END, f);
+    }
+    uint64_t dropped = log_dropped_lines(lg);
+    ck_assert_uint_gt(dropped, bulk_dropped + 10000);
+    /* A debug line (filtered out) reports nothing while the queue is full. */
+    log_emit(lg, LE_LEASE_RENEWED, NULL);
+    struct sink k = {.fd = p[0]};
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, sink_main, &k), 0);
+    log_free(lg);
+    close(p[1]);
+    pthread_join(t, NULL);
+    close(p[0]);
+    /* What came out: at most the bound (5 MiB) and what the pipe held. */
+    ck_assert_uint_lt(k.len, (5u << 20) + (1u << 20));
+    ck_assert_uint_eq(count(k.buf, "\"event\":\"job_start\""), 300);
+    for (int i = 0; i < 300; i++) {
+        char want[32];
+        snprintf(want, sizeof want, "\"first\":%d,", i);
+        ck_assert_msg(strstr(k.buf, want) != NULL, "state line %d dropped", i);
+    }
+    size_t ends = count(k.buf, "\"event\":\"job_end\"");
+    size_t outs =
+        count(k.buf, "\"event\":\"job_output\"") + count(k.buf, "\"event\":\"hook_output\"");
+    ck_assert_uint_eq(40000 + 300 - ends - outs - 300, dropped);
+    const char *report = strstr(k.buf, "\"event\":\"log_lines_dropped\"");
+    ck_assert_ptr_nonnull(report);
+    ck_assert_ptr_null(strstr(report + 1, "\"event\":\"log_lines_dropped\"")); /* one */
+    char *nl = strchr(report, '\n');
+    ck_assert_ptr_nonnull(nl);
+    const char *start = report;
+    while (start > k.buf && start[-1] != '\n')
+        start--;
+    cJSON *o = cJSON_ParseWithLength(start, (size_t)(nl - start));
+    ck_assert_ptr_nonnull(o);
+    ck_assert_uint_eq((uint64_t)cJSON_GetObjectItem(o, "lines")->valuedouble, dropped);
+    cJSON *by = cJSON_GetObjectItem(o, "events");
+    ck_assert_uint_eq((uint64_t)(cJSON_GetObjectItem(by, "job_output")->valuedouble +
+                                 cJSON_GetObjectItem(by, "hook_output")->valuedouble),
+                      bulk_dropped);
+    ck_assert_uint_eq((uint64_t)cJSON_GetObjectItem(by, "job_end")->valuedouble,
+                      dropped - bulk_dropped);
+    ck_assert_ptr_null(cJSON_GetObjectItem(by, "job_start"));
+    ck_assert(cJSON_GetObjectItem(o, "bytes")->valuedouble > 400.0 * (double)dropped);
+    ck_assert(cJSON_IsString(cJSON_GetObjectItem(o, "since")));
+    cJSON_Delete(o);
+    free(k.buf);
+}
+END_TEST
+
 /* ---- the event table ---- */
 
 /* The documented fields of e (the names in backquotes outside
@@ -319,6 +436,7 @@ static Suite *suite(void)
     tcase_add_test(tc, numbers_print_exactly);
     tcase_add_test(tc, held_lines_follow);
     tcase_add_test(tc, fields_never_share_a_name);
+    tcase_add_test(tc, queue_is_bounded);
     tcase_add_test(tc, event_table);
     suite_add_tcase(s, tc);
     return s;
