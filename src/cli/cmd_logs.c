@@ -1,8 +1,9 @@
 /* cmd_logs.c -- `baton logs [--color WHEN] [FILE...]`: the supervisor's JSON
  * log lines as readable text, one line per event (logfmt.h), like bunyan's
  * CLI. Reads the files in order, or stdin; a line that is not a log event
- * is written unchanged. Every line is written as soon as it is read, so
- * that `baton run | baton logs` and `tail -f log | baton logs` keep pace.
+ * is written as it is (control characters escaped, as in every line).
+ * Every line is written as soon as it is read, so that `baton run | baton
+ * logs` and `tail -f log | baton logs` keep pace.
  *
  * Exit: 0; 66 when a FILE cannot be opened (the others are still read);
  * 64 for a bad argument; 1 when the output cannot be written.
@@ -52,8 +53,10 @@ const struct cli_cmd cli_cmd_logs = {
     .description =
         "Reads the JSON lines 'baton run' writes, from the FILEs or stdin, and writes each as "
         "one readable line: time, level, node, event, a short phrase for the common events, "
-        "then every other field as key=value. Lines that are not log events pass through "
-        "unchanged. It keeps pace with its input: 'journalctl -u baton -f -o cat | baton "
+        "then every other field as key=value. Lines that are not log events pass through as "
+        "they are. Control characters (a job's escape sequences, line breaks in a value) are "
+        "shown escaped (\\x1b, \\n), so that no line can drive the terminal. It keeps pace "
+        "with its input: 'journalctl -u baton -f -o cat | baton "
         "logs'.\n\n"
         "The supervisor writes the same text itself when log.format is text, or auto (the "
         "default) and its stdout is a terminal.",

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "logfmt.h"
+#include "utf8.h"
 
 #define C_RESET "\033[0m"
 #define C_BOLD  "\033[1m"
@@ -65,12 +66,50 @@ static bool in_list(const char *list, const char *word, size_t n)
     return false;
 }
 
+/* Writes s with every character a terminal would act on escaped (utf8.h):
+ * whatever a line holds, it is one line on the screen, and only our own
+ * colours are escapes. */
+static void put(FILE *out, const char *s)
+{
+    char small[256];
+    if (utf8_term_escape(s, strlen(s), small, sizeof small) < sizeof small) {
+        fputs(small, out);
+        return;
+    }
+    char *big = utf8_term_dup(s);
+    fputs(big != NULL ? big : small, out); /* out of memory: cut */
+    free(big);
+}
+
+/* Writes v as JSON text (escaped as put does). */
+static void put_json(FILE *out, const cJSON *v)
+{
+    char *s = cJSON_PrintUnformatted(v);
+    if (s != NULL)
+        put(out, s);
+    free(s);
+}
+
+/* The string a raw item holds when it is a JSON string literal (a line of
+ * output, quoted by the log itself: log.c), parsed into *tmp (delete it
+ * after); else v. So the text log shows output as baton logs does. */
+static const cJSON *unraw(const cJSON *v, cJSON **tmp)
+{
+    *tmp = NULL;
+    if (!cJSON_IsRaw(v) || v->valuestring == NULL || v->valuestring[0] != '"')
+        return v;
+    *tmp = cJSON_Parse(v->valuestring);
+    return cJSON_IsString(*tmp) ? *tmp : v;
+}
+
 /* Writes a value as text: strings as they are, numbers without a needless
  * fraction, others as compact JSON. */
-static void write_value(FILE *out, const cJSON *v)
+static void write_value(FILE *out, const cJSON *raw)
 {
+    cJSON *tmp;
+    const cJSON *v = unraw(raw, &tmp);
     if (cJSON_IsString(v)) {
-        fputs(v->valuestring, out);
+        put(out, v->valuestring);
     } else if (cJSON_IsNumber(v)) {
         double d = v->valuedouble;
         if (d == (double)(long long)d && d < 9e15 && d > -9e15)
@@ -78,32 +117,32 @@ static void write_value(FILE *out, const cJSON *v)
         else
             fprintf(out, "%g", d);
     } else {
-        char *s = cJSON_PrintUnformatted(v);
-        if (s != NULL)
-            fputs(s, out);
-        free(s);
+        put_json(out, v);
     }
+    cJSON_Delete(tmp);
 }
 
 /* key=value, the value quoted (JSON style) when it has spaces, quotes,
  * '=' or control characters, or is empty. */
-static void write_pair(FILE *out, const cJSON *v, bool color)
+static void write_pair(FILE *out, const cJSON *raw, bool color)
 {
-    fprintf(out, "  %s%s=%s", color ? C_DIM : "", v->string, color ? C_RESET : "");
+    cJSON *tmp;
+    const cJSON *v = unraw(raw, &tmp);
+    bool quote = false;
+    fprintf(out, "  %s", color ? C_DIM : "");
+    put(out, raw->string);
+    fprintf(out, "=%s", color ? C_RESET : "");
     if (cJSON_IsString(v)) {
         const char *s = v->valuestring;
-        bool quote = *s == '\0';
+        quote = *s == '\0';
         for (const char *p = s; !quote && *p != '\0'; p++)
-            quote = *p == ' ' || *p == '"' || *p == '=' || (unsigned char)*p < 0x20;
-        if (quote) {
-            char *q = cJSON_PrintUnformatted(v);
-            if (q != NULL)
-                fputs(q, out);
-            free(q);
-            return;
-        }
+            quote = *p == ' ' || *p == '"' || *p == '=' || (unsigned char)*p < 0x20 || *p == 0x7F;
     }
-    write_value(out, v);
+    if (quote)
+        put_json(out, v);
+    else
+        write_value(out, v);
+    cJSON_Delete(tmp);
 }
 
 static const char *level_color(const char *level)
@@ -179,9 +218,15 @@ char *logfmt_event(const cJSON *ev, bool color)
         lv[i] = (char)(level[i] >= 'a' && level[i] <= 'z' ? level[i] - 'a' + 'A' : level[i]);
     lv[i] = '\0';
 
-    fprintf(out, "%s%s%s %s%-5s%s %s%s%s %s", color ? C_DIM : "", str_field(ev, "ts", "-"),
-            color ? C_RESET : "", color ? level_color(level) : "", lv, color ? C_RESET : "",
-            color ? node_color(node) : "", node, color ? C_RESET : "", event);
+    fputs(color ? C_DIM : "", out);
+    put(out, str_field(ev, "ts", "-"));
+    fprintf(out, "%s %s", color ? C_RESET : "", color ? level_color(level) : "");
+    char lvbuf[64];
+    fprintf(out, "%-5s%s %s", utf8_term(lv, lvbuf, sizeof lvbuf), color ? C_RESET : "",
+            color ? node_color(node) : "");
+    put(out, node);
+    fprintf(out, "%s ", color ? C_RESET : "");
+    put(out, event);
     const struct phrase *p = find_phrase(event);
     if (p != NULL) {
         fputs(color ? " " C_BOLD : " ", out);
@@ -202,8 +247,10 @@ char *logfmt_event(const cJSON *ev, bool color)
         if (!skip)
             write_pair(out, f, color);
     }
-    if (strcmp(group, "default") != 0)
-        fprintf(out, "  %sgroup=%s%s", color ? C_DIM : "", color ? C_RESET : "", group);
+    if (strcmp(group, "default") != 0) {
+        fprintf(out, "  %sgroup=%s", color ? C_DIM : "", color ? C_RESET : "");
+        put(out, group);
+    }
     if (fclose(out) != 0) {
         free(buf);
         return NULL;
@@ -221,7 +268,11 @@ char *logfmt_line(const char *line, size_t len, bool color)
         ev = cJSON_ParseWithLength(line, len);
     if (!cJSON_IsObject(ev) || !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(ev, "event"))) {
         cJSON_Delete(ev);
-        return strndup(line, len);
+        size_t need = utf8_term_escape(line, len, NULL, 0);
+        char *text = malloc(need + 1);
+        if (text != NULL)
+            utf8_term_escape(line, len, text, need + 1);
+        return text;
     }
     char *text = logfmt_event(ev, color);
     cJSON_Delete(ev);

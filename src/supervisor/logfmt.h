@@ -17,6 +17,11 @@
  * With colour (ANSI escapes): the level is coloured (debug dim, warn yellow,
  * error red), the node takes one of six colours chosen by its name, and the
  * phrase is bold.
+ *
+ * Those colours are the only escapes written: every text taken from the
+ * line (a job's output, a node name, any field) has the characters a
+ * terminal acts on escaped (utf8_term_escape, utf8.h), so that a line is
+ * one line on the screen and cannot retitle or clear it.
  */
 #ifndef BATON_LOGFMT_H
 #define BATON_LOGFMT_H
@@ -31,8 +36,8 @@
 char *logfmt_event(const cJSON *event, bool color);
 
 /* Formats one input line (without its newline): a JSON object becomes text
- * as above; anything else is returned unchanged. Returns: owned (free()),
- * or NULL on ENOMEM. */
+ * as above; anything else is returned as it is, but for the characters a
+ * terminal acts on (escaped). Returns: owned (free()), or NULL on ENOMEM. */
 char *logfmt_line(const char *line, size_t len, bool color);
 
 #endif /* BATON_LOGFMT_H */

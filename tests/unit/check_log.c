@@ -89,6 +89,44 @@ START_TEST(cutting)
 }
 END_TEST
 
+/* Text for a terminal: what it acts on becomes visible, the rest stays. */
+START_TEST(terminal_text)
+{
+    static const struct {
+        const char *in;
+        size_t len;
+        const char *out;
+    } t[] = {
+#define T(in, out) {in, sizeof in - 1, out}
+        T("plain \\ text", "plain \\ text"),
+        T("\x1b]0;owned\x07", "\\x1b]0;owned\\x07"), /* OSC: a title change */
+        T("\x1b[2J\x1b[H", "\\x1b[2J\\x1b[H"),       /* a screen clear */
+        T("a\rb\nc\td", "a\\rb\\nc\\td"),
+        T("nul\0del\x7f", "nul\\x00del\\x7f"),
+        T("csi\xc2\x9b\x32J", "csi\\u009b2J"),   /* C1 CSI */
+        T("\xe2\x80\xae\x65vil", "\\u202eevil"), /* RIGHT-TO-LEFT OVERRIDE */
+        T("bad\x9b\xff", "bad\\x9b\\xff"),       /* invalid UTF-8: bytes */
+        T("caf\xc3\xa9 \xf0\x9f\x98\x80", "caf\xc3\xa9 \xf0\x9f\x98\x80"),
+#undef T
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        char buf[64];
+        size_t need = utf8_term_escape(t[i].in, t[i].len, buf, sizeof buf);
+        ck_assert_msg(strcmp(buf, t[i].out) == 0, "case %zu: %s", i, buf);
+        ck_assert_uint_eq(need, strlen(t[i].out));
+    }
+    /* Cut between escapes, never inside one; the whole length returned. */
+    char small[8];
+    ck_assert_uint_eq(utf8_term_escape("ab\x1b\x1b", 4, small, sizeof small), 10);
+    ck_assert_str_eq(small, "ab\\x1b");
+    ck_assert_uint_eq(utf8_term_escape("\n", 1, NULL, 0), 2);
+    char *d = utf8_term_dup("x\x1b[31my");
+    ck_assert_str_eq(d, "x\\x1b[31my");
+    free(d);
+    ck_assert_str_eq(utf8_term("\ttab", small, sizeof small), "\\ttab");
+}
+END_TEST
+
 /* ---- log lines ---- */
 
 /* What a memory file holds (owned, NUL-terminated); closes it. */
@@ -432,6 +470,7 @@ static Suite *suite(void)
     tcase_add_test(tc, validity);
     tcase_add_test(tc, quoting);
     tcase_add_test(tc, cutting);
+    tcase_add_test(tc, terminal_text);
     tcase_add_test(tc, lines_are_valid_json);
     tcase_add_test(tc, numbers_print_exactly);
     tcase_add_test(tc, held_lines_follow);

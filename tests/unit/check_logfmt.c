@@ -41,6 +41,16 @@ static const struct {
     {"{\"ts\":\"T\",\"level\":\"warn\",\"event\":\"x\",\"node\":\"a\",\"group\":\"default\","
      "\"node\":\"c\"}",
      "T WARN  a x  node=c"},
+    /* What a terminal would act on is escaped, wherever it is: a title
+     * change and a screen clear in job output, line breaks in a pause
+     * reason, an ESC in a node name and in a key. */
+    {"{\"ts\":\"T\",\"level\":\"info\",\"event\":\"job_output\",\"node\":\"a\","
+     "\"job\":\"j\",\"line\":\"\\u001b]0;owned\\u0007\\u001b[2J\\rdone\"}",
+     "T INFO  a job_output j: \\x1b]0;owned\\x07\\x1b[2J\\rdone"},
+    {"{\"ts\":\"T\",\"level\":\"info\",\"event\":\"job_paused\",\"node\":\"n\\u001b[31m\","
+     "\"job\":\"j\",\"reason\":\"x\\nT ERROR forged\\u009b\",\"k\\u001bq\":1}",
+     "T INFO  n\\x1b[31m job_paused  job=j  reason=\"x\\nT ERROR forged\\u009b\"  k\\x1bq=1"},
+    {"raw \033]0;title\007 \302\233", "raw \\x1b]0;title\\x07 \\u009b"},
     /* Not events: unchanged. */
     {"plain text from somewhere", "plain text from somewhere"},
     {"{\"not\":\"an event\"}", "{\"not\":\"an event\"}"},
@@ -90,6 +100,26 @@ START_TEST(colour)
 }
 END_TEST
 
+/* The supervisor's own text log: output comes as raw items (quoted by the
+ * log) and reads as baton logs shows it, escaped, not quoted. */
+START_TEST(raw_output)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "ts", "T");
+    cJSON_AddStringToObject(o, "level", "info");
+    cJSON_AddStringToObject(o, "event", "job_output");
+    cJSON_AddStringToObject(o, "node", "n");
+    cJSON_AddStringToObject(o, "job", "j");
+    cJSON_AddRawToObject(o, "line", "\"a \\u001b[2J\\r\"");
+    cJSON_AddRawToObject(o, "other", "\"b \\u0007\"");
+    char *t = logfmt_event(o, false);
+    ck_assert_ptr_nonnull(t);
+    ck_assert_str_eq(t, "T INFO  n job_output j: a \\x1b[2J\\r  other=\"b \\u0007\"");
+    free(t);
+    cJSON_Delete(o);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("logfmt");
@@ -97,6 +127,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 10);
     tcase_add_loop_test(tc, table, 0, (int)(sizeof cases / sizeof cases[0]));
     tcase_add_test(tc, colour);
+    tcase_add_test(tc, raw_output);
     suite_add_tcase(s, tc);
     return s;
 }
