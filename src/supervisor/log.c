@@ -396,7 +396,7 @@ static void add_field(cJSON *o, cJSON *f)
         key = name;
     }
     if (!free_name || !cJSON_AddItemToObject(o, key, f))
-        cJSON_Delete(f); /* out of memory, or a long name taken 60 times: none of ours */
+        cJSON_Delete(f); /* out of memory, or no free name within 63 bytes: none of ours */
 }
 
 /* The line of event ev (without its newline; owned), text or JSON, or NULL
