@@ -180,6 +180,9 @@ void cli_parse_end(struct cli_parse *p);
 
 /* ---- messages ---- */
 
+/* Every message is one line: what a terminal would act on in it (an
+ * escape sequence, a line break from a value) is escaped (utf8.h). */
+
 /* Prints "baton: <cmd>: <message> (see 'baton <cmd> --help')", one line, to
  * stderr. Returns CLI_EXIT_USAGE so callers can `return cli_usage(...)`. */
 int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -61,6 +61,7 @@
 #include "jobs.h"
 #include "proc.h"
 #include "tools.h"
+#include "utf8.h"
 
 #define CHECK_NEXT_RUNS 3
 
@@ -175,18 +176,28 @@ static cJSON *job_problems(const struct jobs *js)
     return list;
 }
 
-/* ---- the listing ---- */
+/* ---- the listing ----
+ * Every text from the files goes through utf8.h's escape (put_term): a
+ * command may hold an escape sequence, a YAML string a line break. */
+
+/* Prints label, s escaped (NULL: out of memory) and a newline. */
+static void put_term(const char *label, const char *s)
+{
+    char *safe = s != NULL ? utf8_term_dup(s) : NULL;
+    printf("%s%s\n", label, safe != NULL ? safe : "(out of memory)");
+    free(safe);
+}
 
 static void print_job(const struct job *j, int64_t now)
 {
     char utc[CRON_TIME_BUFSZ], local[CRON_TIME_BUFSZ];
     char *cmd = tool_job_command(j);
 
-    printf("job %s\n", j->name);
-    printf("  schedule: %s\n", j->schedule);
-    printf("  zone:     %s\n", j->timezone != NULL ? j->timezone : "UTC");
+    put_term("job ", j->name);
+    put_term("  schedule: ", j->schedule);
+    put_term("  zone:     ", j->timezone != NULL ? j->timezone : "UTC");
     printf("  enabled:  %s\n", j->enabled ? "yes" : "no (disabled)");
-    printf("  command:  %s\n", cmd != NULL ? cmd : "(out of memory)");
+    put_term("  command:  ", cmd);
     free(cmd);
     const struct job_cmd *hooks[2] = {&j->on_failure, &j->on_success};
     const char *names[2] = {"on_failure", "on_success"};
@@ -194,8 +205,9 @@ static void print_job(const struct job *j, int64_t now)
         if (!job_cmd_set(hooks[i]))
             continue;
         struct job as_job = {.argv = hooks[i]->argv, .shell = hooks[i]->shell};
-        char *h = tool_job_command(&as_job);
-        printf("  %s: %s\n", names[i], h != NULL ? h : "(out of memory)");
+        char *h = tool_job_command(&as_job), label[32];
+        snprintf(label, sizeof label, "  %s: ", names[i]);
+        put_term(label, h);
         free(h);
     }
     if (!j->enabled) {
@@ -222,10 +234,20 @@ static void print_human(const struct config *cfg, const struct jobs *jobs, const
     size_t disabled = 0;
     for (size_t i = 0; i < jobs->n; i++)
         disabled += !jobs->v[i].enabled;
-    printf("# %s\n", cfg->path);
-    config_write_effective(cfg, stdout);
+    char *text = NULL, cpath[2048], jpath[2048];
+    size_t len = 0;
+    utf8_term(cfg->path, cpath, sizeof cpath);
+    utf8_term(jobs->path, jpath, sizeof jpath);
+    printf("# %s\n", cpath);
+    FILE *m = open_memstream(&text, &len); /* YAML, escaped line by line */
+    if (m != NULL) {
+        config_write_effective(cfg, m);
+        if (fclose(m) == 0)
+            tool_write_text(stdout, text, len);
+    }
+    free(text);
     char hash[JOBS_HASH_HEX];
-    printf("\n# jobs: %s (%zu job%s, hash %s)\n", jobs->path, jobs->n, jobs->n == 1 ? "" : "s",
+    printf("\n# jobs: %s (%zu job%s, hash %s)\n", jpath, jobs->n, jobs->n == 1 ? "" : "s",
            jobs_hash_hex(jobs, hash, sizeof hash));
     int64_t now = (int64_t)time(NULL);
     for (size_t i = 0; i < jobs->n; i++)
@@ -235,8 +257,7 @@ static void print_human(const struct config *cfg, const struct jobs *jobs, const
         printf("\ninvalid: %d problem%s (on stderr)\n", np, np == 1 ? "" : "s");
         return;
     }
-    printf("\nok: %s and %s are valid (%zu job%s", cfg->path, jobs->path, jobs->n,
-           jobs->n == 1 ? "" : "s");
+    printf("\nok: %s and %s are valid (%zu job%s", cpath, jpath, jobs->n, jobs->n == 1 ? "" : "s");
     if (disabled > 0)
         printf(", %zu disabled", disabled);
     printf(")\n");
@@ -418,7 +439,7 @@ static int cmd_check(int argc, char **argv)
     problems = job_problems(jobs);
     int np = cJSON_GetArraySize(problems);
     for (int i = 0; i < np; i++)
-        fprintf(stderr, "baton: check: %s\n", cJSON_GetArrayItem(problems, i)->valuestring);
+        cli_error(0, "check", "%s", cJSON_GetArrayItem(problems, i)->valuestring);
     if (json) {
         rc = tool_print_json("check", check_json(cfg, jobs, problems, NULL));
         problems = NULL;

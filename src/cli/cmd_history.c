@@ -39,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "config.h"
@@ -47,6 +48,7 @@
 #include "log.h"
 #include "pause.h"
 #include "tools.h"
+#include "utf8.h"
 
 #define HISTORY_COUNT_DEFAULT 20
 #define HISTORY_COUNT_MAX     10000
@@ -88,7 +90,8 @@ const struct cli_cmd cli_cmd_history = {
         "wrote on stdout and stderr, as it was kept with its record: the last "
         "`history.output_bytes` of it (16 KiB by default), in the order it came, starting at "
         "a line when earlier output was dropped; invalid UTF-8 and NUL bytes are shown as "
-        "U+FFFD. It is read from Redis, so it does not matter which node ran it, nor whether "
+        "U+FFFD; on a terminal, control characters are shown escaped (\\x1b), line breaks "
+        "kept. It is read from Redis, so it does not matter which node ran it, nor whether "
         "that node is still up.",
     .opts = opts,
     .exits = exits,
@@ -100,9 +103,12 @@ static void print_human(const char *job, bool known, const struct history_list *
                         const struct pause_entry *paused)
 {
     struct tool_table t;
+    char name[1024], safe[2048]; /* what Redis and the command line say, escaped (utf8.h) */
+    job = utf8_term(job, name, sizeof name);
     if (paused != NULL) {
         char text[512];
-        printf("job %s is paused %s\n", job, pause_describe(paused, text, sizeof text));
+        printf("job %s is paused %s\n", job,
+               utf8_term(pause_describe(paused, text, sizeof text), safe, sizeof safe));
     }
     if (runs->n == 0) {
         printf("no runs recorded for %s%s\n", job, known ? "" : " (not in jobs.yaml)");
@@ -194,7 +200,10 @@ static int print_output(struct baton_client *client, const struct config *cfg, c
         rc = tool_print_json("history", history_json_opts(r, HISTORY_JSON_OUTPUT));
         goto out;
     }
-    if (r->output_len > 0 && fwrite(r->output, 1, r->output_len, stdout) != r->output_len) {
+    /* Raw into a pipe or a file; escaped on a terminal, as every text shown. */
+    bool ok = isatty(STDOUT_FILENO) ? tool_write_text(stdout, r->output, r->output_len) == 0
+                                    : fwrite(r->output, 1, r->output_len, stdout) == r->output_len;
+    if (r->output_len > 0 && !ok) {
         rc = cli_fail("history", "cannot write the output");
         goto out;
     }

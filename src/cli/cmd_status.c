@@ -45,6 +45,7 @@
 #include "pause.h"
 #include "status.h"
 #include "tools.h"
+#include "utf8.h"
 
 static int cmd_status(int argc, char **argv);
 
@@ -101,11 +102,15 @@ struct status {
     int64_t now;
 };
 
-/* ---- human output ---- */
+/* ---- human output ----
+ * What it shows from Redis or the files (node names, pause reasons, run
+ * records) goes through utf8.h's escape: tables escape their cells, the
+ * lines below each value (TERM_MAX: room for a value escaped). */
+#define TERM_MAX 2048
 
 static void print_leader(const struct status *s)
 {
-    char left[32];
+    char left[32], who[TERM_MAX];
     if (!s->leader.has_leader) {
         if (s->leader.term > 0)
             printf("leader:  no leader (last term %llu)\n", (unsigned long long)s->leader.term);
@@ -113,7 +118,8 @@ static void print_leader(const struct status *s)
             printf("leader:  no leader\n");
         return;
     }
-    printf("leader:  %s (term %llu", s->leader.identity[0] ? s->leader.identity : "?",
+    printf("leader:  %s (term %llu",
+           utf8_term(s->leader.identity[0] ? s->leader.identity : "?", who, sizeof who),
            (unsigned long long)s->leader.term);
     if (s->leader.ttl_ms >= 0)
         printf(", lease %s left", tool_format_ms(s->leader.ttl_ms, left, sizeof left));
@@ -204,7 +210,7 @@ static void print_nodes(const struct status *s)
     printf("\n");
     tool_table_print(&t, "", stdout);
     tool_table_free(&t);
-    char lh[JOBS_HASH_HEX], nh[JOBS_HASH_HEX];
+    char lh[JOBS_HASH_HEX], nh[JOBS_HASH_HEX], node[TERM_MAX], leader[TERM_MAX];
     long ln = 0, nn = 0;
     for (size_t i = 0; i < s->nmembers; i++) {
         const struct member *m = &s->members[i];
@@ -213,8 +219,9 @@ static void print_nodes(const struct status *s)
             continue;
         printf("\nconfig drift: %s runs other jobs than the leader %s (%ld job%s, hash %s; the "
                "leader's: %ld job%s, hash %s)\n",
-               m->node, s->leader.identity, nn, nn == 1 ? "" : "s", nh, ln, ln == 1 ? "" : "s",
-               lh);
+               utf8_term(m->node, node, sizeof node),
+               utf8_term(s->leader.identity, leader, sizeof leader), nn, nn == 1 ? "" : "s", nh, ln,
+               ln == 1 ? "" : "s", lh);
     }
 }
 
@@ -233,12 +240,13 @@ static void print_jobs(const struct status *s)
 {
     struct tool_table t;
     size_t npaused = 0;
+    char safe[TERM_MAX];
     if (s->jobs == NULL) {
-        printf("\njobs: cannot load: %s\n", s->jobs_error);
+        printf("\njobs: cannot load: %s\n", utf8_term(s->jobs_error, safe, sizeof safe));
         return;
     }
     if (s->jobs->n == 0) {
-        printf("\nno jobs in %s\n", s->jobs->path);
+        printf("\nno jobs in %s\n", utf8_term(s->jobs->path, safe, sizeof safe));
         return;
     }
     tool_table_init(&t, 6);
@@ -278,14 +286,16 @@ static void print_jobs(const struct status *s)
         const struct pause_entry *e = pause_holding(&s->paused, s->jobs->v[i].name);
         char text[512];
         if (e != NULL)
-            printf("paused: %s %s\n", s->jobs->v[i].name, pause_describe(e, text, sizeof text));
+            printf("paused: %s %s\n", s->jobs->v[i].name,
+                   utf8_term(pause_describe(e, text, sizeof text), safe, sizeof safe));
     }
 }
 
 static void print_human(const struct status *s)
 {
-    printf("group:   %s\n", s->cfg->group);
-    printf("redis:   %s\n", s->url);
+    char safe[TERM_MAX];
+    printf("group:   %s\n", utf8_term(s->cfg->group, safe, sizeof safe));
+    printf("redis:   %s\n", utf8_term(s->url, safe, sizeof safe));
     print_leader(s);
     print_nodes(s);
     print_jobs(s);

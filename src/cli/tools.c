@@ -15,6 +15,7 @@
 #include "members.h"
 #include "secrets.h"
 #include "tools.h"
+#include "utf8.h"
 
 
 const char *tool_config_path(const char *cmd, const char *given, int *rc)
@@ -204,6 +205,25 @@ int tool_flush(const char *cmd)
     return 0;
 }
 
+int tool_write_text(FILE *out, const char *s, size_t n)
+{
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < n;) {
+        const char *nl = memchr(s + i, '\n', n - i);
+        size_t len = nl != NULL ? (size_t)(nl - (s + i)) : n - i;
+        size_t need = utf8_term_escape(s + i, len, NULL, 0);
+        char *line = malloc(need + 1);
+        if (line == NULL)
+            return -1;
+        utf8_term_escape(s + i, len, line, need + 1);
+        if (fputs(line, out) == EOF || (nl != NULL && fputc('\n', out) == EOF))
+            rc = -1;
+        free(line);
+        i += len + (nl != NULL);
+    }
+    return rc;
+}
+
 /* ---- aligned tables ---- */
 
 void tool_table_init(struct tool_table *t, size_t ncols)
@@ -228,7 +248,7 @@ void tool_table_add(struct tool_table *t, const char *const *cells)
     }
     char **row = t->cells + t->nrows * t->ncols;
     for (size_t i = 0; i < t->ncols; i++) {
-        row[i] = strdup(cells[i] != NULL ? cells[i] : "-");
+        row[i] = utf8_term_dup(cells[i] != NULL ? cells[i] : "-");
         if (row[i] == NULL) {
             for (size_t k = 0; k < i; k++)
                 free(row[k]);

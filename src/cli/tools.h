@@ -83,6 +83,11 @@ const char *tool_format_ms(int64_t ms, char *buf, size_t len);
  * NULL on ENOMEM. */
 char *tool_job_command(const struct job *j);
 
+/* Writes s[0..n), text of several lines, for a person's terminal: each
+ * line with what a terminal would act on escaped (utf8.h), the line breaks
+ * kept. Returns 0, or -1 on a write error or ENOMEM. */
+int tool_write_text(FILE *out, const char *s, size_t n);
+
 /* Prints cJSON item (on one line) and a newline on stdout, and deletes it.
  * Returns 0, or CLI_EXIT_FAIL (after a message) on ENOMEM or a write error. */
 int tool_print_json(const char *cmd, cJSON *item);
@@ -99,7 +104,8 @@ struct tool_table {
 };
 
 void tool_table_init(struct tool_table *t, size_t ncols);
-/* Appends a row of ncols cells (copied; NULL is written as "-"). */
+/* Appends a row of ncols cells (copied, with what a terminal would act on
+ * escaped, utf8_term_dup; NULL is written as "-"). */
 void tool_table_add(struct tool_table *t, const char *const *cells);
 /* Writes the rows with columns padded to their widest cell, two spaces
  * apart, each line starting with indent. */

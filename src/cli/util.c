@@ -11,25 +11,38 @@
 #include "baton.h"
 #include "cli.h"
 #include "cron.h"
+#include "utf8.h"
 
 /* ---- messages ---- */
 
-__attribute__((format(printf, 2, 0))) static void vmessage(const char *cmd, const char *fmt,
-                                                           va_list ap)
+/* Writes "baton: CMD: message" and a newline on stderr, the message made
+ * of fmt and ap with what a terminal would act on escaped (utf8.h): one
+ * line, whatever the values in it hold. usage: with the pointer to --help. */
+__attribute__((format(printf, 3, 0))) static void vmessage(const char *cmd, bool usage,
+                                                           const char *fmt, va_list ap)
 {
-    fprintf(stderr, "baton: %s: ", cmd);
-    vfprintf(stderr, fmt, ap);
+    char *text = NULL, *safe = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+    if (m != NULL) {
+        vfprintf(m, fmt, ap);
+        if (fclose(m) == 0)
+            safe = utf8_term_dup(text);
+    }
+    fprintf(stderr, "baton: %s: %s", cmd, safe != NULL ? safe : "(out of memory)");
+    if (usage)
+        fprintf(stderr, " (see 'baton %s --help')", cmd);
     fputc('\n', stderr);
+    free(safe);
+    free(text);
 }
 
 int cli_usage(const char *cmd, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "baton: %s: ", cmd);
-    vfprintf(stderr, fmt, ap);
+    vmessage(cmd, true, fmt, ap);
     va_end(ap);
-    fprintf(stderr, " (see 'baton %s --help')\n", cmd);
     return CLI_EXIT_USAGE;
 }
 
@@ -37,7 +50,7 @@ int cli_fail(const char *cmd, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vmessage(cmd, fmt, ap);
+    vmessage(cmd, false, fmt, ap);
     va_end(ap);
     return CLI_EXIT_FAIL;
 }
@@ -46,7 +59,7 @@ int cli_error(int status, const char *cmd, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vmessage(cmd, fmt, ap);
+    vmessage(cmd, false, fmt, ap);
     va_end(ap);
     return status;
 }

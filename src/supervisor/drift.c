@@ -66,7 +66,7 @@ void drift_check(struct drift *d, struct log *log, const char *self, const char 
         if (strcmp(theirs, hash) == 0) {
             if (x != NULL) { /* back in line */
                 cJSON *f = log_fields();
-                cJSON_AddStringToObject(f, "node", m[i].node);
+                cJSON_AddStringToObject(f, "follower", m[i].node);
                 cJSON_AddStringToObject(f, "jobs_hash", theirs);
                 log_emit(log, LE_CONFIG_DRIFT_RESOLVED, f);
                 x->seen = false; /* dropped below */
@@ -90,7 +90,7 @@ void drift_check(struct drift *d, struct log *log, const char *self, const char 
         snprintf(x->hash, sizeof x->hash, "%s", theirs);
         snprintf(x->leader_hash, sizeof x->leader_hash, "%s", hash);
         cJSON *f = log_fields();
-        cJSON_AddStringToObject(f, "node", m[i].node);
+        cJSON_AddStringToObject(f, "follower", m[i].node);
         cJSON_AddStringToObject(f, "jobs_hash", theirs);
         if (count >= 0)
             cJSON_AddNumberToObject(f, "jobs", (double)count);

@@ -101,9 +101,11 @@
       "`job`, `run_id`, `stream` (stdout, stderr), `line`, `partial`, `continued`, "               \
       "`invalid_utf8`",                                                                            \
       "one line of a run's output (see below)")                                                    \
-    X(LOG_LINES_DROPPED, "log_lines_dropped", WARN, "`lines`, `bytes`",                            \
-      "the log's reader (stdout) fell behind by more than 4 MiB: this many lines of job output "   \
-      "were dropped so that the supervisor never waits for it (other lines are never dropped)")    \
+    X(LOG_LINES_DROPPED, "log_lines_dropped", WARN,                                                \
+      "`lines`, `bytes`, `events` (lines by event), `since` (the first drop)",                     \
+      "the log's reader (stdout) fell behind: lines were dropped so that the supervisor never "    \
+      "waits for it, job and hook output once 4 MiB wait, other lines once 5 MiB do; said once "   \
+      "the reader caught up (baton_log_lines_dropped_total counts them at once)")                  \
     X(JOB_END, "job_end", VAR,                                                                     \
       "`job`, `run_id`, `scheduled_at`, `attempt`, `duration_ms`, `exit_code` or `signal`, "       \
       "`outcome` (ok, failed, timeout, killed, failed_to_start), `stopped_because`, `error`",      \
@@ -130,10 +132,10 @@
       "timeout, killed, failed_to_start), `error`",                                                \
       "a hook ended (info when ok, warn otherwise; error when it could not start, with the "       \
       "reason: it is not retried)")                                                                \
-    X(CONFIG_DRIFT, "config_drift", WARN, "`node` (the follower), `jobs_hash`, `jobs`, "           \
-      "`leader_jobs_hash`, `leader_jobs`",                                                         \
+    X(CONFIG_DRIFT, "config_drift", WARN, "`follower` (the node that drifts), `jobs_hash`, "       \
+      "`jobs`, `leader_jobs_hash`, `leader_jobs`",                                                 \
       "the leader found a node whose effective jobs differ from its own (once per change)")        \
-    X(CONFIG_DRIFT_RESOLVED, "config_drift_resolved", INFO, "`node`, `jobs_hash`",                 \
+    X(CONFIG_DRIFT_RESOLVED, "config_drift_resolved", INFO, "`follower`, `jobs_hash`",             \
       "a node that drifted runs the leader's jobs again")                                         \
     X(TRIGGER_RECEIVED, "trigger_received", INFO, "`job`, `trigger_id`, `attempt`, `by`",          \
       "the leader took a `baton trigger` request; it runs as the job's concurrency allows "        \

@@ -1,6 +1,7 @@
 /* log.c -- see log.h. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,8 +12,22 @@
 #include "logfmt.h"
 #include "utf8.h"
 
-/* How much may wait for a slow reader before job output is dropped. */
-#define LOG_QUEUE_MAX (4u << 20)
+/* How much may wait for a slow reader (the lines and their bookkeeping).
+ * Beyond LOG_QUEUE_MAX, the bulk lines (a run's or a hook's output) are
+ * dropped; the others -- the story of states, runs and errors, a few lines
+ * a second -- have LOG_QUEUE_RESERVE more before they are dropped too, so
+ * that they stay complete through any stall short of a very long one. The
+ * line that reports drops is never dropped: it is queued once the queue is
+ * down to LOG_QUEUE_MAX / 4, or when the log is freed. */
+#define LOG_QUEUE_MAX     (4u << 20)
+#define LOG_QUEUE_RESERVE (1u << 20)
+
+/* Lines dropped and not yet reported. */
+struct drops {
+    int64_t lines, bytes;
+    int64_t since_ms; /* the first one's time, Unix ms */
+    int64_t by_event[LE_COUNT];
+};
 
 struct line {
     struct line *next;
@@ -30,10 +45,11 @@ struct log {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     struct line *head, *tail;
-    size_t queued; /* bytes */
+    size_t queued; /* bytes, with each line's bookkeeping */
     int held;      /* log_hold() without its log_release(): the writer is not woken */
     bool stop;
-    int64_t dropped_lines, dropped_bytes; /* not yet reported */
+    struct drops drops;     /* not yet reported */
+    uint64_t dropped_total; /* every line dropped since log_new */
     pthread_t writer;
     bool writer_started;
     log_observer_fn observer;
@@ -43,6 +59,7 @@ struct log {
 static void *writer_main(void *arg);
 static char *format_line(const struct log *lg, bool text, bool color, enum log_level lvl,
                          enum log_event ev, cJSON *fields);
+static void report_drops(struct log *lg, bool now);
 
 static const char *const level_names[] = {"debug", "info", "warn", "error"};
 
@@ -76,6 +93,8 @@ void log_free(struct log *lg)
     if (lg == NULL)
         return;
     if (lg->writer_started) {
+        lg->observer = NULL; /* no one follows a log being freed */
+        report_drops(lg, true);
         pthread_mutex_lock(&lg->mu);
         lg->stop = true;
         lg->held = 0;
@@ -171,51 +190,102 @@ static void write_all(int fd, const char *p, size_t n)
     }
 }
 
-/* Queues a formatted line (NUL-terminated, without its newline) for the
- * writer, or drops it when it is job output and too much is waiting.
- * Takes ownership of text. Returns how many lines were dropped since the
- * last report, once the queue is down to a quarter (the caller reports
- * them), else 0; *bytes gets their size. */
-static int64_t enqueue(struct log *lg, enum log_event ev, char *text, int64_t *bytes)
+/* True for the lines dropped first: a run's or a hook's output, the bulk
+ * of any log. */
+static bool is_bulk(enum log_event ev)
 {
-    int64_t report = 0;
+    return ev == LE_JOB_OUTPUT || ev == LE_HOOK_OUTPUT;
+}
+
+/* The most that may be queued once a line of ev is added. */
+static size_t queue_limit(enum log_event ev)
+{
+    if (ev == LE_LOG_LINES_DROPPED)
+        return SIZE_MAX;
+    return is_bulk(ev) ? LOG_QUEUE_MAX : LOG_QUEUE_MAX + LOG_QUEUE_RESERVE;
+}
+
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Queues a formatted line (NUL-terminated, without its newline) for the
+ * writer, or drops it -- counted -- when there is no room for a line of
+ * ev (queue_limit). Takes ownership of text. Returns true when dropped
+ * lines wait to be reported. */
+static bool enqueue(struct log *lg, enum log_event ev, char *text)
+{
     /* The line keeps the formatted buffer (no copy): its NUL becomes the
      * newline, the room is there. */
     struct line *l = malloc(sizeof *l);
-    if (l == NULL) {
+    size_t n = strlen(text), cost = n + 1 + sizeof *l;
+    pthread_mutex_lock(&lg->mu);
+    if (l == NULL || lg->queued + cost > queue_limit(ev)) {
+        struct drops *d = &lg->drops;
+        if (d->lines == 0)
+            d->since_ms = wall_ms();
+        d->lines++;
+        d->bytes += (int64_t)n + 1;
+        d->by_event[ev]++;
+        lg->dropped_total++;
+        pthread_mutex_unlock(&lg->mu);
         free(text);
-        return 0;
+        free(l);
+        return true;
     }
-    size_t n = strlen(text);
     text[n] = '\n';
     *l = (struct line){.next = NULL, .len = n + 1, .text = text};
-    pthread_mutex_lock(&lg->mu);
-    if (ev == LE_JOB_OUTPUT && lg->queued + l->len > LOG_QUEUE_MAX) {
-        lg->dropped_lines++;
-        lg->dropped_bytes += (int64_t)l->len;
-        free(l->text);
-        free(l);
-        l = NULL;
-    }
-    if (l != NULL) {
-        if (lg->tail != NULL)
-            lg->tail->next = l;
-        else
-            lg->head = l;
-        lg->tail = l;
-        lg->queued += l->len;
-        if (lg->held == 0)
-            pthread_cond_signal(&lg->cv);
-    }
-    if (lg->dropped_lines > 0 && lg->queued <= LOG_QUEUE_MAX / 4) {
-        report = lg->dropped_lines;
-        *bytes = lg->dropped_bytes;
-        lg->dropped_lines = lg->dropped_bytes = 0;
-    }
+    if (lg->tail != NULL)
+        lg->tail->next = l;
+    else
+        lg->head = l;
+    lg->tail = l;
+    lg->queued += cost;
+    if (lg->held == 0)
+        pthread_cond_signal(&lg->cv);
+    bool pending = lg->drops.lines > 0;
     pthread_mutex_unlock(&lg->mu);
-    return report;
+    return pending;
 }
 
+/* Logs what was dropped since the last report (log_lines_dropped), once
+ * the queue is down to a quarter of its bound (the reader caught up), or
+ * at once when now. Nothing when nothing was dropped. */
+static void report_drops(struct log *lg, bool now)
+{
+    struct drops d;
+    pthread_mutex_lock(&lg->mu);
+    bool due = lg->drops.lines > 0 && (now || lg->queued <= LOG_QUEUE_MAX / 4);
+    if (due) {
+        d = lg->drops;
+        lg->drops = (struct drops){0};
+    }
+    pthread_mutex_unlock(&lg->mu);
+    if (!due)
+        return;
+    char since[40];
+    log_rfc3339_ms(d.since_ms, since, sizeof since);
+    cJSON *f = log_fields();
+    cJSON_AddNumberToObject(f, "lines", (double)d.lines);
+    cJSON_AddNumberToObject(f, "bytes", (double)d.bytes);
+    cJSON *by = cJSON_AddObjectToObject(f, "events");
+    for (int e = 0; e < LE_COUNT; e++)
+        if (d.by_event[e] > 0)
+            cJSON_AddNumberToObject(by, log_event_name((enum log_event)e), (double)d.by_event[e]);
+    cJSON_AddStringToObject(f, "since", since);
+    log_emit(lg, LE_LOG_LINES_DROPPED, f); /* through log_emit: the observer sees it */
+}
+
+uint64_t log_dropped_lines(struct log *lg)
+{
+    pthread_mutex_lock(&lg->mu);
+    uint64_t n = lg->dropped_total;
+    pthread_mutex_unlock(&lg->mu);
+    return n;
+}
 
 /* The writer: lines in order, blocking on the reader as long as it takes,
  * without holding the queue. */
@@ -232,7 +302,7 @@ static void *writer_main(void *arg)
         lg->head = l->next;
         if (lg->head == NULL)
             lg->tail = NULL;
-        lg->queued -= l->len;
+        lg->queued -= l->len + sizeof *l;
         pthread_mutex_unlock(&lg->mu);
         write_all(lg->fd, l->text, l->len);
         free(l->text);
@@ -267,18 +337,18 @@ void log_emit_at(struct log *lg, enum log_level lvl, enum log_event ev, cJSON *f
 {
     if (lg->observer != NULL)
         lg->observer(lg->observer_ctx, ev, lvl, fields);
-    if (!log_enabled(lg, lvl)) {
+    bool pending = true; /* unknown */
+    if (log_enabled(lg, lvl)) {
+        char *line = format_line(lg, lg->text, lg->color, lvl, ev, fields);
+        if (line != NULL)
+            pending = enqueue(lg, ev, line);
+    } else {
         cJSON_Delete(fields);
-        return;
     }
-    char *line = format_line(lg, lg->text, lg->color, lvl, ev, fields);
-    int64_t bytes = 0, dropped = line != NULL ? enqueue(lg, ev, line, &bytes) : 0;
-    if (dropped > 0) { /* through log_emit_at, so that the observer counts it */
-        cJSON *f = log_fields();
-        cJSON_AddNumberToObject(f, "lines", (double)dropped);
-        cJSON_AddNumberToObject(f, "bytes", (double)bytes);
-        log_emit(lg, LE_LOG_LINES_DROPPED, f);
-    }
+    /* At every event, debug ones too: the report comes soon after the
+     * reader catches up, even on a node that logs little at its level. */
+    if (pending && ev != LE_LOG_LINES_DROPPED)
+        report_drops(lg, false);
 }
 
 /* Turns every integral number in o's tree into a raw item printed with
@@ -304,15 +374,38 @@ static void integers_plain(cJSON *o)
     }
 }
 
+/* Adds field f (owned) to the line o under a name none of o's members
+ * has, so that every line has one member per name: readers of JSON
+ * disagree on which of two wins (jq keeps the last, cJSON the first). A
+ * field named as one of the head (ts, level, event, node, group) or as an
+ * earlier field -- a bug of the code that emits it -- gets '_' appended
+ * until its name is free; its value is kept. */
+static void add_field(cJSON *o, cJSON *f)
+{
+    const char *key = f->string != NULL ? f->string : "";
+    char name[64];
+    size_t n = strlen(key);
+    bool free_name = cJSON_GetObjectItemCaseSensitive(o, key) == NULL;
+    if (!free_name && n + 2 <= sizeof name) {
+        memcpy(name, key, n + 1);
+        do {
+            name[n++] = '_';
+            name[n] = '\0';
+            free_name = cJSON_GetObjectItemCaseSensitive(o, name) == NULL;
+        } while (!free_name && n + 2 <= sizeof name);
+        key = name;
+    }
+    if (!free_name || !cJSON_AddItemToObject(o, key, f))
+        cJSON_Delete(f); /* out of memory, or no free name within 63 bytes: none of ours */
+}
+
 /* The line of event ev (without its newline; owned), text or JSON, or NULL
  * on ENOMEM. Consumes fields. */
 static char *format_line(const struct log *lg, bool text, bool color, enum log_level lvl,
                          enum log_event ev, cJSON *fields)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
     char when[40];
-    log_rfc3339_ms((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000, when, sizeof when);
+    log_rfc3339_ms(wall_ms(), when, sizeof when);
 
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "ts", when);
@@ -325,7 +418,7 @@ static char *format_line(const struct log *lg, bool text, bool color, enum log_l
         while (f != NULL) {
             cJSON *next = f->next;
             cJSON_DetachItemViaPointer(fields, f);
-            cJSON_AddItemToObject(o, f->string, f);
+            add_field(o, f);
             f = next;
         }
         cJSON_Delete(fields);

@@ -6,10 +6,15 @@
  * (up to PIPE_BUF). They are written by a thread of the log's own, so that
  * a slow reader of stdout (a full pipe, a slow disk) never holds up the
  * caller, whose lease depends on its loop turning: lines wait in a queue,
- * and when more than 4 MiB wait, new job_output lines are dropped, counted
- * and reported (log_lines_dropped); other lines are always kept. Events are the enum of events.h, so every line the code
- * can write is in the documented table. Every line is valid JSON: string
- * values that are not valid UTF-8 are repaired (utf8.h) before writing.
+ * whose size is bounded. When more than 4 MiB wait, new job_output and
+ * hook_output lines are dropped; other lines have 1 MiB more (thousands of
+ * lines), and are dropped beyond it. Drops are counted at once
+ * (log_dropped_lines) and reported, by event, once the reader caught up
+ * (log_lines_dropped). Events are the enum of events.h, so every line the
+ * code can write is in the documented table. Every line is valid JSON, one
+ * member per name (a field named as the head or as another field is
+ * renamed, '_' appended): string values that are not valid UTF-8 are
+ * repaired (utf8.h) before writing.
  * With log_set_format(), the same events are written as readable text
  * instead (logfmt.h). Never log secrets. */
 #ifndef BATON_LOG_H
@@ -17,6 +22,7 @@
 
 #include <cjson/cJSON.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "config.h"
 #include "events.h"
@@ -61,6 +67,11 @@ typedef void (*log_observer_fn)(void *ctx, enum log_event ev, enum log_level lvl
                                 const cJSON *fields);
 /* Sets the one observer (NULL: none). */
 void log_set_observer(struct log *lg, log_observer_fn fn, void *ctx);
+
+/* Lines dropped since log_new, counted at each drop (the log_lines_dropped
+ * line that reports them comes later): baton_log_lines_dropped_total. Any
+ * thread. */
+uint64_t log_dropped_lines(struct log *lg);
 
 /* A new fields object (NULL on ENOMEM; cJSON's adders accept NULL). */
 cJSON *log_fields(void);

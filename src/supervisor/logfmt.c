@@ -1,37 +1,80 @@
-/* logfmt.c -- see logfmt.h. One table, `phrases[]`, says how the common
- * events read; every other field is written key=value after the phrase. */
+/* logfmt.c -- see logfmt.h. Two tables say how lines read: `phrases[]`,
+ * the common events (every other field is written key=value after the
+ * phrase), and `words[]`, the values that are internal names (a guard, a
+ * trigger, why a run was stopped) in words an operator reads. The JSON
+ * keeps the names: only the text changes. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "logfmt.h"
+#include "utf8.h"
 
 #define C_RESET "\033[0m"
 #define C_BOLD  "\033[1m"
 #define C_DIM   "\033[2m"
 
 /* How an event reads: a template where {field} is the field's value (the
- * field is then not repeated as key=value), and the fields never repeated
- * (hide, space-separated; e.g. fence, which equals term). */
+ * field is then not repeated as key=value) and [...] is written only when
+ * every field it names is there, and the fields never repeated (hide,
+ * space-separated; e.g. fence, which equals term). */
 static const struct phrase {
     const char *event;
     const char *tmpl;
     const char *hide;
 } phrases[] = {
-    {"transition", "{from} -> {to} ({trigger})", "fence"},
+    {"transition", "{from} -> {to} ({trigger}[, {guard}])", "fence"},
     {"following", "{leader} (term {term})", ""},
     {"job_start", "{job} started", ""},
     {"job_output", "{job}: {line}", "run_id"},
-    {"job_end", "{job} {outcome}", ""},
+    {"job_end", "{job} {outcome}[ ({stopped_because})]", ""},
     {"job_retry", "{job} retry {next_attempt}", ""},
     {"job_timeout", "{job} timed out", ""},
-    {"job_skipped", "{job} skipped ({reason})", ""},
-    {"catch_up", "{job} catching up {missed_ticks} missed tick(s)", ""},
-    {"tick_dropped", "{job} tick {scheduled_at} dropped", ""},
+    {"catch_up",
+     "{job}: catching up {missed_ticks} missed tick(s)[; {outside_window} older than its "
+     "catch-up window, not run][; {superseded} superseded by a later one, not run]",
+     ""},
+    {"no_high_water_mark",
+     "{job}: no tick of it was ever claimed (a new job, or Redis lost its data): it starts "
+     "from now, without catch-up",
+     ""},
+    {"config_drift", "{follower} runs other jobs than this leader", ""},
+    {"config_drift_resolved", "{follower} runs the leader's jobs again", ""},
+    {"log_lines_dropped", "{lines} line(s) dropped since {since}: the log's reader was slow", ""},
     {"signal_received", "{signal}", ""},
     {"redis_unreachable", "Redis unreachable during {during}: {error}", ""},
     {"reload_failed", "{error}", ""},
-    {"node_name_in_use", "{error}", ""},
+};
+
+/* Values that are internal names, in words: the value of any of fields
+ * (space-separated) equal to value reads as text. */
+static const struct word {
+    const char *fields, *value, *text;
+} words[] = {
+    /* machine.h's guards, held or not (transition) */
+    {"guard", "in_time", "renewed in time"},
+    {"guard", "not in_time", "renewed too late"},
+    {"guard", "stopping", "shutting down"},
+    {"guard", "not stopping", "not shutting down"},
+    {"guard", "runs_left", "runs still going"},
+    {"guard", "not runs_left", "no run left"},
+    /* machine.h's events that are not plain words (transition) */
+    {"trigger", "taken", "another node leads"},
+    {"trigger", "redis_error", "Redis error"},
+    {"trigger", "renew_due", "renewal due"},
+    {"trigger", "lost", "lease lost"},
+    {"trigger", "deadline", "stop point passed"},
+    {"trigger", "jobs_stopped", "runs ended"},
+    {"trigger", "released", "lease given up"},
+    {"trigger", "drain_timeout", "shutdown grace over"},
+    {"trigger", "wake", "woke up"},
+    {"trigger", "step_down", "step-down asked"},
+    /* run.h's reasons to stop a run (job_end, run_state) */
+    {"stopped_because because", "timeout", "its timeout"},
+    {"stopped_because because", "replaced", "replaced by a newer tick"},
+    {"stopped_because because", "lease_lost", "this node lost its lease"},
+    {"stopped_because because", "shutdown", "shutdown grace over"},
+    {"stopped_because because", "registration_lost", "its registration was lost"},
 };
 
 static const struct phrase *find_phrase(const char *event)
@@ -65,12 +108,60 @@ static bool in_list(const char *list, const char *word, size_t n)
     return false;
 }
 
+/* The words for the value of field key, or NULL (words[]). */
+static const char *word_for(const char *key, const char *value)
+{
+    for (size_t i = 0; key != NULL && i < sizeof words / sizeof words[0]; i++)
+        if (strcmp(words[i].value, value) == 0 && in_list(words[i].fields, key, strlen(key)))
+            return words[i].text;
+    return NULL;
+}
+
+/* Writes s with every character a terminal would act on escaped (utf8.h):
+ * whatever a line holds, it is one line on the screen, and only our own
+ * colours are escapes. */
+static void put(FILE *out, const char *s)
+{
+    char small[256];
+    if (utf8_term_escape(s, strlen(s), small, sizeof small) < sizeof small) {
+        fputs(small, out);
+        return;
+    }
+    char *big = utf8_term_dup(s);
+    fputs(big != NULL ? big : small, out); /* out of memory: cut */
+    free(big);
+}
+
+/* Writes v as JSON text (escaped as put does). */
+static void put_json(FILE *out, const cJSON *v)
+{
+    char *s = cJSON_PrintUnformatted(v);
+    if (s != NULL)
+        put(out, s);
+    free(s);
+}
+
+/* The string a raw item holds when it is a JSON string literal (a line of
+ * output, quoted by the log itself: log.c), parsed into *tmp (delete it
+ * after); else v. So the text log shows output as baton logs does. */
+static const cJSON *unraw(const cJSON *v, cJSON **tmp)
+{
+    *tmp = NULL;
+    if (!cJSON_IsRaw(v) || v->valuestring == NULL || v->valuestring[0] != '"')
+        return v;
+    *tmp = cJSON_Parse(v->valuestring);
+    return cJSON_IsString(*tmp) ? *tmp : v;
+}
+
 /* Writes a value as text: strings as they are, numbers without a needless
  * fraction, others as compact JSON. */
-static void write_value(FILE *out, const cJSON *v)
+static void write_value(FILE *out, const cJSON *raw)
 {
+    cJSON *tmp;
+    const cJSON *v = unraw(raw, &tmp);
     if (cJSON_IsString(v)) {
-        fputs(v->valuestring, out);
+        const char *w = word_for(raw->string, v->valuestring);
+        put(out, w != NULL ? w : v->valuestring);
     } else if (cJSON_IsNumber(v)) {
         double d = v->valuedouble;
         if (d == (double)(long long)d && d < 9e15 && d > -9e15)
@@ -78,32 +169,37 @@ static void write_value(FILE *out, const cJSON *v)
         else
             fprintf(out, "%g", d);
     } else {
-        char *s = cJSON_PrintUnformatted(v);
-        if (s != NULL)
-            fputs(s, out);
-        free(s);
+        put_json(out, v);
     }
+    cJSON_Delete(tmp);
 }
 
 /* key=value, the value quoted (JSON style) when it has spaces, quotes,
  * '=' or control characters, or is empty. */
-static void write_pair(FILE *out, const cJSON *v, bool color)
+static void write_pair(FILE *out, const cJSON *raw, bool color)
 {
-    fprintf(out, "  %s%s=%s", color ? C_DIM : "", v->string, color ? C_RESET : "");
+    cJSON *tmp;
+    const cJSON *v = unraw(raw, &tmp);
+    bool quote = false;
+    fprintf(out, "  %s", color ? C_DIM : "");
+    put(out, raw->string);
+    fprintf(out, "=%s", color ? C_RESET : "");
     if (cJSON_IsString(v)) {
-        const char *s = v->valuestring;
-        bool quote = *s == '\0';
+        const char *w = word_for(raw->string, v->valuestring), *s = w != NULL ? w : v->valuestring;
+        quote = *s == '\0';
         for (const char *p = s; !quote && *p != '\0'; p++)
-            quote = *p == ' ' || *p == '"' || *p == '=' || (unsigned char)*p < 0x20;
-        if (quote) {
-            char *q = cJSON_PrintUnformatted(v);
-            if (q != NULL)
-                fputs(q, out);
-            free(q);
-            return;
+            quote = *p == ' ' || *p == '"' || *p == '=' || (unsigned char)*p < 0x20 || *p == 0x7F;
+        if (quote && w != NULL) {
+            cJSON_Delete(tmp);
+            tmp = cJSON_CreateString(w);
+            v = tmp;
         }
     }
-    write_value(out, v);
+    if (quote)
+        put_json(out, v);
+    else
+        write_value(out, raw);
+    cJSON_Delete(tmp);
 }
 
 static const char *level_color(const char *level)
@@ -118,11 +214,12 @@ static const char *level_color(const char *level)
 }
 
 /* One of six colours for a node name (FNV-1a), so that each node reads
- * apart from the others. */
+ * apart from the others: cyans, blues and magentas, never the red or the
+ * yellow of an error or a warning, nor the green of INFO. */
 static const char *node_color(const char *node)
 {
-    static const char *const colors[] = {"\033[36m", "\033[35m", "\033[34m",
-                                         "\033[33m", "\033[32m", "\033[31m"};
+    static const char *const colors[] = {"\033[36m", "\033[34m", "\033[35m",
+                                         "\033[96m", "\033[94m", "\033[95m"};
     unsigned h = 2166136261u;
     for (const char *p = node; *p != '\0'; p++)
         h = (h ^ (unsigned char)*p) * 16777619u;
@@ -135,23 +232,54 @@ static const char *str_field(const cJSON *ev, const char *name, const char *dflt
     return cJSON_IsString(v) ? v->valuestring : dflt;
 }
 
-/* Writes the template of p, marking in used[] the fields it showed. */
-static void write_phrase(FILE *out, const cJSON *ev, const struct phrase *p, const cJSON **used,
-                         size_t *nused, size_t maxused)
+/* The fields a phrase showed: not repeated as key=value. */
+struct shown {
+    const cJSON *v[16];
+    size_t n;
+};
+
+/* The field named by t[1..close) ("{name}"), or NULL. */
+static const cJSON *field_at(const cJSON *ev, const char *t, const char *close)
 {
-    for (const char *t = p->tmpl; *t != '\0'; t++) {
-        const char *close = *t == '{' ? strchr(t, '}') : NULL;
+    char name[64];
+    snprintf(name, sizeof name, "%.*s", (int)(close - t - 1), t + 1);
+    return cJSON_GetObjectItemCaseSensitive(ev, name);
+}
+
+/* True when every {field} of t[0..end) is in ev. */
+static bool has_fields(const cJSON *ev, const char *t, const char *end)
+{
+    for (; t < end; t++) {
+        const char *close = *t == '{' ? memchr(t, '}', (size_t)(end - t)) : NULL;
+        if (close != NULL && field_at(ev, t, close) == NULL)
+            return false;
+        if (close != NULL)
+            t = close;
+    }
+    return true;
+}
+
+/* Writes the template t[0..end), marking in sh the fields it showed. */
+static void write_tmpl(FILE *out, const cJSON *ev, const char *t, const char *end, struct shown *sh)
+{
+    for (; t < end; t++) {
+        const char *close = NULL;
+        if (*t == '[' && (close = memchr(t, ']', (size_t)(end - t))) != NULL) {
+            if (has_fields(ev, t + 1, close))
+                write_tmpl(out, ev, t + 1, close, sh);
+            t = close;
+            continue;
+        }
+        close = *t == '{' ? memchr(t, '}', (size_t)(end - t)) : NULL;
         if (close == NULL) {
             fputc(*t, out);
             continue;
         }
-        char name[64];
-        snprintf(name, sizeof name, "%.*s", (int)(close - t - 1), t + 1);
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(ev, name);
+        const cJSON *v = field_at(ev, t, close);
         if (v != NULL) {
             write_value(out, v);
-            if (*nused < maxused)
-                used[(*nused)++] = v;
+            if (sh->n < sizeof sh->v / sizeof sh->v[0])
+                sh->v[sh->n++] = v;
         } else {
             fputc('?', out);
         }
@@ -159,12 +287,21 @@ static void write_phrase(FILE *out, const cJSON *ev, const struct phrase *p, con
     }
 }
 
+const char *logfmt_phrase_event(size_t i)
+{
+    return i < sizeof phrases / sizeof phrases[0] ? phrases[i].event : NULL;
+}
+
+const char *logfmt_words(const char *field, const char *value)
+{
+    return word_for(field, value);
+}
+
 char *logfmt_event(const cJSON *ev, bool color)
 {
     char *buf = NULL;
     size_t len = 0;
-    const cJSON *used[16];
-    size_t nused = 0;
+    struct shown sh = {.n = 0};
     FILE *out = open_memstream(&buf, &len);
     if (out == NULL)
         return NULL;
@@ -179,27 +316,39 @@ char *logfmt_event(const cJSON *ev, bool color)
         lv[i] = (char)(level[i] >= 'a' && level[i] <= 'z' ? level[i] - 'a' + 'A' : level[i]);
     lv[i] = '\0';
 
-    fprintf(out, "%s%s%s %s%-5s%s %s%s%s %s", color ? C_DIM : "", str_field(ev, "ts", "-"),
-            color ? C_RESET : "", color ? level_color(level) : "", lv, color ? C_RESET : "",
-            color ? node_color(node) : "", node, color ? C_RESET : "", event);
+    fputs(color ? C_DIM : "", out);
+    put(out, str_field(ev, "ts", "-"));
+    fprintf(out, "%s %s", color ? C_RESET : "", color ? level_color(level) : "");
+    char lvbuf[64];
+    fprintf(out, "%-5s%s %s", utf8_term(lv, lvbuf, sizeof lvbuf), color ? C_RESET : "",
+            color ? node_color(node) : "");
+    put(out, node);
+    fprintf(out, "%s ", color ? C_RESET : "");
+    put(out, event);
     const struct phrase *p = find_phrase(event);
     if (p != NULL) {
         fputs(color ? " " C_BOLD : " ", out);
-        write_phrase(out, ev, p, used, &nused, sizeof used / sizeof used[0]);
+        write_tmpl(out, ev, p->tmpl, p->tmpl + strlen(p->tmpl), &sh);
         if (color)
             fputs(C_RESET, out);
     }
     for (const cJSON *f = ev->child; f != NULL; f = f->next) {
-        bool skip = f->string == NULL || is_head(f->string);
-        for (size_t k = 0; !skip && k < nused; k++)
-            skip = used[k] == f;
+        /* A head key is shown once, in the head; a second member of that
+         * name (a line of an older baton: config_drift had two "node"s) is
+         * shown as key=value, not lost. */
+        bool skip = f->string == NULL ||
+                    (is_head(f->string) && cJSON_GetObjectItemCaseSensitive(ev, f->string) == f);
+        for (size_t k = 0; !skip && k < sh.n; k++)
+            skip = sh.v[k] == f;
         if (!skip && p != NULL)
             skip = in_list(p->hide, f->string, strlen(f->string));
         if (!skip)
             write_pair(out, f, color);
     }
-    if (strcmp(group, "default") != 0)
-        fprintf(out, "  %sgroup=%s%s", color ? C_DIM : "", color ? C_RESET : "", group);
+    if (strcmp(group, "default") != 0) {
+        fprintf(out, "  %sgroup=%s", color ? C_DIM : "", color ? C_RESET : "");
+        put(out, group);
+    }
     if (fclose(out) != 0) {
         free(buf);
         return NULL;
@@ -217,7 +366,11 @@ char *logfmt_line(const char *line, size_t len, bool color)
         ev = cJSON_ParseWithLength(line, len);
     if (!cJSON_IsObject(ev) || !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(ev, "event"))) {
         cJSON_Delete(ev);
-        return strndup(line, len);
+        size_t need = utf8_term_escape(line, len, NULL, 0);
+        char *text = malloc(need + 1);
+        if (text != NULL)
+            utf8_term_escape(line, len, text, need + 1);
+        return text;
     }
     char *text = logfmt_event(ev, color);
     cJSON_Delete(ev);

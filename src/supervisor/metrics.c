@@ -69,7 +69,6 @@ struct metrics {
     bool all_paused; /* `baton pause --all` */
     uint64_t reloads_ok, reloads_failed;
     bool last_reload_ok;
-    uint64_t log_dropped; /* job output lines the log dropped (log_lines_dropped) */
     int64_t drifting;     /* config_drift minus config_drift_resolved: nodes now */
     struct mjob *jobs; /* METRICS_MAX_JOBS at most, then "other" */
     size_t njobs, capjobs;
@@ -381,14 +380,6 @@ static void count_drift_resolved(struct metrics *m, const cJSON *f, int64_t now_
         m->drifting--;
 }
 
-static void count_log_dropped(struct metrics *m, const cJSON *f, int64_t now_ms)
-{
-    (void)now_ms;
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(f, "lines");
-    if (cJSON_IsNumber(v) && v->valuedouble > 0)
-        m->log_dropped += (uint64_t)v->valuedouble;
-}
-
 static void count_retry(struct metrics *m, const cJSON *f, int64_t now_ms)
 {
     (void)now_ms;
@@ -508,7 +499,8 @@ static const struct {
     [LE_TRIGGER_REJECTED] = {count_trigger_rejected, "triggers_total{job_name,outcome=rejected}"},
     [LE_TRIGGER_LEFT] = {count_trigger_left, "triggers_total{job_name,outcome=left}"},
     [LE_TRIGGER_LOST] = {count_trigger_lost, "triggers_total{job_name,outcome=lost}"},
-    [LE_LOG_LINES_DROPPED] = {count_log_dropped, "log_lines_dropped_total"},
+    [LE_LOG_LINES_DROPPED] = {NULL, "only events: log_lines_dropped_total is the log's count, "
+                                    "made at each drop (a gauge of metrics_write)"},
     [LE_HOOK_START] = {NULL, "only events: hook_runs_total counts the hook when it ends"},
     [LE_HOOK_OUTPUT] = {NULL, "only events: the lines a hook wrote"},
     [LE_HOOK_END] = {count_hook_end, "hook_runs_total{job_name,outcome}"},
@@ -814,9 +806,9 @@ int metrics_write(const struct metrics *m, const struct metrics_gauges *g, FILE 
     fprintf(out, "baton_reloads_total{result=\"failed\"} %llu\n",
             (unsigned long long)m->reloads_failed);
     family(out, "baton_log_lines_dropped_total", "counter",
-           "Job output lines the log dropped because its reader (stdout) fell more than 4 MiB "
-           "behind; no other line is ever dropped.");
-    fprintf(out, "baton_log_lines_dropped_total %llu\n", (unsigned long long)m->log_dropped);
+           "Log lines dropped because the log's reader (stdout) fell behind: job and hook output "
+           "beyond 4 MiB waiting, other lines beyond 5 MiB; counted at each drop.");
+    fprintf(out, "baton_log_lines_dropped_total %llu\n", (unsigned long long)g->log_lines_dropped);
     family(out, "baton_config_drift_nodes", "gauge",
            "Nodes whose effective jobs differ from this leader's (config_drift), as this node "
            "last saw as leader.");

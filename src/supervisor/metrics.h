@@ -8,7 +8,9 @@
  * requests by outcome, pauses. Every count is a
  * count of log lines, so metrics and logs cannot disagree. What is state
  * rather than history (the machine's state, leadership, term, lease left,
- * runs alive) the caller passes to metrics_write() as gauges.
+ * runs alive) the caller passes to metrics_write() as gauges, and so too
+ * the lines the log dropped: the log counts them as it drops them, long
+ * before the line that reports them can be written.
  *
  * Names follow Prometheus conventions: the `baton_` prefix, `_total` for
  * counters, base units (`_seconds`), HELP and TYPE on every family; the
@@ -64,7 +66,8 @@ void metrics_set_pauses(struct metrics *m, const struct pause_list *l);
  * no row: a bug, which check_metrics finds for every kind. */
 const char *metrics_event_counts(enum log_event ev);
 
-/* What is state, not history: the caller's view now. */
+/* What is state, not history: the caller's view now (and the log's own
+ * count of its drops). */
 struct metrics_gauges {
     int state;           /* enum machine_state */
     bool is_leader;      /* working or renewing */
@@ -74,6 +77,7 @@ struct metrics_gauges {
     double claim_ahead_s; /* the claim-ahead window while leading; else 0 */
     bool redis_up;       /* no outage under way */
     double start_time_s; /* Unix time the process started */
+    uint64_t log_lines_dropped;         /* the log's count, made at each drop (log_dropped_lines) */
     const char *version, *group, *node; /* baton_build_info's labels */
 };
 

@@ -731,6 +731,7 @@ static void h_metrics(void *ctx, const char *path, struct http_response *out)
                                                     : 0,
                                .redis_up = !h.outage,
                                .start_time_s = o->start_time_s,
+                               .log_lines_dropped = log_dropped_lines(o->h.log),
                                .version = BATON_VERSION_STRING,
                                .group = o->group,
                                .node = o->node};

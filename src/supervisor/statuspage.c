@@ -8,6 +8,7 @@
 
 #include "cron.h"
 #include "log.h"
+#include "logfmt.h"
 #include "statuspage.h"
 
 static const char style[] =
@@ -378,10 +379,14 @@ static void transitions_table(FILE *f, const cJSON *view)
         fputs("</td><td><b>", f);
         esc(f, str(t, "to"));
         fputs("</b></td><td>", f);
-        esc(f, str(t, "trigger"));
-        if (str(t, "guard") != NULL) {
+        /* Internal names in words, as the text log says them (logfmt.h). */
+        const char *trigger = str(t, "trigger"), *guard = str(t, "guard");
+        const char *tw = trigger != NULL ? logfmt_words("trigger", trigger) : NULL;
+        const char *gw = guard != NULL ? logfmt_words("guard", guard) : NULL;
+        esc(f, tw != NULL ? tw : trigger);
+        if (guard != NULL) {
             fputs(" <span class=\"mute\">[", f);
-            esc(f, str(t, "guard"));
+            esc(f, gw != NULL ? gw : guard);
             fputs("]</span>", f);
         }
         if (term > 0)

@@ -1,4 +1,5 @@
 /* utf8.c -- see utf8.h. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -148,5 +149,81 @@ char *utf8_fix(const char *s)
         }
     }
     out[o] = '\0';
+    return out;
+}
+
+/* The code point of the valid sequence p[0..k) (utf8_seq). */
+static unsigned decode(const unsigned char *p, size_t k)
+{
+    static const unsigned char lead_bits[] = {0, 0x7F, 0x1F, 0x0F, 0x07};
+    unsigned cp = p[0] & lead_bits[k];
+    for (size_t i = 1; i < k; i++)
+        cp = (cp << 6) | (p[i] & 0x3F);
+    return cp;
+}
+
+/* True for the characters a terminal acts on, or that reorder what it
+ * shows: C0 controls (ESC starts every escape sequence), DEL, C1 controls
+ * (U+009B is a CSI to some terminals), and the bidirectional embeddings,
+ * overrides and isolates. */
+static bool term_acts(unsigned cp)
+{
+    return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || (cp >= 0x202A && cp <= 0x202E) ||
+           (cp >= 0x2066 && cp <= 0x2069);
+}
+
+size_t utf8_term_escape(const char *s, size_t n, char *buf, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t need = 0, o = 0;
+    bool cut = len == 0;
+    for (size_t i = 0; i < n;) {
+        char esc[8];
+        const char *piece = esc;
+        size_t sub, k = utf8_seq(p + i, n - i, &sub), m;
+        unsigned cp = k > 0 ? decode(p + i, k) : 0;
+        if (k == 0) { /* each byte of an invalid sequence, as a byte */
+            m = (size_t)snprintf(esc, sizeof esc, "\\x%02x", p[i]);
+            k = 1;
+        } else if (!term_acts(cp)) {
+            piece = (const char *)p + i;
+            m = k;
+        } else if (cp == '\n') {
+            piece = "\\n", m = 2;
+        } else if (cp == '\r') {
+            piece = "\\r", m = 2;
+        } else if (cp == '\t') {
+            piece = "\\t", m = 2;
+        } else if (cp < 0x80) {
+            m = (size_t)snprintf(esc, sizeof esc, "\\x%02x", cp);
+        } else {
+            m = (size_t)snprintf(esc, sizeof esc, "\\u%04x", cp);
+        }
+        if (!cut && o + m < len) { /* whole pieces only, room for the NUL */
+            memcpy(buf + o, piece, m);
+            o += m;
+        } else {
+            cut = true;
+        }
+        need += m;
+        i += k;
+    }
+    if (len > 0)
+        buf[o] = '\0';
+    return need;
+}
+
+const char *utf8_term(const char *s, char *buf, size_t len)
+{
+    utf8_term_escape(s, strlen(s), buf, len);
+    return buf;
+}
+
+char *utf8_term_dup(const char *s)
+{
+    size_t n = strlen(s), need = utf8_term_escape(s, n, NULL, 0);
+    char *out = malloc(need + 1);
+    if (out != NULL)
+        utf8_term_escape(s, n, out, need + 1);
     return out;
 }

@@ -1,5 +1,6 @@
-/* utf8.h -- bytes to valid JSON text. Pure: no I/O, no allocation but the
- * result of json_quote_bytes().
+/* utf8.h -- bytes to valid JSON text, and to text safe to show on a
+ * terminal. Pure: no I/O, no allocation but the results of
+ * json_quote_bytes(), utf8_fix() and utf8_term_dup().
  *
  * Every log line must be valid JSON (RFC 8259: UTF-8) whatever a job
  * prints or Redis answers. Strings are checked against RFC 3629 (no
@@ -37,5 +38,26 @@ char *json_quote_bytes(const char *s, size_t n, bool *replaced);
 /* Returns: a copy of the NUL-terminated s with invalid UTF-8 replaced by
  * U+FFFD (owned; free()); NULL on ENOMEM. */
 char *utf8_fix(const char *s);
+
+/* Text for a person's terminal: what a job printed, a pause reason, a node
+ * name read from Redis may hold escape sequences (a title change, a screen
+ * clear, a cursor move) or line breaks that would forge lines. Every
+ * character a terminal acts on, or that reorders what it shows, becomes a
+ * visible escape: \n \r \t, \x1b for the other C0 controls and DEL,
+ * \u009b for C1 controls and the bidirectional overrides (U+202A-202E,
+ * U+2066-2069); each byte of invalid UTF-8 becomes \xff. Everything else,
+ * backslashes included, is unchanged. The one helper for every text baton
+ * shows a person (the text log, baton logs, status, history, check);
+ * JSON output is JSON's business.
+ *
+ * utf8_term_escape writes s[0..n) so into buf, cut (between escapes and
+ * characters) to len - 1 bytes and NUL-terminated when len > 0; buf may be
+ * NULL when len is 0. Returns: the length of the whole text, without its
+ * NUL (as snprintf). */
+size_t utf8_term_escape(const char *s, size_t n, char *buf, size_t len);
+/* The same for the NUL-terminated s. Returns buf. */
+const char *utf8_term(const char *s, char *buf, size_t len);
+/* Returns: the NUL-terminated s so, whole (owned; free()); NULL on ENOMEM. */
+char *utf8_term_dup(const char *s);
 
 #endif /* BATON_UTF8_H */

@@ -67,8 +67,15 @@ seen=$(( $(now_ms) - t0 ))
 line=$(wait_for_line "$T/$l.out" '"event":"config_drift"' 5)
 logged=$(( $(ts_ms "$(echo "$line" | sed 's/.*"ts":"\([^"]*\)".*/\1/')") - t0 ))
 fh=$(status_json | python3 -c 'import json,sys; print([n["jobs_hash"] for n in json.load(sys.stdin)["nodes"] if n["node"] == "'$f'"][0])')
-echo "$line" | grep -q '"level":"warn".*"node":"'$f'","jobs_hash":"'$fh'","jobs":2,"leader_jobs_hash":"'$h0'","leader_jobs":2' \
+echo "$line" | grep -q '"level":"warn".*"node":"'$l'",.*"follower":"'$f'","jobs_hash":"'$fh'","jobs":2,"leader_jobs_hash":"'$h0'","leader_jobs":2' \
     || fail "config_drift line: $line"
+# One member per name: the leader that logs it is "node", the drifting node
+# "follower" (jq and Python keep the last of two "node"s), and `baton logs`
+# shows both.
+printf '%s\n' "$line" > "$T/drift.jsonl"
+"$BATON_JSONL_CHECK" "$T/drift.jsonl" >/dev/null || fail "config_drift line is not strict JSON: $line"
+printf '%s\n' "$line" | "$B" logs --color never | grep -q " $l config_drift .*\b$f\b" \
+    || fail "baton logs of config_drift: $(printf '%s\n' "$line" | "$B" logs --color never)"
 "$B" status -c "$T/a.yaml" > "$T/status.txt"; rc=$?
 assert_eq 0 "$rc" "status exit with a leader"
 grep -qE "^$f +.* 2 ${fh:0:8} differs" "$T/status.txt" || fail "status text: $(cat "$T/status.txt")"
@@ -84,7 +91,7 @@ printf '%s' "$same" > "$T/jobs-$f.yaml"
 kill -HUP "$(pid_of $f)"
 wait_drift "" 8
 line=$(wait_for_line "$T/$l.out" '"event":"config_drift_resolved"' 5)
-echo "$line" | grep -q '"node":"'$f'","jobs_hash":"'$h0'"' || fail "config_drift_resolved line: $line"
+echo "$line" | grep -q '"node":"'$l'",.*"follower":"'$f'","jobs_hash":"'$h0'"' || fail "config_drift_resolved line: $line"
 sleep 2.5
 assert_eq 1 "$(count_lines "$T/$l.out" '"event":"config_drift"')" "config_drift lines after the fix"
 assert_eq 1 "$(count_lines "$T/$l.out" '"event":"config_drift_resolved"')" "config_drift_resolved lines"

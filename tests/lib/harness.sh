@@ -37,9 +37,17 @@ harness_cleanup() {
         grep -m1 -A12 -E 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$bad" >&2
         [ "$rc" -ne 0 ] || rc=1
     fi
+    # Every supervisor log line a test kept is strict JSON: one object, and
+    # one member per name (tests/lib/jsonl_check.c --log).
+    local files=() f why
+    for f in "$T"/*.out "$T"/*.log; do [ -f "$f" ] && files+=("$f"); done
+    if [ -n "${BATON_JSONL_CHECK:-}" ] && [ "${#files[@]}" -gt 0 ] &&
+        ! why=$("$BATON_JSONL_CHECK" --log "${files[@]}" 2>&1); then
+        echo "FAIL [$TEST_NAME]: a log line is not strict JSON: $why" >&2
+        [ "$rc" -ne 0 ] || rc=1
+    fi
     if [ "$rc" -ne 0 ] && [ -z "${HARNESS_KEEP:-}" ]; then
         echo "--- $TEST_NAME failed; last lines of the logs in $T:" >&2
-        local f
         for f in "$T"/*.out "$T"/*.err "$T"/*.log; do
             [ -s "$f" ] || continue
             echo "--- $f" >&2; tail -n 25 "$f" | cut -c1-400 >&2

@@ -1,9 +1,11 @@
 /* check_log.c -- every log line is valid JSON whatever it carries (utf8.h,
  * log.c), and the table of log events (events.h). */
 #include <check.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -84,6 +86,44 @@ START_TEST(cutting)
     ck_assert_int_eq(utf8_cut("ab\xc3\xa9", 4), 4);      /* complete */
     ck_assert_int_eq(utf8_cut("ab\xff", 3), 3);          /* invalid: cut anywhere */
     ck_assert_int_eq(utf8_cut("ab\x80\x80", 4), 4);      /* stray continuation bytes */
+}
+END_TEST
+
+/* Text for a terminal: what it acts on becomes visible, the rest stays. */
+START_TEST(terminal_text)
+{
+    static const struct {
+        const char *in;
+        size_t len;
+        const char *out;
+    } t[] = {
+#define T(in, out) {in, sizeof in - 1, out}
+        T("plain \\ text", "plain \\ text"),
+        T("\x1b]0;owned\x07", "\\x1b]0;owned\\x07"), /* OSC: a title change */
+        T("\x1b[2J\x1b[H", "\\x1b[2J\\x1b[H"),       /* a screen clear */
+        T("a\rb\nc\td", "a\\rb\\nc\\td"),
+        T("nul\0del\x7f", "nul\\x00del\\x7f"),
+        T("csi\xc2\x9b\x32J", "csi\\u009b2J"),   /* C1 CSI */
+        T("\xe2\x80\xae\x65vil", "\\u202eevil"), /* RIGHT-TO-LEFT OVERRIDE */
+        T("bad\x9b\xff", "bad\\x9b\\xff"),       /* invalid UTF-8: bytes */
+        T("caf\xc3\xa9 \xf0\x9f\x98\x80", "caf\xc3\xa9 \xf0\x9f\x98\x80"),
+#undef T
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        char buf[64];
+        size_t need = utf8_term_escape(t[i].in, t[i].len, buf, sizeof buf);
+        ck_assert_msg(strcmp(buf, t[i].out) == 0, "case %zu: %s", i, buf);
+        ck_assert_uint_eq(need, strlen(t[i].out));
+    }
+    /* Cut between escapes, never inside one; the whole length returned. */
+    char small[8];
+    ck_assert_uint_eq(utf8_term_escape("ab\x1b\x1b", 4, small, sizeof small), 10);
+    ck_assert_str_eq(small, "ab\\x1b");
+    ck_assert_uint_eq(utf8_term_escape("\n", 1, NULL, 0), 2);
+    char *d = utf8_term_dup("x\x1b[31my");
+    ck_assert_str_eq(d, "x\\x1b[31my");
+    free(d);
+    ck_assert_str_eq(utf8_term("\ttab", small, sizeof small), "\\ttab");
 }
 END_TEST
 
@@ -216,7 +256,168 @@ START_TEST(held_lines_follow)
 }
 END_TEST
 
+/* A field named as one of the line's head, or as an earlier field, is
+ * renamed (a '_' appended): one member per name, no value lost. */
+START_TEST(fields_never_share_a_name)
+{
+    cJSON *f = log_fields();
+    cJSON_AddStringToObject(f, "node", "follower-1");
+    cJSON_AddStringToObject(f, "job", "a");
+    cJSON_AddStringToObject(f, "job", "b");
+    cJSON_AddStringToObject(f, "ts", "then");
+    char *line = emit(LE_CONFIG_DRIFT, f);
+    cJSON *o = cJSON_Parse(line);
+    ck_assert_ptr_nonnull(o);
+    for (const cJSON *a = o->child; a != NULL; a = a->next)
+        for (const cJSON *b = a->next; b != NULL; b = b->next)
+            ck_assert_msg(strcmp(a->string, b->string) != 0, "two \"%s\" in %s", a->string, line);
+    ck_assert_str_eq(cJSON_GetObjectItem(o, "node")->valuestring, "node-\xef\xbf\xbd");
+    ck_assert_str_eq(cJSON_GetObjectItem(o, "node_")->valuestring, "follower-1");
+    ck_assert_str_eq(cJSON_GetObjectItem(o, "job")->valuestring, "a");
+    ck_assert_str_eq(cJSON_GetObjectItem(o, "job_")->valuestring, "b");
+    ck_assert_str_eq(cJSON_GetObjectItem(o, "ts_")->valuestring, "then");
+    cJSON_Delete(o);
+    free(line);
+}
+END_TEST
+
+/* Reads fd to its end into a growing buffer (struct sink). */
+struct sink {
+    int fd;
+    char *buf;
+    size_t len, cap;
+};
+
+static void *sink_main(void *arg)
+{
+    struct sink *k = arg;
+    for (;;) {
+        if (k->cap - k->len < 65536) {
+            k->cap = k->cap * 2 + 65536;
+            k->buf = realloc(k->buf, k->cap + 1);
+            ck_assert_ptr_nonnull(k->buf);
+        }
+        ssize_t n = read(k->fd, k->buf + k->len, k->cap - k->len);
+        if (n <= 0)
+            break;
+        k->len += (size_t)n;
+    }
+    k->buf[k->len] = '\0';
+    return NULL;
+}
+
+static size_t count(const char *text, const char *what)
+{
+    size_t n = 0;
+    for (const char *p = strstr(text, what); p != NULL; p = strstr(p + 1, what))
+        n++;
+    return n;
+}
+
+/* Behind a reader that does not read, the queue is bounded whatever is
+ * logged: output goes first (beyond 4 MiB), state lines have 1 MiB more,
+ * then go too; each drop is counted at once (log_dropped_lines), and
+ * reported by event once the reader caught up (here: at log_free). */
+START_TEST(queue_is_bounded)
+{
+    int p[2];
+    ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+    struct log *lg = log_new(p[1], LOG_INFO, "n", "g");
+    ck_assert_ptr_nonnull(lg);
+    /* Few lines, long ones: the test is about bytes (and quick under ASan). */
+    char fat[4001], slim[401];
+    memset(fat, 'x', sizeof fat - 1);
+    fat[sizeof fat - 1] = '\0';
+    memcpy(slim, fat, sizeof slim - 1);
+    slim[sizeof slim - 1] = '\0';
+    /* 10 MB of job and hook output, then 300 state lines: all kept. */
+    for (int i = 0; i < 2500; i++) {
+        cJSON *f = log_fields();
+        cJSON_AddStringToObject(f, "line", fat);
+        log_emit(lg, i % 2 ? LE_JOB_OUTPUT : LE_HOOK_OUTPUT, f);
+    }
+    uint64_t bulk_dropped = log_dropped_lines(lg);
+    ck_assert_uint_gt(bulk_dropped, 1000);
+    for (int i = 0; i < 300; i++) {
+        cJSON *f = log_fields();
+        cJSON_AddNumberToObject(f, "first", i);
+        cJSON_AddStringToObject(f, "pad", slim);
+        log_emit(lg, LE_JOB_START, f);
+    }
+    ck_assert_uint_eq(log_dropped_lines(lg), bulk_dropped);
+    /* 8 MB of state lines: beyond the reserve, they are dropped too. */
+    for (int i = 0; i < 2000; i++) {
+        cJSON *f = log_fields();
+        cJSON_AddStringToObject(f, "pad", fat);
+        log_emit(lg, LE_JOB_END, f);
+    }
+    uint64_t dropped = log_dropped_lines(lg);
+    ck_assert_uint_gt(dropped, bulk_dropped + 1000);
+    /* A debug line (filtered out) reports nothing while the queue is full. */
+    log_emit(lg, LE_LEASE_RENEWED, NULL);
+    struct sink k = {.fd = p[0]};
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, sink_main, &k), 0);
+    log_free(lg);
+    close(p[1]);
+    pthread_join(t, NULL);
+    close(p[0]);
+    /* What came out: at most the bound (5 MiB) and what the pipe held. */
+    ck_assert_uint_lt(k.len, (5u << 20) + (1u << 20));
+    ck_assert_uint_eq(count(k.buf, "\"event\":\"job_start\""), 300);
+    for (int i = 0; i < 300; i++) {
+        char want[32];
+        snprintf(want, sizeof want, "\"first\":%d,", i);
+        ck_assert_msg(strstr(k.buf, want) != NULL, "state line %d dropped", i);
+    }
+    size_t ends = count(k.buf, "\"event\":\"job_end\"");
+    size_t outs =
+        count(k.buf, "\"event\":\"job_output\"") + count(k.buf, "\"event\":\"hook_output\"");
+    ck_assert_uint_eq(2500 + 2000 + 300 - ends - outs - 300, dropped);
+    const char *report = strstr(k.buf, "\"event\":\"log_lines_dropped\"");
+    ck_assert_ptr_nonnull(report);
+    ck_assert_ptr_null(strstr(report + 1, "\"event\":\"log_lines_dropped\"")); /* one */
+    char *nl = strchr(report, '\n');
+    ck_assert_ptr_nonnull(nl);
+    const char *start = report;
+    while (start > k.buf && start[-1] != '\n')
+        start--;
+    cJSON *o = cJSON_ParseWithLength(start, (size_t)(nl - start));
+    ck_assert_ptr_nonnull(o);
+    ck_assert_uint_eq((uint64_t)cJSON_GetObjectItem(o, "lines")->valuedouble, dropped);
+    cJSON *by = cJSON_GetObjectItem(o, "events");
+    ck_assert_uint_eq((uint64_t)(cJSON_GetObjectItem(by, "job_output")->valuedouble +
+                                 cJSON_GetObjectItem(by, "hook_output")->valuedouble),
+                      bulk_dropped);
+    ck_assert_uint_eq((uint64_t)cJSON_GetObjectItem(by, "job_end")->valuedouble,
+                      dropped - bulk_dropped);
+    ck_assert_ptr_null(cJSON_GetObjectItem(by, "job_start"));
+    ck_assert(cJSON_GetObjectItem(o, "bytes")->valuedouble > 4000.0 * (double)dropped);
+    ck_assert(cJSON_IsString(cJSON_GetObjectItem(o, "since")));
+    cJSON_Delete(o);
+    free(k.buf);
+}
+END_TEST
+
 /* ---- the event table ---- */
+
+/* The documented fields of e (the names in backquotes outside
+ * parentheses), space-separated, into buf. */
+static void documented_fields(enum log_event e, char *buf, size_t len)
+{
+    size_t n = 0;
+    int depth = 0;
+    buf[0] = '\0';
+    for (const char *p = log_event_fields(e); *p != '\0'; p++) {
+        depth += *p == '(' ? 1 : *p == ')' ? -1 : 0;
+        const char *close = *p == '`' ? strchr(p + 1, '`') : NULL;
+        if (close == NULL)
+            continue;
+        if (depth == 0 && n + (size_t)(close - p) + 1 < len)
+            n += (size_t)snprintf(buf + n, len - n, "%.*s ", (int)(close - p - 1), p + 1);
+        p = close;
+    }
+}
 
 START_TEST(event_table)
 {
@@ -227,6 +428,24 @@ START_TEST(event_table)
             ck_assert_msg(strcmp(name, log_event_name((enum log_event)k)) != 0, "%s twice", name);
         for (const char *p = name; *p != '\0'; p++)
             ck_assert_msg((*p >= 'a' && *p <= 'z') || *p == '_', "%s: snake case", name);
+    }
+    /* One member per name in every line: no event documents a field named
+     * as the head of every line, or the same field twice. */
+    static const char *const head[] = {"ts", "level", "event", "node", "group"};
+    for (int e = 0; e < LE_COUNT; e++) {
+        char fields[512], *save = NULL;
+        const char *seen[32];
+        size_t nseen = 0;
+        documented_fields((enum log_event)e, fields, sizeof fields);
+        for (char *w = strtok_r(fields, " ", &save); w != NULL; w = strtok_r(NULL, " ", &save)) {
+            const char *name = log_event_name((enum log_event)e);
+            for (size_t h = 0; h < sizeof head / sizeof head[0]; h++)
+                ck_assert_msg(strcmp(w, head[h]) != 0, "%s: a field named %s", name, w);
+            for (size_t k = 0; k < nseen; k++)
+                ck_assert_msg(strcmp(w, seen[k]) != 0, "%s: %s twice", name, w);
+            if (nseen < sizeof seen / sizeof seen[0])
+                seen[nseen++] = w;
+        }
     }
     ck_assert(log_event_varies(LE_TRANSITION));
     ck_assert(log_event_varies(LE_JOB_END));
@@ -255,9 +474,12 @@ static Suite *suite(void)
     tcase_add_test(tc, validity);
     tcase_add_test(tc, quoting);
     tcase_add_test(tc, cutting);
+    tcase_add_test(tc, terminal_text);
     tcase_add_test(tc, lines_are_valid_json);
     tcase_add_test(tc, numbers_print_exactly);
     tcase_add_test(tc, held_lines_follow);
+    tcase_add_test(tc, fields_never_share_a_name);
+    tcase_add_test(tc, queue_is_bounded);
     tcase_add_test(tc, event_table);
     suite_add_tcase(s, tc);
     return s;

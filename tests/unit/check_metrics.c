@@ -35,8 +35,8 @@ static char *render(const struct metrics *m)
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     struct metrics_gauges g = {.state = ST_WAITING, .term = 3, .redis_up = true,
-                               .start_time_s = 1.7e9, .version = "0.1.0", .group = "g",
-                               .node = "n"};
+                               .start_time_s = 1.7e9, .log_lines_dropped = 5,
+                               .version = "0.1.0", .group = "g", .node = "n"};
     ck_assert_ptr_nonnull(f);
     ck_assert_int_eq(metrics_write(m, &g, f), 0);
     fclose(f);
@@ -132,14 +132,17 @@ static const struct {
      "baton_job_paused{job_name=\"a\"} 1"},
     {LE_JOB_RESUMED, "{\"job\":\"a\",\"catchup\":false,\"by\":\"u@h\"}",
      "baton_job_paused{job_name=\"a\"} 0"},
-    {LE_LOG_LINES_DROPPED, "{\"lines\":7,\"bytes\":900}", "baton_log_lines_dropped_total 7"},
+    /* The report counts as an event; the lines are the log's count (a gauge). */
+    {LE_LOG_LINES_DROPPED, "{\"lines\":7,\"bytes\":900}",
+     "baton_events_total{event=\"log_lines_dropped\"} 1"},
+    {LE_LOG_LINES_DROPPED, "{\"lines\":7,\"bytes\":900}", "baton_log_lines_dropped_total 5"},
     {LE_HOOK_END,
      "{\"job\":\"a\",\"run_id\":\"r\",\"hook\":\"on_failure\",\"duration_ms\":3,"
      "\"exit_code\":0,\"outcome\":\"ok\"}",
      "baton_hook_runs_total{job_name=\"a\",outcome=\"ok\"} 1"},
-    {LE_CONFIG_DRIFT, "{\"node\":\"n2\",\"jobs_hash\":\"00\",\"jobs\":1}",
+    {LE_CONFIG_DRIFT, "{\"follower\":\"n2\",\"jobs_hash\":\"00\",\"jobs\":1}",
      "baton_config_drift_nodes 1"},
-    {LE_CONFIG_DRIFT_RESOLVED, "{\"node\":\"n2\",\"jobs_hash\":\"00\"}",
+    {LE_CONFIG_DRIFT_RESOLVED, "{\"follower\":\"n2\",\"jobs_hash\":\"00\"}",
      "baton_config_drift_nodes 0"},
     {LE_HOOK_START, "{\"job\":\"a\",\"run_id\":\"r\",\"hook\":\"on_success\"}",
      "baton_events_total{event=\"hook_start\"} 1"},

@@ -47,7 +47,14 @@ static cJSON *doc(bool leader, int64_t age_ms)
     cJSON_AddStringToObject(v, "state", "waiting");
     cJSON_AddBoolToObject(v, "ready", true);
     cJSON_AddBoolToObject(v, "redis_up", true);
-    cJSON_AddArrayToObject(v, "transitions");
+    cJSON *tr = cJSON_AddArrayToObject(v, "transitions");
+    cJSON *t = cJSON_CreateObject();
+    cJSON_AddStringToObject(t, "ts", "2026-01-02T06:59:00.000Z");
+    cJSON_AddStringToObject(t, "from", "releasing");
+    cJSON_AddStringToObject(t, "to", "idle");
+    cJSON_AddStringToObject(t, "trigger", "released");
+    cJSON_AddStringToObject(t, "guard", "not stopping");
+    cJSON_AddItemToArray(tr, t);
     return o;
 }
 
@@ -95,6 +102,9 @@ START_TEST(page)
     ck_assert_ptr_nonnull(strstr(html, "<td>off</td><td><span class=\"mute\">never</span></td>"));
     ck_assert_ptr_nonnull(strstr(html, "disabled"));
     ck_assert_ptr_nonnull(strstr(html, "in 5.0 s")); /* tick's next run */
+    /* A transition's internal names in words, as the text log says them. */
+    ck_assert_ptr_nonnull(strstr(html, "<td>lease given up <span class=\"mute\">[not shutting "
+                                       "down]</span>"));
     /* backup is paused: said in its row and in words below, escaped. */
     ck_assert_ptr_nonnull(strstr(html, "<td><span class=\"warn\" title=\"since "
                                        "2026-01-02T05:00:00.000Z by ops@web-1: "
