@@ -15,8 +15,10 @@
  * "done <id>" message, looking again every second in case one is lost),
  * prints the outcome on stderr and exits with the job's exit status: 128+N
  * when a signal N ended it, 124 when its timeout did, 126 when it could
- * not start, 70 when its node died while it ran, 1 when the leader has no
- * such job, 75 when --timeout ran out first (the run goes on). With --json
+ * not start, 70 when its node stopped answering while it ran and did not
+ * report its end within two lease ttls (it died, or stayed stalled), 1 when
+ * the leader has no such job, 75 when --timeout ran out first (the run goes
+ * on). With --json
  * the request is printed as one JSON object (at the end, with --wait). */
 #include <errno.h>
 #include <inttypes.h>
@@ -59,7 +61,8 @@ static const struct cli_exit exits[] = {
      "another job, or too many requests wait"},
     {CLI_EXIT_USAGE, "bad command line"},
     {CLI_EXIT_UNAVAILABLE, "Redis unreachable or failing"},
-    {CLI_EXIT_LOST, "with --wait: the run's node died while it ran"},
+    {CLI_EXIT_LOST, "with --wait: the run's node stopped answering while it ran (died, or stalled "
+                    "past two lease ttls)"},
     {CLI_EXIT_TEMPFAIL, "with --wait: --timeout ran out before the run ended (it goes on)"},
     {CLI_EXIT_CONFIG, "baton.yaml missing or invalid"},
     {CLI_EXIT_JOB_TIMEOUT, "with --wait: the job ran out of its timeout"},
@@ -189,8 +192,7 @@ static void progress(const struct trigger *t, int *last)
         fprintf(stderr, "baton: trigger: %s: claimed by %s\n", t->job, t->node);
         break;
     case TRIGGER_RUNNING:
-        fprintf(stderr, "baton: trigger: %s: running on %s as %s\n", t->job, t->node,
-                t->run_id);
+        fprintf(stderr, "baton: trigger: %s: running on %s as %s\n", t->job, t->node, t->run_id);
         break;
     case TRIGGER_DONE: break;
     }
@@ -216,14 +218,16 @@ static void report_done(const struct trigger *t)
 }
 
 /* Follows request id until it is done or timeout_ms (0: no limit) passes.
- * The subscription w was made before the request. Returns the exit status
- * (with json, the request printed as JSON once done). */
+ * The subscription w was made before the request. A run presumed killed
+ * with its node (trigger.h) is followed grace_ms more (within timeout_ms):
+ * a node that was only stalled reports how the run really ended. Returns
+ * the exit status (with json, the request printed as JSON once done). */
 static int follow(struct baton_client *client, struct baton_election *w, const char *group,
-                  const char *id, int64_t timeout_ms, bool json)
+                  const char *id, int64_t timeout_ms, int64_t grace_ms, bool json)
 {
-    char want[TRIGGER_ID_MAX + 8];
+    char want[TRIGGER_ID_MAX + 8], took[32];
     int last = -1;
-    int64_t deadline = timeout_ms > 0 ? mono_ms() + timeout_ms : 0;
+    int64_t deadline = timeout_ms > 0 ? mono_ms() + timeout_ms : 0, presumed_until = 0;
     bool watching = w != NULL;
     snprintf(want, sizeof want, "done %s", id);
     for (;;) {
@@ -236,7 +240,16 @@ static int follow(struct baton_client *client, struct baton_election *w, const c
             return cli_fail("trigger", "request %s is gone from Redis", id);
         }
         progress(&r.v[0], &last);
-        if (r.v[0].state == TRIGGER_DONE) {
+        if (r.v[0].state == TRIGGER_DONE && r.v[0].presumed && presumed_until == 0) {
+            presumed_until = mono_ms() + grace_ms;
+            fprintf(stderr,
+                    "baton: trigger: %s: its node (%s) stopped answering while it ran; waiting "
+                    "up to %s for its report\n",
+                    r.v[0].job, r.v[0].node[0] ? r.v[0].node : "?",
+                    tool_format_ms(grace_ms, took, sizeof took));
+        }
+        if (r.v[0].state == TRIGGER_DONE && (!r.v[0].presumed || mono_ms() >= presumed_until ||
+                                             (deadline != 0 && mono_ms() >= deadline))) {
             report_done(&r.v[0]);
             int status = wait_status(&r.v[0]);
             if (json && tool_print_json("trigger", trigger_json(&r.v[0])) != 0)
@@ -248,11 +261,14 @@ static int follow(struct baton_client *client, struct baton_election *w, const c
         /* Sleep until a message (any: "done <id>" ends it), a second, or
          * the deadline. */
         int64_t wait = WAIT_POLL_MS;
+        if (presumed_until != 0 && presumed_until - mono_ms() < wait)
+            wait = presumed_until - mono_ms() > 0 ? presumed_until - mono_ms() : 1;
         if (deadline != 0) {
             int64_t left = deadline - mono_ms();
             if (left <= 0) {
-                fprintf(stderr, "baton: trigger: request %s is not done after --timeout; "
-                                "it goes on\n",
+                fprintf(stderr,
+                        "baton: trigger: request %s is not done after --timeout; "
+                        "it goes on\n",
                         id);
                 return CLI_EXIT_TEMPFAIL;
             }
@@ -353,8 +369,8 @@ static int cmd_trigger(int argc, char **argv)
                       TRIGGER_QUEUE_MAX, cfg->group);
         goto out;
     case TRIGGER_OTHER_JOB:
-        rc = cli_fail("trigger", "id %s belongs to a request for job %s, not %s", id,
-                      r.v[0].job, job);
+        rc = cli_fail("trigger", "id %s belongs to a request for job %s, not %s", id, r.v[0].job,
+                      job);
         goto out;
     case TRIGGER_EXISTS:
         fprintf(stderr, "baton: trigger: %s: request %s exists already (%s): not asked again\n",
@@ -377,7 +393,7 @@ static int cmd_trigger(int argc, char **argv)
             goto out;
     }
     if (wait)
-        rc = follow(client, watch, cfg->group, id, timeout_ms, json);
+        rc = follow(client, watch, cfg->group, id, timeout_ms, 2 * cfg->lease_ttl_ms, json);
     else if (json)
         rc = tool_print_json("trigger", trigger_json(&r.v[0]));
 out:

@@ -145,7 +145,8 @@
     X(TRIGGER_LEFT, "trigger_left", WARN, "`job`, `trigger_id`, `attempt`, `reason`",              \
       "a request claimed too late to start (a stall): the next leader runs it")                    \
     X(TRIGGER_LOST, "trigger_lost", WARN, "`job`, `trigger_id`, `attempt`, `reason`",              \
-      "a manual run whose node died while it ran: recorded killed, not run again")                 \
+      "a manual run whose node stopped answering while it ran: presumed killed (the node's "    \
+      "own report, if it comes, replaces it), not run again")                 \
     X(JOB_PAUSED, "job_paused", INFO, "`job` (`*`: every job), `since`, `by`, `reason`",           \
       "the leader sees a job paused (`baton pause`): its ticks are skipped")                       \
     X(JOB_RESUMED, "job_resumed", INFO, "`job` (`*`: every job), `catchup`, `skipped_until`, `by`",\

@@ -645,7 +645,7 @@ static void write_jobs(const struct metrics *m, FILE *out)
     family(out, "baton_triggers_total", "counter",
            "`baton trigger` requests this node handled as leader, by job and outcome: received "
            "(taken to run), rejected (no such job here), left (claimed too late to start: the "
-           "next leader runs it), lost (its node died while it ran).");
+           "next leader runs it), lost (its node stopped answering while it ran).");
     for (size_t i = 0; i < n; i++) {
         const struct mjob *j = job_at(m, i);
         for (int t = 0; t < NTRIGGER_OUTCOMES; t++) {

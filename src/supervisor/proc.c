@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -64,11 +65,27 @@ int proc_resolve(const char *name, char *out, size_t len)
 
 int proc_fence_pipe(int fds[2])
 {
-    if (pipe2(fds, O_CLOEXEC) != 0)
-        return errno;
-    fcntl(fds[0], F_SETFL, O_NONBLOCK);
-    fcntl(fds[1], F_SETFL, O_NONBLOCK);
-    return 0;
+    return socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, fds) != 0 ? errno
+                                                                                           : 0;
+}
+
+int proc_exit_report_read(int fd, struct proc_exit_report *out)
+{
+    for (;;) {
+        struct proc_exit_report m;
+        ssize_t n = recv(fd, &m, sizeof m, MSG_DONTWAIT);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return errno;
+        if (n == 0)
+            return EAGAIN; /* the shim's end is closed: no report */
+        if (n == (ssize_t)sizeof m && m.magic == PROC_REPORT_MAGIC) {
+            *out = m;
+            return 0;
+        }
+        /* not a report: look at the next message */
+    }
 }
 
 int proc_fence_send(int fd, int64_t term_at, int64_t kill_at)
@@ -80,7 +97,7 @@ int proc_fence_send(int fd, int64_t term_at, int64_t kill_at)
             return 0;
         if (n < 0 && errno == EINTR)
             continue;
-        return n < 0 ? errno : EIO; /* a pipe write of 16 bytes is never partial */
+        return n < 0 ? errno : EIO; /* a message is sent whole or not at all */
     }
 }
 

@@ -25,7 +25,13 @@
  * starved cannot keep the command running past its cover. Each message is
  * a struct proc_fence: at term_at the shim SIGTERMs the group, at kill_at
  * it SIGKILLs it (itself included), as baton would. A later message moves
- * both (every renewal); {0, 0} lifts the fence. Times are CLOCK_MONOTONIC,
+ * both (every renewal); {0, 0} lifts the fence. The channel is a socket
+ * pair (messages, not a byte stream), so that the shim can answer on it:
+ * when its command ends, the shim writes a struct proc_exit_report (how
+ * and when the command ended, and when its fence TERMed it, if it did)
+ * before it exits. A baton that was stopped or starved while its command
+ * ended on its own reads there what happened, and when, rather than what
+ * it finds when it reaps the shim later. Times are CLOCK_MONOTONIC,
  * the clock of libbaton's deadlines (a machine that is suspended is frozen
  * whole: only fencing tokens help there, as for any lease).
  *
@@ -45,11 +51,12 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /* The shim's command line protocol (shim/shim.c), its fence descriptor, and
  * the signal the kernel sends it when baton dies. */
-#define PROC_SHIM_PROTOCOL    "1"
+#define PROC_SHIM_PROTOCOL    "2"
 #define PROC_SHIM_FENCE_FD    3
 #define PROC_SHIM_GO_FD       4
 #define PROC_SHIM_NOT_STARTED 125 /* prepared, never told to go: nothing ran */
@@ -100,9 +107,25 @@ struct proc_fence {
     int64_t kill_at;
 };
 
-/* Makes a fence pipe: fds[0] for proc_spec.fence_fd, fds[1] for
- * proc_fence_send() (non-blocking). Both O_CLOEXEC. Returns 0 or errno. */
+/* Makes a fence channel (a socket pair of messages): fds[0] for
+ * proc_spec.fence_fd, fds[1] for proc_fence_send() and
+ * proc_exit_report_read(). Both O_CLOEXEC and non-blocking. Returns 0 or
+ * errno. */
 int proc_fence_pipe(int fds[2]);
+
+/* What the shim says of its command's end, on the fence channel. */
+#define PROC_REPORT_MAGIC 0x62746e31u /* "btn1" */
+struct proc_exit_report {
+    uint32_t magic;    /* PROC_REPORT_MAGIC */
+    int32_t wstatus;   /* the command's wait status */
+    int64_t ended_at;  /* CLOCK_MONOTONIC ns: when the shim saw it end */
+    int64_t termed_at; /* CLOCK_MONOTONIC ns: when the shim's fence TERMed its group; 0: never */
+};
+
+/* Reads the shim's report from fd (the fence channel's baton end),
+ * without waiting. Returns 0 with *out, EAGAIN when there is none (the
+ * shim was killed, or is not done), or errno. */
+int proc_exit_report_read(int fd, struct proc_exit_report *out);
 /* Tells the shim behind fd the new fence. Returns 0, or errno (EAGAIN
  * when the shim has not read the last messages: it enforces the last it
  * read, which is earlier, so nothing is lost but time). */

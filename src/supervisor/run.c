@@ -112,8 +112,8 @@ static void log_end(const struct run *run)
         cJSON_AddStringToObject(f, "error", run->error);
     } else {
         int st = run->wstatus;
-        cJSON_AddNumberToObject(f, "duration_ms",
-                                (double)((loop_now() - run->started_ns) / 1000000));
+        int64_t ended = run->ended_ns != 0 ? run->ended_ns : loop_now();
+        cJSON_AddNumberToObject(f, "duration_ms", (double)((ended - run->started_ns) / 1000000));
         if (WIFEXITED(st))
             cJSON_AddNumberToObject(f, "exit_code", WEXITSTATUS(st));
         else
@@ -376,6 +376,8 @@ void run_stop(struct run *run, enum run_stop why, int64_t kill_by_ns)
     int64_t now = loop_now();
     if (run->stop != RUN_STOP_TIMEOUT)
         run->stop = why;
+    if (run->stop_ns == 0)
+        run->stop_ns = now;
     if (run->state == RUN_RUNNING) {
         proc_signal_group(run->pgid, SIGTERM);
         run->kill_at = now + run->job->kill_grace_ms * INT64_C(1000000);
@@ -423,6 +425,19 @@ void run_reaped(struct run *run, int wstatus)
         return;
     run->wstatus = wstatus;
     run->ended_ns = loop_now();
+    /* The shim's word on how and when the command ended (proc.h): a stop
+     * that came after the end did not end it; a fence's TERM before it
+     * did. */
+    struct proc_exit_report rep;
+    if (run->state != RUN_STARTING && run->fence_fd >= 0 &&
+        proc_exit_report_read(run->fence_fd, &rep) == 0 && rep.ended_at <= run->ended_ns &&
+        rep.ended_at >= run->started_ns) {
+        run->ended_ns = rep.ended_at;
+        if (run->stop != RUN_STOP_NONE && run->stop_ns > rep.ended_at)
+            run->stop = RUN_STOP_NONE; /* ended on its own before baton stopped it */
+        if (run->stop == RUN_STOP_NONE && rep.termed_at != 0 && rep.termed_at <= rep.ended_at)
+            run->stop = RUN_STOP_PAUSED; /* its cover ended: the shim's fence stopped it */
+    }
     /* What the group left behind goes with it. */
     proc_signal_group(run->pgid, SIGKILL);
     output_close(&run->out);

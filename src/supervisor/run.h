@@ -15,7 +15,12 @@
  *
  * The outcome (history.h) is decided once, on exit: ok, failed, timeout
  * (stopped by its timeout), killed (stopped by baton for another reason:
- * run_stop_reason), or failed_to_start (it never ran; the reason is kept).
+ * run_stop_reason, or by its shim's fence), or failed_to_start (it never
+ * ran; the reason is kept). It is what happened to the command: the shim
+ * reports when and how the command ended (proc.h), so a command that
+ * ended on its own before baton stopped it (a baton that was stalled,
+ * then found its lease gone) is ok or failed, and its end is when it
+ * ended, not when baton reaped it.
  * A claimed tick that cannot start is therefore a run that exits at once
  * with failed_to_start: logged and recorded, never dropped.
  *
@@ -115,6 +120,7 @@ struct run {
     enum run_state state;
     enum history_outcome outcome; /* once exited */
     enum run_stop stop;           /* why baton stopped it, if it did */
+    int64_t stop_ns;              /* CLOCK_MONOTONIC: when it did (0: never) */
     char error[160];              /* failed_to_start (or a cancelled run skipped): why */
     pid_t pgid;
     int wstatus;

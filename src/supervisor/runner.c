@@ -189,6 +189,7 @@ struct outbox_item {
     enum history_outcome outcome;       /* OUT_TRIGGER_DONE */
     int exit_code;
     const char *signal; /* static */
+    int64_t started_ms, duration_ms; /* OUT_TRIGGER_DONE: when the command ran */
     struct outbox_item *next;
 };
 
@@ -505,6 +506,8 @@ static void queue_trigger(struct runner *r, const struct run *run, const char *t
         it->outcome = rec->outcome;
         it->exit_code = rec->exit_code;
         it->signal = rec->signal;
+        it->started_ms = rec->started_ms;
+        it->duration_ms = rec->duration_ms;
     }
     outbox_put(r, it);
 }
@@ -521,7 +524,9 @@ static int outbox_write(struct runner *r, const struct outbox_item *it)
                                   .outcome = it->outcome,
                                   .exit_code = it->exit_code,
                                   .signal = it->signal,
-                                  .reason = it->reason};
+                                  .reason = it->reason,
+                                  .started_ms = it->started_ms,
+                                  .duration_ms = it->duration_ms};
         return trigger_finish(r->h.client, r->group, it->job, it->member, it->trigger_id, &rec);
     }
     case OUT_HISTORY: break;
@@ -1630,12 +1635,13 @@ static bool take_trigger(struct runner *r, const struct trigger *t)
     char member[RUN_ID_MAX + 160];
     bool requeued, lost;
     snprintf(member, sizeof member, "%s/%s", t->node, t->run_id);
-    if (trigger_recover(r->h.client, r->group, t->job, t->id, t->run_id, member, &requeued,
+    if (trigger_recover(r->h.client, r->group, t->job, t->id, t->run_id, member,
+                        r->h.lease_ttl_ms, &requeued,
                         &lost) != BATON_OK)
         return false;
     if (lost)
         log_trigger(r, LE_TRIGGER_LOST, t->job, t->id, t->attempt,
-                    "its node died while it ran: not run again");
+                    "its node stopped answering while it ran: presumed killed, not run again");
     if (requeued && js != NULL)
         add_manual(r, js, t, t->attempt + 1);
     return true;

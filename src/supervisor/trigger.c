@@ -66,12 +66,14 @@ static const char started_src[] =
     "return 1\n";
 
 /* KEYS: trigger:<id>, busy:J, triggers. ARGV: run_id, member, id, reason,
- * channel, keep s. Returns 0 (nothing to do), 1 (requeued), 2 (done:
- * lost). */
+ * channel, keep s, lease ttl ms. Returns 0 (nothing to do), 1 (requeued),
+ * 2 (done: lost). A run lost this way is done killed, presumed (its node
+ * may only have been stalled: its own report replaces the verdict,
+ * finish_src), and its end is when it was last known alive: its
+ * registration's last renewal (the score less the ttl). */
 static const char recover_src[] =
     "local st = redis.call('hmget', KEYS[1], 'state', 'run_id', 'attempt')\n"
-    "if st[2] ~= ARGV[1] or (st[1] ~= 'claimed' and st[1] ~= 'running') then return 0 end\n"
-    NOW_MS
+    "if st[2] ~= ARGV[1] or (st[1] ~= 'claimed' and st[1] ~= 'running') then return 0 end\n" NOW_MS
     "local s = redis.call('zscore', KEYS[2], ARGV[2])\n"
     "if s and tonumber(s) > now then return 0 end\n"
     "redis.call('zrem', KEYS[2], ARGV[2])\n"
@@ -81,23 +83,31 @@ static const char recover_src[] =
     "  redis.call('hdel', KEYS[1], 'run_id', 'node', 'term', 'claimed')\n"
     "  return 1\n"
     "end\n"
+    "local seen = s and (tonumber(s) - tonumber(ARGV[7])) or now\n"
+    "if seen > now then seen = now end\n"
     "redis.call('hset', KEYS[1], 'state', 'done', 'outcome', 'killed', 'reason', ARGV[4],\n"
-    "           'ended', tostring(now))\n"
+    "           'ended', tostring(seen), 'presumed', '1')\n"
     "redis.call('expire', KEYS[1], ARGV[6])\n"
     "redis.call('zrem', KEYS[3], ARGV[3])\n"
     "redis.call('publish', ARGV[5], 'done ' .. ARGV[3])\n"
     "return 2\n";
 
 /* KEYS: busy:J, trigger:<id>, triggers. ARGV: member, channel, job, id,
- * run_id, outcome, exit_code, signal, reason, keep s, ended channel. */
+ * run_id, outcome, exit_code, signal, reason, keep s, ended channel, ended
+ * (Unix ms, the command's end). A presumed verdict (recover_src) of the
+ * same run is replaced: this is what happened. */
 static const char finish_src[] =
     "redis.call('zrem', KEYS[1], ARGV[1])\n"
     "redis.call('publish', ARGV[11], 'ended ' .. ARGV[3])\n"
-    "local st = redis.call('hmget', KEYS[2], 'state', 'run_id')\n"
-    "if st[2] ~= ARGV[5] or (st[1] ~= 'claimed' and st[1] ~= 'running') then return 0 end\n"
-    NOW_MS
+    "local st = redis.call('hmget', KEYS[2], 'state', 'run_id', 'presumed')\n"
+    "if st[2] ~= ARGV[5] then return 0 end\n"
+    "if st[1] ~= 'claimed' and st[1] ~= 'running' and not (st[1] == 'done' and st[3] == '1') then\n"
+    "  return 0\n"
+    "end\n" NOW_MS "local ended = tonumber(ARGV[12])\n"
+    "if not ended or ended <= 0 or ended > now then ended = now end\n"
+    "redis.call('hdel', KEYS[2], 'presumed')\n"
     "redis.call('hset', KEYS[2], 'state', 'done', 'outcome', ARGV[6], 'exit_code', ARGV[7],\n"
-    "           'signal', ARGV[8], 'reason', ARGV[9], 'ended', tostring(now))\n"
+    "           'signal', ARGV[8], 'reason', ARGV[9], 'ended', tostring(ended))\n"
     "redis.call('expire', KEYS[2], ARGV[10])\n"
     "redis.call('zrem', KEYS[3], ARGV[4])\n"
     "redis.call('publish', ARGV[2], 'done ' .. ARGV[4])\n"
@@ -126,7 +136,8 @@ bool trigger_id_ok(const char *id)
         return false;
     for (size_t i = 0; i < n; i++) {
         char ch = id[i];
-        bool alnum = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9');
+        bool alnum =
+            (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9');
         if (!alnum && (i == 0 || strchr("_.:-", ch) == NULL))
             return false;
     }
@@ -178,8 +189,15 @@ static bool parse_hash(const struct baton_reply *h, struct trigger *t)
     const char *state = NULL;
     if (h == NULL || h->type != BATON_REPLY_ARRAY || h->elements == 0 || h->elements % 2 != 0)
         return false;
-    *t = (struct trigger){.id = "", .job = "", .by = "", .node = "", .run_id = "",
-                          .outcome = "", .signal = "", .reason = "", .exit_code = -1,
+    *t = (struct trigger){.id = "",
+                          .job = "",
+                          .by = "",
+                          .node = "",
+                          .run_id = "",
+                          .outcome = "",
+                          .signal = "",
+                          .reason = "",
+                          .exit_code = -1,
                           .attempt = 1};
     for (size_t i = 0; i + 1 < h->elements; i += 2) {
         const struct baton_reply *k = h->element[i], *v = h->element[i + 1];
@@ -216,6 +234,8 @@ static bool parse_hash(const struct baton_reply *h, struct trigger *t)
             t->signal = val;
         else if (strcmp(key, "reason") == 0)
             t->reason = val;
+        else if (strcmp(key, "presumed") == 0)
+            t->presumed = strcmp(val, "1") == 0;
     }
     if (state == NULL || t->id[0] == '\0' || t->job[0] == '\0')
         return false;
@@ -447,8 +467,9 @@ enum claim_result trigger_claim(struct baton_client *c, const char *group, const
         snprintf(termbuf, sizeof termbuf, "%" PRIu64, term);
         snprintf(attbuf, sizeof attbuf, "%d", attempt);
         const char *keys[3] = {leader_key, tkey, busy};
-        const char *args[7] = {token, mode == CLAIM_RUN_OR_WAIT ? "wait" : "run", member,
-                               run_id, node, termbuf, attbuf};
+        const char *args[7] = {
+            token, mode == CLAIM_RUN_OR_WAIT ? "wait" : "run", member, run_id, node, termbuf,
+            attbuf};
         int rc = baton_client_eval_all(c, claim_src, 3, keys, 7, args, &out->answers);
         if (out->answers != NULL)
             res = claim_reduce(out, mode == CLAIM_RUN_OR_WAIT ? mode : CLAIM_RUN);
@@ -511,8 +532,11 @@ int trigger_started(struct baton_client *c, const char *group, const char *id, c
 static const char keep_s[] = STR(TRIGGER_KEEP_S);
 
 int trigger_recover(struct baton_client *c, const char *group, const char *job, const char *id,
-                    const char *run_id, const char *member, bool *requeued, bool *lost)
+                    const char *run_id, const char *member, int64_t lease_ttl_ms, bool *requeued,
+                    bool *lost)
 {
+    char ttl[24];
+    snprintf(ttl, sizeof ttl, "%" PRId64, lease_ttl_ms);
     struct keys k;
     char *busy = group_key(group, "busy:%s", job);
     long long r = 0;
@@ -522,10 +546,16 @@ int trigger_recover(struct baton_client *c, const char *group, const char *job, 
         rc = BATON_ENOMEM;
     if (rc == BATON_OK) {
         const char *keys[3] = {k.trigger, busy, k.queue};
-        const char *args[6] = {run_id, member, id,
-                               "its node died while it ran: it died with it, or ended unrecorded",
-                               k.chan, keep_s};
-        rc = eval_int(c, recover_src, 3, keys, 6, args, &r);
+        const char *args[7] = {run_id,
+                               member,
+                               id,
+                               "its node stopped answering while it ran (it died, or was stalled "
+                               "past its lease): the run ended with it; presumed killed unless "
+                               "the node reports how it ended",
+                               k.chan,
+                               keep_s,
+                               ttl};
+        rc = eval_int(c, recover_src, 3, keys, 7, args, &r);
     }
     keys_free(&k);
     free(busy);
@@ -539,15 +569,17 @@ int trigger_finish(struct baton_client *c, const char *group, const char *job, c
 {
     struct keys k;
     char *busy = group_key(group, "busy:%s", job), *ended = group_key(group, "ended");
-    char code[16] = "";
+    char code[16] = "", end_ms[24];
     int rc = keys_make(group, id, &k);
     if (rc == BATON_OK && (busy == NULL || ended == NULL))
         rc = BATON_ENOMEM;
     if (rc == BATON_OK) {
         if (rec->exit_code >= 0)
             snprintf(code, sizeof code, "%d", rec->exit_code);
+        snprintf(end_ms, sizeof end_ms, "%" PRId64,
+                 rec->started_ms > 0 ? rec->started_ms + rec->duration_ms : 0);
         const char *keys[3] = {busy, k.trigger, k.queue};
-        const char *args[11] = {member,
+        const char *args[12] = {member,
                                 k.chan,
                                 job,
                                 id,
@@ -557,8 +589,9 @@ int trigger_finish(struct baton_client *c, const char *group, const char *job, c
                                 rec->signal != NULL ? rec->signal : "",
                                 rec->reason != NULL ? rec->reason : "",
                                 keep_s,
-                                ended};
-        rc = eval_int(c, finish_src, 3, keys, 11, args, NULL);
+                                ended,
+                                end_ms};
+        rc = eval_int(c, finish_src, 3, keys, 12, args, NULL);
     }
     keys_free(&k);
     free(busy);

@@ -88,6 +88,10 @@ struct trigger {
     const char *outcome;      /* done: a history outcome, or "rejected" */
     int exit_code;            /* -1: none */
     const char *signal, *reason;
+    /* done killed by the leader that found its run's registration gone, not
+     * by its node: the node may only have been stalled, and its report,
+     * if it comes, replaces the verdict (trigger_finish) */
+    bool presumed;
 };
 
 struct trigger_reply {
@@ -148,15 +152,21 @@ int trigger_started(struct baton_client *c, const char *group, const char *id,
 
 /* A request another node claimed: if its run (member, a run of job) is no
  * longer registered, a claimed request goes back to pending (attempt + 1;
- * *requeued true) and a running one is done, outcome killed (*lost true).
- * Nothing changes while the run is registered. Returns 0 or a BATON_E*. */
+ * *requeued true) and a running one is done, outcome killed, presumed
+ * (*lost true): self-fencing ended the run by its registration's end, but
+ * how is known only to its node; its end is taken as the registration's
+ * last renewal (its score less lease_ttl_ms). Nothing changes while the
+ * run is registered. Returns 0 or a BATON_E*. */
 int trigger_recover(struct baton_client *c, const char *group, const char *job, const char *id,
-                    const char *run_id, const char *member, bool *requeued, bool *lost);
+                    const char *run_id, const char *member, int64_t lease_ttl_ms, bool *requeued,
+                    bool *lost);
 
 /* The end of the run run_id of request id: writes done with the outcome of
- * rec (outcome, exit_code or signal, reason), unregisters member from job's
- * busy set and publishes "ended <job>" and "done <id>", in one step. A
- * request that another attempt has taken over meanwhile is left as it is.
+ * rec (outcome, exit_code or signal, reason; its end: started_ms +
+ * duration_ms), unregisters member from job's busy set and publishes
+ * "ended <job>" and "done <id>", in one step. A presumed verdict of the
+ * same run (trigger_recover) is replaced. A request that another attempt
+ * has taken over meanwhile is left as it is.
  * Returns 0 or a BATON_E* code. */
 int trigger_finish(struct baton_client *c, const char *group, const char *job, const char *member,
                    const char *id, const struct history_rec *rec);

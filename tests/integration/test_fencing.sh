@@ -111,7 +111,7 @@ if pid == 0:
     fence_r, go_r = os.dup(fence_r), os.dup(go_r)  # above 4: dup2 onto itself keeps CLOEXEC
     os.dup2(fence_r, 3)
     os.dup2(go_r, 4)
-    os.execv(shim, ["baton-shim", "1", str(os.getppid()), "fg", "", "", "0", "0",
+    os.execv(shim, ["baton-shim", "2", str(os.getppid()), "fg", "", "", "0", "0",
                     "/usr/bin/touch", "touch", ran])
 # Until the shim waits for its go (it then has every signal blocked).
 for _ in range(500):
@@ -155,7 +155,7 @@ def case(name, workdir, act):
         os.dup2(fence_r, 3)
         os.dup2(go_r, 4)
         os.dup2(err_w, 2)
-        os.execv(shim, ["baton-shim", "1", str(os.getppid()), "fg", workdir, "", "0", "0",
+        os.execv(shim, ["baton-shim", "2", str(os.getppid()), "fg", workdir, "", "0", "0",
                         "/bin/sh", "sh", "-c", "pwd > " + ran + "; exit 7"])
     os.close(err_w)
     # Until the command's process exists (forked, waiting for its go).

@@ -45,6 +45,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -266,6 +267,10 @@ _Noreturn static void die_by(int sig)
     _exit(128 + sig);
 }
 
+/* Tells baton on the fence channel fd (-1: none) how and when the command
+ * ended (proc.h), then leaves the way it left. Never returns. */
+_Noreturn static void report_exit(int fd, int wstatus, int64_t ended_at, int64_t termed_at);
+
 /* Leaves the way the command left. Never returns. */
 _Noreturn static void mirror_exit(int wstatus)
 {
@@ -279,6 +284,19 @@ static int64_t mono_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+_Noreturn static void report_exit(int fd, int wstatus, int64_t ended_at, int64_t termed_at)
+{
+    if (fd >= 0) {
+        struct proc_exit_report m = {.magic = PROC_REPORT_MAGIC,
+                                     .wstatus = wstatus,
+                                     .ended_at = ended_at,
+                                     .termed_at = termed_at};
+        ssize_t n = send(fd, &m, sizeof m, MSG_DONTWAIT | MSG_NOSIGNAL);
+        (void)n; /* baton gone, or not reading: it reaps us all the same */
+    }
+    mirror_exit(wstatus);
 }
 
 /* Reads every fence message waiting on fd into *f (the last one wins).
@@ -338,7 +356,7 @@ int main(int argc, char **argv)
     int sfd = signalfd(-1, &wait_for, SFD_CLOEXEC);
     int ffd = a.fenced ? PROC_SHIM_FENCE_FD : -1;
     struct proc_fence fence = {0, 0};
-    bool termed = false;
+    int64_t termed_at = 0; /* when the fence TERMed the group */
     if (sfd < 0)
         _exit(a.prepared ? PROC_SHIM_NOT_STARTED : 126); /* cannot watch over a command */
 
@@ -393,9 +411,9 @@ int main(int argc, char **argv)
                 kill(0, SIGKILL); /* the whole group, the shim included */
                 _exit(137);
             }
-            if (fence.term_at != 0 && now >= fence.term_at && !termed) {
+            if (fence.term_at != 0 && now >= fence.term_at && termed_at == 0) {
                 kill(-getpid(), SIGTERM); /* the shim blocks it: the command gets it */
-                termed = true;
+                termed_at = now;
             }
             if (fence.term_at != 0 && now < fence.term_at)
                 next = fence.term_at;
@@ -423,6 +441,6 @@ int main(int argc, char **argv)
             continue;
         if (!started && !go_ready(PROC_SHIM_GO_FD))
             _exit(PROC_SHIM_NOT_STARTED); /* its go pipe ended without a go */
-        mirror_exit(st);
+        report_exit(ffd, st, mono_ns(), termed_at);
     }
 }
