@@ -34,7 +34,7 @@ cluster_node_start() {
         --repl-diskless-sync yes --repl-diskless-sync-delay 0 </dev/null >/dev/null 2>&1 &
     pid=$!
     for n in $(seq 1 250); do
-        if [ "$(ccli "${CPORT[$i]}" ping 2>/dev/null)" = PONG ]; then
+        if serves_as "$pid" ccli "${CPORT[$i]}"; then
             CPID[$i]=$pid
             HARNESS_REDIS_PIDS+=("$pid")
             return 0

@@ -102,6 +102,17 @@ redis_start() {
     fail "could not start redis-server on a free port"
 }
 
+# serves_as PID CLI...: true when the server that CLI (a redis-cli command
+# line, without the command) reaches is process PID, by the process_id of
+# its INFO: a port that another server of the test (or of a test running
+# beside it) holds answers PING too, and must not pass for the one just
+# started, which fails to bind there and exits.
+serves_as() {
+    local pid=$1
+    shift
+    "$@" info server 2>/dev/null | tr -d '\r' | grep -qx "process_id:$pid"
+}
+
 redis_launch() {
     local port=$1
     redis-server --port "$port" --bind 127.0.0.1 --dir "$REDIS_DIR" --save '' \
@@ -110,7 +121,7 @@ redis_launch() {
     local pid=$!
     local i
     for i in $(seq 1 250); do
-        if redis-cli -p "$port" ping 2>/dev/null | grep -q PONG; then
+        if serves_as "$pid" redis-cli -p "$port"; then
             REDIS_PORT=$port REDIS_PID=$pid
             REDIS_URL="redis://127.0.0.1:$port/0"
             HARNESS_REDIS_PIDS+=("$pid")

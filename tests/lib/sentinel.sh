@@ -36,7 +36,7 @@ node_start() {
         --repl-diskless-sync yes --repl-diskless-sync-delay 0 "$@" </dev/null >/dev/null 2>&1 &
     pid=$!
     for n in $(seq 1 250); do
-        if [ "$(dcli "${NODE_PORT[$i]}" ping 2>/dev/null)" = PONG ]; then
+        if serves_as "$pid" dcli "${NODE_PORT[$i]}"; then
             NODE_PID[$i]=$pid
             HARNESS_REDIS_PIDS+=("$pid")
             return 0
@@ -95,7 +95,7 @@ EOF
     redis-sentinel "$dir/sentinel.conf" </dev/null >/dev/null 2>&1 &
     pid=$!
     for n in $(seq 1 250); do
-        if [ "$(scli "${SENT_PORT[$i]}" ping 2>/dev/null)" = PONG ]; then
+        if serves_as "$pid" scli "${SENT_PORT[$i]}"; then
             SENT_PID[$i]=$pid
             HARNESS_REDIS_PIDS+=("$pid")
             return 0

@@ -82,9 +82,11 @@ tls_redis_start() {
             --tls-auth-clients no "$@" </dev/null >/dev/null 2>&1 &
         pid=$!
         for i in $(seq 1 250); do
-            # A TLS server answers a TLS hello: openssl s_client gets its certificate.
+            # The server on the port is the one started (serves_as), over TLS
+            # whatever its certificate.
             if ! kill -0 "$pid" 2>/dev/null; then break; fi
-            if openssl s_client -connect "127.0.0.1:$port" </dev/null 2>/dev/null | grep -q "BEGIN CERTIFICATE"; then
+            if serves_as "$pid" redis-cli --tls --insecure --cert "$(dirname "$cert")/client.pem" \
+                --key "$(dirname "$cert")/client.key" -p "$port"; then
                 HARNESS_REDIS_PIDS+=("$pid")
                 TLS_PORT=$port
                 printf -v "TLS_PID_$name" '%s' "$pid"
