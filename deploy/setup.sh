@@ -37,6 +37,7 @@ TEST_PACKAGES=(
     man-db groff-base                          # the man pages render without warnings
     zsh                                        # the zsh completion parses
     valgrind                                   # memcheck over baton lock and baton run
+    gdb                                        # a process that does not exit: where it hangs, in the report
     faketime                                   # libfaketime: test_faults steps the supervisors' wall clock
     curl python3                               # the hooks example posts with curl; its test listens with python3
 )

@@ -233,7 +233,14 @@ pid_of() { echo "${PROC_PID[$1]}"; }
 wait_exit() {
     local pid=${PROC_PID[$1]} deadline=$(( $(now_ms) + ${2%.*} * 1000 ))
     while kill -0 "$pid" 2>/dev/null; do
-        [ "$(now_ms)" -lt "$deadline" ] || fail "$1 (pid $pid) did not exit within $2 s"
+        if [ "$(now_ms)" -ge "$deadline" ]; then
+            # Where it hangs, for the failure's report (gdb, when installed).
+            if command -v gdb >/dev/null; then
+                timeout 20 gdb -p "$pid" -batch -ex "thread apply all bt" >"$T/$1.hang" 2>&1
+                grep -E '^(Thread|#)' "$T/$1.hang" >&2
+            fi
+            fail "$1 (pid $pid) did not exit within $2 s"
+        fi
         sleep 0.01
     done
     wait "$pid"; EXIT_CODE=$?
