@@ -158,13 +158,14 @@ static int set_allowed_hosts(void *obj, struct schema_ctx *ctx, const struct yam
     const struct yamlx_node *const *items =
         n->kind == YAMLX_SEQ ? (const struct yamlx_node *const *)n->items : &one;
     size_t count = n->kind == YAMLX_SEQ ? n->nitems : 1, len = 0;
-    char joined[HTTP_MAX_HOSTS + 1] = "", msg[512];
+    char joined[HTTP_MAX_HOSTS + 1] = "", msg[512], q[96];
 
     for (size_t i = 0; i < count; i++) {
         if (yamlx_expect_scalar(ctx->d, items[i], what, "a host name, or a list of them") != 0)
             return -1;
         if (http_allowed_name_check(items[i]->str, msg, sizeof msg) != 0)
-            return yamlx_errorf(ctx->d, items[i], "%s: %s", what, msg);
+            return yamlx_errorf(ctx->d, items[i], "%s: %s: %s", what,
+                                yamlx_quote(items[i]->str, q, sizeof q), msg);
         int w =
             snprintf(joined + len, sizeof joined - len, "%s%s", i > 0 ? "," : "", items[i]->str);
         if (w < 0 || (size_t)w >= sizeof joined - len)

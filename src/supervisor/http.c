@@ -106,9 +106,8 @@ int http_allowed_name_check(const char *name, char *msg, size_t msglen)
     size_t label = 0;
     if (strchr(name, ':') != NULL || name[0] == '[') {
         snprintf(msg, msglen,
-                 "\"%s\": a host name without a port (IP addresses are always "
-                 "answered, and the port is never checked)",
-                 name);
+                 "a host name without a port (IP addresses are always answered, and "
+                 "the port is never checked)");
         return -1;
     }
     if (strlen(name) > HOST_NAME_MAX_LEN) {
@@ -129,9 +128,8 @@ int http_allowed_name_check(const char *name, char *msg, size_t msglen)
         }
     }
     snprintf(msg, msglen,
-             "\"%s\": expected a host name (letters, digits, - and _ in labels of 1 to 63, "
-             "separated by dots), or *. and one for every name under it",
-             name);
+             "expected a host name (letters, digits, - and _ in labels of 1 to 63, separated by "
+             "dots), or *. and one for every name under it");
     return -1;
 }
 

@@ -80,7 +80,7 @@ int http_listen_parse(const char *spec, struct http_listen *out, char *msg, size
 
 /* Checks one allowed name of http.allowed_hosts: a host name without a
  * port (letters, digits, - and _ in dot-separated labels), or "*." and
- * such a name. Returns 0, or -1 with a message in msg. */
+ * such a name. Returns 0, or -1 with a message (without the name) in msg. */
 int http_allowed_name_check(const char *name, char *msg, size_t msglen);
 
 /* True when a TCP server whose allowed names are names (comma-separated,
