@@ -21,7 +21,7 @@ static const struct cli_item signals[] = {
     {"HUP",
      "reload baton.yaml and jobs.yaml after validating both; on an error the running "
      "configuration stays and one error line says file:line:col, whatever log.level (node, "
-     "redis, group, lease.* and http.listen need a restart)"},
+     "redis, group, lease.* and http.* need a restart)"},
     {NULL, NULL},
 };
 
@@ -78,7 +78,9 @@ const struct cli_cmd cli_cmd_run = {
         "into the same text.\n\n"
         "With http.listen set, it serves /metrics (Prometheus), /healthz, /readyz, /status "
         "(the JSON of 'baton status --json', from its own view) and / (a status page that "
-        "refreshes itself), read-only, from a thread that never waits on Redis.",
+        "refreshes itself), read-only, from a thread that never waits on Redis; over TCP, to "
+        "a Host that is an IP address, localhost, its host name or one of "
+        "http.allowed_hosts (421 otherwise).",
     .opts = opts,
     .sections = sections,
     .exits = exits,

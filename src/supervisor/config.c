@@ -148,6 +148,51 @@ static int check_http_listen(const char *s, char *msg, size_t msglen)
     return http_load(msg, msglen);
 }
 
+/* http.allowed_hosts: a host name or a list of them, kept comma-separated
+ * ("" for none), which is what http_start() takes. */
+static int set_allowed_hosts(void *obj, struct schema_ctx *ctx, const struct yamlx_node *n,
+                             const char *what)
+{
+    struct config *c = obj;
+    const struct yamlx_node *one = n;
+    const struct yamlx_node *const *items =
+        n->kind == YAMLX_SEQ ? (const struct yamlx_node *const *)n->items : &one;
+    size_t count = n->kind == YAMLX_SEQ ? n->nitems : 1, len = 0;
+    char joined[HTTP_MAX_HOSTS + 1] = "", msg[512], q[96];
+
+    for (size_t i = 0; i < count; i++) {
+        if (yamlx_expect_scalar(ctx->d, items[i], what, "a host name, or a list of them") != 0)
+            return -1;
+        if (http_allowed_name_check(items[i]->str, msg, sizeof msg) != 0)
+            return yamlx_errorf(ctx->d, items[i], "%s: %s: %s", what,
+                                yamlx_quote(items[i]->str, q, sizeof q), msg);
+        int w =
+            snprintf(joined + len, sizeof joined - len, "%s%s", i > 0 ? "," : "", items[i]->str);
+        if (w < 0 || (size_t)w >= sizeof joined - len)
+            return yamlx_errorf(ctx->d, items[i], "%s: at most %d characters of names", what,
+                                HTTP_MAX_HOSTS);
+        len += (size_t)w;
+    }
+    char *copy = strdup(joined);
+    if (copy == NULL)
+        return yamlx_errorf(ctx->d, n, "out of memory");
+    free(c->http_allowed_hosts);
+    c->http_allowed_hosts = copy;
+    return 0;
+}
+
+static int default_allowed_hosts(void *obj, struct schema_ctx *ctx, char *msg, size_t msglen)
+{
+    struct config *c = obj;
+    (void)ctx;
+    c->http_allowed_hosts = strdup("");
+    if (c->http_allowed_hosts == NULL) {
+        snprintf(msg, msglen, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
 static int default_node(void *obj, struct schema_ctx *ctx, char *msg, size_t msglen)
 {
     struct config *c = obj;
@@ -296,6 +341,13 @@ static const struct schema_field options[] = {
      .doc = "Where `baton run` serves /metrics (Prometheus), /healthz, /readyz, /status (JSON) "
             "and / (a status page); off: no HTTP server. Read-only; keep it on a private "
             "address (127.0.0.1:9746)."},
+    {.key = "http.allowed_hosts", .type = SCHEMA_NODE, .offset = OFF(http_allowed_hosts),
+     .set_node = set_allowed_hosts, .def_fn = default_allowed_hosts, .def_doc = "none",
+     .type_doc = "list of names",
+     .bounds_doc = "host names; `*.example.com` for every name under it",
+     .doc = "Host names the HTTP endpoint answers to besides IP addresses, localhost, the "
+            "machine's host name and http.listen's host; a request naming another Host gets "
+            "421 (DNS rebinding). The port is not checked; a Unix socket answers any Host."},
 };
 /* clang-format on */
 
@@ -496,6 +548,7 @@ void config_free(struct config *c)
     schema_free_strings(&config_schema_, c);
     job_cmd_clear(&c->hook_on_failure);
     job_cmd_clear(&c->hook_on_success);
+    free(c->http_allowed_hosts);
     free(c);
 }
 
@@ -556,11 +609,25 @@ static void write_cmd(const char *key, const struct job_cmd *cmd, FILE *out)
     cJSON_Delete(v);
 }
 
+/* names, comma-separated, as a YAML flow list of strings. */
+static void write_names(const char *key, const char *names, FILE *out)
+{
+    fprintf(out, "%s: [", key);
+    for (const char *p = names; p != NULL && *p != '\0';) {
+        const char *end = strchr(p, ',');
+        int len = end != NULL ? (int)(end - p) : (int)strlen(p);
+        fprintf(out, "%s\"%.*s\"", p == names ? "" : ", ", len, p);
+        p = end != NULL ? end + 1 : NULL;
+    }
+    fputs("]\n", out);
+}
+
 void config_write_effective(const struct config *c, FILE *out)
 {
     schema_write_values(&config_schema_, c, out, write_masked_url);
     write_cmd("hooks.on_failure", &c->hook_on_failure, out);
     write_cmd("hooks.on_success", &c->hook_on_success, out);
+    write_names("http.allowed_hosts", c->http_allowed_hosts, out);
 }
 
 int config_load_jobs(const struct config *c, struct jobs **out, char *err, size_t errlen)

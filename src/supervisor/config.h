@@ -67,6 +67,8 @@ struct config {
     int64_t min_replicas;         /* WAIT for this many replicas (0..16), default 0 */
     char *http_listen;         /* http.listen: "off" (default), host:port,
                                   [v6]:port or unix:/path (http.h) */
+    char *http_allowed_hosts;  /* http.allowed_hosts: names, comma-separated;
+                                  "" (default) for none */
 };
 
 /* Loads path. Returns 0 and *out (owned; free with config_free), or -1 with

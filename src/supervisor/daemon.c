@@ -752,15 +752,18 @@ static void reload_apply(struct daemon *d, struct config *cfg, struct jobs *jobs
     static const char *const fixed[] = {"node",          "redis",
                                         "group",         "password_file",
                                         "sentinel_password_file", "http.listen",
+                                        "http.allowed_hosts",
                                         "lease.ttl",     "lease.renew",
                                         "min_replicas"};
-    enum { NSTRINGS = 6, NFIXED = sizeof fixed / sizeof fixed[0] };
+    enum { NSTRINGS = 7, NFIXED = sizeof fixed / sizeof fixed[0] };
     char **mine[NSTRINGS] = {&cfg->node,          &cfg->redis,
                              &cfg->group,         &cfg->password_file,
-                             &cfg->sentinel_password_file, &cfg->http_listen};
+                             &cfg->sentinel_password_file, &cfg->http_listen,
+                             &cfg->http_allowed_hosts};
     char **running[NSTRINGS] = {&d->cfg->node,          &d->cfg->redis,
                                 &d->cfg->group,         &d->cfg->password_file,
-                                &d->cfg->sentinel_password_file, &d->cfg->http_listen};
+                                &d->cfg->sentinel_password_file, &d->cfg->http_listen,
+                                &d->cfg->http_allowed_hosts};
     bool differs[NFIXED] = {false};
     for (int i = 0; i < NSTRINGS; i++)
         differs[i] = strcmp(*mine[i], *running[i]) != 0;
@@ -1055,6 +1058,7 @@ int daemon_run(const char *config_path)
                           .node = d.cfg->node,
                           .group = d.cfg->group,
                           .listen = d.cfg->http_listen,
+                          .allowed_hosts = d.cfg->http_allowed_hosts,
                           .poll_ms = d.cfg->poll_ms,
                           .redis_timeout_ms = d.cfg->redis_timeout_ms,
                           .may_block = may_block,

@@ -10,11 +10,28 @@
  * Only GET and HEAD are served (405 with `Allow: GET, HEAD` otherwise); an
  * unknown path is 404; a request line or header block larger than
  * HTTP_MAX_REQUEST bytes is refused (414 for a long URI, 431/400 for the
- * rest). Slow clients cannot starve the others: at most HTTP_MAX_CONNS
- * connections (HTTP_MAX_PER_IP from one address), each closed after
- * HTTP_IDLE_S seconds without traffic and, whatever it does, HTTP_LIFETIME_MS
- * after it was accepted (a slowloris client trickling one header byte a
- * second is cut off then).
+ * rest).
+ *
+ * Slow or idle clients cannot starve the others, however many: at most
+ * HTTP_MAX_CONNS connections are open (HTTP_MAX_PER_IP from one TCP
+ * address), and a new one always gets in: a client already holding
+ * HTTP_MAX_PER_IP loses its own oldest connection to it, a full server its
+ * oldest, in both cases preferring one that has not had a request answered
+ * yet. Each connection is also closed after HTTP_IDLE_S seconds without
+ * traffic and, whatever it does, HTTP_LIFETIME_MS after it was accepted (a
+ * slowloris client trickling one header byte a second is cut off then). A
+ * Unix socket's clients have no address to tell them apart: they share the
+ * HTTP_MAX_CONNS.
+ *
+ * DNS rebinding: a TCP server answers only requests whose Host header
+ * (its port aside) is an IP address literal, localhost or a name under
+ * .localhost, the machine's host name (or its first label), the host of
+ * http.listen, or one of the allowed names given to http_start()
+ * ("*.example.com" stands for any name under example.com); others get 421
+ * Misdirected Request. A request
+ * without Host is served over HTTP/1.0 only. A browser sends an IP literal
+ * only to the host of that address, without asking DNS, so a page of
+ * another site cannot make it name ours. A Unix socket serves any Host.
  *
  * Without libmicrohttpd at build time (BATON_HAVE_MHD undefined),
  * http_start() fails and http_available() is false. */
@@ -30,6 +47,7 @@
 #define HTTP_LIFETIME_MS 10000
 #define HTTP_MAX_URI     2048
 #define HTTP_MAX_REQUEST 16384
+#define HTTP_MAX_HOSTS   1024 /* the allowed names, comma-separated, at most */
 
 /* What a handler answers. body is owned by the response (malloc'd; freed
  * by the server); NULL with len 0 for none. */
@@ -60,6 +78,17 @@ struct http_listen {
 /* Parses spec (not "off"). Returns 0, or -1 with a message in msg. */
 int http_listen_parse(const char *spec, struct http_listen *out, char *msg, size_t msglen);
 
+/* Checks one allowed name of http.allowed_hosts: a host name without a
+ * port (letters, digits, - and _ in dot-separated labels), or "*." and
+ * such a name. Returns 0, or -1 with a message (without the name) in msg. */
+int http_allowed_name_check(const char *name, char *msg, size_t msglen);
+
+/* True when a TCP server whose allowed names are names (comma-separated,
+ * each passing http_allowed_name_check; NULL or "" for none) answers a
+ * request with this Host header value (not NULL): see the top of this
+ * file. Case does not matter; the port and a trailing dot are ignored. */
+bool http_host_allowed(const char *host, const char *names);
+
 /* True when this build has the HTTP server. */
 bool http_available(void);
 
@@ -70,13 +99,16 @@ int http_load(char *msg, size_t msglen);
 
 struct http;
 
-/* Binds l and starts the server's thread. routes: borrowed, ending with a
- * NULL path; ctx is passed to the handlers. The caller blocks the signals
+/* Binds l and starts the server's thread. allowed_hosts: the names a TCP
+ * server answers to besides those it always does (comma-separated; NULL or
+ * "" for none; copied). routes: borrowed, ending with a NULL path; ctx is
+ * passed to the handlers. The caller blocks the signals
  * it handles before, so that the thread inherits the mask. Returns 0 and
  * *out (owned; stop and free with http_stop), or -1 with a message in msg
  * (the address in use, no permission...). */
-int http_start(const struct http_listen *l, const struct http_route *routes, void *ctx,
-               struct http **out, char *msg, size_t msglen);
+int http_start(const struct http_listen *l, const char *allowed_hosts,
+               const struct http_route *routes, void *ctx, struct http **out, char *msg,
+               size_t msglen);
 /* The address as bound, e.g. "127.0.0.1:9746" (a port 0 resolved) or
  * "unix:/run/baton/http.sock". Borrowed; valid until http_stop(). */
 const char *http_address(const struct http *h);

@@ -1001,7 +1001,7 @@ int ops_new(const struct ops_host *host, struct ops **out, char *msg, size_t msg
         goto fail;
     if (strcmp(host->listen, "off") != 0) {
         if (http_listen_parse(host->listen, &l, msg, msglen) != 0 ||
-            http_start(&l, routes, o, &o->http, msg, msglen) != 0)
+            http_start(&l, host->allowed_hosts, routes, o, &o->http, msg, msglen) != 0)
             goto fail;
         cJSON *f = log_fields();
         cJSON_AddStringToObject(f, "listen", http_address(o->http));

@@ -65,6 +65,7 @@ struct ops_host { /* node, group and listen are copied; the rest is borrowed */
     const char *node;
     const char *group;
     const char *listen; /* http.listen: "off", host:port or unix:/path */
+    const char *allowed_hosts; /* http.allowed_hosts: names, comma-separated */
     int64_t poll_ms;
     int64_t redis_timeout_ms;
     /* True when a blocking Redis call (up to redis_timeout) may start now. */

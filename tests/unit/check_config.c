@@ -469,6 +469,51 @@ START_TEST(hook_commands)
 }
 END_TEST
 
+/* http.allowed_hosts: a name or a list, kept comma-separated; the
+ * effective configuration reads back the same; bad names at their place. */
+START_TEST(http_allowed_hosts)
+{
+    struct config *c = load_ok("");
+    char *text = NULL, err[512];
+    size_t len = 0;
+    FILE *f;
+
+    ck_assert_str_eq(c->http_allowed_hosts, "");
+    config_free(c);
+    c = load_ok("http: {allowed_hosts: baton.example}\n");
+    ck_assert_str_eq(c->http_allowed_hosts, "baton.example");
+    config_free(c);
+    c = load_ok("http:\n  allowed_hosts: [baton.example, \"*.corp.example\"]\n");
+    ck_assert_str_eq(c->http_allowed_hosts, "baton.example,*.corp.example");
+    f = open_memstream(&text, &len);
+    config_write_effective(c, f);
+    fclose(f);
+    const char *line =
+        strstr(text, "\nhttp.allowed_hosts: [\"baton.example\", \"*.corp.example\"]\n");
+    ck_assert_msg(line != NULL, "%s", text);
+    char again[128]; /* read back */
+    snprintf(again, sizeof again, "http: {allowed_hosts: %.*s}\n", (int)strcspn(line + 21, "\n"),
+             line + 21);
+    config_free(c);
+    c = load_ok(again);
+    ck_assert_str_eq(c->http_allowed_hosts, "baton.example,*.corp.example");
+    config_free(c);
+    free(text);
+    c = load_ok("http: {allowed_hosts: []}\n");
+    ck_assert_str_eq(c->http_allowed_hosts, "");
+    config_free(c);
+    c = load("http:\n  allowed_hosts: [a.example, \"b.example:80\"]\n", err, sizeof err);
+    ck_assert_ptr_null(c);
+    ck_assert_msg(strstr(err, "t.yaml:2:30: http.allowed_hosts: \"b.example:80\": a host name "
+                              "without a port") == err,
+                  "%s", err);
+    c = load("http: {allowed_hosts: {a: 1}}\n", err, sizeof err);
+    ck_assert_ptr_null(c);
+    ck_assert_msg(strstr(err, "t.yaml:1:23: http.allowed_hosts: expected a host name") == err, "%s",
+                  err);
+}
+END_TEST
+
 /* ------------------------------------------------------------------------ */
 /* Lease arithmetic and other relations */
 
@@ -1089,6 +1134,7 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, option_row, 0, (int)nopts);
     tcase_add_test(tc, history_section);
     tcase_add_test(tc, hook_commands);
+    tcase_add_test(tc, http_allowed_hosts);
     tcase_add_test(tc, lease_relations);
     tcase_add_test(tc, redis_urls);
     tcase_add_test(tc, redis_password_hidden);
