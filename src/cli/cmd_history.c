@@ -5,10 +5,13 @@
  *
  *   job tick is paused since 2026-01-02T07:12:00.000Z by ops@web-1: migration
  *   job tick: the last 3 runs, newest first
- *   SCHEDULED_AT          NODE   TERM  STARTED                   DURATION  OUTCOME      ATTEMPT
- * RUN_ID 2026-01-02T07:10:04Z  web-1  7     2026-01-02T07:10:04.002Z  3ms       ok (exit 0)  1
- * 1767337804-7-1-12
+ *   SCHEDULED_AT          NODE   TERM  TRIGGER               STARTED                   DURATION
+ * OUTCOME      ATTEMPT  RUN_ID 2026-01-02T07:10:04Z  web-1  7     schedule 2026-01-02T07:10:04.002Z
+ * 3ms       ok (exit 0)  1        1767337804-7-1-12 2026-01-02T07:09:58Z  web-1  7     manual by
+ * ops@web-1   2026-01-02T07:09:58.120Z  1.2s      ok (exit 0)  1        20260102T070958-3f9a0c2d
  *   ...
+ * TRIGGER is what started the run: schedule, catch-up (a tick missed, run
+ * late), retry, or manual (baton trigger, with who asked).
  *
  * A job that is not in jobs.yaml (removed, or another node's file) is still
  * looked up; the header says "(not in jobs.yaml)". No runs: "no runs recorded
@@ -116,12 +119,13 @@ static void print_human(const char *job, bool known, const struct history_list *
     }
     printf("job %s%s: the last %zu record%s, newest first\n", job,
            known ? "" : " (not in jobs.yaml)", runs->n, runs->n == 1 ? "" : "s");
-    tool_table_init(&t, 8);
-    tool_table_add(&t, (const char *const[]){"SCHEDULED_AT", "NODE", "TERM", "STARTED", "DURATION",
-                                             "OUTCOME", "ATTEMPT", "RUN_ID"});
+    tool_table_init(&t, 9);
+    tool_table_add(&t, (const char *const[]){"SCHEDULED_AT", "NODE", "TERM", "TRIGGER", "STARTED",
+                                             "DURATION", "OUTCOME", "ATTEMPT", "RUN_ID"});
     for (size_t i = 0; i < runs->n; i++) {
         const struct history_rec *r = &runs->v[i];
-        char sched[64], until[32], started[40], term[24], dur[32], outcome[256], attempt[16];
+        char sched[64], until[32], started[40], term[24], dur[32], outcome[256], attempt[16],
+            trigger[200];
         log_rfc3339(r->scheduled_at, sched, sizeof sched);
         if (r->until > r->scheduled_at) { /* a range of ticks that did not run */
             log_rfc3339(r->until, until, sizeof until);
@@ -131,10 +135,18 @@ static void print_human(const char *job, bool known, const struct history_list *
             log_rfc3339_ms(r->started_ms, started, sizeof started);
         snprintf(term, sizeof term, "%" PRIu64, r->term);
         snprintf(attempt, sizeof attempt, "%d", r->attempt);
-        const char *row[8] = {
+        const char *t_name = strcmp(r->trigger, "catchup") == 0 ? "catch-up"
+                             : r->trigger[0] != '\0'            ? r->trigger
+                                                                : "-";
+        if (r->by != NULL && r->by[0] != '\0')
+            snprintf(trigger, sizeof trigger, "%s by %s", t_name, r->by);
+        else
+            snprintf(trigger, sizeof trigger, "%s", t_name);
+        const char *row[9] = {
             sched,
             r->node[0] ? r->node : "-",
             r->term > 0 ? term : "-",
+            trigger,
             r->started_ms > 0 ? started : "-",
             r->started_ms > 0 ? tool_format_ms(r->duration_ms, dur, sizeof dur) : "-",
             history_summary(r, outcome, sizeof outcome),
@@ -295,8 +307,7 @@ static int cmd_history(int argc, char **argv)
     /* Without a readable jobs.yaml, do not claim the job is unknown. */
     bool known = jobs == NULL || jobs_find(jobs, job) != NULL;
     if (!known && runs.n == 0) {
-        rc = cli_fail("history", "no job \"%s\": not in %s, and no runs recorded", job,
-                      jobs->path);
+        rc = cli_fail("history", "no job \"%s\": not in %s, and no runs recorded", job, jobs->path);
     } else if (json) {
         rc = print_json(&runs);
     } else {

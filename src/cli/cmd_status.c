@@ -7,9 +7,9 @@
  *   redis:   redis://127.0.0.1:6379/0
  *   leader:  web-1 (term 7, lease 8.2s left)
  *
- *   NODE   STATE    TERM  SEEN       PID   SINCE                 JOBS
- *   web-1  working  7     412ms ago  4242  2026-01-02T07:00:00Z  3 9f2c41d0        leader
- *   web-2  waiting  6     1.1s ago   4250  2026-01-02T07:00:01Z  4 51aa0e7b differs
+ *   NODE   STATE    TERM  SEEN       PID   SINCE                 RUNNING  JOBS
+ *   web-1  working  7     412ms ago  4242  2026-01-02T07:00:00Z  1        3 9f2c41d0        leader
+ *   web-2  waiting  7     1.1s ago   4250  2026-01-02T07:00:01Z  0        4 51aa0e7b differs
  *
  *   config drift: web-2 runs other jobs than the leader (4 jobs, hash
  *   51aa0e7b...; the leader's: 3 jobs, 9f2c41d0...)
@@ -17,10 +17,19 @@
  *   JOB     LAST RUN              OUTCOME      NODE   DURATION  NEXT RUN
  *   tick    2026-01-02T07:10:04Z  ok (exit 0)  web-1  3ms       2026-01-02T07:10:05Z
  *   report  never                                               2026-01-05T06:00:00Z
- *   off     never                                               disabled
- *   backup  never                                               paused
+ * (07:00:00+01:00 Europe/Berlin) off     never disabled backup  never paused export  never
+ * 2026-01-03T00:00:00Z
+ *
+ *   running now:
+ *   JOB     NODE   TRIGGER             STARTED                   ELAPSED  RUN_ID
+ *   export  web-1  manual by ops@web-1  2026-01-02T07:09:51.004Z  13.2s    20260102T070950-3f9a0c2d
  *
  *   paused: backup since 2026-01-02T06:00:00.000Z by ops@web-1: migration
+ *
+ * The nodes: the leader first, then by name; a follower's TERM is the term
+ * it follows. What runs now comes from the nodes' heartbeats (a run shows a
+ * quarter of a second after it starts). Without a leader, NEXT RUN says no
+ * run is planned: the times are a leader's to keep.
  *
  * With --json, one JSON object on stdout: the status document of status.h
  * (the supervisor serves the same at GET /status).
@@ -61,8 +70,7 @@ static const struct cli_exit exits[] = {
     {CLI_EXIT_NO_LEADER, "the group has no leader (the rest is printed)"},
     {CLI_EXIT_USAGE, "bad command line"},
     {CLI_EXIT_UNAVAILABLE, "Redis unreachable or failing (nothing on stdout)"},
-    {CLI_EXIT_CONFIG,
-     "baton.yaml missing or invalid; or jobs.yaml invalid (the rest is printed)"},
+    {CLI_EXIT_CONFIG, "baton.yaml missing or invalid; or jobs.yaml invalid (the rest is printed)"},
     {-1, NULL},
 };
 
@@ -99,7 +107,8 @@ struct status {
     const char *jobs_error;
     struct history_list *last; /* one per job: the last record (n 0 or 1) */
     struct pause_list paused;
-    int64_t now;
+    int64_t now;    /* Unix s */
+    int64_t now_ms; /* Unix ms */
 };
 
 /* ---- human output ----
@@ -131,6 +140,13 @@ static const char *hb_string(const cJSON *hb, const char *name)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(hb, name);
     return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* v as text in buf. Returns buf. */
+static const char *hb_number_of(double v, char *buf, size_t len)
+{
+    snprintf(buf, len, "%.0f", v);
+    return buf;
 }
 
 /* The numeric field name of a heartbeat, as text in buf, or NULL. */
@@ -177,13 +193,13 @@ static void print_nodes(const struct status *s)
         printf("\nno nodes\n");
         return;
     }
-    tool_table_init(&t, 8);
-    tool_table_add(&t,
-                   (const char *const[]){"NODE", "STATE", "TERM", "SEEN", "PID", "SINCE", "JOBS", ""});
+    tool_table_init(&t, 9);
+    tool_table_add(&t, (const char *const[]){"NODE", "STATE", "TERM", "SEEN", "PID", "SINCE",
+                                             "RUNNING", "JOBS", ""});
     for (size_t i = 0; i < s->nmembers; i++) {
         const struct member *m = &s->members[i];
         cJSON *hb = cJSON_Parse(m->info_json);
-        char term[32], pid[32], seen[48], ago[32], jobs[64], hash[JOBS_HASH_HEX];
+        char term[32], pid[32], seen[48], ago[32], jobs[64], hash[JOBS_HASH_HEX], running[32];
         long njobs;
         snprintf(seen, sizeof seen, "%s ago", tool_format_ms(m->seen_ago_ms, ago, sizeof ago));
         const char *state = hb_string(hb, "state");
@@ -194,13 +210,18 @@ static void print_nodes(const struct status *s)
             snprintf(jobs, sizeof jobs, "%ld %.8s%s", njobs, hash, differs == 1 ? " differs" : "");
         else
             snprintf(jobs, sizeof jobs, "?");
-        const char *row[8] = {
+        const char *term_s = hb_number(hb, "term", term, sizeof term);
+        if (s->leader.has_leader && members_alive(m) && state != NULL &&
+            strcmp(state, "waiting") == 0) /* it follows the current leader */
+            term_s = hb_number_of((double)s->leader.term, term, sizeof term);
+        const char *row[9] = {
             m->node,
             state,
-            hb_number(hb, "term", term, sizeof term),
+            term_s,
             seen,
             hb_number(hb, "pid", pid, sizeof pid),
             hb_string(hb, "since"),
+            hb_number(hb, "running", running, sizeof running),
             jobs,
             is_leader(s, m->node) ? "leader" : "",
         };
@@ -225,15 +246,62 @@ static void print_nodes(const struct status *s)
     }
 }
 
-static void next_run(const struct job *j, int64_t now, char *buf, size_t len)
+/* The next run of j after now: UTC, and in the job's own zone beside when
+ * it has one; "none planned (no leader)" when nobody leads to run it. */
+static void next_run(const struct job *j, int64_t now, bool leader, char *buf, size_t len)
 {
     int64_t t;
+    char utc[CRON_TIME_BUFSZ], local[CRON_TIME_BUFSZ];
     if (!j->enabled)
         snprintf(buf, len, "disabled");
     else if (cron_next(j->expr, j->tz, now, &t) != 0)
         snprintf(buf, len, "never");
-    else
+    else if (!leader)
+        snprintf(buf, len, "none planned (no leader)");
+    else if (j->timezone == NULL || strcmp(j->timezone, "UTC") == 0)
         cron_time_format(t, NULL, buf, len);
+    else
+        snprintf(buf, len, "%s (%s %s)", cron_time_format(t, NULL, utc, sizeof utc),
+                 cron_time_format(t, j->tz, local, sizeof local), j->timezone);
+}
+
+/* What runs now, from the nodes' heartbeats: a table, or nothing. */
+static void print_running(const struct status *s)
+{
+    struct status_runs runs;
+    struct tool_table t;
+    int64_t now_ms = s->now_ms;
+    if (status_runs_read(s->members, s->nmembers, &runs) != BATON_OK || runs.n == 0) {
+        status_runs_free(&runs);
+        return;
+    }
+    tool_table_init(&t, 6);
+    tool_table_add(&t,
+                   (const char *const[]){"JOB", "NODE", "TRIGGER", "STARTED", "ELAPSED", "RUN_ID"});
+    for (size_t i = 0; i < runs.n; i++) {
+        const struct status_run *r = &runs.v[i];
+        char trigger[200], elapsed[32];
+        if (r->by != NULL)
+            snprintf(trigger, sizeof trigger, "%s by %s", r->trigger != NULL ? r->trigger : "?",
+                     r->by);
+        else
+            snprintf(trigger, sizeof trigger, "%s", r->trigger != NULL ? r->trigger : "?");
+        const char *row[6] = {
+            r->job,
+            r->node,
+            trigger,
+            r->started != NULL ? r->started : "?",
+            r->started_ms > 0 ? tool_format_ms(now_ms > r->started_ms ? now_ms - r->started_ms : 0,
+                                               elapsed, sizeof elapsed)
+                              : "?",
+            r->run_id,
+        };
+        tool_table_add(&t, row);
+    }
+    printf("\nrunning now:\n");
+    tool_table_print(&t, "", stdout);
+    tool_table_free(&t);
+    status_runs_free(&runs);
 }
 
 static void print_jobs(const struct status *s)
@@ -254,8 +322,8 @@ static void print_jobs(const struct status *s)
         &t, (const char *const[]){"JOB", "LAST RUN", "OUTCOME", "NODE", "DURATION", "NEXT RUN"});
     for (size_t i = 0; i < s->jobs->n; i++) {
         const struct job *j = &s->jobs->v[i];
-        char next[CRON_TIME_BUFSZ], outcome[128], dur[32];
-        next_run(j, s->now, next, sizeof next);
+        char next[3 * CRON_TIME_BUFSZ], outcome[128], dur[32];
+        next_run(j, s->now, s->leader.has_leader, next, sizeof next);
         if (pause_holding(&s->paused, j->name) != NULL) {
             snprintf(next, sizeof next, "paused");
             npaused++;
@@ -280,6 +348,7 @@ static void print_jobs(const struct status *s)
     printf("\n");
     tool_table_print(&t, "", stdout);
     tool_table_free(&t);
+    print_running(s);
     if (npaused > 0)
         printf("\n");
     for (size_t i = 0; i < s->jobs->n; i++) {
@@ -320,7 +389,8 @@ static cJSON *status_json(const struct status *s)
                            .jobs = rows,
                            .njobs = n,
                            .jobs_error = s->jobs == NULL ? s->jobs_error : NULL,
-                           .now = s->now};
+                           .now = s->now,
+                           .now_ms = s->now_ms};
     cJSON *o = status_doc_json(&d);
     free(rows);
     return o;
@@ -371,7 +441,10 @@ static int cmd_status(int argc, char **argv)
     s.url = baton_client_url(client);
     s.jobs = jobs;
     s.jobs_error = jobs_err;
-    s.now = (int64_t)time(NULL);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    s.now = (int64_t)ts.tv_sec;
+    s.now_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
     int brc = baton_election_leader(client, cfg->group, &s.leader);
     if (brc != BATON_OK) {
         rc = tool_redis_error("status", client, brc, "reading the leader");
@@ -382,6 +455,7 @@ static int cmd_status(int argc, char **argv)
         rc = tool_redis_error("status", client, brc, "reading the nodes");
         goto out;
     }
+    status_order_members(s.members, s.nmembers, s.leader.has_leader ? s.leader.identity : NULL);
     brc = pause_read(client, cfg->group, &s.paused);
     if (brc != BATON_OK) {
         rc = tool_redis_error("status", client, brc, "reading the paused jobs");

@@ -71,6 +71,8 @@ enum {
 #define STEP_DOWN_PAUSE_MS 1000
 #define BACKOFF_MIN_MS     100
 #define KILL_MARGIN_MS     50 /* jobs are dead this long before the deadline */
+#define RUNS_TELL_MS       250 /* a run started or ended: the heartbeat that says so, after */
+#define HEARTBEAT_RUNS_MAX 50  /* runs a heartbeat lists (its "running" counts them all) */
 /* At a lease's end the followers campaign in the order of their names,
  * STAGGER_MS apart (the first STAGGER_RANKS; the rest together after
  * them): the first alive wins at once, without a hundred campaigns queued
@@ -117,6 +119,7 @@ struct daemon {
     char *ended_chan; /* baton:{G}:ended (keys.h) */
     bool ended_heard; /* listened to on the subscription */
     bool announce;    /* a change of role the group has not been told yet */
+    bool runs_told;   /* a run started or ended: a heartbeat says so soon (RUNS_TELL_MS) */
     struct reloader rl;
 
     bool stopping;    /* SIGTERM/SIGINT received: the guard `stopping` */
@@ -225,6 +228,7 @@ static void set_jobs_hash(struct daemon *d, const struct jobs *jobs)
 static void heartbeat(struct daemon *d)
 {
     d->announce = false;
+    d->runs_told = false;
     loop_arm_in(&d->loop, T_HEARTBEAT, jitter_ms(d, d->cfg->poll_ms, 10));
     if (!may_block(d))
         return; /* the next one */
@@ -239,6 +243,7 @@ static void heartbeat(struct daemon *d)
     cJSON_AddStringToObject(o, "version", BATON_VERSION_STRING);
     cJSON_AddStringToObject(o, "since", d->since);
     cJSON_AddNumberToObject(o, "running", (double)runner_running(d->runner));
+    cJSON_AddItemToObject(o, "runs", runner_runs_json(d->runner, HEARTBEAT_RUNS_MAX));
     cJSON_AddStringToObject(o, "jobs_hash", d->jobs_hash);
     cJSON_AddNumberToObject(o, "jobs", (double)d->njobs);
     char *json = cJSON_PrintUnformatted(o);
@@ -584,6 +589,18 @@ static void dispatch(struct daemon *d, enum machine_event ev)
 static void on_runs_idle(void *ctx)
 {
     dispatch(ctx, EV_JOBS_STOPPED);
+}
+
+/* A run started or ended: the group hears it with a heartbeat RUNS_TELL_MS
+ * later (one for every change in between), so that `baton status` shows
+ * what runs now without a write per run. */
+static void on_runs_changed(void *ctx)
+{
+    struct daemon *d = ctx;
+    if (d->runs_told)
+        return;
+    d->runs_told = true;
+    loop_arm_in(&d->loop, T_HEARTBEAT, RUNS_TELL_MS);
 }
 
 /* ---- event sources ---- */
@@ -1020,6 +1037,7 @@ int daemon_run(const char *config_path)
                                .kill_margin_ns = KILL_MARGIN_MS * MS,
                                .may_block = may_block,
                                .on_idle = on_runs_idle,
+                               .on_runs_changed = on_runs_changed,
                                .ctx = &d,
                                .fault_start = fault != NULL && strcmp(fault, "start") == 0,
                                .fault_stop_after_claim =

@@ -112,6 +112,8 @@ int history_command(const struct history_rec *r, const char *group, const char *
         rc = push_i64(out, "exit_code", r->exit_code);
     if (rc == BATON_OK && r->reason != NULL && r->reason[0] != '\0')
         rc = push_field(out, "reason", r->reason);
+    if (rc == BATON_OK && r->by != NULL && r->by[0] != '\0')
+        rc = push_field(out, "by", r->by);
     if (rc == BATON_OK && r->has_output) {
         rc = push_field(out, "output", r->output != NULL ? r->output : "");
         if (rc == BATON_OK)
@@ -149,33 +151,11 @@ static bool number(const char *s, int64_t *v)
     return true;
 }
 
-/* Parses 2026-01-02T07:00:00Z or ...00.123Z into Unix ms. */
-static bool rfc3339_ms(const char *s, int64_t *ms)
-{
-    struct tm tm;
-    memset(&tm, 0, sizeof tm);
-    const char *p = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
-    int frac = 0;
-    if (p == NULL)
-        return false;
-    if (*p == '.') {
-        int digits = 0;
-        for (p++; *p >= '0' && *p <= '9'; p++, digits++)
-            if (digits < 3)
-                frac = frac * 10 + (*p - '0');
-        for (; digits < 3; digits++)
-            frac *= 10;
-    }
-    if (strcmp(p, "Z") != 0)
-        return false;
-    *ms = (int64_t)timegm(&tm) * 1000 + frac;
-    return true;
-}
 
 bool history_parse(const struct baton_reply *e, struct history_rec *r)
 {
     memset(r, 0, sizeof *r);
-    r->run_id = r->node = r->trigger = r->reason = r->signal = r->outcome_name = empty;
+    r->run_id = r->node = r->trigger = r->reason = r->signal = r->outcome_name = r->by = empty;
     r->exit_code = -1;
     r->version = 1;
     r->ticks = 1;
@@ -203,7 +183,7 @@ bool history_parse(const struct baton_reply *e, struct history_rec *r)
             r->node = v;
         else if (strcmp(k, "term") == 0 && number(v, &x))
             r->term = (uint64_t)x;
-        else if (strcmp(k, "scheduled_at") == 0 && rfc3339_ms(v, &ms))
+        else if (strcmp(k, "scheduled_at") == 0 && log_parse_rfc3339_ms(v, &ms))
             r->scheduled_at = ms / 1000;
         else if (strcmp(k, "until") == 0)
             until = v;
@@ -211,7 +191,9 @@ bool history_parse(const struct baton_reply *e, struct history_rec *r)
             r->ticks = x;
         else if (strcmp(k, "trigger") == 0)
             r->trigger = v;
-        else if (strcmp(k, "started") == 0 && rfc3339_ms(v, &ms))
+        else if (strcmp(k, "by") == 0)
+            r->by = v;
+        else if (strcmp(k, "started") == 0 && log_parse_rfc3339_ms(v, &ms))
             r->started_ms = ms;
         else if (strcmp(k, "duration_ms") == 0 && number(v, &x))
             r->duration_ms = x;
@@ -236,7 +218,7 @@ bool history_parse(const struct baton_reply *e, struct history_rec *r)
             r->output_dropped = x;
     }
     int64_t ms;
-    r->until = rfc3339_ms(until, &ms) ? ms / 1000 : r->scheduled_at;
+    r->until = log_parse_rfc3339_ms(until, &ms) ? ms / 1000 : r->scheduled_at;
     /* Version 1 wrote only "exit N" / "signal X". */
     if (r->exit_code < 0 && r->signal[0] == '\0') {
         int64_t x;
@@ -473,6 +455,10 @@ cJSON *history_json_opts(const struct history_rec *r, unsigned flags)
     else
         cJSON_AddNullToObject(o, "ticks");
     cJSON_AddStringToObject(o, "trigger", r->trigger);
+    if (r->by != NULL && r->by[0] != '\0')
+        cJSON_AddStringToObject(o, "by", r->by);
+    else
+        cJSON_AddNullToObject(o, "by");
     if (r->started_ms > 0) {
         log_rfc3339_ms(r->started_ms, when, sizeof when);
         cJSON_AddStringToObject(o, "started", when);

@@ -17,6 +17,7 @@
  *   scheduled_at  the tick, RFC 3339 UTC; until: the last tick of a range
  *   ticks         how many ticks the entry covers (1 for a run)
  *   trigger       schedule | catchup | retry | manual (baton trigger)
+ *   by            (manual runs) who asked: user@host, as `baton trigger` wrote it
  *   started       RFC 3339 UTC with ms ("" when it never started)
  *   duration_ms, attempt
  *   outcome       one of HISTORY_OUTCOMES below
@@ -75,6 +76,7 @@ struct history_rec {
     const char *id; /* stream entry id, on read ("1700000000000-0") */
     int version;    /* 1 for records without `v` */
     const char *run_id, *node, *trigger, *reason, *signal;
+    const char *by; /* manual runs: who asked ("" or NULL: not said) */
     uint64_t term;
     int64_t scheduled_at; /* Unix s */
     int64_t until;        /* Unix s: the last tick the entry covers */

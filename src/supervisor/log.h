@@ -80,6 +80,9 @@ cJSON *log_fields(void);
 void log_rfc3339_ms(int64_t unix_ms, char *buf, size_t len);
 /* Formats Unix seconds as 2026-01-02T07:00:00Z. */
 void log_rfc3339(int64_t unix_s, char *buf, size_t len);
+/* Parses 2026-01-02T07:00:00Z or ...00.123Z (UTC) into Unix ms. Returns
+ * false (and *ms untouched) when s is not one. */
+bool log_parse_rfc3339_ms(const char *s, int64_t *ms);
 
 const char *log_level_name(enum log_level lvl);
 

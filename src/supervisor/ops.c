@@ -577,7 +577,8 @@ static cJSON *view_json(const struct ops *o, const struct snap *s)
                                  s->roster != NULL ? (now - s->roster->read_ns) / MS : 0,
                              .jobs = rows,
                              .njobs = d->n,
-                             .now = (int64_t)time(NULL)};
+                             .now = (int64_t)time(NULL),
+                             .now_ms = wall_ms()};
     cJSON *root = status_doc_json(&doc);
     free(rows);
     if (root == NULL)
@@ -774,6 +775,7 @@ static void refresh_roster(struct ops *o, int64_t now)
         return;
     if (!o->h.may_block(o->h.ctx) || members_read(o->h.client, o->group, &m, &n) != BATON_OK)
         return;
+    status_order_members(m, n, li.has_leader ? li.identity : NULL);
     if (!o->h.may_block(o->h.ctx) || pause_read(o->h.client, o->group, &paused) != BATON_OK) {
         members_free(m, n);
         return;

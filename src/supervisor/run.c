@@ -492,6 +492,7 @@ void run_record(const struct run *run, const char *node, struct history_rec *out
     out->scheduled_at = out->until = run->tick;
     out->ticks = 1;
     out->trigger = run_trigger_name(run->trigger);
+    out->by = run->by;
     out->attempt = run->attempt;
     out->outcome = run->outcome;
     out->exit_code = -1;

@@ -117,6 +117,7 @@ struct run {
     int attempt;
     uint64_t term;
     enum run_trigger trigger;
+    char by[128]; /* a manual run: who asked (user@host); "" otherwise */
     enum run_state state;
     enum history_outcome outcome; /* once exited */
     enum run_stop stop;           /* why baton stopped it, if it did */

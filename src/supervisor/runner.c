@@ -109,6 +109,7 @@ struct retry {
 /* A request of baton trigger (trigger.h) this leader is to run. */
 struct manual {
     char id[TRIGGER_ID_MAX + 1];
+    char by[128]; /* who asked */
     int attempt;
     int64_t requested_s;
     struct manual *next;
@@ -948,6 +949,46 @@ static void record_run(struct runner *r, const struct run *run, const char *trig
 /* Starts a run of js for a claimed tick, or for request trigger_id (a
  * manual run; NULL otherwise). A start that fails is recorded. Returns
  * the run when the command runs, else NULL. */
+static void runs_changed(struct runner *r)
+{
+    if (r->h.on_runs_changed != NULL)
+        r->h.on_runs_changed(r->h.ctx);
+}
+
+cJSON *runner_runs_json(const struct runner *r, size_t max)
+{
+    cJSON *a = cJSON_CreateArray();
+    size_t n = 0, skip = 0;
+    for (const struct rrun *rr = r->runs; rr != NULL; rr = rr->next)
+        n += rr->run.state != RUN_STARTING && rr->run.state != RUN_EXITED;
+    if (n > max)
+        skip = n - max; /* the newest (the list's first) are left out */
+    for (const struct rrun *rr = r->runs; rr != NULL && a != NULL; rr = rr->next) {
+        const struct run *run = &rr->run;
+        char when[40];
+        if (run->state == RUN_STARTING || run->state == RUN_EXITED)
+            continue;
+        if (skip > 0) {
+            skip--;
+            continue;
+        }
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "job", run->job->name);
+        cJSON_AddStringToObject(o, "run_id", run->id);
+        cJSON_AddStringToObject(o, "trigger", run_trigger_name(run->trigger));
+        log_rfc3339(run->tick, when, sizeof when);
+        cJSON_AddStringToObject(o, "scheduled_at", when);
+        log_rfc3339_ms(run->started_wall_ms, when, sizeof when);
+        cJSON_AddStringToObject(o, "started", when);
+        if (run->by[0] != '\0')
+            cJSON_AddStringToObject(o, "by", run->by);
+        else
+            cJSON_AddNullToObject(o, "by");
+        cJSON_InsertItemInArray(a, 0, o); /* the oldest first */
+    }
+    return a;
+}
+
 static struct rrun *start_run(struct runner *r, struct jobstate *js, const char *id, int64_t tick,
                               int attempt, enum run_trigger trigger, const char *trigger_id,
                               bool prepared)
@@ -994,6 +1035,8 @@ static struct rrun *start_run(struct runner *r, struct jobstate *js, const char 
     r->runs = rr;
     r->nruns++;
     js->running++;
+    if (!rr->run.prepared)
+        runs_changed(r);
     return rr;
 }
 
@@ -1069,6 +1112,7 @@ static void finish_run(struct runner *r, struct rrun *rr)
     run_dispose(run);
     set_unref(r, rr->set);
     free(rr);
+    runs_changed(r);
 }
 
 /* ---- claims and decisions ---- */
@@ -1551,9 +1595,13 @@ static void start_manuals(struct runner *r, struct jobstate *js, int64_t now)
             if (late) /* left claimed: the next leader finds it not started and runs it */
                 log_trigger(r, LE_TRIGGER_LEFT, js->job->name, m->id, m->attempt,
                             "claimed after the leader's stop point (it was stalled)");
-            else
-                mark_started(r, start_run(r, js, id, m->requested_s, m->attempt, RUN_TRIGGER_MANUAL,
-                                          m->id, false));
+            else {
+                struct rrun *rr = start_run(r, js, id, m->requested_s, m->attempt,
+                                            RUN_TRIGGER_MANUAL, m->id, false);
+                if (rr != NULL)
+                    snprintf(rr->run.by, sizeof rr->run.by, "%s", m->by);
+                mark_started(r, rr);
+            }
             manual_pop(r, js);
             break;
         case CLAIM_BUSY:
@@ -1604,6 +1652,7 @@ static void add_manual(struct runner *r, struct jobstate *js, const struct trigg
     if (m == NULL)
         return; /* it stays pending: the next read of the requests tries again */
     snprintf(m->id, sizeof m->id, "%s", t->id);
+    snprintf(m->by, sizeof m->by, "%s", t->by);
     m->attempt = attempt;
     m->requested_s = t->requested_ms / 1000;
     manual_add(r, js, m);
@@ -2466,8 +2515,8 @@ static void go_prepared(struct runner *r)
         else if (!rr->own && rr->js != NULL && rr->js->pause_until != 0 &&
                  run->tick <= rr->js->pause_until) /* paused after its claim */
             run_cancel(run, HO_SKIPPED, reason_paused);
-        else
-            run_go(run);
+        else if (run_go(run))
+            runs_changed(r);
         window_went(r, run->tick);
     }
 }

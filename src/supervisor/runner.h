@@ -68,6 +68,9 @@ struct runner_host {      /* node and group are copied; the rest is borrowed */
     bool (*may_block)(void *ctx);
     /* Called when the last run alive ended. */
     void (*on_idle)(void *ctx);
+    /* Called when a run starts its command or ends (runner_runs_json
+     * changed); may be NULL. */
+    void (*on_runs_changed)(void *ctx);
     void *ctx;
     bool fault_start; /* tests (BATON_TEST_FAULT=start): every start fails after its claim */
     /* tests (BATON_TEST_FAULT=stop-after-claim): the process stops itself
@@ -85,6 +88,12 @@ struct runner_host {      /* node and group are copied; the rest is borrowed */
 
 /* Returns: owned (free with runner_free), or NULL on ENOMEM. */
 struct runner *runner_new(const struct runner_host *host);
+
+/* The runs whose command runs here now, at most max of them (the oldest
+ * first), each {"job","run_id","trigger","scheduled_at","started","by"}
+ * (by: who asked for a manual run, else null): what heartbeats carry for
+ * `baton status`. Returns: owned array (cJSON_Delete), or NULL on ENOMEM. */
+cJSON *runner_runs_json(const struct runner *r, size_t max);
 /* Kills whatever still runs (SIGKILL to each group) and frees r. */
 void runner_free(struct runner *r);
 

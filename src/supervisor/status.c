@@ -1,4 +1,5 @@
 /* status.c -- see status.h. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "cron.h"
@@ -46,8 +47,119 @@ int status_jobs_differ(const struct baton_leader_info *leader, const struct memb
     return strcmp(mine, theirs) != 0;
 }
 
+void status_runs_free(struct status_runs *r)
+{
+    for (size_t i = 0; i < r->nhb; i++)
+        cJSON_Delete(r->hb[i]);
+    free(r->hb);
+    free(r->v);
+    memset(r, 0, sizeof *r);
+}
+
+static const char *str_item(const cJSON *o, const char *name)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+int status_runs_read(const struct member *m, size_t n, struct status_runs *out)
+{
+    memset(out, 0, sizeof *out);
+    size_t cap = 0;
+    if (n > 0 && (out->hb = calloc(n, sizeof *out->hb)) == NULL)
+        return BATON_ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        if (!members_alive(&m[i]))
+            continue;
+        cJSON *hb = cJSON_Parse(m[i].info_json);
+        const cJSON *runs = cJSON_GetObjectItemCaseSensitive(hb, "runs"), *r;
+        if (hb == NULL)
+            continue;
+        out->hb[out->nhb++] = hb;
+        cJSON_ArrayForEach(r, runs)
+        {
+            struct status_run x = {.node = m[i].node,
+                                   .job = str_item(r, "job"),
+                                   .run_id = str_item(r, "run_id"),
+                                   .trigger = str_item(r, "trigger"),
+                                   .scheduled_at = str_item(r, "scheduled_at"),
+                                   .started = str_item(r, "started"),
+                                   .by = str_item(r, "by")};
+            if (x.job == NULL || x.run_id == NULL)
+                continue; /* not a run as we write them */
+            if (x.started == NULL || !log_parse_rfc3339_ms(x.started, &x.started_ms))
+                x.started_ms = 0;
+            if (out->n == cap) {
+                size_t nc = cap ? 2 * cap : 16;
+                struct status_run *v = realloc(out->v, nc * sizeof *v);
+                if (v == NULL)
+                    return BATON_ENOMEM;
+                out->v = v;
+                cap = nc;
+            }
+            out->v[out->n++] = x;
+        }
+    }
+    return BATON_OK;
+}
+
+/* qsort_r's order: the leader (arg, NULL: none) first, then by name. */
+static int by_leader_then_name(const void *a, const void *b, void *arg)
+{
+    const struct member *x = a, *y = b;
+    const char *leader = arg;
+    bool lx = leader != NULL && strcmp(x->node, leader) == 0;
+    bool ly = leader != NULL && strcmp(y->node, leader) == 0;
+    if (lx != ly)
+        return lx ? -1 : 1;
+    return strcmp(x->node, y->node);
+}
+
+void status_order_members(struct member *m, size_t n, const char *leader)
+{
+    if (n > 1)
+        qsort_r(m, n, sizeof *m, by_leader_then_name, (void *)leader);
+}
+
+/* The runs of job name in r, as status --json shows them, into a. */
+static void add_job_runs(cJSON *a, const struct status_runs *r, const char *name, int64_t now_ms)
+{
+    for (size_t i = 0; i < r->n; i++) {
+        const struct status_run *x = &r->v[i];
+        if (strcmp(x->job, name) != 0)
+            continue;
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "node", x->node);
+        cJSON_AddStringToObject(o, "run_id", x->run_id);
+        cJSON_AddStringToObject(o, "trigger", x->trigger != NULL ? x->trigger : "");
+        if (x->scheduled_at != NULL)
+            cJSON_AddStringToObject(o, "scheduled_at", x->scheduled_at);
+        else
+            cJSON_AddNullToObject(o, "scheduled_at");
+        if (x->started_ms > 0) {
+            cJSON_AddStringToObject(o, "started", x->started);
+            cJSON_AddNumberToObject(o, "elapsed_ms",
+                                    (double)(now_ms > x->started_ms ? now_ms - x->started_ms : 0));
+        } else {
+            cJSON_AddNullToObject(o, "started");
+            cJSON_AddNullToObject(o, "elapsed_ms");
+        }
+        if (x->by != NULL)
+            cJSON_AddStringToObject(o, "by", x->by);
+        else
+            cJSON_AddNullToObject(o, "by");
+        cJSON_AddItemToArray(a, o);
+    }
+}
+
 cJSON *status_doc_json(const struct status_doc *d)
 {
+    struct status_runs runs;
+    int64_t now_ms = d->now_ms != 0 ? d->now_ms : d->now * 1000;
+    if (status_runs_read(d->members, d->nmembers, &runs) != BATON_OK) {
+        status_runs_free(&runs);
+        return NULL;
+    }
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "group", d->group);
     cJSON_AddStringToObject(o, "redis", d->redis);
@@ -87,6 +199,7 @@ cJSON *status_doc_json(const struct status_doc *d)
             cJSON_AddNullToObject(n, "jobs_differ");
         else
             cJSON_AddBoolToObject(n, "jobs_differ", differs == 1);
+        add_hb_field(n, hb, "running");
         cJSON_AddItemToArray(nodes, n);
         cJSON_Delete(hb);
     }
@@ -126,8 +239,10 @@ cJSON *status_doc_json(const struct status_doc *d)
         } else {
             cJSON_AddNullToObject(jo, "paused");
         }
+        add_job_runs(cJSON_AddArrayToObject(jo, "running"), &runs, j->name, now_ms);
         cJSON_AddItemToArray(jobs, jo);
     }
+    status_runs_free(&runs);
     if (d->jobs_error != NULL)
         cJSON_AddStringToObject(o, "jobs_error", d->jobs_error);
     /* cJSON's adders tolerate NULL parents: check once that all held. */

@@ -10,7 +10,9 @@
  *                 "version": "0.1.0", "since": "2026-01-02T07:00:00Z",
  *                 "host": "web-1", "seen_ms_ago": 412, "alive": true,
  *                 "leader": true, "jobs_hash": "9f2c...", "jobs": 4,
- *                 "jobs_differ": false}, ...],
+ *                 "jobs_differ": false, "running": 1}, ...],
+ *                (the leader first, then the others by name; running: the
+ *                 runs whose command runs on the node now)
  *                (jobs_differ: whether the node's effective jobs differ from
  *                 the leader's, null when either hash is unknown)
  *     "drift":  ["web-2"]   (the alive nodes whose jobs differ from the
@@ -23,7 +25,12 @@
  *                              "started", "duration_ms", "outcome", "result",
  *                              "attempt"} | null,   (as `baton history --json`)
  *                 "next_run": "2026-01-02T07:10:05Z" | null,
- *                 "paused": {"since", "by", "reason", "all"} | null}, ...]
+ *                 "paused": {"since", "by", "reason", "all"} | null,
+ *                 "running": [{"node", "run_id", "trigger", "scheduled_at",
+ *                              "started", "elapsed_ms", "by"}, ...]}, ...]
+ *                (running: what runs now, from the alive nodes' heartbeats,
+ *                 at most a heartbeat's age late; by: who asked for a
+ *                 manual run)
  *                (next_run null when the job is disabled or never fires
  *                 again; paused: `baton pause`, all true for --all)
  *     "jobs_error": "jobs.yaml:3:5: ..."   (only when jobs.yaml cannot be
@@ -74,7 +81,30 @@ struct status_doc { /* everything borrowed */
     size_t njobs;
     const char *jobs_error; /* NULL, or why jobs.yaml could not be loaded */
     int64_t now;            /* Unix s: next runs are computed from it */
+    int64_t now_ms;         /* Unix ms: elapsed times (0: now * 1000) */
 };
+
+/* A run whose command runs now on a node, as the node's heartbeat says
+ * ("runs": runner_runs_json()). Strings borrowed from the parsed heartbeats
+ * a struct status_runs holds. */
+struct status_run {
+    const char *node, *job, *run_id, *trigger, *scheduled_at, *started;
+    const char *by; /* NULL: not a manual run */
+    int64_t started_ms; /* Unix ms; 0: unknown */
+};
+struct status_runs {
+    cJSON **hb; /* the heartbeats parsed */
+    size_t nhb;
+    struct status_run *v; /* node by node, each node's oldest first */
+    size_t n;
+};
+/* Reads the runs of the alive nodes among m[0..n). Returns 0 or
+ * BATON_ENOMEM; free out with status_runs_free (also after a failure). */
+int status_runs_read(const struct member *m, size_t n, struct status_runs *out);
+void status_runs_free(struct status_runs *r);
+
+/* Puts the leader (NULL: none) first, then the other nodes by name. */
+void status_order_members(struct member *m, size_t n, const char *leader);
 
 /* Returns: the document (owned; free with cJSON_Delete), or NULL on ENOMEM. */
 cJSON *status_doc_json(const struct status_doc *d);

@@ -35,16 +35,16 @@ static const char style[] =
 /* Fetches the page again and swaps in its body and title, counting the
  * swaps in <body data-refreshed>; says so in the footer when the node does
  * not answer. */
-#define SCRIPT_FMT \
-    "(function(){var busy=false,n=0;function tick(){if(busy)return;busy=true;" \
-    "fetch(location.pathname,{cache:'no-store'}).then(function(r){" \
-    "if(!r.ok)throw new Error('HTTP '+r.status);return r.text();}).then(function(t){" \
-    "var d=new DOMParser().parseFromString(t,'text/html');document.title=d.title;" \
-    "document.body.innerHTML=d.body.innerHTML;document.body.setAttribute('data-refreshed',++n);" \
-    "}).catch(function(e){" \
-    "var f=document.getElementById('foot');if(f){f.className='bad';" \
-    "f.textContent='This node does not answer ('+e.message+'), '+" \
-    "new Date().toLocaleTimeString()+'; trying again.';}}).then(function(){busy=false;});}" \
+#define SCRIPT_FMT                                                                                 \
+    "(function(){var busy=false,n=0;function tick(){if(busy)return;busy=true;"                     \
+    "fetch(location.pathname,{cache:'no-store'}).then(function(r){"                                \
+    "if(!r.ok)throw new Error('HTTP '+r.status);return r.text();}).then(function(t){"              \
+    "var d=new DOMParser().parseFromString(t,'text/html');document.title=d.title;"                 \
+    "document.body.innerHTML=d.body.innerHTML;document.body.setAttribute('data-refreshed',++n);"   \
+    "}).catch(function(e){"                                                                        \
+    "var f=document.getElementById('foot');if(f){f.className='bad';"                               \
+    "f.textContent='This node does not answer ('+e.message+'), '+"                                 \
+    "new Date().toLocaleTimeString()+'; trying again.';}}).then(function(){busy=false;});}"        \
     "setInterval(tick,%d);})();"
 
 static void esc(FILE *f, const char *s)
@@ -196,17 +196,17 @@ static void nodes_table(FILE *f, const cJSON *doc)
         return;
     }
     fputs("<div class=\"wrap\"><table id=\"nodes\"><tr><th>Node</th><th>State</th><th>Term</th>"
-          "<th>Seen</th><th class=\"w\">Host</th><th class=\"w\">Pid</th><th class=\"w\">Since</th>"
-          "<th class=\"w\">Version</th></tr>\n",
+          "<th>Seen</th><th>Running</th><th class=\"w\">Host</th><th class=\"w\">Pid</th>"
+          "<th class=\"w\">Since</th><th class=\"w\">Version</th></tr>\n",
           f);
     cJSON_ArrayForEach(n, nodes)
     {
-        double term = 0, seen = 0, pid = 0;
+        double term = 0, seen = 0, pid = 0, running = 0;
         const char *state = str(n, "state");
         bool alive = flag(n, "alive");
         if (!alive && (state == NULL || strcmp(state, "stopped") != 0))
             state = "unresponsive";
-        const char *cls = !alive ? (strcmp(state, "stopped") == 0 ? "mute" : "bad")
+        const char *cls = !alive              ? (strcmp(state, "stopped") == 0 ? "mute" : "bad")
                           : flag(n, "leader") ? "ok"
                                               : "";
         fputs("<tr><td>", f);
@@ -219,7 +219,10 @@ static void nodes_table(FILE *f, const cJSON *doc)
         if (num(n, "term", &term))
             fprintf(f, "%.0f", term);
         num(n, "seen_ms_ago", &seen);
-        fprintf(f, "</td><td>%s ago</td><td class=\"w\">", span(seen, b, sizeof b));
+        fprintf(f, "</td><td>%s ago</td><td>", span(seen, b, sizeof b));
+        if (num(n, "running", &running))
+            fprintf(f, "%.0f", running);
+        fputs("</td><td class=\"w\">", f);
         esc(f, str(n, "host"));
         fputs("</td><td class=\"w\">", f);
         if (num(n, "pid", &pid))
@@ -353,6 +356,50 @@ static void jobs_table(FILE *f, const cJSON *doc, int64_t now_ms)
     fputs("</ul>\n", f);
 }
 
+/* What runs now, every job's live runs (from the nodes' heartbeats). */
+static void running_table(FILE *f, const cJSON *doc, int64_t now_ms)
+{
+    const cJSON *jobs = cJSON_GetObjectItemCaseSensitive(doc, "jobs"), *j, *r;
+    size_t n = 0;
+    char b[48];
+    cJSON_ArrayForEach(j, jobs) n +=
+        (size_t)cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(j, "running"));
+    fputs("<h2>Running now</h2>\n", f);
+    if (n == 0) {
+        fputs("<p class=\"mute\" id=\"running\">Nothing runs now.</p>\n", f);
+        return;
+    }
+    fputs("<div class=\"wrap\"><table id=\"running\"><tr><th>Job</th><th>Node</th>"
+          "<th>Trigger</th><th>Started</th><th>Elapsed</th><th class=\"w\">Run id</th></tr>\n",
+          f);
+    cJSON_ArrayForEach(j, jobs)
+    {
+        cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(j, "running"))
+        {
+            double elapsed;
+            fputs("<tr><td>", f);
+            esc(f, str(j, "name"));
+            fputs("</td><td>", f);
+            esc(f, str(r, "node"));
+            fputs("</td><td>", f);
+            esc(f, str(r, "trigger"));
+            if (str(r, "by") != NULL) {
+                fputs(" by ", f);
+                esc(f, str(r, "by"));
+            }
+            fputs("</td><td>", f);
+            when(f, str(r, "started"), now_ms);
+            fputs("</td><td>", f);
+            if (num(r, "elapsed_ms", &elapsed))
+                fputs(span(elapsed, b, sizeof b), f);
+            fputs("</td><td class=\"w\"><code>", f);
+            esc(f, str(r, "run_id"));
+            fputs("</code></td></tr>\n", f);
+        }
+    }
+    fputs("</table></div>\n", f);
+}
+
 static void transitions_table(FILE *f, const cJSON *view)
 {
     const cJSON *tr = cJSON_GetObjectItemCaseSensitive(view, "transitions");
@@ -436,6 +483,7 @@ char *statuspage_render(const cJSON *doc, int64_t now_ms, size_t *len)
     fprintf(f, "<dt>As of</dt><dd id=\"asof\">%s</dd>\n</dl>\n", asof);
     nodes_table(f, doc);
     jobs_table(f, doc, now_ms);
+    running_table(f, doc, now_ms);
     transitions_table(f, view);
     fprintf(f,
             "<footer class=\"mute\" id=\"foot\">This node's view, refreshed every %d s. "

@@ -2,7 +2,8 @@
  * from it (statuspage.h): a node list's age moves its heartbeats into the
  * past; a pause is written as `baton status --json` writes it; the page
  * names the leader in its title, escapes what nodes and pauses say, loads
- * nothing from elsewhere, and says "never", "disabled" and "paused". */
+ * nothing from elsewhere, and says "never", "disabled" and "paused"; what
+ * runs now (a heartbeat's runs) is in the document and on the page. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +16,10 @@
 static const struct member members[] = {
     {.node = "web-1",
      .info_json = "{\"state\":\"working\",\"term\":3,\"pid\":10,\"host\":\"<script>alert(1)</script>\","
-                  "\"poll_ms\":1000,\"since\":\"2026-01-02T07:00:00Z\",\"version\":\"0.1.0\"}",
+                  "\"poll_ms\":1000,\"since\":\"2026-01-02T07:00:00Z\",\"version\":\"0.1.0\","
+                  "\"running\":1,\"runs\":[{\"job\":\"tick\",\"run_id\":\"r-1\",\"trigger\":\"manual\","
+                  "\"scheduled_at\":\"2026-01-02T06:59:00Z\",\"started\":\"2026-01-02T06:59:00.500Z\","
+                  "\"by\":\"<i>ops</i>@web-1\"}]}",
      .seen_ago_ms = 100},
     {.node = "web-2", .info_json = "{\"state\":\"waiting\",\"term\":3,\"poll_ms\":1000}",
      .seen_ago_ms = 900},
@@ -66,7 +70,13 @@ START_TEST(document)
     ck_assert_ptr_nonnull(strstr(s, "\"next_run\":\"2026-01-02T07:00:05Z\""));
     ck_assert_ptr_nonnull(strstr(s, "{\"name\":\"off\",\"schedule\":\"@hourly\",\"timezone\":\"UTC\","
                                     "\"enabled\":false,\"last_run\":null,\"next_run\":null,"
-                                    "\"paused\":null}"));
+                                    "\"paused\":null,\"running\":[]}"));
+    /* What runs now: tick on web-1, 59.5 s in (now is 07:00:00). */
+    ck_assert_ptr_nonnull(strstr(s, "\"running\":[{\"node\":\"web-1\",\"run_id\":\"r-1\","
+                                    "\"trigger\":\"manual\",\"scheduled_at\":\"2026-01-02T06:59:00Z\","
+                                    "\"started\":\"2026-01-02T06:59:00.500Z\",\"elapsed_ms\":59500,"
+                                    "\"by\":\"<i>ops</i>@web-1\"}]"));
+    ck_assert_ptr_nonnull(strstr(s, "\"jobs_differ\":null,\"running\":1}"));
     /* As `baton status --json` writes a pause. */
     ck_assert_ptr_nonnull(strstr(s, "\"paused\":{\"since\":\"2026-01-02T05:00:00.000Z\","
                                     "\"by\":\"ops@web-1\",\"reason\":\"<b>migration</b>\","
@@ -113,6 +123,12 @@ START_TEST(page)
                                        "2026-01-02T05:00:00.000Z by ops@web-1: "
                                        "&lt;b&gt;migration&lt;/b&gt;</li>"));
     ck_assert_ptr_null(strstr(html, "<b>migration"));
+    /* What runs now, its who escaped. */
+    ck_assert_ptr_nonnull(strstr(html, "<table id=\"running\">"));
+    ck_assert_ptr_nonnull(strstr(html, "<tr><td>tick</td><td>web-1</td><td>manual by "
+                                       "&lt;i&gt;ops&lt;/i&gt;@web-1</td>"));
+    ck_assert_ptr_nonnull(strstr(html, "<code>r-1</code>"));
+    ck_assert_ptr_null(strstr(html, "<i>ops"));
     free(html);
     cJSON_Delete(o);
     o = doc(false, 0);
