@@ -50,7 +50,9 @@ note "help, man page and completions list every option of every command"
 "$B" run --help >"$T/help"
 grep -qx "signals:" "$T/help" || fail "baton run --help: no signals"
 for sig in "TERM, INT" HUP "second TERM"; do grep -q "^  $sig " "$T/help" || fail "baton run --help: no $sig"; done
-for key in $("$B" check --reference | sed -n '/^### baton.yaml/,/^### jobs.yaml/p' | grep -oE '^\| `[a-z_.]+`' | tr -d '|` '); do
+keys=$("$B" check --reference | sed -n '/^### baton.yaml/,/^### jobs.yaml/p' | grep -oE '^\| `[a-z_.]+`' | tr -d '|` ')
+at_least 15 "baton.yaml keys in the reference" "$keys"
+for key in $keys; do
     grep -qE "^  $key( |$)" "$T/help" || fail "baton run --help does not list the key $key"
 done
 note "baton run --help: signals and every configuration key"
@@ -63,11 +65,15 @@ for page in baton.1 baton.yaml.5 jobs.yaml.5 libbaton.3; do
     done
     MANWIDTH=80 man -l "$MAN/$page" 2>/dev/null | grep -q "^NAME" || fail "$page has no NAME"
 done
-for key in $("$B" check --reference | sed -n '/^### baton.yaml/,/^### Log events/p' | grep -oE '^\| `[a-z_.]+`' | tr -d '|` '); do
+keys=$("$B" check --reference | sed -n '/^### baton.yaml/,/^### Log events/p' | grep -oE '^\| `[a-z_.]+`' | tr -d '|` ')
+at_least 30 "baton.yaml and jobs.yaml keys in the reference" "$keys"
+for key in $keys; do
     MANWIDTH=200 man -l "$MAN/baton.yaml.5" "$MAN/jobs.yaml.5" 2>/dev/null | grep -qE "^       $key \(" \
         || fail "baton.yaml(5)/jobs.yaml(5) lack $key"
 done
-for ev in $("$B" check --reference | sed -n '/^### Log events/,$p' | grep -oE '^\| `[a-z_]+`' | tr -d '|` '); do
+evs=$("$B" check --reference | sed -n '/^### Log events/,$p' | grep -oE '^\| `[a-z_]+`' | tr -d '|` ')
+at_least 50 "log events in the reference" "$evs"
+for ev in $evs; do
     MANWIDTH=200 man -l "$MAN/baton.1" 2>/dev/null | grep -qE "^       $ev \(" \
         || fail "baton(1) lacks the log event $ev"
 done

@@ -148,7 +148,9 @@ wait_for_line "$T/wd.out" '"event":"job_end".*"job":"noprog".*"outcome":"failed_
 wait_for_line "$T/wd.out" '"event":"job_end".*"job":"noname".*"error":"no-such-program-here: command not found"' 5 >/dev/null
 
 # The shared table: the same codes as cli.h's list, in the README too.
-for code in $(printf '%s\n' "$all" | grep -oE '^  [0-9]+' ); do
+codes=$(printf '%s\n' "$all" | grep -oE '^  [0-9]+')
+at_least 10 "exit codes in the shared table" "$codes"
+for code in $codes; do
     grep -qE "^\| $code \| " "$BATON_SOURCE_DIR/README.md" || fail "README's exit status table lacks $code"
 done
 note "ok"

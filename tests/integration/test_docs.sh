@@ -8,7 +8,9 @@
 root=$BATON_SOURCE_DIR
 bash "$BATON_TESTS_DIR/lib/readme-reference.sh" || fail "README reference out of date"
 "$BATON_BUILD_DIR/baton-gendocs" --check "$root" || fail "generated documents out of date"
-for cmd in $("$BATON_BIN" --help | awk '/^commands:/{on=1; next} on && /^  [a-z]/ {print $1}'); do
+cmds=$("$BATON_BIN" --help | awk '/^commands:/{on=1; next} on && /^  [a-z]/ {print $1}')
+at_least 10 "commands in baton --help" "$cmds"
+for cmd in $cmds; do
     grep -q "baton $cmd" "$root/README.md" || fail "README.md does not mention 'baton $cmd'"
 done
 test_cmd=$(grep -m1 -E '^bash tests/run\.sh' "$root/README.md" | awk '{print $1, $2}')
@@ -25,7 +27,7 @@ grep -qx "License: BSD-3-Clause" "$BATON_BUILD_DIR/baton.pc" || fail "baton.pc n
 for f in README.md src/lib/baton.h deploy/README.md deploy/man/* examples/*.c examples/CMakeLists.txt; do
     if grep -nE '\bseeds? [0-9]{3}\b|\bseed scenario' "$root"/$f; then fail "$f speaks of seeds"; fi
 done
-for cmd in $("$BATON_BIN" --help | awk '/^commands:/{on=1; next} on && /^  [a-z]/ {print $1}'); do
+for cmd in $cmds; do
     "$BATON_BIN" "$cmd" --help | grep -qiE '\bseed [0-9]' && fail "baton $cmd --help speaks of seeds"
 done
 note "ok"

@@ -74,6 +74,15 @@ at_ms() { printf -v "$1" '%s' $(( ${EPOCHREALTIME/./} / 1000 )); }
 # assert_eq EXPECTED ACTUAL WHAT
 assert_eq() { [ "$1" == "$2" ] || fail "$3: expected [$1], got [$2]"; }
 
+# at_least N WHAT LIST: LIST (words) holds N items or more: a loop over a
+# list scraped from a program's output must not pass by looping over
+# nothing when that output's format changes.
+at_least() {
+    local n
+    n=$(echo $3 | wc -w)
+    [ "$n" -ge "$1" ] || fail "$n $2 found, at least $1 expected (has the format changed?)"
+}
+
 # redis_start [REDIS-SERVER ARGS...]: starts a redis-server on a free loopback
 # port with its own directory. Sets REDIS_PORT, REDIS_PID, REDIS_URL,
 # REDIS_DIR. Extra args are kept for redis_restart.
