@@ -319,6 +319,71 @@ static const char start_marks_src[] =
     "for i = 2, #KEYS do redis.call('set', KEYS[i], ARGV[i], 'NX') end\n"
     "return 0\n";
 
+static int cmp_desc(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x > y ? -1 : x < y;
+}
+
+/* The mark the masters' answers to an MGET give for its element elem (see
+ * claim_read_marks). Returns true with *v, or false when there is none. */
+static bool mark_of(const struct baton_answers *a, size_t elem, int64_t now_s, int64_t *v)
+{
+    int64_t marks[BATON_QUORUM_MAX];
+    int answered = 0, present = 0;
+    for (int i = 0; i < a->n; i++) {
+        const struct baton_reply *rep = a->v[i].reply;
+        if (a->v[i].rc != BATON_OK || !a->v[i].counts)
+            continue;
+        rep = rep->type == BATON_REPLY_ARRAY && elem < rep->elements ? rep->element[elem] : NULL;
+        answered++;
+        char *end = NULL;
+        long long x =
+            rep != NULL && rep->type == BATON_REPLY_STRING ? strtoll(rep->str, &end, 10) : 0;
+        if (end == NULL || *end != '\0' || x <= 0 || x > now_s + 86400)
+            continue;
+        marks[present++] = x;
+    }
+    if (present == 0)
+        return false;
+    qsort(marks, (size_t)present, sizeof marks[0], cmp_desc);
+    int k = answered - (a->n - a->majority);
+    *v = k >= 1 && k <= present ? marks[k - 1] : marks[0];
+    return true;
+}
+
+int claim_read_marks(struct baton_client *c, const char *group, const char *const *jobs,
+                     size_t n, int64_t now_s, bool *has, int64_t *v)
+{
+    const char *argv[CLAIM_MARKS_MAX + 1];
+    char *keys[CLAIM_MARKS_MAX];
+    struct baton_answers *a = NULL;
+    size_t k = 0;
+    int rc = BATON_OK;
+    if (n == 0 || n > CLAIM_MARKS_MAX)
+        return n == 0 ? BATON_OK : BATON_EINVAL;
+    argv[0] = "MGET";
+    for (; k < n && rc == BATON_OK; k++) {
+        if ((keys[k] = group_key(group, "last:%s", jobs[k])) == NULL)
+            rc = BATON_ENOMEM;
+        argv[k + 1] = keys[k];
+    }
+    if (rc == BATON_OK)
+        rc = baton_client_command_all(c, (int)n + 1, argv, NULL, &a);
+    for (int i = 0; rc == BATON_OK && i < a->n; i++)
+        if (a->v[i].rc == BATON_OK &&
+            (a->v[i].reply->type != BATON_REPLY_ARRAY || a->v[i].reply->elements != n))
+            rc = BATON_EPROTO;
+    for (size_t i = 0; rc == BATON_OK && i < n; i++) {
+        v[i] = 0;
+        has[i] = mark_of(a, i, now_s, &v[i]);
+    }
+    baton_answers_free(a);
+    for (size_t i = 0; i < k; i++)
+        free(keys[i]);
+    return rc;
+}
+
 int claim_start_marks(struct baton_client *c, const char *group, const char *leader_key,
                       const char *token, const char *const *jobs, const int64_t *marks, size_t n)
 {

@@ -125,6 +125,23 @@ void claim_reply_free(struct claim_reply *r);
 int claim_start_marks(struct baton_client *c, const char *group, const char *leader_key,
                       const char *token, const char *const *jobs, const int64_t *marks, size_t n);
 
+/* Reads the high-water marks of the n jobs (one MGET, at most
+ * CLAIM_MARKS_MAX jobs): has[i] and v[i] (Unix s) for each. On one server
+ * a mark is its value; over a quorum, of the counted masters that answered
+ * (R of them), the k-th highest, k = R - (N - majority): every tick a
+ * majority claimed is at or below it (R answers share at least k masters
+ * with that majority), and a tick claimed by a minority that never
+ * completed is above it (so it is caught up, and claimed properly or
+ * recorded, not lost); lagging masters (down when the last claims were
+ * made, or restarted empty: no mark) are below it unless more lag than a
+ * quorum tolerates, and then the highest mark any master has is taken (no
+ * tick twice, what may be missed is missed). A mark is valid when it is a
+ * positive number no later than now_s + 1 day. Returns 0, or a BATON_E*
+ * code (nothing read). */
+#define CLAIM_MARKS_MAX 500
+int claim_read_marks(struct baton_client *c, const char *group, const char *const *jobs,
+                     size_t n, int64_t now_s, bool *has, int64_t *v);
+
 /* Claims tick (Unix s) of job for the leader whose lease key and token
  * are given, registering member ("<node>/<run_id>") when a run is to
  * start. Returns the result; *out holds the live runs seen. */

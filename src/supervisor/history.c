@@ -126,6 +126,16 @@ out:
     return rc;
 }
 
+int history_write(struct baton_client *c, const struct history_command *cmd)
+{
+    struct baton_answers *a = NULL;
+    int rc = baton_client_command_all(c, cmd->argc, (const char *const *)cmd->argv, NULL, &a);
+    if (rc == BATON_OK)
+        rc = baton_answers_check(c, a);
+    baton_answers_free(a);
+    return rc;
+}
+
 void history_command_free(struct history_command *c)
 {
     for (int i = 0; c->argv != NULL && i < c->argc; i++)

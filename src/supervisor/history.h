@@ -104,6 +104,9 @@ struct history_command {
 int history_command(const struct history_rec *r, const char *group, const char *job,
                     int64_t maxlen, struct history_command *out);
 void history_command_free(struct history_command *c);
+/* Writes c to every master: it holds when a majority took it (see below).
+ * Returns 0 or a BATON_E* code (the detail in the client). */
+int history_write(struct baton_client *c, const struct history_command *cmd);
 
 /* Records, newest first, with the answers that hold their strings. Over a
  * Redlock quorum every write goes to every master (and holds when a

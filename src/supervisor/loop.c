@@ -15,6 +15,13 @@ int64_t loop_now(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+int64_t loop_wall_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 /* The wall timer's descriptor is readable: it expired, or the clock was
  * stepped (read fails with ECANCELED). Either way it fires. */
 static void wall_fired(void *ctx, struct loop_watch *w, uint32_t events)

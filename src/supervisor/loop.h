@@ -44,6 +44,7 @@ int loop_init(struct loop *l, void (*on_timer)(void *ctx, int id), void *ctx);
 void loop_close(struct loop *l);
 
 int64_t loop_now(void); /* CLOCK_MONOTONIC ns */
+int64_t loop_wall_ns(void); /* CLOCK_REALTIME ns: the times ticks fall at */
 void loop_arm(struct loop *l, int id, int64_t at_ns);
 void loop_arm_in(struct loop *l, int id, int64_t ms);
 void loop_disarm(struct loop *l, int id);

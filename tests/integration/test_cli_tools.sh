@@ -157,18 +157,18 @@ assert_eq "" "$ERR" "status stderr"
 has "$OUT" "group:   tools" "status: group"
 has "$OUT" "redis:   $REDIS_URL" "status: redis URL"
 printf '%s\n' "$OUT" | grep -qE "^leader:  node-$LEADER \(term $TERM1, lease [0-9.]+(ms|s) left\)\$" || fail "status: leader line in: $OUT"
-printf '%s\n' "$OUT" | grep -qE '^NODE +STATE +TERM +SEEN +PID +SINCE +JOBS$' || fail "status: nodes header in: $OUT"
+printf '%s\n' "$OUT" | grep -qE '^NODE +STATE +TERM +SEEN +PID +SINCE +RUNNING +JOBS$' || fail "status: nodes header in: $OUT"
 for n in a b c; do
     # Followers show the term they follow; all run the same 3 jobs (the
     # start of check's hash), none differs.
-    printf '%s\n' "$OUT" | grep -qE "^node-$n +(working|renewing|waiting|acquiring) +(0|$TERM1) +[0-9.]+(ms|s) ago +[0-9]+ +$RFC +3 ${hash:0:8}( |\$)" || fail "status: node-$n row in: $OUT"
+    printf '%s\n' "$OUT" | grep -qE "^node-$n +(working|renewing|waiting|acquiring) +(0|$TERM1) +[0-9.]+(ms|s) ago +[0-9]+ +$RFC +[0-9]+ +3 ${hash:0:8}( |\$)" || fail "status: node-$n row in: $OUT"
 done
 printf '%s\n' "$OUT" | grep -q 'differs\|config drift' && fail "status: drift where there is none: $OUT"
 printf '%s\n' "$OUT" | grep -qE "^node-$LEADER +(working|renewing) .* leader\$" || fail "status: the leader's row is marked in: $OUT"
 assert_eq 1 "$(printf '%s\n' "$OUT" | grep -cE ' leader$')" "status: one node marked leader"
 printf '%s\n' "$OUT" | grep -qE '^JOB +LAST RUN +OUTCOME +NODE +DURATION +NEXT RUN$' || fail "status: jobs header in: $OUT"
 printf '%s\n' "$OUT" | grep -qE "^tick +$RFC +ok \(exit 0\) +node-$LEADER +[0-9.]+(ms|s) +$RFC\$" || fail "status: tick row in: $OUT"
-printf '%s\n' "$OUT" | grep -qE "^berlin +never +$RFC\$" || fail "status: berlin row in: $OUT"
+printf '%s\n' "$OUT" | grep -qE "^berlin +never +$RFC \(20[0-9-]+T07:00:00\+0[12]:00 Europe/Berlin\)\$" || fail "status: berlin row in: $OUT"
 printf '%s\n' "$OUT" | grep -qE '^off +never +disabled$' || fail "status: off row in: $OUT"
 # The columns are aligned: NEXT RUN starts at the same column on every job row.
 c_head=$(printf '%s\n' "$OUT" | grep -E '^JOB ' | awk '{print index($0, "NEXT RUN")}')
@@ -186,9 +186,9 @@ has "$OUT" '"node":"node-'$LEADER'","state":"working","term":'$TERM1',' "status 
 assert_eq 1 "$(printf '%s' "$OUT" | grep -o '"leader":true' | wc -l)" "status --json: one node is the leader"
 assert_eq 2 "$(printf '%s' "$OUT" | grep -o '"leader":false' | wc -l)" "status --json: two followers"
 printf '%s' "$OUT" | grep -qE '"seen_ms_ago":[0-9]+,' || fail "status --json: seen_ms_ago in $OUT"
-printf '%s' "$OUT" | grep -qE '\{"name":"tick","schedule":"\* \* \* \* \* \*","timezone":"UTC","enabled":true,"last_run":\{"id":"[0-9]+-[0-9]+","v":3,"run_id":"[^"]+","node":"node-'$LEADER'","term":'$TERM1',"scheduled_at":"'"$RFC"'","until":"'"$RFC"'","ticks":1,"trigger":"schedule","started":"[^"]+","duration_ms":[0-9]+,"attempt":1,"outcome":"ok","exit_code":0,"output_bytes":3,"output_dropped":0\},"next_run":"'"$RFC"'","paused":null\}' || fail "status --json: tick in $OUT"
+printf '%s' "$OUT" | grep -qE '\{"name":"tick","schedule":"\* \* \* \* \* \*","timezone":"UTC","enabled":true,"last_run":\{"id":"[0-9]+-[0-9]+","v":3,"run_id":"[^"]+","node":"node-'$LEADER'","term":'$TERM1',"scheduled_at":"'"$RFC"'","until":"'"$RFC"'","ticks":1,"trigger":"schedule","by":null,"started":"[^"]+","duration_ms":[0-9]+,"attempt":1,"outcome":"ok","exit_code":0,"output_bytes":3,"output_dropped":0\},"next_run":"'"$RFC"'","paused":null,"running":\[\]\}' || fail "status --json: tick in $OUT"
 has "$OUT" '{"name":"berlin","schedule":"0 7 * * MON-FRI","timezone":"Europe/Berlin","enabled":true,"last_run":null,"next_run":"' "status --json: berlin"
-has "$OUT" '{"name":"off","schedule":"@hourly","timezone":"UTC","enabled":false,"last_run":null,"next_run":null,"paused":null}]}' "status --json: off"
+has "$OUT" '{"name":"off","schedule":"@hourly","timezone":"UTC","enabled":false,"last_run":null,"next_run":null,"paused":null,"running":[]}]}' "status --json: off"
 
 # ---- history -------------------------------------------------------------------------
 note "history: the recent runs, newest first"
@@ -196,8 +196,8 @@ run history -c "$CFG" tick --count 3
 assert_eq 0 "$RC" "history exit status"
 assert_eq "" "$ERR" "history stderr"
 assert_eq "job tick: the last 3 records, newest first" "$(printf '%s\n' "$OUT" | sed -n 1p)" "history header"
-printf '%s\n' "$OUT" | sed -n 2p | grep -qE '^SCHEDULED_AT +NODE +TERM +STARTED +DURATION +OUTCOME +ATTEMPT +RUN_ID$' || fail "history: table header in: $OUT"
-assert_eq 3 "$(printf '%s\n' "$OUT" | grep -cE "^$RFC +node-$LEADER +$TERM1 +[0-9T:.-]+Z +[0-9.]+(ms|s) +ok \(exit 0\) +1 +[0-9]+-$TERM1-1-[0-9]+\$")" "history: three ok rows"
+printf '%s\n' "$OUT" | sed -n 2p | grep -qE '^SCHEDULED_AT +NODE +TERM +TRIGGER +STARTED +DURATION +OUTCOME +ATTEMPT +RUN_ID$' || fail "history: table header in: $OUT"
+assert_eq 3 "$(printf '%s\n' "$OUT" | grep -cE "^$RFC +node-$LEADER +$TERM1 +schedule +[0-9T:.-]+Z +[0-9.]+(ms|s) +ok \(exit 0\) +1 +[0-9]+-$TERM1-1-[0-9]+\$")" "history: three ok rows"
 s1=$(printf '%s\n' "$OUT" | sed -n 3p | cut -c1-20); s3=$(printf '%s\n' "$OUT" | sed -n 5p | cut -c1-20)
 [ "$(date -u -d "$s1" +%s)" -gt "$(date -u -d "$s3" +%s)" ] || fail "history: not newest first: $s1 then $s3"
 run history tick -c "$CFG"
@@ -207,7 +207,7 @@ has "$OUT" "job tick: the last " "history: default count"
 note "history --json: an array"
 run history -c "$CFG" --json -n 2 tick
 assert_eq 0 "$RC" "history --json exit status"
-printf '%s' "$OUT" | grep -qE '^\[\{"id":"[0-9]+-[0-9]+","v":3,"run_id":"[^"]+","node":"node-'$LEADER'","term":'$TERM1',"scheduled_at":"'"$RFC"'","until":"'"$RFC"'","ticks":1,"trigger":"schedule","started":"[^"]+","duration_ms":[0-9]+,"attempt":1,"outcome":"ok","exit_code":0,"output_bytes":3,"output_dropped":0\}, ?\{"id":.*\}\]$' || fail "history --json: $OUT"
+printf '%s' "$OUT" | grep -qE '^\[\{"id":"[0-9]+-[0-9]+","v":3,"run_id":"[^"]+","node":"node-'$LEADER'","term":'$TERM1',"scheduled_at":"'"$RFC"'","until":"'"$RFC"'","ticks":1,"trigger":"schedule","by":null,"started":"[^"]+","duration_ms":[0-9]+,"attempt":1,"outcome":"ok","exit_code":0,"output_bytes":3,"output_dropped":0\}, ?\{"id":.*\}\]$' || fail "history --json: $OUT"
 assert_eq 2 "$(printf '%s' "$OUT" | grep -o '"outcome":"ok"' | wc -l)" "history --json --count 2"
 
 note "history: no runs, unknown jobs, a key of the wrong type"
@@ -222,9 +222,9 @@ rcli xadd 'baton:{tools}:runs:ghost' '*' run_id r1 node node-z term 9 scheduled_
 run history -c "$CFG" ghost
 assert_eq 0 "$RC" "history of a removed job"
 assert_eq "job ghost (not in jobs.yaml): the last 1 record, newest first" "$(printf '%s\n' "$OUT" | sed -n 1p)" "history of a removed job"
-printf '%s\n' "$OUT" | grep -qE '^2026-01-02T07:00:00Z +node-z +9 +- +- +failed \(exit 127\) +1 +r1$' || fail "history: a run that never started: $OUT"
+printf '%s\n' "$OUT" | grep -qE '^2026-01-02T07:00:00Z +node-z +9 +- +- +- +failed \(exit 127\) +1 +r1$' || fail "history: a run that never started: $OUT"
 run history -c "$CFG" --json ghost
-has "$OUT" '"v":1,"run_id":"r1","node":"node-z","term":9,"scheduled_at":"2026-01-02T07:00:00Z","until":"2026-01-02T07:00:00Z","ticks":1,"trigger":"","started":null,"duration_ms":0,"attempt":1,"outcome":"failed","exit_code":127}]' "history --json: a version 1 record of a run that never started"
+has "$OUT" '"v":1,"run_id":"r1","node":"node-z","term":9,"scheduled_at":"2026-01-02T07:00:00Z","until":"2026-01-02T07:00:00Z","ticks":1,"trigger":"","by":null,"started":null,"duration_ms":0,"attempt":1,"outcome":"failed","exit_code":127}]' "history --json: a version 1 record of a run that never started"
 rcli set 'baton:{tools}:runs:weird' x >/dev/null
 run history -c "$CFG" weird
 assert_eq 69 "$RC" "history of a key of the wrong type"
