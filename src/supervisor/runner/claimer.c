@@ -1,0 +1,412 @@
+/* claimer.c -- see claimer.h. */
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "claimer.h"
+#include "hook.h"
+#include "jobtable.h"
+#include "rtime.h"
+#include "steps.h"
+
+#define BUSY_POLL_MS  500 /* a tick waiting for a run elsewhere looks again this often */
+#define GATE_RETRY_MS 20  /* no blocking call allowed now: look again this soon */
+
+void claimer_run_id(const struct rctx *x, struct claimer *c, int64_t tick, int attempt, char *id,
+                    size_t len)
+{
+    c->seq++;
+    snprintf(id, len, "%" PRId64 "-%" PRIu64 "-%d-%" PRIu64, tick, x->term, attempt, c->seq);
+}
+
+bool claimer_late(const struct rctx *x)
+{
+    return loop_now() >= baton_election_deadline_ns(x->election) - x->guard_ns;
+}
+
+int64_t claimer_ahead_ms(const struct claimer *c, const struct jobstate *js)
+{
+    return js->job->concurrency == JOB_ALLOW || js->runs.running == 0 ? c->ahead_ms : 0;
+}
+
+void claimer_set_lost(struct claimer *c, struct claim_state *cs, bool lost)
+{
+    if (cs->lost != lost)
+        c->nlost = lost ? c->nlost + 1 : c->nlost - 1;
+    cs->lost = lost;
+}
+
+static void log_claim(const struct rctx *x, const char *job, int64_t tick, enum log_event ev,
+                      enum log_level lvl, const char *error, const char *then)
+{
+    char when[32];
+    log_rfc3339(tick, when, sizeof when);
+    cJSON *f = log_fields();
+    cJSON_AddStringToObject(f, "job", job);
+    cJSON_AddStringToObject(f, "scheduled_at", when);
+    if (error != NULL)
+        cJSON_AddStringToObject(f, "error", error);
+    cJSON_AddStringToObject(f, "then", then);
+    log_emit_at(x->log, lvl, ev, f);
+}
+
+void claimer_failures_end(const struct rctx *x, struct claim_state *cs, const char *job,
+                          bool answered)
+{
+    if (cs->failures == 0)
+        return;
+    cJSON *f = log_fields();
+    cJSON_AddStringToObject(f, "job", job);
+    cJSON_AddNumberToObject(f, "failures", (double)cs->failures);
+    cJSON_AddNumberToObject(f, "outage_ms", (double)((loop_now() - cs->failing_since) / MS));
+    cJSON_AddBoolToObject(f, "answered", answered);
+    log_emit(x->log, LE_CLAIM_FAILURES_ENDED, f);
+    cs->failures = cs->failing_since = 0;
+}
+
+/* ---- marks ---- */
+
+/* js's mark (has: Redis had one, v its tick), read at now_s. */
+static void take_mark(const struct rctx *x, struct claimer *c, struct jobstate *js, bool has,
+                      int64_t v, int64_t now_s)
+{
+    cJSON *f;
+    switch (ticks_take_mark(&js->ticks, js->job, has, v, c->no_catchup, c->lead_wall_s, now_s)) {
+    case TM_NO_CATCH_UP:
+        if (c->no_catchup_logged)
+            break;
+        f = log_fields();
+        cJSON_AddNumberToObject(f, "term", (double)x->term);
+        cJSON_AddStringToObject(f, "reason",
+                                "Redis failed over, restarted without persistence or lost data "
+                                "since the previous term: what ran before cannot be known");
+        log_emit(x->log, LE_CATCH_UP_SKIPPED, f);
+        c->no_catchup_logged = true;
+        break;
+    case TM_NO_MARK:
+        /* Said even when the server changed (a restart without persistence
+         * loses the marks): without this line, the ticks of the loss window
+         * went unrun with nothing saying so. */
+        if (js->job->catchup_ms != 0 && js->job->enabled) {
+            f = log_fields();
+            cJSON_AddStringToObject(f, "job", js->job->name);
+            log_emit(x->log, LE_NO_HIGH_WATER_MARK, f);
+        }
+        break;
+    case TM_CATCH_UP: break;
+    }
+    if (js->claim.lost && js->claim.tick <= js->ticks.last)
+        claimer_settle(x, c, js);
+}
+
+void claimer_write_marks(const struct rctx *x, struct jobstate **js, size_t n)
+{
+    enum { CHUNK = 256 }; /* claim_start_marks()'s limit */
+    const char *names[CHUNK];
+    int64_t marks[CHUNK];
+    struct jobstate *which[CHUNK];
+    const char *token = baton_election_token(x->election);
+    for (size_t i = 0; i < n;) {
+        size_t k = 0;
+        for (; i < n && k < CHUNK; i++)
+            if (js[i]->ticks.mark_unset) {
+                which[k] = js[i];
+                names[k] = js[i]->job->name;
+                marks[k++] = js[i]->ticks.last;
+            }
+        if (k == 0 || token == NULL || !rctx_may_block(x) ||
+            claim_start_marks(x->client, x->group, baton_election_key(x->election), token, names,
+                              marks, k) != 0)
+            return;
+        for (size_t j = 0; j < k; j++)
+            which[j]->ticks.mark_unset = false;
+    }
+}
+
+bool claimer_read_marks(const struct rctx *x, struct claimer *c, struct jobstate **js, size_t n)
+{
+    const char *names[CLAIM_MARKS_MAX];
+    bool has[CLAIM_MARKS_MAX];
+    int64_t v[CLAIM_MARKS_MAX], now_s = rtime_wall_ms() / 1000;
+    if (n > CLAIM_MARKS_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        names[i] = js[i]->job->name;
+    if (!rctx_may_block(x) || claim_read_marks(x->client, x->group, names, n, now_s, has, v) != 0)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        take_mark(x, c, js[i], has[i], v[i], now_s);
+    claimer_write_marks(x, js, n);
+    return true;
+}
+
+/* ---- settling lost claims ---- */
+
+static const char reason_lost[] =
+    "claimed by a request whose answer was lost (Redis stalled), and this node stopped leading "
+    "before it could start it: not run";
+static const char reason_undecided[] =
+    "its claim was undecided (a majority of the masters did not answer it) when this node gave "
+    "it up: not run here (a later leader runs it unless a majority had it)";
+
+void claimer_settle(const struct rctx *x, struct claimer *c, struct jobstate *js)
+{
+    struct claim_state *cs = &js->claim;
+    if (!cs->lost || cs->id[0] == '\0' || !rctx_may_block(x))
+        return;
+    char member[RUN_ID_MAX + 160];
+    snprintf(member, sizeof member, "%s/%s", x->node, cs->id);
+    enum claim_result res = claim_lookup(x->client, x->group, js->job->name, cs->tick, member);
+    if (res == CLAIM_OURS || res == CLAIM_OURS_EXPIRED) {
+        log_claim(x, js->job->name, cs->tick, LE_CLAIM_RECOVERED, LOG_INFO, NULL,
+                  "recorded not started");
+        records_not_started(x->rec, js->job, x->term, cs->id, member, cs->tick, true, reason_lost);
+    } else if (res == CLAIM_OURS_SKIPPED) {
+        log_claim(x, js->job->name, cs->tick, LE_CLAIM_RECOVERED, LOG_INFO, NULL,
+                  "recorded skipped");
+        records_skipped_one(x->rec, js->job->name, x->term, cs->tick, HO_SKIPPED,
+                            cs->skip_reason != NULL ? cs->skip_reason : ticks_reason_busy());
+    } else if (res == CLAIM_ERROR && cs->majority > 1) {
+        records_not_started(x->rec, js->job, x->term, cs->id, member, cs->tick, true,
+                            reason_undecided);
+        res = CLAIM_TAKEN; /* dealt with */
+    }
+    if (res != CLAIM_ERROR) {
+        claimer_set_lost(c, cs, false);
+        cs->id[0] = '\0';
+    }
+}
+
+/* ---- claims ---- */
+
+/* Leaves out of reply the runs of ours that have ended: they count for
+ * nothing. */
+static void live_busy(const struct rctx *x, const struct runs *rs, struct claim_reply *reply)
+{
+    size_t live = 0;
+    for (size_t i = 0; i < reply->nbusy; i++)
+        if (!runs_stale(rs, x->node, reply->busy[i]))
+            reply->busy[live++] = reply->busy[i];
+    reply->nbusy = live;
+}
+
+void claimer_wait_busy(const struct rctx *x, struct jobstate *js, struct claim_reply *busy,
+                       const struct runs *rs, bool ahead, int64_t at, int64_t now)
+{
+    live_busy(x, rs, busy);
+    if (ahead) { /* decided at its instant, as if it had not been claimed ahead */
+        js->hold_until = rtime_mono_at(at, now, rtime_wall_ms());
+    } else if (busy->nbusy == 0) { /* only our own ended runs: try again at once */
+        js->hold_until = now + GATE_RETRY_MS * MS;
+    } else {
+        /* concurrency: replace: the nodes running them elsewhere are asked
+         * to stop them (their "ended" message wakes the job). */
+        size_t nl = strlen(x->node);
+        for (size_t i = 0; js->job->concurrency == JOB_REPLACE && i < busy->nbusy; i++)
+            if (!(strncmp(busy->busy[i], x->node, nl) == 0 && busy->busy[i][nl] == '/'))
+                claim_request_stop(x->client, x->group, busy->busy[i]);
+        js->hold_until = now + BUSY_POLL_MS * MS;
+    }
+}
+
+/* The claim of js's tick (the head, h) answered res: keeps js->claim and
+ * says what happened in the log. */
+static void note_answer(const struct rctx *x, struct claimer *c, struct jobstate *js,
+                        const struct claim_reply *reply, enum claim_result res, int64_t tick,
+                        bool late)
+{
+    struct claim_state *cs = &js->claim;
+    if (res != CLAIM_ERROR)
+        claimer_failures_end(x, cs, js->job->name, true);
+    if (reply->partial) /* undecided where it applied: settled if we stop leading */
+        claimer_set_lost(c, cs, true);
+    cs->majority = reply->majority;
+    if (res != CLAIM_ERROR && res != CLAIM_BUSY && res != CLAIM_NOT_LEADER) {
+        cs->id[0] = '\0'; /* the tick is decided: the next claims afresh */
+        claimer_set_lost(c, cs, false);
+    }
+    if (res == CLAIM_OURS || res == CLAIM_OURS_SKIPPED || res == CLAIM_OURS_EXPIRED) {
+        log_claim(x, js->job->name, tick, LE_CLAIM_RECOVERED, LOG_INFO, NULL,
+                  res == CLAIM_OURS           ? (late ? "recorded not started" : "run")
+                  : res == CLAIM_OURS_SKIPPED ? "recorded skipped"
+                                              : "recorded not started");
+    } else if (res == CLAIM_NOT_LEADER) {
+        log_claim(x, js->job->name, tick, LE_CLAIM_REFUSED, LOG_WARN, NULL, "not run");
+    } else if (res == CLAIM_ERROR) {
+        /* The first of a run of failures at warn, the next at debug (each
+         * counted in /metrics all the same): an outage is one line per job,
+         * not ten a second. */
+        const char *error = reply->why[0] != '\0' ? reply->why : baton_client_errstr(x->client);
+        if (cs->failures++ == 0)
+            cs->failing_since = loop_now();
+        log_claim(x, js->job->name, tick, LE_CLAIM_FAILED, cs->failures == 1 ? LOG_WARN : LOG_DEBUG,
+                  error, "retried in order within its catch-up window");
+        claimer_set_lost(c, cs, true);
+    }
+}
+
+/* The first claim of js's live tick `at` came late_ms after its instant.
+ * When a run of the same instant was prepared before it (the batch
+ * outgrew the window, rather than a loop held up or a leadership's first
+ * ticks), the window doubles, once per instant. */
+static void window_late(const struct rctx *x, struct claimer *c, const struct jobstate *js,
+                        int64_t at, int64_t late_ms)
+{
+    if (claimer_ahead_ms(c, js) == 0 || c->prep_at != at || c->grown_at == at ||
+        c->ahead_ms >= PRECLAIM_MAX_MS || loop_now() - c->lead_since < PRECLAIM_SETTLE_MS * MS)
+        return;
+    int64_t was = c->ahead_ms;
+    c->ahead_ms = 2 * was < PRECLAIM_MAX_MS ? 2 * was : PRECLAIM_MAX_MS;
+    c->grown_at = at;
+    cJSON *f = log_fields();
+    cJSON_AddNumberToObject(f, "ahead_ms", (double)c->ahead_ms);
+    cJSON_AddNumberToObject(f, "was_ms", (double)was);
+    cJSON_AddStringToObject(f, "job", js->job->name);
+    cJSON_AddNumberToObject(f, "late_ms", (double)late_ms);
+    log_emit(x->log, LE_CLAIM_AHEAD, f);
+}
+
+void claimer_window_went(struct claimer *c, int64_t at)
+{
+    if (c->prep_at != at || c->went_at == at)
+        return;
+    int64_t spare = at * 1000 - c->prep_done_ms, used = c->ahead_ms - spare;
+    int64_t target = 2 * used > PRECLAIM_MS ? 2 * used : PRECLAIM_MS;
+    c->went_at = at;
+    if (spare > c->ahead_ms / 2 && target < c->ahead_ms)
+        c->ahead_ms -= (c->ahead_ms - target + 7) / 8;
+}
+
+static void flush_skipped(const struct rctx *x, struct jobstate *js)
+{
+    struct sched_range s = ticks_take_skipped(&js->ticks);
+    records_skipped(x->rec, js->job->name, x->term, &s);
+}
+
+bool claimer_head(const struct rctx *x, struct claimer *c, struct runs *rs, struct jobstate *js,
+                  const struct tick_intent *in)
+{
+    const struct sched_tick h = *ticks_head(&js->ticks);
+    int64_t now = loop_now();
+    /* The records of the ticks before this one first (superseded, dropped:
+     * this claim passes them), and our ended runs unregistered: they must
+     * not look busy. */
+    flush_skipped(x, js);
+    outbox_flush(x->out, x->may_block, x->host);
+    if (baton_election_token(x->election) == NULL)
+        return false;
+    if (!rctx_may_block(x)) {
+        js->hold_until = now + GATE_RETRY_MS * MS;
+        return false;
+    }
+    if (js->claim.lost && js->claim.tick != h.at) {
+        /* A lost claim of another tick is settled first: its record in
+         * claimed:J is this node's last claim of the job until the next. */
+        claimer_settle(x, c, js);
+        if (js->claim.lost) {
+            js->hold_until = now + CLAIM_RETRY_MS * MS;
+            return false;
+        }
+    }
+    if (js->claim.tick != h.at || js->claim.id[0] == '\0') {
+        claimer_run_id(x, c, h.at, 1, js->claim.id, sizeof js->claim.id);
+        js->claim.tick = h.at;
+        if (!in->early && !h.missed) /* its first try, at or after its instant */
+            window_late(x, c, js, h.at, rtime_wall_ms() - h.at * 1000);
+    }
+    char id[RUN_ID_MAX], member[RUN_ID_MAX + 160];
+    struct claim_reply reply;
+    snprintf(id, sizeof id, "%s", js->claim.id);
+    snprintf(member, sizeof member, "%s/%s", x->node, id);
+    js->claim.skip_reason =
+        in->mode == CLAIM_SKIP || in->mode == CLAIM_RUN_OR_SKIP ? in->reason : NULL;
+    enum claim_result res =
+        claim_tick(x->client, x->group, js->job->name, baton_election_key(x->election),
+                   baton_election_token(x->election), h.at, in->mode, member, &reply);
+    bool late = (res == CLAIM_OK || res == CLAIM_OURS) && claimer_late(x);
+    note_answer(x, c, js, &reply, res, h.at, late);
+    if (reply.undo) /* a quorum's masters registered what does not run: released */
+        outbox_release(x->out, js->job->name, member);
+    struct claim_next next = claim_step_of(res, false);
+    if (next.done) {
+        ticks_pop(&js->ticks);
+        if (res != CLAIM_TAKEN)
+            ticks_note_claimed(&js->ticks, h.at);
+    }
+    switch (next.step) {
+    case STEP_START:
+        if (late) {
+            records_not_started(x->rec, js->job, x->term, id, member, h.at, h.missed,
+                                "claimed after the leader's stop point (it was stalled): not "
+                                "started");
+            break;
+        }
+        struct rrun *rr = runs_start(x, rs, js, id, h.at, 1,
+                                     h.missed ? RUN_TRIGGER_CATCHUP : RUN_TRIGGER_SCHEDULE, NULL,
+                                     in->early && rtime_wall_ms() < h.at * 1000);
+        if (rr != NULL && rr->run.prepared) {
+            if (x->fault_slow_prepare)
+                nanosleep(&(struct timespec){.tv_nsec = 15 * MS}, NULL);
+            c->prep_at = h.at;
+            c->prep_done_ms = rtime_wall_ms();
+            if (x->fault_stop_after_preclaim)
+                raise(SIGSTOP);
+        }
+        break;
+    case STEP_NOT_STARTED:
+        records_not_started(x->rec, js->job, x->term, id, member, h.at, h.missed, next.reason);
+        break;
+    case STEP_SKIPPED: {
+        struct sched_range before;
+        if (ticks_skip(&js->ticks, h.at, HO_SKIPPED,
+                       in->reason != NULL ? in->reason : ticks_reason_busy(), &before))
+            records_skipped(x->rec, js->job->name, x->term, &before);
+        break;
+    }
+    case STEP_WAIT: claimer_wait_busy(x, js, &reply, rs, in->early, h.at, now); break;
+    case STEP_RETRY: js->hold_until = now + CLAIM_RETRY_MS * MS; break;
+    case STEP_LEAVE:
+    case STEP_DROP: break;
+    }
+    claim_reply_free(&reply);
+    return next.done;
+}
+
+void claimer_retries(const struct rctx *x, struct claimer *c, struct runs *rs, struct jobstate *js,
+                     int64_t now)
+{
+    for (struct retry **p = &js->runs.retries; *p != NULL;) {
+        struct retry *t = *p;
+        if (t->held || t->at_ns > now ||
+            (js->job->concurrency == JOB_FORBID && js->runs.running > 0)) {
+            p = &t->next;
+            continue;
+        }
+        const char *token = baton_election_token(x->election);
+        if (token == NULL || !rctx_may_block(x))
+            return;
+        char id[RUN_ID_MAX], member[RUN_ID_MAX + 160];
+        struct claim_reply reply;
+        claimer_run_id(x, c, t->tick, t->attempt, id, sizeof id);
+        snprintf(member, sizeof member, "%s/%s", x->node, id);
+        enum claim_result res =
+            claim_tick(x->client, x->group, js->job->name, baton_election_key(x->election), token,
+                       t->tick, CLAIM_REGISTER, member, &reply);
+        if ((reply.undo || reply.partial) && res != CLAIM_OK)
+            outbox_release(x->out, js->job->name, member);
+        claim_reply_free(&reply);
+        if (res == CLAIM_ERROR || res == CLAIM_NOT_DURABLE) {
+            t->at_ns = now + CLAIM_RETRY_MS * MS;
+            return;
+        }
+        *p = t->next;
+        if (res == CLAIM_OK)
+            runs_start(x, rs, js, id, t->tick, t->attempt, t->trigger, NULL, false);
+        else
+            hooks_retry_dropped(x->hooks, js->job->name, t->tick);
+        free(t);
+    }
+}

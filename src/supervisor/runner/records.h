@@ -1,0 +1,45 @@
+/* records.h -- what the runner records of each tick: a run's end (its
+ * history record, the end of its registration or its manual request, its
+ * hook), a claimed tick that did not start, and ranges of ticks that did
+ * not run (one tick_skipped line and one history record each). Every tick
+ * of a job either ran or says why here. Written through the outbox
+ * (outbox.h). */
+#ifndef BATON_RECORDS_H
+#define BATON_RECORDS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "hook.h"
+#include "outbox.h"
+#include "run.h"
+#include "schedule.h"
+
+struct recorder {
+    struct outbox *out;  /* borrowed */
+    struct log *log;     /* borrowed */
+    const char *node;    /* borrowed */
+    struct hooks *hooks; /* borrowed; NULL: none (going away) */
+};
+
+/* Records range s of job's ticks that did not run (count 0: nothing),
+ * decided in term. */
+void records_skipped(struct recorder *rc, const char *job, uint64_t term,
+                     const struct sched_range *s);
+/* Records one tick of job that did not run. */
+void records_skipped_one(struct recorder *rc, const char *job, uint64_t term, int64_t tick,
+                         enum history_outcome o, const char *reason);
+
+/* Records an ended run (or one that never started) and ends its
+ * registration; a manual run's request (trigger_id not "") is done with its
+ * outcome. The run then goes to its hook (deferred while a retry follows:
+ * hook.h). */
+void records_run(struct recorder *rc, const struct run *run, const char *trigger_id,
+                 bool retry_follows);
+
+/* Records tick of job, claimed under run id (its registration member) in
+ * term, as failed to start because of why (logged job_end). */
+void records_not_started(struct recorder *rc, const struct job *job, uint64_t term, const char *id,
+                         const char *member, int64_t tick, bool missed, const char *why);
+
+#endif

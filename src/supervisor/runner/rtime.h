@@ -1,0 +1,23 @@
+/* rtime.h -- the runner's units of time: CLOCK_MONOTONIC ns and the wall
+ * clock, both from the loop (loop.h), so that a test drives them. */
+#ifndef BATON_RTIME_H
+#define BATON_RTIME_H
+
+#include <stdint.h>
+
+#include "loop.h"
+
+#define MS INT64_C(1000000) /* ns in a millisecond */
+
+static inline int64_t rtime_wall_ms(void)
+{
+    return loop_wall_ns() / MS;
+}
+
+/* The monotonic time at which the wall clock shows unix_s. */
+static inline int64_t rtime_mono_at(int64_t unix_s, int64_t now_ns, int64_t now_wall_ms)
+{
+    return now_ns + (unix_s * 1000 - now_wall_ms) * MS;
+}
+
+#endif

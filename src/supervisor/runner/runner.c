@@ -1,0 +1,552 @@
+/* runner.c -- see runner.h. The coordinator: it owns the runner's parts
+ * and drives them, each owning a piece of a job's state (held together in
+ * one thin record per job: jobtable.h), and none calling this file:
+ *
+ *   ticks.c     a job's due ticks and what to do with the next (pure)
+ *   claimer.c   the claims in Redis and what their answers mean (steps.h),
+ *               marks, lost answers, the claim-ahead window
+ *   control.c   pauses and manual requests
+ *   runs.c      the processes: start, go, stop, fences, what covers each
+ *   records.c   what is recorded of each tick; outbox.c: the writes
+ *   jobtable.c  the records, the heap of when each has something to do,
+ *               jobs.yaml's generations
+ *
+ * The order of calls is one way: runner -> control -> claimer -> runs ->
+ * jobtable -> records -> outbox, ticks and steps below all.
+ *
+ * A live tick is claimed a window ahead of its instant and its run
+ * prepared (run.h: the shim started, waiting): at the instant the wall
+ * timer (loop.h) fires and only the go remains, sent only before the stop
+ * point of what covers the run (else it is cancelled and recorded
+ * failed_to_start with its reason), and not when the job was paused in
+ * between (the tick is then held for the pause's end). A job with a run
+ * alive under forbid or replace is not claimed ahead (its tick is decided
+ * at its instant), and a run elsewhere makes a claim ahead wait for the
+ * instant instead of skipping, so the policies decide as they did. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "claimer.h"
+#include "control.h"
+#include "hook.h"
+#include "jobtable.h"
+#include "outbox.h"
+#include "records.h"
+#include "rtime.h"
+#include "runner.h"
+#include "runs.h"
+
+#define GATE_RETRY_MS    20   /* no blocking call allowed now: look again this soon */
+#define CONTROL_RETRY_MS 1000 /* the control keys could not be read: try again then */
+#define STEP_BACK_MS     1000 /* a prepared run this much past the window: the clock went back */
+/* Starting runs (a claim round trip and a fork each) stops after this long
+ * in one turn of the loop and goes on a millisecond later, after the
+ * lease's own timers: a catch-up of many jobs at once never holds the
+ * loop past the renewal. */
+#define TURN_BUDGET_MS 20
+
+struct runner {
+    struct runner_host h;
+    struct rctx x;
+    char *node, *group;
+    struct jobtable jt;
+    struct outbox out;
+    struct recorder rec;
+    struct claimer cl;
+    struct control ctl;
+    struct runs runs;
+    int64_t wall_offset_ms; /* wall - monotonic when the keys were computed */
+    int64_t turn_end;       /* this turn of the loop yields at this time (TURN_BUDGET_MS) */
+    int64_t lost_retry_at;  /* not leading, with lost claims to settle: the next try; 0: none */
+};
+
+/* ---- one job's turn ---- */
+
+/* Queues the ticks due for js at wall (ms), recording those the catch-up
+ * policy does not run. */
+static void queue_due(struct runner *r, struct jobstate *js, int64_t wall)
+{
+    struct ticks_due d;
+    struct sched_range before;
+    ticks_queue_due(&js->ticks, js->job, wall, js->runs.running, &d);
+    if (d.nmissed > 0 || d.dropped.count != 0 || d.superseded.count != 0) {
+        cJSON *f = log_fields();
+        cJSON_AddStringToObject(f, "job", js->job->name);
+        cJSON_AddNumberToObject(f, "missed_ticks", (double)d.nmissed);
+        if (d.dropped.count != 0)
+            cJSON_AddNumberToObject(f, "outside_window", (double)d.dropped.count);
+        if (d.superseded.count != 0)
+            cJSON_AddNumberToObject(f, "superseded", (double)d.superseded.count);
+        log_emit(r->h.log, LE_CATCH_UP, f);
+    }
+    /* In tick order: the dropped ones are the oldest, then the superseded
+     * (catchup: last), then those that run. */
+    before = ticks_take_skipped(&js->ticks);
+    records_skipped(&r->rec, js->job->name, r->x.term, &before);
+    records_skipped(&r->rec, js->job->name, r->x.term, &d.dropped);
+    records_skipped(&r->rec, js->job->name, r->x.term, &d.superseded);
+    if (d.full != 0 && ticks_skip(&js->ticks, d.full, HO_SKIPPED, ticks_reason_full(), &before))
+        records_skipped(&r->rec, js->job->name, r->x.term, &before);
+}
+
+/* Decides js's queue, head after head, claiming what it can in this turn. */
+static void decide_ticks(struct runner *r, struct jobstate *js, int64_t now, int64_t wall)
+{
+    struct sched_range before;
+    for (int claims = 0; r->x.leading && js->hold_until == 0; claims++) {
+        if (!ticks_has_head(&js->ticks))
+            break;
+        if (claims > 0 && loop_now() >= r->turn_end) {
+            js->hold_until = loop_now(); /* the rest next turn (runner_on_timer) */
+            break;
+        }
+        struct tick_intent in =
+            ticks_next(&js->ticks, js->job, js->runs.running, wall, claimer_ahead_ms(&r->cl, js));
+        if (in.step == TS_AT_INSTANT) {
+            js->hold_until = rtime_mono_at(in.at, now, wall);
+            break;
+        }
+        if (in.step == TS_WAIT || in.step == TS_NONE)
+            break; /* a run of ours ends first: its SIGCHLD wakes us */
+        if (in.step == TS_REPLACE) {
+            /* Unclaimed until the old runs are gone: a leader that dies
+             * meanwhile leaves the tick to the next one, not lost. */
+            runs_stop_job(&r->runs, js);
+            break;
+        }
+        if (in.step == TS_RECORD) {
+            if (ticks_skip(&js->ticks, in.at, in.outcome, in.reason, &before))
+                records_skipped(&r->rec, js->job->name, r->x.term, &before);
+            ticks_pop(&js->ticks);
+            continue;
+        }
+        if (!claimer_head(&r->x, &r->cl, &r->runs, js, &in))
+            break;
+    }
+    before = ticks_take_skipped(&js->ticks);
+    records_skipped(&r->rec, js->job->name, r->x.term, &before);
+}
+
+/* When js next has something to do: its next tick (paused: the resume, or
+ * the next record of its skipped ticks), a hold, a retry. */
+static int64_t next_key(const struct runner *r, const struct jobstate *js, int64_t now,
+                        int64_t wall)
+{
+    int64_t key = 0;
+#define CONSIDER(t)                                                                                \
+    do {                                                                                           \
+        int64_t t_ = (t);                                                                          \
+        if (t_ > 0 && (key == 0 || t_ < key))                                                      \
+            key = t_;                                                                              \
+    } while (0)
+    if (js->ctl.pause_until != 0 && js->ticks.mark_known && js->hold_until == 0) {
+        int64_t at = js->ctl.pause_until != PAUSE_FOREVER ? js->ctl.pause_until
+                                                          : js->ticks.last + PAUSE_FLUSH_S;
+        int64_t t = rtime_mono_at(at, now, wall);
+        CONSIDER(t > now ? t : now + CONTROL_RETRY_MS * MS);
+    } else if (js->ticks.next_tick != 0 && js->ctl.pause_until == 0) {
+        CONSIDER(rtime_mono_at(js->ticks.next_tick, now, wall) - claimer_ahead_ms(&r->cl, js) * MS);
+    }
+    CONSIDER(js->hold_until);
+    /* A due retry that could not start (no blocking call allowed, Redis
+     * failing) looks again soon: never a key in the past. */
+    for (const struct retry *t = js->runs.retries; t != NULL; t = t->next)
+        if (!t->held && !(js->job->concurrency == JOB_FORBID && js->runs.running > 0))
+            CONSIDER(t->at_ns > now ? t->at_ns : now + GATE_RETRY_MS * MS);
+#undef CONSIDER
+    return key;
+}
+
+/* Does what js has to do now; sets its key to when it next has something
+ * to do. */
+static void process_job(struct runner *r, struct jobstate *js)
+{
+    int64_t now = loop_now(), wall = rtime_wall_ms();
+    if (!r->x.leading) {
+        jobtable_set_key(&r->jt, js, 0);
+        return;
+    }
+    if (js->hold_until != 0 && js->hold_until <= now)
+        js->hold_until = 0;
+    if (!js->ticks.mark_known && js->hold_until == 0 && !claimer_read_marks(&r->x, &r->cl, &js, 1))
+        js->hold_until = now + CLAIM_RETRY_MS * MS;
+    if (js->ticks.mark_known && js->ticks.mark_unset)
+        claimer_write_marks(&r->x, &js, 1);
+    if (js->ticks.mark_known) {
+        claimer_retries(&r->x, &r->cl, &r->runs, js, now);
+        control_manuals(&r->x, &r->ctl, &r->runs, js, now); /* a paused job runs by hand */
+        if (js->ctl.pause_until != 0 && js->hold_until == 0 &&
+            !control_hold(&r->x, &r->ctl, js, wall))
+            js->hold_until = now + CLAIM_RETRY_MS * MS;
+    }
+    if (js->ticks.mark_known && js->ctl.pause_until == 0) {
+        int64_t ahead = claimer_ahead_ms(&r->cl, js);
+        if (js->ticks.next_tick != 0 && js->ticks.next_tick * 1000 <= wall + ahead)
+            queue_due(r, js, wall + ahead);
+        decide_ticks(r, js, now, wall);
+    }
+    jobtable_set_key(&r->jt, js, next_key(r, js, now, wall));
+}
+
+/* Forgets js's schedule (no longer leading, or its definition changed):
+ * what is decided is recorded; requests and pauses stay in Redis for the
+ * next leader to read. */
+static void clear_schedule(struct runner *r, struct jobstate *js)
+{
+    struct sched_range before = ticks_take_skipped(&js->ticks);
+    claimer_failures_end(&r->x, &js->claim, js->job->name, false);
+    records_skipped(&r->rec, js->job->name, r->x.term, &before);
+    control_record_held(&r->x, js);
+    ticks_forget(&js->ticks);
+    js->hold_until = 0;
+    while (js->runs.retries != NULL) {
+        struct retry *t = js->runs.retries;
+        js->runs.retries = t->next;
+        hooks_retry_dropped(r->h.hooks, js->job->name, t->tick);
+        free(t);
+    }
+    control_job_clear(&r->ctl, &js->ctl);
+    jobtable_set_key(&r->jt, js, 0);
+}
+
+/* ---- the job table ---- */
+
+static void job_changed(void *ctx, struct jobstate *js)
+{
+    struct runner *r = ctx;
+    if (!r->x.leading)
+        return;
+    /* New or changed while leading: its schedule starts now. */
+    clear_schedule(r, js);
+    js->ticks.mark_known = true;
+    js->ticks.last = rtime_wall_ms() / 1000;
+    js->ticks.next_tick = sched_next(js->job, js->ticks.last);
+}
+
+static void job_gone(void *ctx, struct jobstate *js)
+{
+    struct runner *r = ctx;
+    /* Its runs finish under their old definition. */
+    for (struct rrun *rr = r->runs.list; rr != NULL; rr = rr->next)
+        if (rr->js == js)
+            rr->js = NULL;
+    claimer_set_lost(&r->cl, &js->claim, false);
+    clear_schedule(r, js);
+}
+
+struct runner *runner_new(const struct runner_host *host)
+{
+    struct runner *r = calloc(1, sizeof *r);
+    if (r == NULL)
+        return NULL;
+    r->h = *host;
+    /* Our own copies: a reload frees the configuration they came from. */
+    r->h.node = r->node = strdup(host->node);
+    r->h.group = r->group = strdup(host->group);
+    if (r->node == NULL || r->group == NULL) {
+        runner_free(r);
+        return NULL;
+    }
+    r->x = (struct rctx){.node = r->node,
+                         .group = r->group,
+                         .log = host->log,
+                         .client = host->client,
+                         .election = host->election,
+                         .hooks = host->hooks,
+                         .jt = &r->jt,
+                         .out = &r->out,
+                         .rec = &r->rec,
+                         .guard_ns = host->guard_ns,
+                         .lease_ttl_ms = host->lease_ttl_ms,
+                         .may_block = host->may_block,
+                         .on_runs_changed = host->on_runs_changed,
+                         .host = host->ctx,
+                         .fault_stop_after_claim = host->fault_stop_after_claim,
+                         .fault_stop_after_preclaim = host->fault_stop_after_preclaim,
+                         .fault_slow_prepare = host->fault_slow_prepare};
+    r->out = (struct outbox){.client = host->client,
+                             .group = r->group,
+                             .log = host->log,
+                             .history_len = host->history_len};
+    r->rec =
+        (struct recorder){.out = &r->out, .log = host->log, .node = r->node, .hooks = host->hooks};
+    r->cl.ahead_ms = PRECLAIM_MS;
+    r->ctl.poll_ms = host->control_poll_ms;
+    r->runs.env = (struct run_env){.log = host->log,
+                                   .loop = host->loop,
+                                   .node = r->node,
+                                   .output_bytes = host->output_bytes,
+                                   .fault_start = host->fault_start};
+    r->runs.kill_margin_ns = host->kill_margin_ns;
+    r->runs.refresh_ms = host->refresh_ms;
+    return r;
+}
+
+int runner_set_jobs(struct runner *r, struct jobs *jobs)
+{
+    int rc = jobtable_apply(&r->jt, jobs, job_changed, job_gone, r);
+    if (rc != BATON_OK)
+        return rc;
+    /* New and changed jobs are looked at now; the others keep their keys:
+     * making 10,000 unchanged jobs due at once would hold the next
+     * instant's claims behind them. */
+    for (struct jobstate *js = r->jt.states; js != NULL && r->x.leading; js = js->next)
+        if (js->rekey)
+            jobtable_set_key(&r->jt, js, loop_now());
+    if (r->x.leading) { /* requests and pauses of new or changed jobs: read again */
+        control_forget_all(&r->ctl);
+        r->ctl.at = loop_now();
+    }
+    runner_on_timer(r);
+    return BATON_OK;
+}
+
+void runner_free(struct runner *r)
+{
+    if (r == NULL)
+        return;
+    r->h.hooks = r->x.hooks = r->rec.hooks = NULL; /* going away: no hook starts now */
+    runs_free(&r->runs);
+    for (struct jobstate *js = r->jt.states; js != NULL; js = js->next)
+        control_job_clear(&r->ctl, &js->ctl);
+    jobtable_free(&r->jt);
+    outbox_clear(&r->out);
+    control_forget_all(&r->ctl);
+    free(r->node);
+    free(r->group);
+    free(r);
+}
+
+/* ---- reading ---- */
+
+size_t runner_running(const struct runner *r)
+{
+    return r->runs.n;
+}
+
+int64_t runner_claim_ahead_ms(const struct runner *r)
+{
+    return r->x.leading ? r->cl.ahead_ms : 0;
+}
+
+cJSON *runner_runs_json(const struct runner *r, size_t max)
+{
+    return runs_json(&r->runs, max);
+}
+
+int64_t runner_stop_point(const struct runner *r)
+{
+    return runs_stop_point(&r->x, &r->runs);
+}
+
+/* ---- leading ---- */
+
+void runner_lead(struct runner *r, uint64_t term, int64_t lease_deadline_ns)
+{
+    runner_flush(r);
+    r->x.leading = true;
+    r->x.term = term;
+    r->cl.lead_since = loop_now();
+    r->cl.lead_wall_s = rtime_wall_ms() / 1000;
+    r->cl.no_catchup = baton_election_server_changed(r->h.election);
+    r->cl.no_catchup_logged = false;
+    r->runs.lease_deadline = lease_deadline_ns;
+    for (struct jobstate *js = r->jt.states; js != NULL; js = js->next)
+        clear_schedule(r, js);
+    control_forget_all(&r->ctl);
+    /* Every job's mark, CLAIM_MARKS_MAX per read; a job whose mark could
+     * not be read reads it itself later. */
+    struct jobstate *batch[CLAIM_MARKS_MAX];
+    for (struct jobstate *js = r->jt.states; js != NULL;) {
+        size_t n = 0;
+        for (; js != NULL && n < CLAIM_MARKS_MAX; js = js->next)
+            batch[n++] = js;
+        if (!claimer_read_marks(&r->x, &r->cl, batch, n))
+            break;
+    }
+    control_read(&r->x, &r->ctl, &r->runs, loop_now());
+    int64_t now = loop_now();
+    for (struct jobstate *js = r->jt.states; js != NULL; js = js->next)
+        jobtable_set_key(&r->jt, js, now);
+    runner_on_timer(r);
+}
+
+void runner_lease_renewed(struct runner *r, int64_t lease_deadline_ns)
+{
+    runs_lease_renewed(&r->x, &r->runs, lease_deadline_ns);
+    runner_on_timer(r);
+}
+
+void runner_stop_scheduling(struct runner *r)
+{
+    r->x.leading = false; /* every claim and start asks this first */
+    r->ctl.at = 0;
+}
+
+void runner_unlead(struct runner *r)
+{
+    runner_stop_scheduling(r);
+    r->lost_retry_at = loop_now(); /* claims left undecided: settled from now on */
+    for (struct jobstate *js = r->jt.states; js != NULL; js = js->next)
+        clear_schedule(r, js);
+    control_forget_all(&r->ctl);
+    runner_on_timer(r);
+}
+
+int runner_handover(struct runner *r, int64_t lease_deadline_ns)
+{
+    int rc = runs_handover(&r->x, &r->runs, lease_deadline_ns);
+    runner_on_timer(r);
+    return rc;
+}
+
+void runner_terminate(struct runner *r, bool all, int64_t kill_by_ns)
+{
+    runs_terminate(&r->runs, all, kill_by_ns);
+    runner_on_timer(r);
+}
+
+/* ---- the timer ---- */
+
+static void went(void *ctx, int64_t tick)
+{
+    claimer_window_went(ctx, tick);
+}
+
+static void rearm(struct runner *r)
+{
+    int64_t go = 0, next = runs_next(&r->x, &r->runs, &go);
+#define CONSIDER(t)                                                                                \
+    do {                                                                                           \
+        int64_t t_ = (t);                                                                          \
+        if (t_ > 0 && (next == 0 || t_ < next))                                                    \
+            next = t_;                                                                             \
+    } while (0)
+    struct jobstate *top = jobtable_top(&r->jt);
+    if (top != NULL)
+        CONSIDER(top->key);
+    CONSIDER(r->x.leading ? r->ctl.at : r->lost_retry_at);
+    CONSIDER(r->out.retry_at);
+    /* The go of prepared runs on the exact wall timer, and on the monotonic
+     * one a millisecond later (the fallback: a wall timer that fired
+     * already, or cannot be had; the instant as the wall clock shows it
+     * now). */
+    if (go != 0) {
+        loop_arm_wall(r->h.loop, r->h.timer_id, go);
+        CONSIDER(loop_now() + (go - loop_wall_ns()) + MS);
+    } else {
+        loop_disarm_wall(r->h.loop);
+    }
+#undef CONSIDER
+    /* Everything due was just done: a time in the past here would be a bug
+     * that spins the loop and starves its descriptors (signals). Never
+     * sooner than a millisecond. */
+    int64_t soonest = loop_now() + MS;
+    if (next != 0 && next < soonest)
+        next = soonest;
+    if (next != 0)
+        loop_arm(r->h.loop, r->h.timer_id, next);
+    else
+        loop_disarm(r->h.loop, r->h.timer_id);
+}
+
+void runner_on_timer(struct runner *r)
+{
+    /* First: nothing else stands between an instant and its go. */
+    runs_go(&r->x, &r->runs, claimer_late(&r->x), (PRECLAIM_MAX_MS + STEP_BACK_MS) * MS, went,
+            &r->cl);
+    int64_t now = loop_now(), wall = rtime_wall_ms();
+    /* A step of the wall clock moves every tick's monotonic time. */
+    int64_t offset = wall - now / MS;
+    if (llabs(offset - r->wall_offset_ms) > 500) {
+        r->wall_offset_ms = offset;
+        for (struct jobstate *js = r->jt.states; js != NULL && r->x.leading; js = js->next)
+            if (js->key != 0)
+                jobtable_set_key(&r->jt, js, now);
+    }
+    runs_tick(&r->runs, now);
+    if (!r->x.leading && r->cl.nlost > 0 && r->lost_retry_at != 0 && r->lost_retry_at <= now) {
+        /* Lost claims of a term that ended: a follower looks at those jobs
+         * only, again in a while as long as Redis cannot tell. */
+        r->lost_retry_at = 0;
+        for (struct jobstate *js = r->jt.states; js != NULL; js = js->next) {
+            claimer_settle(&r->x, &r->cl, js);
+            if (js->claim.lost)
+                r->lost_retry_at = now + CONTROL_RETRY_MS * MS;
+        }
+    }
+    runs_tend(&r->x, &r->runs, now);
+    runs_fence_lease(&r->x, &r->runs, now);
+    if (r->x.leading && r->ctl.at != 0 && r->ctl.at <= now)
+        control_read(&r->x, &r->ctl, &r->runs, now);
+    /* Every job that has something to do now, earliest first, for at most
+     * TURN_BUDGET_MS (at least one job). A job that still has something to
+     * do now gets a later key (a hold), or a hold of now when the budget
+     * ran out while it started runs: the loop ends. */
+    r->turn_end = now + TURN_BUDGET_MS * MS;
+    for (int jobs = 0; r->x.leading && r->jt.nheap > 0; jobs++) {
+        int64_t t = loop_now();
+        struct jobstate *top = jobtable_top(&r->jt);
+        if (top->key > t || (jobs > 0 && t >= r->turn_end))
+            break;           /* past the budget: rearm() makes the rest due in 1 ms */
+        process_job(r, top); /* gives it a key in the future, or none */
+    }
+    runner_flush(r);
+    rearm(r);
+}
+
+void runner_flush(struct runner *r)
+{
+    outbox_flush(&r->out, r->h.may_block, r->h.ctx);
+}
+
+void runner_on_sigchld(struct runner *r)
+{
+    size_t before = r->runs.n;
+    for (;;) {
+        int st;
+        pid_t pid = waitpid(-1, &st, WNOHANG);
+        if (pid <= 0)
+            break;
+        if (!runs_reaped(&r->x, &r->runs, pid, st))
+            hooks_reaped(r->h.hooks, pid, st);
+    }
+    runner_on_timer(r);
+    if (before > 0 && r->runs.n == 0 && r->h.on_idle != NULL)
+        r->h.on_idle(r->h.ctx);
+}
+
+void runner_on_message(struct runner *r, const char *msg, size_t len)
+{
+    if (len > 6 && strncmp(msg, "ended ", 6) == 0) {
+        char name[JOB_NAME_MAX + 1];
+        size_t n = len - 6 < JOB_NAME_MAX ? len - 6 : JOB_NAME_MAX;
+        memcpy(name, msg + 6, n);
+        name[n] = '\0';
+        struct jobstate *js = jobtable_find(&r->jt, name);
+        if (js != NULL && js->hold_until != 0) { /* it waited for a run to end */
+            js->hold_until = 0;
+            if (r->x.leading)
+                jobtable_set_key(&r->jt, js, loop_now());
+        }
+    } else if (r->x.leading && ((len > 8 && strncmp(msg, "trigger ", 8) == 0) ||
+                                (len > 7 && strncmp(msg, "paused ", 7) == 0) ||
+                                (len > 8 && strncmp(msg, "resumed ", 8) == 0))) {
+        r->ctl.at = loop_now(); /* read at once, below */
+    } else if (len > 5 && strncmp(msg, "stop ", 5) == 0) {
+        size_t nl = strlen(r->node);
+        const char *member = msg + 5;
+        if (len - 5 > nl && strncmp(member, r->node, nl) == 0 && member[nl] == '/')
+            runs_stop_member(&r->runs, member, len - 5);
+    }
+    runner_on_timer(r);
+}
+
+void runner_control_changed(struct runner *r)
+{
+    if (r->x.leading) {
+        r->ctl.at = loop_now();
+        runner_on_timer(r);
+    }
+}

@@ -1,0 +1,140 @@
+/* runs.h -- the runs of this node (run.h): the processes it started, live
+ * or prepared, of any term, and what covers each: the lease while this
+ * node leads, or its own registration in Redis after a graceful handover
+ * (claim.h), which this part keeps alive (every lease.renew) and enforces
+ * like a lease: a run whose cover cannot be confirmed is stopped before it
+ * ends. Every run's shim is told where its fence is (proc.h), so that a
+ * stopped or starved baton cannot keep a run past its cover. Per job: how
+ * many of its runs are alive here, and the runs of ticks already ours that
+ * wait to start without a claim: retries, and ticks a pause held back
+ * after their claim.
+ *
+ * Runs are a list: their number is bounded by the processes alive, not by
+ * the jobs. A run knows its job's record and job set only as opaque
+ * owners (the coordinator's: jobtable.h). */
+#ifndef BATON_RUNS_H
+#define BATON_RUNS_H
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "claim.h"
+#include "rctx.h"
+#include "run.h"
+#include "trigger.h"
+
+struct jobstate; /* jobtable.h */
+struct jobset;   /* jobtable.h */
+
+/* A run of a tick of ours to start without a new claim: a retry, or a
+ * tick held by a pause that came after its claim (held: its prepared run
+ * was cancelled before the instant; it waits for the pause's end). */
+struct retry {
+    int64_t tick;
+    int attempt;
+    int64_t at_ns; /* when it is due (CLOCK_MONOTONIC); not while held */
+    bool held;
+    enum run_trigger trigger;
+    struct retry *next;
+};
+
+/* One job's. */
+struct runs_job {
+    int running;           /* its runs alive here */
+    struct retry *retries; /* retries, and held ticks in tick order */
+};
+
+struct rrun {
+    struct run run;
+    struct jobstate *js; /* its job's record; NULL once its job is gone from jobs.yaml */
+    struct jobset *set;  /* the job set its job belongs to (held) */
+    bool own;            /* registered on its own (after a handover), not by the lease */
+    char trigger_id[TRIGGER_ID_MAX + 1]; /* a manual run's request; "" for a tick's run */
+    struct rrun *next;
+};
+
+struct runs {
+    struct rrun *list; /* newest first */
+    size_t n;
+    struct run_env env;
+    int64_t kill_margin_ns; /* runs are dead this long before a cover ends */
+    int64_t refresh_ms;     /* own registrations are refreshed this often */
+    int64_t lease_deadline; /* covers the runs that are not on their own */
+    int64_t own_cover;      /* covers the runs on their own: their registration's end */
+    int64_t own_refresh_at; /* next refresh of those */
+};
+
+/* Starts a run of js for tick in this term (a manual run: trigger_id,
+ * else NULL), fenced by the lease, prepared (waiting for its go) when
+ * asked. A start that fails is recorded. Returns the run when its command
+ * runs (or waits, prepared), else NULL. */
+struct rrun *runs_start(const struct rctx *x, struct runs *rs, struct jobstate *js, const char *id,
+                        int64_t tick, int attempt, enum run_trigger trigger, const char *trigger_id,
+                        bool prepared);
+/* A child exited: if it is one of the runs, it is reaped, retried when it
+ * failed and its job allows (not a manual run: whoever asked sees its
+ * outcome), recorded (held, when a pause cancelled it before its instant),
+ * and taken out; its job is woken. Returns false when pgid is not a run. */
+bool runs_reaped(const struct rctx *x, struct runs *rs, pid_t pgid, int wstatus);
+/* Frees every run (SIGKILL to each group). */
+void runs_free(struct runs *rs);
+
+/* True when request id is a run here. */
+bool runs_have_trigger(const struct runs *rs, const char *id);
+/* True when member ("<node>/<run_id>") of node is a run of ours that has
+ * ended (its unregistration still waits in the outbox). */
+bool runs_stale(const struct runs *rs, const char *node, const char *member);
+/* SIGTERMs js's running runs (concurrency: replace; their SIGCHLD wakes
+ * the job). */
+void runs_stop_job(struct runs *rs, const struct jobstate *js);
+/* A "stop <member>" message: stops that run if it is ours. */
+void runs_stop_member(struct runs *rs, const char *member, size_t len);
+
+/* The lease was renewed to deadline: the shims hear it, and the leader's
+ * runs' registrations are extended (when a blocking call may start). */
+void runs_lease_renewed(const struct rctx *x, struct runs *rs, int64_t deadline);
+/* A graceful handover: registers the runs covered by the lease on their
+ * own. Returns 0 or the error (they stay covered by the lease only). */
+int runs_handover(const struct rctx *x, struct runs *rs, int64_t deadline);
+/* Keeps the own registrations alive (may_block: a refresh may start);
+ * stops the runs they no longer cover. */
+void runs_tend(const struct rctx *x, struct runs *rs, int64_t now);
+/* Not leading: the runs covered by the lease only are stopped before it
+ * ends. */
+void runs_fence_lease(const struct rctx *x, struct runs *rs, int64_t now);
+/* The earliest stop point of the covers in use (0: none). */
+int64_t runs_stop_point(const struct rctx *x, const struct runs *rs);
+/* SIGTERM to the runs covered by the lease (all: every run). */
+void runs_terminate(struct runs *rs, bool all, int64_t kill_by_ns);
+
+/* Prepared runs whose instant has come: each goes, or is cancelled with
+ * its reason (failed_to_start), or, its job paused since its claim,
+ * cancelled as skipped; late: the lease is past its stop point. One whose
+ * instant is further ahead than stepped_ns is cancelled: the wall clock
+ * was stepped back under it. went(ctx, tick) is told of each instant
+ * weighed (the claim-ahead window learns from it). */
+void runs_go(const struct rctx *x, struct runs *rs, bool late, int64_t stepped_ns,
+             void (*went)(void *ctx, int64_t tick), void *ctx);
+
+/* The next time something of the runs is due (CLOCK_MONOTONIC; 0: none),
+ * and the wall instant of the next prepared run's go (*go, ns; 0: none). */
+int64_t runs_next(const struct rctx *x, const struct runs *rs, int64_t *go);
+/* Acts on each run's timers due at now (timeouts, kills). */
+void runs_tick(struct runs *rs, int64_t now);
+
+/* Up to max of the runs whose command runs now, oldest first, as
+ * runner_runs_json() describes them. */
+cJSON *runs_json(const struct runs *rs, size_t max);
+
+/* ---- one job's retries and held ticks ---- */
+
+/* Queues a retry (at at_ns) or a held tick; false when out of memory. */
+bool runs_add_retry(struct runs_job *rj, int64_t tick, int attempt, int64_t at_ns,
+                    enum run_trigger trigger);
+bool runs_hold(struct runs_job *rj, int64_t tick);
+/* The next held tick (in tick order), taken out (false: none). */
+bool runs_take_held(struct runs_job *rj, int64_t *tick);
+
+#endif
