@@ -68,9 +68,7 @@ enum run_state run_next_state(enum run_state s, enum run_event e)
 
 static int64_t wall_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return loop_wall_ns() / 1000000; /* the loop's: the runner's clock */
 }
 
 /* ---- logging ---- */

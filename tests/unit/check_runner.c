@@ -1,0 +1,996 @@
+/* check_runner.c -- the runner (src/supervisor/runner/) driven through its
+ * host interface (runner.h), without Redis, processes or real time: the
+ * link replaces (ld --wrap, tests/CMakeLists.txt) what it calls below it
+ *   - the group's data in Redis (claim.h, trigger.h, pause.h, history.h's
+ *     write, the election's token) by a model kept here: each job's mark
+ *     and live runs, the requests, the pauses, the records written;
+ *   - the processes (proc_spawn, proc_signal_group, waitpid) by fake ones
+ *     that end after a set time, or when signalled;
+ *   - the clocks and timers (loop.h) by a clock this file moves (advance()),
+ *     firing the runner's timer as the loop would.
+ * Everything else is the real code: the run state machine (run.c), the
+ * schedule's rules, the claim step table, the records.
+ *
+ * Each case is named after the rule it checks. */
+#include <check.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <fcntl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "claim.h"
+#include "history.h"
+#include "jobs.h"
+#include "log.h"
+#include "loop.h"
+#include "pause.h"
+#include "proc.h"
+#include "run.h"
+#include "runner.h"
+#include "testutil.h"
+#include "trigger.h"
+
+#define MSEC INT64_C(1000000)
+#define T0   INT64_C(1767225600) /* 2026-01-01T00:00:00Z */
+
+/* ---- the clock and the runner's timer ---- */
+
+static int64_t mono = 1000 * 1000 * MSEC, wall_ns;
+static int64_t armed, armed_wall; /* the runner's timer (0: none), its wall go */
+
+int64_t __wrap_loop_now(void);
+int64_t __wrap_loop_wall_ns(void);
+void __wrap_loop_arm(struct loop *l, int id, int64_t at);
+void __wrap_loop_disarm(struct loop *l, int id);
+int __wrap_loop_arm_wall(struct loop *l, int id, int64_t at);
+void __wrap_loop_disarm_wall(struct loop *l);
+
+int64_t __wrap_loop_now(void)
+{
+    return mono;
+}
+
+int64_t __wrap_loop_wall_ns(void)
+{
+    return wall_ns;
+}
+
+void __wrap_loop_arm(struct loop *l, int id, int64_t at)
+{
+    (void)l;
+    (void)id;
+    armed = at;
+}
+
+void __wrap_loop_disarm(struct loop *l, int id)
+{
+    (void)l;
+    (void)id;
+    armed = 0;
+}
+
+int __wrap_loop_arm_wall(struct loop *l, int id, int64_t at)
+{
+    (void)l;
+    (void)id;
+    armed_wall = at;
+    return 0;
+}
+
+void __wrap_loop_disarm_wall(struct loop *l)
+{
+    (void)l;
+    armed_wall = 0;
+}
+
+/* ---- processes ---- */
+
+#define NPROC 256
+struct fproc {
+    pid_t pgid;
+    char job[JOB_NAME_MAX + 1];
+    char trigger[16];
+    int64_t tick; /* BATON_SCHEDULED_AT */
+    int go_fd;    /* a prepared one's go pipe (read end), -1 once it went */
+    bool alive, reaped;
+    bool ran;    /* its command ran (a prepared one: it was told to go) */
+    int64_t end; /* CLOCK_MONOTONIC, once it runs */
+    int status;
+};
+static struct fproc procs[NPROC];
+static int nprocs;
+static int64_t duration_ms = 100; /* how long a run's command takes */
+static int exit_code;             /* and how it ends */
+
+int __wrap_proc_spawn(const struct proc_spec *spec, pid_t *pid);
+int __wrap_proc_signal_group(pid_t pgid, int sig);
+pid_t __wrap_waitpid(pid_t pid, int *status, int options);
+pid_t __real_waitpid(pid_t pid, int *status, int options);
+
+static const char *env_of(char *const *envp, const char *name)
+{
+    size_t n = strlen(name);
+    for (; *envp != NULL; envp++)
+        if (strncmp(*envp, name, n) == 0 && (*envp)[n] == '=')
+            return *envp + n + 1;
+    return "";
+}
+
+int __wrap_proc_spawn(const struct proc_spec *spec, pid_t *pid)
+{
+    ck_assert_int_lt(nprocs, NPROC);
+    struct fproc *p = &procs[nprocs++];
+    struct tm tm;
+    memset(&tm, 0, sizeof tm);
+    memset(p, 0, sizeof *p);
+    p->pgid = 7000000 + nprocs; /* never signalled for real: proc_signal_group is ours */
+    snprintf(p->job, sizeof p->job, "%s", env_of(spec->envp, "BATON_JOB"));
+    snprintf(p->trigger, sizeof p->trigger, "%s", env_of(spec->envp, "BATON_TRIGGER"));
+    if (strptime(env_of(spec->envp, "BATON_SCHEDULED_AT"), "%Y-%m-%dT%H:%M:%SZ", &tm) != NULL)
+        p->tick = (int64_t)timegm(&tm);
+    p->alive = true;
+    p->status = exit_code << 8;
+    p->go_fd = spec->prepared ? dup(spec->go_fd) : -1;
+    if (p->go_fd < 0) {
+        p->end = mono + duration_ms * MSEC;
+        p->ran = true;
+    }
+    *pid = p->pgid;
+    return 0;
+}
+
+int __wrap_proc_signal_group(pid_t pgid, int sig)
+{
+    for (int i = 0; i < nprocs; i++)
+        if (procs[i].pgid == pgid && procs[i].alive && (sig == SIGTERM || sig == SIGKILL)) {
+            procs[i].end = mono;
+            procs[i].status = sig; /* killed by it */
+        }
+    return 0;
+}
+
+/* The runner's reaping (any child, not waiting) sees the fake processes;
+ * any other waitpid (Check's own, for its forked cases) is the real one. */
+pid_t __wrap_waitpid(pid_t pid, int *status, int options)
+{
+    if (pid != -1 || !(options & WNOHANG))
+        return __real_waitpid(pid, status, options);
+    for (int i = 0; i < nprocs; i++)
+        if (!procs[i].alive && !procs[i].reaped) {
+            procs[i].reaped = true;
+            *status = procs[i].status;
+            return procs[i].pgid;
+        }
+    return 0;
+}
+
+/* The processes' side of now: a go byte starts a prepared one's time; one
+ * whose time is up ends. Returns true when one ended. */
+static bool procs_now(void)
+{
+    bool ended = false;
+    for (int i = 0; i < nprocs; i++) {
+        struct fproc *p = &procs[i];
+        if (p->go_fd >= 0) {
+            struct pollfd pf = {.fd = p->go_fd, .events = POLLIN};
+            if (poll(&pf, 1, 0) == 1) {
+                close(p->go_fd);
+                p->go_fd = -1;
+                if (pf.revents & POLLIN) {
+                    p->end = mono + duration_ms * MSEC;
+                    p->ran = true;
+                } else { /* never told to go */
+                    p->end = mono;
+                    p->status = SIGKILL;
+                }
+            }
+        }
+        if (p->alive && p->end != 0 && p->end <= mono) {
+            p->alive = false;
+            ended = true;
+        }
+    }
+    return ended;
+}
+
+/* ---- the group's data in Redis ---- */
+
+#define NJOBS 8
+struct fjob {
+    char name[JOB_NAME_MAX + 1];
+    bool has_mark;
+    int64_t mark;
+    char busy[8][RUN_ID_MAX + 160];
+    int nbusy;
+    char skipped_by[RUN_ID_MAX + 160]; /* the member of the last claim as skipped */
+};
+static struct fjob fjobs[NJOBS];
+static bool leading_token = true, server_changed;
+static int fail_claims;   /* the next claims fail (Redis unreachable) ... */
+static bool fail_applies; /* ... after applying them (their answer lost) */
+static int refreshes_handover;
+
+struct record {
+    char job[JOB_NAME_MAX + 1], outcome[24], trigger[16], reason[200];
+    int64_t at, until;
+};
+static struct record records[256];
+static int nrecords;
+
+static struct fjob *fjob(const char *name)
+{
+    for (int i = 0; i < NJOBS; i++)
+        if (strcmp(fjobs[i].name, name) == 0)
+            return &fjobs[i];
+    for (int i = 0; i < NJOBS; i++)
+        if (fjobs[i].name[0] == '\0') {
+            snprintf(fjobs[i].name, sizeof fjobs[i].name, "%s", name);
+            return &fjobs[i];
+        }
+    ck_abort_msg("too many jobs");
+    abort();
+}
+
+static bool registered(const struct fjob *j, const char *member)
+{
+    for (int i = 0; i < j->nbusy; i++)
+        if (strcmp(j->busy[i], member) == 0)
+            return true;
+    return false;
+}
+
+static void enroll(struct fjob *j, const char *member)
+{
+    if (!registered(j, member) && j->nbusy < 8)
+        snprintf(j->busy[j->nbusy++], sizeof j->busy[0], "%s", member);
+}
+
+static void unenroll(struct fjob *j, const char *member)
+{
+    for (int i = 0; i < j->nbusy; i++)
+        if (strcmp(j->busy[i], member) == 0) {
+            memmove(j->busy[i], j->busy[i + 1], (size_t)(j->nbusy - i - 1) * sizeof j->busy[0]);
+            j->nbusy--;
+            return;
+        }
+}
+
+/* Fills out->busy with j's live runs other than member. */
+static void busy_of(struct fjob *j, const char *member, struct claim_reply *out)
+{
+    for (int i = 0; i < j->nbusy && out->nbusy < 32; i++)
+        if (strcmp(j->busy[i], member) != 0)
+            out->busy[out->nbusy++] = j->busy[i];
+}
+
+enum claim_result __wrap_claim_tick(struct baton_client *c, const char *group, const char *job,
+                                    const char *leader_key, const char *token, int64_t tick,
+                                    enum claim_mode mode, const char *member,
+                                    struct claim_reply *out);
+
+enum claim_result __wrap_claim_tick(struct baton_client *c, const char *group, const char *job,
+                                    const char *leader_key, const char *token, int64_t tick,
+                                    enum claim_mode mode, const char *member,
+                                    struct claim_reply *out)
+{
+    (void)c, (void)group, (void)leader_key;
+    memset(out, 0, sizeof *out);
+    out->majority = 1;
+    struct fjob *j = fjob(job);
+    if (token == NULL || !leading_token)
+        return CLAIM_NOT_LEADER;
+    if (fail_claims > 0 && !fail_applies) {
+        fail_claims--;
+        snprintf(out->why, sizeof out->why, "Redis down (test)");
+        return CLAIM_ERROR;
+    }
+    if (mode == CLAIM_REGISTER) {
+        enroll(j, member);
+        return CLAIM_OK;
+    }
+    enum claim_result res;
+    if (j->has_mark && tick <= j->mark) {
+        res = registered(j, member)                ? CLAIM_OURS
+              : strcmp(j->skipped_by, member) == 0 ? CLAIM_OURS_SKIPPED
+                                                   : CLAIM_TAKEN;
+    } else {
+        busy_of(j, member, out);
+        if (out->nbusy > 0 && mode == CLAIM_RUN_OR_WAIT)
+            return CLAIM_BUSY;
+        j->has_mark = true;
+        j->mark = tick;
+        if (mode == CLAIM_SKIP || (out->nbusy > 0 && mode == CLAIM_RUN_OR_SKIP)) {
+            snprintf(j->skipped_by, sizeof j->skipped_by, "%s", member);
+            res = CLAIM_SKIPPED;
+        } else {
+            enroll(j, member);
+            res = CLAIM_OK;
+        }
+    }
+    if (fail_claims > 0) { /* applied, but its answer is lost */
+        fail_claims--;
+        snprintf(out->why, sizeof out->why, "read: timed out (test)");
+        return CLAIM_ERROR;
+    }
+    return res;
+}
+
+enum claim_result __wrap_claim_lookup(struct baton_client *c, const char *group, const char *job,
+                                      int64_t tick, const char *member);
+enum claim_result __wrap_claim_lookup(struct baton_client *c, const char *group, const char *job,
+                                      int64_t tick, const char *member)
+{
+    (void)c, (void)group;
+    struct fjob *j = fjob(job);
+    if (!j->has_mark || j->mark != tick)
+        return CLAIM_TAKEN;
+    return registered(j, member)                ? CLAIM_OURS
+           : strcmp(j->skipped_by, member) == 0 ? CLAIM_OURS_SKIPPED
+                                                : CLAIM_TAKEN;
+}
+
+int __wrap_claim_release(struct baton_client *c, const char *group, const char *job,
+                         const char *member);
+int __wrap_claim_release(struct baton_client *c, const char *group, const char *job,
+                         const char *member)
+{
+    (void)c, (void)group;
+    unenroll(fjob(job), member);
+    return 0;
+}
+
+int __wrap_claim_refresh(struct baton_client *c, const char *group, const char *leader_key,
+                         const char *token, enum claim_refresh_mode mode, int64_t ttl_ms,
+                         const struct claim_entry *runs, size_t n, bool *lost);
+int __wrap_claim_refresh(struct baton_client *c, const char *group, const char *leader_key,
+                         const char *token, enum claim_refresh_mode mode, int64_t ttl_ms,
+                         const struct claim_entry *runs, size_t n, bool *lost)
+{
+    (void)c, (void)group, (void)leader_key, (void)token, (void)ttl_ms, (void)runs;
+    if (mode == REFRESH_HANDOVER)
+        refreshes_handover += (int)n;
+    memset(lost, 0, n * sizeof *lost);
+    return 0;
+}
+
+int __wrap_claim_start_marks(struct baton_client *c, const char *group, const char *leader_key,
+                             const char *token, const char *const *jobs, const int64_t *marks,
+                             size_t n);
+int __wrap_claim_start_marks(struct baton_client *c, const char *group, const char *leader_key,
+                             const char *token, const char *const *jobs, const int64_t *marks,
+                             size_t n)
+{
+    (void)c, (void)group, (void)leader_key, (void)token;
+    for (size_t i = 0; i < n; i++) {
+        struct fjob *j = fjob(jobs[i]);
+        if (!j->has_mark) {
+            j->has_mark = true;
+            j->mark = marks[i];
+        }
+    }
+    return 0;
+}
+
+int __wrap_claim_read_marks(struct baton_client *c, const char *group, const char *const *jobs,
+                            size_t n, int64_t now_s, bool *has, int64_t *v);
+int __wrap_claim_read_marks(struct baton_client *c, const char *group, const char *const *jobs,
+                            size_t n, int64_t now_s, bool *has, int64_t *v)
+{
+    (void)c, (void)group, (void)now_s;
+    for (size_t i = 0; i < n; i++) {
+        struct fjob *j = fjob(jobs[i]);
+        has[i] = j->has_mark;
+        v[i] = j->mark;
+    }
+    return 0;
+}
+
+int __wrap_claim_request_stop(struct baton_client *c, const char *group, const char *member);
+int __wrap_claim_request_stop(struct baton_client *c, const char *group, const char *member)
+{
+    (void)c, (void)group, (void)member;
+    return 0;
+}
+
+/* A record: the fields of the XADD history_command() made. */
+int __wrap_history_write(struct baton_client *c, const struct history_command *cmd);
+int __wrap_history_write(struct baton_client *c, const struct history_command *cmd)
+{
+    (void)c;
+    ck_assert_int_lt(nrecords, 256);
+    struct record *r = &records[nrecords++];
+    memset(r, 0, sizeof *r);
+    const char *key = cmd->argv[1], *colon = strrchr(key, ':');
+    snprintf(r->job, sizeof r->job, "%s", colon != NULL ? colon + 1 : key);
+    for (int i = 0; i + 1 < cmd->argc; i++) {
+        const char *k = cmd->argv[i], *v = cmd->argv[i + 1];
+        struct tm tm;
+        memset(&tm, 0, sizeof tm);
+        if (strcmp(k, "outcome") == 0)
+            snprintf(r->outcome, sizeof r->outcome, "%s", v);
+        else if (strcmp(k, "trigger") == 0)
+            snprintf(r->trigger, sizeof r->trigger, "%s", v);
+        else if (strcmp(k, "reason") == 0)
+            snprintf(r->reason, sizeof r->reason, "%s", v);
+        else if (strcmp(k, "scheduled_at") == 0 && strptime(v, "%Y-%m-%dT%H:%M:%SZ", &tm))
+            r->at = (int64_t)timegm(&tm);
+        else if (strcmp(k, "until") == 0 && strptime(v, "%Y-%m-%dT%H:%M:%SZ", &tm))
+            r->until = (int64_t)timegm(&tm);
+    }
+    return 0;
+}
+
+/* The requests of baton trigger, and the pauses. */
+#define NTRIG 16
+static struct trigger ftrig[NTRIG];
+static char ftrig_ids[NTRIG][TRIGGER_ID_MAX + 1], ftrig_jobs[NTRIG][JOB_NAME_MAX + 1];
+static int ntrig;
+static struct pause_entry fpause[4];
+static int npause;
+
+int __wrap_trigger_list(struct baton_client *c, const char *group, size_t max,
+                        struct trigger_reply *out);
+int __wrap_trigger_list(struct baton_client *c, const char *group, size_t max,
+                        struct trigger_reply *out)
+{
+    (void)c, (void)group, (void)max;
+    memset(out, 0, sizeof *out);
+    out->v = calloc(NTRIG, sizeof *out->v);
+    for (int i = 0; i < ntrig; i++)
+        if (ftrig[i].state != TRIGGER_DONE)
+            out->v[out->n++] = (struct trigger){.id = ftrig[i].id};
+    return 0;
+}
+
+int __wrap_trigger_get(struct baton_client *c, const char *group, const char *id,
+                       struct trigger_reply *out);
+int __wrap_trigger_get(struct baton_client *c, const char *group, const char *id,
+                       struct trigger_reply *out)
+{
+    (void)c, (void)group;
+    memset(out, 0, sizeof *out);
+    out->v = calloc(1, sizeof *out->v);
+    for (int i = 0; i < ntrig; i++)
+        if (strcmp(ftrig[i].id, id) == 0)
+            out->v[out->n++] = ftrig[i];
+    return 0;
+}
+
+enum claim_result __wrap_trigger_claim(struct baton_client *c, const char *group, const char *job,
+                                       const char *leader_key, const char *token, const char *id,
+                                       int attempt, enum claim_mode mode, const char *member,
+                                       const char *node, uint64_t term, struct claim_reply *out);
+enum claim_result __wrap_trigger_claim(struct baton_client *c, const char *group, const char *job,
+                                       const char *leader_key, const char *token, const char *id,
+                                       int attempt, enum claim_mode mode, const char *member,
+                                       const char *node, uint64_t term, struct claim_reply *out)
+{
+    (void)c, (void)group, (void)leader_key, (void)token, (void)attempt, (void)node, (void)term;
+    memset(out, 0, sizeof *out);
+    out->majority = 1;
+    struct fjob *j = fjob(job);
+    for (int i = 0; i < ntrig; i++) {
+        if (strcmp(ftrig[i].id, id) != 0)
+            continue;
+        if (ftrig[i].state != TRIGGER_PENDING)
+            return CLAIM_TAKEN;
+        busy_of(j, member, out);
+        if (out->nbusy > 0 && mode == CLAIM_RUN_OR_WAIT)
+            return CLAIM_BUSY;
+        ftrig[i].state = TRIGGER_CLAIMED;
+        enroll(j, member);
+        return CLAIM_OK;
+    }
+    return CLAIM_TAKEN;
+}
+
+int __wrap_trigger_started(struct baton_client *c, const char *group, const char *id,
+                           const char *run_id);
+int __wrap_trigger_started(struct baton_client *c, const char *group, const char *id,
+                           const char *run_id)
+{
+    (void)c, (void)group, (void)run_id;
+    for (int i = 0; i < ntrig; i++)
+        if (strcmp(ftrig[i].id, id) == 0)
+            ftrig[i].state = TRIGGER_RUNNING;
+    return 0;
+}
+
+int __wrap_trigger_finish(struct baton_client *c, const char *group, const char *job,
+                          const char *member, const char *id, const struct history_rec *rec);
+int __wrap_trigger_finish(struct baton_client *c, const char *group, const char *job,
+                          const char *member, const char *id, const struct history_rec *rec)
+{
+    (void)c, (void)group, (void)rec;
+    unenroll(fjob(job), member);
+    for (int i = 0; i < ntrig; i++)
+        if (strcmp(ftrig[i].id, id) == 0)
+            ftrig[i].state = TRIGGER_DONE;
+    return 0;
+}
+
+int __wrap_trigger_recover(struct baton_client *c, const char *group, const char *job,
+                           const char *id, const char *run_id, const char *member,
+                           int64_t lease_ttl_ms, bool *requeued, bool *lost);
+int __wrap_trigger_recover(struct baton_client *c, const char *group, const char *job,
+                           const char *id, const char *run_id, const char *member,
+                           int64_t lease_ttl_ms, bool *requeued, bool *lost)
+{
+    (void)c, (void)group, (void)job, (void)id, (void)run_id, (void)member, (void)lease_ttl_ms;
+    *requeued = *lost = false;
+    return 0;
+}
+
+int __wrap_trigger_reject(struct baton_client *c, const char *group, const char *id,
+                          const char *reason);
+int __wrap_trigger_reject(struct baton_client *c, const char *group, const char *id,
+                          const char *reason)
+{
+    (void)c, (void)group, (void)reason;
+    for (int i = 0; i < ntrig; i++)
+        if (strcmp(ftrig[i].id, id) == 0)
+            ftrig[i].state = TRIGGER_DONE;
+    return 0;
+}
+
+int __wrap_trigger_forget(struct baton_client *c, const char *group, const char *id);
+int __wrap_trigger_forget(struct baton_client *c, const char *group, const char *id)
+{
+    (void)c, (void)group, (void)id;
+    return 0;
+}
+
+int __wrap_pause_read(struct baton_client *c, const char *group, struct pause_list *out);
+int __wrap_pause_read(struct baton_client *c, const char *group, struct pause_list *out)
+{
+    (void)c, (void)group;
+    memset(out, 0, sizeof *out);
+    out->v = calloc(4, sizeof *out->v);
+    for (int i = 0; i < npause; i++)
+        out->v[out->n++] = fpause[i];
+    return 0;
+}
+
+int __wrap_pause_done(struct baton_client *c, const char *group, const char *job, const char *raw);
+int __wrap_pause_done(struct baton_client *c, const char *group, const char *job, const char *raw)
+{
+    (void)c, (void)group, (void)raw;
+    for (int i = 0; i < npause; i++)
+        if (strcmp(fpause[i].job, job) == 0) {
+            fpause[i] = fpause[--npause];
+            return 0;
+        }
+    return 0;
+}
+
+const char *__wrap_baton_election_token(const struct baton_election *e);
+const char *__wrap_baton_election_token(const struct baton_election *e)
+{
+    (void)e;
+    return leading_token ? "token" : NULL;
+}
+
+const char *__wrap_baton_election_key(const struct baton_election *e);
+const char *__wrap_baton_election_key(const struct baton_election *e)
+{
+    (void)e;
+    return "baton:{g}:leader";
+}
+
+int64_t __wrap_baton_election_deadline_ns(const struct baton_election *e);
+int64_t __wrap_baton_election_deadline_ns(const struct baton_election *e)
+{
+    (void)e;
+    return mono + 10000 * MSEC; /* the lease is renewed all along */
+}
+
+bool __wrap_baton_election_server_changed(const struct baton_election *e);
+bool __wrap_baton_election_server_changed(const struct baton_election *e)
+{
+    (void)e;
+    return server_changed;
+}
+
+const char *__wrap_baton_client_errstr(const struct baton_client *c);
+const char *__wrap_baton_client_errstr(const struct baton_client *c)
+{
+    (void)c;
+    return "Redis down (test)";
+}
+
+/* ---- driving the runner ---- */
+
+static bool block_ok(void *ctx)
+{
+    (void)ctx;
+    return true;
+}
+
+static struct loop loop;
+static struct log *lg;
+
+/* A runner of group g on node n with jobs (jobs.yaml text), leading term 7
+ * from wall time T0 + 0.5 s. */
+static struct runner *start(const char *yaml)
+{
+    char err[512];
+    struct jobs *jobs = NULL;
+    wall_ns = (T0 * 1000 + 500) * MSEC;
+    ck_assert_int_eq(loop_init(&loop, NULL, NULL), 0);
+    lg = log_new(open("/dev/null", O_WRONLY | O_CLOEXEC), LOG_DEBUG, "n", "g");
+    ck_assert_ptr_nonnull(lg);
+    struct runner_host h = {.log = lg,
+                            .loop = &loop,
+                            .timer_id = 1,
+                            .node = "n",
+                            .group = "g",
+                            .history_len = 100,
+                            .lease_ttl_ms = 3000,
+                            .refresh_ms = 1000,
+                            .guard_ns = 500 * MSEC,
+                            .control_poll_ms = 1000,
+                            .kill_margin_ns = 50 * MSEC,
+                            .may_block = block_ok};
+    struct runner *r = runner_new(&h);
+    ck_assert_ptr_nonnull(r);
+    ck_assert_msg(
+        jobs_load_buffer("jobs.yaml", yaml, strlen(yaml), "UTC", &jobs, err, sizeof err) == 0, "%s",
+        err);
+    ck_assert_int_eq(runner_set_jobs(r, jobs), 0);
+    runner_lead(r, 7, mono + 3000 * MSEC);
+    return r;
+}
+
+/* Moves the clock ms on, as the loop would: the runner's timer fires when
+ * due, and processes end when their time is up (SIGCHLD). */
+static void advance(struct runner *r, int64_t ms)
+{
+    int64_t target = mono + ms * MSEC;
+    for (int turns = 0;; turns++) {
+        ck_assert_int_lt(turns, 100000);
+        if (procs_now()) {
+            runner_on_sigchld(r);
+            continue;
+        }
+        int64_t next = 0;
+#define CONSIDER(t)                                                                                \
+    do {                                                                                           \
+        int64_t t_ = (t);                                                                          \
+        if (t_ > 0 && (next == 0 || t_ < next))                                                    \
+            next = t_;                                                                             \
+    } while (0)
+        CONSIDER(armed);
+        if (armed_wall != 0)
+            CONSIDER(mono + (armed_wall > wall_ns ? armed_wall - wall_ns : 0));
+        for (int i = 0; i < nprocs; i++)
+            if (procs[i].alive && procs[i].end != 0)
+                CONSIDER(procs[i].end);
+#undef CONSIDER
+        if (next == 0 || next > target)
+            break;
+        if (next > mono) {
+            wall_ns += next - mono;
+            mono = next;
+        }
+        if (procs_now()) {
+            runner_on_sigchld(r);
+            continue;
+        }
+        if ((armed != 0 && armed <= mono) || (armed_wall != 0 && armed_wall <= wall_ns)) {
+            armed = armed_wall = 0;
+            runner_on_timer(r);
+        }
+    }
+    if (target > mono) {
+        wall_ns += target - mono;
+        mono = target;
+    }
+}
+
+static void stop(struct runner *r)
+{
+    runner_free(r);
+    log_free(lg);
+    loop_close(&loop);
+}
+
+/* The processes started for job's tick at (T0 + s) that ran their command. */
+static int ran(const char *job, int64_t s)
+{
+    int n = 0;
+    for (int i = 0; i < nprocs; i++)
+        n += strcmp(procs[i].job, job) == 0 && procs[i].tick == T0 + s && procs[i].ran;
+    return n;
+}
+
+/* A process of job for T0 + s, or NULL. */
+static const struct fproc *proc_of(const char *job, int64_t s)
+{
+    for (int i = 0; i < nprocs; i++)
+        if (strcmp(procs[i].job, job) == 0 && procs[i].tick == T0 + s)
+            return &procs[i];
+    return NULL;
+}
+
+/* The record of job covering T0 + s, or NULL. */
+static const struct record *record_of(const char *job, int64_t s)
+{
+    for (int i = 0; i < nrecords; i++)
+        if (strcmp(records[i].job, job) == 0 && records[i].at <= T0 + s &&
+            (records[i].until != 0 ? records[i].until : records[i].at) >= T0 + s)
+            return &records[i];
+    return NULL;
+}
+
+static void expect_record(const char *job, int64_t s, const char *outcome)
+{
+    const struct record *rec = record_of(job, s);
+    ck_assert_msg(rec != NULL, "no record of %s at T0%+" PRId64 " (%d records)", job, s, nrecords);
+    ck_assert_msg(strcmp(rec->outcome, outcome) == 0, "%s at T0%+" PRId64 ": %s (%s), not %s", job,
+                  s, rec->outcome, rec->reason, outcome);
+}
+
+/* ---- the cases ---- */
+
+#define EVERY_SECOND(name, extra)                                                                  \
+    "jobs:\n  - {name: " name ", schedule: '* * * * * *', command: ['true']" extra "}\n"
+
+START_TEST(a_live_tick_runs_once_at_its_instant)
+{
+    struct runner *r = start(EVERY_SECOND("tick", ""));
+    advance(r, 2200);
+    ck_assert_int_eq(ran("tick", 1), 1);
+    ck_assert_int_eq(ran("tick", 2), 1);
+    ck_assert_str_eq(proc_of("tick", 1)->trigger, "schedule");
+    expect_record("tick", 1, "ok");
+    expect_record("tick", 2, "ok");
+    stop(r);
+}
+END_TEST
+
+START_TEST(a_live_tick_is_claimed_ahead_and_goes_at_its_instant)
+{
+    struct runner *r = start(EVERY_SECOND("tick", ""));
+    advance(r, 490); /* 10 ms before the instant: prepared, waiting */
+    const struct fproc *p = proc_of("tick", 1);
+    ck_assert_msg(p != NULL && !p->ran, "the run of T0+1 is not prepared ahead");
+    advance(r, 20);
+    ck_assert(proc_of("tick", 1)->ran);
+    stop(r);
+}
+END_TEST
+
+START_TEST(forbid_skips_a_tick_that_fires_while_its_run_is_alive)
+{
+    duration_ms = 1500;
+    struct runner *r = start(EVERY_SECOND("slow", ""));
+    advance(r, 1700);
+    ck_assert_int_eq(ran("slow", 1), 1);
+    ck_assert_int_eq(ran("slow", 2), 0);
+    expect_record("slow", 2, "skipped");
+    stop(r);
+}
+END_TEST
+
+START_TEST(allow_overlaps_runs)
+{
+    duration_ms = 1500;
+    struct runner *r = start(EVERY_SECOND("par", ", concurrency: allow"));
+    advance(r, 1700);
+    ck_assert_int_eq(ran("par", 1), 1);
+    ck_assert_int_eq(ran("par", 2), 1);
+    ck_assert(proc_of("par", 1)->alive); /* both at once */
+    stop(r);
+}
+END_TEST
+
+START_TEST(replace_stops_the_run_alive_then_runs_the_new_tick)
+{
+    duration_ms = 5000;
+    struct runner *r = start(EVERY_SECOND("rep", ", concurrency: replace"));
+    advance(r, 1700);
+    const struct fproc *old = proc_of("rep", 1);
+    ck_assert_msg(old != NULL && !old->alive && WIFSIGNALED(old->status),
+                  "the run of T0+1 was not stopped");
+    ck_assert_int_eq(ran("rep", 2), 1);
+    expect_record("rep", 1, "killed");
+    stop(r);
+}
+END_TEST
+
+START_TEST(catchup_window_runs_the_missed_ticks_in_order)
+{
+    fjob("late")->has_mark = true;
+    fjob("late")->mark = T0 - 5;
+    struct runner *r = start(EVERY_SECOND("late", ", catchup: 1h"));
+    advance(r, 400); /* T0 + 0.9: T0 itself is live (within a second), the others missed */
+    int64_t last = 0;
+    ck_assert_int_eq(ran("late", 0), 1);
+    for (int64_t s = -4; s < 0; s++) {
+        ck_assert_msg(ran("late", s) == 1, "missed tick T0%+" PRId64 " ran %d times", s,
+                      ran("late", s));
+        ck_assert_str_eq(proc_of("late", s)->trigger, "catchup");
+        /* forbid: one after another */
+        ck_assert(proc_of("late", s)->end - duration_ms * MSEC >= last);
+        last = proc_of("late", s)->end;
+    }
+    stop(r);
+}
+END_TEST
+
+START_TEST(catchup_zero_records_the_missed_ticks_missed)
+{
+    fjob("zero")->has_mark = true;
+    fjob("zero")->mark = T0 - 5;
+    struct runner *r = start(EVERY_SECOND("zero", ", catchup: 0"));
+    advance(r, 300);
+    for (int64_t s = -4; s < 0; s++)
+        ck_assert_int_eq(ran("zero", s), 0);
+    expect_record("zero", -4, "missed");
+    expect_record("zero", -1, "missed");
+    ck_assert_int_eq(ran("zero", 0), 1); /* live */
+    stop(r);
+}
+END_TEST
+
+START_TEST(catchup_last_runs_the_newest_and_supersedes_the_rest)
+{
+    fjob("last")->has_mark = true;
+    fjob("last")->mark = T0 - 5;
+    struct runner *r = start(EVERY_SECOND("last", ""));
+    advance(r, 300);
+    ck_assert_int_eq(ran("last", -1), 1); /* the newest missed */
+    ck_assert_str_eq(proc_of("last", -1)->trigger, "catchup");
+    ck_assert_int_eq(ran("last", 0), 1); /* live */
+    for (int64_t s = -4; s < -1; s++)
+        ck_assert_int_eq(ran("last", s), 0);
+    expect_record("last", -4, "superseded");
+    expect_record("last", -2, "superseded");
+    stop(r);
+}
+END_TEST
+
+START_TEST(a_claim_whose_answer_was_lost_runs_its_tick_once)
+{
+    fail_claims = 1;
+    fail_applies = true; /* applied in Redis, the answer lost */
+    struct runner *r = start(EVERY_SECOND("lost", ""));
+    advance(r, 1800);
+    ck_assert_int_eq(ran("lost", 1), 1);
+    expect_record("lost", 1, "ok");
+    stop(r);
+}
+END_TEST
+
+START_TEST(a_claim_refused_as_not_the_leader_does_not_run)
+{
+    struct runner *r = start(EVERY_SECOND("gone", ""));
+    leading_token = false;
+    advance(r, 1800);
+    ck_assert_int_eq(ran("gone", 1), 0);
+    ck_assert_ptr_null(record_of("gone", 1)); /* the next leader's */
+    stop(r);
+}
+END_TEST
+
+/* Pauses the job at T0 + 0.99 s: after its run of T0 + 1 was prepared. */
+static void pause_after_prepare(struct runner *r, const char *job)
+{
+    advance(r, 490);
+    ck_assert_msg(proc_of(job, 1) != NULL && !proc_of(job, 1)->ran, "not prepared ahead");
+    fpause[npause++] = (struct pause_entry){
+        .job = job, .raw = "{\"state\":\"paused\"}", .since_ms = T0 * 1000 + 990};
+    runner_control_changed(r);
+    advance(r, 200); /* past the instant */
+    ck_assert_int_eq(ran(job, 1), 0);
+}
+
+START_TEST(a_pause_after_a_claim_holds_the_tick_and_resume_catchup_runs_it)
+{
+    struct runner *r = start(EVERY_SECOND("p", ", catchup: 1h"));
+    pause_after_prepare(r, "p");
+    ck_assert_ptr_null(record_of("p", 1)); /* held: not recorded yet */
+    npause = 0;                            /* resume --catchup: the entry is gone */
+    runner_control_changed(r);
+    advance(r, 200);
+    ck_assert_int_eq(ran("p", 1), 1);
+    expect_record("p", 1, "ok");
+    stop(r);
+}
+END_TEST
+
+START_TEST(a_pause_after_a_claim_then_a_plain_resume_records_the_tick_skipped)
+{
+    struct runner *r = start(EVERY_SECOND("q", ", catchup: 1h"));
+    pause_after_prepare(r, "q");
+    fpause[0] = (struct pause_entry){
+        .job = "q", .raw = "{\"state\":\"resumed\"}", .resumed = true, .resumed_at = T0 + 1};
+    runner_control_changed(r);
+    advance(r, 200);
+    ck_assert_int_eq(ran("q", 1), 0);
+    expect_record("q", 1, "skipped");
+    ck_assert_str_eq(record_of("q", 1)->reason, "paused (baton pause)");
+    stop(r);
+}
+END_TEST
+
+START_TEST(a_manual_run_of_a_forbid_job_waits_for_its_run)
+{
+    duration_ms = 1500;
+    struct runner *r = start(EVERY_SECOND("m", ""));
+    advance(r, 700); /* T0 + 1.2: the tick's run is alive */
+    snprintf(ftrig_ids[0], sizeof ftrig_ids[0], "req-1");
+    snprintf(ftrig_jobs[0], sizeof ftrig_jobs[0], "m");
+    ftrig[ntrig++] = (struct trigger){.id = ftrig_ids[0],
+                                      .job = ftrig_jobs[0],
+                                      .by = "op@host",
+                                      .state = TRIGGER_PENDING,
+                                      .attempt = 1,
+                                      .requested_ms = T0 * 1000 + 1200};
+    runner_control_changed(r);
+    advance(r, 200);
+    int manual = -1;
+    for (int i = 0; i < nprocs; i++)
+        if (strcmp(procs[i].trigger, "manual") == 0)
+            manual = i;
+    ck_assert_int_eq(manual, -1); /* waits */
+    advance(r, 1500);
+    for (int i = 0; i < nprocs; i++)
+        if (strcmp(procs[i].trigger, "manual") == 0)
+            manual = i;
+    ck_assert_msg(manual >= 0, "the manual run did not start once the run ended");
+    ck_assert(procs[manual].end - duration_ms * MSEC >= proc_of("m", 1)->end);
+    stop(r);
+}
+END_TEST
+
+START_TEST(a_handover_registers_the_runs_alive_on_their_own)
+{
+    duration_ms = 5000;
+    struct runner *r = start(EVERY_SECOND("h", ""));
+    advance(r, 700);
+    runner_stop_scheduling(r);
+    ck_assert_int_eq(runner_handover(r, mono + 3000 * MSEC), 0);
+    ck_assert_int_eq(refreshes_handover, 1);
+    runner_unlead(r);
+    ck_assert_int_eq(runner_running(r), 1); /* it finishes on its own */
+    advance(r, 5000);
+    ck_assert_int_eq(runner_running(r), 0);
+    expect_record("h", 1, "ok");
+    stop(r);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("runner");
+    TCase *tc = tcase_create("runner");
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, a_live_tick_runs_once_at_its_instant);
+    tcase_add_test(tc, a_live_tick_is_claimed_ahead_and_goes_at_its_instant);
+    tcase_add_test(tc, forbid_skips_a_tick_that_fires_while_its_run_is_alive);
+    tcase_add_test(tc, allow_overlaps_runs);
+    tcase_add_test(tc, replace_stops_the_run_alive_then_runs_the_new_tick);
+    tcase_add_test(tc, catchup_window_runs_the_missed_ticks_in_order);
+    tcase_add_test(tc, catchup_zero_records_the_missed_ticks_missed);
+    tcase_add_test(tc, catchup_last_runs_the_newest_and_supersedes_the_rest);
+    tcase_add_test(tc, a_claim_whose_answer_was_lost_runs_its_tick_once);
+    tcase_add_test(tc, a_claim_refused_as_not_the_leader_does_not_run);
+    tcase_add_test(tc, a_pause_after_a_claim_holds_the_tick_and_resume_catchup_runs_it);
+    tcase_add_test(tc, a_pause_after_a_claim_then_a_plain_resume_records_the_tick_skipped);
+    tcase_add_test(tc, a_manual_run_of_a_forbid_job_waits_for_its_run);
+    tcase_add_test(tc, a_handover_registers_the_runs_alive_on_their_own);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return tu_run(suite());
+}
