@@ -32,11 +32,12 @@
 #include "pause.h"
 #include "proc.h"
 #include "run.h"
+#include "rtime.h"
 #include "runner.h"
 #include "testutil.h"
 #include "trigger.h"
 
-#define MSEC INT64_C(1000000)
+#define MSEC MS
 #define T0   INT64_C(1767225600) /* 2026-01-01T00:00:00Z */
 
 /* ---- the clock and the runner's timer ---- */
@@ -659,19 +660,12 @@ static void advance(struct runner *r, int64_t ms)
             continue;
         }
         int64_t next = 0;
-#define CONSIDER(t)                                                                                \
-    do {                                                                                           \
-        int64_t t_ = (t);                                                                          \
-        if (t_ > 0 && (next == 0 || t_ < next))                                                    \
-            next = t_;                                                                             \
-    } while (0)
-        CONSIDER(armed);
+        rtime_earliest(&next, armed);
         if (armed_wall != 0)
-            CONSIDER(mono + (armed_wall > wall_ns ? armed_wall - wall_ns : 0));
+            rtime_earliest(&next, mono + (armed_wall > wall_ns ? armed_wall - wall_ns : 0));
         for (int i = 0; i < nprocs; i++)
             if (procs[i].alive && procs[i].end != 0)
-                CONSIDER(procs[i].end);
-#undef CONSIDER
+                rtime_earliest(&next, procs[i].end);
         if (next == 0 || next > target)
             break;
         if (next > mono) {

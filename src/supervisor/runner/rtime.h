@@ -20,4 +20,11 @@ static inline int64_t rtime_mono_at(int64_t unix_s, int64_t now_ns, int64_t now_
     return now_ns + (unix_s * 1000 - now_wall_ms) * MS;
 }
 
+/* Keeps in *next the earliest of the times it is given (0: none). */
+static inline void rtime_earliest(int64_t *next, int64_t t)
+{
+    if (t > 0 && (*next == 0 || t < *next))
+        *next = t;
+}
+
 #endif

@@ -134,27 +134,21 @@ static int64_t next_key(const struct runner *r, const struct jobstate *js, int64
                         int64_t wall)
 {
     int64_t key = 0;
-#define CONSIDER(t)                                                                                \
-    do {                                                                                           \
-        int64_t t_ = (t);                                                                          \
-        if (t_ > 0 && (key == 0 || t_ < key))                                                      \
-            key = t_;                                                                              \
-    } while (0)
     if (js->ctl.pause_until != 0 && js->ticks.mark_known && js->hold_until == 0) {
         int64_t at = js->ctl.pause_until != PAUSE_FOREVER ? js->ctl.pause_until
                                                           : js->ticks.last + PAUSE_FLUSH_S;
         int64_t t = rtime_mono_at(at, now, wall);
-        CONSIDER(t > now ? t : now + CONTROL_RETRY_MS * MS);
+        rtime_earliest(&key, t > now ? t : now + CONTROL_RETRY_MS * MS);
     } else if (js->ticks.next_tick != 0 && js->ctl.pause_until == 0) {
-        CONSIDER(rtime_mono_at(js->ticks.next_tick, now, wall) - claimer_ahead_ms(&r->cl, js) * MS);
+        rtime_earliest(&key, rtime_mono_at(js->ticks.next_tick, now, wall) -
+                                 claimer_ahead_ms(&r->cl, js) * MS);
     }
-    CONSIDER(js->hold_until);
+    rtime_earliest(&key, js->hold_until);
     /* A due retry that could not start (no blocking call allowed, Redis
      * failing) looks again soon: never a key in the past. */
     for (const struct retry *t = js->runs.retries; t != NULL; t = t->next)
         if (!t->held && !(js->job->concurrency == JOB_FORBID && js->runs.running > 0))
-            CONSIDER(t->at_ns > now ? t->at_ns : now + GATE_RETRY_MS * MS);
-#undef CONSIDER
+            rtime_earliest(&key, t->at_ns > now ? t->at_ns : now + GATE_RETRY_MS * MS);
     return key;
 }
 
@@ -417,28 +411,21 @@ static void went(void *ctx, int64_t tick)
 static void rearm(struct runner *r)
 {
     int64_t go = 0, next = runs_next(&r->x, &r->runs, &go);
-#define CONSIDER(t)                                                                                \
-    do {                                                                                           \
-        int64_t t_ = (t);                                                                          \
-        if (t_ > 0 && (next == 0 || t_ < next))                                                    \
-            next = t_;                                                                             \
-    } while (0)
     struct jobstate *top = jobtable_top(&r->jt);
     if (top != NULL)
-        CONSIDER(top->key);
-    CONSIDER(r->x.leading ? r->ctl.at : r->lost_retry_at);
-    CONSIDER(r->out.retry_at);
+        rtime_earliest(&next, top->key);
+    rtime_earliest(&next, r->x.leading ? r->ctl.at : r->lost_retry_at);
+    rtime_earliest(&next, r->out.retry_at);
     /* The go of prepared runs on the exact wall timer, and on the monotonic
      * one a millisecond later (the fallback: a wall timer that fired
      * already, or cannot be had; the instant as the wall clock shows it
      * now). */
     if (go != 0) {
         loop_arm_wall(r->h.loop, r->h.timer_id, go);
-        CONSIDER(loop_now() + (go - loop_wall_ns()) + MS);
+        rtime_earliest(&next, loop_now() + (go - loop_wall_ns()) + MS);
     } else {
         loop_disarm_wall(r->h.loop);
     }
-#undef CONSIDER
     /* Everything due was just done: a time in the past here would be a bug
      * that spins the loop and starves its descriptors (signals). Never
      * sooner than a millisecond. */

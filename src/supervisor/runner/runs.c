@@ -422,17 +422,11 @@ int64_t runs_next(const struct rctx *x, const struct runs *rs, int64_t *go)
 {
     int64_t next = 0;
     bool own = false, own_running = false, lease_running = false;
-#define CONSIDER(t)                                                                                \
-    do {                                                                                           \
-        int64_t t_ = (t);                                                                          \
-        if (t_ > 0 && (next == 0 || t_ < next))                                                    \
-            next = t_;                                                                             \
-    } while (0)
     *go = 0;
     /* The stop points matter for runs not yet told to stop (a run being
      * stopped has its own KILL time): never a time in the past again. */
     for (const struct rrun *rr = rs->list; rr != NULL; rr = rr->next) {
-        CONSIDER(run_next_ns(&rr->run));
+        rtime_earliest(&next, run_next_ns(&rr->run));
         if (rr->run.prepared && (*go == 0 || rr->run.tick * 1000 * MS < *go))
             *go = rr->run.tick * 1000 * MS;
         own |= rr->own;
@@ -440,12 +434,11 @@ int64_t runs_next(const struct rctx *x, const struct runs *rs, int64_t *go)
         lease_running |= !rr->own && rr->run.state == RUN_RUNNING;
     }
     if (own)
-        CONSIDER(rs->own_refresh_at);
+        rtime_earliest(&next, rs->own_refresh_at);
     if (own_running)
-        CONSIDER(rs->own_cover - x->guard_ns);
+        rtime_earliest(&next, rs->own_cover - x->guard_ns);
     if (lease_running && !x->leading && rs->lease_deadline != 0)
-        CONSIDER(rs->lease_deadline - x->guard_ns);
-#undef CONSIDER
+        rtime_earliest(&next, rs->lease_deadline - x->guard_ns);
     return next;
 }
 
