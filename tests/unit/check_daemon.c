@@ -13,71 +13,8 @@
 
 #include "guards.h"
 #include "machine.h"
+#include "machine_fakes.h"
 #include "testutil.h"
-
-#define MAXRAN 8
-
-/* What the fake actions record and answer, what the fake guards say. */
-struct probe {
-    enum machine_action ran[MAXRAN]; /* in order, exit actions included */
-    int nran;
-    enum machine_event next[ACT_COUNT]; /* what each action returns */
-    bool guard[G_COUNT];                /* the fake guards */
-    int transitions;                    /* observer calls */
-    enum machine_guard said;            /* the last one's guard, and what it held */
-    bool held, quiet;
-};
-
-#define FAKE(id, name)                                                                             \
-    static enum machine_event fake_##name(void *ctx)                                               \
-    {                                                                                              \
-        struct probe *p = ctx;                                                                     \
-        if (p->nran < MAXRAN)                                                                      \
-            p->ran[p->nran++] = ACT_##id;                                                          \
-        return p->next[ACT_##id];                                                                  \
-    }
-MACHINE_ACTIONS(FAKE)
-#undef FAKE
-
-static const machine_action_fn fakes[ACT_COUNT] = {
-#define FAKE_ROW(id, name) [ACT_##id] = fake_##name,
-    MACHINE_ACTIONS(FAKE_ROW)
-#undef FAKE_ROW
-};
-
-#define FAKE_GUARD(id, name)                                                                       \
-    static bool fake_guard_##name(const void *ctx)                                                 \
-    {                                                                                              \
-        const struct probe *p = ctx;                                                               \
-        return p->guard[G_##id];                                                                   \
-    }
-MACHINE_GUARDS(FAKE_GUARD)
-#undef FAKE_GUARD
-
-static const machine_guard_fn fake_guards[G_COUNT] = {
-#define FAKE_GUARD_ROW(id, name) [G_##id] = fake_guard_##name,
-    MACHINE_GUARDS(FAKE_GUARD_ROW)
-#undef FAKE_GUARD_ROW
-};
-
-static void observe(void *ctx, enum machine_state from, enum machine_state to,
-                    enum machine_event trigger, enum machine_guard guard, bool held,
-                    int64_t in_state_ms, bool quiet)
-{
-    struct probe *p = ctx;
-    (void)from, (void)to, (void)trigger, (void)in_state_ms;
-    p->transitions++;
-    p->said = guard;
-    p->held = held;
-    p->quiet = quiet;
-}
-
-static void reset(struct probe *p)
-{
-    memset(p, 0, sizeof *p);
-    for (int a = 0; a < ACT_COUNT; a++)
-        p->next[a] = EV_NONE;
-}
 
 /* ---- the rules ---- */
 
@@ -211,12 +148,12 @@ static bool matches(const struct rule *r, int s, int e, unsigned combo)
  * r says. */
 static void check_rule(const struct rule *r, unsigned combo)
 {
-    struct probe p;
+    struct machine_probe p;
     struct machine m;
-    reset(&p);
+    machine_probe_reset(&p);
     for (int g = 1; g < G_COUNT; g++)
         p.guard[g] = (combo >> g & 1u) != 0;
-    machine_init(&m, fakes, fake_guards, observe, &p);
+    machine_init(&m, machine_fakes, machine_fake_guards, machine_probe_observe, &p);
     m.state = r->from; /* placed by the test; only the dispatcher moves it */
     int n = machine_dispatch(&m, r->ev);
     ck_assert_msg(m.state == r->to, "%s: in %s, not %s", r->name, machine_state_name(m.state),
@@ -224,10 +161,10 @@ static void check_rule(const struct rule *r, unsigned combo)
     int want = 0;
     while (want < 3 && r->act[want] != ACT_NONE)
         want++;
-    ck_assert_msg(p.nran == want, "%s: %d actions ran, not %d", r->name, p.nran, want);
+    ck_assert_msg(p.nall == want, "%s: %d actions ran, not %d", r->name, p.nall, want);
     for (int i = 0; i < want; i++)
-        ck_assert_msg(p.ran[i] == r->act[i], "%s: action %d is %s, not %s", r->name, i,
-                      machine_action_name(p.ran[i]), machine_action_name(r->act[i]));
+        ck_assert_msg(p.all[i] == r->act[i], "%s: action %d is %s, not %s", r->name, i,
+                      machine_action_name(p.all[i]), machine_action_name(r->act[i]));
     if (r->kind == IGNORED) {
         ck_assert_msg(n == 0 && p.transitions == 0, "%s: not ignored", r->name);
         return;
@@ -310,17 +247,17 @@ START_TEST(leaving_leading_disarms)
     for (int s = 0; s < ST_COUNT; s++)
         for (int e = 0; e < EV_COUNT; e++)
             for (unsigned combo = 0; combo < 1u << G_COUNT; combo += 2) {
-                struct probe p;
+                struct machine_probe p;
                 struct machine m;
-                reset(&p);
+                machine_probe_reset(&p);
                 for (int g = 1; g < G_COUNT; g++)
                     p.guard[g] = (combo >> g & 1u) != 0;
-                machine_init(&m, fakes, fake_guards, observe, &p);
+                machine_init(&m, machine_fakes, machine_fake_guards, machine_probe_observe, &p);
                 m.state = (enum machine_state)s;
                 machine_dispatch(&m, (enum machine_event)e);
                 int disarms = 0;
-                for (int k = 0; k < p.nran; k++)
-                    disarms += p.ran[k] == ACT_DISARM;
+                for (int k = 0; k < p.nall; k++)
+                    disarms += p.all[k] == ACT_DISARM;
                 bool was = s == ST_WORKING || s == ST_RENEWING;
                 bool is = m.state == ST_WORKING || m.state == ST_RENEWING;
                 ck_assert_msg(disarms == (was && !is ? 1 : 0), "%s on %s: %d disarms",
@@ -423,184 +360,138 @@ START_TEST(guard_reads_its_fact)
 END_TEST
 
 /* ---- the paths, with the real guards and the actions faked as daemon.c
- * answers (pause, drain and hurry: jobs_stopped; finish: finished) ---- */
+ * answers (handover: released; pause, drain and hurry: jobs_stopped;
+ * finish: finished; renew: renewed, after renew_ns) ---- */
+
+/* One event of a path: the facts when it comes, where the machine goes,
+ * the actions that run, and a guard one of its logged moves names, as the
+ * log says it (NULL: none asked for). */
+struct step {
+    enum machine_event ev;
+    struct facts f;
+    bool stopping;
+    enum machine_state to;
+    const char *ran;
+    const char *guard;
+};
+
+/* clang-format off */
+static const struct path {
+    const char *name;
+    enum machine_state from;
+    int64_t renew_ns; /* how long a renewal takes: the fake moves the clock */
+    struct step steps[4];
+} paths[] = {
+    {"SIGTERM while leading with runs left drains, then stops when they end", ST_WORKING, 0, {
+        {EV_STOP, {1 * S, 10 * S, 0, 2}, true, ST_RELEASING, "disarm handover drain", NULL},
+        {EV_JOBS_STOPPED, {2 * S, 0, 0, 0}, true, ST_STOPPED, "finish sign_off", "not runs_left"},
+        {EV_STOP, {3 * S, 0, 0, 0}, true, ST_STOPPED, "hurry", NULL}}},
+    {"SIGTERM while leading with no run ends at once", ST_RENEWING, 0, {
+        {EV_STOP, {1 * S, 10 * S, 0, 0}, true, ST_STOPPED, "disarm handover drain finish sign_off",
+         NULL}}},
+    {"a step-down campaigns again, its runs alive; SIGTERM then drains and hurries them",
+     ST_WORKING, 0, {
+        {EV_STEP_DOWN, {1 * S, 10 * S, 0, 1}, false, ST_IDLE, "disarm handover restart",
+         "not stopping"},
+        {EV_STOP, {2 * S, 0, 0, 1}, true, ST_RELEASING, "drain", "runs_left"},
+        {EV_DRAIN_TIMEOUT, {3 * S, 0, 0, 1}, true, ST_RELEASING, "hurry", NULL},
+        {EV_JOBS_STOPPED, {4 * S, 0, 0, 0}, true, ST_STOPPED, "finish sign_off", NULL}}},
+    {"a renewal past the runs' stop point pauses without calling Redis", ST_WORKING, 0, {
+        {EV_RENEW_DUE, {1 * S, 10 * S, 1 * S, 1}, false, ST_PAUSING, "disarm pause",
+         "not may_block"},
+        {EV_JOBS_STOPPED, {2 * S, 0, 0, 0}, false, ST_WAITING, "follow", "not stopping"}}},
+    {"a renewal in time confirms the runs' cover", ST_WORKING, 0, {
+        {EV_RENEW_DUE, {8 * S, 10 * S, 0, 1}, false, ST_WORKING, "renew confirm", "in_time"}}},
+    {"a renewal answered after the stop point pauses, and follows with no run", ST_WORKING,
+     3 * S / 2, {
+        {EV_RENEW_DUE, {8 * S, 10 * S, 0, 0}, false, ST_WAITING, "renew disarm pause follow",
+         "not stopping"}}},
+    {"SIGTERM during a pause ends the node once its runs are dead", ST_WORKING, 0, {
+        {EV_LOST, {1 * S, 10 * S, 0, 1}, false, ST_PAUSING, "disarm pause", NULL},
+        {EV_STOP, {2 * S, 10 * S, 0, 1}, true, ST_PAUSING, "", NULL},
+        {EV_JOBS_STOPPED, {3 * S, 0, 0, 0}, true, ST_STOPPED, "finish sign_off", NULL}}},
+    {"SIGTERM to a follower with no run ends at once", ST_WAITING, 0, {
+        {EV_STOP, {1 * S, 0, 0, 0}, true, ST_STOPPED, "finish sign_off", "not runs_left"}}},
+};
+/* clang-format on */
 
 struct world {
-    struct probe p; /* first: the fake actions' ctx is the world too */
+    struct machine_probe p; /* first: the fake actions' ctx is the world too */
     struct facts f;
     struct guards g;
     struct machine m;
+    int64_t renew_ns;
+    char said[128]; /* the guards the moves of this step named, "g;not h;" */
 };
 
-static void world_init(struct world *w, enum machine_state at)
-{
-    reset(&w->p);
-    w->f = (struct facts){.now = 1 * S};
-    machine_init(&w->m, fakes, guards_table, observe, &w->p);
-    guards_on(&w->g, &w->f, &w->m);
-    w->m.guard_ctx = &w->g;
-    w->m.state = at;
-    w->p.next[ACT_PAUSE] = EV_JOBS_STOPPED;
-    w->p.next[ACT_DRAIN] = EV_JOBS_STOPPED;
-    w->p.next[ACT_HURRY] = EV_JOBS_STOPPED;
-    w->p.next[ACT_FINISH] = EV_FINISHED;
-}
-
-/* The actions that ran, as "a b c", then forgets them. */
-static const char *ran(struct world *w)
-{
-    static char buf[256];
-    size_t n = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < w->p.nran; i++)
-        n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%s", i ? " " : "",
-                              machine_action_name(w->p.ran[i]));
-    w->p.nran = 0;
-    return buf;
-}
-
-START_TEST(sigterm_while_leading_with_runs_left_drains)
-{
-    struct world w;
-    world_init(&w, ST_WORKING);
-    w.f.deadline = 10 * S;
-    w.f.running = 2;
-    w.p.next[ACT_HANDOVER] = EV_RELEASED;
-    w.g.stopping = true; /* as on_signal does */
-    machine_dispatch(&w.m, EV_STOP);
-    ck_assert_int_eq(w.m.state, ST_RELEASING);
-    ck_assert_str_eq(ran(&w), "disarm handover drain");
-    /* The runs end: the node finishes and stops for good. */
-    w.f.running = 0;
-    machine_dispatch(&w.m, EV_JOBS_STOPPED);
-    ck_assert_int_eq(w.m.state, ST_STOPPED);
-    ck_assert_str_eq(ran(&w), "finish sign_off");
-    ck_assert(machine_done(&w.m));
-    /* Only hooks are left: a second signal hurries them, the machine stays. */
-    machine_dispatch(&w.m, EV_STOP);
-    ck_assert_int_eq(w.m.state, ST_STOPPED);
-    ck_assert_str_eq(ran(&w), "hurry");
-}
-END_TEST
-
-START_TEST(sigterm_while_leading_with_no_run_ends_at_once)
-{
-    struct world w;
-    world_init(&w, ST_RENEWING);
-    w.f.deadline = 10 * S;
-    w.p.next[ACT_HANDOVER] = EV_RELEASED;
-    w.g.stopping = true;
-    machine_dispatch(&w.m, EV_STOP);
-    ck_assert_int_eq(w.m.state, ST_STOPPED);
-    ck_assert_str_eq(ran(&w), "disarm handover drain finish sign_off");
-}
-END_TEST
-
-START_TEST(a_step_down_campaigns_again_with_its_runs_alive)
-{
-    struct world w;
-    world_init(&w, ST_WORKING);
-    w.f.deadline = 10 * S;
-    w.f.running = 1;
-    w.p.next[ACT_HANDOVER] = EV_RELEASED;
-    machine_dispatch(&w.m, EV_STEP_DOWN);
-    ck_assert_int_eq(w.m.state, ST_IDLE);
-    ck_assert_str_eq(ran(&w), "disarm handover restart");
-    /* SIGTERM before the restart, the old term's run still alive: drain it. */
-    w.g.stopping = true;
-    machine_dispatch(&w.m, EV_STOP);
-    ck_assert_int_eq(w.m.state, ST_RELEASING);
-    ck_assert_str_eq(ran(&w), "drain");
-    /* shutdown_grace is over: hurried; the run dies; the end. */
-    machine_dispatch(&w.m, EV_DRAIN_TIMEOUT);
-    ck_assert_int_eq(w.m.state, ST_RELEASING);
-    ck_assert_str_eq(ran(&w), "hurry");
-    w.f.running = 0;
-    machine_dispatch(&w.m, EV_JOBS_STOPPED);
-    ck_assert_int_eq(w.m.state, ST_STOPPED);
-    ck_assert_str_eq(ran(&w), "finish sign_off");
-}
-END_TEST
-
-START_TEST(a_renewal_past_the_runs_stop_point_pauses_without_calling_redis)
-{
-    struct world w;
-    world_init(&w, ST_WORKING);
-    w.f.deadline = 10 * S;
-    w.f.runs_stop = w.f.now; /* a run kept registered on its own is at its stop point */
-    w.f.running = 1;
-    machine_dispatch(&w.m, EV_RENEW_DUE);
-    ck_assert_int_eq(w.m.state, ST_PAUSING);
-    ck_assert_str_eq(ran(&w), "disarm pause"); /* no renew: no Redis call */
-    ck_assert_int_eq(w.p.said, G_MAY_BLOCK);
-    ck_assert(!w.p.held);
-    /* Its run dies: the node follows. */
-    w.f.running = 0;
-    w.f.runs_stop = 0;
-    machine_dispatch(&w.m, EV_JOBS_STOPPED);
-    ck_assert_int_eq(w.m.state, ST_WAITING);
-    ck_assert_str_eq(ran(&w), "follow");
-}
-END_TEST
-
-/* A renewal whose answer takes 1.5 s (the process stalled while it
- * waited): the world is the probe's container. */
-static enum machine_event slow_renew(void *ctx)
+static void world_observe(void *ctx, enum machine_state from, enum machine_state to,
+                          enum machine_event trigger, enum machine_guard guard, bool held,
+                          int64_t in_state_ms, bool quiet)
 {
     struct world *w = ctx;
-    fake_renew(ctx);
-    w->f.now += 3 * S / 2;
+    machine_probe_observe(ctx, from, to, trigger, guard, held, in_state_ms, quiet);
+    size_t n = strlen(w->said);
+    if (guard != G_ALWAYS)
+        snprintf(w->said + n, sizeof w->said - n, "%s%s;", held ? "" : "not ",
+                 machine_guard_name(guard));
+}
+
+/* A renewal that takes w->renew_ns. */
+static enum machine_event timed_renew(void *ctx)
+{
+    struct world *w = ctx;
+    machine_fakes[ACT_RENEW](ctx);
+    w->f.now += w->renew_ns;
     return EV_RENEWED;
 }
 
-START_TEST(a_renewal_in_time_confirms_a_late_one_pauses)
+/* The actions that ran, as "a b c". */
+static const char *ran(const struct machine_probe *p, char *buf, size_t len)
 {
-    struct world w;
-    world_init(&w, ST_WORKING);
-    w.f.deadline = 10 * S; /* the stop point: 9 s */
-    w.p.next[ACT_RENEW] = EV_RENEWED;
-    machine_dispatch(&w.m, EV_RENEW_DUE);
-    ck_assert_int_eq(w.m.state, ST_WORKING);
-    ck_assert_str_eq(ran(&w), "renew confirm");
-    /* Started at 8 s, answered at 9.5 s: never confirmed to the runs; the
-     * node pauses and, with no run, follows at once. */
-    machine_action_fn slow[ACT_COUNT];
-    memcpy(slow, fakes, sizeof slow);
-    slow[ACT_RENEW] = slow_renew;
-    w.m.actions = slow;
-    w.f.now = 8 * S;
-    machine_dispatch(&w.m, EV_RENEW_DUE);
-    ck_assert_int_eq(w.m.state, ST_WAITING);
-    ck_assert_str_eq(ran(&w), "renew disarm pause follow");
+    size_t n = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < p->nall && n < len; i++)
+        n += (size_t)snprintf(buf + n, len - n, "%s%s", i ? " " : "",
+                              machine_action_name(p->all[i]));
+    return buf;
 }
-END_TEST
 
-START_TEST(sigterm_during_a_pause_ends_the_node_once_its_runs_are_dead)
+START_TEST(path_holds)
 {
-    struct world w;
-    world_init(&w, ST_WORKING);
-    w.f.deadline = 10 * S;
-    w.f.running = 1;
-    machine_dispatch(&w.m, EV_LOST);
-    ck_assert_int_eq(w.m.state, ST_PAUSING);
-    ck_assert_str_eq(ran(&w), "disarm pause");
-    w.g.stopping = true;
-    ck_assert_int_eq(machine_dispatch(&w.m, EV_STOP), 0);
-    w.f.running = 0;
-    machine_dispatch(&w.m, EV_JOBS_STOPPED);
-    ck_assert_int_eq(w.m.state, ST_STOPPED);
-    ck_assert_str_eq(ran(&w), "finish sign_off");
-}
-END_TEST
-
-START_TEST(sigterm_to_a_follower_with_no_run_ends_at_once)
-{
-    struct world w;
-    world_init(&w, ST_WAITING);
-    w.g.stopping = true;
-    machine_dispatch(&w.m, EV_STOP);
-    ck_assert_int_eq(w.m.state, ST_STOPPED);
-    ck_assert_str_eq(ran(&w), "finish sign_off");
+    const struct path *path = &paths[_i];
+    struct world w = {.renew_ns = path->renew_ns};
+    machine_action_fn acts[ACT_COUNT];
+    memcpy(acts, machine_fakes, sizeof acts);
+    acts[ACT_RENEW] = timed_renew;
+    machine_probe_reset(&w.p);
+    w.p.next[ACT_HANDOVER] = EV_RELEASED;
+    w.p.next[ACT_PAUSE] = w.p.next[ACT_DRAIN] = w.p.next[ACT_HURRY] = EV_JOBS_STOPPED;
+    w.p.next[ACT_FINISH] = EV_FINISHED;
+    machine_init(&w.m, acts, guards_table, world_observe, &w.p);
+    guards_on(&w.g, &w.f, &w.m);
+    w.m.guard_ctx = &w.g;
+    w.m.state = path->from;
+    for (int i = 0; i < 4 && path->steps[i].ran != NULL; i++) {
+        const struct step *st = &path->steps[i];
+        char buf[256];
+        w.f = st->f;
+        w.g.stopping = st->stopping; /* as on_signal sets it */
+        w.p.nall = 0;
+        w.said[0] = '\0';
+        machine_dispatch(&w.m, st->ev);
+        ck_assert_msg(w.m.state == st->to, "%s, step %d: in %s, not %s", path->name, i + 1,
+                      machine_state_name(w.m.state), machine_state_name(st->to));
+        ck_assert_msg(strcmp(ran(&w.p, buf, sizeof buf), st->ran) == 0,
+                      "%s, step %d: ran \"%s\", not \"%s\"", path->name, i + 1, buf, st->ran);
+        if (st->guard != NULL) {
+            char all[sizeof w.said + 1];
+            snprintf(all, sizeof all, ";%s", w.said);
+            snprintf(buf, sizeof buf, ";%s;", st->guard);
+            ck_assert_msg(strstr(all, buf) != NULL, "%s, step %d: the log names \"%s\", not %s",
+                          path->name, i + 1, w.said, st->guard);
+        }
+        ck_assert(machine_done(&w.m) == (st->to == MACHINE_FINAL));
+    }
 }
 END_TEST
 
@@ -620,13 +511,7 @@ static Suite *suite(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("paths");
     tcase_set_timeout(tc, 10);
-    tcase_add_test(tc, sigterm_while_leading_with_runs_left_drains);
-    tcase_add_test(tc, sigterm_while_leading_with_no_run_ends_at_once);
-    tcase_add_test(tc, a_step_down_campaigns_again_with_its_runs_alive);
-    tcase_add_test(tc, a_renewal_past_the_runs_stop_point_pauses_without_calling_redis);
-    tcase_add_test(tc, a_renewal_in_time_confirms_a_late_one_pauses);
-    tcase_add_test(tc, sigterm_during_a_pause_ends_the_node_once_its_runs_are_dead);
-    tcase_add_test(tc, sigterm_to_a_follower_with_no_run_ends_at_once);
+    tcase_add_loop_test(tc, path_holds, 0, (int)(sizeof paths / sizeof paths[0]));
     suite_add_tcase(s, tc);
     return s;
 }

@@ -7,88 +7,20 @@
 #include <string.h>
 
 #include "machine.h"
+#include "machine_fakes.h"
 #include "testutil.h"
 
-/* Fake actions: record which ran (a parent's exit action apart); return
- * what the test says. Fake guards say what the test says. */
-struct probe {
-    enum machine_action ran[8];
-    int nran;
-    enum machine_action exits[8]; /* the exit actions that ran */
-    int nexits;
-    enum machine_event next[ACT_COUNT]; /* what each action returns */
-    bool guard[G_COUNT];                /* what each guard says */
-    int transitions;
-    enum machine_state from, to;
-    bool quiet;
-};
-
-static struct probe *current;
-
-/* True when a is some parent's exit action. */
-static bool is_exit(enum machine_action a)
-{
-    for (int p = 1; p < P_COUNT; p++)
-        if (machine_parent_exit((enum machine_parent)p) == a)
-            return true;
-    return false;
-}
-
-#define FAKE(id, name)                                                                             \
-    static enum machine_event fake_##name(void *ctx)                                               \
-    {                                                                                              \
-        struct probe *p = ctx;                                                                     \
-        if (is_exit(ACT_##id) && p->nexits < 8)                                                    \
-            p->exits[p->nexits++] = ACT_##id;                                                      \
-        else if (!is_exit(ACT_##id) && p->nran < 8)                                                \
-            p->ran[p->nran++] = ACT_##id;                                                          \
-        return p->next[ACT_##id];                                                                  \
-    }
-MACHINE_ACTIONS(FAKE)
-#undef FAKE
-
-static const machine_action_fn fakes[ACT_COUNT] = {
-#define FAKE_ROW(id, name) [ACT_##id] = fake_##name,
-    MACHINE_ACTIONS(FAKE_ROW)
-#undef FAKE_ROW
-};
-
-#define FAKE_GUARD(id, name)                                                                       \
-    static bool guard_##name(const void *ctx)                                                      \
-    {                                                                                              \
-        const struct probe *p = ctx;                                                               \
-        return p->guard[G_##id];                                                                   \
-    }
-MACHINE_GUARDS(FAKE_GUARD)
-#undef FAKE_GUARD
-
-static const machine_guard_fn fake_guards[G_COUNT] = {
-#define FAKE_GUARD_ROW(id, name) [G_##id] = guard_##name,
-    MACHINE_GUARDS(FAKE_GUARD_ROW)
-#undef FAKE_GUARD_ROW
-};
-
+/* machine_fakes.h's observer; every change of state is also checked as it
+ * is reported: the guard's word is the fake's. */
 static void observe(void *ctx, enum machine_state from, enum machine_state to,
                     enum machine_event trigger, enum machine_guard guard, bool held,
                     int64_t in_state_ms, bool quiet)
 {
-    struct probe *p = ctx;
-    (void)trigger;
+    struct machine_probe *p = ctx;
     if (guard != G_ALWAYS)
         ck_assert(held == p->guard[guard]);
     ck_assert_int_ge(in_state_ms, 0);
-    p->transitions++;
-    p->from = from;
-    p->to = to;
-    p->quiet = quiet;
-}
-
-static void reset(struct probe *p)
-{
-    memset(p, 0, sizeof *p);
-    for (int a = 0; a < ACT_COUNT; a++)
-        p->next[a] = EV_NONE;
-    current = p;
+    machine_probe_observe(ctx, from, to, trigger, guard, held, in_state_ms, quiet);
 }
 
 /* The branch a cell should take when the guards say truth (by hand, not
@@ -112,17 +44,17 @@ START_TEST(every_cell)
     for (int s = 0; s < ST_COUNT; s++)
         for (int e = 0; e < EV_COUNT; e++)
             for (unsigned combo = 0; combo < 1u << G_COUNT; combo++) {
-                struct probe p;
+                struct machine_probe p;
                 struct machine m;
                 const struct machine_cell *c =
                     machine_cell((enum machine_state)s, (enum machine_event)e);
                 ck_assert_ptr_nonnull(c);
                 if ((combo & 1u) != 0 || (c->guard == G_ALWAYS && combo != 0))
                     continue; /* G_ALWAYS is no fact; one branch only without a guard */
-                reset(&p);
+                machine_probe_reset(&p);
                 for (int g = 1; g < G_COUNT; g++)
                     p.guard[g] = (combo >> g & 1u) != 0;
-                machine_init(&m, fakes, fake_guards, observe, &p);
+                machine_init(&m, machine_fakes, machine_fake_guards, observe, &p);
                 m.state = (enum machine_state)s; /* the test places it; only the dispatcher moves it */
                 const struct machine_branch *b = expected(c, p.guard);
                 ck_assert_ptr_eq(machine_branch(&m, c), b);
@@ -267,20 +199,20 @@ END_TEST
  * the guards say. */
 START_TEST(paths)
 {
-    struct probe p;
+    struct machine_probe p;
     struct machine m;
 
     /* Win the election. */
-    reset(&p);
+    machine_probe_reset(&p);
     p.next[ACT_CAMPAIGN] = EV_ACQUIRED;
-    machine_init(&m, fakes, fake_guards, observe, &p);
+    machine_init(&m, machine_fakes, machine_fake_guards, observe, &p);
     ck_assert_int_eq(machine_dispatch(&m, EV_START), 2);
     ck_assert_int_eq(m.state, ST_WORKING);
     ck_assert_int_eq(p.ran[0], ACT_CAMPAIGN);
     ck_assert_int_eq(p.ran[1], ACT_LEAD);
 
     /* A renewal confirmed in time returns to working. */
-    reset(&p);
+    machine_probe_reset(&p);
     p.next[ACT_RENEW] = EV_RENEWED;
     p.guard[G_MAY_BLOCK] = true;
     p.guard[G_IN_TIME] = true;
@@ -289,7 +221,7 @@ START_TEST(paths)
     ck_assert_int_eq(m.state, ST_WORKING);
 
     /* Confirmed, but after the stop point (a stall): pause. */
-    reset(&p);
+    machine_probe_reset(&p);
     p.guard[G_MAY_BLOCK] = true;
     p.next[ACT_RENEW] = EV_RENEWED;
     p.next[ACT_PAUSE] = EV_JOBS_STOPPED;
@@ -300,14 +232,14 @@ START_TEST(paths)
     ck_assert_int_eq(p.ran[2], ACT_FOLLOW);
 
     /* A follower woken: campaigns, finds the lease taken, waits again. */
-    reset(&p);
+    machine_probe_reset(&p);
     p.next[ACT_CAMPAIGN] = EV_TAKEN;
     m.ctx = &p;
     ck_assert_int_eq(machine_dispatch(&m, EV_WAKE), 2);
     ck_assert_int_eq(m.state, ST_WAITING);
 
     /* Leader stopped: hand over at once, then drain the runs, then finish. */
-    reset(&p);
+    machine_probe_reset(&p);
     m.state = ST_WORKING;
     p.guard[G_STOPPING] = true;
     p.next[ACT_HANDOVER] = EV_RELEASED;
@@ -322,7 +254,7 @@ START_TEST(paths)
 
     /* Step-down: hand over, then campaign again after a pause; the runs
      * of the old term finish meanwhile. */
-    reset(&p);
+    machine_probe_reset(&p);
     m.state = ST_WORKING;
     p.next[ACT_HANDOVER] = EV_RELEASED;
     m.ctx = &p;
@@ -336,7 +268,7 @@ START_TEST(paths)
     ck_assert_int_eq(p.ran[2], ACT_DRAIN);
 
     /* SIGTERM while pausing: the pause completes, then the node ends. */
-    reset(&p);
+    machine_probe_reset(&p);
     m.state = ST_PAUSING;
     m.ctx = &p;
     ck_assert_int_eq(machine_dispatch(&m, EV_STOP), 0);
@@ -360,9 +292,9 @@ START_TEST(paths)
                 (c->guard != G_ALWAYS && c->otherwise.action == ACT_LEAD))
                 ck_assert(s == ST_ACQUIRING && e == EV_ACQUIRED);
             /* An exit action is no move's own action. */
-            ck_assert(c->then.ignored || !is_exit(c->then.action));
-            ck_assert(c->elif_guard == G_ALWAYS || !is_exit(c->elif.action));
-            ck_assert(c->guard == G_ALWAYS || !is_exit(c->otherwise.action));
+            ck_assert(c->then.ignored || !machine_is_exit_action(c->then.action));
+            ck_assert(c->elif_guard == G_ALWAYS || !machine_is_exit_action(c->elif.action));
+            ck_assert(c->guard == G_ALWAYS || !machine_is_exit_action(c->otherwise.action));
         }
 }
 END_TEST
@@ -370,12 +302,12 @@ END_TEST
 /* An action chain that never ends is cut and reported. */
 START_TEST(runaway_chain)
 {
-    struct probe p;
+    struct machine_probe p;
     struct machine m;
-    reset(&p);
+    machine_probe_reset(&p);
     p.guard[G_MAY_BLOCK] = true;
     p.next[ACT_RENEW] = EV_RENEW_DUE; /* renewing -> renewing forever */
-    machine_init(&m, fakes, fake_guards, observe, &p);
+    machine_init(&m, machine_fakes, machine_fake_guards, observe, &p);
     m.state = ST_WORKING;
     ck_assert_int_eq(machine_dispatch(&m, EV_RENEW_DUE), -1);
 }
