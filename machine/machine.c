@@ -17,16 +17,21 @@
     {                                                                                              \
         .quiet = true, .next = ST_##s, .action = ACT_##a                                           \
     }
-/* A plain cell is its branch under G_ALWAYS; IF picks one of two. */
+/* A plain cell is its branch under G_ALWAYS; IF picks one of two, and its
+ * else may be one more IF (ELSE_IF_): IF in any other place, or deeper,
+ * does not compile (BRANCH_IF_ and ELSE_IF_'s own IF are not defined). */
 /* (no top-level comma: IGN_ is expanded before ROW_ splits its arguments;
- * .guard defaults to G_ALWAYS, which is 0) */
+ * .guard and .elif_guard default to G_ALWAYS, which is 0) */
 #define IGN_      {.then = B_IGN_}
 #define GO_(s, a) {.guard = G_ALWAYS, .then = B_GO_(s, a)}
 #define QGO_(s, a) {.guard = G_ALWAYS, .then = B_QGO_(s, a)}
-#define IF_(g, x, y) {.guard = G_##g, .then = BRANCH_##x, .otherwise = BRANCH_##y}
+#define IF_(g, x, y) {.guard = G_##g, .then = BRANCH_##x, ELSE_##y}
 #define BRANCH_GO_(s, a)  B_GO_(s, a)
 #define BRANCH_QGO_(s, a) B_QGO_(s, a)
-#define ROW_(ev, c0, c1, c2, c3, c4, c5, c6) [EV_##ev] = {c0, c1, c2, c3, c4, c5, c6},
+#define ELSE_GO_(s, a)    .otherwise = B_GO_(s, a)
+#define ELSE_QGO_(s, a)   .otherwise = B_QGO_(s, a)
+#define ELSE_IF_(g, x, y) .elif_guard = G_##g, .elif = BRANCH_##x, .otherwise = BRANCH_##y
+#define ROW_(ev, c0, c1, c2, c3, c4, c5, c6, c7) [EV_##ev] = {c0, c1, c2, c3, c4, c5, c6, c7},
 
 /* cells[event][state] */
 static const struct machine_cell cells[EV_COUNT][ST_COUNT] = {
@@ -34,13 +39,28 @@ static const struct machine_cell cells[EV_COUNT][ST_COUNT] = {
 
 /* The table has a cell for every state: a new state without its column
  * fails to compile here. */
-_Static_assert(ST_COUNT == 7, "MACHINE_TABLE rows have one cell per state");
+_Static_assert(ST_COUNT == 8, "MACHINE_TABLE rows have one cell per state");
 _Static_assert(G_ALWAYS == 0, "a cell without a guard defaults to G_ALWAYS");
 
 static const char *const state_names[] = {
-#define NAME_(id, name) #name,
+#define NAME_(id, name, parent) #name,
     MACHINE_STATES(NAME_)
 #undef NAME_
+};
+static const enum machine_parent state_parents[] = {
+#define PARENT_(id, name, parent) P_##parent,
+    MACHINE_STATES(PARENT_)
+#undef PARENT_
+};
+static const char *const parent_names[] = {"none",
+#define NAME_(id, name, exit) #name,
+                                           MACHINE_PARENTS(NAME_)
+#undef NAME_
+};
+static const enum machine_action parent_exits[] = {ACT_NONE,
+#define EXIT_(id, name, exit) ACT_##exit,
+                                                   MACHINE_PARENTS(EXIT_)
+#undef EXIT_
 };
 static const char *const event_names[] = {
 #define NAME_(id, name) #name,
@@ -85,6 +105,37 @@ const char *machine_guard_name(enum machine_guard g)
     return ((int)g >= 0 && g < G_COUNT) ? guard_names[g] : "?";
 }
 
+const char *machine_parent_name(enum machine_parent p)
+{
+    return ((int)p >= 0 && p < P_COUNT) ? parent_names[p] : "?";
+}
+
+enum machine_parent machine_state_parent(enum machine_state s)
+{
+    return ((int)s >= 0 && s < ST_COUNT) ? state_parents[s] : P_NONE;
+}
+
+enum machine_action machine_parent_exit(enum machine_parent p)
+{
+    return ((int)p >= 0 && p < P_COUNT) ? parent_exits[p] : ACT_NONE;
+}
+
+enum machine_action machine_exit_action(enum machine_state from, enum machine_state to)
+{
+    enum machine_parent p = machine_state_parent(from);
+    return p != machine_state_parent(to) ? machine_parent_exit(p) : ACT_NONE;
+}
+
+bool machine_in(const struct machine *m, enum machine_parent p)
+{
+    return p != P_NONE && machine_state_parent(m->state) == p;
+}
+
+bool machine_done(const struct machine *m)
+{
+    return m->state == MACHINE_FINAL;
+}
+
 static int64_t now_ns(void)
 {
     struct timespec ts;
@@ -101,14 +152,36 @@ void machine_init(struct machine *m, const machine_action_fn *actions,
     m->guards = guards;
     m->observer = observer;
     m->ctx = ctx;
+    m->guard_ctx = ctx;
+}
+
+static bool holds(const struct machine *m, enum machine_guard g)
+{
+    machine_guard_fn fn = m->guards != NULL ? m->guards[g] : NULL;
+    return fn != NULL && fn(m->guard_ctx);
+}
+
+/* The branch c takes, and the last guard it asked with what it said. */
+static const struct machine_branch *decide(const struct machine *m, const struct machine_cell *c,
+                                           enum machine_guard *guard, bool *held)
+{
+    *guard = c->guard;
+    *held = true;
+    if (c->guard == G_ALWAYS || holds(m, c->guard))
+        return &c->then;
+    *held = false;
+    if (c->elif_guard == G_ALWAYS)
+        return &c->otherwise;
+    *guard = c->elif_guard;
+    *held = holds(m, c->elif_guard);
+    return *held ? &c->elif : &c->otherwise;
 }
 
 const struct machine_branch *machine_branch(const struct machine *m, const struct machine_cell *c)
 {
-    if (c->guard == G_ALWAYS)
-        return &c->then;
-    machine_guard_fn g = m->guards != NULL ? m->guards[c->guard] : NULL;
-    return (g != NULL && g(m->ctx)) ? &c->then : &c->otherwise;
+    enum machine_guard g;
+    bool held;
+    return decide(m, c, &g, &held);
 }
 
 int machine_dispatch(struct machine *m, enum machine_event ev)
@@ -118,7 +191,9 @@ int machine_dispatch(struct machine *m, enum machine_event ev)
         const struct machine_cell *c = machine_cell(m->state, ev);
         if (c == NULL)
             return steps;
-        const struct machine_branch *b = machine_branch(m, c);
+        enum machine_guard guard;
+        bool held;
+        const struct machine_branch *b = decide(m, c, &guard, &held);
         if (b->ignored)
             return steps;
         if (++steps > 64)
@@ -130,8 +205,12 @@ int machine_dispatch(struct machine *m, enum machine_event ev)
         if (from != b->next)
             m->entered_ns = t;
         if (m->observer != NULL && (from != b->next || !b->quiet))
-            m->observer(m->ctx, from, b->next, ev, c->guard, b == &c->then, in_state_ms,
-                        b->quiet);
+            m->observer(m->ctx, from, b->next, ev, guard, held, in_state_ms, b->quiet);
+        /* Leaving a parent: its exit action, before the move's own. */
+        enum machine_action exit = machine_exit_action(from, b->next);
+        machine_action_fn xfn = m->actions != NULL ? m->actions[exit] : NULL;
+        if (exit != ACT_NONE && xfn != NULL)
+            (void)xfn(m->ctx);
         machine_action_fn fn = m->actions != NULL ? m->actions[b->action] : NULL;
         ev = fn != NULL ? fn(m->ctx) : EV_NONE;
     }

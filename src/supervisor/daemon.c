@@ -3,14 +3,16 @@
  * machine's events.
  *
  * One thread. State changes only through machine_dispatch(); the actions
- * below return the next event, and the guards (MACHINE_GUARDS) are the
- * only reads of the daemon's flags that decide a transition.
+ * below return the next event (never chosen from a fact of the daemon:
+ * that is a guard's job), and the guards (guards.c, on the facts given
+ * here) are the only reads of the daemon's state that decide a move.
  *
  * The stop point. While we lead, the lease's local validity deadline is
  * guarded by a stop point, deadline - (redis_timeout + 2 x KILL_MARGIN):
  * the timer T_DEADLINE fires there, before any other timer, and no
- * blocking Redis call starts after it (may_block(), the one gate every
- * call on this loop goes through, the runner's included). So even a call
+ * blocking Redis call starts after it (may_block(), guards.h: the one gate
+ * every call on this loop goes through, the runner's included; a renewal
+ * that may not block pauses instead, by the table). So even a call
  * that waits the whole redis_timeout ends before we must pause, and pausing
  * (which makes no Redis call) TERMs the jobs and KILLs them KILL_MARGIN
  * before the deadline. A node that was stopped or starved past its stop
@@ -19,8 +21,9 @@
  *
  * Hooks (hook.h) are not runs: the machine does not wait for them (a node
  * that pauses goes on to follow while they report). Only the exit does:
- * once the machine is done, the loop goes on until the hooks end, within
- * what is left of shutdown_grace (then they are stopped, TERM then KILL). */
+ * once the machine is stopped (its final state), the loop goes on until
+ * the hooks end, within what is left of shutdown_grace (then they are
+ * stopped, TERM then KILL: the table's hurry in stopped). */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -37,6 +40,7 @@
 #include "baton.h"
 #include "daemon.h"
 #include "drift.h"
+#include "guards.h"
 #include "hook.h"
 #include "jobs.h"
 #include "keys.h"
@@ -122,8 +126,7 @@ struct daemon {
     bool runs_told;   /* a run started or ended: a heartbeat says so soon (RUNS_TELL_MS) */
     struct reloader rl;
 
-    bool stopping;    /* SIGTERM/SIGINT received: the guard `stopping` */
-    bool done;        /* finish ran: the loop ends */
+    struct guards guards; /* the machine's guards, on the facts below (guards.h) */
     uint64_t term;    /* of our current (or last) leadership */
     int64_t guard_ns; /* the stop point's distance from the deadline */
     struct baton_leader_info holder; /* the leader, as the last campaign saw it */
@@ -150,23 +153,11 @@ static int64_t jitter_ms(struct daemon *d, int64_t ms, int pct)
     return ms - span + (int64_t)(d->rng % (uint64_t)(2 * span + 1));
 }
 
-/* The one gate of blocking Redis calls on this loop: a call may start only
- * if it would end (after at most redis_timeout) before a stop point: the
- * lease's while we hold it, the runner's for the runs it keeps registered.
- * None while pausing: jobs are being stopped against a deadline. */
+/* The one gate of blocking Redis calls on this loop (guards.h). */
 static bool may_block(void *ctx)
 {
     struct daemon *d = ctx;
-    if (d->m.state == ST_PAUSING)
-        return false;
-    int64_t now = loop_now(), stop = 0;
-    int64_t deadline = baton_election_deadline_ns(d->election);
-    if (deadline != 0)
-        stop = deadline - d->guard_ns;
-    int64_t runs = runner_stop_point(d->runner);
-    if (runs != 0 && (stop == 0 || runs < stop))
-        stop = runs;
-    return stop == 0 || now < stop;
+    return guards_may_block(&d->guards);
 }
 
 /* Logs the first failure of an outage and the first success after it:
@@ -207,8 +198,7 @@ static void check_drift(struct daemon *d)
 {
     struct member *m = NULL;
     size_t n = 0;
-    bool leading = (d->m.state == ST_WORKING || d->m.state == ST_RENEWING) && !d->done;
-    if (!leading) {
+    if (!machine_in(&d->m, P_LEADING)) {
         drift_reset(d->drift);
         return;
     }
@@ -233,7 +223,7 @@ static void heartbeat(struct daemon *d)
     if (!may_block(d))
         return; /* the next one */
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "state", d->done ? "stopped" : machine_state_name(d->m.state));
+    cJSON_AddStringToObject(o, "state", machine_state_name(d->m.state)); /* at the end: stopped */
     /* A follower shows the term it follows; a leader its own. */
     cJSON_AddNumberToObject(o, "term",
                             (double)(d->following_term != 0 ? d->following_term : d->term));
@@ -248,9 +238,9 @@ static void heartbeat(struct daemon *d)
     cJSON_AddNumberToObject(o, "jobs", (double)d->njobs);
     char *json = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
-    if (json != NULL &&
-        members_heartbeat(d->client, d->cfg->group, d->cfg->node, json,
-                          members_forget_ms(d->cfg->poll_ms, d->done), &d->rank) == BATON_OK)
+    if (json != NULL && members_heartbeat(d->client, d->cfg->group, d->cfg->node, json,
+                                          members_forget_ms(d->cfg->poll_ms, machine_done(&d->m)),
+                                          &d->rank) == BATON_OK)
         redis_ok(d);
     free(json);
     check_drift(d);
@@ -258,12 +248,6 @@ static void heartbeat(struct daemon *d)
 
 /* Subscribes to the group's events if we are not subscribed. */
 static void ensure_watch(struct daemon *d);
-
-static void disarm_leader_timers(struct daemon *d)
-{
-    loop_disarm(&d->loop, T_RENEW);
-    loop_disarm(&d->loop, T_DEADLINE);
-}
 
 static void disarm_follower_timers(struct daemon *d)
 {
@@ -277,32 +261,31 @@ static void arm_stop_point(struct daemon *d)
     loop_arm(&d->loop, T_DEADLINE, baton_election_deadline_ns(d->election) - d->guard_ns);
 }
 
-/* ---- the guards (MACHINE_GUARDS) ---- */
+/* ---- the facts the guards read (guards.h) ---- */
 
-static bool guard_in_time(const void *ctx)
+static int64_t fact_now(void *ctx)
 {
-    const struct daemon *d = ctx;
-    int64_t deadline = baton_election_deadline_ns(d->election);
-    return deadline != 0 && loop_now() < deadline - d->guard_ns;
+    (void)ctx;
+    return loop_now();
 }
 
-static bool guard_stopping(const void *ctx)
+static int64_t fact_lease_deadline(void *ctx)
 {
-    const struct daemon *d = ctx;
-    return d->stopping;
+    struct daemon *d = ctx;
+    return baton_election_deadline_ns(d->election);
 }
 
-static bool guard_runs_left(const void *ctx)
+static int64_t fact_runs_stop_point(void *ctx)
 {
-    const struct daemon *d = ctx;
-    return runner_running(d->runner) > 0;
+    struct daemon *d = ctx;
+    return runner_stop_point(d->runner);
 }
 
-static const machine_guard_fn guards[G_COUNT] = {
-    [G_IN_TIME] = guard_in_time,
-    [G_STOPPING] = guard_stopping,
-    [G_RUNS_LEFT] = guard_runs_left,
-};
+static size_t fact_running(void *ctx)
+{
+    struct daemon *d = ctx;
+    return runner_running(d->runner);
+}
 
 /* ---- the actions (MACHINE_ACTIONS) ---- */
 
@@ -343,7 +326,6 @@ static enum machine_event act_lead(void *ctx)
 static enum machine_event act_follow(void *ctx)
 {
     struct daemon *d = ctx;
-    disarm_leader_timers(d);
     runner_flush(d->runner); /* what pausing held back */
     ensure_watch(d);
     int64_t turn_ms = STAGGER_MS * (d->rank < STAGGER_RANKS ? d->rank : STAGGER_RANKS);
@@ -371,7 +353,6 @@ static enum machine_event act_follow(void *ctx)
 static enum machine_event act_backoff(void *ctx)
 {
     struct daemon *d = ctx;
-    disarm_leader_timers(d);
     loop_disarm(&d->loop, T_WAKE);
     loop_disarm(&d->loop, T_POLL);
     loop_arm_in(&d->loop, T_BACKOFF, jitter_ms(d, d->backoff_ms, 25));
@@ -381,11 +362,10 @@ static enum machine_event act_backoff(void *ctx)
     return EV_NONE;
 }
 
+/* Entered only when a blocking call may start (the guard may_block). */
 static enum machine_event act_renew(void *ctx)
 {
     struct daemon *d = ctx;
-    if (!may_block(d))
-        return EV_DEADLINE; /* past the stop point: no call may start */
     int rc = baton_election_renew(d->election);
     if (rc == BATON_OK) {
         redis_ok(d);
@@ -399,8 +379,6 @@ static enum machine_event act_renew(void *ctx)
             cJSON_AddNumberToObject(f, "ttl_ms", (double)d->cfg->lease_ttl_ms);
             log_emit(d->log, LE_LEASE_RENEWED, f);
         }
-        if (guard_in_time(d))
-            runner_lease_renewed(d->runner, baton_election_deadline_ns(d->election));
         return EV_RENEWED; /* the guard in_time decides: confirmed in time, or a stall */
     }
     if (rc == BATON_ELOST) {
@@ -409,6 +387,13 @@ static enum machine_event act_renew(void *ctx)
     }
     redis_failed(d, "renew", baton_election_errstr(d->election), -1);
     return EV_REDIS_ERROR;
+}
+
+static enum machine_event act_confirm(void *ctx)
+{
+    struct daemon *d = ctx;
+    runner_lease_renewed(d->runner, baton_election_deadline_ns(d->election));
+    return EV_NONE;
 }
 
 static enum machine_event act_retry(void *ctx)
@@ -427,7 +412,6 @@ static enum machine_event act_pause(void *ctx)
 {
     struct daemon *d = ctx;
     int64_t deadline = baton_election_deadline_ns(d->election);
-    disarm_leader_timers(d);
     /* Leaving working drops local leadership: only a new grant from Redis
      * makes us lead again (the next campaign first releases this lease). */
     baton_election_abandon(d->election);
@@ -441,7 +425,7 @@ static enum machine_event act_pause(void *ctx)
      * that cannot happen before our local deadline. */
     int64_t kill_by = deadline - KILL_MARGIN_MS * MS;
     runner_terminate(d->runner, false, kill_by > loop_now() ? kill_by : 1);
-    return runner_running(d->runner) == 0 ? EV_JOBS_STOPPED : EV_NONE;
+    return EV_JOBS_STOPPED; /* the guard runs_left decides: wait, or go on */
 }
 
 static enum machine_event act_handover(void *ctx)
@@ -449,7 +433,6 @@ static enum machine_event act_handover(void *ctx)
     struct daemon *d = ctx;
     int64_t deadline = baton_election_deadline_ns(d->election);
     size_t running = runner_running(d->runner);
-    disarm_leader_timers(d);
     runner_stop_scheduling(d->runner);
     /* The runs still going are registered on their own, then the lease is
      * given up at once: the next leader schedules while they finish; and
@@ -483,19 +466,20 @@ static enum machine_event act_handover(void *ctx)
     return EV_RELEASED;
 }
 
+/* Runs alive get up to shutdown_grace (none: nothing to wait for). */
 static enum machine_event act_drain(void *ctx)
 {
     struct daemon *d = ctx;
     size_t n = runner_running(d->runner);
-    if (n == 0)
-        return EV_JOBS_STOPPED;
-    cJSON *f = log_fields();
-    cJSON_AddNumberToObject(f, "running", (double)n);
-    cJSON_AddNumberToObject(f, "grace_ms", (double)d->cfg->shutdown_grace_ms);
-    log_emit(d->log, LE_DRAINING, f);
-    d->drain_until = loop_now() + d->cfg->shutdown_grace_ms * MS;
-    loop_arm(&d->loop, T_DRAIN, d->drain_until);
-    return EV_NONE;
+    if (n > 0) {
+        cJSON *f = log_fields();
+        cJSON_AddNumberToObject(f, "running", (double)n);
+        cJSON_AddNumberToObject(f, "grace_ms", (double)d->cfg->shutdown_grace_ms);
+        log_emit(d->log, LE_DRAINING, f);
+        d->drain_until = loop_now() + d->cfg->shutdown_grace_ms * MS;
+        loop_arm(&d->loop, T_DRAIN, d->drain_until);
+    }
+    return EV_JOBS_STOPPED; /* the guard runs_left decides: wait, or finish */
 }
 
 static enum machine_event act_hurry(void *ctx)
@@ -503,13 +487,12 @@ static enum machine_event act_hurry(void *ctx)
     struct daemon *d = ctx;
     runner_terminate(d->runner, true, 0);
     hooks_hurry(d->hooks);
-    return runner_running(d->runner) == 0 ? EV_JOBS_STOPPED : EV_NONE;
+    return EV_JOBS_STOPPED; /* the guard runs_left decides (stopped: ignored) */
 }
 
 static enum machine_event act_restart(void *ctx)
 {
     struct daemon *d = ctx;
-    disarm_leader_timers(d);
     disarm_follower_timers(d);
     /* Give the followers, woken by our resignation, a head start. */
     loop_arm_in(&d->loop, T_RESTART, STEP_DOWN_PAUSE_MS);
@@ -519,21 +502,34 @@ static enum machine_event act_restart(void *ctx)
 static enum machine_event act_finish(void *ctx)
 {
     struct daemon *d = ctx;
-    disarm_leader_timers(d);
     disarm_follower_timers(d);
     loop_disarm(&d->loop, T_DRAIN);
     loop_disarm(&d->loop, T_RESTART);
-    d->done = true;
     runner_flush(d->runner);
-    heartbeat(d); /* "stopped": status shows it at once */
+    return EV_FINISHED;
+}
+
+static enum machine_event act_sign_off(void *ctx)
+{
+    heartbeat(ctx); /* "stopped": status shows it at once */
+    return EV_NONE;
+}
+
+/* The exit action of leading: its timers end with it. */
+static enum machine_event act_disarm(void *ctx)
+{
+    struct daemon *d = ctx;
+    loop_disarm(&d->loop, T_RENEW);
+    loop_disarm(&d->loop, T_DEADLINE);
     return EV_NONE;
 }
 
 static const machine_action_fn actions[ACT_COUNT] = {
     [ACT_CAMPAIGN] = act_campaign, [ACT_LEAD] = act_lead,         [ACT_FOLLOW] = act_follow,
-    [ACT_BACKOFF] = act_backoff,   [ACT_RENEW] = act_renew,       [ACT_RETRY] = act_retry,
-    [ACT_PAUSE] = act_pause,       [ACT_HANDOVER] = act_handover, [ACT_DRAIN] = act_drain,
-    [ACT_HURRY] = act_hurry,       [ACT_RESTART] = act_restart,   [ACT_FINISH] = act_finish,
+    [ACT_BACKOFF] = act_backoff,   [ACT_RENEW] = act_renew,       [ACT_CONFIRM] = act_confirm,
+    [ACT_RETRY] = act_retry,       [ACT_PAUSE] = act_pause,       [ACT_HANDOVER] = act_handover,
+    [ACT_DRAIN] = act_drain,       [ACT_HURRY] = act_hurry,       [ACT_RESTART] = act_restart,
+    [ACT_FINISH] = act_finish,     [ACT_SIGN_OFF] = act_sign_off, [ACT_DISARM] = act_disarm,
 };
 
 /* Logs every change of state. */
@@ -568,8 +564,7 @@ static void on_transition(void *ctx, enum machine_state from, enum machine_state
  * cannot be told is broken: watching again subscribes as wanted then. */
 static void listen_ended(struct daemon *d)
 {
-    bool want = d->m.state == ST_WORKING || d->m.state == ST_RENEWING ||
-                strcmp(d->cfg->http_listen, "off") != 0;
+    bool want = machine_in(&d->m, P_LEADING) || strcmp(d->cfg->http_listen, "off") != 0;
     if (want == d->ended_heard)
         return;
     d->ended_heard = want;
@@ -617,10 +612,7 @@ static void on_timer(void *ctx, int id)
         cJSON_AddNumberToObject(f, "running", (double)(runner_running(d->runner) +
                                                        hooks_running(d->hooks)));
         log_emit(d->log, LE_DRAIN_TIMEOUT, f);
-        if (d->done)
-            hooks_hurry(d->hooks); /* only hooks are left */
-        else
-            dispatch(d, EV_DRAIN_TIMEOUT);
+        dispatch(d, EV_DRAIN_TIMEOUT); /* stopped: only hooks are left */
         break;
     }
     case T_WAKE:
@@ -700,24 +692,21 @@ static void on_signal(void *ctx, struct loop_watch *w, uint32_t events)
     /* A stop while we run: the lease is released first and the lines of
      * this turn are written just after, so that the log's writer does not
      * take the core the client's loop needs for the release (log_hold). */
-    bool handing_over = sig != SIGHUP && !d->done;
+    bool handing_over = sig != SIGHUP && !machine_done(&d->m);
     if (handing_over)
         log_hold(d->log);
     cJSON *f = log_fields();
     cJSON_AddStringToObject(f, "signal", sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
     log_emit(d->log, LE_SIGNAL_RECEIVED, f);
-    if (d->done) { /* only hooks are left: a signal to stop hurries them */
-        if (sig != SIGHUP)
-            hooks_hurry(d->hooks);
-        return;
-    }
     if (sig == SIGHUP) {
-        reload(d);
+        if (!machine_done(&d->m)) /* stopped: nothing to apply it to */
+            reload(d);
         return;
     }
-    d->stopping = true;
-    dispatch(d, EV_STOP);
-    log_release(d->log);
+    d->guards.stopping = true;
+    dispatch(d, EV_STOP); /* stopped: only hooks are left, hurried */
+    if (handing_over)
+        log_release(d->log);
 }
 
 /* ---- set-up and reload ---- */
@@ -870,7 +859,7 @@ static void on_reloaded(void *ctx, struct loop_watch *w, uint32_t events)
     d->rl.jobs = NULL;
     d->rl.defs = NULL;
     reload_apply(d, cfg, jobs, defs, d->rl.err);
-    if (d->rl.again && !d->done) {
+    if (d->rl.again && !machine_done(&d->m)) {
         d->rl.again = false;
         reload(d);
     }
@@ -1051,7 +1040,15 @@ int daemon_run(const char *config_path)
                             .timer_id = T_HOOKS,
                             .node = d.cfg->node,
                             .group = d.cfg->group};
-    machine_init(&d.m, actions, guards, on_transition, &d);
+    machine_init(&d.m, actions, guards_table, on_transition, &d);
+    d.guards = (struct guards){.h = {.now = fact_now,
+                                     .lease_deadline = fact_lease_deadline,
+                                     .runs_stop_point = fact_runs_stop_point,
+                                     .running = fact_running,
+                                     .ctx = &d},
+                               .m = &d.m,
+                               .guard_ns = d.guard_ns};
+    d.m.guard_ctx = &d.guards;
     set_jobs_hash(&d, jobs);
     d.hooks = hooks_new(&hh);
     d.drift = drift_new();
@@ -1124,7 +1121,7 @@ int daemon_run(const char *config_path)
 
     loop_arm_in(&d.loop, T_HEARTBEAT, 0);
     dispatch(&d, EV_START);
-    while (!d.done)
+    while (!machine_done(&d.m))
         loop_once(&d.loop);
     drain_hooks(&d);
     log_emit(d.log, LE_STOPPED, NULL);

@@ -20,7 +20,8 @@
     X(TRANSITION, "transition", VAR,                                                               \
       "`from`, `to`, `trigger`, `guard` (when a guard decided), `term`, `fence` (= term), "        \
       "`in_state_ms`",                                                                             \
-      "a change of state (info; debug for the routine renewal and poll round trips)")              \
+      "a change of state (info; debug for the routine renewal and poll round trips, and for "      \
+      "the end's last move, idle to stopped)")                                                     \
     X(MACHINE_LOOP, "machine_loop", ERROR, "", "an action chain did not end (a table bug)")        \
     X(FOLLOWING, "following", INFO,                                                                \
       "`leader`, `term`, `lease_left_ms`, `turn_ms` (after the lease's end, the wait before this " \

@@ -58,6 +58,8 @@ static const struct word {
     {"guard", "not stopping", "not shutting down"},
     {"guard", "runs_left", "runs still going"},
     {"guard", "not runs_left", "no run left"},
+    {"guard", "may_block", "Redis may be called"},
+    {"guard", "not may_block", "past a stop point"},
     /* machine.h's events that are not plain words (transition) */
     {"trigger", "taken", "another node leads"},
     {"trigger", "redis_error", "Redis error"},

@@ -261,7 +261,7 @@ fail:
 
 static bool leading_state(int s)
 {
-    return s == ST_WORKING || s == ST_RENEWING;
+    return machine_state_parent((enum machine_state)s) == P_LEADING;
 }
 
 static const char *str_field(const cJSON *f, const char *name)

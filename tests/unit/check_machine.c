@@ -1,107 +1,62 @@
 /* check_machine.c -- the state machine: every cell of MACHINE_TABLE is
  * exercised by the dispatcher, and the table's shape is checked (reachable
- * states, ways back, no loops without an external event). */
+ * states, ways back, the final state, no loops without an external event).
+ * What each cell should say, rule by rule, is check_daemon.c's. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "machine.h"
+#include "machine_fakes.h"
 #include "testutil.h"
 
-/* Fake actions: record which ran; return what the test says. Fake guards
- * say what the test says. */
-struct probe {
-    enum machine_action ran[8];
-    int nran;
-    enum machine_event next[ACT_COUNT]; /* what each action returns */
-    bool guard[G_COUNT];                /* what each guard says */
-    int transitions;
-    enum machine_state from, to;
-    bool quiet;
-};
-
-static struct probe *current;
-
-#define FAKE(id, name)                                                                             \
-    static enum machine_event fake_##name(void *ctx)                                               \
-    {                                                                                              \
-        struct probe *p = ctx;                                                                     \
-        if (p->nran < 8)                                                                           \
-            p->ran[p->nran++] = ACT_##id;                                                          \
-        return p->next[ACT_##id];                                                                  \
-    }
-MACHINE_ACTIONS(FAKE)
-#undef FAKE
-
-static const machine_action_fn fakes[ACT_COUNT] = {
-#define FAKE_ROW(id, name) [ACT_##id] = fake_##name,
-    MACHINE_ACTIONS(FAKE_ROW)
-#undef FAKE_ROW
-};
-
-#define FAKE_GUARD(id, name)                                                                       \
-    static bool guard_##name(const void *ctx)                                                      \
-    {                                                                                              \
-        const struct probe *p = ctx;                                                               \
-        return p->guard[G_##id];                                                                   \
-    }
-MACHINE_GUARDS(FAKE_GUARD)
-#undef FAKE_GUARD
-
-static const machine_guard_fn fake_guards[G_COUNT] = {
-#define FAKE_GUARD_ROW(id, name) [G_##id] = guard_##name,
-    MACHINE_GUARDS(FAKE_GUARD_ROW)
-#undef FAKE_GUARD_ROW
-};
-
+/* machine_fakes.h's observer; every change of state is also checked as it
+ * is reported: the guard's word is the fake's. */
 static void observe(void *ctx, enum machine_state from, enum machine_state to,
                     enum machine_event trigger, enum machine_guard guard, bool held,
                     int64_t in_state_ms, bool quiet)
 {
-    struct probe *p = ctx;
-    (void)trigger;
+    struct machine_probe *p = ctx;
     if (guard != G_ALWAYS)
         ck_assert(held == p->guard[guard]);
     ck_assert_int_ge(in_state_ms, 0);
-    p->transitions++;
-    p->from = from;
-    p->to = to;
-    p->quiet = quiet;
+    machine_probe_observe(ctx, from, to, trigger, guard, held, in_state_ms, quiet);
 }
 
-static void reset(struct probe *p)
+/* The branch a cell should take when the guards say truth (by hand, not
+ * through machine_branch). */
+static const struct machine_branch *expected(const struct machine_cell *c, const bool *truth)
 {
-    memset(p, 0, sizeof *p);
-    for (int a = 0; a < ACT_COUNT; a++)
-        p->next[a] = EV_NONE;
-    current = p;
+    if (c->guard == G_ALWAYS || truth[c->guard])
+        return &c->then;
+    if (c->elif_guard != G_ALWAYS && truth[c->elif_guard])
+        return &c->elif;
+    return &c->otherwise;
 }
 
-/* Every (state, event) pair, and each branch of a guarded pair: the
- * dispatcher goes where the branch says, runs exactly its action, and
- * reports the change (or stays silent). */
+/* Every (state, event) pair, and each branch of a guarded pair (under
+ * every combination of the guards): the dispatcher goes where the branch
+ * says, runs exactly its action (and the exit action of a parent it
+ * leaves), and reports the change (or stays silent). */
 START_TEST(every_cell)
 {
     int decided = 0, ignored = 0, guarded = 0;
     for (int s = 0; s < ST_COUNT; s++)
         for (int e = 0; e < EV_COUNT; e++)
-            for (int truth = 0; truth < 2; truth++) {
-                struct probe p;
+            for (unsigned combo = 0; combo < 1u << G_COUNT; combo++) {
+                struct machine_probe p;
                 struct machine m;
                 const struct machine_cell *c =
                     machine_cell((enum machine_state)s, (enum machine_event)e);
                 ck_assert_ptr_nonnull(c);
-                if (c->guard == G_ALWAYS && truth == 1)
-                    continue; /* one branch only */
-                reset(&p);
-                if (c->guard != G_ALWAYS) {
-                    p.guard[c->guard] = truth == 1;
-                    guarded += truth;
-                }
-                machine_init(&m, fakes, fake_guards, observe, &p);
+                if ((combo & 1u) != 0 || (c->guard == G_ALWAYS && combo != 0))
+                    continue; /* G_ALWAYS is no fact; one branch only without a guard */
+                machine_probe_reset(&p);
+                for (int g = 1; g < G_COUNT; g++)
+                    p.guard[g] = (combo >> g & 1u) != 0;
+                machine_init(&m, machine_fakes, machine_fake_guards, observe, &p);
                 m.state = (enum machine_state)s; /* the test places it; only the dispatcher moves it */
-                const struct machine_branch *b =
-                    c->guard == G_ALWAYS ? &c->then : (truth ? &c->then : &c->otherwise);
+                const struct machine_branch *b = expected(c, p.guard);
                 ck_assert_ptr_eq(machine_branch(&m, c), b);
                 int n = machine_dispatch(&m, (enum machine_event)e);
                 if (b->ignored) {
@@ -110,10 +65,12 @@ START_TEST(every_cell)
                     ck_assert_int_eq(n, 0);
                     ck_assert_int_eq(m.state, s);
                     ck_assert_int_eq(p.nran, 0);
+                    ck_assert_int_eq(p.nexits, 0);
                     ck_assert_int_eq(p.transitions, 0);
                     continue;
                 }
                 decided++;
+                guarded += c->guard != G_ALWAYS;
                 ck_assert_int_eq(n, 1);
                 ck_assert_int_eq(m.state, b->next);
                 if (b->action == ACT_NONE) {
@@ -122,6 +79,10 @@ START_TEST(every_cell)
                     ck_assert_int_eq(p.nran, 1);
                     ck_assert_int_eq(p.ran[0], b->action);
                 }
+                enum machine_action x = machine_exit_action((enum machine_state)s, b->next);
+                ck_assert_int_eq(p.nexits, x != ACT_NONE ? 1 : 0);
+                if (x != ACT_NONE)
+                    ck_assert_int_eq(p.exits[0], x);
                 ck_assert_int_eq(p.transitions, (int)s != (int)b->next || !b->quiet ? 1 : 0);
                 if (p.transitions == 1) {
                     ck_assert_int_eq(p.from, s);
@@ -144,8 +105,11 @@ START_TEST(guards_used)
         for (int e = 0; e < EV_COUNT; e++) {
             const struct machine_cell *c = machine_cell((enum machine_state)s, (enum machine_event)e);
             used[c->guard] = true;
+            used[c->elif_guard] = true;
             if (c->guard != G_ALWAYS)
                 ck_assert(!c->then.ignored && !c->otherwise.ignored);
+            if (c->elif_guard != G_ALWAYS)
+                ck_assert(c->guard != G_ALWAYS && !c->elif.ignored);
         }
     for (int g = 1; g < G_COUNT; g++)
         ck_assert_msg(used[g], "guard %s decides nothing", machine_guard_name((enum machine_guard)g));
@@ -154,14 +118,22 @@ START_TEST(guards_used)
 }
 END_TEST
 
-/* Exactly the seven states of PRODUCT.md, with their names. */
+/* Exactly the seven states of PRODUCT.md, with their names, then the
+ * final one; working and renewing are leading. */
 START_TEST(states_and_names)
 {
     static const char *const want[] = {"idle",    "acquiring", "working", "renewing",
-                                       "pausing", "releasing", "waiting"};
-    ck_assert_int_eq(ST_COUNT, 7);
-    for (int s = 0; s < ST_COUNT; s++)
+                                       "pausing", "releasing", "waiting", "stopped"};
+    ck_assert_int_eq(ST_COUNT, 7 + 1);
+    ck_assert_int_eq(MACHINE_FINAL, ST_COUNT - 1);
+    for (int s = 0; s < ST_COUNT; s++) {
         ck_assert_str_eq(machine_state_name((enum machine_state)s), want[s]);
+        ck_assert_int_eq(machine_state_parent((enum machine_state)s),
+                         s == ST_WORKING || s == ST_RENEWING ? P_LEADING : P_NONE);
+    }
+    ck_assert_str_eq(machine_parent_name(P_LEADING), "leading");
+    ck_assert_int_eq(machine_parent_exit(P_LEADING), ACT_DISARM);
+    ck_assert_int_eq(machine_parent_exit(P_NONE), ACT_NONE);
     for (int e = 0; e < EV_COUNT; e++)
         ck_assert_str_ne(machine_event_name((enum machine_event)e), "none");
     ck_assert_str_eq(machine_event_name(EV_NONE), "none");
@@ -171,8 +143,9 @@ START_TEST(states_and_names)
 }
 END_TEST
 
-/* Every state is reachable from idle, and idle is reachable from every
- * state (the machine can always end). */
+/* Every state is reachable from idle, idle is reachable from every state
+ * but the final one, and the final one from every state (the machine can
+ * always end); no move leaves the final state. */
 START_TEST(reachability)
 {
     bool from_idle[ST_COUNT] = {[ST_IDLE] = true};
@@ -182,6 +155,8 @@ START_TEST(reachability)
                 const struct machine_cell *c = machine_cell((enum machine_state)s, (enum machine_event)e);
                 if (!c->then.ignored)
                     from_idle[c->then.next] = true;
+                if (c->elif_guard != G_ALWAYS)
+                    from_idle[c->elif.next] = true;
                 if (c->guard != G_ALWAYS)
                     from_idle[c->otherwise.next] = true;
             }
@@ -191,12 +166,31 @@ START_TEST(reachability)
             for (int e = 0; e < EV_COUNT; e++) {
                 const struct machine_cell *c = machine_cell((enum machine_state)s, (enum machine_event)e);
                 if ((!c->then.ignored && to_idle[c->then.next]) ||
+                    (c->elif_guard != G_ALWAYS && to_idle[c->elif.next]) ||
                     (c->guard != G_ALWAYS && to_idle[c->otherwise.next]))
                     to_idle[s] = true;
             }
+    bool to_final[ST_COUNT] = {[MACHINE_FINAL] = true};
+    for (int round = 0; round < ST_COUNT; round++)
+        for (int s = 0; s < ST_COUNT; s++)
+            for (int e = 0; e < EV_COUNT; e++) {
+                const struct machine_cell *c =
+                    machine_cell((enum machine_state)s, (enum machine_event)e);
+                if ((!c->then.ignored && to_final[c->then.next]) ||
+                    (c->elif_guard != G_ALWAYS && to_final[c->elif.next]) ||
+                    (c->guard != G_ALWAYS && to_final[c->otherwise.next]))
+                    to_final[s] = true;
+            }
     for (int s = 0; s < ST_COUNT; s++) {
         ck_assert_msg(from_idle[s], "%s unreachable", machine_state_name((enum machine_state)s));
-        ck_assert_msg(to_idle[s], "no way from %s to idle", machine_state_name((enum machine_state)s));
+        ck_assert_msg(to_idle[s] || s == MACHINE_FINAL, "no way from %s to idle",
+                      machine_state_name((enum machine_state)s));
+        ck_assert_msg(to_final[s], "no way from %s to the end",
+                      machine_state_name((enum machine_state)s));
+    }
+    for (int e = 0; e < EV_COUNT; e++) {
+        const struct machine_cell *c = machine_cell(MACHINE_FINAL, (enum machine_event)e);
+        ck_assert(c->then.ignored || (c->guard == G_ALWAYS && c->then.next == MACHINE_FINAL));
     }
 }
 END_TEST
@@ -205,28 +199,30 @@ END_TEST
  * the guards say. */
 START_TEST(paths)
 {
-    struct probe p;
+    struct machine_probe p;
     struct machine m;
 
     /* Win the election. */
-    reset(&p);
+    machine_probe_reset(&p);
     p.next[ACT_CAMPAIGN] = EV_ACQUIRED;
-    machine_init(&m, fakes, fake_guards, observe, &p);
+    machine_init(&m, machine_fakes, machine_fake_guards, observe, &p);
     ck_assert_int_eq(machine_dispatch(&m, EV_START), 2);
     ck_assert_int_eq(m.state, ST_WORKING);
     ck_assert_int_eq(p.ran[0], ACT_CAMPAIGN);
     ck_assert_int_eq(p.ran[1], ACT_LEAD);
 
     /* A renewal confirmed in time returns to working. */
-    reset(&p);
+    machine_probe_reset(&p);
     p.next[ACT_RENEW] = EV_RENEWED;
+    p.guard[G_MAY_BLOCK] = true;
     p.guard[G_IN_TIME] = true;
     m.ctx = &p;
     ck_assert_int_eq(machine_dispatch(&m, EV_RENEW_DUE), 2);
     ck_assert_int_eq(m.state, ST_WORKING);
 
     /* Confirmed, but after the stop point (a stall): pause. */
-    reset(&p);
+    machine_probe_reset(&p);
+    p.guard[G_MAY_BLOCK] = true;
     p.next[ACT_RENEW] = EV_RENEWED;
     p.next[ACT_PAUSE] = EV_JOBS_STOPPED;
     m.ctx = &p;
@@ -236,14 +232,14 @@ START_TEST(paths)
     ck_assert_int_eq(p.ran[2], ACT_FOLLOW);
 
     /* A follower woken: campaigns, finds the lease taken, waits again. */
-    reset(&p);
+    machine_probe_reset(&p);
     p.next[ACT_CAMPAIGN] = EV_TAKEN;
     m.ctx = &p;
     ck_assert_int_eq(machine_dispatch(&m, EV_WAKE), 2);
     ck_assert_int_eq(m.state, ST_WAITING);
 
     /* Leader stopped: hand over at once, then drain the runs, then finish. */
-    reset(&p);
+    machine_probe_reset(&p);
     m.state = ST_WORKING;
     p.guard[G_STOPPING] = true;
     p.next[ACT_HANDOVER] = EV_RELEASED;
@@ -258,7 +254,7 @@ START_TEST(paths)
 
     /* Step-down: hand over, then campaign again after a pause; the runs
      * of the old term finish meanwhile. */
-    reset(&p);
+    machine_probe_reset(&p);
     m.state = ST_WORKING;
     p.next[ACT_HANDOVER] = EV_RELEASED;
     m.ctx = &p;
@@ -272,7 +268,7 @@ START_TEST(paths)
     ck_assert_int_eq(p.ran[2], ACT_DRAIN);
 
     /* SIGTERM while pausing: the pause completes, then the node ends. */
-    reset(&p);
+    machine_probe_reset(&p);
     m.state = ST_PAUSING;
     m.ctx = &p;
     ck_assert_int_eq(machine_dispatch(&m, EV_STOP), 0);
@@ -292,8 +288,13 @@ START_TEST(paths)
         for (int e = 0; e < EV_COUNT; e++) {
             const struct machine_cell *c = machine_cell((enum machine_state)s, (enum machine_event)e);
             if ((!c->then.ignored && c->then.action == ACT_LEAD) ||
+                (c->elif_guard != G_ALWAYS && c->elif.action == ACT_LEAD) ||
                 (c->guard != G_ALWAYS && c->otherwise.action == ACT_LEAD))
                 ck_assert(s == ST_ACQUIRING && e == EV_ACQUIRED);
+            /* An exit action is no move's own action. */
+            ck_assert(c->then.ignored || !machine_is_exit_action(c->then.action));
+            ck_assert(c->elif_guard == G_ALWAYS || !machine_is_exit_action(c->elif.action));
+            ck_assert(c->guard == G_ALWAYS || !machine_is_exit_action(c->otherwise.action));
         }
 }
 END_TEST
@@ -301,11 +302,12 @@ END_TEST
 /* An action chain that never ends is cut and reported. */
 START_TEST(runaway_chain)
 {
-    struct probe p;
+    struct machine_probe p;
     struct machine m;
-    reset(&p);
+    machine_probe_reset(&p);
+    p.guard[G_MAY_BLOCK] = true;
     p.next[ACT_RENEW] = EV_RENEW_DUE; /* renewing -> renewing forever */
-    machine_init(&m, fakes, fake_guards, observe, &p);
+    machine_init(&m, machine_fakes, machine_fake_guards, observe, &p);
     m.state = ST_WORKING;
     ck_assert_int_eq(machine_dispatch(&m, EV_RENEW_DUE), -1);
 }
