@@ -475,29 +475,27 @@ static void env_names(FILE *out, enum env_set set)
 }
 
 /* The ENVIRONMENT section of jobs.yaml(5): every variable, its meaning. */
+/* A variable and its meaning, as a tagged paragraph. */
+static void env_entry(FILE *out, const char *name, const char *doc)
+{
+    fputs(".TP\n\\fB", out);
+    troff_text(out, name, strlen(name));
+    fputs("\\fR\n", out);
+    troff_md(out, doc);
+    fputc('\n', out);
+}
+
 static void env_section(FILE *out)
 {
     fputs(".SH ENVIRONMENT\n.PP\nEvery run gets, besides the job's \\fBenv\\fR:\n", out);
-    for (int i = 0; i < RUN_ENV_COUNT; i++) {
-        fputs(".TP\n\\fB", out);
-        troff_text(out, run_env_name((enum run_env_var)i),
-                   strlen(run_env_name((enum run_env_var)i)));
-        fputs("\\fR\n", out);
-        troff_md(out, run_env_doc((enum run_env_var)i));
-        fputc('\n', out);
-    }
+    for (int i = 0; i < RUN_ENV_COUNT; i++)
+        env_entry(out, run_env_name((enum run_env_var)i), run_env_doc((enum run_env_var)i));
     fputs(".PP\nA hook (\\fBon_failure\\fR, \\fBon_success\\fR) gets, besides the job's "
           "\\fBenv\\fR, each when it applies (no \\fBBATON_FENCE\\fR: a hook reports a run "
           "that is over, it is not fenced):\n",
           out);
-    for (int i = 0; i < HOOK_ENV_COUNT; i++) {
-        fputs(".TP\n\\fB", out);
-        troff_text(out, hook_env_name((enum hook_env_var)i),
-                   strlen(hook_env_name((enum hook_env_var)i)));
-        fputs("\\fR\n", out);
-        troff_md(out, hook_env_doc((enum hook_env_var)i));
-        fputc('\n', out);
-    }
+    for (int i = 0; i < HOOK_ENV_COUNT; i++)
+        env_entry(out, hook_env_name((enum hook_env_var)i), hook_env_doc((enum hook_env_var)i));
 }
 
 /* ---- baton(1) ---- */
