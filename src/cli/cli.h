@@ -20,8 +20,8 @@
 #include <stdio.h>
 
 /* The exit statuses of every subcommand (sysexits(3) where one fits). One
- * list: it makes the enum, the table behind `--help`, the man page and the
- * README's table. */
+ * list: it makes the enum, the table behind `--help` and `baton help
+ * exit-codes`, and baton(1)'s EXIT STATUS. */
 #define CLI_EXIT_MAP(X)                                                                           \
     X(OK, 0, "", "success")                                                                       \
     X(FAIL, 1, "",                                                                                \

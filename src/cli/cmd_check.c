@@ -58,6 +58,7 @@
 #include "cron.h"
 #include "docs.h"
 #include "events.h"
+#include "hook.h"
 #include "jobs.h"
 #include "proc.h"
 #include "tools.h"
@@ -72,8 +73,8 @@ static const struct cli_opt opts[] = {
     TOOL_OPT_JSON_ROW("print one JSON object: valid, config, settings, jobs_file, jobs "
                       "(with their next runs), problems"),
     {TOOL_OPT_REFERENCE, "reference", NULL,
-     "print the reference of every baton.yaml and jobs.yaml key and of every log event "
-     "(Markdown) and exit"},
+     "print the reference of every baton.yaml and jobs.yaml key, every log event and the "
+     "variables a job and a hook get (Markdown), and exit"},
     {0},
 };
 
@@ -115,8 +116,7 @@ static bool is_utc(const struct job *j)
 static void add_problem(cJSON *list, const struct jobs *js, const struct job *j, const char *what)
 {
     char buf[5200];
-    snprintf(buf, sizeof buf, "%s:%d:%d: job \"%s\": %s", js->path, j->line, j->col, j->name,
-             what);
+    snprintf(buf, sizeof buf, "%s:%d:%d: job \"%s\": %s", js->path, j->line, j->col, j->name, what);
     cJSON_AddItemToArray(list, cJSON_CreateString(buf));
 }
 
@@ -348,9 +348,9 @@ static cJSON *job_json(const struct job *j, int64_t now)
     cJSON_AddNumberToObject(o, "hook_timeout_ms", (double)j->hook_timeout_ms);
     cJSON *next = cJSON_AddArrayToObject(o, "next_runs");
     int64_t t = now;
-    for (int i = 0; j->enabled && i < CHECK_NEXT_RUNS && cron_next(j->expr, j->tz, t, &t) == 0;
-         i++)
-        cJSON_AddItemToArray(next, cJSON_CreateString(cron_time_format(t, NULL, when, sizeof when)));
+    for (int i = 0; j->enabled && i < CHECK_NEXT_RUNS && cron_next(j->expr, j->tz, t, &t) == 0; i++)
+        cJSON_AddItemToArray(next,
+                             cJSON_CreateString(cron_time_format(t, NULL, when, sizeof when)));
     return o;
 }
 
@@ -388,6 +388,16 @@ static int write_reference(void)
     jobs_write_reference(stdout);
     printf("\n### Log events\n\n");
     log_events_write_reference(stdout);
+    printf("\n### The environment of a job's run\n\nBesides the job's `env`:\n\n"
+           "| variable | meaning |\n|---|---|\n");
+    for (int i = 0; i < RUN_ENV_COUNT; i++)
+        printf("| `%s` | %s |\n", run_env_name((enum run_env_var)i),
+               run_env_doc((enum run_env_var)i));
+    printf("\n### The environment of a hook\n\nBesides the job's `env`, each when it "
+           "applies:\n\n| variable | meaning |\n|---|---|\n");
+    for (int i = 0; i < HOOK_ENV_COUNT; i++)
+        printf("| `%s` | %s |\n", hook_env_name((enum hook_env_var)i),
+               hook_env_doc((enum hook_env_var)i));
     return tool_flush("check");
 }
 

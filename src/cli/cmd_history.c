@@ -85,8 +85,9 @@ const struct cli_cmd cli_cmd_history = {
     .operands = "JOB [RUN_ID]",
     .summary = "the recent runs of a job, or the output of one",
     .description =
-        "Prints the recent runs of JOB, newest first: scheduled time, node, term, start, "
-        "duration, outcome, attempt and run id. The leader records every run in Redis, up "
+        "Prints the recent runs of JOB, newest first: scheduled time, node, term, what "
+        "started it (schedule, catch-up, retry, or manual by whom), start, duration, "
+        "outcome, attempt and run id. The leader records every run in Redis, up "
         "to `history.runs` per job. A job no longer in jobs.yaml is still shown while runs "
         "of it are recorded.\n\n"
         "With --output, prints instead what the newest run that started (or run RUN_ID) "

@@ -13,7 +13,9 @@
  *   75  not acquired within --wait (EX_TEMPFAIL)
  *   70  the lock was lost while the command ran; the command was stopped
  *   69  Redis unreachable or failing (EX_UNAVAILABLE)
- *   64  usage error; 126 command not executable; 127 command not found
+ *   66  the password file cannot be read (EX_NOINPUT)
+ *   64  usage error, or a URL whose files cannot be used; 126 command not
+ *       executable; 127 command not found
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -89,7 +91,9 @@ static const struct cli_section sections[] = {
 static const struct cli_exit exits[] = {
     {CLI_EXIT_OK, "CMD ran under the lock and exited 0; otherwise CMD's own exit status (128+N "
                   "when killed by signal N)"},
-    {CLI_EXIT_USAGE, "bad command line (one line on stderr)"},
+    {CLI_EXIT_USAGE, "bad command line, or a URL whose files (CA, certificate, key) cannot be "
+                     "used (one line on stderr)"},
+    {CLI_EXIT_NOINPUT, "the password file cannot be read"},
     {CLI_EXIT_UNAVAILABLE, "Redis unreachable or failing"},
     {CLI_EXIT_LOST,
      "the lock was lost while CMD ran, or could not be confirmed before its deadline; CMD was "
@@ -105,12 +109,13 @@ const struct cli_cmd cli_cmd_lock = {
     .operands = "KEY -- CMD [ARG...]",
     .summary = "run a command while holding a lock, renewed while it runs",
     .description =
-        "Runs CMD (argv as given, no shell) while holding the distributed lock KEY, like "
-        "flock(1) across machines. The lock is renewed every ttl/3 while CMD runs. If it is "
-        "lost, or cannot be confirmed before its deadline, CMD's whole process group gets "
-        "SIGTERM, then SIGKILL before the lock could pass to anyone else; if baton itself is "
-        "killed, CMD dies with it. Waiters are served first come, first served, and are woken "
-        "at once when the lock is released.",
+        "Runs CMD (argv as given, no shell, in a new process group) while holding the "
+        "distributed lock KEY, like flock(1) across machines; whatever CMD leaves running in "
+        "its group is killed when it exits. The lock is renewed every ttl/3 while CMD runs. "
+        "If it is lost, or cannot be confirmed before its deadline, CMD's whole process group "
+        "gets SIGTERM, then SIGKILL before the lock could pass to anyone else; if baton itself "
+        "is killed, CMD dies with it. Waiters are served first come, first served, and are "
+        "woken at once when the lock is released.",
     .opts = opts,
     .sections = sections,
     .exits = exits,

@@ -1,6 +1,8 @@
-/* docs.c -- see docs.h: man pages, completions and the README's exit status
- * table, generated from the subcommand table (commands.c), the exit status
- * table (cli.h) and the configuration reference (`baton check --reference`).
+/* docs.c -- see docs.h: man pages and completions, generated from the
+ * subcommand table (commands.c), the exit status table (cli.h), the
+ * configuration reference (`baton check --reference`), the event table
+ * (events.h), the environment tables (run.h, hook.h), and the prose of
+ * deploy/man/NAME.md.
  *
  * The man pages are plain man(7) macros (TH SH SS TP PP IP RS RE nf fi),
  * left-adjusted and without hyphenation so that `man --warnings` is quiet
@@ -17,8 +19,10 @@
 #include "config.h"
 #include "docs.h"
 #include "events.h"
-#include "log.h"
+#include "hook.h"
 #include "jobs.h"
+#include "log.h"
+#include "run.h"
 
 /* ---- the reference, read back ---- */
 
@@ -184,7 +188,12 @@ static void troff_md_n(FILE *out, const char *md, size_t len)
         size_t tn;
         const char *code = *p == '`' ? strchr(p + 1, '`') : NULL;
         const char *bold = p[0] == '*' && p[1] == '*' ? strstr(p + 2, "**") : NULL;
+        const char *em = NULL;
         size_t n = link_at(p, &t, &tn);
+        if (p[0] == '*' && isalnum((unsigned char)p[1])) { /* *word*, nothing else */
+            size_t w = strcspn(p + 1, "* \t\n`");
+            em = p[1 + w] == '*' ? p + 1 + w : NULL;
+        }
         if (code != NULL) {
             fputs("\\fB", out);
             troff_text(out, p + 1, (size_t)(code - p - 1));
@@ -192,9 +201,16 @@ static void troff_md_n(FILE *out, const char *md, size_t len)
             p = code;
         } else if (bold != NULL) {
             fputs("\\fB", out);
-            troff_text(out, p + 2, (size_t)(bold - p - 2));
+            for (const char *c = p + 2; c < bold; c++)
+                if (*c != '`') /* **`code`** is bold too */
+                    troff_text(out, c, 1);
             fputs("\\fR", out);
             p = bold + 1;
+        } else if (em != NULL) {
+            fputs("\\fI", out);
+            troff_text(out, p + 1, (size_t)(em - p - 1));
+            fputs("\\fR", out);
+            p = em;
         } else if (n > 0) {
             troff_md_n(out, t, tn);
             p += n - 1;
@@ -247,6 +263,239 @@ static void man_header(FILE *out, const char *name, int section, const char *wha
             ".TH %s %d \"\" \"baton %s\" \"%s\"\n"
             ".ad l\n.nh\n",
             name, section, cli_version(), what);
+}
+
+/* ---- Markdown pages, as man(7) ---- */
+
+/* Reads the lines of the file at path into a NULL-ended array (owned, one
+ * allocation each; free with free_lines), or NULL (errno says why). */
+static char **read_lines(const char *path)
+{
+    FILE *f = fopen(path, "re");
+    if (f == NULL)
+        return NULL;
+    char **lines = NULL, *line = NULL;
+    size_t n = 0, cap = 0;
+    ssize_t got;
+    bool oom = false;
+    while ((got = getline(&line, &cap, f)) >= 0) {
+        if (got > 0 && line[got - 1] == '\n')
+            line[got - 1] = '\0';
+        char **v = realloc(lines, (n + 2) * sizeof *v);
+        if (v == NULL) {
+            oom = true;
+            break;
+        }
+        lines = v;
+        lines[n++] = line;
+        lines[n] = NULL;
+        line = NULL;
+        cap = 0;
+    }
+    free(line);
+    fclose(f);
+    if (oom || lines == NULL) {
+        for (size_t i = 0; i < n; i++)
+            free(lines[i]);
+        free(lines);
+        errno = oom ? ENOMEM : ENODATA;
+        return NULL;
+    }
+    return lines;
+}
+
+static void free_lines(char **lines)
+{
+    for (size_t i = 0; lines != NULL && lines[i] != NULL; i++)
+        free(lines[i]);
+    free(lines);
+}
+
+static bool is_table_rule(const char *l)
+{
+    return l != NULL && l[0] == '|' && strspn(l, "|-: ") == strlen(l) && strchr(l, '-') != NULL;
+}
+
+/* A table row as a tagged paragraph: its first cell the tag; the others
+ * the text (after a table of more than two columns, each named by its
+ * header). */
+static void table_row(FILE *out, char **cells, size_t n, char **head, size_t nhead)
+{
+    fputs(".TP\n", out);
+    if (strpbrk(cells[0], "`*[") != NULL) { /* its own marks */
+        troff_md(out, cells[0]);
+    } else {
+        fputs("\\fB", out);
+        troff_text(out, cells[0], strlen(cells[0]));
+        fputs("\\fR", out);
+    }
+    fputc('\n', out);
+    for (size_t i = 1; i < n; i++) {
+        if (n > 2 && i < nhead) {
+            fputs(i > 1 ? "; " : "", out);
+            troff_md(out, head[i]);
+            fputs(": ", out);
+        } else if (i > 1) {
+            fputs("; ", out);
+        }
+        troff_md(out, cells[i]);
+    }
+    fputc('\n', out);
+}
+
+#define MD_CELLS_MAX 8
+
+/* Writes the Markdown subset of deploy/man/NAME.md as man(7): "## X" as .SH
+ * X (upper case), "### X" as .SS, paragraphs, fenced code, "- " bullets
+ * (indented lines continue them) and tables (as tagged paragraphs). The
+ * lines before the first "## " (the page's title and a word for those who
+ * read it on the web) are not written; nor are HTML comments and images. */
+static void md_to_troff(FILE *out, char **lines)
+{
+    bool code = false, para = false, on = false;
+    char *head[MD_CELLS_MAX], *headcopy = NULL;
+    size_t nhead = 0;
+    for (size_t i = 0; lines[i] != NULL; i++) {
+        char *l = lines[i];
+        if (!on && strncmp(l, "## ", 3) != 0)
+            continue;
+        on = true;
+        if (strncmp(l, "```", 3) == 0) {
+            fputs(code ? ".fi\n.RE\n" : ".PP\n.RS 4\n.nf\n", out);
+            code = !code;
+            para = false;
+            continue;
+        }
+        if (code) {
+            fputs("\\&", out);
+            troff_text(out, l, strlen(l));
+            fputc('\n', out);
+            continue;
+        }
+        if (strncmp(l, "## ", 3) == 0 || strncmp(l, "### ", 4) == 0) {
+            bool sub = l[2] == '#';
+            const char *t = l + (sub ? 4 : 3);
+            fputs(sub ? ".SS \"" : ".SH \"", out);
+            for (const char *c = t; *c != '\0'; c++) {
+                if (*c == '`' || *c == '"')
+                    continue;
+                char up = sub ? *c : (char)toupper((unsigned char)*c);
+                troff_text(out, &up, 1);
+            }
+            fputs("\"\n", out);
+            para = false;
+            continue;
+        }
+        while (*l == ' ')
+            l++;
+        if (l[0] == '\0' || strncmp(l, "<!--", 4) == 0 || strncmp(l, "![", 2) == 0) {
+            para = false;
+            continue;
+        }
+        if (l[0] == '|') {
+            char *copy = strdup(l), *cells[MD_CELLS_MAX];
+            size_t n = copy != NULL ? split_row(copy, cells, MD_CELLS_MAX) : 0;
+            if (is_table_rule(l)) {
+                /* the header was the row before */
+            } else if (is_table_rule(lines[i + 1])) {
+                free(headcopy);
+                headcopy = copy;
+                copy = NULL;
+                nhead = split_row(headcopy, head, MD_CELLS_MAX);
+            } else if (n >= 2) {
+                table_row(out, cells, n, head, nhead);
+            }
+            free(copy);
+            para = false;
+            continue;
+        }
+        if (strncmp(l, "- ", 2) == 0) {
+            fputs(".IP \\(bu 2\n", out);
+            troff_md(out, l + 2);
+            fputc('\n', out);
+            para = true;
+            continue;
+        }
+        if (!para)
+            fputs(".PP\n", out);
+        para = true;
+        troff_md(out, l);
+        fputc('\n', out);
+    }
+    if (code)
+        fputs(".fi\n.RE\n", out);
+    free(headcopy);
+}
+
+/* Writes the sections of the Markdown page at path. Returns 0, or -1 after
+ * a message. */
+static int md_sections(FILE *out, const char *path)
+{
+    char **lines = read_lines(path);
+    if (lines == NULL) {
+        fprintf(stderr, "baton-gendocs: %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    md_to_troff(out, lines);
+    free_lines(lines);
+    return 0;
+}
+
+/* ---- the environment of runs and hooks (run.h, hook.h) ---- */
+
+enum env_set { ENV_RUN, ENV_HOOK_ONLY, ENV_HOOK_SHARED };
+
+static bool run_has(const char *name)
+{
+    for (int i = 0; i < RUN_ENV_COUNT; i++)
+        if (strcmp(run_env_name((enum run_env_var)i), name) == 0)
+            return true;
+    return false;
+}
+
+/* Writes the names of set in bold, joined by commas: for ENV_RUN and
+ * ENV_HOOK_ONLY as the tag of a tagged paragraph, for ENV_HOOK_SHARED as
+ * words of a sentence. */
+static void env_names(FILE *out, enum env_set set)
+{
+    bool first = true;
+    if (set != ENV_HOOK_SHARED)
+        fputs(".TP\n", out);
+    for (int i = 0; i < (set == ENV_RUN ? RUN_ENV_COUNT : HOOK_ENV_COUNT); i++) {
+        const char *name = set == ENV_RUN ? run_env_name((enum run_env_var)i)
+                                          : hook_env_name((enum hook_env_var)i);
+        if (set != ENV_RUN && run_has(name) != (set == ENV_HOOK_SHARED))
+            continue;
+        fprintf(out, "%s\\fB", first ? "" : ", ");
+        troff_text(out, name, strlen(name));
+        fputs("\\fR", out);
+        first = false;
+    }
+    fputs(set == ENV_HOOK_SHARED ? " " : "\n", out);
+}
+
+/* The ENVIRONMENT section of jobs.yaml(5): every variable, its meaning. */
+/* A variable and its meaning, as a tagged paragraph. */
+static void env_entry(FILE *out, const char *name, const char *doc)
+{
+    fputs(".TP\n\\fB", out);
+    troff_text(out, name, strlen(name));
+    fputs("\\fR\n", out);
+    troff_md(out, doc);
+    fputc('\n', out);
+}
+
+static void env_section(FILE *out)
+{
+    fputs(".SH ENVIRONMENT\n.PP\nEvery run gets, besides the job's \\fBenv\\fR:\n", out);
+    for (int i = 0; i < RUN_ENV_COUNT; i++)
+        env_entry(out, run_env_name((enum run_env_var)i), run_env_doc((enum run_env_var)i));
+    fputs(".PP\nA hook (\\fBon_failure\\fR, \\fBon_success\\fR) gets, besides the job's "
+          "\\fBenv\\fR, each when it applies (no \\fBBATON_FENCE\\fR: a hook reports a run "
+          "that is over, it is not fenced):\n",
+          out);
+    for (int i = 0; i < HOOK_ENV_COUNT; i++)
+        env_entry(out, hook_env_name((enum hook_env_var)i), hook_env_doc((enum hook_env_var)i));
 }
 
 /* ---- baton(1) ---- */
@@ -333,7 +582,7 @@ static void man_command(FILE *out, const struct cli_cmd *c)
     fputs(".RE\n", out);
 }
 
-int docs_man_baton(FILE *out)
+int docs_man_baton(FILE *out, const char *md)
 {
     size_t n, ne;
     const struct cli_cmd *const *cmds = cli_commands(&n);
@@ -362,6 +611,8 @@ int docs_man_baton(FILE *out)
           out);
     for (size_t i = 0; i < n; i++)
         man_command(out, cmds[i]);
+    if (md_sections(out, md) != 0)
+        return -1;
     fputs(".SH EXIT STATUS\n.PP\nThe same table holds for every command; each command above "
           "lists the statuses it uses. \\fBbaton lock\\fR also exits with its command's "
           "status, 128+N when the command was killed by signal N.\n",
@@ -396,24 +647,17 @@ int docs_man_baton(FILE *out)
           "The Redis URL of \\fBbaton lock\\fR when \\fB\\-\\-url\\fR is not given.\n"
           ".TP\n\\fBNO_COLOR\\fR\n"
           "When set and not empty, no colour on a terminal (\\fBbaton logs\\fR, the text "
-          "log).\n"
-          ".TP\n\\fBBATON_JOB\\fR, \\fBBATON_RUN_ID\\fR, \\fBBATON_SCHEDULED_AT\\fR, "
-          "\\fBBATON_FENCE\\fR, \\fBBATON_NODE\\fR, \\fBBATON_TRIGGER\\fR\n"
-          "Given to every job run: its name, run id, scheduled time (RFC 3339 UTC), "
-          "fencing token (the leader's term), the node running it, and what started it "
-          "(schedule, catchup or retry).\n"
-          ".TP\n\\fBBATON_HOOK\\fR, \\fBBATON_OUTCOME\\fR, \\fBBATON_EXIT_CODE\\fR, "
-          "\\fBBATON_SIGNAL\\fR, \\fBBATON_REASON\\fR, \\fBBATON_DURATION_MS\\fR, "
-          "\\fBBATON_ATTEMPT\\fR, \\fBBATON_STARTED_AT\\fR, \\fBBATON_GROUP\\fR, "
-          "\\fBBATON_OUTPUT_FILE\\fR, \\fBBATON_OUTPUT_DROPPED\\fR\n"
-          "Given to a job's \\fBon_failure\\fR or \\fBon_success\\fR hook, besides "
-          "\\fBBATON_JOB\\fR, \\fBBATON_RUN_ID\\fR, \\fBBATON_NODE\\fR, "
-          "\\fBBATON_TRIGGER\\fR and \\fBBATON_SCHEDULED_AT\\fR of its run: which hook, how "
-          "the run ended (its exit code or signal, or why it was stopped or could not start), "
-          "how long it ran, which attempt, when it started, the group, and a private file "
-          "(mode 0600, removed after the hook) holding the tail of the run's output, with "
-          "how many bytes were dropped before it; see \\fBjobs.yaml\\fR(5).\n"
-          ".TP\n\\fBBATON_LOCK_KEY\\fR, \\fBBATON_FENCE\\fR\n"
+          "log).\n",
+          out);
+    env_names(out, ENV_RUN);
+    fputs("Given to every job run, besides its job's env; see \\fBjobs.yaml\\fR(5).\n", out);
+    env_names(out, ENV_HOOK_ONLY);
+    fputs("Given to a job's \\fBon_failure\\fR or \\fBon_success\\fR hook, each when it "
+          "applies, with ",
+          out);
+    env_names(out, ENV_HOOK_SHARED);
+    fputs("of its run; see \\fBjobs.yaml\\fR(5).\n", out);
+    fputs(".TP\n\\fBBATON_LOCK_KEY\\fR, \\fBBATON_FENCE\\fR\n"
           "Given to the command of \\fBbaton lock\\fR: the key and the lock's fencing token.\n"
           ".SH FILES\n"
           ".TP\n\\fI./baton.yaml\\fR, \\fI/etc/baton/baton.yaml\\fR\n"
@@ -451,7 +695,7 @@ static void reference_entries(FILE *out, const struct docs_ref *r)
     }
 }
 
-int docs_man_reference(FILE *out, enum docs_ref_which which)
+int docs_man_reference(FILE *out, enum docs_ref_which which, const char *md)
 {
     struct docs_ref r;
     if (docs_ref_load(which, &r) != 0) {
@@ -470,11 +714,13 @@ int docs_man_reference(FILE *out, enum docs_ref_which which)
               "(\\fBlease.ttl\\fR is \\fBlease: {ttl: 10s}\\fR). Every key is optional: an "
               "empty file means all defaults.\n"
               ".PP\nDurations are written 500ms, 10s, 2m, 1h30m, 1d, or 0 (each unit once, "
-              "largest first). Booleans (true, false) and integers are written unquoted, "
-              "integers without a leading zero. Errors read "
+              "largest first: 1h1h is refused). Booleans (true, false) and integers are written "
+              "unquoted (\"false\" is a string), integers without a leading zero (010 is octal "
+              "to YAML 1.1). Errors read "
               "\\fIfile\\fR:\\fIline\\fR:\\fIcol\\fR: \\fImessage\\fR and reject the file whole; "
               "\\fBbaton check\\fR validates it without starting anything. YAML anchors, "
-              "aliases, tags and several documents are refused.\n"
+              "aliases, tags and several documents are refused. The source's "
+              "\\fIconfig/baton.yaml\\fR is an annotated sample of every key.\n"
               ".SH KEYS\n",
               out);
     } else {
@@ -490,29 +736,13 @@ int docs_man_reference(FILE *out, enum docs_ref_which which)
               "\\fBjobs\\fR key holds \\fBjobs:\\fR, a list of jobs, and optionally "
               "\\fBdefaults:\\fR, keys applied to every job that does not set them (env is "
               "merged). An empty file is a valid set of no jobs.\n"
-              ".PP\nEvery run gets in its environment \\fBBATON_JOB\\fR, \\fBBATON_RUN_ID\\fR, "
-              "\\fBBATON_SCHEDULED_AT\\fR (RFC 3339 UTC), \\fBBATON_FENCE\\fR (the leader's "
-              "term) and \\fBBATON_NODE\\fR. Its stdout and stderr become log lines, and "
-              "their last \\fBhistory.output_bytes\\fR (see \\fBbaton.yaml\\fR(5)) are kept "
-              "with its record: \\fBbaton history \\-\\-output\\fR \\fIJOB\\fR "
-              "[\\fIRUN_ID\\fR] prints them.\n"
-              ".PP\nHooks: \\fBon_failure\\fR runs after a run that failed, timed out, was "
-              "killed or could not start, once no retry follows (one per tick: the last "
-              "attempt's); \\fBon_success\\fR after a run that exited 0. Each is "
-              "[\"\\fIprog\\fR\", \"\\fIarg\\fR\"] or {shell: \"\\fI...\\fR\"}, run on the node "
-              "that ran the job, at most once per run, with the job's env, user and workdir, "
-              "BATON_* variables about the run (see \\fBbaton\\fR(1)) and "
-              "\\fBBATON_OUTPUT_FILE\\fR, a 0600 file holding its output tail. "
-              "\\fBhook_timeout\\fR bounds it (SIGTERM, then SIGKILL after "
-              "\\fBkill_grace\\fR); its output becomes \\fBhook_output\\fR log lines. A "
-              "graceful stop waits for hooks within \\fBshutdown_grace\\fR. The job's own "
-              "hook wins over \\fBdefaults:\\fR, which wins over baton.yaml's \\fBhooks:\\fR; "
-              "[] turns an inherited one off.\n"
-              ".PP\nSchedules are cron expressions: 5 fields (minute hour day\\-of\\-month "
-              "month day\\-of\\-week), 6 with seconds first; names, ranges, steps, lists, "
-              "\\fB?\\fR, \\fBL\\fR, \\fB5L\\fR, \\fB1#2\\fR; @yearly @monthly @weekly @daily "
-              "@hourly; and @every DURATION. Day matching and DST follow cronie; "
-              "\\fBbaton next\\fR prints the fire times of an expression.\n"
+              ".PP\nEvery run gets, besides its \\fBenv\\fR, the variables of ENVIRONMENT "
+              "below. Its stdout and stderr become log lines, and their last "
+              "\\fBhistory.output_bytes\\fR (see \\fBbaton.yaml\\fR(5)) are kept with its record "
+              "(OUTPUT KEPT below). \\fBon_failure\\fR and \\fBon_success\\fR run a command "
+              "after a run (HOOKS below). Schedules are cron expressions (CRON EXPRESSIONS "
+              "below); \\fBbaton next\\fR prints the fire times of one. The source's "
+              "\\fIconfig/jobs.yaml\\fR is an annotated sample of every key.\n"
               ".SH KEYS\n",
               out);
     }
@@ -525,154 +755,36 @@ int docs_man_reference(FILE *out, enum docs_ref_which which)
             fputc('\n', out);
         }
     }
+    if (md != NULL && md_sections(out, md) != 0) {
+        docs_ref_free(&r);
+        return -1;
+    }
+    if (which == DOCS_REF_JOBS)
+        env_section(out);
     fputs(".SH SEE ALSO\n", out);
-    fputs(which == DOCS_REF_CONFIG ? "\\fBbaton\\fR(1), \\fBjobs.yaml\\fR(5)\n"
-                                   : "\\fBbaton\\fR(1), \\fBbaton.yaml\\fR(5), \\fBcrontab\\fR(5)\n",
+    fputs(which == DOCS_REF_CONFIG
+              ? "\\fBbaton\\fR(1), \\fBjobs.yaml\\fR(5)\n"
+              : "\\fBbaton\\fR(1), \\fBbaton.yaml\\fR(5), \\fBcrontab\\fR(5)\n",
           out);
     docs_ref_free(&r);
     return ferror(out) ? -1 : 0;
 }
 
-/* ---- libbaton(3), from the README ---- */
+/* ---- libbaton(3) ---- */
 
-/* Reads the lines of the README section "## libbaton" into a NULL-ended
- * array (owned, one allocation each; free with free_lines). */
-static char **readme_section(const char *readme, const char *heading)
+int docs_man_libbaton(FILE *out, const char *md)
 {
-    FILE *f = fopen(readme, "re");
-    if (f == NULL)
-        return NULL;
-    char **lines = NULL, *line = NULL;
-    size_t n = 0, cap = 0;
-    bool on = false;
-    ssize_t got;
-    for (;;) {
-        got = getline(&line, &cap, f);
-        if (got < 0)
-            break;
-        if (got > 0 && line[got - 1] == '\n')
-            line[got - 1] = '\0';
-        if (strncmp(line, "## ", 3) == 0) {
-            if (on)
-                break;
-            on = strcmp(line, heading) == 0;
-            continue;
-        }
-        if (!on)
-            continue;
-        char **v = realloc(lines, (n + 2) * sizeof *v);
-        if (v == NULL)
-            break;
-        lines = v;
-        lines[n++] = line;
-        lines[n] = NULL;
-        line = NULL;
-        cap = 0;
-    }
-    free(line);
-    fclose(f);
-    return lines;
-}
-
-static void free_lines(char **lines)
-{
-    for (size_t i = 0; lines != NULL && lines[i] != NULL; i++)
-        free(lines[i]);
-    free(lines);
-}
-
-/* Converts the Markdown subset the README uses: paragraphs, fenced code,
- * "- " bullets, and two-column tables (as tagged paragraphs). */
-static void md_to_troff(FILE *out, char **lines)
-{
-    bool code = false, para = false;
-    for (size_t i = 0; lines[i] != NULL; i++) {
-        char *l = lines[i];
-        if (strncmp(l, "```", 3) == 0) {
-            fputs(code ? ".fi\n.RE\n" : ".PP\n.RS 4\n.nf\n", out);
-            code = !code;
-            para = false;
-            continue;
-        }
-        if (code) {
-            fputs("\\&", out);
-            troff_text(out, l, strlen(l));
-            fputc('\n', out);
-            continue;
-        }
-        if (l[0] == '\0') {
-            para = false;
-            continue;
-        }
-        char *cells[2];
-        char *copy = strdup(l);
-        if (copy != NULL && l[0] == '|' && split_row(copy, cells, 2) == 2) {
-            if (strncmp(cells[0], "---", 3) != 0 && strcmp(cells[0], "piece") != 0) {
-                fputs(".TP\n\\fB", out);
-                troff_text(out, cells[0], strlen(cells[0]));
-                fputs("\\fR\n", out);
-                troff_md(out, cells[1]);
-                fputc('\n', out);
-            }
-            free(copy);
-            para = false;
-            continue;
-        }
-        free(copy);
-        if (strncmp(l, "- ", 2) == 0) {
-            fputs(".IP \\(bu 2\n", out);
-            troff_md(out, l + 2);
-            fputc('\n', out);
-            para = true;
-            continue;
-        }
-        if (!para)
-            fputs(".PP\n", out);
-        para = true;
-        troff_md(out, l);
-        fputc('\n', out);
-    }
-    if (code)
-        fputs(".fi\n.RE\n", out);
-}
-
-int docs_man_libbaton(FILE *out, const char *readme)
-{
-    char **lines = readme_section(readme, "## libbaton");
-    if (lines == NULL) {
-        fprintf(stderr, "baton-gendocs: %s: no \"## libbaton\" section (%s)\n", readme,
-                errno ? strerror(errno) : "empty");
-        return -1;
-    }
     man_header(out, "LIBBATON", 3, "Library Functions Manual");
     fputs(".SH NAME\nlibbaton \\- distributed locks with fencing tokens over Redis\n"
           ".SH SYNOPSIS\n.nf\n\\fB#include <baton.h>\\fR\n.fi\n.PP\n"
-          "Link with \\fI$(pkg\\-config \\-\\-cflags \\-\\-libs baton)\\fR.\n"
-          ".SH DESCRIPTION\n",
+          "Link with \\fI$(pkg\\-config \\-\\-cflags \\-\\-libs baton)\\fR.\n",
           out);
-    md_to_troff(out, lines);
-    free_lines(lines);
+    if (md_sections(out, md) != 0)
+        return -1;
     fputs(".SH FILES\n.TP\n\\fIbaton.h\\fR\nThe reference: every function states its "
           "contract, ownership and thread safety.\n"
           ".SH SEE ALSO\n\\fBbaton\\fR(1), \\fBpkg\\-config\\fR(1)\n",
           out);
-    return ferror(out) ? -1 : 0;
-}
-
-/* ---- the README's exit status table ---- */
-
-int docs_exit_table(FILE *out)
-{
-    size_t n;
-    const struct cli_exit_info *e = cli_exit_codes(&n);
-    fputs("| exit status | meaning |\n|---|---|\n", out);
-    for (size_t i = 0; i < n; i++) {
-        fprintf(out, "| %d | %s", e[i].code, e[i].text);
-        if (e[i].sysexit[0] != '\0')
-            fprintf(out, " (`%s`)", e[i].sysexit);
-        fputs(" |\n", out);
-    }
-    fputs("| 128+N | `baton lock`: the command was killed by signal N |\n", out);
     return ferror(out) ? -1 : 0;
 }
 
@@ -745,7 +857,7 @@ int docs_bash_completion(FILE *out)
           "    case $cmd in\n",
           out);
     static const char *const operand_names[] = {
-        [CLI_OPERAND_NONE] = "none",      [CLI_OPERAND_JOB] = "job",
+        [CLI_OPERAND_NONE] = "none",       [CLI_OPERAND_JOB] = "job",
         [CLI_OPERAND_KEY_CMD] = "key-cmd", [CLI_OPERAND_FILE] = "file",
         [CLI_OPERAND_COMMAND] = "command", [CLI_OPERAND_CRON] = "none",
     };
@@ -906,9 +1018,7 @@ int docs_zsh_completion(FILE *out)
                 zsh_option(out, o);
         switch (cmds[i]->operand) {
         case CLI_OPERAND_JOB: fputs("        '1:job:_baton_jobs'\n", out); break;
-        case CLI_OPERAND_KEY_CMD:
-            fputs("        '1:key: ' '*::command:_normal'\n", out);
-            break;
+        case CLI_OPERAND_KEY_CMD: fputs("        '1:key: ' '*::command:_normal'\n", out); break;
         case CLI_OPERAND_FILE: fputs("        '*:file:_files'\n", out); break;
         case CLI_OPERAND_COMMAND:
             fputs("        '1:topic:(", out);

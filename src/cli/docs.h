@@ -1,12 +1,15 @@
 /* docs.h -- the documents generated from the tables: the configuration
  * reference read back as rows, the man pages baton(1), baton.yaml(5),
- * jobs.yaml(5) and libbaton(3), the bash and zsh completions, and the
- * README's exit status table.
+ * jobs.yaml(5) and libbaton(3), and the bash and zsh completions.
+ *
+ * A man page's prose beyond the tables is Markdown in deploy/man (NAME.N.md,
+ * readable on the web as well), whose "## " sections are written into the
+ * page (a small subset: paragraphs, "- " bullets, fenced code, tables).
  *
  * The configuration reference is the Markdown that `baton check --reference`
  * prints (config.c and jobs.c write it from their tables); it is parsed back
  * here rather than read from those tables' internals, so that the one text
- * the README shows is also what the help and the man pages show.
+ * `baton check --reference` shows is also what the man pages show.
  */
 #ifndef BATON_CLI_DOCS_H
 #define BATON_CLI_DOCS_H
@@ -42,13 +45,14 @@ void docs_write_plain(FILE *out, const char *md);
 
 /* ---- generated files; each returns 0, or -1 after a message on stderr ---- */
 
-int docs_man_baton(FILE *out);                                /* baton(1) */
-int docs_man_reference(FILE *out, enum docs_ref_which which); /* baton.yaml(5), jobs.yaml(5) */
-/* libbaton(3), from the "## libbaton" section of the README at readme. */
-int docs_man_libbaton(FILE *out, const char *readme);
+/* baton(1); md: the Markdown of its sections after COMMANDS. */
+int docs_man_baton(FILE *out, const char *md);
+/* baton.yaml(5), jobs.yaml(5); md (or NULL): the Markdown of the sections
+ * after KEYS. */
+int docs_man_reference(FILE *out, enum docs_ref_which which, const char *md);
+/* libbaton(3), its sections from the Markdown at md. */
+int docs_man_libbaton(FILE *out, const char *md);
 int docs_bash_completion(FILE *out);
 int docs_zsh_completion(FILE *out);
-/* The README's table of exit statuses (Markdown). */
-int docs_exit_table(FILE *out);
 
 #endif /* BATON_CLI_DOCS_H */

@@ -5,10 +5,10 @@
  *                                   every file below matches the tables
  *   baton-gendocs --update SRCDIR   rewrite the stale ones
  *
- * The files: deploy/man/baton.1, baton.yaml.5, jobs.yaml.5, libbaton.3 (the
- * last from the README's "## libbaton" section), deploy/completion/baton.bash
- * and _baton (bash and zsh), and the README's exit status table between
- * its markers. The build target `update_docs` runs --update; the test
+ * The files: deploy/man/baton.1, baton.yaml.5, jobs.yaml.5, libbaton.3
+ * (their prose beyond the tables from deploy/man/baton.1.md, jobs.yaml.5.md
+ * and libbaton.3.md), deploy/completion/baton.bash and _baton (bash and
+ * zsh). The build target `update_docs` runs --update; the test
  * `docs_current` runs --check.
  */
 #include <errno.h>
@@ -19,9 +19,6 @@
 
 #include "cli.h"
 #include "docs.h"
-
-#define EXIT_BEGIN "<!-- BEGIN EXIT STATUS: generated from src/cli/cli.h -->"
-#define EXIT_END   "<!-- END EXIT STATUS -->"
 
 static char *read_file(const char *path, size_t *len)
 {
@@ -75,23 +72,6 @@ static bool settle(const char *path, const char *want, size_t wlen, bool update)
     return true;
 }
 
-/* The README with its exit status block replaced by want. */
-static char *readme_with(const char *readme, const char *block)
-{
-    const char *b = strstr(readme, EXIT_BEGIN), *e = b ? strstr(b, EXIT_END) : NULL;
-    if (b == NULL || e == NULL)
-        return NULL;
-    b += strlen(EXIT_BEGIN) + 1;
-    size_t head = (size_t)(b - readme), blen = strlen(block), tail = strlen(e);
-    char *out = malloc(head + blen + tail + 1);
-    if (out == NULL)
-        return NULL;
-    memcpy(out, readme, head);
-    memcpy(out + head, block, blen);
-    memcpy(out + head + blen, e, tail + 1);
-    return out;
-}
-
 int main(int argc, char **argv)
 {
     if (argc != 3 || (strcmp(argv[1], "--check") != 0 && strcmp(argv[1], "--update") != 0)) {
@@ -100,15 +80,13 @@ int main(int argc, char **argv)
     }
     bool update = strcmp(argv[1], "--update") == 0, ok = true;
     const char *src = argv[2];
-    char path[4096], readme[4096];
-    snprintf(readme, sizeof readme, "%s/README.md", src);
-
+    char path[4096], md[4096];
     static const struct {
         const char *file;
         int kind;
     } files[] = {
-        {"deploy/man/baton.1", 0},          {"deploy/man/baton.yaml.5", 1},
-        {"deploy/man/jobs.yaml.5", 2},      {"deploy/man/libbaton.3", 3},
+        {"deploy/man/baton.1", 0},           {"deploy/man/baton.yaml.5", 1},
+        {"deploy/man/jobs.yaml.5", 2},       {"deploy/man/libbaton.3", 3},
         {"deploy/completion/baton.bash", 4}, {"deploy/completion/_baton", 5},
     };
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
@@ -118,11 +96,12 @@ int main(int argc, char **argv)
         if (f == NULL)
             return 1;
         int rc = -1;
+        snprintf(md, sizeof md, "%s/%s.md", src, files[i].file);
         switch (files[i].kind) {
-        case 0: rc = docs_man_baton(f); break;
-        case 1: rc = docs_man_reference(f, DOCS_REF_CONFIG); break;
-        case 2: rc = docs_man_reference(f, DOCS_REF_JOBS); break;
-        case 3: rc = docs_man_libbaton(f, readme); break;
+        case 0: rc = docs_man_baton(f, md); break;
+        case 1: rc = docs_man_reference(f, DOCS_REF_CONFIG, NULL); break;
+        case 2: rc = docs_man_reference(f, DOCS_REF_JOBS, md); break;
+        case 3: rc = docs_man_libbaton(f, md); break;
         case 4: rc = docs_bash_completion(f); break;
         case 5: rc = docs_zsh_completion(f); break;
         default: break;
@@ -136,23 +115,6 @@ int main(int argc, char **argv)
         free(buf);
     }
 
-    char *block = NULL;
-    size_t blen = 0, rlen;
-    FILE *f = open_memstream(&block, &blen);
-    if (f == NULL || docs_exit_table(f) != 0 || fclose(f) != 0)
-        return 1;
-    char *text = read_file(readme, &rlen);
-    char *want = text != NULL ? readme_with(text, block) : NULL;
-    if (want == NULL) {
-        fprintf(stderr, "baton-gendocs: %s: no block between \"%s\" and \"%s\"\n", readme,
-                EXIT_BEGIN, EXIT_END);
-        ok = false;
-    } else {
-        ok = settle(readme, want, strlen(want), update) && ok;
-    }
-    free(want);
-    free(text);
-    free(block);
     if (!ok && !update)
         fprintf(stderr, "baton-gendocs: regenerate: cmake --build BUILD --target update_docs\n");
     return ok ? 0 : 1;

@@ -5,7 +5,7 @@
  * nothing else of baton's. Every object is immutable after creation, so one
  * expression or zone may be shared by any number of threads.
  *
- * Semantics (see README "Cron expressions"): Vixie/cronie day matching,
+ * Semantics (see jobs.yaml(5), "Cron expressions"): Vixie/cronie day matching,
  * cronie DST rules extended to the seconds field, @every ticks aligned on the
  * Unix epoch.
  */

@@ -1,6 +1,6 @@
 /* events.h -- every event the supervisor logs, in one table: name, level
  * and fields. log_emit() takes an enum log_event, so the code cannot log
- * an event that is not here, and the README's log reference is generated
+ * an event that is not here, and baton(1)'s log reference is generated
  * from this table (`baton check --reference`; test_docs keeps them equal).
  *
  * Level: the level the line is written at. A few events choose it per line
@@ -174,7 +174,7 @@ const char *log_event_fields(enum log_event e);
 const char *log_event_doc(enum log_event e);
 
 /* Writes the log reference, a Markdown table (event, level, fields,
- * meaning), for the README and `baton check --reference`. */
+ * meaning), for `baton check --reference` and baton(1). */
 void log_events_write_reference(FILE *out);
 
 #endif /* BATON_EVENTS_H */

@@ -26,24 +26,42 @@
 
 extern char **environ;
 
-/* Every variable a hook may get: inherited copies of them are removed, so
- * that a hook never sees one that is not about its run (a BATON_SIGNAL
- * left in baton's own environment, for a run that exited). */
-static const char *const hook_vars[] = {
-    "BATON_JOB",       "BATON_RUN_ID",     "BATON_NODE",         "BATON_GROUP",
-    "BATON_HOOK",      "BATON_OUTCOME",    "BATON_EXIT_CODE",    "BATON_SIGNAL",
-    "BATON_REASON",    "BATON_DURATION_MS", "BATON_ATTEMPT",     "BATON_TRIGGER",
-    "BATON_SCHEDULED_AT", "BATON_STARTED_AT", "BATON_OUTPUT_FILE", "BATON_OUTPUT_DROPPED",
-    "BATON_FENCE",
+static const struct {
+    const char *name, *doc;
+} env_vars[HOOK_ENV_COUNT] = {
+#define HOOK_ENV_ROW_(id, name, doc) [HOOK_ENV_##id] = {name, doc},
+    HOOK_ENV_VARS(HOOK_ENV_ROW_)
+#undef HOOK_ENV_ROW_
 };
+
+const char *hook_env_name(enum hook_env_var v)
+{
+    return ((int)v >= 0 && v < HOOK_ENV_COUNT) ? env_vars[v].name : "?";
+}
+
+const char *hook_env_doc(enum hook_env_var v)
+{
+    return ((int)v >= 0 && v < HOOK_ENV_COUNT) ? env_vars[v].doc : "?";
+}
+
+/* Every variable a hook or a run may get: inherited copies of them are
+ * removed, so that a hook never sees one that is not about its run (a
+ * BATON_SIGNAL left in baton's own environment, for a run that exited; a
+ * BATON_FENCE: a hook is not fenced). */
+static bool is_var(const char *kv, const char *name)
+{
+    size_t n = strlen(name);
+    return strncmp(kv, name, n) == 0 && kv[n] == '=';
+}
 
 static bool is_hook_var(const char *kv)
 {
-    for (size_t i = 0; i < sizeof hook_vars / sizeof hook_vars[0]; i++) {
-        size_t n = strlen(hook_vars[i]);
-        if (strncmp(kv, hook_vars[i], n) == 0 && kv[n] == '=')
+    for (int i = 0; i < HOOK_ENV_COUNT; i++)
+        if (is_var(kv, hook_env_name((enum hook_env_var)i)))
             return true;
-    }
+    for (int i = 0; i < RUN_ENV_COUNT; i++)
+        if (is_var(kv, run_env_name((enum run_env_var)i)))
+            return true;
     return false;
 }
 
@@ -144,6 +162,25 @@ static int add_var(struct hook *k, const char *fmt, ...)
     return 0;
 }
 
+static int set_var(struct hook *k, enum hook_env_var v, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Appends variable v of HOOK_ENV_VARS, valued fmt, to k's environment.
+ * Returns 0 or -1 (ENOMEM). */
+static int set_var(struct hook *k, enum hook_env_var v, const char *fmt, ...)
+{
+    va_list ap;
+    char *value = NULL;
+    va_start(ap, fmt);
+    int n = vasprintf(&value, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return -1;
+    int rc = add_var(k, "%s=%s", hook_env_name(v), value);
+    free(value);
+    return rc;
+}
+
 static char *dup_or_null(const char *s, bool *oom)
 {
     char *d = s != NULL ? strdup(s) : NULL;
@@ -193,31 +230,31 @@ static struct hook *prepare(struct hooks *h, const struct run *run, const struct
             goto fail;
     run_result(run, &exit_code, &signal, &duration_ms);
     log_rfc3339(run->tick, when, sizeof when);
-    if (add_var(k, "BATON_JOB=%s", job->name) != 0 ||
-        add_var(k, "BATON_RUN_ID=%s", run->id) != 0 ||
-        add_var(k, "BATON_NODE=%s", h->node) != 0 ||
-        add_var(k, "BATON_GROUP=%s", h->group) != 0 ||
-        add_var(k, "BATON_HOOK=%s", which) != 0 ||
-        add_var(k, "BATON_OUTCOME=%s", k->outcome) != 0 ||
-        add_var(k, "BATON_DURATION_MS=%" PRId64, duration_ms) != 0 ||
-        add_var(k, "BATON_ATTEMPT=%d", run->attempt) != 0 ||
-        add_var(k, "BATON_TRIGGER=%s", run_trigger_name(run->trigger)) != 0 ||
-        add_var(k, "BATON_SCHEDULED_AT=%s", when) != 0 ||
-        add_var(k, "BATON_OUTPUT_DROPPED=%" PRId64, run->output != NULL ? run->output_dropped
-                                                                       : INT64_C(0)) != 0)
+    if (set_var(k, HOOK_ENV_JOB, "%s", job->name) != 0 ||
+        set_var(k, HOOK_ENV_RUN_ID, "%s", run->id) != 0 ||
+        set_var(k, HOOK_ENV_NODE, "%s", h->node) != 0 ||
+        set_var(k, HOOK_ENV_GROUP, "%s", h->group) != 0 ||
+        set_var(k, HOOK_ENV_HOOK, "%s", which) != 0 ||
+        set_var(k, HOOK_ENV_OUTCOME, "%s", k->outcome) != 0 ||
+        set_var(k, HOOK_ENV_DURATION_MS, "%" PRId64, duration_ms) != 0 ||
+        set_var(k, HOOK_ENV_ATTEMPT, "%d", run->attempt) != 0 ||
+        set_var(k, HOOK_ENV_TRIGGER, "%s", run_trigger_name(run->trigger)) != 0 ||
+        set_var(k, HOOK_ENV_SCHEDULED_AT, "%s", when) != 0 ||
+        set_var(k, HOOK_ENV_OUTPUT_DROPPED, "%" PRId64,
+                run->output != NULL ? run->output_dropped : INT64_C(0)) != 0)
         goto fail;
-    if (exit_code >= 0 && add_var(k, "BATON_EXIT_CODE=%d", exit_code) != 0)
+    if (exit_code >= 0 && set_var(k, HOOK_ENV_EXIT_CODE, "%d", exit_code) != 0)
         goto fail;
-    if (signal[0] != '\0' && add_var(k, "BATON_SIGNAL=%s", signal) != 0)
+    if (signal[0] != '\0' && set_var(k, HOOK_ENV_SIGNAL, "%s", signal) != 0)
         goto fail;
     const char *reason = run->outcome == HO_FAILED_TO_START ? run->error
                          : run->stop != RUN_STOP_NONE       ? run_stop_name(run->stop)
                                                             : "";
-    if (reason[0] != '\0' && add_var(k, "BATON_REASON=%s", reason) != 0)
+    if (reason[0] != '\0' && set_var(k, HOOK_ENV_REASON, "%s", reason) != 0)
         goto fail;
     if (run->outcome != HO_FAILED_TO_START && run->started_wall_ms > 0) {
         log_rfc3339_ms(run->started_wall_ms, when, sizeof when);
-        if (add_var(k, "BATON_STARTED_AT=%s", when) != 0)
+        if (set_var(k, HOOK_ENV_STARTED_AT, "%s", when) != 0)
             goto fail;
     }
     return k;
@@ -395,7 +432,7 @@ static void start(struct hooks *h, struct hook *k)
                    strerror(e));
         return;
     }
-    if (add_var(k, "BATON_OUTPUT_FILE=%s", k->file) == 0)
+    if (set_var(k, HOOK_ENV_OUTPUT_FILE, "%s", k->file) == 0)
         envp = hook_env(k->vars, k->nvars);
     if (envp == NULL) {
         fail_start(h, k, "out of memory building the environment");
@@ -586,8 +623,8 @@ bool hooks_reaped(struct hooks *h, pid_t pid, int wstatus)
     output_close(&k->err);
     if (k->file[0] != '\0')
         unlink(k->file);
-    const char *outcome = k->stop == HOOK_STOP_TIMEOUT    ? "timeout"
-                          : k->stop == HOOK_STOP_SHUTDOWN ? "killed"
+    const char *outcome = k->stop == HOOK_STOP_TIMEOUT                      ? "timeout"
+                          : k->stop == HOOK_STOP_SHUTDOWN                   ? "killed"
                           : WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0 ? "ok"
                                                                             : "failed";
     cJSON *f = hook_fields(k);
@@ -595,9 +632,8 @@ bool hooks_reaped(struct hooks *h, pid_t pid, int wstatus)
     if (WIFEXITED(wstatus))
         cJSON_AddNumberToObject(f, "exit_code", WEXITSTATUS(wstatus));
     else
-        cJSON_AddStringToObject(f, "signal", sigabbrev_np(WTERMSIG(wstatus))
-                                                 ? sigabbrev_np(WTERMSIG(wstatus))
-                                                 : "?");
+        cJSON_AddStringToObject(
+            f, "signal", sigabbrev_np(WTERMSIG(wstatus)) ? sigabbrev_np(WTERMSIG(wstatus)) : "?");
     cJSON_AddStringToObject(f, "outcome", outcome);
     log_emit_at(h->h.log, strcmp(outcome, "ok") == 0 ? LOG_INFO : LOG_WARN, LE_HOOK_END, f);
     hook_free(k);

@@ -15,12 +15,9 @@
  * How: like a run (proc.h's shim, its own process group, stdin /dev/null,
  * the job's user, workdir and env), but never fenced (a hook reports a run
  * that is over: it does not need the lease) and never blocking the loop. It
- * gets the run's facts in its environment (BATON_JOB, BATON_RUN_ID,
- * BATON_NODE, BATON_GROUP, BATON_HOOK, BATON_OUTCOME, BATON_EXIT_CODE or
- * BATON_SIGNAL, BATON_REASON, BATON_DURATION_MS, BATON_ATTEMPT,
- * BATON_TRIGGER, BATON_SCHEDULED_AT, BATON_STARTED_AT) and BATON_OUTPUT_FILE,
- * a private file (mode 0600, owned by the job's user) holding the run's
- * output tail, removed when the hook ends. Its own output becomes
+ * gets the run's facts in its environment (HOOK_ENV_VARS, below), among
+ * them BATON_OUTPUT_FILE, a private file (mode 0600, owned by the job's
+ * user) holding the run's output tail, removed when the hook ends. Its own output becomes
  * hook_output lines (output.h); hook_start and hook_end frame it. After
  * hook_timeout it gets SIGTERM, and SIGKILL after the job's kill_grace.
  *
@@ -49,6 +46,47 @@
 
 #define HOOKS_ALIVE_MAX    256
 #define HOOKS_DEFERRED_MAX 1024
+
+/* The variables a hook gets besides its job's env, in one table: prepare()
+ * and hook_start set them, and `baton check --reference`, the man pages and
+ * the docs' test list them from here. A variable is set when its meaning
+ * applies (BATON_EXIT_CODE or BATON_SIGNAL...). X(ID, name, meaning as
+ * Markdown). */
+#define HOOK_ENV_VARS(X)                                                                           \
+    X(JOB, "BATON_JOB", "the job's name")                                                          \
+    X(RUN_ID, "BATON_RUN_ID", "the run's id")                                                      \
+    X(NODE, "BATON_NODE", "the node that ran it, and runs the hook")                               \
+    X(GROUP, "BATON_GROUP", "the group")                                                           \
+    X(HOOK, "BATON_HOOK", "`on_failure` or `on_success`")                                          \
+    X(OUTCOME, "BATON_OUTCOME",                                                                    \
+      "how the run ended: `ok`, `failed`, `timeout`, `killed` or `failed_to_start`")               \
+    X(EXIT_CODE, "BATON_EXIT_CODE", "its exit status, when it exited")                             \
+    X(SIGNAL, "BATON_SIGNAL", "the signal that ended it (`TERM`, `KILL`...), when one did")        \
+    X(REASON, "BATON_REASON",                                                                      \
+      "why baton stopped it (`timeout`, `replaced`, `lease_lost`, `shutdown`, "                    \
+      "`registration_lost`), or why it could not start")                                           \
+    X(DURATION_MS, "BATON_DURATION_MS", "how long it ran, in milliseconds")                        \
+    X(ATTEMPT, "BATON_ATTEMPT", "which attempt of its tick it was (1, 2...)")                      \
+    X(TRIGGER, "BATON_TRIGGER", "what started it: `schedule`, `catchup`, `retry` or `manual`")     \
+    X(SCHEDULED_AT, "BATON_SCHEDULED_AT",                                                          \
+      "the tick it ran for, RFC 3339 UTC; for a manual run, the time of the request")              \
+    X(STARTED_AT, "BATON_STARTED_AT",                                                              \
+      "when it started, RFC 3339 UTC with milliseconds, unless it never started")                  \
+    X(OUTPUT_FILE, "BATON_OUTPUT_FILE",                                                            \
+      "a private file (mode 0600, owned by the job's user, in `$TMPDIR` or /tmp) holding the "     \
+      "run's output tail, removed when the hook ends")                                             \
+    X(OUTPUT_DROPPED, "BATON_OUTPUT_DROPPED", "how many bytes of output went before that tail")
+
+enum hook_env_var {
+#define HOOK_ENV_ENUM_(id, name, doc) HOOK_ENV_##id,
+    HOOK_ENV_VARS(HOOK_ENV_ENUM_)
+#undef HOOK_ENV_ENUM_
+        HOOK_ENV_COUNT
+};
+
+/* Returns: the variable's name or meaning; "?" out of range. Static. */
+const char *hook_env_name(enum hook_env_var v);
+const char *hook_env_doc(enum hook_env_var v);
 
 struct hooks;
 

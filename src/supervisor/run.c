@@ -44,6 +44,24 @@ const char *run_trigger_name(enum run_trigger t)
     return ((int)t >= 0 && (size_t)t < sizeof names / sizeof names[0]) ? names[t] : "?";
 }
 
+static const struct {
+    const char *name, *doc;
+} env_vars[RUN_ENV_COUNT] = {
+#define RUN_ENV_ROW_(id, name, doc) [RUN_ENV_##id] = {name, doc},
+    RUN_ENV_VARS(RUN_ENV_ROW_)
+#undef RUN_ENV_ROW_
+};
+
+const char *run_env_name(enum run_env_var v)
+{
+    return ((int)v >= 0 && v < RUN_ENV_COUNT) ? env_vars[v].name : "?";
+}
+
+const char *run_env_doc(enum run_env_var v)
+{
+    return ((int)v >= 0 && v < RUN_ENV_COUNT) ? env_vars[v].doc : "?";
+}
+
 #define X_ RUN_STATE_COUNT /* no move: the event is ignored */
 /* next[state][event] */
 static const enum run_state next_states[RUN_STATE_COUNT][5] = {
@@ -168,20 +186,28 @@ static int open_pipe(int fds[2])
     return pipe2(fds, O_CLOEXEC) != 0 ? errno : 0;
 }
 
-/* The job's environment plus BATON_*: owned (proc_env_free), or NULL. */
+/* The job's environment plus BATON_* (RUN_ENV_VARS, each set here):
+ * owned (proc_env_free), or NULL. */
 static char **build_env(const struct run *run)
 {
-    char sched[32], idvar[96], jobvar[200], schedvar[64], fencevar[48], nodevar[200], trigvar[48],
-        attvar[32];
+    /* One "NAME=value" per row of RUN_ENV_VARS; a row left unset would be
+     * passed empty, which test_jobs catches (it compares a job's BATON_*
+     * with `baton check --reference`). */
+    char vars[RUN_ENV_COUNT][JOB_NAME_MAX + 128] = {{0}}, sched[32];
+    char *mine[RUN_ENV_COUNT];
+#define SET_(id, fmt, ...)                                                                         \
+    snprintf(vars[RUN_ENV_##id], sizeof vars[0], "%s=" fmt, run_env_name(RUN_ENV_##id), __VA_ARGS__)
     log_rfc3339(run->tick, sched, sizeof sched);
-    snprintf(jobvar, sizeof jobvar, "BATON_JOB=%s", run->job->name);
-    snprintf(idvar, sizeof idvar, "BATON_RUN_ID=%s", run->id);
-    snprintf(schedvar, sizeof schedvar, "BATON_SCHEDULED_AT=%s", sched);
-    snprintf(fencevar, sizeof fencevar, "BATON_FENCE=%" PRIu64, run->term);
-    snprintf(nodevar, sizeof nodevar, "BATON_NODE=%s", run->env->node);
-    snprintf(trigvar, sizeof trigvar, "BATON_TRIGGER=%s", run_trigger_name(run->trigger));
-    snprintf(attvar, sizeof attvar, "BATON_ATTEMPT=%d", run->attempt);
-    char *const mine[] = {jobvar, idvar, schedvar, fencevar, nodevar, trigvar, attvar};
+    SET_(JOB, "%s", run->job->name);
+    SET_(RUN_ID, "%s", run->id);
+    SET_(SCHEDULED_AT, "%s", sched);
+    SET_(FENCE, "%" PRIu64, run->term);
+    SET_(NODE, "%s", run->env->node);
+    SET_(TRIGGER, "%s", run_trigger_name(run->trigger));
+    SET_(ATTEMPT, "%d", run->attempt);
+#undef SET_
+    for (int i = 0; i < RUN_ENV_COUNT; i++)
+        mine[i] = vars[i];
     size_t nmine = sizeof mine / sizeof mine[0], njob = 0;
     while (run->job->env != NULL && run->job->env[njob] != NULL)
         njob++;

@@ -97,6 +97,34 @@ const char *run_state_name(enum run_state s);
 const char *run_stop_name(enum run_stop s);
 const char *run_trigger_name(enum run_trigger t);
 
+/* The variables every run gets besides its job's env, in one table: the
+ * run sets each of them (build_env), and `baton check --reference`, the man
+ * pages and the docs' test list them from here. X(ID, name, meaning as
+ * Markdown). */
+#define RUN_ENV_VARS(X)                                                                            \
+    X(JOB, "BATON_JOB", "the job's name")                                                          \
+    X(RUN_ID, "BATON_RUN_ID", "the run's id, as in the log and `baton history`")                   \
+    X(SCHEDULED_AT, "BATON_SCHEDULED_AT",                                                          \
+      "the tick it runs for, RFC 3339 UTC; for a manual run, the time of the request")             \
+    X(FENCE, "BATON_FENCE",                                                                        \
+      "the fencing token: the leader's term, which only grows; give it to what the job changes "   \
+      "so that it can refuse an older one")                                                        \
+    X(NODE, "BATON_NODE", "the node running it")                                                   \
+    X(TRIGGER, "BATON_TRIGGER", "what started it: `schedule`, `catchup`, `retry` or `manual`")     \
+    X(ATTEMPT, "BATON_ATTEMPT", "1, then 2, 3... for the retries of a tick")
+
+enum run_env_var {
+#define RUN_ENV_ENUM_(id, name, doc) RUN_ENV_##id,
+    RUN_ENV_VARS(RUN_ENV_ENUM_)
+#undef RUN_ENV_ENUM_
+        RUN_ENV_COUNT
+};
+
+/* Returns: the variable's name ("BATON_JOB") or meaning; "?" out of range.
+ * Static. */
+const char *run_env_name(enum run_env_var v);
+const char *run_env_doc(enum run_env_var v);
+
 /* The table above: the state after event e in state s, or s itself when
  * the table has no move (the event is ignored). */
 enum run_state run_next_state(enum run_state s, enum run_event e);

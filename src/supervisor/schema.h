@@ -5,8 +5,8 @@
  * section: "lease.ttl" is `lease: {ttl: ...}`), type, offset of the field
  * in the file's struct, default (written as in the file and read by the
  * same code as a value from the file), bounds, hooks and documentation.
- * Reading, defaults, the reference (`baton check --reference`, the README,
- * the man pages) and the effective configuration all loop over the table;
+ * Reading, defaults, the reference (`baton check --reference`, the man
+ * pages) and the effective configuration all loop over the table;
  * the only per-key code is in the hooks.
  *
  * Errors are "file:line:col: <prefix><key>: message", pointing at the

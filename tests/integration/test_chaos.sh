@@ -15,7 +15,7 @@
 #     before it ended (it died with its node, as designed: on a loaded
 #     machine the job may not have written its line by the signal); a tick
 #     claimed ahead (25 ms before its instant) whose leader lost its lease
-#     before the instant is recorded failed_to_start, not run (README), and
+#     before the instant is recorded failed_to_start, not run (deploy/guarantees.md), and
 #     so is, over a quorum, a tick whose claim was undecided when its node
 #     stopped leading;
 #   - fences never go down as time goes up.

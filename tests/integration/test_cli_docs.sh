@@ -77,6 +77,14 @@ for ev in $evs; do
     MANWIDTH=200 man -l "$MAN/baton.1" 2>/dev/null | grep -qE "^       $ev \(" \
         || fail "baton(1) lacks the log event $ev"
 done
+# Every variable a run and a hook get (the tables of run.h and hook.h, as
+# check --reference lists them), each described in jobs.yaml(5)'s ENVIRONMENT.
+vars=$("$B" check --reference | sed -n '/^### The environment of/,$p' | grep -oE '^\| `BATON_[A-Z_]+`' | tr -d '|` ' | sort -u)
+[ "$(echo "$vars" | wc -l)" -ge 17 ] || fail "check --reference lists too few variables: $vars"
+env_section=$(MANWIDTH=200 man -l "$MAN/jobs.yaml.5" 2>/dev/null | sed -n '/^ENVIRONMENT/,/^SEE ALSO/p')
+for v in $vars; do
+    grep -qE "^       $v\$" <<<"$env_section" || fail "jobs.yaml(5)'s ENVIRONMENT lacks $v"
+done
 MANWIDTH=200 man -l "$MAN/libbaton.3" 2>/dev/null | grep -q "baton_with_lock" || fail "libbaton(3) lacks baton_with_lock"
 
 note "bash completion: loads, completes commands, options, values and job names"

@@ -45,6 +45,8 @@ rows=$(cat <<EOF
 64|lock --wait|missing value
 64|lock --url nope://x k -- true|invalid URL
 69|lock --url "redis://127.0.0.1:$dead/0" k -- true|Redis unreachable
+66|lock --password-file "$T/no-such.pw" --url "$REDIS_URL" k -- true|password file unreadable
+64|lock --url "rediss://127.0.0.1:$dead/0?ca=$T/no-such-ca.pem" k -- true|CA file unreadable
 126|lock --url "$REDIS_URL" k -- "$T/jobs.yaml"|not executable
 127|lock --url "$REDIS_URL" k -- /nonexistent/cmd|not found
 0|next --version|--version after the command
@@ -147,10 +149,17 @@ wait_for_line "$T/wd.out" '"level":"error","event":"job_end".*"job":"nowhere".*"
 wait_for_line "$T/wd.out" '"event":"job_end".*"job":"noprog".*"outcome":"failed_to_start","error":"/nonexistent/program: command not found"' 5 >/dev/null
 wait_for_line "$T/wd.out" '"event":"job_end".*"job":"noname".*"error":"no-such-program-here: command not found"' 5 >/dev/null
 
-# The shared table: the same codes as cli.h's list, in the README too.
-codes=$(printf '%s\n' "$all" | grep -oE '^  [0-9]+')
+# The shared table: the same codes as cli.h's list, in baton(1)'s EXIT
+# STATUS (the README points there), no more and no fewer, and the 128+N of
+# baton lock.
+codes=$(printf '%s\n' "$all" | grep -oE '^  [0-9]+' | tr -d ' ')
 at_least 10 "exit codes in the shared table" "$codes"
+section=$(awk '/^\.SH EXIT STATUS/ {on = 1; next} /^\.SH / {on = 0} on' "$BATON_SOURCE_DIR/deploy/man/baton.1")
+[ -n "$section" ] || fail "no EXIT STATUS in baton.1"
 for code in $codes; do
-    grep -qE "^\| $code \| " "$BATON_SOURCE_DIR/README.md" || fail "README's exit status table lacks $code"
+    grep -qxF "\\fB$code\\fR" <<<"$section" || fail "baton(1)'s EXIT STATUS lacks $code"
 done
+assert_eq "$(echo $codes)" "$(grep -oxE '\\fB[0-9]+\\fR' <<<"$section" | tr -dc '0-9\n' | xargs)" \
+    "the codes of baton(1)'s EXIT STATUS"
+grep -q '128+N when the command was killed by signal N' <<<"$section" || fail "baton(1)'s EXIT STATUS lacks 128+N"
 note "ok"

@@ -174,15 +174,15 @@ assert_eq 1 "$terms" "nodes agreeing on the term"
 logged=$(grep -c '"event":"job_end".*"job":"tick".*"outcome":"ok"' "$T/$L1.out")
 [ "$logged" -ge "$ok" ] || fail "more ok runs counted ($ok) than logged ($logged)"
 
-note "the README's scrape config and alert rules pass promtool"
-awk '/^# prometheus.yml$/ {on = 1; next} /^# rules.yml$/ {on = 0} on' "$BATON_SOURCE_DIR/README.md" > "$T/prometheus.yml"
-awk '/^# rules.yml$/ {on = 1; next} on && /^```/ {exit} on' "$BATON_SOURCE_DIR/README.md" > "$T/rules.yml"
+note "the scrape config and alert rules of deploy/operations.md pass promtool"
+awk '/^# prometheus.yml$/ {on = 1; next} /^# rules.yml$/ {on = 0} on' "$BATON_SOURCE_DIR/deploy/operations.md" > "$T/prometheus.yml"
+awk '/^# rules.yml$/ {on = 1; next} on && /^```/ {exit} on' "$BATON_SOURCE_DIR/deploy/operations.md" > "$T/rules.yml"
 grep -q 'scrape_configs:' "$T/prometheus.yml" && grep -q 'alert: BatonLeaderless' "$T/rules.yml" \
-    || fail "the README's Prometheus block was not found"
+    || fail "the Prometheus block of deploy/operations.md was not found"
 promtool check config --syntax-only "$T/prometheus.yml" > "$T/promtool-config.txt" 2>&1 \
-    || fail "promtool check config on the README's scrape config: $(cat "$T/promtool-config.txt")"
+    || fail "promtool check config on the scrape config of deploy/operations.md: $(cat "$T/promtool-config.txt")"
 promtool check rules "$T/rules.yml" > "$T/promtool-rules.txt" 2>&1 \
-    || fail "promtool check rules on the README's rules: $(cat "$T/promtool-rules.txt")"
+    || fail "promtool check rules on the rules of deploy/operations.md: $(cat "$T/promtool-rules.txt")"
 
 note "a graceful handover while clients poll every endpoint of the followers"
 F2=$(for n in n1 n2 n3; do [ "$n" != "$L1" ] && [ "$n" != "$F1" ] && echo $n; done)

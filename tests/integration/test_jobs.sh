@@ -32,6 +32,7 @@ jobs:
     catchup: 0
     shell: |
       echo "job=\$BATON_JOB run=\$BATON_RUN_ID at=\$BATON_SCHEDULED_AT fence=\$BATON_FENCE node=\$BATON_NODE color=\$COLOR"
+      echo "vars=\$(env | sed -n 's/^\(BATON_[A-Z_]*\)=..*/\1/p' | tr '\\n' ' ')"
       echo "pgid=\$(ps -o pgid= -p \$\$ | tr -d ' ') sid_ok stdin=\$(cat | wc -c)"
       echo 'to stderr "quoted" \\ tab:	end' >&2
       head -c 9000 /dev/zero | tr '\\0' x; echo
@@ -43,6 +44,15 @@ line=$(wait_job e1 job_output envjob '"line":"job=' 5)
 run_id=$(echo "$line" | sed 's/.*"run_id":"\([^"]*\)".*/\1/')
 echo "$line" | grep -qE '"line":"job=envjob run='"$run_id"' at=[0-9-]{10}T[0-9:]{8}Z fence=[0-9]+ node=e1 color=blue"' \
     || fail "environment line: $line"
+# Every variable of the code's table, as `baton check --reference` lists
+# it, with a value (the job also inherits the test's own BATON_* names).
+want=$("$B" check --reference | awk '/^### The environment of a job/ {on = 1; next} /^### / {on = 0}
+    on && /^\| `BATON_/ {gsub(/[`| ]/, "", $2); print $2}')
+[ "$(echo "$want" | wc -w)" -ge 7 ] || fail "check --reference lists no run environment: $want"
+vars=$(wait_for_line "$T/e1.out" "\"run_id\":\"$run_id\".*\"line\":\"vars=" 3)
+for v in $want; do
+    grep -q " $v " <<<"${vars/vars=/ }" || fail "a run has no $v (check --reference lists it): $vars"
+done
 start=$(jline e1 job_start envjob | grep "\"run_id\":\"$run_id\"")
 at=$(echo "$start" | sed 's/.*"scheduled_at":"\([^"]*\)".*/\1/')
 echo "$line" | grep -q "at=$at" || fail "BATON_SCHEDULED_AT differs from job_start's scheduled_at ($at)"

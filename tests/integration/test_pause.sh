@@ -179,7 +179,7 @@ bt resume --all | grep -q 'resumed 1 paused entry' || fail "resume --all"
 wait_tick "$T/tick.txt"; wait_tick "$T/tock.txt"
 sleep 1
 # What is left are tombstones (a resume writes one rather than deleting, so
-# that a master that missed it cannot bring the pause back: README).
+# that a master that missed it cannot bring the pause back: deploy/topologies.md).
 assert_eq "" "$(rcli hvals 'baton:{pz}:paused' | grep -v '"state":"cleared"')" "entries in force after resume --all was applied"
 
 # ---------------------------------------------------------------------
