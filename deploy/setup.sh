@@ -39,6 +39,7 @@ TEST_PACKAGES=(
     valgrind                                   # memcheck over baton lock and baton run
     faketime                                   # libfaketime: test_faults steps the supervisors' wall clock
     curl python3                               # the hooks example posts with curl; its test listens with python3
+    debootstrap lintian                        # test_package: a pristine Debian 12 root; the packages' lint
 )
 
 mode=${1:-}
