@@ -11,8 +11,9 @@
 #     "permission denied: /etc/baton is 0750 root:baton (run as root or join
 #     the group baton)";
 #   - the unit's ExecStartPre and ExecStart lines, run as its User= in its
-#     WorkingDirectory=, against a throwaway redis-server: the node leads and
-#     runs a job; SIGTERM stops it;
+#     WorkingDirectory=, against a throwaway redis-server, without the
+#     libmicrohttpd12 it recommends: the node leads and runs a job; SIGTERM
+#     stops it;
 #   - a program compiled with `pkg-config --cflags --libs baton` takes a lock;
 #   - systemd-analyze verify and security --offline=true on the installed
 #     unit (a chroot cannot run systemd: starting, restarting and stopping it
@@ -177,6 +178,8 @@ assert_eq "baton: status: /etc/baton/baton.yaml: permission denied: /etc/baton i
     "$(cat "$T/nobody.txt")" "baton status as nobody"
 
 note "the unit's ExecStartPre and ExecStart, as its User= in its WorkingDirectory=: a leader runs a job"
+# without what baton only recommends: libmicrohttpd12 (the HTTP endpoint)
+in_root dpkg -r libmicrohttpd12 >"$T/no-mhd.txt" 2>&1 || fail "dpkg -r libmicrohttpd12: $(cat "$T/no-mhd.txt")"
 unit=$R/lib/systemd/system/baton.service
 assert_eq baton "$(sed -n 's/^User=//p' "$unit")" "the unit's User="
 workdir=$(sed -n 's/^WorkingDirectory=//p' "$unit")
