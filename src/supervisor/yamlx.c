@@ -200,7 +200,7 @@ int yamlx_read_file(const char *path, char **buf, size_t *len, const struct yaml
     *len = 0;
     fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0 && errno == EACCES) {
-        char why[512];
+        char why[4608]; /* the longest path, its owners and the advice */
         describe_denied(path, why, sizeof why);
         return yamlx_errorf(d, NULL, "%s", why);
     }
