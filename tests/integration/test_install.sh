@@ -21,24 +21,7 @@ for f in share/man/man1/baton.1 share/man/man5/baton.yaml.5 share/man/man5/jobs.
 done
 MANPATH=$prefix/share/man man -w baton.yaml >/dev/null 2>&1 || fail "man does not find the installed baton.yaml(5)"
 grep -qx "License: BSD-3-Clause" "$libdir/pkgconfig/baton.pc" || fail "the installed baton.pc names no license"
-cat > "$T/app.c" <<'C'
-#include <baton.h>
-#include <stdio.h>
-static unsigned long long fence;
-static int work(struct baton_lock *lk, void *arg) { (void)arg; fence = baton_lock_fence(lk); return 0; }
-int main(int argc, char **argv)
-{
-    struct baton_client *c = NULL;
-    if (argc < 2 || baton_client_new(argv[1], NULL, &c) != BATON_OK) {
-        fprintf(stderr, "%s\n", baton_client_errstr(c));
-        return 1;
-    }
-    int rc = baton_with_lock(c, "install:check", NULL, work, NULL);
-    printf("fence %llu, %s\n", fence, baton_errname(BATON_ETAKEN));
-    baton_client_free(c);
-    return rc == 0 && fence > 0 ? 0 : 1;
-}
-C
+cp "$BATON_TESTS_DIR/lib/lock_app.c" "$T/app.c"
 export PKG_CONFIG_PATH=$libdir/pkgconfig
 cc ${BATON_TEST_CFLAGS:-} -o "$T/app" "$T/app.c" $(pkg-config --cflags --libs baton) -Wl,-rpath,"$libdir" \
     || fail "cannot build against the installed library"
