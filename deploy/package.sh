@@ -30,17 +30,24 @@ case $out in /*) ;; *) out=$top/$out ;; esac
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo=sudo
 updated=
-apt_install() { # PACKAGE...: installs those not installed yet
-    local missing=() p
-    for p in "$@"; do
-        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-    done
-    [ ${#missing[@]} -gt 0 ] || return 0
-    echo "package: installing ${missing[*]}"
-    [ -n "$updated" ] || { $sudo apt-get update -qq; updated=1; }
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+apt_get() { # ARGS...: its output only when it fails
+    local log rc=0
+    log=$(mktemp)
+    [ -n "$updated" ] || { $sudo apt-get update -qq >"$log" 2>&1 && updated=1; } || rc=$?
+    [ "$rc" -ne 0 ] || DEBIAN_FRONTEND=noninteractive $sudo apt-get -y -qq --no-install-recommends "$@" \
+        >"$log" 2>&1 || rc=$?
+    [ "$rc" -eq 0 ] || cat "$log" >&2
+    rm -f "$log"
+    return "$rc"
 }
-apt_install dpkg-dev git
+missing=()
+for p in dpkg-dev git; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "package: installing ${missing[*]}"
+    apt_get install "${missing[@]}"
+fi
 
 version=$(dpkg-parsechangelog -l deploy/debian/changelog -S Version)
 project=$(sed -n 's/^project(baton VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
@@ -64,8 +71,7 @@ cp -r deploy/debian "$tree/debian"
 # Build-Depends, and build-essential, which dpkg-buildpackage checks too.
 if ! (cd "$tree" && dpkg-checkbuilddeps) >/dev/null 2>&1; then
     echo "package: installing the build dependencies of deploy/debian/control"
-    [ -n "$updated" ] || { $sudo apt-get update -qq; updated=1; }
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get build-dep -y -qq --no-install-recommends "$tree" >/dev/null
+    apt_get build-dep "$tree"
 fi
 
 echo "package: building baton $version in $tree"
