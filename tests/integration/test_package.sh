@@ -74,7 +74,7 @@ package_cleanup() {
     if findmnt -rn -o TARGET | grep -q "^$R"; then
         echo "[$TEST_NAME] mounts remain under $R: left in place" >&2
     else
-        rm -rf "$R"
+        rm -rf "$R" "$R.owner"
     fi
 }
 trap 'rc=$?; package_cleanup; (exit $rc); harness_cleanup' EXIT
@@ -115,7 +115,16 @@ if [ ! -x "$pristine/bin/bash" ]; then
     ) 9>"$pristine.lock" || fail "debootstrap failed: $(tail -n 20 "$T/debootstrap.txt" 2>/dev/null)"
     note "  made in $(( ($(now_ms) - t) / 1000 )) s"
 fi
+# The roots of runs that were killed before their cleanup (their owner is
+# gone): unmounted, then removed.
+for old in "${TMPDIR:-/tmp}"/baton-package-root.*/; do
+    old=${old%/}
+    [ -d "$old" ] && [ -f "$old.owner" ] && ! kill -0 "$(cat "$old.owner")" 2>/dev/null || continue
+    umount "$old/var/cache/apt/archives" "$old/proc" 2>/dev/null
+    findmnt -rn -o TARGET | grep -q "^$old" || rm -rf "$old" "$old.owner"
+done
 R=$(mktemp -d "${TMPDIR:-/tmp}/baton-package-root.XXXXXX")
+echo $$ >"$R.owner"
 cp -a "$pristine/." "$R/" || fail "cannot copy $pristine"
 cp /etc/resolv.conf "$R/etc/resolv.conf" 2>/dev/null
 mount -t proc proc "$R/proc" || fail "cannot mount /proc in the root"
