@@ -40,6 +40,7 @@ TEST_PACKAGES=(
     gdb                                        # a process that does not exit: where it hangs, in the report
     faketime                                   # libfaketime: test_faults steps the supervisors' wall clock
     curl python3                               # the hooks example posts with curl; its test listens with python3
+    debootstrap lintian                        # test_package: a pristine Debian 12 root; the packages' lint
 )
 
 mode=${1:-}

@@ -23,8 +23,8 @@ const char *tool_config_path(const char *cmd, const char *given, int *rc)
     const char *path = given != NULL ? given : config_default_path();
     if (path == NULL) {
         *rc = cli_error(CLI_EXIT_CONFIG, cmd,
-                        "no configuration: give -c FILE, or create ./baton.yaml or "
-                        "/etc/baton/baton.yaml");
+                        "no configuration: give -c FILE, or create ./baton.yaml or %s",
+                        config_sys_path());
         return NULL;
     }
     if (*path == '\0') {

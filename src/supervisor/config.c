@@ -552,12 +552,30 @@ void config_free(struct config *c)
     free(c);
 }
 
+#ifndef BATON_SYSCONFDIR
+#define BATON_SYSCONFDIR "/etc"
+#endif
+
+const char *config_sys_path(void)
+{
+    return BATON_SYSCONFDIR "/baton/baton.yaml";
+}
+
 const char *config_default_path(void)
 {
-    static const char *const paths[] = {"baton.yaml", "/etc/baton/baton.yaml"};
+    /* The install's own directory first (/etc/baton for the package and a
+     * build configured for the prefix /usr, /usr/local/etc/baton for the
+     * default prefix), then /etc/baton, where `cmake --install --prefix
+     * /usr` puts the samples of a build configured for another prefix. */
+    static const char *const paths[] = {"baton.yaml", BATON_SYSCONFDIR "/baton/baton.yaml",
+                                        "/etc/baton/baton.yaml"};
 
     for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
-        if (access(paths[i], F_OK) == 0)
+        /* A file behind a directory this user cannot search (/etc/baton is
+         * 0750 root:baton) may exist: opening it says why it cannot be
+         * read, rather than "no configuration". (A working directory that
+         * cannot be searched, after su, is no reason to stop looking.) */
+        if (access(paths[i], F_OK) == 0 || (errno == EACCES && paths[i][0] == '/'))
             return paths[i];
     return NULL;
 }

@@ -89,10 +89,16 @@ void config_free(struct config *c);
  * jobs as `baton run` runs them. Same contract as jobs_load(). */
 int config_load_jobs(const struct config *c, struct jobs **out, char *err, size_t errlen);
 
-/* Without -c: "baton.yaml" (in the working directory) then
- * "/etc/baton/baton.yaml". Returns: the first that exists (a static string),
- * or NULL. */
+/* Without -c: "baton.yaml" (in the working directory), then config_sys_path(),
+ * then "/etc/baton/baton.yaml". Returns: the first that exists, or that this
+ * user cannot tell exists (a directory on its path is not searchable: its
+ * load then says so); a static string; or NULL. */
 const char *config_default_path(void);
+
+/* The install's baton.yaml: SYSCONFDIR/baton/baton.yaml, SYSCONFDIR being
+ * CMake's CMAKE_INSTALL_FULL_SYSCONFDIR (/etc for the prefix /usr,
+ * /usr/local/etc for /usr/local). Returns: a static string. */
+const char *config_sys_path(void);
 
 /* Writes the options reference, a Markdown table (key, type, default, bounds,
  * meaning), and the relations checked at load: for the docs and `baton

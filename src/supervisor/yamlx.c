@@ -8,7 +8,10 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <inttypes.h>
+#include <pwd.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,6 +135,60 @@ const char *yamlx_kind_name(const struct yamlx_node *n)
 /* ------------------------------------------------------------------------ */
 /* Reading a file */
 
+/* Why this user may not read path (open said EACCES): the first directory
+ * on its path that it cannot search, or the file, with its mode and owners
+ * and what would give access, e.g. "permission denied: /etc/baton is 0750
+ * root:baton (run as root or join the group baton)". */
+static void describe_denied(const char *path, char *out, size_t len)
+{
+    char at[4096];
+    size_t n = strlen(path);
+    struct stat st;
+
+    if (n >= sizeof at) {
+        snprintf(out, len, "permission denied");
+        return;
+    }
+    /* The shortest prefix that ends at a '/' (a directory) and cannot be
+     * searched, else the file itself. */
+    memcpy(at, path, n + 1);
+    bool dir = false;
+    for (size_t i = 1; i < n; i++) {
+        if (path[i] != '/')
+            continue;
+        at[i] = '\0';
+        if (access(at, X_OK) != 0 && errno == EACCES) {
+            dir = true;
+            break;
+        }
+        at[i] = '/';
+    }
+    if (stat(at, &st) != 0) {
+        snprintf(out, len, "permission denied");
+        return;
+    }
+    char owner[64], group[64], who[160];
+    const struct passwd *pw = getpwuid(st.st_uid);
+    const struct group *gr = getgrgid(st.st_gid);
+    if (pw != NULL)
+        snprintf(owner, sizeof owner, "%s", pw->pw_name);
+    else
+        snprintf(owner, sizeof owner, "%u", (unsigned)st.st_uid);
+    if (gr != NULL)
+        snprintf(group, sizeof group, "%s", gr->gr_name);
+    else
+        snprintf(group, sizeof group, "%u", (unsigned)st.st_gid);
+    /* What the group's bits would give: search for a directory, read for
+     * the file. */
+    mode_t need = dir ? S_IXGRP : S_IRGRP;
+    if ((st.st_mode & need) != 0 && st.st_gid != 0)
+        snprintf(who, sizeof who, "run as root or join the group %s", group);
+    else
+        snprintf(who, sizeof who, "run as root");
+    snprintf(out, len, "permission denied: %s is %04o %s:%s (%s)", at,
+             (unsigned)(st.st_mode & 07777), owner, group, who);
+}
+
 int yamlx_read_file(const char *path, char **buf, size_t *len, const struct yamlx_diag *d)
 {
     struct stat st;
@@ -142,6 +199,11 @@ int yamlx_read_file(const char *path, char **buf, size_t *len, const struct yaml
     *buf = NULL;
     *len = 0;
     fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 && errno == EACCES) {
+        char why[4608]; /* the longest path, its owners and the advice */
+        describe_denied(path, why, sizeof why);
+        return yamlx_errorf(d, NULL, "%s", why);
+    }
     if (fd < 0)
         return yamlx_errorf(d, NULL, "cannot open: %s", strerror(errno));
     if (fstat(fd, &st) != 0) {

@@ -112,7 +112,32 @@ expect_fail 78 check "$T/missing.yaml: cannot open: No such file or directory" -
 mkdir "$T/empty"
 (cd "$T/empty" && "$B" check >"$T/cmd.stdout" 2>"$T/cmd.stderr"); rc=$?
 assert_eq 78 $rc "check without -c nor ./baton.yaml"
-assert_eq "baton: check: no configuration: give -c FILE, or create ./baton.yaml or /etc/baton/baton.yaml" "$(cat "$T/cmd.stderr")" "check without a config"
+# The install's own baton.yaml: /etc/baton/ for the prefix /usr, SYSCONFDIR/baton/ otherwise.
+grep -qxE "baton: check: no configuration: give -c FILE, or create ./baton.yaml or /(.+/)?etc/baton/baton.yaml" "$T/cmd.stderr" ||
+    fail "check without a config: $(cat "$T/cmd.stderr")"
+
+note "check: a configuration its user cannot read says so, and who can read it (not 'no configuration')"
+# As the package has it: /etc/baton is 0750 root:baton. Run as nobody when
+# root (its group here: daemon); as a user of its own file of mode 0 otherwise.
+mkdir "$T/etc-baton"
+printf 'node: x\n' >"$T/etc-baton/baton.yaml"
+if [ "$(id -u)" = 0 ]; then
+    chmod 711 "$T"
+    chgrp daemon "$T/etc-baton"
+    chmod 0750 "$T/etc-baton"
+    as_user=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
+    want="baton: check: $T/etc-baton/baton.yaml: permission denied: $T/etc-baton is 0750 root:daemon (run as root or join the group daemon)"
+else
+    chmod 0 "$T/etc-baton/baton.yaml"
+    as_user=()
+    want="baton: check: $T/etc-baton/baton.yaml: permission denied: $T/etc-baton/baton.yaml is 0000 $(id -un):$(id -gn) (run as root)"
+fi
+# (grep, not the whole of stderr: a coverage build run as nobody also says it cannot write its counters)
+"${as_user[@]}" "$B" check -c "$T/etc-baton/baton.yaml" >"$T/cmd.stdout" 2>"$T/cmd.stderr"
+assert_eq 78 "$?" "check of an unreadable configuration"
+grep -qxF -- "$want" "$T/cmd.stderr" || fail "check of an unreadable configuration: $(cat "$T/cmd.stderr")"
+chmod 0755 "$T/etc-baton"
+chmod 0644 "$T/etc-baton/baton.yaml"
 
 # ---- three supervisors -------------------------------------------------------------
 note "starting three supervisors"

@@ -30,4 +30,15 @@ done
 for cmd in $cmds; do
     "$BATON_BIN" "$cmd" --help | grep -qiE '\bseed [0-9]' && fail "baton $cmd --help speaks of seeds"
 done
+# deploy/README.md names only what exists: every `snake_case` name in it is
+# a key or an event of the reference, a metric, or a test (it named an
+# alert event, tick_dropped, that the supervisor never logs).
+known=$("$BATON_BIN" check --reference | sed -n 's/^| `\([a-z_.]*\)` |.*/\1/p' | tr . '\n')
+for name in $(grep -oE '`[a-z][a-z0-9]*(_[a-z0-9]+)+`' "$root/deploy/README.md" | tr -d '`' | sort -u); do
+    case $name in
+        baton_*) grep -q "\"$name" "$root/src/supervisor/metrics.c" || fail "deploy/README.md names a metric that does not exist: $name" ;;
+        test_*) [ -f "$root/tests/integration/$name.sh" ] || fail "deploy/README.md names a test that does not exist: $name" ;;
+        *) grep -qx "$name" <<<"$known" || fail "deploy/README.md names \`$name\`: no key nor event of 'baton check --reference'" ;;
+    esac
+done
 note "ok"

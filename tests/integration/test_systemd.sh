@@ -5,7 +5,7 @@
 # its reload validates first: the ExecReload lines, run in order as systemd
 # runs them, refuse a bad jobs.yaml before any SIGHUP and apply a good one;
 # the sysusers.d and tmpfiles.d entries apply; the sample configuration is
-# never overwritten.
+# never overwritten; deploy/README.md's drop-ins apply to it as written.
 . "$BATON_TESTS_DIR/lib/harness.sh"
 command -v systemd-analyze >/dev/null || fail "systemd-analyze is not installed (apt-get install systemd)"
 [ -x "${BATON_NOTIFY_LISTEN:-}" ] || fail "BATON_NOTIFY_LISTEN is not set (run the test through ctest)"
@@ -44,6 +44,38 @@ for k in NoNewPrivileges ProtectSystem ProtectHome PrivateTmp CapabilityBounding
 done
 assert_eq on-failure "$(key Restart)" "Restart"
 assert_eq "" "$(key CapabilityBoundingSet)" "CapabilityBoundingSet (none)"
+
+note "deploy/README.md's drop-ins, pasted as written, apply to the unit"
+# Each sh block of deploy/README.md that writes a drop-in, as a rendered
+# page shows it (without its list indentation), run with /etc/systemd/system
+# under $T and systemctl only recorded; then the unit with that drop-in:
+# verify has no remark (an unknown key or a bad value would be one), and
+# the key is one the unit sets or names in its comments.
+dropins=$T/etc-systemd/baton.service.d
+awk '/^ *```sh$/ { ind = index($0, "`") - 1; code = 1; n++; next }
+     code && /^ *```$/ { code = 0; next }
+     code { print substr($0, ind + 1) > (dir "/block." n) }' dir="$T" "$BATON_SOURCE_DIR/deploy/README.md"
+blocks=0
+for b in "$T"/block.*; do
+    grep -q 'baton.service.d' "$b" || continue
+    blocks=$((blocks + 1))
+    rm -rf "$dropins" "$unit.d"
+    sed "s|/etc/systemd/system|$T/etc-systemd|g" "$b" >"$b.sh"
+    (systemctl() { echo "systemctl $*" >>"$T/systemctl.log"; }; . "$b.sh") >"$T/block.out" 2>&1 ||
+        fail "deploy/README.md's block fails as written: $(cat "$b") -- $(cat "$T/block.out")"
+    conf=$(ls "$dropins"/*.conf 2>/dev/null)
+    [ -n "$conf" ] || fail "deploy/README.md's block writes no drop-in: $(cat "$b")"
+    cp -r "$dropins" "$unit.d"
+    (cd "$T" && systemd-analyze verify --man=no "$unit") >"$T/verify-dropin.txt" 2>&1 ||
+        fail "verify with $(basename "$conf"): $(cat "$T/verify-dropin.txt")"
+    [ -s "$T/verify-dropin.txt" ] && fail "verify with $(basename "$conf") has remarks: $(cat "$T/verify-dropin.txt")"
+    for k in $(sed -n 's/^\([A-Za-z]*\)=.*/\1/p' "$conf"); do
+        grep -qE "^#? *$k=" "$unit" || fail "the drop-in sets $k, which the unit neither sets nor names"
+    done
+    rm -rf "$unit.d"
+done
+assert_eq 3 "$blocks" "drop-ins in deploy/README.md (write paths, a JIT, home directories)"
+grep -q 'daemon-reload' "$T/systemctl.log" || fail "deploy/README.md's drop-ins are not followed by systemctl daemon-reload"
 
 note "TimeoutStopSec and WatchdogSec fit the installed baton.yaml"
 secs() { echo "${1%s}"; } # 45s -> 45
