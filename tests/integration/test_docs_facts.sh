@@ -20,17 +20,6 @@ python3 "$BATON_TESTS_DIR/lib/docs_facts.py" "$T/reference.md" "$T/lock-help.txt
     CMakeLists.txt "${docs[@]}" >"$T/facts.txt" 2>&1
 rc=$?
 [ "$rc" -le 1 ] || fail "docs_facts.py failed: $(cat "$T/facts.txt")"
-# Known defects whose fix is on its way from another branch: each pattern
-# must match a problem (else its line here must go: the fix is in), and
-# the problems it matches are not this test's failure.
-pending=(
-    # deploy/README.md, "What to monitor" (issue 34, branch d2-pkg)
-    '^deploy/README\.md:[0-9]+: tick_dropped, named among events, is not in events\.h$'
-)
-for p in "${pending[@]}"; do
-    grep -qE -- "$p" "$T/facts.txt" || fail "the pending defect /$p/ is gone: remove it from test_docs_facts.sh"
-    grep -vE -- "$p" "$T/facts.txt" >"$T/facts.left"; mv "$T/facts.left" "$T/facts.txt"
-done
 [ ! -s "$T/facts.txt" ] || fail "documents that disagree with the code:
 $(cat "$T/facts.txt")"
 
