@@ -19,6 +19,7 @@
 #include <cjson/cJSON.h>
 
 #include "baton.h"
+#include "clock.h"
 #include "config.h"
 #include "cron.h"
 #include "http.h"
@@ -27,10 +28,6 @@
 
 _Static_assert(sizeof(enum log_level) == sizeof(int), "enum options are stored as int");
 _Static_assert(sizeof(enum log_format) == sizeof(int), "enum options are stored as int");
-
-#define MS_SECOND INT64_C(1000)
-#define MS_MINUTE (60 * MS_SECOND)
-#define MS_HOUR   (60 * MS_MINUTE)
 
 /* ------------------------------------------------------------------------ */
 /* Checks and computed defaults (the hooks of the table) */

@@ -20,17 +20,13 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "cron.h"
 #include "jobs.h"
 #include "schema.h"
 #include "yamlx.h"
 
 _Static_assert(sizeof(enum job_concurrency) == sizeof(int), "enum keys are stored as int");
-
-#define MS_SECOND INT64_C(1000)
-#define MS_MINUTE (60 * MS_SECOND)
-#define MS_HOUR   (60 * MS_MINUTE)
-#define MS_DAY    (24 * MS_HOUR)
 
 #define JOBS_MAX     10000 /* jobs in one file */
 

@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "log.h"
 #include "logfmt.h"
 #include "utf8.h"
@@ -225,13 +226,6 @@ static size_t queue_limit(enum log_event ev)
     if (ev == LE_LOG_LINES_DROPPED)
         return SIZE_MAX;
     return is_bulk(ev) ? LOG_QUEUE_MAX : LOG_QUEUE_MAX + LOG_QUEUE_RESERVE;
-}
-
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* Queues a formatted line (NUL-terminated, without its newline) for the

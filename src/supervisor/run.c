@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "proc.h"
 #include "run.h"
 
@@ -63,15 +64,6 @@ enum run_state run_next_state(enum run_state s, enum run_event e)
     return n == X_ ? s : n;
 }
 #undef X_
-
-/* ---- clocks ---- */
-
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* ---- logging ---- */
 

@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "claim.h"
+#include "clock.h"
 #include "history.h"
 #include "hook.h"
 #include "keys.h"
@@ -81,7 +82,6 @@
 #define STEP_BACK_MS  1000
 #define PAUSE_FLUSH_S 3600      /* a paused job's skipped ticks are recorded at least this often */
 #define PAUSE_FOREVER INT64_MAX /* paused, no resume yet */
-#define MS            INT64_C(1000000)
 
 /* ---- the parts ---- */
 
@@ -247,18 +247,6 @@ struct runner {
 };
 
 /* ---- clocks ---- */
-
-static int64_t mono_ns(void)
-{
-    return loop_now();
-}
-
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* The monotonic time at which the wall clock shows unix_s. */
 static int64_t mono_at(int64_t unix_s, int64_t now_ns, int64_t now_wall_ms)
@@ -2469,13 +2457,6 @@ static void fence_lease_runs(struct runner *r, int64_t now)
 }
 
 /* ---- prepared runs: the go at their instant ---- */
-
-static int64_t wall_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 /* Tells each prepared run whose instant has come to go: only before the
  * stop point of what covers it (the lease while this node leads, its own

@@ -234,6 +234,7 @@ void http_stop(struct http *h)
 #include <sys/eventfd.h>
 #include <time.h>
 
+#include "clock.h"
 #include "dynlib.h"
 
 /* libmicrohttpd's own limit: ours, and room for the connections shut down
@@ -324,13 +325,6 @@ struct http {
     char address[300];
     char unix_path[256]; /* removed at stop */
 };
-
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 /* The smaller of two epoll timeouts in ms (-1: none). */
 static int sooner(int a, int b)

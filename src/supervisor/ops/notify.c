@@ -8,6 +8,7 @@
 #ifdef BATON_HAVE_SYSTEMD
 #include <systemd/sd-daemon.h>
 
+#include "clock.h"
 #include "dynlib.h"
 
 bool notify_available(void)
@@ -104,14 +105,12 @@ void notify_status(struct notify *n, const char *status)
 
 void notify_reloading(struct notify *n)
 {
-    struct timespec ts;
     char buf[64];
     if (!n->ready)
         return; /* not started yet: nothing to reload in systemd's eyes */
-    clock_gettime(CLOCK_MONOTONIC, &ts);
     n->reloading = true;
     snprintf(buf, sizeof buf, "RELOADING=1\nMONOTONIC_USEC=%llu",
-             (unsigned long long)ts.tv_sec * 1000000ull + (unsigned long long)ts.tv_nsec / 1000);
+             (unsigned long long)(mono_ns() / 1000));
     send_with_status(n, buf, "reloading baton.yaml and jobs.yaml");
 }
 

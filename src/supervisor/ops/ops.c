@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "cron.h"
 #include "history.h"
 #include "http.h"
@@ -32,7 +33,6 @@
 #define BATON_VERSION_STRING "unknown"
 #endif
 
-#define MS       INT64_C(1000000)
 #define RR_SHARE 4 /* of OPS_HISTORY_BUDGET: jobs re-read in turn while watched */
 
 /* Why a job's last run needs reading again: it ended here (read at the
@@ -128,13 +128,6 @@ struct ops {
     int64_t next_tick_ns, next_ping_ns, next_refresh_ns;
     bool watched;
 };
-
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void lastrun_unref(struct lastrun *r)
 {
