@@ -241,8 +241,8 @@ static int set_hook_success(void *obj, struct schema_ctx *ctx, const struct yaml
 /* ------------------------------------------------------------------------ */
 /* The table */
 
-static const char *const log_level_names[] = {"debug", "info", "warn", "error", NULL};
-static const char *const log_format_names[] = {"auto", "json", "text", NULL};
+const char *const log_level_names[] = {"debug", "info", "warn", "error", NULL};
+const char *const log_format_names[] = {"auto", "json", "text", NULL};
 
 #define OFF(f) offsetof(struct config, f)
 

@@ -30,11 +30,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "jobs.h" /* struct job_cmd, struct jobs_base */
-
-enum log_level { LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR };
-/* log.format: auto is text on a terminal, JSON otherwise. */
-enum log_format { LOG_FORMAT_AUTO, LOG_FORMAT_JSON, LOG_FORMAT_TEXT };
+#include "jobs.h"      /* struct job_cmd, struct jobs_base */
+#include "log_level.h" /* enum log_level, enum log_format */
 
 struct config {
     char *path;                /* the file it came from (owned) */

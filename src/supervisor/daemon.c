@@ -36,6 +36,7 @@
 
 #include "baton.h"
 #include "clock.h"
+#include "config.h"
 #include "daemon.h"
 #include "drift.h"
 #include "hook.h"

@@ -62,11 +62,9 @@ static char *format_line(const struct log *lg, bool text, bool color, enum log_l
                          enum log_event ev, cJSON *fields);
 static void report_drops(struct log *lg, bool now);
 
-static const char *const level_names[] = {"debug", "info", "warn", "error"};
-
 const char *log_level_name(enum log_level lvl)
 {
-    return ((int)lvl >= 0 && lvl <= LOG_ERROR) ? level_names[lvl] : "info";
+    return ((int)lvl >= 0 && lvl <= LOG_ERROR) ? log_level_names[lvl] : "info";
 }
 
 struct log *log_new(int fd, enum log_level min, const char *node, const char *group)

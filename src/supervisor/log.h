@@ -24,8 +24,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "config.h"
 #include "events.h"
+#include "log_level.h"
 
 struct log;
 
