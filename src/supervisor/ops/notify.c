@@ -3,12 +3,12 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "clock.h"
 #include "notify.h"
 
 #ifdef BATON_HAVE_SYSTEMD
 #include <systemd/sd-daemon.h>
 
-#include "clock.h"
 #include "dynlib.h"
 
 bool notify_available(void)
