@@ -33,3 +33,31 @@ int dynlib_open(const char *soname, const char *what, const char *package,
     dlclose(h); /* RTLD_NODELETE: it stays, and its addresses with it */
     return 0;
 }
+
+int dynlib_mhd_open(const struct dynlib_sym *syms, size_t n, char *msg, size_t msglen)
+{
+#ifdef BATON_HAVE_MHD
+    void *slot[64];
+    struct dynlib_sym all[] = {
+#define DYNLIB_MHD_NAME_(field, sym) {#sym, NULL},
+        DYNLIB_MHD_CALLS(DYNLIB_MHD_NAME_)
+#undef DYNLIB_MHD_NAME_
+    };
+    _Static_assert(sizeof all / sizeof all[0] <= sizeof slot / sizeof slot[0], "room for the calls");
+    if (syms == NULL) {
+        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+            all[i].slot = &slot[i];
+        syms = all;
+        n = sizeof all / sizeof all[0];
+    }
+    return dynlib_open(BATON_MHD_SONAME, "the HTTP endpoint", "libmicrohttpd12", syms, n, msg,
+                       msglen);
+#else
+    (void)syms;
+    (void)n;
+    snprintf(msg, msglen,
+             "this baton was built without libmicrohttpd: it has no HTTP server "
+             "(install libmicrohttpd-dev and rebuild, or set http.listen: off)");
+    return -1;
+#endif
+}

@@ -29,4 +29,29 @@ struct dynlib_sym {
 int dynlib_open(const char *soname, const char *what, const char *package,
                 const struct dynlib_sym *syms, size_t n, char *msg, size_t msglen);
 
+/* libmicrohttpd's calls that the HTTP endpoint makes (ops/http.c),
+ * X(field, symbol): one list for the server, which resolves them into
+ * pointers typed by the package's header, and for the configuration's
+ * check, which only needs them to resolve. */
+#define DYNLIB_MHD_CALLS(X)                                                                        \
+    X(start_daemon, MHD_start_daemon)                                                              \
+    X(stop_daemon, MHD_stop_daemon)                                                                \
+    X(run, MHD_run)                                                                                \
+    X(get_timeout, MHD_get_timeout)                                                                \
+    X(get_daemon_info, MHD_get_daemon_info)                                                        \
+    X(get_connection_info, MHD_get_connection_info)                                                \
+    X(add_connection, MHD_add_connection)                                                          \
+    X(lookup_connection_value, MHD_lookup_connection_value)                                        \
+    X(create_response_from_buffer, MHD_create_response_from_buffer)                                \
+    X(add_response_header, MHD_add_response_header)                                                \
+    X(queue_response, MHD_queue_response)                                                          \
+    X(destroy_response, MHD_destroy_response)
+
+/* Opens libmicrohttpd for the HTTP endpoint and resolves syms[0..n) (the
+ * calls above); with syms NULL, resolves every call of the list and keeps
+ * none: a configuration asking for HTTP is so refused at once where the
+ * library is missing. Returns 0, or -1 with msg as dynlib_open()'s (in a
+ * build without libmicrohttpd, always -1, saying so). */
+int dynlib_mhd_open(const struct dynlib_sym *syms, size_t n, char *msg, size_t msglen);
+
 #endif

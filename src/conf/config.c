@@ -22,7 +22,8 @@
 #include "clock.h"
 #include "config.h"
 #include "cron.h"
-#include "http.h"
+#include "dynlib.h"
+#include "listen.h"
 #include "schema.h"
 #include "yamlx.h"
 
@@ -142,7 +143,7 @@ static int check_http_listen(const char *s, char *msg, size_t msglen)
         return 0;
     if (http_listen_parse(s, &l, msg, msglen) != 0)
         return -1;
-    return http_load(msg, msglen);
+    return dynlib_mhd_open(NULL, 0, msg, msglen);
 }
 
 /* http.allowed_hosts: a host name or a list of them, kept comma-separated

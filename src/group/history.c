@@ -9,7 +9,7 @@
 #include "answers.h"
 #include "history.h"
 #include "keys.h"
-#include "log.h"
+#include "rfc3339.h"
 #include "utf8.h"
 
 static const struct {

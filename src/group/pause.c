@@ -8,8 +8,8 @@
 
 #include "answers.h"
 #include "keys.h"
-#include "log.h"
 #include "pause.h"
+#include "rfc3339.h"
 
 /* The entry's JSON, or nil when it is not readable; its version. */
 #define DECODE                                                                                     \

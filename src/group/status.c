@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "cron.h"
-#include "log.h"
+#include "rfc3339.h"
 #include "status.h"
 
 struct status_job status_job_of(const struct job *j, const struct history_rec *last,

@@ -23,23 +23,21 @@
  * Unix socket's clients have no address to tell them apart: they share the
  * HTTP_MAX_CONNS.
  *
- * DNS rebinding: a TCP server answers only requests whose Host header
- * (its port aside) is an IP address literal, localhost or a name under
- * .localhost, the machine's host name (or its first label), the host of
- * http.listen, or one of the allowed names given to http_start()
- * ("*.example.com" stands for any name under example.com); others get 421
- * Misdirected Request. A request
- * without Host is served over HTTP/1.0 only. A browser sends an IP literal
- * only to the host of that address, without asking DNS, so a page of
- * another site cannot make it name ours. A Unix socket serves any Host.
+ * DNS rebinding: a TCP server answers only the Host headers that
+ * http_host_allowed() (listen.h) accepts, with the allowed names given to
+ * http_start(); others get 421 Misdirected Request. A request without
+ * Host is served over HTTP/1.0 only.
  *
- * Without libmicrohttpd at build time (BATON_HAVE_MHD undefined),
- * http_start() fails and http_available() is false. */
+ * libmicrohttpd is opened when a server starts (dynlib.h). Without it at
+ * build time (BATON_HAVE_MHD undefined), http_start() fails and
+ * http_available() is false. */
 #ifndef BATON_HTTP_H
 #define BATON_HTTP_H
 
 #include <stdbool.h>
 #include <stddef.h>
+
+#include "listen.h" /* struct http_listen, http_host_allowed */
 
 #define HTTP_MAX_CONNS   64
 #define HTTP_MAX_PER_IP  16
@@ -47,7 +45,6 @@
 #define HTTP_LIFETIME_MS 10000
 #define HTTP_MAX_URI     2048
 #define HTTP_MAX_REQUEST 16384
-#define HTTP_MAX_HOSTS   1024 /* the allowed names, comma-separated, at most */
 
 /* What a handler answers. body is owned by the response (malloc'd; freed
  * by the server); NULL with len 0 for none. */
@@ -68,34 +65,8 @@ struct http_route {
     http_handler_fn fn;
 };
 
-/* A parsed `http.listen`: "host:port", "[v6addr]:port" or "unix:/path". */
-struct http_listen {
-    bool unix_socket;
-    char host[256]; /* or the socket's path */
-    char port[8];
-};
-
-/* Parses spec (not "off"). Returns 0, or -1 with a message in msg. */
-int http_listen_parse(const char *spec, struct http_listen *out, char *msg, size_t msglen);
-
-/* Checks one allowed name of http.allowed_hosts: a host name without a
- * port (letters, digits, - and _ in dot-separated labels), or "*." and
- * such a name. Returns 0, or -1 with a message (without the name) in msg. */
-int http_allowed_name_check(const char *name, char *msg, size_t msglen);
-
-/* True when a TCP server whose allowed names are names (comma-separated,
- * each passing http_allowed_name_check; NULL or "" for none) answers a
- * request with this Host header value (not NULL): see the top of this
- * file. Case does not matter; the port and a trailing dot are ignored. */
-bool http_host_allowed(const char *host, const char *names);
-
 /* True when this build has the HTTP server. */
 bool http_available(void);
-
-/* Opens libmicrohttpd (it stays loaded), so that a configuration asking
- * for HTTP is refused at once where the library is missing. Returns 0, or
- * -1 with a message in msg (also in a build without it). */
-int http_load(char *msg, size_t msglen);
 
 struct http;
 
