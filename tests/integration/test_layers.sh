@@ -1,0 +1,32 @@
+# test_layers.sh -- nothing includes up the chain of folders (common <- conf
+# <- group <- supervisor <- cli; cron, machine and libbaton below all, the
+# rest of the tree using libbaton through its installed headers only), and
+# src/lib's layers call only down (tests/lib/layers.py says how each is
+# read from the sources). Each rule is also shown to fail: on a copy of the
+# tree with one violation put in.
+. "$BATON_TESTS_DIR/lib/harness.sh"
+root=$BATON_SOURCE_DIR
+check="$BATON_TESTS_DIR/lib/layers.py"
+out=$(python3 "$check" "$root" 2>&1) || fail "the tree breaks its layering:
+$out"
+
+# violate FILE TEXT WANT: a copy of the tree with TEXT appended to FILE
+# must fail, with a line matching WANT.
+violate() {
+    rm -rf "$T/tree"
+    mkdir -p "$T/tree"
+    cp -r "$root/src" "$root/machine" "$T/tree/"
+    printf '%s\n' "$2" >>"$T/tree/$1"
+    local got
+    got=$(python3 "$check" "$T/tree" 2>&1) && fail "layers.py passed with $1 += [$2]"
+    printf '%s\n' "$got" | grep -qE "$3" || fail "layers.py on $1 += [$2]: expected /$3/ in: $got"
+}
+violate src/group/keys.c '#include "log.h"' 'src/group/keys.c: includes log.h from src/supervisor, a layer above src/group'
+violate src/conf/config.c '#include "keys.h"' 'src/conf/config.c: includes keys.h from src/group'
+violate src/common/utf8.c '#include "config.h"' 'src/common/utf8.c: includes config.h from src/conf'
+violate src/supervisor/log.c '#include "cli.h"' 'includes cli.h from src/cli'
+violate src/cron/cron.c '#include "utf8.h"' 'src/cron depends on nothing of ours'
+violate src/cli/tools.c '#include "baton_int.h"' "libbaton's internal header"
+cp "$root/src/common/utf8.h" "$T/utf8.h"
+violate src/conf/utf8.h "$(cat "$T/utf8.h")" 'utf8.h: a header of this name is in src/common, src/conf'
+note "ok"
