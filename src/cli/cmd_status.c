@@ -44,6 +44,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "baton_election.h"
 #include "cli.h"
 #include "clock.h"
 #include "config.h"

@@ -19,6 +19,7 @@
 #include <cjson/cJSON.h>
 
 #include "baton.h"
+#include "baton_redis.h" /* baton_url_quorum() */
 #include "clock.h"
 #include "config.h"
 #include "cron.h"

@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-#include "baton.h"
+#include "baton_redis.h"
 
 /* Checks that a majority of the masters answered without an error
  * (baton_answers_check(): else its code, the detail in c's errstr: on one

@@ -63,7 +63,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "baton.h"
+#include "baton_redis.h"
 
 enum claim_mode {
     CLAIM_RUN,          /* claim and register (allow, replace) */

@@ -41,7 +41,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "baton.h"
+#include "baton_redis.h"
 
 #define HISTORY_VERSION 3
 

@@ -10,6 +10,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "baton_redis.h"
 #include "keys.h"
 #include "members.h"
 

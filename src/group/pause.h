@@ -35,7 +35,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "baton.h"
+#include "baton_redis.h"
 
 #define PAUSE_ALL "*"
 

@@ -48,7 +48,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "baton.h"
+#include "baton_election.h"
 #include "history.h"
 #include "jobs.h"
 #include "members.h"

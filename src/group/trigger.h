@@ -47,7 +47,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "baton.h"
+#include "baton_redis.h"
 #include "claim.h"
 #include "history.h"
 

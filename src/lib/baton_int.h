@@ -48,6 +48,8 @@
 #include <stdint.h>
 
 #include "baton.h"
+#include "baton_election.h"
+#include "baton_redis.h"
 
 /* The struct of type that holds member field at p (a task, a timer, a job
  * embedded in the object it works on). */

@@ -27,6 +27,7 @@ violate src/common/utf8.c '#include "config.h"' 'src/common/utf8.c: includes con
 violate src/supervisor/log.c '#include "cli.h"' 'includes cli.h from src/cli'
 violate src/cron/cron.c '#include "utf8.h"' 'src/cron depends on nothing of ours'
 violate src/cli/tools.c '#include "baton_int.h"' "libbaton's internal header"
+violate src/lib/baton.h '#include "baton_redis.h"' 'src/lib/baton.h: includes baton_redis.h'
 cp "$root/src/common/utf8.h" "$T/utf8.h"
 violate src/conf/utf8.h "$(cat "$T/utf8.h")" 'utf8.h: a header of this name is in src/common, src/conf'
 note "ok"

@@ -8,7 +8,8 @@ nothing of the others):
     src/cron, machine, src/lib (its public headers only)
     src/common   <- src/conf <- src/group <- src/supervisor (ops/, shim/) <- src/cli
 
-Every quoted include must name a header that exists in exactly one folder
+baton.h, the lock users' header, includes neither baton_election.h nor
+baton_redis.h (they include it). Every quoted include must name a header that exists in exactly one folder
 (the include path would otherwise decide), in the file's own folder or
 below. Outside src/lib, only libbaton's installed headers may be included.
 
@@ -82,6 +83,10 @@ def check_folders(root):
                 elif rank[target] > r:
                     errors.append("%s: includes %s from %s, a layer above %s"
                                   % (path, inc, target, folder))
+    # baton.h, the lock users' header, includes neither of the others.
+    with open(os.path.join(root, "src/lib/baton.h"), encoding="utf-8") as fh:
+        for inc in INCLUDE.findall(fh.read()):
+            errors.append("src/lib/baton.h: includes %s (it includes nothing of ours)" % inc)
     return errors
 
 

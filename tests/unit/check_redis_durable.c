@@ -14,6 +14,8 @@
 #include <string.h>
 
 #include "baton.h"
+#include "baton_election.h"
+#include "baton_redis.h"
 #include "baton_int.h"
 #include "testutil.h"
 

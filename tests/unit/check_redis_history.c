@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "baton.h"
+#include "baton_redis.h"
 #include "history.h"
 #include "utf8.h"
 #include "testutil.h"
