@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "baton.h"
+#include "baton_election.h"
 #include "clock.h"
 #include "config.h"
 #include "daemon.h"
