@@ -17,11 +17,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include "clock.h"
 #include "cron.h"
+#include "jobcmd.h"
 #include "jobs.h"
 #include "schema.h"
 #include "yamlx.h"
@@ -29,24 +29,6 @@
 _Static_assert(sizeof(enum job_concurrency) == sizeof(int), "enum keys are stored as int");
 
 #define JOBS_MAX     10000 /* jobs in one file */
-
-/* What exec(2) takes on Linux (fs/exec.c): one argument or variable of at
- * most MAX_ARG_STRLEN bytes with its NUL (32 pages of 4 KiB), and all of
- * them, with a pointer each, within a quarter of the stack limit, capped at
- * 6 MiB and at least 128 KiB. A job's command and env are refused at load
- * (so `baton check` refuses them too) when exec would refuse them: each
- * string on its own, and together within JOB_EXEC_MAX (half of the limit
- * under the default 8 MiB stack) and within this machine's limit less
- * baton's environment and JOB_EXEC_RESERVE for what baton adds (the
- * shim's arguments, the command's path, BATON_*). A hook gets the job's
- * env too. */
-#define JOB_ARG_STRLEN   (32 * 4096)
-#define JOB_EXEC_MAX     (1024 * 1024)
-#define JOB_EXEC_RESERVE (16 * 1024)
-#define EXEC_LIMIT_MIN   (32 * 4096)
-#define EXEC_LIMIT_CAP   (6 * 1024 * 1024)
-
-extern char **environ;
 
 static const char *const concurrency_names[] = {"forbid", "allow", "replace", NULL};
 static const char *const top_keys[] = {"jobs", "defaults"};
@@ -77,24 +59,15 @@ const char *job_name_rule(void)
     return "1-128 letters, digits, '_', '.' or '-'";
 }
 
-static void free_strv(char **v)
-{
-    if (v == NULL)
-        return;
-    for (char **p = v; *p != NULL; p++)
-        free(*p);
-    free(v);
-}
-
 static void job_clear(struct job *j)
 {
     free(j->name);
     free(j->schedule);
     cron_free(j->expr);
     free(j->timezone);
-    free_strv(j->argv);
+    job_strv_free(j->argv);
     free(j->shell);
-    free_strv(j->env);
+    job_strv_free(j->env);
     free(j->workdir);
     free(j->user);
     job_cmd_clear(&j->on_failure);
@@ -307,69 +280,6 @@ static int set_schedule(void *obj, struct schema_ctx *ctx, const struct yamlx_no
     return 0;
 }
 
-/* A shell: line is one argument of exec (/bin/sh -c LINE). The check of
- * the table's `shell` row and of a hook's {shell: ...}. */
-static int check_shell(const char *s, char *msg, size_t msglen)
-{
-    size_t n = strlen(s);
-
-    if (n < JOB_ARG_STRLEN)
-        return 0;
-    snprintf(msg, msglen,
-             "%zu bytes; /bin/sh -c takes the command line as one argument of exec, at most %d "
-             "bytes (MAX_ARG_STRLEN): put the script in a file and run that",
-             n, JOB_ARG_STRLEN - 1);
-    return -1;
-}
-
-/* Reads the sequence n as an argv into *out (NULL-terminated, owned). An
- * empty sequence is refused, or gives *out NULL when allow_empty. Returns
- * 0, or -1 with the error in d. */
-static int read_argv(const struct yamlx_diag *d, const struct yamlx_node *n, const char *what,
-                     bool allow_empty, char ***out)
-{
-    char **v;
-
-    *out = NULL;
-    if (n->nitems == 0) {
-        if (allow_empty)
-            return 0;
-        return yamlx_errorf(d, n, "%s: empty (give at least the program)", what);
-    }
-    v = calloc(n->nitems + 1, sizeof *v);
-    if (v == NULL)
-        return yamlx_errorf(d, NULL, "out of memory");
-    for (size_t i = 0; i < n->nitems; i++) {
-        const struct yamlx_node *it = n->items[i];
-        char w[256];
-
-        snprintf(w, sizeof w, "%s[%zu]", what, i);
-        if (yamlx_expect_scalar(d, it, w, "a string") != 0)
-            goto out_free;
-        if (i == 0 && it->len == 0) {
-            yamlx_errorf(d, it, "%s: the program must not be empty", w);
-            goto out_free;
-        }
-        if (it->len >= JOB_ARG_STRLEN) {
-            yamlx_errorf(d, it,
-                         "%s: %zu bytes; exec takes at most %d bytes in one argument "
-                         "(MAX_ARG_STRLEN)",
-                         w, it->len, JOB_ARG_STRLEN - 1);
-            goto out_free;
-        }
-        v[i] = strdup(it->str);
-        if (v[i] == NULL) {
-            yamlx_errorf(d, NULL, "out of memory");
-            goto out_free;
-        }
-    }
-    *out = v;
-    return 0;
-out_free:
-    free_strv(v);
-    return -1;
-}
-
 static int set_argv(void *obj, struct schema_ctx *ctx, const struct yamlx_node *n, const char *what)
 {
     struct jparse *p = ctx->user;
@@ -381,98 +291,10 @@ static int set_argv(void *obj, struct schema_ctx *ctx, const struct yamlx_node *
                             "%s: expected a sequence like [\"/usr/bin/prog\", \"arg\"], got %s "
                             "(use shell: for a command line)",
                             what, yamlx_kind_name(n));
-    if (read_argv(p->d, n, what, false, &v) != 0)
+    if (job_argv_read(p->d, n, what, false, &v) != 0)
         return -1;
-    free_strv(j->argv);
+    job_strv_free(j->argv);
     j->argv = v;
-    return 0;
-}
-
-/* ---- hook commands: [argv...] or {shell: "..."} ---- */
-
-bool job_cmd_set(const struct job_cmd *c)
-{
-    return c != NULL && (c->argv != NULL || c->shell != NULL);
-}
-
-void job_cmd_clear(struct job_cmd *c)
-{
-    free_strv(c->argv);
-    free(c->shell);
-    c->argv = NULL;
-    c->shell = NULL;
-}
-
-int job_cmd_copy(struct job_cmd *dst, const struct job_cmd *src)
-{
-    struct job_cmd c = {NULL, NULL};
-    size_t n = 0;
-
-    if (src != NULL && src->argv != NULL) {
-        while (src->argv[n] != NULL)
-            n++;
-        c.argv = calloc(n + 1, sizeof *c.argv);
-        if (c.argv == NULL)
-            return -1;
-        for (size_t i = 0; i < n; i++) {
-            c.argv[i] = strdup(src->argv[i]);
-            if (c.argv[i] == NULL)
-                goto fail;
-        }
-    }
-    if (src != NULL && src->shell != NULL) {
-        c.shell = strdup(src->shell);
-        if (c.shell == NULL)
-            goto fail;
-    }
-    job_cmd_clear(dst);
-    *dst = c;
-    return 0;
-fail:
-    job_cmd_clear(&c);
-    return -1;
-}
-
-int job_cmd_read(const struct yamlx_diag *d, const struct yamlx_node *n, const char *what,
-                 struct job_cmd *out)
-{
-    static const char shape[] =
-        "a command like [\"/usr/local/bin/notify\", \"--job\"] or {shell: \"...\"} ([] for none)";
-    struct job_cmd c = {NULL, NULL};
-    char q[96];
-
-    if (n->kind == YAMLX_SEQ) {
-        if (read_argv(d, n, what, true, &c.argv) != 0)
-            return -1;
-    } else if (n->kind == YAMLX_MAP) {
-        const struct yamlx_node *sh = NULL;
-        char w[256], m[256];
-
-        for (size_t i = 0; i < n->npairs; i++) {
-            if (strcmp(n->pairs[i].key->str, "shell") != 0)
-                return yamlx_errorf(d, n->pairs[i].key, "%s: unknown key %s (expected %s)", what,
-                                    yamlx_quote(n->pairs[i].key->str, q, sizeof q), shape);
-            sh = n->pairs[i].value;
-        }
-        if (sh == NULL)
-            return yamlx_errorf(d, n, "%s: expected %s, got an empty mapping", what, shape);
-        snprintf(w, sizeof w, "%s.shell", what);
-        if (yamlx_expect_scalar(d, sh, w, "a command line") != 0)
-            return -1;
-        if (sh->len == 0)
-            return yamlx_errorf(d, sh, "%s: must not be empty", w);
-        if (check_shell(sh->str, m, sizeof m) != 0)
-            return yamlx_errorf(d, sh, "%s: %s", w, m);
-        c.shell = strdup(sh->str);
-        if (c.shell == NULL)
-            return yamlx_errorf(d, NULL, "out of memory");
-    } else if (n->null) {
-        return yamlx_errorf(d, n, "%s: missing value (expected %s)", what, shape);
-    } else {
-        return yamlx_errorf(d, n, "%s: expected %s, got %s", what, shape, yamlx_kind_name(n));
-    }
-    job_cmd_clear(out);
-    *out = c;
     return 0;
 }
 
@@ -486,15 +308,6 @@ static int set_on_success(void *obj, struct schema_ctx *ctx, const struct yamlx_
                           const char *what)
 {
     return job_cmd_read(ctx->d, n, what, &((struct job *)obj)->on_success);
-}
-
-static size_t strv_len(char **v)
-{
-    size_t n = 0;
-
-    while (v != NULL && v[n] != NULL)
-        n++;
-    return n;
 }
 
 /* Appends NAME=value to the NULL-terminated list *env, which has room for
@@ -521,7 +334,7 @@ static int env_reserve(char ***env, size_t *n, size_t more)
 {
     char **nv;
 
-    *n = strv_len(*env);
+    *n = job_strv_len(*env);
     nv = realloc(*env, (*n + more + 1) * sizeof *nv);
     if (nv == NULL)
         return -1;
@@ -596,7 +409,7 @@ static const struct schema_field job_keys[] = {
     {.key = "command", .type = SCHEMA_NODE, .offset = OFF(argv), .set_node = set_argv, .type_doc = "list of strings",
      .def_doc = "(command or shell)", .flags = SCHEMA_NO_DEFAULTS,
      .doc = "Program and arguments as a sequence, run without a shell."},
-    {.key = "shell", .type = SCHEMA_STRING, .offset = OFF(shell), .min = 1, .check = check_shell,
+    {.key = "shell", .type = SCHEMA_STRING, .offset = OFF(shell), .min = 1, .check = job_shell_check,
      .def_doc = "(command or shell)", .flags = SCHEMA_NO_DEFAULTS,
      .doc = "A command line run as /bin/sh -c \"...\" (one argument of exec: under 128 KiB)."},
     {.key = "timeout", .type = SCHEMA_DURATION, .offset = OFF(timeout_ms), .def = "0",
@@ -665,110 +478,6 @@ const char *job_concurrency_name(enum job_concurrency c)
 }
 
 /* ------------------------------------------------------------------------ */
-/* Fingerprint: FNV-1a over the normalized definition, every field tagged
- * and length-prefixed so that no two definitions hash the same input. */
-
-#define FNV_OFFSET UINT64_C(0xcbf29ce484222325)
-#define FNV_PRIME  UINT64_C(0x100000001b3)
-
-static void fnv(uint64_t *h, const void *data, size_t n)
-{
-    const unsigned char *b = data;
-
-    for (size_t i = 0; i < n; i++) {
-        *h ^= b[i];
-        *h *= FNV_PRIME;
-    }
-}
-
-static void fnv_u64(uint64_t *h, uint64_t v)
-{
-    unsigned char b[8];
-
-    for (int i = 0; i < 8; i++)
-        b[i] = (unsigned char)(v >> (8 * i));
-    fnv(h, b, sizeof b);
-}
-
-static void fnv_str(uint64_t *h, const char *s)
-{
-    if (s == NULL) {
-        fnv_u64(h, UINT64_MAX);
-        return;
-    }
-    fnv_u64(h, strlen(s));
-    fnv(h, s, strlen(s));
-}
-
-static void fnv_strv(uint64_t *h, char *const *v)
-{
-    size_t n = strv_len((char **)v);
-
-    fnv_u64(h, v == NULL ? UINT64_MAX : n);
-    for (size_t a = 0; a < n; a++)
-        fnv_str(h, v[a]);
-}
-
-/* The schedule with runs of blanks collapsed and the ends trimmed. */
-static void fnv_schedule(uint64_t *h, const char *s)
-{
-    bool space = false, any = false;
-    uint64_t n = 0;
-
-    for (const char *c = s; *c != '\0'; c++) {
-        if (*c == ' ' || *c == '\t') {
-            space = any;
-            continue;
-        }
-        if (space) {
-            fnv(h, " ", 1);
-            n++;
-        }
-        fnv(h, c, 1);
-        n++;
-        space = false;
-        any = true;
-    }
-    fnv_u64(h, n);
-}
-
-static uint64_t fingerprint(const struct job *j)
-{
-    uint64_t h = FNV_OFFSET;
-
-    for (size_t i = 0; i < NKEYS; i++) {
-        const struct schema_field *k = &job_keys[i];
-        const void *field = (const char *)j + k->offset;
-
-        fnv_str(&h, k->key);
-        if (k->offset == offsetof(struct job, schedule)) {
-            fnv_schedule(&h, j->schedule);
-            continue;
-        }
-        if (k->offset == OFF(on_failure) || k->offset == OFF(on_success)) {
-            const struct job_cmd *c = field;
-
-            fnv_strv(&h, c->argv);
-            fnv_str(&h, c->shell);
-            continue;
-        }
-        switch (k->type) {
-        case SCHEMA_TEXT:
-        case SCHEMA_STRING:
-        case SCHEMA_PATH: fnv_str(&h, *(char *const *)field); break;
-        case SCHEMA_NODE: /* command, env: string vectors */
-            fnv_strv(&h, *(char *const *const *)field);
-            break;
-        case SCHEMA_DURATION: fnv_u64(&h, (uint64_t) * (const int64_t *)field); break;
-        case SCHEMA_INT:
-        case SCHEMA_ENUM: fnv_u64(&h, (uint64_t)(int64_t) * (const int *)field); break;
-        case SCHEMA_BOOL: fnv_u64(&h, *(const bool *)field ? 1 : 0); break;
-        }
-    }
-    return h;
-}
-
-/* ------------------------------------------------------------------------ */
 /* Reading a job */
 
 struct env_ref {
@@ -794,7 +503,7 @@ static int env_ref_cmp(const void *a, const void *b)
  * or -1 (ENOMEM). */
 static int env_finish(char **env)
 {
-    size_t n = strv_len(env), k = 0;
+    size_t n = job_strv_len(env), k = 0;
     struct env_ref *r;
 
     if (n < 2)
@@ -816,70 +525,6 @@ static int env_finish(char **env)
     }
     env[k] = NULL;
     free(r);
-    return 0;
-}
-
-/* The bytes exec needs for the strings v (each with its NUL and pointer). */
-static size_t strv_exec_bytes(char *const *v)
-{
-    size_t b = 0;
-
-    for (size_t i = 0; v != NULL && v[i] != NULL; i++)
-        b += strlen(v[i]) + 1 + sizeof(char *);
-    return b;
-}
-
-/* The bytes exec needs for a command: its argv, or /bin/sh -c LINE. */
-static size_t cmd_exec_bytes(char *const *argv, const char *shell)
-{
-    if (argv != NULL)
-        return strv_exec_bytes(argv);
-    if (shell != NULL)
-        return sizeof "/bin/sh" + sizeof "-c" + strlen(shell) + 1 + 3 * sizeof(char *);
-    return 0;
-}
-
-/* What exec takes on this machine (fs/exec.c): a quarter of the stack
- * limit, capped at 6 MiB, at least 128 KiB. */
-static size_t exec_limit(void)
-{
-    struct rlimit rl;
-    size_t lim = EXEC_LIMIT_CAP;
-
-    if (getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur / 4 < lim)
-        lim = (size_t)(rl.rlim_cur / 4);
-    return lim < EXEC_LIMIT_MIN ? EXEC_LIMIT_MIN : lim;
-}
-
-/* Refuses a job whose command (or hook) and env exec would refuse, with
- * the error at where. */
-static int check_exec_size(struct jparse *p, const struct job *j, const struct yamlx_node *where,
-                           const char *prefix)
-{
-    size_t cmd = cmd_exec_bytes(j->argv, j->shell), env = strv_exec_bytes(j->env);
-    size_t hooks[2] = {cmd_exec_bytes(j->on_failure.argv, j->on_failure.shell),
-                       cmd_exec_bytes(j->on_success.argv, j->on_success.shell)};
-    const char *which = "its command";
-    size_t need, limit, base = strv_exec_bytes(environ);
-
-    for (int i = 0; i < 2; i++)
-        if (hooks[i] > cmd) {
-            cmd = hooks[i];
-            which = i == 0 ? "its on_failure hook" : "its on_success hook";
-        }
-    need = cmd + env;
-    if (need > JOB_EXEC_MAX)
-        return yamlx_errorf(p->d, where,
-                            "%s%s and env take %zu bytes for exec (each string with its NUL and "
-                            "pointer); a job takes at most %d (1 MiB)",
-                            prefix, which, need, JOB_EXEC_MAX);
-    limit = exec_limit();
-    if (need + base + JOB_EXEC_RESERVE > limit)
-        return yamlx_errorf(p->d, where,
-                            "%s%s and env take %zu bytes for exec; this machine's exec takes %zu "
-                            "(a quarter of the stack limit), less baton's environment (%zu) and "
-                            "%d for what baton adds",
-                            prefix, which, need, limit, base, JOB_EXEC_RESERVE);
     return 0;
 }
 
@@ -990,11 +635,11 @@ static int read_job(struct jparse *p, const struct yamlx_node *m, size_t idx,
             at[ki_env] = NULL;
         }
         if (schema_read_map(&jobs_schema_, &p->ctx, defaults, j, at, "defaults: ", true) != 0) {
-            free_strv(own);
+            job_strv_free(own);
             return -1;
         }
         if (own_env != NULL) {
-            free_strv(own);
+            job_strv_free(own);
             snprintf(what, sizeof what, "%senv", prefix);
             if (schema_read_field(&job_keys[ki_env], &p->ctx, own_env, j, what) != 0)
                 return -1;
@@ -1029,9 +674,9 @@ static int read_job(struct jparse *p, const struct yamlx_node *m, size_t idx,
     const struct yamlx_node *where = at[ki_cmd] != NULL ? at[ki_cmd] : at[ki_shell];
     if (j->env[0] != NULL)
         where = at[ki_env];
-    if (check_exec_size(p, j, where, prefix) != 0)
-        return -1;
-    j->fingerprint = fingerprint(j);
+    if (job_exec_check(j, msg, sizeof msg) != 0)
+        return yamlx_errorf(p->d, where, "%s%s", prefix, msg);
+    j->fingerprint = job_fingerprint(j);
     return 0;
 }
 
@@ -1189,45 +834,6 @@ const struct job *jobs_find(const struct jobs *j, const char *name)
         if (strcmp(j->v[i].name, name) == 0)
             return &j->v[i];
     return NULL;
-}
-
-/* ------------------------------------------------------------------------ */
-/* The hash of a set */
-
-static int u64_cmp(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-    return x < y ? -1 : x > y;
-}
-
-uint64_t jobs_hash(const struct jobs *j)
-{
-    uint64_t h = FNV_OFFSET, *fp;
-    size_t n = j != NULL ? j->n : 0;
-
-    fnv_u64(&h, n);
-    if (n == 0)
-        return h;
-    fp = malloc(n * sizeof *fp);
-    if (fp == NULL) { /* out of memory: file order, still a hash of the whole set */
-        for (size_t i = 0; i < n; i++)
-            fnv_u64(&h, j->v[i].fingerprint);
-        return h;
-    }
-    for (size_t i = 0; i < n; i++)
-        fp[i] = j->v[i].fingerprint;
-    qsort(fp, n, sizeof *fp, u64_cmp);
-    for (size_t i = 0; i < n; i++)
-        fnv_u64(&h, fp[i]);
-    free(fp);
-    return h;
-}
-
-const char *jobs_hash_hex(const struct jobs *j, char *buf, size_t len)
-{
-    snprintf(buf, len, "%016" PRIx64, jobs_hash(j));
-    return buf;
 }
 
 /* ------------------------------------------------------------------------ */

@@ -129,6 +129,9 @@ int jobs_load(const char *path, const char *default_tz, struct jobs **out, char 
 int jobs_load_buffer(const char *name, const char *buf, size_t len, const char *default_tz,
                      struct jobs **out, char *err, size_t errlen);
 
+/* The fingerprint of a job read and normalized (the loaders set
+ * job.fingerprint with it): FNV-1a over every key of the table. */
+uint64_t job_fingerprint(const struct job *j);
 /* A hash of the whole set as it behaves: of the jobs' fingerprints, sorted
  * (so that the order of the file does not count), and their number. Two
  * nodes with equal hashes run the same jobs the same way. */

@@ -1,4 +1,5 @@
-/* ops.c -- see ops.h.
+/* ops.c -- see ops.h; the loop's side of it (ops_int.h: the HTTP
+ * server's side is ops_http.c).
  *
  * Two threads meet here. The loop's (the log observer, the timer,
  * ops_set_jobs, ops_on_message) writes; the HTTP server's (the handlers)
@@ -17,117 +18,11 @@
 #include <time.h>
 
 #include "clock.h"
-#include "cron.h"
-#include "history.h"
-#include "http.h"
 #include "machine.h"
-#include "members.h"
-#include "metrics.h"
-#include "notify.h"
-#include "ops.h"
-#include "pause.h"
+#include "ops_int.h"
 #include "status.h"
-#include "statuspage.h"
-
-#ifndef BATON_VERSION_STRING
-#define BATON_VERSION_STRING "unknown"
-#endif
 
 #define RR_SHARE 4 /* of OPS_HISTORY_BUDGET: jobs re-read in turn while watched */
-
-/* Why a job's last run needs reading again: it ended here (read at the
- * next refresh), or elsewhere ("ended" on the group's channel: read while
- * someone watches). */
-enum { DIRTY_NO, DIRTY_REMOTE, DIRTY_LOCAL };
-
-/* ---- the shared snapshots ---- */
-
-struct lastrun { /* one job's last record, as read */
-    atomic_int refs;
-    int64_t read_ns;
-    struct history_list l; /* l.n == 0: the job has no record */
-};
-
-struct def {
-    char *name, *schedule, *timezone;
-    bool enabled;
-    struct cron_expr *expr; /* NULL: no next run */
-    const struct cron_tz *tz;
-};
-
-struct ops_defs { /* the jobs of one configuration */
-    atomic_int refs;
-    struct def *v;
-    size_t n;
-    struct def **by_name; /* v sorted by name: def_index() is a binary search */
-    struct cron_tz **zones;
-    size_t nzones;
-};
-
-struct lasts { /* defs and each job's last run (NULL: not read yet) */
-    atomic_int refs;
-    struct ops_defs *defs;
-    struct lastrun **v;
-};
-
-struct roster { /* the node list and the paused jobs, as last read */
-    atomic_int refs;
-    struct member *v;
-    size_t n;
-    struct pause_list paused;
-    int64_t read_ns;
-};
-
-struct trans {
-    int64_t ts_ms;
-    int from, to, trigger;
-    uint64_t term;
-    char guard[32];
-};
-
-/* What the log said, and the loop saw: copied whole by the handlers. */
-struct head {
-    int state; /* enum machine_state */
-    bool decided; /* reached working or waiting once */
-    bool stopping;
-    uint64_t term;             /* of our current or last leadership */
-    int64_t lease_deadline_ns; /* while leading, else 0 */
-    bool leader_known;
-    char leader[256];
-    uint64_t leader_term;
-    int64_t leader_lease_end_ns; /* 0: unknown */
-    bool outage;
-    int64_t outage_since_ns;
-    char outage_what[240];
-    int64_t last_turn_ns;
-    size_t running;
-    int64_t claim_ahead_ms; /* runner_claim_ahead_ms() */
-    bool reload_failed;
-    struct trans trans[OPS_TRANSITIONS]; /* a ring: the newest is (ntrans - 1) % N */
-    size_t ntrans;
-};
-
-struct ops {
-    struct ops_host h; /* node, group, listen: the copies below */
-    char *node, *group, *redis_url;
-    pthread_mutex_t mu;
-    struct head head;         /* written by the loop under mu */
-    struct metrics *metrics;  /* under mu */
-    struct lasts *lasts;      /* swapped under mu by the loop */
-    struct roster *roster;    /* likewise; NULL before the first read */
-    atomic_llong watched_ns;  /* the last request for /status or / */
-    int64_t live_limit_ns;
-    double start_time_s;
-    /* The loop's alone: */
-    struct http *http;
-    struct notify notify;
-    char status[300]; /* the last STATUS= sent */
-    int64_t stop_budget_ms; /* what a drain may take (ops_set_jobs) */
-    unsigned char *dirty; /* per job of lasts->defs: DIRTY_* */
-    size_t rr;
-    int64_t next_tick_ns, next_ping_ns, next_refresh_ns;
-    bool watched;
-};
 
 static void lastrun_unref(struct lastrun *r)
 {
@@ -155,7 +50,7 @@ void ops_defs_unref(struct ops_defs *d)
     free(d);
 }
 
-static void lasts_unref(struct lasts *l)
+void ops_lasts_unref(struct lasts *l)
 {
     if (l == NULL || atomic_fetch_sub(&l->refs, 1) != 1)
         return;
@@ -166,7 +61,7 @@ static void lasts_unref(struct lasts *l)
     free(l);
 }
 
-static void roster_unref(struct roster *r)
+void ops_roster_unref(struct roster *r)
 {
     if (r == NULL || atomic_fetch_sub(&r->refs, 1) != 1)
         return;
@@ -252,7 +147,7 @@ fail:
 
 /* ---- what the log says ---- */
 
-static bool leading_state(int s)
+bool ops_leading_state(int s)
 {
     return s == ST_WORKING || s == ST_RENEWING;
 }
@@ -299,7 +194,7 @@ static void track(struct ops *o, enum log_event ev, enum log_level lvl, const cJ
         h->term = (uint64_t)num_field(f, "term", (double)h->term);
         if (to == ST_WORKING || to == ST_WAITING)
             h->decided = true;
-        if (leading_state(to)) {
+        if (ops_leading_state(to)) {
             h->lease_deadline_ns = baton_election_deadline_ns(o->h.election);
             h->leader_known = true;
             snprintf(h->leader, sizeof h->leader, "%s", o->node);
@@ -307,7 +202,7 @@ static void track(struct ops *o, enum log_event ev, enum log_level lvl, const cJ
             h->leader_lease_end_ns = h->lease_deadline_ns;
         } else {
             h->lease_deadline_ns = 0;
-            if (from >= 0 && leading_state(from))
+            if (from >= 0 && ops_leading_state(from))
                 h->leader_known = false; /* who leads next, a read or `following` says */
         }
         /* The routine renewals and polls are not news; a quiet first
@@ -458,303 +353,6 @@ static void observe(void *ctx, enum log_event ev, enum log_level lvl, const cJSO
     }
 }
 
-/* ---- the view, for the handlers ---- */
-
-struct snap {
-    struct head head;
-    struct roster *roster; /* may be NULL */
-    struct lasts *lasts;
-};
-
-static void snap_take(struct ops *o, struct snap *s)
-{
-    pthread_mutex_lock(&o->mu);
-    s->head = o->head;
-    s->roster = o->roster;
-    s->lasts = o->lasts;
-    if (s->roster != NULL)
-        atomic_fetch_add(&s->roster->refs, 1);
-    atomic_fetch_add(&s->lasts->refs, 1);
-    pthread_mutex_unlock(&o->mu);
-}
-
-static void snap_drop(struct snap *s)
-{
-    roster_unref(s->roster);
-    lasts_unref(s->lasts);
-}
-
-/* Ready: Redis answers, and the node leads or follows. Returns true, or
- * false with why in buf; buf says what it is either way. */
-static bool readiness(const struct ops *o, const struct head *h, int64_t now, char *buf,
-                      size_t len)
-{
-    if (!h->decided) {
-        snprintf(buf, len, "starting: no decision yet");
-        return false;
-    }
-    if (h->outage) {
-        snprintf(buf, len, "Redis unreachable for %.1f s (%s)",
-                 (double)(now - h->outage_since_ns) / 1e9, h->outage_what);
-        return false;
-    }
-    switch (h->state) {
-    case ST_WORKING:
-    case ST_RENEWING:
-        snprintf(buf, len, "leader of group %s, term %llu", o->group, (unsigned long long)h->term);
-        return true;
-    case ST_WAITING:
-    case ST_ACQUIRING:
-        if (h->leader_known)
-            snprintf(buf, len, "follower of %s, term %llu", h->leader,
-                     (unsigned long long)h->leader_term);
-        else
-            snprintf(buf, len, "follower");
-        return true;
-    case ST_PAUSING: snprintf(buf, len, "pausing: the lease was not confirmed"); return false;
-    case ST_RELEASING:
-        snprintf(buf, len, "%s", h->stopping ? "stopping" : "stepping down");
-        return false;
-    default: snprintf(buf, len, "idle"); return false;
-    }
-}
-
-/* The leader as this node knows it now. */
-static struct baton_leader_info leader_now(const struct ops *o, const struct head *h, int64_t now)
-{
-    struct baton_leader_info li = {.ttl_ms = -1};
-    if (leading_state(h->state)) {
-        li.has_leader = true;
-        snprintf(li.identity, sizeof li.identity, "%s", o->node);
-        li.term = h->term;
-        li.ttl_ms = h->lease_deadline_ns > now ? (h->lease_deadline_ns - now) / MS : 0;
-    } else if (h->leader_known) {
-        li.has_leader = true;
-        snprintf(li.identity, sizeof li.identity, "%s", h->leader);
-        li.term = h->leader_term;
-        if (h->leader_lease_end_ns != 0)
-            li.ttl_ms = h->leader_lease_end_ns > now ? (h->leader_lease_end_ns - now) / MS : 0;
-    } else {
-        li.term = h->leader_term > h->term ? h->leader_term : h->term;
-    }
-    return li;
-}
-
-static cJSON *view_json(const struct ops *o, const struct snap *s)
-{
-    int64_t now = loop_now();
-    const struct ops_defs *d = s->lasts->defs;
-    struct status_job *rows = d->n > 0 ? calloc(d->n, sizeof *rows) : NULL;
-    if (d->n > 0 && rows == NULL)
-        return NULL;
-    for (size_t i = 0; i < d->n; i++) {
-        const struct lastrun *r = s->lasts->v[i];
-        rows[i] = (struct status_job){.name = d->v[i].name,
-                                      .schedule = d->v[i].schedule,
-                                      .timezone = d->v[i].timezone,
-                                      .enabled = d->v[i].enabled,
-                                      .expr = d->v[i].expr,
-                                      .tz = d->v[i].tz,
-                                      .last = r != NULL && r->l.n > 0 ? &r->l.v[0] : NULL,
-                                      .paused = s->roster != NULL
-                                                    ? pause_holding(&s->roster->paused, d->v[i].name)
-                                                    : NULL};
-    }
-    struct baton_leader_info li = leader_now(o, &s->head, now);
-    struct status_doc doc = {.group = o->group,
-                             .redis = o->redis_url,
-                             .leader = &li,
-                             .members = s->roster != NULL ? s->roster->v : NULL,
-                             .nmembers = s->roster != NULL ? s->roster->n : 0,
-                             .members_age_ms =
-                                 s->roster != NULL ? (now - s->roster->read_ns) / MS : 0,
-                             .jobs = rows,
-                             .njobs = d->n,
-                             .now = (int64_t)time(NULL),
-                             .now_ms = wall_ms()};
-    cJSON *root = status_doc_json(&doc);
-    free(rows);
-    if (root == NULL)
-        return NULL;
-    char why[400], ts[40];
-    bool ready = readiness(o, &s->head, now, why, sizeof why);
-    cJSON *v = cJSON_AddObjectToObject(root, "view");
-    cJSON_AddStringToObject(v, "node", o->node);
-    cJSON_AddStringToObject(v, "state", machine_state_name((enum machine_state)s->head.state));
-    cJSON_AddNumberToObject(v, "term", (double)li.term); /* the term it leads or follows */
-    cJSON_AddBoolToObject(v, "ready", ready);
-    cJSON_AddStringToObject(v, "why", why);
-    cJSON_AddBoolToObject(v, "redis_up", !s->head.outage);
-    if (s->roster != NULL)
-        cJSON_AddNumberToObject(v, "nodes_read_ms_ago", (double)((now - s->roster->read_ns) / MS));
-    else
-        cJSON_AddNullToObject(v, "nodes_read_ms_ago");
-    int64_t oldest = 0;
-    for (size_t i = 0; i < d->n; i++)
-        if (s->lasts->v[i] != NULL && (oldest == 0 || s->lasts->v[i]->read_ns < oldest))
-            oldest = s->lasts->v[i]->read_ns;
-    if (oldest != 0)
-        cJSON_AddNumberToObject(v, "last_runs_read_ms_ago", (double)((now - oldest) / MS));
-    else
-        cJSON_AddNullToObject(v, "last_runs_read_ms_ago");
-    cJSON *tr = cJSON_AddArrayToObject(v, "transitions");
-    size_t n = s->head.ntrans < OPS_TRANSITIONS ? s->head.ntrans : OPS_TRANSITIONS;
-    for (size_t k = 0; k < n; k++) {
-        const struct trans *t = &s->head.trans[(s->head.ntrans - 1 - k) % OPS_TRANSITIONS];
-        cJSON *e = cJSON_CreateObject();
-        log_rfc3339_ms(t->ts_ms, ts, sizeof ts);
-        cJSON_AddStringToObject(e, "ts", ts);
-        cJSON_AddStringToObject(e, "from", machine_state_name((enum machine_state)t->from));
-        cJSON_AddStringToObject(e, "to", machine_state_name((enum machine_state)t->to));
-        cJSON_AddStringToObject(e, "trigger", machine_event_name((enum machine_event)t->trigger));
-        if (t->guard[0] != '\0')
-            cJSON_AddStringToObject(e, "guard", t->guard);
-        cJSON_AddNumberToObject(e, "term", (double)t->term);
-        cJSON_AddItemToArray(tr, e);
-    }
-    return root;
-}
-
-static void reply_text(struct http_response *out, int status, const char *fmt_done)
-{
-    out->status = status;
-    out->type = "text/plain; charset=utf-8";
-    out->len = strlen(fmt_done);
-    out->body = strdup(fmt_done);
-    if (out->body == NULL) {
-        out->status = 500;
-        out->len = 0;
-    }
-}
-
-static void h_healthz(void *ctx, const char *path, struct http_response *out)
-{
-    struct ops *o = ctx;
-    char buf[160];
-    (void)path;
-    pthread_mutex_lock(&o->mu);
-    int64_t last = o->head.last_turn_ns;
-    pthread_mutex_unlock(&o->mu);
-    double age = (double)(loop_now() - last) / 1e9;
-    if (loop_now() - last <= o->live_limit_ns) {
-        snprintf(buf, sizeof buf, "ok: the event loop turned %.1f s ago\n", age);
-        reply_text(out, 200, buf);
-    } else {
-        snprintf(buf, sizeof buf, "not live: the event loop has not turned for %.1f s (limit %.1f s)\n",
-                 age, (double)o->live_limit_ns / 1e9);
-        reply_text(out, 503, buf);
-    }
-}
-
-static void h_readyz(void *ctx, const char *path, struct http_response *out)
-{
-    struct ops *o = ctx;
-    char why[400], buf[440];
-    struct head h;
-    (void)path;
-    pthread_mutex_lock(&o->mu);
-    h = o->head;
-    pthread_mutex_unlock(&o->mu);
-    bool ready = readiness(o, &h, loop_now(), why, sizeof why);
-    snprintf(buf, sizeof buf, "%s: %s\n", ready ? "ready" : "not ready", why);
-    reply_text(out, ready ? 200 : 503, buf);
-}
-
-static void h_status(void *ctx, const char *path, struct http_response *out)
-{
-    struct ops *o = ctx;
-    struct snap s;
-    (void)path;
-    atomic_store(&o->watched_ns, loop_now());
-    snap_take(o, &s);
-    cJSON *doc = view_json(o, &s);
-    snap_drop(&s);
-    char *text = doc != NULL ? cJSON_PrintUnformatted(doc) : NULL;
-    cJSON_Delete(doc);
-    if (text == NULL)
-        return; /* 500 */
-    size_t n = strlen(text);
-    text[n] = '\n'; /* the buffer held the NUL */
-    out->status = 200;
-    out->type = "application/json";
-    out->body = text;
-    out->len = n + 1;
-}
-
-static void h_page(void *ctx, const char *path, struct http_response *out)
-{
-    struct ops *o = ctx;
-    struct snap s;
-    (void)path;
-    atomic_store(&o->watched_ns, loop_now());
-    snap_take(o, &s);
-    cJSON *doc = view_json(o, &s);
-    snap_drop(&s);
-    if (doc == NULL)
-        return;
-    out->body = statuspage_render(doc, wall_ms(), &out->len);
-    cJSON_Delete(doc);
-    if (out->body == NULL)
-        return;
-    out->status = 200;
-    out->type = "text/html; charset=utf-8";
-    out->page = true;
-}
-
-static void h_metrics(void *ctx, const char *path, struct http_response *out)
-{
-    struct ops *o = ctx;
-    (void)path;
-    pthread_mutex_lock(&o->mu);
-    struct head h = o->head;
-    struct metrics *m = metrics_dup(o->metrics);
-    pthread_mutex_unlock(&o->mu);
-    if (m == NULL)
-        return;
-    int64_t now = loop_now();
-    struct baton_leader_info li = leader_now(o, &h, now);
-    struct metrics_gauges g = {.state = h.state,
-                               .is_leader = leading_state(h.state),
-                               .term = li.term,
-                               .lease_left_s = leading_state(h.state) && h.lease_deadline_ns > now
-                                                   ? (double)(h.lease_deadline_ns - now) / 1e9
-                                                   : 0,
-                               .running = h.running,
-                               .claim_ahead_s = leading_state(h.state)
-                                                    ? (double)h.claim_ahead_ms / 1e3
-                                                    : 0,
-                               .redis_up = !h.outage,
-                               .start_time_s = o->start_time_s,
-                               .log_lines_dropped = log_dropped_lines(o->h.log),
-                               .version = BATON_VERSION_STRING,
-                               .group = o->group,
-                               .node = o->node};
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    if (f == NULL) {
-        metrics_free(m);
-        return;
-    }
-    int rc = metrics_write(m, &g, f);
-    if (rc == 0 && baton_stats_write_prometheus(o->h.client, f) != BATON_OK)
-        rc = -1;
-    metrics_free(m);
-    if (fclose(f) != 0 || rc != 0) {
-        free(buf);
-        return;
-    }
-    out->status = 200;
-    out->type = "text/plain; version=0.0.4; charset=utf-8";
-    out->body = buf;
-    out->len = len;
-}
-
-static const struct http_route routes[] = {
-    {"/", h_page},          {"/status", h_status}, {"/metrics", h_metrics},
-    {"/healthz", h_healthz}, {"/readyz", h_readyz}, {NULL, NULL},
-};
-
 /* ---- refreshing what only Redis knows (on the loop) ---- */
 
 static void refresh_roster(struct ops *o, int64_t now)
@@ -789,14 +387,14 @@ static void refresh_roster(struct ops *o, int64_t now)
     o->roster = r;
     metrics_set_pauses(o->metrics, &r->paused);
     struct head *h = &o->head;
-    if (!leading_state(h->state)) { /* when we lead, we know better than a read */
+    if (!ops_leading_state(h->state)) { /* when we lead, we know better than a read */
         h->leader_known = li.has_leader;
         snprintf(h->leader, sizeof h->leader, "%s", li.has_leader ? li.identity : "");
         h->leader_term = li.term;
         h->leader_lease_end_ns = li.has_leader && li.ttl_ms >= 0 ? now + li.ttl_ms * MS : 0;
     }
     pthread_mutex_unlock(&o->mu);
-    roster_unref(old);
+    ops_roster_unref(old);
 }
 
 /* Reads the last record of some jobs: those never read, those that ran
@@ -852,13 +450,13 @@ static void refresh_lasts(struct ops *o, bool watched)
         changed = true;
     }
     if (!changed) {
-        lasts_unref(next);
+        ops_lasts_unref(next);
         return;
     }
     pthread_mutex_lock(&o->mu);
     o->lasts = next;
     pthread_mutex_unlock(&o->mu);
-    lasts_unref(cur);
+    ops_lasts_unref(cur);
 }
 
 static void refresh(struct ops *o, int64_t now)
@@ -894,7 +492,7 @@ void ops_on_timer(struct ops *o)
     o->head.last_turn_ns = now;
     o->head.running = runner_running(o->h.runner);
     o->head.claim_ahead_ms = runner_claim_ahead_ms(o->h.runner);
-    if (leading_state(o->head.state))
+    if (ops_leading_state(o->head.state))
         o->head.lease_deadline_ns = baton_election_deadline_ns(o->h.election);
     pthread_mutex_unlock(&o->mu);
     if (o->notify.enabled && !o->notify.ready && o->head.decided) {
@@ -933,7 +531,7 @@ void ops_set_jobs(struct ops *o, const struct jobs *jobs, struct ops_defs *defs,
     unsigned char *dirty = jobs->n > 0 ? calloc(jobs->n, sizeof *dirty) : NULL;
     ops_defs_unref(d); /* l holds it */
     if (l == NULL || (jobs->n > 0 && dirty == NULL)) {
-        lasts_unref(l);
+        ops_lasts_unref(l);
         free(dirty);
         return; /* out of memory: the view keeps the previous jobs */
     }
@@ -951,7 +549,7 @@ void ops_set_jobs(struct ops *o, const struct jobs *jobs, struct ops_defs *defs,
         metrics_add_job(o->metrics, l->defs->v[i].name);
     o->lasts = l;
     pthread_mutex_unlock(&o->mu);
-    lasts_unref(old);
+    ops_lasts_unref(old);
     free(o->dirty);
     o->dirty = dirty;
 }
@@ -996,7 +594,7 @@ int ops_new(const struct ops_host *host, struct ops **out, char *msg, size_t msg
         goto fail;
     if (strcmp(host->listen, "off") != 0) {
         if (http_listen_parse(host->listen, &l, msg, msglen) != 0 ||
-            http_start(&l, host->allowed_hosts, routes, o, &o->http, msg, msglen) != 0)
+            http_start(&l, host->allowed_hosts, ops_routes, o, &o->http, msg, msglen) != 0)
             goto fail;
         cJSON *f = log_fields();
         cJSON_AddStringToObject(f, "listen", http_address(o->http));
@@ -1030,8 +628,8 @@ void ops_free(struct ops *o)
     log_set_observer(o->h.log, NULL, NULL);
     http_stop(o->http); /* no handler runs after this */
     loop_disarm(o->h.loop, o->h.timer_id);
-    lasts_unref(o->lasts);
-    roster_unref(o->roster);
+    ops_lasts_unref(o->lasts);
+    ops_roster_unref(o->roster);
     metrics_free(o->metrics);
     pthread_mutex_destroy(&o->mu);
     free(o->dirty);
