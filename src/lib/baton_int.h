@@ -541,6 +541,9 @@ struct baton_client {
      * the client's memory still there. The last reference frees it. */
     _Atomic int refs;
     atomic_bool closed;
+    /* Frees what the client holds, at its last reference: set by
+     * baton_client_new() (client.c), above every layer that it frees. */
+    void (*destroy)(struct baton_client *c);
 };
 
 /* A handle (lock, election) that keeps c's memory alive until it is freed. */
@@ -1002,6 +1005,33 @@ int baton__quorum_ping(struct baton_client *c, char *err, size_t errlen);
 /* The lock calls over the quorum, with lock.c's contracts. An election's
  * lock (extend_script BATON__S_QUORUM_EXTEND) is taken again, on renewal,
  * where it is free and the master's counter is not above its term. */
+/* One master's part of a request, as baton__quorum_fanout() returns it. */
+struct baton__qslot {
+    redisReply *reply; /* owned */
+    int rc;            /* 0 answered, else why not (detail in err) */
+    bool sent;         /* it left (it may have been applied) */
+    bool counts;       /* not quarantined */
+    char err[256];
+};
+/* Sends argv to every master (qloop.c: pipelined with every other
+ * thread's requests) and waits for the answers, each master bounded by
+ * node_timeout and all by deadline_ns. src: the script's source when argv
+ * is an EVALSHA (resent as EVAL on NOSCRIPT). *sent_ns: a time before the
+ * first byte left. Fills s[0..N-1]; free the replies with
+ * baton__quorum_slots_clear(). */
+void baton__quorum_fanout(struct baton_client *c, int argc, const char **argv, const size_t *lens,
+                          const char *src, struct baton__qslot *s, int64_t *sent_ns,
+                          int64_t deadline_ns);
+void baton__quorum_slots_clear(struct baton__qslot *s, int n);
+/* "h1:6379: connection refused; h2:6380: ..." for the masters that did not
+ * answer, and the quarantined ones, into buf. */
+void baton__quorum_describe(const struct baton_client *c, const struct baton__qslot *s, char *buf,
+                            size_t len);
+/* N / 2 + 1; the longest lock ttl allowed (max_ttl=). */
+int baton__quorum_majority(const struct baton_client *c);
+int64_t baton__quorum_max_ttl_ms(const struct baton_client *c);
+/* The last fence granted or seen for the fence key key (a hint, by hash). */
+_Atomic uint64_t *baton__quorum_hint(struct baton_client *c, const char *key);
 int baton__quorum_try(struct baton_lock *lk, struct baton__holder *h);
 int baton__quorum_acquire(struct baton_lock *lk, const struct baton_lock_opts *o);
 int baton__quorum_extend(struct baton_lock *lk, int64_t ttl_ms, int64_t deadline_ns,
