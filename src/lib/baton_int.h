@@ -222,6 +222,9 @@ struct baton__conn {
     struct baton__conn *next;          /* pool link */
     struct baton_client *listed;       /* in this client's live list (sentinel.c) */
     struct baton__conn *lprev, *lnext; /* that list's links */
+    /* Set by whoever listed it (sentinel.c, a layer above): called by
+     * baton__conn_free() first, to take it out. */
+    void (*unlist)(struct baton__conn *cn);
     char err[BATON__ERRLEN];
 };
 
@@ -245,8 +248,13 @@ int baton__conn_read(struct baton__conn *cn, redisReply **reply, int64_t deadlin
 /* The poll events to wait for before the next read, or 0 when a reply can
  * be read at once (bytes buffered in the transport). */
 short baton__conn_read_events(const struct baton__conn *cn);
-/* Marks cn broken with the message what + detail. */
-void baton__conn_fail(struct baton__conn *cn, const char *what, const char *detail);
+/* Marks cn broken with the message what + detail: for the transports
+ * (sock.c, tls.c) as for conn.c, hence here and inline. */
+static inline void baton__conn_fail(struct baton__conn *cn, const char *what, const char *detail)
+{
+    cn->broken = true;
+    baton__set_error(cn->err, sizeof cn->err, "%s%s", what, detail);
+}
 /* Parses one reply from what has arrived, without blocking. Returns 1 and
  * *reply, 0 when none is complete yet (then nothing is left buffered in
  * the transport: poll the fd), or a negative code. */
@@ -380,6 +388,17 @@ int baton__io_dirty(struct baton__loop *l, struct baton__io *io);
 int baton__loop_offload(struct baton__loop *l, struct baton__job *j);
 /* A job's result has come back (its task runs). */
 void baton__loop_offload_done(struct baton__loop *l);
+/* What the loop does with the requests on its connections when it stops,
+ * told by their owner (mux.c, above this file) with the first of them:
+ * whether any is pending or in flight; fail every one; close every
+ * connection (the loop's last act). */
+struct baton__loop_conns {
+    bool (*busy)(struct baton_client *c);
+    void (*fail_all)(struct baton_client *c);
+    void (*close_all)(struct baton_client *c);
+};
+/* Loop thread only. */
+void baton__loop_set_conns(struct baton__loop *l, const struct baton__loop_conns *conns);
 
 /* ---- mux.c ---- */
 
@@ -427,37 +446,11 @@ struct baton__mreq {
     unsigned gen;   /* waiting for a connection: the attempt it waits for */
 };
 
-/* A pipe: a pipelined connection to one server (the URL's, or a cluster
- * node's) on which the loop keeps script calls in flight: two lanes and a
- * durable pipe per server (BATON__PIPE_*).
- * Loop thread only, but for baton__mux_init/clear. */
-struct baton__mux {
-    struct baton_client *c;
-    struct baton__node *node;             /* where it connects (NULL: the URL's server) */
-    struct baton__conn *cn;               /* NULL: none open */
-    struct baton__io io;                  /* cn's registration with the loop */
-    struct baton__mreq *pend, *pend_tail; /* waiting for a connection */
-    struct baton__mreq *head, *tail;      /* in cn's output or sent, replies awaited in order */
-    struct baton__mreq *unstamped;        /* the first in flight without a send time */
-    bool connecting;                      /* a connection is being opened (the helper) */
-    unsigned cgen;                        /* that attempt's number */
-    bool reading;                         /* in its ready(): cn is freed after */
-    struct baton__conn *doomed;           /* given up while reading: freed after */
-    struct baton__job cjob;               /* the connect job and its result */
-    struct baton__task ctask;
-    int64_t cdeadline;
-    struct baton__conn *ccn;
-    int crc;
-    char cerr[BATON__ERRLEN];
-    bool listed; /* in the client's list of pipes */
-    struct baton__mux *lnext;
-    struct baton__wait *open; /* the WAIT for this turn's durable requests */
-    int batches;              /* written and not yet answered */
-};
-void baton__mux_init(struct baton__mux *m, struct baton__node *node);
-/* Frees the connection; the loop has stopped. */
-void baton__mux_clear(struct baton__mux *m);
-struct baton_client;
+/* The pipe of c (pipe: a BATON__PIPE_*) to node (NULL: the URL's server),
+ * made on first use. Returns NULL on ENOMEM. Loop thread only. */
+struct baton__mux *baton__mux_of(struct baton_client *c, struct baton__node *node, int pipe);
+/* Frees every pipe of c: its last reference, the loop has stopped. */
+void baton__mux_free_all(struct baton_client *c);
 /* Sends q->rq's commands on m's connection, opening one (on the helper)
  * if there is none or it is stale, and calls q->done once the replies came
  * (rc 0, rq->reply owned by the submitter, rq->acked), or on failure (a
@@ -467,14 +460,8 @@ struct baton_client;
  * only q fails), or the client is being freed. Never calls q->done inside
  * the call. Loop thread only. */
 void baton__mux_submit(struct baton_client *c, struct baton__mux *m, struct baton__mreq *q);
-/* The loop is stopping: fails everything pending or in flight. */
-void baton__mux_fail_all(struct baton_client *c);
-/* True while a pipe has requests pending or in flight. */
-bool baton__mux_busy(struct baton_client *c);
-/* Closes every pipe's connection (the loop's last act). */
-void baton__mux_close_all(struct baton_client *c);
 
-/* The pipes of a server (mux.c), one in each of these shards: two lanes
+/* The pipes of a server (mux.c), BATON__PIPES of them: two lanes
  * for ordinary calls, each call on the lane of its keys' hash slot (so
  * that the calls on one lock keep their order), and one for durable calls
  * (min_replicas). Two lanes, because one pipe's batch and its answer take
@@ -483,10 +470,10 @@ void baton__mux_close_all(struct baton_client *c);
 #define BATON__PIPE_LANE0   0
 #define BATON__PIPE_DURABLE 1
 #define BATON__PIPE_LANE1   2
+#define BATON__PIPES        3
 
 struct baton__shard {
-    pthread_mutex_t mu;    /* guards everything in the shard but mux */
-    struct baton__mux mux; /* the pipe of a shard named above; unused in the others */
+    pthread_mutex_t mu; /* guards everything in the shard */
     struct baton__conn *idle;
     int nidle;
     unsigned char rnd[1024]; /* getrandom output, handed out in tokens */
@@ -494,7 +481,8 @@ struct baton__shard {
 };
 
 /* Closes and frees the idle connections of n shards (a client's, or a
- * cluster node's pool); the pipes are the loop's, closed when it stops. */
+ * cluster node's pool); the pipes are the loop's, closed when it stops
+ * (mux.c). */
 void baton__shards_close(struct baton__shard *shards, int n);
 
 struct baton__sentinel_watch;
@@ -532,7 +520,8 @@ struct baton_client {
     struct baton__cluster *cluster; /* cluster.c: redis(s)-cluster:// only */
     struct baton__quorum *quorum;   /* quorum.c: redis(s)-quorum:// only */
     _Atomic(struct baton__loop *) loop; /* loop.c: started on first use */
-    struct baton__mux *pipes;           /* mux.c, loop thread only: every pipe used */
+    struct baton__mux *pipes;           /* mux.c, loop thread only: every pipe made */
+    struct baton__mux *pipe[BATON__PIPES]; /* the URL's server's, made on first use */
     atomic_int calls;                   /* call.c: script calls in flight, on the loop or a
                                            caller's thread */
     /* baton_client_free() closes the client (threads stopped, connections
@@ -900,9 +889,8 @@ void baton__stats_dropped(struct baton_lock *lk);
 int baton__sentinel_connect(struct baton_client *c, int64_t deadline_ns, struct baton__conn **out,
                             char *err, size_t errlen);
 /* Puts cn in c's list of live data connections; baton__conn_free() takes
- * it out. */
+ * it out (through cn->unlist). */
 void baton__sentinel_list(struct baton_client *c, struct baton__conn *cn);
-void baton__sentinel_unlist(struct baton__conn *cn);
 /* The master at addr ("host:port") was replaced: its connections are
  * marked stale and shut down (their readers wake at once). */
 void baton__sentinel_switched(struct baton_client *c, const char *addr);
@@ -926,7 +914,8 @@ struct baton__node {
     int port;
     char addr[80]; /* host:port */
     struct baton__shard shard[BATON__SHARDS];
-    struct baton__node *next; /* the cluster's list */
+    struct baton__mux *pipe[BATON__PIPES]; /* mux.c's, made on first use */
+    struct baton__node *next;              /* the cluster's list */
 };
 
 /* Makes and frees c->cluster (no I/O). */

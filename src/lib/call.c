@@ -242,11 +242,16 @@ static void send(struct baton__call *k)
      * answer to it took turns) where two lanes kept it busy, +40-50 %
      * cycles/s (tests/bench/RESULTS.md). */
     struct baton__node *node = k->ask != NULL ? k->ask : k->node;
-    struct baton__shard *sh = node != NULL ? node->shard : c->shard;
     int pipe = k->rq.wait_replicas > 0 ? BATON__PIPE_DURABLE
                : (k->slot & 1)         ? BATON__PIPE_LANE1
                                        : BATON__PIPE_LANE0;
-    baton__mux_submit(c, &sh[pipe].mux, &k->q);
+    struct baton__mux *m = baton__mux_of(c, node, pipe);
+    if (m == NULL) {
+        baton__set_error(k->err, k->errlen, "%s: out of memory", c->url.redacted);
+        finish(k, BATON_ENOMEM);
+        return;
+    }
+    baton__mux_submit(c, m, &k->q);
 }
 
 /* The map read on the helper thread; its result comes back as a task. */

@@ -39,10 +39,9 @@ static void wipe(char *s)
  * for the handles. */
 static void destroy(struct baton_client *c)
 {
-    for (int i = 0; i < BATON__SHARDS; i++) {
-        baton__mux_clear(&c->shard[i].mux);
+    baton__mux_free_all(c);
+    for (int i = 0; i < BATON__SHARDS; i++)
         pthread_mutex_destroy(&c->shard[i].mu);
-    }
     baton__loop_free(c);
     baton__cluster_free(c);
     baton__quorum_free(c);
@@ -84,7 +83,6 @@ int baton_client_new(const char *url, const struct baton_client_opts *opts,
     }
     for (int i = 0; i < BATON__SHARDS; i++) {
         pthread_mutex_init(&c->shard[i].mu, NULL);
-        baton__mux_init(&c->shard[i].mux, NULL);
         c->shard[i].rnd_used = sizeof c->shard[i].rnd; /* empty: filled on first use */
     }
     *out = c;

@@ -127,10 +127,8 @@ void baton__cluster_free(struct baton_client *c)
     baton__cluster_close(c);
     for (struct baton__node *n = cl->nodes, *next; n != NULL; n = next) {
         next = n->next;
-        for (int i = 0; i < BATON__SHARDS; i++) {
-            baton__mux_clear(&n->shard[i].mux);
+        for (int i = 0; i < BATON__SHARDS; i++)
             pthread_mutex_destroy(&n->shard[i].mu);
-        }
         free(n->host);
         free(n);
     }
@@ -160,10 +158,8 @@ static struct baton__node *node_of(struct baton__cluster *cl, const char *host, 
         baton__set_error(n->addr, sizeof n->addr, "[%s]:%d", n->host, port);
     else
         baton__set_error(n->addr, sizeof n->addr, "%s:%d", n->host, port);
-    for (int i = 0; i < BATON__SHARDS; i++) {
+    for (int i = 0; i < BATON__SHARDS; i++)
         pthread_mutex_init(&n->shard[i].mu, NULL);
-        baton__mux_init(&n->shard[i].mux, n);
-    }
     n->next = cl->nodes;
     cl->nodes = n;
     cl->nnodes++;

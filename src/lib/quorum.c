@@ -78,10 +78,8 @@ int baton__quorum_new(struct baton_client *c)
         return BATON_ENOMEM;
     for (int i = 0; i < q->n; i++) {
         struct baton__node *nd = &q->nodes[i].node;
-        for (int j = 0; j < BATON__SHARDS; j++) {
+        for (int j = 0; j < BATON__SHARDS; j++)
             pthread_mutex_init(&nd->shard[j].mu, NULL);
-            baton__mux_init(&nd->shard[j].mux, nd);
-        }
         nd->port = c->url.seeds[i].port;
         if ((nd->host = strdup(c->url.seeds[i].host)) == NULL)
             return BATON_ENOMEM; /* baton__quorum_free() frees the rest */
@@ -108,10 +106,8 @@ void baton__quorum_free(struct baton_client *c)
     baton__quorum_close(c);
     baton__qloop_free(q->loop);
     for (int i = 0; i < q->n; i++) {
-        for (int j = 0; j < BATON__SHARDS; j++) {
-            baton__mux_clear(&q->nodes[i].node.shard[j].mux);
+        for (int j = 0; j < BATON__SHARDS; j++)
             pthread_mutex_destroy(&q->nodes[i].node.shard[j].mu);
-        }
         free(q->nodes[i].node.host);
     }
     pthread_mutex_destroy(&q->mu);
