@@ -44,7 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "baton_int.h"
+#include "loop_int.h"
 
 /* MOVED and ASK in a row (a wait, TRYAGAIN or CLUSTERDOWN, starts the
  * count again); retries of a request that could not be sent. */

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "baton_int.h"
+#include "lock_int.h"
 
 /* Copies the credentials to use: the options' where given, else the
  * URL's. A user or password of "" in the options means none. */

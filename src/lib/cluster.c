@@ -41,7 +41,7 @@
 #include <strings.h>
 #include <time.h>
 
-#include "baton_int.h"
+#include "topology_int.h"
 
 #define NSLOTS           16384
 #define NODES_MAX        256
@@ -586,4 +586,20 @@ int baton__cluster_command_slot(int argc, const char *const *argv, const size_t 
     if (at >= argc)
         return -1;
     return (int)baton__key_slot(argv[at], lens[at]);
+}
+
+/* ---- a connection outside the pools (subscribers) ---- */
+
+int baton__client_open(struct baton_client *c, struct baton__conn **out, char *err, size_t errlen)
+{
+    int64_t deadline = baton__now_ns() + c->connect_timeout_ms * 1000000;
+    struct baton__node *node = NULL;
+    int rc;
+    *out = NULL;
+    if (c->url.cluster && (rc = baton__cluster_any(c, deadline, &node, err, errlen)) != BATON_OK)
+        return rc;
+    rc = baton__client_connect(c, node, deadline, out, err, errlen);
+    if (rc != BATON_OK && node != NULL)
+        baton__cluster_suspect(c, node);
+    return rc;
 }

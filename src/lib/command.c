@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "baton_int.h"
+#include "loop_int.h"
 
 /* Turns a hiredis reply (consumed) into *out. */
 static int finish(struct baton_client *c, redisReply *r, struct baton_reply **out)

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "baton_int.h"
+#include "transport_int.h"
 
 #define READ_CHUNK 16384 /* one TLS record's plaintext at most */
 

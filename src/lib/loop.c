@@ -40,7 +40,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "baton_int.h"
+#include "loop_int.h"
 
 #define MAX_EVENTS 64
 

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "baton_int.h"
+#include "lock_int.h"
 
 struct baton_multi {
     struct baton_client *c;

@@ -63,7 +63,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 
-#include "baton_int.h"
+#include "loop_int.h"
 
 enum { Q_NONE, Q_PENDING, Q_FLIGHT, Q_WAITING /* replied, its WAIT not yet */ };
 

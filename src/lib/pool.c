@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "baton_int.h"
+#include "topology_int.h"
 
 #define SHARD_MAX_IDLE 16
 
@@ -102,20 +102,6 @@ int baton__client_connect(struct baton_client *c, struct baton__node *node, int6
     }
     *out = cn;
     return BATON_OK;
-}
-
-int baton__client_open(struct baton_client *c, struct baton__conn **out, char *err, size_t errlen)
-{
-    int64_t deadline = baton__now_ns() + c->connect_timeout_ms * 1000000;
-    struct baton__node *node = NULL;
-    int rc;
-    *out = NULL;
-    if (c->url.cluster && (rc = baton__cluster_any(c, deadline, &node, err, errlen)) != BATON_OK)
-        return rc;
-    rc = baton__client_connect(c, node, deadline, out, err, errlen);
-    if (rc != BATON_OK && node != NULL)
-        baton__cluster_suspect(c, node);
-    return rc;
 }
 
 int64_t baton__client_grant_deadline(const struct baton_client *c, int64_t ttl_ms)

@@ -29,7 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "baton_int.h"
+#include "topology_int.h"
 
 #define DEFAULT_MAX_TTL_MS      BATON__QUORUM_MAX_TTL_MS
 #define DEFAULT_NODE_TIMEOUT_MS BATON__QUORUM_NODE_TIMEOUT_MS
@@ -74,7 +74,10 @@ int baton__quorum_new(struct baton_client *c)
     q->node_timeout_ms =
         c->url.node_timeout_ms > 0 ? c->url.node_timeout_ms : DEFAULT_NODE_TIMEOUT_MS;
     c->quorum = q;
-    if (baton__qloop_new(c, q->n, &q->loop) != BATON_OK)
+    struct baton__node *nodes[BATON__QUORUM_MAX];
+    for (int i = 0; i < q->n; i++)
+        nodes[i] = &q->nodes[i].node;
+    if (baton__qloop_new(c, q->n, nodes, baton__quorum_failed, &q->loop) != BATON_OK)
         return BATON_ENOMEM;
     for (int i = 0; i < q->n; i++) {
         struct baton__node *nd = &q->nodes[i].node;

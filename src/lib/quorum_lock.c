@@ -31,7 +31,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "baton_int.h"
+#include "lock_int.h"
 
 #define FENCE_ROUNDS 3 /* rounds again when a master had a higher fence */
 

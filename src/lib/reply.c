@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "baton_int.h"
+#include "transport_int.h"
 
 void baton_reply_free(struct baton_reply *r)
 {

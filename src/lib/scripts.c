@@ -43,7 +43,7 @@
  */
 #include <string.h>
 
-#include "baton_int.h"
+#include "base_int.h"
 
 /* On the paths every lock or semaphore cycle takes, whole numbers (scores,
  * fences, INCRBY's step: ms, us or fences, below 2^53) go to redis.call and

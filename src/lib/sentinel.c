@@ -30,7 +30,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "baton_int.h"
+#include "topology_int.h"
 
 #define SLICE_MIN_MS 200 /* each sentinel gets at least this long */
 

@@ -13,6 +13,16 @@ baton_redis.h (they include it). Every quoted include must name a header that ex
 (the include path would otherwise decide), in the file's own folder or
 below. Outside src/lib, only libbaton's installed headers may be included.
 
+src/lib's own layers are its internal headers, bottom up (base_int.h has
+the map): base_int.h <- transport_int.h <- topology_int.h <- loop_int.h <-
+lock_int.h. A header includes only those below it; a file of src/lib is
+of the layer of the highest one it includes, declares its functions in
+that header, and calls only functions of its layer or below (read from
+the sources: definitions and calls of baton_* and baton__* names). Between
+the files of a layer there is no circle either, but in the lock layer,
+whose lock.c is still the hub of the lock calls (lock_async.c, sem.c,
+renew.c and quorum_lock.c call back into it).
+
 Prints one line per violation and exits 1 when there is any; 0 otherwise.
 """
 import os
@@ -37,6 +47,11 @@ ALONE = {"src/cron", "machine", "src/lib"}
 PUBLIC = {"baton.h", "baton_election.h", "baton_redis.h"}
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+LIB_LAYERS = ["base_int.h", "transport_int.h", "topology_int.h", "loop_int.h", "lock_int.h"]
+LIB_NAMES = ["base", "transport", "topology", "loop", "lock"]
+# Circles between files are tolerated only inside this layer (see above).
+LIB_CIRCLES_OK = {"lock"}
 
 
 def sources(root, folder):
@@ -90,9 +105,129 @@ def check_folders(root):
     return errors
 
 
+def strip_c(text):
+    """text without comments, string and character literals"""
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    text = re.sub(r"//[^\n]*", " ", text)
+    text = re.sub(r'"(\\.|[^"\\\n])*"', '""', text)
+    return re.sub(r"'(\\.|[^'\\\n])*'", "''", text)
+
+
+def functions(text):
+    """[(name, body)] of the functions defined at the top level of stripped text"""
+    out, depth, i, start = [], 0, 0, 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "{":
+            if depth == 0:
+                head = text[start:i]
+                m = re.search(r"\b([A-Za-z_]\w*)\s*\(((?:[^()]|\([^()]*\))*)\)\s*$", head)
+                body_start = i
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                if m is not None and not re.search(r"=\s*$", head.split(m.group(0))[0]):
+                    out.append((m.group(1), text[body_start:i + 1]))
+                m = None
+                start = i + 1
+        elif ch == ";" and depth == 0:
+            start = i + 1
+        i += 1
+    return out
+
+
+def cycles(graph):
+    """the strongly connected components of more than one node"""
+    index, low, stack, on, out, n = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = n[0]
+        n[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def check_lib(root):
+    errors = []
+    d = os.path.join(root, "src/lib")
+    rank = {h: i for i, h in enumerate(LIB_LAYERS)}
+    texts = {f: open(os.path.join(d, f), encoding="utf-8").read() for f in sources(root, "src/lib")}
+    for h in LIB_LAYERS:
+        if h not in texts:
+            errors.append("src/lib/%s: missing (the layers are %s)" % (h, ", ".join(LIB_LAYERS)))
+            return errors
+    internal = [f for f in texts if f.endswith("_int.h")]
+    for h in sorted(internal):
+        if h not in rank:
+            errors.append("src/lib/%s: an internal header that is no layer (%s)"
+                          % (h, ", ".join(LIB_LAYERS)))
+            continue
+        for inc in INCLUDE.findall(texts[h]):
+            if inc in rank and rank[inc] >= rank[h]:
+                errors.append("src/lib/%s: includes %s, which is not below it" % (h, inc))
+    layer, defs, declared = {}, {}, {}
+    for f in sorted(texts):
+        if not f.endswith(".c"):
+            continue
+        incs = [rank[i] for i in INCLUDE.findall(texts[f]) if i in rank]
+        if incs:
+            layer[f] = max(incs)
+        for name, _ in functions(strip_c(texts[f])):
+            if name.startswith("baton_"):
+                defs[name] = f
+    for h in LIB_LAYERS:
+        for m in re.finditer(r"\b(baton__\w+)\s*\(", strip_c(texts[h])):
+            declared.setdefault(m.group(1), h)
+    for name, f in sorted(defs.items()):
+        h = declared.get(name)
+        if h is not None and f in layer and rank[h] != layer[f]:
+            errors.append("src/lib/%s: defines %s, declared in %s (%s), but the file is of the %s "
+                          "layer" % (f, name, h, LIB_NAMES[rank[h]], LIB_NAMES[layer[f]]))
+    graph = {}
+    for f in sorted(layer):
+        for fn, body in functions(strip_c(texts[f])):
+            for m in re.finditer(r"\b(baton_\w+)\b", body):
+                g = defs.get(m.group(1))
+                if g is None or g == f or g not in layer:
+                    continue
+                if layer[g] > layer[f]:
+                    errors.append("src/lib/%s: %s calls %s (%s, the %s layer), above the %s layer"
+                                  % (f, fn, m.group(1), g, LIB_NAMES[layer[g]],
+                                     LIB_NAMES[layer[f]]))
+                elif layer[g] == layer[f]:
+                    graph.setdefault(f, set()).add(g)
+    for comp in cycles(graph):
+        if LIB_NAMES[layer[comp[0]]] not in LIB_CIRCLES_OK:
+            errors.append("src/lib: a circle between %s (the %s layer)"
+                          % (", ".join(comp), LIB_NAMES[layer[comp[0]]]))
+    return sorted(set(errors))
+
+
 def main():
     root = sys.argv[1] if len(sys.argv) > 1 else "."
-    errors = check_folders(root)
+    errors = check_folders(root) + check_lib(root)
     for e in errors:
         print(e)
     return 1 if errors else 0

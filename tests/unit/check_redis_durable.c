@@ -16,7 +16,7 @@
 #include "baton.h"
 #include "baton_election.h"
 #include "baton_redis.h"
-#include "baton_int.h"
+#include "lock_int.h"
 #include "testutil.h"
 
 static struct baton_client *client_with(int min_replicas)
