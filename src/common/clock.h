@@ -21,12 +21,18 @@
 #define MS_HOUR   (60 * MS_MINUTE)
 #define MS_DAY    (24 * MS_HOUR)
 
+/* Clock id, nanoseconds (since its epoch). */
+static inline int64_t clock_ns(clockid_t id)
+{
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 /* CLOCK_MONOTONIC, nanoseconds. */
 static inline int64_t mono_ns(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    return clock_ns(CLOCK_MONOTONIC);
 }
 
 /* CLOCK_MONOTONIC, milliseconds. */
@@ -38,9 +44,7 @@ static inline int64_t mono_ms(void)
 /* CLOCK_REALTIME, nanoseconds since the Unix epoch. */
 static inline int64_t wall_ns(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    return clock_ns(CLOCK_REALTIME);
 }
 
 /* CLOCK_REALTIME, milliseconds since the Unix epoch. */
