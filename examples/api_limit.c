@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "baton.h"
+#include "baton_redis.h" /* baton_client_command(): the example's own data in Redis */
 
 #define LIMIT     5
 #define PROCESSES 2

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "baton.h"
+#include "baton_redis.h" /* baton_client_command(): the example's own data in Redis */
 
 struct task {
     const char *name;

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "baton.h"
+#include "baton_redis.h" /* baton_client_command(): the example's own data in Redis */
 
 #define START_BALANCE 100
 #define AMOUNT        10

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "baton.h"
+#include "baton_redis.h" /* baton_client_command(): the example's own data in Redis */
 
 #define DELIVERIES 5
 

@@ -32,6 +32,7 @@
 
 #include "baton.h"
 #include "cli.h"
+#include "clock.h"
 #include "proc.h"
 #include "secrets.h"
 #include "tools.h"
@@ -275,13 +276,6 @@ static void on_lost(struct baton_lock *lk, void *arg)
     (void)n;
 }
 
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static void format_ms(int64_t ms, char *buf, size_t len)
 {
     if (ms % 1000 == 0)
@@ -345,7 +339,7 @@ static bool supervise(struct baton_lock *lk, int sfd, int lostfd, const struct l
      * comes ttl/3 after the last, the fence acts ttl/6 or more later). */
     const int64_t look_ns = a->ttl_ms * 100000;
     for (;;) {
-        int64_t now = now_ns();
+        int64_t now = mono_ns();
         int64_t deadline = baton_lock_deadline_ns(lk);
         if (!w->stopping)
             refence(w, deadline, grace_ns);
@@ -384,7 +378,7 @@ static bool supervise(struct baton_lock *lk, int sfd, int lostfd, const struct l
             /* The shim stops the command at the moment this loop would
              * (its fence): when it acted first, the lock is still why. */
             return w->stopping || baton_lock_lost(lk) ||
-                   now_ns() >= baton_lock_deadline_ns(lk) - grace_ns - 5000000;
+                   mono_ns() >= baton_lock_deadline_ns(lk) - grace_ns - 5000000;
         }
     }
 }

@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "clock.h"
 #include "cron.h"
 #include "tools.h"
 
@@ -122,9 +123,7 @@ static int cmd_next(int argc, char **argv)
         if (cron_time_parse(from_text, &t, err, sizeof err) != 0)
             return cli_usage("next", "--from \"%s\": %s", from_text, err);
     } else {
-        struct timespec now;
-        clock_gettime(CLOCK_REALTIME, &now);
-        t = (int64_t)now.tv_sec;
+        t = wall_ms() / 1000;
     }
     if (cron_parse(text, &expr, &cerr) != 0) {
         cli_usage("next", "%s", cron_error_format(&cerr, msg, sizeof msg));

@@ -44,7 +44,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "baton_election.h"
 #include "cli.h"
+#include "clock.h"
 #include "config.h"
 #include "cron.h"
 #include "history.h"
@@ -446,10 +448,8 @@ static int cmd_status(int argc, char **argv)
     s.url = baton_client_url(client);
     s.jobs = jobs;
     s.jobs_error = jobs_err;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    s.now = (int64_t)ts.tv_sec;
-    s.now_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    s.now_ms = wall_ms();
+    s.now = s.now_ms / 1000;
     int brc = baton_election_leader(client, cfg->group, &s.leader);
     if (brc != BATON_OK) {
         rc = tool_redis_error("status", client, brc, "reading the leader");

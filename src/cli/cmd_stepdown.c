@@ -23,7 +23,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "baton_election.h"
 #include "cli.h"
+#include "clock.h"
 #include "config.h"
 #include "tools.h"
 
@@ -64,13 +66,6 @@ const struct cli_cmd cli_cmd_stepdown = {
     .exits = exits,
     .run = cmd_stepdown,
 };
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void sleep_ms(int64_t ms)
 {
@@ -115,10 +110,10 @@ static int step_down(struct baton_client *client, const char *group, int64_t wai
                         "no supervisor is listening on group %s (leader %s, term %" PRIu64 ")",
                         group, old.identity, old.term);
 
-    int64_t deadline = now_ms() + wait_ms;
+    int64_t deadline = mono_ms() + wait_ms;
     int64_t gone_at = -1; /* when we saw no leader */
     for (;;) {
-        int64_t left = deadline - now_ms();
+        int64_t left = deadline - mono_ms();
         sleep_ms(left < POLL_MS ? (left > 0 ? left : 0) : POLL_MS);
         rc = read_leader(client, group, &now);
         if (rc != 0)
@@ -128,7 +123,7 @@ static int step_down(struct baton_client *client, const char *group, int64_t wai
                    old.identity, old.term, now.identity, now.term);
             return tool_flush("step-down");
         }
-        int64_t t = now_ms();
+        int64_t t = mono_ms();
         if (!now.has_leader && gone_at < 0)
             gone_at = t;
         if (gone_at >= 0 && (t >= deadline || t - gone_at >= NEW_LEADER_WAIT_MS)) {

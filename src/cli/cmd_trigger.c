@@ -29,7 +29,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "baton_election.h"
 #include "cli.h"
+#include "clock.h"
 #include "config.h"
 #include "history.h"
 #include "jobs.h"
@@ -101,13 +103,6 @@ const struct cli_cmd cli_cmd_trigger = {
     .operand = CLI_OPERAND_JOB,
     .run = cmd_trigger,
 };
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static cJSON *trigger_json(const struct trigger *t)
 {

@@ -781,12 +781,21 @@ int docs_man_libbaton(FILE *out, const char *md)
 {
     man_header(out, "LIBBATON", 3, "Library Functions Manual");
     fputs(".SH NAME\nlibbaton \\- distributed locks with fencing tokens over Redis\n"
-          ".SH SYNOPSIS\n.nf\n\\fB#include <baton.h>\\fR\n.fi\n.PP\n"
+          ".SH SYNOPSIS\n.nf\n\\fB#include <baton.h>\\fR\n"
+          "\\fB#include <baton_election.h>\\fR   /* the election primitives */\n"
+          "\\fB#include <baton_redis.h>\\fR      /* raw Redis calls */\n.fi\n.PP\n"
           "Link with \\fI$(pkg\\-config \\-\\-cflags \\-\\-libs baton)\\fR.\n",
           out);
     if (md_sections(out, md) != 0)
         return -1;
-    fputs(".SH FILES\n.TP\n\\fIbaton.h\\fR\nThe reference: every function states its "
+    fputs(".SH FILES\n.TP\n\\fIbaton.h\\fR\nFor lock users: the client, locks (blocking and "
+          "asynchronous), semaphores, multi-locks, once, leaders, stats and errors.\n"
+          ".TP\n\\fIbaton_election.h\\fR\nThe election primitives, one bounded Redis call "
+          "each, for a daemon that drives its campaign from its own event loop.\n"
+          ".TP\n\\fIbaton_redis.h\\fR\nRaw Redis calls for tools that keep their own data "
+          "beside the locks: a command or script, on the client's connections or on every "
+          "master of a quorum.\n"
+          ".PP\nEach is the reference for what it declares: every function states its "
           "contract, ownership and thread safety.\n"
           ".SH SEE ALSO\n\\fBbaton\\fR(1), \\fBpkg\\-config\\fR(1)\n",
           out);

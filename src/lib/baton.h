@@ -1,7 +1,19 @@
 /* baton.h -- libbaton, distributed locks over Redis.
  *
- * The only installed header. Everything here is the public, stable API; the
- * rest of src/lib is private (names starting with baton__).
+ * libbaton's headers, by audience (as hiredis has hiredis.h, async.h and
+ * hiredis_ssl.h), all installed and all public, stable API:
+ *   baton.h           this one: for lock users. The client, locks (blocking
+ *                     and asynchronous), baton_with_lock(), semaphores,
+ *                     multi-locks, once, leaders (a thread that campaigns
+ *                     for a daemon), stats and errors.
+ *   baton_election.h  the election primitives, one bounded Redis call each,
+ *                     for a daemon that drives its campaign from its own
+ *                     event loop (the baton supervisor).
+ *   baton_redis.h     raw Redis calls for tools that keep their own data
+ *                     beside the locks: a command or script, on the
+ *                     client's connections or on every master of a quorum.
+ * baton.h includes neither of the others; they include it. The rest of
+ * src/lib is private (names starting with baton__).
  *
  * Model:
  *   struct baton_client  one per process (or per Redis deployment). Owns
@@ -99,7 +111,7 @@ BATON_API const char *baton_errname(int code);
  * times out, the connection is given up and the requests in flight on it
  * fail with BATON_EIO too (each gets exactly one result), and the next
  * operation opens a new one. Commands of baton_client_command() and
- * _eval(), which may block, take a pooled connection of their own for their
+ * _eval() (baton_redis.h), which may block, take a pooled connection of their own for their
  * duration, on the calling thread. */
 
 struct baton_client;
@@ -238,9 +250,10 @@ struct baton_client_opts {
  *     twice. It still receives every request. A lock ttl above max_ttl is
  *     refused (BATON_EINVAL).
  *   - Over a quorum run: locks (try, acquire, extend, release,
- *     auto-renewal, baton_with_lock), elections and leaders (see the
- *     election section), and the every-master calls
- *     (baton_client_command_all, _eval_all). A waiting acquire retries
+ *     auto-renewal, baton_with_lock), elections and leaders
+ *     (baton_election.h, and the leader section below), and the
+ *     every-master calls (baton_client_command_all, _eval_all:
+ *     baton_redis.h). A waiting acquire retries
  *     every retry_delay_ms, or when the holder's majority expires (no
  *     queue, no wake-ups). Semaphores, multi-locks, once, the _async
  *     lock calls, baton_client_command/eval (one master's answer is no
@@ -274,6 +287,8 @@ BATON_API const char *baton_client_errstr(const struct baton_client *c);
  * ("invalid URL: ...", never the password), or BATON_ENOMEM. */
 BATON_API int baton_url_check(const char *url, char *redacted, size_t rlen, char *err,
                               size_t errlen);
+
+#define BATON_QUORUM_MAX 9 /* the most masters a quorum has (N odd, 3..9) */
 
 /* The redis-quorum:// (rediss-quorum://) URL of the masters urls[0..n):
  * each a redis:// or rediss:// URL of one server, all with the same
@@ -469,289 +484,6 @@ BATON_API int baton_lock_extend_async(struct baton_lock *lk, int64_t ttl_ms, bat
                                       void *arg);
 /* True on c's loop thread (inside a callback). */
 BATON_API bool baton_client_in_loop(const struct baton_client *c);
-
-/* ------------------------------------------------------------------------ */
-/* Leader election: one leader per name, with a term that strictly increases
- * with every leadership (it is the fencing token of the name's lock).
- *
- * Over a Redlock quorum the leadership is a quorum lock (granted by a
- * majority, valid from the send time; its term the quorum's fence). A
- * renewal holds when a majority extended it within its validity, and takes
- * the key again on masters where it is free and no later term was granted
- * (a master that restarted empty, or missed the grant); a resignation
- * releases it on every master, publishing "resigned" on each; followers
- * subscribe on every master. baton_election_server_changed() is false
- * (a quorum has no promoted replicas). The holder a refused campaign
- * reports is the one a majority holds, with the time it keeps that
- * majority; none (has_leader false) after a split vote, with a short
- * random ttl_ms.
- *
- * These are the primitives, each one bounded Redis call, for a caller that
- * drives the campaign from its own event loop (the baton supervisor does):
- * campaign, renew and resign; followers watch a subscription (poll its fd)
- * that says at once when the leader resigns, and sleep until the leader's
- * lease runs out (campaign reports it). A struct baton_election belongs to
- * one thread; baton_election_is_leader() and baton_election_term() may be
- * called from any. */
-
-struct baton_election;
-
-struct baton_election_opts {
-    int64_t ttl_ms;       /* leadership lease; default 10000 */
-    const char *identity; /* who we are, shown by baton_election_leader();
-                             default "" */
-};
-
-/* Returns: 0 and *out (owned; free with baton_election_free()), or
- * BATON_EINVAL (empty name, name with braces, or longer than 200 bytes) or
- * BATON_ENOMEM. No Redis I/O. */
-BATON_API int baton_election_new(struct baton_client *c, const char *name,
-                                 const struct baton_election_opts *opts,
-                                 struct baton_election **out);
-/* Frees e (closing its subscription). Does not resign. NULL is a no-op. */
-BATON_API void baton_election_free(struct baton_election *e);
-
-struct baton_leader_info {
-    bool has_leader;
-    char identity[256]; /* the leader's identity, truncated */
-    uint64_t term;      /* its term; when there is no leader, the last term */
-    int64_t ttl_ms;     /* its remaining lease (-1 unknown) */
-};
-
-/* Tries once to become the leader, always asking Redis: leadership comes
- * only from a grant confirmed in this call, never from what this node
- * believes. A lease this node may still hold from an earlier term (after
- * baton_election_abandon(), or a renewal that timed out but that Redis may
- * have applied late) is first released by its token, waking the
- * followers, so that the group does not wait out a lease nobody uses.
- * Returns 0 when we now lead, in a new term; BATON_ETAKEN when another
- * leads, described in *holder (may be NULL); EIO/EPROTO/EREDIS. */
-BATON_API int baton_election_campaign(struct baton_election *e, struct baton_leader_info *holder);
-/* True when the last campaign found Redis still holding a lease of ours
- * from an earlier term, and released it. */
-BATON_API bool baton_election_released_stale(const struct baton_election *e);
-/* Stops leading at once, without Redis I/O: for a leader that could not
- * confirm its lease before its own stop point. The next campaign releases
- * what Redis may still hold. */
-BATON_API void baton_election_abandon(struct baton_election *e);
-/* Extends the lease. Returns 0; BATON_ELOST (not the leader any more: the
- * lease was lost or taken); EIO... (leadership unconfirmed: the caller
- * watches baton_election_deadline_ns()). */
-BATON_API int baton_election_renew(struct baton_election *e);
-/* Gives up leadership if still ours and wakes a successor: on one server,
- * at most two followers that watch with an identity (other than ours) are
- * woken on their own channels, the rest see the new leader at their next
- * campaign; when none such watches (no identities, or over a quorum),
- * every follower is woken. Returns 0, BATON_ELOST (it was not ours any
- * more) or EIO... (then the lease expires). */
-BATON_API int baton_election_resign(struct baton_election *e);
-
-/* True when our current term was granted by a Redis master whose data may
- * lack the last writes of the term before it: another server process than
- * the one that granted the previous term, which was promoted from replica
- * (a failover, Sentinel's or by hand), or no record of the previous term's
- * server at all (FLUSHALL, a restart without persistence, or the first
- * term ever). What the previous leader wrote last (a high-water mark, a
- * claim) may then be missing or behind what it did: the baton supervisor
- * does not catch up missed ticks in such a term, so that none runs twice.
- * False after a plain restart of the same master (its persistence decides
- * what it kept) and when the previous term was granted by this very
- * server process. */
-BATON_API bool baton_election_server_changed(const struct baton_election *e);
-/* True while we lead: campaign succeeded, no loss seen, deadline not past. */
-BATON_API bool baton_election_is_leader(const struct baton_election *e);
-/* The term of our current (or last) leadership; 0 before the first. */
-BATON_API uint64_t baton_election_term(const struct baton_election *e);
-/* Validity deadline of our leadership (CLOCK_MONOTONIC ns), 0 if none. */
-BATON_API int64_t baton_election_deadline_ns(const struct baton_election *e);
-/* Detail of the last failure on e ("" if none). Borrowed; valid until the
- * next call on e. */
-BATON_API const char *baton_election_errstr(const struct baton_election *e);
-/* The Redis key of the leadership (prefix{name}:leader), and the value it
- * holds while we lead (NULL when we do not): a script that must act only for
- * the current leader compares the two (GET key == token) in the same atomic
- * step as its write. Keys of the form prefix{name}:... share its cluster
- * slot. Borrowed; valid until the next campaign/resign or free. */
-BATON_API const char *baton_election_key(const struct baton_election *e);
-BATON_API const char *baton_election_token(const struct baton_election *e);
-
-/* The subscription: (re)connects and subscribes to the name's events
- * (and, given an identity, to this candidate's own channel, where a
- * resignation may name it).
- * Returns 0 or EIO... Bounded by the client's timeouts. Over a quorum:
- * subscribes on every master not subscribed yet (one connection each, the
- * ones subscribed kept; a master left alone after a failure is skipped),
- * each bounded by node_timeout; returns 0 when at least one master is
- * subscribed (baton_election_watch_complete() says whether all are). */
-BATON_API int baton_election_watch(struct baton_election *e);
-/* Its file descriptor (poll it for POLLIN), or -1 when not subscribed.
- * Over a quorum an epoll descriptor behind the masters' subscriptions: it
- * stays the same while any is subscribed. */
-BATON_API int baton_election_watch_fd(const struct baton_election *e);
-/* True when subscribed on every master (on one server: subscribed). A
- * caller that watches over a quorum calls baton_election_watch() again
- * when this is false, so that a master that came back is heard again. */
-BATON_API bool baton_election_watch_complete(const struct baton_election *e);
-
-#define BATON_EVENT_RESIGNED  1u /* the leader resigned: campaign now */
-#define BATON_EVENT_STEP_DOWN 2u /* someone asked the leader of this term to step down */
-/* The subscription broke (the server went away, or Redis failed over): the
- * leader and lease seen so far may be the old master's. Campaign now rather
- * than wait out a ttl read from it. */
-#define BATON_EVENT_SWITCHED 4u
-
-/* Reads what has arrived, without blocking; ORs BATON_EVENT_* into *events.
- * A step-down request counts only when it names our current term. Returns 0,
- * or EIO/EPROTO when the subscription broke (it is closed: call
- * baton_election_watch() again), with BATON_EVENT_SWITCHED set. Over a
- * quorum every master's subscription is read (an event published on
- * several masters arrives once from each: the events are idempotent);
- * EIO/EPROTO when one of them broke: it is closed, the others go on, and
- * BATON_EVENT_SWITCHED is not set (a master going away is no failover). */
-BATON_API int baton_election_watch_read(struct baton_election *e, unsigned *events);
-/* The same, handing every other message published on the name's events
- * channel to on_msg(arg, msg, len) (msg is NUL-terminated, borrowed for
- * the call), for callers that publish their own events there. */
-typedef void (*baton_election_msg_fn)(void *arg, const char *msg, size_t len);
-BATON_API int baton_election_watch_read_msgs(struct baton_election *e, unsigned *events,
-                                             baton_election_msg_fn on_msg, void *arg);
-/* Also hears channel on the subscription (every master's, over a quorum)
- * while it is set: its messages go to on_msg like the events channel's.
- * One such channel at a time; NULL stops. A subscription made later by
- * baton_election_watch() includes it. For messages that only some
- * candidates want, such as the baton supervisor's "ended" messages, heard
- * by its leader only: a follower is not woken by them. Returns 0; EINVAL,
- * ENOMEM; EIO when a subscription could not be told (it is broken: the
- * next read says so, and watching again subscribes it with the channel). */
-BATON_API int baton_election_listen(struct baton_election *e, const char *channel);
-
-/* Who leads name now. Returns 0 and *info, or EIO... Over a quorum: the
- * identity a majority of the masters hold (none when no holder has a
- * majority), its ttl_ms the time it keeps that majority, its term the
- * highest counter of the masters that answered (a majority must). */
-BATON_API int baton_election_leader(struct baton_client *c, const char *name,
-                                    struct baton_leader_info *info);
-/* Asks the leader of name, whose term is term, to resign. *receivers (may be
- * NULL) gets how many subscribers heard it (over a quorum: the most that
- * one master had; it is published on every master). Returns 0 or EIO... */
-BATON_API int baton_election_request_step_down(struct baton_client *c, const char *name,
-                                               uint64_t term, int *receivers);
-
-/* ------------------------------------------------------------------------ */
-/* Commands: for tools built on libbaton that keep their own data next to
- * the locks (the baton supervisor's claims, heartbeats and history). The
- * same connections, timeouts and credentials as the locks. */
-
-enum baton_reply_type {
-    BATON_REPLY_NIL,
-    BATON_REPLY_INTEGER,
-    BATON_REPLY_STRING, /* bulk or status */
-    BATON_REPLY_ARRAY,
-};
-
-struct baton_reply {
-    enum baton_reply_type type;
-    long long integer;
-    char *str; /* NUL-terminated (binary-safe with len) */
-    size_t len;
-    struct baton_reply **element;
-    size_t elements;
-};
-
-/* Runs one command. Error replies become BATON_EREDIS with the text in
- * baton_client_errstr(). Returns 0 and *out (owned; free with
- * baton_reply_free()), or a negative code. */
-BATON_API int baton_client_command(struct baton_client *c, int argc, const char *const *argv,
-                                   const size_t *lens, struct baton_reply **out);
-/* Runs a Lua script by SHA, loading it when Redis does not know it. Keys and
- * args are NUL-terminated strings. Same contract as baton_client_command();
- * and with min_replicas, the script is followed by WAIT as a grant is:
- * BATON_ENOTDURABLE when its writes were not acknowledged in time (the
- * script did run on the master). */
-BATON_API int baton_client_eval(struct baton_client *c, const char *script, int nkeys,
-                                const char *const *keys, int nargs, const char *const *args,
-                                struct baton_reply **out);
-BATON_API void baton_reply_free(struct baton_reply *r);
-
-/* ------------------------------------------------------------------------ */
-/* Every master: for tools whose data must hold over a Redlock quorum (the
- * baton supervisor's claims, heartbeats, history, pauses and requests).
- * baton_client_command() and _eval() refuse a quorum client (one master's
- * answer is no answer there); these send the command or script to every
- * master at once and report each master's answer, for the caller to
- * reduce as its data requires (a claim holds when a majority claimed it; a
- * read of a mark takes the value a majority reached...). On a single
- * server, Sentinel or a Cluster they make the one call of
- * baton_client_command()/_eval() and report it as one answer (n = 1,
- * majority = 1), so that a tool has one code path for every topology.
- * Thread-safe. */
-
-#define BATON_QUORUM_MAX 9 /* the most masters a quorum has (N odd, 3..9) */
-
-struct baton_answer {
-    /* BATON_OK: reply set. BATON_EREDIS: the master answered with an error
-     * (its text in err). BATON_ENOTDURABLE (min_replicas, never over a
-     * quorum): the script ran but its writes were not acknowledged in time
-     * (no reply). Any other code: no answer (why in err). */
-    int rc;
-    /* Counts toward a majority: false for a quorum's master quarantined
-     * after a restart (see baton_client_new()); true otherwise. */
-    bool counts;
-    struct baton_reply *reply; /* owned by the answers */
-    char master[80];           /* "host:port"; "" for the one answer of a single server */
-    char err[256];
-};
-
-struct baton_answers {
-    int n;        /* masters asked: the quorum's N, else 1 */
-    int majority; /* n / 2 + 1 */
-    int answered; /* counted masters that answered, error replies included */
-    struct baton_answer v[];
-};
-
-/* Runs the command on every master (argv and lens as for
- * baton_client_command()), each bounded as a quorum's lock requests are
- * (node_timeout), all by the command timeout. Returns 0 and *out when a
- * majority of counted masters answered (error replies included: look at
- * each rc); BATON_EIO when fewer did, *out still set, and the detail ("no
- * quorum: 2 of 5 masters answered (3 needed): h1:6379: connection
- * refused; ...") in baton_client_errstr(); ENOMEM, EINVAL (*out NULL).
- * A command with a blocking wait must not be sent this way. *out: owned;
- * free with baton_answers_free(). */
-BATON_API int baton_client_command_all(struct baton_client *c, int argc, const char *const *argv,
-                                       const size_t *lens, struct baton_answers **out);
-/* The same for a Lua script (by SHA, loaded where a master does not know
- * it), as baton_client_eval(): with min_replicas (never over a quorum) an
- * answer whose writes were not acknowledged has rc BATON_ENOTDURABLE. */
-BATON_API int baton_client_eval_all(struct baton_client *c, const char *script, int nkeys,
-                                    const char *const *keys, int nargs, const char *const *args,
-                                    struct baton_answers **out);
-/* For a write: 0 when a majority of the n masters answered without an
- * error reply (the write holds); else the detail on the client
- * (baton_client_errstr(), naming each master that failed and why) and
- * BATON_EREDIS when a master answered with an error, BATON_EIO when too
- * few answered. BATON_ENOTDURABLE when the write holds but was not
- * acknowledged by min_replicas replicas. a may be NULL (EINVAL). */
-BATON_API int baton_answers_check(struct baton_client *c, const struct baton_answers *a);
-/* Writes "2 of 5 masters answered (3 needed): h1:6379: connection
- * refused; h2:6380: no answer within node_timeout 50 ms" into buf (the
- * masters that failed, answered with an error, or are quarantined).
- * Returns buf. */
-BATON_API const char *baton_answers_describe(const struct baton_answers *a, char *buf, size_t len);
-/* NULL is a no-op. */
-BATON_API void baton_answers_free(struct baton_answers *a);
-
-/* The quorum's size of a client: N for redis-quorum:// (its masters), 0
- * for every other URL. */
-BATON_API int baton_client_quorum(const struct baton_client *c);
-
-/* What a URL says of its quorum, without connecting: *masters N (0 when
- * it is not a quorum URL), *max_ttl_ms and *node_timeout_ms (the defaults
- * when the URL does not set them). Returns 0, or BATON_EINVAL with the
- * message of baton_url_check() in err. For tools that check their own
- * settings against the quorum's (a lease above max_ttl is refused). */
-BATON_API int baton_url_quorum(const char *url, int *masters, int64_t *max_ttl_ms,
-                               int64_t *node_timeout_ms, char *err, size_t errlen);
 
 /* ------------------------------------------------------------------------ */
 /* Semaphores: at most `limit` holders of a name at once (for example, at
@@ -973,8 +705,9 @@ BATON_API const char *baton_once_result_name(int result);
 
 /* ------------------------------------------------------------------------ */
 /* Leader election for embedding in a daemon: a background
- * thread per campaign drives the election primitives above (campaign,
- * renew, resign, watch) and calls back when leadership is gained or lost.
+ * thread per campaign drives the election primitives of baton_election.h
+ * (campaign, renew, resign, watch) and calls back when leadership is gained
+ * or lost.
  *
  * Loss is reported before the validity deadline: when renewals cannot be
  * confirmed, on_lost is called loss_margin_ms before the deadline (send
@@ -1008,7 +741,8 @@ struct baton_leader_opts {
     int64_t retry_ms;       /* followers' safety-net poll; the cap of the
                                back-off when Redis is unreachable; default
                                1000 */
-    const char *identity;   /* shown by baton_election_leader(); default "" */
+    const char *identity;   /* shown by baton_election_leader() (baton_election.h);
+                               default "" */
     baton_leader_fn on_gained;
     baton_leader_fn on_lost;
     void *arg;

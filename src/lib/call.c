@@ -44,7 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "baton_int.h"
+#include "loop_int.h"
 
 /* MOVED and ASK in a row (a wait, TRYAGAIN or CLUSTERDOWN, starts the
  * count again); retries of a request that could not be sent. */
@@ -242,11 +242,16 @@ static void send(struct baton__call *k)
      * answer to it took turns) where two lanes kept it busy, +40-50 %
      * cycles/s (tests/bench/RESULTS.md). */
     struct baton__node *node = k->ask != NULL ? k->ask : k->node;
-    struct baton__shard *sh = node != NULL ? node->shard : c->shard;
     int pipe = k->rq.wait_replicas > 0 ? BATON__PIPE_DURABLE
                : (k->slot & 1)         ? BATON__PIPE_LANE1
                                        : BATON__PIPE_LANE0;
-    baton__mux_submit(c, &sh[pipe].mux, &k->q);
+    struct baton__mux *m = baton__mux_of(c, node, pipe);
+    if (m == NULL) {
+        baton__set_error(k->err, k->errlen, "%s: out of memory", c->url.redacted);
+        finish(k, BATON_ENOMEM);
+        return;
+    }
+    baton__mux_submit(c, m, &k->q);
 }
 
 /* The map read on the helper thread; its result comes back as a task. */
@@ -413,4 +418,100 @@ int baton__script_call(struct baton_client *c, struct baton__call *k)
             ;
     sem_destroy(&done);
     return k->rc;
+}
+
+/* ---- a script on one connection (tools' scripts, and call.c's own on a
+ * caller's thread) ---- */
+
+static int io_error(struct baton_client *c, struct baton__conn *cn, int rc, char *err,
+                    size_t errlen)
+{
+    baton__set_error(err, errlen, "%s: %s", c->url.redacted, cn->err);
+    return rc;
+}
+
+bool baton__is_noscript(const redisReply *r)
+{
+    return r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0;
+}
+
+/* WAIT's timeout for a call due by deadline_ns: most of the time left, so
+ * that its answer still arrives in time. At least 1 ms (0 would block
+ * forever). */
+int64_t baton__wait_ms_until(int64_t deadline_ns)
+{
+    int64_t left = (deadline_ns - baton__now_ns()) / 1000000;
+    left = left * 4 / 5;
+    return left >= 1 ? left : 1;
+}
+
+static void wait_argv(int replicas, int64_t ms, char nbuf[BATON__I64_LEN],
+                      char msbuf[BATON__I64_LEN], const char *argv[3], size_t lens[3])
+{
+    argv[0] = "WAIT";
+    argv[1] = baton__i64_str(replicas, nbuf);
+    argv[2] = baton__i64_str(ms, msbuf);
+    for (int i = 0; i < 3; i++)
+        lens[i] = strlen(argv[i]);
+}
+
+int baton__not_durable(struct baton_client *c, long long acked, char *err, size_t errlen)
+{
+    baton__set_error(err, errlen,
+                     "%s: not durable: %lld of min_replicas %d replica(s) acknowledged in time",
+                     c->url.redacted, acked < 0 ? 0 : acked, c->min_replicas);
+    return BATON_ENOTDURABLE;
+}
+
+int baton__eval(struct baton_client *c, struct baton__conn *cn, const char *sha, const char *src,
+                int nkeys, const char *const *keys, int nargs, const char *const *args,
+                int wait_replicas, redisReply **reply, int64_t deadline, char *err, size_t errlen)
+{
+    const char *argv[BATON__SCRIPT_MAX_ARGS];
+    size_t lens[BATON__SCRIPT_MAX_ARGS];
+    char nk[BATON__I64_LEN];
+    redisReply *r = NULL;
+    long long acked = -1;
+    int rc;
+
+    *reply = NULL;
+    int argc = baton__script_argv("EVALSHA", sha, nkeys, keys, nargs, args, argv, lens, nk);
+    if (argc < 0)
+        return BATON_EINVAL;
+    if ((rc = baton__conn_command(cn, argc, argv, lens, &r, deadline)) != BATON_OK)
+        return io_error(c, cn, rc, err, errlen);
+    if (baton__is_noscript(r)) {
+        /* A restarted or flushed server: EVAL runs the script and loads it. */
+        freeReplyObject(r);
+        r = NULL;
+        argv[0] = "EVAL";
+        argv[1] = src;
+        lens[0] = 4;
+        lens[1] = strlen(src);
+        if ((rc = baton__conn_command(cn, argc, argv, lens, &r, deadline)) != BATON_OK)
+            return io_error(c, cn, rc, err, errlen);
+    }
+    /* WAIT on the same connection, right after the script (a script of a
+     * tool is seldom known to the server yet: WAIT is not pipelined behind
+     * an EVALSHA that may come back NOSCRIPT). */
+    if (r->type != REDIS_REPLY_ERROR && wait_replicas > 0) {
+        char nb[BATON__I64_LEN], mb[BATON__I64_LEN];
+        const char *wargv[3];
+        size_t wlens[3];
+        redisReply *w = NULL;
+        wait_argv(wait_replicas, baton__wait_ms_until(deadline), nb, mb, wargv, wlens);
+        if ((rc = baton__conn_command(cn, 3, wargv, wlens, &w, deadline)) != BATON_OK) {
+            freeReplyObject(r);
+            return io_error(c, cn, rc, err, errlen);
+        }
+        if (w->type == REDIS_REPLY_INTEGER)
+            acked = w->integer;
+        freeReplyObject(w);
+    }
+    if (r->type != REDIS_REPLY_ERROR && wait_replicas > 0 && acked < wait_replicas) {
+        freeReplyObject(r);
+        return baton__not_durable(c, acked, err, errlen);
+    }
+    *reply = r; /* an error reply too: the caller looks for redirections */
+    return BATON_OK;
 }

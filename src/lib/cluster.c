@@ -41,7 +41,7 @@
 #include <strings.h>
 #include <time.h>
 
-#include "baton_int.h"
+#include "topology_int.h"
 
 #define NSLOTS           16384
 #define NODES_MAX        256
@@ -61,6 +61,38 @@ struct baton__cluster {
     unsigned next_any;      /* round robin of baton__cluster_any() */
     pthread_mutex_t refresh_mu; /* one map read at a time */
 };
+
+/* ---- hash slots ---- */
+
+/* CRC-16/XMODEM (polynomial 0x1021, initial value 0), which Redis Cluster
+ * uses for key slots. Bitwise: keys are short and this runs once per
+ * multi-lock. */
+static uint16_t crc16(const unsigned char *p, size_t n)
+{
+    uint16_t crc = 0;
+    for (size_t i = 0; i < n; i++) {
+        crc ^= (uint16_t)(p[i] << 8);
+        for (int b = 0; b < 8; b++)
+            crc = (crc & 0x8000) ? (uint16_t)((crc << 1) ^ 0x1021) : (uint16_t)(crc << 1);
+    }
+    return crc;
+}
+
+unsigned baton__key_slot(const char *rkey, size_t len)
+{
+    /* The hash tag: between the first '{' and the first '}' after it, when
+     * that is not empty; else the whole key. */
+    const char *open = memchr(rkey, '{', len);
+    if (open != NULL) {
+        size_t rest = len - (size_t)(open - rkey) - 1;
+        const char *close = memchr(open + 1, '}', rest);
+        if (close != NULL && close > open + 1)
+            return crc16((const unsigned char *)open + 1, (size_t)(close - open - 1)) & 16383;
+    }
+    return crc16((const unsigned char *)rkey, len) & 16383;
+}
+
+/* ---- the map ---- */
 
 int baton__cluster_new(struct baton_client *c)
 {
@@ -95,10 +127,8 @@ void baton__cluster_free(struct baton_client *c)
     baton__cluster_close(c);
     for (struct baton__node *n = cl->nodes, *next; n != NULL; n = next) {
         next = n->next;
-        for (int i = 0; i < BATON__SHARDS; i++) {
-            baton__mux_clear(&n->shard[i].mux);
+        for (int i = 0; i < BATON__SHARDS; i++)
             pthread_mutex_destroy(&n->shard[i].mu);
-        }
         free(n->host);
         free(n);
     }
@@ -128,10 +158,8 @@ static struct baton__node *node_of(struct baton__cluster *cl, const char *host, 
         baton__set_error(n->addr, sizeof n->addr, "[%s]:%d", n->host, port);
     else
         baton__set_error(n->addr, sizeof n->addr, "%s:%d", n->host, port);
-    for (int i = 0; i < BATON__SHARDS; i++) {
+    for (int i = 0; i < BATON__SHARDS; i++)
         pthread_mutex_init(&n->shard[i].mu, NULL);
-        baton__mux_init(&n->shard[i].mux, n);
-    }
     n->next = cl->nodes;
     cl->nodes = n;
     cl->nnodes++;
@@ -558,4 +586,20 @@ int baton__cluster_command_slot(int argc, const char *const *argv, const size_t 
     if (at >= argc)
         return -1;
     return (int)baton__key_slot(argv[at], lens[at]);
+}
+
+/* ---- a connection outside the pools (subscribers) ---- */
+
+int baton__client_open(struct baton_client *c, struct baton__conn **out, char *err, size_t errlen)
+{
+    int64_t deadline = baton__now_ns() + c->connect_timeout_ms * 1000000;
+    struct baton__node *node = NULL;
+    int rc;
+    *out = NULL;
+    if (c->url.cluster && (rc = baton__cluster_any(c, deadline, &node, err, errlen)) != BATON_OK)
+        return rc;
+    rc = baton__client_connect(c, node, deadline, out, err, errlen);
+    if (rc != BATON_OK && node != NULL)
+        baton__cluster_suspect(c, node);
+    return rc;
 }

@@ -10,15 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "baton_int.h"
+#include "transport_int.h"
 
 #define READ_CHUNK 16384 /* one TLS record's plaintext at most */
-
-void baton__conn_fail(struct baton__conn *cn, const char *what, const char *detail)
-{
-    cn->broken = true;
-    baton__set_error(cn->err, sizeof cn->err, "%s%s", what, detail);
-}
 
 int baton__conn_open(const struct baton__endpoint *ep, int64_t deadline_ns,
                      struct baton__conn **out, char *err, size_t errlen)
@@ -55,8 +49,8 @@ void baton__conn_free(struct baton__conn *cn)
 {
     if (cn == NULL)
         return;
-    if (cn->listed != NULL)
-        baton__sentinel_unlist(cn); /* before the fd is closed and reused */
+    if (cn->unlist != NULL)
+        cn->unlist(cn); /* before the fd is closed and reused */
     cn->tp->close(cn);
     if (cn->reader != NULL)
         redisReaderFree(cn->reader);

@@ -33,7 +33,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "baton_int.h"
+#include "baton_election.h"
+#include "lock_int.h"
 
 struct baton_election {
     struct baton_client *c;

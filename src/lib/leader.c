@@ -15,7 +15,8 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "baton_int.h"
+#include "baton_election.h"
+#include "lock_int.h"
 
 #define DEFAULT_TTL_MS   10000
 #define DEFAULT_RETRY_MS 1000

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "baton_int.h"
+#include "lock_int.h"
 
 #define DEFAULT_TTL_MS      30000
 #define DEFAULT_MAX_WAIT_MS 5000

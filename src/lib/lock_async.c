@@ -34,7 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "baton_int.h"
+#include "lock_int.h"
 
 #define RENEWAL_POLL_NS       (INT64_C(200) * 1000) /* an auto-renewal in flight, looked at again */
 

@@ -40,7 +40,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "baton_int.h"
+#include "loop_int.h"
 
 #define MAX_EVENTS 64
 
@@ -68,6 +68,7 @@ struct baton__loop {
     struct baton__io **dirty; /* connections with output this turn */
     int ndirty, capdirty;
     bool stopping;
+    const struct baton__loop_conns *conns; /* NULL until a connection is made */
 };
 
 /* Waits up to wait_ns (-1: no limit) for events, the wait rounded up to a
@@ -362,6 +363,16 @@ void baton__loop_offload_done(struct baton__loop *l)
     l->offloaded--;
 }
 
+void baton__loop_set_conns(struct baton__loop *l, const struct baton__loop_conns *conns)
+{
+    l->conns = conns;
+}
+
+static bool conns_busy(const struct baton__loop *l)
+{
+    return l->conns != NULL && l->conns->busy(l->c);
+}
+
 static void *loop_main(void *arg)
 {
     struct baton__loop *l = arg;
@@ -372,14 +383,14 @@ static void *loop_main(void *arg)
         if (l->stop_asked)
             l->stopping = true;
         bool idle = l->posted == NULL && l->ready == NULL;
-        if (l->stopping && idle && l->nheap == 0 && l->offloaded == 0 && !baton__mux_busy(l->c)) {
+        if (l->stopping && idle && l->nheap == 0 && l->offloaded == 0 && !conns_busy(l)) {
             l->refusing = true; /* nothing left: posts fail from now on */
             pthread_mutex_unlock(&l->mu);
             break;
         }
         /* Stopping, timers fire at once and pipes fail: the loop waits
          * only when nothing but the helper's results is left. */
-        if (idle && (!l->stopping || (l->nheap == 0 && !baton__mux_busy(l->c)))) {
+        if (idle && (!l->stopping || (l->nheap == 0 && !conns_busy(l)))) {
             l->sleeping = true;
             wait_ns = l->stopping ? -1 : next_wait_ns(l);
         }
@@ -403,13 +414,14 @@ static void *loop_main(void *arg)
         }
         run_list(posted);
         run_ready(l);
-        if (l->stopping)
-            baton__mux_fail_all(l->c);
+        if (l->stopping && l->conns != NULL)
+            l->conns->fail_all(l->c);
         fire_timers(l);
         run_ready(l);
         flush_dirty(l);
     }
-    baton__mux_close_all(l->c);
+    if (l->conns != NULL)
+        l->conns->close_all(l->c);
     return NULL;
 }
 

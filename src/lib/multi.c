@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "baton_int.h"
+#include "lock_int.h"
 
 struct baton_multi {
     struct baton_client *c;
@@ -21,34 +21,6 @@ struct baton_multi {
     char *keys[BATON_MULTI_MAX_KEYS];            /* sorted, distinct */
     struct baton_lock *lk[BATON_MULTI_MAX_KEYS]; /* lk[i] holds keys[i] */
 };
-
-/* CRC-16/XMODEM (polynomial 0x1021, initial value 0), which Redis Cluster
- * uses for key slots. Bitwise: keys are short and this runs once per
- * multi-lock. */
-static uint16_t crc16(const unsigned char *p, size_t n)
-{
-    uint16_t crc = 0;
-    for (size_t i = 0; i < n; i++) {
-        crc ^= (uint16_t)(p[i] << 8);
-        for (int b = 0; b < 8; b++)
-            crc = (crc & 0x8000) ? (uint16_t)((crc << 1) ^ 0x1021) : (uint16_t)(crc << 1);
-    }
-    return crc;
-}
-
-unsigned baton__key_slot(const char *rkey, size_t len)
-{
-    /* The hash tag: between the first '{' and the first '}' after it, when
-     * that is not empty; else the whole key. */
-    const char *open = memchr(rkey, '{', len);
-    if (open != NULL) {
-        size_t rest = len - (size_t)(open - rkey) - 1;
-        const char *close = memchr(open + 1, '}', rest);
-        if (close != NULL && close > open + 1)
-            return crc16((const unsigned char *)open + 1, (size_t)(close - open - 1)) & 16383;
-    }
-    return crc16((const unsigned char *)rkey, len) & 16383;
-}
 
 static int cmp_str(const void *a, const void *b)
 {

@@ -35,7 +35,7 @@
  * telling those that never left (safe to send again). A request waiting
  * for a connection fails alone at its deadline. Every request completes
  * exactly once: by its replies, by the failure of its connection, by its
- * deadline, or when the client is freed (baton__mux_fail_all).
+ * deadline, or when the client is freed (fail_all, when the loop stops).
  *
  * TLS: Redis reads a TLS connection one record at a time (two reads: the
  * header, then the body) and answers each separately, where over plain TCP
@@ -63,7 +63,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 
-#include "baton_int.h"
+#include "loop_int.h"
 
 enum { Q_NONE, Q_PENDING, Q_FLIGHT, Q_WAITING /* replied, its WAIT not yet */ };
 
@@ -78,19 +78,69 @@ struct baton__wait {
     char err[8];
 };
 
+/* A pipe: a pipelined connection to one server (the URL's, or a cluster
+ * node's) on which the loop keeps script calls in flight: two lanes and a
+ * durable pipe per server (BATON__PIPE_*), made on first use
+ * (baton__mux_of) and kept until the client is freed. Loop thread only. */
+struct baton__mux {
+    struct baton_client *c;
+    struct baton__node *node;             /* where it connects (NULL: the URL's server) */
+    struct baton__conn *cn;               /* NULL: none open */
+    struct baton__io io;                  /* cn's registration with the loop */
+    struct baton__mreq *pend, *pend_tail; /* waiting for a connection */
+    struct baton__mreq *head, *tail;      /* in cn's output or sent, replies awaited in order */
+    struct baton__mreq *unstamped;        /* the first in flight without a send time */
+    bool connecting;                      /* a connection is being opened (the helper) */
+    unsigned cgen;                        /* that attempt's number */
+    bool reading;                         /* in its ready(): cn is freed after */
+    struct baton__conn *doomed;           /* given up while reading: freed after */
+    struct baton__job cjob;               /* the connect job and its result */
+    struct baton__task ctask;
+    int64_t cdeadline;
+    struct baton__conn *ccn;
+    int crc;
+    char cerr[BATON__ERRLEN];
+    struct baton__mux *lnext; /* the client's list of pipes (c->pipes) */
+    struct baton__wait *open; /* the WAIT for this turn's durable requests */
+    int batches;              /* written and not yet answered */
+};
+
 static const char freed_msg[] = "the client was freed (baton_client_free) before this call";
 
-void baton__mux_init(struct baton__mux *m, struct baton__node *node)
+static bool busy(struct baton_client *c);
+static void fail_all(struct baton_client *c);
+static void close_all(struct baton_client *c);
+
+/* The loop's hooks on the pipes, set with the first one. */
+static const struct baton__loop_conns pipe_conns = {busy, fail_all, close_all};
+
+struct baton__mux *baton__mux_of(struct baton_client *c, struct baton__node *node, int pipe)
 {
-    memset(m, 0, sizeof *m);
+    struct baton__mux **slot = node != NULL ? &node->pipe[pipe] : &c->pipe[pipe];
+    struct baton__mux *m = *slot;
+    if (m != NULL)
+        return m;
+    if ((m = calloc(1, sizeof *m)) == NULL)
+        return NULL;
+    m->c = c; /* from here on the helper reads it */
     m->node = node;
     m->io.fd = -1;
+    if (c->pipes == NULL)
+        baton__loop_set_conns(c->loop, &pipe_conns);
+    m->lnext = c->pipes;
+    c->pipes = m;
+    *slot = m;
+    return m;
 }
 
-void baton__mux_clear(struct baton__mux *m)
+void baton__mux_free_all(struct baton_client *c)
 {
-    baton__conn_free(m->cn);
-    m->cn = NULL;
+    for (struct baton__mux *m = c->pipes, *next; m != NULL; m = next) {
+        next = m->lnext;
+        baton__conn_free(m->cn);
+        free(m);
+    }
+    c->pipes = NULL;
 }
 
 static struct baton__mux *io_mux(struct baton__io *io)
@@ -533,12 +583,6 @@ void baton__mux_submit(struct baton_client *c, struct baton__mux *m, struct bato
     q->gnext = q->gprev = NULL;
     q->batch_end = false;
     q->timer.fire = expired;
-    if (!m->listed) { /* first use: from here on the helper reads m->c */
-        m->c = c;
-        m->listed = true;
-        m->lnext = c->pipes;
-        c->pipes = m;
-    }
     if (baton__loop_stopping(l)) {
         fail_later(m, q, BATON_EINVAL, freed_msg);
         return;
@@ -564,7 +608,7 @@ void baton__mux_submit(struct baton_client *c, struct baton__mux *m, struct bato
 
 /* ---- the client's pipes, when the loop stops ---- */
 
-void baton__mux_fail_all(struct baton_client *c)
+static void fail_all(struct baton_client *c)
 {
     for (struct baton__mux *m = c->pipes; m != NULL; m = m->lnext) {
         while (m->pend != NULL)
@@ -576,7 +620,7 @@ void baton__mux_fail_all(struct baton_client *c)
     }
 }
 
-bool baton__mux_busy(struct baton_client *c)
+static bool busy(struct baton_client *c)
 {
     for (struct baton__mux *m = c->pipes; m != NULL; m = m->lnext)
         if (m->pend != NULL || m->head != NULL)
@@ -584,7 +628,7 @@ bool baton__mux_busy(struct baton_client *c)
     return false;
 }
 
-void baton__mux_close_all(struct baton_client *c)
+static void close_all(struct baton_client *c)
 {
     for (struct baton__mux *m = c->pipes; m != NULL; m = m->lnext) {
         if (m->cn != NULL)

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "baton_int.h"
+#include "lock_int.h"
 
 #define DEFAULT_MARKER_TTL_MS (INT64_C(86400) * 1000)
 #define DEFAULT_LOCK_TTL_MS   30000

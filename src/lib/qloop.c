@@ -40,7 +40,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "baton_int.h"
+#include "topology_int.h"
 
 #define WAKE_ID UINT32_MAX
 
@@ -63,6 +63,8 @@ struct qmaster {
 struct baton__qloop {
     struct baton_client *c;
     int n;
+    struct baton__node *node[BATON__QUORUM_MAX]; /* the masters (quorum.c's) */
+    void (*failed)(struct baton_client *c, int i); /* quorum.c: master i failed */
     pthread_mutex_t mu;
     pthread_cond_t connected; /* a master's connecting ended */
     pthread_t thread;
@@ -71,7 +73,8 @@ struct baton__qloop {
     struct qmaster m[BATON__QUORUM_MAX];
 };
 
-int baton__qloop_new(struct baton_client *c, int n, struct baton__qloop **out)
+int baton__qloop_new(struct baton_client *c, int n, struct baton__node *const *nodes,
+                     void (*failed)(struct baton_client *c, int i), struct baton__qloop **out)
 {
     struct baton__qloop *l = calloc(1, sizeof *l);
     *out = NULL;
@@ -79,6 +82,9 @@ int baton__qloop_new(struct baton_client *c, int n, struct baton__qloop **out)
         return BATON_ENOMEM;
     l->c = c;
     l->n = n;
+    for (int i = 0; i < n; i++)
+        l->node[i] = nodes[i];
+    l->failed = failed;
     l->epfd = l->wakefd = -1;
     pthread_mutex_init(&l->mu, NULL);
     baton__cond_init_monotonic(&l->connected);
@@ -123,7 +129,7 @@ static void fail_master(struct baton__qloop *l, int i, int rc, const char *why)
     m->nrep = 0;
     m->failed = 0;
     if (asked)
-        baton__quorum_failed(l->c, i);
+        l->failed(l->c, i);
 }
 
 static void push(struct qmaster *m, struct baton__qreq *q)
@@ -422,7 +428,7 @@ static int ensure_conn(struct baton__qloop *l, int i, struct baton__qreq *q)
     m->connecting = true;
     pthread_mutex_unlock(&l->mu);
     struct baton__conn *cn = NULL;
-    int rc = baton__client_connect(l->c, baton__quorum_node(l->c, i), q->deadline_ns, &cn, q->err,
+    int rc = baton__client_connect(l->c, l->node[i], q->deadline_ns, &cn, q->err,
                                    sizeof q->err);
     pthread_mutex_lock(&l->mu);
     m->connecting = false;
@@ -520,7 +526,7 @@ void baton__qloop_call(struct baton__qloop *l, struct baton__qcall *k)
         if (crc != BATON_OK) {
             q->rc = crc;
             if (crc == BATON_EIO)
-                baton__quorum_failed(l->c, i); /* could not connect */
+                l->failed(l->c, i); /* could not connect */
             continue;
         }
         queue(l, i, k, q);

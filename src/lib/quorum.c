@@ -1,7 +1,8 @@
 /* quorum.c -- requests over a Redlock quorum of N independent masters
- * (redis-quorum://h1,h2,h3...): locks, and any command or script sent to
- * every master (baton_client_eval_all() and baton_client_command_all(),
- * which the supervisor and the elections over a quorum are built on).
+ * (redis-quorum://h1,h2,h3...): the masters, which of them count, and any
+ * command or script sent to every master: quorum_lock.c's locks, and
+ * baton_client_eval_all() and baton_client_command_all(), which the
+ * supervisor and the elections over a quorum are built on.
  *
  * Every request goes to all masters at once, through the quorum's I/O loop
  * (qloop.c): one thread and one connection per master, on which the
@@ -16,49 +17,28 @@
  * threads, on each of the N masters; and a request costs its thread one
  * wake-up, not one per master.
  *
- * Locks: a grant holds when a majority of the masters that count granted
- * it, with validity ttl - elapsed - drift from the send time (lock.c's
- * baton__lock_confirm).
- *
- * Fences: a master grants with fence F only when the lock is free there
- * and its own counter is below F, and then stores F. Any two grants'
- * majorities share a master, which saw both in order: the later grant's
- * fence is higher. The fence asked for is the highest counter a majority
- * reported (a first round of GETs), or, when this client granted or saw
- * the key's counter before, that value + 1 (a hint kept per key hash: a
- * stale hint only costs a second round, with the highest counter the
- * masters reported, as any master whose counter is not below F refuses).
- *
- * Split votes: when no holder has a majority (several acquirers took
- * masters at the same instant), each gives back what it got and the holder
- * reported is none, with a short random wait (1 to 4 node_timeouts) before
- * the next attempt, so that the next round rarely splits again.
+ * Locks over the quorum, their fences and split votes are quorum_lock.c's,
+ * on the requests of this file (baton__quorum_fanout).
  *
  * Restarted masters: a master seen with a new run id, or up for less
  * than max_ttl, does not count toward a majority until max_ttl after it
  * came back (the Redlock paper's delayed restart), as it may have lost
- * locks it granted. It still receives every request.
- *
- * Elections (election.c): the leadership is such a lock, whose renewal
- * also takes the key again on a master where it is free (a master that
- * restarted empty, or missed the grant) if that master's counter is not
- * above the term: the lease heals as masters come back, instead of
- * shrinking to a bare majority. */
+ * locks it granted. It still receives every request. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "baton_int.h"
+#include "topology_int.h"
 
 #define DEFAULT_MAX_TTL_MS      BATON__QUORUM_MAX_TTL_MS
 #define DEFAULT_NODE_TIMEOUT_MS BATON__QUORUM_NODE_TIMEOUT_MS
-#define FENCE_ROUNDS            3   /* rounds again when a master had a higher fence */
 #define DOWN_FIRST_TIMEOUTS     2   /* a master that failed is left alone this many */
                                     /* node_timeouts, doubled for each failure in a row, */
 #define DOWN_MIN_MS             500 /* up to this long, */
 #define DOWN_TIMEOUTS           10  /* or this many node_timeouts if longer */
 #define HINTS                   4096 /* fence hints, by hash of the fence key */
+
 
 struct qnode {
     struct baton__node node; /* its pool and muxes */
@@ -82,14 +62,6 @@ struct baton__quorum {
     struct qnode nodes[BATON__QUORUM_MAX];
 };
 
-/* One master's part of a request, as the rest of this file reads it. */
-struct qslot {
-    redisReply *reply; /* owned */
-    int rc;            /* 0 answered, else why not (detail in err) */
-    bool sent;         /* it left (it may have been applied) */
-    bool counts;       /* not quarantined */
-    char err[256];
-};
 
 int baton__quorum_new(struct baton_client *c)
 {
@@ -102,14 +74,15 @@ int baton__quorum_new(struct baton_client *c)
     q->node_timeout_ms =
         c->url.node_timeout_ms > 0 ? c->url.node_timeout_ms : DEFAULT_NODE_TIMEOUT_MS;
     c->quorum = q;
-    if (baton__qloop_new(c, q->n, &q->loop) != BATON_OK)
+    struct baton__node *nodes[BATON__QUORUM_MAX];
+    for (int i = 0; i < q->n; i++)
+        nodes[i] = &q->nodes[i].node;
+    if (baton__qloop_new(c, q->n, nodes, baton__quorum_failed, &q->loop) != BATON_OK)
         return BATON_ENOMEM;
     for (int i = 0; i < q->n; i++) {
         struct baton__node *nd = &q->nodes[i].node;
-        for (int j = 0; j < BATON__SHARDS; j++) {
+        for (int j = 0; j < BATON__SHARDS; j++)
             pthread_mutex_init(&nd->shard[j].mu, NULL);
-            baton__mux_init(&nd->shard[j].mux, nd);
-        }
         nd->port = c->url.seeds[i].port;
         if ((nd->host = strdup(c->url.seeds[i].host)) == NULL)
             return BATON_ENOMEM; /* baton__quorum_free() frees the rest */
@@ -136,10 +109,8 @@ void baton__quorum_free(struct baton_client *c)
     baton__quorum_close(c);
     baton__qloop_free(q->loop);
     for (int i = 0; i < q->n; i++) {
-        for (int j = 0; j < BATON__SHARDS; j++) {
-            baton__mux_clear(&q->nodes[i].node.shard[j].mux);
+        for (int j = 0; j < BATON__SHARDS; j++)
             pthread_mutex_destroy(&q->nodes[i].node.shard[j].mu);
-        }
         free(q->nodes[i].node.host);
     }
     pthread_mutex_destroy(&q->mu);
@@ -165,6 +136,16 @@ int64_t baton__quorum_node_timeout_ms(const struct baton_client *c)
 static int majority(const struct baton__quorum *q)
 {
     return q->n / 2 + 1;
+}
+
+int baton__quorum_majority(const struct baton_client *c)
+{
+    return majority(c->quorum);
+}
+
+int64_t baton__quorum_max_ttl_ms(const struct baton_client *c)
+{
+    return c->quorum->max_ttl_ms;
 }
 
 static uint64_t runid_hash(const char *runid)
@@ -216,7 +197,7 @@ static bool node_counts(struct baton__quorum *q, int i, const char *runid, int64
     return ok;
 }
 
-static void slots_clear(struct qslot *s, int n)
+void baton__quorum_slots_clear(struct baton__qslot *s, int n)
 {
     for (int i = 0; i < n; i++) {
         if (s[i].reply != NULL)
@@ -286,9 +267,9 @@ static void strip_prefix(struct baton_client *c, const struct baton__node *node,
  * by node_timeout and all by deadline_ns. src: the script's source when
  * argv is an EVALSHA (resent as EVAL on NOSCRIPT). *sent_ns: a time
  * before the first byte left. Fills s[0..n-1]; free the replies with
- * slots_clear(). */
-static void fanout(struct baton_client *c, int argc, const char **argv, const size_t *lens,
-                   const char *src, struct qslot *s, int64_t *sent_ns, int64_t deadline_ns)
+ * baton__quorum_slots_clear(). */
+void baton__quorum_fanout(struct baton_client *c, int argc, const char **argv, const size_t *lens,
+                   const char *src, struct baton__qslot *s, int64_t *sent_ns, int64_t deadline_ns)
 {
     struct baton__quorum *q = c->quorum;
     struct baton__qcall k;
@@ -328,7 +309,7 @@ static void fanout(struct baton_client *c, int argc, const char **argv, const si
     free(cmd);
     for (int i = 0; i < q->n; i++) {
         struct baton__qreq *r = &k.r[i];
-        struct qslot *t = &s[i];
+        struct baton__qslot *t = &s[i];
         memset(t, 0, sizeof *t);
         t->rc = r->rc;
         t->sent = r->sent;
@@ -354,8 +335,10 @@ static void fanout(struct baton_client *c, int argc, const char **argv, const si
 
 /* "h1:6379: connection refused; h2:6380: ..." for the masters that did not
  * answer, and the quarantined ones. */
-static void describe(const struct baton__quorum *q, const struct qslot *s, char *buf, size_t len)
+void baton__quorum_describe(const struct baton_client *c, const struct baton__qslot *s, char *buf,
+                            size_t len)
 {
+    const struct baton__quorum *q = c->quorum;
     size_t o = 0;
     buf[0] = '\0';
     for (int i = 0; i < q->n && o < len; i++) {
@@ -374,421 +357,30 @@ static void describe(const struct baton__quorum *q, const struct qslot *s, char 
     }
 }
 
-/* argv of EVALSHA of our script id. */
-static int script_argv(const struct baton_client *c, enum baton__script_id id, int nkeys,
-                       const char *const *keys, int nargs, const char *const *args,
-                       const char **argv, size_t *lens, char nk[BATON__I64_LEN])
-{
-    return baton__script_argv("EVALSHA", c->sha[id], nkeys, keys, nargs, args, argv, lens, nk);
-}
-
-static bool reply_u64(const redisReply *r, uint64_t *v)
-{
-    if (r->type == REDIS_REPLY_INTEGER && r->integer >= 0) {
-        *v = (uint64_t)r->integer;
-        return true;
-    }
-    if (r->type == REDIS_REPLY_STRING) {
-        char *end = NULL;
-        errno = 0;
-        unsigned long long x = strtoull(r->str, &end, 10);
-        if (errno == 0 && end != r->str && *end == '\0') {
-            *v = x;
-            return true;
-        }
-    }
-    if (r->type == REDIS_REPLY_NIL) {
-        *v = 0;
-        return true;
-    }
-    return false;
-}
-
 /* The slot of key's fence hint. */
-static _Atomic uint64_t *hint_of(struct baton__quorum *q, const char *key)
+_Atomic uint64_t *baton__quorum_hint(struct baton_client *c, const char *key)
 {
+    struct baton__quorum *q = c->quorum;
     uint64_t h = 1469598103934665603u; /* FNV-1a */
     for (const unsigned char *p = (const unsigned char *)key; *p != '\0'; p++)
         h = (h ^ *p) * 1099511628211u;
     return &q->hint[h % HINTS];
 }
 
-static void hint_raise(_Atomic uint64_t *h, uint64_t v)
-{
-    uint64_t old = atomic_load(h);
-    while (old < v && !atomic_compare_exchange_weak(h, &old, v))
-        ;
-}
-
-/* Best effort, by deadline_ns: the release script on every master (a
- * failed acquire gives back what it got; a release). chan: the release
- * channel of an election ("resigned" is published there), or "". Returns
- * how many released it, and in *answered how many counting masters
- * answered. */
-static int release_all(struct baton_lock *lk, const char *chan, int64_t deadline_ns, int *answered)
-{
-    struct baton_client *c = lk->c;
-    struct baton__quorum *q = c->quorum;
-    struct qslot s[BATON__QUORUM_MAX];
-    const char *argv[16];
-    size_t lens[16];
-    char nk[BATON__I64_LEN];
-    int64_t sent;
-    int released = 0;
-    const char *keys[1] = {lk->rkeys[0]};
-    const char *args[2] = {lk->token, chan};
-    int argc = script_argv(c, BATON__S_QUORUM_RELEASE, 1, keys, 2, args, argv, lens, nk);
-    fanout(c, argc, argv, lens, baton__script_source(BATON__S_QUORUM_RELEASE), s, &sent,
-           deadline_ns);
-    *answered = 0;
-    for (int i = 0; i < q->n; i++) {
-        if (s[i].rc != BATON_OK)
-            continue;
-        if (s[i].counts)
-            (*answered)++;
-        if (s[i].reply->type == REDIS_REPLY_INTEGER && s[i].reply->integer == 1)
-            released++;
-    }
-    slots_clear(s, q->n);
-    return released;
-}
-
-/* Phase 1: the highest fence counter of the masters that answered, a
- * majority of counting masters among them. */
-static int read_fence(struct baton_lock *lk, uint64_t *max, int64_t deadline_ns)
-{
-    struct baton_client *c = lk->c;
-    struct baton__quorum *q = c->quorum;
-    struct qslot s[BATON__QUORUM_MAX];
-    const char *argv[2] = {"GET", lk->rkeys[1]};
-    size_t lens[2] = {3, strlen(lk->rkeys[1])};
-    char why[BATON__ERRLEN / 2];
-    int64_t sent;
-    int answered = 0, rc = BATON_OK;
-
-    *max = 0;
-    fanout(c, 2, argv, lens, NULL, s, &sent, deadline_ns);
-    for (int i = 0; i < q->n; i++) {
-        uint64_t v;
-        if (s[i].rc != BATON_OK)
-            continue;
-        if (!reply_u64(s[i].reply, &v)) {
-            baton__set_error(s[i].err, sizeof s[i].err, "unexpected reply to GET of the fence");
-            s[i].rc = BATON_EPROTO;
-            continue;
-        }
-        if (v > *max)
-            *max = v; /* a quarantined master's too: higher is only safer */
-        if (s[i].counts)
-            answered++;
-    }
-    if (answered < majority(q)) {
-        describe(q, s, why, sizeof why);
-        baton__set_error(
-            lk->errstr, sizeof lk->errstr,
-            "%s: no quorum: %d of %d masters counted in the fence read (%d needed): %s",
-            c->url.redacted, answered, q->n, majority(q), why);
-        rc = BATON_EIO;
-    }
-    slots_clear(s, q->n);
-    return rc;
-}
-
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* What the refusals of one round say of the holder: the value a majority
- * of the counted masters hold, and when its grant stops holding a
- * majority (the (held - majority + 1)-th expiry among them); or, when no
- * holder has a majority (a split vote), none and a short random wait. */
-static void holder_of(struct baton__quorum *q, const struct qslot *s, struct baton__holder *h)
-{
-    int best = -1, best_n = 0;
-    uint64_t fence = 0;
-    for (int i = 0; i < q->n; i++) {
-        const redisReply *r = s[i].reply;
-        uint64_t v;
-        if (s[i].rc != BATON_OK || r->element[0]->integer != 0 || r->elements != 4)
-            continue;
-        if (reply_u64(r->element[3], &v) && v > fence)
-            fence = v;
-        if (!s[i].counts || r->element[2]->type != REDIS_REPLY_STRING)
-            continue;
-        int n = 0;
-        for (int j = 0; j < q->n; j++)
-            if (s[j].rc == BATON_OK && s[j].counts && s[j].reply->element[0]->integer == 0 &&
-                s[j].reply->elements == 4 && s[j].reply->element[2]->type == REDIS_REPLY_STRING &&
-                strcmp(s[j].reply->element[2]->str, r->element[2]->str) == 0)
-                n++;
-        if (n > best_n) {
-            best_n = n;
-            best = i;
-        }
-    }
-    h->fence = fence;
-    h->value[0] = '\0';
-    if (best < 0 || best_n < majority(q)) {
-        uint64_t rnd = 0;
-        baton__random(&rnd, sizeof rnd);
-        h->pttl_ms = q->node_timeout_ms + (int64_t)(rnd % (uint64_t)(3 * q->node_timeout_ms + 1));
-        return;
-    }
-    const char *value = s[best].reply->element[2]->str;
-    int64_t pttl[BATON__QUORUM_MAX];
-    int k = 0;
-    for (int j = 0; j < q->n; j++)
-        if (s[j].rc == BATON_OK && s[j].counts && s[j].reply->element[0]->integer == 0 &&
-            s[j].reply->elements == 4 && s[j].reply->element[2]->type == REDIS_REPLY_STRING &&
-            strcmp(s[j].reply->element[2]->str, value) == 0)
-            pttl[k++] = s[j].reply->element[1]->type == REDIS_REPLY_INTEGER
-                            ? s[j].reply->element[1]->integer
-                            : -1;
-    qsort(pttl, (size_t)k, sizeof pttl[0], cmp_i64);
-    h->pttl_ms = pttl[k - majority(q)];
-    snprintf(h->value, sizeof h->value, "%s", value);
-}
-
-int baton__quorum_try(struct baton_lock *lk, struct baton__holder *h)
-{
-    struct baton_client *c = lk->c;
-    struct baton__quorum *q = c->quorum;
-    struct qslot s[BATON__QUORUM_MAX];
-    const char *argv[16];
-    size_t lens[16];
-    char nk[BATON__I64_LEN], ttl[BATON__I64_LEN], fb[BATON__I64_LEN];
-    char why[BATON__ERRLEN / 2];
-    uint64_t fence;
-    int rc;
-
-    int64_t deadline = baton__client_deadline(c);
-    if (lk->ttl_ms > q->max_ttl_ms) {
-        baton__set_error(lk->errstr, sizeof lk->errstr,
-                         "%s: ttl %lld ms exceeds the quorum's max_ttl %lld ms (a restarted "
-                         "master is kept out for max_ttl: raise max_ttl= in the URL)",
-                         c->url.redacted, (long long)lk->ttl_ms, (long long)q->max_ttl_ms);
-        return BATON_EINVAL;
-    }
-    _Atomic uint64_t *hint = hint_of(q, lk->rkeys[1]);
-    fence = atomic_load(hint);
-    if (fence == 0 && (rc = read_fence(lk, &fence, deadline)) != BATON_OK)
-        return rc;
-    for (int round = 0; round < FENCE_ROUNDS; round++) {
-        const char *keys[2] = {lk->rkeys[0], lk->rkeys[1]};
-        const char *args[3] = {lk->token, baton__i64_str(lk->ttl_ms, ttl),
-                               baton__i64_str((int64_t)(fence + 1), fb)};
-        int argc = script_argv(c, BATON__S_QUORUM_ACQUIRE, 2, keys, 3, args, argv, lens, nk);
-        int64_t sent;
-        int granted = 0, taken = 0, behind = 0, answered = 0;
-        uint64_t higher = fence;
-
-        fanout(c, argc, argv, lens, baton__script_source(BATON__S_QUORUM_ACQUIRE), s, &sent,
-               deadline);
-        for (int i = 0; i < q->n; i++) {
-            redisReply *r = s[i].reply;
-            if (s[i].rc != BATON_OK)
-                continue;
-            if (r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
-                r->element[0]->type != REDIS_REPLY_INTEGER ||
-                (r->element[0]->integer == 0 && r->elements != 4)) {
-                baton__set_error(s[i].err, sizeof s[i].err,
-                                 "unexpected reply to the quorum acquire script");
-                s[i].rc = BATON_EPROTO;
-                continue;
-            }
-            long long kind = r->element[0]->integer;
-            uint64_t v = 0;
-            if (kind == -1 && reply_u64(r->element[1], &v) && v > higher)
-                higher = v;
-            if (!s[i].counts)
-                continue;
-            answered++;
-            granted += kind == 1;
-            taken += kind == 0;
-            behind += kind == -1;
-        }
-        int64_t elapsed_ms = (baton__now_ns() - sent) / 1000000;
-        int64_t validity = lk->ttl_ms - elapsed_ms - (lk->ttl_ms / 100 + 2);
-        if (granted >= majority(q) && validity > 0) {
-            slots_clear(s, q->n);
-            hint_raise(hint, fence + 1);
-            atomic_store(&lk->fence, fence + 1);
-            baton__lock_confirm(lk, sent, lk->ttl_ms);
-            return BATON_OK;
-        }
-        if (taken > 0 && h != NULL)
-            holder_of(q, s, h);
-        describe(q, s, why, sizeof why);
-        slots_clear(s, q->n);
-        if (higher > fence)
-            hint_raise(hint, higher);
-        int dummy;
-        if (granted > 0 || answered < q->n) /* give back what we got (or may have got) */
-            release_all(lk, "", baton__client_deadline(c), &dummy);
-        if (granted >= majority(q)) {
-            baton__set_error(lk->errstr, sizeof lk->errstr,
-                             "%s: granted by a majority but too late: %lld ms of ttl %lld ms "
-                             "elapsed (given back)",
-                             c->url.redacted, (long long)elapsed_ms, (long long)lk->ttl_ms);
-            return BATON_ETIMEDOUT;
-        }
-        if (taken > 0 && answered >= majority(q))
-            return BATON_ETAKEN;
-        if (behind > 0 && higher > fence && answered >= majority(q) && baton__now_ns() < deadline) {
-            fence = higher; /* a master had a higher counter than read or hinted */
-            continue;
-        }
-        baton__set_error(lk->errstr, sizeof lk->errstr,
-                         "%s: no quorum: %d of %d masters granted (%d needed), %d answered "
-                         "and counted: %s",
-                         c->url.redacted, granted, q->n, majority(q), answered, why);
-        return BATON_EIO;
-    }
-    baton__set_error(lk->errstr, sizeof lk->errstr,
-                     "%s: no quorum: the fence moved %d times during the acquire", c->url.redacted,
-                     FENCE_ROUNDS);
-    return BATON_EIO;
-}
-
-int baton__quorum_acquire(struct baton_lock *lk, const struct baton_lock_opts *o)
-{
-    uint64_t rng = 0;
-    int rc;
-    baton__random(&rng, sizeof rng);
-    int64_t deadline = o->max_wait_ms < 0 ? INT64_MAX : baton__now_ns() + o->max_wait_ms * 1000000;
-    for (;;) {
-        struct baton__holder h = {.pttl_ms = -1};
-        rc = baton__quorum_try(lk, &h);
-        if (rc != BATON_ETAKEN)
-            return rc;
-        int64_t now = baton__now_ns();
-        if (now >= deadline)
-            return BATON_ETIMEDOUT;
-        int64_t until = now + baton__jitter(o->retry_delay_ms, &rng) * 1000000;
-        if (h.pttl_ms > 0 && now + (h.pttl_ms + 1) * 1000000 < until)
-            until = now + (h.pttl_ms + 1) * 1000000;
-        if (until > deadline)
-            until = deadline;
-        struct timespec ts;
-        int64_t d = until - now;
-        ts.tv_sec = d / 1000000000;
-        ts.tv_nsec = d % 1000000000;
-        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-            ;
-    }
-}
-
-int baton__quorum_extend(struct baton_lock *lk, int64_t ttl_ms, int64_t deadline_ns, bool renewal,
-                         char *err, size_t errlen)
-{
-    struct baton_client *c = lk->c;
-    struct baton__quorum *q = c->quorum;
-    struct qslot s[BATON__QUORUM_MAX];
-    const char *argv[16];
-    size_t lens[16];
-    char nk[BATON__I64_LEN], ttl[BATON__I64_LEN], fb[BATON__I64_LEN];
-    char why[BATON__ERRLEN / 2];
-    int64_t sent;
-    int ok = 0, notours = 0, answered = 0, argc;
-
-    if (ttl_ms > q->max_ttl_ms) {
-        baton__set_error(err, errlen, "%s: ttl %lld ms exceeds the quorum's max_ttl %lld ms",
-                         c->url.redacted, (long long)ttl_ms, (long long)q->max_ttl_ms);
-        return BATON_EINVAL;
-    }
-    if (lk->extend_script == BATON__S_QUORUM_EXTEND) {
-        /* An election: extend, or take again where free (see the top) */
-        const char *keys[2] = {lk->rkeys[0], lk->rkeys[1]};
-        const char *args[3] = {lk->token, baton__i64_str(ttl_ms, ttl),
-                               baton__i64_str((int64_t)atomic_load(&lk->fence), fb)};
-        argc = script_argv(c, BATON__S_QUORUM_EXTEND, 2, keys, 3, args, argv, lens, nk);
-    } else {
-        const char *keys[1] = {lk->rkeys[0]};
-        const char *args[2] = {lk->token, baton__i64_str(ttl_ms, ttl)};
-        argc = script_argv(c, BATON__S_EXTEND, 1, keys, 2, args, argv, lens, nk);
-    }
-    int64_t by = baton__client_deadline(c);
-    fanout(c, argc, argv, lens, baton__script_source(lk->extend_script), s, &sent,
-           deadline_ns < by ? deadline_ns : by);
-    for (int i = 0; i < q->n; i++) {
-        if (s[i].rc != BATON_OK || !s[i].counts)
-            continue;
-        answered++;
-        if (s[i].reply->type == REDIS_REPLY_INTEGER && s[i].reply->integer >= 1)
-            ok++;
-        else
-            notours++;
-    }
-    describe(q, s, why, sizeof why);
-    slots_clear(s, q->n);
-    int64_t elapsed_ms = (baton__now_ns() - sent) / 1000000;
-    /* Valid only when the old grant was still valid when the extension
-     * reached a majority: else another may have taken it in between. */
-    if (ok >= majority(q) && baton__now_ns() < atomic_load(&lk->deadline_ns) &&
-        ttl_ms - elapsed_ms - (ttl_ms / 100 + 2) > 0) {
-        baton__lock_confirm(lk, sent, ttl_ms);
-        return BATON_OK;
-    }
-    if (notours > q->n - majority(q) || baton__now_ns() >= atomic_load(&lk->deadline_ns)) {
-        baton__set_error(err, errlen,
-                         "lock %s was lost: %s reached only %d of %d masters in time (%d "
-                         "needed)%s%s",
-                         lk->key, renewal ? "renewal" : "extension", ok, q->n, majority(q),
-                         why[0] != '\0' ? ": " : "", why);
-        int dummy;
-        release_all(lk, "", baton__client_deadline(c), &dummy);
-        baton__lock_mark_lost(lk, err);
-        return BATON_ELOST;
-    }
-    baton__set_error(err, errlen,
-                     "%s: no quorum for the %s of lock %s: %d of %d masters extended it (%d "
-                     "needed): %s",
-                     c->url.redacted, renewal ? "renewal" : "extension", lk->key, ok, q->n,
-                     majority(q), why);
-    return BATON_EIO;
-}
-
-int baton__quorum_release(struct baton_lock *lk)
-{
-    struct baton_client *c = lk->c;
-    struct baton__quorum *q = c->quorum;
-    int answered = 0;
-    int released = release_all(lk, lk->release_chan != NULL ? lk->release_chan : "",
-                               baton__client_deadline(c), &answered);
-    if (released > 0 && atomic_load(&lk->deadline_ns) > baton__now_ns()) {
-        atomic_store(&lk->released, true);
-        baton__stats_released(lk);
-        return BATON_OK;
-    }
-    if (answered >= majority(q) || released > 0) {
-        baton__set_error(lk->errstr, sizeof lk->errstr,
-                         "lock %s was no longer held by this owner at release", lk->key);
-        baton__lock_mark_lost(lk, lk->errstr);
-        atomic_store(&lk->released, true);
-        return BATON_ELOST;
-    }
-    baton__set_error(lk->errstr, sizeof lk->errstr,
-                     "%s: release reached %d of %d masters; the rest expire with the ttl",
-                     c->url.redacted, answered, q->n);
-    return BATON_EIO;
-}
-
 int baton__quorum_ping(struct baton_client *c, char *err, size_t errlen)
 {
     struct baton__quorum *q = c->quorum;
-    struct qslot s[BATON__QUORUM_MAX];
+    struct baton__qslot s[BATON__QUORUM_MAX];
     const char *argv[1] = {"PING"};
     size_t lens[1] = {4};
     char why[BATON__ERRLEN / 2];
     int64_t sent;
     int answered = 0;
-    fanout(c, 1, argv, lens, NULL, s, &sent, baton__now_ns() + c->connect_timeout_ms * 1000000);
+    baton__quorum_fanout(c, 1, argv, lens, NULL, s, &sent, baton__now_ns() + c->connect_timeout_ms * 1000000);
     for (int i = 0; i < q->n; i++)
         answered += s[i].rc == BATON_OK;
-    describe(q, s, why, sizeof why);
-    slots_clear(s, q->n);
+    baton__quorum_describe(c, s, why, sizeof why);
+    baton__quorum_slots_clear(s, q->n);
     if (answered >= majority(q))
         return BATON_OK;
     baton__set_error(err, errlen, "%s: no quorum: %d of %d masters answered (%d needed): %s",
@@ -800,11 +392,11 @@ int baton__quorum_all(struct baton_client *c, int argc, const char **argv, const
                       const char *src, struct baton_answers *a)
 {
     struct baton__quorum *q = c->quorum;
-    struct qslot s[BATON__QUORUM_MAX];
+    struct baton__qslot s[BATON__QUORUM_MAX];
     int64_t sent;
     int rc = BATON_OK;
 
-    fanout(c, argc, argv, lens, src, s, &sent, baton__client_deadline(c));
+    baton__quorum_fanout(c, argc, argv, lens, src, s, &sent, baton__client_deadline(c));
     a->n = q->n;
     a->majority = majority(q);
     a->answered = 0;
@@ -824,6 +416,6 @@ int baton__quorum_all(struct baton_client *c, int argc, const char **argv, const
                      "restarted (or up for less than max_ttl): quarantined (or the same server "
                      "as another master)");
     }
-    slots_clear(s, q->n);
+    baton__quorum_slots_clear(s, q->n);
     return rc;
 }

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "baton_int.h"
+#include "lock_int.h"
 
 /* After a failed renewal, try again this soon (bounded by renew_ms/4). */
 #define RETRY_MS 200

@@ -41,7 +41,9 @@
  * paths run no queue code. Time in scripts is the server's (TIME), never a
  * client's.
  */
-#include "baton_int.h"
+#include <string.h>
+
+#include "base_int.h"
 
 /* On the paths every lock or semaphore cycle takes, whole numbers (scores,
  * fences, INCRBY's step: ms, us or fences, below 2^53) go to redis.call and
@@ -492,4 +494,24 @@ const char *baton__script_source(enum baton__script_id id)
     case BATON__S_COUNT: break;
     }
     return "";
+}
+
+int baton__script_argv(const char *verb, const char *script, int nkeys, const char *const *keys,
+                       int nargs, const char *const *args, const char **argv, size_t *lens,
+                       char nkeys_buf[BATON__I64_LEN])
+{
+    int argc = 0;
+    if (nkeys < 0 || nargs < 0 || nkeys + nargs + 3 > BATON__SCRIPT_MAX_ARGS)
+        return -1;
+    baton__i64_str(nkeys, nkeys_buf);
+    argv[argc++] = verb;
+    argv[argc++] = script;
+    argv[argc++] = nkeys_buf;
+    for (int i = 0; i < nkeys; i++)
+        argv[argc++] = keys[i];
+    for (int i = 0; i < nargs; i++)
+        argv[argc++] = args[i];
+    for (int i = 0; i < argc; i++)
+        lens[i] = strlen(argv[i]);
+    return argc;
 }

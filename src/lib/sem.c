@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "baton_int.h"
+#include "lock_int.h"
 
 #define MAX_LIMIT 1000000
 

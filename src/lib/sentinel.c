@@ -30,7 +30,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "baton_int.h"
+#include "topology_int.h"
 
 #define SLICE_MIN_MS 200 /* each sentinel gets at least this long */
 
@@ -43,10 +43,14 @@ struct baton__sentinel_watch {
 
 /* ---- the list of live data connections ---- */
 
+/* cn->unlist: baton__conn_free() takes it out of the list. */
+static void unlist(struct baton__conn *cn);
+
 void baton__sentinel_list(struct baton_client *c, struct baton__conn *cn)
 {
     pthread_mutex_lock(&c->live_mu);
     cn->listed = c;
+    cn->unlist = unlist;
     cn->lprev = NULL;
     cn->lnext = c->live;
     if (c->live != NULL)
@@ -55,7 +59,7 @@ void baton__sentinel_list(struct baton_client *c, struct baton__conn *cn)
     pthread_mutex_unlock(&c->live_mu);
 }
 
-void baton__sentinel_unlist(struct baton__conn *cn)
+static void unlist(struct baton__conn *cn)
 {
     struct baton_client *c = cn->listed;
     pthread_mutex_lock(&c->live_mu);
@@ -66,6 +70,7 @@ void baton__sentinel_unlist(struct baton__conn *cn)
     if (cn->lnext != NULL)
         cn->lnext->lprev = cn->lprev;
     cn->listed = NULL;
+    cn->unlist = NULL;
     cn->lprev = cn->lnext = NULL;
     pthread_mutex_unlock(&c->live_mu);
 }

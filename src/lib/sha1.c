@@ -11,7 +11,7 @@
 #define OPENSSL_SUPPRESS_DEPRECATED
 #include <openssl/sha.h>
 
-#include "baton_int.h"
+#include "base_int.h"
 
 void baton__sha1_hex(const void *data, size_t len, char out[41])
 {

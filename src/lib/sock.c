@@ -14,7 +14,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "baton_int.h"
+#include "transport_int.h"
 
 static int ms_until(int64_t deadline_ns)
 {

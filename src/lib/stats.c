@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "baton_int.h"
+#include "lock_int.h"
 
 /* Upper bounds of the wait-time histogram (BATON_STATS_BUCKETS of them, as
  * listed in baton.h): in ns, and as Prometheus writes them ("le", seconds). */

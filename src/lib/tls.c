@@ -29,7 +29,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "baton_int.h"
+#include "transport_int.h"
 
 struct baton__tls {
     SSL_CTX *ctx;

@@ -19,7 +19,8 @@
 #include <string.h>
 #include <sys/un.h>
 
-#include "baton_int.h"
+#include "base_int.h"
+#include "baton_redis.h" /* baton_url_quorum() */
 
 /* Copies [s, s+n) percent-decoded into a new string. Returns NULL on a bad
  * escape (with *bad set) or out of memory. */

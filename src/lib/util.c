@@ -6,7 +6,7 @@
 #include <sys/random.h>
 #include <time.h>
 
-#include "baton_int.h"
+#include "base_int.h"
 
 int64_t baton__now_ns(void)
 {

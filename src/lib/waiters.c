@@ -21,7 +21,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 
-#include "baton_int.h"
+#include "lock_int.h"
 
 #define BACKOFF_MIN_MS 50
 #define BACKOFF_MAX_MS 2000

@@ -1,5 +1,5 @@
 /* with_lock.c -- baton_with_lock(): run a function under a renewed lock. */
-#include "baton_int.h"
+#include "lock_int.h"
 
 int baton_with_lock(struct baton_client *c, const char *key, const struct baton_lock_opts *opts,
                     baton_locked_fn fn, void *arg)

@@ -38,6 +38,9 @@
 #include <unistd.h>
 
 #include "baton.h"
+#include "baton_election.h"
+#include "clock.h"
+#include "config.h"
 #include "daemon.h"
 #include "drift.h"
 #include "guards.h"
@@ -83,7 +86,6 @@ enum {
  * in Redis and a hundred processes for the CPU ahead of its own. */
 #define STAGGER_MS    1
 #define STAGGER_RANKS 100
-#define MS                 INT64_C(1000000)
 
 /* A SIGHUP's reading of baton.yaml and jobs.yaml, on a thread of its own:
  * parsing 10,000 jobs takes the loop's whole CPU for a few hundred ms, and

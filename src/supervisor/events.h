@@ -8,9 +8,10 @@
 #ifndef BATON_EVENTS_H
 #define BATON_EVENTS_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
-#include "config.h" /* enum log_level */
+#include "log_level.h"
 
 /* X(ID, name, level, fields, what it means) */
 #define LOG_EVENTS(X)                                                                              \

@@ -19,10 +19,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "hook.h"
 #include "proc.h"
-
-#define MS INT64_C(1000000)
 
 extern char **environ;
 

@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "log.h"
 #include "logfmt.h"
 #include "utf8.h"
@@ -61,11 +62,9 @@ static char *format_line(const struct log *lg, bool text, bool color, enum log_l
                          enum log_event ev, cJSON *fields);
 static void report_drops(struct log *lg, bool now);
 
-static const char *const level_names[] = {"debug", "info", "warn", "error"};
-
 const char *log_level_name(enum log_level lvl)
 {
-    return ((int)lvl >= 0 && lvl <= LOG_ERROR) ? level_names[lvl] : "info";
+    return ((int)lvl >= 0 && lvl <= LOG_ERROR) ? log_level_names[lvl] : "info";
 }
 
 struct log *log_new(int fd, enum log_level min, const char *node, const char *group)
@@ -159,46 +158,6 @@ cJSON *log_fields(void)
     return cJSON_CreateObject();
 }
 
-void log_rfc3339_ms(int64_t unix_ms, char *buf, size_t len)
-{
-    time_t s = (time_t)(unix_ms / 1000);
-    struct tm tm;
-    gmtime_r(&s, &tm);
-    snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(unix_ms % 1000));
-}
-
-void log_rfc3339(int64_t unix_s, char *buf, size_t len)
-{
-    time_t s = (time_t)unix_s;
-    struct tm tm;
-    gmtime_r(&s, &tm);
-    snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
-}
-
-bool log_parse_rfc3339_ms(const char *s, int64_t *ms)
-{
-    struct tm tm;
-    memset(&tm, 0, sizeof tm);
-    const char *p = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
-    int frac = 0;
-    if (p == NULL)
-        return false;
-    if (*p == '.') {
-        int digits = 0;
-        for (p++; *p >= '0' && *p <= '9'; p++, digits++)
-            if (digits < 3)
-                frac = frac * 10 + (*p - '0');
-        for (; digits < 3; digits++)
-            frac *= 10;
-    }
-    if (strcmp(p, "Z") != 0)
-        return false;
-    *ms = (int64_t)timegm(&tm) * 1000 + frac;
-    return true;
-}
-
 static void write_all(int fd, const char *p, size_t n)
 {
     while (n > 0) {
@@ -225,13 +184,6 @@ static size_t queue_limit(enum log_event ev)
     if (ev == LE_LOG_LINES_DROPPED)
         return SIZE_MAX;
     return is_bulk(ev) ? LOG_QUEUE_MAX : LOG_QUEUE_MAX + LOG_QUEUE_RESERVE;
-}
-
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* Queues a formatted line (NUL-terminated, without its newline) for the

@@ -24,8 +24,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "config.h"
 #include "events.h"
+#include "log_level.h"
+#include "rfc3339.h" /* the format of ts */
 
 struct log;
 
@@ -75,14 +76,6 @@ uint64_t log_dropped_lines(struct log *lg);
 
 /* A new fields object (NULL on ENOMEM; cJSON's adders accept NULL). */
 cJSON *log_fields(void);
-
-/* Formats a CLOCK_REALTIME instant (Unix ms) as 2026-01-02T07:00:00.123Z. */
-void log_rfc3339_ms(int64_t unix_ms, char *buf, size_t len);
-/* Formats Unix seconds as 2026-01-02T07:00:00Z. */
-void log_rfc3339(int64_t unix_s, char *buf, size_t len);
-/* Parses 2026-01-02T07:00:00Z or ...00.123Z (UTC) into Unix ms. Returns
- * false (and *ms untouched) when s is not one. */
-bool log_parse_rfc3339_ms(const char *s, int64_t *ms);
 
 const char *log_level_name(enum log_level lvl);
 

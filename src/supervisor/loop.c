@@ -6,13 +6,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "loop.h"
 
 int64_t loop_now(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    return mono_ns();
 }
 
 int64_t loop_wall_ns(void)

@@ -54,7 +54,7 @@
 #include <unistd.h>
 
 #include "baton.h"
-#include "baton_int.h"
+#include "transport_int.h"
 #include "testutil.h"
 
 #define UNCONTENDED_THREADS 50

@@ -42,7 +42,7 @@
 #include <string.h>
 
 #include "baton.h"
-#include "baton_int.h"
+#include "transport_int.h"
 #include "testutil.h"
 
 #define THREADS 50

@@ -31,6 +31,8 @@
 #include <unistd.h>
 
 #include "baton.h"
+#include "baton_election.h"
+#include "baton_redis.h"
 #include "history.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

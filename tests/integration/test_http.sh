@@ -98,7 +98,7 @@ ADDR[n1]=$(http_addr n1)
 ADDR[n2]=$(http_addr n2)
 ADDR[n3]=127.0.0.1:$N3_PORT # log.level error: no http_listening line
 note "leader $L1; endpoints at n1=${ADDR[n1]} n2=${ADDR[n2]} n3=${ADDR[n3]}"
-# libmicrohttpd is opened for http.listen, not linked (src/supervisor/dynlib.h)
+# libmicrohttpd is opened for http.listen, not linked (src/common/dynlib.h)
 grep -q '/libmicrohttpd\.so' "/proc/$(pid_of n1)/maps" || fail "n1 serves HTTP without libmicrohttpd mapped?"
 
 note "healthz and readyz on every node"

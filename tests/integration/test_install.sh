@@ -1,5 +1,5 @@
-# test_install.sh -- `cmake --install` gives a usable library: baton.h,
-# libbaton (static and shared), baton.pc, the baton binary and its shim, its man pages,
+# test_install.sh -- `cmake --install` gives a usable library: its headers
+# (baton.h, baton_election.h, baton_redis.h), libbaton (static and shared), baton.pc, the baton binary and its shim, its man pages,
 # shell completions and license; a program
 # built with pkg-config against the installed tree runs against a real Redis.
 # For the prefixes /usr and /usr/local, every file lands in a directory its
@@ -9,7 +9,8 @@
 prefix=$T/root
 cmake --install "$BATON_BUILD_DIR" --prefix "$prefix" >"$T/install.log" 2>&1 || fail "install failed: $(tail -5 "$T/install.log")"
 libdir=$(ls -d "$prefix"/lib* | head -n1)
-for f in "$prefix/bin/baton" "$prefix/include/baton.h" "$libdir/libbaton.a" "$libdir/libbaton.so" \
+for f in "$prefix/bin/baton" "$prefix/include/baton.h" "$prefix/include/baton_election.h" \
+         "$prefix/include/baton_redis.h" "$libdir/libbaton.a" "$libdir/libbaton.so" \
          "$libdir/pkgconfig/baton.pc"; do
     [ -e "$f" ] || fail "not installed: ${f#$prefix/}"
 done
@@ -29,12 +30,43 @@ cc ${BATON_TEST_CFLAGS:-} -o "$T/app-static" "$T/app.c" $(pkg-config --cflags ba
     $(pkg-config --libs --static baton | sed 's/-lbaton/-Wl,-Bstatic -lbaton -Wl,-Bdynamic/') \
     || fail "cannot link the static library"
 ldd "$T/app-static" | grep -q libbaton && fail "the static program still needs libbaton.so"
+# The other two headers, as a daemon and a tool use them: an election's
+# primitives, and a raw command.
+cat > "$T/tool.c" <<'C'
+#include <baton_election.h>
+#include <baton_redis.h>
+#include <stdio.h>
+int main(int argc, char **argv)
+{
+    struct baton_client *c = NULL;
+    struct baton_election *e = NULL;
+    struct baton_reply *r = NULL;
+    const char *ping[] = {"PING"};
+    if (argc < 2 || baton_client_new(argv[1], NULL, &c) != BATON_OK ||
+        baton_election_new(c, "install", NULL, &e) != BATON_OK ||
+        baton_election_campaign(e, NULL) != BATON_OK ||
+        baton_client_command(c, 1, ping, NULL, &r) != BATON_OK) {
+        fprintf(stderr, "%s\n", c != NULL ? baton_client_errstr(c) : "no client");
+        return 1;
+    }
+    printf("term %llu, %s\n", (unsigned long long)baton_election_term(e), r->str);
+    baton_reply_free(r);
+    baton_election_resign(e);
+    baton_election_free(e);
+    baton_client_free(c);
+    return 0;
+}
+C
+cc ${BATON_TEST_CFLAGS:-} -o "$T/tool" "$T/tool.c" $(pkg-config --cflags --libs baton) -Wl,-rpath,"$libdir" \
+    || fail "cannot build against baton_election.h and baton_redis.h"
 redis_start
 out1=$("$T/app" "$REDIS_URL") || fail "shared library program: $out1"
 out2=$("$T/app-static" "$REDIS_URL") || fail "static library program: $out2"
 f1=$(echo "$out1" | sed -n 's/^fence \([0-9]*\), ETAKEN$/\1/p')
 f2=$(echo "$out2" | sed -n 's/^fence \([0-9]*\), ETAKEN$/\1/p')
 [ -n "$f1" ] && [ -n "$f2" ] && [ "$f2" -gt "$f1" ] || fail "fences of the two programs: [$out1] then [$out2]"
+out4=$("$T/tool" "$REDIS_URL") || fail "election and command program: $out4"
+echo "$out4" | grep -qE '^term [1-9][0-9]*, PONG$' || fail "election and command program printed [$out4]"
 # The installed baton finds its shim (libexec/baton/baton-shim) from its own
 # place, wherever the prefix is: a command runs under it.
 [ -x "$prefix/libexec/baton/baton-shim" ] || fail "not installed: libexec/baton/baton-shim"

@@ -45,7 +45,7 @@ first=$(wait_msg n1 'READY=1' 5)
 T1=${BASH_REMATCH[1]}
 wait_for_line "$T/n1.out" '"event":"systemd_notify".*"watchdog_ms":1000' 2 >/dev/null
 grep -q '"to":"working"' "$T/n1.out" || fail "READY=1 came before n1 decided"
-# libsystemd is opened for NOTIFY_SOCKET, not linked (src/supervisor/dynlib.h)
+# libsystemd is opened for NOTIFY_SOCKET, not linked (src/common/dynlib.h)
 grep -q '/libsystemd\.so' "/proc/$(pid_of n1)/maps" || fail "n1 notifies without libsystemd mapped?"
 note "n1's jobs do not inherit NOTIFY_SOCKET or WATCHDOG_*: they are baton's"
 wait_for_line "$T/n1.out" '"event":"job_output".*"job":"env"' 5 | grep -q '"line":"notify=unset watchdog=unset/unset"' \

@@ -17,6 +17,8 @@
 #include <time.h>
 
 #include "baton.h"
+#include "baton_election.h"
+#include "baton_redis.h"
 
 static int failures;
 

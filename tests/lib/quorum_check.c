@@ -36,6 +36,8 @@
 #include <unistd.h>
 
 #include "baton.h"
+#include "baton_election.h"
+#include "baton_redis.h"
 
 #define CHECK(cond, ...)                                                                           \
     do {                                                                                           \

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "baton.h"
-#include "baton_int.h"
+#include "transport_int.h"
 #include "testutil.h"
 
 int tu_run(Suite *s)

@@ -1,4 +1,4 @@
-/* check_config.c -- baton.yaml (src/supervisor/config.c) and the YAML layer
+/* check_config.c -- baton.yaml (src/conf/config.c) and the YAML layer
  * under both config files (yamlx.c).
  *
  * Table-driven where there is a table: every row of the options table

@@ -1,4 +1,4 @@
-/* check_jobs.c -- jobs.yaml (src/supervisor/jobs.c).
+/* check_jobs.c -- jobs.yaml (src/conf/jobs.c).
  *
  * Table-driven: every row of the job key table (default, wrong type,
  * defaults:, bounds, fingerprint), and every bad file in

@@ -1,6 +1,7 @@
 /* check_lib.c -- libbaton pieces that need no Redis: the error table, URL
- * parsing, SHA-1, jitter. (Library internals are tested through
- * baton_int.h; the lock itself in check_redis_lock.c.) */
+ * parsing, SHA-1, jitter. (Library internals are tested through the
+ * internal headers, loop_int.h and those below; the lock itself in
+ * check_redis_lock.c.) */
 #include <check.h>
 #include <semaphore.h>
 #include <stdatomic.h>
@@ -9,7 +10,7 @@
 #include <string.h>
 
 #include "baton.h"
-#include "baton_int.h"
+#include "loop_int.h"
 #include "testutil.h"
 
 /* Every row of the error table has a distinct code, a name and a message,

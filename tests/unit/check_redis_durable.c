@@ -14,7 +14,9 @@
 #include <string.h>
 
 #include "baton.h"
-#include "baton_int.h"
+#include "baton_election.h"
+#include "baton_redis.h"
+#include "lock_int.h"
 #include "testutil.h"
 
 static struct baton_client *client_with(int min_replicas)

@@ -1,4 +1,4 @@
-/* check_redis_history.c -- the run record (src/supervisor/history.c)
+/* check_redis_history.c -- the run record (src/group/history.c)
  * through a real redis-server: a version 3 record with its output written
  * by history_command() and read back by history_read() and history_find()
  * field for field; records of versions 1 and 2 (written as those versions
@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "baton.h"
+#include "baton_redis.h"
 #include "history.h"
 #include "utf8.h"
 #include "testutil.h"

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "baton.h"
+#include "baton_election.h"
 #include "testutil.h"
 
 static struct baton_client *client_with(int64_t timeout_ms)

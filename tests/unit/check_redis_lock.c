@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include "baton.h"
+#include "baton_election.h"
+#include "baton_redis.h"
 #include "testutil.h"
 
 static struct baton_client *client(void)

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "baton.h"
-#include "baton_int.h"
+#include "topology_int.h" /* baton__key_slot */
 #include "testutil.h"
 
 static struct baton_client *client(void) { return tu_client(1000); }

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "baton.h"
+#include "baton_redis.h"
 #include "testutil.h"
 
 static struct baton_client *client(void) { return tu_client(500); }

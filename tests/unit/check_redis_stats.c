@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "baton.h"
+#include "baton_election.h"
 #include "testutil.h"
 
 #define PROMTOOL "/usr/bin/promtool"

@@ -42,7 +42,7 @@
 
 /* ---- the clock and the runner's timer ---- */
 
-static int64_t mono = 1000 * 1000 * MSEC, wall_ns;
+static int64_t mono = 1000 * 1000 * MSEC, fake_wall_ns;
 static int64_t armed, armed_wall; /* the runner's timer (0: none), its wall go */
 
 int64_t __wrap_loop_now(void);
@@ -59,7 +59,7 @@ int64_t __wrap_loop_now(void)
 
 int64_t __wrap_loop_wall_ns(void)
 {
-    return wall_ns;
+    return fake_wall_ns;
 }
 
 void __wrap_loop_arm(struct loop *l, int id, int64_t at)
@@ -622,7 +622,7 @@ static struct runner *start(const char *yaml)
 {
     char err[512];
     struct jobs *jobs = NULL;
-    wall_ns = (T0 * 1000 + 500) * MSEC;
+    fake_wall_ns = (T0 * 1000 + 500) * MSEC;
     ck_assert_int_eq(loop_init(&loop, NULL, NULL), 0);
     lg = log_new(open("/dev/null", O_WRONLY | O_CLOEXEC), LOG_DEBUG, "n", "g");
     ck_assert_ptr_nonnull(lg);
@@ -662,27 +662,27 @@ static void advance(struct runner *r, int64_t ms)
         int64_t next = 0;
         rtime_earliest(&next, armed);
         if (armed_wall != 0)
-            rtime_earliest(&next, mono + (armed_wall > wall_ns ? armed_wall - wall_ns : 0));
+            rtime_earliest(&next, mono + (armed_wall > fake_wall_ns ? armed_wall - fake_wall_ns : 0));
         for (int i = 0; i < nprocs; i++)
             if (procs[i].alive && procs[i].end != 0)
                 rtime_earliest(&next, procs[i].end);
         if (next == 0 || next > target)
             break;
         if (next > mono) {
-            wall_ns += next - mono;
+            fake_wall_ns += next - mono;
             mono = next;
         }
         if (procs_now()) {
             runner_on_sigchld(r);
             continue;
         }
-        if ((armed != 0 && armed <= mono) || (armed_wall != 0 && armed_wall <= wall_ns)) {
+        if ((armed != 0 && armed <= mono) || (armed_wall != 0 && armed_wall <= fake_wall_ns)) {
             armed = armed_wall = 0;
             runner_on_timer(r);
         }
     }
     if (target > mono) {
-        wall_ns += target - mono;
+        fake_wall_ns += target - mono;
         mono = target;
     }
 }

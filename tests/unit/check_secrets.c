@@ -1,5 +1,5 @@
 /* check_secrets.c -- what keeps Redis passwords out of sight
- * (src/supervisor/secrets.c): the fixed mask of a URL, the argument area
+ * (src/conf/secrets.c): the fixed mask of a URL, the argument area
  * closed up after masking (what ps shows), and the scrub of the
  * environment, which wipes the text of the block the process started with
  * (what /proc/PID/environ shows), checked in a child started with the

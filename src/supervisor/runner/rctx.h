@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "baton.h"
+#include "baton_election.h"
 #include "log.h"
 #include "records.h"
 

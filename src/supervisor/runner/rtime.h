@@ -5,9 +5,8 @@
 
 #include <stdint.h>
 
+#include "clock.h"
 #include "loop.h"
-
-#define MS INT64_C(1000000) /* ns in a millisecond */
 
 static inline int64_t rtime_wall_ms(void)
 {

@@ -40,7 +40,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "baton.h"
+#include "baton_election.h"
 #include "jobs.h"
 #include "log.h"
 #include "loop.h"

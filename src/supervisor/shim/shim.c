@@ -50,6 +50,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "proc.h"
 
 extern char **environ;
@@ -277,13 +278,6 @@ _Noreturn static void mirror_exit(int wstatus)
     if (WIFSIGNALED(wstatus))
         die_by(WTERMSIG(wstatus));
     _exit(WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 1);
-}
-
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 _Noreturn static void report_exit(int fd, int wstatus, int64_t ended_at, int64_t termed_at)

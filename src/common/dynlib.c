@@ -1,0 +1,63 @@
+/* dynlib.c -- see dynlib.h. */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "dynlib.h"
+
+/* A function pointer is stored through the bytes of a data pointer, as
+ * dlsym(3) has it: POSIX makes the two the same size. */
+_Static_assert(sizeof(void *) == sizeof(void (*)(void)), "function and data pointers differ");
+
+int dynlib_open(const char *soname, const char *what, const char *package,
+                const struct dynlib_sym *syms, size_t n, char *msg, size_t msglen)
+{
+    void *h = dlopen(soname, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+    if (h == NULL) {
+        snprintf(msg, msglen, "%s needs %s, which cannot be loaded (%s): apt-get install %s", what,
+                 soname, dlerror(), package);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        dlerror();
+        void *p = dlsym(h, syms[i].name);
+        const char *err = dlerror();
+        if (p == NULL || err != NULL) {
+            snprintf(msg, msglen, "%s needs %s() from %s: %s", what, syms[i].name, soname,
+                     err != NULL ? err : "not found");
+            dlclose(h);
+            return -1;
+        }
+        memcpy(syms[i].slot, &p, sizeof p);
+    }
+    dlclose(h); /* RTLD_NODELETE: it stays, and its addresses with it */
+    return 0;
+}
+
+int dynlib_mhd_open(const struct dynlib_sym *syms, size_t n, char *msg, size_t msglen)
+{
+#ifdef BATON_HAVE_MHD
+    void *slot[64];
+    struct dynlib_sym all[] = {
+#define DYNLIB_MHD_NAME_(field, sym) {#sym, NULL},
+        DYNLIB_MHD_CALLS(DYNLIB_MHD_NAME_)
+#undef DYNLIB_MHD_NAME_
+    };
+    _Static_assert(sizeof all / sizeof all[0] <= sizeof slot / sizeof slot[0], "room for the calls");
+    if (syms == NULL) {
+        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+            all[i].slot = &slot[i];
+        syms = all;
+        n = sizeof all / sizeof all[0];
+    }
+    return dynlib_open(BATON_MHD_SONAME, "the HTTP endpoint", "libmicrohttpd12", syms, n, msg,
+                       msglen);
+#else
+    (void)syms;
+    (void)n;
+    snprintf(msg, msglen,
+             "this baton was built without libmicrohttpd: it has no HTTP server "
+             "(install libmicrohttpd-dev and rebuild, or set http.listen: off)");
+    return -1;
+#endif
+}

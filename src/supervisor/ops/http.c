@@ -1,0 +1,639 @@
+/* http.c -- see http.h.
+ *
+ * libmicrohttpd runs in "external polling" mode with epoll, driven by a
+ * thread of ours, and has no listening socket: our thread accepts every
+ * connection and hands it over (MHD_add_connection), so it decides which
+ * connection makes room for a new one, and it enforces a lifetime on each
+ * (libmicrohttpd's own timeout only counts idle time): it shuts down the
+ * connection's socket and lets the next MHD_run() close it. The listening
+ * socket (close-on-exec, a Unix socket when asked) stays in the thread's
+ * epoll set; every descriptor libmicrohttpd opens is close-on-exec as
+ * well. */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <netdb.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "http.h"
+
+#ifndef BATON_HAVE_MHD
+
+bool http_available(void)
+{
+    return false;
+}
+
+int http_start(const struct http_listen *l, const char *allowed_hosts,
+               const struct http_route *routes, void *ctx, struct http **out, char *msg,
+               size_t msglen)
+{
+    (void)l;
+    (void)allowed_hosts;
+    (void)routes;
+    (void)ctx;
+    *out = NULL;
+    snprintf(msg, msglen, "this baton was built without libmicrohttpd");
+    return -1;
+}
+
+const char *http_address(const struct http *h)
+{
+    (void)h;
+    return "";
+}
+
+void http_stop(struct http *h)
+{
+    (void)h;
+}
+
+#else /* BATON_HAVE_MHD */
+
+#include <microhttpd.h>
+#include <pthread.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <time.h>
+
+#include "clock.h"
+#include "dynlib.h"
+
+/* libmicrohttpd's own limit: ours, and room for the connections shut down
+ * by the last round of accepts, which it closes on its next run. */
+#define MHD_LIMIT       (2 * HTTP_MAX_CONNS)
+#define ACCEPT_BATCH    16  /* accepts between two runs of libmicrohttpd */
+#define LOOK_AGAIN_MS   100 /* while a connection shut down is not closed yet... */
+#define ACCEPT_PAUSE_MS 100 /* ... or accept() is out of descriptors */
+
+/* libmicrohttpd's calls, opened when a server starts (dynlib.h says why). */
+struct mhd_api {
+#define MHD_FIELD_(field, sym) __typeof__(sym) *field;
+    DYNLIB_MHD_CALLS(MHD_FIELD_)
+#undef MHD_FIELD_
+};
+
+static int mhd_load(struct mhd_api *m, char *msg, size_t msglen)
+{
+    const struct dynlib_sym syms[] = {
+#define MHD_SYM_(field, sym) {#sym, &m->field},
+        DYNLIB_MHD_CALLS(MHD_SYM_)
+#undef MHD_SYM_
+    };
+    return dynlib_mhd_open(syms, sizeof syms / sizeof syms[0], msg, msglen);
+}
+
+bool http_available(void)
+{
+    return true;
+}
+
+/* A connection, from our accept to libmicrohttpd's "closed". */
+struct conn {
+    int fd;
+    int64_t deadline_ns; /* shut down at this point */
+    bool shut;           /* shut down: libmicrohttpd closes it on its next run */
+    bool served;         /* a request of it was answered */
+    bool has_peer;       /* TCP: peer is the client's address */
+    struct sockaddr_storage peer;
+    struct conn *prev, *next; /* in the order accepted */
+};
+
+struct http {
+    struct mhd_api mhd;
+    struct MHD_Daemon *d;
+    const struct http_route *routes;
+    void *ctx;
+    pthread_t thread;
+    bool started;
+    bool unix_socket;
+    int listen_fd; /* ours: libmicrohttpd never accepts */
+    int ep;        /* ours: the listening socket, libmicrohttpd's epoll fd and wake */
+    int wake;      /* eventfd: stop */
+    atomic_bool stop;
+    /* Touched on the server's thread only: */
+    struct conn *oldest, *newest;
+    struct conn *adding;     /* accepted, being handed to libmicrohttpd */
+    int nconns;              /* in the list, shut or not */
+    int nlive;               /* in the list, not shut */
+    bool listen_armed;       /* the listening socket is watched */
+    int64_t accept_again_ns; /* accept() ran out of descriptors: not before then */
+    char *allowed;           /* the names a TCP server answers to (comma-separated) */
+    char address[300];
+    char unix_path[256]; /* removed at stop */
+};
+
+/* The smaller of two epoll timeouts in ms (-1: none). */
+static int sooner(int a, int b)
+{
+    return a < 0 ? b : b < 0 ? a : a < b ? a : b;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    struct http *h = cls;
+    (void)c;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        struct conn *k = h->adding; /* only admit() hands connections over */
+        h->adding = NULL;
+        *socket_context = k;
+        if (k == NULL)
+            return;
+        k->prev = h->newest;
+        if (h->newest != NULL)
+            h->newest->next = k;
+        else
+            h->oldest = k;
+        h->newest = k;
+        h->nconns++;
+        h->nlive++;
+        return;
+    }
+    struct conn *k = *socket_context;
+    if (k == NULL)
+        return;
+    if (k->prev != NULL)
+        k->prev->next = k->next;
+    else
+        h->oldest = k->next;
+    if (k->next != NULL)
+        k->next->prev = k->prev;
+    else
+        h->newest = k->prev;
+    h->nconns--;
+    if (!k->shut)
+        h->nlive--;
+    free(k);
+    *socket_context = NULL;
+}
+
+/* Shuts k down: libmicrohttpd sees it closed by the peer on its next run,
+ * and closes it. */
+static void shut(struct http *h, struct conn *k)
+{
+    shutdown(k->fd, SHUT_RDWR);
+    k->shut = true;
+    h->nlive--;
+}
+
+/* Shuts down the connections past their lifetime. Returns the time to the
+ * next deadline in ms (-1: none). */
+static int expire(struct http *h)
+{
+    int64_t now = mono_ns(), next = -1;
+    for (struct conn *k = h->oldest; k != NULL; k = k->next) {
+        if (k->shut)
+            continue;
+        if (now >= k->deadline_ns)
+            shut(h, k);
+        else if (next < 0 || k->deadline_ns - now < next)
+            next = k->deadline_ns - now;
+    }
+    return next < 0 ? -1 : (int)(next / 1000000 + 1);
+}
+
+static bool same_peer(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+    if (a->ss_family != b->ss_family)
+        return false;
+    if (a->ss_family == AF_INET)
+        return memcmp(&((const struct sockaddr_in *)a)->sin_addr,
+                      &((const struct sockaddr_in *)b)->sin_addr, sizeof(struct in_addr)) == 0;
+    return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+                  &((const struct sockaddr_in6 *)b)->sin6_addr, sizeof(struct in6_addr)) == 0;
+}
+
+/* Makes room for one more connection from peer (NULL: from anywhere):
+ * shuts down the oldest open connection (of peer) that has not had a
+ * request answered, else the oldest open one, when there are `limit`. */
+static void make_room(struct http *h, const struct sockaddr_storage *peer, int limit)
+{
+    struct conn *idle = NULL, *any = NULL;
+    int n = 0;
+    for (struct conn *k = h->oldest; k != NULL; k = k->next) {
+        if (k->shut || (peer != NULL && !same_peer(&k->peer, peer)))
+            continue;
+        n++;
+        if (any == NULL)
+            any = k;
+        if (idle == NULL && !k->served)
+            idle = k;
+    }
+    if (n >= limit && any != NULL)
+        shut(h, idle != NULL ? idle : any);
+}
+
+/* Hands an accepted connection to libmicrohttpd, making room for it. */
+static void admit(struct http *h, int fd, const struct sockaddr_storage *ss, socklen_t sl)
+{
+    struct conn *k = calloc(1, sizeof *k);
+    if (k == NULL) {
+        close(fd);
+        return;
+    }
+    k->fd = fd;
+    k->deadline_ns = mono_ns() + (int64_t)HTTP_LIFETIME_MS * 1000000;
+    k->has_peer = !h->unix_socket && (ss->ss_family == AF_INET || ss->ss_family == AF_INET6);
+    if (k->has_peer) {
+        k->peer = *ss;
+        make_room(h, &k->peer, HTTP_MAX_PER_IP);
+    }
+    make_room(h, NULL, HTTP_MAX_CONNS);
+    h->adding = k;
+    /* It closes fd when it refuses it (out of memory). */
+    h->mhd.add_connection(h->d, fd, (const struct sockaddr *)ss, sl);
+    if (h->adding != NULL) { /* refused before it was started */
+        h->adding = NULL;
+        free(k);
+    }
+}
+
+/* Whether accept() may run now; -1, or the ms until it may. */
+static int accept_wait(const struct http *h)
+{
+    if (h->nconns >= MHD_LIMIT)
+        return LOOK_AGAIN_MS; /* shut down, not closed yet: after the next run */
+    if (h->accept_again_ns == 0)
+        return -1;
+    int64_t left = h->accept_again_ns - mono_ns();
+    return left <= 0 ? -1 : (int)(left / 1000000 + 1);
+}
+
+/* Watches the listening socket only while accept() may run, so that its
+ * readiness never spins the loop. Returns the ms until it may (-1: now). */
+static int arm_listen(struct http *h)
+{
+    int wait = accept_wait(h);
+    bool want = wait < 0;
+    if (want == h->listen_armed)
+        return wait;
+    struct epoll_event e = {.events = want ? EPOLLIN : 0, .data.fd = h->listen_fd};
+    if (epoll_ctl(h->ep, EPOLL_CTL_MOD, h->listen_fd, &e) == 0)
+        h->listen_armed = want;
+    return wait;
+}
+
+/* Accepts what is waiting, at most ACCEPT_BATCH. */
+static void accept_some(struct http *h)
+{
+    h->accept_again_ns = 0;
+    for (int i = 0; i < ACCEPT_BATCH && h->nconns < MHD_LIMIT; i++) {
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof ss;
+        memset(&ss, 0, sizeof ss);
+        int fd = accept4(h->listen_fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd >= 0) {
+            admit(h, fd, &ss, sl);
+            continue;
+        }
+        if (errno == EAGAIN || errno == EWOULDBLOCK)
+            return;
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+            /* The connection waits in the backlog: try again soon. */
+            h->accept_again_ns = mono_ns() + (int64_t)ACCEPT_PAUSE_MS * 1000000;
+            return;
+        }
+        /* EINTR, ECONNABORTED, a network error of that connection: next */
+    }
+}
+
+static enum MHD_Result answer(const struct mhd_api *m, struct MHD_Connection *c, int status,
+                              const char *type, char *body, size_t len, bool page, bool allow)
+{
+    const union MHD_ConnectionInfo *ci =
+        m->get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    if (ci != NULL && ci->socket_context != NULL)
+        ((struct conn *)ci->socket_context)->served = true;
+    struct MHD_Response *r = m->create_response_from_buffer(len, body != NULL ? body : (char *)"",
+                                                            body != NULL ? MHD_RESPMEM_MUST_FREE
+                                                                         : MHD_RESPMEM_PERSISTENT);
+    if (r == NULL) {
+        free(body);
+        return MHD_NO;
+    }
+    m->add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    m->add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    m->add_response_header(r, "X-Content-Type-Options", "nosniff");
+    if (page) {
+        /* Nothing leaves the page: no external script, style, image or
+         * frame; it may only fetch itself. */
+        m->add_response_header(r, "Content-Security-Policy",
+                               "default-src 'none'; style-src 'unsafe-inline'; "
+                               "script-src 'unsafe-inline'; connect-src 'self'; img-src data:; "
+                               "base-uri 'none'; form-action 'none'; frame-ancestors 'none'");
+        m->add_response_header(r, "X-Frame-Options", "DENY");
+        m->add_response_header(r, "Referrer-Policy", "no-referrer");
+    }
+    if (allow)
+        m->add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+    enum MHD_Result rc = m->queue_response(c, (unsigned)status, r);
+    m->destroy_response(r);
+    return rc;
+}
+
+static char *text(const char *s, size_t *len)
+{
+    *len = strlen(s);
+    return strdup(s);
+}
+
+/* Answers a request whose Host this server does not answer to (0: none). */
+static int host_refusal(const struct http *h, struct MHD_Connection *c, const char *version)
+{
+    if (h->unix_socket)
+        return 0;
+    const char *host = h->mhd.lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+    if (host == NULL || host[0] == '\0')
+        return strcmp(version, MHD_HTTP_VERSION_1_0) == 0 ? 0 : MHD_HTTP_BAD_REQUEST;
+    return http_host_allowed(host, h->allowed) ? 0 : MHD_HTTP_MISDIRECTED_REQUEST;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls)
+{
+    struct http *h = cls;
+    size_t len;
+    (void)upload_data;
+    int refused = host_refusal(h, c, version);
+    if (refused != 0) {
+        *upload_data_size = 0; /* the connection closes after */
+        char *b = text(refused == MHD_HTTP_BAD_REQUEST
+                           ? "a Host header is required\n"
+                           : "this server does not answer to that Host: use its address, or "
+                             "add the name to http.allowed_hosts\n",
+                       &len);
+        return answer(&h->mhd, c, refused, "text/plain; charset=utf-8", b, len, false, false);
+    }
+    if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
+        *upload_data_size = 0; /* a body is not read: the connection closes after */
+        char *b = text("only GET and HEAD are served\n", &len);
+        return answer(&h->mhd, c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain; charset=utf-8", b, len,
+                      false, true);
+    }
+    /* The first call only announces the request: answering it closes
+     * the connection after the response, so answer the second (a GET has
+     * no body to wait for), and the client may keep the connection. */
+    if (*con_cls == NULL) {
+        *con_cls = h;
+        return MHD_YES;
+    }
+    *upload_data_size = 0; /* a body sent with a GET is ignored */
+    if (strlen(url) > HTTP_MAX_URI) {
+        char *b = text("the URI is too long\n", &len);
+        return answer(&h->mhd, c, MHD_HTTP_URI_TOO_LONG, "text/plain; charset=utf-8", b, len, false,
+                      false);
+    }
+    for (const struct http_route *r = h->routes; r->path != NULL; r++) {
+        if (strcmp(r->path, url) != 0)
+            continue;
+        struct http_response out = {.status = 500, .type = "text/plain; charset=utf-8"};
+        r->fn(h->ctx, url, &out);
+        if (out.body == NULL && out.status == 500)
+            out.body = text("out of memory\n", &out.len);
+        return answer(&h->mhd, c, out.status, out.type, out.body, out.len, out.page, false);
+    }
+    char *b = text("not found: try /, /status, /metrics, /healthz or /readyz\n", &len);
+    return answer(&h->mhd, c, MHD_HTTP_NOT_FOUND, "text/plain; charset=utf-8", b, len, false,
+                  false);
+}
+
+/* The server's thread. The listening socket is in our own epoll set, so a
+ * new client always wakes it: libmicrohttpd's accept, which takes its
+ * listening socket out of its set at its connection limit and puts it
+ * back only in a later run, once left the thread asleep for good. */
+static void *serve(void *arg)
+{
+    struct http *h = arg;
+    struct epoll_event ev[8];
+    while (!atomic_load(&h->stop)) {
+        int timeout = expire(h);
+        MHD_UNSIGNED_LONG_LONG to;
+        if (h->mhd.get_timeout(h->d, &to) == MHD_YES)
+            timeout = sooner(timeout, to > INT32_MAX ? INT32_MAX : (int)to);
+        if (h->nconns > h->nlive) /* shut down, not closed yet */
+            timeout = sooner(timeout, LOOK_AGAIN_MS);
+        timeout = sooner(timeout, arm_listen(h));
+        int n = epoll_wait(h->ep, ev, sizeof ev / sizeof ev[0], timeout);
+        bool waiting = false;
+        for (int i = 0; i < n; i++) {
+            if (ev[i].data.fd == h->wake) {
+                uint64_t v;
+                if (read(h->wake, &v, sizeof v) < 0)
+                    continue;
+            } else if (ev[i].data.fd == h->listen_fd) {
+                waiting = true;
+            }
+        }
+        if (waiting)
+            accept_some(h);
+        h->mhd.run(h->d);
+    }
+    return NULL;
+}
+
+/* Opens a listening socket for l (non-blocking: serve() accepts until
+ * EAGAIN). Returns the fd, or -1 with msg. */
+static int listen_on(const struct http_listen *l, struct http *h, char *msg, size_t msglen)
+{
+    int fd = -1;
+    if (l->unix_socket) {
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        struct stat st;
+        size_t plen = strnlen(l->host, sizeof l->host);
+        if (plen >= sizeof sa.sun_path) { /* http_listen_parse refuses it already */
+            errno = ENAMETOOLONG;
+            goto fail;
+        }
+        memcpy(sa.sun_path, l->host, plen + 1);
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0)
+            goto fail;
+        /* A socket file nobody listens on is a predecessor's: replace it. */
+        if (lstat(l->host, &st) == 0 && S_ISSOCK(st.st_mode)) {
+            int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+            bool live = probe >= 0 && connect(probe, (struct sockaddr *)&sa, sizeof sa) == 0;
+            if (probe >= 0)
+                close(probe);
+            if (live) {
+                errno = EADDRINUSE;
+                goto fail;
+            }
+            unlink(l->host);
+        }
+        if (bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(fd, SOMAXCONN) != 0)
+            goto fail;
+        snprintf(h->unix_path, sizeof h->unix_path, "%s", l->host);
+        snprintf(h->address, sizeof h->address, "unix:%s", l->host);
+        return fd;
+    }
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE}, *ai = NULL;
+    int gai = getaddrinfo(l->host, l->port, &hints, &ai);
+    if (gai != 0) {
+        snprintf(msg, msglen, "%s:%s: %s", l->host, l->port, gai_strerror(gai));
+        return -1;
+    }
+    fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    int one = 1;
+    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+        bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, SOMAXCONN) != 0) {
+        freeaddrinfo(ai);
+        goto fail;
+    }
+    freeaddrinfo(ai);
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    char host[128], port[16];
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0 &&
+        getnameinfo((struct sockaddr *)&ss, sl, host, sizeof host, port, sizeof port,
+                    NI_NUMERICHOST | NI_NUMERICSERV) == 0)
+        snprintf(h->address, sizeof h->address, ss.ss_family == AF_INET6 ? "[%s]:%s" : "%s:%s",
+                 host, port);
+    else
+        snprintf(h->address, sizeof h->address, "%s:%s", l->host, l->port);
+    return fd;
+fail:
+    snprintf(msg, msglen, "%s%s%s: %s", l->unix_socket ? "unix:" : l->host,
+             l->unix_socket ? l->host : ":", l->unix_socket ? "" : l->port, strerror(errno));
+    if (fd >= 0)
+        close(fd);
+    return -1;
+}
+
+/* The names a TCP server answers to: those given, the machine's host name
+ * (and its first label, when it has dots: "web-1" for web-1.example.com)
+ * and a listen address that is a name (IP literals need no listing).
+ * Returns: owned, or NULL on ENOMEM. */
+static char *allowed_names(const struct http_listen *l, const char *given)
+{
+    char host[256] = "", *out = NULL;
+    size_t len = 0;
+    struct in6_addr a;
+    if (gethostname(host, sizeof host) != 0)
+        host[0] = '\0';
+    host[sizeof host - 1] = '\0';
+    FILE *f = open_memstream(&out, &len);
+    if (f == NULL)
+        return NULL;
+    fprintf(f, "%s,%s,%.*s", given != NULL ? given : "", host, (int)strcspn(host, "."), host);
+    if (!l->unix_socket && inet_pton(AF_INET, l->host, &a) != 1 &&
+        inet_pton(AF_INET6, l->host, &a) != 1)
+        fprintf(f, ",%s", l->host);
+    if (fclose(f) != 0) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
+int http_start(const struct http_listen *l, const char *allowed_hosts,
+               const struct http_route *routes, void *ctx, struct http **out, char *msg,
+               size_t msglen)
+{
+    struct http *h = calloc(1, sizeof *h);
+    *out = NULL;
+    if (h == NULL) {
+        snprintf(msg, msglen, "out of memory");
+        return -1;
+    }
+    h->routes = routes;
+    h->ctx = ctx;
+    h->unix_socket = l->unix_socket;
+    h->listen_fd = h->ep = h->wake = -1;
+    atomic_init(&h->stop, false);
+    h->allowed = allowed_names(l, allowed_hosts);
+    if (h->allowed == NULL) {
+        snprintf(msg, msglen, "out of memory");
+        goto fail;
+    }
+    if (mhd_load(&h->mhd, msg, msglen) != 0)
+        goto fail;
+    h->listen_fd = listen_on(l, h, msg, msglen);
+    if (h->listen_fd < 0)
+        goto fail;
+    /* No listening socket of its own: the connections are ours to accept
+     * (serve) and to hand over; its limits are above ours, which we keep. */
+    h->d = h->mhd.start_daemon(MHD_USE_EPOLL | MHD_USE_NO_LISTEN_SOCKET, 0, NULL, NULL, on_request,
+                               h, MHD_OPTION_CONNECTION_LIMIT, (unsigned)MHD_LIMIT,
+                               MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_IDLE_S,
+                               MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_MAX_REQUEST,
+                               MHD_OPTION_NOTIFY_CONNECTION, on_connection, h, MHD_OPTION_END);
+    if (h->d == NULL) {
+        snprintf(msg, msglen, "%s: libmicrohttpd could not start", h->address);
+        goto fail;
+    }
+    const union MHD_DaemonInfo *di = h->mhd.get_daemon_info(h->d, MHD_DAEMON_INFO_EPOLL_FD);
+    h->ep = epoll_create1(EPOLL_CLOEXEC);
+    h->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    struct epoll_event e1 = {.events = EPOLLIN, .data.fd = di != NULL ? di->epoll_fd : -1};
+    struct epoll_event e2 = {.events = EPOLLIN, .data.fd = h->wake};
+    struct epoll_event e3 = {.events = EPOLLIN, .data.fd = h->listen_fd};
+    if (di == NULL || h->ep < 0 || h->wake < 0 ||
+        epoll_ctl(h->ep, EPOLL_CTL_ADD, di->epoll_fd, &e1) != 0 ||
+        epoll_ctl(h->ep, EPOLL_CTL_ADD, h->wake, &e2) != 0 ||
+        epoll_ctl(h->ep, EPOLL_CTL_ADD, h->listen_fd, &e3) != 0) {
+        snprintf(msg, msglen, "%s: %s", h->address, strerror(errno));
+        goto fail;
+    }
+    h->listen_armed = true;
+    int err = pthread_create(&h->thread, NULL, serve, h);
+    if (err != 0) {
+        snprintf(msg, msglen, "%s: cannot start a thread: %s", h->address, strerror(err));
+        goto fail;
+    }
+    pthread_setname_np(h->thread, "baton-http"); /* as top -H and ps -L show it */
+    h->started = true;
+    *out = h;
+    return 0;
+fail:
+    http_stop(h);
+    return -1;
+}
+
+const char *http_address(const struct http *h)
+{
+    return h->address;
+}
+
+void http_stop(struct http *h)
+{
+    if (h == NULL)
+        return;
+    if (h->started) {
+        uint64_t one = 1;
+        atomic_store(&h->stop, true);
+        if (write(h->wake, &one, sizeof one) < 0) {
+            /* an eventfd write fails only when the counter is full: it is
+             * readable already */
+        }
+        pthread_join(h->thread, NULL);
+    }
+    if (h->d != NULL)
+        h->mhd.stop_daemon(h->d); /* closes the connections (each notified closed) */
+    if (h->listen_fd >= 0)
+        close(h->listen_fd);
+    if (h->unix_path[0] != '\0')
+        unlink(h->unix_path);
+    if (h->ep >= 0)
+        close(h->ep);
+    if (h->wake >= 0)
+        close(h->wake);
+    while (h->oldest != NULL) { /* MHD_stop_daemon notified them closed; to be sure */
+        struct conn *k = h->oldest;
+        h->oldest = k->next;
+        free(k);
+    }
+    free(h->allowed);
+    free(h);
+}
+
+#endif /* BATON_HAVE_MHD */

@@ -1,0 +1,90 @@
+/* http.h -- a small read-only HTTP server (libmicrohttpd) in a thread of
+ * its own, for the supervisor's /metrics, /healthz, /readyz, /status and
+ * status page.
+ *
+ * It knows nothing of baton: it serves a table of routes, each a handler
+ * that fills a response. Handlers run on the server's thread and must not
+ * block: they read what the supervisor's loop published (ops.c); the loop
+ * never waits for the server, and no request ever reaches Redis.
+ *
+ * Only GET and HEAD are served (405 with `Allow: GET, HEAD` otherwise); an
+ * unknown path is 404; a request line or header block larger than
+ * HTTP_MAX_REQUEST bytes is refused (414 for a long URI, 431/400 for the
+ * rest).
+ *
+ * Slow or idle clients cannot starve the others, however many: at most
+ * HTTP_MAX_CONNS connections are open (HTTP_MAX_PER_IP from one TCP
+ * address), and a new one always gets in: a client already holding
+ * HTTP_MAX_PER_IP loses its own oldest connection to it, a full server its
+ * oldest, in both cases preferring one that has not had a request answered
+ * yet. Each connection is also closed after HTTP_IDLE_S seconds without
+ * traffic and, whatever it does, HTTP_LIFETIME_MS after it was accepted (a
+ * slowloris client trickling one header byte a second is cut off then). A
+ * Unix socket's clients have no address to tell them apart: they share the
+ * HTTP_MAX_CONNS.
+ *
+ * DNS rebinding: a TCP server answers only the Host headers that
+ * http_host_allowed() (listen.h) accepts, with the allowed names given to
+ * http_start(); others get 421 Misdirected Request. A request without
+ * Host is served over HTTP/1.0 only.
+ *
+ * libmicrohttpd is opened when a server starts (dynlib.h). Without it at
+ * build time (BATON_HAVE_MHD undefined), http_start() fails and
+ * http_available() is false. */
+#ifndef BATON_HTTP_H
+#define BATON_HTTP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "listen.h" /* struct http_listen, http_host_allowed */
+
+#define HTTP_MAX_CONNS   64
+#define HTTP_MAX_PER_IP  16
+#define HTTP_IDLE_S      5
+#define HTTP_LIFETIME_MS 10000
+#define HTTP_MAX_URI     2048
+#define HTTP_MAX_REQUEST 16384
+
+/* What a handler answers. body is owned by the response (malloc'd; freed
+ * by the server); NULL with len 0 for none. */
+struct http_response {
+    int status;       /* 200, 503... */
+    const char *type; /* Content-Type (static) */
+    char *body;
+    size_t len;
+    bool page;        /* an HTML page: stricter security headers */
+};
+
+/* path: the request's path (without its query, which is ignored). Called
+ * on the server's thread. */
+typedef void (*http_handler_fn)(void *ctx, const char *path, struct http_response *out);
+
+struct http_route {
+    const char *path; /* exact match */
+    http_handler_fn fn;
+};
+
+/* True when this build has the HTTP server. */
+bool http_available(void);
+
+struct http;
+
+/* Binds l and starts the server's thread. allowed_hosts: the names a TCP
+ * server answers to besides those it always does (comma-separated; NULL or
+ * "" for none; copied). routes: borrowed, ending with a NULL path; ctx is
+ * passed to the handlers. The caller blocks the signals
+ * it handles before, so that the thread inherits the mask. Returns 0 and
+ * *out (owned; stop and free with http_stop), or -1 with a message in msg
+ * (the address in use, no permission...). */
+int http_start(const struct http_listen *l, const char *allowed_hosts,
+               const struct http_route *routes, void *ctx, struct http **out, char *msg,
+               size_t msglen);
+/* The address as bound, e.g. "127.0.0.1:9746" (a port 0 resolved) or
+ * "unix:/run/baton/http.sock". Borrowed; valid until http_stop(). */
+const char *http_address(const struct http *h);
+/* Stops the thread, closes every connection and the socket (removing a
+ * Unix socket's file), frees h. NULL is a no-op. */
+void http_stop(struct http *h);
+
+#endif /* BATON_HTTP_H */
