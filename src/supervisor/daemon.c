@@ -1,16 +1,17 @@
-/* daemon.c -- `baton run`: the machine's actions and guards, and the event
- * loop that turns timers, signals and Redis notifications into the
- * machine's events.
+/* daemon.c -- `baton run`: the wiring. The event loop that turns timers,
+ * signals and Redis notifications into the machine's events, dispatch,
+ * reload, start and stop; the machine's actions are in actions.c, the
+ * node's presence in its group in presence.c (daemon_int.h).
  *
  * One thread. State changes only through machine_dispatch(); the actions
- * below return the next event (never chosen from a fact of the daemon:
- * that is a guard's job), and the guards (guards.c, on the facts given
- * here) are the only reads of the daemon's state that decide a move.
+ * return the next event (never chosen from a fact of the daemon: that is a
+ * guard's job), and the guards (guards.c, on the facts actions.c gives)
+ * are the only reads of the daemon's state that decide a move.
  *
  * The stop point. While we lead, the lease's local validity deadline is
  * guarded by a stop point, deadline - (redis_timeout + 2 x KILL_MARGIN):
  * the timer T_DEADLINE fires there, before any other timer, and no
- * blocking Redis call starts after it (may_block(), guards.h: the one gate
+ * blocking Redis call starts after it (presence_may_block(), guards.h: the one gate
  * every call on this loop goes through, the runner's included; a renewal
  * that may not block pauses instead, by the table). So even a call
  * that waits the whole redis_timeout ends before we must pause, and pausing
@@ -25,9 +26,6 @@
  * the hooks end, within what is left of shutdown_grace (then they are
  * stopped, TERM then KILL: the table's hurry in stopped). */
 #include <errno.h>
-#include <fcntl.h>
-#include <inttypes.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,502 +35,17 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "baton.h"
-#include "baton_election.h"
 #include "clock.h"
-#include "config.h"
 #include "daemon.h"
-#include "drift.h"
-#include "guards.h"
-#include "hook.h"
-#include "jobs.h"
+#include "daemon_int.h"
 #include "keys.h"
-#include "log.h"
-#include "loop.h"
-#include "machine.h"
 #include "members.h"
-#include "ops.h"
 #include "proc.h"
-#include "runner.h"
 #include "secrets.h"
 
 #ifndef BATON_VERSION_STRING
 #define BATON_VERSION_STRING "unknown"
 #endif
-
-/* Timers, in priority order: when several are due, the lowest fires first. */
-enum {
-    T_DEADLINE,  /* the lease's stop point */
-    T_RENEW,     /* renew the lease */
-    T_JOBS,      /* the runner's own timer (it arms it itself) */
-    T_DRAIN,     /* shutdown_grace is over */
-    T_WAKE,      /* the leader's lease runs out: campaign */
-    T_POLL,      /* followers' safety-net poll */
-    T_BACKOFF,   /* Redis unreachable: try again */
-    T_RESTART,   /* the pause after a step-down is over */
-    T_HEARTBEAT, /* write our heartbeat (and, leading, look for config drift) */
-    T_HOOKS,     /* the hooks' own timer (they arm it themselves) */
-    T_OPS,       /* ops.c's own timer: liveness, systemd's watchdog, the HTTP view */
-};
-
-#define STEP_DOWN_PAUSE_MS 1000
-#define BACKOFF_MIN_MS     100
-#define KILL_MARGIN_MS     50 /* jobs are dead this long before the deadline */
-#define RUNS_TELL_MS       250 /* a run started or ended: the heartbeat that says so, after */
-#define HEARTBEAT_RUNS_MAX 50  /* runs a heartbeat lists (its "running" counts them all) */
-/* At a lease's end the followers campaign in the order of their names,
- * STAGGER_MS apart (the first STAGGER_RANKS; the rest together after
- * them): the first alive wins at once, without a hundred campaigns queued
- * in Redis and a hundred processes for the CPU ahead of its own. */
-#define STAGGER_MS    1
-#define STAGGER_RANKS 100
-
-/* A SIGHUP's reading of baton.yaml and jobs.yaml, on a thread of its own:
- * parsing 10,000 jobs takes the loop's whole CPU for a few hundred ms, and
- * the loop has ticks to start meanwhile. The loop applies the result when
- * the thread says it is done (a byte on pipe[1]). */
-struct reloader {
-    bool running; /* a thread reads; `again`: another SIGHUP came meanwhile */
-    bool again;
-    pthread_t thread;
-    int pipe[2];
-    struct loop_watch watch;
-    const char *path;   /* borrowed: the daemon's config_path */
-    struct config *cfg; /* the thread's results, taken by the loop */
-    struct jobs *jobs;
-    struct ops_defs *defs; /* the view's copy of jobs, made by the thread too */
-    char err[1024];
-};
-
-struct daemon {
-    struct config *cfg;
-    char *config_path;
-    struct log *log;
-    struct baton_client *client;
-    struct baton_election *election;
-    struct runner *runner;
-    struct hooks *hooks;
-    struct drift *drift;
-    char jobs_hash[JOBS_HASH_HEX]; /* of the jobs running: heartbeats carry it */
-    size_t njobs;
-    int64_t drain_until; /* CLOCK_MONOTONIC: the end of shutdown_grace, once draining */
-    struct ops *ops;     /* HTTP endpoint and systemd notifications (ops.h) */
-    struct machine m;
-    struct loop loop;
-    struct loop_watch sig_watch;
-    struct loop_watch sub_watch;
-    bool sub_added;
-    char *ended_chan; /* baton:{G}:ended (keys.h) */
-    bool ended_heard; /* listened to on the subscription */
-    bool announce;    /* a change of role the group has not been told yet */
-    bool runs_told;   /* a run started or ended: a heartbeat says so soon (RUNS_TELL_MS) */
-    struct reloader rl;
-
-    struct guards guards; /* the machine's guards, on the facts below (guards.h) */
-    uint64_t term;    /* of our current (or last) leadership */
-    int64_t guard_ns; /* the stop point's distance from the deadline */
-    struct baton_leader_info holder; /* the leader, as the last campaign saw it */
-    uint64_t following_term;         /* the term we announced following */
-    int64_t rank; /* members named before us: the claim at start, then each heartbeat */
-    int64_t backoff_ms;
-    bool outage; /* Redis unreachable since outage_since */
-    int64_t outage_since;
-    bool redis_seen; /* we have talked to Redis at least once */
-    uint64_t rng;
-    char since[40]; /* when we started, for the heartbeat */
-};
-
-/* ---- helpers ---- */
-
-static int64_t jitter_ms(struct daemon *d, int64_t ms, int pct)
-{
-    d->rng ^= d->rng << 13;
-    d->rng ^= d->rng >> 7;
-    d->rng ^= d->rng << 17;
-    int64_t span = ms * pct / 100;
-    if (span <= 0)
-        return ms;
-    return ms - span + (int64_t)(d->rng % (uint64_t)(2 * span + 1));
-}
-
-/* The one gate of blocking Redis calls on this loop (guards.h). */
-static bool may_block(void *ctx)
-{
-    struct daemon *d = ctx;
-    return guards_may_block(&d->guards);
-}
-
-/* Logs the first failure of an outage and the first success after it:
- * one line per state of the outage, not one per attempt. */
-static void redis_ok(struct daemon *d)
-{
-    if (d->outage) {
-        cJSON *f = log_fields();
-        cJSON_AddNumberToObject(f, "outage_ms", (double)((loop_now() - d->outage_since) / MS));
-        log_emit(d->log, LE_REDIS_REACHABLE, f);
-        d->outage = false;
-    } else if (!d->redis_seen) {
-        cJSON *f = log_fields();
-        cJSON_AddStringToObject(f, "url", baton_client_url(d->client));
-        log_emit(d->log, LE_REDIS_CONNECTED, f);
-    }
-    d->redis_seen = true;
-    d->backoff_ms = BACKOFF_MIN_MS;
-}
-
-static void redis_failed(struct daemon *d, const char *what, const char *detail, int64_t retry_ms)
-{
-    if (d->outage)
-        return;
-    d->outage = true;
-    d->outage_since = loop_now();
-    cJSON *f = log_fields();
-    cJSON_AddStringToObject(f, "during", what);
-    cJSON_AddStringToObject(f, "error", detail);
-    if (retry_ms >= 0)
-        cJSON_AddNumberToObject(f, "retry_in_ms", (double)retry_ms);
-    log_emit(d->log, LE_REDIS_UNREACHABLE, f);
-}
-
-/* Leading: compares the nodes' jobs with ours (one read of the group's
- * heartbeats, through the gate). Not leading: forgets what was reported. */
-static void check_drift(struct daemon *d)
-{
-    struct member *m = NULL;
-    size_t n = 0;
-    if (!machine_in(&d->m, P_LEADING)) {
-        drift_reset(d->drift);
-        return;
-    }
-    if (!may_block(d) || members_read(d->client, d->cfg->group, &m, &n) != BATON_OK)
-        return; /* the next heartbeat looks again */
-    drift_check(d->drift, d->log, d->cfg->node, d->jobs_hash, (long)d->njobs, m, n);
-    members_free(m, n);
-}
-
-/* The jobs now running: their hash for the heartbeats. */
-static void set_jobs_hash(struct daemon *d, const struct jobs *jobs)
-{
-    jobs_hash_hex(jobs, d->jobs_hash, sizeof d->jobs_hash);
-    d->njobs = jobs->n;
-}
-
-static void heartbeat(struct daemon *d)
-{
-    d->announce = false;
-    d->runs_told = false;
-    loop_arm_in(&d->loop, T_HEARTBEAT, jitter_ms(d, d->cfg->poll_ms, 10));
-    if (!may_block(d))
-        return; /* the next one */
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "state", machine_state_name(d->m.state)); /* at the end: stopped */
-    /* A follower shows the term it follows; a leader its own. */
-    cJSON_AddNumberToObject(o, "term",
-                            (double)(d->following_term != 0 ? d->following_term : d->term));
-    cJSON_AddNumberToObject(o, "pid", (double)getpid());
-    cJSON_AddStringToObject(o, "host", members_host());
-    cJSON_AddNumberToObject(o, "poll_ms", (double)d->cfg->poll_ms);
-    cJSON_AddStringToObject(o, "version", BATON_VERSION_STRING);
-    cJSON_AddStringToObject(o, "since", d->since);
-    cJSON_AddNumberToObject(o, "running", (double)runner_running(d->runner));
-    cJSON_AddItemToObject(o, "runs", runner_runs_json(d->runner, HEARTBEAT_RUNS_MAX));
-    cJSON_AddStringToObject(o, "jobs_hash", d->jobs_hash);
-    cJSON_AddNumberToObject(o, "jobs", (double)d->njobs);
-    char *json = cJSON_PrintUnformatted(o);
-    cJSON_Delete(o);
-    if (json != NULL && members_heartbeat(d->client, d->cfg->group, d->cfg->node, json,
-                                          members_forget_ms(d->cfg->poll_ms, machine_done(&d->m)),
-                                          &d->rank) == BATON_OK)
-        redis_ok(d);
-    free(json);
-    check_drift(d);
-}
-
-/* Subscribes to the group's events if we are not subscribed. */
-static void ensure_watch(struct daemon *d);
-
-static void disarm_follower_timers(struct daemon *d)
-{
-    loop_disarm(&d->loop, T_WAKE);
-    loop_disarm(&d->loop, T_POLL);
-    loop_disarm(&d->loop, T_BACKOFF);
-}
-
-static void arm_stop_point(struct daemon *d)
-{
-    loop_arm(&d->loop, T_DEADLINE, baton_election_deadline_ns(d->election) - d->guard_ns);
-}
-
-/* ---- the facts the guards read (guards.h) ---- */
-
-static int64_t fact_now(void *ctx)
-{
-    (void)ctx;
-    return loop_now();
-}
-
-static int64_t fact_lease_deadline(void *ctx)
-{
-    struct daemon *d = ctx;
-    return baton_election_deadline_ns(d->election);
-}
-
-static int64_t fact_runs_stop_point(void *ctx)
-{
-    struct daemon *d = ctx;
-    return runner_stop_point(d->runner);
-}
-
-static size_t fact_running(void *ctx)
-{
-    struct daemon *d = ctx;
-    return runner_running(d->runner);
-}
-
-/* ---- the actions (MACHINE_ACTIONS) ---- */
-
-static enum machine_event act_campaign(void *ctx)
-{
-    struct daemon *d = ctx;
-    uint64_t old_term = d->term;
-    ensure_watch(d);
-    int rc = baton_election_campaign(d->election, &d->holder);
-    if (rc == BATON_OK || rc == BATON_ETAKEN)
-        redis_ok(d);
-    if (baton_election_released_stale(d->election)) {
-        cJSON *f = log_fields();
-        cJSON_AddNumberToObject(f, "term", (double)old_term);
-        log_emit(d->log, LE_STALE_LEASE_RELEASED, f);
-    }
-    if (rc == BATON_OK) {
-        d->term = baton_election_term(d->election);
-        return EV_ACQUIRED;
-    }
-    if (rc == BATON_ETAKEN)
-        return EV_TAKEN;
-    redis_failed(d, "campaign", baton_election_errstr(d->election), d->backoff_ms);
-    return EV_REDIS_ERROR;
-}
-
-static enum machine_event act_lead(void *ctx)
-{
-    struct daemon *d = ctx;
-    d->following_term = 0;
-    disarm_follower_timers(d);
-    arm_stop_point(d);
-    loop_arm_in(&d->loop, T_RENEW, d->cfg->lease_renew_ms);
-    runner_lead(d->runner, d->term, baton_election_deadline_ns(d->election));
-    return EV_NONE;
-}
-
-static enum machine_event act_follow(void *ctx)
-{
-    struct daemon *d = ctx;
-    runner_flush(d->runner); /* what pausing held back */
-    ensure_watch(d);
-    int64_t turn_ms = STAGGER_MS * (d->rank < STAGGER_RANKS ? d->rank : STAGGER_RANKS);
-    if (d->holder.term != d->following_term) {
-        d->following_term = d->holder.term;
-        cJSON *f = log_fields();
-        cJSON_AddStringToObject(f, "leader", d->holder.identity);
-        cJSON_AddNumberToObject(f, "term", (double)d->holder.term);
-        cJSON_AddNumberToObject(f, "lease_left_ms", (double)d->holder.ttl_ms);
-        cJSON_AddNumberToObject(f, "turn_ms", (double)turn_ms);
-        log_emit(d->log, LE_FOLLOWING, f);
-    }
-    /* Wake when the leader's lease can have run out (a crashed leader),
-     * in our turn, and poll as a safety net; a resignation that names us
-     * wakes us at once. */
-    if (d->holder.ttl_ms >= 0)
-        loop_arm_in(&d->loop, T_WAKE, d->holder.ttl_ms + 1 + turn_ms);
-    else
-        loop_arm_in(&d->loop, T_WAKE, 1); /* no lease seen: campaign now */
-    loop_arm_in(&d->loop, T_POLL, jitter_ms(d, d->cfg->poll_ms, 10));
-    d->holder.ttl_ms = -1;
-    return EV_NONE;
-}
-
-static enum machine_event act_backoff(void *ctx)
-{
-    struct daemon *d = ctx;
-    loop_disarm(&d->loop, T_WAKE);
-    loop_disarm(&d->loop, T_POLL);
-    loop_arm_in(&d->loop, T_BACKOFF, jitter_ms(d, d->backoff_ms, 25));
-    d->backoff_ms *= 2;
-    if (d->backoff_ms > d->cfg->poll_ms)
-        d->backoff_ms = d->cfg->poll_ms;
-    return EV_NONE;
-}
-
-/* Entered only when a blocking call may start (the guard may_block). */
-static enum machine_event act_renew(void *ctx)
-{
-    struct daemon *d = ctx;
-    int rc = baton_election_renew(d->election);
-    if (rc == BATON_OK) {
-        redis_ok(d);
-        arm_stop_point(d);
-        if (may_block(d))
-            ensure_watch(d); /* a leader that lost its subscription makes it again */
-        loop_arm_in(&d->loop, T_RENEW, d->cfg->lease_renew_ms);
-        if (log_enabled(d->log, LOG_DEBUG)) {
-            cJSON *f = log_fields();
-            cJSON_AddNumberToObject(f, "term", (double)d->term);
-            cJSON_AddNumberToObject(f, "ttl_ms", (double)d->cfg->lease_ttl_ms);
-            log_emit(d->log, LE_LEASE_RENEWED, f);
-        }
-        return EV_RENEWED; /* the guard in_time decides: confirmed in time, or a stall */
-    }
-    if (rc == BATON_ELOST) {
-        redis_ok(d);
-        return EV_LOST;
-    }
-    redis_failed(d, "renew", baton_election_errstr(d->election), -1);
-    return EV_REDIS_ERROR;
-}
-
-static enum machine_event act_confirm(void *ctx)
-{
-    struct daemon *d = ctx;
-    runner_lease_renewed(d->runner, baton_election_deadline_ns(d->election));
-    return EV_NONE;
-}
-
-static enum machine_event act_retry(void *ctx)
-{
-    struct daemon *d = ctx;
-    /* Keep trying until the stop point: it, not the backoff, decides when
-     * we stop leading. */
-    int64_t ms = d->cfg->lease_renew_ms / 4;
-    if (ms > 500)
-        ms = 500;
-    loop_arm_in(&d->loop, T_RENEW, jitter_ms(d, ms < 10 ? 10 : ms, 25));
-    return EV_NONE;
-}
-
-static enum machine_event act_pause(void *ctx)
-{
-    struct daemon *d = ctx;
-    int64_t deadline = baton_election_deadline_ns(d->election);
-    /* Leaving working drops local leadership: only a new grant from Redis
-     * makes us lead again (the next campaign first releases this lease). */
-    baton_election_abandon(d->election);
-    runner_unlead(d->runner);
-    if (deadline == 0 || loop_now() >= deadline - d->guard_ns) {
-        cJSON *f = log_fields();
-        cJSON_AddNumberToObject(f, "term", (double)d->term);
-        log_emit(d->log, LE_LEASE_DEADLINE_MISSED, f);
-    }
-    /* Jobs must be dead before the lease could be granted to another node:
-     * that cannot happen before our local deadline. */
-    int64_t kill_by = deadline - KILL_MARGIN_MS * MS;
-    runner_terminate(d->runner, false, kill_by > loop_now() ? kill_by : 1);
-    return EV_JOBS_STOPPED; /* the guard runs_left decides: wait, or go on */
-}
-
-static enum machine_event act_handover(void *ctx)
-{
-    struct daemon *d = ctx;
-    int64_t deadline = baton_election_deadline_ns(d->election);
-    size_t running = runner_running(d->runner);
-    runner_stop_scheduling(d->runner);
-    /* The runs still going are registered on their own, then the lease is
-     * given up at once: the next leader schedules while they finish; and
-     * only then do we leave the jobs' state (a few ms for 10,000 jobs). */
-    int rc = runner_handover(d->runner, deadline);
-    cJSON *f = log_fields();
-    cJSON_AddNumberToObject(f, "term", (double)d->term);
-    if (rc == BATON_OK) {
-        cJSON_AddNumberToObject(f, "running", (double)running);
-        log_emit(d->log, LE_HANDOVER, f);
-    } else {
-        cJSON_AddStringToObject(f, "error", baton_client_errstr(d->client));
-        cJSON_AddStringToObject(f, "then", "the runs are stopped before the lease ends");
-        log_emit(d->log, LE_HANDOVER_FAILED, f);
-    }
-    f = log_fields();
-    cJSON_AddNumberToObject(f, "term", (double)d->term);
-    rc = may_block(d) ? baton_election_resign(d->election) : BATON_ETIMEDOUT;
-    if (rc == BATON_OK) {
-        redis_ok(d);
-        log_emit(d->log, LE_LEASE_RELEASED, f);
-    } else {
-        baton_election_abandon(d->election);
-        cJSON_AddStringToObject(f, "error", rc == BATON_ETIMEDOUT
-                                                ? "past the stop point"
-                                                : baton_election_errstr(d->election));
-        cJSON_AddStringToObject(f, "then", "the lease expires on its own");
-        log_emit(d->log, LE_LEASE_RELEASE_FAILED, f);
-    }
-    runner_unlead(d->runner);
-    return EV_RELEASED;
-}
-
-/* Runs alive get up to shutdown_grace (none: nothing to wait for). */
-static enum machine_event act_drain(void *ctx)
-{
-    struct daemon *d = ctx;
-    size_t n = runner_running(d->runner);
-    if (n > 0) {
-        cJSON *f = log_fields();
-        cJSON_AddNumberToObject(f, "running", (double)n);
-        cJSON_AddNumberToObject(f, "grace_ms", (double)d->cfg->shutdown_grace_ms);
-        log_emit(d->log, LE_DRAINING, f);
-        d->drain_until = loop_now() + d->cfg->shutdown_grace_ms * MS;
-        loop_arm(&d->loop, T_DRAIN, d->drain_until);
-    }
-    return EV_JOBS_STOPPED; /* the guard runs_left decides: wait, or finish */
-}
-
-static enum machine_event act_hurry(void *ctx)
-{
-    struct daemon *d = ctx;
-    runner_terminate(d->runner, true, 0);
-    hooks_hurry(d->hooks);
-    return EV_JOBS_STOPPED; /* the guard runs_left decides (stopped: ignored) */
-}
-
-static enum machine_event act_restart(void *ctx)
-{
-    struct daemon *d = ctx;
-    disarm_follower_timers(d);
-    /* Give the followers, woken by our resignation, a head start. */
-    loop_arm_in(&d->loop, T_RESTART, STEP_DOWN_PAUSE_MS);
-    return EV_NONE;
-}
-
-static enum machine_event act_finish(void *ctx)
-{
-    struct daemon *d = ctx;
-    disarm_follower_timers(d);
-    loop_disarm(&d->loop, T_DRAIN);
-    loop_disarm(&d->loop, T_RESTART);
-    runner_flush(d->runner);
-    return EV_FINISHED;
-}
-
-static enum machine_event act_sign_off(void *ctx)
-{
-    heartbeat(ctx); /* "stopped": status shows it at once */
-    return EV_NONE;
-}
-
-/* The exit action of leading: its timers end with it. */
-static enum machine_event act_disarm(void *ctx)
-{
-    struct daemon *d = ctx;
-    loop_disarm(&d->loop, T_RENEW);
-    loop_disarm(&d->loop, T_DEADLINE);
-    return EV_NONE;
-}
-
-static const machine_action_fn actions[ACT_COUNT] = {
-    [ACT_CAMPAIGN] = act_campaign, [ACT_LEAD] = act_lead,         [ACT_FOLLOW] = act_follow,
-    [ACT_BACKOFF] = act_backoff,   [ACT_RENEW] = act_renew,       [ACT_CONFIRM] = act_confirm,
-    [ACT_RETRY] = act_retry,       [ACT_PAUSE] = act_pause,       [ACT_HANDOVER] = act_handover,
-    [ACT_DRAIN] = act_drain,       [ACT_HURRY] = act_hurry,       [ACT_RESTART] = act_restart,
-    [ACT_FINISH] = act_finish,     [ACT_SIGN_OFF] = act_sign_off, [ACT_DISARM] = act_disarm,
-};
 
 /* Logs every change of state. */
 static void on_transition(void *ctx, enum machine_state from, enum machine_state to,
@@ -579,7 +92,7 @@ static void dispatch(struct daemon *d, enum machine_event ev)
         log_emit(d->log, LE_MACHINE_LOOP, NULL);
     listen_ended(d);
     if (d->announce)
-        heartbeat(d); /* the state the event left us in */
+        presence_heartbeat(d); /* the state the event left us in */
 }
 
 /* The runner's last run ended. */
@@ -621,7 +134,7 @@ static void on_timer(void *ctx, int id)
     case T_POLL:
     case T_BACKOFF: dispatch(d, EV_WAKE); break;
     case T_RESTART: dispatch(d, EV_START); break;
-    case T_HEARTBEAT: heartbeat(d); break;
+    case T_HEARTBEAT: presence_heartbeat(d); break;
     case T_HOOKS: hooks_on_timer(d->hooks); break;
     case T_OPS: ops_on_timer(d->ops); break;
     default: break;
@@ -658,27 +171,6 @@ static void on_sub(void *ctx, struct loop_watch *w, uint32_t events)
         dispatch(d, EV_WAKE); /* a switched Redis: do not wait out the old master's ttl */
 }
 
-static void ensure_watch(struct daemon *d)
-{
-    /* Over a quorum, a master whose subscription is missing (down, or
-     * back) is tried again here; the descriptor stays the same. */
-    if (d->sub_added && baton_election_watch_complete(d->election))
-        return;
-    if (baton_election_watch(d->election) != BATON_OK)
-        return; /* campaigns and polls keep working; we retry next time */
-    if (d->sub_added)
-        return;
-    d->sub_watch =
-        (struct loop_watch){.fd = baton_election_watch_fd(d->election), .cb = on_sub, .ctx = d};
-    if (loop_add(&d->loop, &d->sub_watch) == 0) {
-        d->sub_added = true;
-        /* Requests and pauses published while we were not subscribed. */
-        runner_control_changed(d->runner);
-    }
-}
-
-static void reload(struct daemon *d);
-
 static void on_signal(void *ctx, struct loop_watch *w, uint32_t events)
 {
     struct daemon *d = ctx;
@@ -702,7 +194,7 @@ static void on_signal(void *ctx, struct loop_watch *w, uint32_t events)
     log_emit(d->log, LE_SIGNAL_RECEIVED, f);
     if (sig == SIGHUP) {
         if (!machine_done(&d->m)) /* stopped: nothing to apply it to */
-            reload(d);
+            reloader_start(&d->rl);
         return;
     }
     d->guards.stopping = true;
@@ -711,35 +203,7 @@ static void on_signal(void *ctx, struct loop_watch *w, uint32_t events)
         log_release(d->log);
 }
 
-/* ---- set-up and reload ---- */
-
-/* Loads the jobs file of cfg. Returns NULL with a message in err. */
-static struct jobs *load_jobs(const struct config *cfg, char *err, size_t errlen)
-{
-    struct jobs *j = NULL;
-    if (access(cfg->jobs_path, F_OK) != 0) {
-        snprintf(err, errlen, "%s: %s", cfg->jobs_path, strerror(errno));
-        return NULL;
-    }
-    if (config_load_jobs(cfg, &j, err, errlen) != 0)
-        return NULL;
-    return j;
-}
-
-/* Reads the configuration at path and its jobs: *cfg and *jobs (owned),
- * or NULL in both with the message in err. */
-static void read_config(const char *path, struct config **cfg, struct jobs **jobs, char *err,
-                        size_t len)
-{
-    *cfg = NULL;
-    *jobs = NULL;
-    if (config_load(path, cfg, err, len) == 0)
-        *jobs = load_jobs(*cfg, err, len);
-    if (*jobs == NULL) {
-        config_free(*cfg);
-        *cfg = NULL;
-    }
-}
+/* ---- reload (the reading: reload.h) ---- */
 
 /* Applies what a SIGHUP read (cfg and jobs owned, or NULL with err). */
 static void reload_apply(struct daemon *d, struct config *cfg, struct jobs *jobs,
@@ -820,83 +284,17 @@ static void reload_apply(struct daemon *d, struct config *cfg, struct jobs *jobs
     log_set_level(d->log, cfg->log_level);
     log_set_format(d->log, cfg->log_format);
     log_emit(d->log, LE_RELOADED, f);
-    heartbeat(d); /* the group sees the new jobs' hash now, not at the next poll */
+    presence_heartbeat(d); /* the group sees the new jobs' hash now, not at the next poll */
 }
 
-static void *reload_thread(void *arg)
-{
-    struct reloader *rl = arg;
-    read_config(rl->path, &rl->cfg, &rl->jobs, rl->err, sizeof rl->err);
-    rl->defs = rl->jobs != NULL ? ops_defs_new(rl->jobs) : NULL;
-    ssize_t n = write(rl->pipe[1], "r", 1); /* the loop takes it from here */
-    (void)n;
-    return NULL;
-}
-
-/* Waits for the reading thread, if any, and closes its pipe. */
-static void reload_join(struct daemon *d)
-{
-    struct reloader *rl = &d->rl;
-    if (!rl->running)
-        return;
-    pthread_join(rl->thread, NULL);
-    loop_del(&d->loop, &rl->watch);
-    close(rl->pipe[0]);
-    close(rl->pipe[1]);
-    rl->running = false;
-}
-
-/* The thread has read the files: apply, and read again if another SIGHUP
- * came meanwhile. */
-static void on_reloaded(void *ctx, struct loop_watch *w, uint32_t events)
+/* The reloader's hand-over (reload.h): apply, and read again if asked
+ * while the machine is not stopped. */
+static bool on_reloaded(void *ctx, struct config *cfg, struct jobs *jobs, struct ops_defs *defs,
+                        const char *err)
 {
     struct daemon *d = ctx;
-    (void)w;
-    (void)events;
-    reload_join(d);
-    struct config *cfg = d->rl.cfg;
-    struct jobs *jobs = d->rl.jobs;
-    struct ops_defs *defs = d->rl.defs;
-    d->rl.cfg = NULL;
-    d->rl.jobs = NULL;
-    d->rl.defs = NULL;
-    reload_apply(d, cfg, jobs, defs, d->rl.err);
-    if (d->rl.again && !machine_done(&d->m)) {
-        d->rl.again = false;
-        reload(d);
-    }
-}
-
-/* SIGHUP: reads the files on a thread (on the loop itself when no thread
- * can be had), then applies them on the loop (on_reloaded). */
-static void reload(struct daemon *d)
-{
-    struct reloader *rl = &d->rl;
-    if (rl->running) {
-        rl->again = true; /* read once more when this one is applied */
-        return;
-    }
-    rl->path = d->config_path;
-    rl->cfg = NULL;
-    rl->jobs = NULL;
-    rl->defs = NULL;
-    if (pipe2(rl->pipe, O_CLOEXEC) == 0) {
-        rl->watch = (struct loop_watch){.fd = rl->pipe[0], .cb = on_reloaded, .ctx = d};
-        if (loop_add(&d->loop, &rl->watch) == 0) {
-            /* Signals stay blocked in the thread: it inherits the mask. */
-            if (pthread_create(&rl->thread, NULL, reload_thread, rl) == 0) {
-                rl->running = true;
-                return;
-            }
-            loop_del(&d->loop, &rl->watch);
-        }
-        close(rl->pipe[0]);
-        close(rl->pipe[1]);
-    }
-    struct config *cfg;
-    struct jobs *jobs;
-    read_config(d->config_path, &cfg, &jobs, rl->err, sizeof rl->err);
-    reload_apply(d, cfg, jobs, NULL, rl->err);
+    reload_apply(d, cfg, jobs, defs, err);
+    return !machine_done(&d->m);
 }
 
 /* After the machine is done: waits for the hooks still alive, until the end
@@ -924,10 +322,7 @@ static void drain_hooks(struct daemon *d)
 
 static void free_daemon(struct daemon *d)
 {
-    reload_join(d); /* a SIGHUP's reading still going: its results are not applied */
-    config_free(d->rl.cfg);
-    jobs_free(d->rl.jobs);
-    ops_defs_unref(d->rl.defs);
+    reloader_fini(&d->rl); /* a SIGHUP's reading still going: its results are not applied */
     ops_free(d->ops); /* first: its HTTP thread reads the client's stats */
     runner_free(d->runner);
     hooks_free(d->hooks);
@@ -945,15 +340,18 @@ static void free_daemon(struct daemon *d)
 
 int daemon_run(const char *config_path)
 {
-    struct daemon d = {.sig_watch.fd = -1, .backoff_ms = BACKOFF_MIN_MS};
+    struct daemon d = {.sig_watch.fd = -1,
+                       .sub_watch = {.fd = -1, .cb = on_sub, .ctx = &d},
+                       .backoff_ms = BACKOFF_MIN_MS};
     char err[1024];
     int rc = 1;
     struct jobs *jobs = NULL;
 
     if ((d.config_path = strdup(config_path)) == NULL)
         return 1;
-    if (config_load(config_path, &d.cfg, err, sizeof err) != 0 ||
-        (jobs = load_jobs(d.cfg, err, sizeof err)) == NULL) {
+    reloader_init(&d.rl, &d.loop, d.config_path, on_reloaded, &d);
+    reload_read(config_path, &d.cfg, &jobs, err, sizeof err);
+    if (jobs == NULL) {
         fprintf(stderr, "baton: run: %s\n", err);
         rc = DAEMON_ECONFIG;
         goto out;
@@ -1026,7 +424,7 @@ int daemon_run(const char *config_path)
                                .guard_ns = d.guard_ns,
                                .control_poll_ms = d.cfg->poll_ms,
                                .kill_margin_ns = KILL_MARGIN_MS * MS,
-                               .may_block = may_block,
+                               .may_block = presence_may_block,
                                .on_idle = on_runs_idle,
                                .on_runs_changed = on_runs_changed,
                                .ctx = &d,
@@ -1042,16 +440,10 @@ int daemon_run(const char *config_path)
                             .timer_id = T_HOOKS,
                             .node = d.cfg->node,
                             .group = d.cfg->group};
-    machine_init(&d.m, actions, guards_table, on_transition, &d);
-    d.guards = (struct guards){.h = {.now = fact_now,
-                                     .lease_deadline = fact_lease_deadline,
-                                     .runs_stop_point = fact_runs_stop_point,
-                                     .running = fact_running,
-                                     .ctx = &d},
-                               .m = &d.m,
-                               .guard_ns = d.guard_ns};
+    machine_init(&d.m, daemon_actions, guards_table, on_transition, &d);
+    d.guards = (struct guards){.h = daemon_guards_host(&d), .m = &d.m, .guard_ns = d.guard_ns};
     d.m.guard_ctx = &d.guards;
-    set_jobs_hash(&d, jobs);
+    presence_set_jobs(&d, jobs);
     d.hooks = hooks_new(&hh);
     d.drift = drift_new();
     if (d.hooks == NULL || d.drift == NULL) {
@@ -1078,7 +470,7 @@ int daemon_run(const char *config_path)
                           .allowed_hosts = d.cfg->http_allowed_hosts,
                           .poll_ms = d.cfg->poll_ms,
                           .redis_timeout_ms = d.cfg->redis_timeout_ms,
-                          .may_block = may_block,
+                          .may_block = presence_may_block,
                           .ctx = &d};
     if (ops_new(&oh, &d.ops, err, sizeof err) != 0) {
         fprintf(stderr, "baton: run: %s\n", err);
