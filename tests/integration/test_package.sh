@@ -226,6 +226,12 @@ IN_DIR=/tmp in_root sh -c 'cc -o app app.c $(pkg-config --cflags --libs baton)' 
 out=$(in_root /tmp/app "$REDIS_URL" 2>&1) || fail "the program: $out"
 echo "$out" | grep -qE '^fence [1-9][0-9]*, ETAKEN$' || fail "the program printed [$out]"
 in_root ldd /tmp/app | grep -qE 'libbaton.so.0 => (/usr)?/lib/[^ ]*/libbaton.so.0' || fail "the program does not use libbaton0's library"
+# libbaton-dev ships every public header, each compiling on its own
+for h in baton.h baton_election.h baton_redis.h; do
+    printf '#include <%s>\nint main(void) { return 0; }\n' "$h" >"$R/tmp/hdr.c"
+    IN_DIR=/tmp in_root sh -c 'cc -Wall -Werror -fsyntax-only hdr.c $(pkg-config --cflags baton)' >"$T/hdr.txt" 2>&1 ||
+        fail "libbaton-dev's $h: $(cat "$T/hdr.txt")"
+done
 
 note "systemd-analyze verify and security --offline=true on the installed unit"
 in_root systemd-analyze verify --man=no /lib/systemd/system/baton.service >"$T/verify.txt" 2>&1 ||
