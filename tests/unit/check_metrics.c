@@ -1,7 +1,10 @@
-/* check_metrics.c -- the Prometheus metrics counted from log events
- * (metrics.h): at least one row per event kind (every_kind_has_a_row
- * fails for a kind without one, here or in metrics.c's event table) and
- * the series it must produce;
+/* check_metrics.c -- the Prometheus metrics counted from log events and
+ * the typed facts their emitters give (metrics.h, facts.h): at least one
+ * row per event kind (every_kind_has_a_row fails for a kind without one,
+ * here or in metrics.c's event table) and the series it must produce;
+ * every value of the facts' enums counted under its name; the facts
+ * travelling with the line through a real log; every emit in src/ of an
+ * event that carries facts giving them (a scan of the sources);
  * HELP and TYPE once per family, every sample in a declared family;
  * bounded cardinality; label escaping; a copy writes what the original
  * does. */
