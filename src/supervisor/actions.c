@@ -66,7 +66,7 @@ static enum machine_event act_campaign(void *ctx)
     }
     if (rc == BATON_ETAKEN)
         return EV_TAKEN;
-    presence_redis_failed(d, "campaign", baton_election_errstr(d->election), d->backoff_ms);
+    presence_redis_failed(d, DURING_CAMPAIGN, baton_election_errstr(d->election), d->backoff_ms);
     return EV_REDIS_ERROR;
 }
 
@@ -94,7 +94,10 @@ static enum machine_event act_follow(void *ctx)
         cJSON_AddNumberToObject(f, "term", (double)d->holder.term);
         cJSON_AddNumberToObject(f, "lease_left_ms", (double)d->holder.ttl_ms);
         cJSON_AddNumberToObject(f, "turn_ms", (double)turn_ms);
-        log_emit(d->log, LE_FOLLOWING, f);
+        log_emit_facts(d->log, LE_FOLLOWING, f,
+                       &(struct log_facts){.leader = d->holder.identity,
+                                           .term = d->holder.term,
+                                           .lease_left_ms = d->holder.ttl_ms});
     }
     /* Wake when the leader's lease can have run out (a crashed leader),
      * in our turn, and poll as a safety net; a resignation that names us
@@ -143,7 +146,7 @@ static enum machine_event act_renew(void *ctx)
         presence_redis_ok(d);
         return EV_LOST;
     }
-    presence_redis_failed(d, "renew", baton_election_errstr(d->election), -1);
+    presence_redis_failed(d, DURING_RENEW, baton_election_errstr(d->election), -1);
     return EV_REDIS_ERROR;
 }
 

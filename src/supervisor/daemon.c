@@ -53,19 +53,25 @@ static void on_transition(void *ctx, enum machine_state from, enum machine_state
                           int64_t in_state_ms, bool quiet)
 {
     struct daemon *d = ctx;
+    struct log_facts lf = {.from = from,
+                           .to = to,
+                           .trigger = trigger,
+                           .guard = guard,
+                           .guard_held = held,
+                           .term = d->term};
     cJSON *f = log_fields();
     cJSON_AddStringToObject(f, "from", machine_state_name(from));
     cJSON_AddStringToObject(f, "to", machine_state_name(to));
     cJSON_AddStringToObject(f, "trigger", machine_event_name(trigger));
     if (guard != G_ALWAYS) {
         char g[64];
-        snprintf(g, sizeof g, "%s%s", held ? "" : "not ", machine_guard_name(guard));
+        log_facts_guard(&lf, g, sizeof g);
         cJSON_AddStringToObject(f, "guard", g);
     }
     cJSON_AddNumberToObject(f, "term", (double)d->term);
     cJSON_AddNumberToObject(f, "fence", (double)d->term);
     cJSON_AddNumberToObject(f, "in_state_ms", (double)in_state_ms);
-    log_emit_at(d->log, quiet ? LOG_DEBUG : LOG_INFO, LE_TRANSITION, f);
+    log_emit_facts_at(d->log, quiet ? LOG_DEBUG : LOG_INFO, LE_TRANSITION, f, &lf);
     /* Others see a change of role at once, not at the next heartbeat: once
      * the actions of this event have run (dispatch), so that the heartbeat's
      * round trips never delay a release or the start of leading. */
@@ -191,7 +197,7 @@ static void on_signal(void *ctx, struct loop_watch *w, uint32_t events)
         log_hold(d->log);
     cJSON *f = log_fields();
     cJSON_AddStringToObject(f, "signal", sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
-    log_emit(d->log, LE_SIGNAL_RECEIVED, f);
+    log_emit_facts(d->log, LE_SIGNAL_RECEIVED, f, &(struct log_facts){.signal = sig});
     if (sig == SIGHUP) {
         if (!machine_done(&d->m)) /* stopped: nothing to apply it to */
             reloader_start(&d->rl);

@@ -16,6 +16,7 @@
 #include "baton_election.h"
 #include "config.h"
 #include "drift.h"
+#include "facts.h"
 #include "guards.h"
 #include "hook.h"
 #include "jobs.h"
@@ -106,7 +107,7 @@ void presence_redis_ok(struct daemon *d);
 
 /* Redis did not answer `what` (detail: why): the first failure of an
  * outage is logged, with retry_ms when >= 0; the rest are not. */
-void presence_redis_failed(struct daemon *d, const char *what, const char *detail,
+void presence_redis_failed(struct daemon *d, enum log_during what, const char *detail,
                            int64_t retry_ms);
 
 /* The jobs now running: their hash and count for the heartbeats. */

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "facts.h"
 #include "hook.h"
 #include "proc.h"
 
@@ -288,7 +289,8 @@ static void fail_start(struct hooks *h, struct hook *k, const char *fmt, ...)
     cJSON_AddNumberToObject(f, "duration_ms", 0);
     cJSON_AddStringToObject(f, "outcome", "failed_to_start");
     cJSON_AddStringToObject(f, "error", why);
-    log_emit_at(h->h.log, LOG_ERROR, LE_HOOK_END, f);
+    log_emit_facts_at(h->h.log, LOG_ERROR, LE_HOOK_END, f,
+                      &(struct log_facts){.job = k->job, .outcome = HO_FAILED_TO_START});
     if (k->file[0] != '\0')
         unlink(k->file);
     hook_free(k);
@@ -583,7 +585,8 @@ void hooks_run_ended(struct hooks *h, const struct run *run, bool retry_follows)
         cJSON_AddNumberToObject(f, "duration_ms", 0);
         cJSON_AddStringToObject(f, "outcome", "failed_to_start");
         cJSON_AddStringToObject(f, "error", "out of memory");
-        log_emit_at(h->h.log, LOG_ERROR, LE_HOOK_END, f);
+        log_emit_facts_at(h->h.log, LOG_ERROR, LE_HOOK_END, f,
+                          &(struct log_facts){.job = stub.job, .outcome = HO_FAILED_TO_START});
         return;
     }
     if (retry_follows && run->outcome != HO_OK && h->ndeferred < HOOKS_DEFERRED_MAX) {
@@ -622,10 +625,10 @@ bool hooks_reaped(struct hooks *h, pid_t pid, int wstatus)
     output_close(&k->err);
     if (k->file[0] != '\0')
         unlink(k->file);
-    const char *outcome = k->stop == HOOK_STOP_TIMEOUT                      ? "timeout"
-                          : k->stop == HOOK_STOP_SHUTDOWN                   ? "killed"
-                          : WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0 ? "ok"
-                                                                            : "failed";
+    enum history_outcome outcome = k->stop == HOOK_STOP_TIMEOUT                      ? HO_TIMEOUT
+                                   : k->stop == HOOK_STOP_SHUTDOWN                   ? HO_KILLED
+                                   : WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0 ? HO_OK
+                                                                                     : HO_FAILED;
     cJSON *f = hook_fields(k);
     cJSON_AddNumberToObject(f, "duration_ms", (double)((loop_now() - k->started_ns) / MS));
     if (WIFEXITED(wstatus))
@@ -633,8 +636,9 @@ bool hooks_reaped(struct hooks *h, pid_t pid, int wstatus)
     else
         cJSON_AddStringToObject(
             f, "signal", sigabbrev_np(WTERMSIG(wstatus)) ? sigabbrev_np(WTERMSIG(wstatus)) : "?");
-    cJSON_AddStringToObject(f, "outcome", outcome);
-    log_emit_at(h->h.log, strcmp(outcome, "ok") == 0 ? LOG_INFO : LOG_WARN, LE_HOOK_END, f);
+    cJSON_AddStringToObject(f, "outcome", history_outcome_name(outcome));
+    log_emit_facts_at(h->h.log, outcome == HO_OK ? LOG_INFO : LOG_WARN, LE_HOOK_END, f,
+                      &(struct log_facts){.job = k->job, .outcome = outcome});
     hook_free(k);
     rearm(h);
     return true;

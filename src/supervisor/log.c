@@ -307,10 +307,11 @@ static void fix_strings(cJSON *o)
     }
 }
 
-void log_emit_at(struct log *lg, enum log_level lvl, enum log_event ev, cJSON *fields)
+void log_emit_facts_at(struct log *lg, enum log_level lvl, enum log_event ev, cJSON *fields,
+                       const struct log_facts *facts)
 {
     if (lg->observer != NULL)
-        lg->observer(lg->observer_ctx, ev, lvl, fields);
+        lg->observer(lg->observer_ctx, ev, lvl, facts);
     bool pending = true; /* unknown */
     if (log_enabled(lg, lvl)) {
         char *line = format_line(lg, lg->text, lg->color, lvl, ev, fields);
@@ -408,5 +409,15 @@ static char *format_line(const struct log *lg, bool text, bool color, enum log_l
 
 void log_emit(struct log *lg, enum log_event ev, cJSON *fields)
 {
-    log_emit_at(lg, log_event_level(ev), ev, fields);
+    log_emit_facts_at(lg, log_event_level(ev), ev, fields, NULL);
+}
+
+void log_emit_at(struct log *lg, enum log_level lvl, enum log_event ev, cJSON *fields)
+{
+    log_emit_facts_at(lg, lvl, ev, fields, NULL);
+}
+
+void log_emit_facts(struct log *lg, enum log_event ev, cJSON *fields, const struct log_facts *facts)
+{
+    log_emit_facts_at(lg, log_event_level(ev), ev, fields, facts);
 }

@@ -51,21 +51,33 @@ void log_release(struct log *lg);
 void log_set_format(struct log *lg, enum log_format format);
 bool log_enabled(const struct log *lg, enum log_level lvl);
 
+struct log_facts; /* facts.h */
+
 /* Writes one line of event ev at the event's level in the table. fields
- * (may be NULL) is consumed. */
+ * (may be NULL) is consumed. For an event that carries no facts (facts.h:
+ * log_facts_carried). */
 void log_emit(struct log *lg, enum log_event ev, cJSON *fields);
 /* The same at lvl: for the events whose level varies per line. */
 void log_emit_at(struct log *lg, enum log_level lvl, enum log_event ev, cJSON *fields);
+/* log_emit() and log_emit_at() for the events that carry facts: facts
+ * (borrowed for the call) go to the observer with the line, which is
+ * written as fields say, the same with or without them. */
+void log_emit_facts(struct log *lg, enum log_event ev, cJSON *fields,
+                    const struct log_facts *facts);
+void log_emit_facts_at(struct log *lg, enum log_level lvl, enum log_event ev, cJSON *fields,
+                       const struct log_facts *facts);
 
 /* Called for every event emitted, whatever log.level filters out, before
- * its line is written: lvl is the line's level, fields the event's own
- * fields (borrowed for the call; NULL when it has none). It runs on the
- * emitting thread (the supervisor's loop) and must not emit. What the code
- * builds only when debug lines are enabled (lease_renewed, watch_lost,
- * run_state) reaches it only then. The metrics and systemd's status are
- * made from these calls, so that they cannot disagree with the log. */
+ * its line is written: lvl is the line's level, facts what the emitter
+ * gave (borrowed for the call; NULL for an event that carries none). The
+ * line's fields are not given: observers read the typed facts, never the
+ * text back. It runs on the emitting thread (the supervisor's loop) and
+ * must not emit. What the code emits only when debug lines are enabled
+ * (lease_renewed, watch_lost, run_state) reaches it only then. The
+ * metrics and systemd's status are made from these calls, one per line
+ * emitted, so that they cannot disagree with the log. */
 typedef void (*log_observer_fn)(void *ctx, enum log_event ev, enum log_level lvl,
-                                const cJSON *fields);
+                                const struct log_facts *facts);
 /* Sets the one observer (NULL: none). */
 void log_set_observer(struct log *lg, log_observer_fn fn, void *ctx);
 

@@ -47,18 +47,20 @@ void presence_redis_ok(struct daemon *d)
     d->backoff_ms = BACKOFF_MIN_MS;
 }
 
-void presence_redis_failed(struct daemon *d, const char *what, const char *detail, int64_t retry_ms)
+void presence_redis_failed(struct daemon *d, enum log_during what, const char *detail,
+                           int64_t retry_ms)
 {
     if (d->outage)
         return;
     d->outage = true;
     d->outage_since = loop_now();
     cJSON *f = log_fields();
-    cJSON_AddStringToObject(f, "during", what);
+    cJSON_AddStringToObject(f, "during", log_during_name(what));
     cJSON_AddStringToObject(f, "error", detail);
     if (retry_ms >= 0)
         cJSON_AddNumberToObject(f, "retry_in_ms", (double)retry_ms);
-    log_emit(d->log, LE_REDIS_UNREACHABLE, f);
+    log_emit_facts(d->log, LE_REDIS_UNREACHABLE, f,
+                   &(struct log_facts){.during = what, .error = detail});
 }
 
 /* Leading: compares the nodes' jobs with ours (one read of the group's

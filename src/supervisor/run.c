@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "facts.h"
 #include "proc.h"
 #include "run.h"
 
@@ -103,21 +104,24 @@ static void add_tick_fields(cJSON *f, const struct run *run)
 
 static void log_start(const struct run *run)
 {
+    struct log_facts lf = {.job = run->job->name,
+                           .run_trigger = run->trigger,
+                           .lateness_ms = run->started_wall_ms - run->tick * 1000};
     cJSON *f = log_fields();
     add_tick_fields(f, run);
     cJSON_AddStringToObject(f, "trigger", run_trigger_name(run->trigger));
     if (run->trigger != RUN_TRIGGER_MANUAL) /* a manual run has no tick to be late for */
-        cJSON_AddNumberToObject(f, "lateness_ms",
-                                (double)(run->started_wall_ms - run->tick * 1000));
+        cJSON_AddNumberToObject(f, "lateness_ms", (double)lf.lateness_ms);
     cJSON_AddNumberToObject(f, "term", (double)run->term);
     cJSON_AddNumberToObject(f, "pid", (double)run->pgid);
-    log_emit(run->env->log, LE_JOB_START, f);
+    log_emit_facts(run->env->log, LE_JOB_START, f, &lf);
 }
 
 static void log_end(const struct run *run)
 {
     if (run->outcome == HO_SKIPPED) /* never started: its runner logs tick_skipped */
         return;
+    struct log_facts lf = {.job = run->job->name, .outcome = run->outcome};
     cJSON *f = log_fields();
     add_tick_fields(f, run);
     enum log_level lvl = LOG_WARN;
@@ -129,7 +133,8 @@ static void log_end(const struct run *run)
     } else {
         int st = run->wstatus;
         int64_t ended = run->ended_ns != 0 ? run->ended_ns : loop_now();
-        cJSON_AddNumberToObject(f, "duration_ms", (double)((ended - run->started_ns) / 1000000));
+        lf.duration_ms = (ended - run->started_ns) / 1000000;
+        cJSON_AddNumberToObject(f, "duration_ms", (double)lf.duration_ms);
         if (WIFEXITED(st))
             cJSON_AddNumberToObject(f, "exit_code", WEXITSTATUS(st));
         else
@@ -141,7 +146,7 @@ static void log_end(const struct run *run)
         if (run->outcome == HO_OK)
             lvl = LOG_INFO;
     }
-    log_emit_at(run->env->log, lvl, LE_JOB_END, f);
+    log_emit_facts_at(run->env->log, lvl, LE_JOB_END, f, &lf);
 }
 
 /* The one place a run changes state: the table decides, this logs. */

@@ -11,6 +11,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "facts.h"
 #include "history.h"
 #include "jobs.h"
 #include "machine.h"
@@ -25,9 +26,9 @@ static const double duration_le[NBUCKETS] = {0.01, 0.05, 0.1, 0.5,  1,    5,    
 static const double lateness_le[NBUCKETS] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
                                              0.25,  0.5,    1,     5,    30,    300};
 
-/* Run triggers, as job_start says them; the last is everything else. */
-static const char *const triggers[] = {"schedule", "catchup", "retry", "other"};
-#define NTRIGGERS (sizeof triggers / sizeof triggers[0])
+/* Run triggers (run.h) with a start lateness: all but manual, which has no
+ * tick to be late for. */
+#define NTRIGGERS RUN_TRIGGER_MANUAL
 
 struct histo {
     uint64_t n[NBUCKETS + 1]; /* per bucket, not cumulative; last: above all */
@@ -60,10 +61,8 @@ struct mjob {
 struct metrics {
     uint64_t events[LE_COUNT]; /* every event, by kind */
     uint64_t transitions[ST_COUNT][ST_COUNT][EV_COUNT];
-    struct histo lateness[NTRIGGERS];
-    char during[METRICS_MAX_DURING][32];
-    uint64_t redis_errors[METRICS_MAX_DURING];
-    size_t nduring;
+    struct histo lateness[NTRIGGERS]; /* by enum run_trigger */
+    uint64_t redis_errors[DURING_COUNT];
     char reasons[METRICS_MAX_REASONS][160];
     size_t nreasons;
     bool all_paused; /* `baton pause --all` */
@@ -123,22 +122,6 @@ struct metrics *metrics_dup(const struct metrics *m)
 }
 
 /* ---- counting ---- */
-
-static const char *str_field(const cJSON *f, const char *name)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(f, name);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-/* Sets *out to the number field name. Returns false when it is absent. */
-static bool num_field(const cJSON *f, const char *name, double *out)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(f, name);
-    if (!cJSON_IsNumber(v))
-        return false;
-    *out = v->valuedouble;
-    return true;
-}
 
 static void histo_add(struct histo *h, const double *le, double v)
 {
@@ -232,80 +215,50 @@ void metrics_add_job(struct metrics *m, const char *job)
     (void)job_slot(m, job);
 }
 
-static size_t during_slot(struct metrics *m, const char *what)
-{
-    return intern(&m->during[0][0], sizeof m->during[0], &m->nduring, METRICS_MAX_DURING,
-                  what != NULL ? what : "unknown");
-}
-
-static int state_index(const char *name)
-{
-    for (int s = 0; name != NULL && s < ST_COUNT; s++)
-        if (strcmp(machine_state_name((enum machine_state)s), name) == 0)
-            return s;
-    return -1;
-}
-
-static int event_index(const char *name)
-{
-    for (int e = 0; name != NULL && e < EV_COUNT; e++)
-        if (strcmp(machine_event_name((enum machine_event)e), name) == 0)
-            return e;
-    return -1;
-}
-
-static void count_transition(struct metrics *m, const cJSON *f, int64_t now_ms)
+/* The facts the rows read are the emitter's own values: an enum out of
+ * its range (a bug) counts nothing rather than out of bounds. */
+static void count_transition(struct metrics *m, const struct log_facts *f, int64_t now_ms)
 {
     (void)now_ms;
-    int from = state_index(str_field(f, "from")), to = state_index(str_field(f, "to"));
-    int trig = event_index(str_field(f, "trigger"));
-    if (from >= 0 && to >= 0 && trig >= 0)
-        m->transitions[from][to][trig]++;
+    if ((unsigned)f->from < ST_COUNT && (unsigned)f->to < ST_COUNT &&
+        (unsigned)f->trigger < EV_COUNT)
+        m->transitions[f->from][f->to][f->trigger]++;
 }
 
-static void count_start(struct metrics *m, const cJSON *f, int64_t now_ms)
+static void count_start(struct metrics *m, const struct log_facts *f, int64_t now_ms)
 {
-    double ms;
-    const char *trigger = str_field(f, "trigger");
-    size_t t = 0;
     (void)now_ms;
-    if (!num_field(f, "lateness_ms", &ms))
-        return;
-    while (t < NTRIGGERS - 1 && (trigger == NULL || strcmp(trigger, triggers[t]) != 0))
-        t++;
-    histo_add(&m->lateness[t], lateness_le, ms < 0 ? 0 : ms / 1000.0);
+    if ((unsigned)f->run_trigger < NTRIGGERS) /* manual: no tick to be late for */
+        histo_add(&m->lateness[f->run_trigger], lateness_le,
+                  f->lateness_ms < 0 ? 0 : (double)f->lateness_ms / 1000.0);
 }
 
-static void count_end(struct metrics *m, const cJSON *f, int64_t now_ms)
+static void count_end(struct metrics *m, const struct log_facts *f, int64_t now_ms)
 {
-    enum history_outcome o;
-    double ms;
-    const char *name = str_field(f, "outcome");
-    if (name == NULL || !history_outcome_parse(name, &o))
+    enum history_outcome o = f->outcome;
+    if ((unsigned)o >= HO_COUNT)
         return;
-    struct mjob *j = job_slot(m, str_field(f, "job"));
+    struct mjob *j = job_slot(m, f->job);
     j->runs[o]++;
     j->last_run_s = (double)now_ms / 1000.0;
     if (o == HO_OK)
         j->last_success_s = j->last_run_s;
-    if (history_outcome_ran(o) && num_field(f, "duration_ms", &ms))
-        histo_add(&j->duration, duration_le, ms < 0 ? 0 : ms / 1000.0);
+    if (history_outcome_ran(o))
+        histo_add(&j->duration, duration_le,
+                  f->duration_ms < 0 ? 0 : (double)f->duration_ms / 1000.0);
 }
 
-static void count_not_run(struct metrics *m, const cJSON *f, int64_t now_ms)
+static void count_not_run(struct metrics *m, const struct log_facts *f, int64_t now_ms)
 {
-    enum history_outcome o;
-    double ticks;
-    const char *name = str_field(f, "outcome"), *reason = str_field(f, "reason");
+    enum history_outcome o = f->outcome;
     (void)now_ms;
-    if (name == NULL || !history_outcome_parse(name, &o))
+    if ((unsigned)o >= HO_COUNT)
         return;
     /* A range too long to count ("ticks": null) counts once. */
-    if (!num_field(f, "ticks", &ticks) || ticks < 1)
-        ticks = 1;
-    size_t r = intern(&m->reasons[0][0], sizeof m->reasons[0], &m->nreasons,
-                      METRICS_MAX_REASONS, reason != NULL ? reason : "");
-    struct mjob *j = job_slot(m, str_field(f, "job"));
+    int64_t ticks = f->ticks < 1 ? 1 : f->ticks;
+    size_t r = intern(&m->reasons[0][0], sizeof m->reasons[0], &m->nreasons, METRICS_MAX_REASONS,
+                      f->reason != NULL ? f->reason : "");
+    struct mjob *j = job_slot(m, f->job);
     size_t k = 0;
     while (k < j->nnotrun && !(j->notrun[k].outcome == o && j->notrun[k].reason == r))
         k++;
@@ -319,27 +272,28 @@ static void count_not_run(struct metrics *m, const cJSON *f, int64_t now_ms)
     j->notrun[k].ticks += (uint64_t)ticks;
 }
 
-static void count_redis_error(struct metrics *m, const cJSON *f, int64_t now_ms)
+static void count_redis_error(struct metrics *m, const struct log_facts *f, int64_t now_ms)
 {
     (void)now_ms;
-    m->redis_errors[during_slot(m, str_field(f, "during"))]++;
+    if ((unsigned)f->during < DURING_COUNT)
+        m->redis_errors[f->during]++;
 }
 
 /* A failure the event names by itself: the label is fixed by the row. */
 #define REDIS_FAILURE(fn, what)                                                                    \
-    static void fn(struct metrics *m, const cJSON *f, int64_t now_ms)                              \
+    static void fn(struct metrics *m, const struct log_facts *f, int64_t now_ms)                   \
     {                                                                                              \
         (void)f;                                                                                   \
         (void)now_ms;                                                                              \
-        m->redis_errors[during_slot(m, what)]++;                                                   \
+        m->redis_errors[what]++;                                                                   \
     }
-REDIS_FAILURE(count_claim_failed, "claim")
-REDIS_FAILURE(count_history_failed, "history")
-REDIS_FAILURE(count_handover_failed, "handover")
-REDIS_FAILURE(count_release_failed, "release")
+REDIS_FAILURE(count_claim_failed, DURING_CLAIM)
+REDIS_FAILURE(count_history_failed, DURING_HISTORY)
+REDIS_FAILURE(count_handover_failed, DURING_HANDOVER)
+REDIS_FAILURE(count_release_failed, DURING_RELEASE)
 #undef REDIS_FAILURE
 
-static void count_reloaded(struct metrics *m, const cJSON *f, int64_t now_ms)
+static void count_reloaded(struct metrics *m, const struct log_facts *f, int64_t now_ms)
 {
     (void)f;
     (void)now_ms;
@@ -347,7 +301,7 @@ static void count_reloaded(struct metrics *m, const cJSON *f, int64_t now_ms)
     m->last_reload_ok = true;
 }
 
-static void count_reload_failed(struct metrics *m, const cJSON *f, int64_t now_ms)
+static void count_reload_failed(struct metrics *m, const struct log_facts *f, int64_t now_ms)
 {
     (void)f;
     (void)now_ms;
@@ -355,24 +309,24 @@ static void count_reload_failed(struct metrics *m, const cJSON *f, int64_t now_m
     m->last_reload_ok = false;
 }
 
-static void count_hook_end(struct metrics *m, const cJSON *f, int64_t now_ms)
+static void count_hook_end(struct metrics *m, const struct log_facts *f, int64_t now_ms)
 {
     (void)now_ms;
-    struct mjob *j = job_slot(m, str_field(f, "job"));
-    if (strcmp(str_field(f, "outcome"), "ok") == 0)
+    struct mjob *j = job_slot(m, f->job);
+    if (f->outcome == HO_OK)
         j->hooks_ok++;
     else
         j->hooks_failed++;
 }
 
-static void count_drift(struct metrics *m, const cJSON *f, int64_t now_ms)
+static void count_drift(struct metrics *m, const struct log_facts *f, int64_t now_ms)
 {
     (void)f;
     (void)now_ms;
     m->drifting++;
 }
 
-static void count_drift_resolved(struct metrics *m, const cJSON *f, int64_t now_ms)
+static void count_drift_resolved(struct metrics *m, const struct log_facts *f, int64_t now_ms)
 {
     (void)f;
     (void)now_ms;
@@ -380,18 +334,18 @@ static void count_drift_resolved(struct metrics *m, const cJSON *f, int64_t now_
         m->drifting--;
 }
 
-static void count_retry(struct metrics *m, const cJSON *f, int64_t now_ms)
+static void count_retry(struct metrics *m, const struct log_facts *f, int64_t now_ms)
 {
     (void)now_ms;
-    job_slot(m, str_field(f, "job"))->retries++;
+    job_slot(m, f->job)->retries++;
 }
 
 /* A trigger_* event: its job's count for outcome. */
 #define TRIGGER_OUTCOME(fn, outcome)                                                               \
-    static void fn(struct metrics *m, const cJSON *f, int64_t now_ms)                              \
+    static void fn(struct metrics *m, const struct log_facts *f, int64_t now_ms)                   \
     {                                                                                              \
         (void)now_ms;                                                                              \
-        job_slot(m, str_field(f, "job"))->triggers[outcome]++;                                     \
+        job_slot(m, f->job)->triggers[outcome]++;                                                  \
     }
 TRIGGER_OUTCOME(count_trigger_received, TRIGGER_RECEIVED)
 TRIGGER_OUTCOME(count_trigger_rejected, TRIGGER_REJECTED)
@@ -400,9 +354,9 @@ TRIGGER_OUTCOME(count_trigger_lost, TRIGGER_LOST)
 #undef TRIGGER_OUTCOME
 
 /* job_paused / job_resumed: the leader saw a change; job "*" is every job. */
-static void set_paused(struct metrics *m, const cJSON *f, bool paused)
+static void set_paused(struct metrics *m, const struct log_facts *f, bool paused)
 {
-    const char *job = str_field(f, "job");
+    const char *job = f->job;
     if (job == NULL)
         return;
     if (strcmp(job, PAUSE_ALL) == 0)
@@ -411,13 +365,13 @@ static void set_paused(struct metrics *m, const cJSON *f, bool paused)
         job_slot(m, job)->paused = paused;
 }
 
-static void count_paused(struct metrics *m, const cJSON *f, int64_t now_ms)
+static void count_paused(struct metrics *m, const struct log_facts *f, int64_t now_ms)
 {
     (void)now_ms;
     set_paused(m, f, true);
 }
 
-static void count_resumed(struct metrics *m, const cJSON *f, int64_t now_ms)
+static void count_resumed(struct metrics *m, const struct log_facts *f, int64_t now_ms)
 {
     (void)now_ms;
     set_paused(m, f, false);
@@ -437,7 +391,7 @@ void metrics_set_pauses(struct metrics *m, const struct pause_list *l)
  * baton_events_total; fn counts what it says besides (NULL: nothing else,
  * and `counts` says why). A kind without a row is a bug that
  * check_metrics finds (metrics_event_counts() returns NULL for it). */
-typedef void (*count_fn)(struct metrics *m, const cJSON *f, int64_t now_ms);
+typedef void (*count_fn)(struct metrics *m, const struct log_facts *f, int64_t now_ms);
 static const struct {
     count_fn fn;
     const char *counts;
@@ -515,14 +469,16 @@ const char *metrics_event_counts(enum log_event ev)
     return ev >= 0 && ev < LE_COUNT ? event_rows[ev].counts : NULL;
 }
 
-void metrics_observe(struct metrics *m, enum log_event ev, const cJSON *fields,
+void metrics_observe(struct metrics *m, enum log_event ev, const struct log_facts *facts,
                      int64_t now_unix_ms)
 {
     if (ev < 0 || ev >= LE_COUNT)
         return;
     m->events[ev]++;
-    if (event_rows[ev].fn != NULL)
-        event_rows[ev].fn(m, fields, now_unix_ms);
+    /* The rows of the events that carry facts read them; the others count
+     * by their kind alone (given NULL). */
+    if (event_rows[ev].fn != NULL && (facts != NULL || !log_facts_carried(ev)))
+        event_rows[ev].fn(m, facts, now_unix_ms);
 }
 
 /* ---- writing ---- */
@@ -796,11 +752,10 @@ int metrics_write(const struct metrics *m, const struct metrics_gauges *g, FILE 
            "Redis failures the log reports, by what was being done: the first failure of each "
            "outage (campaign, renew...), and every failed claim, history write, handover and "
            "release.");
-    for (size_t i = 0; i < m->nduring; i++) {
-        fputs("baton_redis_errors_total{during=\"", out);
-        label(out, m->during[i]);
-        fprintf(out, "\"} %llu\n", (unsigned long long)m->redis_errors[i]);
-    }
+    for (int d = 0; d < DURING_COUNT; d++)
+        if (m->redis_errors[d] != 0)
+            fprintf(out, "baton_redis_errors_total{during=\"%s\"} %llu\n",
+                    log_during_name((enum log_during)d), (unsigned long long)m->redis_errors[d]);
     family(out, "baton_reloads_total", "counter", "SIGHUP reloads, by result (ok, failed).");
     fprintf(out, "baton_reloads_total{result=\"ok\"} %llu\n", (unsigned long long)m->reloads_ok);
     fprintf(out, "baton_reloads_total{result=\"failed\"} %llu\n",
@@ -822,7 +777,7 @@ int metrics_write(const struct metrics *m, const struct metrics_gauges *g, FILE 
         if (m->lateness[t].count == 0 && t > 0)
             continue;
         char lbl[48];
-        snprintf(lbl, sizeof lbl, "trigger=\"%s\",", triggers[t]);
+        snprintf(lbl, sizeof lbl, "trigger=\"%s\",", run_trigger_name((enum run_trigger)t));
         histo_write(out, "baton_job_start_lateness_seconds", lbl, &m->lateness[t], lateness_le);
     }
     write_jobs(m, out);

@@ -1,12 +1,14 @@
 /* metrics.h -- the supervisor's Prometheus metrics, counted from its log.
  *
  * metrics_observe() is given every log event (through the log's observer,
- * log.h) and counts what the lines say, by a table with one row per event
- * kind: every event by kind, transitions by from/to/trigger, job runs by
- * outcome with their duration and start lateness, retries, ticks that did
- * not run by outcome and reason, Redis failures, reloads, `baton trigger`
- * requests by outcome, pauses. Every count is a
- * count of log lines, so metrics and logs cannot disagree. What is state
+ * log.h) with the typed facts its emitter gave beside the line (facts.h),
+ * and counts them by a table with one row per event kind: every event by
+ * kind, transitions by from/to/trigger, job runs by outcome with their
+ * duration and start lateness, retries, ticks that did not run by outcome
+ * and reason, Redis failures, reloads, `baton trigger` requests by
+ * outcome, pauses. Every count is a count of log lines, made from the
+ * values their fields were written from, so metrics and logs cannot
+ * disagree. What is state
  * rather than history (the machine's state, leadership, term, lease left,
  * runs alive) the caller passes to metrics_write() as gauges, and so too
  * the lines the log dropped: the log counts them as it drops them, long
@@ -19,15 +21,14 @@
  * scrape job. Cardinality is bounded: METRICS_MAX_JOBS jobs get their own
  * series (a job removed by a reload keeps its series until restart, as
  * counters must), later ones count as job_name="other"; at most
- * METRICS_MAX_REASONS reasons and METRICS_MAX_DURING Redis operations are
- * told apart.
+ * METRICS_MAX_REASONS reasons are told apart (the Redis operations are a
+ * closed set: enum log_during).
  *
  * Not thread-safe: the caller serializes. metrics_dup() takes a copy to
  * write out without holding the caller's lock. */
 #ifndef BATON_METRICS_H
 #define BATON_METRICS_H
 
-#include <cjson/cJSON.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -37,9 +38,9 @@
 
 #define METRICS_MAX_JOBS    4096
 #define METRICS_MAX_REASONS 32
-#define METRICS_MAX_DURING  16
 
 struct metrics;
+struct log_facts; /* facts.h */
 
 /* Returns: owned (free with metrics_free), or NULL on ENOMEM. */
 struct metrics *metrics_new(void);
@@ -52,10 +53,11 @@ struct metrics *metrics_dup(const struct metrics *m);
 void metrics_add_job(struct metrics *m, const char *job);
 
 /* Counts one log event: in baton_events_total, and in what its row of the
- * event table (metrics.c, one row per event kind) says. fields: the
- * event's fields (may be NULL); now_unix_ms: the wall clock, for the
+ * event table (metrics.c, one row per event kind) says. facts: what the
+ * emitter gave (NULL for an event that carries none; for one that does,
+ * NULL counts it by its kind only); now_unix_ms: the wall clock, for the
  * last-run timestamps. */
-void metrics_observe(struct metrics *m, enum log_event ev, const cJSON *fields,
+void metrics_observe(struct metrics *m, enum log_event ev, const struct log_facts *facts,
                      int64_t now_unix_ms);
 /* Sets every job's paused gauge from l, the group's paused hash as read
  * (pause.h): what a node that does not lead knows of pauses. */

@@ -11,6 +11,7 @@
  * handler to copy the header and the metrics and take references. Both
  * format, and free what they dropped, outside it. */
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 #include <time.h>
 
 #include "clock.h"
+#include "facts.h"
 #include "machine.h"
 #include "ops_int.h"
 #include "status.h"
@@ -152,46 +154,19 @@ bool ops_leading_state(int s)
     return machine_state_parent((enum machine_state)s) == P_LEADING;
 }
 
-static const char *str_field(const cJSON *f, const char *name)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(f, name);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-static double num_field(const cJSON *f, const char *name, double dflt)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(f, name);
-    return cJSON_IsNumber(v) ? v->valuedouble : dflt;
-}
-
-static int state_of(const char *name)
-{
-    for (int s = 0; name != NULL && s < ST_COUNT; s++)
-        if (strcmp(machine_state_name((enum machine_state)s), name) == 0)
-            return s;
-    return -1;
-}
-
-static int event_of(const char *name)
-{
-    for (int e = 0; name != NULL && e < EV_COUNT; e++)
-        if (strcmp(machine_event_name((enum machine_event)e), name) == 0)
-            return e;
-    return -1;
-}
-
-/* Updates the header from one event. Under mu. */
-static void track(struct ops *o, enum log_event ev, enum log_level lvl, const cJSON *f,
+/* Updates the header from one event and its facts (f: NULL for an
+ * event that carries none). Under mu. */
+static void track(struct ops *o, enum log_event ev, enum log_level lvl, const struct log_facts *f,
                   int64_t now)
 {
     struct head *h = &o->head;
+    if (f == NULL && log_facts_carried(ev))
+        return; /* an emitter's bug: nothing to say */
     switch (ev) {
     case LE_TRANSITION: {
-        int from = state_of(str_field(f, "from")), to = state_of(str_field(f, "to"));
-        if (to < 0)
-            break;
+        int from = f->from, to = f->to;
         h->state = to;
-        h->term = (uint64_t)num_field(f, "term", (double)h->term);
+        h->term = f->term;
         if (to == ST_WORKING || to == ST_WAITING)
             h->decided = true;
         if (ops_leading_state(to)) {
@@ -202,7 +177,7 @@ static void track(struct ops *o, enum log_event ev, enum log_level lvl, const cJ
             h->leader_lease_end_ns = h->lease_deadline_ns;
         } else {
             h->lease_deadline_ns = 0;
-            if (from >= 0 && ops_leading_state(from))
+            if (ops_leading_state(from))
                 h->leader_known = false; /* who leads next, a read or `following` says */
         }
         /* The routine renewals and polls are not news; a quiet first
@@ -213,39 +188,32 @@ static void track(struct ops *o, enum log_event ev, enum log_level lvl, const cJ
             t->ts_ms = wall_ms();
             t->from = from;
             t->to = to;
-            t->trigger = event_of(str_field(f, "trigger"));
+            t->trigger = f->trigger;
             t->term = h->term;
-            snprintf(t->guard, sizeof t->guard, "%s",
-                     str_field(f, "guard") != NULL ? str_field(f, "guard") : "");
+            log_facts_guard(f, t->guard, sizeof t->guard);
             h->ntrans++;
         }
         break;
     }
-    case LE_FOLLOWING: {
-        const char *who = str_field(f, "leader");
-        double left = num_field(f, "lease_left_ms", -1);
-        h->leader_known = who != NULL;
-        snprintf(h->leader, sizeof h->leader, "%s", who != NULL ? who : "");
-        h->leader_term = (uint64_t)num_field(f, "term", 0);
-        h->leader_lease_end_ns = left >= 0 ? now + (int64_t)left * MS : 0;
+    case LE_FOLLOWING:
+        h->leader_known = f->leader != NULL;
+        snprintf(h->leader, sizeof h->leader, "%s", f->leader != NULL ? f->leader : "");
+        h->leader_term = f->term;
+        h->leader_lease_end_ns = f->lease_left_ms >= 0 ? now + f->lease_left_ms * MS : 0;
         break;
-    }
     case LE_REDIS_UNREACHABLE:
         if (!h->outage)
             h->outage_since_ns = now;
         h->outage = true;
-        snprintf(h->outage_what, sizeof h->outage_what, "%s: %s",
-                 str_field(f, "during") != NULL ? str_field(f, "during") : "?",
-                 str_field(f, "error") != NULL ? str_field(f, "error") : "?");
+        snprintf(h->outage_what, sizeof h->outage_what, "%s: %s", log_during_name(f->during),
+                 f->error != NULL ? f->error : "?");
         break;
     case LE_REDIS_REACHABLE:
     case LE_REDIS_CONNECTED: h->outage = false; break;
-    case LE_SIGNAL_RECEIVED: {
-        const char *sig = str_field(f, "signal");
-        if (sig != NULL && (strcmp(sig, "TERM") == 0 || strcmp(sig, "INT") == 0))
+    case LE_SIGNAL_RECEIVED:
+        if (f->signal == SIGTERM || f->signal == SIGINT)
             h->stopping = true;
         break;
-    }
     case LE_RELOADED: h->reload_failed = false; break;
     case LE_RELOAD_FAILED: h->reload_failed = true; break;
     default: break;
@@ -304,7 +272,7 @@ static void mark_dirty(struct ops *o, const char *job, unsigned char why)
 }
 
 /* The log's observer: on the loop's thread, for every event. */
-static void observe(void *ctx, enum log_event ev, enum log_level lvl, const cJSON *f)
+static void observe(void *ctx, enum log_event ev, enum log_level lvl, const struct log_facts *f)
 {
     struct ops *o = ctx;
     if (ev == LE_JOB_OUTPUT) { /* the commonest line: counted, and nothing else */
@@ -321,8 +289,8 @@ static void observe(void *ctx, enum log_event ev, enum log_level lvl, const cJSO
     struct head h = o->head; /* for what follows, outside the lock */
     pthread_mutex_unlock(&o->mu);
 
-    if (ev == LE_JOB_END || ev == LE_TICK_SKIPPED)
-        mark_dirty(o, str_field(f, "job"), DIRTY_LOCAL);
+    if ((ev == LE_JOB_END || ev == LE_TICK_SKIPPED) && f != NULL)
+        mark_dirty(o, f->job, DIRTY_LOCAL);
     if (ev == LE_JOB_PAUSED || ev == LE_JOB_RESUMED)
         o->next_refresh_ns = 0; /* the view's pauses: read them at the next tick */
     if (!o->notify.enabled)
@@ -330,8 +298,7 @@ static void observe(void *ctx, enum log_event ev, enum log_level lvl, const cJSO
     char text[sizeof o->status];
     status_text(o, &h, text, sizeof text);
     if (ev == LE_SIGNAL_RECEIVED) {
-        const char *sig = str_field(f, "signal");
-        if (sig != NULL && strcmp(sig, "HUP") == 0)
+        if (f != NULL && f->signal == SIGHUP)
             notify_reloading(&o->notify);
         else if (h.stopping)
             notify_stopping(&o->notify, "stopping: handing over, then exiting",
@@ -340,8 +307,8 @@ static void observe(void *ctx, enum log_event ev, enum log_level lvl, const cJSO
     }
     /* A first decision to follow is announced with the leader, which the
      * `following` line right after it names (the timer catches a miss). */
-    const char *trigger = ev == LE_TRANSITION ? str_field(f, "trigger") : NULL;
-    bool defer = h.state == ST_WAITING && trigger != NULL && strcmp(trigger, "taken") == 0;
+    bool defer =
+        h.state == ST_WAITING && ev == LE_TRANSITION && f != NULL && f->trigger == EV_TAKEN;
     if (!o->notify.ready && h.decided && !defer) {
         notify_ready(&o->notify, text);
         snprintf(o->status, sizeof o->status, "%s", text);

@@ -12,9 +12,10 @@
  *   GET /         the same as a small HTML page that refreshes itself
  *
  * ops follows the supervisor through its log (log_set_observer: every
- * event, on the loop's thread): the machine's state, the leader it follows,
- * Redis outages, transitions, runs and reloads, so the metrics, the page
- * and systemd's STATUS= say what the log says. It owns one timer of the
+ * event, on the loop's thread, with the typed facts its emitter gave,
+ * facts.h): the machine's state, the leader it follows, Redis outages,
+ * transitions, runs and reloads, so the metrics, the page and systemd's
+ * STATUS= say what the log says, without reading a line back. It owns one timer of the
  * loop (host->timer_id; it arms it itself): every second it marks the loop
  * alive, pings systemd's watchdog when one is set, and refreshes what only
  * Redis knows (the leader's lease, the node list, each job's last run)

@@ -7,6 +7,7 @@
 
 #include "claimer.h"
 #include "control.h"
+#include "facts.h"
 #include "jobtable.h"
 #include "rtime.h"
 #include "steps.h"
@@ -42,7 +43,7 @@ static void log_trigger(const struct rctx *x, enum log_event ev, const char *job
         cJSON_AddNumberToObject(f, "attempt", attempt);
     if (detail != NULL)
         cJSON_AddStringToObject(f, ev == LE_TRIGGER_RECEIVED ? "by" : "reason", detail);
-    log_emit(x->log, ev, f);
+    log_emit_facts(x->log, ev, f, &(struct log_facts){.job = job});
 }
 
 /* Appends request t (attempt) to js's and to the index, and wakes js. */
@@ -247,7 +248,7 @@ static void log_pause(const struct rctx *x, const char *job, const char *old,
         cJSON_AddStringToObject(f, "since", since);
         cJSON_AddStringToObject(f, "by", e->by);
         cJSON_AddStringToObject(f, "reason", e->reason);
-        log_emit(x->log, LE_JOB_PAUSED, f);
+        log_emit_facts(x->log, LE_JOB_PAUSED, f, &(struct log_facts){.job = job});
         return;
     }
     cJSON_AddBoolToObject(f, "catchup", e == NULL);
@@ -257,7 +258,7 @@ static void log_pause(const struct rctx *x, const char *job, const char *old,
         cJSON_AddStringToObject(f, "skipped_until", at);
         cJSON_AddStringToObject(f, "by", e->by);
     }
-    log_emit(x->log, LE_JOB_RESUMED, f);
+    log_emit_facts(x->log, LE_JOB_RESUMED, f, &(struct log_facts){.job = job});
 }
 
 /* The end of a resume of entry (job, or "*" when job is NULL): deletes it

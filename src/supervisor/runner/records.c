@@ -1,6 +1,7 @@
 /* records.c -- see records.h. */
 #include <stdio.h>
 
+#include "facts.h"
 #include "records.h"
 
 void records_skipped(struct recorder *rc, const char *job, uint64_t term,
@@ -21,7 +22,10 @@ void records_skipped(struct recorder *rc, const char *job, uint64_t term,
         cJSON_AddNullToObject(f, "ticks");
     cJSON_AddStringToObject(f, "outcome", history_outcome_name(s->outcome));
     cJSON_AddStringToObject(f, "reason", s->reason);
-    log_emit_at(rc->log, s->outcome == HO_MISSED ? LOG_WARN : LOG_INFO, LE_TICK_SKIPPED, f);
+    log_emit_facts_at(
+        rc->log, s->outcome == HO_MISSED ? LOG_WARN : LOG_INFO, LE_TICK_SKIPPED, f,
+        &(struct log_facts){
+            .job = job, .outcome = s->outcome, .ticks = s->count, .reason = s->reason});
     struct history_rec rec = {.run_id = "",
                               .node = rc->node,
                               .term = term,
@@ -76,6 +80,7 @@ void records_not_started(struct recorder *rc, const struct job *job, uint64_t te
     cJSON_AddStringToObject(f, "run_id", id);
     cJSON_AddStringToObject(f, "outcome", "failed_to_start");
     cJSON_AddStringToObject(f, "error", gone.error);
-    log_emit_at(rc->log, LOG_ERROR, LE_JOB_END, f);
+    log_emit_facts_at(rc->log, LOG_ERROR, LE_JOB_END, f,
+                      &(struct log_facts){.job = job->name, .outcome = HO_FAILED_TO_START});
     records_run(rc, &gone, NULL, false);
 }

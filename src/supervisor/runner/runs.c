@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "facts.h"
 #include "hook.h"
 #include "jobtable.h"
 #include "rtime.h"
@@ -70,7 +71,8 @@ struct rrun *runs_start(const struct rctx *x, struct runs *rs, struct jobstate *
         cJSON_AddStringToObject(f, "run_id", id);
         cJSON_AddStringToObject(f, "outcome", "failed_to_start");
         cJSON_AddStringToObject(f, "error", "out of memory");
-        log_emit_at(x->log, LOG_ERROR, LE_JOB_END, f);
+        log_emit_facts_at(x->log, LOG_ERROR, LE_JOB_END, f,
+                          &(struct log_facts){.job = js->job->name, .outcome = HO_FAILED_TO_START});
         records_run(x->rec, &gone, trigger_id, false);
         return NULL;
     }
@@ -121,7 +123,7 @@ static void finish(const struct rctx *x, struct runs *rs, struct rrun *rr)
             cJSON_AddStringToObject(g, "run_id", run->id);
             cJSON_AddNumberToObject(g, "next_attempt", run->attempt + 1);
             cJSON_AddNumberToObject(g, "retry_in_ms", (double)delay);
-            log_emit(x->log, LE_JOB_RETRY, g);
+            log_emit_facts(x->log, LE_JOB_RETRY, g, &(struct log_facts){.job = run->job->name});
             retry = true;
         }
     }
