@@ -3,9 +3,10 @@
  *
  * Every input is formatted as one line, with and without colour. The
  * sanitizers do the checking (no crash, leak or undefined behaviour); the
- * target checks that the text is one line (no newline but those the input
- * line had, which logfmt_line passes through only for non-events) and that
- * an input that is not a JSON event comes back unchanged.
+ * target checks that an input that is not a JSON event comes back as it
+ * was, escaped for a terminal (utf8_term_escape: a tab becomes \t), and
+ * that no text, without colour, holds a control character a terminal
+ * would act on (so one line, never a forged one).
  *
  * Seeds: tests/fuzz/corpus/fuzz_logfmt/ (log lines of every kind).
  */
@@ -18,6 +19,7 @@
 #include <cjson/cJSON.h>
 
 #include "logfmt.h"
+#include "utf8.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -32,9 +34,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         bool event = cJSON_IsObject(ev) &&
                      cJSON_IsString(cJSON_GetObjectItemCaseSensitive(ev, "event"));
         cJSON_Delete(ev);
-        /* Not an event: unchanged (up to a NUL in the input). */
-        if (!event && strncmp(text, line, strnlen(line, size)) != 0)
-            abort();
+        /* Not an event: the input, escaped for a terminal. */
+        if (!event) {
+            size_t need = utf8_term_escape(line, size, NULL, 0);
+            char *want = malloc(need + 1);
+            if (want != NULL) {
+                utf8_term_escape(line, size, want, need + 1);
+                if (strcmp(text, want) != 0)
+                    abort();
+                free(want);
+            }
+        }
+        /* Without colour, no C0 control or DEL: one line, as shown. */
+        for (const unsigned char *p = (const unsigned char *)text; !color && *p != '\0'; p++)
+            if (*p < 0x20 || *p == 0x7f)
+                abort();
         free(text);
     }
     return 0;
