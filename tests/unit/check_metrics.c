@@ -156,6 +156,8 @@ static const struct {
     {LE_STARTED, "{\"version\":\"0.1.0\"}", "baton_events_total{event=\"started\"} 1"},
     {LE_STOPPED, NULL, "baton_events_total{event=\"stopped\"} 1"},
     {LE_MACHINE_LOOP, NULL, "baton_events_total{event=\"machine_loop\"} 1"},
+    {LE_TICK_MOVE_REFUSED, "{\"job\":\"a\",\"state\":\"left\",\"because\":\"claim\"}",
+     "baton_events_total{event=\"tick_move_refused\"} 1"},
     {LE_FOLLOWING, "{\"leader\":\"b\",\"term\":4}", "baton_events_total{event=\"following\"} 1"},
     {LE_LEASE_RENEWED, "{\"term\":4}", "baton_events_total{event=\"lease_renewed\"} 1"},
     {LE_LEASE_DEADLINE_MISSED, "{\"term\":4}",
