@@ -83,6 +83,9 @@
       "`job`, `scheduled_at`, `until`, `ticks`, `outcome` (skipped, superseded, missed), "         \
       "`reason`",                                                                                  \
       "ticks that do not run, and why (info; warn for missed ticks)")                              \
+    X(TICK_MOVE_REFUSED, "tick_move_refused", ERROR, "`job`, `scheduled_at`, `state`, `because`",  \
+      "a move in a tick's life that its table refuses (a bug: alert on any); the tick keeps "      \
+      "its state and the runner goes on")                                                          \
     X(CLAIM_REFUSED, "claim_refused", WARN, "`job`, `scheduled_at`, `then`",                       \
       "the claim found another leader: the tick is not ours")                                      \
     X(CLAIM_FAILED, "claim_failed", VAR, "`job`, `scheduled_at`, `error`, `then`",                 \

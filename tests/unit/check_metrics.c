@@ -153,6 +153,7 @@ static const struct {
     {LE_STARTED, F(0), "baton_events_total{event=\"started\"} 1"},
     {LE_STOPPED, F(0), "baton_events_total{event=\"stopped\"} 1"},
     {LE_MACHINE_LOOP, F(0), "baton_events_total{event=\"machine_loop\"} 1"},
+    {LE_TICK_MOVE_REFUSED, F(0), "baton_events_total{event=\"tick_move_refused\"} 1"},
     {LE_FOLLOWING, F(.leader = "b", .term = 4, .lease_left_ms = 900),
      "baton_events_total{event=\"following\"} 1"},
     {LE_LEASE_RENEWED, F(0), "baton_events_total{event=\"lease_renewed\"} 1"},

@@ -9,7 +9,10 @@
  *   - the clocks and timers (loop.h) by a clock this file moves (advance()),
  *     firing the runner's timer as the loop would.
  * Everything else is the real code: the run state machine (run.c), the
- * schedule's rules, the claim step table, the records.
+ * schedule's rules, the claim step table, the life of a tick
+ * (ticklife.h), the records. The runner tells this file each move of a
+ * tick's life (runner_host.on_tick): a case asserts the life its scenario
+ * gives a tick, and no case may make a move the table refuses.
  *
  * Each case is named after the rule it checks. */
 #include <check.h>
@@ -35,6 +38,7 @@
 #include "rtime.h"
 #include "runner.h"
 #include "testutil.h"
+#include "ticklife.h"
 #include "trigger.h"
 
 #define MSEC MS
@@ -605,6 +609,63 @@ const char *__wrap_baton_client_errstr(const struct baton_client *c)
     return "Redis down (test)";
 }
 
+/* ---- the life of each tick ---- */
+
+#define NMOVES 4096
+static struct tick_moved moves[NMOVES];
+static char move_jobs[NMOVES][JOB_NAME_MAX + 1];
+static int nmoves;
+
+static void on_tick(void *ctx, const struct tick_moved *m)
+{
+    (void)ctx;
+    ck_assert_int_lt(nmoves, NMOVES);
+    moves[nmoves] = *m;
+    snprintf(move_jobs[nmoves], sizeof move_jobs[0], "%s", m->job);
+    moves[nmoves].job = move_jobs[nmoves];
+    nmoves++;
+}
+
+/* The life of job's tick T0 + s as its states, the first one's, then the
+ * state after each move ("due queued claiming ..."); a move from another
+ * state than the last starts a new life after " / " (the tick came due
+ * again). A range's move counts for each tick in it. Static. */
+static const char *life(const char *job, int64_t s)
+{
+    static char buf[2048];
+    size_t n = 0;
+    enum tick_state last = TICK_REFUSED;
+    buf[0] = '\0';
+    for (int i = 0; i < nmoves && n < sizeof buf - 64; i++) {
+        const struct tick_moved *m = &moves[i];
+        if (strcmp(m->job, job) != 0 || T0 + s < m->at || T0 + s > m->until)
+            continue;
+        if (m->from != last)
+            n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%s", n > 0 ? " / " : "",
+                                  tick_state_name(m->from));
+        n += (size_t)snprintf(buf + n, sizeof buf - n, " %s", tick_state_name(m->to));
+        last = m->to;
+    }
+    return buf;
+}
+
+static void expect_life(const char *job, int64_t s, const char *want)
+{
+    ck_assert_msg(strcmp(life(job, s), want) == 0,
+                  "the life of %s's tick T0%+" PRId64 ": [%s], not [%s]", job, s, life(job, s),
+                  want);
+}
+
+/* Every move the cases made is one the table allows. */
+static void expect_no_refused_move(void)
+{
+    for (int i = 0; i < nmoves; i++)
+        ck_assert_msg(moves[i].to != TICK_REFUSED,
+                      "%s's tick %" PRId64 ": the table refused %s in state %s", moves[i].job,
+                      moves[i].at - T0, tick_event_name(moves[i].ev),
+                      tick_state_name(moves[i].from));
+}
+
 /* ---- driving the runner ---- */
 
 static bool block_ok(void *ctx)
@@ -637,7 +698,8 @@ static struct runner *start(const char *yaml)
                             .guard_ns = 500 * MSEC,
                             .control_poll_ms = 1000,
                             .kill_margin_ns = 50 * MSEC,
-                            .may_block = block_ok};
+                            .may_block = block_ok,
+                            .on_tick = on_tick};
     struct runner *r = runner_new(&h);
     ck_assert_ptr_nonnull(r);
     ck_assert_msg(
@@ -689,6 +751,7 @@ static void advance(struct runner *r, int64_t ms)
 
 static void stop(struct runner *r)
 {
+    expect_no_refused_move();
     runner_free(r);
     log_free(lg);
     loop_close(&loop);
@@ -744,6 +807,7 @@ START_TEST(a_live_tick_runs_once_at_its_instant)
     ck_assert_str_eq(proc_of("tick", 1)->trigger, "schedule");
     expect_record("tick", 1, "ok");
     expect_record("tick", 2, "ok");
+    expect_life("tick", 1, "due queued claiming claimed running recorded");
     stop(r);
 }
 END_TEST
@@ -768,6 +832,7 @@ START_TEST(forbid_skips_a_tick_that_fires_while_its_run_is_alive)
     ck_assert_int_eq(ran("slow", 1), 1);
     ck_assert_int_eq(ran("slow", 2), 0);
     expect_record("slow", 2, "skipped");
+    expect_life("slow", 2, "due queued claiming skipped"); /* claimed as skipped */
     stop(r);
 }
 END_TEST
@@ -794,6 +859,8 @@ START_TEST(replace_stops_the_run_alive_then_runs_the_new_tick)
                   "the run of T0+1 was not stopped");
     ck_assert_int_eq(ran("rep", 2), 1);
     expect_record("rep", 1, "killed");
+    expect_life("rep", 1, "due queued claiming claimed running recorded");
+    expect_life("rep", 2, "due queued claiming claimed running");
     stop(r);
 }
 END_TEST
@@ -829,6 +896,8 @@ START_TEST(catchup_zero_records_the_missed_ticks_missed)
     expect_record("zero", -4, "missed");
     expect_record("zero", -1, "missed");
     ck_assert_int_eq(ran("zero", 0), 1); /* live */
+    expect_life("zero", -4, "due missed");
+    expect_life("zero", -1, "due missed");
     stop(r);
 }
 END_TEST
@@ -846,6 +915,10 @@ START_TEST(catchup_last_runs_the_newest_and_supersedes_the_rest)
         ck_assert_int_eq(ran("last", s), 0);
     expect_record("last", -4, "superseded");
     expect_record("last", -2, "superseded");
+    /* concurrency forbid (the default): the older missed ticks never queue */
+    expect_life("last", -4, "due superseded");
+    expect_life("last", -2, "due superseded");
+    expect_life("last", -1, "due queued claiming claimed running recorded");
     stop(r);
 }
 END_TEST
@@ -858,6 +931,8 @@ START_TEST(a_claim_whose_answer_was_lost_runs_its_tick_once)
     advance(r, 1800);
     ck_assert_int_eq(ran("lost", 1), 1);
     expect_record("lost", 1, "ok");
+    /* claimed again with the same id: the second answer says it is ours */
+    expect_life("lost", 1, "due queued claiming claiming claiming claimed running recorded");
     stop(r);
 }
 END_TEST
@@ -869,6 +944,8 @@ START_TEST(a_claim_refused_as_not_the_leader_does_not_run)
     advance(r, 1800);
     ck_assert_int_eq(ran("gone", 1), 0);
     ck_assert_ptr_null(record_of("gone", 1)); /* the next leader's */
+    runner_unlead(r);
+    expect_life("gone", 1, "due queued left");
     stop(r);
 }
 END_TEST
@@ -895,6 +972,7 @@ START_TEST(a_pause_after_a_claim_holds_the_tick_and_resume_catchup_runs_it)
     advance(r, 200);
     ck_assert_int_eq(ran("p", 1), 1);
     expect_record("p", 1, "ok");
+    expect_life("p", 1, "due queued claiming claimed held claimed running recorded");
     stop(r);
 }
 END_TEST
@@ -910,6 +988,7 @@ START_TEST(a_pause_after_a_claim_then_a_plain_resume_records_the_tick_skipped)
     ck_assert_int_eq(ran("q", 1), 0);
     expect_record("q", 1, "skipped");
     ck_assert_str_eq(record_of("q", 1)->reason, "paused (baton pause)");
+    expect_life("q", 1, "due queued claiming claimed held skipped");
     stop(r);
 }
 END_TEST
@@ -957,6 +1036,107 @@ START_TEST(a_handover_registers_the_runs_alive_on_their_own)
     advance(r, 5000);
     ck_assert_int_eq(runner_running(r), 0);
     expect_record("h", 1, "ok");
+    expect_life("h", 1, "due queued claiming claimed running recorded");
+    stop(r);
+}
+END_TEST
+
+START_TEST(replace_supersedes_every_queued_tick_but_the_newest)
+{
+    fjob("newest")->has_mark = true;
+    fjob("newest")->mark = T0 - 5;
+    struct runner *r = start(EVERY_SECOND("newest", ", concurrency: replace, catchup: 1h"));
+    advance(r, 400);
+    for (int64_t s = -4; s < 0; s++) {
+        ck_assert_int_eq(ran("newest", s), 0);
+        expect_record("newest", s, "superseded");
+        expect_life("newest", s, "due queued superseded"); /* queued, then decided */
+    }
+    expect_life("newest", 0, "due queued claiming claimed running recorded");
+    stop(r);
+}
+END_TEST
+
+START_TEST(a_missed_tick_waits_queued_while_a_run_is_alive_elsewhere)
+{
+    fjob("elsewhere")->has_mark = true;
+    fjob("elsewhere")->mark = T0 - 2;
+    enroll(fjob("elsewhere"), "other/1"); /* a run of the job on another node */
+    struct runner *r = start(EVERY_SECOND("elsewhere", ""));
+    advance(r, 300);
+    ck_assert_int_eq(ran("elsewhere", -1), 0);
+    unenroll(fjob("elsewhere"), "other/1");
+    advance(r, 500);
+    ck_assert_int_eq(ran("elsewhere", -1), 1);
+    expect_life("elsewhere", -1, "due queued claiming queued claiming claimed running recorded");
+    stop(r);
+}
+END_TEST
+
+START_TEST(a_failed_run_is_retried_as_the_same_tick)
+{
+    exit_code = 1;
+    struct runner *r = start(EVERY_SECOND("again", ", retries: 1, retry_backoff: 100ms"));
+    advance(r, 1000);
+    ck_assert_int_eq(ran("again", 1), 2);
+    expect_life("again", 1, "due queued claiming claimed running retrying running recorded");
+    stop(r);
+}
+END_TEST
+
+START_TEST(a_lost_claim_is_settled_once_this_node_stops_leading)
+{
+    fail_claims = 1000;
+    fail_applies = true; /* every claim applied, every answer lost */
+    struct runner *r = start(EVERY_SECOND("unsure", ""));
+    advance(r, 700);
+    ck_assert_int_eq(ran("unsure", 1), 0);
+    fail_claims = 0;
+    runner_unlead(r); /* the follower looks the claim up: ours */
+    advance(r, 100);
+    expect_record("unsure", 1, "failed_to_start");
+    const char *l = life("unsure", 1), *end = "claiming claiming not_started";
+    ck_assert_msg(strncmp(l, "due queued claiming claiming", 28) == 0 &&
+                      strcmp(l + strlen(l) - strlen(end), end) == 0,
+                  "the life of the lost claim's tick: [%s]", l);
+    stop(r);
+}
+END_TEST
+
+/* job paused from its leader's start, whatever comes due meanwhile. */
+static struct runner *start_paused(const char *job, const char *yaml)
+{
+    fpause[npause++] =
+        (struct pause_entry){.job = job, .raw = "{\"state\":\"paused\"}", .since_ms = T0 * 1000};
+    struct runner *r = start(yaml);
+    advance(r, 2700); /* T0 + 3.2: ticks 1 to 3 came due, paused */
+    ck_assert_int_eq(nprocs, 0);
+    return r;
+}
+
+START_TEST(a_tick_missed_while_paused_runs_when_resumed_with_catchup)
+{
+    struct runner *r = start_paused("w", EVERY_SECOND("w", ", catchup: 1h"));
+    npause = 0; /* resume --catchup */
+    runner_control_changed(r);
+    advance(r, 1000);
+    ck_assert_int_eq(ran("w", 1), 1);
+    ck_assert_str_eq(proc_of("w", 1)->trigger, "catchup");
+    expect_life("w", 1, "due queued claiming claimed running recorded");
+    stop(r);
+}
+END_TEST
+
+START_TEST(a_tick_that_came_due_while_paused_is_recorded_skipped_at_a_plain_resume)
+{
+    struct runner *r = start_paused("v", EVERY_SECOND("v", ", catchup: 1h"));
+    fpause[0] = (struct pause_entry){
+        .job = "v", .raw = "{\"state\":\"resumed\"}", .resumed = true, .resumed_at = T0 + 3};
+    runner_control_changed(r);
+    advance(r, 300);
+    ck_assert_int_eq(ran("v", 2), 0);
+    expect_record("v", 2, "skipped");
+    expect_life("v", 2, "due skipped");
     stop(r);
 }
 END_TEST
@@ -980,6 +1160,12 @@ static Suite *suite(void)
     tcase_add_test(tc, a_pause_after_a_claim_then_a_plain_resume_records_the_tick_skipped);
     tcase_add_test(tc, a_manual_run_of_a_forbid_job_waits_for_its_run);
     tcase_add_test(tc, a_handover_registers_the_runs_alive_on_their_own);
+    tcase_add_test(tc, replace_supersedes_every_queued_tick_but_the_newest);
+    tcase_add_test(tc, a_missed_tick_waits_queued_while_a_run_is_alive_elsewhere);
+    tcase_add_test(tc, a_failed_run_is_retried_as_the_same_tick);
+    tcase_add_test(tc, a_lost_claim_is_settled_once_this_node_stops_leading);
+    tcase_add_test(tc, a_tick_missed_while_paused_runs_when_resumed_with_catchup);
+    tcase_add_test(tc, a_tick_that_came_due_while_paused_is_recorded_skipped_at_a_plain_resume);
     suite_add_tcase(s, tc);
     return s;
 }

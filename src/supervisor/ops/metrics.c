@@ -432,6 +432,7 @@ static const struct {
     [LE_CLAIM_AHEAD] = {NULL, "only events: job_start_lateness_seconds shows what it cures"},
     [LE_NO_HIGH_WATER_MARK] = {NULL, "only events"},
     [LE_TICK_SKIPPED] = {count_not_run, "ticks_not_run_total{job_name,outcome,reason}"},
+    [LE_TICK_MOVE_REFUSED] = {NULL, "only events (a table bug: alert on any)"},
     [LE_CLAIM_REFUSED] = {NULL, "only events (another leader: alert on any)"},
     [LE_CLAIM_FAILED] = {count_claim_failed, "redis_errors_total{during=claim}"},
     [LE_CLAIM_FAILURES_ENDED] = {NULL, "only events: each failure is counted as it happens "

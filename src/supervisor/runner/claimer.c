@@ -160,19 +160,25 @@ void claimer_settle(const struct rctx *x, struct claimer *c, struct jobstate *js
     char member[RUN_ID_MAX + 160];
     snprintf(member, sizeof member, "%s/%s", x->node, cs->id);
     enum claim_result res = claim_lookup(x->client, x->group, js->job->name, cs->tick, member);
+    enum tick_state s = TICK_CLAIMING; /* a lost claim: its answer comes now */
     if (res == CLAIM_OURS || res == CLAIM_OURS_EXPIRED) {
+        ticklife_move(x, js->job->name, cs->tick, &s, TICK_EV_VOID);
         log_claim(x, js->job->name, cs->tick, LE_CLAIM_RECOVERED, LOG_INFO, NULL,
                   "recorded not started");
         records_not_started(x->rec, js->job, x->term, cs->id, member, cs->tick, true, reason_lost);
     } else if (res == CLAIM_OURS_SKIPPED) {
+        ticklife_move(x, js->job->name, cs->tick, &s, TICK_EV_WON_SKIP);
         log_claim(x, js->job->name, cs->tick, LE_CLAIM_RECOVERED, LOG_INFO, NULL,
                   "recorded skipped");
         records_skipped_one(x->rec, js->job->name, x->term, cs->tick, HO_SKIPPED,
                             cs->skip_reason != NULL ? cs->skip_reason : ticks_reason_busy());
     } else if (res == CLAIM_ERROR && cs->majority > 1) {
+        ticklife_move(x, js->job->name, cs->tick, &s, TICK_EV_VOID);
         records_not_started(x->rec, js->job, x->term, cs->id, member, cs->tick, true,
                             reason_undecided);
         res = CLAIM_TAKEN; /* dealt with */
+    } else if (res == CLAIM_TAKEN) {
+        ticklife_move(x, js->job->name, cs->tick, &s, TICK_EV_TAKEN);
     }
     if (res != CLAIM_ERROR) {
         claimer_set_lost(c, cs, false);
@@ -289,7 +295,8 @@ static void flush_skipped(const struct rctx *x, struct jobstate *js)
 bool claimer_head(const struct rctx *x, struct claimer *c, struct runs *rs, struct jobstate *js,
                   const struct tick_intent *in)
 {
-    const struct sched_tick h = *ticks_head(&js->ticks);
+    struct tick_slot *slot = ticks_head(&js->ticks);
+    const struct sched_tick h = slot->t;
     int64_t now = loop_now();
     /* The records of the ticks before this one first (superseded, dropped:
      * this claim passes them), and our ended runs unregistered: they must
@@ -323,6 +330,7 @@ bool claimer_head(const struct rctx *x, struct claimer *c, struct runs *rs, stru
     snprintf(member, sizeof member, "%s/%s", x->node, id);
     js->claim.skip_reason =
         in->mode == CLAIM_SKIP || in->mode == CLAIM_RUN_OR_SKIP ? in->reason : NULL;
+    ticklife_move(x, js->job->name, h.at, &slot->state, TICK_EV_CLAIM);
     enum claim_result res =
         claim_tick(x->client, x->group, js->job->name, baton_election_key(x->election),
                    baton_election_token(x->election), h.at, in->mode, member, &reply);
@@ -331,6 +339,8 @@ bool claimer_head(const struct rctx *x, struct claimer *c, struct runs *rs, stru
     if (reply.undo) /* a quorum's masters registered what does not run: released */
         outbox_release(x->out, js->job->name, member);
     struct claim_next next = claim_step_of(res, false);
+    ticklife_move(x, js->job->name, h.at, &slot->state, next.tick);
+    enum tick_state state = slot->state; /* the slot's until it is popped */
     if (next.done) {
         ticks_pop(&js->ticks);
         if (res != CLAIM_TAKEN)
@@ -339,6 +349,7 @@ bool claimer_head(const struct rctx *x, struct claimer *c, struct runs *rs, stru
     switch (next.step) {
     case STEP_START:
         if (late) {
+            ticklife_move(x, js->job->name, h.at, &state, TICK_EV_START_FAILED);
             records_not_started(x->rec, js->job, x->term, id, member, h.at, h.missed,
                                 "claimed after the leader's stop point (it was stalled): not "
                                 "started");
@@ -346,7 +357,7 @@ bool claimer_head(const struct rctx *x, struct claimer *c, struct runs *rs, stru
         }
         struct rrun *rr = runs_start(x, rs, js, id, h.at, 1,
                                      h.missed ? RUN_TRIGGER_CATCHUP : RUN_TRIGGER_SCHEDULE, NULL,
-                                     in->early && rtime_wall_ms() < h.at * 1000);
+                                     in->early && rtime_wall_ms() < h.at * 1000, state);
         if (rr != NULL && rr->run.prepared) {
             if (x->fault_slow_prepare)
                 nanosleep(&(struct timespec){.tv_nsec = 15 * MS}, NULL);
@@ -380,7 +391,7 @@ void claimer_retries(const struct rctx *x, struct claimer *c, struct runs *rs, s
 {
     for (struct retry **p = &js->runs.retries; *p != NULL;) {
         struct retry *t = *p;
-        if (t->held || t->at_ns > now ||
+        if (t->state == TICK_HELD || t->at_ns > now ||
             (js->job->concurrency == JOB_FORBID && js->runs.running > 0)) {
             p = &t->next;
             continue;
@@ -403,10 +414,12 @@ void claimer_retries(const struct rctx *x, struct claimer *c, struct runs *rs, s
             return;
         }
         *p = t->next;
-        if (res == CLAIM_OK)
-            runs_start(x, rs, js, id, t->tick, t->attempt, t->trigger, NULL, false);
-        else
+        if (res == CLAIM_OK) {
+            runs_start(x, rs, js, id, t->tick, t->attempt, t->trigger, NULL, false, t->state);
+        } else {
+            ticklife_move(x, js->job->name, t->tick, &t->state, TICK_EV_FORGET);
             hooks_retry_dropped(x->hooks, js->job->name, t->tick);
+        }
         free(t);
     }
 }

@@ -205,7 +205,7 @@ void control_manuals(const struct rctx *x, struct control *c, struct runs *rs, s
                         "claimed after the leader's stop point (it was stalled)");
         } else if (next.step == STEP_START) {
             struct rrun *rr = runs_start(x, rs, js, id, m->requested_s, m->attempt,
-                                         RUN_TRIGGER_MANUAL, m->id, false);
+                                         RUN_TRIGGER_MANUAL, m->id, false, TICK_CLAIMED);
             if (rr != NULL) { /* its request says it started */
                 snprintf(rr->run.by, sizeof rr->run.by, "%s", m->by);
                 outbox_trigger(x->out, &rr->run, rr->trigger_id, NULL);
@@ -272,7 +272,9 @@ static void entry_done(const struct rctx *x, const char *job, const char *raw)
 void control_record_held(const struct rctx *x, struct jobstate *js)
 {
     int64_t tick;
-    while (runs_take_held(&js->runs, &tick)) {
+    enum tick_state s;
+    while (runs_take_held(&js->runs, &tick, &s)) {
+        ticklife_move(x, js->job->name, tick, &s, TICK_EV_SKIP);
         struct sched_range before = ticks_take_skipped(&js->ticks); /* in tick order */
         records_skipped(x->rec, js->job->name, x->term, &before);
         records_skipped_one(x->rec, js->job->name, x->term, tick, HO_SKIPPED, reason_paused);
@@ -286,16 +288,21 @@ void control_record_held(const struct rctx *x, struct jobstate *js)
 static void resume_catchup(const struct rctx *x, struct jobstate *js, int64_t wall)
 {
     int64_t tick;
+    enum tick_state s;
     struct runs_job kept = {0};
-    while (runs_take_held(&js->runs, &tick)) {
+    while (runs_take_held(&js->runs, &tick, &s)) {
         enum sched_verdict v = sched_held(js->job, tick, wall);
-        if (v == SV_START &&
-            runs_add_retry(&kept, tick, 1, loop_now(),
-                           wall - tick * 1000 < SCHED_LIVE_SLACK_MS ? RUN_TRIGGER_SCHEDULE
-                                                                    : RUN_TRIGGER_CATCHUP))
-            continue;
-        if (v == SV_START) /* out of memory: it was claimed; recorded */
-            v = SV_DROP;
+        if (v == SV_START) {
+            enum tick_state resumed = s;
+            ticklife_move(x, js->job->name, tick, &resumed, TICK_EV_RESUME);
+            if (runs_add_retry(&kept, tick, 1, loop_now(),
+                               wall - tick * 1000 < SCHED_LIVE_SLACK_MS ? RUN_TRIGGER_SCHEDULE
+                                                                        : RUN_TRIGGER_CATCHUP,
+                               resumed))
+                continue;
+            v = SV_DROP; /* out of memory: it was claimed; recorded */
+        }
+        ticklife_move(x, js->job->name, tick, &s, v == SV_DROP ? TICK_EV_DROP : TICK_EV_SUPERSEDE);
         struct sched_range before = ticks_take_skipped(&js->ticks);
         records_skipped(x->rec, js->job->name, x->term, &before);
         records_skipped_one(x->rec, js->job->name, x->term, tick,
@@ -308,7 +315,20 @@ static void resume_catchup(const struct rctx *x, struct jobstate *js, int64_t wa
         js->runs.retries = r;
     }
     memset(&js->ctl.paused, 0, sizeof js->ctl.paused);
-    ticks_forget(&js->ticks);
+    ticklife_forget(x, js->job->name, &js->ticks);
+}
+
+/* Adds s, a range of later ticks of the same outcome and reason, to r. */
+static void range_join(struct sched_range *r, const struct sched_range *s)
+{
+    if (s->count == 0)
+        return;
+    if (r->count == 0) {
+        *r = *s;
+        return;
+    }
+    r->last = s->last;
+    r->count = r->count < 0 || s->count < 0 ? -1 : r->count + s->count;
 }
 
 /* Records js's range of paused ticks and moves its mark past them (a
@@ -351,11 +371,16 @@ bool control_hold(const struct rctx *x, struct control *c, struct jobstate *js, 
     struct sched_range before = ticks_take_skipped(t); /* in tick order: what was decided */
     records_skipped(x->rec, js->job->name, x->term, &before);
     control_record_held(x, js); /* claimed already: older than the queue's */
-    for (; ticks_has_head(t); ticks_pop(t))
-        sched_span(js->job, ticks_head(t)->at - 1, ticks_head(t)->at, HO_SKIPPED, reason_paused,
-                   &cj->paused);
+    for (struct tick_slot *q; ticks_has_head(t); ticks_pop(t)) {
+        q = ticks_head(t);
+        ticklife_move(x, js->job->name, q->t.at, &q->state, TICK_EV_SKIP);
+        sched_span(js->job, q->t.at - 1, q->t.at, HO_SKIPPED, reason_paused, &cj->paused);
+    }
     if (until > t->last) {
-        t->next_tick = sched_span(js->job, t->last, until, HO_SKIPPED, reason_paused, &cj->paused);
+        struct sched_range span = {0};
+        t->next_tick = sched_span(js->job, t->last, until, HO_SKIPPED, reason_paused, &span);
+        ticklife_move_range(x, js->job->name, &span, TICK_DUE, TICK_EV_SKIP);
+        range_join(&cj->paused, &span);
         t->last = until;
     }
     if (!write_paused(x, js))

@@ -14,6 +14,7 @@
 #include "baton_election.h"
 #include "log.h"
 #include "records.h"
+#include "ticklife.h"
 
 struct jobtable;
 struct hooks;
@@ -32,9 +33,10 @@ struct rctx {
     int64_t guard_ns;     /* a cover's stop point: its end less this */
     int64_t lease_ttl_ms; /* own registrations' length, and recovered requests' */
     /* The host's: a blocking Redis call (up to redis_timeout) may start
-     * now; a run started or ended. */
+     * now; a run started or ended; a tick moved (NULL: none hears it). */
     bool (*may_block)(void *ctx);
     void (*on_runs_changed)(void *ctx);
+    void (*on_tick)(void *ctx, const struct tick_moved *m);
     void *host;
     /* tests (BATON_TEST_FAULT) */
     bool fault_stop_after_claim, fault_stop_after_preclaim, fault_slow_prepare;

@@ -69,7 +69,14 @@ static void queue_due(struct runner *r, struct jobstate *js, int64_t wall)
 {
     struct ticks_due d;
     struct sched_range before;
+    const char *name = js->job->name;
     ticks_queue_due(&js->ticks, js->job, wall, js->runs.running, &d);
+    for (size_t i = js->ticks.qlen - d.nqueued; i < js->ticks.qlen; i++) {
+        struct tick_slot *q = ticks_at(&js->ticks, i);
+        ticklife_move(&r->x, name, q->t.at, &q->state, TICK_EV_QUEUE);
+    }
+    ticklife_move_range(&r->x, name, &d.dropped, TICK_DUE, TICK_EV_DROP);
+    ticklife_move_range(&r->x, name, &d.superseded, TICK_DUE, TICK_EV_SUPERSEDE);
     if (d.nmissed > 0 || d.dropped.count != 0 || d.superseded.count != 0) {
         cJSON *f = log_fields();
         cJSON_AddStringToObject(f, "job", js->job->name);
@@ -86,8 +93,12 @@ static void queue_due(struct runner *r, struct jobstate *js, int64_t wall)
     records_skipped(&r->rec, js->job->name, r->x.term, &before);
     records_skipped(&r->rec, js->job->name, r->x.term, &d.dropped);
     records_skipped(&r->rec, js->job->name, r->x.term, &d.superseded);
-    if (d.full != 0 && ticks_skip(&js->ticks, d.full, HO_SKIPPED, ticks_reason_full(), &before))
-        records_skipped(&r->rec, js->job->name, r->x.term, &before);
+    if (d.full != 0) {
+        enum tick_state full = TICK_DUE;
+        ticklife_move(&r->x, name, d.full, &full, TICK_EV_SKIP);
+        if (ticks_skip(&js->ticks, d.full, HO_SKIPPED, ticks_reason_full(), &before))
+            records_skipped(&r->rec, js->job->name, r->x.term, &before);
+    }
 }
 
 /* Decides js's queue, head after head, claiming what it can in this turn. */
@@ -116,6 +127,7 @@ static void decide_ticks(struct runner *r, struct jobstate *js, int64_t now, int
             break;
         }
         if (in.step == TS_RECORD) {
+            ticklife_move(&r->x, js->job->name, in.at, &ticks_head(&js->ticks)->state, in.ev);
             if (ticks_skip(&js->ticks, in.at, in.outcome, in.reason, &before))
                 records_skipped(&r->rec, js->job->name, r->x.term, &before);
             ticks_pop(&js->ticks);
@@ -147,7 +159,7 @@ static int64_t next_key(const struct runner *r, const struct jobstate *js, int64
     /* A due retry that could not start (no blocking call allowed, Redis
      * failing) looks again soon: never a key in the past. */
     for (const struct retry *t = js->runs.retries; t != NULL; t = t->next)
-        if (!t->held && !(js->job->concurrency == JOB_FORBID && js->runs.running > 0))
+        if (t->state != TICK_HELD && !(js->job->concurrency == JOB_FORBID && js->runs.running > 0))
             rtime_earliest(&key, t->at_ns > now ? t->at_ns : now + GATE_RETRY_MS * MS);
     return key;
 }
@@ -192,11 +204,12 @@ static void clear_schedule(struct runner *r, struct jobstate *js)
     claimer_failures_end(&r->x, &js->claim, js->job->name, false);
     records_skipped(&r->rec, js->job->name, r->x.term, &before);
     control_record_held(&r->x, js);
-    ticks_forget(&js->ticks);
+    ticklife_forget(&r->x, js->job->name, &js->ticks);
     js->hold_until = 0;
     while (js->runs.retries != NULL) {
         struct retry *t = js->runs.retries;
         js->runs.retries = t->next;
+        ticklife_move(&r->x, js->job->name, t->tick, &t->state, TICK_EV_FORGET);
         hooks_retry_dropped(r->h.hooks, js->job->name, t->tick);
         free(t);
     }
@@ -255,6 +268,7 @@ struct runner *runner_new(const struct runner_host *host)
                          .lease_ttl_ms = host->lease_ttl_ms,
                          .may_block = host->may_block,
                          .on_runs_changed = host->on_runs_changed,
+                         .on_tick = host->on_tick,
                          .host = host->ctx,
                          .fault_stop_after_claim = host->fault_stop_after_claim,
                          .fault_stop_after_preclaim = host->fault_stop_after_preclaim,

@@ -5,7 +5,8 @@
  * queues it (schedule decides live or missed), decides the head of the
  * job's queue (schedule), claims it in Redis (claim), and starts the run
  * (run). Every tick that does not run is recorded with its reason
- * (history.h), so that each tick of a job either ran or says why not.
+ * (history.h), so that each tick of a job either ran or says why not. Each
+ * step is a move in the life of the tick (ticklife.h), its table the judge.
  *
  * A live tick is claimed a little ahead of its instant and its run
  * prepared (its shim started, waiting): at the instant only the go remains,
@@ -44,6 +45,7 @@
 #include "jobs.h"
 #include "log.h"
 #include "loop.h"
+#include "ticklife.h"
 
 struct runner;
 struct hooks;
@@ -71,6 +73,9 @@ struct runner_host { /* node and group are copied; the rest is borrowed */
     /* Called when a run starts its command or ends (runner_runs_json
      * changed); may be NULL. */
     void (*on_runs_changed)(void *ctx);
+    /* Called at each move of a tick's life (ticklife.h), refused ones
+     * included; may be NULL. */
+    void (*on_tick)(void *ctx, const struct tick_moved *m);
     void *ctx;
     bool fault_start; /* tests (BATON_TEST_FAULT=start): every start fails after its claim */
     /* tests (BATON_TEST_FAULT=stop-after-claim): the process stops itself

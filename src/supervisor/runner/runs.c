@@ -35,6 +35,13 @@ static void send_fences(const struct rctx *x, struct runs *rs, bool own)
             run_fence(&rr->run, term_at, kill_at);
 }
 
+/* Moves the tick of rr (a tick's run; not a manual one) by ev. */
+static void move_tick(const struct rctx *x, struct rrun *rr, enum tick_event ev)
+{
+    if (rr->trigger_id[0] == '\0')
+        ticklife_move(x, rr->run.job->name, rr->run.tick, &rr->tick, ev);
+}
+
 /* Takes rr out of the list and frees it. */
 static void discard(struct runs *rs, struct rrun *rr)
 {
@@ -50,7 +57,7 @@ static void discard(struct runs *rs, struct rrun *rr)
 
 struct rrun *runs_start(const struct rctx *x, struct runs *rs, struct jobstate *js, const char *id,
                         int64_t tick, int attempt, enum run_trigger trigger, const char *trigger_id,
-                        bool prepared)
+                        bool prepared, enum tick_state state)
 {
     struct rrun *rr = calloc(1, sizeof *rr);
     if (rr == NULL) { /* no memory for even the record: a tiny one on the stack */
@@ -73,6 +80,8 @@ struct rrun *runs_start(const struct rctx *x, struct runs *rs, struct jobstate *
         cJSON_AddStringToObject(f, "error", "out of memory");
         log_emit_facts_at(x->log, LOG_ERROR, LE_JOB_END, f,
                           &(struct log_facts){.job = js->job->name, .outcome = HO_FAILED_TO_START});
+        if (trigger_id == NULL)
+            ticklife_move(x, js->job->name, tick, &state, TICK_EV_START_FAILED);
         records_run(x->rec, &gone, trigger_id, false);
         return NULL;
     }
@@ -81,14 +90,18 @@ struct rrun *runs_start(const struct rctx *x, struct runs *rs, struct jobstate *
     rr->next = rs->list;
     rs->list = rr;
     rs->n++;
-    if (!run_start(&rr->run, &rs->env, js->job, id, tick, attempt, x->term, trigger, term_at,
-                   kill_at, prepared)) {
+    if (trigger_id != NULL)
+        snprintf(rr->trigger_id, sizeof rr->trigger_id, "%s", trigger_id);
+    rr->tick = state;
+    bool started = run_start(&rr->run, &rs->env, js->job, id, tick, attempt, x->term, trigger,
+                             term_at, kill_at, prepared);
+    if (!started || !rr->run.prepared) /* a prepared one starts at its go */
+        move_tick(x, rr, started ? TICK_EV_START : TICK_EV_START_FAILED);
+    if (!started) {
         records_run(x->rec, &rr->run, trigger_id, false); /* failed_to_start: logged */
         discard(rs, rr);
         return NULL;
     }
-    if (trigger_id != NULL)
-        snprintf(rr->trigger_id, sizeof rr->trigger_id, "%s", trigger_id);
     rr->js = js;
     rr->set = js->set;
     jobtable_hold_set(js->set);
@@ -116,8 +129,11 @@ static void finish(const struct rctx *x, struct runs *rs, struct rrun *rr)
     if (failed && ours && rr->trigger_id[0] == '\0' && run->attempt <= js->job->retries &&
         run->term == x->term) {
         int64_t delay = retry_delay_ms(run->job, run->attempt);
+        enum tick_state next = rr->tick;
+        ticklife_move(x, run->job->name, run->tick, &next, TICK_EV_RETRY);
         if (runs_add_retry(&js->runs, run->tick, run->attempt + 1, loop_now() + delay * MS,
-                           RUN_TRIGGER_RETRY)) {
+                           RUN_TRIGGER_RETRY, next)) {
+            rr->tick = next;
             cJSON *g = log_fields();
             cJSON_AddStringToObject(g, "job", run->job->name);
             cJSON_AddStringToObject(g, "run_id", run->id);
@@ -130,7 +146,11 @@ static void finish(const struct rctx *x, struct runs *rs, struct rrun *rr)
     if (run->outcome == HO_SKIPPED) { /* cancelled before its instant (paused) */
         /* Held for the pause's end while this leader is on it: a resume
          * with catch-up runs it; else it is recorded skipped then. */
-        if (!(ours && js->ctl.pause_until != 0 && runs_hold(&js->runs, run->tick))) {
+        bool hold = ours && js->ctl.pause_until != 0;
+        if (hold)
+            move_tick(x, rr, TICK_EV_HOLD);
+        if (!(hold && runs_hold(&js->runs, run->tick, rr->tick))) {
+            move_tick(x, rr, TICK_EV_SKIP);
             if (js != NULL) { /* the ticks before it first */
                 struct sched_range before = ticks_take_skipped(&js->ticks);
                 records_skipped(x->rec, run->job->name, x->term, &before);
@@ -139,6 +159,8 @@ static void finish(const struct rctx *x, struct runs *rs, struct rrun *rr)
         }
         outbox_release(x->out, run->job->name, run->member);
     } else {
+        if (!retry) /* a prepared run that never went did not start */
+            move_tick(x, rr, rr->tick == TICK_CLAIMED ? TICK_EV_START_FAILED : TICK_EV_END);
         records_run(x->rec, run, rr->trigger_id, retry);
     }
     if (js != NULL) {
@@ -414,8 +436,10 @@ void runs_go(const struct rctx *x, struct runs *rs, bool late, int64_t stepped_n
         else if (!rr->own && rr->js != NULL && rr->js->ctl.pause_until != 0 &&
                  run->tick <= rr->js->ctl.pause_until) /* paused after its claim */
             run_cancel(run, HO_SKIPPED, "paused (baton pause)");
-        else if (run_go(run))
+        else if (run_go(run)) {
+            move_tick(x, rr, TICK_EV_START);
             rctx_runs_changed(x);
+        }
         went(ctx, run->tick);
     }
 }
@@ -485,36 +509,41 @@ cJSON *runs_json(const struct runs *rs, size_t max)
 }
 
 bool runs_add_retry(struct runs_job *rj, int64_t tick, int attempt, int64_t at_ns,
-                    enum run_trigger trigger)
+                    enum run_trigger trigger, enum tick_state state)
 {
     struct retry *t = calloc(1, sizeof *t);
     if (t == NULL)
         return false;
-    *t = (struct retry){
-        .tick = tick, .attempt = attempt, .at_ns = at_ns, .trigger = trigger, .next = rj->retries};
+    *t = (struct retry){.tick = tick,
+                        .state = state,
+                        .attempt = attempt,
+                        .at_ns = at_ns,
+                        .trigger = trigger,
+                        .next = rj->retries};
     rj->retries = t;
     return true;
 }
 
-bool runs_hold(struct runs_job *rj, int64_t tick)
+bool runs_hold(struct runs_job *rj, int64_t tick, enum tick_state state)
 {
     struct retry *t = calloc(1, sizeof *t), **q = &rj->retries;
     if (t == NULL)
         return false;
-    *t = (struct retry){.tick = tick, .attempt = 1, .held = true, .trigger = RUN_TRIGGER_CATCHUP};
-    while (*q != NULL && !((*q)->held && (*q)->tick > tick))
+    *t = (struct retry){.tick = tick, .state = state, .attempt = 1, .trigger = RUN_TRIGGER_CATCHUP};
+    while (*q != NULL && !((*q)->state == TICK_HELD && (*q)->tick > tick))
         q = &(*q)->next;
     t->next = *q;
     *q = t;
     return true;
 }
 
-bool runs_take_held(struct runs_job *rj, int64_t *tick)
+bool runs_take_held(struct runs_job *rj, int64_t *tick, enum tick_state *state)
 {
     for (struct retry **q = &rj->retries; *q != NULL; q = &(*q)->next)
-        if ((*q)->held) {
+        if ((*q)->state == TICK_HELD) {
             struct retry *t = *q;
             *tick = t->tick;
+            *state = t->state;
             *q = t->next;
             free(t);
             return true;

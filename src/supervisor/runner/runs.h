@@ -23,19 +23,21 @@
 #include "claim.h"
 #include "rctx.h"
 #include "run.h"
+#include "ticklife.h"
 #include "trigger.h"
 
 struct jobstate; /* jobtable.h */
 struct jobset;   /* jobtable.h */
 
 /* A run of a tick of ours to start without a new claim: a retry, or a
- * tick held by a pause that came after its claim (held: its prepared run
- * was cancelled before the instant; it waits for the pause's end). */
+ * tick held by a pause that came after its claim (its state held: its
+ * prepared run was cancelled before the instant; it waits for the pause's
+ * end). */
 struct retry {
     int64_t tick;
+    enum tick_state state; /* retrying; held; claimed once a pause's end released it */
     int attempt;
     int64_t at_ns; /* when it is due (CLOCK_MONOTONIC); not while held */
-    bool held;
     enum run_trigger trigger;
     struct retry *next;
 };
@@ -52,6 +54,7 @@ struct rrun {
     struct jobset *set;  /* the job set its job belongs to (held) */
     bool own;            /* registered on its own (after a handover), not by the lease */
     char trigger_id[TRIGGER_ID_MAX + 1]; /* a manual run's request; "" for a tick's run */
+    enum tick_state tick;                /* a tick's run: the tick's state (ticklife.h) */
     struct rrun *next;
 };
 
@@ -67,12 +70,13 @@ struct runs {
 };
 
 /* Starts a run of js for tick in this term (a manual run: trigger_id,
- * else NULL), fenced by the lease, prepared (waiting for its go) when
- * asked. A start that fails is recorded. Returns the run when its command
- * runs (or waits, prepared), else NULL. */
+ * else NULL, the tick in state, claimed or retrying), fenced by the lease,
+ * prepared (waiting for its go) when asked. A start that fails is
+ * recorded. Returns the run when its command runs (or waits, prepared),
+ * else NULL. */
 struct rrun *runs_start(const struct rctx *x, struct runs *rs, struct jobstate *js, const char *id,
                         int64_t tick, int attempt, enum run_trigger trigger, const char *trigger_id,
-                        bool prepared);
+                        bool prepared, enum tick_state state);
 /* A child exited: if it is one of the runs, it is reaped, retried when it
  * failed and its job allows (not a manual run: whoever asked sees its
  * outcome), recorded (held, when a pause cancelled it before its instant),
@@ -130,11 +134,13 @@ cJSON *runs_json(const struct runs *rs, size_t max);
 
 /* ---- one job's retries and held ticks ---- */
 
-/* Queues a retry (at at_ns) or a held tick; false when out of memory. */
+/* Queues a retry (at at_ns), or a held tick (in tick order among them),
+ * its tick in state (held for runs_hold); false when out of memory. */
 bool runs_add_retry(struct runs_job *rj, int64_t tick, int attempt, int64_t at_ns,
-                    enum run_trigger trigger);
-bool runs_hold(struct runs_job *rj, int64_t tick);
-/* The next held tick (in tick order), taken out (false: none). */
-bool runs_take_held(struct runs_job *rj, int64_t *tick);
+                    enum run_trigger trigger, enum tick_state state);
+bool runs_hold(struct runs_job *rj, int64_t tick, enum tick_state state);
+/* The next held tick (in tick order) and its state, taken out (false:
+ * none). */
+bool runs_take_held(struct runs_job *rj, int64_t *tick, enum tick_state *state);
 
 #endif

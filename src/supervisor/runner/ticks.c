@@ -30,9 +30,14 @@ bool ticks_has_head(const struct ticks *t)
     return t->qlen > 0;
 }
 
-struct sched_tick *ticks_head(struct ticks *t)
+struct tick_slot *ticks_head(struct ticks *t)
 {
     return &t->q[t->qhead];
+}
+
+struct tick_slot *ticks_at(struct ticks *t, size_t i)
+{
+    return &t->q[(t->qhead + i) % t->qcap];
 }
 
 bool ticks_push(struct ticks *t, int64_t at, bool missed, bool overlapped)
@@ -41,7 +46,7 @@ bool ticks_push(struct ticks *t, int64_t at, bool missed, bool overlapped)
         if (t->qcap == QUEUE_MAX)
             return false;
         size_t cap = t->qcap ? t->qcap * 2 : 8;
-        struct sched_tick *q = malloc(cap * sizeof *q);
+        struct tick_slot *q = malloc(cap * sizeof *q);
         if (q == NULL)
             return false;
         for (size_t i = 0; i < t->qlen; i++)
@@ -51,8 +56,8 @@ bool ticks_push(struct ticks *t, int64_t at, bool missed, bool overlapped)
         t->qcap = cap;
         t->qhead = 0;
     }
-    t->q[(t->qhead + t->qlen) % t->qcap] =
-        (struct sched_tick){.at = at, .missed = missed, .overlapped = overlapped};
+    t->q[(t->qhead + t->qlen) % t->qcap] = (struct tick_slot){
+        .t = {.at = at, .missed = missed, .overlapped = overlapped}, .state = TICK_DUE};
     t->qlen++;
     t->qmissed += missed;
     return true;
@@ -60,7 +65,7 @@ bool ticks_push(struct ticks *t, int64_t at, bool missed, bool overlapped)
 
 void ticks_pop(struct ticks *t)
 {
-    t->qmissed -= ticks_head(t)->missed;
+    t->qmissed -= ticks_head(t)->t.missed;
     t->qhead = (t->qhead + 1) % t->qcap;
     t->qlen--;
 }
@@ -98,6 +103,7 @@ void ticks_queue_due(struct ticks *t, const struct job *job, int64_t wall_ms, in
     size_t room = QUEUE_MAX - t->qlen;
     sched_due(job, t->last, wall_ms, missed, room < SCHED_CATCHUP_MAX ? room : SCHED_CATCHUP_MAX,
               &d);
+    size_t before = t->qlen;
     *out =
         (struct ticks_due){.dropped = d.dropped, .superseded = d.superseded, .nmissed = d.nmissed};
     /* In tick order: the dropped ones are the oldest, then the superseded
@@ -106,6 +112,7 @@ void ticks_queue_due(struct ticks *t, const struct job *job, int64_t wall_ms, in
         ticks_push(t, missed[i], true, false);
     if (d.live != 0 && !ticks_push(t, d.live, false, job->concurrency == JOB_FORBID && running > 0))
         out->full = d.live;
+    out->nqueued = t->qlen - before;
     t->last = wall_ms / 1000;
     t->next_tick = d.next;
 }
@@ -148,7 +155,7 @@ struct tick_intent ticks_next(struct ticks *t, const struct job *job, int runnin
 {
     if (t->qlen == 0)
         return (struct tick_intent){.step = TS_NONE};
-    struct sched_tick *h = ticks_head(t);
+    struct sched_tick *h = &ticks_head(t)->t;
     struct tick_intent in = {.at = h->at, .early = h->at * 1000 > wall_ms};
     if (in.early && ahead_ms == 0) { /* decided at its instant */
         in.step = TS_AT_INSTANT;
@@ -167,6 +174,7 @@ struct tick_intent ticks_next(struct ticks *t, const struct job *job, int runnin
     case SV_SUPERSEDE:
         in.step = TS_RECORD;
         in.outcome = v == SV_DROP ? HO_MISSED : HO_SUPERSEDED;
+        in.ev = v == SV_DROP ? TICK_EV_DROP : TICK_EV_SUPERSEDE;
         in.reason = sched_reason(job, v);
         return in;
     case SV_START:

@@ -5,16 +5,16 @@
  * time), no log; it answers with an intent (ticks_next) and the coordinator
  * (runner.c) acts on it.
  *
- * The life of a tick (schedule.h decides each step):
+ * Each queued tick carries its state in the life of a tick (ticklife.h):
+ * queued, or claiming while its claim is out; the coordinator moves it,
+ * deciding with the intent ticks_next() returns (schedule.h's rules):
  *
- *   due --ticks_queue_due--> queued (live | missed)
- *     | (outside the catch-up window: recorded missed; catchup: last:
- *     |  older ones recorded superseded)
- *   queued --ticks_next--> claim (mode) --claimer--> claimed --> run
+ *   due --ticks_queue_due--> queued (live | missed), or a range not run
+ *     (outside the catch-up window: missed; catchup: last: superseded)
+ *   queued --ticks_next--> claim (mode) --claimer--> claiming --> ...
  *                       \-> wait (a run of ours ends first)
  *                       \-> replace (stop our runs first, then claim)
- *                       \-> drop (recorded missed) | supersede (recorded)
- *   claimed to skip --> recorded skipped
+ *                       \-> record: missed (drop) | superseded
  *
  * Ticks are claimed in increasing order, so only the queue's head is
  * decided, and it holds back the ones behind it. */
@@ -28,13 +28,20 @@
 #include "claim.h"
 #include "jobs.h"
 #include "schedule.h"
+#include "ticklife.h"
+
+/* One queued tick. */
+struct tick_slot {
+    struct sched_tick t;
+    enum tick_state state; /* queued, or claiming (ticklife.h) */
+};
 
 struct ticks {
     bool mark_known;   /* the high-water mark was read in this leadership */
     bool mark_unset;   /* Redis has none: ours (last) is still to be written */
     int64_t last;      /* the last tick dealt with (Unix s) */
     int64_t next_tick; /* the next tick to queue (Unix s); 0: none */
-    struct sched_tick *q;
+    struct tick_slot *q;
     size_t qhead, qlen, qcap, qmissed; /* a ring; qmissed: how many are missed */
     struct sched_range skipped;        /* ticks that did not run, not yet recorded */
     int64_t claimed_max; /* the last tick this process claimed (kept across leaderships) */
@@ -47,11 +54,13 @@ void ticks_free(struct ticks *t);
  * first (ticks_take_skipped). */
 void ticks_forget(struct ticks *t);
 
-/* The queue's head (ticks_has_head first). */
-struct sched_tick *ticks_head(struct ticks *t);
+/* The queue's head (ticks_has_head first), and its i-th tick (i < qlen). */
+struct tick_slot *ticks_head(struct ticks *t);
+struct tick_slot *ticks_at(struct ticks *t, size_t i);
 bool ticks_has_head(const struct ticks *t);
-/* Appends tick at (false when the queue is full: QUEUE_MAX ticks). */
+/* Appends tick at, due (false when the queue is full: QUEUE_MAX ticks). */
 bool ticks_push(struct ticks *t, int64_t at, bool missed, bool overlapped);
+/* Takes the head out (the caller has moved it on, or to its end). */
 void ticks_pop(struct ticks *t);
 
 /* Adds tick to the range of ticks that did not run. When its outcome or
@@ -63,11 +72,12 @@ bool ticks_skip(struct ticks *t, int64_t tick, enum history_outcome o, const cha
 struct sched_range ticks_take_skipped(struct ticks *t);
 
 /* What ticks_queue_due() found: the ranges the catch-up policy does not
- * run (to record, oldest first), how many missed ticks were queued, and a
- * live tick that did not fit in the queue (0: none). */
+ * run (to record, oldest first), how many missed ticks were queued, how
+ * many ticks were queued (the queue's last, each still due), and a live
+ * tick that did not fit in the queue (0: none). */
 struct ticks_due {
     struct sched_range dropped, superseded;
-    size_t nmissed;
+    size_t nmissed, nqueued;
     int64_t full; /* record it skipped: the queue is full */
 };
 /* Queues the ticks of job due at wall_ms (Unix ms: the claim-ahead window
@@ -107,6 +117,7 @@ struct tick_intent {
     bool early;                   /* TS_CLAIM: before its instant */
     int64_t at;                   /* the head's tick */
     enum history_outcome outcome; /* TS_RECORD */
+    enum tick_event ev;           /* TS_RECORD: the head's move (drop, supersede) */
     const char *reason;           /* TS_RECORD; TS_CLAIM to skip: the reason to record */
 };
 /* Decides the head at wall_ms (Unix ms) for job, with running runs of the
