@@ -14,6 +14,43 @@
 
 #define READ_CHUNK 16384 /* one TLS record's plaintext at most */
 
+/* The most array elements one reply may announce, nested arrays counted
+ * together. hiredis allocates an array's element pointers when it reads
+ * the header ("*330181846\r\n": 2.6 GB before one element has come), so a
+ * server, or anything between it and us, could otherwise make a client
+ * allocate without bound for a dozen bytes. baton's largest replies (a
+ * history page, CLUSTER SLOTS of 16384 ranges) hold a few hundred thousand. */
+#define REPLY_MAX_ELEMENTS (1 << 22)
+
+/* hiredis's createArray, bounded: the reader's privdata is the connection,
+ * which holds hiredis's own functions and this reply's running count. */
+static void *create_array(const redisReadTask *task, int elements)
+{
+    struct baton__conn *cn = task->privdata;
+    if (task->parent == NULL)
+        cn->reply_elements = 0;
+    if (elements > REPLY_MAX_ELEMENTS - cn->reply_elements) {
+        cn->reply_refused = elements;
+        return NULL; /* the reader fails the reply */
+    }
+    cn->reply_elements += elements;
+    return cn->reply_dflt->createArray(task, elements);
+}
+
+/* A reader error as the connection's reason: a refused array says so
+ * (hiredis would call it out of memory). */
+static void fail_protocol(struct baton__conn *cn)
+{
+    char why[96];
+    if (cn->reply_refused > 0) {
+        snprintf(why, sizeof why, "an array of %d elements (at most %d in one reply)",
+                 cn->reply_refused, REPLY_MAX_ELEMENTS);
+        baton__conn_fail(cn, "protocol error: ", why);
+    } else {
+        baton__conn_fail(cn, "protocol error: ", cn->reader->errstr);
+    }
+}
+
 int baton__conn_open(const struct baton__endpoint *ep, int64_t deadline_ns,
                      struct baton__conn **out, char *err, size_t errlen)
 {
@@ -34,6 +71,11 @@ int baton__conn_open(const struct baton__endpoint *ep, int64_t deadline_ns,
         rc = BATON_ENOMEM;
         goto out_free;
     }
+    cn->reply_dflt = cn->reader->fn;
+    cn->reply_fn = *cn->reader->fn;
+    cn->reply_fn.createArray = create_array;
+    cn->reader->fn = &cn->reply_fn;
+    redisReaderSetPrivdata(cn->reader, cn);
     if ((rc = cn->tp->connect(cn, ep, deadline_ns)) != BATON_OK) {
         baton__set_error(err, errlen, "%s", cn->err);
         goto out_free;
@@ -239,7 +281,7 @@ int baton__conn_next_reply(struct baton__conn *cn, redisReply **reply)
     void *r = NULL;
     *reply = NULL;
     if (redisReaderGetReply(cn->reader, &r) != REDIS_OK) {
-        baton__conn_fail(cn, "protocol error: ", cn->reader->errstr);
+        fail_protocol(cn);
         return BATON_EPROTO;
     }
     if (r == NULL)
@@ -256,7 +298,7 @@ int baton__conn_poll_reply(struct baton__conn *cn, redisReply **reply)
         return BATON_EIO;
     for (;;) {
         if (redisReaderGetReply(cn->reader, &r) != REDIS_OK) {
-            baton__conn_fail(cn, "protocol error: ", cn->reader->errstr);
+            fail_protocol(cn);
             return BATON_EPROTO;
         }
         if (r != NULL) {
@@ -287,7 +329,7 @@ int baton__conn_read(struct baton__conn *cn, redisReply **reply, int64_t deadlin
     cn->want = POLLIN;
     for (;;) {
         if (redisReaderGetReply(cn->reader, &r) != REDIS_OK) {
-            baton__conn_fail(cn, "protocol error: ", cn->reader->errstr);
+            fail_protocol(cn);
             return BATON_EPROTO;
         }
         if (r != NULL) {

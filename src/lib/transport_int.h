@@ -79,6 +79,10 @@ struct baton__conn {
     void *tls;  /* tls.c's per-connection state */
     short want; /* the poll event the transport waits for */
     redisReader *reader;
+    redisReplyObjectFunctions reply_fn;          /* hiredis's, createArray bounded */
+    const redisReplyObjectFunctions *reply_dflt; /* hiredis's own */
+    int reply_elements; /* array elements of the reply being read */
+    int reply_refused;  /* the size of an array refused (0: none) */
     char *obuf; /* pending output */
     size_t olen, ocap;
     bool broken; /* an I/O error or timeout: never reuse */

@@ -138,6 +138,11 @@ wrong_server "database 99 of 16" "redis://127.0.0.1:$master_port/99" \
 fake_server 'SSH-2.0-OpenSSH_9.2\r\n'
 wrong_server "a server that does not speak Redis" "redis://127.0.0.1:$FAKE_PORT/0" \
     "protocol error: Protocol error, got \"S\" as reply type byte"
+# An array header announcing 330 million elements: hiredis would allocate
+# 2.6 GB for the 12 bytes (found by fuzz_resp); refused, said precisely.
+fake_server '*330181846\r\n:1\r\n'
+wrong_server "a reply announcing a huge array" "redis://127.0.0.1:$FAKE_PORT/0" \
+    "protocol error: an array of 330181846 elements (at most 4194304 in one reply)"
 REDIS_PORT=$master_port REDIS_URL=$master_url REDIS_PID=$master_pid
 
 note "every bad argument: one precise line on stderr, exit 64"
