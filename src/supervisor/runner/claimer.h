@@ -37,6 +37,7 @@ struct runs;
 /* One job's claim. */
 struct claim_state {
     int64_t tick;        /* the tick id was made for */
+    uint64_t term;       /* ... and the term it was made in */
     char id[RUN_ID_MAX]; /* "": none */
     /* The claim of tick went unanswered (Redis stalled past redis_timeout),
      * or was undecided on a quorum: it may have been applied after all. */
@@ -84,7 +85,11 @@ bool claimer_read_marks(const struct rctx *x, struct claimer *c, struct jobstate
 void claimer_write_marks(const struct rctx *x, struct jobstate **js, size_t n);
 
 /* Claims the head of js's queue as intent `in` says, and carries out the
- * step its answer means (steps.h). Returns true when the head was dealt
+ * step its answer means (steps.h). A head whose last claim's answer was
+ * lost (claiming) is claimed again under the same run id, and this answer
+ * is that claim's: ours to run, it runs, or (it aged meanwhile) the
+ * catch-up policy records it, as for a held tick (sched_held); in->hold
+ * (paused): held for the pause's end. Returns true when the head was dealt
  * with (popped), false when it waits (js->hold_until says until when, 0:
  * until a run ends). */
 bool claimer_head(const struct rctx *x, struct claimer *c, struct runs *rs, struct jobstate *js,

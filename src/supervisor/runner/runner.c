@@ -183,7 +183,7 @@ static void process_job(struct runner *r, struct jobstate *js)
         claimer_retries(&r->x, &r->cl, &r->runs, js, now);
         control_manuals(&r->x, &r->ctl, &r->runs, js, now); /* a paused job runs by hand */
         if (js->ctl.pause_until != 0 && js->hold_until == 0 &&
-            !control_hold(&r->x, &r->ctl, js, wall))
+            !control_hold(&r->x, &r->ctl, &r->cl, &r->runs, js, wall))
             js->hold_until = now + CLAIM_RETRY_MS * MS;
     }
     if (js->ticks.mark_known && js->ctl.pause_until == 0) {
