@@ -217,9 +217,10 @@ struct fjob {
 };
 static struct fjob fjobs[NJOBS];
 static bool leading_token = true, server_changed;
-static int fail_claims;   /* the next claims fail (Redis unreachable) ... */
-static bool fail_applies; /* ... after applying them (their answer lost) */
-static bool fail_writes;  /* history records and releases fail (Redis unreachable) */
+static bool refuse_claims; /* the token looks held, but every claim answers not the leader */
+static int fail_claims;    /* the next claims fail (Redis unreachable) ... */
+static bool fail_applies;  /* ... after applying them (their answer lost) */
+static bool fail_writes;   /* history records and releases fail (Redis unreachable) */
 static int refreshes_handover;
 
 struct record {
@@ -289,7 +290,7 @@ enum claim_result __wrap_claim_tick(struct baton_client *c, const char *group, c
     memset(out, 0, sizeof *out);
     out->majority = 1;
     struct fjob *j = fjob(job);
-    if (token == NULL || !leading_token)
+    if (token == NULL || !leading_token || refuse_claims)
         return CLAIM_NOT_LEADER;
     if (fail_claims > 0 && !fail_applies) {
         fail_claims--;
@@ -1248,6 +1249,39 @@ START_TEST(a_release_held_in_the_outbox_does_not_make_the_next_tick_busy)
 }
 END_TEST
 
+START_TEST(a_tick_released_by_resume_catchup_then_let_go_is_recorded_not_started)
+{
+    struct runner *r = start(EVERY_SECOND("rc", ", catchup: 1h"));
+    pause_after_prepare(r, "rc"); /* T0+1 held */
+    leading_token = false;        /* the token lost ... */
+    npause = 0;                   /* ... as resume --catchup releases the tick */
+    runner_control_changed(r);
+    advance(r, 200);
+    ck_assert_ptr_null(record_of("rc", 1));
+    runner_unlead(r);
+    advance(r, 100);
+    ck_assert_int_eq(ran("rc", 1), 0);
+    expect_record("rc", 1, "failed_to_start");
+    expect_life("rc", 1, "due queued claiming claimed held claimed not_started");
+    stop(r);
+}
+END_TEST
+
+START_TEST(a_tick_released_by_resume_catchup_whose_run_is_refused_is_recorded_not_started)
+{
+    struct runner *r = start(EVERY_SECOND("rf", ", catchup: 1h"));
+    pause_after_prepare(r, "rf");
+    refuse_claims = true; /* the lease is another's: its run cannot register */
+    npause = 0;
+    runner_control_changed(r);
+    advance(r, 200);
+    ck_assert_int_eq(ran("rf", 1), 0);
+    expect_record("rf", 1, "failed_to_start");
+    expect_life("rf", 1, "due queued claiming claimed held claimed not_started");
+    stop(r);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("runner");
@@ -1277,6 +1311,9 @@ static Suite *suite(void)
     tcase_add_test(tc, a_tick_whose_claim_is_unsettled_runs_once_answered_within_its_window);
     tcase_add_test(tc, a_pause_waits_for_the_settlement_of_a_tick_whose_claim_is_unsettled);
     tcase_add_test(tc, a_release_held_in_the_outbox_does_not_make_the_next_tick_busy);
+    tcase_add_test(tc, a_tick_released_by_resume_catchup_then_let_go_is_recorded_not_started);
+    tcase_add_test(tc,
+                   a_tick_released_by_resume_catchup_whose_run_is_refused_is_recorded_not_started);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -490,12 +490,38 @@ void claimer_retries(const struct rctx *x, struct claimer *c, struct runs *rs, s
             return;
         }
         *p = t->next;
-        if (res == CLAIM_OK) {
+        if (res == CLAIM_OK)
             runs_start(x, rs, js, id, t->tick, t->attempt, t->trigger, NULL, false, t->state);
-        } else {
-            ticklife_move(x, js->job->name, t->tick, &t->state, TICK_EV_FORGET);
-            hooks_retry_dropped(x->hooks, js->job->name, t->tick);
-        }
+        else
+            claimer_let_go(x, c, js, t, id);
         free(t);
     }
+}
+
+static const char reason_let_go[] =
+    "released by a resume with catch-up, but this node stopped leading (or the job changed) "
+    "before its run could start: not run";
+static const char reason_refused[] =
+    "released by a resume with catch-up, but the lease was no longer this node's when its run "
+    "was to start: not run";
+
+void claimer_let_go(const struct rctx *x, struct claimer *c, struct jobstate *js, struct retry *t,
+                    const char *id)
+{
+    const char *name = js->job->name;
+    if (t->state != TICK_CLAIMED) { /* a retry: its tick is recorded (the attempt before) */
+        ticklife_move(x, name, t->tick, &t->state, TICK_EV_FORGET);
+        hooks_retry_dropped(x->hooks, name, t->tick);
+        return;
+    }
+    char made[RUN_ID_MAX], member[RUN_ID_MAX + 160];
+    const char *why = id != NULL ? reason_refused : reason_let_go;
+    if (id == NULL) {
+        claimer_run_id(x, c, t->tick, t->attempt, made, sizeof made);
+        id = made;
+    }
+    snprintf(member, sizeof member, "%s/%s", x->node, id);
+    ticklife_move(x, name, t->tick, &t->state, TICK_EV_START_FAILED);
+    records_not_started(x->rec, js->job, x->term, id, member, t->tick,
+                        t->trigger == RUN_TRIGGER_CATCHUP, why);
 }

@@ -32,6 +32,7 @@
 #define CLAIM_RETRY_MS     100 /* a claim that failed (Redis unreachable) is retried this often */
 
 struct jobstate;
+struct retry;
 struct runs;
 
 /* One job's claim. */
@@ -98,6 +99,17 @@ bool claimer_head(const struct rctx *x, struct claimer *c, struct runs *rs, stru
  * registered like any run, without a claim (the tick is ours). */
 void claimer_retries(const struct rctx *x, struct claimer *c, struct runs *rs, struct jobstate *js,
                      int64_t now);
+
+/* js's retry t is let go before its run starts (taken out of js's list;
+ * freeing it is the caller's): a retry is forgotten (its tick was recorded
+ * with the attempt before; its hook goes now). A tick that a resume with
+ * catch-up released (claimed, not yet run) is recorded not started: the
+ * mark is past it, so no later leader would run it, as for every claimed
+ * tick whose run does not start. id: the run id whose registration was
+ * refused (the lease is no longer ours), or NULL: this node let it go
+ * (it stopped leading, or the job changed). */
+void claimer_let_go(const struct rctx *x, struct claimer *c, struct jobstate *js, struct retry *t,
+                    const char *id);
 
 /* Settles js's lost claim, once this node will not claim that tick again
  * (and only when a blocking call may start): if Redis applied it after all

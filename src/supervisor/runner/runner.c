@@ -209,8 +209,7 @@ static void clear_schedule(struct runner *r, struct jobstate *js)
     while (js->runs.retries != NULL) {
         struct retry *t = js->runs.retries;
         js->runs.retries = t->next;
-        ticklife_move(&r->x, js->job->name, t->tick, &t->state, TICK_EV_FORGET);
-        hooks_retry_dropped(r->h.hooks, js->job->name, t->tick);
+        claimer_let_go(&r->x, &r->cl, js, t, NULL);
         free(t);
     }
     control_job_clear(&r->ctl, &js->ctl);

@@ -43,9 +43,11 @@
  * ended, the job changed, a resume with catch-up), the claimer settles
  * it later (claimer_settle) as a claim that is answered at last.
  *
- * One move the runner can still make in a corner is refused, as it loses
- * a record: a tick released by a resume with catch-up (`claimed`) let go
- * before its run starts (never recorded). */
+ * A claimed tick is never let go unrecorded: the mark is past it, so no
+ * later leader would run it. One that a resume with catch-up released
+ * (held -> claimed) and whose run does not start (this node stops leading,
+ * the job changes, its registration is refused) is recorded not_started,
+ * as every claimed tick whose run does not start. */
 #ifndef BATON_TICKLIFE_H
 #define BATON_TICKLIFE_H
 
@@ -128,7 +130,7 @@ enum tick_event {
     X(CLAIMING, NO_ANSWER, CLAIMING)       /* claimer_head: lost, or it leaves a lost one */       \
     X(CLAIMING, FORGET, CLAIMING)          /* ticklife_forget: claimer_settle ends it */           \
     X(CLAIMED, START, RUNNING)             /* runs.c runs_start, runs_go */                        \
-    X(CLAIMED, START_FAILED, NOT_STARTED)  /* claimer.c claimer_head (late), runs.c */             \
+    X(CLAIMED, START_FAILED, NOT_STARTED)  /* claimer_head (late), claimer_let_go, runs.c */       \
     X(CLAIMED, HOLD, HELD)                 /* runs.c finish, claimer_head: paused first */         \
     X(CLAIMED, SKIP, SKIPPED)              /* runs.c finish: the same, not held */                 \
     X(CLAIMED, DROP, MISSED)               /* claimer_head: answered after it aged, catchup's */   \
