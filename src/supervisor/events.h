@@ -98,7 +98,8 @@
     X(CLAIM_RECOVERED, "claim_recovered", INFO, "`job`, `scheduled_at`, `then`",                   \
       "a claim whose answer was lost had been applied: its retry (or, once the node stopped "      \
       "leading, a lookup) found the tick ours, and `then` says what became of it: run late, "      \
-      "recorded skipped, or recorded not started")                                                 \
+      "recorded skipped or not started, recorded missed or superseded (it left its catch-up "     \
+      "window meanwhile), or held (its job was paused meanwhile)")                                 \
     X(JOB_START, "job_start", INFO,                                                                \
       "`job`, `run_id`, `scheduled_at`, `attempt`, `trigger`, `lateness_ms`, `term`, `pid`",       \
       "a run started")                                                                             \

@@ -17,6 +17,10 @@
 #   9. a short pause just before a tick, in a group's first term (no record
 #      of its server: nothing from before the term is caught up): resume
 #      --catchup runs that tick.
+#  10. ticks a resume with catch-up released whose runs have not started
+#      when the leader steps down are recorded (not started), once.
+#  11. a pause that reaches the leader while a tick's claim is unanswered
+#      leaves the tick to that claim: recorded once.
 . "$BATON_TESTS_DIR/lib/harness.sh"
 B=$BATON_BIN
 redis_start
@@ -299,4 +303,91 @@ for try in 1 2 3; do
     assert_eq 1 "$(grep -c -- "^$tick " "$T/ev.txt")" "runs of $tick (paused 40 ms before it, resumed with catch-up; try $try)"
 done
 kill -TERM "$(pid_of e)"; wait_exit e 10
+
+# ---------------------------------------------------------------------
+note "10. resume --catchup releases the held ticks, then the leader steps down before their runs start: each is recorded, once"
+# Found building the tick table (ticklife.h): a tick that a resume with
+# catch-up released (held -> claimed) and whose run had not started when
+# the leader let its jobs go was forgotten: no record, though the mark is
+# past it, so no later leader runs it either. Here the leader is stopped
+# while the resume is sent, and Redis refuses writes (CLIENT PAUSE WRITE)
+# when it reads it: the released ticks' runs cannot register, the lease
+# cannot be renewed, and the leader steps down first.
+spawn w env BATON_TEST_FAULT=slow-prepare "$B" run -c "$T/w.yaml"
+wpid=$(pid_of w)
+wait_for_line "$T/w.out" '"event":"claim_ahead".*"ahead_ms":(200|250),' 20 >/dev/null
+pause_in_window
+kill -STOP "$wpid"
+"$B" resume -c "$T/wclient.yaml" --all --catchup >/dev/null || { kill -CONT "$wpid"; fail "resume --all --catchup"; }
+rcli CLIENT PAUSE 3000 WRITE >/dev/null
+kill -CONT "$wpid"
+wait_for_line "$T/w.out" '"to":"pausing"' 5 >/dev/null || fail "w did not step down while Redis refused writes"
+for _ in $(seq 1 100); do [ "$(grep -c '"to":"working"' "$T/w.out")" -ge 2 ] && break; sleep 0.1; done
+sleep 1.5
+kill -TERM "$wpid"; wait_exit w 10
+rcli CLIENT UNPAUSE >/dev/null
+# The resume reached the leader before it stepped down (else its held
+# ticks are recorded skipped, paused, as a resume that came too late).
+resumed=$(grep -n '"event":"job_resumed"' "$T/w.out" | head -n 1 | cut -d: -f1)
+stepped=$(grep -n '"to":"pausing"' "$T/w.out" | head -n 1 | cut -d: -f1)
+[ -n "$resumed" ] && [ "$resumed" -lt "$stepped" ] || fail "the resume did not reach w before it stepped down"
+x=$(date -u -d "$at" +%s) released=0
+for j in 1 2 3 4 5 6 7 8; do
+    recs=$(history_ranges pw "w$j" | awk -v x="$x" '$1 <= x && x <= $2 {print $3}' | tr '\n' ' ')
+    [ "$(wc -w <<<"$recs")" -eq 1 ] || fail "w$j's tick of $at: records [$recs] ($seen were prepared, held)"
+    [ "$recs" = "failed_to_start " ] && released=$(( released + 1 ))
+done
+[ "$released" -ge 1 ] || fail "no tick of $at released and let go: $(grep "$at" "$T/w.out" | cut -c1-200 | head -n 4)"
+grep '"event":"job_end".*"outcome":"failed_to_start"' "$T/w.out" | grep "\"run_id\":\"$x-" |
+    grep -q '"error":"released by a resume with catch-up' || fail "no reason for the released ticks let go"
+assert_eq 0 "$(awk '{print $1}' "$T/w.txt" | sort | uniq -c | awk '$1 > 8' | wc -l)" "instants run more than once per job"
+grep -q '"event":"tick_move_refused"' "$T/w.out" &&
+    fail "a move the tick table refuses: $(grep tick_move_refused "$T/w.out" | head -n 2)"
+note "  $released tick(s) of $at released and let go, each recorded failed_to_start once; the other jobs' ran or recorded once"
+
+# ---------------------------------------------------------------------
+note "11. a pause that reaches the leader while a tick's claim is unanswered: that claim decides the tick, once"
+# Found building the tick table (ticklife.h): a tick whose claim's answer
+# was lost was taken into the pause's range at the resume (recorded
+# skipped), and recorded again (failed_to_start) when the lost claim was
+# settled. The leader reaches Redis through a proxy that holds the answers
+# from 0.3 s before a tick (its claim, sent 25 ms before the instant,
+# applies; redis_timeout 1 s), the pause is sent meanwhile, and the
+# answers flow again 1.02 s after the instant, between two tries of that
+# claim: the pause comes first (when a try comes first, the tick runs, and
+# the next tick is tried).
+proxy_start px11
+printf 'jobs:\n  - {name: lz, schedule: "* * * * * *", catchup: 1h, shell: "echo $BATON_SCHEDULED_AT >> %s"}\n' \
+    "$T/lz.txt" > "$T/lz.yaml"
+printf 'node: q\nredis: redis://127.0.0.1:%s/0\ngroup: pq\nlease: {ttl: 6s}\nredis_timeout: 1s\npoll: 1s\njobs: %s\n' \
+    "$PROXY_PORT" "$T/lz.yaml" > "$T/q.yaml"
+printf 'node: q-client\nredis: %s\ngroup: pq\njobs: %s\n' "$REDIS_URL" "$T/lz.yaml" > "$T/qclient.yaml"
+spawn q "$B" run -c "$T/q.yaml"
+wait_for_line "$T/q.out" '"event":"job_end".*"job":"lz"' 10 >/dev/null
+held=""
+for try in 1 2 3 4 5 6; do
+    now=$(now_ms); next=$(( (now / 1000 + 1) * 1000 ))
+    while [ "$(now_ms)" -lt $((next - 300)) ]; do sleep 0.005; done
+    kill -HUP "$(pid_of px11)"
+    while [ "$(now_ms)" -lt $((next + 400)) ]; do sleep 0.005; done
+    "$B" pause -c "$T/qclient.yaml" lz >/dev/null || fail "pause lz"
+    while [ "$(now_ms)" -lt $((next + 1020)) ]; do sleep 0.002; done
+    kill -USR2 "$(pid_of px11)"
+    sleep 1.5
+    "$B" resume -c "$T/qclient.yaml" lz >/dev/null || fail "resume lz"
+    sleep 1.5
+    tick=$(date -u -d "@$((next / 1000))" +%Y-%m-%dT%H:%M:%SZ)
+    # The claim of the tick lost its answer, and the pause came before
+    # the claim was tried again: the tick did not run.
+    grep -q "\"event\":\"claim_failed\".*\"scheduled_at\":\"$tick\"" "$T/q.out" &&
+        ! grep -qx "$tick" "$T/lz.txt" && { held=$tick; break; }
+done
+kill -TERM "$(pid_of q)"; wait_exit q 10
+[ -n "$held" ] || fail "in 6 tries, no pause reached q while a claim was unanswered: $(grep -E 'claim_|job_paused' "$T/q.out" | cut -c1-200 | tail -n 6)"
+x=$(date -u -d "$held" +%s)
+recs=$(history_ranges pq lz | awk -v x="$x" '$1 <= x && x <= $2 {print $3}' | tr '\n' ' ')
+assert_eq "skipped " "$recs" "the records of $held, paused while its claim was unanswered"
+grep -q '"event":"tick_move_refused"' "$T/q.out" &&
+    fail "a move the tick table refuses: $(grep tick_move_refused "$T/q.out" | head -n 2)"
+note "  try $try: $held, paused while its claim was unanswered: recorded once ($recs)"
 note "ok"

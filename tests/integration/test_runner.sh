@@ -31,6 +31,9 @@
 #  15. Redis stops answering for 2 s (less than the lease): each job says
 #      claim_failed once when its failures start and claim_failures_ended
 #      once when they end, and /metrics counts every failure.
+#  16. catchup: 0, a claim whose answer is lost for more than a second: its
+#      tick is recorded once (missed), not again when the claim is settled,
+#      and the next tick is claimed as any, not skipped as busy.
 . "$BATON_TESTS_DIR/lib/harness.sh"
 B=$BATON_BIN
 redis_start --appendonly yes --appendfsync always
@@ -634,4 +637,51 @@ done
 [ $(( ${after:-0} - ${before:-0} )) -ge "$total" ] ||
     fail "/metrics counted $(( ${after:-0} - ${before:-0} )) claim failures, the log $total"
 note "  $total failed claims of 3 jobs in 2 s: 3 claim_failed lines, 3 claim_failures_ended, /metrics +$(( after - before ))"
+
+# ---------------------------------------------------------------------
+note "16. catchup: 0, a claim's answer lost past its second: the tick is recorded once, the next one runs"
+# Found building the tick table (ticklife.h): the tick whose claim's answer
+# was lost aged into missed behind that claim (recorded missed), and was
+# recorded again, failed_to_start, when the claim was settled; the next
+# tick was skipped as busy, the release of that claim's registration still
+# in the outbox. The replies are held from 0.3 s before a tick for 1.6 s:
+# the claim reaches Redis, its answer comes 1.3 s after the instant.
+proxy_start px16
+cat > "$T/zero.yaml" <<EOF
+jobs:
+  - {name: zero, schedule: "* * * * * *", catchup: 0,
+     shell: "echo \$BATON_SCHEDULED_AT >> $T/zero.txt"}
+EOF
+URL="redis://127.0.0.1:$PROXY_PORT/0" TTL=5s RTO=300ms run_node z16 zero16 "$T/zero.yaml"
+wait_for_line "$T/z16.out" '"event":"job_end".*"job":"zero"' 10 >/dev/null
+recovered16() { grep '"event":"claim_recovered".*"job":"zero"' "$T/z16.out"; }
+for i in 1 2 3 4 5; do
+    now=$(now_ms); next=$(( (now / 1000 + 1) * 1000 ))
+    while [ "$(now_ms)" -lt $((next - 300)) ]; do sleep 0.01; done
+    kill -HUP "$(pid_of px16)"; sleep 1.6; kill -USR2 "$(pid_of px16)"
+    sleep 1.5
+    [ -z "$(recovered16)" ] || break
+done
+sleep 1.5
+kill -TERM "$(pid_of z16)"; wait_exit z16 10
+line=$(recovered16 | head -n 1)
+[ -n "$line" ] ||
+    fail "no claim of zero that Redis applied lost its answer in 5 tries: $(grep -E 'claim_failed|tick_skipped' "$T/z16.out" | cut -c1-200 | tail -n 6)"
+lost=$(sed 's/.*"scheduled_at":"\([^"]*\)".*/\1/' <<<"$line")
+x=$(date -u -d "$lost" +%s)
+from=$(date -u -d "$(sort "$T/zero.txt" | head -n1)" +%s) to=$(date -u -d "$(sort "$T/zero.txt" | tail -n1)" +%s)
+ran_or_recorded "$T/zero.txt" zero16 zero "$from" "$to"
+# covering X: the outcomes of the records that cover second X
+covering() { awk -v x="$1" '$1 <= x && x <= $2 {print $3}' "$T/zero-history.txt" | tr '\n' ' '; }
+twice=$(for y in $(seq "$from" "$to"); do
+            [ "$(covering "$y" | wc -w)" -le 1 ] || echo "$y($(covering "$y"))"
+        done | tr '\n' ' ')
+[ -z "$twice" ] || fail "ticks recorded more than once: $twice"
+assert_eq 1 "$(covering "$x" | wc -w)" "records of $lost, whose claim's answer came 1.3 s late"
+after=$(date -u -d "@$((x + 1))" +%Y-%m-%dT%H:%M:%SZ)
+case " $(covering $((x + 1)))" in *" skipped "*)
+    fail "$after, the tick after, recorded skipped: $(grep "$after" "$T/z16.out" | cut -c1-240 | head -n 3)" ;; esac
+grep -q '"event":"tick_move_refused"' "$T/z16.out" &&
+    fail "a move the tick table refuses: $(grep tick_move_refused "$T/z16.out" | head -n 2)"
+note "  $lost: its claim's answer came 1.3 s late, recorded once ($(covering "$x")); $after: $(grep -qx "$after" "$T/zero.txt" && echo ran || covering $((x + 1)))"
 note "ok"

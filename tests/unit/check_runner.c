@@ -217,8 +217,10 @@ struct fjob {
 };
 static struct fjob fjobs[NJOBS];
 static bool leading_token = true, server_changed;
-static int fail_claims;   /* the next claims fail (Redis unreachable) ... */
-static bool fail_applies; /* ... after applying them (their answer lost) */
+static bool refuse_claims; /* the token looks held, but every claim answers not the leader */
+static int fail_claims;    /* the next claims fail (Redis unreachable) ... */
+static bool fail_applies;  /* ... after applying them (their answer lost) */
+static bool fail_writes;   /* history records and releases fail (Redis unreachable) */
 static int refreshes_handover;
 
 struct record {
@@ -288,7 +290,7 @@ enum claim_result __wrap_claim_tick(struct baton_client *c, const char *group, c
     memset(out, 0, sizeof *out);
     out->majority = 1;
     struct fjob *j = fjob(job);
-    if (token == NULL || !leading_token)
+    if (token == NULL || !leading_token || refuse_claims)
         return CLAIM_NOT_LEADER;
     if (fail_claims > 0 && !fail_applies) {
         fail_claims--;
@@ -333,11 +335,11 @@ enum claim_result __wrap_claim_lookup(struct baton_client *c, const char *group,
 {
     (void)c, (void)group;
     struct fjob *j = fjob(job);
+    if (registered(j, member)) /* as the script: its registration first, whatever the mark */
+        return CLAIM_OURS;
     if (!j->has_mark || j->mark != tick)
         return CLAIM_TAKEN;
-    return registered(j, member)                ? CLAIM_OURS
-           : strcmp(j->skipped_by, member) == 0 ? CLAIM_OURS_SKIPPED
-                                                : CLAIM_TAKEN;
+    return strcmp(j->skipped_by, member) == 0 ? CLAIM_OURS_SKIPPED : CLAIM_TAKEN;
 }
 
 int __wrap_claim_release(struct baton_client *c, const char *group, const char *job,
@@ -346,6 +348,8 @@ int __wrap_claim_release(struct baton_client *c, const char *group, const char *
                          const char *member)
 {
     (void)c, (void)group;
+    if (fail_writes)
+        return BATON_EIO;
     unenroll(fjob(job), member);
     return 0;
 }
@@ -408,6 +412,8 @@ int __wrap_history_write(struct baton_client *c, const struct history_command *c
 int __wrap_history_write(struct baton_client *c, const struct history_command *cmd)
 {
     (void)c;
+    if (fail_writes)
+        return BATON_EIO;
     ck_assert_int_lt(nrecords, 256);
     struct record *r = &records[nrecords++];
     memset(r, 0, sizeof *r);
@@ -724,7 +730,8 @@ static void advance(struct runner *r, int64_t ms)
         int64_t next = 0;
         rtime_earliest(&next, armed);
         if (armed_wall != 0)
-            rtime_earliest(&next, mono + (armed_wall > fake_wall_ns ? armed_wall - fake_wall_ns : 0));
+            rtime_earliest(&next,
+                           mono + (armed_wall > fake_wall_ns ? armed_wall - fake_wall_ns : 0));
         for (int i = 0; i < nprocs; i++)
             if (procs[i].alive && procs[i].end != 0)
                 rtime_earliest(&next, procs[i].end);
@@ -785,10 +792,22 @@ static const struct record *record_of(const char *job, int64_t s)
     return NULL;
 }
 
+/* How many records of job cover T0 + s. */
+static int records_of(const char *job, int64_t s)
+{
+    int n = 0;
+    for (int i = 0; i < nrecords; i++)
+        n += strcmp(records[i].job, job) == 0 && records[i].at <= T0 + s &&
+             (records[i].until != 0 ? records[i].until : records[i].at) >= T0 + s;
+    return n;
+}
+
 static void expect_record(const char *job, int64_t s, const char *outcome)
 {
     const struct record *rec = record_of(job, s);
     ck_assert_msg(rec != NULL, "no record of %s at T0%+" PRId64 " (%d records)", job, s, nrecords);
+    ck_assert_msg(records_of(job, s) == 1, "%d records of %s at T0%+" PRId64, records_of(job, s),
+                  job, s);
     ck_assert_msg(strcmp(rec->outcome, outcome) == 0, "%s at T0%+" PRId64 ": %s (%s), not %s", job,
                   s, rec->outcome, rec->reason, outcome);
 }
@@ -1141,6 +1160,128 @@ START_TEST(a_tick_that_came_due_while_paused_is_recorded_skipped_at_a_plain_resu
 }
 END_TEST
 
+/* The life of job's tick T0 + s begins with `head` and ends with `tail`. */
+static void expect_life_ends(const char *job, int64_t s, const char *head, const char *tail)
+{
+    const char *l = life(job, s);
+    size_t n = strlen(l), t = strlen(tail);
+    ck_assert_msg(strncmp(l, head, strlen(head)) == 0 && n >= t && strcmp(l + n - t, tail) == 0,
+                  "the life of %s's tick T0%+" PRId64 ": [%s], not [%s ... %s]", job, s, l, head,
+                  tail);
+}
+
+START_TEST(a_tick_whose_claim_is_unsettled_is_decided_once_by_its_claim)
+{
+    fail_claims = 1000;
+    fail_applies = true; /* T0+1's claim applied at 0.975, its answers lost ... */
+    struct runner *r = start(EVERY_SECOND("stall", ", catchup: 0"));
+    advance(r, 1600); /* ... until T0 + 2.1: it aged out (catchup: 0) meanwhile */
+    ck_assert_ptr_null(record_of("stall", 1));
+    fail_claims = 0;
+    advance(r, 1200);
+    /* once: its claim, answered at last (ours), and the policy (missed) */
+    ck_assert_int_eq(ran("stall", 1), 0);
+    expect_record("stall", 1, "missed");
+    ck_assert_str_eq(record_of("stall", 1)->reason, "missed, and catchup is 0");
+    expect_life_ends("stall", 1, "due queued claiming claiming", "claiming claimed missed");
+    /* the next tick is claimed as any: its registration released, not busy */
+    ck_assert_int_eq(ran("stall", 2), 1);
+    expect_record("stall", 2, "ok");
+    expect_life("stall", 2, "due queued claiming claimed running recorded");
+    stop(r);
+}
+END_TEST
+
+START_TEST(a_tick_whose_claim_is_unsettled_runs_once_answered_within_its_window)
+{
+    fail_claims = 1000;
+    fail_applies = true;
+    struct runner *r = start(EVERY_SECOND("window", ", catchup: 1h"));
+    advance(r, 1600);
+    fail_claims = 0;
+    advance(r, 1200);
+    ck_assert_int_eq(ran("window", 1), 1);
+    ck_assert_str_eq(proc_of("window", 1)->trigger, "catchup");
+    expect_record("window", 1, "ok");
+    ck_assert_int_eq(ran("window", 2), 1);
+    expect_record("window", 2, "ok");
+    stop(r);
+}
+END_TEST
+
+START_TEST(a_pause_waits_for_the_settlement_of_a_tick_whose_claim_is_unsettled)
+{
+    fail_claims = 1000;
+    fail_applies = true; /* T0+1's claim applied, its answer lost */
+    struct runner *r = start(EVERY_SECOND("pz", ", catchup: 1h"));
+    advance(r, 700);
+    fpause[npause++] = (struct pause_entry){
+        .job = "pz", .raw = "{\"state\":\"paused\"}", .since_ms = T0 * 1000 + 1200};
+    runner_control_changed(r);
+    advance(r, 300);
+    fail_claims = 0;
+    advance(r, 500); /* answered: ours, claimed before the pause: held */
+    ck_assert_ptr_null(record_of("pz", 1));
+    fpause[0] = (struct pause_entry){
+        .job = "pz", .raw = "{\"state\":\"resumed\"}", .resumed = true, .resumed_at = T0 + 2};
+    runner_control_changed(r);
+    advance(r, 300);
+    ck_assert_int_eq(ran("pz", 1), 0);
+    expect_record("pz", 1, "skipped");
+    ck_assert_str_eq(record_of("pz", 1)->reason, "paused (baton pause)");
+    expect_life_ends("pz", 1, "due queued claiming claiming", "claiming claimed held skipped");
+    stop(r);
+}
+END_TEST
+
+START_TEST(a_release_held_in_the_outbox_does_not_make_the_next_tick_busy)
+{
+    fail_writes = true; /* the end of T0+1's run cannot be written ... */
+    struct runner *r = start(EVERY_SECOND("held", ""));
+    advance(r, 700);
+    ck_assert_int_eq(ran("held", 1), 1);
+    fail_writes = false; /* ... and waits in the outbox for a second after the failure */
+    advance(r, 1200);
+    ck_assert_int_eq(ran("held", 2), 1);
+    expect_record("held", 2, "ok");
+    expect_record("held", 1, "ok");
+    stop(r);
+}
+END_TEST
+
+START_TEST(a_tick_released_by_resume_catchup_then_let_go_is_recorded_not_started)
+{
+    struct runner *r = start(EVERY_SECOND("rc", ", catchup: 1h"));
+    pause_after_prepare(r, "rc"); /* T0+1 held */
+    leading_token = false;        /* the token lost ... */
+    npause = 0;                   /* ... as resume --catchup releases the tick */
+    runner_control_changed(r);
+    advance(r, 200);
+    ck_assert_ptr_null(record_of("rc", 1));
+    runner_unlead(r);
+    advance(r, 100);
+    ck_assert_int_eq(ran("rc", 1), 0);
+    expect_record("rc", 1, "failed_to_start");
+    expect_life("rc", 1, "due queued claiming claimed held claimed not_started");
+    stop(r);
+}
+END_TEST
+
+START_TEST(a_tick_released_by_resume_catchup_whose_run_is_refused_is_recorded_not_started)
+{
+    struct runner *r = start(EVERY_SECOND("rf", ", catchup: 1h"));
+    pause_after_prepare(r, "rf");
+    refuse_claims = true; /* the lease is another's: its run cannot register */
+    npause = 0;
+    runner_control_changed(r);
+    advance(r, 200);
+    ck_assert_int_eq(ran("rf", 1), 0);
+    expect_record("rf", 1, "failed_to_start");
+    expect_life("rf", 1, "due queued claiming claimed held claimed not_started");
+    stop(r);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("runner");
@@ -1166,6 +1307,13 @@ static Suite *suite(void)
     tcase_add_test(tc, a_lost_claim_is_settled_once_this_node_stops_leading);
     tcase_add_test(tc, a_tick_missed_while_paused_runs_when_resumed_with_catchup);
     tcase_add_test(tc, a_tick_that_came_due_while_paused_is_recorded_skipped_at_a_plain_resume);
+    tcase_add_test(tc, a_tick_whose_claim_is_unsettled_is_decided_once_by_its_claim);
+    tcase_add_test(tc, a_tick_whose_claim_is_unsettled_runs_once_answered_within_its_window);
+    tcase_add_test(tc, a_pause_waits_for_the_settlement_of_a_tick_whose_claim_is_unsettled);
+    tcase_add_test(tc, a_release_held_in_the_outbox_does_not_make_the_next_tick_busy);
+    tcase_add_test(tc, a_tick_released_by_resume_catchup_then_let_go_is_recorded_not_started);
+    tcase_add_test(tc,
+                   a_tick_released_by_resume_catchup_whose_run_is_refused_is_recorded_not_started);
     suite_add_tcase(s, tc);
     return s;
 }

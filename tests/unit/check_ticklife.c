@@ -31,9 +31,11 @@ static const char *const lives[] = {
     "due queued claiming claimed held skipped",
     "due superseded",
     "due queued superseded",
+    "due queued claiming claimed superseded", /* its claim answered after it aged */
     "due queued claiming claimed held superseded",
     "due missed",
     "due queued missed",
+    "due queued claiming claimed missed", /* the same */
     "due queued claiming claimed held missed",
     /* not this node's */
     "due queued claiming taken",
@@ -217,6 +219,7 @@ static const struct {
     {TICK_CLAIMING, TICK_EV_DROP, "a tick whose claim may be ours is settled, not recorded missed"},
     {TICK_CLAIMING, TICK_EV_SUPERSEDE, "the same, superseded"},
     {TICK_CLAIMING, TICK_EV_SKIP, "the same, skipped (paused)"},
+    {TICK_CLAIMING, TICK_EV_HOLD, "a pause holds a tick whose claim is answered ours"},
     {TICK_CLAIMED, TICK_EV_FORGET, "a claimed tick is recorded, never let go"},
     {TICK_CLAIMED, TICK_EV_CLAIM, "a tick is claimed once"},
     {TICK_RUNNING, TICK_EV_FORGET, "a run ends recorded, whoever leads"},

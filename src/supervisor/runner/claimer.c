@@ -148,6 +148,9 @@ bool claimer_read_marks(const struct rctx *x, struct claimer *c, struct jobstate
 static const char reason_lost[] =
     "claimed by a request whose answer was lost (Redis stalled), and this node stopped leading "
     "before it could start it: not run";
+static const char reason_reset[] =
+    "claimed by a request whose answer was lost (Redis stalled), and let go before it could "
+    "start (its job was resumed with catch-up, or changed): not run";
 static const char reason_undecided[] =
     "its claim was undecided (a majority of the masters did not answer it) when this node gave "
     "it up: not run here (a later leader runs it unless a majority had it)";
@@ -165,7 +168,8 @@ void claimer_settle(const struct rctx *x, struct claimer *c, struct jobstate *js
         ticklife_move(x, js->job->name, cs->tick, &s, TICK_EV_VOID);
         log_claim(x, js->job->name, cs->tick, LE_CLAIM_RECOVERED, LOG_INFO, NULL,
                   "recorded not started");
-        records_not_started(x->rec, js->job, x->term, cs->id, member, cs->tick, true, reason_lost);
+        records_not_started(x->rec, js->job, x->term, cs->id, member, cs->tick, true,
+                            x->leading && cs->term == x->term ? reason_reset : reason_lost);
     } else if (res == CLAIM_OURS_SKIPPED) {
         ticklife_move(x, js->job->name, cs->tick, &s, TICK_EV_WON_SKIP);
         log_claim(x, js->job->name, cs->tick, LE_CLAIM_RECOVERED, LOG_INFO, NULL,
@@ -219,10 +223,11 @@ void claimer_wait_busy(const struct rctx *x, struct jobstate *js, struct claim_r
 }
 
 /* The claim of js's tick (the head, h) answered res: keeps js->claim and
- * says what happened in the log. */
+ * says what happened in the log (started: what becomes of a tick ours to
+ * run). */
 static void note_answer(const struct rctx *x, struct claimer *c, struct jobstate *js,
                         const struct claim_reply *reply, enum claim_result res, int64_t tick,
-                        bool late)
+                        const char *started)
 {
     struct claim_state *cs = &js->claim;
     if (res != CLAIM_ERROR)
@@ -236,7 +241,7 @@ static void note_answer(const struct rctx *x, struct claimer *c, struct jobstate
     }
     if (res == CLAIM_OURS || res == CLAIM_OURS_SKIPPED || res == CLAIM_OURS_EXPIRED) {
         log_claim(x, js->job->name, tick, LE_CLAIM_RECOVERED, LOG_INFO, NULL,
-                  res == CLAIM_OURS           ? (late ? "recorded not started" : "run")
+                  res == CLAIM_OURS           ? started
                   : res == CLAIM_OURS_SKIPPED ? "recorded skipped"
                                               : "recorded not started");
     } else if (res == CLAIM_NOT_LEADER) {
@@ -292,17 +297,53 @@ static void flush_skipped(const struct rctx *x, struct jobstate *js)
     records_skipped(x->rec, js->job->name, x->term, &s);
 }
 
+/* Claims tick at of js in mode for member (the answer in *reply). A claim
+ * that would skip the tick for a run alive (forbid, live) while an
+ * unregistration of the job still waits in the outbox (it could not be
+ * written yet) first asks without deciding (run or wait): a run of ours
+ * that ended, still registered, must not make the tick look busy. It is
+ * then made again: to run when only such runs were there, else as asked. */
+static enum claim_result claim_head(const struct rctx *x, const struct runs *rs,
+                                    const struct jobstate *js, int64_t at, enum claim_mode mode,
+                                    const char *member, struct claim_reply *reply)
+{
+    const char *job = js->job->name, *key = baton_election_key(x->election);
+    bool ask = mode == CLAIM_RUN_OR_SKIP && outbox_unregisters(x->out, job);
+    enum claim_result res =
+        claim_tick(x->client, x->group, job, key, baton_election_token(x->election), at,
+                   ask ? CLAIM_RUN_OR_WAIT : mode, member, reply);
+    if (!ask || res != CLAIM_BUSY || reply->partial)
+        return res;
+    live_busy(x, rs, reply);
+    if (reply->nbusy == 0)
+        mode = CLAIM_RUN;
+    claim_reply_free(reply);
+    return claim_tick(x->client, x->group, job, key, baton_election_token(x->election), at, mode,
+                      member, reply);
+}
+
+/* The tick at of paused js, claimed to run before the pause came (its
+ * claim's answer was lost until now), in state (claimed): held for the
+ * pause's end, as runs_go() holds a prepared run (finish() in runs.c); its
+ * registration goes (a resume with catch-up registers its run anew). */
+static void hold_claimed(const struct rctx *x, struct jobstate *js, int64_t at,
+                         enum tick_state state, const char *member, const char *reason)
+{
+    ticklife_move(x, js->job->name, at, &state, TICK_EV_HOLD);
+    outbox_release(x->out, js->job->name, member);
+    if (runs_hold(&js->runs, at, state))
+        return;
+    ticklife_move(x, js->job->name, at, &state, TICK_EV_SKIP); /* out of memory: recorded */
+    records_skipped_one(x->rec, js->job->name, x->term, at, HO_SKIPPED, reason);
+}
+
 bool claimer_head(const struct rctx *x, struct claimer *c, struct runs *rs, struct jobstate *js,
                   const struct tick_intent *in)
 {
     struct tick_slot *slot = ticks_head(&js->ticks);
     const struct sched_tick h = slot->t;
+    const char *name = js->job->name;
     int64_t now = loop_now();
-    /* The records of the ticks before this one first (superseded, dropped:
-     * this claim passes them), and our ended runs unregistered: they must
-     * not look busy. */
-    flush_skipped(x, js);
-    outbox_flush(x->out, x->may_block, x->host);
     if (baton_election_token(x->election) == NULL)
         return false;
     if (!rctx_may_block(x)) {
@@ -318,28 +359,50 @@ bool claimer_head(const struct rctx *x, struct claimer *c, struct runs *rs, stru
             return false;
         }
     }
+    /* The records of the ticks before this one (superseded, dropped, a
+     * lost claim settled just now: this claim passes them), and the
+     * registrations of our ended runs and of that claim released: they
+     * must not look busy. */
+    flush_skipped(x, js);
+    outbox_flush(x->out, x->may_block, x->host);
+    /* Its last claim's answer was lost: this claim's answer is that one's. */
+    bool waited = slot->state == TICK_CLAIMING;
     if (js->claim.tick != h.at || js->claim.id[0] == '\0') {
         claimer_run_id(x, c, h.at, 1, js->claim.id, sizeof js->claim.id);
         js->claim.tick = h.at;
+        js->claim.term = x->term;
         if (!in->early && !h.missed) /* its first try, at or after its instant */
             window_late(x, c, js, h.at, rtime_wall_ms() - h.at * 1000);
     }
     char id[RUN_ID_MAX], member[RUN_ID_MAX + 160];
-    struct claim_reply reply;
     snprintf(id, sizeof id, "%s", js->claim.id);
     snprintf(member, sizeof member, "%s/%s", x->node, id);
+    const char *skip_reason = js->claim.skip_reason; /* the lost claim's, if it was to skip */
     js->claim.skip_reason =
         in->mode == CLAIM_SKIP || in->mode == CLAIM_RUN_OR_SKIP ? in->reason : NULL;
-    ticklife_move(x, js->job->name, h.at, &slot->state, TICK_EV_CLAIM);
-    enum claim_result res =
-        claim_tick(x->client, x->group, js->job->name, baton_election_key(x->election),
-                   baton_election_token(x->election), h.at, in->mode, member, &reply);
+    ticklife_move(x, name, h.at, &slot->state, TICK_EV_CLAIM);
+    struct claim_reply reply;
+    enum claim_result res = claim_head(x, rs, js, h.at, in->mode, member, &reply);
     bool late = (res == CLAIM_OK || res == CLAIM_OURS) && claimer_late(x);
-    note_answer(x, c, js, &reply, res, h.at, late);
+    /* A claim answered after its tick aged (its answer was lost): a tick
+     * that waited, decided as a held tick is (sched_held). */
+    int64_t wall = rtime_wall_ms();
+    bool missed = h.missed || (waited && wall - h.at * 1000 >= SCHED_LIVE_SLACK_MS);
+    enum sched_verdict v = waited ? sched_held(js->job, h.at, wall) : SV_START;
+    note_answer(x, c, js, &reply, res, h.at,
+                late                ? "recorded not started"
+                : in->hold          ? "held (paused)"
+                : v == SV_DROP      ? "recorded missed"
+                : v == SV_SUPERSEDE ? "recorded superseded"
+                                    : "run");
     if (reply.undo) /* a quorum's masters registered what does not run: released */
-        outbox_release(x->out, js->job->name, member);
+        outbox_release(x->out, name, member);
     struct claim_next next = claim_step_of(res, false);
-    ticklife_move(x, js->job->name, h.at, &slot->state, next.tick);
+    /* An answer that leaves a lost claim of this tick unsettled (refused:
+     * the script looked at nothing; busy or no answer where it may have
+     * applied) leaves the tick claiming: nothing but that claim decides it. */
+    ticklife_move(x, name, h.at, &slot->state,
+                  js->claim.lost && js->claim.tick == h.at ? TICK_EV_NO_ANSWER : next.tick);
     enum tick_state state = slot->state; /* the slot's until it is popped */
     if (next.done) {
         ticks_pop(&js->ticks);
@@ -349,15 +412,26 @@ bool claimer_head(const struct rctx *x, struct claimer *c, struct runs *rs, stru
     switch (next.step) {
     case STEP_START:
         if (late) {
-            ticklife_move(x, js->job->name, h.at, &state, TICK_EV_START_FAILED);
-            records_not_started(x->rec, js->job, x->term, id, member, h.at, h.missed,
+            ticklife_move(x, name, h.at, &state, TICK_EV_START_FAILED);
+            records_not_started(x->rec, js->job, x->term, id, member, h.at, missed,
                                 "claimed after the leader's stop point (it was stalled): not "
                                 "started");
             break;
         }
-        struct rrun *rr = runs_start(x, rs, js, id, h.at, 1,
-                                     h.missed ? RUN_TRIGGER_CATCHUP : RUN_TRIGGER_SCHEDULE, NULL,
-                                     in->early && rtime_wall_ms() < h.at * 1000, state);
+        if (in->hold) { /* paused after its claim */
+            hold_claimed(x, js, h.at, state, member, in->reason);
+            break;
+        }
+        if (v != SV_START) { /* aged while its answer was lost: the catch-up policy's */
+            ticklife_move(x, name, h.at, &state, v == SV_DROP ? TICK_EV_DROP : TICK_EV_SUPERSEDE);
+            outbox_release(x->out, name, member);
+            records_skipped_one(x->rec, name, x->term, h.at,
+                                v == SV_DROP ? HO_MISSED : HO_SUPERSEDED, sched_reason(js->job, v));
+            break;
+        }
+        struct rrun *rr =
+            runs_start(x, rs, js, id, h.at, 1, missed ? RUN_TRIGGER_CATCHUP : RUN_TRIGGER_SCHEDULE,
+                       NULL, in->early && wall < h.at * 1000, state);
         if (rr != NULL && rr->run.prepared) {
             if (x->fault_slow_prepare)
                 nanosleep(&(struct timespec){.tv_nsec = 15 * MS}, NULL);
@@ -368,13 +442,15 @@ bool claimer_head(const struct rctx *x, struct claimer *c, struct runs *rs, stru
         }
         break;
     case STEP_NOT_STARTED:
-        records_not_started(x->rec, js->job, x->term, id, member, h.at, h.missed, next.reason);
+        records_not_started(x->rec, js->job, x->term, id, member, h.at, missed, next.reason);
         break;
     case STEP_SKIPPED: {
         struct sched_range before;
-        if (ticks_skip(&js->ticks, h.at, HO_SKIPPED,
-                       in->reason != NULL ? in->reason : ticks_reason_busy(), &before))
-            records_skipped(x->rec, js->job->name, x->term, &before);
+        const char *why = res == CLAIM_OURS_SKIPPED && waited && skip_reason != NULL ? skip_reason
+                          : in->reason != NULL                                       ? in->reason
+                                               : ticks_reason_busy();
+        if (ticks_skip(&js->ticks, h.at, HO_SKIPPED, why, &before))
+            records_skipped(x->rec, name, x->term, &before);
         break;
     }
     case STEP_WAIT: claimer_wait_busy(x, js, &reply, rs, in->early, h.at, now); break;
@@ -414,12 +490,38 @@ void claimer_retries(const struct rctx *x, struct claimer *c, struct runs *rs, s
             return;
         }
         *p = t->next;
-        if (res == CLAIM_OK) {
+        if (res == CLAIM_OK)
             runs_start(x, rs, js, id, t->tick, t->attempt, t->trigger, NULL, false, t->state);
-        } else {
-            ticklife_move(x, js->job->name, t->tick, &t->state, TICK_EV_FORGET);
-            hooks_retry_dropped(x->hooks, js->job->name, t->tick);
-        }
+        else
+            claimer_let_go(x, c, js, t, id);
         free(t);
     }
+}
+
+static const char reason_let_go[] =
+    "released by a resume with catch-up, but this node stopped leading (or the job changed) "
+    "before its run could start: not run";
+static const char reason_refused[] =
+    "released by a resume with catch-up, but the lease was no longer this node's when its run "
+    "was to start: not run";
+
+void claimer_let_go(const struct rctx *x, struct claimer *c, struct jobstate *js, struct retry *t,
+                    const char *id)
+{
+    const char *name = js->job->name;
+    if (t->state != TICK_CLAIMED) { /* a retry: its tick is recorded (the attempt before) */
+        ticklife_move(x, name, t->tick, &t->state, TICK_EV_FORGET);
+        hooks_retry_dropped(x->hooks, name, t->tick);
+        return;
+    }
+    char made[RUN_ID_MAX], member[RUN_ID_MAX + 160];
+    const char *why = id != NULL ? reason_refused : reason_let_go;
+    if (id == NULL) {
+        claimer_run_id(x, c, t->tick, t->attempt, made, sizeof made);
+        id = made;
+    }
+    snprintf(member, sizeof member, "%s/%s", x->node, id);
+    ticklife_move(x, name, t->tick, &t->state, TICK_EV_START_FAILED);
+    records_not_started(x->rec, js->job, x->term, id, member, t->tick,
+                        t->trigger == RUN_TRIGGER_CATCHUP, why);
 }

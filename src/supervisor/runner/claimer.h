@@ -32,11 +32,13 @@
 #define CLAIM_RETRY_MS     100 /* a claim that failed (Redis unreachable) is retried this often */
 
 struct jobstate;
+struct retry;
 struct runs;
 
 /* One job's claim. */
 struct claim_state {
     int64_t tick;        /* the tick id was made for */
+    uint64_t term;       /* ... and the term it was made in */
     char id[RUN_ID_MAX]; /* "": none */
     /* The claim of tick went unanswered (Redis stalled past redis_timeout),
      * or was undecided on a quorum: it may have been applied after all. */
@@ -84,7 +86,11 @@ bool claimer_read_marks(const struct rctx *x, struct claimer *c, struct jobstate
 void claimer_write_marks(const struct rctx *x, struct jobstate **js, size_t n);
 
 /* Claims the head of js's queue as intent `in` says, and carries out the
- * step its answer means (steps.h). Returns true when the head was dealt
+ * step its answer means (steps.h). A head whose last claim's answer was
+ * lost (claiming) is claimed again under the same run id, and this answer
+ * is that claim's: ours to run, it runs, or (it aged meanwhile) the
+ * catch-up policy records it, as for a held tick (sched_held); in->hold
+ * (paused): held for the pause's end. Returns true when the head was dealt
  * with (popped), false when it waits (js->hold_until says until when, 0:
  * until a run ends). */
 bool claimer_head(const struct rctx *x, struct claimer *c, struct runs *rs, struct jobstate *js,
@@ -93,6 +99,17 @@ bool claimer_head(const struct rctx *x, struct claimer *c, struct runs *rs, stru
  * registered like any run, without a claim (the tick is ours). */
 void claimer_retries(const struct rctx *x, struct claimer *c, struct runs *rs, struct jobstate *js,
                      int64_t now);
+
+/* js's retry t is let go before its run starts (taken out of js's list;
+ * freeing it is the caller's): a retry is forgotten (its tick was recorded
+ * with the attempt before; its hook goes now). A tick that a resume with
+ * catch-up released (claimed, not yet run) is recorded not started: the
+ * mark is past it, so no later leader would run it, as for every claimed
+ * tick whose run does not start. id: the run id whose registration was
+ * refused (the lease is no longer ours), or NULL: this node let it go
+ * (it stopped leading, or the job changed). */
+void claimer_let_go(const struct rctx *x, struct claimer *c, struct jobstate *js, struct retry *t,
+                    const char *id);
 
 /* Settles js's lost claim, once this node will not claim that tick again
  * (and only when a blocking call may start): if Redis applied it after all

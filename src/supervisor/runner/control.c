@@ -359,13 +359,31 @@ static bool write_paused(const struct rctx *x, struct jobstate *js)
     return true;
 }
 
-bool control_hold(const struct rctx *x, struct control *c, struct jobstate *js, int64_t wall)
+bool control_hold(const struct rctx *x, struct control *c, struct claimer *cl, struct runs *rs,
+                  struct jobstate *js, int64_t wall)
 {
     struct control_job *cj = &js->ctl;
     struct ticks *t = &js->ticks;
     int64_t now_s = wall / 1000;
     bool finishing = cj->pause_until != PAUSE_FOREVER && now_s >= cj->pause_until;
     int64_t until = finishing ? cj->pause_until : now_s;
+    if (ticks_has_head(t) && ticks_head(t)->state == TICK_CLAIMING) {
+        /* It may be ours already: its claim, made again to run (the
+         * answer says what the lost claim did; one to skip would turn a
+         * claim to run into skipped), decides it: ours to run, held as a
+         * tick claimed before the pause is; one not applied is claimed
+         * now and held too, which ends as a paused tick does (recorded
+         * skipped at a resume, run at one with catch-up). */
+        struct tick_intent in = {.step = TS_CLAIM,
+                                 .mode = CLAIM_RUN,
+                                 .at = ticks_head(t)->t.at,
+                                 .reason = reason_paused,
+                                 .hold = true};
+        if (!claimer_head(x, cl, rs, js, &in))
+            return false;
+        struct sched_range skipped = ticks_take_skipped(t); /* found claimed as skipped */
+        records_skipped(x->rec, js->job->name, x->term, &skipped);
+    }
     if (!finishing && now_s - t->last < PAUSE_FLUSH_S)
         return true; /* nothing to write yet: counted when it is */
     struct sched_range before = ticks_take_skipped(t); /* in tick order: what was decided */

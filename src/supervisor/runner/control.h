@@ -32,6 +32,7 @@
 #define PAUSE_FOREVER    INT64_MAX /* paused, no resume yet */
 #define MANUAL_HASH_SIZE 1024      /* requests waiting are at most TRIGGER_QUEUE_MAX */
 
+struct claimer;
 struct jobstate;
 struct runs;
 struct runs_job;
@@ -81,10 +82,15 @@ void control_manuals(const struct rctx *x, struct control *c, struct runs *rs, s
 
 /* js is paused at wall (ms): its due ticks, queued ones first, join its
  * paused range instead of running; the range is recorded when the resume
- * comes, or when the oldest is PAUSE_FLUSH_S old. A resume without
- * catch-up, once recorded, lets the job run again (pause_until 0). Returns
- * false when the record could not be written now (hold the job a while). */
-bool control_hold(const struct rctx *x, struct control *c, struct jobstate *js, int64_t wall);
+ * comes, or when the oldest is PAUSE_FLUSH_S old. A queued tick whose
+ * claim's answer was lost (claiming) is not the pause's to decide: its
+ * claim is made again (claimer_head, cl and rs) and its answer decides it
+ * first (ours to run: held, as a tick claimed before the pause is). A
+ * resume without catch-up, once recorded, lets the job run again
+ * (pause_until 0). Returns false when the record could not be written now,
+ * or that claim is still unanswered (hold the job a while). */
+bool control_hold(const struct rctx *x, struct control *c, struct claimer *cl, struct runs *rs,
+                  struct jobstate *js, int64_t wall);
 
 /* Records the ticks js holds (a pause held them after their claim) as
  * skipped, reason paused: no later leader runs them. */

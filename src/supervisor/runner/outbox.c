@@ -41,21 +41,33 @@ static void item_free(struct outbox_item *it)
     free(it);
 }
 
+static bool unregisters(const struct outbox_item *it)
+{
+    return it->kind == OUT_RELEASE || it->kind == OUT_TRIGGER_DONE;
+}
+
+/* Takes the oldest item out and frees it. */
+static void pop(struct outbox *o)
+{
+    struct outbox_item *it = o->head;
+    o->head = it->next;
+    if (o->head == NULL)
+        o->tail = NULL;
+    o->n--;
+    o->nunreg -= unregisters(it);
+    item_free(it);
+}
+
 static void put(struct outbox *o, struct outbox_item *it)
 {
     if (o->n == OUTBOX_MAX) { /* bounded: the oldest goes */
-        struct outbox_item *old = o->head;
-        o->head = old->next;
-        if (o->head == NULL)
-            o->tail = NULL;
-        o->n--;
         cJSON *f = log_fields();
-        cJSON_AddStringToObject(f, "job", old->job != NULL ? old->job : "");
+        cJSON_AddStringToObject(f, "job", o->head->job != NULL ? o->head->job : "");
         cJSON_AddStringToObject(f, "run_id", "");
         cJSON_AddStringToObject(f, "error",
                                 "too many records waiting for Redis: the oldest is dropped");
         log_emit(o->log, LE_HISTORY_WRITE_FAILED, f);
-        item_free(old);
+        pop(o);
     }
     if (o->tail != NULL)
         o->tail->next = it;
@@ -63,6 +75,7 @@ static void put(struct outbox *o, struct outbox_item *it)
         o->head = it;
     o->tail = it;
     o->n++;
+    o->nunreg += unregisters(it);
 }
 
 void outbox_history(struct outbox *o, const char *job, const struct history_rec *rec)
@@ -165,11 +178,7 @@ void outbox_flush(struct outbox *o, bool (*may_block)(void *ctx), void *ctx)
             cJSON_AddStringToObject(f, "error", baton_client_errstr(o->client));
             log_emit(o->log, LE_HISTORY_WRITE_FAILED, f);
         }
-        o->head = it->next;
-        if (o->head == NULL)
-            o->tail = NULL;
-        o->n--;
-        item_free(it);
+        pop(o);
     }
     /* Whatever is left waits for the gate to open. */
     o->retry_at = o->head == NULL ? 0 : loop_now() + GATE_RETRY_MS * MS;
@@ -177,11 +186,14 @@ void outbox_flush(struct outbox *o, bool (*may_block)(void *ctx), void *ctx)
 
 void outbox_clear(struct outbox *o)
 {
-    while (o->head != NULL) {
-        struct outbox_item *it = o->head;
-        o->head = it->next;
-        item_free(it);
-    }
-    o->tail = NULL;
-    o->n = 0;
+    while (o->head != NULL)
+        pop(o);
+}
+
+bool outbox_unregisters(const struct outbox *o, const char *job)
+{
+    for (const struct outbox_item *it = o->head; it != NULL && o->nunreg > 0; it = it->next)
+        if (unregisters(it) && strcmp(it->job, job) == 0)
+            return true;
+    return false;
 }

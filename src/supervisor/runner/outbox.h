@@ -28,6 +28,7 @@ struct outbox {
     int64_t history_len;         /* each job's history is capped near this */
     struct outbox_item *head, *tail;
     size_t n;
+    size_t nunreg;        /* of them, writes that end a registration */
     int64_t retry_at;     /* CLOCK_MONOTONIC: write again then (0: nothing waits) */
     int64_t failed_until; /* a write failed: none before then */
 };
@@ -40,6 +41,10 @@ void outbox_release(struct outbox *o, const char *job, const char *member);
  * NULL), or ended with rec's outcome, which also ends its registration. */
 void outbox_trigger(struct outbox *o, const struct run *run, const char *trigger_id,
                     const struct history_rec *rec);
+
+/* True when a write that ends a registration of job (a run's release, a
+ * manual run's end) waits here: that run still looks alive to a claim. */
+bool outbox_unregisters(const struct outbox *o, const char *job);
 
 /* Writes what waits, in order, while may_block(ctx) allows. */
 void outbox_flush(struct outbox *o, bool (*may_block)(void *ctx), void *ctx);

@@ -183,7 +183,7 @@ static void process_job(struct runner *r, struct jobstate *js)
         claimer_retries(&r->x, &r->cl, &r->runs, js, now);
         control_manuals(&r->x, &r->ctl, &r->runs, js, now); /* a paused job runs by hand */
         if (js->ctl.pause_until != 0 && js->hold_until == 0 &&
-            !control_hold(&r->x, &r->ctl, js, wall))
+            !control_hold(&r->x, &r->ctl, &r->cl, &r->runs, js, wall))
             js->hold_until = now + CLAIM_RETRY_MS * MS;
     }
     if (js->ticks.mark_known && js->ctl.pause_until == 0) {
@@ -209,8 +209,7 @@ static void clear_schedule(struct runner *r, struct jobstate *js)
     while (js->runs.retries != NULL) {
         struct retry *t = js->runs.retries;
         js->runs.retries = t->next;
-        ticklife_move(&r->x, js->job->name, t->tick, &t->state, TICK_EV_FORGET);
-        hooks_retry_dropped(r->h.hooks, js->job->name, t->tick);
+        claimer_let_go(&r->x, &r->cl, js, t, NULL);
         free(t);
     }
     control_job_clear(&r->ctl, &js->ctl);

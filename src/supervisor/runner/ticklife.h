@@ -31,15 +31,23 @@
  * it). An end is reached where the decision is taken; its record follows
  * at once, or with its range (records.h).
  *
- * A claim whose answer was lost keeps its tick `claiming` (claim again,
- * forget); the claimer settles it later (claimer_settle) as a claim that
- * is answered at last.
+ * A claim whose answer was lost keeps its tick `claiming` until that
+ * claim is settled: an answer that leaves it unsettled (refused, busy
+ * where it may have applied) keeps it there too. Only the claim decides
+ * it, never the tick's age, the catch-up policy or a pause behind its
+ * back (each of those would record it, and the settled claim again): the
+ * claim is made again under the same run id, and its answer is that
+ * claim's. Ours to run, it runs; if it aged meanwhile, the catch-up
+ * policy decides it as it does a held tick (claimed -> missed,
+ * superseded); a paused job's is held. Let go before that (leadership
+ * ended, the job changed, a resume with catch-up), the claimer settles
+ * it later (claimer_settle) as a claim that is answered at last.
  *
- * Two moves the runner can still make in a corner are refused, as each
- * loses or doubles a record: a `claiming` tick recorded missed, superseded
- * or skipped (paused) before its lost claim is settled (recorded again
- * when it is), and a tick released by a resume with catch-up (`claimed`)
- * let go before its run starts (never recorded). */
+ * A claimed tick is never let go unrecorded: the mark is past it, so no
+ * later leader would run it. One that a resume with catch-up released
+ * (held -> claimed) and whose run does not start (this node stops leading,
+ * the job changes, its registration is refused) is recorded not_started,
+ * as every claimed tick whose run does not start. */
 #ifndef BATON_TICKLIFE_H
 #define BATON_TICKLIFE_H
 
@@ -119,12 +127,14 @@ enum tick_event {
     X(CLAIMING, BUSY, QUEUED)              /* claimer.c claimer_head */                            \
     X(CLAIMING, TAKEN, TAKEN)              /* claimer.c claimer_head, claimer_settle */            \
     X(CLAIMING, REFUSED, QUEUED)           /* claimer.c claimer_head */                            \
-    X(CLAIMING, NO_ANSWER, CLAIMING)       /* claimer.c claimer_head */                            \
+    X(CLAIMING, NO_ANSWER, CLAIMING)       /* claimer_head: lost, or it leaves a lost one */       \
     X(CLAIMING, FORGET, CLAIMING)          /* ticklife_forget: claimer_settle ends it */           \
     X(CLAIMED, START, RUNNING)             /* runs.c runs_start, runs_go */                        \
-    X(CLAIMED, START_FAILED, NOT_STARTED)  /* claimer.c claimer_head (late), runs.c */             \
-    X(CLAIMED, HOLD, HELD)                 /* runs.c finish: a pause before its go */              \
+    X(CLAIMED, START_FAILED, NOT_STARTED)  /* claimer_head (late), claimer_let_go, runs.c */       \
+    X(CLAIMED, HOLD, HELD)                 /* runs.c finish, claimer_head: paused first */         \
     X(CLAIMED, SKIP, SKIPPED)              /* runs.c finish: the same, not held */                 \
+    X(CLAIMED, DROP, MISSED)               /* claimer_head: answered after it aged, catchup's */   \
+    X(CLAIMED, SUPERSEDE, SUPERSEDED)      /* claimer_head: the same, catchup: last */             \
     X(RUNNING, END, RECORDED)              /* runs.c finish */                                     \
     X(RUNNING, RETRY, RETRYING)            /* runs.c finish */                                     \
     X(RETRYING, START, RUNNING)            /* runs.c runs_start (claimer_retries) */               \

@@ -156,17 +156,22 @@ struct tick_intent ticks_next(struct ticks *t, const struct job *job, int runnin
     if (t->qlen == 0)
         return (struct tick_intent){.step = TS_NONE};
     struct sched_tick *h = &ticks_head(t)->t;
+    /* Its claim's answer was lost: it may be ours already, so neither its
+     * age nor the catch-up policy decides it behind that claim. */
+    bool unsettled = ticks_head(t)->state == TICK_CLAIMING;
     struct tick_intent in = {.at = h->at, .early = h->at * 1000 > wall_ms};
     if (in.early && ahead_ms == 0) { /* decided at its instant */
         in.step = TS_AT_INSTANT;
         return in;
     }
-    if (!h->missed && wall_ms - h->at * 1000 >= SCHED_LIVE_SLACK_MS) {
+    if (!h->missed && !unsettled && wall_ms - h->at * 1000 >= SCHED_LIVE_SLACK_MS) {
         h->missed = true; /* it waited: the catch-up policy decides now */
         t->qmissed++;
     }
     enum sched_verdict v =
         sched_decide(job, h, t->qlen - 1, t->qmissed - (h->missed ? 1 : 0), running, wall_ms);
+    if (unsettled && (v == SV_DROP || v == SV_SUPERSEDE))
+        v = SV_START; /* claimed again: its answer decides (claimer_head) */
     switch (v) {
     case SV_WAIT: in.step = TS_WAIT; return in;
     case SV_REPLACE: in.step = TS_REPLACE; return in;

@@ -33,7 +33,10 @@
 /* One queued tick. */
 struct tick_slot {
     struct sched_tick t;
-    enum tick_state state; /* queued, or claiming (ticklife.h) */
+    /* queued, or claiming (ticklife.h): its claim went out and its answer
+     * was lost, so it may be ours already: only that claim's answer (a
+     * retry, or claimer_settle) decides it. */
+    enum tick_state state;
 };
 
 struct ticks {
@@ -119,11 +122,17 @@ struct tick_intent {
     enum history_outcome outcome; /* TS_RECORD */
     enum tick_event ev;           /* TS_RECORD: the head's move (drop, supersede) */
     const char *reason;           /* TS_RECORD; TS_CLAIM to skip: the reason to record */
+    /* TS_CLAIM: the job is paused (control_hold settles a claiming head): a
+     * tick that turns out ours to run is held for the pause's end, not
+     * started. */
+    bool hold;
 };
 /* Decides the head at wall_ms (Unix ms) for job, with running runs of the
  * job alive here and live ticks claimed ahead_ms before their instant (0:
  * at their instant). A head that waited past SCHED_LIVE_SLACK_MS becomes
- * missed here. */
+ * missed here, and the catch-up policy decides it; not a claiming head:
+ * its claim is made again (the same run id), and its answer decides it
+ * (claimer_head: late, the policy then, as for a held tick). */
 struct tick_intent ticks_next(struct ticks *t, const struct job *job, int running, int64_t wall_ms,
                               int64_t ahead_ms);
 
