@@ -105,8 +105,8 @@ struct fproc {
     int64_t tick; /* BATON_SCHEDULED_AT */
     int go_fd;    /* a prepared one's go pipe (read end), -1 once it went */
     bool alive, reaped;
-    bool ran;    /* its command ran (a prepared one: it was told to go) */
-    int64_t end; /* CLOCK_MONOTONIC, once it runs */
+    bool ran;        /* its command ran (a prepared one: it was told to go) */
+    int64_t end;     /* CLOCK_MONOTONIC, once it runs */
     int64_t went_ms; /* the wall clock (ms) when its command ran */
     char jitter[24]; /* BATON_JITTER_MS */
     int status;
@@ -1313,7 +1313,7 @@ START_TEST(a_jittered_tick_is_claimed_ahead_of_its_delayed_instant_and_goes_then
     advance(r, 500 + d1 - 40); /* the tick is past, its instant 40 ms ahead */
     ck_assert_ptr_null(proc_of("jit", 1));
     ck_assert_int_eq(fjob("jit")->mark, T0); /* not claimed: a new leader would run it */
-    advance(r, 30); /* within the claim-ahead window: claimed, prepared */
+    advance(r, 30);                          /* within the claim-ahead window: claimed, prepared */
     ck_assert_int_eq(fjob("jit")->mark, T0 + 1);
     ck_assert_msg(proc_of("jit", 1) != NULL && !proc_of("jit", 1)->ran,
                   "the run of T0+1 is not prepared ahead of its instant");
