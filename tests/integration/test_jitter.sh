@@ -9,7 +9,8 @@
 #   2. a leader SIGKILLed between a tick and its delayed instant: the new
 #      leader starts that tick once, at the same instant;
 #   3. baton check refuses a jitter not shorter than the schedule's
-#      shortest interval, at the key.
+#      shortest interval, at the key, and shows when each next run of a
+#      job with jitter begins (the same delay).
 # Timing bounds are generous (a busy 2-core machine): a run may start late,
 # never before its instant.
 . "$BATON_TESTS_DIR/lib/harness.sh"
@@ -119,4 +120,11 @@ node_config c1 jc "$T/bad.yaml"
 "$B" check -c "$T/c1.yaml" > "$T/check.out" 2>&1 && fail "baton check accepted jitter: 2s every 2 s"
 grep -q "bad.yaml:4:13: job \"fast\": jitter: 2s is not shorter than the schedule's shortest interval between ticks (2s)" "$T/check.out" \
     || fail "baton check: $(cat "$T/check.out")"
+# baton check shows when each next run begins: its tick and the same delay.
+"$B" check -c "$T/j1.yaml" > "$T/check1.out" || fail "baton check: $(cat "$T/check1.out")"
+line=$(grep -m1 '^  next:' "$T/check1.out")
+read -r _ sched _ start <<<"$line"
+tick=$(date -u -d "$sched" +%s)
+want=$(( tick * 1000 + $(delay jit beat "$tick" 800) ))
+assert_eq "$want" "$(date -u -d "$start" +%s%3N)" "baton check's start of $sched"
 note "ok"
