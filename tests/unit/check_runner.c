@@ -1027,20 +1027,27 @@ START_TEST(a_pause_after_a_claim_then_a_plain_resume_records_the_tick_skipped)
 }
 END_TEST
 
-START_TEST(a_manual_run_of_a_forbid_job_waits_for_its_run)
+/* baton trigger JOB at requested_ms (Unix ms): request "req-1", and the
+ * message that tells the leader. */
+static void request(struct runner *r, const char *job, int64_t requested_ms)
 {
-    duration_ms = 1500;
-    struct runner *r = start(EVERY_SECOND("m", ""));
-    advance(r, 700); /* T0 + 1.2: the tick's run is alive */
     snprintf(ftrig_ids[0], sizeof ftrig_ids[0], "req-1");
-    snprintf(ftrig_jobs[0], sizeof ftrig_jobs[0], "m");
+    snprintf(ftrig_jobs[0], sizeof ftrig_jobs[0], "%s", job);
     ftrig[ntrig++] = (struct trigger){.id = ftrig_ids[0],
                                       .job = ftrig_jobs[0],
                                       .by = "op@host",
                                       .state = TRIGGER_PENDING,
                                       .attempt = 1,
-                                      .requested_ms = T0 * 1000 + 1200};
+                                      .requested_ms = requested_ms};
     runner_control_changed(r);
+}
+
+START_TEST(a_manual_run_of_a_forbid_job_waits_for_its_run)
+{
+    duration_ms = 1500;
+    struct runner *r = start(EVERY_SECOND("m", ""));
+    advance(r, 700); /* T0 + 1.2: the tick's run is alive */
+    request(r, "m", T0 * 1000 + 1200);
     advance(r, 200);
     int manual = -1;
     for (int i = 0; i < nprocs; i++)
@@ -1359,15 +1366,7 @@ START_TEST(a_manual_run_of_a_jittered_job_starts_at_once_without_a_delay)
 {
     struct runner *r = start("jobs:\n  - {name: jm, schedule: '@yearly', command: ['true'], "
                              "jitter: 1h}\n");
-    snprintf(ftrig_ids[0], sizeof ftrig_ids[0], "req-1");
-    snprintf(ftrig_jobs[0], sizeof ftrig_jobs[0], "jm");
-    ftrig[ntrig++] = (struct trigger){.id = ftrig_ids[0],
-                                      .job = ftrig_jobs[0],
-                                      .by = "op@host",
-                                      .state = TRIGGER_PENDING,
-                                      .attempt = 1,
-                                      .requested_ms = T0 * 1000 + 500};
-    runner_control_changed(r);
+    request(r, "jm", T0 * 1000 + 500);
     advance(r, 50);
     ck_assert_int_eq(nprocs, 1);
     ck_assert_str_eq(procs[0].trigger, "manual");
