@@ -20,6 +20,8 @@
  *     on_failure: /usr/local/bin/notify   (hooks, when the job has them)
  *     next:     2026-01-05T06:00:00Z  2026-01-05T07:00:00+01:00
  *               ...
+ *   (with `jitter`, each next run is followed by "starts 2026-01-05T06:00:12.345Z",
+ *   when its run begins: the tick and its delay)
  *
  *   ok: /etc/baton/baton.yaml and /etc/baton/jobs.yaml are valid (2 jobs)
  *
@@ -38,7 +40,9 @@
  *              | null, "shell": "..." | null, "workdir": PATH | null,
  *              "on_failure", "on_success": [argv] | {"shell": "..."} | null,
  *              "hook_timeout_ms": 30000,
- *              "next_runs": ["2026-01-05T06:00:00Z", ...]}],
+ *              "jitter_ms": 0, "next_runs": ["2026-01-05T06:00:00Z", ...],
+ *              "next_starts": ["2026-01-05T06:00:00.000Z", ...] (when each
+ *              run begins: the tick and its jitter delay)}],
  *    "problems": ["..."], "error": "file:line:col: message" (when a file
  *    is invalid: then the rest may be missing)}
  *
@@ -61,6 +65,8 @@
 #include "hook.h"
 #include "jobs.h"
 #include "proc.h"
+#include "rfc3339.h"
+#include "schedule.h"
 #include "tools.h"
 #include "utf8.h"
 
@@ -223,9 +229,15 @@ static void print_job(const struct job *j, int64_t now)
         }
         cron_time_format(t, NULL, utc, sizeof utc);
         if (is_utc(j))
-            printf("%s%s\n", label, utc);
+            printf("%s%s", label, utc);
         else
-            printf("%s%s  %s\n", label, utc, cron_time_format(t, j->tz, local, sizeof local));
+            printf("%s%s  %s", label, utc, cron_time_format(t, j->tz, local, sizeof local));
+        if (j->jitter_ms > 0) { /* when its run begins: the tick, delayed */
+            char start[40];
+            log_rfc3339_ms(sched_start_ms(j, t), start, sizeof start);
+            printf("  starts %s", start);
+        }
+        putchar('\n');
     }
 }
 
@@ -346,11 +358,18 @@ static cJSON *job_json(const struct job *j, int64_t now)
     cJSON_AddItemToObject(o, "on_failure", cmd_json(&j->on_failure));
     cJSON_AddItemToObject(o, "on_success", cmd_json(&j->on_success));
     cJSON_AddNumberToObject(o, "hook_timeout_ms", (double)j->hook_timeout_ms);
+    cJSON_AddNumberToObject(o, "jitter_ms", (double)j->jitter_ms);
     cJSON *next = cJSON_AddArrayToObject(o, "next_runs");
+    cJSON *starts = cJSON_AddArrayToObject(o, "next_starts");
     int64_t t = now;
-    for (int i = 0; j->enabled && i < CHECK_NEXT_RUNS && cron_next(j->expr, j->tz, t, &t) == 0; i++)
+    for (int i = 0; j->enabled && i < CHECK_NEXT_RUNS && cron_next(j->expr, j->tz, t, &t) == 0;
+         i++) {
+        char start[40];
+        log_rfc3339_ms(sched_start_ms(j, t), start, sizeof start);
         cJSON_AddItemToArray(next,
                              cJSON_CreateString(cron_time_format(t, NULL, when, sizeof when)));
+        cJSON_AddItemToArray(starts, cJSON_CreateString(start));
+    }
     return o;
 }
 

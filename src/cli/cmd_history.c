@@ -11,13 +11,16 @@
  * ops@web-1   2026-01-02T07:09:58.120Z  1.2s      ok (exit 0)  1        20260102T070958-3f9a0c2d
  *   ...
  * TRIGGER is what started the run: schedule, catch-up (a tick missed, run
- * late), retry, or manual (baton trigger, with who asked).
+ * late), retry, or manual (baton trigger, with who asked). A run of a job
+ * with jitter shows its tick's delay after STARTED: "...04.805Z (jitter
+ * 803ms)" (the run was to begin at SCHEDULED_AT + 803ms).
  *
  * A job that is not in jobs.yaml (removed, or another node's file) is still
  * looked up; the header says "(not in jobs.yaml)". No runs: "no runs recorded
  * for JOB". With --json: a JSON array of runs, newest first, each
  *   {"id": "1767337804123-0", "run_id": "...", "node": "web-1", "term": 7,
  *    "scheduled_at": "2026-01-02T07:10:04Z", "started": "...Z" | null,
+ *    "jitter_ms": 803 (only for a run of a job with jitter),
  *    "duration_ms": 3, "outcome": "ok|failed|timeout|killed|skipped",
  *    "result": "exit 0" | "signal TERM" | "", "attempt": 1}
  * (numbers are null when the entry lacks them).
@@ -86,7 +89,8 @@ const struct cli_cmd cli_cmd_history = {
     .summary = "the recent runs of a job, or the output of one",
     .description =
         "Prints the recent runs of JOB, newest first: scheduled time, node, term, what "
-        "started it (schedule, catch-up, retry, or manual by whom), start, duration, "
+        "started it (schedule, catch-up, retry, or manual by whom), start (with the tick's "
+        "delay for a job with `jitter`), duration, "
         "outcome, attempt and run id. The leader records every run in Redis, up "
         "to `history.runs` per job. A job no longer in jobs.yaml is still shown while runs "
         "of it are recorded.\n\n"
@@ -125,8 +129,8 @@ static void print_human(const char *job, bool known, const struct history_list *
                                              "DURATION", "OUTCOME", "ATTEMPT", "RUN_ID"});
     for (size_t i = 0; i < runs->n; i++) {
         const struct history_rec *r = &runs->v[i];
-        char sched[64], until[32], started[40], term[24], dur[32], outcome[256], attempt[16],
-            trigger[200];
+        char sched[64], until[32], started[80], term[24], dur[32], outcome[256], attempt[16],
+            trigger[200], jit[32];
         log_rfc3339(r->scheduled_at, sched, sizeof sched);
         if (r->until > r->scheduled_at) { /* a range of ticks that did not run */
             log_rfc3339(r->until, until, sizeof until);
@@ -134,6 +138,9 @@ static void print_human(const char *job, bool known, const struct history_list *
         }
         if (r->started_ms > 0)
             log_rfc3339_ms(r->started_ms, started, sizeof started);
+        if (r->started_ms > 0 && r->jitter_ms > 0) /* it was to begin at the tick + this */
+            snprintf(started + strlen(started), sizeof started - strlen(started), " (jitter %s)",
+                     tool_format_ms(r->jitter_ms, jit, sizeof jit));
         snprintf(term, sizeof term, "%" PRIu64, r->term);
         snprintf(attempt, sizeof attempt, "%d", r->attempt);
         const char *t_name = strcmp(r->trigger, "catchup") == 0 ? "catch-up"

@@ -652,7 +652,8 @@ int config_load_jobs(const struct config *c, struct jobs **out, char *err, size_
     struct jobs_base base = {.timezone = c->timezone,
                              .on_failure = &c->hook_on_failure,
                              .on_success = &c->hook_on_success,
-                             .hook_timeout_ms = c->hook_timeout_ms};
+                             .hook_timeout_ms = c->hook_timeout_ms,
+                             .group = c->group};
 
     return jobs_load_base(c->jobs_path, &base, out, err, errlen);
 }

@@ -21,6 +21,7 @@
 
 #include "clock.h"
 #include "cron.h"
+#include "jitter.h"
 #include "jobcmd.h"
 #include "jobs.h"
 #include "schema.h"
@@ -429,6 +430,11 @@ static const struct schema_field job_keys[] = {
      .type_doc = "duration or `last`", .expected = "a duration, 0 or last",
      .doc = "After a failover, missed ticks younger than this run; `last` runs the most "
             "recent missed tick once; `0` runs none."},
+    {.key = "jitter", .type = SCHEMA_DURATION, .offset = OFF(jitter_ms), .def = "0",
+     .def_doc = "`0` (none)", .min = 0, .max = MS_DAY,
+     .doc = "Each tick's run begins a delay in [0, jitter) after the tick, the same on every "
+            "leader (a hash of group, job and tick); shorter than the schedule's shortest "
+            "interval. `BATON_SCHEDULED_AT` stays the tick. See Jitter."},
     {.key = "retries", .type = SCHEMA_INT, .offset = OFF(retries), .width = sizeof(int),
      .def = "0", .min = 0, .max = 100,
      .doc = "Extra attempts after a run that fails (non-zero exit)."},
@@ -568,6 +574,29 @@ static int apply_base(struct jparse *p, struct job *j, schema_at *at, const stru
     return 0;
 }
 
+/* A jitter (set at node n) must be shorter than the schedule's shortest
+ * interval between ticks, looked for in the next JITTER_PROBE_TICKS ticks
+ * from now: each tick's run then begins before the next tick, so ticks
+ * still start in their order. (A shorter interval beyond those, such as a
+ * DST change makes, is met by the runner: sched_start_ms() never lets a
+ * start reach the next tick.) */
+static int check_jitter(struct jparse *p, const struct job *j, const struct yamlx_node *n,
+                        const char *prefix)
+{
+    char gap[32], jit[32];
+    if (j->jitter_ms == 0)
+        return 0;
+    int64_t shortest = jitter_shortest_ms(j->expr, j->tz, wall_ms() / 1000, j->jitter_ms, NULL);
+    if (shortest == 0 || j->jitter_ms < shortest)
+        return 0;
+    return yamlx_errorf(p->d, n,
+                        "%sjitter%s: %s is not shorter than the schedule's shortest interval "
+                        "between ticks (%s): a tick's run would begin after the next tick",
+                        prefix, n->line < j->line ? " (from defaults:)" : "",
+                        yamlx_format_duration(j->jitter_ms, jit, sizeof jit),
+                        yamlx_format_duration(shortest, gap, sizeof gap));
+}
+
 /* Reads job number idx (0-based) from mapping m into j (zeroed). */
 static int read_job(struct jparse *p, const struct yamlx_node *m, size_t idx,
                     const struct yamlx_node *defaults, const struct jobs *set, struct job *j)
@@ -575,9 +604,11 @@ static int read_job(struct jparse *p, const struct yamlx_node *m, size_t idx,
     schema_at at[NKEYS] = {0};
     const struct yamlx_node *name_node, *own_env;
     char prefix[200], what[240], msg[320], q[96];
-    int ki_name = schema_find(&jobs_schema_, "name"), ki_cmd = schema_find(&jobs_schema_, "command"),
-        ki_shell = schema_find(&jobs_schema_, "shell"), ki_tz = schema_find(&jobs_schema_, "timezone"),
-        ki_env = schema_find(&jobs_schema_, "env");
+    int ki_name = schema_find(&jobs_schema_, "name"),
+        ki_cmd = schema_find(&jobs_schema_, "command"),
+        ki_shell = schema_find(&jobs_schema_, "shell"),
+        ki_tz = schema_find(&jobs_schema_, "timezone"), ki_env = schema_find(&jobs_schema_, "env"),
+        ki_jitter = schema_find(&jobs_schema_, "jitter");
 
     snprintf(prefix, sizeof prefix, "job %zu: ", idx + 1);
     if (m->kind != YAMLX_MAP)
@@ -585,6 +616,7 @@ static int read_job(struct jparse *p, const struct yamlx_node *m, size_t idx,
                             idx + 1, yamlx_kind_name(m));
     j->line = m->line;
     j->col = m->col;
+    j->group = p->set->group;
 
     /* The name first, so that every other message can say which job. */
     name_node = yamlx_map_get(m, "name");
@@ -662,6 +694,8 @@ static int read_job(struct jparse *p, const struct yamlx_node *m, size_t idx,
         if (set_str(&j->timezone, p->default_tz, msg, sizeof msg) != 0)
             return yamlx_errorf(p->d, NULL, "%s", msg);
     }
+    if (check_jitter(p, j, at[ki_jitter], prefix) != 0)
+        return -1;
     if (j->env == NULL) {
         j->env = calloc(1, sizeof *j->env);
         if (j->env == NULL)
@@ -760,9 +794,11 @@ int jobs_load_buffer_base(const char *name, const char *buf, size_t len,
     if (errlen > 0)
         err[0] = '\0';
     p.set = calloc(1, sizeof *p.set);
-    if (p.set != NULL)
+    if (p.set != NULL) {
         p.set->path = strdup(name);
-    if (p.set == NULL || p.set->path == NULL) {
+        p.set->group = strdup(p.base->group != NULL ? p.base->group : "");
+    }
+    if (p.set == NULL || p.set->path == NULL || p.set->group == NULL) {
         yamlx_errorf(&d, NULL, "out of memory");
         goto out_free;
     }
@@ -823,6 +859,7 @@ void jobs_free(struct jobs *j)
         cron_tz_free(j->zones[i]);
     free(j->zones);
     free(j->path);
+    free(j->group);
     free(j);
 }
 

@@ -70,6 +70,12 @@ struct job {
     int64_t catchup_ms;               /* JOB_CATCHUP_LAST (-1, default, `catchup: last`):
                                          run the most recent missed tick once; 0 disables;
                                          else the window */
+    int64_t jitter_ms;                /* 0: none; else each tick's run begins a delay in
+                                         [0, jitter_ms) after it (jitter.h), shorter than
+                                         the schedule's shortest interval */
+    const char *group;                /* the group that runs it (jobs_base.group; "" when
+                                         loaded without one): the jitter's hash takes it.
+                                         Borrowed from the set; not a key */
     int retries;                      /* default 0, at most 100 */
     int64_t retry_backoff_ms; /* default 10s; doubling per attempt is the runner's business */
     char **env;               /* "KEY=VALUE" strings sorted by KEY, NULL-terminated
@@ -101,6 +107,7 @@ struct jobs {
     size_t n;
     struct cron_tz **zones; /* the distinct zones the jobs use (owned) */
     size_t nzones;
+    char *group; /* jobs_base.group (owned; "" without one) */
 };
 
 /* What baton.yaml gives every job, under its own keys and defaults:
@@ -110,6 +117,7 @@ struct jobs_base {
     const struct job_cmd *on_failure;   /* hooks.on_failure; NULL: none */
     const struct job_cmd *on_success;   /* hooks.on_success; NULL: none */
     int64_t hook_timeout_ms;            /* hooks.timeout; 0: the table's default */
+    const char *group;                  /* the group (job.group); NULL: "" */
 };
 
 /* Loads path over base (NULL: no base). Returns 0 and *out (owned; free with

@@ -114,6 +114,8 @@ int history_command(const struct history_rec *r, const char *group, const char *
         rc = push_field(out, "reason", r->reason);
     if (rc == BATON_OK && r->by != NULL && r->by[0] != '\0')
         rc = push_field(out, "by", r->by);
+    if (rc == BATON_OK && r->jitter_ms > 0)
+        rc = push_i64(out, "jitter_ms", r->jitter_ms);
     if (rc == BATON_OK && r->has_output) {
         rc = push_field(out, "output", r->output != NULL ? r->output : "");
         if (rc == BATON_OK)
@@ -207,6 +209,8 @@ bool history_parse(const struct baton_reply *e, struct history_rec *r)
             r->started_ms = ms;
         else if (strcmp(k, "duration_ms") == 0 && number(v, &x))
             r->duration_ms = x;
+        else if (strcmp(k, "jitter_ms") == 0 && number(v, &x))
+            r->jitter_ms = x;
         else if (strcmp(k, "attempt") == 0 && number(v, &x))
             r->attempt = (int)x;
         else if (strcmp(k, "outcome") == 0) {
@@ -475,6 +479,8 @@ cJSON *history_json_opts(const struct history_rec *r, unsigned flags)
     } else {
         cJSON_AddNullToObject(o, "started");
     }
+    if (r->jitter_ms > 0)
+        cJSON_AddNumberToObject(o, "jitter_ms", (double)r->jitter_ms);
     cJSON_AddNumberToObject(o, "duration_ms", (double)r->duration_ms);
     cJSON_AddNumberToObject(o, "attempt", r->attempt);
     cJSON_AddStringToObject(o, "outcome", r->outcome_name != NULL && r->outcome_name[0] != '\0'

@@ -19,6 +19,8 @@
  *   trigger       schedule | catchup | retry | manual (baton trigger)
  *   by            (manual runs) who asked: user@host, as `baton trigger` wrote it
  *   started       RFC 3339 UTC with ms ("" when it never started)
+ *   jitter_ms     (runs of a job with jitter; absent: 0) the tick's delay:
+ *                 its run was to begin at scheduled_at + jitter_ms
  *   duration_ms, attempt
  *   outcome       one of HISTORY_OUTCOMES below
  *   exit_code or signal (runs that ended), reason (why it did not run, or
@@ -82,6 +84,7 @@ struct history_rec {
     int64_t until;        /* Unix s: the last tick the entry covers */
     int64_t ticks;        /* ticks covered; 0: unknown (too many to count) */
     int64_t started_ms;   /* Unix ms; 0: never started */
+    int64_t jitter_ms;    /* the tick's jitter delay (0: none) */
     int64_t duration_ms;
     enum history_outcome outcome;
     bool outcome_known; /* on read: false for a name this version does not know */
@@ -147,7 +150,7 @@ int history_find(struct baton_client *c, const char *group, const char *job, con
 
 /* Returns: r as a JSON object (owned; NULL on ENOMEM): id, v, run_id, node,
  * term, scheduled_at, until, ticks, trigger, started (null when it never
- * started), duration_ms, attempt, outcome, exit_code or signal, reason;
+ * started), jitter_ms (when not 0), duration_ms, attempt, outcome, exit_code or signal, reason;
  * for a record with output, output_bytes (its length) and output_dropped,
  * and with HISTORY_JSON_OUTPUT the output itself (as valid JSON whatever
  * the stream holds). history_json() is history_json_opts(r, 0): records

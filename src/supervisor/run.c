@@ -15,6 +15,7 @@
 #include "facts.h"
 #include "proc.h"
 #include "run.h"
+#include "schedule.h"
 
 /* ---- names and the state table ---- */
 
@@ -106,7 +107,7 @@ static void log_start(const struct run *run)
 {
     struct log_facts lf = {.job = run->job->name,
                            .run_trigger = run->trigger,
-                           .lateness_ms = run->started_wall_ms - run->tick * 1000};
+                           .lateness_ms = run->started_wall_ms - run_start_ms(run)};
     cJSON *f = log_fields();
     add_tick_fields(f, run);
     cJSON_AddStringToObject(f, "trigger", run_trigger_name(run->trigger));
@@ -210,6 +211,7 @@ static char **build_env(const struct run *run)
     SET_(NODE, "%s", run->env->node);
     SET_(TRIGGER, "%s", run_trigger_name(run->trigger));
     SET_(ATTEMPT, "%d", run->attempt);
+    SET_(JITTER_MS, "%" PRId64, run->jitter_ms);
 #undef SET_
     for (int i = 0; i < RUN_ENV_COUNT; i++)
         mine[i] = vars[i];
@@ -248,6 +250,8 @@ bool run_start(struct run *run, const struct run_env *env, const struct job *job
     snprintf(run->id, sizeof run->id, "%s", id);
     snprintf(run->member, sizeof run->member, "%s/%s", env->node, id);
     run->tick = tick;
+    /* A manual run has no tick to delay: its "tick" is its request's time. */
+    run->jitter_ms = trigger == RUN_TRIGGER_MANUAL ? 0 : sched_jitter_ms(job, tick);
     run->attempt = attempt;
     run->term = term;
     run->trigger = trigger;
@@ -532,6 +536,7 @@ void run_record(const struct run *run, const char *node, struct history_rec *out
         return;
     }
     out->started_ms = run->started_wall_ms;
+    out->jitter_ms = run->jitter_ms;
     run_result(run, &out->exit_code, &out->signal, &out->duration_ms);
     if (run->stop != RUN_STOP_NONE)
         out->reason = run_stop_name(run->stop);

@@ -111,7 +111,10 @@ const char *run_trigger_name(enum run_trigger t);
       "so that it can refuse an older one")                                                        \
     X(NODE, "BATON_NODE", "the node running it")                                                   \
     X(TRIGGER, "BATON_TRIGGER", "what started it: `schedule`, `catchup`, `retry` or `manual`")     \
-    X(ATTEMPT, "BATON_ATTEMPT", "1, then 2, 3... for the retries of a tick")
+    X(ATTEMPT, "BATON_ATTEMPT", "1, then 2, 3... for the retries of a tick")                       \
+    X(JITTER_MS, "BATON_JITTER_MS",                                                                \
+      "the tick's jitter delay in ms: its run was to begin at `BATON_SCHEDULED_AT` plus this "     \
+      "(`0` without `jitter`, and for a manual run)")
 
 enum run_env_var {
 #define RUN_ENV_ENUM_(id, name, doc) RUN_ENV_##id,
@@ -142,6 +145,7 @@ struct run {
     char member[RUN_ID_MAX + 160]; /* "<node>/<id>": its registration */
     const struct job *job;         /* borrowed from the job set the run holds */
     int64_t tick;                  /* Unix s */
+    int64_t jitter_ms;             /* the tick's delay (sched_jitter_ms; 0 for a manual run) */
     int attempt;
     uint64_t term;
     enum run_trigger trigger;
@@ -182,6 +186,13 @@ struct run {
 bool run_start(struct run *run, const struct run_env *env, const struct job *job, const char *id,
                int64_t tick, int attempt, uint64_t term, enum run_trigger trigger, int64_t term_at,
                int64_t kill_at, bool prepared);
+
+/* The instant the run was to begin (Unix ms): its tick, delayed by the
+ * tick's jitter. A prepared run goes then; lateness is measured from it. */
+static inline int64_t run_start_ms(const struct run *run)
+{
+    return run->tick * 1000 + run->jitter_ms;
+}
 
 /* A prepared run (run_start with prepared true: its shim is started and
  * waits, run->prepared set, still `starting`): starts its command now.

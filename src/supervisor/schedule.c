@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "cron.h"
+#include "jitter.h"
 #include "schedule.h"
 
 int64_t sched_next(const struct job *job, int64_t after)
@@ -12,9 +13,26 @@ int64_t sched_next(const struct job *job, int64_t after)
     return t;
 }
 
-static bool is_missed(int64_t t, int64_t now_ms)
+int64_t sched_jitter_ms(const struct job *job, int64_t tick)
 {
-    return now_ms - t * 1000 >= SCHED_LIVE_SLACK_MS;
+    int64_t d = jitter_delay_ms(job->group, job->name, tick, job->jitter_ms);
+    if (d < 1000)
+        return d; /* ticks are whole seconds apart: the next is later still */
+    int64_t next = sched_next(job, tick);
+    if (next != 0 && tick * 1000 + d >= next * 1000)
+        d = (next - tick) * 1000 - 1;
+    return d;
+}
+
+int64_t sched_start_ms(const struct job *job, int64_t tick)
+{
+    return tick * 1000 + (job->jitter_ms > 0 ? sched_jitter_ms(job, tick) : 0);
+}
+
+/* Tick t of job, whose run begins at its start instant, is late at now_ms. */
+static bool is_missed(const struct job *job, int64_t t, int64_t now_ms)
+{
+    return now_ms - sched_start_ms(job, t) >= SCHED_LIVE_SLACK_MS;
 }
 
 /* Adds t to range r (kept in order: t is never below r->last). */
@@ -59,20 +77,21 @@ void sched_due(const struct job *job, int64_t after, int64_t now_ms, int64_t *mi
                struct sched_due *out)
 {
     memset(out, 0, sizeof *out);
-    int64_t now_s = now_ms >= 0 ? now_ms / 1000 : -((-now_ms + 999) / 1000);
-    /* The last second whose tick is missed rather than live. */
-    int64_t missed_until = (now_ms - SCHED_LIVE_SLACK_MS) / 1000;
+    /* The last second whose tick is missed rather than live, whatever its
+     * jitter. */
+    int64_t missed_until = (now_ms - SCHED_LIVE_SLACK_MS - job->jitter_ms) / 1000;
     int64_t t = sched_next(job, after);
     long steps = 0;
 
     /* Missed ticks older than a window: counted (up to a point), not run. */
     if (job->catchup_ms > 0)
-        while (t != 0 && t <= now_s && is_missed(t, now_ms) &&
-               now_ms - t * 1000 > job->catchup_ms) {
+        while (t != 0 && is_missed(job, t, now_ms) &&
+               now_ms - sched_start_ms(job, t) > job->catchup_ms) {
             range_add(&out->dropped, t, HO_MISSED, reason_window);
             t = sched_next(job, t);
             if (++steps > SCHED_ENUM_MAX) {
-                /* Too many to count: go on from the window's start. */
+                /* Too many to count: go on from the window's start
+                 * (a jittered tick before it begins before it too). */
                 int64_t start = (now_ms - job->catchup_ms + 999) / 1000;
                 out->dropped.count = -1;
                 if (t != 0 && t < start) {
@@ -88,7 +107,7 @@ void sched_due(const struct job *job, int64_t after, int64_t now_ms, int64_t *mi
      * to now once it has gone through SCHED_ENUM_MAX ticks. */
     size_t n = 0;
     steps = 0;
-    while (t != 0 && t <= now_s && is_missed(t, now_ms)) {
+    while (t != 0 && is_missed(job, t, now_ms)) {
         if (job->catchup_ms == 0) {
             range_add(&out->dropped, t, HO_MISSED, reason_none);
         } else if (job->catchup_ms == JOB_CATCHUP_LAST) {
@@ -124,8 +143,8 @@ void sched_due(const struct job *job, int64_t after, int64_t now_ms, int64_t *mi
     }
     out->nmissed = n;
 
-    /* The tick due now, if any. */
-    if (t != 0 && t <= now_s) {
+    /* The tick due now (its run begins by now_ms), if any. */
+    if (t != 0 && sched_start_ms(job, t) <= now_ms) {
         out->live = t;
         t = sched_next(job, t);
     }
@@ -163,7 +182,8 @@ enum sched_verdict sched_decide(const struct job *job, const struct sched_tick *
 {
     /* A missed tick that waited past its window is owed no more; with
      * catchup: 0, no missed tick is. */
-    if (head->missed && job->catchup_ms > 0 && now_ms - head->at * 1000 > job->catchup_ms)
+    if (head->missed && job->catchup_ms > 0 &&
+        now_ms - sched_start_ms(job, head->at) > job->catchup_ms)
         return SV_DROP;
     if (head->missed && job->catchup_ms == 0)
         return SV_DROP;
@@ -185,13 +205,14 @@ enum sched_verdict sched_decide(const struct job *job, const struct sched_tick *
 
 enum sched_verdict sched_held(const struct job *job, int64_t tick, int64_t now_ms)
 {
-    if (!is_missed(tick, now_ms))
+    if (!is_missed(job, tick, now_ms))
         return SV_START;
-    if (job->catchup_ms == 0 || (job->catchup_ms > 0 && now_ms - tick * 1000 > job->catchup_ms))
+    if (job->catchup_ms == 0 ||
+        (job->catchup_ms > 0 && now_ms - sched_start_ms(job, tick) > job->catchup_ms))
         return SV_DROP;
     if (job->catchup_ms == JOB_CATCHUP_LAST) {
         int64_t next = sched_next(job, tick);
-        if (next != 0 && next * 1000 <= now_ms)
+        if (next != 0 && sched_start_ms(job, next) <= now_ms)
             return SV_SUPERSEDE;
     }
     return SV_START;

@@ -47,6 +47,18 @@
  * none (disabled, or an expression that no longer fires). */
 int64_t sched_next(const struct job *job, int64_t after);
 
+/* The instant tick's run begins (Unix ms): the tick, delayed by the job's
+ * jitter (jitter.h: a pure function of group, job and tick, so every
+ * leader computes the same), cut to end a millisecond before the job's next
+ * tick when that comes sooner than the load saw (a DST change): the starts
+ * of a job's ticks keep the ticks' order. Without jitter: tick * 1000.
+ * Every "when" of a tick in the runner is this instant (its claim ahead of
+ * it, its go, its lateness, live or missed, the catch-up window); every
+ * "which" (claims, marks, pauses, the history) is the tick. */
+int64_t sched_start_ms(const struct job *job, int64_t tick);
+/* Its delay: sched_start_ms() - tick * 1000. */
+int64_t sched_jitter_ms(const struct job *job, int64_t tick);
+
 /* A run of ticks that will not run, and why. count 0: none; count -1: more
  * than could be counted (first and last are still right, last at most
  * approximate: the second before the next tick considered). reason is
@@ -59,13 +71,14 @@ struct sched_range {
 
 /* What is due for job at now_ms (Unix ms), after the tick `after` (the
  * last one already dealt with: the high-water mark for a new leader, the
- * last queued tick otherwise). */
+ * last queued tick otherwise): the ticks whose run begins by now_ms
+ * (sched_start_ms), missed once that is SCHED_LIVE_SLACK_MS past. */
 struct sched_due {
     struct sched_range dropped;    /* missed, outside the catch-up window */
     struct sched_range superseded; /* missed, and catchup: last keeps only the newest */
     size_t nmissed;                /* missed ticks to queue, written to missed[] */
     int64_t live;                  /* the tick due now (within the slack), or 0 */
-    int64_t next;                  /* the first tick after now_ms, or 0 */
+    int64_t next;                  /* the first tick whose run begins after now_ms, or 0 */
 };
 
 /* Fills out for the ticks in (after, now_ms]; missed[] (cap entries)

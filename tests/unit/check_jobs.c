@@ -345,8 +345,9 @@ static void job_yaml(const struct schema_field *k, const char *value, const char
         snprintf(name, sizeof name, "name: %s", kind_of(k) == JK_NAME ? value : "j");
         lines[n++] = name;
     }
-    if (kind_of(k) != JK_SCHEDULE)
-        lines[n++] = "schedule: \"@hourly\"";
+    if (kind_of(k) != JK_SCHEDULE) /* jitter's largest (1d) needs ticks further apart */
+        lines[n++] =
+            strcmp(k->key, "jitter") == 0 ? "schedule: \"@weekly\"" : "schedule: \"@hourly\"";
     if (kind_of(k) != JK_ARGV && kind_of(k) != JK_SHELL)
         lines[n++] = "shell: echo";
     if (kind_of(k) != JK_NAME && value != NULL) {
@@ -1110,6 +1111,22 @@ static const struct {
     {"jobs_env_reserved.yaml",
      "jobs_env_reserved.yaml:6:7: job \"report\": env: \"BATON_JOB\": names starting with "
      "BATON_ are reserved for the variables baton sets"},
+    {"jobs_jitter_defaults.yaml",
+     "jobs_jitter_defaults.yaml:2:11: job \"often\": jitter (from defaults:): 1m30s is not shorter "
+     "than the schedule's shortest interval between ticks (30s): a tick's run would begin after "
+     "the next tick"},
+    {"jobs_jitter_interval.yaml",
+     "jobs_jitter_interval.yaml:5:13: job \"sync\": jitter: 5s is not shorter than the "
+     "schedule's shortest interval between ticks (5s): a tick's run would begin after the next "
+     "tick"},
+    {"jobs_jitter_negative.yaml",
+     "jobs_jitter_negative.yaml:5:13: job \"sync\": jitter: \"-1s\": expected a number at "
+     "\"-1s\" (durations look like 500ms, 10s, 1h30m)"},
+    {"jobs_jitter_too_large.yaml",
+     "jobs_jitter_too_large.yaml:5:13: job \"sync\": jitter: \"1d1ms\" is out of range (0..1d)"},
+    {"jobs_jitter_uneven.yaml",
+     "jobs_jitter_uneven.yaml:5:13: job \"edges\": jitter: 1h is not shorter than the schedule's "
+     "shortest interval between ticks (1h): a tick's run would begin after the next tick"},
     {"jobs_item_scalar.yaml",
      "jobs_item_scalar.yaml:2:5: job 1: expected a mapping (name:, schedule:, command:), got a "
      "string"},

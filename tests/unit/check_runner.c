@@ -29,6 +29,7 @@
 
 #include "claim.h"
 #include "history.h"
+#include "jitter.h"
 #include "jobs.h"
 #include "log.h"
 #include "loop.h"
@@ -104,8 +105,10 @@ struct fproc {
     int64_t tick; /* BATON_SCHEDULED_AT */
     int go_fd;    /* a prepared one's go pipe (read end), -1 once it went */
     bool alive, reaped;
-    bool ran;    /* its command ran (a prepared one: it was told to go) */
-    int64_t end; /* CLOCK_MONOTONIC, once it runs */
+    bool ran;        /* its command ran (a prepared one: it was told to go) */
+    int64_t end;     /* CLOCK_MONOTONIC, once it runs */
+    int64_t went_ms; /* the wall clock (ms) when its command ran */
+    char jitter[24]; /* BATON_JITTER_MS */
     int status;
 };
 static struct fproc procs[NPROC];
@@ -137,6 +140,7 @@ int __wrap_proc_spawn(const struct proc_spec *spec, pid_t *pid)
     p->pgid = 7000000 + nprocs; /* never signalled for real: proc_signal_group is ours */
     snprintf(p->job, sizeof p->job, "%s", env_of(spec->envp, "BATON_JOB"));
     snprintf(p->trigger, sizeof p->trigger, "%s", env_of(spec->envp, "BATON_TRIGGER"));
+    snprintf(p->jitter, sizeof p->jitter, "%s", env_of(spec->envp, "BATON_JITTER_MS"));
     if (strptime(env_of(spec->envp, "BATON_SCHEDULED_AT"), "%Y-%m-%dT%H:%M:%SZ", &tm) != NULL)
         p->tick = (int64_t)timegm(&tm);
     p->alive = true;
@@ -145,6 +149,7 @@ int __wrap_proc_spawn(const struct proc_spec *spec, pid_t *pid)
     if (p->go_fd < 0) {
         p->end = mono + duration_ms * MSEC;
         p->ran = true;
+        p->went_ms = fake_wall_ns / MSEC;
     }
     *pid = p->pgid;
     return 0;
@@ -190,6 +195,7 @@ static bool procs_now(void)
                 if (pf.revents & POLLIN) {
                     p->end = mono + duration_ms * MSEC;
                     p->ran = true;
+                    p->went_ms = fake_wall_ns / MSEC;
                 } else { /* never told to go */
                     p->end = mono;
                     p->status = SIGKILL;
@@ -225,7 +231,7 @@ static int refreshes_handover;
 
 struct record {
     char job[JOB_NAME_MAX + 1], outcome[24], trigger[16], reason[200];
-    int64_t at, until;
+    int64_t at, until, jitter_ms;
 };
 static struct record records[256];
 static int nrecords;
@@ -433,6 +439,8 @@ int __wrap_history_write(struct baton_client *c, const struct history_command *c
             r->at = (int64_t)timegm(&tm);
         else if (strcmp(k, "until") == 0 && strptime(v, "%Y-%m-%dT%H:%M:%SZ", &tm))
             r->until = (int64_t)timegm(&tm);
+        else if (strcmp(k, "jitter_ms") == 0)
+            r->jitter_ms = strtoll(v, NULL, 10);
     }
     return 0;
 }
@@ -683,16 +691,12 @@ static bool block_ok(void *ctx)
 static struct loop loop;
 static struct log *lg;
 
-/* A runner of group g on node n with jobs (jobs.yaml text), leading term 7
- * from wall time T0 + 0.5 s. */
-static struct runner *start(const char *yaml)
+/* A runner of group g on node n with jobs (jobs.yaml text), leading term
+ * from now (a new leader, after another). */
+static struct runner *lead(const char *yaml, uint64_t term)
 {
     char err[512];
     struct jobs *jobs = NULL;
-    fake_wall_ns = (T0 * 1000 + 500) * MSEC;
-    ck_assert_int_eq(loop_init(&loop, NULL, NULL), 0);
-    lg = log_new(open("/dev/null", O_WRONLY | O_CLOEXEC), LOG_DEBUG, "n", "g");
-    ck_assert_ptr_nonnull(lg);
     struct runner_host h = {.log = lg,
                             .loop = &loop,
                             .timer_id = 1,
@@ -712,8 +716,19 @@ static struct runner *start(const char *yaml)
         jobs_load_buffer("jobs.yaml", yaml, strlen(yaml), "UTC", &jobs, err, sizeof err) == 0, "%s",
         err);
     ck_assert_int_eq(runner_set_jobs(r, jobs), 0);
-    runner_lead(r, 7, mono + 3000 * MSEC);
+    runner_lead(r, term, mono + 3000 * MSEC);
     return r;
+}
+
+/* A runner of group g on node n with jobs (jobs.yaml text), leading term 7
+ * from wall time T0 + 0.5 s. */
+static struct runner *start(const char *yaml)
+{
+    fake_wall_ns = (T0 * 1000 + 500) * MSEC;
+    ck_assert_int_eq(loop_init(&loop, NULL, NULL), 0);
+    lg = log_new(open("/dev/null", O_WRONLY | O_CLOEXEC), LOG_DEBUG, "n", "g");
+    ck_assert_ptr_nonnull(lg);
+    return lead(yaml, 7);
 }
 
 /* Moves the clock ms on, as the loop would: the runner's timer fires when
@@ -1012,20 +1027,27 @@ START_TEST(a_pause_after_a_claim_then_a_plain_resume_records_the_tick_skipped)
 }
 END_TEST
 
-START_TEST(a_manual_run_of_a_forbid_job_waits_for_its_run)
+/* baton trigger JOB at requested_ms (Unix ms): request "req-1", and the
+ * message that tells the leader. */
+static void request(struct runner *r, const char *job, int64_t requested_ms)
 {
-    duration_ms = 1500;
-    struct runner *r = start(EVERY_SECOND("m", ""));
-    advance(r, 700); /* T0 + 1.2: the tick's run is alive */
     snprintf(ftrig_ids[0], sizeof ftrig_ids[0], "req-1");
-    snprintf(ftrig_jobs[0], sizeof ftrig_jobs[0], "m");
+    snprintf(ftrig_jobs[0], sizeof ftrig_jobs[0], "%s", job);
     ftrig[ntrig++] = (struct trigger){.id = ftrig_ids[0],
                                       .job = ftrig_jobs[0],
                                       .by = "op@host",
                                       .state = TRIGGER_PENDING,
                                       .attempt = 1,
-                                      .requested_ms = T0 * 1000 + 1200};
+                                      .requested_ms = requested_ms};
     runner_control_changed(r);
+}
+
+START_TEST(a_manual_run_of_a_forbid_job_waits_for_its_run)
+{
+    duration_ms = 1500;
+    struct runner *r = start(EVERY_SECOND("m", ""));
+    advance(r, 700); /* T0 + 1.2: the tick's run is alive */
+    request(r, "m", T0 * 1000 + 1200);
     advance(r, 200);
     int manual = -1;
     for (int i = 0; i < nprocs; i++)
@@ -1282,6 +1304,100 @@ START_TEST(a_tick_released_by_resume_catchup_whose_run_is_refused_is_recorded_no
 }
 END_TEST
 
+/* jitter: jobs are loaded without a group here (""): the delay of tick T0 + s
+ * of job is jitter_delay_ms("", job, T0 + s, jitter), whose value check_jitter
+ * checks against sha1sum. */
+static int64_t delay_of(const char *job, int64_t s, int64_t jitter)
+{
+    return jitter_delay_ms("", job, T0 + s, jitter);
+}
+
+START_TEST(a_jittered_tick_is_claimed_ahead_of_its_delayed_instant_and_goes_then)
+{
+    int64_t d1 = delay_of("jit", 1, 800);
+    ck_assert_int_gt(d1, 100); /* the case needs a delay to look inside */
+    struct runner *r = start(EVERY_SECOND("jit", ", jitter: 800ms"));
+    advance(r, 500 + d1 - 40); /* the tick is past, its instant 40 ms ahead */
+    ck_assert_ptr_null(proc_of("jit", 1));
+    ck_assert_int_eq(fjob("jit")->mark, T0); /* not claimed: a new leader would run it */
+    advance(r, 30);                          /* within the claim-ahead window: claimed, prepared */
+    ck_assert_int_eq(fjob("jit")->mark, T0 + 1);
+    ck_assert_msg(proc_of("jit", 1) != NULL && !proc_of("jit", 1)->ran,
+                  "the run of T0+1 is not prepared ahead of its instant");
+    advance(r, 3000); /* to T0 + 4.5 */
+    for (int64_t s = 1; s <= 3; s++) {
+        int64_t d = delay_of("jit", s, 800);
+        char want[24];
+        snprintf(want, sizeof want, "%" PRId64, d);
+        ck_assert_int_eq(ran("jit", s), 1);
+        const struct fproc *p = proc_of("jit", s);
+        ck_assert_int_eq(p->went_ms, (T0 + s) * 1000 + d); /* BATON_SCHEDULED_AT stays T0+s */
+        ck_assert_str_eq(p->jitter, want);
+        ck_assert_str_eq(p->trigger, "schedule");
+        expect_record("jit", s, "ok");
+        ck_assert_int_eq(record_of("jit", s)->jitter_ms, d);
+        expect_life("jit", s, "due queued claiming claimed running recorded");
+    }
+    stop(r);
+}
+END_TEST
+
+START_TEST(a_new_leader_starts_a_jittered_tick_at_the_same_instant_once)
+{
+    int64_t d1 = delay_of("jf", 1, 900);
+    ck_assert_int_gt(d1, 500);
+    struct runner *a = start(EVERY_SECOND("jf", ", jitter: 900ms"));
+    advance(a, 500 + d1 / 2); /* between the tick and its instant */
+    ck_assert_ptr_null(proc_of("jf", 1));
+    runner_free(a); /* the leader dies: SIGKILL, no goodbye */
+    struct runner *b = lead(EVERY_SECOND("jf", ", jitter: 900ms"), 8);
+    advance(b, 2000);
+    for (int64_t s = 1; s <= 2; s++) {
+        ck_assert_int_eq(ran("jf", s), 1);
+        ck_assert_int_eq(proc_of("jf", s)->went_ms, (T0 + s) * 1000 + delay_of("jf", s, 900));
+        ck_assert_str_eq(proc_of("jf", s)->trigger, "schedule");
+        expect_record("jf", s, "ok");
+    }
+    stop(b);
+}
+END_TEST
+
+START_TEST(a_manual_run_of_a_jittered_job_starts_at_once_without_a_delay)
+{
+    struct runner *r = start("jobs:\n  - {name: jm, schedule: '@yearly', command: ['true'], "
+                             "jitter: 1h}\n");
+    request(r, "jm", T0 * 1000 + 500);
+    advance(r, 50);
+    ck_assert_int_eq(nprocs, 1);
+    ck_assert_str_eq(procs[0].trigger, "manual");
+    ck_assert_str_eq(procs[0].jitter, "0");
+    ck_assert_int_le(procs[0].went_ms, T0 * 1000 + 500 + 50);
+    stop(r);
+}
+END_TEST
+
+START_TEST(a_missed_jittered_tick_is_late_from_its_delayed_instant)
+{
+    /* A new leader at T0 + 0.5 with the mark at T0 - 3. T0 - 2 began over a
+     * second ago (missed: caught up); T0 - 1 is 1.5 s old, but its run was
+     * to begin less than a second ago (on time: no catch-up); T0's begins
+     * later, at its instant. */
+    ck_assert_int_gt(delay_of("lj", -1, 900), 500);
+    ck_assert_int_gt(delay_of("lj", 0, 900), 500);
+    fjob("lj")->has_mark = true;
+    fjob("lj")->mark = T0 - 3;
+    struct runner *r = start(EVERY_SECOND("lj", ", jitter: 900ms, catchup: 1h"));
+    advance(r, 1000);
+    for (int64_t s = -2; s <= 0; s++)
+        ck_assert_int_eq(ran("lj", s), 1);
+    ck_assert_str_eq(proc_of("lj", -2)->trigger, "catchup");
+    ck_assert_str_eq(proc_of("lj", -1)->trigger, "schedule");
+    ck_assert_str_eq(proc_of("lj", 0)->trigger, "schedule");
+    ck_assert_int_eq(proc_of("lj", 0)->went_ms, T0 * 1000 + delay_of("lj", 0, 900));
+    stop(r);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("runner");
@@ -1314,6 +1430,10 @@ static Suite *suite(void)
     tcase_add_test(tc, a_tick_released_by_resume_catchup_then_let_go_is_recorded_not_started);
     tcase_add_test(tc,
                    a_tick_released_by_resume_catchup_whose_run_is_refused_is_recorded_not_started);
+    tcase_add_test(tc, a_jittered_tick_is_claimed_ahead_of_its_delayed_instant_and_goes_then);
+    tcase_add_test(tc, a_new_leader_starts_a_jittered_tick_at_the_same_instant_once);
+    tcase_add_test(tc, a_manual_run_of_a_jittered_job_starts_at_once_without_a_delay);
+    tcase_add_test(tc, a_missed_jittered_tick_is_late_from_its_delayed_instant);
     suite_add_tcase(s, tc);
     return s;
 }

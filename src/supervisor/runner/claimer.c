@@ -204,11 +204,11 @@ static void live_busy(const struct rctx *x, const struct runs *rs, struct claim_
 }
 
 void claimer_wait_busy(const struct rctx *x, struct jobstate *js, struct claim_reply *busy,
-                       const struct runs *rs, bool ahead, int64_t at, int64_t now)
+                       const struct runs *rs, bool ahead, int64_t at_ms, int64_t now)
 {
     live_busy(x, rs, busy);
     if (ahead) { /* decided at its instant, as if it had not been claimed ahead */
-        js->hold_until = rtime_mono_at(at, now, rtime_wall_ms());
+        js->hold_until = rtime_mono_at_ms(at_ms, now, rtime_wall_ms());
     } else if (busy->nbusy == 0) { /* only our own ended runs: try again at once */
         js->hold_until = now + GATE_RETRY_MS * MS;
     } else {
@@ -259,7 +259,8 @@ static void note_answer(const struct rctx *x, struct claimer *c, struct jobstate
     }
 }
 
-/* The first claim of js's live tick `at` came late_ms after its instant.
+/* The first claim of js's live tick of instant at (Unix ms) came late_ms
+ * after it.
  * When a run of the same instant was prepared before it (the batch
  * outgrew the window, rather than a loop held up or a leadership's first
  * ticks), the window doubles, once per instant. */
@@ -284,7 +285,7 @@ void claimer_window_went(struct claimer *c, int64_t at)
 {
     if (c->prep_at != at || c->went_at == at)
         return;
-    int64_t spare = at * 1000 - c->prep_done_ms, used = c->ahead_ms - spare;
+    int64_t spare = at - c->prep_done_ms, used = c->ahead_ms - spare;
     int64_t target = 2 * used > PRECLAIM_MS ? 2 * used : PRECLAIM_MS;
     c->went_at = at;
     if (spare > c->ahead_ms / 2 && target < c->ahead_ms)
@@ -367,12 +368,13 @@ bool claimer_head(const struct rctx *x, struct claimer *c, struct runs *rs, stru
     outbox_flush(x->out, x->may_block, x->host);
     /* Its last claim's answer was lost: this claim's answer is that one's. */
     bool waited = slot->state == TICK_CLAIMING;
+    int64_t start = sched_start_ms(js->job, h.at); /* its instant: jitter */
     if (js->claim.tick != h.at || js->claim.id[0] == '\0') {
         claimer_run_id(x, c, h.at, 1, js->claim.id, sizeof js->claim.id);
         js->claim.tick = h.at;
         js->claim.term = x->term;
         if (!in->early && !h.missed) /* its first try, at or after its instant */
-            window_late(x, c, js, h.at, rtime_wall_ms() - h.at * 1000);
+            window_late(x, c, js, start, rtime_wall_ms() - start);
     }
     char id[RUN_ID_MAX], member[RUN_ID_MAX + 160];
     snprintf(id, sizeof id, "%s", js->claim.id);
@@ -387,7 +389,7 @@ bool claimer_head(const struct rctx *x, struct claimer *c, struct runs *rs, stru
     /* A claim answered after its tick aged (its answer was lost): a tick
      * that waited, decided as a held tick is (sched_held). */
     int64_t wall = rtime_wall_ms();
-    bool missed = h.missed || (waited && wall - h.at * 1000 >= SCHED_LIVE_SLACK_MS);
+    bool missed = h.missed || (waited && wall - start >= SCHED_LIVE_SLACK_MS);
     enum sched_verdict v = waited ? sched_held(js->job, h.at, wall) : SV_START;
     note_answer(x, c, js, &reply, res, h.at,
                 late                ? "recorded not started"
@@ -431,11 +433,11 @@ bool claimer_head(const struct rctx *x, struct claimer *c, struct runs *rs, stru
         }
         struct rrun *rr =
             runs_start(x, rs, js, id, h.at, 1, missed ? RUN_TRIGGER_CATCHUP : RUN_TRIGGER_SCHEDULE,
-                       NULL, in->early && wall < h.at * 1000, state);
+                       NULL, in->early && wall < start, state);
         if (rr != NULL && rr->run.prepared) {
             if (x->fault_slow_prepare)
                 nanosleep(&(struct timespec){.tv_nsec = 15 * MS}, NULL);
-            c->prep_at = h.at;
+            c->prep_at = start;
             c->prep_done_ms = rtime_wall_ms();
             if (x->fault_stop_after_preclaim)
                 raise(SIGSTOP);
@@ -453,7 +455,7 @@ bool claimer_head(const struct rctx *x, struct claimer *c, struct runs *rs, stru
             records_skipped(x->rec, name, x->term, &before);
         break;
     }
-    case STEP_WAIT: claimer_wait_busy(x, js, &reply, rs, in->early, h.at, now); break;
+    case STEP_WAIT: claimer_wait_busy(x, js, &reply, rs, in->early, start, now); break;
     case STEP_RETRY: js->hold_until = now + CLAIM_RETRY_MS * MS; break;
     case STEP_LEAVE:
     case STEP_DROP: break;

@@ -52,8 +52,8 @@ struct claim_state {
 };
 
 struct claimer {
-    /* The window: its length now (ms); the instant (Unix s; 0: none) whose
-     * runs were prepared last, and when the last of them was (wall ms);
+    /* The window: its length now (ms); the instant (Unix ms, a tick's
+     * start: sched_start_ms; 0: none) whose runs were prepared last, and when the last of them was (wall ms);
      * the instants whose late claim grew it and whose go was weighed for a
      * shrink, last; when this leadership began (CLOCK_MONOTONIC). */
     int64_t ahead_ms, prep_at, prep_done_ms, grown_at, went_at, lead_since;
@@ -126,11 +126,11 @@ void claimer_set_lost(struct claimer *c, struct claim_state *cs, bool lost);
 
 /* A concurrency that waits: the claim found runs of js alive (busy, the
  * claim's reply): wait for them, or (replace) have them stopped. ahead:
- * the claim was before the tick's instant at (Unix s). */
+ * the claim was before the tick's instant at_ms (Unix ms: sched_start_ms). */
 void claimer_wait_busy(const struct rctx *x, struct jobstate *js, struct claim_reply *busy,
-                       const struct runs *rs, bool ahead, int64_t at, int64_t now);
+                       const struct runs *rs, bool ahead, int64_t at_ms, int64_t now);
 
-/* The runs of instant at went (the window may shrink). */
+/* The runs of instant at (Unix ms) went (the window may shrink). */
 void claimer_window_went(struct claimer *c, int64_t at);
 
 #endif

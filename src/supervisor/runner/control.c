@@ -296,8 +296,9 @@ static void resume_catchup(const struct rctx *x, struct jobstate *js, int64_t wa
             enum tick_state resumed = s;
             ticklife_move(x, js->job->name, tick, &resumed, TICK_EV_RESUME);
             if (runs_add_retry(&kept, tick, 1, loop_now(),
-                               wall - tick * 1000 < SCHED_LIVE_SLACK_MS ? RUN_TRIGGER_SCHEDULE
-                                                                        : RUN_TRIGGER_CATCHUP,
+                               wall - sched_start_ms(js->job, tick) < SCHED_LIVE_SLACK_MS
+                                   ? RUN_TRIGGER_SCHEDULE
+                                   : RUN_TRIGGER_CATCHUP,
                                resumed))
                 continue;
             v = SV_DROP; /* out of memory: it was claimed; recorded */

@@ -13,10 +13,16 @@ static inline int64_t rtime_wall_ms(void)
     return loop_wall_ns() / MS;
 }
 
-/* The monotonic time at which the wall clock shows unix_s. */
+/* The monotonic time at which the wall clock shows unix_ms. */
+static inline int64_t rtime_mono_at_ms(int64_t unix_ms, int64_t now_ns, int64_t now_wall_ms)
+{
+    return now_ns + (unix_ms - now_wall_ms) * MS;
+}
+
+/* The same for unix_s. */
 static inline int64_t rtime_mono_at(int64_t unix_s, int64_t now_ns, int64_t now_wall_ms)
 {
-    return now_ns + (unix_s * 1000 - now_wall_ms) * MS;
+    return rtime_mono_at_ms(unix_s * 1000, now_ns, now_wall_ms);
 }
 
 /* Keeps in *next the earliest of the times it is given (0: none). */

@@ -14,6 +14,11 @@
  * The order of calls is one way: runner -> control -> claimer -> runs ->
  * jobtable -> records -> outbox, ticks and steps below all.
  *
+ * A tick's instant is when its run begins: the tick, delayed by its job's
+ * jitter (sched_start_ms); everything here that waits for a tick waits
+ * for that instant, and everything that names one (claims, marks, pauses,
+ * records) names the tick.
+ *
  * A live tick is claimed a window ahead of its instant and its run
  * prepared (run.h: the shim started, waiting): at the instant the wall
  * timer (loop.h) fires and only the go remains, sent only before the stop
@@ -115,7 +120,7 @@ static void decide_ticks(struct runner *r, struct jobstate *js, int64_t now, int
         struct tick_intent in =
             ticks_next(&js->ticks, js->job, js->runs.running, wall, claimer_ahead_ms(&r->cl, js));
         if (in.step == TS_AT_INSTANT) {
-            js->hold_until = rtime_mono_at(in.at, now, wall);
+            js->hold_until = rtime_mono_at_ms(in.start_ms, now, wall);
             break;
         }
         if (in.step == TS_WAIT || in.step == TS_NONE)
@@ -152,8 +157,9 @@ static int64_t next_key(const struct runner *r, const struct jobstate *js, int64
         int64_t t = rtime_mono_at(at, now, wall);
         rtime_earliest(&key, t > now ? t : now + CONTROL_RETRY_MS * MS);
     } else if (js->ticks.next_tick != 0 && js->ctl.pause_until == 0) {
-        rtime_earliest(&key, rtime_mono_at(js->ticks.next_tick, now, wall) -
-                                 claimer_ahead_ms(&r->cl, js) * MS);
+        rtime_earliest(&key,
+                       rtime_mono_at_ms(sched_start_ms(js->job, js->ticks.next_tick), now, wall) -
+                           claimer_ahead_ms(&r->cl, js) * MS);
     }
     rtime_earliest(&key, js->hold_until);
     /* A due retry that could not start (no blocking call allowed, Redis
@@ -188,7 +194,8 @@ static void process_job(struct runner *r, struct jobstate *js)
     }
     if (js->ticks.mark_known && js->ctl.pause_until == 0) {
         int64_t ahead = claimer_ahead_ms(&r->cl, js);
-        if (js->ticks.next_tick != 0 && js->ticks.next_tick * 1000 <= wall + ahead)
+        if (js->ticks.next_tick != 0 &&
+            sched_start_ms(js->job, js->ticks.next_tick) <= wall + ahead)
             queue_due(r, js, wall + ahead);
         decide_ticks(r, js, now, wall);
     }
@@ -416,9 +423,9 @@ void runner_terminate(struct runner *r, bool all, int64_t kill_by_ns)
 
 /* ---- the timer ---- */
 
-static void went(void *ctx, int64_t tick)
+static void went(void *ctx, int64_t at_ms)
 {
-    claimer_window_went(ctx, tick);
+    claimer_window_went(ctx, at_ms);
 }
 
 static void rearm(struct runner *r)

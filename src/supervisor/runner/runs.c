@@ -411,7 +411,7 @@ void runs_go(const struct rctx *x, struct runs *rs, bool late, int64_t stepped_n
         struct run *run = &rr->run;
         if (!run->prepared)
             continue;
-        int64_t at = run->tick * 1000 * MS;
+        int64_t at = run_start_ms(run) * MS;
         if (at - wall > stepped_ns) {
             run_cancel(run, HO_FAILED_TO_START,
                        "the wall clock was stepped back after its claim, before the tick's "
@@ -440,7 +440,7 @@ void runs_go(const struct rctx *x, struct runs *rs, bool late, int64_t stepped_n
             move_tick(x, rr, TICK_EV_START);
             rctx_runs_changed(x);
         }
-        went(ctx, run->tick);
+        went(ctx, run_start_ms(run));
     }
 }
 
@@ -453,8 +453,8 @@ int64_t runs_next(const struct rctx *x, const struct runs *rs, int64_t *go)
      * stopped has its own KILL time): never a time in the past again. */
     for (const struct rrun *rr = rs->list; rr != NULL; rr = rr->next) {
         rtime_earliest(&next, run_next_ns(&rr->run));
-        if (rr->run.prepared && (*go == 0 || rr->run.tick * 1000 * MS < *go))
-            *go = rr->run.tick * 1000 * MS;
+        if (rr->run.prepared && (*go == 0 || run_start_ms(&rr->run) * MS < *go))
+            *go = run_start_ms(&rr->run) * MS;
         own |= rr->own;
         own_running |= rr->own && rr->run.state == RUN_RUNNING;
         lease_running |= !rr->own && rr->run.state == RUN_RUNNING;

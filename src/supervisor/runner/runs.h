@@ -118,9 +118,10 @@ void runs_terminate(struct runs *rs, bool all, int64_t kill_by_ns);
  * cancelled as skipped; late: the lease is past its stop point. One whose
  * instant is further ahead than stepped_ns is cancelled: the wall clock
  * was stepped back under it. went(ctx, tick) is told of each instant
- * weighed (the claim-ahead window learns from it). */
+ * weighed, by its instant in Unix ms (the claim-ahead window learns from
+ * it). A run's instant is its tick's start (run_start_ms: jitter). */
 void runs_go(const struct rctx *x, struct runs *rs, bool late, int64_t stepped_ns,
-             void (*went)(void *ctx, int64_t tick), void *ctx);
+             void (*went)(void *ctx, int64_t at_ms), void *ctx);
 
 /* The next time something of the runs is due (CLOCK_MONOTONIC; 0: none),
  * and the wall instant of the next prepared run's go (*go, ns; 0: none). */

@@ -113,7 +113,11 @@ void ticks_queue_due(struct ticks *t, const struct job *job, int64_t wall_ms, in
     if (d.live != 0 && !ticks_push(t, d.live, false, job->concurrency == JOB_FORBID && running > 0))
         out->full = d.live;
     out->nqueued = t->qlen - before;
+    /* Dealt with up to now, but for a tick of this second or before whose
+     * run begins later (jitter): the next call starts from it. */
     t->last = wall_ms / 1000;
+    if (d.next != 0 && d.next <= t->last)
+        t->last = d.next - 1;
     t->next_tick = d.next;
 }
 
@@ -159,12 +163,13 @@ struct tick_intent ticks_next(struct ticks *t, const struct job *job, int runnin
     /* Its claim's answer was lost: it may be ours already, so neither its
      * age nor the catch-up policy decides it behind that claim. */
     bool unsettled = ticks_head(t)->state == TICK_CLAIMING;
-    struct tick_intent in = {.at = h->at, .early = h->at * 1000 > wall_ms};
+    int64_t start = sched_start_ms(job, h->at); /* its run begins then */
+    struct tick_intent in = {.at = h->at, .start_ms = start, .early = start > wall_ms};
     if (in.early && ahead_ms == 0) { /* decided at its instant */
         in.step = TS_AT_INSTANT;
         return in;
     }
-    if (!h->missed && !unsettled && wall_ms - h->at * 1000 >= SCHED_LIVE_SLACK_MS) {
+    if (!h->missed && !unsettled && wall_ms - start >= SCHED_LIVE_SLACK_MS) {
         h->missed = true; /* it waited: the catch-up policy decides now */
         t->qmissed++;
     }

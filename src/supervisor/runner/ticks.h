@@ -108,17 +108,18 @@ void ticks_note_claimed(struct ticks *t, int64_t tick);
 /* What to do with the queue's head now. */
 enum tick_step {
     TS_NONE,       /* the queue is empty */
-    TS_AT_INSTANT, /* decided at its instant (at): a run of the job is alive here */
+    TS_AT_INSTANT, /* decided at its instant (start_ms): a run of the job is alive here */
     TS_WAIT,       /* a run of ours ends first (its SIGCHLD wakes the job) */
     TS_REPLACE,    /* replace: stop our runs; the tick stays unclaimed until they end */
     TS_RECORD,     /* record it (outcome, reason) and pop it: dropped or superseded */
-    TS_CLAIM,      /* claim it with mode (early: before its instant) */
+    TS_CLAIM,      /* claim it with mode (early: before its instant, start_ms) */
 };
 struct tick_intent {
     enum tick_step step;
     enum claim_mode mode;         /* TS_CLAIM */
     bool early;                   /* TS_CLAIM: before its instant */
     int64_t at;                   /* the head's tick */
+    int64_t start_ms;             /* when its run begins (sched_start_ms: jitter) */
     enum history_outcome outcome; /* TS_RECORD */
     enum tick_event ev;           /* TS_RECORD: the head's move (drop, supersede) */
     const char *reason;           /* TS_RECORD; TS_CLAIM to skip: the reason to record */
