@@ -1,5 +1,7 @@
 /* jobs.h -- jobs.yaml: the jobs the leader runs.
  *
+ *   pools:               # optional: fleet-wide limits, name: at most N runs
+ *     exports: 3         #   at once of the jobs with `pool: exports`
  *   defaults:            # optional: applied to every job (not name,
  *     timeout: 10m       # schedule, command or shell); env merges
  *   jobs:
@@ -87,6 +89,10 @@ struct job {
     int64_t hook_timeout_ms;   /* a hook still going after this long gets SIGTERM,
                                   then SIGKILL after kill_grace; default baton.yaml's
                                   hooks.timeout (30s) */
+    char *pool;      /* a name of the file's pools: (fleet-wide limit, limits.h); NULL: none */
+    int pool_limit;  /* that pool's limit (0: no pool); in the fingerprint */
+    int max_running; /* at most this many runs at once across the group (0: no limit);
+                        concurrency allow only (forbid and replace keep at most one) */
     int line, col;            /* where the job's mapping starts in the file */
     uint64_t fingerprint;     /* hash of the whole normalized definition, every key
                                  of the table as it applies (defaults, baton.yaml's
@@ -95,10 +101,19 @@ struct job {
                                  config drift between nodes) */
 };
 
+/* One pool of `pools:` (jobs.yaml, top level): at most limit runs of its jobs
+ * at once across the group. */
+struct job_pool {
+    char *name; /* the job-name rule (job_name_ok) */
+    int limit;  /* >= 1 */
+};
+
 struct jobs {
     char *path;    /* the file it came from (owned) */
     struct job *v; /* in file order */
     size_t n;
+    struct job_pool *pools; /* in file order (owned) */
+    size_t npools;
     struct cron_tz **zones; /* the distinct zones the jobs use (owned) */
     size_t nzones;
 };
