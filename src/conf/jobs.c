@@ -592,7 +592,7 @@ static int apply_base(struct jparse *p, struct job *j, schema_at *at, const stru
     return 0;
 }
 
-/* The fleet-wide limits of j (limits.h): its pool is one of pools: (its
+/* The fleet-wide limits of j (runlimits.h): its pool is one of pools: (its
  * limit copied), and max_running, set by the job itself (own_max) with
  * forbid or replace, is refused: those keep at most one run of the job in
  * the group already, so a limit there would say something that is not so;

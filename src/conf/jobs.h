@@ -89,7 +89,7 @@ struct job {
     int64_t hook_timeout_ms;   /* a hook still going after this long gets SIGTERM,
                                   then SIGKILL after kill_grace; default baton.yaml's
                                   hooks.timeout (30s) */
-    char *pool;      /* a name of the file's pools: (fleet-wide limit, limits.h); NULL: none */
+    char *pool;      /* a name of the file's pools: (fleet-wide limit, runlimits.h); NULL: none */
     int pool_limit;  /* that pool's limit (0: no pool); in the fingerprint */
     int max_running; /* at most this many runs at once across the group (0: no limit);
                         concurrency allow only (forbid and replace keep at most one) */

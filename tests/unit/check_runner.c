@@ -36,6 +36,7 @@
 #include "proc.h"
 #include "run.h"
 #include "rtime.h"
+#include "runlimits.h"
 #include "runner.h"
 #include "testutil.h"
 #include "ticklife.h"
@@ -279,12 +280,21 @@ static void busy_of(struct fjob *j, const char *member, struct claim_reply *out)
 enum claim_result __wrap_claim_tick(struct baton_client *c, const char *group, const char *job,
                                     const char *leader_key, const char *token, int64_t tick,
                                     enum claim_mode mode, const char *member,
-                                    struct claim_reply *out);
+                                    const struct claim_limits *lim, struct claim_reply *out);
+
+/* The live runs of the jobs of a pool (the script counts them in Redis). */
+static int pool_live(const struct claim_limits *lim)
+{
+    int n = 0;
+    for (size_t i = 0; i < lim->npool; i++)
+        n += fjob(lim->pool_jobs[i])->nbusy;
+    return n;
+}
 
 enum claim_result __wrap_claim_tick(struct baton_client *c, const char *group, const char *job,
                                     const char *leader_key, const char *token, int64_t tick,
                                     enum claim_mode mode, const char *member,
-                                    struct claim_reply *out)
+                                    const struct claim_limits *lim, struct claim_reply *out)
 {
     (void)c, (void)group, (void)leader_key;
     memset(out, 0, sizeof *out);
@@ -296,6 +306,14 @@ enum claim_result __wrap_claim_tick(struct baton_client *c, const char *group, c
         fail_claims--;
         snprintf(out->why, sizeof out->why, "Redis down (test)");
         return CLAIM_ERROR;
+    }
+    /* A claim that registers a run within the limits (runlimits.h) */
+    bool registers = mode != CLAIM_SKIP && !(j->has_mark && tick <= j->mark);
+    if (registers && lim != NULL && lim->max_running > 0 && j->nbusy >= lim->max_running)
+        return CLAIM_FULL;
+    if (registers && lim != NULL && lim->pool_limit > 0 && pool_live(lim) >= lim->pool_limit) {
+        out->pool_full = true;
+        return CLAIM_FULL;
     }
     if (mode == CLAIM_REGISTER) {
         enroll(j, member);

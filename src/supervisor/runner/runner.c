@@ -32,8 +32,10 @@
 #include "hook.h"
 #include "jobtable.h"
 #include "outbox.h"
+#include "pools.h"
 #include "records.h"
 #include "rtime.h"
+#include "runlimits.h"
 #include "runner.h"
 #include "runs.h"
 
@@ -56,6 +58,7 @@ struct runner {
     struct claimer cl;
     struct control ctl;
     struct runs runs;
+    struct pools pools;     /* the waiting ticks of each pool, in order (pools.h) */
     int64_t wall_offset_ms; /* wall - monotonic when the keys were computed */
     int64_t turn_end;       /* this turn of the loop yields at this time (TURN_BUDGET_MS) */
     int64_t lost_retry_at;  /* not leading, with lost claims to settle: the next try; 0: none */
@@ -101,6 +104,76 @@ static void queue_due(struct runner *r, struct jobstate *js, int64_t wall)
     }
 }
 
+/* ---- pools: the order of the ticks that wait for a slot ---- */
+
+/* A waiter's tick still waits: it is its job's head. */
+static bool waiter_live(const struct pool_waiter *w)
+{
+    struct jobstate *js = w->js;
+    return ticks_has_head(&js->ticks) && ticks_head(&js->ticks)->t.at == w->tick;
+}
+
+/* js looks at its head now. */
+static void wake(struct runner *r, struct jobstate *js)
+{
+    js->hold_until = 0;
+    if (r->x.leading)
+        jobtable_set_key(&r->jt, js, loop_now());
+}
+
+/* A slot of pl may be free: its first waiter looks (but not me). */
+static void wake_pool(struct runner *r, struct pool *pl, const struct jobstate *me)
+{
+    struct jobstate *head = pools_head(pl, waiter_live);
+    if (head != NULL && head != me)
+        wake(r, head);
+}
+
+/* js's head tick at waits behind an earlier tick of its pool (first come,
+ * first served): true, and it waits in order; false when it may claim. */
+static bool pool_behind(struct jobstate *js, const struct tick_intent *in, int64_t now)
+{
+    if (js->pool == NULL || in->mode == CLAIM_SKIP ||
+        pools_first(js->pool, js, js->job->name, in->at, waiter_live))
+        return false;
+    pools_wait(js->pool, js, js->job->name, in->at);
+    js->hold_until = now + LIMITS_POLL_MS * MS;
+    return true;
+}
+
+/* After a claim of js's head (dealt: it was dealt with): a tick that found
+ * its pool full waits in order; one dealt with, or waiting for its own
+ * max_running, lets the next waiter of the pool look. */
+static void pool_after_claim(struct runner *r, struct jobstate *js, int64_t at, bool dealt)
+{
+    if (js->pool == NULL)
+        return;
+    if (js->claim.full && js->claim.full_pool)
+        pools_wait(js->pool, js, js->job->name, at);
+    else if ((dealt || js->claim.full) && pools_leave(js->pool, js))
+        wake_pool(r, js->pool, js);
+}
+
+/* The pools of the jobs now (after a reload): the ticks that waited keep
+ * their order. */
+static void pools_rebuild(struct runner *r)
+{
+    struct pools old = r->pools;
+    r->pools = (struct pools){0};
+    for (struct jobstate *js = r->jt.states; js != NULL; js = js->next)
+        if (js->job->pool != NULL)
+            pools_add(&r->pools, js->job->name, js->job->pool, js->job->pool_limit);
+    for (struct jobstate *js = r->jt.states; js != NULL; js = js->next)
+        js->pool = js->job->pool != NULL ? pools_find(&r->pools, js->job->pool) : NULL;
+    for (size_t i = 0; i < old.n; i++)
+        for (size_t k = 0; k < old.v[i].nw; k++) {
+            struct jobstate *js = old.v[i].w[k].js;
+            if (js->pool != NULL)
+                pools_wait(js->pool, js, js->job->name, old.v[i].w[k].tick);
+        }
+    pools_clear(&old);
+}
+
 /* Decides js's queue, head after head, claiming what it can in this turn. */
 static void decide_ticks(struct runner *r, struct jobstate *js, int64_t now, int64_t wall)
 {
@@ -133,7 +206,11 @@ static void decide_ticks(struct runner *r, struct jobstate *js, int64_t now, int
             ticks_pop(&js->ticks);
             continue;
         }
-        if (!claimer_head(&r->x, &r->cl, &r->runs, js, &in))
+        if (pool_behind(js, &in, now))
+            break;
+        bool dealt = claimer_head(&r->x, &r->cl, &r->runs, js, &in);
+        pool_after_claim(r, js, in.at, dealt);
+        if (!dealt)
             break;
     }
     before = ticks_take_skipped(&js->ticks);
@@ -201,6 +278,8 @@ static void process_job(struct runner *r, struct jobstate *js)
 static void clear_schedule(struct runner *r, struct jobstate *js)
 {
     struct sched_range before = ticks_take_skipped(&js->ticks);
+    if (js->pool != NULL && pools_leave(js->pool, js))
+        wake_pool(r, js->pool, js);
     claimer_failures_end(&r->x, &js->claim, js->job->name, false);
     records_skipped(&r->rec, js->job->name, r->x.term, &before);
     control_record_held(&r->x, js);
@@ -295,6 +374,7 @@ int runner_set_jobs(struct runner *r, struct jobs *jobs)
     int rc = jobtable_apply(&r->jt, jobs, job_changed, job_gone, r);
     if (rc != BATON_OK)
         return rc;
+    pools_rebuild(r);
     /* New and changed jobs are looked at now; the others keep their keys:
      * making 10,000 unchanged jobs due at once would hold the next
      * instant's claims behind them. */
@@ -318,6 +398,7 @@ void runner_free(struct runner *r)
     for (struct jobstate *js = r->jt.states; js != NULL; js = js->next)
         control_job_clear(&r->ctl, &js->ctl);
     jobtable_free(&r->jt);
+    pools_clear(&r->pools);
     outbox_clear(&r->out);
     control_forget_all(&r->ctl);
     free(r->node);
@@ -525,11 +606,10 @@ void runner_on_message(struct runner *r, const char *msg, size_t len)
         memcpy(name, msg + 6, n);
         name[n] = '\0';
         struct jobstate *js = jobtable_find(&r->jt, name);
-        if (js != NULL && js->hold_until != 0) { /* it waited for a run to end */
-            js->hold_until = 0;
-            if (r->x.leading)
-                jobtable_set_key(&r->jt, js, loop_now());
-        }
+        if (js != NULL && js->hold_until != 0) /* it waited for a run to end */
+            wake(r, js);
+        if (js != NULL && js->pool != NULL) /* a slot of its pool is free */
+            wake_pool(r, js->pool, NULL);
     } else if (r->x.leading && ((len > 8 && strncmp(msg, "trigger ", 8) == 0) ||
                                 (len > 7 && strncmp(msg, "paused ", 7) == 0) ||
                                 (len > 8 && strncmp(msg, "resumed ", 8) == 0))) {
