@@ -608,9 +608,10 @@ static int check_limits(struct jparse *p, struct job *j, const struct yamlx_node
             if (strcmp(p->set->pools[i].name, j->pool) == 0)
                 pl = &p->set->pools[i];
         if (pl == NULL)
-            return yamlx_errorf(p->d, pool_at, "%spool: %s is not defined (define it under the "
-                                "top-level pools:, e.g. pools: {%s: 2})", prefix,
-                                yamlx_quote(j->pool, q, sizeof q), j->pool);
+            return yamlx_errorf(p->d, pool_at,
+                                "%spool: %s is not defined (define it under the "
+                                "top-level pools:, e.g. pools: {%s: 2})",
+                                prefix, yamlx_quote(j->pool, q, sizeof q), j->pool);
         j->pool_limit = pl->limit;
     }
     if (j->max_running > 0 && j->concurrency != JOB_ALLOW) {
@@ -627,16 +628,17 @@ static int check_limits(struct jparse *p, struct job *j, const struct yamlx_node
 /* Reads pools: (name: limit) into p->set. */
 static int read_pools(struct jparse *p, const struct yamlx_node *n)
 {
-    static const struct schema_field limit = {.key = "pools", .type = SCHEMA_INT,
-                                              .width = sizeof(int), .min = 1, .max = 10000};
+    static const struct schema_field limit = {
+        .key = "pools", .type = SCHEMA_INT, .width = sizeof(int), .min = 1, .max = 10000};
     struct jobs *set = p->set;
     char q[96], what[JOB_NAME_MAX + 16];
 
     if (n == NULL || (n->kind == YAMLX_SCALAR && n->null))
         return 0;
     if (n->kind != YAMLX_MAP)
-        return yamlx_errorf(p->d, n, "pools: expected a mapping of NAME: limit (e.g. exports: 3), "
-                            "got %s", yamlx_kind_name(n));
+        return yamlx_errorf(p->d, n,
+                            "pools: expected a mapping of NAME: limit (e.g. exports: 3), got %s",
+                            yamlx_kind_name(n));
     set->pools = calloc(n->npairs + 1, sizeof *set->pools);
     if (set->pools == NULL)
         return yamlx_errorf(p->d, NULL, "out of memory");

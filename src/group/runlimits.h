@@ -34,7 +34,7 @@
 
 #include "baton_redis.h"
 
-#define LIMITS_POLL_MS 500 /* a tick waiting for a slot looks again this often at least */
+#define LIMITS_POLL_MS  500 /* a tick waiting for a slot looks again this often at least */
 #define LIMITS_POOL_MAX 256 /* jobs of one pool counted by one claim */
 
 /* One claim's limits. Borrowed for the call. */
@@ -53,7 +53,7 @@ struct claim_limits {
     "local function limits_full(now)\n"                                                            \
     "  local mr, pl, lo = tonumber(ARGV[" amax "]) or 0, tonumber(ARGV[" apool "]) or 0, "         \
     "'(' .. now\n"                                                                                 \
-    "  if mr > 0 and redis.call('zcount', KEYS[" busy "], lo, '+inf') >= mr then return 7 end\n"  \
+    "  if mr > 0 and redis.call('zcount', KEYS[" busy "], lo, '+inf') >= mr then return 7 end\n"   \
     "  if pl > 0 then\n"                                                                           \
     "    local n = 0\n"                                                                            \
     "    for i = " first ", #KEYS do n = n + redis.call('zcount', KEYS[i], lo, '+inf') end\n"      \
