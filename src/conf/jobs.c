@@ -133,6 +133,7 @@ struct jparse {
      * O(jobs^2) at 10,000 jobs. */
     size_t *names;
     size_t names_mask;
+    const struct yamlx_node *pools; /* pools:, a mapping in the order of set->pools */
 };
 
 #define NAMES_FREE ((size_t)-1)
@@ -603,7 +604,7 @@ static int check_limits(struct jparse *p, struct job *j, const struct yamlx_node
     char q[96];
 
     if (j->pool != NULL) {
-        const struct job_pool *pl = NULL;
+        struct job_pool *pl = NULL;
         for (size_t i = 0; i < p->set->npools && pl == NULL; i++)
             if (strcmp(p->set->pools[i].name, j->pool) == 0)
                 pl = &p->set->pools[i];
@@ -612,6 +613,14 @@ static int check_limits(struct jparse *p, struct job *j, const struct yamlx_node
                                 "%spool: %s is not defined (define it under the "
                                 "top-level pools:, e.g. pools: {%s: 2})",
                                 prefix, yamlx_quote(j->pool, q, sizeof q), j->pool);
+        if (++pl->njobs > JOBS_POOL_MAX) { /* at the pool: where the fix goes */
+            char qj[96];
+            return yamlx_errorf(p->d, p->pools->pairs[pl - p->set->pools].key,
+                                "pools: %s: used by more than %d jobs (job %s is the %zuth); a "
+                                "claim counts each job of its pool: split it",
+                                yamlx_quote(j->pool, q, sizeof q), JOBS_POOL_MAX,
+                                yamlx_quote(j->name, qj, sizeof qj), pl->njobs);
+        }
         j->pool_limit = pl->limit;
     }
     if (j->max_running > 0 && j->concurrency != JOB_ALLOW) {
@@ -639,6 +648,7 @@ static int read_pools(struct jparse *p, const struct yamlx_node *n)
         return yamlx_errorf(p->d, n,
                             "pools: expected a mapping of NAME: limit (e.g. exports: 3), got %s",
                             yamlx_kind_name(n));
+    p->pools = n;
     set->pools = calloc(n->npairs + 1, sizeof *set->pools);
     if (set->pools == NULL)
         return yamlx_errorf(p->d, NULL, "out of memory");

@@ -104,8 +104,9 @@ struct job {
 /* One pool of `pools:` (jobs.yaml, top level): at most limit runs of its jobs
  * at once across the group. */
 struct job_pool {
-    char *name; /* the job-name rule (job_name_ok) */
-    int limit;  /* >= 1 */
+    char *name;   /* the job-name rule (job_name_ok) */
+    int limit;    /* >= 1 */
+    size_t njobs; /* the jobs that use it: at most JOBS_POOL_MAX */
 };
 
 struct jobs {
@@ -169,6 +170,9 @@ void jobs_write_reference(FILE *out);
 /* The one job-name rule ([A-Za-z0-9_.-]{1,128}: names go into Redis keys
  * and logs), for the file and for the tools that take a job name. */
 #define JOB_NAME_MAX 128
+/* Jobs in one pool at most: a claim counts the runs of each of them in its
+ * script, one key each (runlimits.h). */
+#define JOBS_POOL_MAX 256
 bool job_name_ok(const char *s);
 /* Returns: the rule in words, for messages. Static. */
 const char *job_name_rule(void);

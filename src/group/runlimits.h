@@ -33,9 +33,11 @@
 #include <stddef.h>
 
 #include "baton_redis.h"
+#include "jobs.h"
 
-#define LIMITS_POLL_MS  500 /* a tick waiting for a slot looks again this often at least */
-#define LIMITS_POOL_MAX 256 /* jobs of one pool counted by one claim */
+#define LIMITS_POLL_MS 500 /* a tick waiting for a slot looks again this often at least */
+/* Jobs of one pool counted by one claim (jobs.yaml's check refuses more). */
+#define LIMITS_POOL_MAX JOBS_POOL_MAX
 
 /* One claim's limits. Borrowed for the call. */
 struct claim_limits {

@@ -1197,6 +1197,9 @@ static const struct {
     {"jobs_max_running_forbid.yaml",
      "jobs_max_running_forbid.yaml:5:18: job \"report\": max_running: needs concurrency: allow (with "
      "forbid at most one run of the job is alive in the group already)"},
+    {"jobs_pool_too_many.yaml",
+     "jobs_pool_too_many.yaml:1:9: pools: \"exports\": used by more than 256 jobs (job \"j257\" "
+     "is the 257th); a claim counts each job of its pool: split it"},
 };
 
 START_TEST(bad_file)
