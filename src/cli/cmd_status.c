@@ -54,6 +54,7 @@
 #include "log.h"
 #include "members.h"
 #include "pause.h"
+#include "runlimits.h"
 #include "status.h"
 #include "tools.h"
 #include "utf8.h"
@@ -114,6 +115,8 @@ struct status {
     const char *jobs_error;
     struct history_list *last; /* one per job: the last record (n 0 or 1) */
     struct pause_list paused;
+    struct limits_pool *pools; /* jobs.yaml's, their live runs read from Redis */
+    size_t npools;
     int64_t now;    /* Unix s */
     int64_t now_ms; /* Unix ms */
 };
@@ -367,6 +370,63 @@ static void print_jobs(const struct status *s)
     }
 }
 
+static cJSON *status_json(const struct status *s);
+
+/* The pools (their runs in Redis) and the ticks waiting for a slot (from
+ * the leader's heartbeat), as the document has them: tables, or nothing. */
+static void print_limits(const struct status *s)
+{
+    cJSON *doc = status_json(s), *e;
+    const cJSON *pools = cJSON_GetObjectItemCaseSensitive(doc, "pools");
+    const cJSON *waiting = cJSON_GetObjectItemCaseSensitive(doc, "waiting");
+    struct tool_table t;
+    char a[32], b[32], c[32], d[32];
+    if (cJSON_GetArraySize(pools) > 0) {
+        tool_table_init(&t, 3);
+        tool_table_add(&t, (const char *const[]){"POOL", "RUNNING", "LIMIT"});
+        cJSON_ArrayForEach(e, pools)
+        {
+            const cJSON *r = cJSON_GetObjectItemCaseSensitive(e, "running");
+            snprintf(a, sizeof a, "%.0f",
+                     cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(e, "limit")));
+            if (cJSON_IsNumber(r))
+                snprintf(b, sizeof b, "%.0f", r->valuedouble);
+            else
+                snprintf(b, sizeof b, "?");
+            tool_table_add(&t, (const char *const[]){hb_string(e, "name"), b, a});
+        }
+        printf("\npools (runs alive in the group, counted in Redis):\n");
+        tool_table_print(&t, "", stdout);
+        tool_table_free(&t);
+    }
+    if (cJSON_GetArraySize(waiting) > 0) {
+        tool_table_init(&t, 6);
+        tool_table_add(
+            &t, (const char *const[]){"JOB", "TICK", "WAITS FOR", "SINCE", "WAITED", "QUEUED"});
+        cJSON_ArrayForEach(e, waiting)
+        {
+            const char *pool = hb_string(e, "pool");
+            double limit = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(e, "limit"));
+            if (pool != NULL)
+                snprintf(c, sizeof c, "pool %.*s (%.0f)", 16, pool, limit);
+            else
+                snprintf(c, sizeof c, "max_running (%.0f)", limit);
+            tool_format_ms(
+                (int64_t)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(e, "waited_ms")), a,
+                sizeof a);
+            snprintf(d, sizeof d, "%.0f",
+                     cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(e, "queued")));
+            tool_table_add(&t,
+                           (const char *const[]){hb_string(e, "job"), hb_string(e, "scheduled_at"),
+                                                 c, hb_string(e, "since"), a, d});
+        }
+        printf("\nwaiting for a slot (the leader's, first served first):\n");
+        tool_table_print(&t, "", stdout);
+        tool_table_free(&t);
+    }
+    cJSON_Delete(doc);
+}
+
 static void print_human(const struct status *s)
 {
     char safe[TERM_MAX];
@@ -375,6 +435,7 @@ static void print_human(const struct status *s)
     print_leader(s);
     print_nodes(s);
     print_jobs(s);
+    print_limits(s);
 }
 
 /* ---- JSON output (the document is status.c's) ---- */
@@ -395,6 +456,8 @@ static cJSON *status_json(const struct status *s)
                            .nmembers = s->nmembers,
                            .jobs = rows,
                            .njobs = n,
+                           .pools = s->pools,
+                           .npools = s->npools,
                            .jobs_error = s->jobs == NULL ? s->jobs_error : NULL,
                            .now = s->now,
                            .now_ms = s->now_ms};
@@ -483,6 +546,17 @@ static int cmd_status(int argc, char **argv)
         }
     }
 
+    /* The pools' runs: what Redis counts (where the claims check them). */
+    if (jobs != NULL && limits_pools_new(jobs, &s.pools, &s.npools) != BATON_OK) {
+        rc = cli_fail("status", "out of memory");
+        goto out;
+    }
+    brc = limits_pools_read(client, cfg->group, s.pools, s.npools);
+    if (brc != BATON_OK) {
+        rc = tool_redis_error("status", client, brc, "reading the pools' runs");
+        goto out;
+    }
+
     if (json) {
         rc = tool_print_json("status", status_json(&s));
     } else {
@@ -499,6 +573,7 @@ out:
             history_list_free(&s.last[i]);
     free(s.last);
     pause_list_free(&s.paused);
+    limits_pools_free(s.pools, s.npools);
     members_free(s.members, s.nmembers);
     baton_client_free(client);
     jobs_free(jobs);

@@ -1,5 +1,6 @@
 /* runlimits.c -- see runlimits.h. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "keys.h"
 #include "runlimits.h"
@@ -53,4 +54,85 @@ out:
     for (size_t i = 0; i < made; i++)
         free(keys[i]);
     return rc;
+}
+
+void limits_pools_free(struct limits_pool *v, size_t n)
+{
+    for (size_t i = 0; v != NULL && i < n; i++) {
+        for (size_t k = 0; k < v[i].njobs; k++)
+            free(v[i].jobs[k]);
+        free(v[i].jobs);
+        free(v[i].name);
+    }
+    free(v);
+}
+
+/* Fills p (zeroed) with name, limit and a copy of jobs[0..njobs). */
+static bool pool_set(struct limits_pool *p, const char *name, int limit, int runs)
+{
+    p->name = strdup(name);
+    p->limit = limit;
+    p->runs = runs;
+    return p->name != NULL;
+}
+
+static bool pool_add_job(struct limits_pool *p, const char *job, size_t cap)
+{
+    if (p->jobs == NULL && (p->jobs = calloc(cap, sizeof *p->jobs)) == NULL)
+        return false;
+    return (p->jobs[p->njobs++] = strdup(job)) != NULL;
+}
+
+int limits_pools_new(const struct jobs *jobs, struct limits_pool **out, size_t *n)
+{
+    struct limits_pool *v = jobs->npools > 0 ? calloc(jobs->npools, sizeof *v) : NULL;
+    *out = NULL;
+    *n = 0;
+    if (jobs->npools == 0)
+        return BATON_OK;
+    if (v == NULL)
+        return BATON_ENOMEM;
+    for (size_t i = 0; i < jobs->npools; i++) {
+        const struct job_pool *jp = &jobs->pools[i];
+        bool ok = pool_set(&v[i], jp->name, jp->limit, -1);
+        for (size_t k = 0; ok && k < jobs->n; k++)
+            if (jobs->v[k].pool != NULL && strcmp(jobs->v[k].pool, jp->name) == 0)
+                ok = pool_add_job(&v[i], jobs->v[k].name, jp->njobs);
+        if (!ok) {
+            limits_pools_free(v, i + 1);
+            return BATON_ENOMEM;
+        }
+    }
+    *out = v;
+    *n = jobs->npools;
+    return BATON_OK;
+}
+
+struct limits_pool *limits_pools_dup(const struct limits_pool *v, size_t n)
+{
+    struct limits_pool *c = n > 0 ? calloc(n, sizeof *c) : NULL;
+    for (size_t i = 0; c != NULL && i < n; i++) {
+        bool ok = pool_set(&c[i], v[i].name, v[i].limit, v[i].runs);
+        for (size_t k = 0; ok && k < v[i].njobs; k++)
+            ok = pool_add_job(&c[i], v[i].jobs[k], v[i].njobs);
+        if (!ok) {
+            limits_pools_free(c, i + 1);
+            return NULL;
+        }
+    }
+    return c;
+}
+
+int limits_pools_read(struct baton_client *c, const char *group, struct limits_pool *v, size_t n)
+{
+    int first = BATON_OK;
+    for (size_t i = 0; i < n; i++) {
+        int rc = limits_occupancy(c, group, (const char *const *)v[i].jobs, v[i].njobs, &v[i].runs);
+        if (rc != BATON_OK) {
+            v[i].runs = -1;
+            if (first == BATON_OK)
+                first = rc;
+        }
+    }
+    return first;
 }

@@ -70,4 +70,26 @@ struct claim_limits {
 int limits_occupancy(struct baton_client *c, const char *group, const char *const *jobs, size_t n,
                      int *live);
 
+/* A pool as status and metrics show it: jobs.yaml's limit and the live
+ * runs of its jobs in Redis (runs: limits_pools_read). All owned by the
+ * array (limits_pools_free). */
+struct limits_pool {
+    char *name;
+    int limit;
+    char **jobs; /* its jobs' names, njobs */
+    size_t njobs;
+    int runs; /* live runs as last read; -1: not read (or the read failed) */
+};
+
+/* The pools of jobs (pools:, in file order), with their jobs, runs -1.
+ * Returns 0 and *out (owned; limits_pools_free; NULL when none), or
+ * BATON_ENOMEM. */
+int limits_pools_new(const struct jobs *jobs, struct limits_pool **out, size_t *n);
+/* A copy of v[0..n). Returns: owned, or NULL (none, or ENOMEM). */
+struct limits_pool *limits_pools_dup(const struct limits_pool *v, size_t n);
+void limits_pools_free(struct limits_pool *v, size_t n);
+/* Reads each pool's live runs (limits_occupancy) into its runs; a pool
+ * whose read failed gets -1. Returns 0, or the first failure's BATON_E*. */
+int limits_pools_read(struct baton_client *c, const char *group, struct limits_pool *v, size_t n);
+
 #endif

@@ -68,8 +68,11 @@ bool pools_first(struct pool *pl, const struct jobstate *js, const char *job, in
     return true;
 }
 
-bool pools_wait(struct pool *pl, struct jobstate *js, const char *job, int64_t tick)
+bool pools_wait(struct pool *pl, struct jobstate *js, const char *job, int64_t tick, int64_t now_ms)
 {
+    for (size_t i = 0; i < pl->nw; i++)
+        if (pl->w[i].js == js && pl->w[i].tick == tick)
+            now_ms = pl->w[i].since_ms;
     pools_leave(pl, js);
     if (pl->nw == pl->wcap) {
         size_t cap = pl->wcap != 0 ? 2 * pl->wcap : 8;
@@ -83,7 +86,7 @@ bool pools_wait(struct pool *pl, struct jobstate *js, const char *job, int64_t t
     while (at > 0 && before(tick, job, pl->w[at - 1].tick, pl->w[at - 1].job))
         at--;
     memmove(&pl->w[at + 1], &pl->w[at], (pl->nw - at) * sizeof pl->w[0]);
-    pl->w[at] = (struct pool_waiter){.js = js, .job = job, .tick = tick};
+    pl->w[at] = (struct pool_waiter){.js = js, .job = job, .tick = tick, .since_ms = now_ms};
     pl->nw++;
     return true;
 }

@@ -26,6 +26,7 @@ struct pool_waiter {
     struct jobstate *js;
     const char *job; /* borrowed from js's job */
     int64_t tick;
+    int64_t since_ms; /* when it began to wait for this tick (the caller's clock) */
 };
 
 struct pool {
@@ -58,9 +59,11 @@ void pools_clear(struct pools *p);
  * (stale entries ahead of it are let go). */
 bool pools_first(struct pool *pl, const struct jobstate *js, const char *job, int64_t tick,
                  pools_live_fn live);
-/* js's tick waits for a slot of pl (its entry made, or moved to tick).
- * Returns false when out of memory (it then waits unordered). */
-bool pools_wait(struct pool *pl, struct jobstate *js, const char *job, int64_t tick);
+/* js's tick waits for a slot of pl since now_ms (its entry made, or moved
+ * to tick; one of the same tick keeps its since). Returns false when out
+ * of memory (it then waits unordered). */
+bool pools_wait(struct pool *pl, struct jobstate *js, const char *job, int64_t tick,
+                int64_t now_ms);
 /* js waits no more. Returns true when it was the first waiter (the next
  * one is to be woken: pools_head()). */
 bool pools_leave(struct pool *pl, const struct jobstate *js);
