@@ -26,6 +26,14 @@
  *
  *   paused: backup since 2026-01-02T06:00:00.000Z by ops@web-1: migration
  *
+ *   pools (runs alive in the group, counted in Redis):
+ *   POOL     RUNNING  LIMIT
+ *   exports  3        3
+ *
+ *   waiting for a slot (the leader's, first served first):
+ *   JOB    TICK                  WAITS FOR        SINCE                     WAITED  QUEUED
+ *   dump   2026-01-02T07:10:04Z  pool exports (3)  2026-01-02T07:10:04.003Z  1.2s    2
+ *
  * The nodes: the leader first, then by name; a follower's TERM is the term
  * it follows. What runs now comes from the nodes' heartbeats (a run shows a
  * quarter of a second after it starts). Without a leader, NEXT RUN says no
@@ -90,6 +98,11 @@ const struct cli_cmd cli_cmd_status = {
         "manual run says who asked), start, elapsed time and run id. A job's next run is in "
         "UTC and, when the job's zone is another, in that zone beside it; while no node "
         "leads, it is none planned (no leader).\n\n"
+        "With fleet-wide limits (jobs.yaml's pools: and max_running:), under pools each "
+        "pool's runs alive across the group, counted in Redis where the claims count them, "
+        "beside its limit; under waiting for a slot, the leader's ticks that wait, unclaimed, "
+        "for a pool or max_running slot (job, tick, what it waits for, since when, the job's "
+        "ticks queued), in the order the slots go to them, from the leader's heartbeat.\n\n"
         "Nodes heartbeat every `poll`. One whose heartbeat is overdue (more than 2 x poll + "
         "2s) shows as unresponsive. A node that stopped is listed as stopped for 1 minute, "
         "then removed; one not heard from is removed after 5 minutes (or 3 x its poll, if "

@@ -486,6 +486,8 @@ static const struct {
     [LE_TICK_SKIPPED] = {count_not_run, "ticks_not_run_total{job_name,outcome,reason}"},
     [LE_TICK_MOVE_REFUSED] = {NULL, "only events (a table bug: alert on any)"},
     [LE_CLAIM_REFUSED] = {NULL, "only events (another leader: alert on any)"},
+    [LE_LIMIT_WAIT] = {NULL, "only events: ticks_waiting is a gauge (the leader's runner)"},
+    [LE_LIMIT_WAITED] = {NULL, "only events: ticks_waiting is a gauge (the leader's runner)"},
     [LE_CLAIM_FAILED] = {count_claim_failed, "redis_errors_total{during=claim}"},
     [LE_CLAIM_FAILURES_ENDED] = {NULL, "only events: each failure is counted as it happens "
                                        "(redis_errors_total{during=claim})"},
