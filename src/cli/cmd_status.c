@@ -26,6 +26,14 @@
  *
  *   paused: backup since 2026-01-02T06:00:00.000Z by ops@web-1: migration
  *
+ *   pools (runs alive in the group, counted in Redis):
+ *   POOL     RUNNING  LIMIT
+ *   exports  3        3
+ *
+ *   waiting for a slot (the leader's, first served first):
+ *   JOB    TICK                  WAITS FOR        SINCE                     WAITED  QUEUED
+ *   dump   2026-01-02T07:10:04Z  pool exports (3)  2026-01-02T07:10:04.003Z  1.2s    2
+ *
  * The nodes: the leader first, then by name; a follower's TERM is the term
  * it follows. What runs now comes from the nodes' heartbeats (a run shows a
  * quarter of a second after it starts). Without a leader, NEXT RUN says no
@@ -54,6 +62,7 @@
 #include "log.h"
 #include "members.h"
 #include "pause.h"
+#include "runlimits.h"
 #include "status.h"
 #include "tools.h"
 #include "utf8.h"
@@ -89,6 +98,11 @@ const struct cli_cmd cli_cmd_status = {
         "manual run says who asked), start, elapsed time and run id. A job's next run is in "
         "UTC and, when the job's zone is another, in that zone beside it; while no node "
         "leads, it is none planned (no leader).\n\n"
+        "With fleet-wide limits (jobs.yaml's pools: and max_running:), under pools each "
+        "pool's runs alive across the group, counted in Redis where the claims count them, "
+        "beside its limit; under waiting for a slot, the leader's ticks that wait, unclaimed, "
+        "for a pool or max_running slot (job, tick, what it waits for, since when, the job's "
+        "ticks queued), in the order the slots go to them, from the leader's heartbeat.\n\n"
         "Nodes heartbeat every `poll`. One whose heartbeat is overdue (more than 2 x poll + "
         "2s) shows as unresponsive. A node that stopped is listed as stopped for 1 minute, "
         "then removed; one not heard from is removed after 5 minutes (or 3 x its poll, if "
@@ -114,6 +128,8 @@ struct status {
     const char *jobs_error;
     struct history_list *last; /* one per job: the last record (n 0 or 1) */
     struct pause_list paused;
+    struct limits_pool *pools; /* jobs.yaml's, their live runs read from Redis */
+    size_t npools;
     int64_t now;    /* Unix s */
     int64_t now_ms; /* Unix ms */
 };
@@ -367,6 +383,63 @@ static void print_jobs(const struct status *s)
     }
 }
 
+static cJSON *status_json(const struct status *s);
+
+/* The pools (their runs in Redis) and the ticks waiting for a slot (from
+ * the leader's heartbeat), as the document has them: tables, or nothing. */
+static void print_limits(const struct status *s)
+{
+    cJSON *doc = status_json(s), *e;
+    const cJSON *pools = cJSON_GetObjectItemCaseSensitive(doc, "pools");
+    const cJSON *waiting = cJSON_GetObjectItemCaseSensitive(doc, "waiting");
+    struct tool_table t;
+    char a[32], b[32], c[32], d[32];
+    if (cJSON_GetArraySize(pools) > 0) {
+        tool_table_init(&t, 3);
+        tool_table_add(&t, (const char *const[]){"POOL", "RUNNING", "LIMIT"});
+        cJSON_ArrayForEach(e, pools)
+        {
+            const cJSON *r = cJSON_GetObjectItemCaseSensitive(e, "running");
+            snprintf(a, sizeof a, "%.0f",
+                     cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(e, "limit")));
+            if (cJSON_IsNumber(r))
+                snprintf(b, sizeof b, "%.0f", r->valuedouble);
+            else
+                snprintf(b, sizeof b, "?");
+            tool_table_add(&t, (const char *const[]){hb_string(e, "name"), b, a});
+        }
+        printf("\npools (runs alive in the group, counted in Redis):\n");
+        tool_table_print(&t, "", stdout);
+        tool_table_free(&t);
+    }
+    if (cJSON_GetArraySize(waiting) > 0) {
+        tool_table_init(&t, 6);
+        tool_table_add(
+            &t, (const char *const[]){"JOB", "TICK", "WAITS FOR", "SINCE", "WAITED", "QUEUED"});
+        cJSON_ArrayForEach(e, waiting)
+        {
+            const char *pool = hb_string(e, "pool");
+            double limit = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(e, "limit"));
+            if (pool != NULL)
+                snprintf(c, sizeof c, "pool %.*s (%.0f)", 16, pool, limit);
+            else
+                snprintf(c, sizeof c, "max_running (%.0f)", limit);
+            tool_format_ms(
+                (int64_t)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(e, "waited_ms")), a,
+                sizeof a);
+            snprintf(d, sizeof d, "%.0f",
+                     cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(e, "queued")));
+            tool_table_add(&t,
+                           (const char *const[]){hb_string(e, "job"), hb_string(e, "scheduled_at"),
+                                                 c, hb_string(e, "since"), a, d});
+        }
+        printf("\nwaiting for a slot (the leader's, first served first):\n");
+        tool_table_print(&t, "", stdout);
+        tool_table_free(&t);
+    }
+    cJSON_Delete(doc);
+}
+
 static void print_human(const struct status *s)
 {
     char safe[TERM_MAX];
@@ -375,6 +448,7 @@ static void print_human(const struct status *s)
     print_leader(s);
     print_nodes(s);
     print_jobs(s);
+    print_limits(s);
 }
 
 /* ---- JSON output (the document is status.c's) ---- */
@@ -395,6 +469,8 @@ static cJSON *status_json(const struct status *s)
                            .nmembers = s->nmembers,
                            .jobs = rows,
                            .njobs = n,
+                           .pools = s->pools,
+                           .npools = s->npools,
                            .jobs_error = s->jobs == NULL ? s->jobs_error : NULL,
                            .now = s->now,
                            .now_ms = s->now_ms};
@@ -483,6 +559,17 @@ static int cmd_status(int argc, char **argv)
         }
     }
 
+    /* The pools' runs: what Redis counts (where the claims check them). */
+    if (jobs != NULL && limits_pools_new(jobs, &s.pools, &s.npools) != BATON_OK) {
+        rc = cli_fail("status", "out of memory");
+        goto out;
+    }
+    brc = limits_pools_read(client, cfg->group, s.pools, s.npools);
+    if (brc != BATON_OK) {
+        rc = tool_redis_error("status", client, brc, "reading the pools' runs");
+        goto out;
+    }
+
     if (json) {
         rc = tool_print_json("status", status_json(&s));
     } else {
@@ -499,6 +586,7 @@ out:
             history_list_free(&s.last[i]);
     free(s.last);
     pause_list_free(&s.paused);
+    limits_pools_free(s.pools, s.npools);
     members_free(s.members, s.nmembers);
     baton_client_free(client);
     jobs_free(jobs);

@@ -112,6 +112,7 @@ uint64_t job_fingerprint(const struct job *j)
         case SCHEMA_BOOL: fnv_u64(&h, *(const bool *)field ? 1 : 0); break;
         }
     }
+    fnv_u64(&h, (uint64_t)j->pool_limit); /* the pool's limit is the job's too */
     return h;
 }
 

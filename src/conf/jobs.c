@@ -32,7 +32,7 @@ _Static_assert(sizeof(enum job_concurrency) == sizeof(int), "enum keys are store
 #define JOBS_MAX     10000 /* jobs in one file */
 
 static const char *const concurrency_names[] = {"forbid", "allow", "replace", NULL};
-static const char *const top_keys[] = {"jobs", "defaults"};
+static const char *const top_keys[] = {"jobs", "defaults", "pools"};
 
 #define OFF(f) offsetof(struct job, f)
 
@@ -73,6 +73,7 @@ static void job_clear(struct job *j)
     free(j->user);
     job_cmd_clear(&j->on_failure);
     job_cmd_clear(&j->on_success);
+    free(j->pool);
     memset(j, 0, sizeof *j);
 }
 
@@ -133,6 +134,7 @@ struct jparse {
      * O(jobs^2) at 10,000 jobs. */
     size_t *names;
     size_t names_mask;
+    const struct yamlx_node *pools; /* pools:, a mapping in the order of set->pools */
 };
 
 #define NAMES_FREE ((size_t)-1)
@@ -208,6 +210,19 @@ static int set_name(void *obj, struct schema_ctx *ctx, const char *text, char *m
         return -1;
     }
     return set_str(&j->name, text, msg, msglen);
+}
+
+static int set_pool(void *obj, struct schema_ctx *ctx, const char *text, char *msg, size_t msglen)
+{
+    struct job *j = obj;
+    char q[96];
+
+    (void)ctx;
+    if (!job_name_ok(text)) {
+        snprintf(msg, msglen, "%s: use %s", yamlx_quote(text, q, sizeof q), job_name_rule());
+        return -1;
+    }
+    return set_str(&j->pool, text, msg, msglen);
 }
 
 static int set_timezone(void *obj, struct schema_ctx *ctx, const char *text, char *msg,
@@ -463,6 +478,16 @@ static const struct schema_field job_keys[] = {
     {.key = "hook_timeout", .type = SCHEMA_DURATION, .offset = OFF(hook_timeout_ms), .def = "30s",
      .def_doc = "baton.yaml's `hooks.timeout` (`30s`)", .min = 100, .max = MS_HOUR,
      .doc = "A hook still going after this long gets SIGTERM, then SIGKILL after kill_grace."},
+    {.key = "pool", .type = SCHEMA_TEXT, .offset = OFF(pool), .set_text = set_pool, .type_doc = "name",
+     .def_doc = "none",
+     .doc = "A pool of the top-level `pools:`: at most its limit of runs of its jobs at once "
+            "across the group; a tick that finds it full waits for a run to end (first come, "
+            "first served)."},
+    {.key = "max_running", .type = SCHEMA_INT, .offset = OFF(max_running), .width = sizeof(int),
+     .def_doc = "none", .min = 1, .max = 10000,
+     .doc = "With `concurrency: allow`: at most this many runs of the job at once across the "
+            "group; a tick waits for one to end. An error with forbid or replace (they keep one); "
+            "from defaults: it applies to allow jobs only."},
 };
 /* clang-format on */
 
@@ -597,18 +622,98 @@ static int check_jitter(struct jparse *p, const struct job *j, const struct yaml
                         yamlx_format_duration(shortest, gap, sizeof gap));
 }
 
+/* The fleet-wide limits of j (runlimits.h): its pool is one of pools: (its
+ * limit copied), and max_running, set by the job itself (own_max) with
+ * forbid or replace, is refused: those keep at most one run of the job in
+ * the group already, so a limit there would say something that is not so;
+ * set by defaults:, it applies to the allow jobs only. */
+static int check_limits(struct jparse *p, struct job *j, const struct yamlx_node *pool_at,
+                        const struct yamlx_node *own_max, const char *prefix)
+{
+    char q[96];
+
+    if (j->pool != NULL) {
+        struct job_pool *pl = NULL;
+        for (size_t i = 0; i < p->set->npools && pl == NULL; i++)
+            if (strcmp(p->set->pools[i].name, j->pool) == 0)
+                pl = &p->set->pools[i];
+        if (pl == NULL)
+            return yamlx_errorf(p->d, pool_at,
+                                "%spool: %s is not defined (define it under the "
+                                "top-level pools:, e.g. pools: {%s: 2})",
+                                prefix, yamlx_quote(j->pool, q, sizeof q), j->pool);
+        if (++pl->njobs > JOBS_POOL_MAX) { /* at the pool: where the fix goes */
+            char qj[96];
+            return yamlx_errorf(p->d, p->pools->pairs[pl - p->set->pools].key,
+                                "pools: %s: used by more than %d jobs (job %s is the %zuth); a "
+                                "claim counts each job of its pool: split it",
+                                yamlx_quote(j->pool, q, sizeof q), JOBS_POOL_MAX,
+                                yamlx_quote(j->name, qj, sizeof qj), pl->njobs);
+        }
+        j->pool_limit = pl->limit;
+    }
+    if (j->max_running > 0 && j->concurrency != JOB_ALLOW) {
+        if (own_max != NULL)
+            return yamlx_errorf(p->d, own_max,
+                                "%smax_running: needs concurrency: allow (with %s at most one run "
+                                "of the job is alive in the group already)",
+                                prefix, job_concurrency_name(j->concurrency));
+        j->max_running = 0;
+    }
+    return 0;
+}
+
+/* Reads pools: (name: limit) into p->set. */
+static int read_pools(struct jparse *p, const struct yamlx_node *n)
+{
+    static const struct schema_field limit = {
+        .key = "pools", .type = SCHEMA_INT, .width = sizeof(int), .min = 1, .max = 10000};
+    struct jobs *set = p->set;
+    char q[96], what[JOB_NAME_MAX + 16];
+
+    if (n == NULL || (n->kind == YAMLX_SCALAR && n->null))
+        return 0;
+    if (n->kind != YAMLX_MAP)
+        return yamlx_errorf(p->d, n,
+                            "pools: expected a mapping of NAME: limit (e.g. exports: 3), got %s",
+                            yamlx_kind_name(n));
+    p->pools = n;
+    set->pools = calloc(n->npairs + 1, sizeof *set->pools);
+    if (set->pools == NULL)
+        return yamlx_errorf(p->d, NULL, "out of memory");
+    for (size_t i = 0; i < n->npairs; i++) {
+        const struct yamlx_node *k = n->pairs[i].key, *v = n->pairs[i].value;
+        struct job_pool *pl = &set->pools[set->npools];
+        if (!job_name_ok(k->str))
+            return yamlx_errorf(p->d, k, "pools: %s: use %s", yamlx_quote(k->str, q, sizeof q),
+                                job_name_rule());
+        for (size_t d = 0; d < set->npools; d++)
+            if (strcmp(set->pools[d].name, k->str) == 0)
+                return yamlx_errorf(p->d, k, "pools: %s defined twice",
+                                    yamlx_quote(k->str, q, sizeof q));
+        snprintf(what, sizeof what, "pools.%s", k->str);
+        if (schema_read_field(&limit, &p->ctx, v, &pl->limit, what) != 0)
+            return -1;
+        if ((pl->name = strdup(k->str)) == NULL)
+            return yamlx_errorf(p->d, NULL, "out of memory");
+        set->npools++;
+    }
+    return 0;
+}
+
 /* Reads job number idx (0-based) from mapping m into j (zeroed). */
 static int read_job(struct jparse *p, const struct yamlx_node *m, size_t idx,
                     const struct yamlx_node *defaults, const struct jobs *set, struct job *j)
 {
     schema_at at[NKEYS] = {0};
-    const struct yamlx_node *name_node, *own_env;
+    const struct yamlx_node *name_node, *own_env, *own_max;
     char prefix[200], what[240], msg[320], q[96];
     int ki_name = schema_find(&jobs_schema_, "name"),
         ki_cmd = schema_find(&jobs_schema_, "command"),
         ki_shell = schema_find(&jobs_schema_, "shell"),
         ki_tz = schema_find(&jobs_schema_, "timezone"), ki_env = schema_find(&jobs_schema_, "env"),
-        ki_jitter = schema_find(&jobs_schema_, "jitter");
+        ki_jitter = schema_find(&jobs_schema_, "jitter"), ki_pool = schema_find(&jobs_schema_, "pool"),
+        ki_max = schema_find(&jobs_schema_, "max_running");
 
     snprintf(prefix, sizeof prefix, "job %zu: ", idx + 1);
     if (m->kind != YAMLX_MAP)
@@ -636,6 +741,7 @@ static int read_job(struct jparse *p, const struct yamlx_node *m, size_t idx,
     /* 1. The job's own keys, in file order. */
     if (schema_read_map(&jobs_schema_, &p->ctx, m, j, at, prefix, false) != 0)
         return -1;
+    own_max = at[ki_max];
 
     /* Required keys, and exactly one of command and shell. */
     for (size_t i = 0; i < NKEYS; i++)
@@ -710,6 +816,8 @@ static int read_job(struct jparse *p, const struct yamlx_node *m, size_t idx,
         where = at[ki_env];
     if (job_exec_check(j, msg, sizeof msg) != 0)
         return yamlx_errorf(p->d, where, "%s%s", prefix, msg);
+    if (check_limits(p, j, at[ki_pool], own_max, prefix) != 0)
+        return -1;
     j->fingerprint = job_fingerprint(j);
     return 0;
 }
@@ -738,7 +846,7 @@ static int read_jobs(struct jparse *p, const struct yamlx_node *root)
             if (best != NULL)
                 return yamlx_errorf(p->d, k, "unknown key %s (did you mean \"%s\"?)",
                                     yamlx_quote(k->str, q, sizeof q), best);
-            return yamlx_errorf(p->d, k, "unknown key %s (known keys: jobs, defaults)",
+            return yamlx_errorf(p->d, k, "unknown key %s (known keys: jobs, defaults, pools)",
                                 yamlx_quote(k->str, q, sizeof q));
         }
     }
@@ -748,6 +856,8 @@ static int read_jobs(struct jparse *p, const struct yamlx_node *root)
     if (defaults != NULL && defaults->kind != YAMLX_MAP)
         return yamlx_errorf(p->d, defaults, "defaults: expected a mapping, got %s",
                             yamlx_kind_name(defaults));
+    if (read_pools(p, yamlx_map_get(root, "pools")) != 0)
+        return -1;
     if (defaults != NULL && check_defaults(p, defaults) != 0)
         return -1;
     list = yamlx_map_get(root, "jobs");
@@ -855,6 +965,9 @@ void jobs_free(struct jobs *j)
     for (size_t i = 0; i < j->n; i++)
         job_clear(&j->v[i]);
     free(j->v);
+    for (size_t i = 0; i < j->npools; i++)
+        free(j->pools[i].name);
+    free(j->pools);
     for (size_t i = 0; i < j->nzones; i++)
         cron_tz_free(j->zones[i]);
     free(j->zones);

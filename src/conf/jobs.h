@@ -1,5 +1,7 @@
 /* jobs.h -- jobs.yaml: the jobs the leader runs.
  *
+ *   pools:               # optional: fleet-wide limits, name: at most N runs
+ *     exports: 3         #   at once of the jobs with `pool: exports`
  *   defaults:            # optional: applied to every job (not name,
  *     timeout: 10m       # schedule, command or shell); env merges
  *   jobs:
@@ -93,6 +95,10 @@ struct job {
     int64_t hook_timeout_ms;   /* a hook still going after this long gets SIGTERM,
                                   then SIGKILL after kill_grace; default baton.yaml's
                                   hooks.timeout (30s) */
+    char *pool;      /* a name of the file's pools: (fleet-wide limit, runlimits.h); NULL: none */
+    int pool_limit;  /* that pool's limit (0: no pool); in the fingerprint */
+    int max_running; /* at most this many runs at once across the group (0: no limit);
+                        concurrency allow only (forbid and replace keep at most one) */
     int line, col;            /* where the job's mapping starts in the file */
     uint64_t fingerprint;     /* hash of the whole normalized definition, every key
                                  of the table as it applies (defaults, baton.yaml's
@@ -101,10 +107,20 @@ struct job {
                                  config drift between nodes) */
 };
 
+/* One pool of `pools:` (jobs.yaml, top level): at most limit runs of its jobs
+ * at once across the group. */
+struct job_pool {
+    char *name;   /* the job-name rule (job_name_ok) */
+    int limit;    /* >= 1 */
+    size_t njobs; /* the jobs that use it: at most JOBS_POOL_MAX */
+};
+
 struct jobs {
     char *path;    /* the file it came from (owned) */
     struct job *v; /* in file order */
     size_t n;
+    struct job_pool *pools; /* in file order (owned) */
+    size_t npools;
     struct cron_tz **zones; /* the distinct zones the jobs use (owned) */
     size_t nzones;
     char *group; /* jobs_base.group (owned; "" without one) */
@@ -162,6 +178,9 @@ void jobs_write_reference(FILE *out);
 /* The one job-name rule ([A-Za-z0-9_.-]{1,128}: names go into Redis keys
  * and logs), for the file and for the tools that take a job name. */
 #define JOB_NAME_MAX 128
+/* Jobs in one pool at most: a claim counts the runs of each of them in its
+ * script, one key each (runlimits.h). */
+#define JOBS_POOL_MAX 256
 bool job_name_ok(const char *s);
 /* Returns: the rule in words, for messages. Static. */
 const char *job_name_rule(void);

@@ -7,6 +7,7 @@
 
 #include "claim.h"
 #include "keys.h"
+#include "runlimits.h"
 
 #define REFRESH_MAX 256 /* runs refreshed per script call */
 
@@ -29,17 +30,21 @@
     "  return redis.call('hget', KEYS[" k "], rec_node(m))\n"                                      \
     "end\n"
 
-/* KEYS: leader, last:J, busy:J, claimed:J. ARGV: token, tick, mode, member.
+/* KEYS: leader, last:J, busy:J, claimed:J, then the busy keys of J's pool
+ * (runlimits.h). ARGV: token, tick, mode, member, max_running, pool limit.
  * Returns {-1} not the leader, {0} taken, {1, busy} claimed and registered,
  * {2, busy} busy (not claimed), {3, busy} claimed as skipped, {4} claimed
  * and registered by an earlier attempt with the same member (its answer
  * was lost), {5} claimed as skipped by such an attempt, {6} claimed to run
- * by such an attempt whose registration has expired. */
+ * by such an attempt whose registration has expired, {7} not claimed:
+ * max_running runs of J are alive, {8} not claimed: J's pool is full. */
 static const char claim_src[] =
-    "if redis.call('get', KEYS[1]) ~= ARGV[1] then return {-1} end\n"
-    "if ARGV[3] == 'register' then\n"
+    "if redis.call('get', KEYS[1]) ~= ARGV[1] then return {-1} end\n" LIMITS_LUA(
+        "3", "5", "5", "6") "if ARGV[3] == 'register' then\n"
     "  local t = redis.call('time')\n"
     "  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+    "  local full = limits_full(now)\n"
+    "  if full ~= 0 then return {full} end\n"
     "  local left = redis.call('pttl', KEYS[1])\n"
     "  redis.call('zadd', KEYS[3], now + left, ARGV[4])\n"
     "  redis.call('pexpire', KEYS[3], left + 3600000)\n"
@@ -77,8 +82,13 @@ static const char claim_src[] =
                          "local busy = redis.call('zrange', KEYS[3], 0, 31)\n"
                          "local mode = ARGV[3]\n"
                          "if #busy > 0 and mode == 'wait' then return {2, busy} end\n"
+                         "local skip = mode == 'skip' or (#busy > 0 and mode == 'skip-if-busy')\n"
+                         "if not skip then\n"
+                         "  local full = limits_full(now)\n"
+                         "  if full ~= 0 then return {full, busy} end\n"
+                         "end\n"
                          "redis.call('set', KEYS[2], ARGV[2])\n"
-                         "if mode == 'skip' or (#busy > 0 and mode == 'skip-if-busy') then\n"
+                         "if skip then\n"
                          "  record(' 3 ')\n"
                          "  return {3, busy}\n"
                          "end\n"
@@ -134,7 +144,7 @@ const char *claim_result_name(enum claim_result r)
 {
     static const char *const names[] = {"ok",    "skipped", "busy",        "taken",
                                         "not_leader", "error", "ours",    "not_durable",
-                                        "ours_skipped", "ours_expired"};
+                                        "ours_skipped", "ours_expired", "full"};
     return ((int)r >= 0 && (size_t)r < sizeof names / sizeof names[0]) ? names[r] : "?";
 }
 
@@ -150,7 +160,7 @@ static int answer_code(const struct baton_reply *r)
 {
     if (r == NULL || r->type != BATON_REPLY_ARRAY || r->elements < 1 ||
         r->element[0]->type != BATON_REPLY_INTEGER || r->element[0]->integer < -1 ||
-        r->element[0]->integer > 6)
+        r->element[0]->integer > 8)
         return -2;
     return (int)r->element[0]->integer;
 }
@@ -177,8 +187,8 @@ enum claim_result claim_reduce(struct claim_reply *out, enum claim_mode mode)
 {
     const struct baton_answers *a = out->answers;
     /* by code + 1: not leader, taken, ok, busy, skipped, ours, ours
-     * skipped, ours expired */
-    int n[8] = {0};
+     * skipped, ours expired, max_running reached, pool full */
+    int n[10] = {0};
     int unanswered = 0, bad = 0;
     char why[256];
 
@@ -209,6 +219,11 @@ enum claim_result claim_reduce(struct claim_reply *out, enum claim_mode mode)
     if (busy > 0 && mode == CLAIM_RUN_OR_WAIT) {
         out->partial = claimed > 0; /* retried with the same member: OURS there */
         return CLAIM_BUSY;
+    }
+    if (n[8] + n[9] > 0) { /* a limit reached on any master of the answers (runlimits.h) */
+        out->partial = claimed > 0;
+        out->pool_full = n[9] > 0;
+        return CLAIM_FULL;
     }
     if (claimed >= a->majority) {
         if (skipped + ours_skipped > 0 || mode == CLAIM_SKIP) {
@@ -247,21 +262,40 @@ enum claim_result claim_reduce(struct claim_reply *out, enum claim_mode mode)
 
 enum claim_result claim_tick(struct baton_client *c, const char *group, const char *job,
                              const char *leader_key, const char *token, int64_t tick,
-                             enum claim_mode mode, const char *member, struct claim_reply *out)
+                             enum claim_mode mode, const char *member,
+                             const struct claim_limits *lim, struct claim_reply *out)
 {
     static const char *const modes[] = {"run", "wait", "skip-if-busy", "skip", "register"};
     char *last = group_key(group, "last:%s", job), *busy = group_key(group, "busy:%s", job);
-    char *claimed = group_key(group, "claimed:%s", job);
-    char tickbuf[24];
+    char *claimed = group_key(group, "claimed:%s", job), *pool[LIMITS_POOL_MAX];
+    char tickbuf[24], maxbuf[24], poolbuf[24];
+    const char *keys[4 + LIMITS_POOL_MAX];
+    size_t npool = 0;
     enum claim_result res = CLAIM_ERROR;
 
     memset(out, 0, sizeof *out);
     if (last == NULL || busy == NULL || claimed == NULL)
         goto out;
+    if (lim != NULL && lim->pool_limit > 0) {
+        if (lim->npool > LIMITS_POOL_MAX) {
+            snprintf(out->why, sizeof out->why, "a pool of more than %d jobs", LIMITS_POOL_MAX);
+            goto out;
+        }
+        for (; npool < lim->npool; npool++)
+            if ((keys[4 + npool] = pool[npool] = group_key(group, "busy:%s", lim->pool_jobs[npool])) ==
+                NULL)
+                goto out;
+    }
     snprintf(tickbuf, sizeof tickbuf, "%" PRId64, tick);
-    const char *keys[4] = {leader_key, last, busy, claimed};
-    const char *args[4] = {token, tickbuf, modes[mode], member != NULL ? member : ""};
-    int rc = baton_client_eval_all(c, claim_src, 4, keys, 4, args, &out->answers);
+    snprintf(maxbuf, sizeof maxbuf, "%d", lim != NULL ? lim->max_running : 0);
+    snprintf(poolbuf, sizeof poolbuf, "%d", npool > 0 ? lim->pool_limit : 0);
+    keys[0] = leader_key;
+    keys[1] = last;
+    keys[2] = busy;
+    keys[3] = claimed;
+    const char *args[6] = {token, tickbuf, modes[mode], member != NULL ? member : "", maxbuf,
+                           poolbuf};
+    int rc = baton_client_eval_all(c, claim_src, 4 + (int)npool, keys, 6, args, &out->answers);
     if (rc != BATON_OK && out->answers == NULL) {
         snprintf(out->why, sizeof out->why, "%s", baton_client_errstr(c));
         goto out;
@@ -270,6 +304,8 @@ enum claim_result claim_tick(struct baton_client *c, const char *group, const ch
     if (res == CLAIM_ERROR && out->why[0] == '\0')
         snprintf(out->why, sizeof out->why, "%s", baton_client_errstr(c));
 out:
+    for (size_t i = 0; i < npool; i++)
+        free(pool[i]);
     free(last);
     free(busy);
     free(claimed);
@@ -293,7 +329,7 @@ enum claim_result claim_lookup(struct baton_client *c, const char *group, const 
     int n[8] = {0}, valid = 0; /* by code + 1, as in claim_reduce() */
     for (int i = 0; i < a->n; i++) {
         int code = a->v[i].rc == BATON_OK && a->v[i].counts ? answer_code(a->v[i].reply) : -2;
-        if (code == 0 || code >= 4) {
+        if (code == 0 || (code >= 4 && code <= 6)) {
             n[code + 1]++;
             valid++;
         }

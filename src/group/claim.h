@@ -89,6 +89,8 @@ enum claim_result {
     CLAIM_OURS_EXPIRED, /* claimed to run by an earlier attempt of ours with the same
                            member, whose answer was lost and whose registration has
                            expired since: too late to start it; record it not started */
+    CLAIM_FULL,         /* not claimed: the job's max_running or its pool's limit is
+                           reached (runlimits.h); pool_full says which */
 };
 
 /* Returns: the result's name ("ok", "skipped"...). Static. */
@@ -109,7 +111,8 @@ struct claim_reply {
      * it with the same member, or, if this node stops leading first,
      * resolve it (claim_lookup). */
     bool partial;
-    char why[512]; /* CLAIM_ERROR: what each master said */
+    bool pool_full; /* CLAIM_FULL: the pool's limit (else the job's max_running) */
+    char why[512];  /* CLAIM_ERROR: what each master said */
     int majority;  /* of the masters asked (1: one server) */
 };
 void claim_reply_free(struct claim_reply *r);
@@ -144,14 +147,19 @@ int claim_read_marks(struct baton_client *c, const char *group, const char *cons
 
 /* Claims tick (Unix s) of job for the leader whose lease key and token
  * are given, registering member ("<node>/<run_id>") when a run is to
- * start. Returns the result; *out holds the live runs seen. */
+ * start, within lim (runlimits.h; NULL: none): a claim that would register a
+ * run past a limit claims nothing and answers CLAIM_FULL. Returns the
+ * result; *out holds the live runs seen. */
+struct claim_limits;
 enum claim_result claim_tick(struct baton_client *c, const char *group, const char *job,
                              const char *leader_key, const char *token, int64_t tick,
-                             enum claim_mode mode, const char *member, struct claim_reply *out);
+                             enum claim_mode mode, const char *member,
+                             const struct claim_limits *lim, struct claim_reply *out);
 
 /* Reduces out->answers, the masters' answers to a claim script ({code}
  * or {code, {members...}}: -1 not the leader, 0 taken, 1 ok, 2 busy, 3
- * skipped, 4 ours, 5 ours skipped, 6 ours expired) made in mode, as
+ * skipped, 4 ours, 5 ours skipped, 6 ours expired, 7 max_running reached,
+ * 8 the pool full) made in mode, as
  * described at the top: sets busy, undo, partial and why. One answer (a
  * single server) is taken as it is. Returns the result; CLAIM_ERROR for
  * replies of any other shape. For the scripts that claim like claim_tick

@@ -5,11 +5,13 @@
  * Keys (group G; see keys.h):
  *   baton:{G}:nodes   hash: node -> JSON {"state","term","pid","host",
  *                     "poll_ms","version","since","running","runs",
- *                     "jobs_hash","jobs"} as the node wrote it (jobs_hash:
- *                     jobs.h's jobs_hash() of its effective jobs, 16 hex
- *                     digits; jobs: how many; running: how many runs'
- *                     commands run there now, runs: the oldest of them,
- *                     runner_runs_json())
+ *                     "waiting","jobs_hash","jobs"} as the node wrote it
+ *                     (jobs_hash: jobs.h's jobs_hash() of its effective
+ *                     jobs, 16 hex digits; jobs: how many; running: how
+ *                     many runs' commands run there now, runs: the oldest
+ *                     of them, runner_runs_json(); waiting: a leader's
+ *                     ticks waiting for a fleet-wide limit,
+ *                     runner_waiting_json())
  *   baton:{G}:seen    hash: node -> last heartbeat, server time in ms
  *   baton:{G}:forget  sorted set: node, scored with the server time (ms) at
  *                     which it is forgotten unless it heartbeats again

@@ -152,6 +152,31 @@ static void add_job_runs(cJSON *a, const struct status_runs *r, const char *name
     }
 }
 
+/* The leader's ticks waiting for a limit (its heartbeat's "waiting"), each
+ * with how long it has waited, into a. */
+static void add_waiting(cJSON *a, const struct status_doc *d, int64_t now_ms)
+{
+    for (size_t i = 0; i < d->nmembers; i++) {
+        if (!is_leader(d, d->members[i].node) || !members_alive(&d->members[i]))
+            continue;
+        cJSON *hb = cJSON_Parse(d->members[i].info_json), *w;
+        cJSON_ArrayForEach(w, cJSON_GetObjectItemCaseSensitive(hb, "waiting"))
+        {
+            const char *since = str_item(w, "since");
+            int64_t since_ms;
+            if (str_item(w, "job") == NULL || since == NULL ||
+                !log_parse_rfc3339_ms(since, &since_ms))
+                continue; /* not one as we write them */
+            cJSON *o = cJSON_Duplicate(w, true);
+            cJSON_DeleteItemFromObjectCaseSensitive(o, "waited_ms");
+            cJSON_AddNumberToObject(o, "waited_ms",
+                                    (double)(now_ms > since_ms ? now_ms - since_ms : 0));
+            cJSON_AddItemToArray(a, o);
+        }
+        cJSON_Delete(hb);
+    }
+}
+
 cJSON *status_doc_json(const struct status_doc *d)
 {
     struct status_runs runs;
@@ -243,6 +268,18 @@ cJSON *status_doc_json(const struct status_doc *d)
         cJSON_AddItemToArray(jobs, jo);
     }
     status_runs_free(&runs);
+    cJSON *pools = cJSON_AddArrayToObject(o, "pools");
+    for (size_t i = 0; i < d->npools; i++) {
+        cJSON *po = cJSON_CreateObject();
+        cJSON_AddStringToObject(po, "name", d->pools[i].name);
+        cJSON_AddNumberToObject(po, "limit", d->pools[i].limit);
+        if (d->pools[i].runs >= 0)
+            cJSON_AddNumberToObject(po, "running", d->pools[i].runs);
+        else
+            cJSON_AddNullToObject(po, "running");
+        cJSON_AddItemToArray(pools, po);
+    }
+    add_waiting(cJSON_AddArrayToObject(o, "waiting"), d, now_ms);
     if (d->jobs_error != NULL)
         cJSON_AddStringToObject(o, "jobs_error", d->jobs_error);
     /* cJSON's adders tolerate NULL parents: check once that all held. */

@@ -33,6 +33,18 @@
  *                 manual run)
  *                (next_run null when the job is disabled or never fires
  *                 again; paused: `baton pause`, all true for --all)
+ *     "pools":  [{"name": "exports", "limit": 3, "running": 2 | null}, ...]
+ *                (jobs.yaml's pools: with the live runs of their jobs as
+ *                 counted in Redis, where the limits are kept: every node's
+ *                 and the runs an earlier leader left, not one leader's
+ *                 memory; null when the read failed)
+ *     "waiting": [{"job", "scheduled_at", "since", "waited_ms",
+ *                  "reason": "pool" | "max_running", "pool", "limit",
+ *                  "queued"}, ...]
+ *                (ticks waiting, unclaimed, for a slot of a fleet-wide limit,
+ *                 in the order slots go to them, from the leader's heartbeat
+ *                 (only the leader knows them; at most a heartbeat's age
+ *                 late, at most 50); queued: that job's ticks waiting)
  *     "jobs_error": "jobs.yaml:3:5: ..."   (only when jobs.yaml cannot be
  *                                          loaded; "jobs" is then [])
  *   }
@@ -53,6 +65,7 @@
 #include "jobs.h"
 #include "members.h"
 #include "pause.h"
+#include "runlimits.h"
 
 /* One job as status shows it. Everything is borrowed. */
 struct status_job {
@@ -79,6 +92,8 @@ struct status_doc { /* everything borrowed */
     int64_t members_age_ms; /* added to each node's seen_ms_ago (a cache's age) */
     const struct status_job *jobs;
     size_t njobs;
+    const struct limits_pool *pools; /* runlimits.h; npools */
+    size_t npools;
     const char *jobs_error; /* NULL, or why jobs.yaml could not be loaded */
     int64_t now;            /* Unix s: next runs are computed from it */
     int64_t now_ms;         /* Unix ms: elapsed times (0: now * 1000) */

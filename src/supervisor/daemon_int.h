@@ -47,6 +47,8 @@ enum {
 #define KILL_MARGIN_MS     50 /* jobs are dead this long before the deadline */
 #define RUNS_TELL_MS       250 /* a run started or ended: the heartbeat that says so, after */
 #define HEARTBEAT_RUNS_MAX 50  /* runs a heartbeat lists (its "running" counts them all) */
+/* Ticks waiting for a limit a heartbeat lists, the first served first. */
+#define HEARTBEAT_WAITS_MAX 50
 /* At a lease's end the followers campaign in the order of their names,
  * STAGGER_MS apart (the first STAGGER_RANKS; the rest together after
  * them): the first alive wins at once, without a hundred campaigns queued

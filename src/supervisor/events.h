@@ -88,6 +88,12 @@
       "its state and the runner goes on")                                                          \
     X(CLAIM_REFUSED, "claim_refused", WARN, "`job`, `scheduled_at`, `then`",                       \
       "the claim found another leader: the tick is not ours")                                      \
+    X(LIMIT_WAIT, "limit_wait", INFO,                                                              \
+      "`job`, `scheduled_at`, `pool` and `limit`, or `max_running`",                               \
+      "a tick waits, unclaimed, for a run of its pool or its job to end: the limit is reached "    \
+      "across the group (once per tick; ticks of a pool are served first come, first served)")    \
+    X(LIMIT_WAITED, "limit_waited", INFO, "`job`, `scheduled_at`, `waited_ms`, `then`",            \
+      "a tick that waited for a limit was answered otherwise (`then`: ok, taken...)")              \
     X(CLAIM_FAILED, "claim_failed", VAR, "`job`, `scheduled_at`, `error`, `then`",                 \
       "Redis did not answer the claim: it is retried in order within the catch-up window (warn "   \
       "for the first failure of a job's run of them, debug for the next ones)")                    \

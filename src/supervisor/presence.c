@@ -104,6 +104,7 @@ void presence_heartbeat(struct daemon *d)
     cJSON_AddStringToObject(o, "since", d->since);
     cJSON_AddNumberToObject(o, "running", (double)runner_running(d->runner));
     cJSON_AddItemToObject(o, "runs", runner_runs_json(d->runner, HEARTBEAT_RUNS_MAX));
+    cJSON_AddItemToObject(o, "waiting", runner_waiting_json(d->runner, HEARTBEAT_WAITS_MAX));
     cJSON_AddStringToObject(o, "jobs_hash", d->jobs_hash);
     cJSON_AddNumberToObject(o, "jobs", (double)d->njobs);
     char *json = cJSON_PrintUnformatted(o);

@@ -239,7 +239,7 @@ END_TEST
  * types are coarser: TEXT and NODE keys have hooks of their own). */
 enum jk {
     JK_NAME, JK_SCHEDULE, JK_TIMEZONE, JK_ARGV, JK_SHELL, JK_PATH, JK_USER,
-    JK_DURATION, JK_CATCHUP, JK_INT, JK_CONCURRENCY, JK_ENV, JK_BOOL, JK_HOOK,
+    JK_DURATION, JK_CATCHUP, JK_INT, JK_CONCURRENCY, JK_ENV, JK_BOOL, JK_HOOK, JK_POOL,
 };
 
 static enum jk kind_of(const struct schema_field *k)
@@ -250,7 +250,8 @@ static enum jk kind_of(const struct schema_field *k)
     } named[] = {{"name", JK_NAME},       {"schedule", JK_SCHEDULE}, {"timezone", JK_TIMEZONE},
                  {"command", JK_ARGV},    {"shell", JK_SHELL},       {"workdir", JK_PATH},
                  {"user", JK_USER},       {"catchup", JK_CATCHUP},   {"concurrency", JK_CONCURRENCY},
-                 {"env", JK_ENV},         {"on_failure", JK_HOOK},   {"on_success", JK_HOOK}};
+                 {"env", JK_ENV},         {"on_failure", JK_HOOK},   {"on_success", JK_HOOK},
+                 {"pool", JK_POOL}};
     for (size_t i = 0; i < sizeof named / sizeof named[0]; i++)
         if (strcmp(named[i].key, k->key) == 0)
             return named[i].kind;
@@ -328,6 +329,10 @@ static void sample_values(const struct schema_field *k, char *a, char *b, size_t
         *wrong = "\"echo\"";
         *wrong_kind = "got a string";
         break;
+    case JK_POOL: /* job_yaml() defines both */
+        snprintf(a, len, "p1");
+        snprintf(b, len, "p2");
+        break;
     }
 }
 
@@ -337,7 +342,7 @@ static void sample_values(const struct schema_field *k, char *a, char *b, size_t
 static void job_yaml(const struct schema_field *k, const char *value, const char *defaults, char *buf,
                      size_t len, int *line, int *col)
 {
-    const char *lines[4];
+    const char *lines[6];
     char own[128], name[128];
     size_t n = 0, o = 0;
 
@@ -350,6 +355,8 @@ static void job_yaml(const struct schema_field *k, const char *value, const char
             strcmp(k->key, "jitter") == 0 ? "schedule: \"@weekly\"" : "schedule: \"@hourly\"";
     if (kind_of(k) != JK_ARGV && kind_of(k) != JK_SHELL)
         lines[n++] = "shell: echo";
+    if (strcmp(k->key, "max_running") == 0) /* allow jobs only */
+        lines[n++] = "concurrency: allow";
     if (kind_of(k) != JK_NAME && value != NULL) {
         snprintf(own, sizeof own, "%s: %s", k->key, value);
         lines[n++] = own;
@@ -362,6 +369,9 @@ static void job_yaml(const struct schema_field *k, const char *value, const char
     *line = defaults != NULL ? 4 : 2;
     for (size_t i = 0; i < n; i++)
         o += (size_t)snprintf(buf + o, len - o, "%s%s\n", i == 0 ? "  - " : "    ", lines[i]);
+    /* The pools a pool: value may name (last: the lines above keep their
+     * numbers). */
+    snprintf(buf + o, len - o, "pools: {p1: 1, p2: 2}\n");
     /* The key under test is the first line for name, else the last. */
     if (kind_of(k) == JK_NAME) {
         *col = 11;
@@ -422,6 +432,8 @@ START_TEST(key_row)
             ck_assert_str_eq(ja->v[0].timezone, "UTC");
         } else if (kind_of(k) == JK_ENV) {
             ck_assert_ptr_null(ja->v[0].env[0]);
+        } else if (kind_of(k) == JK_INT) {
+            ck_assert_int_eq(*(const int *)field, 0); /* none */
         } else {
             ck_assert_ptr_null(*(void *const *)field);
         }
@@ -1191,6 +1203,20 @@ static const struct {
     {"jobs_workdir_relative.yaml",
      "jobs_workdir_relative.yaml:5:14: job \"report\": workdir: \"srv/app\": must be an absolute "
      "path"},
+    {"jobs_pool_undefined.yaml",
+     "jobs_pool_undefined.yaml:6:11: job \"report\": pool: \"export\" is not defined (define it "
+     "under the top-level pools:, e.g. pools: {export: 2})"},
+    {"jobs_pool_zero.yaml", "jobs_pool_zero.yaml:2:12: pools.exports: \"0\" is out of range (1..10000)"},
+    {"jobs_pool_bad_name.yaml",
+     "jobs_pool_bad_name.yaml:2:3: pools: \"ex ports\": use 1-128 letters, digits, '_', '.' or '-'"},
+    {"jobs_max_running_zero.yaml",
+     "jobs_max_running_zero.yaml:6:18: job \"report\": max_running: \"0\" is out of range (1..10000)"},
+    {"jobs_max_running_forbid.yaml",
+     "jobs_max_running_forbid.yaml:5:18: job \"report\": max_running: needs concurrency: allow (with "
+     "forbid at most one run of the job is alive in the group already)"},
+    {"jobs_pool_too_many.yaml",
+     "jobs_pool_too_many.yaml:1:9: pools: \"exports\": used by more than 256 jobs (job \"j257\" "
+     "is the 257th); a claim counts each job of its pool: split it"},
 };
 
 START_TEST(bad_file)

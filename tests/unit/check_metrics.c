@@ -22,6 +22,7 @@
 #include "machine.h"
 #include "metrics.h"
 #include "pause.h"
+#include "runlimits.h"
 #include "testutil.h"
 
 /* Writes m with quiet gauges. Returns: owned text. */
@@ -174,6 +175,8 @@ static const struct {
     {LE_CLAIM_AHEAD, F(0), "baton_events_total{event=\"claim_ahead\"} 1"},
     {LE_NO_HIGH_WATER_MARK, F(0), "baton_events_total{event=\"no_high_water_mark\"} 1"},
     {LE_CLAIM_REFUSED, F(0), "baton_events_total{event=\"claim_refused\"} 1"},
+    {LE_LIMIT_WAIT, F(0), "baton_events_total{event=\"limit_wait\"} 1"},
+    {LE_LIMIT_WAITED, F(0), "baton_events_total{event=\"limit_waited\"} 1"},
     {LE_CLAIM_RECOVERED, F(0), "baton_events_total{event=\"claim_recovered\"} 1"},
     {LE_CLAIM_FAILURES_ENDED, F(0), "baton_events_total{event=\"claim_failures_ended\"} 1"},
     {LE_JOB_OUTPUT, F(0), "baton_events_total{event=\"job_output\"} 1"},
@@ -354,6 +357,44 @@ START_TEST(pauses)
     text = render(m);
     ck_assert(has_line(text, "baton_job_paused{job_name=\"a\"} 1"));
     ck_assert(has_line(text, "baton_job_paused{job_name=\"b\"} 0"));
+    free(text);
+    metrics_free(m);
+}
+END_TEST
+
+/* The fleet-wide limits: each pool's limit and its runs as read (none
+ * before a read), and each limited job's waiting ticks by reason, 0 when
+ * none wait; a copy keeps them. */
+START_TEST(limits)
+{
+    struct metrics *m = metrics_new();
+    metrics_add_job(m, "a");
+    metrics_add_job(m, "m");
+    metrics_add_job(m, "free");
+    metrics_job_limits(m, "a", true, false);
+    metrics_job_limits(m, "m", false, true);
+    struct limits_pool p[2] = {{.name = "exports", .limit = 3, .runs = 2},
+                               {.name = "unread", .limit = 1, .runs = -1}};
+    metrics_set_pools(m, p, 2);
+    struct metrics_wait w[1] = {{.job = "a", .pool = true, .ticks = 4}};
+    metrics_set_waiting(m, w, 1);
+    struct metrics *c = metrics_dup(m);
+    char *text = render(c);
+    ck_assert(has_line(text, "baton_pool_limit{pool=\"exports\"} 3"));
+    ck_assert(has_line(text, "baton_pool_runs{pool=\"exports\"} 2"));
+    ck_assert(has_line(text, "baton_pool_limit{pool=\"unread\"} 1"));
+    ck_assert_ptr_null(strstr(text, "baton_pool_runs{pool=\"unread\"}"));
+    ck_assert(has_line(text, "baton_ticks_waiting{job_name=\"a\",reason=\"pool\"} 4"));
+    ck_assert(has_line(text, "baton_ticks_waiting{job_name=\"m\",reason=\"max_running\"} 0"));
+    ck_assert_ptr_null(strstr(text, "baton_ticks_waiting{job_name=\"free\""));
+    ck_assert_ptr_null(strstr(text, "baton_ticks_waiting{job_name=\"a\",reason=\"max_running\"}"));
+    free(text);
+    metrics_free(c);
+    w[0] = (struct metrics_wait){.job = "m", .pool = false, .ticks = 1};
+    metrics_set_waiting(m, w, 1);
+    text = render(m);
+    ck_assert(has_line(text, "baton_ticks_waiting{job_name=\"a\",reason=\"pool\"} 0"));
+    ck_assert(has_line(text, "baton_ticks_waiting{job_name=\"m\",reason=\"max_running\"} 1"));
     free(text);
     metrics_free(m);
 }
@@ -764,6 +805,7 @@ static Suite *suite(void)
     tcase_add_test(tc, families_declared);
     tcase_add_test(tc, gauges_and_declared_jobs);
     tcase_add_test(tc, pauses);
+    tcase_add_test(tc, limits);
     tcase_add_test(tc, bounded_jobs);
     tcase_add_test(tc, a_copy);
     tcase_add_test(tc, counted_by_enum);

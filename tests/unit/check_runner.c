@@ -37,6 +37,7 @@
 #include "proc.h"
 #include "run.h"
 #include "rtime.h"
+#include "runlimits.h"
 #include "runner.h"
 #include "testutil.h"
 #include "ticklife.h"
@@ -285,12 +286,21 @@ static void busy_of(struct fjob *j, const char *member, struct claim_reply *out)
 enum claim_result __wrap_claim_tick(struct baton_client *c, const char *group, const char *job,
                                     const char *leader_key, const char *token, int64_t tick,
                                     enum claim_mode mode, const char *member,
-                                    struct claim_reply *out);
+                                    const struct claim_limits *lim, struct claim_reply *out);
+
+/* The live runs of the jobs of a pool (the script counts them in Redis). */
+static int pool_live(const struct claim_limits *lim)
+{
+    int n = 0;
+    for (size_t i = 0; i < lim->npool; i++)
+        n += fjob(lim->pool_jobs[i])->nbusy;
+    return n;
+}
 
 enum claim_result __wrap_claim_tick(struct baton_client *c, const char *group, const char *job,
                                     const char *leader_key, const char *token, int64_t tick,
                                     enum claim_mode mode, const char *member,
-                                    struct claim_reply *out)
+                                    const struct claim_limits *lim, struct claim_reply *out)
 {
     (void)c, (void)group, (void)leader_key;
     memset(out, 0, sizeof *out);
@@ -302,6 +312,14 @@ enum claim_result __wrap_claim_tick(struct baton_client *c, const char *group, c
         fail_claims--;
         snprintf(out->why, sizeof out->why, "Redis down (test)");
         return CLAIM_ERROR;
+    }
+    /* A claim that registers a run within the limits (runlimits.h) */
+    bool registers = mode != CLAIM_SKIP && !(j->has_mark && tick <= j->mark);
+    if (registers && lim != NULL && lim->max_running > 0 && j->nbusy >= lim->max_running)
+        return CLAIM_FULL;
+    if (registers && lim != NULL && lim->pool_limit > 0 && pool_live(lim) >= lim->pool_limit) {
+        out->pool_full = true;
+        return CLAIM_FULL;
     }
     if (mode == CLAIM_REGISTER) {
         enroll(j, member);
@@ -842,6 +860,56 @@ START_TEST(a_live_tick_runs_once_at_its_instant)
     expect_record("tick", 1, "ok");
     expect_record("tick", 2, "ok");
     expect_life("tick", 1, "due queued claiming claimed running recorded");
+    stop(r);
+}
+END_TEST
+
+/* The runs of jobs whose names start with prefix whose command runs now. */
+static int running_now(const char *prefix)
+{
+    int n = 0;
+    for (int i = 0; i < nprocs; i++)
+        n += strncmp(procs[i].job, prefix, strlen(prefix)) == 0 && procs[i].alive && procs[i].ran;
+    return n;
+}
+
+START_TEST(a_pool_runs_at_most_its_limit_first_come_first_served)
+{
+    duration_ms = 1500; /* each tick's run outlives the next instant */
+    struct runner *r = start("pools: {p: 1}\n"
+                             "defaults: {concurrency: allow, catchup: 1h, pool: p}\n"
+                             "jobs:\n"
+                             "  - {name: pa, schedule: '* * * * * *', command: ['true']}\n"
+                             "  - {name: pb, schedule: '* * * * * *', command: ['true']}\n");
+    for (int i = 0; i < 140; i++) { /* 7 s */
+        advance(r, 50);
+        ck_assert_int_le(running_now("p"), 1);
+    }
+    /* One slot, 1.5 s a run: the two runs of T0+1, then those of T0+2
+     * (procs[] is in the order of the claims), each once, a tick that
+     * waited late rather than skipped. */
+    ck_assert_int_eq(ran("pa", 1), 1);
+    ck_assert_int_eq(ran("pb", 1), 1);
+    ck_assert_int_eq(ran("pa", 2), 1);
+    ck_assert(proc_of("pa", 1) < proc_of("pa", 2) && proc_of("pb", 1) < proc_of("pa", 2));
+    ck_assert_ptr_null(record_of("pa", 3)); /* waiting, not skipped */
+    expect_record("pa", 1, "ok");
+    expect_record("pb", 1, "ok");
+    stop(r); /* no move of a tick's life refused */
+}
+END_TEST
+
+START_TEST(max_running_bounds_a_job_across_the_group)
+{
+    duration_ms = 2500;
+    struct runner *r = start(EVERY_SECOND("mr", ", concurrency: allow, catchup: 1h, max_running: 2"));
+    for (int i = 0; i < 100; i++) { /* 5 s */
+        advance(r, 50);
+        ck_assert_int_le(running_now("mr"), 2);
+    }
+    for (int s = 1; s <= 3; s++)
+        ck_assert_int_eq(ran("mr", s), 1);
+    ck_assert_ptr_null(record_of("mr", 5)); /* waiting, not skipped */
     stop(r);
 }
 END_TEST
@@ -1405,6 +1473,8 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, a_live_tick_runs_once_at_its_instant);
     tcase_add_test(tc, a_live_tick_is_claimed_ahead_and_goes_at_its_instant);
+    tcase_add_test(tc, a_pool_runs_at_most_its_limit_first_come_first_served);
+    tcase_add_test(tc, max_running_bounds_a_job_across_the_group);
     tcase_add_test(tc, forbid_skips_a_tick_that_fires_while_its_run_is_alive);
     tcase_add_test(tc, allow_overlaps_runs);
     tcase_add_test(tc, replace_stops_the_run_alive_then_runs_the_new_tick);

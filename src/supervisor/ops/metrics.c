@@ -17,6 +17,7 @@
 #include "machine.h"
 #include "metrics.h"
 #include "pause.h"
+#include "runlimits.h"
 
 /* Histogram bounds, seconds: run durations, and start lateness (a catch-up
  * run starts late by design: it has its own trigger label). */
@@ -49,6 +50,9 @@ struct mjob {
     uint64_t hooks_ok, hooks_failed; /* hook_end, by outcome */
     uint64_t triggers[NTRIGGER_OUTCOMES]; /* trigger_*, by outcome */
     bool paused;             /* its own pause (job_paused, or metrics_set_pauses) */
+    bool limit_pool, limit_max; /* it has a pool, a max_running (metrics_job_limits) */
+    bool waiting_pool;          /* its ticks wait for its pool (else its max_running) */
+    uint64_t waiting;           /* its ticks waiting for a limit (metrics_set_waiting) */
     double last_run_s, last_success_s;
     struct histo duration;
     struct {
@@ -79,6 +83,11 @@ struct metrics {
     uint32_t *index;
     size_t index_cap;
     struct mjob other;
+    struct mpool {
+        char name[JOB_NAME_MAX + 1];
+        int limit, runs; /* runs < 0: not read */
+    } * pools;           /* metrics_set_pools */
+    size_t npools;
 };
 
 struct metrics *metrics_new(void)
@@ -97,6 +106,7 @@ void metrics_free(struct metrics *m)
         return;
     free(m->jobs);
     free(m->index);
+    free(m->pools);
     free(m);
 }
 
@@ -110,9 +120,16 @@ struct metrics *metrics_dup(const struct metrics *m)
     c->capjobs = m->njobs;
     c->index = NULL;
     c->index_cap = 0;
+    c->pools = NULL;
+    c->npools = 0;
+    if (m->npools > 0 && (c->pools = malloc(m->npools * sizeof *c->pools)) != NULL) {
+        memcpy(c->pools, m->pools, m->npools * sizeof *c->pools);
+        c->npools = m->npools; /* out of memory: written without its pools */
+    }
     if (m->njobs > 0) {
         c->jobs = malloc(m->njobs * sizeof *c->jobs);
         if (c->jobs == NULL) {
+            free(c->pools);
             free(c);
             return NULL;
         }
@@ -387,6 +404,41 @@ void metrics_set_pauses(struct metrics *m, const struct pause_list *l)
     }
 }
 
+void metrics_job_limits(struct metrics *m, const char *job, bool pool, bool max_running)
+{
+    struct mjob *j = job_slot(m, job);
+    if (j == &m->other)
+        return; /* no series of its own: none for its waits either */
+    j->limit_pool = pool;
+    j->limit_max = max_running;
+}
+
+void metrics_set_pools(struct metrics *m, const struct limits_pool *v, size_t n)
+{
+    struct mpool *p = n > 0 ? calloc(n, sizeof *p) : NULL;
+    if (n > 0 && p == NULL)
+        return; /* out of memory: the last ones stay */
+    for (size_t i = 0; i < n; i++) {
+        snprintf(p[i].name, sizeof p[i].name, "%s", v[i].name);
+        p[i].limit = v[i].limit;
+        p[i].runs = v[i].runs;
+    }
+    free(m->pools);
+    m->pools = p;
+    m->npools = n;
+}
+
+void metrics_set_waiting(struct metrics *m, const struct metrics_wait *w, size_t n)
+{
+    for (size_t i = 0; i < m->njobs; i++)
+        m->jobs[i].waiting = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct mjob *j = job_slot(m, w[i].job);
+        j->waiting = w[i].ticks;
+        j->waiting_pool = w[i].pool;
+    }
+}
+
 /* What each event kind counts, one row per kind: every event counts in
  * baton_events_total; fn counts what it says besides (NULL: nothing else,
  * and `counts` says why). A kind without a row is a bug that
@@ -434,6 +486,8 @@ static const struct {
     [LE_TICK_SKIPPED] = {count_not_run, "ticks_not_run_total{job_name,outcome,reason}"},
     [LE_TICK_MOVE_REFUSED] = {NULL, "only events (a table bug: alert on any)"},
     [LE_CLAIM_REFUSED] = {NULL, "only events (another leader: alert on any)"},
+    [LE_LIMIT_WAIT] = {NULL, "only events: ticks_waiting is a gauge (the leader's runner)"},
+    [LE_LIMIT_WAITED] = {NULL, "only events: ticks_waiting is a gauge (the leader's runner)"},
     [LE_CLAIM_FAILED] = {count_claim_failed, "redis_errors_total{during=claim}"},
     [LE_CLAIM_FAILURES_ENDED] = {NULL, "only events: each failure is counted as it happens "
                                        "(redis_errors_total{during=claim})"},
@@ -621,6 +675,21 @@ static void write_jobs(const struct metrics *m, FILE *out)
         label(out, m->jobs[i].name);
         fprintf(out, "\"} %d\n", m->jobs[i].paused || m->all_paused);
     }
+    family(out, "baton_ticks_waiting", "gauge",
+           "Ticks of the job waiting, unclaimed, for a slot of a fleet-wide limit, by reason "
+           "(pool: its pool is full; max_running: its own runs are at the limit): the leader's "
+           "count, 0 on the other nodes.");
+    for (size_t i = 0; i < m->njobs; i++) {
+        const struct mjob *j = &m->jobs[i];
+        for (int pool = 1; pool >= 0; pool--) {
+            if (!(pool ? j->limit_pool : j->limit_max))
+                continue;
+            fputs("baton_ticks_waiting{job_name=\"", out);
+            label(out, j->name);
+            fprintf(out, "\",reason=\"%s\"} %llu\n", pool ? "pool" : "max_running",
+                    (unsigned long long)(j->waiting_pool == (pool != 0) ? j->waiting : 0));
+        }
+    }
     family(out, "baton_job_run_duration_seconds", "histogram",
            "How long the runs that ended on this node took, by job.");
     for (size_t i = 0; i < n; i++) {
@@ -781,6 +850,16 @@ int metrics_write(const struct metrics *m, const struct metrics_gauges *g, FILE 
         snprintf(lbl, sizeof lbl, "trigger=\"%s\",", run_trigger_name((enum run_trigger)t));
         histo_write(out, "baton_job_start_lateness_seconds", lbl, &m->lateness[t], lateness_le);
     }
+    family(out, "baton_pool_limit", "gauge",
+           "The most runs of a pool's jobs alive at once across the group (jobs.yaml's pools:).");
+    for (size_t i = 0; i < m->npools; i++)
+        fprintf(out, "baton_pool_limit{pool=\"%s\"} %d\n", m->pools[i].name, m->pools[i].limit);
+    family(out, "baton_pool_runs", "gauge",
+           "Runs of a pool's jobs alive across the group, as counted in Redis (every node's, and "
+           "an earlier leader's) at this node's last read (every poll; every 2 s while watched).");
+    for (size_t i = 0; i < m->npools; i++)
+        if (m->pools[i].runs >= 0)
+            fprintf(out, "baton_pool_runs{pool=\"%s\"} %d\n", m->pools[i].name, m->pools[i].runs);
     write_jobs(m, out);
     write_process(out, g->start_time_s);
     return fflush(out) != 0 || ferror(out) ? -1 : 0;

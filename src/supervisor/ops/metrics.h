@@ -64,6 +64,22 @@ void metrics_observe(struct metrics *m, enum log_event ev, const struct log_fact
 struct pause_list;
 void metrics_set_pauses(struct metrics *m, const struct pause_list *l);
 
+/* The fleet-wide limits (runlimits.h), state the caller sets. A job's
+ * limits (its pool, its max_running): its baton_ticks_waiting series. */
+void metrics_job_limits(struct metrics *m, const char *job, bool pool, bool max_running);
+/* The pools, their limits and live runs as last read from Redis (runs < 0:
+ * not read; its series is left out). Copied. */
+struct limits_pool;
+void metrics_set_pools(struct metrics *m, const struct limits_pool *v, size_t n);
+/* The jobs whose ticks wait for a limit now (the leader's; none elsewhere):
+ * every other job's count is 0. */
+struct metrics_wait {
+    const char *job;
+    bool pool;    /* for its pool; else for its max_running */
+    size_t ticks; /* its ticks waiting */
+};
+void metrics_set_waiting(struct metrics *m, const struct metrics_wait *w, size_t n);
+
 /* What the event table says ev counts (static text), or NULL when ev has
  * no row: a bug, which check_metrics finds for every kind. */
 const char *metrics_event_counts(enum log_event ev);

@@ -47,6 +47,7 @@ void ops_defs_unref(struct ops_defs *d)
     for (size_t i = 0; i < d->nzones; i++)
         cron_tz_free(d->zones[i]);
     free(d->zones);
+    limits_pools_free(d->pools, d->npools);
     free(d->by_name);
     free(d->v);
     free(d);
@@ -69,6 +70,7 @@ void ops_roster_unref(struct roster *r)
         return;
     members_free(r->v, r->n);
     pause_list_free(&r->paused);
+    limits_pools_free(r->pools, r->npools);
     free(r);
 }
 
@@ -132,6 +134,8 @@ struct ops_defs *ops_defs_new(const struct jobs *jobs)
         if (e->tz == NULL && cron_tz_load(zone, &d->zones[d->nzones], err, sizeof err) == 0)
             e->tz = d->zones[d->nzones++];
     }
+    if (limits_pools_new(jobs, &d->pools, &d->npools) != BATON_OK)
+        goto fail;
     d->by_name = d->n > 0 ? calloc(d->n, sizeof *d->by_name) : NULL;
     if (d->n > 0 && d->by_name == NULL)
         goto fail;
@@ -338,21 +342,31 @@ static void refresh_roster(struct ops *o, int64_t now)
         members_free(m, n);
         return;
     }
+    /* The pools' runs as Redis counts them, where the claims count them:
+     * a leader's memory misses the runs an earlier leader left. */
+    const struct ops_defs *defs = o->lasts->defs;
+    struct limits_pool *pools = limits_pools_dup(defs->pools, defs->npools);
+    if (pools != NULL && o->h.may_block(o->h.ctx))
+        limits_pools_read(o->h.client, o->group, pools, defs->npools); /* -1 where it failed */
     struct roster *r = calloc(1, sizeof *r);
     if (r == NULL) {
         members_free(m, n);
         pause_list_free(&paused);
+        limits_pools_free(pools, defs->npools);
         return;
     }
     atomic_init(&r->refs, 1);
     r->v = m;
     r->n = n;
     r->paused = paused;
+    r->pools = pools;
+    r->npools = pools != NULL ? defs->npools : 0;
     r->read_ns = loop_now();
     pthread_mutex_lock(&o->mu);
     struct roster *old = o->roster;
     o->roster = r;
     metrics_set_pauses(o->metrics, &r->paused);
+    metrics_set_pools(o->metrics, r->pools, r->npools);
     struct head *h = &o->head;
     if (!ops_leading_state(h->state)) { /* when we lead, we know better than a read */
         h->leader_known = li.has_leader;
@@ -452,9 +466,32 @@ static void arm(struct ops *o)
     loop_arm(o->h.loop, o->h.timer_id, at);
 }
 
+/* The leader's ticks waiting for a limit, for the metrics (the runner's
+ * view now; none when not leading). */
+static void track_waiting(struct ops *o)
+{
+    size_t n;
+    struct runner_wait *w = runner_waiting(o->h.runner, &n);
+    struct metrics_wait *mw = n > 0 ? calloc(n, sizeof *mw) : NULL;
+    if (n > 0 && mw == NULL) {
+        free(w);
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        mw[i] =
+            (struct metrics_wait){.job = w[i].job, .pool = w[i].pool != NULL, .ticks = w[i].queued};
+    pthread_mutex_lock(&o->mu);
+    metrics_set_waiting(o->metrics, mw, n);
+    pthread_mutex_unlock(&o->mu);
+    free(mw);
+    free(w);
+}
+
 void ops_on_timer(struct ops *o)
 {
     int64_t now = loop_now();
+    if (o->http != NULL) /* nobody to show them to otherwise */
+        track_waiting(o);
     pthread_mutex_lock(&o->mu);
     o->head.last_turn_ns = now;
     o->head.running = runner_running(o->h.runner);
@@ -514,6 +551,9 @@ void ops_set_jobs(struct ops *o, const struct jobs *jobs, struct ops_defs *defs,
     pthread_mutex_lock(&o->mu);
     for (size_t i = 0; i < l->defs->n; i++)
         metrics_add_job(o->metrics, l->defs->v[i].name);
+    for (size_t i = 0; i < jobs->n; i++)
+        metrics_job_limits(o->metrics, jobs->v[i].name, jobs->v[i].pool != NULL,
+                           jobs->v[i].max_running > 0);
     o->lasts = l;
     pthread_mutex_unlock(&o->mu);
     ops_lasts_unref(old);

@@ -126,6 +126,8 @@ static cJSON *view_json(const struct ops *o, const struct snap *s)
                                  s->roster != NULL ? (now - s->roster->read_ns) / MS : 0,
                              .jobs = rows,
                              .njobs = d->n,
+                             .pools = s->roster != NULL ? s->roster->pools : NULL,
+                             .npools = s->roster != NULL ? s->roster->npools : 0,
                              .now = (int64_t)time(NULL),
                              .now_ms = wall_ms()};
     cJSON *root = status_doc_json(&doc);

@@ -23,6 +23,7 @@
 #include "notify.h"
 #include "ops.h"
 #include "pause.h"
+#include "runlimits.h"
 
 /* Why a job's last run needs reading again: it ended here (read at the
  * next refresh), or elsewhere ("ended" on the group's channel: read while
@@ -49,6 +50,8 @@ struct ops_defs { /* the jobs of one configuration */
     struct def **by_name; /* v sorted by name: def_index() is a binary search */
     struct cron_tz **zones;
     size_t nzones;
+    struct limits_pool *pools; /* jobs.yaml's pools: (runs -1) */
+    size_t npools;
 };
 
 struct lasts { /* defs and each job's last run (NULL: not read yet) */
@@ -62,6 +65,8 @@ struct roster { /* the node list and the paused jobs, as last read */
     struct member *v;
     size_t n;
     struct pause_list paused;
+    struct limits_pool *pools; /* the pools, their runs as read (limits_pools_read) */
+    size_t npools;
     int64_t read_ns;
 };
 

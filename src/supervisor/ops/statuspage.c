@@ -400,6 +400,60 @@ static void running_table(FILE *f, const cJSON *doc, int64_t now_ms)
     fputs("</table></div>\n", f);
 }
 
+/* The pools (their runs in Redis) and the ticks waiting for a slot (the
+ * leader's): tables, or nothing when jobs.yaml has no limits. */
+static void limits_tables(FILE *f, const cJSON *doc)
+{
+    const cJSON *pools = cJSON_GetObjectItemCaseSensitive(doc, "pools"), *p;
+    const cJSON *waiting = cJSON_GetObjectItemCaseSensitive(doc, "waiting"), *w;
+    char b[48];
+    if (cJSON_GetArraySize(pools) > 0) {
+        fputs("<h2>Pools</h2>\n<div class=\"wrap\"><table id=\"pools\"><tr><th>Pool</th>"
+              "<th>Running</th><th>Limit</th></tr>\n",
+              f);
+        cJSON_ArrayForEach(p, pools)
+        {
+            double running, limit = 0;
+            num(p, "limit", &limit);
+            fputs("<tr><td>", f);
+            esc(f, str(p, "name"));
+            if (num(p, "running", &running))
+                fprintf(f, "</td><td class=\"%s\">%.0f", running >= limit ? "warn" : "ok", running);
+            else
+                fputs("</td><td class=\"mute\">?", f);
+            fprintf(f, "</td><td>%.0f</td></tr>\n", limit);
+        }
+        fputs("</table></div>\n", f);
+    }
+    if (cJSON_GetArraySize(waiting) == 0)
+        return;
+    fputs("<h2>Waiting for a slot</h2>\n<div class=\"wrap\"><table id=\"waiting\"><tr>"
+          "<th>Job</th><th>Tick</th><th>Waits for</th><th>Waited</th><th>Queued</th></tr>\n",
+          f);
+    cJSON_ArrayForEach(w, waiting)
+    {
+        double limit = 0, waited = 0, queued = 0;
+        num(w, "limit", &limit);
+        num(w, "waited_ms", &waited);
+        num(w, "queued", &queued);
+        fputs("<tr><td>", f);
+        esc(f, str(w, "job"));
+        fputs("</td><td>", f);
+        esc(f, str(w, "scheduled_at"));
+        fputs("</td><td>", f);
+        if (str(w, "pool") != NULL) {
+            fputs("pool ", f);
+            esc(f, str(w, "pool"));
+        } else {
+            fputs("max_running", f);
+        }
+        fprintf(f, " (%.0f)</td><td title=\"since ", limit);
+        esc(f, str(w, "since"));
+        fprintf(f, "\">%s</td><td>%.0f</td></tr>\n", span(waited, b, sizeof b), queued);
+    }
+    fputs("</table></div>\n", f);
+}
+
 static void transitions_table(FILE *f, const cJSON *view)
 {
     const cJSON *tr = cJSON_GetObjectItemCaseSensitive(view, "transitions");
@@ -484,6 +538,7 @@ char *statuspage_render(const cJSON *doc, int64_t now_ms, size_t *len)
     nodes_table(f, doc);
     jobs_table(f, doc, now_ms);
     running_table(f, doc, now_ms);
+    limits_tables(f, doc);
     transitions_table(f, view);
     fprintf(f,
             "<footer class=\"mute\" id=\"foot\">This node's view, refreshed every %d s. "

@@ -9,6 +9,8 @@
 #include "claimer.h"
 #include "hook.h"
 #include "jobtable.h"
+#include "runlimits.h"
+#include "pools.h"
 #include "rtime.h"
 #include "steps.h"
 
@@ -235,7 +237,7 @@ static void note_answer(const struct rctx *x, struct claimer *c, struct jobstate
     if (reply->partial) /* undecided where it applied: settled if we stop leading */
         claimer_set_lost(c, cs, true);
     cs->majority = reply->majority;
-    if (res != CLAIM_ERROR && res != CLAIM_BUSY && res != CLAIM_NOT_LEADER) {
+    if (res != CLAIM_ERROR && res != CLAIM_BUSY && res != CLAIM_NOT_LEADER && res != CLAIM_FULL) {
         cs->id[0] = '\0'; /* the tick is decided: the next claims afresh */
         claimer_set_lost(c, cs, false);
     }
@@ -292,6 +294,57 @@ void claimer_window_went(struct claimer *c, int64_t at)
         c->ahead_ms -= (c->ahead_ms - target + 7) / 8;
 }
 
+/* js's limits (runlimits.h), borrowed from its job and pool. */
+static struct claim_limits limits_of(const struct jobstate *js)
+{
+    struct claim_limits l = {.max_running = js->job->max_running};
+    if (js->pool != NULL) {
+        l.pool_limit = js->pool->limit;
+        l.pool_jobs = js->pool->jobs;
+        l.npool = js->pool->njobs;
+    }
+    return l;
+}
+
+/* The claim of js's tick at answered res: a limit reached (CLAIM_FULL)
+ * makes it wait, said once per tick (limit_wait); one that waited and is
+ * answered otherwise now says how long (limit_waited). */
+static void note_full(const struct rctx *x, struct jobstate *js, enum claim_result res,
+                      const struct claim_reply *reply, int64_t at)
+{
+    struct claim_state *cs = &js->claim;
+    char when[32];
+    cs->full = res == CLAIM_FULL;
+    cs->full_pool = cs->full && reply->pool_full;
+    if (cs->full_tick != 0 && (cs->full_tick != at || !cs->full)) {
+        if (cs->full_tick == at) {
+            log_rfc3339(at, when, sizeof when);
+            cJSON *f = log_fields();
+            cJSON_AddStringToObject(f, "job", js->job->name);
+            cJSON_AddStringToObject(f, "scheduled_at", when);
+            cJSON_AddNumberToObject(f, "waited_ms", (double)(rtime_wall_ms() - cs->full_since_ms));
+            cJSON_AddStringToObject(f, "then", claim_result_name(res));
+            log_emit(x->log, LE_LIMIT_WAITED, f);
+        }
+        cs->full_tick = 0;
+    }
+    if (!cs->full || cs->full_tick == at)
+        return;
+    cs->full_tick = at;
+    cs->full_since_ms = rtime_wall_ms();
+    log_rfc3339(at, when, sizeof when);
+    cJSON *f = log_fields();
+    cJSON_AddStringToObject(f, "job", js->job->name);
+    cJSON_AddStringToObject(f, "scheduled_at", when);
+    if (cs->full_pool) {
+        cJSON_AddStringToObject(f, "pool", js->job->pool);
+        cJSON_AddNumberToObject(f, "limit", js->job->pool_limit);
+    } else {
+        cJSON_AddNumberToObject(f, "max_running", js->job->max_running);
+    }
+    log_emit(x->log, LE_LIMIT_WAIT, f);
+}
+
 static void flush_skipped(const struct rctx *x, struct jobstate *js)
 {
     struct sched_range s = ticks_take_skipped(&js->ticks);
@@ -310,9 +363,10 @@ static enum claim_result claim_head(const struct rctx *x, const struct runs *rs,
 {
     const char *job = js->job->name, *key = baton_election_key(x->election);
     bool ask = mode == CLAIM_RUN_OR_SKIP && outbox_unregisters(x->out, job);
+    struct claim_limits lim = limits_of(js);
     enum claim_result res =
         claim_tick(x->client, x->group, job, key, baton_election_token(x->election), at,
-                   ask ? CLAIM_RUN_OR_WAIT : mode, member, reply);
+                   ask ? CLAIM_RUN_OR_WAIT : mode, member, &lim, reply);
     if (!ask || res != CLAIM_BUSY || reply->partial)
         return res;
     live_busy(x, rs, reply);
@@ -320,7 +374,7 @@ static enum claim_result claim_head(const struct rctx *x, const struct runs *rs,
         mode = CLAIM_RUN;
     claim_reply_free(reply);
     return claim_tick(x->client, x->group, job, key, baton_election_token(x->election), at, mode,
-                      member, reply);
+                      member, &lim, reply);
 }
 
 /* The tick at of paused js, claimed to run before the pause came (its
@@ -399,6 +453,7 @@ bool claimer_head(const struct rctx *x, struct claimer *c, struct runs *rs, stru
                                     : "run");
     if (reply.undo) /* a quorum's masters registered what does not run: released */
         outbox_release(x->out, name, member);
+    note_full(x, js, res, &reply, h.at);
     struct claim_next next = claim_step_of(res, false);
     /* An answer that leaves a lost claim of this tick unsettled (refused:
      * the script looked at nothing; busy or no answer where it may have
@@ -457,6 +512,9 @@ bool claimer_head(const struct rctx *x, struct claimer *c, struct runs *rs, stru
     }
     case STEP_WAIT: claimer_wait_busy(x, js, &reply, rs, in->early, start, now); break;
     case STEP_RETRY: js->hold_until = now + CLAIM_RETRY_MS * MS; break;
+    case STEP_FULL: /* woken sooner by an end in the job or its pool (runner.c) */
+        js->hold_until = now + LIMITS_POLL_MS * MS;
+        break;
     case STEP_LEAVE:
     case STEP_DROP: break;
     }
@@ -481,15 +539,21 @@ void claimer_retries(const struct rctx *x, struct claimer *c, struct runs *rs, s
         struct claim_reply reply;
         claimer_run_id(x, c, t->tick, t->attempt, id, sizeof id);
         snprintf(member, sizeof member, "%s/%s", x->node, id);
+        struct claim_limits lim = limits_of(js);
         enum claim_result res =
             claim_tick(x->client, x->group, js->job->name, baton_election_key(x->election), token,
-                       t->tick, CLAIM_REGISTER, member, &reply);
+                       t->tick, CLAIM_REGISTER, member, &lim, &reply);
         if ((reply.undo || reply.partial) && res != CLAIM_OK)
             outbox_release(x->out, js->job->name, member);
         claim_reply_free(&reply);
         if (res == CLAIM_ERROR || res == CLAIM_NOT_DURABLE) {
             t->at_ns = now + CLAIM_RETRY_MS * MS;
             return;
+        }
+        if (res == CLAIM_FULL) { /* a limit reached: the retry waits for a slot */
+            t->at_ns = now + LIMITS_POLL_MS * MS;
+            p = &t->next;
+            continue;
         }
         *p = t->next;
         if (res == CLAIM_OK)

@@ -49,6 +49,11 @@ struct claim_state {
     const char *skip_reason;
     /* Claims that failed in a row, and since when (CLOCK_MONOTONIC). */
     int64_t failures, failing_since;
+    /* The last claim found a limit reached (runlimits.h): CLAIM_FULL's
+     * reply.pool_full (pool) or not (max_running); the tick that waits
+     * (0: none) and since when (Unix ms). */
+    bool full, full_pool;
+    int64_t full_tick, full_since_ms;
 };
 
 struct claimer {

@@ -349,7 +349,7 @@ static bool write_paused(const struct rctx *x, struct jobstate *js)
     snprintf(member, sizeof member, "%s/paused-%" PRId64, x->node, p->last);
     enum claim_result res =
         claim_tick(x->client, x->group, js->job->name, baton_election_key(x->election), token,
-                   p->last, CLAIM_SKIP, member, &reply);
+                   p->last, CLAIM_SKIP, member, NULL, &reply);
     claim_reply_free(&reply);
     if (res == CLAIM_SKIPPED || res == CLAIM_OURS_SKIPPED || res == CLAIM_NOT_DURABLE)
         records_skipped(x->rec, js->job->name, x->term, p);

@@ -20,6 +20,8 @@
 #include "runs.h"
 #include "ticks.h"
 
+struct pool;
+
 #define JOBTABLE_HASH_SIZE 16384
 #define HEAP_NONE          ((size_t)-1)
 
@@ -38,6 +40,7 @@ struct jobstate {
     struct claim_state claim;
     struct control_job ctl;
     struct runs_job runs;
+    struct pool *pool; /* its pool's (pools.h; the coordinator's), NULL: none */
     /* the table's own */
     size_t heap_pos;
     int64_t key;               /* when it next has something to do (CLOCK_MONOTONIC), 0: never */

@@ -37,8 +37,10 @@
 #include "hook.h"
 #include "jobtable.h"
 #include "outbox.h"
+#include "pools.h"
 #include "records.h"
 #include "rtime.h"
+#include "runlimits.h"
 #include "runner.h"
 #include "runs.h"
 
@@ -61,6 +63,7 @@ struct runner {
     struct claimer cl;
     struct control ctl;
     struct runs runs;
+    struct pools pools;     /* the waiting ticks of each pool, in order (pools.h) */
     int64_t wall_offset_ms; /* wall - monotonic when the keys were computed */
     int64_t turn_end;       /* this turn of the loop yields at this time (TURN_BUDGET_MS) */
     int64_t lost_retry_at;  /* not leading, with lost claims to settle: the next try; 0: none */
@@ -106,6 +109,76 @@ static void queue_due(struct runner *r, struct jobstate *js, int64_t wall)
     }
 }
 
+/* ---- pools: the order of the ticks that wait for a slot ---- */
+
+/* A waiter's tick still waits: it is its job's head. */
+static bool waiter_live(const struct pool_waiter *w)
+{
+    struct jobstate *js = w->js;
+    return ticks_has_head(&js->ticks) && ticks_head(&js->ticks)->t.at == w->tick;
+}
+
+/* js looks at its head now. */
+static void wake(struct runner *r, struct jobstate *js)
+{
+    js->hold_until = 0;
+    if (r->x.leading)
+        jobtable_set_key(&r->jt, js, loop_now());
+}
+
+/* A slot of pl may be free: its first waiter looks (but not me). */
+static void wake_pool(struct runner *r, struct pool *pl, const struct jobstate *me)
+{
+    struct jobstate *head = pools_head(pl, waiter_live);
+    if (head != NULL && head != me)
+        wake(r, head);
+}
+
+/* js's head tick at waits behind an earlier tick of its pool (first come,
+ * first served): true, and it waits in order; false when it may claim. */
+static bool pool_behind(struct jobstate *js, const struct tick_intent *in, int64_t now)
+{
+    if (js->pool == NULL || in->mode == CLAIM_SKIP ||
+        pools_first(js->pool, js, js->job->name, in->at, waiter_live))
+        return false;
+    pools_wait(js->pool, js, js->job->name, in->at, rtime_wall_ms());
+    js->hold_until = now + LIMITS_POLL_MS * MS;
+    return true;
+}
+
+/* After a claim of js's head (dealt: it was dealt with): a tick that found
+ * its pool full waits in order; one dealt with, or waiting for its own
+ * max_running, lets the next waiter of the pool look. */
+static void pool_after_claim(struct runner *r, struct jobstate *js, int64_t at, bool dealt)
+{
+    if (js->pool == NULL)
+        return;
+    if (js->claim.full && js->claim.full_pool)
+        pools_wait(js->pool, js, js->job->name, at, rtime_wall_ms());
+    else if ((dealt || js->claim.full) && pools_leave(js->pool, js))
+        wake_pool(r, js->pool, js);
+}
+
+/* The pools of the jobs now (after a reload): the ticks that waited keep
+ * their order. */
+static void pools_rebuild(struct runner *r)
+{
+    struct pools old = r->pools;
+    r->pools = (struct pools){0};
+    for (struct jobstate *js = r->jt.states; js != NULL; js = js->next)
+        if (js->job->pool != NULL)
+            pools_add(&r->pools, js->job->name, js->job->pool, js->job->pool_limit);
+    for (struct jobstate *js = r->jt.states; js != NULL; js = js->next)
+        js->pool = js->job->pool != NULL ? pools_find(&r->pools, js->job->pool) : NULL;
+    for (size_t i = 0; i < old.n; i++)
+        for (size_t k = 0; k < old.v[i].nw; k++) {
+            struct jobstate *js = old.v[i].w[k].js;
+            if (js->pool != NULL)
+                pools_wait(js->pool, js, js->job->name, old.v[i].w[k].tick, old.v[i].w[k].since_ms);
+        }
+    pools_clear(&old);
+}
+
 /* Decides js's queue, head after head, claiming what it can in this turn. */
 static void decide_ticks(struct runner *r, struct jobstate *js, int64_t now, int64_t wall)
 {
@@ -138,7 +211,11 @@ static void decide_ticks(struct runner *r, struct jobstate *js, int64_t now, int
             ticks_pop(&js->ticks);
             continue;
         }
-        if (!claimer_head(&r->x, &r->cl, &r->runs, js, &in))
+        if (pool_behind(js, &in, now))
+            break;
+        bool dealt = claimer_head(&r->x, &r->cl, &r->runs, js, &in);
+        pool_after_claim(r, js, in.at, dealt);
+        if (!dealt)
             break;
     }
     before = ticks_take_skipped(&js->ticks);
@@ -208,6 +285,8 @@ static void process_job(struct runner *r, struct jobstate *js)
 static void clear_schedule(struct runner *r, struct jobstate *js)
 {
     struct sched_range before = ticks_take_skipped(&js->ticks);
+    if (js->pool != NULL && pools_leave(js->pool, js))
+        wake_pool(r, js->pool, js);
     claimer_failures_end(&r->x, &js->claim, js->job->name, false);
     records_skipped(&r->rec, js->job->name, r->x.term, &before);
     control_record_held(&r->x, js);
@@ -302,6 +381,7 @@ int runner_set_jobs(struct runner *r, struct jobs *jobs)
     int rc = jobtable_apply(&r->jt, jobs, job_changed, job_gone, r);
     if (rc != BATON_OK)
         return rc;
+    pools_rebuild(r);
     /* New and changed jobs are looked at now; the others keep their keys:
      * making 10,000 unchanged jobs due at once would hold the next
      * instant's claims behind them. */
@@ -325,6 +405,7 @@ void runner_free(struct runner *r)
     for (struct jobstate *js = r->jt.states; js != NULL; js = js->next)
         control_job_clear(&r->ctl, &js->ctl);
     jobtable_free(&r->jt);
+    pools_clear(&r->pools);
     outbox_clear(&r->out);
     control_forget_all(&r->ctl);
     free(r->node);
@@ -347,6 +428,109 @@ int64_t runner_claim_ahead_ms(const struct runner *r)
 cJSON *runner_runs_json(const struct runner *r, size_t max)
 {
     return runs_json(&r->runs, max);
+}
+
+/* Serve order (pools.h): the earlier tick, then the job's name. */
+static int wait_cmp(const void *a, const void *b)
+{
+    const struct runner_wait *x = a, *y = b;
+    if (x->tick != y->tick)
+        return x->tick < y->tick ? -1 : 1;
+    return strcmp(x->job, y->job);
+}
+
+/* js's head waits for a limit: the last claim of it found one reached
+ * (a tick dropped or claimed since has left the head). */
+static bool head_full(struct jobstate *js)
+{
+    const struct claim_state *cs = &js->claim;
+    return cs->full && cs->full_tick != 0 && ticks_has_head(&js->ticks) &&
+           ticks_head(&js->ticks)->t.at == cs->full_tick;
+}
+
+/* Appends w to *v (n used of *cap). Returns false on ENOMEM. */
+static bool wait_add(struct runner_wait **v, size_t *n, size_t *cap, struct runner_wait w)
+{
+    if (*n == *cap) {
+        size_t nc = *cap != 0 ? 2 * *cap : 16;
+        struct runner_wait *nv = realloc(*v, nc * sizeof *nv);
+        if (nv == NULL)
+            return false;
+        *v = nv;
+        *cap = nc;
+    }
+    (*v)[(*n)++] = w;
+    return true;
+}
+
+struct runner_wait *runner_waiting(const struct runner *r, size_t *n)
+{
+    struct runner_wait *v = NULL;
+    size_t cap = 0;
+    bool ok = true;
+    *n = 0;
+    if (!r->x.leading)
+        return NULL;
+    /* Those a claim answered full (max_running, or the pool's limit)... */
+    for (struct jobstate *js = r->jt.states; ok && js != NULL; js = js->next)
+        if (head_full(js))
+            ok = wait_add(&v, n, &cap,
+                          (struct runner_wait){.job = js->job->name,
+                                               .pool = js->claim.full_pool ? js->job->pool : NULL,
+                                               .limit = js->claim.full_pool ? js->job->pool_limit
+                                                                            : js->job->max_running,
+                                               .tick = js->claim.full_tick,
+                                               .since_ms = js->claim.full_since_ms,
+                                               .queued = js->ticks.qlen});
+    /* ... and those behind an earlier tick of their pool, not asked yet. */
+    for (size_t p = 0; ok && p < r->pools.n; p++) {
+        const struct pool *pl = &r->pools.v[p];
+        for (size_t i = 0; ok && i < pl->nw; i++) {
+            struct jobstate *js = pl->w[i].js;
+            if (waiter_live(&pl->w[i]) && !head_full(js))
+                ok = wait_add(&v, n, &cap,
+                              (struct runner_wait){.job = js->job->name,
+                                                   .pool = js->job->pool,
+                                                   .limit = js->job->pool_limit,
+                                                   .tick = pl->w[i].tick,
+                                                   .since_ms = pl->w[i].since_ms,
+                                                   .queued = js->ticks.qlen});
+        }
+    }
+    if (!ok) {
+        free(v);
+        *n = 0;
+        return NULL;
+    }
+    if (*n > 1)
+        qsort(v, *n, sizeof *v, wait_cmp);
+    return v;
+}
+
+cJSON *runner_waiting_json(const struct runner *r, size_t max)
+{
+    size_t n;
+    struct runner_wait *w = runner_waiting(r, &n);
+    cJSON *a = cJSON_CreateArray();
+    char ts[40];
+    for (size_t i = 0; a != NULL && i < n && i < max; i++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "job", w[i].job);
+        log_rfc3339(w[i].tick, ts, sizeof ts);
+        cJSON_AddStringToObject(o, "scheduled_at", ts);
+        log_rfc3339_ms(w[i].since_ms, ts, sizeof ts);
+        cJSON_AddStringToObject(o, "since", ts);
+        cJSON_AddStringToObject(o, "reason", w[i].pool != NULL ? "pool" : "max_running");
+        if (w[i].pool != NULL)
+            cJSON_AddStringToObject(o, "pool", w[i].pool);
+        else
+            cJSON_AddNullToObject(o, "pool");
+        cJSON_AddNumberToObject(o, "limit", w[i].limit);
+        cJSON_AddNumberToObject(o, "queued", (double)w[i].queued);
+        cJSON_AddItemToArray(a, o);
+    }
+    free(w);
+    return a;
 }
 
 int64_t runner_stop_point(const struct runner *r)
@@ -532,11 +716,10 @@ void runner_on_message(struct runner *r, const char *msg, size_t len)
         memcpy(name, msg + 6, n);
         name[n] = '\0';
         struct jobstate *js = jobtable_find(&r->jt, name);
-        if (js != NULL && js->hold_until != 0) { /* it waited for a run to end */
-            js->hold_until = 0;
-            if (r->x.leading)
-                jobtable_set_key(&r->jt, js, loop_now());
-        }
+        if (js != NULL && js->hold_until != 0) /* it waited for a run to end */
+            wake(r, js);
+        if (js != NULL && js->pool != NULL) /* a slot of its pool is free */
+            wake_pool(r, js->pool, NULL);
     } else if (r->x.leading && ((len > 8 && strncmp(msg, "trigger ", 8) == 0) ||
                                 (len > 7 && strncmp(msg, "paused ", 7) == 0) ||
                                 (len > 8 && strncmp(msg, "resumed ", 8) == 0))) {

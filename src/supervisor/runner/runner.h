@@ -130,6 +130,27 @@ int runner_handover(struct runner *r, int64_t lease_deadline_ns);
 /* Runs alive (of any term). Hooks are not runs (hook.h). */
 size_t runner_running(const struct runner *r);
 
+/* A job whose next tick waits, unclaimed, for a slot of a fleet-wide
+ * limit (runlimits.h). Strings borrowed: valid until the next
+ * runner_set_jobs(). */
+struct runner_wait {
+    const char *job;
+    const char *pool; /* the pool it waits for; NULL: its max_running */
+    int limit;        /* that pool's limit, or max_running */
+    int64_t tick;     /* the tick that waits (Unix s) */
+    int64_t since_ms; /* Unix ms: the first claim of it that found the limit reached */
+    size_t queued;    /* the job's ticks waiting: this one and those behind it */
+};
+
+/* The jobs whose tick waits for a limit now (none unless leading), in the
+ * order a slot goes to them (instant, then job name: pools.h). Returns:
+ * owned array (free()) of *n, or NULL when none (or ENOMEM: *n 0). */
+struct runner_wait *runner_waiting(const struct runner *r, size_t *n);
+/* The same as a heartbeat carries it for `baton status` (status.h): at most
+ * max {"job","scheduled_at","since","reason":"pool"|"max_running","pool",
+ * "limit","queued"}. Returns: owned array (cJSON_Delete), or NULL on ENOMEM. */
+cJSON *runner_waiting_json(const struct runner *r, size_t max);
+
 /* How far ahead of its instant a live tick is claimed and its run
  * prepared now (ms): the adaptive window, 25 to 250 ms; 0 when not
  * leading. */

@@ -17,6 +17,6 @@ struct claim_next claim_step_of(enum claim_result res, bool manual)
 const char *claim_step_name(enum claim_step s)
 {
     static const char *const names[] = {"start", "not_started", "skipped", "leave",
-                                        "drop",  "wait",        "retry"};
+                                        "drop",  "wait",        "retry",   "full"};
     return (unsigned)s < sizeof names / sizeof names[0] ? names[s] : "?";
 }

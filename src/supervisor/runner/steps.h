@@ -13,6 +13,7 @@
  *   taken             drop it (another's)         drop it (3)      taken
  *   not_leader        retry soon                  retry soon       refused
  *   error             retry soon (in order)       retry soon       no_answer
+ *   full              wait for a slot (runlimits.h)  wait for them    full
  *
  * (1) recovered once its registration expires; (2) not answered; (3) done,
  * or another attempt's.
@@ -36,6 +37,7 @@ enum claim_step {
     STEP_DROP,        /* decided elsewhere: nothing to do here */
     STEP_WAIT,        /* runs of the job alive: wait for them (or replace them) */
     STEP_RETRY,       /* no answer, or not the leader: try again soon */
+    STEP_FULL,        /* a limit is reached (runlimits.h): wait for a slot, unclaimed */
 };
 
 /* The reasons recorded (a tick not started) or logged (a request left). */
@@ -60,7 +62,8 @@ enum claim_step {
     X(CLAIM_BUSY, STEP_WAIT, STEP_WAIT, false, NULL, NULL, BUSY)                                   \
     X(CLAIM_TAKEN, STEP_DROP, STEP_DROP, true, NULL, NULL, TAKEN)                                  \
     X(CLAIM_NOT_LEADER, STEP_RETRY, STEP_RETRY, false, NULL, NULL, REFUSED)                        \
-    X(CLAIM_ERROR, STEP_RETRY, STEP_RETRY, false, NULL, NULL, NO_ANSWER)
+    X(CLAIM_ERROR, STEP_RETRY, STEP_RETRY, false, NULL, NULL, NO_ANSWER)                           \
+    X(CLAIM_FULL, STEP_FULL, STEP_WAIT, false, NULL, NULL, FULL)
 
 /* The step after a claim answered res: of a tick (manual false) or of a
  * manual run's request (manual true). */

@@ -14,8 +14,8 @@
  *   due -> queued -> claiming -> claimed -> running -> recorded
  *            ^          |  ^ |    |  ^        |  ^
  *            '----------'  '-'    v  |        v  |
- *           busy, refused  lost   held        retrying
- *                          answer (a pause)   (the next attempt)
+ *        busy, full,       lost   held        retrying
+ *        refused           answer (a pause)   (the next attempt)
  *
  * and one that does not ends in not_started, skipped, superseded, missed,
  * taken or left. TICK_MOVES below is the whole table, each row with the
@@ -90,6 +90,7 @@ enum tick_state {
     X(WON_SKIP, "won_skip", "the claim's answer: ours, as skipped")                                \
     X(VOID, "void", "the claim's answer: ours, but it must not run (not durable, expired, lost)")  \
     X(BUSY, "busy", "the claim's answer: not claimed, runs of the job alive: it waits")            \
+    X(FULL, "full", "the claim's answer: not claimed, its pool or max_running is full: it waits")  \
     X(TAKEN, "taken", "the claim's answer: another's")                                             \
     X(REFUSED, "refused", "the claim's answer: not the leader; tried again")                       \
     X(NO_ANSWER, "no_answer", "the claim's answer was lost: it may have been applied")             \
@@ -125,6 +126,7 @@ enum tick_event {
     X(CLAIMING, WON_SKIP, SKIPPED)         /* claimer.c claimer_head, claimer_settle */            \
     X(CLAIMING, VOID, NOT_STARTED)         /* claimer.c claimer_head, claimer_settle */            \
     X(CLAIMING, BUSY, QUEUED)              /* claimer.c claimer_head */                            \
+    X(CLAIMING, FULL, QUEUED)              /* claimer.c claimer_head (runlimits.h) */                 \
     X(CLAIMING, TAKEN, TAKEN)              /* claimer.c claimer_head, claimer_settle */            \
     X(CLAIMING, REFUSED, QUEUED)           /* claimer.c claimer_head */                            \
     X(CLAIMING, NO_ANSWER, CLAIMING)       /* claimer_head: lost, or it leaves a lost one */       \
