@@ -7,7 +7,7 @@
 # clients) on free loopback ports. Each round, on the same masters:
 #   - baton over redis-quorum:// (tests/bench/quorum_cycles: 50 threads, one
 #     client, each on its own key, acquire + release, zero hold; node_timeout
-#     200 ms, max_ttl 3 s, lock ttl 2 s);
+#     200 ms (1 s with --smoke), max_ttl 3 s, lock ttl 2 s);
 #   - node-redlock 4.2.0 over the same five (peers.js lock-redlock-quorum:
 #     50 concurrent loops, an auto-pipelined ioredis connection per master,
 #     retryCount 0, the same ttl);
@@ -55,10 +55,16 @@ else
 fi
 
 MAX_TTL=3000
+# A master that does not answer within node_timeout does not count; a CI
+# smoke run shares two cores with the other suites, where 200 ms was once
+# missed by three masters at once (no quorum: the case failed), so the
+# smoke run allows 1 s. The full run measures with 200 ms.
+NODE_TIMEOUT=200
+[ "$smoke" = 0 ] || NODE_TIMEOUT=1000
 PORTS=()
 for i in 0 1 2 3 4; do redis_start; PORTS[$i]=$REDIS_PORT; done
 up=$(now_ms)
-QURL="redis-quorum://127.0.0.1:${PORTS[0]},127.0.0.1:${PORTS[1]},127.0.0.1:${PORTS[2]},127.0.0.1:${PORTS[3]},127.0.0.1:${PORTS[4]}/0?max_ttl=$MAX_TTL&node_timeout=200"
+QURL="redis-quorum://127.0.0.1:${PORTS[0]},127.0.0.1:${PORTS[1]},127.0.0.1:${PORTS[2]},127.0.0.1:${PORTS[3]},127.0.0.1:${PORTS[4]}/0?max_ttl=$MAX_TTL&node_timeout=$NODE_TIMEOUT"
 ONE="redis://127.0.0.1:${PORTS[0]}/0"
 PEER_URLS=()
 for p in "${PORTS[@]}"; do PEER_URLS+=(--url "redis://127.0.0.1:$p/0"); done
