@@ -397,7 +397,9 @@ enum http_verdict api_handle(void *ctx, const struct http_request *rq, struct ht
         return HTTP_ANSWER;
     }
     if (r == NULL) {
-        reply_error(out, 404, "not_found", "no such path: see deploy/openapi.json");
+        reply_error(out, 404, "not_found",
+                    "no such path: the control API serves /jobs/JOB/trigger, pause, resume and "
+                    "runs, /pause-all, /resume-all, /step-down and /runs/ID/output");
         return HTTP_ANSWER;
     }
     struct task *t = calloc(1, sizeof *t);
