@@ -20,7 +20,7 @@ _baton() {
     local cmd=${COMP_WORDS[1]} flags= valued= operand= i
     COMPREPLY=()
     if [ "$COMP_CWORD" -eq 1 ]; then
-        COMPREPLY=($(compgen -W 'run lock next check status history trigger pause resume step-down logs help --help --version' -- "$cur"))
+        COMPREPLY=($(compgen -W 'run lock next check status history trigger pause resume step-down logs token help --help --version' -- "$cur"))
         return
     fi
     case $cmd in
@@ -68,6 +68,10 @@ _baton() {
         flags='-h --help -V --version'
         valued='--color'
         operand=file ;;
+    token)
+        flags='--json -h --help -V --version'
+        valued='--file --role'
+        operand=none ;;
     help)
         flags='-h --help -V --version'
         valued=''
@@ -107,6 +111,8 @@ _baton() {
         --timeout) ;;
         --reason) ;;
         --color) COMPREPLY=($(compgen -W 'auto always never' -- "$cur")) ;;
+        --file) COMPREPLY=($(compgen -f -- "$cur")) ;;
+        --role) ;;
         esac
         return ;;
     esac
@@ -117,7 +123,7 @@ _baton() {
     case $operand in
     job) COMPREPLY=($(compgen -W "$(_baton_jobs)" -- "$cur")) ;;
     file) COMPREPLY=($(compgen -f -- "$cur")) ;;
-    command) COMPREPLY=($(compgen -W 'run lock next check status history trigger pause resume step-down logs help exit-codes' -- "$cur")) ;;
+    command) COMPREPLY=($(compgen -W 'run lock next check status history trigger pause resume step-down logs token help exit-codes' -- "$cur")) ;;
     esac
 }
 complete -F _baton baton

@@ -131,7 +131,7 @@ extern const struct cli_opt cli_common_opts[];
 
 extern const struct cli_cmd cli_cmd_run, cli_cmd_lock, cli_cmd_next, cli_cmd_check,
     cli_cmd_status, cli_cmd_history, cli_cmd_trigger, cli_cmd_pause, cli_cmd_resume,
-    cli_cmd_stepdown, cli_cmd_logs, cli_cmd_help;
+    cli_cmd_stepdown, cli_cmd_logs, cli_cmd_token, cli_cmd_help;
 
 /* The version, "0.1.0". */
 const char *cli_version(void);

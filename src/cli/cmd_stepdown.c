@@ -17,22 +17,18 @@
  * subscribed) or the leader still leads after --wait (default 5s); 69 Redis
  * unreachable; 78 invalid baton.yaml; 64 for a bad argument.
  */
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "baton_election.h"
 #include "cli.h"
-#include "clock.h"
 #include "config.h"
+#include "stepdown.h"
 #include "tools.h"
 
-#define POLL_MS            50
-#define WAIT_DEFAULT_MS    5000
-#define WAIT_MAX_MS        3600000
-#define NEW_LEADER_WAIT_MS 2000
+#define WAIT_DEFAULT_MS 5000
+#define WAIT_MAX_MS     3600000
 
 static int cmd_stepdown(int argc, char **argv);
 
@@ -44,8 +40,7 @@ static const struct cli_opt opts[] = {
 
 static const struct cli_exit exits[] = {
     {CLI_EXIT_OK, "the leader handed over (the new leader is named when there is one)"},
-    {CLI_EXIT_FAIL,
-     "no supervisor is listening, or the leader did not hand over within --wait"},
+    {CLI_EXIT_FAIL, "no supervisor is listening, or the leader did not hand over within --wait"},
     {CLI_EXIT_NO_LEADER, "the group has no leader"},
     {CLI_EXIT_USAGE, "bad command line"},
     {CLI_EXIT_UNAVAILABLE, "Redis unreachable or failing"},
@@ -67,13 +62,6 @@ const struct cli_cmd cli_cmd_stepdown = {
     .run = cmd_stepdown,
 };
 
-static void sleep_ms(int64_t ms)
-{
-    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
-
 static const char *format_wait(int64_t ms, char *buf, size_t len)
 {
     if (ms % 1000 == 0)
@@ -83,60 +71,36 @@ static const char *format_wait(int64_t ms, char *buf, size_t len)
     return buf;
 }
 
-/* Reads the leader; on failure prints why. Returns 0 or CLI_EXIT_FAIL. */
-static int read_leader(struct baton_client *c, const char *group, struct baton_leader_info *info)
-{
-    int rc = baton_election_leader(c, group, info);
-    if (rc == BATON_OK)
-        return 0;
-    return tool_redis_error("step-down", c, rc, "reading the leader");
-}
-
+/* The protocol is stepdown.h's; this says what came of it. */
 static int step_down(struct baton_client *client, const char *group, int64_t wait_ms)
 {
     struct baton_leader_info old, now;
+    enum stepdown_result res;
     char wait[32];
-    int receivers = 0;
-    int rc = read_leader(client, group, &old);
-    if (rc != 0)
-        return rc;
-    if (!old.has_leader)
-        return cli_error(CLI_EXIT_NO_LEADER, "step-down", "no leader in group %s", group);
-    rc = baton_election_request_step_down(client, group, old.term, &receivers);
+    int rc = stepdown_run(client, group, wait_ms, &res, &old, &now);
     if (rc != BATON_OK)
-        return tool_redis_error("step-down", client, rc, "sending the request");
-    if (receivers == 0)
+        return tool_redis_error("step-down", client, rc, "asking the leader to hand over");
+    switch (res) {
+    case STEPDOWN_NO_LEADER:
+        return cli_error(CLI_EXIT_NO_LEADER, "step-down", "no leader in group %s", group);
+    case STEPDOWN_UNHEARD:
         return cli_fail("step-down",
                         "no supervisor is listening on group %s (leader %s, term %" PRIu64 ")",
                         group, old.identity, old.term);
-
-    int64_t deadline = mono_ms() + wait_ms;
-    int64_t gone_at = -1; /* when we saw no leader */
-    for (;;) {
-        int64_t left = deadline - mono_ms();
-        sleep_ms(left < POLL_MS ? (left > 0 ? left : 0) : POLL_MS);
-        rc = read_leader(client, group, &now);
-        if (rc != 0)
-            return rc;
-        if (now.has_leader && now.term != old.term) {
-            printf("leader %s (term %" PRIu64 ") stepped down; %s leads now (term %" PRIu64 ")\n",
-                   old.identity, old.term, now.identity, now.term);
-            return tool_flush("step-down");
-        }
-        int64_t t = mono_ms();
-        if (!now.has_leader && gone_at < 0)
-            gone_at = t;
-        if (gone_at >= 0 && (t >= deadline || t - gone_at >= NEW_LEADER_WAIT_MS)) {
-            printf("leader %s (term %" PRIu64 ") stepped down; no leader yet\n", old.identity,
-                   old.term);
-            return tool_flush("step-down");
-        }
-        if (t >= deadline)
-            return cli_fail("step-down",
-                            "leader %s (term %" PRIu64 ") did not step down within %s (it lets "
-                            "running jobs finish first, up to shutdown_grace: try a longer --wait)",
-                            old.identity, old.term, format_wait(wait_ms, wait, sizeof wait));
+    case STEPDOWN_HANDED_OVER:
+        printf("leader %s (term %" PRIu64 ") stepped down; %s leads now (term %" PRIu64 ")\n",
+               old.identity, old.term, now.identity, now.term);
+        return tool_flush("step-down");
+    case STEPDOWN_NO_LEADER_YET:
+        printf("leader %s (term %" PRIu64 ") stepped down; no leader yet\n", old.identity,
+               old.term);
+        return tool_flush("step-down");
+    case STEPDOWN_TIMED_OUT: break;
     }
+    return cli_fail("step-down",
+                    "leader %s (term %" PRIu64 ") did not step down within %s (it lets "
+                    "running jobs finish first, up to shutdown_grace: try a longer --wait)",
+                    old.identity, old.term, format_wait(wait_ms, wait, sizeof wait));
 }
 
 static int cmd_stepdown(int argc, char **argv)

@@ -13,7 +13,8 @@
 static const struct cli_cmd *const commands[] = {
     &cli_cmd_run,     &cli_cmd_lock,    &cli_cmd_next,   &cli_cmd_check,
     &cli_cmd_status,  &cli_cmd_history, &cli_cmd_trigger, &cli_cmd_pause,
-    &cli_cmd_resume,  &cli_cmd_stepdown, &cli_cmd_logs,  &cli_cmd_help,
+    &cli_cmd_resume,  &cli_cmd_stepdown, &cli_cmd_logs,  &cli_cmd_token,
+    &cli_cmd_help,
 };
 
 const struct cli_cmd *const *cli_commands(size_t *n)

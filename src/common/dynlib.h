@@ -42,10 +42,13 @@ int dynlib_open(const char *soname, const char *what, const char *package,
     X(get_connection_info, MHD_get_connection_info)                                                \
     X(add_connection, MHD_add_connection)                                                          \
     X(lookup_connection_value, MHD_lookup_connection_value)                                        \
+    X(get_connection_values, MHD_get_connection_values)                                            \
     X(create_response_from_buffer, MHD_create_response_from_buffer)                                \
     X(add_response_header, MHD_add_response_header)                                                \
     X(queue_response, MHD_queue_response)                                                          \
-    X(destroy_response, MHD_destroy_response)
+    X(destroy_response, MHD_destroy_response)                                                      \
+    X(suspend_connection, MHD_suspend_connection)                                                  \
+    X(resume_connection, MHD_resume_connection)
 
 /* Opens libmicrohttpd for the HTTP endpoint and resolves syms[0..n) (the
  * calls above); with syms NULL, resolves every call of the list and keeps

@@ -347,6 +347,23 @@ static const struct schema_field options[] = {
      .doc = "Host names the HTTP endpoint answers to besides IP addresses, localhost, the "
             "machine's host name and http.listen's host; a request naming another Host gets "
             "421 (DNS rebinding). The port is not checked; a Unix socket answers any Host."},
+    {.key = "http.control", .type = SCHEMA_BOOL, .offset = OFF(http_control), .def = "false",
+     .doc = "Serve the control API beside the read-only paths: POST /jobs/JOB/trigger, "
+            "/jobs/JOB/pause, /jobs/JOB/resume, /pause-all, /resume-all, /step-down, and GET "
+            "/jobs/JOB/runs, /runs/ID/output; every path but /healthz and /readyz then needs a "
+            "bearer token of http.tokens_file."},
+    {.key = "http.tokens_file", .type = SCHEMA_STRING, .offset = OFF(http_tokens_file),
+     .def = "none", .min = 1, .max = 4096, .check = check_secret_path,
+     .bounds_doc = "an absolute path, or none",
+     .doc = "The control API's tokens (`baton token new`): names, roles (read, operate) and "
+            "SHA-256 hashes; mode 0600 or 0640, else refused; read again on SIGHUP."},
+    {.key = "http.public_read", .type = SCHEMA_BOOL, .offset = OFF(http_public_read),
+     .def = "false",
+     .doc = "With http.control: /, /status and /metrics answer without a token (the control "
+            "paths still need one)."},
+    {.key = "http.insecure", .type = SCHEMA_BOOL, .offset = OFF(http_insecure), .def = "false",
+     .doc = "Allow http.control on a plain-HTTP listener that is not a loopback address or a "
+            "Unix socket (tokens then cross the network in the clear)."},
 };
 /* clang-format on */
 
@@ -429,6 +446,31 @@ static int check_quorum_timeout(const struct config *c, char *msg, size_t msglen
     return -1;
 }
 
+/* http.control needs its tokens, and keeps them off the network in the
+ * clear unless told. */
+static int check_http_control(const struct config *c, char *msg, size_t msglen)
+{
+    struct http_listen l;
+    char why[256];
+    if (!c->http_control)
+        return 0;
+    if (strcmp(c->http_tokens_file, "none") == 0) {
+        snprintf(msg, msglen,
+                 "http.control needs http.tokens_file (make one with 'baton token "
+                 "new NAME --role operate --file FILE')");
+        return -1;
+    }
+    if (strcmp(c->http_listen, "off") == 0 || c->http_insecure ||
+        http_listen_parse(c->http_listen, &l, why, sizeof why) != 0 || l.unix_socket ||
+        http_listen_loopback(&l))
+        return 0;
+    snprintf(msg, msglen,
+             "http.control on a plain-HTTP listener that is not loopback (%s) sends tokens in the "
+             "clear: listen on 127.0.0.1 or a Unix socket, or write http.insecure: true",
+             c->http_listen);
+    return -1;
+}
+
 static const struct relation {
     const char *keys[3];
     int (*check)(const struct config *c, char *msg, size_t msglen);
@@ -449,6 +491,10 @@ static const struct relation {
      check_quorum_timeout,
      "Over a Redlock quorum, `redis_timeout` >= 2 x its `node_timeout`: each master is given "
      "node_timeout to connect and node_timeout to answer, within redis_timeout."},
+    {{"http.control", "http.listen", "http.tokens_file"},
+     check_http_control,
+     "`http.control` needs `http.tokens_file`, and a loopback or Unix-socket `http.listen` "
+     "unless `http.insecure: true`."},
 };
 
 /* ------------------------------------------------------------------------ */

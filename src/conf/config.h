@@ -66,6 +66,10 @@ struct config {
                                   [v6]:port or unix:/path (http.h) */
     char *http_allowed_hosts;  /* http.allowed_hosts: names, comma-separated;
                                   "" (default) for none */
+    bool http_control;         /* http.control: the control API (off) */
+    char *http_tokens_file;    /* http.tokens_file: tokens.h; "none" (default) */
+    bool http_public_read;     /* http.public_read: read paths without a token */
+    bool http_insecure;        /* http.insecure: control over plain HTTP off loopback */
 };
 
 /* Loads path. Returns 0 and *out (owned; free with config_free), or -1 with

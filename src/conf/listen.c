@@ -171,3 +171,16 @@ bool http_host_allowed(const char *host, const char *names)
         return true; /* never asked of DNS (RFC 6761) */
     return listed(name, names);
 }
+
+bool http_listen_loopback(const struct http_listen *l)
+{
+    struct in_addr a4;
+    struct in6_addr a6;
+    if (l->unix_socket)
+        return false;
+    if (strcasecmp(l->host, "localhost") == 0)
+        return true;
+    if (inet_pton(AF_INET, l->host, &a4) == 1)
+        return (ntohl(a4.s_addr) >> 24) == 127;
+    return inet_pton(AF_INET6, l->host, &a6) == 1 && IN6_IS_ADDR_LOOPBACK(&a6);
+}

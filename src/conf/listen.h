@@ -30,6 +30,10 @@ struct http_listen {
 /* Parses spec (not "off"). Returns 0, or -1 with a message in msg. */
 int http_listen_parse(const char *spec, struct http_listen *out, char *msg, size_t msglen);
 
+/* True when l is a TCP address of this machine's loopback only: localhost,
+ * 127.0.0.0/8 or ::1 (not a Unix socket, not a wildcard). */
+bool http_listen_loopback(const struct http_listen *l);
+
 /* Checks one allowed name of http.allowed_hosts: a host name without a
  * port (letters, digits, - and _ in dot-separated labels), or "*." and
  * such a name. Returns 0, or -1 with a message (without the name) in msg. */

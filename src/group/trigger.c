@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "answers.h"
+#include "rfc3339.h"
 #include "keys.h"
 #include "trigger.h"
 
@@ -625,4 +626,49 @@ int trigger_forget(struct baton_client *c, const char *group, const char *id)
     baton_answers_free(a);
     free(key);
     return rc;
+}
+
+cJSON *trigger_json(const struct trigger *t)
+{
+    char when[40];
+    cJSON *o = cJSON_CreateObject();
+    if (o == NULL)
+        return NULL;
+    cJSON_AddStringToObject(o, "id", t->id);
+    cJSON_AddStringToObject(o, "job", t->job);
+    cJSON_AddStringToObject(o, "state", trigger_state_name(t->state));
+    cJSON_AddStringToObject(o, "by", t->by);
+    cJSON_AddNumberToObject(o, "attempt", t->attempt);
+    log_rfc3339_ms(t->requested_ms, when, sizeof when);
+    cJSON_AddStringToObject(o, "requested", when);
+#define OPT_STR(name, v)                                                                           \
+    do {                                                                                           \
+        if ((v)[0] != '\0')                                                                        \
+            cJSON_AddStringToObject(o, name, v);                                                   \
+        else                                                                                       \
+            cJSON_AddNullToObject(o, name);                                                        \
+    } while (0)
+    OPT_STR("node", t->node);
+    OPT_STR("run_id", t->run_id);
+    if (t->started_ms > 0) {
+        log_rfc3339_ms(t->started_ms, when, sizeof when);
+        cJSON_AddStringToObject(o, "started", when);
+    } else {
+        cJSON_AddNullToObject(o, "started");
+    }
+    if (t->ended_ms > 0) {
+        log_rfc3339_ms(t->ended_ms, when, sizeof when);
+        cJSON_AddStringToObject(o, "ended", when);
+    } else {
+        cJSON_AddNullToObject(o, "ended");
+    }
+    OPT_STR("outcome", t->outcome);
+    if (t->exit_code >= 0)
+        cJSON_AddNumberToObject(o, "exit_code", t->exit_code);
+    else
+        cJSON_AddNullToObject(o, "exit_code");
+    OPT_STR("signal", t->signal);
+    OPT_STR("reason", t->reason);
+#undef OPT_STR
+    return o;
 }

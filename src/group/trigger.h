@@ -47,6 +47,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <cjson/cJSON.h>
+
 #include "baton_redis.h"
 #include "claim.h"
 #include "history.h"
@@ -103,6 +105,12 @@ struct trigger_reply {
     bool incomplete;
 };
 void trigger_reply_free(struct trigger_reply *r);
+
+/* Returns: t as a JSON object (owned; NULL on ENOMEM): id, job, state, by,
+ * attempt, requested, node, run_id, started, ended, outcome, exit_code,
+ * signal, reason (null when absent): `baton trigger --json` and the HTTP
+ * control API's answer. */
+cJSON *trigger_json(const struct trigger *t);
 
 /* ---- the client side (baton trigger) ---- */
 

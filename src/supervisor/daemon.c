@@ -130,8 +130,8 @@ static void on_timer(void *ctx, int id)
     case T_JOBS: runner_on_timer(d->runner); break;
     case T_DRAIN: {
         cJSON *f = log_fields();
-        cJSON_AddNumberToObject(f, "running", (double)(runner_running(d->runner) +
-                                                       hooks_running(d->hooks)));
+        cJSON_AddNumberToObject(f, "running",
+                                (double)(runner_running(d->runner) + hooks_running(d->hooks)));
         log_emit(d->log, LE_DRAIN_TIMEOUT, f);
         dispatch(d, EV_DRAIN_TIMEOUT); /* stopped: only hooks are left */
         break;
@@ -227,21 +227,34 @@ static void reload_apply(struct daemon *d, struct config *cfg, struct jobs *jobs
     /* What needs a new process (identity, Redis, lease of the running
      * election, the HTTP server's socket) is reported and kept; the rest
      * applies now. */
-    static const char *const fixed[] = {"node",          "redis",
-                                        "group",         "password_file",
-                                        "sentinel_password_file", "http.listen",
+    static const char *const fixed[] = {"node",
+                                        "redis",
+                                        "group",
+                                        "password_file",
+                                        "sentinel_password_file",
+                                        "http.listen",
                                         "http.allowed_hosts",
-                                        "lease.ttl",     "lease.renew",
+                                        "http.tokens_file",
+                                        "lease.ttl",
+                                        "lease.renew",
                                         "min_replicas"};
-    enum { NSTRINGS = 7, NFIXED = sizeof fixed / sizeof fixed[0] };
-    char **mine[NSTRINGS] = {&cfg->node,          &cfg->redis,
-                             &cfg->group,         &cfg->password_file,
-                             &cfg->sentinel_password_file, &cfg->http_listen,
-                             &cfg->http_allowed_hosts};
-    char **running[NSTRINGS] = {&d->cfg->node,          &d->cfg->redis,
-                                &d->cfg->group,         &d->cfg->password_file,
-                                &d->cfg->sentinel_password_file, &d->cfg->http_listen,
-                                &d->cfg->http_allowed_hosts};
+    enum { NSTRINGS = 8, NFIXED = sizeof fixed / sizeof fixed[0] };
+    char **mine[NSTRINGS] = {&cfg->node,
+                             &cfg->redis,
+                             &cfg->group,
+                             &cfg->password_file,
+                             &cfg->sentinel_password_file,
+                             &cfg->http_listen,
+                             &cfg->http_allowed_hosts,
+                             &cfg->http_tokens_file};
+    char **running[NSTRINGS] = {&d->cfg->node,
+                                &d->cfg->redis,
+                                &d->cfg->group,
+                                &d->cfg->password_file,
+                                &d->cfg->sentinel_password_file,
+                                &d->cfg->http_listen,
+                                &d->cfg->http_allowed_hosts,
+                                &d->cfg->http_tokens_file};
     bool differs[NFIXED] = {false};
     for (int i = 0; i < NSTRINGS; i++)
         differs[i] = strcmp(*mine[i], *running[i]) != 0;
@@ -290,7 +303,8 @@ static void reload_apply(struct daemon *d, struct config *cfg, struct jobs *jobs
     log_set_level(d->log, cfg->log_level);
     log_set_format(d->log, cfg->log_format);
     log_emit(d->log, LE_RELOADED, f);
-    presence_heartbeat(d); /* the group sees the new jobs' hash now, not at the next poll */
+    ops_reload_tokens(d->ops); /* http.tokens_file: read again, whatever changed */
+    presence_heartbeat(d);     /* the group sees the new jobs' hash now, not at the next poll */
 }
 
 /* The reloader's hand-over (reload.h): apply, and read again if asked
@@ -315,10 +329,9 @@ static void drain_hooks(struct daemon *d)
         d->drain_until = loop_now() + d->cfg->shutdown_grace_ms * MS;
     cJSON *f = log_fields();
     cJSON_AddNumberToObject(f, "running", (double)n);
-    cJSON_AddNumberToObject(f, "grace_ms",
-                            (double)((d->drain_until > loop_now() ? d->drain_until - loop_now()
-                                                                  : 0) /
-                                     MS));
+    cJSON_AddNumberToObject(
+        f, "grace_ms",
+        (double)((d->drain_until > loop_now() ? d->drain_until - loop_now() : 0) / MS));
     log_emit(d->log, LE_DRAINING, f);
     loop_arm(&d->loop, T_DRAIN, d->drain_until);
     while (hooks_running(d->hooks) > 0)
@@ -329,7 +342,7 @@ static void drain_hooks(struct daemon *d)
 static void free_daemon(struct daemon *d)
 {
     reloader_fini(&d->rl); /* a SIGHUP's reading still going: its results are not applied */
-    ops_free(d->ops); /* first: its HTTP thread reads the client's stats */
+    ops_free(d->ops);      /* first: its HTTP thread reads the client's stats */
     runner_free(d->runner);
     hooks_free(d->hooks);
     drift_free(d->drift);
@@ -385,8 +398,8 @@ int daemon_run(const char *config_path)
     /* Credentials from the password files or the environment, which jobs
      * do not inherit. */
     struct secrets sec;
-    int srv = secrets_load(d.cfg->password_file, d.cfg->sentinel_password_file, &sec, err,
-                           sizeof err);
+    int srv =
+        secrets_load(d.cfg->password_file, d.cfg->sentinel_password_file, &sec, err, sizeof err);
     secrets_scrub_env();
     /* A password stays in memory (for AUTH on a reconnection): jobs, of the
      * same user, may not read it there (secrets.h). */
@@ -407,40 +420,41 @@ int daemon_run(const char *config_path)
         (d.ended_chan = group_key(d.cfg->group, "ended")) == NULL ||
         loop_init(&d.loop, on_timer, &d) != 0) {
         fprintf(stderr, "baton: run: cannot set up: %s\n",
-                srv != 0 ? err : d.client ? baton_client_errstr(d.client) : strerror(errno));
+                srv != 0   ? err
+                : d.client ? baton_client_errstr(d.client)
+                           : strerror(errno));
         secrets_clear(&sec);
         jobs_free(jobs);
         goto out;
     }
     log_set_format(d.log, d.cfg->log_format);
-    secrets_clear(&sec); /* the warnings stay, for below */
+    /* The passwords are wiped once the control API's clients have them
+     * (ops_new), on every way out before. */
     d.guard_ns = (d.cfg->redis_timeout_ms + 2 * KILL_MARGIN_MS) * MS;
     const char *fault = getenv("BATON_TEST_FAULT");
-    struct runner_host host = {.log = d.log,
-                               .loop = &d.loop,
-                               .timer_id = T_JOBS,
-                               .client = d.client,
-                               .election = d.election,
-                               .node = d.cfg->node,
-                               .group = d.cfg->group,
-                               .history_len = d.cfg->history_len,
-                               .output_bytes = (size_t)d.cfg->output_bytes,
-                               .lease_ttl_ms = d.cfg->lease_ttl_ms,
-                               .refresh_ms = d.cfg->lease_renew_ms,
-                               .guard_ns = d.guard_ns,
-                               .control_poll_ms = d.cfg->poll_ms,
-                               .kill_margin_ns = KILL_MARGIN_MS * MS,
-                               .may_block = presence_may_block,
-                               .on_idle = on_runs_idle,
-                               .on_runs_changed = on_runs_changed,
-                               .ctx = &d,
-                               .fault_start = fault != NULL && strcmp(fault, "start") == 0,
-                               .fault_stop_after_claim =
-                                   fault != NULL && strcmp(fault, "stop-after-claim") == 0,
-                               .fault_stop_after_preclaim =
-                                   fault != NULL && strcmp(fault, "stop-after-preclaim") == 0,
-                               .fault_slow_prepare =
-                                   fault != NULL && strcmp(fault, "slow-prepare") == 0};
+    struct runner_host host = {
+        .log = d.log,
+        .loop = &d.loop,
+        .timer_id = T_JOBS,
+        .client = d.client,
+        .election = d.election,
+        .node = d.cfg->node,
+        .group = d.cfg->group,
+        .history_len = d.cfg->history_len,
+        .output_bytes = (size_t)d.cfg->output_bytes,
+        .lease_ttl_ms = d.cfg->lease_ttl_ms,
+        .refresh_ms = d.cfg->lease_renew_ms,
+        .guard_ns = d.guard_ns,
+        .control_poll_ms = d.cfg->poll_ms,
+        .kill_margin_ns = KILL_MARGIN_MS * MS,
+        .may_block = presence_may_block,
+        .on_idle = on_runs_idle,
+        .on_runs_changed = on_runs_changed,
+        .ctx = &d,
+        .fault_start = fault != NULL && strcmp(fault, "start") == 0,
+        .fault_stop_after_claim = fault != NULL && strcmp(fault, "stop-after-claim") == 0,
+        .fault_stop_after_preclaim = fault != NULL && strcmp(fault, "stop-after-preclaim") == 0,
+        .fault_slow_prepare = fault != NULL && strcmp(fault, "slow-prepare") == 0};
     struct hooks_host hh = {.log = d.log,
                             .loop = &d.loop,
                             .timer_id = T_HOOKS,
@@ -453,12 +467,14 @@ int daemon_run(const char *config_path)
     d.hooks = hooks_new(&hh);
     d.drift = drift_new();
     if (d.hooks == NULL || d.drift == NULL) {
+        secrets_clear(&sec);
         fprintf(stderr, "baton: run: out of memory\n");
         jobs_free(jobs);
         goto out;
     }
     host.hooks = d.hooks;
     if ((d.runner = runner_new(&host)) == NULL || runner_set_jobs(d.runner, jobs) != BATON_OK) {
+        secrets_clear(&sec);
         fprintf(stderr, "baton: run: out of memory\n");
         if (d.runner == NULL)
             jobs_free(jobs);
@@ -474,11 +490,18 @@ int daemon_run(const char *config_path)
                           .group = d.cfg->group,
                           .listen = d.cfg->http_listen,
                           .allowed_hosts = d.cfg->http_allowed_hosts,
+                          .control = d.cfg->http_control,
+                          .tokens_file = d.cfg->http_tokens_file,
+                          .public_read = d.cfg->http_public_read,
+                          .redis_url = d.cfg->redis,
+                          .client_opts = &co,
                           .poll_ms = d.cfg->poll_ms,
                           .redis_timeout_ms = d.cfg->redis_timeout_ms,
                           .may_block = presence_may_block,
                           .ctx = &d};
-    if (ops_new(&oh, &d.ops, err, sizeof err) != 0) {
+    int orc = ops_new(&oh, &d.ops, err, sizeof err);
+    secrets_clear(&sec); /* the warnings stay, for below */
+    if (orc != 0) {
         fprintf(stderr, "baton: run: %s\n", err);
         goto out;
     }
@@ -491,8 +514,9 @@ int daemon_run(const char *config_path)
     }
     if (baton_client_tls_insecure(d.client)) {
         cJSON *w = log_fields();
-        cJSON_AddStringToObject(w, "warning", "TLS certificate verification is off (verify=none): "
-                                              "anyone on the network path can pose as Redis");
+        cJSON_AddStringToObject(w, "warning",
+                                "TLS certificate verification is off (verify=none): "
+                                "anyone on the network path can pose as Redis");
         log_emit(d.log, LE_TLS_VERIFY_OFF, w);
     }
     d.sig_watch = (struct loop_watch){

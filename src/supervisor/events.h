@@ -48,6 +48,14 @@
       "the subscription to the group's events broke (it is made again)")                           \
     X(HTTP_LISTENING, "http_listening", INFO, "`listen` (the address bound)",                     \
       "the HTTP endpoint (http.listen) serves /metrics, /healthz, /readyz, /status and /")         \
+    X(API_CALL, "api_call", INFO,                                                                  \
+      "`token` (its name, never the token), `action` (trigger, pause, resume, pause-all, "        \
+      "resume-all, step-down), `job` (null for the group), `remote` (the client's address), "     \
+      "`status` (the HTTP status answered), `result` (ok, or the error's code)",                   \
+      "a call of the HTTP control API that changes something (http.control), or was refused "     \
+      "one for its token's role")                                                                  \
+    X(API_TOKENS_RELOAD_FAILED, "api_tokens_reload_failed", WARN, "`error`, `then`",               \
+      "on SIGHUP, http.tokens_file could not be read; the tokens read before stay")                \
     X(SYSTEMD_NOTIFY, "systemd_notify", INFO, "`watchdog_ms` (null without a watchdog)",           \
       "NOTIFY_SOCKET is set: readiness, status and reloads are reported to systemd, and its "      \
       "watchdog pinged every watchdog_ms / 2")                                                     \

@@ -256,6 +256,7 @@ START_TEST(option_row)
             ck_assert_int_eq(*(int64_t *)field, v);
             break;
         case SCHEMA_ENUM: ck_assert_str_eq(o->names[*(int *)field], o->def); break;
+        case SCHEMA_BOOL: ck_assert(*(bool *)field == (strcmp(o->def, "true") == 0)); break;
         default: ck_abort_msg("%s: baton.yaml has no option of this type", o->key);
         }
     }
@@ -354,6 +355,14 @@ START_TEST(option_row)
         }
         try_option(o, "bogus", err, sizeof err, NULL, &line, &col);
         assert_error_at(err, line, col, o->key, "expected one of");
+        break;
+    case SCHEMA_BOOL: /* true alone may break a relation (http.control: its tokens) */
+        try_option(o, "false", err, sizeof err, &c, &line, &col);
+        ck_assert_msg(c != NULL, "%s", err);
+        ck_assert(!*(bool *)((char *)c + o->offset));
+        config_free(c);
+        try_option(o, "bogus", err, sizeof err, NULL, &line, &col);
+        assert_error_at(err, line, col, o->key, "\"bogus\"");
         break;
     default: ck_abort_msg("%s: baton.yaml has no option of this type", o->key);
     }
@@ -459,9 +468,10 @@ START_TEST(hook_commands)
     config_free(c);
     c = load("hooks: {on_success: \"notify\"}\n", err, sizeof err);
     ck_assert_ptr_null(c);
-    ck_assert_str_eq(err, "t.yaml:1:21: hooks.on_success: expected a command like "
-                          "[\"/usr/local/bin/notify\", \"--job\"] or {shell: \"...\"} ([] for none), "
-                          "got a string");
+    ck_assert_str_eq(err,
+                     "t.yaml:1:21: hooks.on_success: expected a command like "
+                     "[\"/usr/local/bin/notify\", \"--job\"] or {shell: \"...\"} ([] for none), "
+                     "got a string");
     c = load("hooks: {on_failure: [], on_success: []}\n", err, sizeof err);
     ck_assert_msg(c != NULL, "%s", err);
     ck_assert(!job_cmd_set(&c->hook_on_failure));
@@ -624,7 +634,7 @@ START_TEST(redis_urls)
         {"redis://h:x", "invalid port (1..65535)"},
         {"redis://h/x", "invalid database number after the host (redis://host:6379/0)"},
         {"\"redis://h/1?a=b\"", "redis:// URLs take no query (use /DB for the database; TLS "
-                                  "parameters need rediss://)"},
+                                "parameters need rediss://)"},
         {"\"redis://[::1\"", "invalid IPv6 address (write redis://[::1]:6379)"},
         {"\"redis://[::g]\"", "invalid IPv6 address (write redis://[::1]:6379)"},
         {"\"redis://u:p%zz@h\"", "bad percent-escape in the user or password"},
@@ -1123,6 +1133,42 @@ START_TEST(yaml_scalar_columns)
 }
 END_TEST
 
+/* http.control needs its tokens, and a loopback or Unix listener unless
+ * http.insecure says otherwise. */
+START_TEST(http_control_relation)
+{
+    static const struct {
+        const char *yaml, *err; /* err NULL: accepted */
+    } cases[] = {
+        {"http: {listen: \"127.0.0.1:1\", control: true}\n",
+         "t.yaml:1:40: http.control needs http.tokens_file"},
+        {"http: {listen: \"0.0.0.0:1\", control: true, tokens_file: /t}\n",
+         "t.yaml:1:38: http.control on a plain-HTTP listener that is not loopback (0.0.0.0:1)"},
+        {"http: {listen: \"[::]:1\", control: true, tokens_file: /t}\n",
+         "t.yaml:1:35: http.control on a plain-HTTP listener"},
+        {"http: {listen: \"0.0.0.0:1\", control: true, tokens_file: /t, insecure: true}\n", NULL},
+        {"http: {listen: \"127.0.0.9:1\", control: true, tokens_file: /t}\n", NULL},
+        {"http: {listen: \"[::1]:1\", control: true, tokens_file: /t}\n", NULL},
+        {"http: {listen: \"localhost:1\", control: true, tokens_file: /t}\n", NULL},
+        {"http: {listen: \"unix:/run/b.sock\", control: true, tokens_file: /t}\n", NULL},
+        {"http: {listen: \"0.0.0.0:1\", tokens_file: /t}\n", NULL},
+        {"http: {tokens_file: t}\n", "t.yaml:1:21: http.tokens_file: must be an absolute path"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char err[512] = "";
+        struct config *c = load(cases[i].yaml, err, sizeof err);
+        if (cases[i].err == NULL) {
+            ck_assert_msg(c != NULL, "%s: %s", cases[i].yaml, err);
+        } else {
+            ck_assert_msg(c == NULL, "%s: accepted", cases[i].yaml);
+            ck_assert_msg(strncmp(err, cases[i].err, strlen(cases[i].err)) == 0,
+                          "%s: expected <%s...>, got <%s>", cases[i].yaml, cases[i].err, err);
+        }
+        config_free(c);
+    }
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("config");
@@ -1139,6 +1185,7 @@ static Suite *suite(void)
     tcase_add_test(tc, history_section);
     tcase_add_test(tc, hook_commands);
     tcase_add_test(tc, http_allowed_hosts);
+    tcase_add_test(tc, http_control_relation);
     tcase_add_test(tc, lease_relations);
     tcase_add_test(tc, redis_urls);
     tcase_add_test(tc, redis_password_hidden);
@@ -1157,4 +1204,7 @@ static Suite *suite(void)
     return s;
 }
 
-int main(void) { return tu_run(suite()); }
+int main(void)
+{
+    return tu_run(suite());
+}

@@ -45,6 +45,21 @@ int http_start(const struct http_listen *l, const char *allowed_hosts,
     return -1;
 }
 
+int http_start_control(const struct http_listen *l, const char *allowed_hosts,
+                       const struct http_route *routes, void *ctx,
+                       const struct http_control *control, struct http **out, char *msg,
+                       size_t msglen)
+{
+    (void)control;
+    return http_start(l, allowed_hosts, routes, ctx, out, msg, msglen);
+}
+
+void http_call_answer(struct http_call *call, struct http_response *out)
+{
+    (void)call;
+    free(out->body);
+}
+
 const char *http_address(const struct http *h)
 {
     (void)h;
@@ -69,10 +84,10 @@ void http_stop(struct http *h)
 
 /* libmicrohttpd's own limit: ours, and room for the connections shut down
  * by the last round of accepts, which it closes on its next run. */
-#define MHD_LIMIT       (2 * HTTP_MAX_CONNS)
-#define ACCEPT_BATCH    16  /* accepts between two runs of libmicrohttpd */
-#define LOOK_AGAIN_MS   100 /* while a connection shut down is not closed yet... */
-#define ACCEPT_PAUSE_MS 100 /* ... or accept() is out of descriptors */
+#define MHD_LIMIT              (2 * HTTP_MAX_CONNS)
+#define ACCEPT_BATCH           16  /* accepts between two runs of libmicrohttpd */
+#define LOOK_AGAIN_MS          100 /* while a connection shut down is not closed yet... */
+#define ACCEPT_PAUSE_MS        100 /* ... or accept() is out of descriptors */
 
 /* libmicrohttpd's calls, opened when a server starts (dynlib.h says why). */
 struct mhd_api {
@@ -107,11 +122,26 @@ struct conn {
     struct conn *prev, *next; /* in the order accepted */
 };
 
+/* A request of a server with a control hook, from its first call to
+ * libmicrohttpd's "completed": its body, and its answer when the hook
+ * took it (the struct http_call handed out). */
+struct http_call {
+    struct http *h;
+    struct MHD_Connection *c;
+    char *body;
+    size_t len;
+    bool too_big;
+    bool taken;           /* the hook answered HTTP_LATER: suspended */
+    atomic_bool answered; /* http_call_answer() filled resp */
+    struct http_response resp;
+};
+
 struct http {
     struct mhd_api mhd;
     struct MHD_Daemon *d;
     const struct http_route *routes;
     void *ctx;
+    struct http_control control; /* fn NULL: none */
     pthread_t thread;
     bool started;
     bool unix_socket;
@@ -306,8 +336,9 @@ static void accept_some(struct http *h)
     }
 }
 
-static enum MHD_Result answer(const struct mhd_api *m, struct MHD_Connection *c, int status,
-                              const char *type, char *body, size_t len, bool page, bool allow)
+static enum MHD_Result answer_with(const struct mhd_api *m, struct MHD_Connection *c, int status,
+                                   const char *type, char *body, size_t len, bool page,
+                                   const char *allow, int retry_after_s, bool www_auth)
 {
     const union MHD_ConnectionInfo *ci =
         m->get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
@@ -333,11 +364,38 @@ static enum MHD_Result answer(const struct mhd_api *m, struct MHD_Connection *c,
         m->add_response_header(r, "X-Frame-Options", "DENY");
         m->add_response_header(r, "Referrer-Policy", "no-referrer");
     }
-    if (allow)
-        m->add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+    if (allow != NULL)
+        m->add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
+    if (retry_after_s > 0) {
+        char v[24];
+        snprintf(v, sizeof v, "%d", retry_after_s);
+        m->add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, v);
+    }
+    if (www_auth)
+        m->add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
     enum MHD_Result rc = m->queue_response(c, (unsigned)status, r);
     m->destroy_response(r);
     return rc;
+}
+
+static enum MHD_Result answer(const struct mhd_api *m, struct MHD_Connection *c, int status,
+                              const char *type, char *body, size_t len, bool page, bool allow)
+{
+    return answer_with(m, c, status, type, body, len, page, allow ? "GET, HEAD" : NULL, 0, false);
+}
+
+static enum MHD_Result answer_response(const struct mhd_api *m, struct MHD_Connection *c,
+                                       struct http_response *out)
+{
+    if (out->body == NULL && out->status == 500)
+        out->body = strdup("out of memory\n");
+    if (out->body != NULL && out->len == 0)
+        out->len = strlen(out->body);
+    const char *allow = out->status == MHD_HTTP_METHOD_NOT_ALLOWED
+                            ? (out->allow != NULL ? out->allow : "GET, HEAD")
+                            : NULL;
+    return answer_with(m, c, out->status, out->type, out->body, out->len, out->page, allow,
+                       out->retry_after_s, out->www_auth && out->status == 401);
 }
 
 static char *text(const char *s, size_t *len)
@@ -357,37 +415,10 @@ static int host_refusal(const struct http *h, struct MHD_Connection *c, const ch
     return http_host_allowed(host, h->allowed) ? 0 : MHD_HTTP_MISDIRECTED_REQUEST;
 }
 
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
-                                  const char *method, const char *version, const char *upload_data,
-                                  size_t *upload_data_size, void **con_cls)
+/* The routes' answer to a GET or HEAD of url (404 for another path). */
+static enum MHD_Result serve_route(struct http *h, struct MHD_Connection *c, const char *url)
 {
-    struct http *h = cls;
     size_t len;
-    (void)upload_data;
-    int refused = host_refusal(h, c, version);
-    if (refused != 0) {
-        *upload_data_size = 0; /* the connection closes after */
-        char *b = text(refused == MHD_HTTP_BAD_REQUEST
-                           ? "a Host header is required\n"
-                           : "this server does not answer to that Host: use its address, or "
-                             "add the name to http.allowed_hosts\n",
-                       &len);
-        return answer(&h->mhd, c, refused, "text/plain; charset=utf-8", b, len, false, false);
-    }
-    if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
-        *upload_data_size = 0; /* a body is not read: the connection closes after */
-        char *b = text("only GET and HEAD are served\n", &len);
-        return answer(&h->mhd, c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain; charset=utf-8", b, len,
-                      false, true);
-    }
-    /* The first call only announces the request: answering it closes
-     * the connection after the response, so answer the second (a GET has
-     * no body to wait for), and the client may keep the connection. */
-    if (*con_cls == NULL) {
-        *con_cls = h;
-        return MHD_YES;
-    }
-    *upload_data_size = 0; /* a body sent with a GET is ignored */
     if (strlen(url) > HTTP_MAX_URI) {
         char *b = text("the URI is too long\n", &len);
         return answer(&h->mhd, c, MHD_HTTP_URI_TOO_LONG, "text/plain; charset=utf-8", b, len, false,
@@ -405,6 +436,189 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     char *b = text("not found: try /, /status, /metrics, /healthz or /readyz\n", &len);
     return answer(&h->mhd, c, MHD_HTTP_NOT_FOUND, "text/plain; charset=utf-8", b, len, false,
                   false);
+}
+
+/* The peer's address as text ("unix" for a Unix socket's). */
+static void peer_text(const struct http *h, struct MHD_Connection *c, char *buf, size_t len)
+{
+    const union MHD_ConnectionInfo *ci =
+        h->mhd.get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    const struct conn *k = ci != NULL ? ci->socket_context : NULL;
+    snprintf(buf, len, "unix");
+    if (k == NULL || !k->has_peer)
+        return;
+    if (getnameinfo((const struct sockaddr *)&k->peer, sizeof k->peer, buf, (socklen_t)len, NULL, 0,
+                    NI_NUMERICHOST) != 0)
+        snprintf(buf, len, "?");
+}
+
+/* Writes one query argument back as "k=v&" (libmicrohttpd decoded it;
+ * the hook reads the pairs with its own parser, so '&' and '=' inside a
+ * value are refused there, not guessed). */
+static enum MHD_Result query_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+                                 const char *value)
+{
+    (void)kind;
+    fprintf(cls, "%s%s%s&", key, value != NULL ? "=" : "", value != NULL ? value : "");
+    return MHD_YES;
+}
+
+/* Frees a call once libmicrohttpd is done with its request. */
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    const struct http *h = cls;
+    struct http_call *call = *con_cls;
+    (void)c;
+    (void)toe;
+    if (call == NULL || h->control.fn == NULL) /* without a hook, con_cls is h: a mark */
+        return;
+    if (atomic_load(&call->answered))
+        free(call->resp.body); /* NULL once answered */
+    free(call->body);
+    free(call);
+    *con_cls = NULL;
+}
+
+void http_call_answer(struct http_call *call, struct http_response *out)
+{
+    struct http *h = call->h;
+    uint64_t one = 1;
+    call->resp = *out;
+    out->body = NULL;
+    atomic_store(&call->answered, true);
+    h->mhd.resume_connection(call->c);
+    if (write(h->wake, &one, sizeof one) < 0) {
+        /* full: readable already */
+    }
+}
+
+/* A request of a server with a control hook: reads its body, then asks
+ * the hook. */
+static enum MHD_Result on_control(struct http *h, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *upload_data,
+                                  size_t *upload_data_size, struct http_call *call)
+{
+    if (call->taken) { /* resumed: the hook's side answered */
+        if (!atomic_load(&call->answered))
+            return MHD_YES;
+        enum MHD_Result rc = answer_response(&h->mhd, c, &call->resp);
+        call->resp.body = NULL; /* the response owns it */
+        return rc;
+    }
+    if (*upload_data_size > 0) {
+        size_t n = *upload_data_size;
+        *upload_data_size = 0;
+        if (call->too_big || call->len + n > HTTP_MAX_BODY) {
+            call->too_big = true;
+            return MHD_YES;
+        }
+        char *b = realloc(call->body, call->len + n + 1);
+        if (b == NULL) {
+            call->too_big = true;
+            return MHD_YES;
+        }
+        memcpy(b + call->len, upload_data, n);
+        call->body = b;
+        call->len += n;
+        b[call->len] = '\0';
+        return MHD_YES;
+    }
+    char remote[INET6_ADDRSTRLEN + 8];
+    peer_text(h, c, remote, sizeof remote);
+    const char *q = strchr(url, '?'); /* libmicrohttpd strips it; kept for safety */
+    char path[HTTP_MAX_URI + 1];
+    snprintf(path, sizeof path, "%.*s", (int)(q != NULL ? (size_t)(q - url) : strlen(url)), url);
+    char *query = NULL;
+    size_t qlen = 0;
+    FILE *qf = open_memstream(&query, &qlen);
+    if (qf != NULL) {
+        h->mhd.get_connection_values(c, MHD_GET_ARGUMENT_KIND, query_arg, qf);
+        fclose(qf);
+    }
+    struct http_request rq = {.method = method,
+                              .path = path,
+                              .query = query != NULL ? query : "",
+                              .authorization = h->mhd.lookup_connection_value(
+                                  c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION),
+                              .content_type = h->mhd.lookup_connection_value(
+                                  c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE),
+                              .remote = remote,
+                              .body = call->too_big || call->body == NULL ? "" : call->body,
+                              .body_len = call->too_big ? 0 : call->len,
+                              .body_too_big = call->too_big,
+                              .call = call};
+    struct http_response out = {.status = 500, .type = "application/json"};
+    enum http_verdict v =
+        strlen(url) > HTTP_MAX_URI ? HTTP_PASS : h->control.fn(h->control.ctx, &rq, &out);
+    free(query);
+    if (v == HTTP_ANSWER)
+        return answer_response(&h->mhd, c, &out);
+    if (v == HTTP_LATER) {
+        const union MHD_ConnectionInfo *ci =
+            h->mhd.get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        struct conn *k = ci != NULL ? ci->socket_context : NULL;
+        if (k != NULL) { /* kept while the call runs; not the first to make room */
+            k->served = true;
+            k->deadline_ns = mono_ns() + (int64_t)HTTP_CALL_MAX_MS * 1000000;
+        }
+        call->taken = true;
+        h->mhd.suspend_connection(c);
+        return MHD_YES;
+    }
+    if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
+        size_t len;
+        char *b = text("only GET and HEAD are served\n", &len);
+        return answer(&h->mhd, c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain; charset=utf-8", b, len,
+                      false, true);
+    }
+    return serve_route(h, c, url);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls)
+{
+    struct http *h = cls;
+    size_t len;
+    (void)upload_data;
+    if (*con_cls != NULL && h->control.fn != NULL)
+        return on_control(h, c, url, method, upload_data, upload_data_size, *con_cls);
+    int refused = host_refusal(h, c, version);
+    if (refused != 0) {
+        *upload_data_size = 0; /* the connection closes after */
+        char *b = text(refused == MHD_HTTP_BAD_REQUEST
+                           ? "a Host header is required\n"
+                           : "this server does not answer to that Host: use its address, or "
+                             "add the name to http.allowed_hosts\n",
+                       &len);
+        return answer(&h->mhd, c, refused, "text/plain; charset=utf-8", b, len, false, false);
+    }
+    if (h->control.fn != NULL) { /* the body is read, then the hook asked */
+        struct http_call *call = calloc(1, sizeof *call);
+        if (call == NULL)
+            return MHD_NO;
+        call->h = h;
+        call->c = c;
+        atomic_init(&call->answered, false);
+        *con_cls = call;
+        return MHD_YES;
+    }
+    if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
+        *upload_data_size = 0; /* a body is not read: the connection closes after */
+        char *b = text("only GET and HEAD are served\n", &len);
+        return answer(&h->mhd, c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain; charset=utf-8", b, len,
+                      false, true);
+    }
+    /* The first call only announces the request: answering it closes
+     * the connection after the response, so answer the second (a GET has
+     * no body to wait for), and the client may keep the connection. */
+    if (*con_cls == NULL) {
+        *con_cls = h;
+        return MHD_YES;
+    }
+    *upload_data_size = 0; /* a body sent with a GET is ignored */
+    return serve_route(h, c, url);
 }
 
 /* The server's thread. The listening socket is in our own epoll set, so a
@@ -539,6 +753,14 @@ int http_start(const struct http_listen *l, const char *allowed_hosts,
                const struct http_route *routes, void *ctx, struct http **out, char *msg,
                size_t msglen)
 {
+    return http_start_control(l, allowed_hosts, routes, ctx, NULL, out, msg, msglen);
+}
+
+int http_start_control(const struct http_listen *l, const char *allowed_hosts,
+                       const struct http_route *routes, void *ctx,
+                       const struct http_control *control, struct http **out, char *msg,
+                       size_t msglen)
+{
     struct http *h = calloc(1, sizeof *h);
     *out = NULL;
     if (h == NULL) {
@@ -547,6 +769,8 @@ int http_start(const struct http_listen *l, const char *allowed_hosts,
     }
     h->routes = routes;
     h->ctx = ctx;
+    if (control != NULL)
+        h->control = *control;
     h->unix_socket = l->unix_socket;
     h->listen_fd = h->ep = h->wake = -1;
     atomic_init(&h->stop, false);
@@ -562,11 +786,14 @@ int http_start(const struct http_listen *l, const char *allowed_hosts,
         goto fail;
     /* No listening socket of its own: the connections are ours to accept
      * (serve) and to hand over; its limits are above ours, which we keep. */
-    h->d = h->mhd.start_daemon(MHD_USE_EPOLL | MHD_USE_NO_LISTEN_SOCKET, 0, NULL, NULL, on_request,
-                               h, MHD_OPTION_CONNECTION_LIMIT, (unsigned)MHD_LIMIT,
-                               MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_IDLE_S,
-                               MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_MAX_REQUEST,
-                               MHD_OPTION_NOTIFY_CONNECTION, on_connection, h, MHD_OPTION_END);
+    unsigned flags = MHD_USE_EPOLL | MHD_USE_NO_LISTEN_SOCKET;
+    if (h->control.fn != NULL)
+        flags |= MHD_ALLOW_SUSPEND_RESUME; /* its wake-up is in the epoll set serve() watches */
+    h->d = h->mhd.start_daemon(
+        flags, 0, NULL, NULL, on_request, h, MHD_OPTION_CONNECTION_LIMIT, (unsigned)MHD_LIMIT,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_IDLE_S, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+        (size_t)HTTP_MAX_REQUEST, MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_END);
     if (h->d == NULL) {
         snprintf(msg, msglen, "%s: libmicrohttpd could not start", h->address);
         goto fail;

@@ -53,7 +53,10 @@ struct http_response {
     const char *type; /* Content-Type (static) */
     char *body;
     size_t len;
-    bool page;        /* an HTML page: stricter security headers */
+    bool page;         /* an HTML page: stricter security headers */
+    const char *allow; /* with 405: the Allow header (static); NULL: "GET, HEAD" */
+    int retry_after_s; /* > 0: a Retry-After header (429, 503) */
+    bool www_auth;     /* with 401: WWW-Authenticate: Bearer */
 };
 
 /* path: the request's path (without its query, which is ignored). Called
@@ -64,6 +67,57 @@ struct http_route {
     const char *path; /* exact match */
     http_handler_fn fn;
 };
+
+/* ---- the control hook (http_start_control) ----
+ *
+ * A server may have a hook that sees every request first, once its body
+ * (at most HTTP_MAX_BODY bytes) is read: it answers it (HTTP_ANSWER), lets
+ * the routes answer it as above (HTTP_PASS: then only GET and HEAD are
+ * served), or takes it (HTTP_LATER): the connection is suspended, the
+ * server goes on serving the others (/healthz and /readyz answer while a
+ * call waits), and the hook's side answers it from any thread with
+ * http_call_answer(), within HTTP_CALL_MAX_MS (the connection is kept that
+ * long, then closed). Every HTTP_LATER must be answered before
+ * http_stop(). */
+#define HTTP_MAX_BODY    8192
+#define HTTP_CALL_MAX_MS 75000
+
+struct http;
+struct http_call;
+
+/* A request as the hook sees it. Borrowed for the call (call: until it
+ * is answered). */
+struct http_request {
+    const char *method, *path; /* path without its query */
+    const char *query;         /* the raw query after '?', or "" */
+    const char *authorization; /* the header's value, or NULL */
+    const char *content_type;  /* or NULL */
+    const char *remote;        /* the peer's address ("10.0.0.7", "::1"), or "unix" */
+    const char *body;          /* "" for none; NUL-terminated */
+    size_t body_len;
+    bool body_too_big; /* more than HTTP_MAX_BODY bytes were sent (body is empty) */
+    struct http_call *call;
+};
+
+enum http_verdict { HTTP_PASS, HTTP_ANSWER, HTTP_LATER };
+
+typedef enum http_verdict (*http_control_fn)(void *ctx, const struct http_request *rq,
+                                             struct http_response *out);
+
+struct http_control {
+    http_control_fn fn;
+    void *ctx;
+};
+
+/* http_start() with a control hook (control NULL: none, as http_start). */
+int http_start_control(const struct http_listen *l, const char *allowed_hosts,
+                       const struct http_route *routes, void *ctx,
+                       const struct http_control *control, struct http **out, char *msg,
+                       size_t msglen);
+
+/* Answers a call the hook took (HTTP_LATER) with out (its body taken).
+ * Any thread; once per call. */
+void http_call_answer(struct http_call *call, struct http_response *out);
 
 /* True when this build has the HTTP server. */
 bool http_available(void);

@@ -244,7 +244,9 @@ static void status_text(const struct ops *o, const struct head *h, char *buf, si
         else
             n = snprintf(buf, len, "waiting: no leader seen yet");
         break;
-    case ST_PAUSING: n = snprintf(buf, len, "pausing: lease not confirmed, stopping the jobs"); break;
+    case ST_PAUSING:
+        n = snprintf(buf, len, "pausing: lease not confirmed, stopping the jobs");
+        break;
     case ST_RELEASING:
         n = snprintf(buf, len, "releasing: %s, %zu runs finishing",
                      h->stopping ? "stopping" : "stepping down", h->running);
@@ -332,8 +334,7 @@ static void refresh_roster(struct ops *o, int64_t now)
     struct member *m = NULL;
     size_t n = 0;
     struct pause_list paused;
-    if (!o->h.may_block(o->h.ctx) ||
-        baton_election_leader(o->h.client, o->group, &li) != BATON_OK)
+    if (!o->h.may_block(o->h.ctx) || baton_election_leader(o->h.client, o->group, &li) != BATON_OK)
         return;
     if (!o->h.may_block(o->h.ctx) || members_read(o->h.client, o->group, &m, &n) != BATON_OK)
         return;
@@ -487,11 +488,33 @@ static void track_waiting(struct ops *o)
     free(w);
 }
 
+/* api_conf.job_known: the job is in the jobs the view has. Any thread. */
+static bool job_known(void *ctx, const char *job)
+{
+    struct ops *o = ctx;
+    pthread_mutex_lock(&o->mu);
+    bool known = def_index(o->lasts->defs, job) != (size_t)-1;
+    pthread_mutex_unlock(&o->mu);
+    return known;
+}
+
+void ops_reload_tokens(struct ops *o)
+{
+    char err[600];
+    if (o->api == NULL || api_reload_tokens(o->api, err, sizeof err) == 0)
+        return;
+    cJSON *f = log_fields();
+    cJSON_AddStringToObject(f, "error", err);
+    cJSON_AddStringToObject(f, "then", "keeping the tokens read before");
+    log_emit(o->h.log, LE_API_TOKENS_RELOAD_FAILED, f);
+}
+
 void ops_on_timer(struct ops *o)
 {
     int64_t now = loop_now();
     if (o->http != NULL) /* nobody to show them to otherwise */
         track_waiting(o);
+    api_flush_audit(o->api, o->h.log);
     pthread_mutex_lock(&o->mu);
     o->head.last_turn_ns = now;
     o->head.running = runner_running(o->h.runner);
@@ -600,8 +623,22 @@ int ops_new(const struct ops_host *host, struct ops **out, char *msg, size_t msg
     if (notify_init(&o->notify, msg, msglen) != 0)
         goto fail;
     if (strcmp(host->listen, "off") != 0) {
+        if (host->control) {
+            struct api_conf ac = {.tokens_file = host->tokens_file,
+                                  .public_read = host->public_read,
+                                  .group = host->group,
+                                  .node = host->node,
+                                  .redis_url = host->redis_url,
+                                  .client_opts = host->client_opts,
+                                  .job_known = job_known,
+                                  .ctx = o};
+            if ((o->api = api_new(&ac, msg, msglen)) == NULL)
+                goto fail;
+        }
+        struct http_control hc = {.fn = api_handle, .ctx = o->api};
         if (http_listen_parse(host->listen, &l, msg, msglen) != 0 ||
-            http_start(&l, host->allowed_hosts, ops_routes, o, &o->http, msg, msglen) != 0)
+            http_start_control(&l, host->allowed_hosts, ops_routes, o, o->api != NULL ? &hc : NULL,
+                               &o->http, msg, msglen) != 0)
             goto fail;
         cJSON *f = log_fields();
         cJSON_AddStringToObject(f, "listen", http_address(o->http));
@@ -633,7 +670,9 @@ void ops_free(struct ops *o)
     if (o == NULL)
         return;
     log_set_observer(o->h.log, NULL, NULL);
+    api_stop(o->api);   /* every call it took is answered before the server stops */
     http_stop(o->http); /* no handler runs after this */
+    api_free(o->api);
     loop_disarm(o->h.loop, o->h.timer_id);
     ops_lasts_unref(o->lasts);
     ops_roster_unref(o->roster);

@@ -67,6 +67,14 @@ struct ops_host { /* node, group and listen are copied; the rest is borrowed */
     const char *group;
     const char *listen; /* http.listen: "off", host:port or unix:/path */
     const char *allowed_hosts; /* http.allowed_hosts: names, comma-separated */
+    /* The control API (api.h), with listen not "off": http.control,
+     * http.tokens_file, http.public_read; and how its workers reach Redis
+     * (the configured URL and the daemon's client options, copied). */
+    bool control;
+    const char *tokens_file;
+    bool public_read;
+    const char *redis_url;
+    const struct baton_client_opts *client_opts;
     int64_t poll_ms;
     int64_t redis_timeout_ms;
     /* True when a blocking Redis call (up to redis_timeout) may start now. */
@@ -98,6 +106,10 @@ void ops_defs_unref(struct ops_defs *d);
  * shutdown_grace + the longest kill_grace + OPS_STOP_MARGIN_MS. */
 void ops_set_jobs(struct ops *o, const struct jobs *jobs, struct ops_defs *defs,
                   int64_t shutdown_grace_ms);
+
+/* Reads http.tokens_file again (SIGHUP), when the control API is on;
+ * logs api_tokens_reload_failed when it cannot (the old tokens stay). */
+void ops_reload_tokens(struct ops *o);
 
 /* The timer host->timer_id fired. */
 void ops_on_timer(struct ops *o);

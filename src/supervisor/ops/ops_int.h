@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "api.h"
 #include "cron.h"
 #include "history.h"
 #include "http.h"
@@ -111,6 +112,7 @@ struct ops {
     int64_t live_limit_ns;
     double start_time_s;
     /* The loop's alone: */
+    struct api *api; /* http.control; NULL: off */
     struct http *http;
     struct notify notify;
     char status[300];       /* the last STATUS= sent */
