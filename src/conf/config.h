@@ -66,6 +66,10 @@ struct config {
                                   [v6]:port or unix:/path (http.h) */
     char *http_allowed_hosts;  /* http.allowed_hosts: names, comma-separated;
                                   "" (default) for none */
+    char **labels;             /* this node's labels (labels.h), NULL-terminated;
+                                  empty by default */
+    int64_t capacity;          /* the most runs this node takes at once from the
+                                  fleet (run_on other than leader), default 4 */
 };
 
 /* Loads path. Returns 0 and *out (owned; free with config_free), or -1 with

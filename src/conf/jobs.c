@@ -22,6 +22,7 @@
 #include "clock.h"
 #include "cron.h"
 #include "jobcmd.h"
+#include "labels.h"
 #include "jobs.h"
 #include "schema.h"
 #include "yamlx.h"
@@ -72,6 +73,7 @@ static void job_clear(struct job *j)
     free(j->user);
     job_cmd_clear(&j->on_failure);
     job_cmd_clear(&j->on_success);
+    job_strv_free(j->run_on);
     memset(j, 0, sizeof *j);
 }
 
@@ -310,6 +312,86 @@ static int set_on_success(void *obj, struct schema_ctx *ctx, const struct yamlx_
     return job_cmd_read(ctx->d, n, what, &((struct job *)obj)->on_success);
 }
 
+/* run_on: leader, any, all, or {labels: [...]}, normalized into a string
+ * vector (jobs.h). Only leader runs in this version: the dispatch to
+ * members (group/assign.h) is not wired into the runner yet, so any other
+ * value is read whole, then refused, never run on the leader instead. */
+static int set_run_on(void *obj, struct schema_ctx *ctx, const struct yamlx_node *n,
+                      const char *what)
+{
+    struct job *j = obj;
+    char **v = NULL;
+
+    if (n->kind == YAMLX_SCALAR) {
+        static const char *const words[] = {"leader", "any", "all"};
+        const char *word = NULL;
+
+        for (size_t i = 0; i < 3; i++)
+            if (strcmp(n->str, words[i]) == 0)
+                word = words[i];
+        if (word == NULL)
+            return yamlx_errorf(ctx->d, n,
+                                "%s: expected leader, any, all or {labels: [...]}, got \"%s\"",
+                                what, n->str);
+        if ((v = calloc(2, sizeof *v)) == NULL || (v[0] = strdup(word)) == NULL) {
+            free(v);
+            return yamlx_errorf(ctx->d, NULL, "out of memory");
+        }
+    } else if (n->kind == YAMLX_MAP) {
+        const struct yamlx_node *l = yamlx_map_get(n, "labels");
+        char w[256], **labels = NULL;
+
+        if (n->npairs != 1 || l == NULL)
+            return yamlx_errorf(ctx->d, n->npairs > 0 ? n->pairs[0].key : n,
+                                "%s: expected {labels: [...]}, the only key of the mapping", what);
+        snprintf(w, sizeof w, "%s.labels", what);
+        if (labels_read(ctx->d, l, w, &labels) != 0)
+            return -1;
+        size_t nl = job_strv_len(labels);
+        if (nl == 0) {
+            job_strv_free(labels);
+            return yamlx_errorf(ctx->d, l, "%s: empty (give at least one label, or run_on: any)",
+                                w);
+        }
+        if ((v = calloc(nl + 2, sizeof *v)) == NULL || (v[0] = strdup("labels")) == NULL) {
+            free(v);
+            job_strv_free(labels);
+            return yamlx_errorf(ctx->d, NULL, "out of memory");
+        }
+        memcpy(v + 1, labels, nl * sizeof *v);
+        free(labels); /* the strings are v's now */
+    } else
+        return yamlx_errorf(ctx->d, n, "%s: expected leader, any, all or {labels: [...]}, got %s",
+                            what, yamlx_kind_name(n));
+    if (strcmp(v[0], "leader") != 0) {
+        job_strv_free(v);
+        return yamlx_errorf(ctx->d, n,
+                            "%s: only `leader` is supported by this version of baton: runs on "
+                            "other members are not dispatched yet (remove run_on, or write "
+                            "run_on: leader)",
+                            what);
+    }
+    job_strv_free(j->run_on);
+    j->run_on = v;
+    return 0;
+}
+
+static int default_run_on(void *obj, struct schema_ctx *ctx, char *msg, size_t msglen)
+{
+    struct job *j = obj;
+    char **v = calloc(2, sizeof *v);
+
+    (void)ctx;
+    if (v == NULL || (v[0] = strdup("leader")) == NULL) {
+        free(v);
+        snprintf(msg, msglen, "out of memory");
+        return -1;
+    }
+    job_strv_free(j->run_on);
+    j->run_on = v;
+    return 0;
+}
+
 /* Appends NAME=value to the NULL-terminated list *env, which has room for
  * it (env_reserve). A name given twice (defaults: then the job) stays
  * twice until env_finish. */
@@ -424,6 +506,11 @@ static const struct schema_field job_keys[] = {
             "skips the tick, allow overlaps, replace stops the old run first. Ticks missed "
             "during a failover run one after another (forbid), together (allow), or only the "
             "newest (replace)."},
+    {.key = "run_on", .type = SCHEMA_NODE, .offset = OFF(run_on), .set_node = set_run_on,
+     .def_fn = default_run_on, .def_doc = "`leader`", .type_doc = "leader, any, all or {labels: [...]}",
+     .doc = "Where the job's runs go. Only `leader` (the leader's own node) is supported by "
+            "this version: any, all and {labels: [...]} are read and refused until runs are "
+            "dispatched to members."},
     {.key = "catchup", .type = SCHEMA_DURATION, .offset = OFF(catchup_ms), .def = "last",
      .word = "last", .word_value = JOB_CATCHUP_LAST, .min = 0, .max = 7 * MS_DAY,
      .type_doc = "duration or `last`", .expected = "a duration, 0 or last",
@@ -468,6 +555,22 @@ static const struct schema jobs_schema_ = {
 const struct schema *jobs_schema(void)
 {
     return &jobs_schema_;
+}
+
+enum job_run_on job_run_on(const struct job *j, char *const **labels)
+{
+    const char *w = j->run_on != NULL ? j->run_on[0] : NULL;
+    if (labels != NULL)
+        *labels = NULL;
+    if (w == NULL || strcmp(w, "leader") == 0)
+        return JOB_RUN_ON_LEADER;
+    if (strcmp(w, "any") == 0)
+        return JOB_RUN_ON_ANY;
+    if (strcmp(w, "all") == 0)
+        return JOB_RUN_ON_ALL;
+    if (labels != NULL)
+        *labels = j->run_on + 1;
+    return JOB_RUN_ON_LABELS;
 }
 
 const char *job_concurrency_name(enum job_concurrency c)

@@ -30,6 +30,11 @@ struct cron_tz;
 
 enum job_concurrency { JOB_FORBID, JOB_ALLOW, JOB_REPLACE };
 
+/* Where a job's runs go (run_on): the leader's own node (the default), one
+ * live member chosen by the leader, one carrying every label, or every
+ * live member (group/assign.h). */
+enum job_run_on { JOB_RUN_ON_LEADER, JOB_RUN_ON_ANY, JOB_RUN_ON_LABELS, JOB_RUN_ON_ALL };
+
 /* A command baton runs beside a job (a hook): an argv, or a shell line, or
  * neither (none: unset, or turned off with `[]`). Owned by what holds it. */
 struct job_cmd {
@@ -87,6 +92,8 @@ struct job {
     int64_t hook_timeout_ms;   /* a hook still going after this long gets SIGTERM,
                                   then SIGKILL after kill_grace; default baton.yaml's
                                   hooks.timeout (30s) */
+    char **run_on;            /* normalized, NULL-terminated: {"leader"} (default), {"any"},
+                                 {"all"}, or {"labels", label...}; see job_run_on() */
     int line, col;            /* where the job's mapping starts in the file */
     uint64_t fingerprint;     /* hash of the whole normalized definition, every key
                                  of the table as it applies (defaults, baton.yaml's
@@ -146,6 +153,9 @@ const struct job *jobs_find(const struct jobs *j, const char *name);
 
 /* Returns: "forbid", "allow" or "replace" (static). */
 const char *job_concurrency_name(enum job_concurrency c);
+/* Where j's runs go, and (JOB_RUN_ON_LABELS) the labels its node must
+ * carry: *labels (NULL-terminated, borrowed from j; may be NULL). */
+enum job_run_on job_run_on(const struct job *j, char *const **labels);
 
 /* Writes the jobs.yaml key reference, a Markdown table (key, type, default,
  * bounds, meaning), from the key table. */

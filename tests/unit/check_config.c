@@ -938,7 +938,7 @@ static const struct {
     {"config_unknown_far.yaml",
      "config_unknown_far.yaml:1:1: unknown key \"color\" (known keys: node, redis, group, "
      "lease, poll, shutdown_grace, redis_timeout, jobs, timezone, log, history, hooks, "
-     "password_file, sentinel_password_file, min_replicas, http)"},
+     "password_file, sentinel_password_file, min_replicas, http, labels, capacity)"},
     {"config_unknown_key.yaml",
      "config_unknown_key.yaml:3:3: unknown key \"tll\" (did you mean \"ttl\"?)"},
     {"config_unknown_top.yaml",
@@ -1033,7 +1033,8 @@ START_TEST(yaml_depth_and_size)
     ck_assert_ptr_null(c);
     ck_assert_str_eq(err, "t.yaml:1:1: unknown key \"k0\" (known keys: node, redis, group, lease, "
                           "poll, shutdown_grace, redis_timeout, jobs, timezone, log, history, "
-                          "hooks, password_file, sentinel_password_file, min_replicas, http)");
+                          "hooks, password_file, sentinel_password_file, min_replicas, http, labels, "
+                          "capacity)");
     free(wide);
 }
 END_TEST

@@ -232,6 +232,51 @@ START_TEST(zones)
 }
 END_TEST
 
+/* run_on: leader is the only value this version runs; any, all and
+ * {labels: [...]} are read whole (their errors first) and then refused at
+ * the value, never run on the leader instead. */
+START_TEST(run_on_values)
+{
+    static const struct {
+        const char *value, *error; /* error NULL: loads */
+    } cases[] = {
+        {"leader", NULL},
+        {"any", "j.yaml:4:13: job \"j\": run_on: only `leader` is supported by this version of "
+                "baton: runs on other members are not dispatched yet (remove run_on, or write "
+                "run_on: leader)"},
+        {"all", "j.yaml:4:13: job \"j\": run_on: only `leader` is supported"},
+        {"{labels: [reports, ssd]}", "j.yaml:4:13: job \"j\": run_on: only `leader` is supported"},
+        {"anyone", "j.yaml:4:13: job \"j\": run_on: expected leader, any, all or {labels: [...]}, "
+                   "got \"anyone\""},
+        {"{labels: []}", "j.yaml:4:22: job \"j\": run_on.labels: empty (give at least one label, "
+                         "or run_on: any)"},
+        {"{labels: [a, a]}", "j.yaml:4:26: job \"j\": run_on.labels[1]: \"a\" is given twice"},
+        {"{labels: [\"a b\"]}", "j.yaml:4:23: job \"j\": run_on.labels[0]: a label is 1-64 "
+                                 "letters, digits, '_', '.' or '-'"},
+        {"{label: [a]}", "j.yaml:4:14: job \"j\": run_on: expected {labels: [...]}, the only key "
+                         "of the mapping"},
+        {"{labels: a}", "j.yaml:4:22: job \"j\": run_on.labels: expected a sequence of labels like "
+                        "[reports, ssd], got a string"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        char yaml[512], err[512];
+        snprintf(yaml, sizeof yaml,
+                 "jobs:\n  - name: j\n    schedule: \"@hourly\"\n    run_on: %s\n    shell: x\n",
+                 cases[c].value);
+        struct jobs *j = load(yaml, err, sizeof err);
+        if (cases[c].error == NULL) {
+            ck_assert_msg(j != NULL, "%s: %s", cases[c].value, err);
+            ck_assert_int_eq(job_run_on(&j->v[0], NULL), JOB_RUN_ON_LEADER);
+            jobs_free(j);
+            continue;
+        }
+        ck_assert_msg(j == NULL, "%s loaded", cases[c].value);
+        ck_assert_msg(strncmp(err, cases[c].error, strlen(cases[c].error)) == 0,
+                      "%s: want %s, got %s", cases[c].value, cases[c].error, err);
+    }
+}
+END_TEST
+
 /* ------------------------------------------------------------------------ */
 /* The job key table, row by row */
 
@@ -239,7 +284,7 @@ END_TEST
  * types are coarser: TEXT and NODE keys have hooks of their own). */
 enum jk {
     JK_NAME, JK_SCHEDULE, JK_TIMEZONE, JK_ARGV, JK_SHELL, JK_PATH, JK_USER,
-    JK_DURATION, JK_CATCHUP, JK_INT, JK_CONCURRENCY, JK_ENV, JK_BOOL, JK_HOOK,
+    JK_DURATION, JK_CATCHUP, JK_INT, JK_CONCURRENCY, JK_ENV, JK_BOOL, JK_HOOK, JK_RUN_ON,
 };
 
 static enum jk kind_of(const struct schema_field *k)
@@ -250,7 +295,8 @@ static enum jk kind_of(const struct schema_field *k)
     } named[] = {{"name", JK_NAME},       {"schedule", JK_SCHEDULE}, {"timezone", JK_TIMEZONE},
                  {"command", JK_ARGV},    {"shell", JK_SHELL},       {"workdir", JK_PATH},
                  {"user", JK_USER},       {"catchup", JK_CATCHUP},   {"concurrency", JK_CONCURRENCY},
-                 {"env", JK_ENV},         {"on_failure", JK_HOOK},   {"on_success", JK_HOOK}};
+                 {"env", JK_ENV},         {"on_failure", JK_HOOK},   {"on_success", JK_HOOK},
+                 {"run_on", JK_RUN_ON}};
     for (size_t i = 0; i < sizeof named / sizeof named[0]; i++)
         if (strcmp(named[i].key, k->key) == 0)
             return named[i].kind;
@@ -321,6 +367,12 @@ static void sample_values(const struct schema_field *k, char *a, char *b, size_t
     case JK_BOOL:
         snprintf(a, len, "true");
         snprintf(b, len, "false");
+        break;
+    case JK_RUN_ON: /* only leader is valid in this version (run_on_values) */
+        snprintf(a, len, "leader");
+        b[0] = '\0';
+        *wrong = "[any]";
+        *wrong_kind = "got a sequence";
         break;
     case JK_HOOK:
         snprintf(a, len, "[/bin/true]");
@@ -421,6 +473,8 @@ START_TEST(key_row)
             ck_assert_str_eq(ja->v[0].timezone, "UTC");
         } else if (kind_of(k) == JK_ENV) {
             ck_assert_ptr_null(ja->v[0].env[0]);
+        } else if (kind_of(k) == JK_RUN_ON) {
+            ck_assert_int_eq(job_run_on(&ja->v[0], NULL), JOB_RUN_ON_LEADER);
         } else {
             ck_assert_ptr_null(*(void *const *)field);
         }
@@ -444,8 +498,11 @@ START_TEST(key_row)
     job_yaml(k, b[0] != '\0' ? b : NULL, NULL, yaml, sizeof yaml, &line, &col);
     jb = load(yaml, err, sizeof err);
     ck_assert_msg(jb != NULL, "%s: %s", b, err);
-    ck_assert_msg(ja->v[0].fingerprint != jb->v[0].fingerprint, "%s: %s and %s hash the same",
-                  k->key, a, b);
+    if (kind_of(k) == JK_RUN_ON) /* one valid value: the default's, written out */
+        ck_assert_uint_eq(ja->v[0].fingerprint, jb->v[0].fingerprint);
+    else
+        ck_assert_msg(ja->v[0].fingerprint != jb->v[0].fingerprint,
+                      "%s: %s and %s hash the same", k->key, a, b);
     jobs_free(jb);
     job_yaml(k, a, NULL, yaml, sizeof yaml, &line, &col);
     jb = load(yaml, err, sizeof err);
@@ -1226,6 +1283,7 @@ static Suite *suite(void)
     tcase_add_test(tc, full_job);
     tcase_add_test(tc, defaults_section);
     tcase_add_test(tc, zones);
+    tcase_add_test(tc, run_on_values);
     tcase_add_loop_test(tc, key_row, 0, (int)nkeys);
     tcase_add_test(tc, hook_layers);
     tcase_add_test(tc, hook_errors);
