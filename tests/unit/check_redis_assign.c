@@ -82,11 +82,20 @@ START_TEST(expired_offer_moves_once)
     struct assign b = first("200", "n2", "200-1-1-1");
     b.moves = 1;
     ck_assert_int_eq(assign_offer(c, G, "j", LEADER, "tok", NULL, expect, &b, 5000), 0);
+    struct assign late = first("201", "n1", "201-1-1-1");
+    ck_assert_int_eq(assign_offer(c, G, "j", LEADER, "tok", NULL, NULL, &late, 300), 1);
     tu_sleep_ms(400);
+    /* past its deadline, not yet moved: too late to accept all the same */
+    ck_assert_int_eq(assign_accept(c, G, "j", "201", "n1", 4, 5000, &got), ASSIGN_GONE);
     ck_assert_int_eq(assign_offer(c, G, "j", LEADER, "tok", NULL, expect, &b, 5000), 1);
     ck_assert_int_eq(assign_accept(c, G, "j", "200", "n1", 4, 5000, &got), ASSIGN_GONE);
     /* the old offer's registration is gone, the new one's is there */
-    ck_assert_int_eq(tu_redis_int("ZCARD baton:{" G "}:busy:j"), 1);
+    char *old = tu_redis("ZSCORE baton:{" G "}:busy:j n1/200-1-1-1"),
+         *now = tu_redis("ZSCORE baton:{" G "}:busy:j n2/200-1-1-1");
+    ck_assert_str_eq(old, "(nil)");
+    ck_assert_str_ne(now, "(nil)");
+    free(old);
+    free(now);
     /* a second move with the stale value: refused */
     struct assign d = first("200", "n3", "200-1-1-1");
     ck_assert_int_eq(assign_offer(c, G, "j", LEADER, "tok", NULL, expect, &d, 5000), 0);
