@@ -694,6 +694,11 @@ int config_load_jobs(const struct config *c, struct jobs **out, char *err, size_
                              .on_failure = &c->hook_on_failure,
                              .on_success = &c->hook_on_success,
                              .hook_timeout_ms = c->hook_timeout_ms};
+    int masters = 0;
+    int64_t max_ttl, node_timeout;
 
+    base.quorum = baton_url_quorum(c->redis, &masters, &max_ttl, &node_timeout, NULL, 0) ==
+                      BATON_OK &&
+                  masters > 0;
     return jobs_load_base(c->jobs_path, &base, out, err, errlen);
 }

@@ -313,9 +313,8 @@ static int set_on_success(void *obj, struct schema_ctx *ctx, const struct yamlx_
 }
 
 /* run_on: leader, any, all, or {labels: [...]}, normalized into a string
- * vector (jobs.h). Only leader runs in this version: the dispatch to
- * members (group/assign.h) is not wired into the runner yet, so any other
- * value is read whole, then refused, never run on the leader instead. */
+ * vector (jobs.h). all is read whole, then refused: one run per member is
+ * not dispatched in this version (never run on the leader instead). */
 static int set_run_on(void *obj, struct schema_ctx *ctx, const struct yamlx_node *n,
                       const char *what)
 {
@@ -363,12 +362,12 @@ static int set_run_on(void *obj, struct schema_ctx *ctx, const struct yamlx_node
     } else
         return yamlx_errorf(ctx->d, n, "%s: expected leader, any, all or {labels: [...]}, got %s",
                             what, yamlx_kind_name(n));
-    if (strcmp(v[0], "leader") != 0) {
+    if (strcmp(v[0], "all") == 0) {
         job_strv_free(v);
         return yamlx_errorf(ctx->d, n,
-                            "%s: only `leader` is supported by this version of baton: runs on "
-                            "other members are not dispatched yet (remove run_on, or write "
-                            "run_on: leader)",
+                            "%s: `all` is not supported by this version of baton: a run on every "
+                            "member is not dispatched yet (write run_on: any, {labels: [...]} "
+                            "or leader)",
                             what);
     }
     job_strv_free(j->run_on);
@@ -508,9 +507,12 @@ static const struct schema_field job_keys[] = {
             "newest (replace)."},
     {.key = "run_on", .type = SCHEMA_NODE, .offset = OFF(run_on), .set_node = set_run_on,
      .def_fn = default_run_on, .def_doc = "`leader`", .type_doc = "leader, any, all or {labels: [...]}",
-     .doc = "Where the job's runs go. Only `leader` (the leader's own node) is supported by "
-            "this version: any, all and {labels: [...]} are read and refused until runs are "
-            "dispatched to members."},
+     .doc = "Where the job's runs go: `leader` (the leader's own node), `any` (one live member "
+            "per tick, the least loaded relative to its `capacity`, chosen by the leader), or "
+            "`{labels: [...]}` (one live member carrying every label). A run on a member is "
+            "covered by its own registration and shim; a member lost while it runs is recorded "
+            "`lost` and retried elsewhere per `retries`. `all` is refused by this version; over "
+            "a Redlock quorum only `leader` is accepted."},
     {.key = "catchup", .type = SCHEMA_DURATION, .offset = OFF(catchup_ms), .def = "last",
      .word = "last", .word_value = JOB_CATCHUP_LAST, .min = 0, .max = 7 * MS_DAY,
      .type_doc = "duration or `last`", .expected = "a duration, 0 or last",
@@ -754,6 +756,15 @@ static int read_job(struct jparse *p, const struct yamlx_node *m, size_t idx,
      * defaults:. */
     if (apply_base(p, j, at, m) != 0)
         return -1;
+    /* The dispatch to members (group/assign.h) runs its scripts on one
+     * server: over a quorum, only the leader's own runs are exactly once. */
+    int ki_run_on = schema_find(&jobs_schema_, "run_on");
+    if (p->base->quorum && at[ki_run_on] != NULL && job_run_on(j, NULL) != JOB_RUN_ON_LEADER)
+        return yamlx_errorf(p->d, at[ki_run_on],
+                            "%srun_on: %s is not supported over a Redlock quorum (redis: with "
+                            "several masters): runs are dispatched to members on one server "
+                            "only (one Redis, Sentinel or Cluster); write run_on: leader",
+                            prefix, j->run_on[0]);
 
     /* 4. The table defaults; the zone defaults to the config's. */
     if (schema_apply_defaults(&jobs_schema_, &p->ctx, j, at, m, prefix) != 0)

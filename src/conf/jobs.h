@@ -117,6 +117,7 @@ struct jobs_base {
     const struct job_cmd *on_failure;   /* hooks.on_failure; NULL: none */
     const struct job_cmd *on_success;   /* hooks.on_success; NULL: none */
     int64_t hook_timeout_ms;            /* hooks.timeout; 0: the table's default */
+    bool quorum; /* redis: is a Redlock quorum: run_on other than leader is refused */
 };
 
 /* Loads path over base (NULL: no base). Returns 0 and *out (owned; free with

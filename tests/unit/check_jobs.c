@@ -239,24 +239,24 @@ START_TEST(run_on_values)
 {
     static const struct {
         const char *value, *error; /* error NULL: loads */
+        enum job_run_on want;
     } cases[] = {
-        {"leader", NULL},
-        {"any", "j.yaml:4:13: job \"j\": run_on: only `leader` is supported by this version of "
-                "baton: runs on other members are not dispatched yet (remove run_on, or write "
-                "run_on: leader)"},
-        {"all", "j.yaml:4:13: job \"j\": run_on: only `leader` is supported"},
-        {"{labels: [reports, ssd]}", "j.yaml:4:13: job \"j\": run_on: only `leader` is supported"},
+        {"leader", NULL, JOB_RUN_ON_LEADER},
+        {"any", NULL, JOB_RUN_ON_ANY},
+        {"{labels: [reports, ssd]}", NULL, JOB_RUN_ON_LABELS},
+        {"all", "j.yaml:4:13: job \"j\": run_on: `all` is not supported by this version of "
+                "baton: a run on every member is not dispatched yet", JOB_RUN_ON_LEADER},
         {"anyone", "j.yaml:4:13: job \"j\": run_on: expected leader, any, all or {labels: [...]}, "
-                   "got \"anyone\""},
+                   "got \"anyone\"", JOB_RUN_ON_LEADER},
         {"{labels: []}", "j.yaml:4:22: job \"j\": run_on.labels: empty (give at least one label, "
-                         "or run_on: any)"},
-        {"{labels: [a, a]}", "j.yaml:4:26: job \"j\": run_on.labels[1]: \"a\" is given twice"},
+                         "or run_on: any)", JOB_RUN_ON_LEADER},
+        {"{labels: [a, a]}", "j.yaml:4:26: job \"j\": run_on.labels[1]: \"a\" is given twice", JOB_RUN_ON_LEADER},
         {"{labels: [\"a b\"]}", "j.yaml:4:23: job \"j\": run_on.labels[0]: a label is 1-64 "
-                                 "letters, digits, '_', '.' or '-'"},
+                                 "letters, digits, '_', '.' or '-'", JOB_RUN_ON_LEADER},
         {"{label: [a]}", "j.yaml:4:14: job \"j\": run_on: expected {labels: [...]}, the only key "
-                         "of the mapping"},
+                         "of the mapping", JOB_RUN_ON_LEADER},
         {"{labels: a}", "j.yaml:4:22: job \"j\": run_on.labels: expected a sequence of labels like "
-                        "[reports, ssd], got a string"},
+                        "[reports, ssd], got a string", JOB_RUN_ON_LEADER},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         char yaml[512], err[512];
@@ -266,7 +266,11 @@ START_TEST(run_on_values)
         struct jobs *j = load(yaml, err, sizeof err);
         if (cases[c].error == NULL) {
             ck_assert_msg(j != NULL, "%s: %s", cases[c].value, err);
-            ck_assert_int_eq(job_run_on(&j->v[0], NULL), JOB_RUN_ON_LEADER);
+            char *const *labels;
+            ck_assert_int_eq(job_run_on(&j->v[0], &labels), cases[c].want);
+            if (cases[c].want == JOB_RUN_ON_LABELS)
+                ck_assert(strcmp(labels[0], "reports") == 0 && strcmp(labels[1], "ssd") == 0 &&
+                          labels[2] == NULL);
             jobs_free(j);
             continue;
         }
@@ -274,6 +278,43 @@ START_TEST(run_on_values)
         ck_assert_msg(strncmp(err, cases[c].error, strlen(cases[c].error)) == 0,
                       "%s: want %s, got %s", cases[c].value, cases[c].error, err);
     }
+}
+END_TEST
+
+/* Over a Redlock quorum the dispatch's scripts would run on one master
+ * only: run_on other than leader is refused where it is written (the job,
+ * or defaults:), leader and the default load. */
+START_TEST(run_on_over_a_quorum_is_refused_where_it_is_written)
+{
+    struct jobs_base base = {.quorum = true};
+    struct jobs *j = NULL;
+    char err[512];
+    static const char job_any[] =
+        "jobs:\n  - name: j\n    schedule: \"@hourly\"\n    run_on: any\n    shell: x\n";
+    static const char defaults_labels[] = "defaults:\n  run_on: {labels: [a]}\njobs:\n  - name: "
+                                          "j\n    schedule: \"@hourly\"\n    shell: x\n";
+    static const char plain[] = "jobs:\n  - name: j\n    schedule: \"@hourly\"\n    run_on: "
+                                "leader\n    shell: x\n  - name: k\n    schedule: \"@hourly\"\n"
+                                "    shell: x\n";
+    ck_assert_int_eq(
+        jobs_load_buffer_base("j.yaml", job_any, strlen(job_any), &base, &j, err, sizeof err), -1);
+    ck_assert_str_eq(err, "j.yaml:4:13: job \"j\": run_on: any is not supported over a Redlock "
+                          "quorum (redis: with several masters): runs are dispatched to members "
+                          "on one server only (one Redis, Sentinel or Cluster); write run_on: "
+                          "leader");
+    ck_assert_int_eq(jobs_load_buffer_base("j.yaml", defaults_labels, strlen(defaults_labels),
+                                           &base, &j, err, sizeof err),
+                     -1);
+    ck_assert_msg(strncmp(err, "j.yaml:2:11: job \"j\": run_on: labels is not supported", 50) ==
+                      0,
+                  "%s", err);
+    ck_assert_int_eq(
+        jobs_load_buffer_base("j.yaml", plain, strlen(plain), &base, &j, err, sizeof err), 0);
+    jobs_free(j);
+    base.quorum = false; /* one server: any loads */
+    ck_assert_int_eq(
+        jobs_load_buffer_base("j.yaml", job_any, strlen(job_any), &base, &j, err, sizeof err), 0);
+    jobs_free(j);
 }
 END_TEST
 
@@ -1284,6 +1325,7 @@ static Suite *suite(void)
     tcase_add_test(tc, defaults_section);
     tcase_add_test(tc, zones);
     tcase_add_test(tc, run_on_values);
+    tcase_add_test(tc, run_on_over_a_quorum_is_refused_where_it_is_written);
     tcase_add_loop_test(tc, key_row, 0, (int)nkeys);
     tcase_add_test(tc, hook_layers);
     tcase_add_test(tc, hook_errors);
