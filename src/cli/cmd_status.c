@@ -86,7 +86,8 @@ const struct cli_cmd cli_cmd_status = {
         "the group (each one's state, the term it leads or follows, its last heartbeat, pid "
         "and start time) and, for each job of jobs.yaml, its last run and its next one.\n\n"
         "The nodes are listed leader first, then by name; RUNNING counts the runs alive on "
-        "each; CAPACITY and LABELS are each node's baton.yaml `capacity` and `labels`. Under "
+        "each; CAPACITY is each node's capacity in use (runs of ticks the leader offered it) / "
+        "its baton.yaml `capacity`, and LABELS its `labels`. Under "
         "running now, each run alive in the group: its job, node, trigger (a "
         "manual run says who asked), start, elapsed time and run id. A job's next run is in "
         "UTC and, when the job's zone is another, in that zone beside it; while no node "
@@ -233,7 +234,7 @@ static void print_nodes(const struct status *s)
         const struct member *m = &s->members[i];
         cJSON *hb = cJSON_Parse(m->info_json);
         char term[32], pid[32], seen[48], ago[32], jobs[64], hash[JOBS_HASH_HEX], running[32];
-        char capacity[32], labels[256];
+        char capacity[32], labels[256], in_use[32], cap_cell[72];
         long njobs;
         snprintf(seen, sizeof seen, "%s ago", tool_format_ms(m->seen_ago_ms, ago, sizeof ago));
         const char *state = hb_string(hb, "state");
@@ -248,6 +249,13 @@ static void print_nodes(const struct status *s)
         if (s->leader.has_leader && members_alive(m) && state != NULL &&
             strcmp(state, "waiting") == 0) /* it follows the current leader */
             term_s = hb_number_of((double)s->leader.term, term, sizeof term);
+        /* capacity in use (runs members' offers brought it) / capacity */
+        const char *cap = hb_number(hb, "capacity", capacity, sizeof capacity);
+        if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(hb, "assigned")) && cap != NULL) {
+            snprintf(cap_cell, sizeof cap_cell, "%s/%s",
+                     hb_number(hb, "assigned", in_use, sizeof in_use), cap);
+            cap = cap_cell;
+        }
         const char *row[11] = {
             m->node,
             state,
@@ -256,7 +264,7 @@ static void print_nodes(const struct status *s)
             hb_number(hb, "pid", pid, sizeof pid),
             hb_string(hb, "since"),
             hb_number(hb, "running", running, sizeof running),
-            hb_number(hb, "capacity", capacity, sizeof capacity),
+            cap,
             hb_labels(hb, labels, sizeof labels),
             jobs,
             is_leader(s, m->node) ? "leader" : "",
