@@ -7,9 +7,10 @@
  *   redis:   redis://127.0.0.1:6379/0
  *   leader:  web-1 (term 7, lease 8.2s left)
  *
- *   NODE   STATE    TERM  SEEN       PID   SINCE                 RUNNING  JOBS
- *   web-1  working  7     412ms ago  4242  2026-01-02T07:00:00Z  1        3 9f2c41d0        leader
- *   web-2  waiting  7     1.1s ago   4250  2026-01-02T07:00:01Z  0        4 51aa0e7b differs
+ *   NODE   STATE    TERM  SEEN       PID   SINCE                 RUNNING  CAPACITY  LABELS
+ *   web-1  working  7     412ms ago  4242  2026-01-02T07:00:00Z  1        4         -
+ *   web-2  waiting  7     1.1s ago   4250  2026-01-02T07:00:01Z  0        4         reports
+ *   (then JOBS: 3 9f2c41d0 on web-1's line, leader; 4 51aa0e7b differs on web-2's)
  *
  *   config drift: web-2 runs other jobs than the leader (4 jobs, hash
  *   51aa0e7b...; the leader's: 3 jobs, 9f2c41d0...)
@@ -94,7 +95,9 @@ const struct cli_cmd cli_cmd_status = {
         "the group (each one's state, the term it leads or follows, its last heartbeat, pid "
         "and start time) and, for each job of jobs.yaml, its last run and its next one.\n\n"
         "The nodes are listed leader first, then by name; RUNNING counts the runs alive on "
-        "each. Under running now, each run alive in the group: its job, node, trigger (a "
+        "each; CAPACITY is each node's capacity in use (runs of ticks the leader offered it) / "
+        "its baton.yaml `capacity`, and LABELS its `labels`. Under "
+        "running now, each run alive in the group: its job, node, trigger (a "
         "manual run says who asked), start, elapsed time and run id. A job's next run is in "
         "UTC and, when the job's zone is another, in that zone beside it; while no node "
         "leads, it is none planned (no leader).\n\n"
@@ -182,6 +185,30 @@ static const char *hb_number(const cJSON *hb, const char *name, char *buf, size_
     return buf;
 }
 
+/* The labels a heartbeat carries, comma-separated into buf ("-": none;
+ * what is not a label's character shows as '?'). Returns buf. */
+static const char *hb_labels(const cJSON *hb, char *buf, size_t len)
+{
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(hb, "labels"), *l;
+    size_t at = 0;
+    buf[0] = '\0';
+    for (l = cJSON_IsArray(a) ? a->child : NULL; l != NULL; l = l->next) {
+        if (!cJSON_IsString(l))
+            continue;
+        int w = snprintf(buf + at, len - at, "%s%s", at > 0 ? "," : "", l->valuestring);
+        if (w < 0 || (size_t)w >= len - at)
+            break;
+        for (size_t i = at; i < at + (size_t)w; i++)
+            if (strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-,",
+                       buf[i]) == NULL)
+                buf[i] = '?';
+        at += (size_t)w;
+    }
+    if (at == 0)
+        snprintf(buf, len, "-");
+    return buf;
+}
+
 static bool is_leader(const struct status *s, const char *node)
 {
     return s->leader.has_leader && strcmp(s->leader.identity, node) == 0;
@@ -216,13 +243,14 @@ static void print_nodes(const struct status *s)
         printf("\nno nodes\n");
         return;
     }
-    tool_table_init(&t, 9);
+    tool_table_init(&t, 11);
     tool_table_add(&t, (const char *const[]){"NODE", "STATE", "TERM", "SEEN", "PID", "SINCE",
-                                             "RUNNING", "JOBS", ""});
+                                             "RUNNING", "CAPACITY", "LABELS", "JOBS", ""});
     for (size_t i = 0; i < s->nmembers; i++) {
         const struct member *m = &s->members[i];
         cJSON *hb = cJSON_Parse(m->info_json);
         char term[32], pid[32], seen[48], ago[32], jobs[64], hash[JOBS_HASH_HEX], running[32];
+        char capacity[32], labels[256], in_use[32], cap_cell[72];
         long njobs;
         snprintf(seen, sizeof seen, "%s ago", tool_format_ms(m->seen_ago_ms, ago, sizeof ago));
         const char *state = hb_string(hb, "state");
@@ -237,7 +265,14 @@ static void print_nodes(const struct status *s)
         if (s->leader.has_leader && members_alive(m) && state != NULL &&
             strcmp(state, "waiting") == 0) /* it follows the current leader */
             term_s = hb_number_of((double)s->leader.term, term, sizeof term);
-        const char *row[9] = {
+        /* capacity in use (runs members' offers brought it) / capacity */
+        const char *cap = hb_number(hb, "capacity", capacity, sizeof capacity);
+        if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(hb, "assigned")) && cap != NULL) {
+            snprintf(cap_cell, sizeof cap_cell, "%s/%s",
+                     hb_number(hb, "assigned", in_use, sizeof in_use), cap);
+            cap = cap_cell;
+        }
+        const char *row[11] = {
             m->node,
             state,
             term_s,
@@ -245,6 +280,8 @@ static void print_nodes(const struct status *s)
             hb_number(hb, "pid", pid, sizeof pid),
             hb_string(hb, "since"),
             hb_number(hb, "running", running, sizeof running),
+            cap,
+            hb_labels(hb, labels, sizeof labels),
             jobs,
             is_leader(s, m->node) ? "leader" : "",
         };

@@ -24,6 +24,8 @@
 #include "config.h"
 #include "cron.h"
 #include "dynlib.h"
+#include "jobcmd.h"
+#include "labels.h"
 #include "listen.h"
 #include "schema.h"
 #include "yamlx.h"
@@ -186,6 +188,31 @@ static int default_allowed_hosts(void *obj, struct schema_ctx *ctx, char *msg, s
     (void)ctx;
     c->http_allowed_hosts = strdup("");
     if (c->http_allowed_hosts == NULL) {
+        snprintf(msg, msglen, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+static int set_labels(void *obj, struct schema_ctx *ctx, const struct yamlx_node *n,
+                      const char *what)
+{
+    struct config *c = obj;
+    char **v = NULL;
+
+    if (labels_read(ctx->d, n, what, &v) != 0)
+        return -1;
+    job_strv_free(c->labels);
+    c->labels = v;
+    return 0;
+}
+
+static int default_labels(void *obj, struct schema_ctx *ctx, char *msg, size_t msglen)
+{
+    struct config *c = obj;
+    (void)ctx;
+    c->labels = calloc(1, sizeof *c->labels);
+    if (c->labels == NULL) {
         snprintf(msg, msglen, "out of memory");
         return -1;
     }
@@ -364,6 +391,15 @@ static const struct schema_field options[] = {
     {.key = "http.insecure", .type = SCHEMA_BOOL, .offset = OFF(http_insecure), .def = "false",
      .doc = "Allow http.control on a plain-HTTP listener that is not a loopback address or a "
             "Unix socket (tokens then cross the network in the clear)."},
+    {.key = "labels", .type = SCHEMA_NODE, .offset = OFF(labels), .set_node = set_labels,
+     .def_fn = default_labels, .def_doc = "none", .type_doc = "list of labels",
+     .bounds_doc = "at most 16, each 1-64 letters, digits, _ . -",
+     .doc = "This node's labels, published in its heartbeat and shown by `baton status` "
+            "(for jobs' run_on: {labels: [...]})."},
+    {.key = "capacity", .type = SCHEMA_INT, .offset = OFF(capacity), .def = "4",
+     .min = 0, .max = 1000000,
+     .doc = "The most runs this node takes at once from the fleet (jobs whose run_on is not "
+            "leader; the leader's own jobs do not count), published in its heartbeat."},
 };
 /* clang-format on */
 
@@ -594,6 +630,7 @@ void config_free(struct config *c)
     job_cmd_clear(&c->hook_on_failure);
     job_cmd_clear(&c->hook_on_success);
     free(c->http_allowed_hosts);
+    job_strv_free(c->labels);
     free(c);
 }
 
@@ -691,6 +728,10 @@ void config_write_effective(const struct config *c, FILE *out)
     write_cmd("hooks.on_failure", &c->hook_on_failure, out);
     write_cmd("hooks.on_success", &c->hook_on_success, out);
     write_names("http.allowed_hosts", c->http_allowed_hosts, out);
+    fputs("labels: [", out);
+    for (size_t i = 0; c->labels != NULL && c->labels[i] != NULL; i++)
+        fprintf(out, "%s\"%s\"", i > 0 ? ", " : "", c->labels[i]);
+    fputs("]\n", out);
 }
 
 int config_load_jobs(const struct config *c, struct jobs **out, char *err, size_t errlen)
@@ -700,6 +741,11 @@ int config_load_jobs(const struct config *c, struct jobs **out, char *err, size_
                              .on_success = &c->hook_on_success,
                              .hook_timeout_ms = c->hook_timeout_ms,
                              .group = c->group};
+    int masters = 0;
+    int64_t max_ttl, node_timeout;
 
+    base.quorum = baton_url_quorum(c->redis, &masters, &max_ttl, &node_timeout, NULL, 0) ==
+                      BATON_OK &&
+                  masters > 0;
     return jobs_load_base(c->jobs_path, &base, out, err, errlen);
 }

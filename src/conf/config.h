@@ -70,6 +70,10 @@ struct config {
     char *http_tokens_file;    /* http.tokens_file: tokens.h; "none" (default) */
     bool http_public_read;     /* http.public_read: read paths without a token */
     bool http_insecure;        /* http.insecure: control over plain HTTP off loopback */
+    char **labels;             /* this node's labels (labels.h), NULL-terminated;
+                                  empty by default */
+    int64_t capacity;          /* the most runs this node takes at once from the
+                                  fleet (run_on other than leader), default 4 */
 };
 
 /* Loads path. Returns 0 and *out (owned; free with config_free), or -1 with

@@ -23,6 +23,7 @@
 #include "cron.h"
 #include "jitter.h"
 #include "jobcmd.h"
+#include "labels.h"
 #include "jobs.h"
 #include "schema.h"
 #include "yamlx.h"
@@ -74,6 +75,7 @@ static void job_clear(struct job *j)
     job_cmd_clear(&j->on_failure);
     job_cmd_clear(&j->on_success);
     free(j->pool);
+    job_strv_free(j->run_on);
     memset(j, 0, sizeof *j);
 }
 
@@ -326,6 +328,85 @@ static int set_on_success(void *obj, struct schema_ctx *ctx, const struct yamlx_
     return job_cmd_read(ctx->d, n, what, &((struct job *)obj)->on_success);
 }
 
+/* run_on: leader, any, all, or {labels: [...]}, normalized into a string
+ * vector (jobs.h). all is read whole, then refused: one run per member is
+ * not dispatched in this version (never run on the leader instead). */
+static int set_run_on(void *obj, struct schema_ctx *ctx, const struct yamlx_node *n,
+                      const char *what)
+{
+    struct job *j = obj;
+    char **v = NULL;
+
+    if (n->kind == YAMLX_SCALAR) {
+        static const char *const words[] = {"leader", "any", "all"};
+        const char *word = NULL;
+
+        for (size_t i = 0; i < 3; i++)
+            if (strcmp(n->str, words[i]) == 0)
+                word = words[i];
+        if (word == NULL)
+            return yamlx_errorf(ctx->d, n,
+                                "%s: expected leader, any, all or {labels: [...]}, got \"%s\"",
+                                what, n->str);
+        if ((v = calloc(2, sizeof *v)) == NULL || (v[0] = strdup(word)) == NULL) {
+            free(v);
+            return yamlx_errorf(ctx->d, NULL, "out of memory");
+        }
+    } else if (n->kind == YAMLX_MAP) {
+        const struct yamlx_node *l = yamlx_map_get(n, "labels");
+        char w[256], **labels = NULL;
+
+        if (n->npairs != 1 || l == NULL)
+            return yamlx_errorf(ctx->d, n->npairs > 0 ? n->pairs[0].key : n,
+                                "%s: expected {labels: [...]}, the only key of the mapping", what);
+        snprintf(w, sizeof w, "%s.labels", what);
+        if (labels_read(ctx->d, l, w, &labels) != 0)
+            return -1;
+        size_t nl = job_strv_len(labels);
+        if (nl == 0) {
+            job_strv_free(labels);
+            return yamlx_errorf(ctx->d, l, "%s: empty (give at least one label, or run_on: any)",
+                                w);
+        }
+        if ((v = calloc(nl + 2, sizeof *v)) == NULL || (v[0] = strdup("labels")) == NULL) {
+            free(v);
+            job_strv_free(labels);
+            return yamlx_errorf(ctx->d, NULL, "out of memory");
+        }
+        memcpy(v + 1, labels, nl * sizeof *v);
+        free(labels); /* the strings are v's now */
+    } else
+        return yamlx_errorf(ctx->d, n, "%s: expected leader, any, all or {labels: [...]}, got %s",
+                            what, yamlx_kind_name(n));
+    if (strcmp(v[0], "all") == 0) {
+        job_strv_free(v);
+        return yamlx_errorf(ctx->d, n,
+                            "%s: `all` is not supported by this version of baton: a run on every "
+                            "member is not dispatched yet (write run_on: any, {labels: [...]} "
+                            "or leader)",
+                            what);
+    }
+    job_strv_free(j->run_on);
+    j->run_on = v;
+    return 0;
+}
+
+static int default_run_on(void *obj, struct schema_ctx *ctx, char *msg, size_t msglen)
+{
+    struct job *j = obj;
+    char **v = calloc(2, sizeof *v);
+
+    (void)ctx;
+    if (v == NULL || (v[0] = strdup("leader")) == NULL) {
+        free(v);
+        snprintf(msg, msglen, "out of memory");
+        return -1;
+    }
+    job_strv_free(j->run_on);
+    j->run_on = v;
+    return 0;
+}
+
 /* Appends NAME=value to the NULL-terminated list *env, which has room for
  * it (env_reserve). A name given twice (defaults: then the job) stays
  * twice until env_finish. */
@@ -440,6 +521,14 @@ static const struct schema_field job_keys[] = {
             "skips the tick, allow overlaps, replace stops the old run first. Ticks missed "
             "during a failover run one after another (forbid), together (allow), or only the "
             "newest (replace)."},
+    {.key = "run_on", .type = SCHEMA_NODE, .offset = OFF(run_on), .set_node = set_run_on,
+     .def_fn = default_run_on, .def_doc = "`leader`", .type_doc = "leader, any, all or {labels: [...]}",
+     .doc = "Where the job's runs go: `leader` (the leader's own node), `any` (one live member "
+            "per tick, the least loaded relative to its `capacity`, chosen by the leader), or "
+            "`{labels: [...]}` (one live member carrying every label). A run on a member is "
+            "covered by its own registration and shim; a member lost while it runs is recorded "
+            "`lost` and retried elsewhere per `retries`. `all` is refused by this version; over "
+            "a Redlock quorum only `leader` is accepted."},
     {.key = "catchup", .type = SCHEMA_DURATION, .offset = OFF(catchup_ms), .def = "last",
      .word = "last", .word_value = JOB_CATCHUP_LAST, .min = 0, .max = 7 * MS_DAY,
      .type_doc = "duration or `last`", .expected = "a duration, 0 or last",
@@ -499,6 +588,22 @@ static const struct schema jobs_schema_ = {
 const struct schema *jobs_schema(void)
 {
     return &jobs_schema_;
+}
+
+enum job_run_on job_run_on(const struct job *j, char *const **labels)
+{
+    const char *w = j->run_on != NULL ? j->run_on[0] : NULL;
+    if (labels != NULL)
+        *labels = NULL;
+    if (w == NULL || strcmp(w, "leader") == 0)
+        return JOB_RUN_ON_LEADER;
+    if (strcmp(w, "any") == 0)
+        return JOB_RUN_ON_ANY;
+    if (strcmp(w, "all") == 0)
+        return JOB_RUN_ON_ALL;
+    if (labels != NULL)
+        *labels = j->run_on + 1;
+    return JOB_RUN_ON_LABELS;
 }
 
 const char *job_concurrency_name(enum job_concurrency c)
@@ -789,6 +894,15 @@ static int read_job(struct jparse *p, const struct yamlx_node *m, size_t idx,
      * defaults:. */
     if (apply_base(p, j, at, m) != 0)
         return -1;
+    /* The dispatch to members (group/assign.h) runs its scripts on one
+     * server: over a quorum, only the leader's own runs are exactly once. */
+    int ki_run_on = schema_find(&jobs_schema_, "run_on");
+    if (p->base->quorum && at[ki_run_on] != NULL && job_run_on(j, NULL) != JOB_RUN_ON_LEADER)
+        return yamlx_errorf(p->d, at[ki_run_on],
+                            "%srun_on: %s is not supported over a Redlock quorum (redis: with "
+                            "several masters): runs are dispatched to members on one server "
+                            "only (one Redis, Sentinel or Cluster); write run_on: leader",
+                            prefix, j->run_on[0]);
 
     /* 4. The table defaults; the zone defaults to the config's. */
     if (schema_apply_defaults(&jobs_schema_, &p->ctx, j, at, m, prefix) != 0)

@@ -32,6 +32,11 @@ struct cron_tz;
 
 enum job_concurrency { JOB_FORBID, JOB_ALLOW, JOB_REPLACE };
 
+/* Where a job's runs go (run_on): the leader's own node (the default), one
+ * live member chosen by the leader, one carrying every label, or every
+ * live member (group/assign.h). */
+enum job_run_on { JOB_RUN_ON_LEADER, JOB_RUN_ON_ANY, JOB_RUN_ON_LABELS, JOB_RUN_ON_ALL };
+
 /* A command baton runs beside a job (a hook): an argv, or a shell line, or
  * neither (none: unset, or turned off with `[]`). Owned by what holds it. */
 struct job_cmd {
@@ -99,6 +104,8 @@ struct job {
     int pool_limit;  /* that pool's limit (0: no pool); in the fingerprint */
     int max_running; /* at most this many runs at once across the group (0: no limit);
                         concurrency allow only (forbid and replace keep at most one) */
+    char **run_on;            /* normalized, NULL-terminated: {"leader"} (default), {"any"},
+                                 {"all"}, or {"labels", label...}; see job_run_on() */
     int line, col;            /* where the job's mapping starts in the file */
     uint64_t fingerprint;     /* hash of the whole normalized definition, every key
                                  of the table as it applies (defaults, baton.yaml's
@@ -134,6 +141,7 @@ struct jobs_base {
     const struct job_cmd *on_success;   /* hooks.on_success; NULL: none */
     int64_t hook_timeout_ms;            /* hooks.timeout; 0: the table's default */
     const char *group;                  /* the group (job.group); NULL: "" */
+    bool quorum; /* redis: is a Redlock quorum: run_on other than leader is refused */
 };
 
 /* Loads path over base (NULL: no base). Returns 0 and *out (owned; free with
@@ -170,6 +178,9 @@ const struct job *jobs_find(const struct jobs *j, const char *name);
 
 /* Returns: "forbid", "allow" or "replace" (static). */
 const char *job_concurrency_name(enum job_concurrency c);
+/* Where j's runs go, and (JOB_RUN_ON_LABELS) the labels its node must
+ * carry: *labels (NULL-terminated, borrowed from j; may be NULL). */
+enum job_run_on job_run_on(const struct job *j, char *const **labels);
 
 /* Writes the jobs.yaml key reference, a Markdown table (key, type, default,
  * bounds, meaning), from the key table. */

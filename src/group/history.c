@@ -116,6 +116,8 @@ int history_command(const struct history_rec *r, const char *group, const char *
         rc = push_field(out, "by", r->by);
     if (rc == BATON_OK && r->jitter_ms > 0)
         rc = push_i64(out, "jitter_ms", r->jitter_ms);
+    if (rc == BATON_OK && r->dispatched)
+        rc = push_i64(out, "dispatch_ms", r->dispatch_ms);
     if (rc == BATON_OK && r->has_output) {
         rc = push_field(out, "output", r->output != NULL ? r->output : "");
         if (rc == BATON_OK)
@@ -230,6 +232,10 @@ bool history_parse(const struct baton_reply *e, struct history_rec *r)
             r->output_len = val->len;
         } else if (strcmp(k, "output_dropped") == 0 && number(v, &x))
             r->output_dropped = x;
+        else if (strcmp(k, "dispatch_ms") == 0 && number(v, &x)) {
+            r->dispatched = true;
+            r->dispatch_ms = x;
+        }
     }
     int64_t ms;
     r->until = log_parse_rfc3339_ms(until, &ms) ? ms / 1000 : r->scheduled_at;
@@ -492,6 +498,8 @@ cJSON *history_json_opts(const struct history_rec *r, unsigned flags)
         cJSON_AddNumberToObject(o, "exit_code", r->exit_code);
     if (r->reason[0] != '\0')
         cJSON_AddStringToObject(o, "reason", r->reason);
+    if (r->dispatched)
+        cJSON_AddNumberToObject(o, "dispatch_ms", (double)r->dispatch_ms);
     if (r->has_output) {
         cJSON_AddNumberToObject(o, "output_bytes", (double)r->output_len);
         cJSON_AddNumberToObject(o, "output_dropped", (double)r->output_dropped);

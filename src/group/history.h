@@ -31,6 +31,8 @@
  *                 text without NUL, at most output_bytes, starting at a line
  *                 (or a character) when output was dropped before it
  *   output_dropped  (v3, with output) bytes of output before the tail
+ *   dispatch_ms   (runs on a member, run_on other than leader) from the
+ *                 tick's instant to the command's exec on it
  * Version 3 adds output and output_dropped; a v3 run record without them was
  * written with history.output_bytes 0. Readers ignore fields they do not
  * know: a newer supervisor may add some.
@@ -56,7 +58,8 @@
     X(FAILED_TO_START, "failed_to_start", false) /* claimed, but could not be started */           \
     X(SKIPPED, "skipped", false)               /* forbid with a run alive; paused */               \
     X(SUPERSEDED, "superseded", false)         /* a newer tick ran instead (replace, last) */      \
-    X(MISSED, "missed", false)                 /* outside the catch-up window */
+    X(MISSED, "missed", false)                 /* outside the catch-up window */                   \
+    X(LOST, "lost", true)                      /* its member was lost while it ran (run_on) */
 
 enum history_outcome {
 #define HISTORY_OUTCOME_ENUM_(id, name, ran) HO_##id,
@@ -96,6 +99,8 @@ struct history_rec {
                                  us), output_len bytes; NULL without output */
     size_t output_len;
     int64_t output_dropped;   /* bytes of output before it */
+    bool dispatched;          /* run on a member (run_on other than leader) */
+    int64_t dispatch_ms;      /* then: from the tick's instant to its exec */
 };
 
 /* An XADD of r to job's stream, capped near maxlen: owned argv (free with

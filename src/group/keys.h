@@ -18,6 +18,10 @@
  *                             "<tick> <kind> <member>" (claim.h: a lost
  *                             answer's retry or lookup knows it, on every
  *                             master of a quorum)
+ *   baton:{G}:assign:<job>    hash: the job's ticks dispatched to members
+ *                             (assign.h; not written yet by the runner)
+ *   baton:{G}:offers:<node>   zset: offers to node, by deadline (assign.h)
+ *   baton:{G}:load:<node>     zset: runs node accepted (assign.h)
  *   baton:{G}:runs:<job>      stream: the job's recent runs (history)
  *   baton:{G}:trigger:<id>    hash: a `baton trigger` request (trigger.h)
  *   baton:{G}:triggers        zset: the requests not yet done, by request time

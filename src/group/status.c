@@ -225,6 +225,12 @@ cJSON *status_doc_json(const struct status_doc *d)
         else
             cJSON_AddBoolToObject(n, "jobs_differ", differs == 1);
         add_hb_field(n, hb, "running");
+        add_hb_field(n, hb, "capacity");
+        const cJSON *labels = cJSON_GetObjectItemCaseSensitive(hb, "labels");
+        if (cJSON_IsArray(labels))
+            cJSON_AddItemToObject(n, "labels", cJSON_Duplicate(labels, true));
+        else
+            cJSON_AddArrayToObject(n, "labels");
         cJSON_AddItemToArray(nodes, n);
         cJSON_Delete(hb);
     }

@@ -204,6 +204,7 @@ static void on_signal(void *ctx, struct loop_watch *w, uint32_t events)
         return;
     }
     d->guards.stopping = true;
+    runner_close(d->runner); /* no more runs from other nodes' offers */
     dispatch(d, EV_STOP); /* stopped: only hooks are left, hurried */
     if (handing_over)
         log_release(d->log);
@@ -447,6 +448,7 @@ int daemon_run(const char *config_path)
         .guard_ns = d.guard_ns,
         .control_poll_ms = d.cfg->poll_ms,
         .kill_margin_ns = KILL_MARGIN_MS * MS,
+        .capacity = d.cfg->capacity,
         .may_block = presence_may_block,
         .on_idle = on_runs_idle,
         .on_runs_changed = on_runs_changed,

@@ -138,6 +138,17 @@
       "a run outlived its timeout: TERM, then KILL after kill_grace")                              \
     X(RUN_LOST, "run_lost", WARN, "`job`, `run_id`, `reason`",                                     \
       "a run whose leader handed over lost its registration: it is stopped")                       \
+    X(ASSIGNED, "assigned", INFO, "`job`, `scheduled_at`, `run_id`, `member`, `attempt`",          \
+      "the leader offered a claimed tick to a member (run_on other than leader)")                  \
+    X(ACCEPTED, "accepted", INFO, "`job`, `scheduled_at`, `run_id`, `attempt`, `moves`",           \
+      "this node accepted a tick the leader offered it; it runs it at the tick's instant")         \
+    X(REASSIGNED, "reassigned", INFO,                                                              \
+      "`job`, `scheduled_at`, `run_id`, `from`, `to`, `attempt`, `reason`",                        \
+      "an offer not accepted in time, or a run whose member was lost before it started it, was "   \
+      "offered to another member")                                                                 \
+    X(LOST, "lost", WARN, "`job`, `scheduled_at`, `run_id`, `member`, `attempt`, `then`",          \
+      "a run on a member was lost (its registration lapsed while it ran): recorded lost, then "    \
+      "retried on another member while `retries` allow")                                          \
     X(HISTORY_WRITE_FAILED, "history_write_failed", WARN, "`job`, `run_id`, `error`",              \
       "a history record could not be written")                                                     \
     X(HOOK_START, "hook_start", INFO,                                                              \

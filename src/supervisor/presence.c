@@ -107,6 +107,12 @@ void presence_heartbeat(struct daemon *d)
     cJSON_AddItemToObject(o, "waiting", runner_waiting_json(d->runner, HEARTBEAT_WAITS_MAX));
     cJSON_AddStringToObject(o, "jobs_hash", d->jobs_hash);
     cJSON_AddNumberToObject(o, "jobs", (double)d->njobs);
+    cJSON *labels = cJSON_AddArrayToObject(o, "labels");
+    for (size_t i = 0; labels != NULL && d->cfg->labels != NULL && d->cfg->labels[i] != NULL; i++)
+        cJSON_AddItemToArray(labels, cJSON_CreateString(d->cfg->labels[i]));
+    cJSON_AddNumberToObject(o, "capacity", (double)d->cfg->capacity);
+    cJSON_AddNumberToObject(o, "assigned", (double)runner_assigned(d->runner));
+    cJSON_AddBoolToObject(o, "accepting", runner_accepting(d->runner));
     char *json = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     if (json != NULL && members_heartbeat(d->client, d->cfg->group, d->cfg->node, json,

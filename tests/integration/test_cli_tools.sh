@@ -182,11 +182,11 @@ assert_eq "" "$ERR" "status stderr"
 has "$OUT" "group:   tools" "status: group"
 has "$OUT" "redis:   $REDIS_URL" "status: redis URL"
 printf '%s\n' "$OUT" | grep -qE "^leader:  node-$LEADER \(term $TERM1, lease [0-9.]+(ms|s) left\)\$" || fail "status: leader line in: $OUT"
-printf '%s\n' "$OUT" | grep -qE '^NODE +STATE +TERM +SEEN +PID +SINCE +RUNNING +JOBS$' || fail "status: nodes header in: $OUT"
+printf '%s\n' "$OUT" | grep -qE '^NODE +STATE +TERM +SEEN +PID +SINCE +RUNNING +CAPACITY +LABELS +JOBS$' || fail "status: nodes header in: $OUT"
 for n in a b c; do
     # Followers show the term they follow; all run the same 3 jobs (the
     # start of check's hash), none differs.
-    printf '%s\n' "$OUT" | grep -qE "^node-$n +(working|renewing|waiting|acquiring) +(0|$TERM1) +[0-9.]+(ms|s) ago +[0-9]+ +$RFC +[0-9]+ +3 ${hash:0:8}( |\$)" || fail "status: node-$n row in: $OUT"
+    printf '%s\n' "$OUT" | grep -qE "^node-$n +(working|renewing|waiting|acquiring) +(0|$TERM1) +[0-9.]+(ms|s) ago +[0-9]+ +$RFC +[0-9]+ +0/4 +- +3 ${hash:0:8}( |\$)" || fail "status: node-$n row in: $OUT"
 done
 printf '%s\n' "$OUT" | grep -q 'differs\|config drift' && fail "status: drift where there is none: $OUT"
 printf '%s\n' "$OUT" | grep -qE "^node-$LEADER +(working|renewing) .* leader\$" || fail "status: the leader's row is marked in: $OUT"

@@ -479,6 +479,38 @@ START_TEST(hook_commands)
 }
 END_TEST
 
+/* labels and capacity: a node's for the fleet (labels.h); the effective
+ * configuration shows the labels; bad ones at their place. */
+START_TEST(labels_and_capacity)
+{
+    struct config *c = load_ok("");
+    ck_assert_ptr_nonnull(c->labels);
+    ck_assert_ptr_null(c->labels[0]);
+    ck_assert_int_eq(c->capacity, 4);
+    config_free(c);
+    c = load_ok("labels: [reports, ssd.fast]\ncapacity: 0\n");
+    ck_assert_str_eq(c->labels[0], "reports");
+    ck_assert_str_eq(c->labels[1], "ssd.fast");
+    ck_assert_ptr_null(c->labels[2]);
+    ck_assert_int_eq(c->capacity, 0);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    config_write_effective(c, f);
+    fclose(f);
+    ck_assert_msg(strstr(text, "\nlabels: [\"reports\", \"ssd.fast\"]\n") != NULL, "%s", text);
+    ck_assert_msg(strstr(text, "\ncapacity: 0\n") != NULL, "%s", text);
+    free(text);
+    config_free(c);
+    load_err("labels: reports\n",
+             "t.yaml:1:9: labels: expected a sequence of labels like [reports, ssd], got a string");
+    load_err("labels: [a, \"b c\"]\n",
+             "t.yaml:1:13: labels[1]: a label is 1-64 letters, digits, '_', '.' or '-'");
+    load_err("labels: [a, a]\n", "t.yaml:1:13: labels[1]: \"a\" is given twice");
+    load_err("capacity: -1\n", "t.yaml:1:11: capacity: \"-1\" is out of range (0..1000000)");
+}
+END_TEST
+
 /* http.allowed_hosts: a name or a list, kept comma-separated; the
  * effective configuration reads back the same; bad names at their place. */
 START_TEST(http_allowed_hosts)
@@ -948,7 +980,7 @@ static const struct {
     {"config_unknown_far.yaml",
      "config_unknown_far.yaml:1:1: unknown key \"color\" (known keys: node, redis, group, "
      "lease, poll, shutdown_grace, redis_timeout, jobs, timezone, log, history, hooks, "
-     "password_file, sentinel_password_file, min_replicas, http)"},
+     "password_file, sentinel_password_file, min_replicas, http, labels, capacity)"},
     {"config_unknown_key.yaml",
      "config_unknown_key.yaml:3:3: unknown key \"tll\" (did you mean \"ttl\"?)"},
     {"config_unknown_top.yaml",
@@ -1043,7 +1075,8 @@ START_TEST(yaml_depth_and_size)
     ck_assert_ptr_null(c);
     ck_assert_str_eq(err, "t.yaml:1:1: unknown key \"k0\" (known keys: node, redis, group, lease, "
                           "poll, shutdown_grace, redis_timeout, jobs, timezone, log, history, "
-                          "hooks, password_file, sentinel_password_file, min_replicas, http)");
+                          "hooks, password_file, sentinel_password_file, min_replicas, http, labels, "
+                          "capacity)");
     free(wide);
 }
 END_TEST
@@ -1186,6 +1219,7 @@ static Suite *suite(void)
     tcase_add_test(tc, hook_commands);
     tcase_add_test(tc, http_allowed_hosts);
     tcase_add_test(tc, http_control_relation);
+    tcase_add_test(tc, labels_and_capacity);
     tcase_add_test(tc, lease_relations);
     tcase_add_test(tc, redis_urls);
     tcase_add_test(tc, redis_password_hidden);

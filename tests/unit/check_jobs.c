@@ -232,6 +232,92 @@ START_TEST(zones)
 }
 END_TEST
 
+/* run_on: leader is the only value this version runs; any, all and
+ * {labels: [...]} are read whole (their errors first) and then refused at
+ * the value, never run on the leader instead. */
+START_TEST(run_on_values)
+{
+    static const struct {
+        const char *value, *error; /* error NULL: loads */
+        enum job_run_on want;
+    } cases[] = {
+        {"leader", NULL, JOB_RUN_ON_LEADER},
+        {"any", NULL, JOB_RUN_ON_ANY},
+        {"{labels: [reports, ssd]}", NULL, JOB_RUN_ON_LABELS},
+        {"all", "j.yaml:4:13: job \"j\": run_on: `all` is not supported by this version of "
+                "baton: a run on every member is not dispatched yet", JOB_RUN_ON_LEADER},
+        {"anyone", "j.yaml:4:13: job \"j\": run_on: expected leader, any, all or {labels: [...]}, "
+                   "got \"anyone\"", JOB_RUN_ON_LEADER},
+        {"{labels: []}", "j.yaml:4:22: job \"j\": run_on.labels: empty (give at least one label, "
+                         "or run_on: any)", JOB_RUN_ON_LEADER},
+        {"{labels: [a, a]}", "j.yaml:4:26: job \"j\": run_on.labels[1]: \"a\" is given twice", JOB_RUN_ON_LEADER},
+        {"{labels: [\"a b\"]}", "j.yaml:4:23: job \"j\": run_on.labels[0]: a label is 1-64 "
+                                 "letters, digits, '_', '.' or '-'", JOB_RUN_ON_LEADER},
+        {"{label: [a]}", "j.yaml:4:14: job \"j\": run_on: expected {labels: [...]}, the only key "
+                         "of the mapping", JOB_RUN_ON_LEADER},
+        {"{labels: a}", "j.yaml:4:22: job \"j\": run_on.labels: expected a sequence of labels like "
+                        "[reports, ssd], got a string", JOB_RUN_ON_LEADER},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        char yaml[512], err[512];
+        snprintf(yaml, sizeof yaml,
+                 "jobs:\n  - name: j\n    schedule: \"@hourly\"\n    run_on: %s\n    shell: x\n",
+                 cases[c].value);
+        struct jobs *j = load(yaml, err, sizeof err);
+        if (cases[c].error == NULL) {
+            ck_assert_msg(j != NULL, "%s: %s", cases[c].value, err);
+            char *const *labels;
+            ck_assert_int_eq(job_run_on(&j->v[0], &labels), cases[c].want);
+            if (cases[c].want == JOB_RUN_ON_LABELS)
+                ck_assert(strcmp(labels[0], "reports") == 0 && strcmp(labels[1], "ssd") == 0 &&
+                          labels[2] == NULL);
+            jobs_free(j);
+            continue;
+        }
+        ck_assert_msg(j == NULL, "%s loaded", cases[c].value);
+        ck_assert_msg(strncmp(err, cases[c].error, strlen(cases[c].error)) == 0,
+                      "%s: want %s, got %s", cases[c].value, cases[c].error, err);
+    }
+}
+END_TEST
+
+/* Over a Redlock quorum the dispatch's scripts would run on one master
+ * only: run_on other than leader is refused where it is written (the job,
+ * or defaults:), leader and the default load. */
+START_TEST(run_on_over_a_quorum_is_refused_where_it_is_written)
+{
+    struct jobs_base base = {.quorum = true};
+    struct jobs *j = NULL;
+    char err[512];
+    static const char job_any[] =
+        "jobs:\n  - name: j\n    schedule: \"@hourly\"\n    run_on: any\n    shell: x\n";
+    static const char defaults_labels[] = "defaults:\n  run_on: {labels: [a]}\njobs:\n  - name: "
+                                          "j\n    schedule: \"@hourly\"\n    shell: x\n";
+    static const char plain[] = "jobs:\n  - name: j\n    schedule: \"@hourly\"\n    run_on: "
+                                "leader\n    shell: x\n  - name: k\n    schedule: \"@hourly\"\n"
+                                "    shell: x\n";
+    ck_assert_int_eq(
+        jobs_load_buffer_base("j.yaml", job_any, strlen(job_any), &base, &j, err, sizeof err), -1);
+    ck_assert_str_eq(err, "j.yaml:4:13: job \"j\": run_on: any is not supported over a Redlock "
+                          "quorum (redis: with several masters): runs are dispatched to members "
+                          "on one server only (one Redis, Sentinel or Cluster); write run_on: "
+                          "leader");
+    ck_assert_int_eq(jobs_load_buffer_base("j.yaml", defaults_labels, strlen(defaults_labels),
+                                           &base, &j, err, sizeof err),
+                     -1);
+    ck_assert_msg(strncmp(err, "j.yaml:2:11: job \"j\": run_on: labels is not supported", 50) ==
+                      0,
+                  "%s", err);
+    ck_assert_int_eq(
+        jobs_load_buffer_base("j.yaml", plain, strlen(plain), &base, &j, err, sizeof err), 0);
+    jobs_free(j);
+    base.quorum = false; /* one server: any loads */
+    ck_assert_int_eq(
+        jobs_load_buffer_base("j.yaml", job_any, strlen(job_any), &base, &j, err, sizeof err), 0);
+    jobs_free(j);
+}
+END_TEST
+
 /* ------------------------------------------------------------------------ */
 /* The job key table, row by row */
 
@@ -240,6 +326,7 @@ END_TEST
 enum jk {
     JK_NAME, JK_SCHEDULE, JK_TIMEZONE, JK_ARGV, JK_SHELL, JK_PATH, JK_USER,
     JK_DURATION, JK_CATCHUP, JK_INT, JK_CONCURRENCY, JK_ENV, JK_BOOL, JK_HOOK, JK_POOL,
+    JK_RUN_ON,
 };
 
 static enum jk kind_of(const struct schema_field *k)
@@ -251,7 +338,7 @@ static enum jk kind_of(const struct schema_field *k)
                  {"command", JK_ARGV},    {"shell", JK_SHELL},       {"workdir", JK_PATH},
                  {"user", JK_USER},       {"catchup", JK_CATCHUP},   {"concurrency", JK_CONCURRENCY},
                  {"env", JK_ENV},         {"on_failure", JK_HOOK},   {"on_success", JK_HOOK},
-                 {"pool", JK_POOL}};
+                 {"pool", JK_POOL},       {"run_on", JK_RUN_ON}};
     for (size_t i = 0; i < sizeof named / sizeof named[0]; i++)
         if (strcmp(named[i].key, k->key) == 0)
             return named[i].kind;
@@ -322,6 +409,12 @@ static void sample_values(const struct schema_field *k, char *a, char *b, size_t
     case JK_BOOL:
         snprintf(a, len, "true");
         snprintf(b, len, "false");
+        break;
+    case JK_RUN_ON: /* only leader is valid in this version (run_on_values) */
+        snprintf(a, len, "leader");
+        b[0] = '\0';
+        *wrong = "[any]";
+        *wrong_kind = "got a sequence";
         break;
     case JK_HOOK:
         snprintf(a, len, "[/bin/true]");
@@ -434,6 +527,8 @@ START_TEST(key_row)
             ck_assert_ptr_null(ja->v[0].env[0]);
         } else if (kind_of(k) == JK_INT) {
             ck_assert_int_eq(*(const int *)field, 0); /* none */
+        } else if (kind_of(k) == JK_RUN_ON) {
+            ck_assert_int_eq(job_run_on(&ja->v[0], NULL), JOB_RUN_ON_LEADER);
         } else {
             ck_assert_ptr_null(*(void *const *)field);
         }
@@ -457,8 +552,11 @@ START_TEST(key_row)
     job_yaml(k, b[0] != '\0' ? b : NULL, NULL, yaml, sizeof yaml, &line, &col);
     jb = load(yaml, err, sizeof err);
     ck_assert_msg(jb != NULL, "%s: %s", b, err);
-    ck_assert_msg(ja->v[0].fingerprint != jb->v[0].fingerprint, "%s: %s and %s hash the same",
-                  k->key, a, b);
+    if (kind_of(k) == JK_RUN_ON) /* one valid value: the default's, written out */
+        ck_assert_uint_eq(ja->v[0].fingerprint, jb->v[0].fingerprint);
+    else
+        ck_assert_msg(ja->v[0].fingerprint != jb->v[0].fingerprint,
+                      "%s: %s and %s hash the same", k->key, a, b);
     jobs_free(jb);
     job_yaml(k, a, NULL, yaml, sizeof yaml, &line, &col);
     jb = load(yaml, err, sizeof err);
@@ -1269,6 +1367,8 @@ static Suite *suite(void)
     tcase_add_test(tc, full_job);
     tcase_add_test(tc, defaults_section);
     tcase_add_test(tc, zones);
+    tcase_add_test(tc, run_on_values);
+    tcase_add_test(tc, run_on_over_a_quorum_is_refused_where_it_is_written);
     tcase_add_loop_test(tc, key_row, 0, (int)nkeys);
     tcase_add_test(tc, hook_layers);
     tcase_add_test(tc, hook_errors);

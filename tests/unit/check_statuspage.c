@@ -17,7 +17,8 @@ static const struct member members[] = {
     {.node = "web-1",
      .info_json = "{\"state\":\"working\",\"term\":3,\"pid\":10,\"host\":\"<script>alert(1)</script>\","
                   "\"poll_ms\":1000,\"since\":\"2026-01-02T07:00:00Z\",\"version\":\"0.1.0\","
-                  "\"running\":1,\"runs\":[{\"job\":\"tick\",\"run_id\":\"r-1\",\"trigger\":\"manual\","
+                  "\"running\":1,\"capacity\":4,\"labels\":[\"reports\"],"
+                  "\"runs\":[{\"job\":\"tick\",\"run_id\":\"r-1\",\"trigger\":\"manual\","
                   "\"scheduled_at\":\"2026-01-02T06:59:00Z\",\"started\":\"2026-01-02T06:59:00.500Z\","
                   "\"by\":\"<i>ops</i>@web-1\"}]}",
      .seen_ago_ms = 100},
@@ -76,7 +77,10 @@ START_TEST(document)
                                     "\"trigger\":\"manual\",\"scheduled_at\":\"2026-01-02T06:59:00Z\","
                                     "\"started\":\"2026-01-02T06:59:00.500Z\",\"elapsed_ms\":59500,"
                                     "\"by\":\"<i>ops</i>@web-1\"}]"));
-    ck_assert_ptr_nonnull(strstr(s, "\"jobs_differ\":null,\"running\":1}"));
+    ck_assert_ptr_nonnull(
+        strstr(s, "\"jobs_differ\":null,\"running\":1,\"capacity\":4,\"labels\":[\"reports\"]}"));
+    /* a heartbeat without them (an older baton) */
+    ck_assert_ptr_nonnull(strstr(s, "\"running\":null,\"capacity\":null,\"labels\":[]}"));
     /* As `baton status --json` writes a pause. */
     ck_assert_ptr_nonnull(strstr(s, "\"paused\":{\"since\":\"2026-01-02T05:00:00.000Z\","
                                     "\"by\":\"ops@web-1\",\"reason\":\"<b>migration</b>\","

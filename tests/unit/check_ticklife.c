@@ -37,6 +37,13 @@ static const char *const lives[] = {
     "due queued missed",
     "due queued claiming claimed missed", /* the same */
     "due queued claiming claimed held missed",
+    /* run on a member (dispatch.h): on the leader, and on the member */
+    "due queued claiming claimed assigned recorded", /* lost while it ran */
+    "due queued claiming claimed assigned not_started",
+    "due queued claiming claimed assigned accepted running recorded",
+    "due queued claiming claimed assigned accepted running retrying recorded",
+    "due queued claiming claimed assigned accepted running retrying not_started",
+    "due queued claiming claimed assigned accepted not_started",
     /* not this node's */
     "due queued claiming taken",
     "due queued left",
@@ -54,6 +61,7 @@ static const struct {
     {TICK_CLAIMING, TICK_EV_FULL},
     {TICK_CLAIMED, TICK_EV_HOLD},       {TICK_HELD, TICK_EV_RESUME},
     {TICK_RUNNING, TICK_EV_RETRY},      {TICK_RETRYING, TICK_EV_START},
+    {TICK_ASSIGNED, TICK_EV_REASSIGN},  {TICK_ASSIGNED, TICK_EV_RETRY},
 };
 
 /* True when to can be reached from from (in no move or more). */

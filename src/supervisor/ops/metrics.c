@@ -488,6 +488,12 @@ static const struct {
     [LE_CLAIM_REFUSED] = {NULL, "only events (another leader: alert on any)"},
     [LE_LIMIT_WAIT] = {NULL, "only events: ticks_waiting is a gauge (the leader's runner)"},
     [LE_LIMIT_WAITED] = {NULL, "only events: ticks_waiting is a gauge (the leader's runner)"},
+    [LE_ASSIGNED] = {NULL, "only events: the run is counted where it ends (job_runs_total)"},
+    [LE_ACCEPTED] = {NULL, "only events: the run is counted where it ends (job_runs_total)"},
+    [LE_REASSIGNED] = {NULL, "only events (an offer moved: a member slow or gone)"},
+    [LE_LOST] = {NULL, "only events: the run's history record says lost, with its member"},
+    [LE_API_CALL] = {NULL, "only events: the audit trail of the control API"},
+    [LE_API_TOKENS_RELOAD_FAILED] = {NULL, "only events (the old tokens stay: alert on any)"},
     [LE_CLAIM_FAILED] = {count_claim_failed, "redis_errors_total{during=claim}"},
     [LE_CLAIM_FAILURES_ENDED] = {NULL, "only events: each failure is counted as it happens "
                                        "(redis_errors_total{during=claim})"},

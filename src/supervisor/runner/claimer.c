@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "claimer.h"
+#include "dispatch.h"
 #include "hook.h"
 #include "jobtable.h"
 #include "runlimits.h"
@@ -484,6 +485,10 @@ bool claimer_head(const struct rctx *x, struct claimer *c, struct runs *rs, stru
             outbox_release(x->out, name, member);
             records_skipped_one(x->rec, name, x->term, h.at,
                                 v == SV_DROP ? HO_MISSED : HO_SUPERSEDED, sched_reason(js->job, v));
+            break;
+        }
+        if (job_run_on(js->job, NULL) != JOB_RUN_ON_LEADER) { /* run on a member */
+            dispatch_offer(x, x->disp, js, id, member, h.at, &state);
             break;
         }
         struct rrun *rr =

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "assign.h"
 #include "claim.h"
 #include "outbox.h"
 #include "rtime.h"
@@ -16,13 +17,15 @@ enum outbox_kind {
     OUT_RELEASE,         /* unregister a run (claim_release) */
     OUT_TRIGGER_STARTED, /* a manual run started (trigger_started) */
     OUT_TRIGGER_DONE,    /* a manual run ended: unregister it, request done (trigger_finish) */
+    OUT_ASSIGN_END,      /* a run dispatched here ended: unregister it, end it (assign_end) */
 };
 
 struct outbox_item {
     enum outbox_kind kind;
     struct history_command cmd;         /* OUT_HISTORY */
     char *job, *member;                 /* OUT_RELEASE, OUT_TRIGGER_DONE */
-    char *trigger_id, *run_id, *reason; /* OUT_TRIGGER_* */
+    char *trigger_id, *run_id, *reason; /* OUT_TRIGGER_*; run_id: OUT_ASSIGN_END too */
+    char *field, *node;                 /* OUT_ASSIGN_END */
     enum history_outcome outcome;       /* OUT_TRIGGER_DONE */
     int exit_code;
     const char *signal;              /* static */
@@ -38,12 +41,14 @@ static void item_free(struct outbox_item *it)
     free(it->trigger_id);
     free(it->run_id);
     free(it->reason);
+    free(it->field);
+    free(it->node);
     free(it);
 }
 
 static bool unregisters(const struct outbox_item *it)
 {
-    return it->kind == OUT_RELEASE || it->kind == OUT_TRIGGER_DONE;
+    return it->kind == OUT_RELEASE || it->kind == OUT_TRIGGER_DONE || it->kind == OUT_ASSIGN_END;
 }
 
 /* Takes the oldest item out and frees it. */
@@ -107,6 +112,20 @@ void outbox_release(struct outbox *o, const char *job, const char *member)
     put(o, it);
 }
 
+void outbox_assign_end(struct outbox *o, const char *job, const char *field, const char *node,
+                       const char *run_id)
+{
+    struct outbox_item *it = calloc(1, sizeof *it);
+    if (it == NULL || (it->job = strdup(job)) == NULL || (it->field = strdup(field)) == NULL ||
+        (it->node = strdup(node)) == NULL || (it->run_id = strdup(run_id)) == NULL) {
+        if (it != NULL)
+            item_free(it);
+        return; /* the registration expires on its own; the leader then finds it lost */
+    }
+    it->kind = OUT_ASSIGN_END;
+    put(o, it);
+}
+
 void outbox_trigger(struct outbox *o, const struct run *run, const char *trigger_id,
                     const struct history_rec *rec)
 {
@@ -137,6 +156,8 @@ static int write_item(struct outbox *o, const struct outbox_item *it)
 {
     switch (it->kind) {
     case OUT_RELEASE: return claim_release(o->client, o->group, it->job, it->member);
+    case OUT_ASSIGN_END:
+        return assign_end(o->client, o->group, it->job, it->field, it->node, it->run_id);
     case OUT_TRIGGER_STARTED:
         return trigger_started(o->client, o->group, it->trigger_id, it->run_id);
     case OUT_TRIGGER_DONE: {

@@ -37,6 +37,10 @@ struct outbox {
 void outbox_history(struct outbox *o, const char *job, const struct history_rec *rec);
 /* Queues the end of run member's registration (claim_release). */
 void outbox_release(struct outbox *o, const char *job, const char *member);
+/* Queues the end of a run dispatched to this node (assign_end: its
+ * registration, its capacity, its assignment's field). */
+void outbox_assign_end(struct outbox *o, const char *job, const char *field, const char *node,
+                       const char *run_id);
 /* Queues the news of manual run run (request trigger_id): started (rec
  * NULL), or ended with rec's outcome, which also ends its registration. */
 void outbox_trigger(struct outbox *o, const struct run *run, const char *trigger_id,

@@ -18,6 +18,7 @@
 
 struct jobtable;
 struct hooks;
+struct dispatch;
 
 struct rctx {
     const char *node, *group;        /* the runner's copies */
@@ -28,6 +29,7 @@ struct rctx {
     struct jobtable *jt;             /* the coordinator's */
     struct outbox *out;              /* the coordinator's */
     struct recorder *rec;            /* the coordinator's */
+    struct dispatch *disp;           /* the coordinator's (dispatch.h) */
     bool leading;
     uint64_t term;
     int64_t guard_ns;     /* a cover's stop point: its end less this */

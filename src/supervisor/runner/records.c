@@ -61,6 +61,40 @@ void records_run(struct recorder *rc, const struct run *run, const char *trigger
     hooks_run_ended(rc->hooks, run, retry_follows);
 }
 
+void records_assigned(struct recorder *rc, const struct run *run, const char *field,
+                      const char *reason)
+{
+    struct history_rec rec;
+    run_record(run, rc->node, &rec);
+    if (run->started_wall_ms > 0) {
+        rec.dispatched = true;
+        rec.dispatch_ms = run->started_wall_ms - run->tick * 1000;
+    }
+    if ((rec.reason == NULL || rec.reason[0] == '\0') && reason != NULL)
+        rec.reason = reason;
+    outbox_history(rc->out, run->job->name, &rec);
+    outbox_assign_end(rc->out, run->job->name, field, rc->node, run->id);
+    hooks_run_ended(rc->hooks, run, false);
+}
+
+void records_lost(struct recorder *rc, const char *job, uint64_t term, int64_t tick,
+                  const char *node, const char *run_id, int attempt, const char *reason)
+{
+    struct history_rec rec = {.run_id = run_id,
+                              .node = node,
+                              .term = term,
+                              .scheduled_at = tick,
+                              .until = tick,
+                              .ticks = 1,
+                              .trigger = attempt > 1 ? "retry" : "schedule",
+                              .outcome = HO_LOST,
+                              .exit_code = -1,
+                              .signal = "",
+                              .attempt = attempt,
+                              .reason = reason};
+    outbox_history(rc->out, job, &rec);
+}
+
 void records_not_started(struct recorder *rc, const struct job *job, uint64_t term, const char *id,
                          const char *member, int64_t tick, bool missed, const char *why)
 {

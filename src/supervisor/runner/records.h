@@ -37,6 +37,16 @@ void records_skipped_one(struct recorder *rc, const char *job, uint64_t term, in
 void records_run(struct recorder *rc, const struct run *run, const char *trigger_id,
                  bool retry_follows);
 
+/* Records a run dispatched to this node (run_on other than leader) that
+ * ended, with its dispatch delay (reason, may be NULL: said when the run
+ * has none of its own), and ends its assignment (field; assign_end). */
+void records_assigned(struct recorder *rc, const struct run *run, const char *field,
+                      const char *reason);
+/* Records job's tick as lost (the leader's word): its run_id's attempt ran
+ * on node, which was lost while it ran, because of reason. */
+void records_lost(struct recorder *rc, const char *job, uint64_t term, int64_t tick,
+                  const char *node, const char *run_id, int attempt, const char *reason);
+
 /* Records tick of job, claimed under run id (its registration member) in
  * term, as failed to start because of why (logged job_end). */
 void records_not_started(struct recorder *rc, const struct job *job, uint64_t term, const char *id,

@@ -11,8 +11,11 @@
  *   jobtable.c  the records, the heap of when each has something to do,
  *               jobs.yaml's generations
  *
- * The order of calls is one way: runner -> control -> claimer -> runs ->
- * jobtable -> records -> outbox, ticks and steps below all.
+ *   dispatch.c  run_on other than leader: offers to members and what is
+ *               outstanding (the leader), offers accepted (every node)
+ *
+ * The order of calls is one way: runner -> control -> claimer -> dispatch
+ * -> runs -> jobtable -> records -> outbox, ticks and steps below all.
  *
  * A tick's instant is when its run begins: the tick, delayed by its job's
  * jitter (sched_start_ms); everything here that waits for a tick waits
@@ -34,6 +37,7 @@
 
 #include "claimer.h"
 #include "control.h"
+#include "dispatch.h"
 #include "hook.h"
 #include "jobtable.h"
 #include "outbox.h"
@@ -64,6 +68,7 @@ struct runner {
     struct control ctl;
     struct runs runs;
     struct pools pools;     /* the waiting ticks of each pool, in order (pools.h) */
+    struct dispatch disp;
     int64_t wall_offset_ms; /* wall - monotonic when the keys were computed */
     int64_t turn_end;       /* this turn of the loop yields at this time (TURN_BUDGET_MS) */
     int64_t lost_retry_at;  /* not leading, with lost claims to settle: the next try; 0: none */
@@ -349,6 +354,7 @@ struct runner *runner_new(const struct runner_host *host)
                          .jt = &r->jt,
                          .out = &r->out,
                          .rec = &r->rec,
+                         .disp = &r->disp,
                          .guard_ns = host->guard_ns,
                          .lease_ttl_ms = host->lease_ttl_ms,
                          .may_block = host->may_block,
@@ -372,6 +378,7 @@ struct runner *runner_new(const struct runner_host *host)
                                    .output_bytes = host->output_bytes,
                                    .fault_start = host->fault_start};
     r->runs.kill_margin_ns = host->kill_margin_ns;
+    r->disp.capacity = host->capacity;
     r->runs.refresh_ms = host->refresh_ms;
     return r;
 }
@@ -382,6 +389,10 @@ int runner_set_jobs(struct runner *r, struct jobs *jobs)
     if (rc != BATON_OK)
         return rc;
     pools_rebuild(r);
+    bool fleet = false;
+    for (struct jobstate *js = r->jt.states; js != NULL && !fleet; js = js->next)
+        fleet = job_run_on(js->job, NULL) != JOB_RUN_ON_LEADER;
+    dispatch_jobs(&r->disp, fleet);
     /* New and changed jobs are looked at now; the others keep their keys:
      * making 10,000 unchanged jobs due at once would hold the next
      * instant's claims behind them. */
@@ -402,6 +413,7 @@ void runner_free(struct runner *r)
         return;
     r->h.hooks = r->x.hooks = r->rec.hooks = NULL; /* going away: no hook starts now */
     runs_free(&r->runs);
+    dispatch_clear(&r->disp);
     for (struct jobstate *js = r->jt.states; js != NULL; js = js->next)
         control_job_clear(&r->ctl, &js->ctl);
     jobtable_free(&r->jt);
@@ -550,6 +562,7 @@ void runner_lead(struct runner *r, uint64_t term, int64_t lease_deadline_ns)
     r->cl.no_catchup = baton_election_server_changed(r->h.election);
     r->cl.no_catchup_logged = false;
     r->runs.lease_deadline = lease_deadline_ns;
+    r->disp.tend_at = loop_now(); /* what the last leader left outstanding: adopted */
     for (struct jobstate *js = r->jt.states; js != NULL; js = js->next)
         clear_schedule(r, js);
     control_forget_all(&r->ctl);
@@ -589,7 +602,24 @@ void runner_unlead(struct runner *r)
     for (struct jobstate *js = r->jt.states; js != NULL; js = js->next)
         clear_schedule(r, js);
     control_forget_all(&r->ctl);
+    dispatch_clear(&r->disp); /* offers without an answer: the next leader finds them, or not */
     runner_on_timer(r);
+}
+
+void runner_close(struct runner *r)
+{
+    dispatch_close(&r->disp);
+    runner_on_timer(r);
+}
+
+bool runner_accepting(const struct runner *r)
+{
+    return !r->disp.closed;
+}
+
+size_t runner_assigned(const struct runner *r)
+{
+    return runs_assigned(&r->runs);
 }
 
 int runner_handover(struct runner *r, int64_t lease_deadline_ns)
@@ -620,6 +650,7 @@ static void rearm(struct runner *r)
         rtime_earliest(&next, top->key);
     rtime_earliest(&next, r->x.leading ? r->ctl.at : r->lost_retry_at);
     rtime_earliest(&next, r->out.retry_at);
+    rtime_earliest(&next, dispatch_next(&r->x, &r->disp));
     /* The go of prepared runs on the exact wall timer, and on the monotonic
      * one a millisecond later (the fallback: a wall timer that fired
      * already, or cannot be had; the instant as the wall clock shows it
@@ -669,6 +700,8 @@ void runner_on_timer(struct runner *r)
     }
     runs_tend(&r->x, &r->runs, now);
     runs_fence_lease(&r->x, &r->runs, now);
+    dispatch_tend(&r->x, &r->disp, now);
+    dispatch_poll(&r->x, &r->disp, &r->runs, now);
     if (r->x.leading && r->ctl.at != 0 && r->ctl.at <= now)
         control_read(&r->x, &r->ctl, &r->runs, now);
     /* Every job that has something to do now, earliest first, for at most
@@ -724,6 +757,8 @@ void runner_on_message(struct runner *r, const char *msg, size_t len)
                                 (len > 7 && strncmp(msg, "paused ", 7) == 0) ||
                                 (len > 8 && strncmp(msg, "resumed ", 8) == 0))) {
         r->ctl.at = loop_now(); /* read at once, below */
+    } else if (len > 6 && strncmp(msg, "offer ", 6) == 0) {
+        dispatch_heard(&r->x, &r->disp, msg + 6, len - 6);
     } else if (len > 5 && strncmp(msg, "stop ", 5) == 0) {
         size_t nl = strlen(r->node);
         const char *member = msg + 5;

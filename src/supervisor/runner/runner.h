@@ -66,6 +66,7 @@ struct runner_host { /* node and group are copied; the rest is borrowed */
     int64_t guard_ns;        /* stop point = end of a registration - guard_ns */
     int64_t control_poll_ms; /* the leader reads pauses and requests this often at least */
     int64_t kill_margin_ns;  /* runs are dead this long before it ends */
+    int64_t capacity;        /* the most runs this node takes from the fleet (dispatch.h) */
     /* True when a blocking Redis call (up to redis_timeout) may start now. */
     bool (*may_block)(void *ctx);
     /* Called when the last run alive ended. */
@@ -126,6 +127,14 @@ void runner_stop_scheduling(struct runner *r);
  * leader's runs on their own. Returns 0, or the error (the runs then stay
  * covered by the lease only: the runner stops them before it ends). */
 int runner_handover(struct runner *r, int64_t lease_deadline_ns);
+
+/* This node stops accepting runs of other nodes' offers (dispatch.h):
+ * it is going away (SIGTERM). */
+void runner_close(struct runner *r);
+/* False once runner_close() was called (heartbeats say so). */
+bool runner_accepting(const struct runner *r);
+/* Runs alive here that members' offers brought (its capacity in use). */
+size_t runner_assigned(const struct runner *r);
 
 /* Runs alive (of any term). Hooks are not runs (hook.h). */
 size_t runner_running(const struct runner *r);

@@ -55,16 +55,19 @@ static void discard(struct runs *rs, struct rrun *rr)
     free(rr);
 }
 
-struct rrun *runs_start(const struct rctx *x, struct runs *rs, struct jobstate *js, const char *id,
-                        int64_t tick, int attempt, enum run_trigger trigger, const char *trigger_id,
-                        bool prepared, enum tick_state state)
+/* runs_start() and runs_accepted(): a run covered by the lease, or (own)
+ * by its own registration, in term. */
+static struct rrun *start(const struct rctx *x, struct runs *rs, struct jobstate *js,
+                          const char *id, int64_t tick, int attempt, enum run_trigger trigger,
+                          const char *trigger_id, bool prepared, enum tick_state state,
+                          const struct assign *a, uint64_t term)
 {
     struct rrun *rr = calloc(1, sizeof *rr);
     if (rr == NULL) { /* no memory for even the record: a tiny one on the stack */
         struct run gone = {.job = js->job,
                            .tick = tick,
                            .attempt = attempt,
-                           .term = x->term,
+                           .term = term,
                            .trigger = trigger,
                            .state = RUN_EXITED,
                            .outcome = HO_FAILED_TO_START,
@@ -82,23 +85,35 @@ struct rrun *runs_start(const struct rctx *x, struct runs *rs, struct jobstate *
                           &(struct log_facts){.job = js->job->name, .outcome = HO_FAILED_TO_START});
         if (trigger_id == NULL)
             ticklife_move(x, js->job->name, tick, &state, TICK_EV_START_FAILED);
-        records_run(x->rec, &gone, trigger_id, false);
+        if (a != NULL)
+            records_assigned(x->rec, &gone, a->field, NULL);
+        else
+            records_run(x->rec, &gone, trigger_id, false);
         return NULL;
     }
     int64_t term_at, kill_at;
-    fence_of(x, rs, false, &term_at, &kill_at);
+    fence_of(x, rs, a != NULL, &term_at, &kill_at);
     rr->next = rs->list;
     rs->list = rr;
     rs->n++;
     if (trigger_id != NULL)
         snprintf(rr->trigger_id, sizeof rr->trigger_id, "%s", trigger_id);
+    if (a != NULL) {
+        rr->own = true;
+        snprintf(rr->field, sizeof rr->field, "%s", a->field);
+        snprintf(rr->avalue, sizeof rr->avalue, "%s", a->value);
+        rr->moves = a->moves;
+    }
     rr->tick = state;
-    bool started = run_start(&rr->run, &rs->env, js->job, id, tick, attempt, x->term, trigger,
-                             term_at, kill_at, prepared);
+    bool started = run_start(&rr->run, &rs->env, js->job, id, tick, attempt, term, trigger, term_at,
+                             kill_at, prepared);
     if (!started || !rr->run.prepared) /* a prepared one starts at its go */
         move_tick(x, rr, started ? TICK_EV_START : TICK_EV_START_FAILED);
     if (!started) {
-        records_run(x->rec, &rr->run, trigger_id, false); /* failed_to_start: logged */
+        if (a != NULL) /* failed_to_start: logged */
+            records_assigned(x->rec, &rr->run, a->field, NULL);
+        else
+            records_run(x->rec, &rr->run, trigger_id, false);
         discard(rs, rr);
         return NULL;
     }
@@ -109,6 +124,43 @@ struct rrun *runs_start(const struct rctx *x, struct runs *rs, struct jobstate *
     if (!rr->run.prepared)
         rctx_runs_changed(x);
     return rr;
+}
+
+struct rrun *runs_start(const struct rctx *x, struct runs *rs, struct jobstate *js, const char *id,
+                        int64_t tick, int attempt, enum run_trigger trigger, const char *trigger_id,
+                        bool prepared, enum tick_state state)
+{
+    return start(x, rs, js, id, tick, attempt, trigger, trigger_id, prepared, state, NULL, x->term);
+}
+
+/* The end of a registration measured from the send time of the request
+ * that confirmed it, less the drift the library allows a lease. */
+static int64_t cover_from(int64_t sent_ns, int64_t ttl_ms)
+{
+    return sent_ns + (ttl_ms - ttl_ms / 100 - 2) * MS;
+}
+
+struct rrun *runs_accepted(const struct rctx *x, struct runs *rs, struct jobstate *js,
+                           const struct assign *a, uint64_t term, int64_t sent_ns)
+{
+    /* Its registration ends no sooner than the oldest confirmed of the
+     * others': they share one cover, refreshed together (runs_tend). */
+    int64_t cover = cover_from(sent_ns, x->lease_ttl_ms);
+    if (rs->own_cover == 0 || cover < rs->own_cover)
+        rs->own_cover = cover;
+    if (rs->own_refresh_at == 0)
+        rs->own_refresh_at = loop_now() + rs->refresh_ms * MS;
+    return start(x, rs, js, a->run_id, a->tick, a->attempt,
+                 a->attempt > 1 ? RUN_TRIGGER_RETRY : RUN_TRIGGER_SCHEDULE, NULL, true,
+                 TICK_ACCEPTED, a, term);
+}
+
+size_t runs_assigned(const struct runs *rs)
+{
+    size_t n = 0;
+    for (const struct rrun *rr = rs->list; rr != NULL; rr = rr->next)
+        n += rr->field[0] != '\0';
+    return n;
 }
 
 static int64_t retry_delay_ms(const struct job *job, int attempt)
@@ -158,6 +210,13 @@ static void finish(const struct rctx *x, struct runs *rs, struct rrun *rr)
             records_skipped_one(x->rec, run->job->name, x->term, run->tick, HO_SKIPPED, run->error);
         }
         outbox_release(x->out, run->job->name, run->member);
+    } else if (rr->field[0] != '\0') { /* dispatched here: no retry (the leader's) */
+        char why[96] = "";
+        if (rr->moves > 0)
+            snprintf(why, sizeof why, "offered %d more time(s) before this node took it",
+                     rr->moves);
+        move_tick(x, rr, rr->tick == TICK_ACCEPTED ? TICK_EV_START_FAILED : TICK_EV_END);
+        records_assigned(x->rec, run, rr->field, why[0] != '\0' ? why : NULL);
     } else {
         if (!retry) /* a prepared run that never went did not start */
             move_tick(x, rr, rr->tick == TICK_CLAIMED ? TICK_EV_START_FAILED : TICK_EV_END);
@@ -271,13 +330,6 @@ void runs_lease_renewed(const struct rctx *x, struct runs *rs, int64_t deadline)
     }
     free(e);
     free(which);
-}
-
-/* The end of a registration measured from the send time of the request
- * that confirmed it, less the drift the library allows a lease. */
-static int64_t cover_from(int64_t sent_ns, int64_t ttl_ms)
-{
-    return sent_ns + (ttl_ms - ttl_ms / 100 - 2) * MS;
 }
 
 int runs_handover(const struct rctx *x, struct runs *rs, int64_t deadline)
@@ -430,6 +482,21 @@ void runs_go(const struct rctx *x, struct runs *rs, bool late, int64_t stepped_n
         } else if (late) {
             why = "the lease reached its stop point before the tick's instant (the leader "
                   "was stalled): not run";
+        }
+        if (why == NULL && rr->field[0] != '\0') {
+            /* Dispatched here: marked started before its exec, or not run
+             * (the leader may have offered it elsewhere already). */
+            if (!rctx_may_block(x))
+                continue; /* the gate: looked at again in a millisecond */
+            struct assign a;
+            int rc = assign_parse(rr->field, rr->avalue, &a)
+                         ? assign_started(x->client, x->group, run->job->name, &a)
+                         : BATON_EPROTO;
+            if (rc == BATON_ELOST)
+                why = "its registration lapsed before the tick's instant (the leader may offer "
+                      "it to another member): not run here";
+            else if (rc != BATON_OK)
+                why = "it could not be marked started in Redis: not run";
         }
         if (why != NULL)
             run_cancel(run, HO_FAILED_TO_START, why);

@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "assign.h"
 #include "claim.h"
 #include "rctx.h"
 #include "run.h"
@@ -55,6 +56,13 @@ struct rrun {
     bool own;            /* registered on its own (after a handover), not by the lease */
     char trigger_id[TRIGGER_ID_MAX + 1]; /* a manual run's request; "" for a tick's run */
     enum tick_state tick;                /* a tick's run: the tick's state (ticklife.h) */
+    /* A run dispatched to this node (run_on other than leader; own): its
+     * assignment's field ("" for the others) and value as accepted (what
+     * assign_started() expects), and how many times it was offered again
+     * before (said in its record). */
+    char field[ASSIGN_FIELD_MAX];
+    char avalue[ASSIGN_VALUE_MAX];
+    int moves;
     struct rrun *next;
 };
 
@@ -77,6 +85,18 @@ struct runs {
 struct rrun *runs_start(const struct rctx *x, struct runs *rs, struct jobstate *js, const char *id,
                         int64_t tick, int attempt, enum run_trigger trigger, const char *trigger_id,
                         bool prepared, enum tick_state state);
+/* Starts the run of a's tick of js, which this node has just accepted
+ * (assign_accept() sent at sent_ns; the offering leader's term): on its
+ * own registration (as a handed-over run), prepared: at the tick's
+ * instant runs_go() marks it started (assign_started()) and only then
+ * sends the go. Its end is recorded with its dispatch delay and ends the
+ * assignment (records_assigned). Returns the run, or NULL (its start
+ * failed, recorded). */
+struct rrun *runs_accepted(const struct rctx *x, struct runs *rs, struct jobstate *js,
+                           const struct assign *a, uint64_t term, int64_t sent_ns);
+/* Runs dispatched to this node, alive. */
+size_t runs_assigned(const struct runs *rs);
+
 /* A child exited: if it is one of the runs, it is reaped, retried when it
  * failed and its job allows (not a manual run: whoever asked sees its
  * outcome), recorded (held, when a pause cancelled it before its instant),

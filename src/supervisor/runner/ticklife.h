@@ -17,6 +17,12 @@
  *        busy, full,       lost   held        retrying
  *        refused           answer (a pause)   (the next attempt)
  *
+ * and one dispatched to a member (run_on other than leader; dispatch.h):
+ * claimed -> assigned (offered; again when its offer expires or its member
+ * is lost before starting it) -> accepted (on the member) -> running ->
+ * recorded; assigned -> recorded (lost while it ran: recorded lost), or
+ * assigned again (the same, offered again as the next attempt).
+ *
  * and one that does not ends in not_started, skipped, superseded, missed,
  * taken or left. TICK_MOVES below is the whole table, each row with the
  * place that makes the move.
@@ -63,6 +69,8 @@
     X(RUNNING, "running", false)                                                                   \
     X(RETRYING, "retrying", false)                                                                 \
     X(HELD, "held", false)                                                                         \
+    X(ASSIGNED, "assigned", false)                                                                 \
+    X(ACCEPTED, "accepted", false)                                                                 \
     X(RECORDED, "recorded", true)                                                                  \
     X(NOT_STARTED, "not_started", true)                                                            \
     X(SKIPPED, "skipped", true)                                                                    \
@@ -100,7 +108,13 @@ enum tick_state {
     X(RESUME, "resume", "the pause ended with catch-up: to start now")                             \
     X(END, "end", "its run ended and is recorded, no retry follows")                               \
     X(RETRY, "retry", "its run failed and is recorded: the next attempt waits")                    \
-    X(FORGET, "forget", "this node lets it go: leadership ended, job changed, caught up afresh")
+    X(FORGET, "forget", "this node lets it go: leadership ended, job changed, caught up afresh")   \
+    X(ASSIGN, "assign", "offered to a member (run_on other than leader; dispatch.h)")              \
+    X(REASSIGN, "reassign",                                                                        \
+      "offered again: not accepted in time, or its member was lost before "                        \
+      "it started it")                                                                             \
+    X(ACCEPT, "accept", "this node accepted the leader's offer of it")                             \
+    X(LOST, "lost", "its member was lost while it ran: recorded lost, no retry follows")
 
 enum tick_event {
 #define TICK_EVENT_ENUM_(id, name, doc) TICK_EV_##id,
@@ -145,7 +159,15 @@ enum tick_event {
     X(HELD, RESUME, CLAIMED)               /* control.c resume_catchup */                          \
     X(HELD, SKIP, SKIPPED)                 /* control.c control_record_held */                     \
     X(HELD, DROP, MISSED)                  /* control.c resume_catchup */                          \
-    X(HELD, SUPERSEDE, SUPERSEDED)         /* control.c resume_catchup */
+    X(HELD, SUPERSEDE, SUPERSEDED)         /* control.c resume_catchup */                          \
+    X(CLAIMED, ASSIGN, ASSIGNED)           /* dispatch.c dispatch_offer */                         \
+    X(ASSIGNED, REASSIGN, ASSIGNED)        /* dispatch.c tend: expired, lost before its start */   \
+    X(ASSIGNED, RETRY, ASSIGNED)           /* dispatch.c tend: lost while it ran, retried */       \
+    X(ASSIGNED, LOST, RECORDED)            /* dispatch.c tend: lost while it ran, no retry */      \
+    X(ASSIGNED, START_FAILED, NOT_STARTED) /* dispatch.c: no member for it, or none took it */     \
+    X(ASSIGNED, ACCEPT, ACCEPTED)          /* dispatch.c: on the member that accepts it */         \
+    X(ACCEPTED, START, RUNNING)            /* runs.c runs_go: marked started, then its exec */     \
+    X(ACCEPTED, START_FAILED, NOT_STARTED) /* runs.c: not marked started, or its shim failed */
 
 /* The state after event e in state s, or TICK_REFUSED. */
 enum tick_state tick_next_state(enum tick_state s, enum tick_event e);

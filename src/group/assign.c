@@ -1,0 +1,557 @@
+/* assign.c -- see assign.h. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "assign.h"
+#include "baton.h"
+#include "keys.h"
+
+/* ------------------------------------------------------------------------ */
+/* The choice */
+
+bool assign_has_labels(const struct assign_node *n, const char *const *labels, size_t nlabels)
+{
+    for (size_t i = 0; i < nlabels; i++) {
+        bool has = false;
+        for (size_t k = 0; k < n->nlabels && !has; k++)
+            has = strcmp(n->labels[k], labels[i]) == 0;
+        if (!has)
+            return false;
+    }
+    return true;
+}
+
+/* FNV-1a, 64 bits, over s continuing from h. */
+static uint64_t fnv(uint64_t h, const char *s)
+{
+    for (; *s != '\0'; s++) {
+        h ^= (unsigned char)*s;
+        h *= UINT64_C(1099511628211);
+    }
+    return h;
+}
+
+/* A final mix (splitmix64's), so that seeds one apart spread. */
+static uint64_t mix(uint64_t h)
+{
+    h ^= h >> 30;
+    h *= UINT64_C(0xbf58476d1ce4e5b9);
+    h ^= h >> 27;
+    h *= UINT64_C(0x94d049bb133111eb);
+    return h ^ (h >> 31);
+}
+
+uint64_t assign_seed(const char *job, int64_t tick, const char *salt)
+{
+    char t[24];
+    snprintf(t, sizeof t, " %" PRId64 " ", tick);
+    return mix(fnv(fnv(fnv(UINT64_C(14695981039346656037), job), t), salt != NULL ? salt : ""));
+}
+
+/* -1, 0, 1 as a's load relative to its capacity is below, equal to, or
+ * above b's (in_use / capacity, compared without division). */
+static int load_cmp(const struct assign_node *a, const struct assign_node *b)
+{
+    /* capacity <= 1e6 and in_use below it (config bounds): no overflow */
+    int64_t l = a->in_use * b->capacity, r = b->in_use * a->capacity;
+    return l < r ? -1 : l > r;
+}
+
+static long choose(const struct assign_node *v, size_t n, const char *const *labels, size_t nlabels,
+                   const char *avoid, uint64_t seed)
+{
+    long best = -1;
+    uint64_t best_h = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct assign_node *c = &v[i];
+        if (!c->alive || c->capacity <= 0 || c->in_use >= c->capacity ||
+            !assign_has_labels(c, labels, nlabels) ||
+            (avoid != NULL && strcmp(c->node, avoid) == 0))
+            continue;
+        uint64_t h = mix(fnv(seed, c->node));
+        int cmp = best < 0 ? -1 : load_cmp(c, &v[best]);
+        if (cmp < 0 ||
+            (cmp == 0 && (h < best_h || (h == best_h && strcmp(c->node, v[best].node) < 0)))) {
+            best = (long)i;
+            best_h = h;
+        }
+    }
+    return best;
+}
+
+long assign_choose(const struct assign_node *v, size_t n, const char *const *labels, size_t nlabels,
+                   const char *avoid, uint64_t seed)
+{
+    long i = choose(v, n, labels, nlabels, avoid, seed);
+    return i >= 0 || avoid == NULL ? i : choose(v, n, labels, nlabels, NULL, seed);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Values */
+
+static const char *const state_names[] = {"offered", "accepted", "started"};
+
+const char *assign_state_name(enum assign_state s)
+{
+    return (int)s >= 0 && s <= ASSIGN_STARTED ? state_names[s] : "?";
+}
+
+bool assign_parse(const char *field, const char *value, struct assign *a)
+{
+    char state[16], node[sizeof a->node], run[sizeof a->run_id];
+    int attempt, moves, used = 0;
+    int64_t at, tick;
+    if (strlen(field) >= sizeof a->field || strlen(value) >= sizeof a->value)
+        return false;
+    char f[sizeof a->field], v[sizeof a->value]; /* field or value may be a's own */
+    snprintf(f, sizeof f, "%s", field);
+    snprintf(v, sizeof v, "%s", value);
+    field = f;
+    value = v;
+    memset(a, 0, sizeof *a);
+    /* widths: sizeof - 1 of each buffer */
+    if (sscanf(value, "%15s %159s %d %" SCNd64 " %95s %d%n", state, node, &attempt, &at, run,
+               &moves, &used) != 6 ||
+        value[used] != '\0' || attempt < 1 || at < 0 || moves < 0)
+        return false;
+    int s = -1;
+    for (int i = 0; i <= ASSIGN_STARTED; i++)
+        if (strcmp(state, state_names[i]) == 0)
+            s = i;
+    char *end = NULL;
+    tick = strtoll(field, &end, 10);
+    if (s < 0 || end == field || (*end != '\0' && *end != '/') || tick <= 0)
+        return false;
+    if (*end == '/' && strcmp(end + 1, node) != 0)
+        return false; /* run_on: all: the field names its node */
+    snprintf(a->field, sizeof a->field, "%s", field);
+    snprintf(a->value, sizeof a->value, "%s", value);
+    snprintf(a->node, sizeof a->node, "%s", node);
+    snprintf(a->run_id, sizeof a->run_id, "%s", run);
+    a->tick = tick;
+    a->state = (enum assign_state)s;
+    a->attempt = attempt;
+    a->at_ms = at;
+    a->moves = moves;
+    return true;
+}
+
+bool assign_format(struct assign *a)
+{
+    int n =
+        snprintf(a->value, sizeof a->value, "%s %s %d %" PRId64 " %s %d",
+                 assign_state_name(a->state), a->node, a->attempt, a->at_ms, a->run_id, a->moves);
+    return n > 0 && (size_t)n < sizeof a->value;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Scripts. Keys other than KEYS[] are built from ARGV's prefix
+ * "baton:{G}:": the same slot ({G}), one server only. */
+
+#define NOW_LUA                                                                                    \
+    "local t = redis.call('time')\n"                                                               \
+    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+
+/* parse(v) -> state, node, attempt, at, run, moves; reofferable(v, busy):
+ * an offer past its deadline, or a run whose registration is gone. */
+#define PARSE_LUA                                                                                  \
+    "local function parse(v)\n"                                                                    \
+    "  return string.match(v, '^(%S+) (%S+) (%d+) (%d+) (%S+) (%d+)$')\n"                          \
+    "end\n"                                                                                        \
+    "local function reofferable(v, busy)\n"                                                        \
+    "  local s, node, _, at, run = parse(v)\n"                                                     \
+    "  if not s then return false end\n"                                                           \
+    "  if s == 'offered' then return tonumber(at) <= now end\n"                                    \
+    "  local sc = redis.call('zscore', busy, node .. '/' .. run)\n"                                \
+    "  return not sc or tonumber(sc) <= now\n"                                                     \
+    "end\n"
+
+/* KEYS: leader, busy:J, assign:J. ARGV: token, field, expect ('' none),
+ * from ('' none), prefix, job, mode (offer, drop), and for an offer node,
+ * attempt, run_id, moves, offer_ms, events channel. Returns {-1} not the
+ * leader, {0} not done, {1, value} done. */
+static const char offer_src[] =
+    "if redis.call('get', KEYS[1]) ~= ARGV[1] then return {-1} end\n" NOW_LUA PARSE_LUA
+    "local cur = redis.call('hget', KEYS[3], ARGV[2])\n"
+    "if ARGV[3] == '' then\n"
+    "  if cur then return {0} end\n"
+    "else\n"
+    "  if cur ~= ARGV[3] or not reofferable(cur, KEYS[2]) then return {0} end\n"
+    "  local _, node, _, _, run = parse(cur)\n"
+    "  redis.call('zrem', KEYS[2], node .. '/' .. run)\n"
+    "  redis.call('zrem', ARGV[5] .. 'offers:' .. node, ARGV[6] .. ' ' .. ARGV[2])\n"
+    "  redis.call('zrem', ARGV[5] .. 'load:' .. node, ARGV[6] .. ' ' .. run)\n"
+    "end\n"
+    "if ARGV[4] ~= '' then redis.call('zrem', KEYS[2], ARGV[4]) end\n"
+    "if ARGV[7] == 'drop' then\n"
+    "  redis.call('hdel', KEYS[3], ARGV[2])\n"
+    "  return {1, ''}\n"
+    "end\n"
+    "local dl = now + tonumber(ARGV[12])\n"
+    "local v = 'offered ' .. ARGV[8] .. ' ' .. ARGV[9] .. ' ' .. dl .. ' ' .. ARGV[10] ..\n"
+    "          ' ' .. ARGV[11]\n"
+    "redis.call('hset', KEYS[3], ARGV[2], v)\n"
+    "redis.call('zadd', KEYS[2], dl, ARGV[8] .. '/' .. ARGV[10])\n"
+    "if redis.call('pttl', KEYS[2]) < tonumber(ARGV[12]) + 3600000 then\n"
+    "  redis.call('pexpire', KEYS[2], tonumber(ARGV[12]) + 3600000)\n"
+    "end\n"
+    "local offers = ARGV[5] .. 'offers:' .. ARGV[8]\n"
+    "redis.call('zremrangebyscore', offers, '-inf', now)\n"
+    "redis.call('zadd', offers, dl, ARGV[6] .. ' ' .. ARGV[2])\n"
+    "redis.call('pexpire', offers, tonumber(ARGV[12]) + 3600000)\n"
+    "redis.call('publish', ARGV[13], 'offer ' .. ARGV[8])\n"
+    "return {1, v}\n";
+
+/* The capacity in use of node: its accepted runs whose registration is
+ * alive (the others pruned when prune is true). */
+#define LOAD_LUA                                                                                   \
+    "local function load(prefix, node, prune)\n"                                                   \
+    "  local key = prefix .. 'load:' .. node\n"                                                    \
+    "  local n = 0\n"                                                                              \
+    "  for _, e in ipairs(redis.call('zrange', key, 0, -1)) do\n"                                  \
+    "    local j, r = string.match(e, '^(%S+) (%S+)$')\n"                                          \
+    "    local sc = j and redis.call('zscore', prefix .. 'busy:' .. j, node .. '/' .. r)\n"        \
+    "    if sc and tonumber(sc) > now then n = n + 1\n"                                            \
+    "    elseif prune then redis.call('zrem', key, e) end\n"                                       \
+    "  end\n"                                                                                      \
+    "  return n\n"                                                                                 \
+    "end\n"
+
+/* KEYS: busy:J, assign:J, offers:N, load:N. ARGV: field, node, capacity,
+ * ttl_ms, job, prefix. Returns {0} gone, {1, value} accepted, {2} full. */
+static const char accept_src[] = NOW_LUA PARSE_LUA LOAD_LUA
+    "local offer = ARGV[5] .. ' ' .. ARGV[1]\n"
+    "local cur = redis.call('hget', KEYS[2], ARGV[1])\n"
+    "local s, node, att, at, run, moves\n"
+    "if cur then s, node, att, at, run, moves = parse(cur) end\n"
+    "if not s or s ~= 'offered' or node ~= ARGV[2] or tonumber(at) <= now then\n"
+    "  redis.call('zrem', KEYS[3], offer)\n"
+    "  return {0}\n"
+    "end\n"
+    "if load(ARGV[6], ARGV[2], true) >= tonumber(ARGV[3]) then return {2} end\n"
+    "redis.call('zrem', KEYS[3], offer)\n"
+    "local exp = now + tonumber(ARGV[4])\n"
+    "redis.call('zadd', KEYS[1], exp, node .. '/' .. run)\n"
+    "if redis.call('pttl', KEYS[1]) < tonumber(ARGV[4]) + 3600000 then\n"
+    "  redis.call('pexpire', KEYS[1], tonumber(ARGV[4]) + 3600000)\n"
+    "end\n"
+    "redis.call('zadd', KEYS[4], now, ARGV[5] .. ' ' .. run)\n"
+    "local v = 'accepted ' .. node .. ' ' .. att .. ' ' .. now .. ' ' .. run .. ' ' .. moves\n"
+    "redis.call('hset', KEYS[2], ARGV[1], v)\n"
+    "return {1, v}\n";
+
+/* KEYS: busy:J, assign:J. ARGV: field, value (accepted, as accepted).
+ * Returns 1 (started), 0 (no longer this run's). */
+static const char started_src[] = NOW_LUA PARSE_LUA
+    "if redis.call('hget', KEYS[2], ARGV[1]) ~= ARGV[2] or reofferable(ARGV[2], KEYS[1]) then\n"
+    "  return 0\n"
+    "end\n"
+    "redis.call('hset', KEYS[2], ARGV[1], 'started' .. string.sub(ARGV[2], 9))\n"
+    "return 1\n";
+
+/* KEYS: busy:J, assign:J, load:N. ARGV: field, node, run_id, job, ended
+ * channel. */
+static const char end_src[] = PARSE_LUA
+    "redis.call('zrem', KEYS[1], ARGV[2] .. '/' .. ARGV[3])\n"
+    "redis.call('zrem', KEYS[3], ARGV[4] .. ' ' .. ARGV[3])\n"
+    "local cur = redis.call('hget', KEYS[2], ARGV[1])\n"
+    "if cur then\n"
+    "  local _, node, _, _, run = parse(cur)\n"
+    "  if node == ARGV[2] and run == ARGV[3] then redis.call('hdel', KEYS[2], ARGV[1]) end\n"
+    "end\n"
+    "redis.call('publish', ARGV[5], 'ended ' .. ARGV[4])\n"
+    "return 1\n";
+
+/* KEYS: assign:J, busy:J. ARGV: max. Returns {now, field, value, alive,
+ * ...}. */
+static const char list_src[] =
+    NOW_LUA PARSE_LUA "local out = {now}\n"
+                      "local all = redis.call('hgetall', KEYS[1])\n"
+                      "for i = 1, #all, 2 do\n"
+                      "  if #out >= 1 + 3 * tonumber(ARGV[1]) then break end\n"
+                      "  out[#out + 1] = all[i]\n"
+                      "  out[#out + 1] = all[i + 1]\n"
+                      "  out[#out + 1] = reofferable(all[i + 1], KEYS[2]) and 0 or 1\n"
+                      "end\n"
+                      "return out\n";
+
+/* KEYS: offers:N. ARGV: max. The offers not past their deadline. */
+static const char offers_src[] =
+    NOW_LUA "redis.call('zremrangebyscore', KEYS[1], '-inf', now)\n"
+            "return redis.call('zrange', KEYS[1], 0, tonumber(ARGV[1]) - 1)\n";
+
+/* ARGV: prefix, nodes... Returns each node's runs alive and offers open. */
+static const char loads_src[] = NOW_LUA LOAD_LUA
+    "local out = {}\n"
+    "for i = 2, #ARGV do\n"
+    "  local offers = redis.call('zcount', ARGV[1] .. 'offers:' .. ARGV[i], '(' .. now, '+inf')\n"
+    "  out[#out + 1] = load(ARGV[1], ARGV[i], false) + offers\n"
+    "end\n"
+    "return out\n";
+
+/* Runs script with nkeys keys "baton:{group}:<kf[i]>:<ka[i]>" and the
+ * args; *out the reply (owned). */
+static int eval_keys(struct baton_client *c, const char *script, const char *group,
+                     const char *const *kf, const char *const *ka, int nkeys,
+                     const char *const *args, int nargs, struct baton_reply **out)
+{
+    char *keys[8] = {0};
+    int rc = BATON_ENOMEM;
+    *out = NULL;
+    for (int i = 0; i < nkeys; i++)
+        if ((keys[i] = group_key(group, "%s:%s", kf[i], ka[i])) == NULL)
+            goto out;
+    rc = baton_client_eval(c, script, nkeys, (const char *const *)keys, nargs, args, out);
+    if (rc == BATON_OK && *out == NULL) {
+        rc = BATON_EPROTO;
+        baton_reply_free(*out);
+        *out = NULL;
+    }
+out:
+    for (int i = 0; i < nkeys; i++)
+        free(keys[i]);
+    return rc;
+}
+
+static long long elem_int(const struct baton_reply *r, size_t i)
+{
+    if (r == NULL || r->type != BATON_REPLY_ARRAY || i >= r->elements ||
+        r->element[i]->type != BATON_REPLY_INTEGER)
+        return -100;
+    return r->element[i]->integer;
+}
+
+static const char *elem_str(const struct baton_reply *r, size_t i)
+{
+    if (r == NULL || r->type != BATON_REPLY_ARRAY || i >= r->elements ||
+        r->element[i]->type != BATON_REPLY_STRING)
+        return NULL;
+    return r->element[i]->str;
+}
+
+/* offer or drop (assign.h). */
+static int offer_or_drop(struct baton_client *c, const char *group, const char *job,
+                         const char *leader_key, const char *token, const char *from,
+                         const char *expect, struct assign *a, int64_t offer_ms, bool drop)
+{
+    char prefix[160], attempt[16], moves[16], ms[24];
+    char *chan = group_key(group, "events");
+    struct baton_reply *r = NULL;
+    if (chan == NULL)
+        return BATON_ENOMEM;
+    snprintf(prefix, sizeof prefix, "baton:{%s}:", group);
+    snprintf(attempt, sizeof attempt, "%d", a->attempt);
+    snprintf(moves, sizeof moves, "%d", a->moves);
+    snprintf(ms, sizeof ms, "%" PRId64, offer_ms);
+    const char *args[13] = {token,
+                            a->field,
+                            expect != NULL ? expect : "",
+                            from != NULL ? from : "",
+                            prefix,
+                            job,
+                            drop ? "drop" : "offer",
+                            a->node,
+                            attempt,
+                            a->run_id,
+                            moves,
+                            ms,
+                            chan};
+    /* the leader key is given whole: group_key() would prefix it */
+    char *keys[3] = {NULL, group_key(group, "busy:%s", job), group_key(group, "assign:%s", job)};
+    int rc = BATON_ENOMEM;
+    if (keys[1] == NULL || keys[2] == NULL)
+        goto out;
+    const char *kk[3] = {leader_key, keys[1], keys[2]};
+    rc = baton_client_eval(c, offer_src, 3, kk, 13, args, &r);
+    if (rc != BATON_OK)
+        goto out;
+    long long code = elem_int(r, 0);
+    if (code == -1)
+        rc = BATON_ELOST;
+    else if (code == 0)
+        rc = 0;
+    else if (code == 1 && elem_str(r, 1) != NULL) {
+        rc = 1;
+        if (!drop && !assign_parse(a->field, elem_str(r, 1), a))
+            rc = BATON_EPROTO;
+    } else
+        rc = BATON_EPROTO;
+out:
+    baton_reply_free(r);
+    free(keys[1]);
+    free(keys[2]);
+    free(chan);
+    return rc;
+}
+
+int assign_offer(struct baton_client *c, const char *group, const char *job, const char *leader_key,
+                 const char *token, const char *from, const char *expect, struct assign *a,
+                 int64_t offer_ms)
+{
+    a->state = ASSIGN_OFFERED;
+    return offer_or_drop(c, group, job, leader_key, token, from, expect, a, offer_ms, false);
+}
+
+int assign_drop(struct baton_client *c, const char *group, const char *job, const char *leader_key,
+                const char *token, const char *expect, const struct assign *a)
+{
+    struct assign copy = *a;
+    return offer_or_drop(c, group, job, leader_key, token, NULL, expect, &copy, 0, true);
+}
+
+enum assign_answer assign_accept(struct baton_client *c, const char *group, const char *job,
+                                 const char *field, const char *node, int64_t capacity,
+                                 int64_t ttl_ms, struct assign *a)
+{
+    char prefix[160], cap[24], ttl[24];
+    struct baton_reply *r = NULL;
+    snprintf(prefix, sizeof prefix, "baton:{%s}:", group);
+    snprintf(cap, sizeof cap, "%" PRId64, capacity);
+    snprintf(ttl, sizeof ttl, "%" PRId64, ttl_ms);
+    const char *kf[4] = {"busy", "assign", "offers", "load"};
+    const char *ka[4] = {job, job, node, node};
+    const char *args[6] = {field, node, cap, ttl, job, prefix};
+    enum assign_answer res = ASSIGN_ERROR;
+    if (eval_keys(c, accept_src, group, kf, ka, 4, args, 6, &r) != BATON_OK)
+        goto out;
+    switch (elem_int(r, 0)) {
+    case 0: res = ASSIGN_GONE; break;
+    case 2: res = ASSIGN_FULL; break;
+    case 1:
+        if (elem_str(r, 1) != NULL && assign_parse(field, elem_str(r, 1), a))
+            res = ASSIGN_OK;
+        break;
+    default: break;
+    }
+out:
+    baton_reply_free(r);
+    return res;
+}
+
+int assign_started(struct baton_client *c, const char *group, const char *job,
+                   const struct assign *a)
+{
+    const char *kf[2] = {"busy", "assign"};
+    const char *ka[2] = {job, job};
+    const char *args[2] = {a->field, a->value};
+    struct baton_reply *r = NULL;
+    int rc = eval_keys(c, started_src, group, kf, ka, 2, args, 2, &r);
+    if (rc == BATON_OK)
+        rc = r->type != BATON_REPLY_INTEGER ? BATON_EPROTO
+             : r->integer == 1              ? BATON_OK
+                                            : BATON_ELOST;
+    baton_reply_free(r);
+    return rc;
+}
+
+int assign_end(struct baton_client *c, const char *group, const char *job, const char *field,
+               const char *node, const char *run_id)
+{
+    char *chan = group_key(group, "ended");
+    if (chan == NULL)
+        return BATON_ENOMEM;
+    const char *kf[3] = {"busy", "assign", "load"};
+    const char *ka[3] = {job, job, node};
+    const char *args[5] = {field, node, run_id, job, chan};
+    struct baton_reply *r = NULL;
+    int rc = eval_keys(c, end_src, group, kf, ka, 3, args, 5, &r);
+    baton_reply_free(r);
+    free(chan);
+    return rc;
+}
+
+int assign_list(struct baton_client *c, const char *group, const char *job, struct assign *v,
+                bool *alive, size_t max, size_t *n, int64_t *now_ms)
+{
+    char m[24];
+    snprintf(m, sizeof m, "%zu", max);
+    const char *kf[2] = {"assign", "busy"};
+    const char *ka[2] = {job, job};
+    const char *args[1] = {m};
+    struct baton_reply *r = NULL;
+    *n = 0;
+    int rc = eval_keys(c, list_src, group, kf, ka, 2, args, 1, &r);
+    if (rc != BATON_OK)
+        goto out;
+    if (elem_int(r, 0) < 0 || (r->elements - 1) % 3 != 0) {
+        rc = BATON_EPROTO;
+        goto out;
+    }
+    *now_ms = elem_int(r, 0);
+    for (size_t i = 1; i + 2 < r->elements && *n < max; i += 3) {
+        const char *f = elem_str(r, i), *val = elem_str(r, i + 1);
+        if (f == NULL || val == NULL || !assign_parse(f, val, &v[*n]))
+            continue; /* not an assignment's: left alone */
+        alive[*n] = elem_int(r, i + 2) == 1;
+        (*n)++;
+    }
+out:
+    baton_reply_free(r);
+    return rc;
+}
+
+int assign_offers(struct baton_client *c, const char *group, const char *node, char **jobs,
+                  char **fields, size_t max, size_t *n)
+{
+    char m[24];
+    snprintf(m, sizeof m, "%zu", max);
+    const char *kf[1] = {"offers"};
+    const char *ka[1] = {node};
+    const char *args[1] = {m};
+    struct baton_reply *r = NULL;
+    *n = 0;
+    int rc = eval_keys(c, offers_src, group, kf, ka, 1, args, 1, &r);
+    if (rc != BATON_OK)
+        goto out;
+    if (r->type != BATON_REPLY_ARRAY) {
+        rc = BATON_EPROTO;
+        goto out;
+    }
+    for (size_t i = 0; i < r->elements && *n < max; i++) {
+        const char *e = elem_str(r, i), *sp = e != NULL ? strchr(e, ' ') : NULL;
+        if (sp == NULL)
+            continue;
+        jobs[*n] = strndup(e, (size_t)(sp - e));
+        fields[*n] = strdup(sp + 1);
+        if (jobs[*n] == NULL || fields[*n] == NULL) {
+            free(jobs[*n]);
+            free(fields[*n]);
+            rc = BATON_ENOMEM;
+            break;
+        }
+        (*n)++;
+    }
+out:
+    baton_reply_free(r);
+    return rc;
+}
+
+int assign_loads(struct baton_client *c, const char *group, const char *const *nodes, size_t n,
+                 int64_t *in_use)
+{
+    char prefix[160];
+    if (n == 0)
+        return BATON_OK;
+    const char **args = calloc(n + 1, sizeof *args);
+    struct baton_reply *r = NULL;
+    int rc = BATON_ENOMEM;
+    if (args == NULL)
+        return rc;
+    snprintf(prefix, sizeof prefix, "baton:{%s}:", group);
+    args[0] = prefix;
+    for (size_t i = 0; i < n; i++)
+        args[i + 1] = nodes[i];
+    /* a key to route by: the group's slot */
+    const char *kf[1] = {"load"};
+    const char *ka[1] = {nodes[0]};
+    rc = eval_keys(c, loads_src, group, kf, ka, 1, args, (int)n + 1, &r);
+    if (rc == BATON_OK && (r->type != BATON_REPLY_ARRAY || r->elements != n))
+        rc = BATON_EPROTO;
+    for (size_t i = 0; rc == BATON_OK && i < n; i++)
+        in_use[i] = elem_int(r, i) < 0 ? 0 : elem_int(r, i);
+    baton_reply_free(r);
+    free(args);
+    return rc;
+}

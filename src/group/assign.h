@@ -1,0 +1,204 @@
+/* assign.h -- a tick run on another member of the group: the leader
+ * offers it, exactly one member accepts it, and an offer not accepted in
+ * time, or a run whose member vanished, is offered again; the choice of
+ * the member (a pure function); all of it in Redis, so that a new leader
+ * adopts what the last one dispatched instead of dispatching it again.
+ *
+ * Keys (group G, job J, node N; keys.h):
+ *   baton:{G}:assign:J  hash: field -> "<state> <node> <attempt> <at_ms>
+ *                       <run_id> <moves>", one per tick dispatched and not
+ *                       yet ended; field "<tick>" (run_on: any, labels) or
+ *                       "<tick>/<node>" (run_on: all: one per node and
+ *                       tick). state: offered (at_ms: the offer's
+ *                       deadline), accepted (at_ms: when; the member may
+ *                       not have started the command), started (the member
+ *                       is about to exec it, or did); moves: how many
+ *                       times the tick was offered again (an offer that
+ *                       expired, a member lost)
+ *   baton:{G}:offers:N  zset: "<job> <field>" offered to N, by deadline
+ *   baton:{G}:load:N    zset: "<job> <run_id>" of the runs N accepted
+ *                       (its capacity in use), by the time accepted
+ *   baton:{G}:busy:J    the runs' registrations (claim.h): the offer's
+ *                       "<node>/<run_id>" by the offer's deadline, then,
+ *                       accepted, by the member's own lease
+ * Every value and key is written by the scripts below; time is the
+ * server's inside every script, never a node's. One server only (one
+ * Redis, Sentinel or Cluster: the keys share the slot of {G}): over a
+ * Redlock quorum run_on other than leader is refused at load.
+ *
+ * The protocol:
+ *  1. The leader claims tick T of J as for its own runs (claim.h: the
+ *     mark, forbid and busy, catch-up unchanged), registering
+ *     "<leader>/<run_id>" under its lease. It then chooses a member
+ *     (assign_choose(): alive, carrying the job's labels, the least loaded
+ *     relative to its capacity, counting accepted runs and outstanding
+ *     offers read from Redis, never remembered) and offers the tick
+ *     (assign_offer(), under its token): the claim's registration becomes
+ *     "<node>/<run_id>" until the deadline, so that a forbid job sees the
+ *     tick alive while it is offered, and "offer <node>" is published on
+ *     the group's events channel.
+ *  2. The member hears the offer (or finds it at its next poll of
+ *     offers:N) and accepts it (assign_accept()): only while it is still
+ *     offered to it, before the deadline, and with load:N under its
+ *     capacity (entries whose registration is gone are pruned first). The
+ *     registration is then the member's, for its lease, refreshed by the
+ *     member as a handed-over run's is (claim_refresh REFRESH_OWN), and
+ *     its shim fences the command by it. Before the command's exec the
+ *     member marks it started (assign_started()); if that write fails it
+ *     does not start it.
+ *  3. At the run's end the member writes the history record (its node,
+ *     the dispatch delay) and ends the assignment (assign_end(): removes
+ *     the registration, the load entry and the field; "ended <job>").
+ *  4. The leader (or the next one: it reads assign:J of every dispatched
+ *     job) looks at what is outstanding: an offer past its deadline, or an
+ *     accepted or started run whose registration is gone (its member was
+ *     cut off, frozen, killed: its shim stopped the command before the
+ *     registration could pass), is offered again or dropped with
+ *     assign_offer()/assign_drop(), each a compare-and-set on the value
+ *     the leader read that re-checks in the script that the deadline has
+ *     passed, or the registration is gone. Accept needs the value offered
+ *     and the deadline ahead, so exactly one of accept and re-offer wins,
+ *     and an accepted run whose member keeps its registration is never
+ *     offered again. A run lost after `started` is recorded lost (with its
+ *     node) and offered again as a retry per `retries`; one lost while
+ *     only accepted never started: it is offered again once, regardless
+ *     of retries, and its record says so.
+ *  5. A member that leaves (SIGTERM) stops accepting at once, finishes
+ *     what it started within shutdown_grace, and its offers not yet
+ *     accepted expire and are offered elsewhere.
+ * run_on: all offers field "<tick>/<node>" to each alive member at the
+ * tick; such an offer is never moved to another node (it expires: the
+ * node was gone or full, and the leader records it not started). */
+#ifndef BATON_ASSIGN_H
+#define BATON_ASSIGN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "baton_redis.h"
+
+#define ASSIGN_OFFER_MS   2000 /* an offer not accepted within this is offered again */
+#define ASSIGN_LABELS_MAX 16   /* labels of a node, and of a job's run_on */
+#define ASSIGN_LABEL_MAX  64   /* characters of a label */
+#define ASSIGN_FIELD_MAX  224  /* "<tick>/<node>" */
+#define ASSIGN_VALUE_MAX  384
+
+/* ---- the choice: a pure function ---- */
+
+/* A member as the leader sees it: its heartbeat, and what Redis counts. */
+struct assign_node {
+    const char *node;
+    const char *const *labels; /* borrowed */
+    size_t nlabels;
+    int64_t capacity; /* the most runs it takes at once (its heartbeat) */
+    int64_t in_use;   /* its accepted runs and outstanding offers (Redis) */
+    bool alive;       /* members_alive(), and not stopping */
+};
+
+/* True when n carries every one of the labels (none: true). */
+bool assign_has_labels(const struct assign_node *n, const char *const *labels, size_t nlabels);
+
+/* The member to offer a tick to: among the alive nodes with room (in_use <
+ * capacity) that carry every label, the least loaded relative to its
+ * capacity (in_use / capacity); ties go to the lowest hash of (seed,
+ * node), so that ticks (seed: a hash of job and tick) spread over equal
+ * nodes, and every leader chooses alike. avoid (may be NULL): a node that
+ * let the tick down (its offer expired, its run was lost), chosen only if
+ * no other fits. Returns the index in v, or -1 when none fits. */
+long assign_choose(const struct assign_node *v, size_t n, const char *const *labels, size_t nlabels,
+                   const char *avoid, uint64_t seed);
+
+/* A 64-bit hash of (job, tick, salt) for assign_choose()'s seed. */
+uint64_t assign_seed(const char *job, int64_t tick, const char *salt);
+
+/* ---- an assignment's value ---- */
+
+enum assign_state { ASSIGN_OFFERED, ASSIGN_ACCEPTED, ASSIGN_STARTED };
+
+struct assign {
+    char field[ASSIGN_FIELD_MAX]; /* "<tick>" or "<tick>/<node>" */
+    int64_t tick;
+    enum assign_state state;
+    char node[160];
+    int attempt;
+    int64_t at_ms; /* offered: the deadline; accepted, started: when accepted */
+    char run_id[96];
+    int moves;
+    char value[ASSIGN_VALUE_MAX]; /* as read: what a compare-and-set expects */
+};
+
+/* Parses field and value into *a. Returns false when they are not an
+ * assignment's. */
+bool assign_parse(const char *field, const char *value, struct assign *a);
+/* Writes a's value (from its parts) into a->value. Returns false when it
+ * does not fit. */
+bool assign_format(struct assign *a);
+const char *assign_state_name(enum assign_state s);
+
+/* ---- the scripts (one server) ---- */
+
+/* Offers a's tick to a->node (a->state offered; a->at_ms: ignored, the
+ * deadline is the server's now + offer_ms), under the leader's token:
+ * expect NULL: no assignment of a->field may exist (a first offer), and
+ * from, the claim's registration ("<leader>/<run_id>"), is replaced by
+ * the offer's; expect a value read before: only while the field still
+ * holds it and it is re-offerable (an offer past its deadline; accepted or
+ * started with its registration gone). Publishes "offer <node>" on chan.
+ * Returns 1 (offered; a->value and a->at_ms are the new ones), 0 (not:
+ * the value changed, or not re-offerable), BATON_ELOST (not the leader),
+ * or another BATON_E* code. */
+int assign_offer(struct baton_client *c, const char *group, const char *job, const char *leader_key,
+                 const char *token, const char *from, const char *expect, struct assign *a,
+                 int64_t offer_ms);
+
+/* Drops a (expect: its value as read) under the leader's token, on the
+ * same conditions as a re-offer: the field is removed. Returns 1, 0 (not
+ * dropped: changed or not re-offerable), BATON_ELOST or BATON_E*. */
+int assign_drop(struct baton_client *c, const char *group, const char *job, const char *leader_key,
+                const char *token, const char *expect, const struct assign *a);
+
+enum assign_answer {
+    ASSIGN_OK,    /* accepted: the run is this node's, registered for ttl */
+    ASSIGN_GONE,  /* no longer offered to this node (another's, expired, ended) */
+    ASSIGN_FULL,  /* this node's capacity is in use: not accepted */
+    ASSIGN_ERROR, /* Redis did not answer: detail in the client */
+};
+
+/* node accepts the offer "<job> <field>" if it still holds it, before its
+ * deadline, with fewer than capacity runs accepted (see the top). On
+ * ASSIGN_OK *a is the accepted assignment (at_ms: now, the server's). */
+enum assign_answer assign_accept(struct baton_client *c, const char *group, const char *job,
+                                 const char *field, const char *node, int64_t capacity,
+                                 int64_t ttl_ms, struct assign *a);
+
+/* Marks a (accepted by this node) started, before its exec. Returns 0,
+ * BATON_ELOST (no longer this node's: do not start it) or BATON_E*. */
+int assign_started(struct baton_client *c, const char *group, const char *job,
+                   const struct assign *a);
+
+/* The end of a's run on its node: unregisters it, frees its capacity,
+ * removes the field (if still this run's) and publishes "ended <job>" on
+ * the ended channel. Returns 0 or BATON_E*. */
+int assign_end(struct baton_client *c, const char *group, const char *job, const char *field,
+               const char *node, const char *run_id);
+
+/* Reads job's assignments (at most max): into v, *n. *now_ms: the
+ * server's time of the read. alive[i]: the registration of v[i] is there.
+ * Returns 0 or BATON_E*. */
+int assign_list(struct baton_client *c, const char *group, const char *job, struct assign *v,
+                bool *alive, size_t max, size_t *n, int64_t *now_ms);
+
+/* The offers to node not yet past their deadline, "<job> <field>" into
+ * jobs/fields (each at most max, owned strings: free()). Returns 0 or
+ * BATON_E*. */
+int assign_offers(struct baton_client *c, const char *group, const char *node, char **jobs,
+                  char **fields, size_t max, size_t *n);
+
+/* How many runs each of the n nodes has accepted or been offered and not
+ * yet answered, counting only live registrations and offers: in_use[i].
+ * Returns 0 or BATON_E*. */
+int assign_loads(struct baton_client *c, const char *group, const char *const *nodes, size_t n,
+                 int64_t *in_use);
+
+#endif /* BATON_ASSIGN_H */

@@ -1,0 +1,101 @@
+/* dispatch.h -- the runner's part of run_on other than leader (assign.h's
+ * protocol): on the leader, a claimed tick offered to a member and what
+ * is outstanding watched; on every node, the leader included, the offers
+ * made to it accepted and their runs started (runs.h).
+ *
+ * The leader (dispatch_offer, dispatch_tend): a tick of a job with run_on
+ * any or {labels} that it has claimed is offered to a live member chosen
+ * from the last heartbeats (members.h: alive and accepting, carrying the
+ * job's labels) and the loads Redis counts (assign_loads), never from its
+ * own memory. Every DISPATCH_TEND_MS it reads what is outstanding of every
+ * such job (assign_list), its own offers and the last leader's alike (a
+ * new leader adopts them: it never dispatches a claimed tick again):
+ *   - an offer not accepted by its deadline is offered again, to another
+ *     member when there is one (logged reassigned);
+ *   - a run accepted whose registration is gone before it started (its
+ *     member died, or was cut off) is offered again elsewhere (reassigned),
+ *     and its record says it was;
+ *   - a run started whose registration is gone (its shim killed it before
+ *     the registration could pass) is recorded `lost` with its node
+ *     (logged lost), then offered again as the next attempt while the
+ *     job's retries allow;
+ *   - a tick offered DISPATCH_MOVES_MAX times without being run, or for
+ *     which no live member carries the labels, is recorded failed_to_start.
+ * An offer whose answer is lost is made again at the next tend while this
+ * node leads (expecting no assignment: one that applied is left alone).
+ *
+ * Every node (dispatch_poll): woken by "offer <node>" on the group's
+ * channel, or every DISPATCH_POLL_MS, it reads its offers and accepts
+ * them (assign_accept: under its capacity counted in Redis) for the jobs
+ * its jobs.yaml has with run_on other than leader. A node told to stop
+ * (dispatch_close) accepts nothing more: its offers expire and go
+ * elsewhere; the runs it accepted finish within shutdown_grace.
+ *
+ * run_on: all is not dispatched in this version (jobs.c refuses it). */
+#ifndef BATON_DISPATCH_H
+#define BATON_DISPATCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rctx.h"
+#include "run.h"
+#include "ticklife.h"
+
+#define DISPATCH_TEND_MS   250 /* the leader reads what is outstanding this often */
+#define DISPATCH_POLL_MS   500 /* a node reads its offers this often at least */
+#define DISPATCH_MOVES_MAX 30  /* offered this many times without a run: recorded */
+
+struct jobstate;
+struct runs;
+
+/* An offer whose answer was lost: made again at the next tend. */
+struct dispatch_pending {
+    char *job;
+    int64_t tick;
+    int attempt;
+    char run_id[96];             /* as struct assign's */
+    char from[RUN_ID_MAX + 160]; /* the claim's registration */
+    struct dispatch_pending *next;
+};
+
+struct dispatch {
+    int64_t capacity; /* this node's (baton.yaml) */
+    bool fleet;       /* some job of jobs.yaml runs on members */
+    bool closed;      /* stopping: accepts no more offers */
+    int64_t tend_at;  /* leader: the next look at what is outstanding (0: none) */
+    int64_t poll_at;  /* the next read of this node's offers (0: none) */
+    uint64_t seq;     /* of the run ids of retries made here */
+    struct dispatch_pending *pending;
+};
+
+/* Offers js's tick, just claimed to run under run id (its registration
+ * member, "<leader>/<id>"), to a member; the tick in *state (claimed)
+ * moves to assigned, or (no member for it) is recorded not started. */
+void dispatch_offer(const struct rctx *x, struct dispatch *d, struct jobstate *js, const char *id,
+                    const char *member, int64_t tick, enum tick_state *state);
+
+/* What the leader does every DISPATCH_TEND_MS (see the top). */
+void dispatch_tend(const struct rctx *x, struct dispatch *d, int64_t now);
+
+/* Reads this node's offers and accepts what it can (see the top). */
+void dispatch_poll(const struct rctx *x, struct dispatch *d, struct runs *rs, int64_t now);
+
+/* "offer <node>" was heard: node's offers are read now if it is ours. */
+void dispatch_heard(const struct rctx *x, struct dispatch *d, const char *node, size_t len);
+
+/* The jobs changed: whether any runs on members (polling starts or
+ * stops). */
+void dispatch_jobs(struct dispatch *d, bool fleet);
+
+/* No more offers accepted from now on. */
+void dispatch_close(struct dispatch *d);
+
+/* The next time dispatch has something to do (CLOCK_MONOTONIC; 0: none). */
+int64_t dispatch_next(const struct rctx *x, const struct dispatch *d);
+
+/* Frees what waits. */
+void dispatch_clear(struct dispatch *d);
+
+#endif

@@ -1,0 +1,254 @@
+# test_fleet.sh -- jobs spread over the fleet (run_on: any and {labels};
+# dispatch.h), through three real supervisors and a real redis-server:
+#   1. any: an every-second job for ~20 s on 3 nodes: every tick ran
+#      exactly once (the ledger) or is recorded, runs on more than one
+#      node, each record names its node and its dispatch delay;
+#   2. labels: only the labelled nodes run it;
+#   3. capacity 1 and a job that outlasts its period (concurrency: allow):
+#      no node ever runs two at once;
+#   4. the member running a tick is SIGKILLed: the tick is recorded lost
+#      with that node, and (retries: 1) run again on another member;
+#   5. a member is frozen (SIGSTOP) while it runs a tick: its shim kills
+#      the run before its registration can lapse, the tick is recorded
+#      lost and retried elsewhere, never run twice at once;
+#   6. the leader is SIGKILLed while it runs a tick itself, then the next
+#      one SIGTERMed, while runs are out on members: no tick doubled, none
+#      missing (the dead leader's own run is recorded lost by the next).
+# FLEET_ONLY="1 4" runs those sections only (said; all by default).
+# Each section starts its own group and stops what it started, by pid.
+. "$BATON_TESTS_DIR/lib/harness.sh"
+. "$BATON_TESTS_DIR/lib/ledger.sh"
+B=$BATON_BIN
+redis_start --appendonly yes --appendfsync always
+
+# node NAME GROUP JOBSFILE [EXTRA YAML...]: starts a supervisor.
+node() {
+    local name=$1; shift
+    node_config "$name" "$@"
+    spawn "$name" "$B" run -c "$T/$name.yaml"
+}
+# stop_nodes NAME...: SIGTERM, then waits for each.
+stop_nodes() {
+    local n
+    for n in "$@"; do kill -TERM "$(pid_of "$n")" 2>/dev/null; done
+    for n in "$@"; do wait_exit "$n" 15; done
+}
+# secs FILE: the ledger's first column as Unix seconds, one a line.
+secs() { awk '{print $1}' "$1" | date -u -f - +%s; }
+# nodes_of FILE: the distinct nodes of the ledger (third column).
+nodes_of() { awk '{print $3}' "$1" | sort -u | tr '\n' ' '; }
+
+only() { [ -z "${FLEET_ONLY:-}" ] || [[ " $FLEET_ONLY " == *" $1 "* ]]; }
+[ -z "${FLEET_ONLY:-}" ] || note "FLEET_ONLY: sections $FLEET_ONLY only"
+
+# ---------------------------------------------------------------------
+if only 1; then
+note "1. run_on: any over 3 nodes: every tick once, on more than one node"
+G=fa LEDGER=$T/any.txt PHASE=any
+cat > "$T/any.yaml" <<EOF
+jobs:
+  - name: ledger
+    schedule: "* * * * * *"
+    catchup: 1h
+    run_on: any
+    shell: "echo \$BATON_SCHEDULED_AT \$BATON_FENCE \$BATON_NODE >> $LEDGER"
+EOF
+node n1 $G "$T/any.yaml"
+node n2 $G "$T/any.yaml"
+node n3 $G "$T/any.yaml"
+wait_for_line "$LEDGER" . 10 >/dev/null
+start=$(( $(date +%s) + 1 ))
+sleep 20
+end=$(( $(date +%s) - 2 ))
+stop_nodes n1 n2 n3
+check_ledger "$start" "$end" 0 0 0
+note "  $RAN ran, $RECORDED recorded over $((end - start + 1)) s, on: $(nodes_of "$LEDGER")"
+[ "$RAN" -ge $(( (end - start + 1) * 9 / 10 )) ] || fail "any: only $RAN of $((end - start + 1)) ticks ran"
+[ "$(awk -v f="$start" '{print $3}' "$LEDGER" | sort -u | wc -l)" -ge 2 ] \
+    || fail "any: every run on one node: $(nodes_of "$LEDGER")"
+# The records name their node (the one that ran it) and the dispatch delay.
+rcli xrevrange "baton:{$G}:runs:ledger" + - COUNT 5 > "$T/any-recs.txt"
+grep -qx dispatch_ms "$T/any-recs.txt" || fail "any: no dispatch_ms in the records"
+grep -q '"event":"accepted"' "$T"/n?.out || fail "any: no node logged accepted"
+grep -q '"event":"assigned"' "$T"/n?.out || fail "any: no leader logged assigned"
+fi
+
+# ---------------------------------------------------------------------
+if only 2; then
+note "2. run_on: {labels: [reports]}: only the labelled nodes run it"
+G=fl LEDGER=$T/labels.txt PHASE=labels
+cat > "$T/labels.yaml" <<EOF
+jobs:
+  - name: ledger
+    schedule: "* * * * * *"
+    catchup: 1h
+    run_on: {labels: [reports]}
+    shell: "echo \$BATON_SCHEDULED_AT \$BATON_FENCE \$BATON_NODE >> $LEDGER"
+EOF
+node l1 $G "$T/labels.yaml" "labels: [reports, ssd]"
+node l2 $G "$T/labels.yaml" "labels: [reports]"
+node l3 $G "$T/labels.yaml" "labels: [ssd]"
+wait_for_line "$LEDGER" . 10 >/dev/null
+start=$(( $(date +%s) + 1 ))
+sleep 10
+end=$(( $(date +%s) - 2 ))
+stop_nodes l1 l2 l3
+check_ledger "$start" "$end" 0 0 0
+note "  $RAN ran, $RECORDED recorded, on: $(nodes_of "$LEDGER")"
+! grep -q ' l3$' "$LEDGER" || fail "labels: l3 (no label reports) ran $(grep -c ' l3$' "$LEDGER") ticks"
+[ "$(nodes_of "$LEDGER")" = "l1 l2 " ] || fail "labels: ran on $(nodes_of "$LEDGER"), want l1 l2"
+fi
+
+# ---------------------------------------------------------------------
+if only 3; then
+note "3. capacity 1, a job that outlasts its period (allow): no node runs two at once"
+G=fc SPANS=$T/cap.txt
+cat > "$T/cap.yaml" <<EOF
+jobs:
+  - name: slow
+    schedule: "* * * * * *"
+    catchup: 0
+    concurrency: allow
+    run_on: any
+    shell: "echo \$BATON_NODE start \$(date +%s%N) >> $SPANS; sleep 2.5; echo \$BATON_NODE end \$(date +%s%N) >> $SPANS"
+EOF
+node c1 $G "$T/cap.yaml" "capacity: 1"
+node c2 $G "$T/cap.yaml" "capacity: 1"
+sleep 12
+stop_nodes c1 c2
+runs=$(grep -c ' start ' "$SPANS")
+note "  $runs runs, on: $(awk '{print $1}' "$SPANS" | sort -u | tr '\n' ' ')"
+[ "$runs" -ge 4 ] || fail "capacity: only $runs runs"
+for n in c1 c2; do
+    grep "^$n " "$SPANS" | sort -k3,3n | awk -v n="$n" '
+        $2 == "start" { open++; if (open > 1) { print n " ran two at once at " $3; bad = 1 } }
+        $2 == "end" { open-- }
+        END { exit bad }' || fail "capacity 1 exceeded on $n"
+done
+fi
+
+# The long job of sections 4 and 5: 12 s of lines "tick node attempt ns",
+# every 10 s, retried once.
+long_jobs() {
+    cat > "$T/$1.yaml" <<EOF
+jobs:
+  - name: long
+    schedule: "*/10 * * * * *"
+    catchup: 1h
+    run_on: any
+    retries: 1
+    shell: "for i in \$(seq 1 120); do echo \$BATON_SCHEDULED_AT \$BATON_NODE \$BATON_ATTEMPT \$(date +%s%N) >> $2; sleep 0.1; done"
+EOF
+}
+# lost_then_retried GROUP SPAN NODE TICK: the tick was recorded lost with
+# NODE, ran again (attempt 2) on another node, after NODE's run was dead.
+lost_then_retried() {
+    local g=$1 span=$2 victim=$3 tick=$4 deadline=$(( $(now_ms) + 20000 ))
+    until awk -v t="$tick" -v v="$victim" '$1 == t && $2 != v && $3 == 2' "$span" | grep -q .; do
+        [ "$(now_ms)" -lt "$deadline" ] || fail "$PHASE: tick $tick not retried on another node: $(awk -v t="$tick" '$1 == t {print $2, $3}' "$span" | sort -u | tr '\n' ' ')"
+        sleep 0.2
+    done
+    sleep 1.5 # a run still alive on the victim would write on meanwhile
+    local last first
+    last=$(awk -v t="$tick" -v v="$victim" '$1 == t && $2 == v {print $4}' "$span" | sort -n | tail -n1)
+    first=$(awk -v t="$tick" -v v="$victim" '$1 == t && $2 != v {print $4}' "$span" | sort -n | head -n1)
+    note "  $victim's run of $tick ended $(( (first - last) / 1000000 )) ms before the retry began"
+    [ "$last" -lt "$first" ] || fail "$PHASE: the retry of $tick ran while $victim's still did"
+    rcli xrange "baton:{$g}:runs:long" - + > "$T/$g-recs.txt"
+    awk -v v="$victim" '
+        /^[0-9]+-[0-9]+$/ { if (o == "lost" && n == v) f = 1; o = ""; n = ""; k = ""; next }
+        k == "outcome" { o = $0 } k == "node" { n = $0 }
+        { k = (k == "" ? $0 : "") }
+        END { if (o == "lost" && n == v) f = 1; exit !f }' "$T/$g-recs.txt" \
+        || fail "$PHASE: no record of $tick lost on $victim"
+    grep -q '"event":"lost"' "$T"/*.out || fail "$PHASE: no lost event logged"
+}
+
+# ---------------------------------------------------------------------
+if only 4; then
+note "4. the member running a tick is SIGKILLed: recorded lost with it, retried elsewhere"
+G=fk SPAN=$T/kill.txt PHASE=sigkill
+long_jobs kill "$SPAN"
+node k1 $G "$T/kill.yaml"
+node k2 $G "$T/kill.yaml"
+node k3 $G "$T/kill.yaml"
+first=$(wait_for_line "$SPAN" . 25)
+sleep 1
+read -r tick victim _ <<<"$first"
+note "  $victim runs $tick: SIGKILL"
+kill -KILL "$(pid_of "$victim")"; wait_exit "$victim" 5
+lost_then_retried $G "$SPAN" "$victim" "$tick"
+stop_nodes $(for n in k1 k2 k3; do [ "$n" = "$victim" ] || echo "$n"; done)
+fi
+
+# ---------------------------------------------------------------------
+if only 5; then
+note "5. the member running a tick is frozen (SIGSTOP): its shim ends the run, retried elsewhere"
+G=fs SPAN=$T/stop.txt PHASE=sigstop
+long_jobs stop "$SPAN"
+node s1 $G "$T/stop.yaml"
+node s2 $G "$T/stop.yaml"
+node s3 $G "$T/stop.yaml"
+first=$(wait_for_line "$SPAN" . 25)
+sleep 1
+read -r tick victim _ <<<"$first"
+note "  $victim runs $tick: SIGSTOP"
+kill -STOP "$(pid_of "$victim")"
+lost_then_retried $G "$SPAN" "$victim" "$tick"
+kill -CONT "$(pid_of "$victim")"
+sleep 2
+stop_nodes s1 s2 s3
+# Nothing of the frozen node's run after it thawed.
+[ "$(awk -v t="$tick" -v v="$victim" '$1 == t && $2 == v' "$SPAN" | wc -l)" -lt 120 ] \
+    || fail "sigstop: the frozen node's run went on to its end"
+fi
+
+# ---------------------------------------------------------------------
+if only 6; then
+note "6. the leader is SIGKILLed, then the next one SIGTERMed, while runs are out on members"
+G=fx LEDGER=$T/lead.txt PHASE=leader
+cat > "$T/lead.yaml" <<EOF
+jobs:
+  - name: ledger
+    schedule: "* * * * * *"
+    catchup: 1h
+    run_on: any
+    shell: "echo \$BATON_SCHEDULED_AT \$BATON_FENCE \$BATON_NODE >> $LEDGER; sleep 0.7"
+EOF
+node x1 $G "$T/lead.yaml"
+node x2 $G "$T/lead.yaml"
+node x3 $G "$T/lead.yaml"
+node x4 $G "$T/lead.yaml"
+wait_for_line "$LEDGER" . 10 >/dev/null
+start=$(( $(date +%s) + 1 ))
+sleep 3
+l=$(leader_of $G)
+# At a moment it runs a tick itself (as a member): that run is lost with
+# it, and only the next leader, adopting what is outstanding, records it.
+deadline=$(( $(now_ms) + 15000 ))
+until [ "$(tail -n1 "$LEDGER" | awk '{print $3}')" = "$l" ]; do
+    [ "$(now_ms)" -lt "$deadline" ] || fail "leader: $l ran no tick in 15 s"
+    sleep 0.05
+done
+ktick=$(tail -n1 "$LEDGER" | awk '{print $1}')
+note "  SIGKILL of the leader $l while it runs $ktick"
+kill -KILL "$(pid_of "$l")"; wait_exit "$l" 5
+sleep 6
+l2=$(leader_of $G)
+[ -n "$l2" ] && [ "$l2" != "$l" ] || fail "leader: no new leader after $l ($l2)"
+note "  SIGTERM of the next leader $l2"
+kill -TERM "$(pid_of "$l2")"; wait_exit "$l2" 15
+sleep 6
+end=$(( $(date +%s) - 3 ))
+rest=$(for n in x1 x2 x3 x4; do [ "$n" = "$l" ] || [ "$n" = "$l2" ] || echo "$n"; done)
+stop_nodes $rest
+check_ledger "$start" "$end" 0 0 0
+note "  $RAN ran, $RECORDED recorded over $((end - start + 1)) s, on: $(nodes_of "$LEDGER")"
+# The dead leader's own run: recorded lost, with its node, by the next.
+rcli xrange "baton:{$G}:runs:ledger" - + | awk -v t="$ktick" -v v="$l" '
+    function done_() { if (o == "lost" && n == v && s == t) f = 1; o = n = s = k = "" }
+    /^[0-9]+-[0-9]+$/ { done_(); next }
+    k == "outcome" { o = $0 } k == "node" { n = $0 } k == "scheduled_at" { s = $0 }
+    { k = (k == "" ? $0 : "") }
+    END { done_(); exit !f }' || fail "leader: $ktick, run by the dead leader $l, is not recorded lost"
+fi

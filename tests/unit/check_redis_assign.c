@@ -1,0 +1,204 @@
+/* check_redis_assign.c -- the dispatch scripts (assign.h) against a real
+ * redis-server: an offer is accepted once; an offer past its deadline is
+ * offered again and can no longer be accepted, one accepted is never
+ * offered again while its registration lives; capacity counted in Redis;
+ * the leader's token guards offers; started, end, and the reads. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "assign.h"
+#include "baton.h"
+#include "testutil.h"
+
+#define G      "ga"
+#define LEADER "baton:{" G "}:leader"
+
+static struct baton_client *setup(void)
+{
+    free(tu_redis("FLUSHALL"));
+    free(tu_redis("SET " LEADER " tok PX 60000"));
+    return tu_client(1000);
+}
+
+static struct assign first(const char *field, const char *node, const char *run)
+{
+    struct assign a = {.attempt = 1};
+    snprintf(a.field, sizeof a.field, "%s", field);
+    snprintf(a.node, sizeof a.node, "%s", node);
+    snprintf(a.run_id, sizeof a.run_id, "%s", run);
+    return a;
+}
+
+START_TEST(offer_accept_once)
+{
+    struct baton_client *c = setup();
+    struct assign a = first("100", "n1", "100-1-1-1"), got;
+    free(tu_redis("ZADD baton:{" G "}:busy:j 99999999999999 lead/100-1-1-1"));
+    ck_assert_int_eq(assign_offer(c, G, "j", LEADER, "tok", "lead/100-1-1-1", NULL, &a, 5000), 1);
+    ck_assert_int_eq(a.state, ASSIGN_OFFERED);
+    /* the claim's registration became the offer's */
+    ck_assert_int_eq(tu_redis_int("ZCARD baton:{" G "}:busy:j"), 1);
+    ck_assert_int_eq(tu_redis_int("EXISTS baton:{" G "}:busy:j"), 1);
+    char *s = tu_redis("ZSCORE baton:{" G "}:busy:j n1/100-1-1-1");
+    ck_assert_str_ne(s, "(nil)");
+    free(s);
+    /* a first offer of a tick already offered: refused */
+    struct assign b = first("100", "n2", "100-1-1-1");
+    ck_assert_int_eq(assign_offer(c, G, "j", LEADER, "tok", NULL, NULL, &b, 5000), 0);
+    /* not to another node; then once */
+    ck_assert_int_eq(assign_accept(c, G, "j", "100", "n2", 4, 5000, &got), ASSIGN_GONE);
+    char *jobs[4], *fields[4];
+    size_t n = 0;
+    ck_assert_int_eq(assign_offers(c, G, "n1", jobs, fields, 4, &n), 0);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_str_eq(jobs[0], "j");
+    ck_assert_str_eq(fields[0], "100");
+    free(jobs[0]);
+    free(fields[0]);
+    ck_assert_int_eq(assign_accept(c, G, "j", "100", "n1", 4, 5000, &got), ASSIGN_OK);
+    ck_assert_int_eq(got.state, ASSIGN_ACCEPTED);
+    ck_assert_int_eq(assign_accept(c, G, "j", "100", "n1", 4, 5000, &got), ASSIGN_GONE);
+    ck_assert_int_eq(assign_offers(c, G, "n1", jobs, fields, 4, &n), 0);
+    ck_assert_uint_eq(n, 0);
+    /* not leader */
+    free(tu_redis("SET " LEADER " other PX 60000"));
+    struct assign d = first("101", "n1", "101-1-1-1");
+    ck_assert_int_eq(assign_offer(c, G, "j", LEADER, "tok", NULL, NULL, &d, 5000), BATON_ELOST);
+    baton_client_free(c);
+}
+END_TEST
+
+/* Exactly one of accept and re-offer wins: before the deadline the
+ * re-offer is refused, after it the accept. */
+START_TEST(expired_offer_moves_once)
+{
+    struct baton_client *c = setup();
+    struct assign a = first("200", "n1", "200-1-1-1"), got;
+    ck_assert_int_eq(assign_offer(c, G, "j", LEADER, "tok", NULL, NULL, &a, 300), 1);
+    char expect[ASSIGN_VALUE_MAX];
+    snprintf(expect, sizeof expect, "%s", a.value);
+    struct assign b = first("200", "n2", "200-1-1-1");
+    b.moves = 1;
+    ck_assert_int_eq(assign_offer(c, G, "j", LEADER, "tok", NULL, expect, &b, 5000), 0);
+    struct assign late = first("201", "n1", "201-1-1-1");
+    ck_assert_int_eq(assign_offer(c, G, "j", LEADER, "tok", NULL, NULL, &late, 300), 1);
+    tu_sleep_ms(400);
+    /* past its deadline, not yet moved: too late to accept all the same */
+    ck_assert_int_eq(assign_accept(c, G, "j", "201", "n1", 4, 5000, &got), ASSIGN_GONE);
+    ck_assert_int_eq(assign_offer(c, G, "j", LEADER, "tok", NULL, expect, &b, 5000), 1);
+    ck_assert_int_eq(assign_accept(c, G, "j", "200", "n1", 4, 5000, &got), ASSIGN_GONE);
+    /* the old offer's registration is gone, the new one's is there */
+    char *old = tu_redis("ZSCORE baton:{" G "}:busy:j n1/200-1-1-1"),
+         *now = tu_redis("ZSCORE baton:{" G "}:busy:j n2/200-1-1-1");
+    ck_assert_str_eq(old, "(nil)");
+    ck_assert_str_ne(now, "(nil)");
+    free(old);
+    free(now);
+    /* a second move with the stale value: refused */
+    struct assign d = first("200", "n3", "200-1-1-1");
+    ck_assert_int_eq(assign_offer(c, G, "j", LEADER, "tok", NULL, expect, &d, 5000), 0);
+    ck_assert_int_eq(assign_accept(c, G, "j", "200", "n2", 4, 5000, &got), ASSIGN_OK);
+    ck_assert_int_eq(got.moves, 1);
+    /* accepted and registered: never moved, nor dropped */
+    ck_assert_int_eq(assign_offer(c, G, "j", LEADER, "tok", NULL, got.value, &d, 5000), 0);
+    ck_assert_int_eq(assign_drop(c, G, "j", LEADER, "tok", got.value, &got), 0);
+    baton_client_free(c);
+}
+END_TEST
+
+/* A run whose member stopped refreshing its registration is lost: it may
+ * be moved (or dropped) then, and its member can no longer mark it
+ * started. */
+START_TEST(lost_registration_moves)
+{
+    struct baton_client *c = setup();
+    struct assign a = first("300", "n1", "300-1-1-1"), got;
+    ck_assert_int_eq(assign_offer(c, G, "j", LEADER, "tok", NULL, NULL, &a, 5000), 1);
+    ck_assert_int_eq(assign_accept(c, G, "j", "300", "n1", 4, 300, &got), ASSIGN_OK);
+    struct assign v[4];
+    bool alive[4];
+    size_t n = 0;
+    int64_t now = 0;
+    ck_assert_int_eq(assign_list(c, G, "j", v, alive, 4, &n, &now), 0);
+    ck_assert_uint_eq(n, 1);
+    ck_assert(alive[0]);
+    ck_assert_int_gt(now, 0);
+    tu_sleep_ms(400);
+    ck_assert_int_eq(assign_list(c, G, "j", v, alive, 4, &n, &now), 0);
+    ck_assert_uint_eq(n, 1);
+    ck_assert(!alive[0]);
+    ck_assert_int_eq(assign_started(c, G, "j", &got), BATON_ELOST);
+    ck_assert_int_eq(assign_drop(c, G, "j", LEADER, "tok", got.value, &got), 1);
+    ck_assert_int_eq(assign_list(c, G, "j", v, alive, 4, &n, &now), 0);
+    ck_assert_uint_eq(n, 0);
+    baton_client_free(c);
+}
+END_TEST
+
+/* capacity 1: a second run is not accepted while the first is
+ * registered; its end frees the room; a run whose registration expired
+ * does not count. */
+START_TEST(capacity_in_redis)
+{
+    struct baton_client *c = setup();
+    struct assign a = first("400", "n1", "400-1-1-1"), b = first("401", "n1", "401-1-1-1"), got,
+                  got2;
+    ck_assert_int_eq(assign_offer(c, G, "j", LEADER, "tok", NULL, NULL, &a, 5000), 1);
+    ck_assert_int_eq(assign_offer(c, G, "k", LEADER, "tok", NULL, NULL, &b, 5000), 1);
+    const char *nodes[2] = {"n1", "n2"};
+    int64_t used[2];
+    ck_assert_int_eq(assign_loads(c, G, nodes, 2, used), 0);
+    ck_assert_int_eq(used[0], 2); /* two offers open */
+    ck_assert_int_eq(used[1], 0);
+    ck_assert_int_eq(assign_accept(c, G, "j", "400", "n1", 1, 5000, &got), ASSIGN_OK);
+    ck_assert_int_eq(assign_started(c, G, "j", &got), 0);
+    ck_assert_int_eq(assign_accept(c, G, "k", "401", "n1", 1, 5000, &got2), ASSIGN_FULL);
+    ck_assert_int_eq(assign_loads(c, G, nodes, 2, used), 0);
+    ck_assert_int_eq(used[0], 2); /* one run, one offer */
+    ck_assert_int_eq(assign_end(c, G, "j", "400", "n1", got.run_id), 0);
+    ck_assert_int_eq(tu_redis_int("HLEN baton:{" G "}:assign:j"), 0);
+    ck_assert_int_eq(assign_accept(c, G, "k", "401", "n1", 1, 300, &got2), ASSIGN_OK);
+    tu_sleep_ms(400); /* its member vanished */
+    struct assign d = first("402", "n1", "402-1-1-1");
+    ck_assert_int_eq(assign_offer(c, G, "j", LEADER, "tok", NULL, NULL, &d, 5000), 1);
+    ck_assert_int_eq(assign_accept(c, G, "j", "402", "n1", 1, 5000, &got), ASSIGN_OK);
+    baton_client_free(c);
+}
+END_TEST
+
+/* run_on: all: one field per (tick, node). */
+START_TEST(all_per_node)
+{
+    struct baton_client *c = setup();
+    struct assign a = first("500/n1", "n1", "500-1-1-1"), b = first("500/n2", "n2", "500-1-1-2"),
+                  got;
+    ck_assert_int_eq(assign_offer(c, G, "j", LEADER, "tok", NULL, NULL, &a, 5000), 1);
+    ck_assert_int_eq(assign_offer(c, G, "j", LEADER, "tok", NULL, NULL, &b, 5000), 1);
+    ck_assert_int_eq(assign_accept(c, G, "j", "500/n1", "n1", 1, 5000, &got), ASSIGN_OK);
+    ck_assert_int_eq(assign_accept(c, G, "j", "500/n2", "n2", 1, 5000, &got), ASSIGN_OK);
+    ck_assert_int_eq(assign_accept(c, G, "j", "500/n2", "n1", 1, 5000, &got), ASSIGN_GONE);
+    ck_assert_int_eq(tu_redis_int("ZCARD baton:{" G "}:busy:j"), 2);
+    baton_client_free(c);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("redis_assign");
+    TCase *tc = tcase_create("assign");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, offer_accept_once);
+    tcase_add_test(tc, expired_offer_moves_once);
+    tcase_add_test(tc, lost_registration_moves);
+    tcase_add_test(tc, capacity_in_redis);
+    tcase_add_test(tc, all_per_node);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return tu_run(suite());
+}
