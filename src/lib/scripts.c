@@ -38,8 +38,8 @@
  *
  * The uncontended path is four calls to acquire (SET NX PX; TIME, INCR and
  * INCRBY of the fence) and three to release (GET, EXISTS, DEL): the fast
- * paths run no queue code. Time in scripts is the server's (TIME), never a
- * client's.
+ * paths run no queue code and make no Lua closure. Time in scripts is the
+ * server's (TIME), never a client's.
  */
 #include <string.h>
 
@@ -53,28 +53,38 @@
  * its time in a semaphore cycle; the rest is its own replies of sorted-set
  * scores). Rare paths (queue upkeep, a TTL raised) keep plain numbers. */
 
-/* Defines fence_next(key, t): the next fencing token of key, stored there:
- * max(last + 1, server TIME in units of 10 microseconds). The unit keeps
- * tokens below 10^15 until the year 2286, so that every consumer prints
- * them as plain integers (a double shows 15 digits) and JavaScript reads
- * them exactly; one key cannot be granted 100,000 times a second (each
- * grant is a script run and a round trip), so the clock term stays ahead
- * of the counter and a lost counter restarts above every token issued.
- * INCR makes last + 1 and INCRBY raises it to the clock term when it lags:
- * Redis's integer arithmetic (measured: 5-8% less of Redis's time per lock
- * cycle than GET, then SET of a formatted max). t: the reply of the TIME
- * the script has already called, if it has (one call less), else nil. */
+/* FENCE_STEPS(k, t): Lua statements that leave in a new local fn the next
+ * fencing token of key k, stored there: max(last + 1, server TIME in units
+ * of 10 microseconds), t being the reply of a TIME the script has called.
+ * The unit keeps tokens below 10^15 until the year 2286, so that every
+ * consumer prints them as plain integers (a double shows 15 digits) and
+ * JavaScript reads them exactly; one key cannot be granted 100,000 times a
+ * second (each grant is a script run and a round trip), so the clock term
+ * stays ahead of the counter and a lost counter restarts above every token
+ * issued. INCR makes last + 1 and INCRBY raises it to the clock term when
+ * it lags: Redis's integer arithmetic (measured: 5-8% less of Redis's time
+ * per lock cycle than GET, then SET of a formatted max; GETSET of the clock
+ * term, then a SET when the counter leads, one call less, was no cheaper:
+ * its bulk reply and the strings made of TIME's cost what INCRBY saves).
+ * Written out inline on the lock's fast path: a Lua closure is made anew
+ * on each run of a script that defines it (the definitions of fence_next
+ * and dequeue cost 5% of Redis's time per lock cycle, measured with
+ * EVALSHA pairs pipelined 50 at a time). */
+#define FENCE_STEPS(k, t)                                                                          \
+    "local fnow = tonumber(" t "[1]) * 100000 + math.floor(tonumber(" t "[2]) / 10)\n"             \
+    "local fn = redis.call('incr', " k ")\n"                                                       \
+    "if fn < fnow then\n"                                                                          \
+    "  redis.call('incrby', " k ", string.format('%d', fnow - fn))\n"                              \
+    "  fn = fnow\n"                                                                                \
+    "end\n"
+
+/* Defines fence_next(key, t): FENCE_STEPS as a function, returning fn; t:
+ * the reply of the TIME the script has already called, if it has (one call
+ * less), else nil. For the paths other than the lock's fast ones. */
 #define FENCE_FN                                                                                   \
     "local function fence_next(k, t)\n"                                                            \
-    "  t = t or redis.call('time')\n"                                                              \
-    "  local now = tonumber(t[1]) * 100000 + math.floor(tonumber(t[2]) / 10)\n"                    \
-    "  local f = redis.call('incr', k)\n"                                                          \
-    "  if f < now then\n"                                                                          \
-    "    redis.call('incrby', k, string.format('%d', now - f))\n"                                  \
-    "    f = now\n"                                                                                \
-    "  end\n"                                                                                      \
-    "  return f\n"                                                                                 \
-    "end\n"
+    "t = t or redis.call('time')\n" FENCE_STEPS("k", "t") "return fn\n"                            \
+                                                          "end\n"
 
 /* Gives the lock to the first live waiter (see above); else deletes it.
  * Expects lock, q, qx, chan, and f, qt (nil for a caller without them: then
@@ -106,6 +116,11 @@
     "redis.call('del', lock)\n"                                                                    \
     "return 1\n"
 
+/* Our token leaves the queue (acquire's q, qx, qt and tok in scope). */
+#define DEQUEUE                                                                                    \
+    "redis.call('zrem', q, tok); redis.call('hdel', qx, tok)\n"                                    \
+    "if qt then redis.call('hdel', qt, tok) end\n"
+
 /* KEYS: lock fence [q qx qt]. ARGV: token ttl_ms [wait(0|1) entry_ttl_ms
  * queued(0|1: this token may be in the queue)]. A try (neither waiting nor
  * queued) gives only the first two of each.
@@ -115,25 +130,20 @@
  * we have not used, or a request of ours whose answer was lost) is ours:
  * its lease is set again and its fence returned. */
 static const char acquire_src[] =
-    FENCE_FN "local lock, fence, q, qx, qt = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]\n"
-             "local tok, ttl = ARGV[1], ARGV[2]\n"
-             "local function dequeue()\n"
-             "  redis.call('zrem', q, tok); redis.call('hdel', qx, tok)\n"
-             "  if qt then redis.call('hdel', qt, tok) end\n"
-             "end\n"
-             "if redis.call('set', lock, tok, 'NX', 'PX', ttl) then\n"
-             "  if ARGV[5] == '1' then dequeue() end\n"
-             "  return fence_next(fence)\n"
-             "end\n"
-             "local holder = redis.call('get', lock)\n"
+    "local lock, fence, q, qx, qt = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]\n"
+    "local tok, ttl = ARGV[1], ARGV[2]\n"
+    "if redis.call('set', lock, tok, 'NX', 'PX', ttl) then\n"
+    "  if ARGV[5] == '1' then\n" DEQUEUE "  end\n"
+    "  local t = redis.call('time')\n" FENCE_STEPS(
+        "fence",
+        "t") "return fn\n"
+             "end\n" FENCE_FN "local holder = redis.call('get', lock)\n"
              "if holder == '~' .. tok then\n"
-             "  redis.call('set', lock, tok, 'PX', ttl)\n"
-             "  dequeue()\n"
-             "  return fence_next(fence)\n"
+             "  redis.call('set', lock, tok, 'PX', ttl)\n" DEQUEUE "  return fence_next(fence)\n"
              "end\n"
              "if holder == tok then\n"
              "  redis.call('pexpire', lock, ttl)\n"
-             "  if ARGV[5] == '1' then dequeue() end\n"
+             "  if ARGV[5] == '1' then\n" DEQUEUE "  end\n"
              "  return tonumber(redis.call('get', fence))\n"
              "end\n"
              "if ARGV[3] == '1' then\n"
@@ -168,26 +178,26 @@ static const char acquire_src[] =
  * followers, or followers subscribed on other nodes of a cluster),
  * "resigned" goes to release_channel, waking every follower. */
 static const char release_src[] =
-    FENCE_FN "local lock, q, qx, chan = KEYS[1], KEYS[2], KEYS[3], ARGV[2]\n"
-             "local f, qt = KEYS[4], KEYS[5]\n"
-             "if redis.call('get', lock) ~= ARGV[1] then return 0 end\n"
-             "if redis.call('exists', q) == 0 then\n"
-             "  redis.call('del', lock)\n"
-             "  if ARGV[3] and ARGV[3] ~= '' then\n"
-             "    local named = 0\n"
-             "    if ARGV[4] then\n"
-             "      local pat = string.gsub(ARGV[3] .. ':', '[%*%?%[%]\\\\]', '\\\\%0') .. '*'\n"
-             "      for _, ch in ipairs(redis.call('pubsub', 'channels', pat)) do\n"
-             "        if ch ~= ARGV[4] and redis.call('publish', ch, 'resigned') > 0 then\n"
-             "          named = named + 1\n"
-             "          if named == 2 then break end\n"
-             "        end\n"
-             "      end\n"
-             "    end\n"
-             "    if named == 0 then redis.call('publish', ARGV[3], 'resigned') end\n"
-             "  end\n"
-             "  return 1\n"
-             "end\n" HANDOFF;
+    "local lock, q, qx, chan = KEYS[1], KEYS[2], KEYS[3], ARGV[2]\n"
+    "local f, qt = KEYS[4], KEYS[5]\n"
+    "if redis.call('get', lock) ~= ARGV[1] then return 0 end\n"
+    "if redis.call('exists', q) == 0 then\n"
+    "  redis.call('del', lock)\n"
+    "  if ARGV[3] and ARGV[3] ~= '' then\n"
+    "    local named = 0\n"
+    "    if ARGV[4] then\n"
+    "      local pat = string.gsub(ARGV[3] .. ':', '[%*%?%[%]\\\\]', '\\\\%0') .. '*'\n"
+    "      for _, ch in ipairs(redis.call('pubsub', 'channels', pat)) do\n"
+    "        if ch ~= ARGV[4] and redis.call('publish', ch, 'resigned') > 0 then\n"
+    "          named = named + 1\n"
+    "          if named == 2 then break end\n"
+    "        end\n"
+    "      end\n"
+    "    end\n"
+    "    if named == 0 then redis.call('publish', ARGV[3], 'resigned') end\n"
+    "  end\n"
+    "  return 1\n"
+    "end\n" FENCE_FN HANDOFF;
 
 /* KEYS: lock. ARGV: token ttl_ms. Returns 1 when extended, 0 if not ours. */
 static const char extend_src[] = "if redis.call('get', KEYS[1]) == ARGV[1] then\n"
@@ -215,7 +225,7 @@ static const char cancel_src[] =
  *                   are reclaimed by an acquire that finds the semaphore
  *                   full or waiters queued. The key's own TTL covers the
  *                   longest lease, so an abandoned set vanishes.
- *   P{S}:sem:fence  the last fencing token, no TTL (fence_next() above)
+ *   P{S}:sem:fence  the last fencing token, no TTL (FENCE_STEPS above)
  *   P{S}:sem:q      waiters, a sorted set: member =
  *                   "<entry expiry ms>|<ttl_ms>|<token>", score = arrival
  *                   (us). The entry's liveness is in its member, so that a
@@ -270,19 +280,19 @@ static const char cancel_src[] =
     "    local wch = chan .. wc\n"                                                                 \
     "    if wc == cid or redis.call('pubsub', 'numsub', wch)[2] > 0 then\n"                        \
     "      if redis.call('zadd', h, 'NX', string.format('%d', now + ttl), tok) == 1 then\n"        \
-    "        if redis.call('pttl', h) < ttl then redis.call('pexpire', h, ttl) end\n"              \
-    "        local fn = fence_next(f, t)\n"                                                        \
-    "        if wc == cid then return {tok, fn} end\n"                                             \
-    "        redis.call('publish', wch, tok .. ' ' .. string.format('%d', fn))\n"                  \
-    "        return 1\n"                                                                           \
-    "      end\n"                                                                                  \
-    "    elseif redis.call('zadd', h, 'NX', string.format('%d', e), tok) == 1 then\n"              \
-    "      redis.call('publish', wch, tok)\n"                                                      \
-    "      return 1\n"                                                                             \
-    "    end\n"                                                                                    \
-    "  end\n"                                                                                      \
-    "end\n"                                                                                        \
-    "return 1\n"
+    "        if redis.call('pttl', h) < ttl then redis.call('pexpire', h, ttl) end\n" FENCE_STEPS( \
+        "f",                                                                                       \
+        "t") "        if wc == cid then return {tok, fn} end\n"                                    \
+             "        redis.call('publish', wch, tok .. ' ' .. string.format('%d', fn))\n"         \
+             "        return 1\n"                                                                  \
+             "      end\n"                                                                         \
+             "    elseif redis.call('zadd', h, 'NX', string.format('%d', e), tok) == 1 then\n"     \
+             "      redis.call('publish', wch, tok)\n"                                             \
+             "      return 1\n"                                                                    \
+             "    end\n"                                                                           \
+             "  end\n"                                                                             \
+             "end\n"                                                                               \
+             "return 1\n"
 
 /* KEYS: holders fence q. ARGV: token limit ttl_ms wait(0|1) entry_ttl_ms
  * queued(0|1) entry (the member our last attempt queued, or "").
@@ -292,74 +302,76 @@ static const char cancel_src[] =
  * our queue entry ("" when not queued). A waiter is admitted when it is
  * among the first (limit - live holders) live waiters; a newcomer when the
  * free slots outnumber the live waiters. */
-static const char sem_acquire_src[] = FENCE_FN
+static const char sem_acquire_src[] =
     "local h, f, q = KEYS[1], KEYS[2], KEYS[3]\n"
     "local tok, limit, ttl, me = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[7]\n" NOW_MS
     "local function grant()\n"
     "  redis.call('zadd', h, string.format('%d', now + ttl), tok)\n"
-    "  if redis.call('pttl', h) < ttl then redis.call('pexpire', h, ttl) end\n"
-    "  return fence_next(f, t)\n"
-    "end\n"
-    "if ARGV[6] == '1' and redis.call('zscore', h, tok) then return grant() end\n"
-    "local n, first, seen = redis.call('zcard', h), nil, false\n"
-    "local function reclaim()\n"
-    "  first, seen = redis.call('zrange', h, '0', '0', 'withscores')[2], true\n"
-    "  if first and tonumber(first) <= now then\n"
-    "    redis.call('zremrangebyscore', h, '-inf', now)\n"
-    "    n, first = redis.call('zcard', h), redis.call('zrange', h, '0', '0', 'withscores')[2]\n"
-    "  end\n"
-    "end\n"
-    "if n >= limit then reclaim() end\n"
-    "if n < limit then\n"
-    "  local ok = true\n"
-    "  if redis.call('exists', q) == 1 then\n"
-    "    if not seen then reclaim() end\n"
-    "    local free, live, mine = limit - n, 0, false\n"
-    "    repeat\n"
-    "      local dead = 0\n"
-    "      live, mine = 0, false\n"
-    "      for _, w in ipairs(redis.call('zrange', q, 0, free - 1)) do\n"
-    "        local e = tonumber(string.match(w, '^(%d+)|'))\n"
-    "        if e and e > now then\n"
-    "          live = live + 1\n"
-    "          mine = mine or w == me\n"
-    "        else\n"
-    "          redis.call('zrem', q, w)\n"
-    "          dead = dead + 1\n"
-    "        end\n"
-    "      end\n"
-    "    until dead == 0\n"
-    "    ok = mine or live < free\n"
-    "  end\n"
-    "  if ok then\n"
-    "    if me ~= '' then redis.call('zrem', q, me) end\n"
-    "    return grant()\n"
-    "  end\n"
-    "end\n"
-    "if ARGV[4] == '1' then\n"
-    "  local ettl = tonumber(ARGV[5])\n"
-    "  local at = me ~= '' and redis.call('zscore', q, me)\n"
-    "  if at then redis.call('zrem', q, me) else at = t[1] .. string.sub('00000' .. t[2], -6) end\n"
-    "  me = string.format('%d', now + ettl) .. '|' .. ARGV[3] .. '|' .. tok\n"
-    "  redis.call('zadd', q, at, me)\n"
-    "  if redis.call('pttl', q) < ettl then redis.call('pexpire', q, ettl) end\n"
-    "else\n"
-    "  me = ''\n"
-    "end\n"
-    "if not seen then first = redis.call('zrange', h, '0', '0', 'withscores')[2] end\n"
-    "return {first and tonumber(first) - now or -1, redis.call('get', f) or '0', me}\n";
+    "  if redis.call('pttl', h) < ttl then redis.call('pexpire', h, ttl) end\n" FENCE_STEPS(
+        "f",
+        "t") "  return fn\n"
+             "end\n"
+             "if ARGV[6] == '1' and redis.call('zscore', h, tok) then return grant() end\n"
+             "local n, first, seen = redis.call('zcard', h), nil, false\n"
+             "local function reclaim()\n"
+             "  first, seen = redis.call('zrange', h, '0', '0', 'withscores')[2], true\n"
+             "  if first and tonumber(first) <= now then\n"
+             "    redis.call('zremrangebyscore', h, '-inf', now)\n"
+             "    n, first = redis.call('zcard', h), redis.call('zrange', h, '0', '0', "
+             "'withscores')[2]\n"
+             "  end\n"
+             "end\n"
+             "if n >= limit then reclaim() end\n"
+             "if n < limit then\n"
+             "  local ok = true\n"
+             "  if redis.call('exists', q) == 1 then\n"
+             "    if not seen then reclaim() end\n"
+             "    local free, live, mine = limit - n, 0, false\n"
+             "    repeat\n"
+             "      local dead = 0\n"
+             "      live, mine = 0, false\n"
+             "      for _, w in ipairs(redis.call('zrange', q, 0, free - 1)) do\n"
+             "        local e = tonumber(string.match(w, '^(%d+)|'))\n"
+             "        if e and e > now then\n"
+             "          live = live + 1\n"
+             "          mine = mine or w == me\n"
+             "        else\n"
+             "          redis.call('zrem', q, w)\n"
+             "          dead = dead + 1\n"
+             "        end\n"
+             "      end\n"
+             "    until dead == 0\n"
+             "    ok = mine or live < free\n"
+             "  end\n"
+             "  if ok then\n"
+             "    if me ~= '' then redis.call('zrem', q, me) end\n"
+             "    return grant()\n"
+             "  end\n"
+             "end\n"
+             "if ARGV[4] == '1' then\n"
+             "  local ettl = tonumber(ARGV[5])\n"
+             "  local at = me ~= '' and redis.call('zscore', q, me)\n"
+             "  if at then redis.call('zrem', q, me) else at = t[1] .. string.sub('00000' .. t[2], "
+             "-6) end\n"
+             "  me = string.format('%d', now + ettl) .. '|' .. ARGV[3] .. '|' .. tok\n"
+             "  redis.call('zadd', q, at, me)\n"
+             "  if redis.call('pttl', q) < ettl then redis.call('pexpire', q, ettl) end\n"
+             "else\n"
+             "  me = ''\n"
+             "end\n"
+             "if not seen then first = redis.call('zrange', h, '0', '0', 'withscores')[2] end\n"
+             "return {first and tonumber(first) - now or -1, redis.call('get', f) or '0', me}\n";
 
 /* KEYS: holders q fence. ARGV: token wake_channel_prefix client_id.
  * Returns 1 when the permit was released (its slot handed on, if anyone
  * waits), {token, fence} when its slot was granted to a waiter of the same
  * client, 0 when it was not held (absent, or its lease had run out). */
-static const char sem_release_src[] =
-    FENCE_FN "local h, q, f = KEYS[1], KEYS[2], KEYS[3]\n"
-             "local chan, cid = ARGV[2], ARGV[3]\n"
-             "local s = redis.call('zscore', h, ARGV[1])\n"
-             "if not s then return 0 end\n"
-             "redis.call('zrem', h, ARGV[1])\n" NOW_MS
-             "if tonumber(s) <= now then return 0 end\n" SEM_HANDOFF;
+static const char sem_release_src[] = "local h, q, f = KEYS[1], KEYS[2], KEYS[3]\n"
+                                      "local chan, cid = ARGV[2], ARGV[3]\n"
+                                      "local s = redis.call('zscore', h, ARGV[1])\n"
+                                      "if not s then return 0 end\n"
+                                      "redis.call('zrem', h, ARGV[1])\n" NOW_MS
+                                      "if tonumber(s) <= now then return 0 end\n" SEM_HANDOFF;
 
 /* KEYS: holders. ARGV: token ttl_ms. Returns 1 when extended, 0 when the
  * permit is not held (absent or expired). */
@@ -376,10 +388,10 @@ static const char sem_extend_src[] =
  * slot handed to it goes to the next waiter. Returns as the release
  * script. */
 static const char sem_cancel_src[] =
-    FENCE_FN "local h, q, f = KEYS[1], KEYS[2], KEYS[3]\n"
-             "local chan, cid = ARGV[2], ARGV[3]\n"
-             "if ARGV[4] ~= '' then redis.call('zrem', q, ARGV[4]) end\n"
-             "if redis.call('zrem', h, ARGV[1]) == 0 then return 1 end\n" NOW_MS SEM_HANDOFF;
+    "local h, q, f = KEYS[1], KEYS[2], KEYS[3]\n"
+    "local chan, cid = ARGV[2], ARGV[3]\n"
+    "if ARGV[4] ~= '' then redis.call('zrem', q, ARGV[4]) end\n"
+    "if redis.call('zrem', h, ARGV[1]) == 0 then return 1 end\n" NOW_MS SEM_HANDOFF;
 
 /* ---- Multi-lock (multi.c) ----
  * KEYS: lock_1..lock_n fence_1..fence_n (one hash slot). ARGV: ttl_ms
@@ -388,15 +400,15 @@ static const char sem_cancel_src[] =
  * held (an integer). */
 static const char multi_acquire_src[] =
     FENCE_FN "local n = #ARGV - 1\n"
-    "for i = 1, n do\n"
-    "  if redis.call('exists', KEYS[i]) == 1 then return i end\n"
-    "end\n"
-    "local out = {}\n"
-    "for i = 1, n do\n"
-    "  redis.call('set', KEYS[i], ARGV[i + 1], 'PX', ARGV[1])\n"
-    "  out[i] = fence_next(KEYS[n + i])\n"
-    "end\n"
-    "return out\n";
+             "for i = 1, n do\n"
+             "  if redis.call('exists', KEYS[i]) == 1 then return i end\n"
+             "end\n"
+             "local out = {}\n"
+             "for i = 1, n do\n"
+             "  redis.call('set', KEYS[i], ARGV[i + 1], 'PX', ARGV[1])\n"
+             "  out[i] = fence_next(KEYS[n + i])\n"
+             "end\n"
+             "return out\n";
 
 /* ---- Elections (election.c) ----
  * KEYS: lock fence server. ARGV: token ttl_ms. The acquire script's grant
@@ -408,8 +420,8 @@ static const char multi_acquire_src[] =
  * with the data, or never made). An ACL that refuses INFO leaves the run
  * id unknown ("?"). Returns {fence, 0|1} when granted, else
  * {pttl, holder, last fence} as the acquire script. */
-static const char campaign_src[] =
-    FENCE_FN "local lock, fence, srv = KEYS[1], KEYS[2], KEYS[3]\n"
+static const char campaign_src[] = FENCE_FN
+    "local lock, fence, srv = KEYS[1], KEYS[2], KEYS[3]\n"
     "if redis.call('set', lock, ARGV[1], 'NX', 'PX', ARGV[2]) then\n"
     "  local srvinfo, repl = redis.pcall('info', 'server'), redis.pcall('info', 'replication')\n"
     "  local id = type(srvinfo) == 'string' and string.match(srvinfo, 'run_id:(%x+)') or '?'\n"

@@ -1,5 +1,5 @@
 # bench_all.sh -- the whole comparison in one command: every benchmark of
-# issue 17 in one run, then one table (baton, each peer and each same-run
+# issues 17 and 38 in one run, then one table (baton, each peer and each same-run
 # reference side by side, the target, met or missed) and one JSON document
 # (the last line of the output; --json FILE writes it there too).
 #
@@ -131,12 +131,18 @@ doc=$(jq -s -c --arg date "$(date -u +%Y-%m-%d)" --argjson smoke "$smoke" \
      (if $pr then
        ($pr.lock_uncontended | ([.peers[]? | select(.cycles_per_sec != null)] | max_by(.cycles_per_sec)) as $fp |
          row("peers"; "lock, uncontended, 50 clients: cycles/s"; .baton.cycles_per_sec;
-             $fp.cycles_per_sec; ($fp.who // "fastest peer (not run)");
-             "baton / fastest peer >= 1.3"; cmp(.ratio_to_fastest_peer; ">="; 1.3))),
-       ($pr.lock_uncontended | ([.peers[]? | select(.cycles_per_sec != null)] | max_by(.cycles_per_sec)) as $fp |
-         row("peers"; "lock: Redis CPU per cycle (us)"; .baton.redis_cpu_us_per_cycle;
-             $fp.redis_cpu_us_per_cycle; ($fp.who // "fastest peer (not run)");
-             "(reported: a fenced grant, two scripts, against SET NX PX + a script)"; null)),
+             $fp.cycles_per_sec; "fastest peer configuration: \($fp.who // "not run")";
+             "baton / fastest peer >= 2.0"; cmp(.ratio_to_fastest_peer; ">="; 2.0))),
+       ($pr.lock_uncontended | ([.peers[]? | select(.redis_cpu_us_per_cycle != null)] | min_by(.redis_cpu_us_per_cycle)) as $cp |
+         row("peers"; "lock: Redis CPU per cycle (us), fenced against unfenced"; .baton.redis_cpu_us_per_cycle;
+             $cp.redis_cpu_us_per_cycle; "cheapest peer configuration: \($cp.who // "not run")";
+             "baton / cheapest peer <= 1.5"; cmp(.redis_cpu_ratio_to_cheapest_peer; "<="; 1.5))),
+       ($pr.lock_uncontended | if .fenced_floor_two_scripts then
+         ([.peers[]? | select(.redis_cpu_us_per_cycle != null)] | min_by(.redis_cpu_us_per_cycle)) as $cp |
+         row("peers"; "lock: Redis CPU per cycle (us), the floor of a fenced cycle"; .fenced_floor_two_scripts.redis_cpu_us_per_cycle;
+             $cp.redis_cpu_us_per_cycle; "the cheapest peer configuration (same run); the floor: SET NX PX, TIME, GETSET + GET, DEL in two scripts";
+             "(the limit: floor / cheapest = \(.floor_redis_cpu_ratio_to_cheapest_peer // "-"))"; null)
+        else empty end),
        ($pr.lock_uncontended | core_limit("lock")),
        ($pr.lock_uncontended | machine("lock")),
        ($pr.lock_uncontended | ([.peers[]? | select(.cycles_per_sec != null)] | max_by(.cycles_per_sec)) as $fp |
@@ -242,7 +248,13 @@ doc=$(jq -s -c --arg date "$(date -u +%Y-%m-%d)" --argjson smoke "$smoke" \
        row("fleet"; "every-second jobs: start lateness p99 (ms, to the go)";
            $f.window.every_second_lateness_ms.p99; null; ""; "(reported)"; null),
        row("fleet"; "Redis memory after an hour of history (MB)"; ($f.history_hour.redis_used_memory_kb / 1024);
-           $f.history_hour.bound_mb; "bound at history.runs 100 (MB)"; "bounded"; true),
+           $f.history_hour.bound_mb; "bound at history.runs 100 (MB)"; "within the bound";
+           cmp($f.history_hour.redis_used_memory_kb / 1024; "<="; $f.history_hour.bound_mb)),
+       (if ($f.jobs // 0) > 0 then
+         row("fleet"; "Redis memory per job after an hour of history (kB)"; ($f.history_hour.redis_used_memory_kb / $f.jobs);
+             ($f.history_hour.bound_mb * 1024 / $f.jobs); "what the history bound predicts per job (kB)";
+             "within the bound"; cmp($f.history_hour.redis_used_memory_kb / $f.jobs; "<="; $f.history_hour.bound_mb * 1024 / $f.jobs))
+        else empty end),
        row("fleet"; "baton check of jobs.yaml (ms)"; $f.check_ms; null; ""; "(reported)"; null),
        row("fleet"; "SIGHUP reload: signal -> reloaded (ms)"; $f.reload.signal_to_reloaded_ms; null; "";
            "(reported)"; null),
@@ -275,7 +287,7 @@ doc=$(jq -s -c --arg date "$(date -u +%Y-%m-%d)" --argjson smoke "$smoke" \
      (if $q then
        row("quorum"; "lock over a quorum of 5 masters: cycles/s"; $q.baton_quorum.cycles_per_sec;
            $q.redlock_quorum.cycles_per_sec; ($q.redlock_quorum.who // "node-redlock (not run)");
-           "baton / node-redlock >= 1.5"; cmp($q.ratio_baton_over_redlock; ">="; 1.5)),
+           "baton / node-redlock >= 2.0"; cmp($q.ratio_baton_over_redlock; ">="; 2.0)),
        row("quorum"; "quorum of 5: grant p99 (ms)"; $q.baton_quorum.grant_ms.p99;
            $q.redlock_quorum.grant_ms.p99; ($q.redlock_quorum.who // "node-redlock (not run)");
            "(reported)"; null)
@@ -287,7 +299,7 @@ doc=$(jq -s -c --arg date "$(date -u +%Y-%m-%d)" --argjson smoke "$smoke" \
 jq -r '
   def f(x): if x == null then "-" else (x | tostring) end;
   def pad(n): tostring | .[0:n] + " " * (n - (.[0:n] | length));
-  "baton, issue 17: the whole comparison, \(.date)\(if .smoke then " (SMOKE: short runs, figures not comparable)" else "" end)",
+  "baton, issues 17 and 38: the whole comparison, \(.date)\(if .smoke then " (SMOKE: short runs, figures not comparable)" else "" end)",
   "machine: \(.machine); redis \(.redis)",
   (if .peers_run then empty else "PEERS NOT RUN: \(.peers_not_run_because // "bench_peers did not run them")" end),
   "",

@@ -41,7 +41,8 @@
  *     each lock's figures are over its five slices.
  *
  * usage: bench_lock [--url URL] [--seconds S] [--smoke]
- *                   [--only raw|lib|own|async|pipelined|hot]
+ *                   [--only raw|lib|own|async|pipelined|floor|hot]
+ * (floor: the two-script fenced cycle of run_pipelined(true), alone.)
  * (URL defaults to $BATON_TEST_URL; tests/lib/with-redis.sh provides one.)
  */
 #include <inttypes.h>
@@ -63,7 +64,7 @@
 
 static const char *url;
 static double seconds = 5.0;
-static const char *only = ""; /* "raw", "lib", "own", "async", "pipelined" or "hot": one part */
+static const char *only = ""; /* "raw", "lib", "own", "async", "pipelined", "floor" or "hot" */
 
 static int64_t run_ns(void)
 {
@@ -216,23 +217,51 @@ static double run_async(struct baton_client *c, int *errors)
     return (double)total / ((double)(tu_now_ns() - t0) / 1e9);
 }
 
+/* The floor of any fenced cycle on this server, for the Redis CPU a cycle
+ * costs: the fewest calls a grant with baton's fence needs (SET NX PX, the
+ * server's TIME, one write of max(last + 1, clock) to the fence key) and a
+ * release that compares and deletes (GET, DEL), as two scripts by EVALSHA:
+ * a compare-and-delete and a fence computed on the server need Lua on
+ * Redis 6 and 7. No queue, no waiters. */
+static const char floor_acquire[] =
+    "if not redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 0 end\n"
+    "local t = redis.call('time')\n"
+    "local now = t[1] .. string.sub('00000' .. t[2], -6, -2)\n"
+    "local last = redis.call('getset', KEYS[2], now)\n"
+    "if last and tonumber(last) >= tonumber(now) then\n"
+    "  now = string.format('%d', tonumber(last) + 1)\n"
+    "  redis.call('set', KEYS[2], now)\n"
+    "end\n"
+    "return tonumber(now)\n";
+static const char floor_release[] = "if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end\n"
+                                    "return redis.call('del', KEYS[1])\n";
+
 /* The physical limit of the same work: raw SET NX PX + DEL, 50 pairs in
  * flight on one connection, one thread: each turn writes every command
- * due with one write, then reads every reply that has come. */
-static double run_pipelined(int *errors)
+ * due with one write, then reads every reply that has come. scripted: the
+ * pair is instead the two scripts of the floor above, by EVALSHA. */
+static double run_pipelined(bool scripted, int *errors)
 {
     struct baton__conn *cn = tu_raw_open(url);
-    char keys[UNCONTENDED_THREADS][32];
+    char keys[UNCONTENDED_THREADS][32], fences[UNCONTENDED_THREADS][40];
     bool set_next[UNCONTENDED_THREADS];
     int order[UNCONTENDED_THREADS], head = 0, inflight = 0;
     int64_t cycles = 0;
-    if (cn == NULL) {
+    char sha_acq[41], sha_rel[41];
+    baton__sha1_hex(floor_acquire, strlen(floor_acquire), sha_acq);
+    baton__sha1_hex(floor_release, strlen(floor_release), sha_rel);
+    const char *load_acq[3] = {"SCRIPT", "LOAD", floor_acquire};
+    const char *load_rel[3] = {"SCRIPT", "LOAD", floor_release};
+    if (cn == NULL ||
+        (scripted && (!tu_raw_cmd(cn, 3, load_acq) || !tu_raw_cmd(cn, 3, load_rel)))) {
+        tu_raw_close(cn);
         (*errors)++;
         return 0;
     }
     int64_t t0 = tu_now_ns(), end = t0 + run_ns();
     for (int i = 0; i < UNCONTENDED_THREADS; i++) {
         snprintf(keys[i], sizeof keys[i], "bench:pipe:%d", i);
+        snprintf(fences[i], sizeof fences[i], "bench:pipe:%d:fence", i);
         set_next[i] = true;
     }
     int due[UNCONTENDED_THREADS], ndue = UNCONTENDED_THREADS;
@@ -246,9 +275,15 @@ static double run_pipelined(int *errors)
                 "SET", keys[i], "0123456789abcdef0123456789abcdef0123456789abcdef",
                 "NX",  "PX",    "30000"};
             const char *del[2] = {"DEL", keys[i]};
-            size_t lens[6];
-            const char **argv = set_next[i] ? set : del;
-            int argc = set_next[i] ? 6 : 2;
+            const char *acq[7] = {"EVALSHA", sha_acq,
+                                  "2",       keys[i],
+                                  fences[i], "0123456789abcdef0123456789abcdef0123456789abcdef",
+                                  "30000"};
+            const char *rel[5] = {"EVALSHA", sha_rel, "1", keys[i],
+                                  "0123456789abcdef0123456789abcdef0123456789abcdef"};
+            size_t lens[7];
+            const char **argv = scripted ? (set_next[i] ? acq : rel) : (set_next[i] ? set : del);
+            int argc = scripted ? (set_next[i] ? 7 : 5) : (set_next[i] ? 6 : 2);
             for (int k = 0; k < argc; k++)
                 lens[k] = strlen(argv[k]);
             if (baton__conn_append(cn, argc, argv, lens) != BATON_OK) {
@@ -274,7 +309,9 @@ static double run_pipelined(int *errors)
             int i = order[head];
             head = (head + 1) % UNCONTENDED_THREADS;
             inflight--;
-            if (r->type == REDIS_REPLY_ERROR)
+            /* an error, or a grant refused (each key is only ours) */
+            if (r->type == REDIS_REPLY_ERROR ||
+                (scripted && set_next[i] && r->type == REDIS_REPLY_INTEGER && r->integer == 0))
                 (*errors)++;
             freeReplyObject(r);
             if (!set_next[i])
@@ -551,9 +588,8 @@ static void hot_slice(void *(*fn)(void *), double slice_s, struct hot_acc *a, in
      * the longest handoff between two of them (or into its own grant). */
     size_t lw = total, overtaken = 0;
     for (size_t i = 0; i < total; i++)
-        if (all[i].asked_ns >= t0 &&
-            (lw == total || all[i].acquired_ns - all[i].asked_ns >
-                                all[lw].acquired_ns - all[lw].asked_ns))
+        if (all[i].asked_ns >= t0 && (lw == total || all[i].acquired_ns - all[i].asked_ns >
+                                                         all[lw].acquired_ns - all[lw].asked_ns))
             lw = i;
     int64_t worst_hand = 0;
     for (size_t i = 0; lw < total && i < total; i++) {
@@ -624,9 +660,8 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
             only = argv[++i];
         else {
-            fprintf(
-                stderr,
-                "usage: bench_lock [--url URL] [--seconds S] [--smoke] [--only raw|lib|own|hot]\n");
+            fprintf(stderr, "usage: bench_lock [--url URL] [--seconds S] [--smoke] "
+                            "[--only raw|lib|own|async|pipelined|floor|hot]\n");
             return 2;
         }
     }
@@ -652,7 +687,9 @@ int main(int argc, char **argv)
     if (*only == '\0' || strcmp(only, "async") == 0)
         async = run_async(c, &errors);
     if (*only == '\0' || strcmp(only, "pipelined") == 0)
-        piped = run_pipelined(&errors);
+        piped = run_pipelined(false, &errors);
+    if (strcmp(only, "floor") == 0)
+        piped = run_pipelined(true, &errors);
     baton_client_free(c);
     if (*only != '\0' && strcmp(only, "hot") != 0) {
         printf("{\"bench\":\"lock\",\"only\":\"%s\",\"seconds\":%.1f,\"cycles_per_sec\":%.0f,"

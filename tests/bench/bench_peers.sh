@@ -9,12 +9,18 @@
 #     cycles in flight on one client (bench_lock --only async: one thread,
 #     the client's loop, one connection), and with 50 threads blocking in
 #     the same client (--only lib); against node's ioredis with SET NX PX +
-#     a scripted release, redis-semaphore's Mutex and node-redlock (all three
-#     auto-pipelined on one connection, as a Node service runs them). The
-#     physical limit of the same work in the same round: raw SET NX PX + DEL
-#     with 50 pairs in flight, pipelined on one connection by one C thread
-#     (--only pipelined); for scale, raw SET NX PX + DEL by 50 threads on 50
-#     connections (--only raw).
+#     a scripted release, redis-semaphore's Mutex and node-redlock, each on
+#     one connection in each of its usual configurations: ioredis's
+#     auto-pipelining on and off (off is its default), and for the scripted
+#     release, the script by EVALSHA and by EVAL. Throughput is compared
+#     with the fastest configuration, Redis's CPU per cycle with the
+#     cheapest (a peer's cycle is unfenced: SET NX PX + a script). Beside
+#     them, the floor of any fenced cycle on this server: the fewest calls
+#     baton's fence needs, in two scripts by EVALSHA, 50 in flight pipelined
+#     on one connection by one C thread (--only floor); the physical limit
+#     of the same work: raw SET NX PX + DEL with 50 pairs in flight, the same
+#     way (--only pipelined); for scale, raw SET NX PX + DEL by 50 threads on
+#     50 connections (--only raw).
 #   semaphore, limit 5, 50 clients, zero hold: baton's bench_sem against
 #     redis-semaphore's Semaphore, cycles/s and wait p99 of both. baton as
 #     the peer runs, 50 asynchronous cycles in flight on one client
@@ -182,10 +188,19 @@ run_round() {
     run_case lock_baton "$bins/bench_lock" --only lib --seconds "$seconds"
     run_case lock_pipelined "$bins/bench_lock" --only pipelined --seconds "$seconds"
     run_case lock_ceiling "$bins/bench_lock" --only raw --seconds "$seconds"
+    run_case lock_floor "$bins/bench_lock" --only floor --seconds "$seconds"
     if [ "$peers_ok" = 1 ]; then
-        run_case lock_raw "${peer[@]}" lock-raw --url "$REDIS_URL" --seconds "$seconds"
-        run_case lock_mutex "${peer[@]}" lock-mutex --url "$REDIS_URL" --seconds "$seconds"
-        run_case lock_redlock "${peer[@]}" lock-redlock --url "$REDIS_URL" --seconds "$seconds"
+        local ap rel
+        for ap in on off; do
+            for rel in evalsha eval; do
+                run_case "lock_peer_raw_${ap}_$rel" "${peer[@]}" lock-raw --url "$REDIS_URL" \
+                    --seconds "$seconds" --autopipeline "$ap" --release "$rel"
+            done
+            run_case "lock_peer_mutex_$ap" "${peer[@]}" lock-mutex --url "$REDIS_URL" \
+                --seconds "$seconds" --autopipeline "$ap"
+            run_case "lock_peer_redlock_$ap" "${peer[@]}" lock-redlock --url "$REDIS_URL" \
+                --seconds "$seconds" --autopipeline "$ap"
+        done
     fi
     note "semaphore, limit 5"
     run_case sem_async "$bins/bench_sem" --only async --seconds "$seconds"
@@ -267,10 +282,12 @@ round_doc() {
        redis_cores: (if x.redis_cpu_s == null or cyc(x) == 0 or x.cycles_per_sec == null
                      or x.cycles_per_sec == 0 then null
                      else (x.redis_cpu_s / (cyc(x) / x.cycles_per_sec) * 100 | round) / 100 end)} end;
-  (one("lock_async")) as $la | (one("lock_pipelined")) as $lp |
-  (one("lock_baton")) as $lb | (one("lock_ceiling")) as $lc | (one("lock_raw")) as $lr |
-  (one("lock_mutex")) as $lm | (one("lock_redlock")) as $ll |
-  ([$lr, $lm, $ll] | map(select(. != null)) | max_by(.cycles_per_sec)) as $best |
+  (one("lock_async")) as $la | (one("lock_pipelined")) as $lp | (one("lock_floor")) as $lf |
+  (one("lock_baton")) as $lb | (one("lock_ceiling")) as $lc |
+  ([$ARGS.named | to_entries[] | select(.key | startswith("lock_peer_")) | .value[0]
+    | row(.; .peer)] | sort_by(.who)) as $lpeers |
+  ($lpeers | map(select(.cycles_per_sec != null)) | max_by(.cycles_per_sec)) as $best |
+  ($lpeers | map(select(.redis_cpu_us_per_cycle != null)) | min_by(.redis_cpu_us_per_cycle)) as $cheap |
   (one("sem_async")) as $sa | (one("sem_baton")) as $sb | (one("sem_clients")) as $sx | (one("sem_chain")) as $sc | (one("sem_peer")) as $sp | (one("sem_raw5")) as $s5 |
   (one("hot_baton")) as $hb | (one("hot_redlock")) as $hr | (one("hot_mutex")) as $hm |
   (one("cron_baton")) as $cb | (one("cron_croner")) as $cc | (one("cron_parser")) as $cp |
@@ -278,11 +295,16 @@ round_doc() {
    lock_uncontended: {clients: 50,
      baton: row($la; "baton, 50 async cycles in flight, one client (loop thread)"),
      baton_50_threads: row($lb; "baton, 50 threads blocking, one client"),
-     peers: [row($lr; $lr.peer), row($lm; $lm.peer), row($ll; $ll.peer)] | map(select(. != null)),
+     peers: $lpeers,
      physical_limit_pipelined: row($lp; "raw SET NX PX + DEL, 50 in flight, 1 conn (C)"),
+     fenced_floor_two_scripts: row($lf; "fenced floor: 2 scripts by EVALSHA, 50 in flight (C)"),
      reference_raw_50_connections: row($lc; "raw SET NX PX + DEL, 50 threads, 50 conns (C)"),
-     ratio_to_fastest_peer: r($la.cycles_per_sec; $best.cycles_per_sec), fastest_peer: $best.peer,
-     target_ratio_to_fastest_peer: 1.3,
+     ratio_to_fastest_peer: r($la.cycles_per_sec; $best.cycles_per_sec), fastest_peer: $best.who,
+     target_ratio_to_fastest_peer: 2.0,
+     cheapest_peer: $cheap.who,
+     redis_cpu_ratio_to_cheapest_peer: r(cpu_us($la; cyc($la)); $cheap.redis_cpu_us_per_cycle),
+     floor_redis_cpu_ratio_to_cheapest_peer: r(cpu_us($lf; cyc($lf)); $cheap.redis_cpu_us_per_cycle),
+     target_redis_cpu_ratio_to_cheapest_peer: 1.5,
      threads_ratio_to_fastest_peer: r($lb.cycles_per_sec; $best.cycles_per_sec),
      ratio_to_physical_limit: r($la.cycles_per_sec; $lp.cycles_per_sec)},
    semaphore: {limit: 5, clients: 50,
@@ -323,6 +345,8 @@ doc=$(jq -s -c --arg load_before "$load_before" --arg load_after "$load_after" \
    peers_run: $peers_run, peers_not_run_because: (if $peers_run then null else $peers_why end),
    ratios_per_round: {
      lock_baton_over_fastest_peer: map(.lock_uncontended.ratio_to_fastest_peer),
+     lock_redis_cpu_baton_over_cheapest_peer: map(.lock_uncontended.redis_cpu_ratio_to_cheapest_peer),
+     lock_redis_cpu_floor_over_cheapest_peer: map(.lock_uncontended.floor_redis_cpu_ratio_to_cheapest_peer),
      lock_baton_50_threads_over_fastest_peer: map(.lock_uncontended.threads_ratio_to_fastest_peer),
      lock_baton_over_physical_limit: map(.lock_uncontended.ratio_to_physical_limit),
      sem_baton_over_peer: map(.semaphore.ratio_to_peer),
@@ -346,9 +370,10 @@ jq -r '
   "",
   "== round \(.round) (load average before \(.load_average.before), after \(.load_average.after))",
   "\("lock, uncontended, 50 clients" | pad)cycles/s\tredis CPU us/cycle\tctx switches/cycle client, redis",
-  (.lock_uncontended | ([.baton, .baton_50_threads] + .peers + [.physical_limit_pipelined, .reference_raw_50_connections])[] | select(. != null) |
+  (.lock_uncontended | ([.baton, .baton_50_threads] + .peers + [.fenced_floor_two_scripts, .physical_limit_pipelined, .reference_raw_50_connections])[] | select(. != null) |
      "  \(.who | pad)\(f(.cycles_per_sec))\t\(f(.redis_cpu_us_per_cycle))\t\(f(.client_ctx_switches_per_cycle)), \(f(.redis_ctx_switches_per_cycle))"),
-  "  baton / fastest peer: \(f(.lock_uncontended.ratio_to_fastest_peer)) (target 1.3; 50 threads: \(f(.lock_uncontended.threads_ratio_to_fastest_peer))); baton / physical limit: \(f(.lock_uncontended.ratio_to_physical_limit))",
+  "  baton / fastest peer (\(.lock_uncontended.fastest_peer // "-")): \(f(.lock_uncontended.ratio_to_fastest_peer)) (target 2.0; 50 threads: \(f(.lock_uncontended.threads_ratio_to_fastest_peer))); baton / physical limit: \(f(.lock_uncontended.ratio_to_physical_limit))",
+  "  Redis CPU per cycle, baton / cheapest peer (\(.lock_uncontended.cheapest_peer // "-")): \(f(.lock_uncontended.redis_cpu_ratio_to_cheapest_peer)) (target 1.5); the two-script floor / cheapest peer: \(f(.lock_uncontended.floor_redis_cpu_ratio_to_cheapest_peer))",
   "",
   "\("semaphore, limit 5, 50 clients, zero hold" | pad)cycles/s\tredis CPU us/cycle\twait p99 / longest (ms)",
   (.semaphore | ([.baton, .baton_50_threads, .baton_a_client_each, .peer] | map(select(. != null)))[] |

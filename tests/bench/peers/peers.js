@@ -5,8 +5,11 @@
 //   node peers.js CASE --url redis://127.0.0.1:PORT/0 --seconds S
 //
 // Lock cases (50 concurrent loops, each on its own key, acquire + release,
-// zero hold, all on one ioredis connection with auto-pipelining, which is
-// how a Node service runs them):
+// zero hold, all on one ioredis connection), each in ioredis's usual
+// configurations: --autopipeline on (ioredis batches the commands of one
+// tick into one write) or off (its default: each command written when
+// made); for lock-raw, --release evalsha (ioredis's defineCommand: EVALSHA,
+// EVAL once on NOSCRIPT) or eval (the script's text each time, r.eval):
 //   lock-raw      SET key token NX PX + a scripted compare-and-delete
 //   lock-mutex    redis-semaphore's Mutex (acquire, release)
 //   lock-redlock  node-redlock (lock, unlock) on the one server
@@ -41,8 +44,13 @@ const kase = args[0];
 let url = process.env.BATON_TEST_URL || '';
 const urls = [];
 let seconds = 5;
+let autopipeline = true, release = 'evalsha';
 for (let i = 1; i < args.length; i++) {
-    if (args[i] === '--url') {
+    if (args[i] === '--autopipeline' && ['on', 'off'].includes(args[i + 1]))
+        autopipeline = args[++i] === 'on';
+    else if (args[i] === '--release' && ['eval', 'evalsha'].includes(args[i + 1]))
+        release = args[++i];
+    else if (args[i] === '--url') {
         url = args[++i];
         urls.push(url);
     } else if (args[i] === '--seconds')
@@ -110,20 +118,23 @@ async function runLoops(loops, body) {
 const RELEASE_LUA = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0";
 
 async function lockCase(name) {
-  const r = redis();
+  const r = redis({ enableAutoPipelining: autopipeline });
   await r.ping();
+  const how = `autopipe ${autopipeline ? 'on' : 'off'}`;
   let body, peer;
   if (name === 'lock-raw') {
     r.defineCommand('batonBenchRelease', { numberOfKeys: 1, lua: RELEASE_LUA });
-    peer = `ioredis@${pkgVersion('ioredis')} SET NX PX + scripted release`;
+    peer = `ioredis@${pkgVersion('ioredis')} SET NX PX + ${release.toUpperCase()}, ${how}`;
+    const rel = release === 'eval' ? (k, tok) => r.eval(RELEASE_LUA, 1, k, tok)
+                                   : (k, tok) => r.batonBenchRelease(k, tok);
     body = async (i) => {
       const tok = crypto.randomUUID();
       if ((await r.set(`bench:peer:raw:${i}`, tok, 'PX', 30000, 'NX')) !== 'OK') throw new Error('not granted');
-      await r.batonBenchRelease(`bench:peer:raw:${i}`, tok);
+      await rel(`bench:peer:raw:${i}`, tok);
     };
   } else if (name === 'lock-mutex') {
     const { Mutex } = require('redis-semaphore');
-    peer = `redis-semaphore@${pkgVersion('redis-semaphore')} Mutex`;
+    peer = `redis-semaphore@${pkgVersion('redis-semaphore')} Mutex, ${how}`;
     body = async (i) => {
       const m = new Mutex(r, `bench:peer:mutex:${i}`, { lockTimeout: 30000 });
       await m.acquire();
@@ -132,7 +143,7 @@ async function lockCase(name) {
   } else {
     const Redlock = require('redlock');
     const rl = new Redlock([r], { retryCount: 0 });
-    peer = `redlock@${pkgVersion('redlock')}`;
+    peer = `redlock@${pkgVersion('redlock')}, ${how}`;
     body = async (i) => {
       const lock = await rl.lock(`bench:peer:redlock:${i}`, 30000);
       await lock.unlock();
@@ -140,7 +151,7 @@ async function lockCase(name) {
   }
   const { cycles, secs } = await runLoops(50, body);
   r.disconnect();
-  out({ case: name, peer, clients: 50, connections: 1, cycles, seconds: +secs.toFixed(3), cycles_per_sec: Math.round(cycles / secs) });
+  out({ case: name, peer, autopipeline, release: name === 'lock-raw' ? release : null, clients: 50, connections: 1, cycles, seconds: +secs.toFixed(3), cycles_per_sec: Math.round(cycles / secs) });
 }
 
 async function quorumCase(name)
