@@ -295,8 +295,13 @@ for try in 1 2 3; do
         [ $(( t / 1000 % 2 )) -eq 1 ] && [ $(( t % 1000 )) -ge 955 ] && [ $(( t % 1000 )) -le 965 ] && break
         sleep 0.002
     done
+    t=$(now_ms) # the pause is sent now
     "$B" pause -c "$T/eclient.yaml" ev >/dev/null || fail "pause ev"
-    tick=$(date -u -d "@$(( t / 1000 + 1 ))" +%Y-%m-%dT%H:%M:%SZ)
+    # The tick is the first even second after the pause was sent: on a busy
+    # machine the wait above can miss its 10 ms window (each turn spawns
+    # processes), and then it is not 40 ms ahead, but still the tick at stake.
+    s=$(( t / 1000 + 1 )); [ $(( s % 2 )) -eq 0 ] || s=$(( s + 1 ))
+    tick=$(date -u -d "@$s" +%Y-%m-%dT%H:%M:%SZ)
     sleep 0.6
     "$B" resume -c "$T/eclient.yaml" ev --catchup >/dev/null || fail "resume ev --catchup"
     sleep 1.5
