@@ -42,7 +42,7 @@ row=$(sed -n '/^running now:/,/^$/p' "$T/s1.txt" | grep "^long-export ")
 [ -n "$row" ] || fail "status shows no run of long-export: $(cat "$T/s1.txt")"
 echo "$row" | grep -qE "^long-export +zed +manual by [^ ]+@[^ ]+ +20[0-9-]+T[0-9:.]+Z +[0-9.]+m?s +$id\$" ||
     fail "status's running row: $row"
-grep -qE '^zed +working .* 1 +2 [0-9a-f]{8} +leader$' "$T/s1.txt" || fail "zed's row (running 1): $(grep '^zed' "$T/s1.txt")"
+grep -qE '^zed +working .* 1 +[0-9]+/[0-9]+ +[^ ]+ +2 [0-9a-f]{8} +leader$' "$T/s1.txt" || fail "zed's row (running 1): $(grep '^zed' "$T/s1.txt")"
 st --json > "$T/s1.json"
 python3 - "$T/s1.json" "$id" <<'EOF' || fail "status --json: $(cat "$T/s1.json")"
 import json, sys
