@@ -150,7 +150,7 @@ scale() {
     for i in $(seq 1 "$SCALE_N"); do node "$g" "n$i" "$T/$g-jobs.yaml" 64; [ "$i" = 1 ] && wait_leader "$g" >/dev/null; done
     sleep 5
     l=$(leader_of "$g"); pid=$(pid_of "$g-$l")
-    calls() { $RC info commandstats | sed -n 's/.*calls=\([0-9]*\).*/\1/p' | awk '{s += $1} END {print s}'; }
+    calls() { $RC info commandstats | sed -n 's/^cmdstat_[^:]*:calls=\([0-9]*\),.*/\1/p' | awk '{s += $1} END {print s}'; }
     cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
     c0=$(cpu "$pid"); calls0=$(calls); t0=$(now_ms)
     : > "$T/$g-mark"
