@@ -1,5 +1,8 @@
 /* cmd_check.c -- `baton check [-c FILE] [--json] [--reference]`: validate
- * baton.yaml and its jobs.yaml, like `nginx -t`. Needs no Redis.
+ * baton.yaml and its jobs.yaml, like `nginx -t`. Needs no Redis: only when
+ * a job runs on members carrying labels (run_on {labels}) does it read the
+ * group's last heartbeats, when Redis answers, to warn of a label that no
+ * node carries (see label_warnings).
  *
  * On success prints the effective configuration (every option, defaults
  * included, passwords masked), then each job of jobs.yaml with its schedule,
@@ -43,8 +46,9 @@
  *              "jitter_ms": 0, "next_runs": ["2026-01-05T06:00:00Z", ...],
  *              "next_starts": ["2026-01-05T06:00:00.000Z", ...] (when each
  *              run begins: the tick and its jitter delay)}],
- *    "problems": ["..."], "error": "file:line:col: message" (when a file
- *    is invalid: then the rest may be missing)}
+ *    "problems": ["..."], "warnings": ["..."] (labels no node carries,
+ *    or that they could not be checked), "error": "file:line:col:
+ *    message" (when a file is invalid: then the rest may be missing)}
  *
  * Exit: 0 valid; 78 invalid or a job's program/workdir missing (messages on
  * stderr); 64 bad argument.
@@ -59,6 +63,7 @@
 
 #include "cli.h"
 #include "config.h"
+#include "members.h"
 #include "cron.h"
 #include "docs.h"
 #include "events.h"
@@ -104,7 +109,11 @@ const struct cli_cmd cli_cmd_check = {
         "zone is not UTC).\n\n"
         "It also checks what each enabled job needs on this machine: its program is found "
         "in baton's PATH and is executable, its workdir is a directory. Each problem is one "
-        "line, \"jobs.yaml:LINE:COL: job NAME: workdir /srv/app: No such file or directory\".",
+        "line, \"jobs.yaml:LINE:COL: job NAME: workdir /srv/app: No such file or directory\".\n\n"
+        "When a job runs on members carrying labels (run_on: {labels: [...]}), it reads the "
+        "group's last heartbeats from Redis and warns (exit status unchanged) of each label no "
+        "node carries, alive or seen in the last minutes, nor this node's own labels; when "
+        "Redis does not answer, a warning says the labels could not be checked.",
     .opts = opts,
     .exits = exits,
     .run = cmd_check,
@@ -179,6 +188,93 @@ static cJSON *job_problems(const struct jobs *js)
             check_program(list, js, j, "on_success",
                           j->on_success.argv != NULL ? j->on_success.argv[0] : "/bin/sh");
     }
+    return list;
+}
+
+/* ---- the labels of run_on {labels} ---- */
+
+/* True when label is one of the node's labels (its heartbeat hb). */
+static bool hb_has_label(const cJSON *hb, const char *label)
+{
+    const cJSON *l;
+    cJSON_ArrayForEach(l, cJSON_GetObjectItemCaseSensitive(hb, "labels"))
+    {
+        if (cJSON_IsString(l) && strcmp(l->valuestring, label) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* True when label is carried by a node of m[0..n) (hb: their heartbeats),
+ * or by this node's own baton.yaml (it carries them once it runs). */
+static bool label_carried(const struct config *cfg, cJSON **hb, size_t n, const char *label)
+{
+    for (size_t i = 0; cfg->labels != NULL && cfg->labels[i] != NULL; i++)
+        if (strcmp(cfg->labels[i], label) == 0)
+            return true;
+    for (size_t i = 0; i < n; i++)
+        if (hb_has_label(hb[i], label))
+            return true;
+    return false;
+}
+
+/* Warnings (a JSON array, owned) for the labels of the enabled jobs with
+ * run_on {labels} that no node carries: not this node's baton.yaml, nor
+ * any node of the group's last heartbeats (alive, or seen within the
+ * minutes a node stays listed: members.h). A tick of such a job is recorded
+ * not run. When Redis cannot be read, one warning says the labels could not
+ * be checked. None when no job has labels (Redis is not contacted). */
+static cJSON *label_warnings(const struct config *cfg, const struct jobs *js)
+{
+    cJSON *list = cJSON_CreateArray();
+    struct baton_client *c = NULL;
+    struct member *m = NULL;
+    size_t n = 0;
+    char why[600], what[4400];
+    bool any = false;
+    for (size_t i = 0; i < js->n && !any; i++)
+        any = js->v[i].enabled && job_run_on(&js->v[i], NULL) == JOB_RUN_ON_LABELS;
+    if (!any || list == NULL)
+        return list;
+    int rc = tool_connect_quiet("check", cfg, &c, why, sizeof why);
+    if (rc == 0 && (rc = members_read(c, cfg->group, &m, &n)) != BATON_OK)
+        snprintf(why, sizeof why, "%s", baton_client_errstr(c));
+    if (rc != 0) {
+        snprintf(what, sizeof what,
+                 "the labels of run_on could not be checked against the group's nodes: Redis "
+                 "(%s) did not answer: %s",
+                 cfg->redis, why);
+        cJSON_AddItemToArray(list, cJSON_CreateString(what));
+        baton_client_free(c);
+        return list;
+    }
+    cJSON **hb = calloc(n + 1, sizeof *hb);
+    for (size_t i = 0; hb != NULL && i < n; i++)
+        hb[i] = cJSON_Parse(m[i].info_json);
+    for (size_t i = 0; hb != NULL && i < js->n; i++) {
+        const struct job *j = &js->v[i];
+        char *const *labels = NULL;
+        if (!j->enabled || job_run_on(j, &labels) != JOB_RUN_ON_LABELS)
+            continue;
+        for (size_t k = 0; labels != NULL && labels[k] != NULL; k++) {
+            if (label_carried(cfg, hb, n, labels[k]))
+                continue;
+            snprintf(what, sizeof what,
+                     "run_on label \"%s\": no node of group %s carries it (%zu node%s seen, nor "
+                     "this node's labels): its ticks are recorded not run until one does",
+                     labels[k], cfg->group, n, n == 1 ? "" : "s");
+            snprintf(why, sizeof why, "%s:%d:%d: job \"%s\": ", js->path, j->line, j->col,
+                     j->name);
+            char line[5200];
+            snprintf(line, sizeof line, "%s%s", why, what);
+            cJSON_AddItemToArray(list, cJSON_CreateString(line));
+        }
+    }
+    for (size_t i = 0; hb != NULL && i < n; i++)
+        cJSON_Delete(hb[i]);
+    free(hb);
+    members_free(m, n);
+    baton_client_free(c);
     return list;
 }
 
@@ -374,7 +470,7 @@ static cJSON *job_json(const struct job *j, int64_t now)
 }
 
 static cJSON *check_json(const struct config *cfg, const struct jobs *jobs, cJSON *problems,
-                         const char *error)
+                         cJSON *warnings, const char *error)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddBoolToObject(o, "valid", error == NULL && cJSON_GetArraySize(problems) == 0);
@@ -392,6 +488,7 @@ static cJSON *check_json(const struct config *cfg, const struct jobs *jobs, cJSO
     for (size_t i = 0; jobs != NULL && i < jobs->n; i++)
         cJSON_AddItemToArray(list, job_json(&jobs->v[i], now));
     cJSON_AddItemToObject(o, "problems", problems != NULL ? problems : cJSON_CreateArray());
+    cJSON_AddItemToObject(o, "warnings", warnings != NULL ? warnings : cJSON_CreateArray());
     if (error != NULL)
         cJSON_AddStringToObject(o, "error", error);
     return o;
@@ -455,23 +552,27 @@ static int cmd_check(int argc, char **argv)
         return rc;
     if (config_load(path, &cfg, err, sizeof err) != 0) {
         rc = cli_error(CLI_EXIT_CONFIG, "check", "%s", err);
-        if (json && tool_print_json("check", check_json(NULL, NULL, NULL, err)) != 0)
+        if (json && tool_print_json("check", check_json(NULL, NULL, NULL, NULL, err)) != 0)
             rc = CLI_EXIT_FAIL;
         return rc;
     }
     if (config_load_jobs(cfg, &jobs, err, sizeof err) != 0) {
         rc = cli_error(CLI_EXIT_CONFIG, "check", "%s", err);
-        if (json && tool_print_json("check", check_json(cfg, NULL, NULL, err)) != 0)
+        if (json && tool_print_json("check", check_json(cfg, NULL, NULL, NULL, err)) != 0)
             rc = CLI_EXIT_FAIL;
         goto out_free_config;
     }
     problems = job_problems(jobs);
+    cJSON *warnings = label_warnings(cfg, jobs);
     int np = cJSON_GetArraySize(problems);
     for (int i = 0; i < np; i++)
         cli_error(0, "check", "%s", cJSON_GetArrayItem(problems, i)->valuestring);
+    for (int i = 0; i < cJSON_GetArraySize(warnings); i++)
+        fprintf(stderr, "baton: check: warning: %s\n",
+                cJSON_GetArrayItem(warnings, i)->valuestring);
     if (json) {
-        rc = tool_print_json("check", check_json(cfg, jobs, problems, NULL));
-        problems = NULL;
+        rc = tool_print_json("check", check_json(cfg, jobs, problems, warnings, NULL));
+        problems = warnings = NULL;
     } else {
         print_human(cfg, jobs, problems);
         rc = tool_flush("check");
@@ -479,6 +580,7 @@ static int cmd_check(int argc, char **argv)
     if (rc == 0 && np > 0)
         rc = CLI_EXIT_CONFIG;
     cJSON_Delete(problems);
+    cJSON_Delete(warnings);
     jobs_free(jobs);
 out_free_config:
     config_free(cfg);

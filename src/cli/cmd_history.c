@@ -90,7 +90,8 @@ const struct cli_cmd cli_cmd_history = {
     .description =
         "Prints the recent runs of JOB, newest first: scheduled time, node, term, what "
         "started it (schedule, catch-up, retry, or manual by whom), start (with the tick's "
-        "delay for a job with `jitter`), duration, "
+        "delay for a job with `jitter`, and for a run on a member of a job with run_on other "
+        "than leader the time from the tick to its start there, dispatched), duration, "
         "outcome, attempt and run id. The leader records every run in Redis, up "
         "to `history.runs` per job. A job no longer in jobs.yaml is still shown while runs "
         "of it are recorded.\n\n"
@@ -141,6 +142,9 @@ static void print_human(const char *job, bool known, const struct history_list *
         if (r->started_ms > 0 && r->jitter_ms > 0) /* it was to begin at the tick + this */
             snprintf(started + strlen(started), sizeof started - strlen(started), " (jitter %s)",
                      tool_format_ms(r->jitter_ms, jit, sizeof jit));
+        if (r->started_ms > 0 && r->dispatched) /* from the tick's instant to its exec */
+            snprintf(started + strlen(started), sizeof started - strlen(started),
+                     " (dispatched %s)", tool_format_ms(r->dispatch_ms, jit, sizeof jit));
         snprintf(term, sizeof term, "%" PRIu64, r->term);
         snprintf(attempt, sizeof attempt, "%d", r->attempt);
         const char *t_name = strcmp(r->trigger, "catchup") == 0 ? "catch-up"

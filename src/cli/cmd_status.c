@@ -35,6 +35,10 @@
  *   JOB    TICK                  WAITS FOR        SINCE                     WAITED  QUEUED
  *   dump   2026-01-02T07:10:04Z  pool exports (3)  2026-01-02T07:10:04.003Z  1.2s    2
  *
+ *   offered to members, not yet accepted (run_on other than leader):
+ *   JOB     TICK                  OFFERED TO
+ *   resize  2026-01-02T07:10:04Z  web-2
+ *
  * The nodes: the leader first, then by name; a follower's TERM is the term
  * it follows. What runs now comes from the nodes' heartbeats (a run shows a
  * quarter of a second after it starts). Without a leader, NEXT RUN says no
@@ -106,6 +110,9 @@ const struct cli_cmd cli_cmd_status = {
         "beside its limit; under waiting for a slot, the leader's ticks that wait, unclaimed, "
         "for a pool or max_running slot (job, tick, what it waits for, since when, the job's "
         "ticks queued), in the order the slots go to them, from the leader's heartbeat.\n\n"
+        "With jobs that run on members (run_on any or labels), under offered to members, each "
+        "tick offered to a node and not yet accepted (its job, tick and node), read from "
+        "Redis; a run accepted shows under running now, on the node that runs it.\n\n"
         "Nodes heartbeat every `poll`. One whose heartbeat is overdue (more than 2 x poll + "
         "2s) shows as unresponsive. A node that stopped is listed as stopped for 1 minute, "
         "then removed; one not heard from is removed after 5 minutes (or 3 x its poll, if "
@@ -133,6 +140,7 @@ struct status {
     struct pause_list paused;
     struct limits_pool *pools; /* jobs.yaml's, their live runs read from Redis */
     size_t npools;
+    struct status_offers offers; /* ticks offered to the nodes, not yet accepted */
     int64_t now;    /* Unix s */
     int64_t now_ms; /* Unix ms */
 };
@@ -474,6 +482,20 @@ static void print_limits(const struct status *s)
         tool_table_print(&t, "", stdout);
         tool_table_free(&t);
     }
+    const cJSON *offers = cJSON_GetObjectItemCaseSensitive(doc, "offers");
+    if (cJSON_GetArraySize(offers) > 0) {
+        tool_table_init(&t, 3);
+        tool_table_add(&t, (const char *const[]){"JOB", "TICK", "OFFERED TO"});
+        cJSON_ArrayForEach(e, offers)
+        {
+            tool_table_add(&t, (const char *const[]){hb_string(e, "job"),
+                                                     hb_string(e, "scheduled_at"),
+                                                     hb_string(e, "node")});
+        }
+        printf("\noffered to members, not yet accepted (run_on other than leader):\n");
+        tool_table_print(&t, "", stdout);
+        tool_table_free(&t);
+    }
     cJSON_Delete(doc);
 }
 
@@ -508,6 +530,7 @@ static cJSON *status_json(const struct status *s)
                            .njobs = n,
                            .pools = s->pools,
                            .npools = s->npools,
+                           .offers = &s->offers,
                            .jobs_error = s->jobs == NULL ? s->jobs_error : NULL,
                            .now = s->now,
                            .now_ms = s->now_ms};
@@ -607,6 +630,14 @@ static int cmd_status(int argc, char **argv)
         goto out;
     }
 
+    /* The ticks offered to members (run_on other than leader), not yet
+     * accepted: what Redis holds, whoever offered them. */
+    brc = status_offers_read(client, cfg->group, s.members, s.nmembers, &s.offers);
+    if (brc != BATON_OK) {
+        rc = tool_redis_error("status", client, brc, "reading the offers to the nodes");
+        goto out;
+    }
+
     if (json) {
         rc = tool_print_json("status", status_json(&s));
     } else {
@@ -624,6 +655,7 @@ out:
     free(s.last);
     pause_list_free(&s.paused);
     limits_pools_free(s.pools, s.npools);
+    status_offers_free(&s.offers);
     members_free(s.members, s.nmembers);
     baton_client_free(client);
     jobs_free(jobs);

@@ -43,14 +43,14 @@ int tool_load_config(const char *cmd, const char *path, struct config **out)
     return 0;
 }
 
-int tool_connect(const char *cmd, const struct config *cfg, struct baton_client **out)
+int tool_connect_quiet(const char *cmd, const struct config *cfg, struct baton_client **out,
+                       char *why, size_t len)
 {
     struct secrets sec;
-    char err[512];
-    if (secrets_load(cfg->password_file, cfg->sentinel_password_file, &sec, err, sizeof err) != 0) {
+    *out = NULL;
+    if (secrets_load(cfg->password_file, cfg->sentinel_password_file, &sec, why, len) != 0) {
         secrets_clear(&sec);
-        *out = NULL;
-        return cli_fail(cmd, "%s", err);
+        return CLI_EXIT_FAIL;
     }
     for (int i = 0; i < sec.nwarnings; i++)
         fprintf(stderr, "baton: %s: warning: %s\n", cmd, sec.warning[i]);
@@ -62,14 +62,20 @@ int tool_connect(const char *cmd, const struct config *cfg, struct baton_client 
     int rc = cli_client_new(cmd, cfg->redis, &o, &c);
     secrets_clear(&sec);
     if (rc != BATON_OK) {
-        const char *why = c != NULL ? baton_client_errstr(c) : "";
-        cli_error(CLI_EXIT_UNAVAILABLE, cmd, "%s", why[0] != '\0' ? why : baton_strerror(rc));
+        const char *e = c != NULL ? baton_client_errstr(c) : "";
+        snprintf(why, len, "%s", e[0] != '\0' ? e : baton_strerror(rc));
         baton_client_free(c);
-        *out = NULL;
         return CLI_EXIT_UNAVAILABLE;
     }
     *out = c;
     return 0;
+}
+
+int tool_connect(const char *cmd, const struct config *cfg, struct baton_client **out)
+{
+    char why[512];
+    int rc = tool_connect_quiet(cmd, cfg, out, why, sizeof why);
+    return rc == 0 ? 0 : cli_error(rc, cmd, "%s", why);
 }
 
 int tool_redis_error(const char *cmd, struct baton_client *c, int rc, const char *what)

@@ -53,6 +53,10 @@ int tool_load_config(const char *cmd, const char *path, struct config **out);
  * commands. Returns 0 and *out (owned; free with baton_client_free), or
  * CLI_EXIT_UNAVAILABLE after printing why (one line). */
 int tool_connect(const char *cmd, const struct config *cfg, struct baton_client **out);
+/* tool_connect without printing: why (len bytes) says what failed.
+ * Returns 0, CLI_EXIT_UNAVAILABLE (Redis) or CLI_EXIT_FAIL (the secrets). */
+int tool_connect_quiet(const char *cmd, const struct config *cfg, struct baton_client **out,
+                       char *why, size_t len);
 
 /* Reports a failed Redis operation (rc a BATON_E* code) as one line,
  * "baton: CMD: redis://host:port/db: <detail> (while <what>)". Returns

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "assign.h"
 #include "cron.h"
 #include "rfc3339.h"
 #include "status.h"
@@ -45,6 +46,68 @@ int status_jobs_differ(const struct baton_leader_info *leader, const struct memb
     if (!have || !members_jobs(m, mine, sizeof mine, &njobs))
         return -1;
     return strcmp(mine, theirs) != 0;
+}
+
+void status_offers_free(struct status_offers *o)
+{
+    for (size_t i = 0; o->v != NULL && i < o->n; i++) {
+        free(o->v[i].node);
+        free(o->v[i].job);
+        free(o->v[i].field);
+    }
+    free(o->v);
+    free(o->per_node);
+    memset(o, 0, sizeof *o);
+}
+
+int status_offers_read(struct baton_client *c, const char *group, const struct member *m, size_t n,
+                       struct status_offers *out)
+{
+    char *jobs[STATUS_OFFERS_MAX], *fields[STATUS_OFFERS_MAX];
+    int rc = BATON_OK;
+    memset(out, 0, sizeof *out);
+    out->per_node = calloc(n + 1, sizeof *out->per_node);
+    if (out->per_node == NULL)
+        return BATON_ENOMEM;
+    for (size_t i = 0; rc == BATON_OK && i < n; i++) {
+        size_t k = 0;
+        if (!members_alive(&m[i]))
+            continue;
+        rc = assign_offers(c, group, m[i].node, jobs, fields, STATUS_OFFERS_MAX, &k);
+        struct status_offer *v = k > 0 ? realloc(out->v, (out->n + k) * sizeof *v) : NULL;
+        if (v != NULL)
+            out->v = v;
+        for (size_t j = 0; j < k; j++) {
+            char *node = v != NULL ? strdup(m[i].node) : NULL;
+            if (node == NULL) { /* out of memory: the offers read so far stay */
+                free(jobs[j]);
+                free(fields[j]);
+                rc = BATON_ENOMEM;
+                continue;
+            }
+            v[out->n++] = (struct status_offer){.node = node, .job = jobs[j], .field = fields[j]};
+            out->per_node[i]++;
+        }
+    }
+    return rc;
+}
+
+/* The offers of o as status shows them, into a. */
+static void add_offers(cJSON *a, const struct status_offers *o)
+{
+    for (size_t i = 0; o != NULL && i < o->n; i++) {
+        char *end, when[32];
+        int64_t tick = strtoll(o->v[i].field, &end, 10);
+        if (end == o->v[i].field || (*end != '\0' && *end != '/'))
+            continue; /* not a field as assign.h writes them */
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "node", o->v[i].node);
+        cJSON_AddStringToObject(e, "job", o->v[i].job);
+        log_rfc3339(tick, when, sizeof when);
+        cJSON_AddStringToObject(e, "scheduled_at", when);
+        cJSON_AddNumberToObject(e, "tick", (double)tick);
+        cJSON_AddItemToArray(a, e);
+    }
 }
 
 void status_runs_free(struct status_runs *r)
@@ -226,6 +289,12 @@ cJSON *status_doc_json(const struct status_doc *d)
             cJSON_AddBoolToObject(n, "jobs_differ", differs == 1);
         add_hb_field(n, hb, "running");
         add_hb_field(n, hb, "capacity");
+        add_hb_field(n, hb, "assigned");
+        const cJSON *acc = cJSON_GetObjectItemCaseSensitive(hb, "accepting");
+        if (cJSON_IsBool(acc))
+            cJSON_AddBoolToObject(n, "accepting", cJSON_IsTrue(acc));
+        else
+            cJSON_AddNullToObject(n, "accepting");
         const cJSON *labels = cJSON_GetObjectItemCaseSensitive(hb, "labels");
         if (cJSON_IsArray(labels))
             cJSON_AddItemToObject(n, "labels", cJSON_Duplicate(labels, true));
@@ -286,6 +355,7 @@ cJSON *status_doc_json(const struct status_doc *d)
         cJSON_AddItemToArray(pools, po);
     }
     add_waiting(cJSON_AddArrayToObject(o, "waiting"), d, now_ms);
+    add_offers(cJSON_AddArrayToObject(o, "offers"), d->offers);
     if (d->jobs_error != NULL)
         cJSON_AddStringToObject(o, "jobs_error", d->jobs_error);
     /* cJSON's adders tolerate NULL parents: check once that all held. */

@@ -10,9 +10,15 @@
  *                 "version": "0.1.0", "since": "2026-01-02T07:00:00Z",
  *                 "host": "web-1", "seen_ms_ago": 412, "alive": true,
  *                 "leader": true, "jobs_hash": "9f2c...", "jobs": 4,
- *                 "jobs_differ": false, "running": 1}, ...],
+ *                 "jobs_differ": false, "running": 1, "capacity": 4,
+ *                 "assigned": 1, "accepting": true, "labels": ["reports"]},
+ *                 ...],
  *                (the leader first, then the others by name; running: the
- *                 runs whose command runs on the node now)
+ *                 runs whose command runs on the node now; capacity: the
+ *                 most runs of members' ticks it takes at once, assigned:
+ *                 those it accepted and runs now (its capacity in use),
+ *                 accepting: false once it stops taking offers (SIGTERM);
+ *                 null from an older baton)
  *                (jobs_differ: whether the node's effective jobs differ from
  *                 the leader's, null when either hash is unknown)
  *     "drift":  ["web-2"]   (the alive nodes whose jobs differ from the
@@ -45,6 +51,11 @@
  *                 in the order slots go to them, from the leader's heartbeat
  *                 (only the leader knows them; at most a heartbeat's age
  *                 late, at most 50); queued: that job's ticks waiting)
+ *     "offers": [{"node", "job", "scheduled_at", "tick"}, ...]
+ *                (ticks of jobs with run_on other than leader offered to a
+ *                 node and not yet accepted nor past their deadline, read
+ *                 from Redis, at most STATUS_OFFERS_MAX per node; the runs
+ *                 accepted are in their job's "running", on their node)
  *     "jobs_error": "jobs.yaml:3:5: ..."   (only when jobs.yaml cannot be
  *                                          loaded; "jobs" is then [])
  *   }
@@ -83,6 +94,23 @@ struct status_job {
 struct status_job status_job_of(const struct job *j, const struct history_rec *last,
                                 const struct pause_entry *paused);
 
+/* A tick offered to a node, not yet accepted (assign.h). */
+#define STATUS_OFFERS_MAX 64 /* read per node */
+struct status_offer {
+    char *node, *job, *field; /* owned */
+};
+struct status_offers {
+    struct status_offer *v;
+    size_t n;
+    size_t *per_node; /* per member given to status_offers_read, in its order */
+};
+/* Reads the offers outstanding of the alive members among m[0..n) (one
+ * read per node). Returns 0 or BATON_E*; free out with status_offers_free
+ * (also after a failure). */
+int status_offers_read(struct baton_client *c, const char *group, const struct member *m, size_t n,
+                       struct status_offers *out);
+void status_offers_free(struct status_offers *o);
+
 struct status_doc { /* everything borrowed */
     const char *group;
     const char *redis; /* as the library shows it: without its password */
@@ -94,6 +122,7 @@ struct status_doc { /* everything borrowed */
     size_t njobs;
     const struct limits_pool *pools; /* runlimits.h; npools */
     size_t npools;
+    const struct status_offers *offers; /* NULL: none read ("offers": []) */
     const char *jobs_error; /* NULL, or why jobs.yaml could not be loaded */
     int64_t now;            /* Unix s: next runs are computed from it */
     int64_t now_ms;         /* Unix ms: elapsed times (0: now * 1000) */

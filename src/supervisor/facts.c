@@ -22,6 +22,7 @@ static const bool carried[LE_COUNT] = {
     [LE_JOB_RETRY] = true,        [LE_TICK_SKIPPED] = true,     [LE_HOOK_END] = true,
     [LE_TRIGGER_RECEIVED] = true, [LE_TRIGGER_REJECTED] = true, [LE_TRIGGER_LEFT] = true,
     [LE_TRIGGER_LOST] = true,     [LE_JOB_PAUSED] = true,       [LE_JOB_RESUMED] = true,
+    [LE_REASSIGNED] = true,       [LE_LOST] = true,
 };
 
 bool log_facts_carried(enum log_event ev)

@@ -49,7 +49,7 @@ const char *log_during_name(enum log_during d);
 
 struct log_facts {
     /* job_start, job_end, job_retry, tick_skipped, hook_end, trigger_*,
-     * job_paused and job_resumed ("*": every job) */
+     * reassigned, lost, job_paused and job_resumed ("*": every job) */
     const char *job;
     /* transition */
     enum machine_state from, to;
@@ -69,6 +69,7 @@ struct log_facts {
     /* job_start (lateness_ms: none for RUN_TRIGGER_MANUAL, which has no tick) */
     enum run_trigger run_trigger;
     int64_t lateness_ms;
+    bool dispatched; /* job_start: a tick of a job with run_on other than leader */
     /* job_end, tick_skipped, hook_end (ok, failed, timeout, killed,
      * failed_to_start) */
     enum history_outcome outcome;

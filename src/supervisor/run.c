@@ -105,9 +105,13 @@ static void add_tick_fields(cJSON *f, const struct run *run)
 
 static void log_start(const struct run *run)
 {
+    /* A tick of a job that runs on members was dispatched here (a manual
+     * run starts where it was asked): its lateness is its dispatch delay. */
     struct log_facts lf = {.job = run->job->name,
                            .run_trigger = run->trigger,
-                           .lateness_ms = run->started_wall_ms - run_start_ms(run)};
+                           .lateness_ms = run->started_wall_ms - run_start_ms(run),
+                           .dispatched = run->trigger != RUN_TRIGGER_MANUAL &&
+                                         job_run_on(run->job, NULL) != JOB_RUN_ON_LEADER};
     cJSON *f = log_fields();
     add_tick_fields(f, run);
     cJSON_AddStringToObject(f, "trigger", run_trigger_name(run->trigger));

@@ -8,6 +8,9 @@
 #               hot key runs five times, and the worst run is the row
 #   jobs        bench_jobs.sh: scheduling lateness against a naive loop
 #   fleet       bench_fleet.sh: 100 supervisors, 10,000 jobs, one Redis
+#   dispatch    bench_dispatch.sh: run_on any/labels: dispatch delay beside
+#               leader-local, spread over 4 nodes, 20 supervisors x 10,000
+#               jobs on any against run_on leader
 #   supervisor  bench_supervisor.sh: handover with 3 nodes, idle footprint
 #   tls         bench_tls.sh: TLS against plain TCP, durable grants
 #   quorum      bench_quorum.sh: a Redlock quorum of five masters, beside
@@ -31,7 +34,7 @@ BATON_BUILD_DIR=${BATON_BUILD_DIR:-$(cd "$BATON_TESTS_DIR/.." && pwd)/build/werr
 BATON_BIN=${BATON_BIN:-$BATON_BUILD_DIR/baton}
 export BATON_TESTS_DIR BATON_BUILD_DIR BATON_BIN
 . "$BATON_TESTS_DIR/lib/harness.sh"
-smoke=0 only="peers,jobs,fleet,supervisor,tls,quorum" json_out=""
+smoke=0 only="peers,jobs,fleet,supervisor,tls,quorum,dispatch" json_out=""
 while [ $# -gt 0 ]; do
     case $1 in
     --smoke) smoke=1 ;;
@@ -80,6 +83,7 @@ if [ "$smoke" = 1 ]; then
     part supervisor 300 bash "$B/bench_supervisor.sh" --smoke
     part tls 300 bash "$B/bench_tls.sh" --smoke
     part quorum 300 bash "$B/bench_quorum.sh" --smoke
+    part dispatch 300 bash "$B/bench_dispatch.sh" --smoke
 else
     part peers 1800 bash "$B/bench_peers.sh" --seconds 5 --rounds 1 --hot-runs 5
     part jobs 1200 bash "$B/bench_jobs.sh"
@@ -87,9 +91,10 @@ else
     part supervisor 900 bash "$B/bench_supervisor.sh"
     part tls 600 bash "$B/bench_tls.sh" --seconds 8 --threads 16
     part quorum 900 bash "$B/bench_quorum.sh" --seconds 5 --rounds 1
+    part dispatch 1800 bash "$B/bench_dispatch.sh"
 fi
 
-[ ${#PARTS[@]} -gt 0 ] || fail "no part ran (--only names none of peers, jobs, fleet, supervisor, tls, quorum)"
+[ ${#PARTS[@]} -gt 0 ] || fail "no part ran (--only names none of peers, jobs, fleet, supervisor, tls, quorum, dispatch)"
 # The rows: one per compared figure, from the parts' JSON.
 doc=$(jq -s -c --arg date "$(date -u +%Y-%m-%d)" --argjson smoke "$smoke" \
     --arg host "$(nproc) cores, $(uname -r)" --arg redis "$(redis-server --version | awk '{print $3}')" '
@@ -123,6 +128,7 @@ doc=$(jq -s -c --arg date "$(date -u +%Y-%m-%d)" --argjson smoke "$smoke" \
   ($p.jobs.result // null) as $j | ($p.fleet.result // null) as $f |
   ($p.supervisor.result // null) as $s | ($p.tls.result // null) as $t |
   ($p.quorum.result.round_figures[0] // null) as $q |
+  ($p.dispatch.result // null) as $d |
   {bench: "all", date: $date, smoke: ($smoke == 1), machine: $host, redis: $redis,
    peers_run: $peers_run,
    peers_not_run_because: ($p.peers.result.peers_not_run_because // null),
@@ -291,6 +297,30 @@ doc=$(jq -s -c --arg date "$(date -u +%Y-%m-%d)" --argjson smoke "$smoke" \
        row("quorum"; "quorum of 5: grant p99 (ms)"; $q.baton_quorum.grant_ms.p99;
            $q.redlock_quorum.grant_ms.p99; ($q.redlock_quorum.who // "node-redlock (not run)");
            "(reported)"; null)
+      else empty end),
+     (if $d then
+       (if $d.dispatch then
+         row("dispatch"; "run_on labels: tick -> exec on the follower, p99 (ms)"; $d.dispatch.follower.p99_ms;
+             $d.dispatch.leader_local.p99_ms; "run_on leader, same run"; "<= leader-local + 2";
+             $d.dispatch.met),
+         row("dispatch"; "run_on labels: tick -> exec on the follower, p50 (ms)"; $d.dispatch.follower.p50_ms;
+             $d.dispatch.leader_local.p50_ms; "run_on leader, same run"; "(reported)"; null)
+        else empty end),
+       (if $d.spread_fair then
+         row("dispatch"; "4 nodes, 200 jobs on any: worst share off fair (%)"; $d.spread_fair.worst_deviation_pct;
+             null; ""; "<= 10"; $d.spread_fair.met),
+         row("dispatch"; "capacities 1,2,4,8: worst share off proportional (%)";
+             $d.spread_capacity.worst_deviation_pct; null; ""; "<= 10"; $d.spread_capacity.met)
+        else empty end),
+       (if $d.scale then
+         row("dispatch"; "\($d.scale.nodes) x \($d.scale.jobs) jobs on any: leader CPU (% of a core)";
+             $d.scale.any.leader_cpu_percent; $d.scale.leader.leader_cpu_percent; "run_on leader, same fleet";
+             "(reported)"; null),
+         row("dispatch"; "on any: Redis commands per tick"; $d.scale.any.redis_commands_per_tick;
+             $d.scale.leader.redis_commands_per_tick; "run_on leader, same fleet"; "(reported)"; null),
+         row("dispatch"; "on any: start lateness p99 (ms)"; $d.scale.any.lateness_ms.p99;
+             $d.scale.leader.lateness_ms.p99; "run_on leader, same fleet"; "(reported)"; null)
+        else empty end)
       else empty end)
    ]),
    results: ($p | map_values(.result))}' "${PARTS[@]}")

@@ -20,6 +20,15 @@
 #     stopped leading;
 #   - fences never go down as time goes up.
 #
+# CHAOS_RUN_ON=leader|any|label: where the ledger job runs (default: all
+# three policies on the leader, then a short forbid round, CHAOS_FLEET_SECONDS
+# (default 12), on any and on a label). any: every node a member of
+# capacity 1; label: run_on {labels: [chaos]}, carried by n1 and n2 only.
+# On members, each run also writes its start and end with its node: no
+# node may ever run more than its capacity at once (0 over capacity), and
+# a run recorded lost (its member frozen or killed: its registration
+# lapsed) or not started for want of a member carrying the label counts as
+# recorded, as a failed_to_start of the claim does.
 # CHAOS_POLICY=forbid|allow|replace runs one policy (default: all three);
 # CHAOS_SEED replays a run. tests/bench/bench_chaos.sh runs 5 minutes each.
 # CHAOS_QUORUM=1 runs the same over a Redlock quorum of five masters (AOF,
@@ -86,21 +95,26 @@ mid_second() { # sleep until the next X.5 s
 still_mid_second() { local ms=$(( $(date +%s%3N) % 1000 )); [ "$ms" -ge 200 ] && [ "$ms" -le 800 ]; }
 
 run_policy() {
-    local policy=$1 group=chaos-$1
-    local ledger=$T/ledger-$policy.txt
+    local policy=$1 on=${2:-leader} secs=${3:-$SECONDS_TOTAL}
+    local group=chaos-$1-$on
+    local ledger=$T/ledger-$policy-$on.txt caps=$T/caps-$policy-$on.txt run_on=leader
+    case $on in any) run_on=any ;; label) run_on="{labels: [chaos]}" ;; esac
     cat > "$T/jobs-$policy.yaml" <<EOF
 jobs:
   - name: ledger
     schedule: "* * * * * *"
     catchup: 1h
     concurrency: $policy
-    shell: "echo \$BATON_SCHEDULED_AT \$BATON_FENCE \$BATON_NODE >> $ledger"
+    run_on: $run_on
+    shell: "echo \$(date +%s%N) + \$BATON_NODE \$BATON_RUN_ID >> $caps; echo \$BATON_SCHEDULED_AT \$BATON_FENCE \$BATON_NODE >> $ledger; sleep 0.2; echo \$(date +%s%N) - \$BATON_NODE \$BATON_RUN_ID >> $caps"
 EOF
     declare -A GEN=()
     start() {
         local n=$1
         GEN[$n]=$(( ${GEN[$n]:-0} + 1 ))
-        cat > "$T/$policy-$n.yaml" <<EOF
+        local labels=
+        [ "$on" = label ] && [ "$n" != n3 ] && labels="labels: [chaos]"
+        cat > "$T/$policy-$on-$n.yaml" <<EOF
 node: $n
 redis: "$GROUP_URL"
 group: $group
@@ -110,17 +124,19 @@ poll: 1s
 shutdown_grace: 2s
 history: 100000
 jobs: $T/jobs-$policy.yaml
+capacity: 1
+$labels
 EOF
-        spawn "$policy-$n.${GEN[$n]}" "$B" run -c "$T/$policy-$n.yaml"
+        spawn "$policy-$on-$n.${GEN[$n]}" "$B" run -c "$T/$policy-$on-$n.yaml"
     }
-    pid() { pid_of "$policy-$1.${GEN[$1]}"; }
+    pid() { pid_of "$policy-$on-$1.${GEN[$1]}"; }
     # True when a node started tick $1's run and died (SIGKILL: its log
     # ends without "stopped") before the run ended: the run died with it
     # (no orphans), once, before it wrote its line, and no record says so.
     died_with_node() {
         local iso f id
         iso=$(date -u -d "@$1" +%Y-%m-%dT%H:%M:%SZ)
-        for f in "$T/$policy"-n*.out; do
+        for f in "$T/$policy-$on"-n*.out; do
             id=$(grep "\"event\":\"job_start\".*\"scheduled_at\":\"$iso\"" "$f" |
                 sed -n 's/.*"run_id":"\([^"]*\)".*/\1/p' | tail -n1)
             [ -n "$id" ] || continue
@@ -133,7 +149,7 @@ EOF
 
     for n in n1 n2 n3; do start $n; done
     sleep 2
-    local end=$(( $(now_ms) + SECONDS_TOTAL * 1000 )) half=$(( $(now_ms) + SECONDS_TOTAL * 500 ))
+    local end=$(( $(now_ms) + secs * 1000 )) half=$(( $(now_ms) + secs * 500 ))
     local restarted_redis=0 kills=0 terms=0 stops=0 backlogs=0 n
     while [ "$(now_ms)" -lt "$end" ]; do
         sleep $(( RANDOM % 2 + 1 ))
@@ -146,8 +162,8 @@ EOF
         n=n$(( RANDOM % 3 + 1 ))
         still_mid_second || continue
         case $(( RANDOM % 4 )) in
-        0) kill -KILL "$(pid $n)"; wait_exit "$policy-$n.${GEN[$n]}" 5; kills=$((kills + 1)); start $n ;;
-        1) kill -TERM "$(pid $n)"; wait_exit "$policy-$n.${GEN[$n]}" 10
+        0) kill -KILL "$(pid $n)"; wait_exit "$policy-$on-$n.${GEN[$n]}" 5; kills=$((kills + 1)); start $n ;;
+        1) kill -TERM "$(pid $n)"; wait_exit "$policy-$on-$n.${GEN[$n]}" 10
            assert_eq 0 "$EXIT_CODE" "exit status of $n after SIGTERM"; terms=$((terms + 1)); start $n ;;
         2) kill -STOP "$(pid $n)"; sleep "$STOP_S"; kill -CONT "$(pid $n)"; stops=$((stops + 1)) ;;
         3) # nobody leads for a while: a backlog of several ticks for the next leader
@@ -158,14 +174,14 @@ EOF
                for m in n1 n2 n3; do [ "$m" = "$l" ] || kill -CONT "$(pid $m)"; done
                continue
            fi
-           kill -KILL "$(pid "$l")"; wait_exit "$policy-$l.${GEN[$l]}" 5; sleep "$BACKLOG_S"
+           kill -KILL "$(pid "$l")"; wait_exit "$policy-$on-$l.${GEN[$l]}" 5; sleep "$BACKLOG_S"
            for m in n1 n2 n3; do [ "$m" = "$l" ] || kill -CONT "$(pid $m)"; done
            start "$l"; kills=$((kills + 1)); backlogs=$((backlogs + 1)) ;;
         esac
     done
     sleep 2
     for n in n1 n2 n3; do kill -TERM "$(pid $n)"; done
-    for n in n1 n2 n3; do wait_exit "$policy-$n.${GEN[$n]}" 10; done
+    for n in n1 n2 n3; do wait_exit "$policy-$on-$n.${GEN[$n]}" 10; done
 
     [ -s "$ledger" ] || fail "$policy: empty ledger"
     local dups
@@ -175,29 +191,34 @@ EOF
     first=$(date -u -d "$(awk '{print $1}' "$ledger" | sort | head -n1)" +%s)
     last=$(date -u -d "$(awk '{print $1}' "$ledger" | sort | tail -n1)" +%s)
     # Seconds not in the ledger must have a record of why, allowed by the policy.
-    chaos_history "$group" ledger > "$T/history-$policy.txt"
-    awk '{print $1}' "$ledger" | while read -r t; do date -u -d "$t" +%s; done | sort -n > "$T/ran-$policy.txt"
+    chaos_history "$group" ledger > "$T/history-$policy-$on.txt"
+    awk '{print $1}' "$ledger" | while read -r t; do date -u -d "$t" +%s; done | sort -n > "$T/ran-$policy-$on.txt"
     local missing="" skipped=0 superseded=0 killed=0 fenced=0 ahead=0 withnode=0 s why
     for s in $(seq "$first" "$last"); do
-        grep -qx "$s" "$T/ran-$policy.txt" && continue
-        why=$(awk -v s="$s" '$1 <= s && s <= $2 {print $3; exit}' "$T/history-$policy.txt")
+        grep -qx "$s" "$T/ran-$policy-$on.txt" && continue
+        why=$(awk -v s="$s" '$1 <= s && s <= $2 {print $3; exit}' "$T/history-$policy-$on.txt")
         case "$policy:$why" in
         forbid:skipped) # only a tick that fired while a run was alive
             awk -v s="$s" '$4 > 0 && $4 <= s * 1000 + 1000 && $5 >= s * 1000 {ok = 1} END {exit !ok}' \
-                "$T/history-$policy.txt" || missing="$missing $(date -u -d "@$s" +%H:%M:%S)(skipped, no run alive)"
+                "$T/history-$policy-$on.txt" || missing="$missing $(date -u -d "@$s" +%H:%M:%S)(skipped, no run alive)"
             skipped=$((skipped + 1)) ;;
         replace:superseded) superseded=$((superseded + 1)) ;;
         replace:killed) killed=$((killed + 1)) ;;
+        *:lost) # on a member: its registration lapsed while it ran (the
+                # member frozen or killed, the run stopped by its shim)
+            [ "$on" != leader ] || missing="$missing $(date -u -d "@$s" +%H:%M:%S)(lost on the leader)"
+            fenced=$((fenced + 1)) ;;
         *:failed_to_start) # claimed 25 ms ahead, and its leader lost the lease
                            # (frozen, cut off) before the instant; or (a quorum)
-                           # undecided when its node stopped leading: not run, recorded
-            grep -hE '"event":"job_end".*"scheduled_at":"'"$(date -u -d "@$s" +%Y-%m-%dT%H:%M:%SZ)"'".*"outcome":"failed_to_start".*(before the tick|claim was undecided)' \
-                "$T/$policy"-n*.out >/dev/null || missing="$missing $(date -u -d "@$s" +%H:%M:%S)(failed_to_start, not a claim ahead)"
+                           # undecided when its node stopped leading; or (on
+                           # members) no live member for it: not run, recorded
+            grep -hE '"event":"(job_end|tick_skipped)".*"scheduled_at":"'"$(date -u -d "@$s" +%Y-%m-%dT%H:%M:%SZ)"'".*"outcome":"failed_to_start".*(before the tick|claim was undecided|member)' \
+                "$T/$policy-$on"-n*.out >/dev/null || missing="$missing $(date -u -d "@$s" +%H:%M:%S)(failed_to_start, not a claim ahead)"
             ahead=$((ahead + 1)) ;;
         *:killed) # started, then stopped by the lease's fence (a frozen
                   # leader's shim) before it wrote its line: it ran once
             awk -v s="$s" '$1 <= s && s <= $2 && $4 > 0 {ok = 1} END {exit !ok}' \
-                "$T/history-$policy.txt" || missing="$missing $(date -u -d "@$s" +%H:%M:%S)(killed, never started)"
+                "$T/history-$policy-$on.txt" || missing="$missing $(date -u -d "@$s" +%H:%M:%S)(killed, never started)"
             fenced=$((fenced + 1)) ;;
         *) if [ -z "$why" ] && died_with_node "$s"; then
                withnode=$((withnode + 1))
@@ -209,18 +230,34 @@ EOF
     [ -z "$missing" ] || fail "$policy: ticks neither run nor allowed to be left out:$missing"
     sort "$ledger" | awk '$2 < f {print "fence went down at " $1; bad=1} {f=$2} END{exit bad}' \
         || fail "$policy: a later tick ran under a lower fence"
+    # No node ran more than its capacity (1) at once: a run without its end
+    # line died with its node and is left out.
+    local over
+    over=$(awk 'NR == FNR { if ($2 == "-") done[$4] = 1; next }
+        !($4 in done) { next }
+        $2 == "+" { n[$3]++; if (n[$3] > 1) { print $3 " at " $1; exit } }
+        $2 == "-" { n[$3]-- }' "$caps" <(sort -n "$caps"))
+    [ "$on" = leader ] || [ -z "$over" ] || fail "$policy on $on: a node ran more than its capacity: $over"
     local got terms_seen
     got=$(wc -l < "$ledger")
     terms_seen=$(awk '{print $2}' "$ledger" | sort -un | wc -l)
-    note "  $policy: $kills SIGKILL ($backlogs with everyone frozen), $terms SIGTERM, $stops SIGSTOP, redis restarted; $((last - first + 1)) s: $got ran once, $skipped skipped, $superseded superseded, $killed replaced, $fenced stopped by the fence, $ahead claimed ahead or undecided and not started (each recorded), $withnode died with their node, 0 doubled, under $terms_seen terms"
-    printf '{"quorum":%s,"policy":"%s","seconds":%d,"ran":%d,"skipped":%d,"superseded":%d,"replaced":%d,"fenced":%d,"not_started":%d,"died_with_node":%d,"doubled":0,"missing":0,"fence_regressions":0,"sigkill":%d,"sigterm":%d,"sigstop":%d,"terms":%d}\n' \
-        "$([ -n "$QUORUM" ] && echo true || echo false)" "$policy" $((last - first + 1)) "$got" "$skipped" "$superseded" "$killed" "$fenced" "$ahead" "$withnode" "$kills" "$terms" "$stops" "$terms_seen" \
+    note "  $policy on $on: $kills SIGKILL ($backlogs with everyone frozen), $terms SIGTERM, $stops SIGSTOP, redis restarted; $((last - first + 1)) s: $got ran once, $skipped skipped, $superseded superseded, $killed replaced, $fenced stopped by the fence, $ahead claimed ahead or undecided and not started (each recorded), $withnode died with their node, 0 doubled, under $terms_seen terms"
+    printf '{"quorum":%s,"run_on":"%s","over_capacity":0,"policy":"%s","seconds":%d,"ran":%d,"skipped":%d,"superseded":%d,"replaced":%d,"fenced":%d,"not_started":%d,"died_with_node":%d,"doubled":0,"missing":0,"fence_regressions":0,"sigkill":%d,"sigterm":%d,"sigstop":%d,"terms":%d}\n' \
+        "$([ -n "$QUORUM" ] && echo true || echo false)" "$on" "$policy" $((last - first + 1)) "$got" "$skipped" "$superseded" "$killed" "$fenced" "$ahead" "$withnode" "$kills" "$terms" "$stops" "$terms_seen" \
         >> "$T/summary.jsonl"
 }
 
 for p in $POLICIES; do
     case $p in forbid|allow|replace) ;; *) fail "CHAOS_POLICY: $p is not forbid, allow or replace" ;; esac
-    run_policy "$p"
 done
+case ${CHAOS_RUN_ON:-} in
+'') for p in $POLICIES; do run_policy "$p"; done
+    if [ -z "$QUORUM" ]; then # over a quorum, run_on other than leader is refused
+        run_policy forbid any "${CHAOS_FLEET_SECONDS:-12}"
+        run_policy forbid label "${CHAOS_FLEET_SECONDS:-12}"
+    fi ;;
+leader|any|label) for p in $POLICIES; do run_policy "$p" "$CHAOS_RUN_ON"; done ;;
+*) fail "CHAOS_RUN_ON: $CHAOS_RUN_ON is not leader, any or label" ;;
+esac
 [ -n "${CHAOS_SUMMARY:-}" ] && cp "$T/summary.jsonl" "$CHAOS_SUMMARY"
 note "ok"

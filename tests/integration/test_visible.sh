@@ -8,7 +8,12 @@
 #      with the term it follows; the next run in the job's own zone beside
 #      UTC;
 #   3. `baton history` says what started each run (schedule, manual by ...);
-#   4. without a leader, no next run is presented as planned.
+#   4. without a leader, no next run is presented as planned;
+#   5. a job on members (run_on {labels}): the node running it with its
+#      capacity in use, labels and the tick offered while it is full, in
+#      status (text, --json), /status, the page and /metrics (capacity,
+#      dispatch delay, offers reassigned; promtool), and history's node
+#      and dispatch delay.
 . "$BATON_TESTS_DIR/lib/harness.sh"
 B=$BATON_BIN
 command -v chromium >/dev/null || fail "chromium is not installed (bash deploy/setup.sh --deps-only installs it)"
@@ -42,7 +47,7 @@ row=$(sed -n '/^running now:/,/^$/p' "$T/s1.txt" | grep "^long-export ")
 [ -n "$row" ] || fail "status shows no run of long-export: $(cat "$T/s1.txt")"
 echo "$row" | grep -qE "^long-export +zed +manual by [^ ]+@[^ ]+ +20[0-9-]+T[0-9:.]+Z +[0-9.]+m?s +$id\$" ||
     fail "status's running row: $row"
-grep -qE '^zed +working .* 1 +[0-9]+/[0-9]+ +[^ ]+ +2 [0-9a-f]{8} +leader$' "$T/s1.txt" || fail "zed's row (running 1): $(grep '^zed' "$T/s1.txt")"
+grep -qE '^zed +working .* 1 +0/4 +- +2 [0-9a-f]{8} +leader$' "$T/s1.txt" || fail "zed's row (running 1, capacity 0/4, no labels): $(grep '^zed' "$T/s1.txt")"
 st --json > "$T/s1.json"
 python3 - "$T/s1.json" "$id" <<'EOF' || fail "status --json: $(cat "$T/s1.json")"
 import json, sys
@@ -115,4 +120,83 @@ st > "$T/s4.txt"; rc=$?
 assert_eq 3 "$rc" "exit of status without a leader"
 grep -qE '^tick .* none planned \(no leader\)$' "$T/s4.txt" || fail "status without a leader: $(cat "$T/s4.txt")"
 grep -qE '^tick .*20[0-9-]+T[0-9:]+Z$' "$T/s4.txt" && fail "a next run presented as planned: $(grep '^tick' "$T/s4.txt")"
+
+# ---------------------------------------------------------------------
+note "5. a job on members: who runs it, capacity in use, the offer waiting, the metrics"
+cat > "$T/fleet-jobs.yaml" <<EOF
+jobs:
+  - {name: render, schedule: "*/2 * * * * *", concurrency: allow, run_on: {labels: [gpu]},
+     shell: "sleep 3"}
+EOF
+for n in lead gpu1; do
+    extra=
+    [ $n = gpu1 ] && extra='labels: [gpu, fast]
+capacity: 1
+'
+    printf 'node: %s\nredis: %s\ngroup: visfleet\nlease: {ttl: 2s}\nredis_timeout: 300ms\npoll: 1s\nshutdown_grace: 1s\njobs: %s\nhttp: {listen: "127.0.0.1:0"}\n%s' \
+        $n "$REDIS_URL" "$T/fleet-jobs.yaml" "$extra" > "$T/$n.yaml"
+    spawn $n "$B" run -c "$T/$n.yaml"
+    wait_for_line "$T/$n.out" '"event":"(following|transition.*"to":"working")' 10 >/dev/null
+done
+wait_for_line "$T/lead.out" '"to":"working"' 5 >/dev/null
+laddr=$(wait_for_line "$T/lead.out" '"event":"http_listening"' 5 | sed 's/.*"listen":"\([^"]*\)".*/\1/')
+gaddr=$(wait_for_line "$T/gpu1.out" '"event":"http_listening"' 5 | sed 's/.*"listen":"\([^"]*\)".*/\1/')
+# gpu1 (capacity 1) runs a tick for 3 s; the next tick, 2 s later, is
+# offered to it while it is full, and moved again when the offer expires.
+wait_for_line "$T/lead.out" '"event":"reassigned".*"job":"render"' 15 >/dev/null || fail "no offer of render reassigned"
+fs() { "$B" status -c "$T/lead.yaml" "$@"; }
+for _ in $(seq 1 60); do
+    fs --json > "$T/f.json"
+    grep -q '"offers":\[{' "$T/f.json" && grep -q '"assigned":1' "$T/f.json" && break
+    sleep 0.1
+done
+python3 - "$T/f.json" <<'PY' || fail "status --json of the fleet: $(cat "$T/f.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+n = {x["node"]: x for x in d["nodes"]}
+assert n["gpu1"]["capacity"] == 1 and n["gpu1"]["assigned"] == 1, n["gpu1"]
+assert n["gpu1"]["labels"] == ["gpu", "fast"] and n["gpu1"]["accepting"] is True, n["gpu1"]
+assert n["lead"]["labels"] == [] and n["lead"]["assigned"] == 0, n["lead"]
+job = [j for j in d["jobs"] if j["name"] == "render"][0]
+assert [r["node"] for r in job["running"]] == ["gpu1"], job["running"]
+assert d["offers"] and {(o["node"], o["job"]) for o in d["offers"]} == {("gpu1", "render")}, d["offers"]
+assert d["offers"][0]["scheduled_at"].endswith("Z"), d["offers"]
+PY
+fs > "$T/f.txt"
+grep -qE '^gpu1 +waiting .* 1/1 +gpu,fast' "$T/f.txt" || fail "gpu1's row: $(cat "$T/f.txt")"
+sed -n '/^offered to members/,/^$/p' "$T/f.txt" | grep -qE '^render +20[0-9-]+T[0-9:]+Z +gpu1$' ||
+    fail "status lists no offer: $(cat "$T/f.txt")"
+sed -n '/^running now:/,/^$/p' "$T/f.txt" | grep -qE '^render +gpu1 +schedule ' || fail "status's running: $(cat "$T/f.txt")"
+for _ in $(seq 1 80); do # the view reads the nodes every poll (1 s while watched)
+    curl -s -m 5 "http://$laddr/status" > "$T/f.http.json"
+    grep -q '"offers":\[{' "$T/f.http.json" && grep -q '"assigned":1' "$T/f.http.json" && break
+    sleep 0.1
+done
+grep -q '"capacity":1,"assigned":1,"accepting":true,"labels":\["gpu","fast"\]' "$T/f.http.json" ||
+    fail "/status: gpu1's capacity: $(cat "$T/f.http.json")"
+grep -q '"offers":\[{"node":"gpu1","job":"render"' "$T/f.http.json" || fail "/status: no offer: $(cat "$T/f.http.json")"
+curl -s -m 5 "http://$laddr/" > "$T/f.html"
+grep -q '<td class="warn">1/1</td><td>gpu, fast</td>' "$T/f.html" ||
+    fail "the page: gpu1's capacity: $(grep -o '<table id="nodes">.*' "$T/f.html" | head -c 800)"
+grep -q '<table id="offers">' "$T/f.html" || fail "the page shows no offer"
+curl -s -m 5 "http://$laddr/metrics" > "$T/f.lead.prom"
+curl -s -m 5 "http://$gaddr/metrics" > "$T/f.gpu1.prom"
+for f in lead gpu1; do
+    promtool check metrics < "$T/f.$f.prom" > "$T/promtool.txt" 2>&1 || fail "promtool on $f: $(cat "$T/promtool.txt")"
+done
+grep -qx 'baton_fleet_capacity{node="gpu1"} 1' "$T/f.lead.prom" || fail "lead's metrics: no capacity of gpu1: $(grep fleet "$T/f.lead.prom")"
+grep -qx 'baton_fleet_runs{node="gpu1"} 1' "$T/f.lead.prom" || fail "lead's metrics: gpu1's runs: $(grep fleet "$T/f.lead.prom")"
+grep -qE '^baton_offers_reassigned_total\{job_name="render"\} [1-9]' "$T/f.lead.prom" ||
+    fail "lead's metrics: no reassigned: $(grep reassigned "$T/f.lead.prom")"
+grep -qE '^baton_dispatch_seconds_count\{job_name="render"\} [1-9]' "$T/f.gpu1.prom" ||
+    fail "gpu1's metrics: no dispatch delay: $(grep dispatch "$T/f.gpu1.prom")"
+grep -q '^baton_dispatch_seconds_count{job_name="render"}' "$T/f.lead.prom" && fail "the leader counts a dispatch it did not run"
+sleep 3 # a run ended
+"$B" history -c "$T/lead.yaml" render -n 5 > "$T/fh.txt"
+grep -qE '^[0-9TZ:-]+ +gpu1 +[0-9]+ +schedule +[0-9TZ:.-]+ \(dispatched [0-9.]+m?s\) ' "$T/fh.txt" ||
+    fail "history of render: $(cat "$T/fh.txt")"
+"$B" history -c "$T/lead.yaml" render -n 5 --json | grep -q '"node":"gpu1".*"dispatch_ms":[0-9]' ||
+    fail "history --json of render: no dispatch_ms"
+for n in lead gpu1; do kill -TERM "$(pid_of $n)"; done
+for n in lead gpu1; do wait_exit $n 10; done
 note "ok"

@@ -178,8 +178,17 @@ static const struct {
     {LE_LIMIT_WAIT, F(0), "baton_events_total{event=\"limit_wait\"} 1"},
     {LE_ASSIGNED, F(0), "baton_events_total{event=\"assigned\"} 1"},
     {LE_ACCEPTED, F(0), "baton_events_total{event=\"accepted\"} 1"},
-    {LE_REASSIGNED, F(0), "baton_events_total{event=\"reassigned\"} 1"},
-    {LE_LOST, F(0), "baton_events_total{event=\"lost\"} 1"},
+    {LE_REASSIGNED, F(.job = "d"), "baton_events_total{event=\"reassigned\"} 1"},
+    {LE_REASSIGNED, F(.job = "d"), "baton_offers_reassigned_total{job_name=\"d\"} 1"},
+    {LE_LOST, F(.job = "d"), "baton_events_total{event=\"lost\"} 1"},
+    {LE_LOST, F(.job = "d"), "baton_runs_lost_total{job_name=\"d\"} 1"},
+    /* A dispatched tick's start on its member: its dispatch delay. */
+    {LE_JOB_START,
+     F(.job = "d", .run_trigger = RUN_TRIGGER_SCHEDULE, .lateness_ms = 4, .dispatched = true),
+     "baton_dispatch_seconds_bucket{job_name=\"d\",le=\"0.005\"} 1"},
+    {LE_JOB_START,
+     F(.job = "d", .run_trigger = RUN_TRIGGER_SCHEDULE, .lateness_ms = 4, .dispatched = true),
+     "baton_dispatch_seconds_bucket{job_name=\"d\",le=\"0.0025\"} 0"},
     {LE_API_CALL, F(0), "baton_events_total{event=\"api_call\"} 1"},
     {LE_API_TOKENS_RELOAD_FAILED, F(0), "baton_events_total{event=\"api_tokens_reload_failed\"} 1"},
     {LE_LIMIT_WAITED, F(0), "baton_events_total{event=\"limit_waited\"} 1"},
@@ -401,6 +410,45 @@ START_TEST(limits)
     text = render(m);
     ck_assert(has_line(text, "baton_ticks_waiting{job_name=\"a\",reason=\"pool\"} 0"));
     ck_assert(has_line(text, "baton_ticks_waiting{job_name=\"m\",reason=\"max_running\"} 1"));
+    free(text);
+    metrics_free(m);
+}
+END_TEST
+
+/* The fleet: each node's capacity, capacity in use and offers as last
+ * read (unknown: no series), a copy keeps them; a job that runs on members
+ * has its dispatch counters from the start, a job on the leader none, and
+ * a leader-local start is no dispatch. */
+START_TEST(fleet)
+{
+    struct metrics *m = metrics_new();
+    metrics_add_job(m, "d");
+    metrics_add_job(m, "local");
+    metrics_job_fleet(m, "d", true);
+    metrics_job_fleet(m, "local", false);
+    feed(m, LE_JOB_START, &F(.job = "local", .run_trigger = RUN_TRIGGER_SCHEDULE, .lateness_ms = 1));
+    char node[] = "web-\"2\"";
+    struct metrics_node v[2] = {{.node = "web-1", .capacity = 4, .runs = 3, .offers = 1},
+                                {.node = node, .capacity = 2, .runs = -1, .offers = -1}};
+    metrics_set_fleet(m, v, 2);
+    node[0] = 'X'; /* copied */
+    struct metrics *c = metrics_dup(m);
+    char *text = render(c);
+    ck_assert(has_line(text, "baton_fleet_capacity{node=\"web-1\"} 4"));
+    ck_assert(has_line(text, "baton_fleet_runs{node=\"web-1\"} 3"));
+    ck_assert(has_line(text, "baton_fleet_offers{node=\"web-1\"} 1"));
+    ck_assert(has_line(text, "baton_fleet_capacity{node=\"web-\\\"2\\\"\"} 2"));
+    ck_assert_ptr_null(strstr(text, "baton_fleet_runs{node=\"web-\\\"2"));
+    ck_assert_ptr_null(strstr(text, "baton_fleet_offers{node=\"web-\\\"2"));
+    ck_assert(has_line(text, "baton_offers_reassigned_total{job_name=\"d\"} 0"));
+    ck_assert(has_line(text, "baton_runs_lost_total{job_name=\"d\"} 0"));
+    ck_assert_ptr_null(strstr(text, "baton_offers_reassigned_total{job_name=\"local\"}"));
+    ck_assert_ptr_null(strstr(text, "baton_dispatch_seconds_count{job_name=\"local\"}"));
+    free(text);
+    metrics_free(c);
+    metrics_set_fleet(m, NULL, 0); /* no node seen any more */
+    text = render(m);
+    ck_assert_ptr_null(strstr(text, "baton_fleet_capacity{"));
     free(text);
     metrics_free(m);
 }
@@ -812,6 +860,7 @@ static Suite *suite(void)
     tcase_add_test(tc, gauges_and_declared_jobs);
     tcase_add_test(tc, pauses);
     tcase_add_test(tc, limits);
+    tcase_add_test(tc, fleet);
     tcase_add_test(tc, bounded_jobs);
     tcase_add_test(tc, a_copy);
     tcase_add_test(tc, counted_by_enum);

@@ -3,7 +3,9 @@
  * past; a pause is written as `baton status --json` writes it; the page
  * names the leader in its title, escapes what nodes and pauses say, loads
  * nothing from elsewhere, and says "never", "disabled" and "paused"; what
- * runs now (a heartbeat's runs) is in the document and on the page. */
+ * runs now (a heartbeat's runs) is in the document and on the page; so are
+ * each node's capacity in use, capacity and labels, and the ticks offered
+ * to members not yet accepted. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +19,8 @@ static const struct member members[] = {
     {.node = "web-1",
      .info_json = "{\"state\":\"working\",\"term\":3,\"pid\":10,\"host\":\"<script>alert(1)</script>\","
                   "\"poll_ms\":1000,\"since\":\"2026-01-02T07:00:00Z\",\"version\":\"0.1.0\","
-                  "\"running\":1,\"capacity\":4,\"labels\":[\"reports\"],"
+                  "\"running\":1,\"capacity\":4,\"assigned\":1,\"accepting\":true,"
+                  "\"labels\":[\"reports\",\"<gpu>\"],"
                   "\"runs\":[{\"job\":\"tick\",\"run_id\":\"r-1\",\"trigger\":\"manual\","
                   "\"scheduled_at\":\"2026-01-02T06:59:00Z\",\"started\":\"2026-01-02T06:59:00.500Z\","
                   "\"by\":\"<i>ops</i>@web-1\"}]}",
@@ -41,9 +44,13 @@ static cJSON *doc(bool leader, int64_t age_ms)
         {.name = "backup", .schedule = "*/5 * * * * *", .enabled = true, .expr = every,
          .paused = &pause},
     };
+    struct status_offer offer[2] = {{.node = "web-2", .job = "resize", .field = "1767337199"},
+                                    {.node = "web-2", .job = "bad", .field = "x"}};
+    size_t per_node[2] = {0, 2};
+    const struct status_offers offers = {.v = offer, .n = 2, .per_node = per_node};
     struct status_doc d = {.group = "g", .redis = "redis://127.0.0.1:6379/0", .leader = &li,
                            .members = members, .nmembers = 2, .members_age_ms = age_ms,
-                           .jobs = jobs, .njobs = 3, .now = 1767337200};
+                           .jobs = jobs, .njobs = 3, .offers = &offers, .now = 1767337200};
     cJSON *o = status_doc_json(&d);
     cron_free(every);
     ck_assert_ptr_nonnull(o);
@@ -77,10 +84,16 @@ START_TEST(document)
                                     "\"trigger\":\"manual\",\"scheduled_at\":\"2026-01-02T06:59:00Z\","
                                     "\"started\":\"2026-01-02T06:59:00.500Z\",\"elapsed_ms\":59500,"
                                     "\"by\":\"<i>ops</i>@web-1\"}]"));
-    ck_assert_ptr_nonnull(
-        strstr(s, "\"jobs_differ\":null,\"running\":1,\"capacity\":4,\"labels\":[\"reports\"]}"));
+    ck_assert_ptr_nonnull(strstr(s, "\"jobs_differ\":null,\"running\":1,\"capacity\":4,"
+                                    "\"assigned\":1,\"accepting\":true,"
+                                    "\"labels\":[\"reports\",\"<gpu>\"]}"));
     /* a heartbeat without them (an older baton) */
-    ck_assert_ptr_nonnull(strstr(s, "\"running\":null,\"capacity\":null,\"labels\":[]}"));
+    ck_assert_ptr_nonnull(strstr(s, "\"running\":null,\"capacity\":null,\"assigned\":null,"
+                                    "\"accepting\":null,\"labels\":[]}"));
+    /* The offers: a field that is not a tick's is left out. */
+    ck_assert_ptr_nonnull(strstr(s, "\"offers\":[{\"node\":\"web-2\",\"job\":\"resize\","
+                                    "\"scheduled_at\":\"2026-01-02T06:59:59Z\","
+                                    "\"tick\":1767337199}]"));
     /* As `baton status --json` writes a pause. */
     ck_assert_ptr_nonnull(strstr(s, "\"paused\":{\"since\":\"2026-01-02T05:00:00.000Z\","
                                     "\"by\":\"ops@web-1\",\"reason\":\"<b>migration</b>\","
@@ -133,6 +146,14 @@ START_TEST(page)
                                        "&lt;i&gt;ops&lt;/i&gt;@web-1</td>"));
     ck_assert_ptr_nonnull(strstr(html, "<code>r-1</code>"));
     ck_assert_ptr_null(strstr(html, "<i>ops"));
+    /* Capacity in use / capacity and the labels, escaped; none from an
+     * older baton's heartbeat. */
+    ck_assert_ptr_nonnull(strstr(html, "<td>1</td><td class=\"\">1/4</td><td>reports, "
+                                       "&lt;gpu&gt;</td>"));
+    ck_assert_ptr_nonnull(strstr(html, "<td></td><td class=\"mute\"></td><td></td>"));
+    ck_assert_ptr_nonnull(strstr(html, "<table id=\"offers\">"));
+    ck_assert_ptr_nonnull(
+        strstr(html, "<tr><td>resize</td><td>2026-01-02T06:59:59Z</td><td>web-2</td></tr>"));
     free(html);
     cJSON_Delete(o);
     o = doc(false, 0);

@@ -53,6 +53,9 @@ struct mjob {
     bool limit_pool, limit_max; /* it has a pool, a max_running (metrics_job_limits) */
     bool waiting_pool;          /* its ticks wait for its pool (else its max_running) */
     uint64_t waiting;           /* its ticks waiting for a limit (metrics_set_waiting) */
+    bool fleet;                 /* it runs on members (metrics_job_fleet) */
+    uint64_t reassigned, lost;  /* reassigned, lost (the leader's) */
+    struct histo dispatch;      /* job_start of its dispatched ticks (the member's) */
     double last_run_s, last_success_s;
     struct histo duration;
     struct {
@@ -88,7 +91,30 @@ struct metrics {
         int limit, runs; /* runs < 0: not read */
     } * pools;           /* metrics_set_pools */
     size_t npools;
+    struct metrics_node *nodes; /* metrics_set_fleet; node names owned */
+    size_t nnodes;
 };
+
+static void nodes_free(struct metrics_node *v, size_t n)
+{
+    for (size_t i = 0; v != NULL && i < n; i++)
+        free((char *)v[i].node);
+    free(v);
+}
+
+/* A copy of v[0..n) with its names (NULL on ENOMEM, or when n is 0). */
+static struct metrics_node *nodes_dup(const struct metrics_node *v, size_t n)
+{
+    struct metrics_node *c = n > 0 ? calloc(n, sizeof *c) : NULL;
+    for (size_t i = 0; c != NULL && i < n; i++) {
+        c[i] = v[i];
+        if ((c[i].node = strdup(v[i].node != NULL ? v[i].node : "")) == NULL) {
+            nodes_free(c, i);
+            return NULL;
+        }
+    }
+    return c;
+}
 
 struct metrics *metrics_new(void)
 {
@@ -107,6 +133,7 @@ void metrics_free(struct metrics *m)
     free(m->jobs);
     free(m->index);
     free(m->pools);
+    nodes_free(m->nodes, m->nnodes);
     free(m);
 }
 
@@ -122,6 +149,8 @@ struct metrics *metrics_dup(const struct metrics *m)
     c->index_cap = 0;
     c->pools = NULL;
     c->npools = 0;
+    c->nodes = nodes_dup(m->nodes, m->nnodes);
+    c->nnodes = c->nodes != NULL ? m->nnodes : 0; /* out of memory: written without them */
     if (m->npools > 0 && (c->pools = malloc(m->npools * sizeof *c->pools)) != NULL) {
         memcpy(c->pools, m->pools, m->npools * sizeof *c->pools);
         c->npools = m->npools; /* out of memory: written without its pools */
@@ -130,6 +159,7 @@ struct metrics *metrics_dup(const struct metrics *m)
         c->jobs = malloc(m->njobs * sizeof *c->jobs);
         if (c->jobs == NULL) {
             free(c->pools);
+            nodes_free(c->nodes, c->nnodes);
             free(c);
             return NULL;
         }
@@ -245,9 +275,11 @@ static void count_transition(struct metrics *m, const struct log_facts *f, int64
 static void count_start(struct metrics *m, const struct log_facts *f, int64_t now_ms)
 {
     (void)now_ms;
+    double late = f->lateness_ms < 0 ? 0 : (double)f->lateness_ms / 1000.0;
     if ((unsigned)f->run_trigger < NTRIGGERS) /* manual: no tick to be late for */
-        histo_add(&m->lateness[f->run_trigger], lateness_le,
-                  f->lateness_ms < 0 ? 0 : (double)f->lateness_ms / 1000.0);
+        histo_add(&m->lateness[f->run_trigger], lateness_le, late);
+    if (f->dispatched) /* started on the member that accepted it */
+        histo_add(&job_slot(m, f->job)->dispatch, lateness_le, late);
 }
 
 static void count_end(struct metrics *m, const struct log_facts *f, int64_t now_ms)
@@ -357,6 +389,18 @@ static void count_retry(struct metrics *m, const struct log_facts *f, int64_t no
     job_slot(m, f->job)->retries++;
 }
 
+static void count_reassigned(struct metrics *m, const struct log_facts *f, int64_t now_ms)
+{
+    (void)now_ms;
+    job_slot(m, f->job)->reassigned++;
+}
+
+static void count_lost(struct metrics *m, const struct log_facts *f, int64_t now_ms)
+{
+    (void)now_ms;
+    job_slot(m, f->job)->lost++;
+}
+
 /* A trigger_* event: its job's count for outcome. */
 #define TRIGGER_OUTCOME(fn, outcome)                                                               \
     static void fn(struct metrics *m, const struct log_facts *f, int64_t now_ms)                   \
@@ -411,6 +455,23 @@ void metrics_job_limits(struct metrics *m, const char *job, bool pool, bool max_
         return; /* no series of its own: none for its waits either */
     j->limit_pool = pool;
     j->limit_max = max_running;
+}
+
+void metrics_job_fleet(struct metrics *m, const char *job, bool fleet)
+{
+    struct mjob *j = job_slot(m, job);
+    if (j != &m->other)
+        j->fleet = fleet;
+}
+
+void metrics_set_fleet(struct metrics *m, const struct metrics_node *v, size_t n)
+{
+    struct metrics_node *c = nodes_dup(v, n);
+    if (n > 0 && c == NULL)
+        return; /* out of memory: the last ones stay */
+    nodes_free(m->nodes, m->nnodes);
+    m->nodes = c;
+    m->nnodes = n;
 }
 
 void metrics_set_pools(struct metrics *m, const struct limits_pool *v, size_t n)
@@ -490,8 +551,10 @@ static const struct {
     [LE_LIMIT_WAITED] = {NULL, "only events: ticks_waiting is a gauge (the leader's runner)"},
     [LE_ASSIGNED] = {NULL, "only events: the run is counted where it ends (job_runs_total)"},
     [LE_ACCEPTED] = {NULL, "only events: the run is counted where it ends (job_runs_total)"},
-    [LE_REASSIGNED] = {NULL, "only events (an offer moved: a member slow or gone)"},
-    [LE_LOST] = {NULL, "only events: the run's history record says lost, with its member"},
+    [LE_REASSIGNED] = {count_reassigned, "offers_reassigned_total{job_name} (an offer moved: a "
+                                         "member slow or gone)"},
+    [LE_LOST] = {count_lost, "runs_lost_total{job_name} (the run's history record says lost, "
+                             "with its member)"},
     [LE_API_CALL] = {NULL, "only events: the audit trail of the control API"},
     [LE_API_TOKENS_RELOAD_FAILED] = {NULL, "only events (the old tokens stay: alert on any)"},
     [LE_CLAIM_FAILED] = {count_claim_failed, "redis_errors_total{during=claim}"},
@@ -589,7 +652,8 @@ static size_t job_count(const struct metrics *m)
 {
     const struct mjob *o = &m->other;
     bool used = o->duration.count > 0 || o->nnotrun > 0 || o->last_run_s > 0 || o->retries > 0 ||
-                o->hooks_ok > 0 || o->hooks_failed > 0;
+                o->hooks_ok > 0 || o->hooks_failed > 0 || o->dispatch.count > 0 ||
+                o->reassigned > 0 || o->lost > 0;
     for (int t = 0; t < NTRIGGER_OUTCOMES; t++)
         used = used || o->triggers[t] > 0;
     return m->njobs + (used ? 1 : 0);
@@ -598,6 +662,70 @@ static size_t job_count(const struct metrics *m)
 static const struct mjob *job_at(const struct metrics *m, size_t i)
 {
     return i < m->njobs ? &m->jobs[i] : &m->other;
+}
+
+/* The jobs that run on members (run_on other than leader): what the
+ * leader moved or lost of them, and how long their ticks took to reach
+ * their member's exec; then each node's capacity and its use. */
+static void write_dispatch(const struct metrics *m, FILE *out)
+{
+    size_t n = job_count(m);
+    static const char *const counters[2][2] = {
+        {"baton_offers_reassigned_total",
+         "Ticks of a job with run_on other than leader that this node, as leader, offered again "
+         "(reassigned): an offer not accepted in time, or a run accepted by a member lost before "
+         "it started it."},
+        {"baton_runs_lost_total",
+         "Runs of a job with run_on other than leader that this node, as leader, recorded lost: "
+         "their member's registration lapsed while they ran (the member cut off, frozen or "
+         "killed)."},
+    };
+    for (int c = 0; c < 2; c++) {
+        family(out, counters[c][0], "counter", counters[c][1]);
+        for (size_t i = 0; i < n; i++) {
+            const struct mjob *j = job_at(m, i);
+            uint64_t v = c == 0 ? j->reassigned : j->lost;
+            if (!j->fleet && v == 0)
+                continue;
+            fprintf(out, "%s{job_name=\"", counters[c][0]);
+            label(out, j->name);
+            fprintf(out, "\"} %llu\n", (unsigned long long)v);
+        }
+    }
+    family(out, "baton_dispatch_seconds", "histogram",
+           "From a dispatched tick's instant (its tick, plus its jitter) to its command's exec on "
+           "this node, the member that accepted it, by job (run_on other than leader).");
+    for (size_t i = 0; i < n; i++) {
+        const struct mjob *j = job_at(m, i);
+        if (j->dispatch.count == 0)
+            continue;
+        char lbl[JOB_NAME_MAX + 32];
+        snprintf(lbl, sizeof lbl, "job_name=\"%s\",", j->name); /* names need no escaping */
+        histo_write(out, "baton_dispatch_seconds", lbl, &j->dispatch, lateness_le);
+    }
+    static const char *const gauges[3][2] = {
+        {"baton_fleet_capacity",
+         "Each node's capacity (baton.yaml): the most runs of members' ticks it takes at once, "
+         "from its last heartbeat as this node last read them."},
+        {"baton_fleet_runs",
+         "Each node's capacity in use: the runs of ticks offered to it that it accepted and has "
+         "not ended, from its last heartbeat as this node last read them."},
+        {"baton_fleet_offers",
+         "Ticks offered to each node and not yet accepted nor past their deadline, counted in "
+         "Redis at this node's last read."},
+    };
+    for (int g = 0; g < 3; g++) {
+        family(out, gauges[g][0], "gauge", gauges[g][1]);
+        for (size_t i = 0; i < m->nnodes; i++) {
+            const struct metrics_node *d = &m->nodes[i];
+            int64_t v = g == 0 ? d->capacity : g == 1 ? d->runs : d->offers;
+            if (v < 0)
+                continue; /* not known (an older node's heartbeat, a failed read) */
+            fprintf(out, "%s{node=\"", gauges[g][0]);
+            label(out, d->node);
+            fprintf(out, "\"} %lld\n", (long long)v);
+        }
+    }
 }
 
 static void write_jobs(const struct metrics *m, FILE *out)
@@ -696,6 +824,7 @@ static void write_jobs(const struct metrics *m, FILE *out)
                     (unsigned long long)(j->waiting_pool == (pool != 0) ? j->waiting : 0));
         }
     }
+    write_dispatch(m, out);
     family(out, "baton_job_run_duration_seconds", "histogram",
            "How long the runs that ended on this node took, by job.");
     for (size_t i = 0; i < n; i++) {

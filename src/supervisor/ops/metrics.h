@@ -80,6 +80,20 @@ struct metrics_wait {
 };
 void metrics_set_waiting(struct metrics *m, const struct metrics_wait *w, size_t n);
 
+/* The jobs that run on members (run_on other than leader): their
+ * dispatch series are written from the start (0), as a limit's are. */
+void metrics_job_fleet(struct metrics *m, const char *job, bool fleet);
+/* Each node as its last heartbeat says (and Redis counts its offers):
+ * baton_fleet_capacity, _runs, _offers{node}. A value < 0 is unknown (its
+ * series is left out). Copied. */
+struct metrics_node {
+    const char *node;
+    int64_t capacity; /* baton.yaml's capacity */
+    int64_t runs;     /* accepted and not ended (the heartbeat's assigned) */
+    int64_t offers;   /* offered, not yet accepted nor expired (Redis) */
+};
+void metrics_set_fleet(struct metrics *m, const struct metrics_node *v, size_t n);
+
 /* What the event table says ev counts (static text), or NULL when ev has
  * no row: a bug, which check_metrics finds for every kind. */
 const char *metrics_event_counts(enum log_event ev);

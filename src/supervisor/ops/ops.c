@@ -71,6 +71,7 @@ void ops_roster_unref(struct roster *r)
     members_free(r->v, r->n);
     pause_list_free(&r->paused);
     limits_pools_free(r->pools, r->npools);
+    status_offers_free(&r->offers);
     free(r);
 }
 
@@ -328,6 +329,27 @@ static void observe(void *ctx, enum log_event ev, enum log_level lvl, const stru
 
 /* ---- refreshing what only Redis knows (on the loop) ---- */
 
+/* The metrics' view of the nodes m[0..n): capacity and capacity in use
+ * from their heartbeats, the offers as read (NULL: not read). Returns:
+ * owned (free(); names borrowed from m), or NULL (none, or ENOMEM). */
+static struct metrics_node *fleet_of(const struct member *m, size_t n,
+                                     const struct status_offers *offers)
+{
+    struct metrics_node *v = n > 0 ? calloc(n, sizeof *v) : NULL;
+    for (size_t i = 0; v != NULL && i < n; i++) {
+        cJSON *hb = cJSON_Parse(m[i].info_json);
+        const cJSON *cap = cJSON_GetObjectItemCaseSensitive(hb, "capacity");
+        const cJSON *used = cJSON_GetObjectItemCaseSensitive(hb, "assigned");
+        int64_t runs = cJSON_IsNumber(used) ? (int64_t)used->valuedouble : -1;
+        v[i] = (struct metrics_node){.node = m[i].node,
+                                     .capacity = cJSON_IsNumber(cap) ? (int64_t)cap->valuedouble : -1,
+                                     .runs = members_alive(&m[i]) ? runs : 0, /* gone: none */
+                                     .offers = offers != NULL ? (int64_t)offers->per_node[i] : -1};
+        cJSON_Delete(hb);
+    }
+    return v;
+}
+
 static void refresh_roster(struct ops *o, int64_t now)
 {
     struct baton_leader_info li;
@@ -356,6 +378,9 @@ static void refresh_roster(struct ops *o, int64_t now)
         limits_pools_free(pools, defs->npools);
         return;
     }
+    bool offers_read = o->h.may_block(o->h.ctx) &&
+                       status_offers_read(o->h.client, o->group, m, n, &r->offers) == BATON_OK;
+    struct metrics_node *fleet = fleet_of(m, n, offers_read ? &r->offers : NULL);
     atomic_init(&r->refs, 1);
     r->v = m;
     r->n = n;
@@ -368,6 +393,8 @@ static void refresh_roster(struct ops *o, int64_t now)
     o->roster = r;
     metrics_set_pauses(o->metrics, &r->paused);
     metrics_set_pools(o->metrics, r->pools, r->npools);
+    if (fleet != NULL || n == 0)
+        metrics_set_fleet(o->metrics, fleet, n);
     struct head *h = &o->head;
     if (!ops_leading_state(h->state)) { /* when we lead, we know better than a read */
         h->leader_known = li.has_leader;
@@ -377,6 +404,7 @@ static void refresh_roster(struct ops *o, int64_t now)
     }
     pthread_mutex_unlock(&o->mu);
     ops_roster_unref(old);
+    free(fleet);
 }
 
 /* Reads the last record of some jobs: those never read, those that ran
@@ -574,9 +602,12 @@ void ops_set_jobs(struct ops *o, const struct jobs *jobs, struct ops_defs *defs,
     pthread_mutex_lock(&o->mu);
     for (size_t i = 0; i < l->defs->n; i++)
         metrics_add_job(o->metrics, l->defs->v[i].name);
-    for (size_t i = 0; i < jobs->n; i++)
+    for (size_t i = 0; i < jobs->n; i++) {
         metrics_job_limits(o->metrics, jobs->v[i].name, jobs->v[i].pool != NULL,
                            jobs->v[i].max_running > 0);
+        metrics_job_fleet(o->metrics, jobs->v[i].name,
+                          job_run_on(&jobs->v[i], NULL) != JOB_RUN_ON_LEADER);
+    }
     o->lasts = l;
     pthread_mutex_unlock(&o->mu);
     ops_lasts_unref(old);

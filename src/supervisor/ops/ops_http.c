@@ -128,6 +128,7 @@ static cJSON *view_json(const struct ops *o, const struct snap *s)
                              .njobs = d->n,
                              .pools = s->roster != NULL ? s->roster->pools : NULL,
                              .npools = s->roster != NULL ? s->roster->npools : 0,
+                             .offers = s->roster != NULL ? &s->roster->offers : NULL,
                              .now = (int64_t)time(NULL),
                              .now_ms = wall_ms()};
     cJSON *root = status_doc_json(&doc);

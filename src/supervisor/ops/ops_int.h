@@ -25,6 +25,7 @@
 #include "ops.h"
 #include "pause.h"
 #include "runlimits.h"
+#include "status.h"
 
 /* Why a job's last run needs reading again: it ended here (read at the
  * next refresh), or elsewhere ("ended" on the group's channel: read while
@@ -68,6 +69,7 @@ struct roster { /* the node list and the paused jobs, as last read */
     struct pause_list paused;
     struct limits_pool *pools; /* the pools, their runs as read (limits_pools_read) */
     size_t npools;
+    struct status_offers offers; /* the ticks offered to the nodes (status_offers_read) */
     int64_t read_ns;
 };
 

@@ -185,6 +185,29 @@ static void self_line(FILE *f, const cJSON *view, const char *redis)
         fprintf(f, "<dt>Read from Redis</dt><dd>%s ago</dd>\n", span(age, b, sizeof b));
 }
 
+/* A node's capacity in use / its capacity (full: warn; not accepting
+ * offers: "stopping"), and its labels: two cells, after an open one. */
+static void capacity_cells(FILE *f, const cJSON *n)
+{
+    double cap = 0, used = 0;
+    const cJSON *l, *labels = cJSON_GetObjectItemCaseSensitive(n, "labels");
+    bool stopping = cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(n, "accepting"));
+    if (!num(n, "capacity", &cap))
+        fputs("</td><td class=\"mute\">", f);
+    else if (!num(n, "assigned", &used))
+        fprintf(f, "</td><td>%.0f", cap);
+    else
+        fprintf(f, "</td><td class=\"%s\">%.0f/%.0f%s", used >= cap ? "warn" : "", used, cap,
+                stopping ? " stopping" : "");
+    fputs("</td><td>", f);
+    cJSON_ArrayForEach(l, labels)
+    {
+        if (l != labels->child)
+            fputs(", ", f);
+        esc(f, cJSON_IsString(l) ? l->valuestring : "?");
+    }
+}
+
 static void nodes_table(FILE *f, const cJSON *doc)
 {
     const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(doc, "nodes");
@@ -196,7 +219,8 @@ static void nodes_table(FILE *f, const cJSON *doc)
         return;
     }
     fputs("<div class=\"wrap\"><table id=\"nodes\"><tr><th>Node</th><th>State</th><th>Term</th>"
-          "<th>Seen</th><th>Running</th><th class=\"w\">Host</th><th class=\"w\">Pid</th>"
+          "<th>Seen</th><th>Running</th><th>Capacity</th><th>Labels</th>"
+          "<th class=\"w\">Host</th><th class=\"w\">Pid</th>"
           "<th class=\"w\">Since</th><th class=\"w\">Version</th></tr>\n",
           f);
     cJSON_ArrayForEach(n, nodes)
@@ -222,6 +246,7 @@ static void nodes_table(FILE *f, const cJSON *doc)
         fprintf(f, "</td><td>%s ago</td><td>", span(seen, b, sizeof b));
         if (num(n, "running", &running))
             fprintf(f, "%.0f", running);
+        capacity_cells(f, n);
         fputs("</td><td class=\"w\">", f);
         esc(f, str(n, "host"));
         fputs("</td><td class=\"w\">", f);
@@ -400,8 +425,30 @@ static void running_table(FILE *f, const cJSON *doc, int64_t now_ms)
     fputs("</table></div>\n", f);
 }
 
-/* The pools (their runs in Redis) and the ticks waiting for a slot (the
- * leader's): tables, or nothing when jobs.yaml has no limits. */
+/* The ticks offered to members, not yet accepted: a table, or nothing. */
+static void offers_table(FILE *f, const cJSON *doc)
+{
+    const cJSON *offers = cJSON_GetObjectItemCaseSensitive(doc, "offers"), *e;
+    if (cJSON_GetArraySize(offers) == 0)
+        return;
+    fputs("<h2>Offered to members</h2>\n<div class=\"wrap\"><table id=\"offers\"><tr>"
+          "<th>Job</th><th>Tick</th><th>Offered to</th></tr>\n",
+          f);
+    cJSON_ArrayForEach(e, offers)
+    {
+        fputs("<tr><td>", f);
+        esc(f, str(e, "job"));
+        fputs("</td><td>", f);
+        esc(f, str(e, "scheduled_at"));
+        fputs("</td><td>", f);
+        esc(f, str(e, "node"));
+        fputs("</td></tr>\n", f);
+    }
+    fputs("</table></div>\n", f);
+}
+
+/* The pools (their runs in Redis), the ticks offered to members and those
+ * waiting for a slot (the leader's): tables, or nothing when there are none. */
 static void limits_tables(FILE *f, const cJSON *doc)
 {
     const cJSON *pools = cJSON_GetObjectItemCaseSensitive(doc, "pools"), *p;
@@ -425,6 +472,7 @@ static void limits_tables(FILE *f, const cJSON *doc)
         }
         fputs("</table></div>\n", f);
     }
+    offers_table(f, doc);
     if (cJSON_GetArraySize(waiting) == 0)
         return;
     fputs("<h2>Waiting for a slot</h2>\n<div class=\"wrap\"><table id=\"waiting\"><tr>"

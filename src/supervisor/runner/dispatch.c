@@ -6,6 +6,7 @@
 
 #include "assign.h"
 #include "dispatch.h"
+#include "facts.h"
 #include "jobtable.h"
 #include "members.h"
 #include "rtime.h"
@@ -233,7 +234,7 @@ static bool reoffer(const struct rctx *x, const struct fleet *f, const struct jo
         cJSON_AddStringToObject(lf, "to", a->node);
         cJSON_AddNumberToObject(lf, "attempt", a->attempt);
         cJSON_AddStringToObject(lf, "reason", why);
-        log_emit(x->log, LE_REASSIGNED, lf);
+        log_emit_facts(x->log, LE_REASSIGNED, lf, &(struct log_facts){.job = job->name});
     }
     return rc != BATON_ELOST;
 }
@@ -278,7 +279,7 @@ static bool lost(const struct rctx *x, struct dispatch *d, const struct fleet *f
     cJSON_AddStringToObject(lf, "member", was->node);
     cJSON_AddNumberToObject(lf, "attempt", was->attempt);
     cJSON_AddStringToObject(lf, "then", i >= 0 ? "retried on another member" : "recorded");
-    log_emit_at(x->log, LOG_WARN, LE_LOST, lf);
+    log_emit_facts_at(x->log, LOG_WARN, LE_LOST, lf, &(struct log_facts){.job = job->name});
     if (i >= 0) {
         ticklife_move(x, job->name, was->tick, &state, TICK_EV_RETRY);
         log_assigned(x, job->name, &a);
