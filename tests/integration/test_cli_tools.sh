@@ -213,7 +213,7 @@ assert_eq 2 "$(printf '%s' "$OUT" | grep -o '"leader":false' | wc -l)" "status -
 printf '%s' "$OUT" | grep -qE '"seen_ms_ago":[0-9]+,' || fail "status --json: seen_ms_ago in $OUT"
 printf '%s' "$OUT" | grep -qE '\{"name":"tick","schedule":"\* \* \* \* \* \*","timezone":"UTC","enabled":true,"last_run":\{"id":"[0-9]+-[0-9]+","v":3,"run_id":"[^"]+","node":"node-'$LEADER'","term":'$TERM1',"scheduled_at":"'"$RFC"'","until":"'"$RFC"'","ticks":1,"trigger":"schedule","by":null,"started":"[^"]+","duration_ms":[0-9]+,"attempt":1,"outcome":"ok","exit_code":0,"output_bytes":3,"output_dropped":0\},"next_run":"'"$RFC"'","paused":null,"running":\[\]\}' || fail "status --json: tick in $OUT"
 has "$OUT" '{"name":"berlin","schedule":"0 7 * * MON-FRI","timezone":"Europe/Berlin","enabled":true,"last_run":null,"next_run":"' "status --json: berlin"
-has "$OUT" '{"name":"off","schedule":"@hourly","timezone":"UTC","enabled":false,"last_run":null,"next_run":null,"paused":null,"running":[]}],"pools":[],"waiting":[]}' "status --json: off"
+has "$OUT" '{"name":"off","schedule":"@hourly","timezone":"UTC","enabled":false,"last_run":null,"next_run":null,"paused":null,"running":[]}],"pools":[],"waiting":[],"offers":[]}' "status --json: off"
 
 # ---- history -------------------------------------------------------------------------
 note "history: the recent runs, newest first"
