@@ -46,8 +46,12 @@
     X(REDIS_REACHABLE, "redis_reachable", INFO, "`outage_ms`", "the end of an outage")             \
     X(WATCH_LOST, "watch_lost", DEBUG, "`error`",                                                  \
       "the subscription to the group's events broke (it is made again)")                           \
-    X(HTTP_LISTENING, "http_listening", INFO, "`listen` (the address bound)",                     \
+    X(HTTP_LISTENING, "http_listening", INFO, "`listen` (the address bound), `tls`",              \
       "the HTTP endpoint (http.listen) serves /metrics, /healthz, /readyz, /status and /")         \
+    X(HTTP_TLS_RELOADED, "http_tls_reloaded", INFO, "`subject`, `not_after`",                      \
+      "on SIGHUP, http.tls's files had changed: new connections get the new certificate")          \
+    X(HTTP_TLS_RELOAD_FAILED, "http_tls_reload_failed", WARN, "`error`, `then`",                   \
+      "on SIGHUP, http.tls's files could not be read or used; the certificate read before stays")  \
     X(API_CALL, "api_call", INFO,                                                                  \
       "`token` (its name, never the token), `action` (trigger, pause, resume, pause-all, "        \
       "resume-all, step-down), `job` (null for the group), `remote` (the client's address), "     \
