@@ -115,7 +115,7 @@ done
 
 note "/status is baton status --json's document, from the node's own view"
 F1=$(for n in n1 n2 n3; do [ "$n" != "$L1" ] && echo $n; done | head -n1)
-wait_body "$F1" /status '"nodes":\[\{[^]]*\},\{[^]]*\},\{' 10 # all three nodes listed
+wait_body "$F1" /status '"nodes":\[\{"node":[^{]*("labels":\[[^]]*\][^{]*)?\},\{"node":[^{]*("labels":\[[^]]*\][^{]*)?\},\{"node"' 10 # all three nodes listed (each has its labels array)
 fetch "$F1" /status
 [ "$CODE" = 200 ] || fail "/status: $CODE"
 cp "$T/body" "$T/http-status.json"
