@@ -55,9 +55,11 @@
     X(API_CALL, "api_call", INFO,                                                                  \
       "`token` (its name, never the token), `action` (trigger, pause, resume, pause-all, "        \
       "resume-all, step-down), `job` (null for the group), `remote` (the client's address), "     \
-      "`status` (the HTTP status answered), `result` (ok, or the error's code)",                   \
+      "`status` (the HTTP status answered), `result` (ok, or the error's code), `suppressed` "     \
+      "(refusals left out before this one)",                                                       \
       "a call of the HTTP control API that changes something (http.control), or was refused "     \
-      "one for its token's role")                                                                  \
+      "one for its token's role; a request refused for no or a wrong token (401) or a blocked "    \
+      "address (429), at most 5 lines a second")                                                   \
     X(API_TOKENS_RELOAD_FAILED, "api_tokens_reload_failed", WARN, "`error`, `then`",               \
       "on SIGHUP, http.tokens_file could not be read; the tokens read before stay")                \
     X(SYSTEMD_NOTIFY, "systemd_notify", INFO, "`watchdog_ms` (null without a watchdog)",           \

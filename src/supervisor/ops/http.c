@@ -447,7 +447,8 @@ static int host_refusal(const struct http *h, struct MHD_Connection *c, const ch
 }
 
 /* The routes' answer to a GET or HEAD of url (404 for another path). */
-static enum MHD_Result serve_route(struct http *h, struct MHD_Connection *c, const char *url)
+static enum MHD_Result serve_route(struct http *h, struct MHD_Connection *c, const char *url,
+                                   int grant)
 {
     size_t len;
     if (strlen(url) > HTTP_MAX_URI) {
@@ -458,7 +459,8 @@ static enum MHD_Result serve_route(struct http *h, struct MHD_Connection *c, con
     for (const struct http_route *r = h->routes; r->path != NULL; r++) {
         if (strcmp(r->path, url) != 0)
             continue;
-        struct http_response out = {.status = 500, .type = "text/plain; charset=utf-8"};
+        struct http_response out = {
+            .status = 500, .type = "text/plain; charset=utf-8", .grant = grant};
         r->fn(h->ctx, url, &out);
         if (out.body == NULL && out.status == 500)
             out.body = text("out of memory\n", &out.len);
@@ -603,7 +605,7 @@ static enum MHD_Result on_control(struct http *h, struct MHD_Connection *c, cons
         return answer(&h->mhd, c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain; charset=utf-8", b, len,
                       false, true);
     }
-    return serve_route(h, c, url);
+    return serve_route(h, c, url, out.grant);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
@@ -649,7 +651,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return MHD_YES;
     }
     *upload_data_size = 0; /* a body sent with a GET is ignored */
-    return serve_route(h, c, url);
+    return serve_route(h, c, url, 0);
 }
 
 static void inst_stop(struct http *h, struct inst *in);

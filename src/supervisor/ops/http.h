@@ -65,6 +65,10 @@ struct http_response {
     const char *allow; /* with 405: the Allow header (static); NULL: "GET, HEAD" */
     int retry_after_s; /* > 0: a Retry-After header (429, 503) */
     bool www_auth;     /* with 401: WWW-Authenticate: Bearer */
+    /* A control hook's HTTP_PASS: what it grants the caller (its meaning
+     * is the hook's), handed to the route's handler in its out->grant;
+     * 0 without a hook. */
+    int grant;
 };
 
 /* path: the request's path (without its query, which is ignored). Called
