@@ -365,8 +365,8 @@ static const struct schema_field options[] = {
      .def = "off", .min = 1, .max = 255, .check = check_http_listen,
      .bounds_doc = "off, host:port, [address]:port or unix:/path",
      .doc = "Where `baton run` serves /metrics (Prometheus), /healthz, /readyz, /status (JSON) "
-            "and / (a status page); off: no HTTP server. Read-only; keep it on a private "
-            "address (127.0.0.1:9746)."},
+            "and / (a status page); off: no HTTP server. Read-only unless http.control; keep "
+            "it on a private address (127.0.0.1:9746), or serve it over http.tls."},
     {.key = "http.allowed_hosts", .type = SCHEMA_NODE, .offset = OFF(http_allowed_hosts),
      .set_node = set_allowed_hosts, .def_fn = default_allowed_hosts, .def_doc = "none",
      .type_doc = "list of names",
