@@ -33,6 +33,7 @@ TEST_PACKAGES=(
                                                # in the demo's build, required by the tests')
     curl jq                                    # the HTTP endpoint's tests
     chromium w3m                               # the status page, in a browser and a terminal one
+    nodejs npm                                 # puppeteer-core drives that chromium (test_page_control)
     systemd                                    # systemd-analyze, systemd-sysusers for the unit's tests
     man-db groff-base                          # the man pages render without warnings
     zsh                                        # the zsh completion parses
@@ -63,6 +64,12 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 # Debian starts a system redis-server on port 6379 when the package is
 # installed; baton's tests, benchmarks and demo never use it.
+# puppeteer-core (test-only, pinned by tests/browser/package-lock.json)
+# drives Debian's chromium: it downloads no browser.
+if [ "$mode" != "--demo" ] && [ ! -d tests/browser/node_modules/puppeteer-core ]; then
+    echo "setup: npm ci in tests/browser (puppeteer-core)"
+    npm ci --prefix tests/browser --no-audit --no-fund >/dev/null
+fi
 
 [ "$mode" = "--deps-only" ] && exit 0
 mkdir -p build/release

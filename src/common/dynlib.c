@@ -5,6 +5,10 @@
 
 #include "dynlib.h"
 
+#ifdef BATON_HAVE_MHD
+#include <microhttpd.h>
+#endif
+
 /* A function pointer is stored through the bytes of a data pointer, as
  * dlsym(3) has it: POSIX makes the two the same size. */
 _Static_assert(sizeof(void *) == sizeof(void (*)(void)), "function and data pointers differ");
@@ -43,7 +47,8 @@ int dynlib_mhd_open(const struct dynlib_sym *syms, size_t n, char *msg, size_t m
         DYNLIB_MHD_CALLS(DYNLIB_MHD_NAME_)
 #undef DYNLIB_MHD_NAME_
     };
-    _Static_assert(sizeof all / sizeof all[0] <= sizeof slot / sizeof slot[0], "room for the calls");
+    _Static_assert(sizeof all / sizeof all[0] <= sizeof slot / sizeof slot[0],
+                   "room for the calls");
     if (syms == NULL) {
         for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
             all[i].slot = &slot[i];
@@ -59,5 +64,24 @@ int dynlib_mhd_open(const struct dynlib_sym *syms, size_t n, char *msg, size_t m
              "this baton was built without libmicrohttpd: it has no HTTP server "
              "(install libmicrohttpd-dev and rebuild, or set http.listen: off)");
     return -1;
+#endif
+}
+
+int dynlib_mhd_tls(char *msg, size_t msglen)
+{
+#ifdef BATON_HAVE_MHD
+    __typeof__(MHD_is_feature_supported) *supported = NULL;
+    const struct dynlib_sym sym = {"MHD_is_feature_supported", &supported};
+    if (dynlib_mhd_open(&sym, 1, msg, msglen) != 0)
+        return -1;
+    if (supported(MHD_FEATURE_TLS) == MHD_YES)
+        return 0;
+    snprintf(msg, msglen,
+             "http.tls: %s was built without TLS (MHD_FEATURE_TLS): install Debian's "
+             "libmicrohttpd12, which has it through GnuTLS, or terminate TLS in a proxy",
+             BATON_MHD_SONAME);
+    return -1;
+#else
+    return dynlib_mhd_open(NULL, 0, msg, msglen);
 #endif
 }

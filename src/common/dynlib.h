@@ -48,7 +48,8 @@ int dynlib_open(const char *soname, const char *what, const char *package,
     X(queue_response, MHD_queue_response)                                                          \
     X(destroy_response, MHD_destroy_response)                                                      \
     X(suspend_connection, MHD_suspend_connection)                                                  \
-    X(resume_connection, MHD_resume_connection)
+    X(resume_connection, MHD_resume_connection)                                                    \
+    X(is_feature_supported, MHD_is_feature_supported)
 
 /* Opens libmicrohttpd for the HTTP endpoint and resolves syms[0..n) (the
  * calls above); with syms NULL, resolves every call of the list and keeps
@@ -56,5 +57,10 @@ int dynlib_open(const char *soname, const char *what, const char *package,
  * library is missing. Returns 0, or -1 with msg as dynlib_open()'s (in a
  * build without libmicrohttpd, always -1, saying so). */
 int dynlib_mhd_open(const struct dynlib_sym *syms, size_t n, char *msg, size_t msglen);
+
+/* Opens libmicrohttpd as above and asks it whether it was built with TLS
+ * (MHD_FEATURE_TLS: GnuTLS in Debian's build), for http.tls. Returns 0, or
+ * -1 with msg saying what is missing. */
+int dynlib_mhd_tls(char *msg, size_t msglen);
 
 #endif

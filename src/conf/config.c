@@ -365,8 +365,8 @@ static const struct schema_field options[] = {
      .def = "off", .min = 1, .max = 255, .check = check_http_listen,
      .bounds_doc = "off, host:port, [address]:port or unix:/path",
      .doc = "Where `baton run` serves /metrics (Prometheus), /healthz, /readyz, /status (JSON) "
-            "and / (a status page); off: no HTTP server. Read-only; keep it on a private "
-            "address (127.0.0.1:9746)."},
+            "and / (a status page); off: no HTTP server. Read-only unless http.control; keep "
+            "it on a private address (127.0.0.1:9746), or serve it over http.tls."},
     {.key = "http.allowed_hosts", .type = SCHEMA_NODE, .offset = OFF(http_allowed_hosts),
      .set_node = set_allowed_hosts, .def_fn = default_allowed_hosts, .def_doc = "none",
      .type_doc = "list of names",
@@ -391,6 +391,17 @@ static const struct schema_field options[] = {
     {.key = "http.insecure", .type = SCHEMA_BOOL, .offset = OFF(http_insecure), .def = "false",
      .doc = "Allow http.control on a plain-HTTP listener that is not a loopback address or a "
             "Unix socket (tokens then cross the network in the clear)."},
+    {.key = "http.tls.cert", .type = SCHEMA_STRING, .offset = OFF(http_tls_cert), .def = "none",
+     .min = 1, .max = 4096, .check = check_secret_path,
+     .bounds_doc = "an absolute path, or none",
+     .doc = "Serve the HTTP endpoint over TLS (libmicrohttpd's GnuTLS) with this PEM certificate "
+            "(the server's first, then its chain); with http.tls.key. Read again on SIGHUP: new "
+            "connections get the new certificate."},
+    {.key = "http.tls.key", .type = SCHEMA_STRING, .offset = OFF(http_tls_key), .def = "none",
+     .min = 1, .max = 4096, .check = check_secret_path,
+     .bounds_doc = "an absolute path, or none",
+     .doc = "The PEM private key of http.tls.cert, without a passphrase; mode 0640 at most, "
+            "else refused."},
     {.key = "labels", .type = SCHEMA_NODE, .offset = OFF(labels), .set_node = set_labels,
      .def_fn = default_labels, .def_doc = "none", .type_doc = "list of labels",
      .bounds_doc = "at most 16, each 1-64 letters, digits, _ . -",
@@ -482,8 +493,27 @@ static int check_quorum_timeout(const struct config *c, char *msg, size_t msglen
     return -1;
 }
 
+bool http_tls_on(const struct config *c)
+{
+    return strcmp(c->http_tls_cert, "none") != 0 && strcmp(c->http_tls_key, "none") != 0;
+}
+
+/* http.tls: both files, or neither; and a libmicrohttpd with TLS. */
+static int check_http_tls(const struct config *c, char *msg, size_t msglen)
+{
+    bool cert = strcmp(c->http_tls_cert, "none") != 0, key = strcmp(c->http_tls_key, "none") != 0;
+    if (cert != key) {
+        snprintf(msg, msglen, "http.tls needs both cert and key (%s is missing)",
+                 cert ? "key" : "cert");
+        return -1;
+    }
+    if (!cert || strcmp(c->http_listen, "off") == 0)
+        return 0;
+    return dynlib_mhd_tls(msg, msglen);
+}
+
 /* http.control needs its tokens, and keeps them off the network in the
- * clear unless told. */
+ * clear unless told (TLS, or http.insecure). */
 static int check_http_control(const struct config *c, char *msg, size_t msglen)
 {
     struct http_listen l;
@@ -496,13 +526,14 @@ static int check_http_control(const struct config *c, char *msg, size_t msglen)
                  "new NAME --role operate --file FILE')");
         return -1;
     }
-    if (strcmp(c->http_listen, "off") == 0 || c->http_insecure ||
+    if (strcmp(c->http_listen, "off") == 0 || c->http_insecure || http_tls_on(c) ||
         http_listen_parse(c->http_listen, &l, why, sizeof why) != 0 || l.unix_socket ||
         http_listen_loopback(&l))
         return 0;
     snprintf(msg, msglen,
              "http.control on a plain-HTTP listener that is not loopback (%s) sends tokens in the "
-             "clear: listen on 127.0.0.1 or a Unix socket, or write http.insecure: true",
+             "clear: give it http.tls: {cert, key}, listen on 127.0.0.1 or a Unix socket, or "
+             "write http.insecure: true",
              c->http_listen);
     return -1;
 }
@@ -527,10 +558,13 @@ static const struct relation {
      check_quorum_timeout,
      "Over a Redlock quorum, `redis_timeout` >= 2 x its `node_timeout`: each master is given "
      "node_timeout to connect and node_timeout to answer, within redis_timeout."},
+    {{"http.tls.cert", "http.tls.key", "http.listen"},
+     check_http_tls,
+     "`http.tls` needs both `cert` and `key`, and a libmicrohttpd built with TLS."},
     {{"http.control", "http.listen", "http.tokens_file"},
      check_http_control,
-     "`http.control` needs `http.tokens_file`, and a loopback or Unix-socket `http.listen` "
-     "unless `http.insecure: true`."},
+     "`http.control` needs `http.tokens_file`, and `http.tls`, a loopback or Unix-socket "
+     "`http.listen` or `http.insecure: true`."},
 };
 
 /* ------------------------------------------------------------------------ */

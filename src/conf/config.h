@@ -70,6 +70,8 @@ struct config {
     char *http_tokens_file;    /* http.tokens_file: tokens.h; "none" (default) */
     bool http_public_read;     /* http.public_read: read paths without a token */
     bool http_insecure;        /* http.insecure: control over plain HTTP off loopback */
+    char *http_tls_cert;       /* http.tls.cert: PEM chain (tlsfiles.h); "none" (default) */
+    char *http_tls_key;        /* http.tls.key: its PEM private key; "none" (default) */
     char **labels;             /* this node's labels (labels.h), NULL-terminated;
                                   empty by default */
     int64_t capacity;          /* the most runs this node takes at once from the
@@ -89,6 +91,9 @@ int config_load_buffer(const char *name, const char *buf, size_t len, struct con
 
 /* Frees c and everything it owns. NULL is a no-op. */
 void config_free(struct config *c);
+
+/* True when http.tls is set (its cert and key). */
+bool http_tls_on(const struct config *c);
 
 /* Loads c's jobs.yaml with what c gives every job (timezone, hooks:): the
  * jobs as `baton run` runs them. Same contract as jobs_load(). */

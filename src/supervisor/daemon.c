@@ -238,7 +238,10 @@ static void reload_apply(struct daemon *d, struct config *cfg, struct jobs *jobs
                                         "http.tokens_file",
                                         "lease.ttl",
                                         "lease.renew",
-                                        "min_replicas"};
+                                        "min_replicas",
+                                        "http.control",
+                                        "http.public_read",
+                                        "http.tls"};
     enum { NSTRINGS = 8, NFIXED = sizeof fixed / sizeof fixed[0] };
     char **mine[NSTRINGS] = {&cfg->node,
                              &cfg->redis,
@@ -262,6 +265,11 @@ static void reload_apply(struct daemon *d, struct config *cfg, struct jobs *jobs
     differs[NSTRINGS] = cfg->lease_ttl_ms != d->cfg->lease_ttl_ms;
     differs[NSTRINGS + 1] = cfg->lease_renew_ms != d->cfg->lease_renew_ms;
     differs[NSTRINGS + 2] = cfg->min_replicas != d->cfg->min_replicas;
+    /* The API's workers and checks are made at start; the files of a TLS
+     * server are read again below, but plain and TLS are two servers. */
+    differs[NSTRINGS + 3] = cfg->http_control != d->cfg->http_control;
+    differs[NSTRINGS + 4] = cfg->http_public_read != d->cfg->http_public_read;
+    differs[NSTRINGS + 5] = http_tls_on(cfg) != http_tls_on(d->cfg);
     cJSON *kept = cJSON_CreateArray();
     for (int i = 0; i < NFIXED; i++)
         if (differs[i])
@@ -277,6 +285,15 @@ static void reload_apply(struct daemon *d, struct config *cfg, struct jobs *jobs
         cfg->lease_ttl_ms = d->cfg->lease_ttl_ms;
         cfg->lease_renew_ms = d->cfg->lease_renew_ms;
         cfg->min_replicas = d->cfg->min_replicas;
+        cfg->http_control = d->cfg->http_control;
+        cfg->http_public_read = d->cfg->http_public_read;
+        if (differs[NSTRINGS + 5]) { /* the running server's kind stays: its paths too */
+            char *c = cfg->http_tls_cert, *k = cfg->http_tls_key;
+            cfg->http_tls_cert = d->cfg->http_tls_cert;
+            cfg->http_tls_key = d->cfg->http_tls_key;
+            d->cfg->http_tls_cert = c;
+            d->cfg->http_tls_key = k;
+        }
     } else {
         cJSON_Delete(kept);
     }
@@ -305,6 +322,7 @@ static void reload_apply(struct daemon *d, struct config *cfg, struct jobs *jobs
     log_set_format(d->log, cfg->log_format);
     log_emit(d->log, LE_RELOADED, f);
     ops_reload_tokens(d->ops); /* http.tokens_file: read again, whatever changed */
+    ops_reload_tls(d->ops, cfg->http_tls_cert, cfg->http_tls_key); /* likewise */
     presence_heartbeat(d);     /* the group sees the new jobs' hash now, not at the next poll */
 }
 
@@ -495,6 +513,8 @@ int daemon_run(const char *config_path)
                           .control = d.cfg->http_control,
                           .tokens_file = d.cfg->http_tokens_file,
                           .public_read = d.cfg->http_public_read,
+                          .tls_cert = d.cfg->http_tls_cert,
+                          .tls_key = d.cfg->http_tls_key,
                           .redis_url = d.cfg->redis,
                           .client_opts = &co,
                           .poll_ms = d.cfg->poll_ms,

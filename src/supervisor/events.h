@@ -46,14 +46,20 @@
     X(REDIS_REACHABLE, "redis_reachable", INFO, "`outage_ms`", "the end of an outage")             \
     X(WATCH_LOST, "watch_lost", DEBUG, "`error`",                                                  \
       "the subscription to the group's events broke (it is made again)")                           \
-    X(HTTP_LISTENING, "http_listening", INFO, "`listen` (the address bound)",                     \
+    X(HTTP_LISTENING, "http_listening", INFO, "`listen` (the address bound), `tls`",              \
       "the HTTP endpoint (http.listen) serves /metrics, /healthz, /readyz, /status and /")         \
+    X(HTTP_TLS_RELOADED, "http_tls_reloaded", INFO, "`subject`, `not_after`",                      \
+      "on SIGHUP, http.tls's files had changed: new connections get the new certificate")          \
+    X(HTTP_TLS_RELOAD_FAILED, "http_tls_reload_failed", WARN, "`error`, `then`",                   \
+      "on SIGHUP, http.tls's files could not be read or used; the certificate read before stays")  \
     X(API_CALL, "api_call", INFO,                                                                  \
       "`token` (its name, never the token), `action` (trigger, pause, resume, pause-all, "        \
       "resume-all, step-down), `job` (null for the group), `remote` (the client's address), "     \
-      "`status` (the HTTP status answered), `result` (ok, or the error's code)",                   \
+      "`status` (the HTTP status answered), `result` (ok, or the error's code), `suppressed` "     \
+      "(refusals left out before this one)",                                                       \
       "a call of the HTTP control API that changes something (http.control), or was refused "     \
-      "one for its token's role")                                                                  \
+      "one for its token's role; a request refused for no or a wrong token (401) or a blocked "    \
+      "address (429), at most 5 lines a second")                                                   \
     X(API_TOKENS_RELOAD_FAILED, "api_tokens_reload_failed", WARN, "`error`, `then`",               \
       "on SIGHUP, http.tokens_file could not be read; the tokens read before stay")                \
     X(SYSTEMD_NOTIFY, "systemd_notify", INFO, "`watchdog_ms` (null without a watchdog)",           \

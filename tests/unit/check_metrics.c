@@ -165,6 +165,8 @@ static const struct {
     {LE_REDIS_REACHABLE, F(0), "baton_events_total{event=\"redis_reachable\"} 1"},
     {LE_WATCH_LOST, F(0), "baton_events_total{event=\"watch_lost\"} 1"},
     {LE_HTTP_LISTENING, F(0), "baton_events_total{event=\"http_listening\"} 1"},
+    {LE_HTTP_TLS_RELOADED, F(0), "baton_events_total{event=\"http_tls_reloaded\"} 1"},
+    {LE_HTTP_TLS_RELOAD_FAILED, F(0), "baton_events_total{event=\"http_tls_reload_failed\"} 1"},
     {LE_SYSTEMD_NOTIFY, F(0), "baton_events_total{event=\"systemd_notify\"} 1"},
     {LE_SIGNAL_RECEIVED, F(.signal = SIGHUP), "baton_events_total{event=\"signal_received\"} 1"},
     {LE_STEP_DOWN_REQUESTED, F(0), "baton_events_total{event=\"step_down_requested\"} 1"},

@@ -22,6 +22,7 @@
 #include "history.h"
 #include "jobs.h"
 #include "pause.h"
+#include "statuspage.h"
 #include "stepdown.h"
 #include "tokens.h"
 #include "trigger.h"
@@ -102,6 +103,11 @@ struct api {
     pthread_t threads[API_WORKERS];
     int nthreads;
     struct failed failed[API_ADDRS]; /* the HTTP thread's */
+    /* Refusals (401, 429) logged in the current second, and those left
+     * out since the last one logged: the HTTP thread's. */
+    int64_t refused_second_ns;
+    int refused_logged;
+    long refused_dropped;
 };
 
 /* ---- answers ---- */
@@ -319,6 +325,8 @@ out:
     return rc;
 }
 
+static void audit_queue(struct api *a, cJSON *f);
+
 static void audit(struct api *a, const struct task *t, const char *action, int status,
                   const char *result)
 {
@@ -332,6 +340,12 @@ static void audit(struct api *a, const struct task *t, const char *action, int s
     cJSON_AddStringToObject(f, "remote", t->remote);
     cJSON_AddNumberToObject(f, "status", status);
     cJSON_AddStringToObject(f, "result", result);
+    audit_queue(a, f);
+}
+
+/* Queues one audit line (f taken) for api_flush_audit(). Any thread. */
+static void audit_queue(struct api *a, cJSON *f)
+{
     pthread_mutex_lock(&a->mu);
     if (a->audit == NULL)
         a->audit = cJSON_CreateArray();
@@ -342,6 +356,40 @@ static void audit(struct api *a, const struct task *t, const char *action, int s
     pthread_mutex_unlock(&a->mu);
 }
 
+/* Audits a request refused for its token (401) or its address (429): at
+ * most API_REFUSED_LOG_PER_S lines a second, the next one logged saying
+ * how many were left out (`suppressed`), so that a flood cannot fill the
+ * log. HTTP thread. */
+static void refused(struct api *a, const struct http_request *rq, int status, const char *code)
+{
+    int64_t now = mono_ns();
+    char seg[TRIGGER_ID_MAX + 16];
+    const char *action = "read";
+    if (now - a->refused_second_ns >= 1000000000) {
+        a->refused_second_ns = now;
+        a->refused_logged = 0;
+    }
+    if (a->refused_logged >= API_REFUSED_LOG_PER_S) {
+        a->refused_dropped++;
+        return;
+    }
+    a->refused_logged++;
+    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
+        if (match(routes[i].pattern, rq->path, seg, sizeof seg))
+            action = routes[i].action;
+    cJSON *f = cJSON_CreateObject();
+    cJSON_AddNullToObject(f, "token");
+    cJSON_AddStringToObject(f, "action", action);
+    cJSON_AddNullToObject(f, "job");
+    cJSON_AddStringToObject(f, "remote", rq->remote);
+    cJSON_AddNumberToObject(f, "status", status);
+    cJSON_AddStringToObject(f, "result", code);
+    if (a->refused_dropped > 0)
+        cJSON_AddNumberToObject(f, "suppressed", (double)a->refused_dropped);
+    a->refused_dropped = 0;
+    audit_queue(a, f);
+}
+
 enum http_verdict api_handle(void *ctx, const struct http_request *rq, struct http_response *out)
 {
     struct api *a = ctx;
@@ -349,10 +397,14 @@ enum http_verdict api_handle(void *ctx, const struct http_request *rq, struct ht
     if (in_list(rq->path, probe_paths, sizeof probe_paths / sizeof probe_paths[0]))
         return HTTP_PASS;
     bool read_path = in_list(rq->path, read_paths, sizeof read_paths / sizeof read_paths[0]);
-    if (read_path && a->conf.public_read)
+    bool page = strcmp(rq->path, "/") == 0;
+    if (read_path && a->conf.public_read && (!page || rq->authorization == NULL)) {
+        out->grant = API_GRANT_PUBLIC;
         return HTTP_PASS;
+    }
     int wait_s = blocked_for(a, rq->remote, now);
     if (wait_s > 0) {
+        refused(a, rq, 429, "too_many_failures");
         reply_error(out, 429, "too_many_failures",
                     "too many requests with a wrong token from this address: try again in %d s",
                     wait_s);
@@ -371,13 +423,24 @@ enum http_verdict api_handle(void *ctx, const struct http_request *rq, struct ht
     }
     pthread_mutex_unlock(&a->mu);
     if (!found) {
-        failed_note(a, rq->remote, now);
-        reply_error(out, 401, "unauthorized", "a valid bearer token is required");
+        /* A browser's first visit has no token: not a failure to count. */
+        if (tok != NULL || !page)
+            failed_note(a, rq->remote, now);
+        refused(a, rq, 401, "unauthorized");
+        if (page && (out->body = statuspage_login(&out->len)) != NULL) {
+            out->status = 401;
+            out->type = "text/html; charset=utf-8";
+            out->page = true;
+        } else {
+            reply_error(out, 401, "unauthorized", "a valid bearer token is required");
+        }
         out->www_auth = true;
         return HTTP_ANSWER;
     }
-    if (read_path)
+    if (read_path) {
+        out->grant = who.role == TOKEN_OPERATE ? API_GRANT_OPERATE : API_GRANT_READ;
         return HTTP_PASS;
+    }
     const struct route *r = NULL;
     char seg[TRIGGER_ID_MAX + 16];
     bool path_known = false;

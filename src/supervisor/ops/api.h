@@ -16,7 +16,9 @@
  * (tokens.h) in constant time; a `read` token may GET, an `operate` token
  * may also POST (403 otherwise). No token, or a wrong one: 401, the same
  * answer for both. /healthz and /readyz are never checked; /, /status and
- * /metrics are unless http.public_read. An address that sent
+ * /metrics are unless http.public_read; / without a valid token gets 401
+ * with the status page's request for one (statuspage_login()), and with
+ * one it is passed the token's role (enum api_grant) for its buttons. An address that sent
  * API_FAIL_MAX wrong tokens within API_FAIL_WINDOW_S gets 429 for
  * API_BLOCK_S, whatever it sends (its tokens are not even checked); the
  * table of addresses holds API_ADDRS entries, the oldest forgotten first.
@@ -34,7 +36,10 @@
  * audit line (`api_call`: the token's name, the action, the job, the
  * remote address, the status) that the loop writes (api_flush_audit); who
  * did it goes into Redis too, as the pause's or the request's `by`:
- * "NAME (token) from ADDR". No token is ever logged or answered. */
+ * "NAME (token) from ADDR". No token is ever logged or answered. A
+ * request refused for its token (401) or its address (429) is audited
+ * too, with a null token, at most API_REFUSED_LOG_PER_S lines a second:
+ * the next line logged counts those left out (`suppressed`). */
 #ifndef BATON_API_H
 #define BATON_API_H
 
@@ -54,6 +59,10 @@
 #define API_BLOCK_S       30
 #define API_ADDRS         256
 #define API_RUNS_MAX      1000
+#define API_REFUSED_LOG_PER_S 5
+
+/* What api_handle() grants a read path it passes (http_response.grant). */
+enum api_grant { API_GRANT_PUBLIC, API_GRANT_READ, API_GRANT_OPERATE };
 
 struct api_conf {
     const char *tokens_file;

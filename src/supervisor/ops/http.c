@@ -8,7 +8,13 @@
  * connection's socket and lets the next MHD_run() close it. The listening
  * socket (close-on-exec, a Unix socket when asked) stays in the thread's
  * epoll set; every descriptor libmicrohttpd opens is close-on-exec as
- * well. */
+ * well.
+ *
+ * TLS (http_tls_replace): libmicrohttpd cannot change a running daemon's
+ * certificate, so a new one gets a new daemon. New connections go to it;
+ * the old one drains: it serves its connections to their end (their
+ * lifetime bounds it: a suspended call's HTTP_CALL_MAX_MS at most), and
+ * is stopped once it has none. */
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
@@ -47,11 +53,20 @@ int http_start(const struct http_listen *l, const char *allowed_hosts,
 
 int http_start_control(const struct http_listen *l, const char *allowed_hosts,
                        const struct http_route *routes, void *ctx,
-                       const struct http_control *control, struct http **out, char *msg,
-                       size_t msglen)
+                       const struct http_control *control, const struct http_tls *tls,
+                       struct http **out, char *msg, size_t msglen)
 {
     (void)control;
+    (void)tls;
     return http_start(l, allowed_hosts, routes, ctx, out, msg, msglen);
+}
+
+int http_tls_replace(struct http *h, const struct http_tls *tls, char *msg, size_t msglen)
+{
+    (void)h;
+    (void)tls;
+    snprintf(msg, msglen, "this baton was built without libmicrohttpd");
+    return -1;
 }
 
 void http_call_answer(struct http_call *call, struct http_response *out)
@@ -111,13 +126,23 @@ bool http_available(void)
     return true;
 }
 
+/* One libmicrohttpd daemon: the current one, or one draining after a
+ * TLS reload. */
+struct inst {
+    struct MHD_Daemon *d;
+    int epoll_fd;     /* its own, in our epoll set; -1 before */
+    char *cert, *key; /* TLS: the PEM texts it was given (owned), or NULL */
+    size_t key_len;
+};
+
 /* A connection, from our accept to libmicrohttpd's "closed". */
 struct conn {
     int fd;
-    int64_t deadline_ns; /* shut down at this point */
-    bool shut;           /* shut down: libmicrohttpd closes it on its next run */
-    bool served;         /* a request of it was answered */
-    bool has_peer;       /* TCP: peer is the client's address */
+    struct MHD_Daemon *d; /* the daemon serving it */
+    int64_t deadline_ns;  /* shut down at this point */
+    bool shut;            /* shut down: libmicrohttpd closes it on its next run */
+    bool served;          /* a request of it was answered */
+    bool has_peer;        /* TCP: peer is the client's address */
     struct sockaddr_storage peer;
     struct conn *prev, *next; /* in the order accepted */
 };
@@ -138,7 +163,12 @@ struct http_call {
 
 struct http {
     struct mhd_api mhd;
-    struct MHD_Daemon *d;
+    struct inst cur;                         /* serves new connections */
+    struct inst draining[HTTP_TLS_DRAINING]; /* the server's thread's; d NULL: free */
+    pthread_mutex_t tls_mu;                  /* guards the two below */
+    struct inst pending;                     /* a reload's daemon, not yet current */
+    int ndraining;                           /* slots in use */
+    bool tls;
     const struct http_route *routes;
     void *ctx;
     struct http_control control; /* fn NULL: none */
@@ -280,7 +310,8 @@ static void admit(struct http *h, int fd, const struct sockaddr_storage *ss, soc
     make_room(h, NULL, HTTP_MAX_CONNS);
     h->adding = k;
     /* It closes fd when it refuses it (out of memory). */
-    h->mhd.add_connection(h->d, fd, (const struct sockaddr *)ss, sl);
+    k->d = h->cur.d;
+    h->mhd.add_connection(h->cur.d, fd, (const struct sockaddr *)ss, sl);
     if (h->adding != NULL) { /* refused before it was started */
         h->adding = NULL;
         free(k);
@@ -416,7 +447,8 @@ static int host_refusal(const struct http *h, struct MHD_Connection *c, const ch
 }
 
 /* The routes' answer to a GET or HEAD of url (404 for another path). */
-static enum MHD_Result serve_route(struct http *h, struct MHD_Connection *c, const char *url)
+static enum MHD_Result serve_route(struct http *h, struct MHD_Connection *c, const char *url,
+                                   int grant)
 {
     size_t len;
     if (strlen(url) > HTTP_MAX_URI) {
@@ -427,7 +459,8 @@ static enum MHD_Result serve_route(struct http *h, struct MHD_Connection *c, con
     for (const struct http_route *r = h->routes; r->path != NULL; r++) {
         if (strcmp(r->path, url) != 0)
             continue;
-        struct http_response out = {.status = 500, .type = "text/plain; charset=utf-8"};
+        struct http_response out = {
+            .status = 500, .type = "text/plain; charset=utf-8", .grant = grant};
         r->fn(h->ctx, url, &out);
         if (out.body == NULL && out.status == 500)
             out.body = text("out of memory\n", &out.len);
@@ -572,7 +605,7 @@ static enum MHD_Result on_control(struct http *h, struct MHD_Connection *c, cons
         return answer(&h->mhd, c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain; charset=utf-8", b, len,
                       false, true);
     }
-    return serve_route(h, c, url);
+    return serve_route(h, c, url, out.grant);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
@@ -618,7 +651,169 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return MHD_YES;
     }
     *upload_data_size = 0; /* a body sent with a GET is ignored */
-    return serve_route(h, c, url);
+    return serve_route(h, c, url, 0);
+}
+
+static void inst_stop(struct http *h, struct inst *in);
+
+/* Starts a daemon for the connections we hand over (tls NULL: plain
+ * HTTP) into in. Returns 0, or -1 with msg. */
+static int inst_start(struct http *h, const struct http_tls *tls, struct inst *in, char *msg,
+                      size_t msglen)
+{
+    *in = (struct inst){.epoll_fd = -1};
+    if (tls != NULL) {
+        char tmsg[512];
+        if (h->mhd.is_feature_supported(MHD_FEATURE_TLS) != MHD_YES &&
+            dynlib_mhd_tls(tmsg, sizeof tmsg) != 0) {
+            snprintf(msg, msglen, "%s", tmsg);
+            return -1;
+        }
+        in->cert = strdup(tls->cert);
+        in->key = strdup(tls->key);
+        in->key_len = in->key != NULL ? strlen(in->key) : 0;
+        if (in->cert == NULL || in->key == NULL) {
+            snprintf(msg, msglen, "out of memory");
+            goto fail;
+        }
+    }
+    struct MHD_OptionItem tls_opts[] = {{MHD_OPTION_HTTPS_MEM_KEY, 0, in->key},
+                                        {MHD_OPTION_HTTPS_MEM_CERT, 0, in->cert},
+                                        {MHD_OPTION_END, 0, NULL}};
+    /* No listening socket of its own: the connections are ours to accept
+     * (serve) and to hand over; its limits are above ours, which we keep. */
+    unsigned flags = MHD_USE_EPOLL | MHD_USE_NO_LISTEN_SOCKET;
+    if (h->control.fn != NULL)
+        flags |= MHD_ALLOW_SUSPEND_RESUME; /* its wake-up is in the epoll set serve() watches */
+    if (tls != NULL)
+        flags |= MHD_USE_TLS;
+    in->d = h->mhd.start_daemon(
+        flags, 0, NULL, NULL, on_request, h, MHD_OPTION_CONNECTION_LIMIT, (unsigned)MHD_LIMIT,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_IDLE_S, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+        (size_t)HTTP_MAX_REQUEST, MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_ARRAY,
+        tls != NULL ? tls_opts : &tls_opts[2], MHD_OPTION_END);
+    if (in->d == NULL) {
+        snprintf(msg, msglen,
+                 tls != NULL ? "%s: libmicrohttpd could not start with http.tls's certificate and "
+                               "key (GnuTLS refused them)"
+                             : "%s: libmicrohttpd could not start",
+                 h->address);
+        goto fail;
+    }
+    return 0;
+fail:
+    inst_stop(h, in);
+    return -1;
+}
+
+/* Adds in's own epoll fd to ours. Returns 0, or -1 with msg. */
+static int inst_watch(struct http *h, struct inst *in, char *msg, size_t msglen)
+{
+    const union MHD_DaemonInfo *di = h->mhd.get_daemon_info(in->d, MHD_DAEMON_INFO_EPOLL_FD);
+    struct epoll_event e = {.events = EPOLLIN, .data.fd = di != NULL ? di->epoll_fd : -1};
+    if (di == NULL || epoll_ctl(h->ep, EPOLL_CTL_ADD, di->epoll_fd, &e) != 0) {
+        snprintf(msg, msglen, "%s: %s", h->address, di == NULL ? "no epoll fd" : strerror(errno));
+        return -1;
+    }
+    in->epoll_fd = di->epoll_fd;
+    return 0;
+}
+
+/* Stops in's daemon (closing its connections) and frees what it holds;
+ * in is empty after. */
+static void inst_stop(struct http *h, struct inst *in)
+{
+    if (in->epoll_fd >= 0 && h->ep >= 0)
+        epoll_ctl(h->ep, EPOLL_CTL_DEL, in->epoll_fd, NULL);
+    if (in->d != NULL)
+        h->mhd.stop_daemon(in->d);
+    if (in->key != NULL)
+        explicit_bzero(in->key, in->key_len);
+    free(in->key);
+    free(in->cert);
+    *in = (struct inst){.epoll_fd = -1};
+}
+
+/* Server's thread: a reload's daemon becomes the current one, the current
+ * one drains. */
+static void take_pending(struct http *h)
+{
+    pthread_mutex_lock(&h->tls_mu);
+    if (h->pending.d == NULL) {
+        pthread_mutex_unlock(&h->tls_mu);
+        return;
+    }
+    for (int i = 0; i < HTTP_TLS_DRAINING; i++) {
+        if (h->draining[i].d != NULL)
+            continue;
+        char msg[128];
+        h->draining[i] = h->cur;
+        h->cur = h->pending;
+        h->pending = (struct inst){.epoll_fd = -1};
+        h->ndraining++;
+        if (inst_watch(h, &h->cur, msg, sizeof msg) != 0) { /* keep the old one serving */
+            struct inst failed = h->cur;
+            h->cur = h->draining[i];
+            h->draining[i] = (struct inst){.epoll_fd = -1};
+            h->ndraining--;
+            inst_stop(h, &failed);
+        }
+        break;
+    }
+    pthread_mutex_unlock(&h->tls_mu);
+}
+
+/* Server's thread: runs the draining daemons, and stops those whose
+ * connections have all closed. */
+static void run_draining(struct http *h)
+{
+    for (int i = 0; i < HTTP_TLS_DRAINING; i++) {
+        struct inst *in = &h->draining[i];
+        if (in->d == NULL)
+            continue;
+        h->mhd.run(in->d);
+        bool any = false;
+        for (const struct conn *k = h->oldest; k != NULL && !any; k = k->next)
+            any = k->d == in->d;
+        if (any)
+            continue;
+        pthread_mutex_lock(&h->tls_mu);
+        inst_stop(h, in);
+        h->ndraining--;
+        pthread_mutex_unlock(&h->tls_mu);
+    }
+}
+
+int http_tls_replace(struct http *h, const struct http_tls *tls, char *msg, size_t msglen)
+{
+    struct inst in;
+    if (!h->tls) {
+        snprintf(msg, msglen, "the endpoint serves plain HTTP: TLS needs a restart");
+        return -1;
+    }
+    pthread_mutex_lock(&h->tls_mu);
+    bool full = h->ndraining + (h->pending.d != NULL) >= HTTP_TLS_DRAINING;
+    pthread_mutex_unlock(&h->tls_mu);
+    if (full) {
+        snprintf(msg, msglen,
+                 "%d certificates replaced within %d s still serve their connections: try again "
+                 "later",
+                 HTTP_TLS_DRAINING, HTTP_CALL_MAX_MS / 1000);
+        return -1;
+    }
+    if (inst_start(h, tls, &in, msg, msglen) != 0)
+        return -1;
+    pthread_mutex_lock(&h->tls_mu);
+    struct inst old = h->pending; /* a reload the thread has not taken yet: replaced */
+    h->pending = in;
+    pthread_mutex_unlock(&h->tls_mu);
+    inst_stop(h, &old);
+    uint64_t one = 1;
+    if (write(h->wake, &one, sizeof one) < 0) {
+        /* full: readable already */
+    }
+    return 0;
 }
 
 /* The server's thread. The listening socket is in our own epoll set, so a
@@ -630,10 +825,14 @@ static void *serve(void *arg)
     struct http *h = arg;
     struct epoll_event ev[8];
     while (!atomic_load(&h->stop)) {
+        take_pending(h);
         int timeout = expire(h);
         MHD_UNSIGNED_LONG_LONG to;
-        if (h->mhd.get_timeout(h->d, &to) == MHD_YES)
+        if (h->mhd.get_timeout(h->cur.d, &to) == MHD_YES)
             timeout = sooner(timeout, to > INT32_MAX ? INT32_MAX : (int)to);
+        for (int i = 0; i < HTTP_TLS_DRAINING; i++)
+            if (h->draining[i].d != NULL && h->mhd.get_timeout(h->draining[i].d, &to) == MHD_YES)
+                timeout = sooner(timeout, to > INT32_MAX ? INT32_MAX : (int)to);
         if (h->nconns > h->nlive) /* shut down, not closed yet */
             timeout = sooner(timeout, LOOK_AGAIN_MS);
         timeout = sooner(timeout, arm_listen(h));
@@ -650,7 +849,8 @@ static void *serve(void *arg)
         }
         if (waiting)
             accept_some(h);
-        h->mhd.run(h->d);
+        h->mhd.run(h->cur.d);
+        run_draining(h);
     }
     return NULL;
 }
@@ -753,13 +953,13 @@ int http_start(const struct http_listen *l, const char *allowed_hosts,
                const struct http_route *routes, void *ctx, struct http **out, char *msg,
                size_t msglen)
 {
-    return http_start_control(l, allowed_hosts, routes, ctx, NULL, out, msg, msglen);
+    return http_start_control(l, allowed_hosts, routes, ctx, NULL, NULL, out, msg, msglen);
 }
 
 int http_start_control(const struct http_listen *l, const char *allowed_hosts,
                        const struct http_route *routes, void *ctx,
-                       const struct http_control *control, struct http **out, char *msg,
-                       size_t msglen)
+                       const struct http_control *control, const struct http_tls *tls,
+                       struct http **out, char *msg, size_t msglen)
 {
     struct http *h = calloc(1, sizeof *h);
     *out = NULL;
@@ -773,6 +973,10 @@ int http_start_control(const struct http_listen *l, const char *allowed_hosts,
         h->control = *control;
     h->unix_socket = l->unix_socket;
     h->listen_fd = h->ep = h->wake = -1;
+    h->cur.epoll_fd = h->pending.epoll_fd = -1;
+    for (int i = 0; i < HTTP_TLS_DRAINING; i++)
+        h->draining[i].epoll_fd = -1;
+    pthread_mutex_init(&h->tls_mu, NULL);
     atomic_init(&h->stop, false);
     h->allowed = allowed_names(l, allowed_hosts);
     if (h->allowed == NULL) {
@@ -784,33 +988,18 @@ int http_start_control(const struct http_listen *l, const char *allowed_hosts,
     h->listen_fd = listen_on(l, h, msg, msglen);
     if (h->listen_fd < 0)
         goto fail;
-    /* No listening socket of its own: the connections are ours to accept
-     * (serve) and to hand over; its limits are above ours, which we keep. */
-    unsigned flags = MHD_USE_EPOLL | MHD_USE_NO_LISTEN_SOCKET;
-    if (h->control.fn != NULL)
-        flags |= MHD_ALLOW_SUSPEND_RESUME; /* its wake-up is in the epoll set serve() watches */
-    h->d = h->mhd.start_daemon(
-        flags, 0, NULL, NULL, on_request, h, MHD_OPTION_CONNECTION_LIMIT, (unsigned)MHD_LIMIT,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_IDLE_S, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-        (size_t)HTTP_MAX_REQUEST, MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_END);
-    if (h->d == NULL) {
-        snprintf(msg, msglen, "%s: libmicrohttpd could not start", h->address);
-        goto fail;
-    }
-    const union MHD_DaemonInfo *di = h->mhd.get_daemon_info(h->d, MHD_DAEMON_INFO_EPOLL_FD);
     h->ep = epoll_create1(EPOLL_CLOEXEC);
     h->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    struct epoll_event e1 = {.events = EPOLLIN, .data.fd = di != NULL ? di->epoll_fd : -1};
     struct epoll_event e2 = {.events = EPOLLIN, .data.fd = h->wake};
     struct epoll_event e3 = {.events = EPOLLIN, .data.fd = h->listen_fd};
-    if (di == NULL || h->ep < 0 || h->wake < 0 ||
-        epoll_ctl(h->ep, EPOLL_CTL_ADD, di->epoll_fd, &e1) != 0 ||
-        epoll_ctl(h->ep, EPOLL_CTL_ADD, h->wake, &e2) != 0 ||
+    if (h->ep < 0 || h->wake < 0 || epoll_ctl(h->ep, EPOLL_CTL_ADD, h->wake, &e2) != 0 ||
         epoll_ctl(h->ep, EPOLL_CTL_ADD, h->listen_fd, &e3) != 0) {
         snprintf(msg, msglen, "%s: %s", h->address, strerror(errno));
         goto fail;
     }
+    h->tls = tls != NULL;
+    if (inst_start(h, tls, &h->cur, msg, msglen) != 0 || inst_watch(h, &h->cur, msg, msglen) != 0)
+        goto fail;
     h->listen_armed = true;
     int err = pthread_create(&h->thread, NULL, serve, h);
     if (err != 0) {
@@ -844,8 +1033,10 @@ void http_stop(struct http *h)
         }
         pthread_join(h->thread, NULL);
     }
-    if (h->d != NULL)
-        h->mhd.stop_daemon(h->d); /* closes the connections (each notified closed) */
+    inst_stop(h, &h->cur); /* closes the connections (each notified closed) */
+    inst_stop(h, &h->pending);
+    for (int i = 0; i < HTTP_TLS_DRAINING; i++)
+        inst_stop(h, &h->draining[i]);
     if (h->listen_fd >= 0)
         close(h->listen_fd);
     if (h->unix_path[0] != '\0')
@@ -860,6 +1051,7 @@ void http_stop(struct http *h)
         free(k);
     }
     free(h->allowed);
+    pthread_mutex_destroy(&h->tls_mu);
     free(h);
 }
 

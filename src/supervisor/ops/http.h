@@ -1,16 +1,19 @@
-/* http.h -- a small read-only HTTP server (libmicrohttpd) in a thread of
- * its own, for the supervisor's /metrics, /healthz, /readyz, /status and
- * status page.
+/* http.h -- a small HTTP server (libmicrohttpd) in a thread of its own,
+ * for the supervisor's /metrics, /healthz, /readyz, /status, status page
+ * and, through a control hook, the control API (api.h).
  *
  * It knows nothing of baton: it serves a table of routes, each a handler
  * that fills a response. Handlers run on the server's thread and must not
  * block: they read what the supervisor's loop published (ops.c); the loop
- * never waits for the server, and no request ever reaches Redis.
+ * never waits for the server, and no route ever reaches Redis. A control
+ * hook (http_start_control) sees every request first and may take it to
+ * answer later from another thread (the API's workers, which do reach
+ * Redis), while the server goes on serving the others.
  *
- * Only GET and HEAD are served (405 with `Allow: GET, HEAD` otherwise); an
- * unknown path is 404; a request line or header block larger than
- * HTTP_MAX_REQUEST bytes is refused (414 for a long URI, 431/400 for the
- * rest).
+ * Without a hook only GET and HEAD are served (405 with `Allow: GET,
+ * HEAD` otherwise); an unknown path is 404; a request line or header block
+ * larger than HTTP_MAX_REQUEST bytes is refused (414 for a long URI,
+ * 431/400 for the rest).
  *
  * Slow or idle clients cannot starve the others, however many: at most
  * HTTP_MAX_CONNS connections are open (HTTP_MAX_PER_IP from one TCP
@@ -22,6 +25,11 @@
  * slowloris client trickling one header byte a second is cut off then). A
  * Unix socket's clients have no address to tell them apart: they share the
  * HTTP_MAX_CONNS.
+ *
+ * TLS (struct http_tls): libmicrohttpd's own (GnuTLS in Debian's build),
+ * with a certificate and key given as PEM text; http_tls_replace() serves
+ * new connections with another pair (a SIGHUP's), the open ones end with
+ * the old.
  *
  * DNS rebinding: a TCP server answers only the Host headers that
  * http_host_allowed() (listen.h) accepts, with the allowed names given to
@@ -57,6 +65,10 @@ struct http_response {
     const char *allow; /* with 405: the Allow header (static); NULL: "GET, HEAD" */
     int retry_after_s; /* > 0: a Retry-After header (429, 503) */
     bool www_auth;     /* with 401: WWW-Authenticate: Bearer */
+    /* A control hook's HTTP_PASS: what it grants the caller (its meaning
+     * is the hook's), handed to the route's handler in its out->grant;
+     * 0 without a hook. */
+    int grant;
 };
 
 /* path: the request's path (without its query, which is ignored). Called
@@ -109,11 +121,30 @@ struct http_control {
     void *ctx;
 };
 
-/* http_start() with a control hook (control NULL: none, as http_start). */
+/* A certificate (the server's, then its chain) and its private key, PEM
+ * text, NUL-terminated. Borrowed for the call (copied). */
+struct http_tls {
+    const char *cert, *key;
+};
+
+/* Daemons of replaced certificates still serving their connections, at
+ * most (each for HTTP_CALL_MAX_MS at most). */
+#define HTTP_TLS_DRAINING 4
+
+/* http_start() with a control hook (control NULL: none, as http_start)
+ * and TLS (tls NULL: plain HTTP; with tls, libmicrohttpd must have TLS:
+ * else -1 saying so). */
 int http_start_control(const struct http_listen *l, const char *allowed_hosts,
                        const struct http_route *routes, void *ctx,
-                       const struct http_control *control, struct http **out, char *msg,
-                       size_t msglen);
+                       const struct http_control *control, const struct http_tls *tls,
+                       struct http **out, char *msg, size_t msglen);
+
+/* Serves the connections accepted from now on with tls (a server started
+ * with TLS only); those open end with the certificate they began with.
+ * Any one thread (the loop's). Returns 0, or -1 with msg (GnuTLS refused
+ * the pair, a plain server, HTTP_TLS_DRAINING replaced ones still
+ * serving): the old certificate stays. */
+int http_tls_replace(struct http *h, const struct http_tls *tls, char *msg, size_t msglen);
 
 /* Answers a call the hook took (HTTP_LATER) with out (its body taken).
  * Any thread; once per call. */

@@ -528,6 +528,8 @@ static const struct {
     [LE_REDIS_REACHABLE] = {NULL, "only events: redis_up is a gauge"},
     [LE_WATCH_LOST] = {NULL, "only events (at debug level only)"},
     [LE_HTTP_LISTENING] = {NULL, "only events: whoever scrapes knows"},
+    [LE_HTTP_TLS_RELOADED] = {NULL, "only events: a certificate's renewal"},
+    [LE_HTTP_TLS_RELOAD_FAILED] = {NULL, "only events (the old certificate stays: alert on any)"},
     [LE_SYSTEMD_NOTIFY] = {NULL, "only events"},
     [LE_SIGNAL_RECEIVED] = {NULL, "only events"},
     [LE_STEP_DOWN_REQUESTED] = {NULL, "only events: transitions_total counts the step-down"},

@@ -537,6 +537,37 @@ void ops_reload_tokens(struct ops *o)
     log_emit(o->h.log, LE_API_TOKENS_RELOAD_FAILED, f);
 }
 
+void ops_reload_tls(struct ops *o, const char *cert, const char *key)
+{
+    char err[600];
+    struct tls_files t;
+    if (o->http == NULL || o->tls.cert == NULL)
+        return; /* plain HTTP: the daemon reports http.tls as needing a restart */
+    if (tls_files_load(cert, key, &t, err, sizeof err) != 0)
+        goto failed;
+    if (tls_files_same(&t, &o->tls)) {
+        tls_files_free(&t);
+        return;
+    }
+    struct http_tls ht = {.cert = t.cert, .key = t.key};
+    if (http_tls_replace(o->http, &ht, err, sizeof err) != 0) {
+        tls_files_free(&t);
+        goto failed;
+    }
+    tls_files_free(&o->tls);
+    o->tls = t;
+    cJSON *f = log_fields();
+    cJSON_AddStringToObject(f, "subject", t.subject);
+    cJSON_AddStringToObject(f, "not_after", t.not_after);
+    log_emit(o->h.log, LE_HTTP_TLS_RELOADED, f);
+    return;
+failed:;
+    cJSON *g = log_fields();
+    cJSON_AddStringToObject(g, "error", err);
+    cJSON_AddStringToObject(g, "then", "serving the certificate read before");
+    log_emit(o->h.log, LE_HTTP_TLS_RELOAD_FAILED, g);
+}
+
 void ops_on_timer(struct ops *o)
 {
     int64_t now = loop_now();
@@ -667,12 +698,17 @@ int ops_new(const struct ops_host *host, struct ops **out, char *msg, size_t msg
                 goto fail;
         }
         struct http_control hc = {.fn = api_handle, .ctx = o->api};
+        bool tls = host->tls_cert != NULL && strcmp(host->tls_cert, "none") != 0;
+        if (tls && tls_files_load(host->tls_cert, host->tls_key, &o->tls, msg, msglen) != 0)
+            goto fail;
+        struct http_tls ht = {.cert = o->tls.cert, .key = o->tls.key};
         if (http_listen_parse(host->listen, &l, msg, msglen) != 0 ||
             http_start_control(&l, host->allowed_hosts, ops_routes, o, o->api != NULL ? &hc : NULL,
-                               &o->http, msg, msglen) != 0)
+                               tls ? &ht : NULL, &o->http, msg, msglen) != 0)
             goto fail;
         cJSON *f = log_fields();
         cJSON_AddStringToObject(f, "listen", http_address(o->http));
+        cJSON_AddBoolToObject(f, "tls", tls);
         log_emit(host->log, LE_HTTP_LISTENING, f);
     }
     if (o->notify.enabled) {
@@ -704,6 +740,7 @@ void ops_free(struct ops *o)
     api_stop(o->api);   /* every call it took is answered before the server stops */
     http_stop(o->http); /* no handler runs after this */
     api_free(o->api);
+    tls_files_free(&o->tls);
     loop_disarm(o->h.loop, o->h.timer_id);
     ops_lasts_unref(o->lasts);
     ops_roster_unref(o->roster);

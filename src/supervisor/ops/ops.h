@@ -10,6 +10,9 @@
  *                 plus a "view" object (this node's state, the age of the
  *                 node list, its recent transitions)
  *   GET /         the same as a small HTML page that refreshes itself
+ *   and, with http.control, the control API (api.h): POST calls that act
+ *   on the group (trigger, pause, resume, step down) and GET of runs and
+ *   their output, every path but the probes behind a bearer token
  *
  * ops follows the supervisor through its log (log_set_observer: every
  * event, on the loop's thread, with the typed facts its emitter gave,
@@ -73,6 +76,9 @@ struct ops_host { /* node, group and listen are copied; the rest is borrowed */
     bool control;
     const char *tokens_file;
     bool public_read;
+    /* http.tls: the certificate's and key's paths, or NULL (or "none")
+     * for plain HTTP. */
+    const char *tls_cert, *tls_key;
     const char *redis_url;
     const struct baton_client_opts *client_opts;
     int64_t poll_ms;
@@ -110,6 +116,12 @@ void ops_set_jobs(struct ops *o, const struct jobs *jobs, struct ops_defs *defs,
 /* Reads http.tokens_file again (SIGHUP), when the control API is on;
  * logs api_tokens_reload_failed when it cannot (the old tokens stay). */
 void ops_reload_tokens(struct ops *o);
+
+/* Reads http.tls's files again (SIGHUP; cert and key: the paths now
+ * configured), when the endpoint serves TLS: a changed pair serves the
+ * connections accepted from now on (http_tls_reloaded); a pair that
+ * cannot be read or used keeps the old one (http_tls_reload_failed). */
+void ops_reload_tls(struct ops *o, const char *cert, const char *key);
 
 /* The timer host->timer_id fired. */
 void ops_on_timer(struct ops *o);

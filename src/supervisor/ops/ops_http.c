@@ -252,7 +252,10 @@ static void h_page(void *ctx, const char *path, struct http_response *out)
     snap_drop(&s);
     if (doc == NULL)
         return;
-    out->body = statuspage_render(doc, wall_ms(), &out->len);
+    enum statuspage_mode mode = o->api == NULL                    ? STATUSPAGE_PLAIN
+                                : out->grant == API_GRANT_OPERATE ? STATUSPAGE_OPERATE
+                                                                  : STATUSPAGE_READ;
+    out->body = statuspage_render_mode(doc, wall_ms(), mode, &out->len);
     cJSON_Delete(doc);
     if (out->body == NULL)
         return;

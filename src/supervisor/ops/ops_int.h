@@ -26,6 +26,7 @@
 #include "pause.h"
 #include "runlimits.h"
 #include "status.h"
+#include "tlsfiles.h"
 
 /* Why a job's last run needs reading again: it ended here (read at the
  * next refresh), or elsewhere ("ended" on the group's channel: read while
@@ -116,6 +117,7 @@ struct ops {
     /* The loop's alone: */
     struct api *api; /* http.control; NULL: off */
     struct http *http;
+    struct tls_files tls; /* http.tls's certificate and key, as served; empty: plain HTTP */
     struct notify notify;
     char status[300];       /* the last STATUS= sent */
     int64_t stop_budget_ms; /* what a drain may take (ops_set_jobs) */

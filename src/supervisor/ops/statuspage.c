@@ -32,19 +32,64 @@ static const char style[] =
     "#paused{margin:.6rem 0 0;padding-left:1.2rem}"
     "@media (max-width:40rem){.w{display:none}}"; /* a phone: the essential columns */
 
-/* Fetches the page again and swaps in its body and title, counting the
- * swaps in <body data-refreshed>; says so in the footer when the node does
- * not answer. */
+/* Fetches the page again (with the token, when the tab has one) and swaps
+ * in its #page and title, counting the swaps in <body data-refreshed>;
+ * says so in the footer when the node does not answer. The controls
+ * (statuspage.h): a click on [data-act] logs in or out, lists a job's runs
+ * or shows a run's output (written with textContent only), or POSTs a
+ * call and refreshes. */
 #define SCRIPT_FMT                                                                                 \
-    "(function(){var busy=false,n=0;function tick(){if(busy)return;busy=true;"                     \
-    "fetch(location.pathname,{cache:'no-store'}).then(function(r){"                                \
-    "if(!r.ok)throw new Error('HTTP '+r.status);return r.text();}).then(function(t){"              \
-    "var d=new DOMParser().parseFromString(t,'text/html');document.title=d.title;"                 \
-    "document.body.innerHTML=d.body.innerHTML;document.body.setAttribute('data-refreshed',++n);"   \
+    "(function(){var busy=false,n=0,K='baton-token';"                                              \
+    "function $(i){return document.getElementById(i);}"                                            \
+    "function tok(){try{return sessionStorage.getItem(K)||'';}catch(e){return '';}}"               \
+    "function hdr(x){var h=x||{},t=tok();if(t)h.Authorization='Bearer '+t;return h;}"              \
+    "function say(m,bad){var e=$('msg');if(e){e.textContent=m;e.className=bad?'bad':'ok';}}"       \
+    "function tick(){var p=$('page');if(busy||(p&&p.hasAttribute('data-login')&&!tok()))return;"   \
+    "busy=true;fetch(location.pathname,{cache:'no-store',headers:hdr()}).then(function(r){"        \
+    "if(r.status==401&&tok()){try{sessionStorage.removeItem(K);}catch(e){}"                        \
+    "say('The token was refused: type it again.',true);}"                                          \
+    "if(!r.ok&&r.status!=401)throw new Error('HTTP '+r.status);return r.text();}).then("           \
+    "function(t){var d=new DOMParser().parseFromString(t,'text/html'),q=d.getElementById('page')," \
+    "p=$('page');document.title=d.title;if(q&&p){p.innerHTML=q.innerHTML;"                         \
+    "['data-login','data-role'].forEach(function(a){if(q.hasAttribute(a))"                         \
+    "p.setAttribute(a,q.getAttribute(a));else p.removeAttribute(a);});}"                           \
+    "else{document.body.innerHTML=d.body.innerHTML;}"                                              \
+    "document.body.setAttribute('data-refreshed',++n);"                                            \
     "}).catch(function(e){"                                                                        \
-    "var f=document.getElementById('foot');if(f){f.className='bad';"                               \
+    "var f=$('foot');if(f){f.className='bad';"                                                     \
     "f.textContent='This node does not answer ('+e.message+'), '+"                                 \
     "new Date().toLocaleTimeString()+'; trying again.';}}).then(function(){busy=false;});}"        \
+    "function call(m,u,b){return fetch(u,{method:m,cache:'no-store',headers:hdr(b?"                \
+    "{'Content-Type':'application/json'}:{}),body:b?JSON.stringify(b):undefined}).then("           \
+    "function(r){return r.json().then(function(j){if(!r.ok)throw new Error((j&&j.error)||"         \
+    "('HTTP '+r.status));return j;});});}"                                                         \
+    "function J(j){return '/jobs/'+encodeURIComponent(j);}"                                        \
+    "function cell(tr,v){var c=document.createElement('td');c.textContent=v==null?'':String(v);"   \
+    "tr.appendChild(c);return c;}"                                                                 \
+    "function runs(j){call('GET',J(j)+'/runs?count=10').then(function(d){var x=$('runs'),"         \
+    "h=document.createElement('h2'),t=document.createElement('table'),"                            \
+    "o=document.createElement('pre');x.textContent='';h.textContent='Recent runs of '+j;"          \
+    "t.id='runlist';o.id='output';x.appendChild(h);x.appendChild(t);x.appendChild(o);"             \
+    "d.runs.forEach(function(r){var tr=document.createElement('tr'),b;cell(tr,r.scheduled_at);"    \
+    "cell(tr,r.node);cell(tr,r.outcome);cell(tr,r.exit_code);b=document.createElement('button');"  \
+    "b.textContent='Output';b.setAttribute('data-act','output');b.setAttribute('data-job',j);"     \
+    "b.setAttribute('data-run',r.run_id);cell(tr,'').appendChild(b);t.appendChild(tr);});"         \
+    "}).catch(function(e){say(e.message,true);});}"                                                \
+    "document.addEventListener('click',function(ev){var b=ev.target.closest?"                      \
+    "ev.target.closest('[data-act]'):null;if(!b)return;ev.preventDefault();"                       \
+    "var a=b.getAttribute('data-act'),j=b.getAttribute('data-job')||'',u,body={},r;"               \
+    "if(a=='login'){r=$('token').value.trim();if(!r)return;try{sessionStorage.setItem(K,r);}"      \
+    "catch(e){}$('token').value='';say('');tick();return;}"                                        \
+    "if(a=='logout'){try{sessionStorage.removeItem(K);}catch(e){}location.reload();return;}"       \
+    "if(a=='runs'){runs(j);return;}"                                                               \
+    "if(a=='output'){call('GET','/runs/'+encodeURIComponent(b.getAttribute('data-run'))+"          \
+    "'/output?job='+encodeURIComponent(j)).then(function(d){$('output').textContent=d.output;})"   \
+    ".catch(function(e){$('output').textContent='';say(e.message,true);});return;}"                \
+    "if(a=='step-down'){u='/step-down';}else{u=J(j)+'/'+a;if(a=='pause'){"                         \
+    "r=prompt('Pause '+j+': why?','');if(r===null)return;body.reason=r;}}"                         \
+    "call('POST',u,body).then(function(){say(a+' '+j+': done');tick();}).catch(function(e){"       \
+    "say(a+' '+j+': '+e.message,true);});});"                                                      \
+    "if(tok())document.addEventListener('DOMContentLoaded',tick);"                                 \
     "setInterval(tick,%d);})();"
 
 static void esc(FILE *f, const char *s)
@@ -137,7 +182,7 @@ static const char *outcome_class(const char *o)
     return "bad";
 }
 
-static void leader_line(FILE *f, const cJSON *doc)
+static void leader_line(FILE *f, const cJSON *doc, enum statuspage_mode mode)
 {
     const cJSON *l = cJSON_GetObjectItemCaseSensitive(doc, "leader");
     double term = 0, lease;
@@ -158,6 +203,8 @@ static void leader_line(FILE *f, const cJSON *doc)
     fprintf(f, "</b> · term %.0f", term);
     if (num(l, "lease_ms", &lease))
         fprintf(f, " · lease %s left", span(lease, b, sizeof b));
+    if (mode == STATUSPAGE_OPERATE)
+        fputs(" <button data-act=\"step-down\">Step down</button>", f);
     fputs("</dd>\n", f);
 }
 
@@ -310,7 +357,30 @@ static void pause_words(FILE *f, const cJSON *p)
     }
 }
 
-static void jobs_table(FILE *f, const cJSON *doc, int64_t now_ms)
+/* A job's controls: its runs (control API), and with an operate token
+ * Run now, and Pause or Resume. One cell. */
+static void job_actions(FILE *f, const cJSON *j, enum statuspage_mode mode)
+{
+    const char *name = str(j, "name");
+    bool paused = cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(j, "paused"));
+    fputs("<td class=\"act\"><a href=\"#runs\" data-act=\"runs\" data-job=\"", f);
+    esc(f, name);
+    fputs("\">runs</a>", f);
+    if (mode == STATUSPAGE_OPERATE) {
+        static const char *const acts[][2] = {
+            {"trigger", "Run now"}, {"pause", "Pause"}, {"resume", "Resume"}};
+        for (size_t i = 0; i < 3; i++) {
+            if ((i == 1 && paused) || (i == 2 && !paused))
+                continue;
+            fprintf(f, " <button data-act=\"%s\" data-job=\"", acts[i][0]);
+            esc(f, name);
+            fprintf(f, "\">%s</button>", acts[i][1]);
+        }
+    }
+    fputs("</td>", f);
+}
+
+static void jobs_table(FILE *f, const cJSON *doc, int64_t now_ms, enum statuspage_mode mode)
 {
     const cJSON *jobs = cJSON_GetObjectItemCaseSensitive(doc, "jobs");
     const cJSON *j;
@@ -321,10 +391,11 @@ static void jobs_table(FILE *f, const cJSON *doc, int64_t now_ms)
         fputs("<p class=\"mute\">No jobs.</p>\n", f);
         return;
     }
-    fputs("<div class=\"wrap\"><table id=\"jobs\"><tr><th>Job</th><th>Last run</th>"
-          "<th>Outcome</th><th>Next run</th><th class=\"w\">Schedule</th>"
-          "<th class=\"w\">Node</th><th class=\"w\">Took</th></tr>\n",
-          f);
+    fprintf(f,
+            "<div class=\"wrap\"><table id=\"jobs\"><tr><th>Job</th><th>Last run</th>"
+            "<th>Outcome</th><th>Next run</th><th class=\"w\">Schedule</th>"
+            "<th class=\"w\">Node</th><th class=\"w\">Took</th>%s</tr>\n",
+            mode != STATUSPAGE_PLAIN ? "<th></th>" : "");
     cJSON_ArrayForEach(j, jobs)
     {
         const cJSON *last = cJSON_GetObjectItemCaseSensitive(j, "last_run");
@@ -359,7 +430,10 @@ static void jobs_table(FILE *f, const cJSON *doc, int64_t now_ms)
         fputs("</td><td class=\"w\">", f);
         if (cJSON_IsObject(last) && str(last, "started") != NULL && num(last, "duration_ms", &dur))
             fputs(span(dur, b, sizeof b), f);
-        fputs("</td></tr>\n", f);
+        fputs("</td>", f);
+        if (mode != STATUSPAGE_PLAIN)
+            job_actions(f, j, mode);
+        fputs("</tr>\n", f);
     }
     fputs("</table></div>\n", f);
     if (npaused == 0)
@@ -546,57 +620,124 @@ static void transitions_table(FILE *f, const cJSON *view)
     fputs("</table></div>\n", f);
 }
 
-char *statuspage_render(const cJSON *doc, int64_t now_ms, size_t *len)
+/* The page's head, and <body> up to the start of #page. */
+static void page_head(FILE *f, const char *title)
 {
-    char *buf = NULL;
-    char asof[40];
-    *len = 0;
-    FILE *f = open_memstream(&buf, len);
-    if (f == NULL)
-        return NULL;
-    const cJSON *view = cJSON_GetObjectItemCaseSensitive(doc, "view");
-    const cJSON *l = cJSON_GetObjectItemCaseSensitive(doc, "leader");
-    log_rfc3339_ms(now_ms, asof, sizeof asof);
-
     fputs("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
           "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>",
           f);
-    fputs("baton ", f);
-    esc(f, str(doc, "group"));
-    if (cJSON_IsObject(l)) {
-        double term = 0;
-        num(l, "term", &term);
-        fputs(": leader ", f);
-        esc(f, str(l, "node"));
-        fprintf(f, " (term %.0f)", term);
-    } else {
-        fputs(": no leader", f);
-    }
+    fputs(title, f);
     fprintf(f,
             "</title>\n<noscript><meta http-equiv=\"refresh\" content=\"%d\"></noscript>\n"
             "<style>%s</style>\n<script>",
             STATUSPAGE_REFRESH_S + 3, style);
     fprintf(f, SCRIPT_FMT, STATUSPAGE_REFRESH_S * 1000);
-    fputs("</script>\n</head>\n<body>\n<h1>baton · group ", f);
+    fputs("</script>\n</head>\n<body>\n", f);
+}
+
+/* After #page: the token's field and what the controls show (kept across
+ * refreshes), then the end. */
+static void page_tail(FILE *f, bool control)
+{
+    if (control)
+        fputs("<p id=\"login\">Token: <input id=\"token\" type=\"password\" autocomplete=\"off\" "
+              "size=\"30\"> <button data-act=\"login\">Use</button> <button "
+              "data-act=\"logout\">Forget</button> <span class=\"mute\">(kept in this tab "
+              "only)</span></p>\n<p id=\"msg\"></p>\n<div id=\"runs\"></div>\n",
+              f);
+    fputs("</body></html>\n", f);
+}
+
+static char *page_close(FILE *f, char **buf, size_t *len)
+{
+    if (fclose(f) != 0) {
+        free(*buf);
+        *len = 0;
+        return NULL;
+    }
+    return *buf;
+}
+
+char *statuspage_render(const cJSON *doc, int64_t now_ms, size_t *len)
+{
+    return statuspage_render_mode(doc, now_ms, STATUSPAGE_PLAIN, len);
+}
+
+char *statuspage_login(size_t *len)
+{
+    char *buf = NULL;
+    *len = 0;
+    FILE *f = open_memstream(&buf, len);
+    if (f == NULL)
+        return NULL;
+    page_head(f, "baton: a token is needed");
+    fputs("<div id=\"page\" data-login><h1>baton</h1>\n<p>This endpoint needs a token "
+          "(<code>baton token new NAME --role read|operate --file FILE</code>): type it "
+          "below.</p>\n</div>\n",
+          f);
+    page_tail(f, true);
+    return page_close(f, &buf, len);
+}
+
+char *statuspage_render_mode(const cJSON *doc, int64_t now_ms, enum statuspage_mode mode,
+                             size_t *len)
+{
+    char *buf = NULL, *title = NULL;
+    size_t tlen = 0;
+    char asof[40];
+    *len = 0;
+    FILE *f = open_memstream(&buf, len), *t = open_memstream(&title, &tlen);
+    if (f == NULL || t == NULL) {
+        if (f != NULL)
+            fclose(f);
+        if (t != NULL)
+            fclose(t);
+        free(buf);
+        free(title);
+        return NULL;
+    }
+    const cJSON *view = cJSON_GetObjectItemCaseSensitive(doc, "view");
+    const cJSON *l = cJSON_GetObjectItemCaseSensitive(doc, "leader");
+    log_rfc3339_ms(now_ms, asof, sizeof asof);
+
+    fputs("baton ", t);
+    esc(t, str(doc, "group"));
+    if (cJSON_IsObject(l)) {
+        double term = 0;
+        num(l, "term", &term);
+        fputs(": leader ", t);
+        esc(t, str(l, "node"));
+        fprintf(t, " (term %.0f)", term);
+    } else {
+        fputs(": no leader", t);
+    }
+    if (fclose(t) != 0) {
+        fclose(f);
+        free(buf);
+        free(title);
+        return NULL;
+    }
+    page_head(f, title);
+    free(title);
+    fprintf(f, "<div id=\"page\" data-role=\"%s\">\n<h1>baton · group ",
+            mode == STATUSPAGE_OPERATE ? "operate"
+            : mode == STATUSPAGE_READ  ? "read"
+                                       : "plain");
     esc(f, str(doc, "group"));
     fputs("</h1>\n<dl>\n", f);
-    leader_line(f, doc);
+    leader_line(f, doc, mode);
     self_line(f, view, str(doc, "redis"));
     fprintf(f, "<dt>As of</dt><dd id=\"asof\">%s</dd>\n</dl>\n", asof);
     nodes_table(f, doc);
-    jobs_table(f, doc, now_ms);
+    jobs_table(f, doc, now_ms, mode);
     running_table(f, doc, now_ms);
     limits_tables(f, doc);
     transitions_table(f, view);
     fprintf(f,
             "<footer class=\"mute\" id=\"foot\">This node's view, refreshed every %d s. "
             "<a href=\"/status\">/status</a> · <a href=\"/metrics\">/metrics</a> · "
-            "<a href=\"/readyz\">/readyz</a></footer>\n</body></html>\n",
+            "<a href=\"/readyz\">/readyz</a></footer>\n</div>\n",
             STATUSPAGE_REFRESH_S);
-    if (fclose(f) != 0) {
-        free(buf);
-        *len = 0;
-        return NULL;
-    }
-    return buf;
+    page_tail(f, mode != STATUSPAGE_PLAIN);
+    return page_close(f, &buf, len);
 }
