@@ -103,11 +103,13 @@ struct api {
     pthread_t threads[API_WORKERS];
     int nthreads;
     struct failed failed[API_ADDRS]; /* the HTTP thread's */
-    /* Refusals (401, 429) logged in the current second, and those left
-     * out since the last one logged: the HTTP thread's. */
+    /* Refusals logged in the current second, and those left out since
+     * the last one logged, of each kind ([0] 401, [1] 429): the HTTP
+     * thread's. Each kind has its own budget, so that the line saying an
+     * address is now blocked is not crowded out by the 401s before it. */
     int64_t refused_second_ns;
-    int refused_logged;
-    long refused_dropped;
+    int refused_logged[2];
+    long refused_dropped[2];
 };
 
 /* ---- answers ---- */
@@ -357,23 +359,24 @@ static void audit_queue(struct api *a, cJSON *f)
 }
 
 /* Audits a request refused for its token (401) or its address (429): at
- * most API_REFUSED_LOG_PER_S lines a second, the next one logged saying
- * how many were left out (`suppressed`), so that a flood cannot fill the
- * log. HTTP thread. */
+ * most API_REFUSED_LOG_PER_S lines a second of each, the next one of its
+ * kind logged saying how many were left out (`suppressed`), so that a
+ * flood cannot fill the log. HTTP thread. */
 static void refused(struct api *a, const struct http_request *rq, int status, const char *code)
 {
     int64_t now = mono_ns();
     char seg[TRIGGER_ID_MAX + 16];
     const char *action = "read";
+    int k = status == 429;
     if (now - a->refused_second_ns >= 1000000000) {
         a->refused_second_ns = now;
-        a->refused_logged = 0;
+        a->refused_logged[0] = a->refused_logged[1] = 0;
     }
-    if (a->refused_logged >= API_REFUSED_LOG_PER_S) {
-        a->refused_dropped++;
+    if (a->refused_logged[k] >= API_REFUSED_LOG_PER_S) {
+        a->refused_dropped[k]++;
         return;
     }
-    a->refused_logged++;
+    a->refused_logged[k]++;
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
         if (match(routes[i].pattern, rq->path, seg, sizeof seg))
             action = routes[i].action;
@@ -384,9 +387,9 @@ static void refused(struct api *a, const struct http_request *rq, int status, co
     cJSON_AddStringToObject(f, "remote", rq->remote);
     cJSON_AddNumberToObject(f, "status", status);
     cJSON_AddStringToObject(f, "result", code);
-    if (a->refused_dropped > 0)
-        cJSON_AddNumberToObject(f, "suppressed", (double)a->refused_dropped);
-    a->refused_dropped = 0;
+    if (a->refused_dropped[k] > 0)
+        cJSON_AddNumberToObject(f, "suppressed", (double)a->refused_dropped[k]);
+    a->refused_dropped[k] = 0;
     audit_queue(a, f);
 }
 

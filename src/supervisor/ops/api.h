@@ -38,8 +38,9 @@
  * did it goes into Redis too, as the pause's or the request's `by`:
  * "NAME (token) from ADDR". No token is ever logged or answered. A
  * request refused for its token (401) or its address (429) is audited
- * too, with a null token, at most API_REFUSED_LOG_PER_S lines a second:
- * the next line logged counts those left out (`suppressed`). */
+ * too, with a null token, at most API_REFUSED_LOG_PER_S lines a second
+ * of each status: the next line of its status logged counts those left
+ * out (`suppressed`). */
 #ifndef BATON_API_H
 #define BATON_API_H
 
