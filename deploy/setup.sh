@@ -53,6 +53,12 @@ esac
 
 missing=()
 for p in "${PACKAGES[@]}"; do
+    # A node and npm from elsewhere (NodeSource's nodejs carries its own npm,
+    # and Debian's npm package conflicts with it) serve as well.
+    case $p in
+        nodejs) command -v node >/dev/null && continue ;;
+        npm) command -v npm >/dev/null && continue ;;
+    esac
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
