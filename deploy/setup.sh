@@ -72,9 +72,14 @@ fi
 # installed; baton's tests, benchmarks and demo never use it.
 # puppeteer-core (test-only, pinned by tests/browser/package-lock.json)
 # drives Debian's chromium: it downloads no browser.
+# npm is bounded in time and its failure does not stop the set-up (the
+# registry may be unreachable, as in a root behind a TLS-inspecting proxy):
+# the test that needs it says so.
 if [ "$mode" != "--demo" ] && [ ! -d tests/browser/node_modules/puppeteer-core ]; then
     echo "setup: npm ci in tests/browser (puppeteer-core)"
-    npm ci --prefix tests/browser --no-audit --no-fund >/dev/null
+    timeout 300 npm ci --prefix tests/browser --no-audit --no-fund --loglevel=error \
+        --fetch-retries=1 --fetch-timeout=20000 >/dev/null ||
+        echo "setup: npm ci in tests/browser failed (is the npm registry reachable?)" >&2
 fi
 
 [ "$mode" = "--deps-only" ] && exit 0
