@@ -143,7 +143,7 @@ baton: check: $T/wd-jobs.yaml:9:5: job \"noname\": command \"no-such-program-her
 baton: check: $T/wd-jobs.yaml:12:5: job \"notdir\": workdir \"/etc/hostname\": Not a directory" "$(cat "$T/err")" "check's problems"
 grep -qx "invalid: 4 problems (on stderr)" "$T/out" || fail "check's verdict: $(tail -n1 "$T/out")"
 "$B" check -c "$T/wd.yaml" --json >"$T/out" 2>/dev/null
-grep -q '"valid":false' "$T/out" && grep -q 'Not a directory"\]}$' "$T/out" || fail "check --json: $(cat "$T/out")"
+grep -q '"valid":false' "$T/out" && grep -q 'Not a directory"\],"warnings":\[\]}$' "$T/out" || fail "check --json: $(cat "$T/out")"
 spawn wd "$B" run -c "$T/wd.yaml"
 wait_for_line "$T/wd.out" '"level":"error","event":"job_end".*"job":"nowhere".*"outcome":"failed_to_start","error":"workdir /nonexistent/dir: No such file or directory"' 5 >/dev/null
 wait_for_line "$T/wd.out" '"event":"job_end".*"job":"noprog".*"outcome":"failed_to_start","error":"/nonexistent/program: command not found"' 5 >/dev/null
