@@ -10,6 +10,7 @@ import os
 import signal
 import sys
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cdp import Cdp, CdpError, Page  # noqa: E402
 
@@ -186,7 +187,7 @@ def main():
     except Overtime:
         sys.stderr.write('FAIL: 90 s\n')
         return 3
-    except (Failure, CdpError) as e:
+    except (Failure, CdpError, OSError) as e:
         sys.stderr.write('FAIL: %s\n' % e)
         return 1
     finally:
