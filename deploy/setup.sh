@@ -33,7 +33,7 @@ TEST_PACKAGES=(
                                                # in the demo's build, required by the tests')
     curl jq                                    # the HTTP endpoint's tests
     chromium w3m                               # the status page, in a browser and a terminal one
-    nodejs npm                                 # puppeteer-core drives that chromium (test_page_control)
+    nodejs npm                                 # puppeteer-core drives that chromium (test_page_control's reference driver)
     systemd                                    # systemd-analyze, systemd-sysusers for the unit's tests
     man-db groff-base                          # the man pages render without warnings
     zsh                                        # the zsh completion parses
@@ -74,7 +74,8 @@ fi
 # drives Debian's chromium: it downloads no browser.
 # npm is bounded in time and its failure does not stop the set-up (the
 # registry may be unreachable, as in a root behind a TLS-inspecting proxy):
-# the test that needs it says so.
+# test_page_control then drives chromium with its python driver alone, and
+# says so.
 if [ "$mode" != "--demo" ] && [ ! -d tests/browser/node_modules/puppeteer-core ]; then
     echo "setup: npm ci in tests/browser (puppeteer-core)"
     timeout 300 npm ci --prefix tests/browser --no-audit --no-fund --loglevel=error \
