@@ -13,7 +13,18 @@
 #      lost and retried elsewhere, never run twice at once;
 #   6. the leader is SIGKILLed while it runs a tick itself, then the next
 #      one SIGTERMed, while runs are out on members: no tick doubled, none
-#      missing (the dead leader's own run is recorded lost by the next).
+#      missing (the dead leader's own run is recorded lost by the next);
+#   7. the leader stops (SIGSTOP, then SIGKILL) between a tick's claim and
+#      its offer: the claim's marker is offered by the next leader, the
+#      tick runs once;
+#   8. a member accepts a tick and stops before starting it: the tick
+#      runs on another member once, and its record names the first;
+#   9. two members in turn accept a tick and die before starting it: the
+#      tick is recorded not started naming both, never offered a third
+#      time;
+#  10. a run that fails (exit 1, retries: 1) runs again on another member;
+#  11. 300 dispatched jobs, none due: the leader reads what is
+#      outstanding in one call per pass (Redis commands a second).
 # FLEET_ONLY="1 4" runs those sections only (said; all by default).
 # Each section starts its own group and stops what it started, by pid.
 . "$BATON_TESTS_DIR/lib/harness.sh"
@@ -251,4 +262,169 @@ rcli xrange "baton:{$G}:runs:ledger" - + | awk -v t="$ktick" -v v="$l" '
     k == "outcome" { o = $0 } k == "node" { n = $0 } k == "scheduled_at" { s = $0 }
     { k = (k == "" ? $0 : "") }
     END { done_(); exit !f }' || fail "leader: $ktick, run by the dead leader $l, is not recorded lost"
+fi
+
+# ---------------------------------------------------------------------
+if only 7; then
+note "7. the leader stops between a tick's claim and its offer: the next leader offers it"
+G=fo LEDGER=$T/offer.txt PHASE=claim-offer
+cat > "$T/offer.yaml" <<EOF2
+jobs:
+  - name: ledger
+    schedule: "* * * * * *"
+    catchup: 1h
+    run_on: any
+    shell: "echo \$BATON_SCHEDULED_AT \$BATON_FENCE \$BATON_NODE >> $LEDGER"
+EOF2
+start=$(( $(date +%s) + 1 ))
+BATON_TEST_FAULT=stop-before-offer node o1 $G "$T/offer.yaml"
+wait_for_line "$T/o1.out" '"to":"working"' 10 >/dev/null
+node o2 $G "$T/offer.yaml"
+node o3 $G "$T/offer.yaml"
+# o1 claims a tick (its marker is in Redis), then freezes before offering it.
+deadline=$(( $(now_ms) + 10000 ))
+until [ "$(ps -o stat= -p "$(pid_of o1)" | cut -c1)" = T ]; do
+    [ "$(now_ms)" -lt "$deadline" ] || fail "claim-offer: o1 never stopped after a claim"
+    sleep 0.05
+done
+wait_for_line "$LEDGER" . 15 >/dev/null
+sleep 4
+kill -KILL "$(pid_of o1)"; wait_exit o1 5
+end=$(( $(date +%s) - 2 ))
+stop_nodes o2 o3
+check_ledger "$start" "$end" 0 0 0
+note "  $RAN ran, $RECORDED recorded over $((end - start + 1)) s, on: $(nodes_of "$LEDGER")"
+grep -q ' o1$' "$LEDGER" && fail "claim-offer: the frozen o1 ran a tick"
+[ "$RAN" -ge 1 ] || fail "claim-offer: nothing ran"
+fi
+
+# rec_with GROUP JOB OUTCOME TEXT: a record of JOB with OUTCOME whose
+# reason contains TEXT (a line of its own in redis-cli's XRANGE output).
+rec_with() {
+    rcli xrange "baton:{$1}:runs:$2" - + | awk -v want="$3" -v text="$4" '
+        function done_() { if (o == want && index(r, text) > 0) f = 1; o = r = k = "" }
+        /^[0-9]+-[0-9]+$/ { done_(); next }
+        k == "outcome" { o = $0 } k == "reason" { r = $0 }
+        { k = (k == "" ? $0 : "") }
+        END { done_(); exit !f }'
+}
+
+# ---------------------------------------------------------------------
+if only 8; then
+note "8. a member accepts a tick and dies before starting it: run elsewhere once, the record names it"
+G=fd LEDGER=$T/died.txt PHASE=died
+cat > "$T/died.yaml" <<EOF2
+jobs:
+  - name: ledger
+    schedule: "* * * * * *"
+    catchup: 1h
+    run_on: {labels: [w]}
+    shell: "echo \$BATON_SCHEDULED_AT \$BATON_FENCE \$BATON_NODE >> $LEDGER"
+EOF2
+node dl $G "$T/died.yaml"
+wait_for_line "$T/dl.out" '"to":"working"' 10 >/dev/null
+start=$(( $(date +%s) + 1 ))
+BATON_TEST_FAULT=stop-after-accept node d1 $G "$T/died.yaml" "labels: [w]"
+node d2 $G "$T/died.yaml" "labels: [w]"
+deadline=$(( $(now_ms) + 20000 ))
+until [ "$(ps -o stat= -p "$(pid_of d1)" | cut -c1)" = T ]; do
+    [ "$(now_ms)" -lt "$deadline" ] || fail "died: d1 never accepted a tick"
+    sleep 0.05
+done
+# its log line may not be written yet (the log's writer thread stopped
+# too): the tick from its assignment in Redis
+dtick=$(rcli hgetall "baton:{$G}:assign:ledger" | awk 'NR % 2 { f = $0; next } /^accepted d1 / { print f }')
+[ -n "$dtick" ] || fail "died: d1 stopped, but has accepted nothing in Redis"
+dtick=$(date -u -d "@$dtick" +%Y-%m-%dT%H:%M:%SZ)
+note "  d1 accepted $dtick and stopped"
+deadline=$(( $(now_ms) + 15000 ))
+until grep -q "^$dtick .* d2$" "$LEDGER"; do
+    [ "$(now_ms)" -lt "$deadline" ] || fail "died: $dtick not run on d2"
+    sleep 0.2
+done
+sleep 2
+end=$(( $(date +%s) - 2 ))
+kill -KILL "$(pid_of d1)"; wait_exit d1 5
+stop_nodes dl d2
+check_ledger "$start" "$end" 0 0 0
+rec_with $G ledger ok "d1 accepted it and was lost before it started it" \
+    || fail "died: the record of $dtick does not name d1"
+fi
+
+# ---------------------------------------------------------------------
+if only 9; then
+note "9. two members in turn accept a tick and die before starting it: recorded, never a third"
+G=fe LEDGER=$T/died2.txt PHASE=died2
+cat > "$T/died2.yaml" <<EOF2
+jobs:
+  - name: ledger
+    schedule: "*/5 * * * * *"
+    catchup: 1h
+    run_on: {labels: [w]}
+    shell: "echo \$BATON_SCHEDULED_AT \$BATON_FENCE \$BATON_NODE >> $LEDGER"
+EOF2
+node el $G "$T/died2.yaml"
+wait_for_line "$T/el.out" '"to":"working"' 10 >/dev/null
+BATON_TEST_FAULT=stop-after-accept node e1 $G "$T/died2.yaml" "labels: [w]"
+BATON_TEST_FAULT=stop-after-accept node e2 $G "$T/died2.yaml" "labels: [w]"
+deadline=$(( $(now_ms) + 30000 ))
+until rec_with $G ledger failed_to_start "accepted it and each was lost before it started it"; do
+    [ "$(now_ms)" -lt "$deadline" ] || fail "died2: no record naming both members"
+    sleep 0.5
+done
+rec_with $G ledger failed_to_start "e1, then e2" || rec_with $G ledger failed_to_start "e2, then e1" \
+    || fail "died2: the record does not name e1 and e2"
+for n in e1 e2; do kill -KILL "$(pid_of $n)"; wait_exit $n 5; done
+stop_nodes el
+[ ! -s "$LEDGER" ] || fail "died2: a tick ran: $(cat "$LEDGER")"
+fi
+
+# ---------------------------------------------------------------------
+if only 10; then
+note "10. a dispatched run that fails is retried per retries on another member"
+G=fr SPAN=$T/retry.txt PHASE=retry
+cat > "$T/retry.yaml" <<EOF2
+jobs:
+  - name: flaky
+    schedule: "*/10 * * * * *"
+    catchup: 0
+    run_on: any
+    retries: 1
+    retry_backoff: 1s
+    shell: "echo \$BATON_SCHEDULED_AT \$BATON_NODE \$BATON_ATTEMPT >> $SPAN; [ \$BATON_ATTEMPT -ge 2 ]"
+EOF2
+node r1 $G "$T/retry.yaml"
+node r2 $G "$T/retry.yaml"
+node r3 $G "$T/retry.yaml"
+deadline=$(( $(now_ms) + 30000 ))
+until awk '$3 == 2' "$SPAN" 2>/dev/null | grep -q .; do
+    [ "$(now_ms)" -lt "$deadline" ] || fail "retry: no attempt 2 in 30 s: $(cat "$SPAN" 2>/dev/null | tr '\n' ' ')"
+    sleep 0.2
+done
+read -r rtick rnode _ <<<"$(awk '$3 == 2' "$SPAN" | head -n1)"
+fnode=$(awk -v t="$rtick" '$1 == t && $3 == 1 {print $2}' "$SPAN")
+note "  $rtick: attempt 1 on $fnode, attempt 2 on $rnode"
+[ -n "$fnode" ] && [ "$fnode" != "$rnode" ] || fail "retry: attempt 2 of $rtick on $rnode, attempt 1 on '$fnode'"
+[ "$(awk -v t="$rtick" '$1 == t' "$SPAN" | wc -l)" -eq 2 ] || fail "retry: $rtick ran $(awk -v t="$rtick" '$1 == t' "$SPAN" | wc -l) times"
+sleep 1
+stop_nodes r1 r2 r3
+fi
+
+# ---------------------------------------------------------------------
+if only 11; then
+note "11. 300 dispatched jobs, none due: the leader's look at what is outstanding is one call"
+G=fn
+{ echo "jobs:"; for i in $(seq 1 300); do
+    printf '  - name: j%d\n    schedule: "0 0 0 1 1 *"\n    run_on: any\n    shell: "true"\n' "$i"
+done; } > "$T/scale.yaml"
+node s1 $G "$T/scale.yaml"
+wait_for_line "$T/s1.out" '"to":"working"' 10 >/dev/null
+sleep 2
+c0=$(rcli info stats | sed -n 's/^total_commands_processed:\([0-9]*\).*/\1/p')
+sleep 3
+c1=$(rcli info stats | sed -n 's/^total_commands_processed:\([0-9]*\).*/\1/p')
+note "  $(( (c1 - c0) / 3 )) Redis commands a second"
+# one call per job per 250 ms would be 1200 a second
+[ $(( (c1 - c0) / 3 )) -lt 200 ] || fail "scale: $(( (c1 - c0) / 3 )) commands a second for 300 idle dispatched jobs"
+stop_nodes s1
 fi

@@ -363,7 +363,9 @@ struct runner *runner_new(const struct runner_host *host)
                          .host = host->ctx,
                          .fault_stop_after_claim = host->fault_stop_after_claim,
                          .fault_stop_after_preclaim = host->fault_stop_after_preclaim,
-                         .fault_slow_prepare = host->fault_slow_prepare};
+                         .fault_slow_prepare = host->fault_slow_prepare,
+                         .fault_stop_before_offer = host->fault_stop_before_offer,
+                         .fault_stop_after_accept = host->fault_stop_after_accept};
     r->out = (struct outbox){.client = host->client,
                              .group = r->group,
                              .log = host->log,
@@ -413,7 +415,6 @@ void runner_free(struct runner *r)
         return;
     r->h.hooks = r->x.hooks = r->rec.hooks = NULL; /* going away: no hook starts now */
     runs_free(&r->runs);
-    dispatch_clear(&r->disp);
     for (struct jobstate *js = r->jt.states; js != NULL; js = js->next)
         control_job_clear(&r->ctl, &js->ctl);
     jobtable_free(&r->jt);
@@ -602,7 +603,8 @@ void runner_unlead(struct runner *r)
     for (struct jobstate *js = r->jt.states; js != NULL; js = js->next)
         clear_schedule(r, js);
     control_forget_all(&r->ctl);
-    dispatch_clear(&r->disp); /* offers without an answer: the next leader finds them, or not */
+    /* claimed ticks not yet offered: their markers are in Redis, for the
+     * next leader's tend (dispatch.h) */
     runner_on_timer(r);
 }
 

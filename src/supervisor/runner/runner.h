@@ -90,6 +90,11 @@ struct runner_host { /* node and group are copied; the rest is borrowed */
      * 15 ms more (a sleep after its shim's start), so that the runs of one
      * instant overrun the claim-ahead window. */
     bool fault_slow_prepare;
+    /* tests (BATON_TEST_FAULT=stop-before-offer): SIGSTOP itself after
+     * the claim of a tick run on members, before its offer;
+     * (stop-after-accept): after it accepts an offer, before the run's
+     * start. */
+    bool fault_stop_before_offer, fault_stop_after_accept;
 };
 
 /* Returns: owned (free with runner_free), or NULL on ENOMEM. */

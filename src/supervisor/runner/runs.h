@@ -63,6 +63,7 @@ struct rrun {
     char field[ASSIGN_FIELD_MAX];
     char avalue[ASSIGN_VALUE_MAX];
     int moves;
+    char died[160]; /* the member that accepted it before and died ("": none) */
     struct rrun *next;
 };
 
