@@ -236,6 +236,42 @@ static const char offer_src[] =
     "redis.call('publish', ARGV[13], 'offer ' .. ARGV[8])\n"
     "return {1, v}\n";
 
+/* KEYS: leader, busy:J, assign:J. ARGV: token, tick (the marker's field),
+ * run_id (the marker's), prefix, job, offer_ms, events channel, then
+ * node, run_id pairs. Returns {-1} not the leader, {0} no such marker,
+ * {1, n}: the marker replaced by n offers "<tick>/<node>" (those not
+ * there yet). */
+static const char offer_all_src[] =
+    "if redis.call('get', KEYS[1]) ~= ARGV[1] then return {-1} end\n" NOW_LUA PARSE_LUA
+    "local index = ARGV[4] .. 'assigned'\n"
+    "local cur = redis.call('hget', KEYS[3], ARGV[2])\n"
+    "if not cur then return {0} end\n"
+    "local s, node, att, _, run = parse(cur)\n"
+    "if s ~= 'claimed' or run ~= ARGV[3] then return {0} end\n"
+    "redis.call('zrem', KEYS[2], node .. '/' .. run)\n"
+    "redis.call('hdel', KEYS[3], ARGV[2])\n"
+    "local dl = now + tonumber(ARGV[6])\n"
+    "local n = 0\n"
+    "for i = 8, #ARGV - 1, 2 do\n"
+    "  local field = ARGV[2] .. '/' .. ARGV[i]\n"
+    "  if redis.call('hexists', KEYS[3], field) == 0 then\n"
+    "    redis.call('hset', KEYS[3], field, 'offered ' .. ARGV[i] .. ' ' .. att .. ' ' .. dl ..\n"
+    "               ' ' .. ARGV[i + 1] .. ' 0 -')\n"
+    "    redis.call('zadd', KEYS[2], dl, ARGV[i] .. '/' .. ARGV[i + 1])\n"
+    "    local offers = ARGV[4] .. 'offers:' .. ARGV[i]\n"
+    "    redis.call('zremrangebyscore', offers, '-inf', now)\n"
+    "    redis.call('zadd', offers, dl, ARGV[5] .. ' ' .. field)\n"
+    "    redis.call('pexpire', offers, tonumber(ARGV[6]) + 3600000)\n"
+    "    redis.call('publish', ARGV[7], 'offer ' .. ARGV[i])\n"
+    "    n = n + 1\n"
+    "  end\n"
+    "end\n"
+    "if redis.call('pttl', KEYS[2]) < tonumber(ARGV[6]) + 3600000 then\n"
+    "  redis.call('pexpire', KEYS[2], tonumber(ARGV[6]) + 3600000)\n"
+    "end\n"
+    "unindex(index, ARGV[5], KEYS[3])\n"
+    "return {1, n}\n";
+
 /* The capacity in use of node: its accepted runs whose registration is
  * alive (the others pruned when prune is true). */
 #define LOAD_LUA                                                                                   \
@@ -441,6 +477,45 @@ int assign_offer(struct baton_client *c, const char *group, const char *job, con
 {
     a->state = ASSIGN_OFFERED;
     return offer_or_drop(c, group, job, leader_key, token, from, expect, a, offer_ms, false);
+}
+
+int assign_offer_all(struct baton_client *c, const char *group, const char *job,
+                     const char *leader_key, const char *token, const struct assign *m,
+                     const char *const *nodes, const char *const *run_ids, size_t n,
+                     int64_t offer_ms, size_t *offered)
+{
+    char prefix[160], ms[24];
+    char *chan = group_key(group, "events");
+    char *busy = group_key(group, "busy:%s", job), *akey = group_key(group, "assign:%s", job);
+    const char **args = calloc(7 + 2 * n, sizeof *args);
+    struct baton_reply *r = NULL;
+    int rc = BATON_ENOMEM;
+    *offered = 0;
+    if (chan == NULL || busy == NULL || akey == NULL || args == NULL)
+        goto out;
+    snprintf(prefix, sizeof prefix, "baton:{%s}:", group);
+    snprintf(ms, sizeof ms, "%" PRId64, offer_ms);
+    const char *fixed[7] = {token, m->field, m->run_id, prefix, job, ms, chan};
+    memcpy(args, fixed, sizeof fixed);
+    for (size_t i = 0; i < n; i++) {
+        args[7 + 2 * i] = nodes[i];
+        args[8 + 2 * i] = run_ids[i];
+    }
+    const char *keys[3] = {leader_key, busy, akey};
+    rc = baton_client_eval(c, offer_all_src, 3, keys, 7 + 2 * (int)n, args, &r);
+    if (rc != BATON_OK)
+        goto out;
+    long long code = elem_int(r, 0), k = elem_int(r, 1);
+    rc = code == -1 ? BATON_ELOST : code == 0 ? 0 : code == 1 && k >= 0 ? 1 : BATON_EPROTO;
+    if (rc == 1)
+        *offered = (size_t)k;
+out:
+    baton_reply_free(r);
+    free(args);
+    free(chan);
+    free(busy);
+    free(akey);
+    return rc;
 }
 
 int assign_drop(struct baton_client *c, const char *group, const char *job, const char *leader_key,

@@ -85,9 +85,12 @@
  *  5. A member that leaves (SIGTERM) stops accepting at once, finishes
  *     what it started within shutdown_grace, and its offers not yet
  *     accepted expire and are offered elsewhere.
- * run_on: all offers field "<tick>/<node>" to each alive member at the
- * tick; such an offer is never moved to another node (it expires: the
- * node was gone or full, and the leader records it not started). */
+ * run_on: all offers field "<tick>/<node>" to each alive member carrying
+ * the labels when the marker is offered (assign_offer_all: the marker and
+ * every offer in one script); such an offer is never moved to another
+ * node: one that expires (the node was gone or full), or a run accepted
+ * and lost before its start, is recorded not started, a run lost while it
+ * ran is recorded lost, and a failed one's retry goes to the same node. */
 #ifndef BATON_ASSIGN_H
 #define BATON_ASSIGN_H
 
@@ -182,6 +185,17 @@ const char *assign_state_name(enum assign_state s);
 int assign_offer(struct baton_client *c, const char *group, const char *job, const char *leader_key,
                  const char *token, const char *from, const char *expect, struct assign *a,
                  int64_t offer_ms);
+
+/* run_on: all: replaces the claim's marker m (its field "<tick>", its
+ * run id) by an offer "<tick>/<node>" to each of the n nodes (run id
+ * run_ids[i]), in one script under the leader's token; a node's field
+ * already there is left as it is (a retry of an answer lost). n == 0 drops
+ * the marker. Returns 1 (*offered: how many made), 0 (no such marker:
+ * offered or dropped before), BATON_ELOST or BATON_E*. */
+int assign_offer_all(struct baton_client *c, const char *group, const char *job,
+                     const char *leader_key, const char *token, const struct assign *m,
+                     const char *const *nodes, const char *const *run_ids, size_t n,
+                     int64_t offer_ms, size_t *offered);
 
 /* Drops a (expect: its value as read, or "claimed": the marker of
  * a->run_id) under the leader's token, on the same conditions as an

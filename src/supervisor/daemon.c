@@ -449,6 +449,7 @@ int daemon_run(const char *config_path)
         .control_poll_ms = d.cfg->poll_ms,
         .kill_margin_ns = KILL_MARGIN_MS * MS,
         .capacity = d.cfg->capacity,
+        .labels = (const char *const *)d.cfg->labels,
         .may_block = presence_may_block,
         .on_idle = on_runs_idle,
         .on_runs_changed = on_runs_changed,

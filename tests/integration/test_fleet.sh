@@ -1,5 +1,5 @@
-# test_fleet.sh -- jobs spread over the fleet (run_on: any and {labels};
-# dispatch.h), through three real supervisors and a real redis-server:
+# test_fleet.sh -- jobs spread over the fleet (run_on: any, {labels} and
+# all; dispatch.h), through real supervisors and a real redis-server:
 #   1. any: an every-second job for ~20 s on 3 nodes: every tick ran
 #      exactly once (the ledger) or is recorded, runs on more than one
 #      node, each record names its node and its dispatch delay;
@@ -24,7 +24,12 @@
 #      time;
 #  10. a run that fails (exit 1, retries: 1) runs again on another member;
 #  11. 300 dispatched jobs, none due: the leader reads what is
-#      outstanding in one call per pass (Redis commands a second).
+#      outstanding in one call per pass (Redis commands a second);
+#  12. baton trigger of a job run on members runs it on the leader (the
+#      request's protocol is the leader's; control.h), and is refused,
+#      saying so, when the leader lacks the job's labels;
+#  13. run_on: all and {labels: [w], all: true}: each tick once on every
+#      live (labelled) member, one record per (node, tick).
 # FLEET_ONLY="1 4" runs those sections only (said; all by default).
 # Each section starts its own group and stops what it started, by pid.
 . "$BATON_TESTS_DIR/lib/harness.sh"
@@ -427,4 +432,79 @@ note "  $(( (c1 - c0) / 3 )) Redis commands a second"
 # one call per job per 250 ms would be 1200 a second
 [ $(( (c1 - c0) / 3 )) -lt 200 ] || fail "scale: $(( (c1 - c0) / 3 )) commands a second for 300 idle dispatched jobs"
 stop_nodes s1
+fi
+
+# ---------------------------------------------------------------------
+if only 12; then
+note "12. baton trigger of a job run on members: run on the leader; refused when it lacks the labels"
+G=ft LEDGER=$T/trig.txt
+cat > "$T/trig.yaml" <<EOF2
+jobs:
+  - name: anyjob
+    schedule: "0 0 0 1 1 *"
+    run_on: any
+    shell: "echo any \$BATON_TRIGGER \$BATON_NODE >> $LEDGER"
+  - name: labjob
+    schedule: "0 0 0 1 1 *"
+    run_on: {labels: [w]}
+    shell: "echo lab \$BATON_TRIGGER \$BATON_NODE >> $LEDGER"
+EOF2
+node t1 $G "$T/trig.yaml"
+wait_for_line "$T/t1.out" '"to":"working"' 10 >/dev/null
+node t2 $G "$T/trig.yaml" "labels: [w]"
+"$B" trigger -c "$T/t2.yaml" anyjob --wait >/dev/null 2>"$T/trig-any.err" \
+    || fail "trigger: anyjob: $(cat "$T/trig-any.err")"
+[ "$(cat "$LEDGER")" = "any manual t1" ] || fail "trigger: anyjob ran as: $(cat "$LEDGER")"
+"$B" trigger -c "$T/t2.yaml" labjob --wait >/dev/null 2>"$T/trig-lab.err"; rc=$?
+[ "$rc" -ne 0 ] || fail "trigger: labjob ran on t1, which lacks its label"
+grep -q 'lacks the label "w"' "$T/trig-lab.err" || fail "trigger: labjob: $(cat "$T/trig-lab.err")"
+! grep -q '^lab ' "$LEDGER" || fail "trigger: labjob ran: $(cat "$LEDGER")"
+stop_nodes t1 t2
+fi
+
+# ---------------------------------------------------------------------
+if only 13; then
+note "13. run_on: all (and with labels): every live member runs each tick once, recorded per node"
+G=fa2 EVERY=$T/every.txt
+cat > "$T/every.yaml" <<EOF2
+jobs:
+  - name: every
+    schedule: "* * * * * *"
+    catchup: 0
+    run_on: all
+    shell: "echo every \$BATON_SCHEDULED_AT \$BATON_NODE >> $EVERY"
+  - name: some
+    schedule: "* * * * * *"
+    catchup: 0
+    run_on: {labels: [w], all: true}
+    shell: "echo some \$BATON_SCHEDULED_AT \$BATON_NODE >> $EVERY"
+EOF2
+node a1 $G "$T/every.yaml" "labels: [w]"
+wait_for_line "$T/a1.out" '"to":"working"' 10 >/dev/null
+node a2 $G "$T/every.yaml" "labels: [w]"
+node a3 $G "$T/every.yaml"
+sleep 3 # the members' first heartbeats
+start=$(( $(date +%s) + 1 ))
+sleep 6
+end=$(( $(date +%s) - 2 ))
+stop_nodes a1 a2 a3
+for t in $(seq "$start" "$end"); do
+    at=$(date -u -d "@$t" +%Y-%m-%dT%H:%M:%SZ)
+    got=$(awk -v at="$at" '$1 == "every" && $2 == at {print $3}' "$EVERY" | sort | tr '\n' ' ')
+    [ "$got" = "a1 a2 a3 " ] || fail "all: $at ran on [$got], want each of a1 a2 a3 once"
+    got=$(awk -v at="$at" '$1 == "some" && $2 == at {print $3}' "$EVERY" | sort | tr '\n' ' ')
+    [ "$got" = "a1 a2 " ] || fail "all with labels: $at ran on [$got], want a1 a2 once each"
+done
+note "  $(( end - start + 1 )) ticks, each run on every member (every) and every labelled one (some)"
+# One record per (node, tick), each naming its node.
+recs=$(rcli xrange "baton:{$G}:runs:every" - + | awk -v f="$(date -u -d "@$start" +%Y-%m-%dT%H:%M:%SZ)" \
+    -v t="$(date -u -d "@$end" +%Y-%m-%dT%H:%M:%SZ)" '
+    function done_() { if (s >= f && s <= t && o == "ok") print s, n; o = n = s = k = "" }
+    /^[0-9]+-[0-9]+$/ { done_(); next }
+    k == "outcome" { o = $0 } k == "node" { n = $0 } k == "scheduled_at" { s = $0 }
+    { k = (k == "" ? $0 : "") }
+    END { done_() }' | sort | uniq -c | awk '$1 != 1' | head -n3)
+[ -z "$recs" ] || fail "all: records not one per (node, tick): $recs"
+[ "$(rcli xlen "baton:{$G}:runs:every")" -ge $(( 3 * (end - start + 1) )) ] \
+    || fail "all: $(rcli xlen "baton:{$G}:runs:every") records for $(( end - start + 1 )) ticks on 3 nodes"
 fi

@@ -96,9 +96,38 @@ static bool manual_known(const struct control *c, const struct runs *rs, const c
 /* Acts on request t as the leader: a pending one is queued on its job (or
  * rejected when there is no such job); one claimed by a run that no longer
  * exists is recovered (trigger_recover). Returns false when Redis failed. */
+/* The first label of js's run_on this node lacks, or NULL. A manual run
+ * of a job run on members runs on the leader (control.h): one whose labels
+ * the leader lacks is refused, not run on the wrong server. */
+static const char *label_missing(const struct rctx *x, const struct jobstate *js)
+{
+    char *const *want;
+    if (job_run_on(js->job, &want) != JOB_RUN_ON_LABELS)
+        return NULL;
+    for (; want != NULL && *want != NULL; want++) {
+        bool has = false;
+        for (const char *const *l = x->labels; l != NULL && *l != NULL && !has; l++)
+            has = strcmp(*l, *want) == 0;
+        if (!has)
+            return *want;
+    }
+    return NULL;
+}
+
 static bool take_trigger(const struct rctx *x, struct control *c, const struct trigger *t)
 {
     struct jobstate *js = jobtable_find(x->jt, t->job);
+    const char *missing = js != NULL ? label_missing(x, js) : NULL;
+    if (t->state == TRIGGER_PENDING && missing != NULL) {
+        char why[JOB_NAME_MAX + 320];
+        snprintf(why, sizeof why,
+                 "a manual run of a job run on members runs on the leader, and the leader "
+                 "(node %s) lacks the label \"%s\" of its run_on: rejected (trigger it while "
+                 "a node with the label leads)",
+                 x->node, missing);
+        log_trigger(x, LE_TRIGGER_REJECTED, t->job, t->id, 0, why);
+        return trigger_reject(x->client, x->group, t->id, why) == BATON_OK;
+    }
     if (t->state == TRIGGER_PENDING) {
         if (js != NULL) {
             add_manual(x, c, js, t, t->attempt);

@@ -143,6 +143,53 @@ static void not_started(const struct rctx *x, const struct job *job, const struc
     records_not_started(x->rec, job, x->term, a->run_id, member, a->tick, false, why);
 }
 
+/* run_on: all: the offers of marker m, one to each live member that
+ * carries the job's labels and takes runs, in one script; none: the tick
+ * is recorded not started. Returns assign_offer_all()'s answer. */
+static int offer_every(const struct rctx *x, const struct fleet *f, const struct job *job,
+                       const struct assign *m, enum tick_state *state)
+{
+    char *const *labels;
+    size_t nl = 0, n = 0, made = 0;
+    job_run_on(job, &labels);
+    while (labels != NULL && labels[nl] != NULL)
+        nl++;
+    const char **nodes = calloc(f->n + 1, sizeof *nodes), **ids = calloc(f->n + 1, sizeof *ids);
+    char(*idv)[sizeof m->run_id] = calloc(f->n + 1, sizeof *idv);
+    char member[sizeof m->node + sizeof m->run_id + 2];
+    int rc = BATON_ENOMEM;
+    snprintf(member, sizeof member, "%s/%s", m->node, m->run_id);
+    if (nodes == NULL || ids == NULL || idv == NULL)
+        goto out;
+    for (size_t i = 0; i < f->n; i++) {
+        const struct assign_node *v = &f->v[i];
+        if (!v->alive || v->capacity <= 0 || !assign_has_labels(v, (const char *const *)labels, nl))
+            continue;
+        /* a run id of its own for each node's run (its history, its output) */
+        snprintf(idv[n], sizeof idv[n], "%.48s.%zu", m->run_id, n + 1);
+        nodes[n] = v->node;
+        ids[n] = idv[n];
+        n++;
+    }
+    rc = assign_offer_all(x->client, x->group, job->name, baton_election_key(x->election),
+                          baton_election_token(x->election), m, nodes, ids, n, ASSIGN_OFFER_MS,
+                          &made);
+    if (rc == 1 && n == 0)
+        not_started(x, job, m, member, state, why_none);
+    for (size_t i = 0; rc == 1 && i < n; i++) {
+        struct assign a = *m;
+        snprintf(a.field, sizeof a.field, "%" PRId64 "/%s", m->tick, nodes[i]);
+        snprintf(a.node, sizeof a.node, "%s", nodes[i]);
+        snprintf(a.run_id, sizeof a.run_id, "%s", ids[i]);
+        log_assigned(x, job->name, &a);
+    }
+out:
+    free(nodes);
+    free(ids);
+    free(idv);
+    return rc;
+}
+
 /* The first offer of m, the claim's marker of its tick (node: the leader
  * that claimed it, whose registration the offer replaces), to a member
  * of f; *state: the tick's (claimed), assigned after. No member for it:
@@ -158,6 +205,8 @@ static int offer_marker(const struct rctx *x, const struct fleet *f, const struc
     if (token == NULL)
         return BATON_ELOST;
     ticklife_move(x, job->name, m->tick, state, TICK_EV_ASSIGN);
+    if (job_run_on(job, NULL) == JOB_RUN_ON_ALL)
+        return offer_every(x, f, job, m, state);
     long i = fleet_pick(f, job, m->tick, NULL);
     if (i < 0) {
         int rc = assign_drop(x->client, x->group, job->name, key, token, "claimed", m);
@@ -284,13 +333,19 @@ static bool died_before_start(const struct rctx *x, const struct fleet *f, const
 }
 
 /* Offers the next attempt of was's tick (its run lost while it ran, or
- * failed with a retry due) to another member than was's, under a new
- * run id; a: the offer made. Returns assign_offer()'s answer, or 0 when
- * there is no member for it (nothing done: *a unset). */
+ * failed with a retry due) to another member than was's (run_on: all:
+ * to was's node, alive), under a new run id; a: the offer made. Returns assign_offer()'s answer, or
+ * 0 when there is no member for it (nothing done: *a unset). */
 static int next_attempt(const struct rctx *x, struct dispatch *d, const struct fleet *f,
                         const struct job *job, const struct assign *was, struct assign *a)
 {
-    long i = fleet_pick(f, job, was->tick, was->node);
+    long i = -1;
+    if (job_run_on(job, NULL) != JOB_RUN_ON_ALL)
+        i = fleet_pick(f, job, was->tick, was->node);
+    else /* a node's own run: on that node again, while it is alive */
+        for (size_t k = 0; k < f->n && i < 0; k++)
+            if (strcmp(f->v[k].node, was->node) == 0 && f->v[k].alive)
+                i = (long)k;
     if (i < 0)
         return 0;
     *a = *was;
@@ -368,6 +423,30 @@ static bool retry(const struct rctx *x, struct dispatch *d, const struct fleet *
     return rc != BATON_ELOST;
 }
 
+/* run_on: all: a node's offer not accepted in time, or its run accepted
+ * and lost before its start, is recorded not started (never moved to
+ * another node). Returns false when this node no longer leads. */
+static bool not_moved(const struct rctx *x, const struct job *job, const struct assign *was)
+{
+    const char *token = baton_election_token(x->election);
+    enum tick_state state = TICK_ASSIGNED;
+    char member[sizeof was->node + sizeof was->run_id + 2], why[400];
+    if (token == NULL)
+        return false;
+    snprintf(member, sizeof member, "%s/%s", was->node, was->run_id);
+    snprintf(why, sizeof why,
+             was->state == ASSIGN_OFFERED
+                 ? "run_on: all: %s did not accept it in time (gone or full): not run there"
+                 : "run_on: all: %s accepted it, then was lost before it started it: not run "
+                   "there",
+             was->node);
+    int rc = assign_drop(x->client, x->group, job->name, baton_election_key(x->election), token,
+                         was->value, was);
+    if (rc == 1)
+        not_started(x, job, was, member, &state, why);
+    return rc != BATON_ELOST;
+}
+
 /* js's tick held by a pause (a marker not yet offered waits for its end). */
 static bool held(const struct jobstate *js, int64_t tick)
 {
@@ -403,6 +482,11 @@ void dispatch_tend(const struct rctx *x, struct dispatch *d, int64_t now)
         struct assign a = v[i];
         char why[320];
         enum tick_state state = TICK_CLAIMED;
+        if (job_run_on(js->job, NULL) == JOB_RUN_ON_ALL &&
+            (v[i].state == ASSIGN_OFFERED || v[i].state == ASSIGN_ACCEPTED)) {
+            leads = not_moved(x, js->job, &v[i]);
+            continue;
+        }
         switch (v[i].state) {
         case ASSIGN_CLAIMED: /* claimed, never offered (its leader died, or no answer) */
             if (!held(js, v[i].tick))

@@ -41,7 +41,17 @@
  * (dispatch_close) accepts nothing more: its offers expire and go
  * elsewhere; the runs it accepted finish within shutdown_grace.
  *
- * run_on: all is not dispatched in this version (jobs.c refuses it). */
+ * run_on: all (and {labels: [...], all: true}): the marker is replaced by
+ * one offer to each live member carrying the labels, in one script
+ * (assign_offer_all); a node's offer or run is never moved to another
+ * node: expired, or lost before its start, it is recorded not started;
+ * lost while it ran, recorded lost; a retry goes to the same node.
+ *
+ * A manual run (baton trigger) of a job run on members runs on the
+ * leader, as a manual run of any job does (control.h): its request's
+ * protocol (claimed, started, done, recovered when its node dies) is the
+ * leader's, and an operator's run-now needs no member's free capacity; the
+ * leader refuses it, saying so, when it lacks the job's labels. */
 #ifndef BATON_DISPATCH_H
 #define BATON_DISPATCH_H
 

@@ -67,6 +67,7 @@ struct runner_host { /* node and group are copied; the rest is borrowed */
     int64_t control_poll_ms; /* the leader reads pauses and requests this often at least */
     int64_t kill_margin_ns;  /* runs are dead this long before it ends */
     int64_t capacity;        /* the most runs this node takes from the fleet (dispatch.h) */
+    const char *const *labels; /* this node's (NULL-terminated; may be NULL): copied */
     /* True when a blocking Redis call (up to redis_timeout) may start now. */
     bool (*may_block)(void *ctx);
     /* Called when the last run alive ended. */
