@@ -311,11 +311,30 @@ static const char accept_src[] = NOW_LUA PARSE_LUA LOAD_LUA
     "redis.call('hset', KEYS[2], ARGV[1], v)\n"
     "return {1, v}\n";
 
-/* KEYS: busy:J, assign:J. ARGV: field, value (accepted, as accepted).
- * Returns 1 (started), 0 (no longer this run's). */
+/* KEYS: busy:J, assign:J, paused, load:N. ARGV: field, value (accepted,
+ * as accepted), job. Returns 1 (started), 0 (no longer this run's), 2
+ * (the job is paused, or resumed without catch-up past the tick: the
+ * assignment is handed back as the claim's marker, "claimed <node> ...",
+ * its registration and capacity freed, for the leader to keep while the
+ * pause lasts). */
 static const char started_src[] = NOW_LUA PARSE_LUA
     "if redis.call('hget', KEYS[2], ARGV[1]) ~= ARGV[2] or reofferable(ARGV[2], KEYS[1]) then\n"
     "  return 0\n"
+    "end\n"
+    "local tick = tonumber(string.match(ARGV[1], '^%d+'))\n"
+    "for _, name in ipairs({ARGV[3], '*'}) do\n"
+    "  local raw = redis.call('hget', KEYS[3], name)\n"
+    "  local ok, e = false, nil\n"
+    "  if raw then ok, e = pcall(cjson.decode, raw) end\n"
+    "  if ok and type(e) == 'table' and (e.state == 'paused' or\n"
+    "      (e.state == 'resumed' and tonumber(e.at) and tonumber(e.at) >= tick)) then\n"
+    "    local _, node, att, _, run, moves, died = parse(ARGV[2])\n"
+    "    redis.call('zrem', KEYS[1], node .. '/' .. run)\n"
+    "    redis.call('zrem', KEYS[4], ARGV[3] .. ' ' .. run)\n"
+    "    redis.call('hset', KEYS[2], ARGV[1], 'claimed ' .. node .. ' ' .. att .. ' ' .. now ..\n"
+    "               ' ' .. run .. ' ' .. moves .. ' ' .. died)\n"
+    "    return 2\n"
+    "  end\n"
     "end\n"
     "redis.call('hset', KEYS[2], ARGV[1], 'started' .. string.sub(ARGV[2], 9))\n"
     "return 1\n";
@@ -557,15 +576,20 @@ out:
 int assign_started(struct baton_client *c, const char *group, const char *job,
                    const struct assign *a)
 {
-    const char *kf[2] = {"busy", "assign"};
-    const char *ka[2] = {job, job};
-    const char *args[2] = {a->field, a->value};
+    char *keys[4] = {group_key(group, "busy:%s", job), group_key(group, "assign:%s", job),
+                     group_key(group, "paused"), group_key(group, "load:%s", a->node)};
+    const char *args[3] = {a->field, a->value, job};
     struct baton_reply *r = NULL;
-    int rc = eval_keys(c, started_src, group, kf, ka, 2, args, 2, &r);
+    int rc = BATON_ENOMEM;
+    if (keys[0] != NULL && keys[1] != NULL && keys[2] != NULL && keys[3] != NULL)
+        rc = baton_client_eval(c, started_src, 4, (const char *const *)keys, 3, args, &r);
     if (rc == BATON_OK)
-        rc = r->type != BATON_REPLY_INTEGER ? BATON_EPROTO
-             : r->integer == 1              ? BATON_OK
-                                            : BATON_ELOST;
+        rc = r == NULL || r->type != BATON_REPLY_INTEGER ? BATON_EPROTO
+             : r->integer == 1                           ? BATON_OK
+             : r->integer == 2                           ? ASSIGN_PAUSED
+                                                         : BATON_ELOST;
+    for (int i = 0; i < 4; i++)
+        free(keys[i]);
     baton_reply_free(r);
     return rc;
 }

@@ -218,8 +218,13 @@ enum assign_answer assign_accept(struct baton_client *c, const char *group, cons
                                  const char *field, const char *node, int64_t capacity,
                                  int64_t ttl_ms, struct assign *a);
 
-/* Marks a (accepted by this node) started, before its exec. Returns 0,
+/* Marks a (accepted by this node) started, before its exec, unless its
+ * job is paused (pause.h: paused, or resumed without catch-up past the
+ * tick): then the assignment goes back to the claim's marker (held by the
+ * leader until the pause ends: run then, or recorded skipped), atomically.
+ * Returns 0, ASSIGN_PAUSED (handed back: do not start it, record nothing),
  * BATON_ELOST (no longer this node's: do not start it) or BATON_E*. */
+#define ASSIGN_PAUSED 1
 int assign_started(struct baton_client *c, const char *group, const char *job,
                    const struct assign *a);
 

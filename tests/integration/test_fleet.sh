@@ -29,7 +29,10 @@
 #      request's protocol is the leader's; control.h), and is refused,
 #      saying so, when the leader lacks the job's labels;
 #  13. run_on: all and {labels: [w], all: true}: each tick once on every
-#      live (labelled) member, one record per (node, tick).
+#      live (labelled) member, one record per (node, tick);
+#  14. a pause that comes after a tick's claim and its acceptance: the
+#      member hands it back at its instant instead of running it, and a
+#      resume without catch-up records it skipped.
 # FLEET_ONLY="1 4" runs those sections only (said; all by default).
 # Each section starts its own group and stops what it started, by pid.
 . "$BATON_TESTS_DIR/lib/harness.sh"
@@ -507,4 +510,43 @@ recs=$(rcli xrange "baton:{$G}:runs:every" - + | awk -v f="$(date -u -d "@$start
 [ -z "$recs" ] || fail "all: records not one per (node, tick): $recs"
 [ "$(rcli xlen "baton:{$G}:runs:every")" -ge $(( 3 * (end - start + 1) )) ] \
     || fail "all: $(rcli xlen "baton:{$G}:runs:every") records for $(( end - start + 1 )) ticks on 3 nodes"
+fi
+
+# ---------------------------------------------------------------------
+if only 14; then
+note "14. a pause after a tick's claim and offer: the member hands it back, a plain resume records it skipped"
+G=fp LEDGER=$T/paused.txt
+cat > "$T/paused.yaml" <<EOF2
+jobs:
+  - name: pj
+    schedule: "*/5 * * * * *"
+    catchup: 1h
+    run_on: {labels: [w]}
+    shell: "echo \$BATON_SCHEDULED_AT \$BATON_NODE >> $LEDGER"
+EOF2
+node pl $G "$T/paused.yaml"
+wait_for_line "$T/pl.out" '"to":"working"' 10 >/dev/null
+BATON_TEST_FAULT=stop-after-accept node pm $G "$T/paused.yaml" "labels: [w]"
+deadline=$(( $(now_ms) + 20000 ))
+until [ "$(ps -o stat= -p "$(pid_of pm)" | cut -c1)" = T ]; do
+    [ "$(now_ms)" -lt "$deadline" ] || fail "paused: pm never accepted a tick"
+    sleep 0.02
+done
+ptick=$(rcli hgetall "baton:{$G}:assign:pj" | awk 'NR % 2 { f = $0; next } /^accepted pm / { print f }')
+[ -n "$ptick" ] || fail "paused: pm stopped, but has accepted nothing in Redis"
+"$B" pause -c "$T/pl.yaml" pj >/dev/null || fail "paused: baton pause"
+kill -CONT "$(pid_of pm)"
+wait_for_line "$T/pm.out" '"event":"handed_back"' 10 >/dev/null || fail "paused: pm did not hand the tick back"
+sleep 1
+"$B" resume -c "$T/pl.yaml" pj >/dev/null || fail "paused: baton resume"
+deadline=$(( $(now_ms) + 10000 ))
+at=$(date -u -d "@$ptick" +%Y-%m-%dT%H:%M:%SZ)
+until history_ranges $G pj | awk -v t="$ptick" '$1 <= t && t <= $2 && $3 == "skipped"' | grep -q .; do
+    [ "$(now_ms)" -lt "$deadline" ] || fail "paused: $at not recorded skipped: $(history_ranges $G pj | tr '\n' ';')"
+    sleep 0.2
+done
+kill -KILL "$(pid_of pm)"; wait_exit pm 5
+stop_nodes pl
+! grep -q "^$at " "$LEDGER" 2>/dev/null || fail "paused: $at ran although paused after its claim"
+note "  $at: handed back by pm, recorded skipped at the resume"
 fi

@@ -180,6 +180,7 @@ static const struct {
     {LE_ACCEPTED, F(0), "baton_events_total{event=\"accepted\"} 1"},
     {LE_REASSIGNED, F(0), "baton_events_total{event=\"reassigned\"} 1"},
     {LE_LOST, F(0), "baton_events_total{event=\"lost\"} 1"},
+    {LE_HANDED_BACK, F(0), "baton_events_total{event=\"handed_back\"} 1"},
     {LE_API_CALL, F(0), "baton_events_total{event=\"api_call\"} 1"},
     {LE_API_TOKENS_RELOAD_FAILED, F(0), "baton_events_total{event=\"api_tokens_reload_failed\"} 1"},
     {LE_LIMIT_WAITED, F(0), "baton_events_total{event=\"limit_waited\"} 1"},

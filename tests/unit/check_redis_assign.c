@@ -270,6 +270,32 @@ START_TEST(retry_and_died)
 }
 END_TEST
 
+/* A member's start of a paused job's tick hands it back as the claim's
+ * marker (its registration and capacity freed); a resume without
+ * catch-up before the tick does not hold it. */
+START_TEST(started_when_paused_hands_back)
+{
+    struct baton_client *c = setup();
+    struct assign a = first("800", "n1", "800-1-1-1"), got;
+    ck_assert_int_eq(assign_offer(c, G, "j", LEADER, "tok", NULL, NULL, &a, 5000), 1);
+    ck_assert_int_eq(assign_accept(c, G, "j", "800", "n1", 4, 5000, &got), ASSIGN_OK);
+    free(tu_redis("HSET baton:{" G "}:paused j {\"state\":\"paused\",\"since\":1,\"v\":1}"));
+    ck_assert_int_eq(assign_started(c, G, "j", &got), ASSIGN_PAUSED);
+    char *v = tu_redis("HGET baton:{" G "}:assign:j 800");
+    ck_assert_msg(strncmp(v, "claimed n1 1 ", 13) == 0, "%s", v);
+    free(v);
+    ck_assert_int_eq(tu_redis_int("ZCARD baton:{" G "}:busy:j"), 0);
+    ck_assert_int_eq(tu_redis_int("ZCARD baton:{" G "}:load:n1"), 0);
+    /* resumed without catch-up up to 799: tick 800 runs */
+    free(tu_redis("HSET baton:{" G "}:paused j {\"state\":\"resumed\",\"at\":799,\"v\":2}"));
+    struct assign b = first("800", "n1", "800-1-1-1");
+    ck_assert_int_eq(assign_offer(c, G, "j", LEADER, "tok", NULL, "claimed", &b, 5000), 1);
+    ck_assert_int_eq(assign_accept(c, G, "j", "800", "n1", 4, 5000, &got), ASSIGN_OK);
+    ck_assert_int_eq(assign_started(c, G, "j", &got), 0);
+    baton_client_free(c);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("redis_assign");
@@ -282,6 +308,7 @@ static Suite *suite(void)
     tcase_add_test(tc, all_per_node);
     tcase_add_test(tc, claim_writes_marker);
     tcase_add_test(tc, retry_and_died);
+    tcase_add_test(tc, started_when_paused_hands_back);
     suite_add_tcase(s, tc);
     return s;
 }

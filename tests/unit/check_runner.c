@@ -818,7 +818,14 @@ int __wrap_assign_started(struct baton_client *c, const char *group, const char 
     struct fassign *f = fassign_find(job, a->field);
     if (f == NULL || strcmp(f->a.value, a->value) != 0 || !f->reg)
         return BATON_ELOST;
-    struct assign was = f->a; /* fassign_put() rewrites f */
+    struct assign was = f->a;        /* fassign_put() rewrites f */
+    for (int i = 0; i < npause; i++) /* paused: handed back as the claim's marker */
+        if ((strcmp(fpause[i].job, job) == 0 || strcmp(fpause[i].job, "*") == 0) &&
+            (!fpause[i].resumed || fpause[i].resumed_at >= was.tick)) {
+            fassign_put(job, was.tick, ASSIGN_CLAIMED, was.node, was.attempt, server_ms(),
+                        was.run_id, was.moves, was.died);
+            return ASSIGN_PAUSED;
+        }
     fassign_put(job, was.tick, ASSIGN_STARTED, was.node, was.attempt, was.at_ms, was.run_id,
                 was.moves, was.died);
     return 0;
@@ -1864,6 +1871,58 @@ START_TEST(a_dispatched_run_that_fails_is_retried_per_retries)
 }
 END_TEST
 
+/* A pause that comes after a dispatched tick's claim and acceptance: the
+ * member hands the tick back at its go (it does not run), the leader
+ * holds its marker while the pause lasts, and a resume without catch-up
+ * records it skipped; with catch-up it runs. */
+static struct runner *dispatched_paused_after_accept(void)
+{
+    fmembers[0] = (struct fmember){"n", 2, "[]", false};
+    nmembers = 1;
+    struct runner *r = start(DISPATCHED("d", ", catchup: 1h"));
+    advance(r, 480); /* claimed ahead and offered to n */
+    runner_on_message(r, "offer n", 7);
+    advance(r, 10);
+    struct fassign *f = fassign_find("d", "1767225601");
+    ck_assert_msg(f != NULL && f->a.state == ASSIGN_ACCEPTED, "not accepted ahead");
+    fpause[npause++] = (struct pause_entry){
+        .job = "d", .raw = "{\"state\":\"paused\"}", .since_ms = T0 * 1000 + 990};
+    runner_control_changed(r);
+    advance(r, 600); /* past the instant, and a tend or two */
+    ck_assert_int_eq(ran("d", 1), 0);
+    f = fassign_find("d", "1767225601");
+    ck_assert_msg(f != NULL && f->a.state == ASSIGN_CLAIMED, "not handed back: %s",
+                  f != NULL ? f->a.value : "-");
+    ck_assert_ptr_null(record_of("d", 1));
+    return r;
+}
+
+START_TEST(a_pause_after_a_dispatched_claim_is_honoured_then_a_plain_resume_records_it)
+{
+    struct runner *r = dispatched_paused_after_accept();
+    fpause[0] = (struct pause_entry){
+        .job = "d", .raw = "{\"state\":\"resumed\"}", .resumed = true, .resumed_at = T0 + 1};
+    runner_control_changed(r);
+    advance(r, 300);
+    ck_assert_int_eq(ran("d", 1), 0);
+    expect_record("d", 1, "skipped");
+    ck_assert_ptr_null(fassign_find("d", "1767225601"));
+    stop(r);
+}
+END_TEST
+
+START_TEST(a_pause_after_a_dispatched_claim_then_resume_catchup_runs_it)
+{
+    struct runner *r = dispatched_paused_after_accept();
+    npause = 0; /* resume --catchup: the entry is gone */
+    runner_control_changed(r);
+    advance(r, 1500);
+    ck_assert_int_eq(ran("d", 1), 1);
+    expect_record("d", 1, "ok");
+    stop(r);
+}
+END_TEST
+
 START_TEST(the_leader_reads_what_is_outstanding_in_one_call_a_pass)
 {
     members_are("m1", NULL);
@@ -1925,6 +1984,8 @@ static Suite *suite(void)
     tcase_add_test(tc, a_failed_run_handed_back_is_offered_again_to_another_member);
     tcase_add_test(tc, a_dispatched_run_that_fails_is_retried_per_retries);
     tcase_add_test(tc, the_leader_reads_what_is_outstanding_in_one_call_a_pass);
+    tcase_add_test(tc, a_pause_after_a_dispatched_claim_is_honoured_then_a_plain_resume_records_it);
+    tcase_add_test(tc, a_pause_after_a_dispatched_claim_then_resume_catchup_runs_it);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -7,6 +7,7 @@
 
 #include "claimer.h"
 #include "control.h"
+#include "dispatch.h"
 #include "facts.h"
 #include "jobtable.h"
 #include "rtime.h"
@@ -419,6 +420,11 @@ bool control_hold(const struct rctx *x, struct control *c, struct claimer *cl, s
     struct sched_range before = ticks_take_skipped(t); /* in tick order: what was decided */
     records_skipped(x->rec, js->job->name, x->term, &before);
     control_record_held(x, js); /* claimed already: older than the queue's */
+    /* run on members: the markers the pause held in Redis (claimed before
+     * it, or handed back by their member) are recorded skipped alike */
+    if (finishing && job_run_on(js->job, NULL) != JOB_RUN_ON_LEADER &&
+        !dispatch_record_held(x, js, until, reason_paused))
+        return false;
     for (struct tick_slot *q; ticks_has_head(t); ticks_pop(t)) {
         q = ticks_head(t);
         ticklife_move(x, js->job->name, q->t.at, &q->state, TICK_EV_SKIP);

@@ -205,8 +205,26 @@ static int offer_marker(const struct rctx *x, const struct fleet *f, const struc
     if (token == NULL)
         return BATON_ELOST;
     ticklife_move(x, job->name, m->tick, state, TICK_EV_ASSIGN);
-    if (job_run_on(job, NULL) == JOB_RUN_ON_ALL)
+    if (job_run_on(job, NULL) == JOB_RUN_ON_ALL && strchr(m->field, '/') == NULL)
         return offer_every(x, f, job, m, state);
+    if (strchr(m->field, '/') != NULL) { /* a node's own (all), handed back: to that node */
+        struct assign a = *m;
+        long i = -1;
+        for (size_t k = 0; k < f->n && i < 0; k++)
+            if (strcmp(f->v[k].node, m->node) == 0 && f->v[k].alive)
+                i = (long)k;
+        if (i >= 0) {
+            int rc = assign_offer(x->client, x->group, job->name, key, token, NULL, "claimed", &a,
+                                  ASSIGN_OFFER_MS);
+            if (rc == 1)
+                log_assigned(x, job->name, &a);
+            return rc;
+        }
+        int rc = assign_drop(x->client, x->group, job->name, key, token, "claimed", m);
+        if (rc == 1)
+            not_started(x, job, m, member, state, why_none);
+        return rc;
+    }
     long i = fleet_pick(f, job, m->tick, NULL);
     if (i < 0) {
         int rc = assign_drop(x->client, x->group, job->name, key, token, "claimed", m);
@@ -250,6 +268,37 @@ void dispatch_offer(const struct rctx *x, struct jobstate *js, const char *id, i
      * and the next tend, here or on the next leader, offers it. */
     offer_marker(x, &f, js->job, &m, state);
     fleet_free(&f);
+}
+
+bool dispatch_record_held(const struct rctx *x, const struct jobstate *js, int64_t until,
+                          const char *reason)
+{
+    const char *token = baton_election_token(x->election);
+    struct assign *v = calloc(LIST_MAX, sizeof *v);
+    bool *alive = calloc(LIST_MAX, sizeof *alive), ok = false;
+    size_t n = 0;
+    int64_t server_ms;
+    if (token == NULL || v == NULL || alive == NULL || !rctx_may_block(x) ||
+        assign_list_all(x->client, x->group, v, alive, LIST_MAX, &n, &server_ms) != BATON_OK)
+        goto out;
+    ok = true;
+    for (size_t i = 0; i < n && ok; i++) {
+        if (v[i].state != ASSIGN_CLAIMED || v[i].tick > until ||
+            strcmp(v[i].job, js->job->name) != 0)
+            continue;
+        int rc = assign_drop(x->client, x->group, js->job->name, baton_election_key(x->election),
+                             token, "claimed", &v[i]);
+        if (rc == 1) {
+            enum tick_state s = TICK_HELD;
+            ticklife_move(x, js->job->name, v[i].tick, &s, TICK_EV_SKIP);
+            records_skipped_one(x->rec, js->job->name, x->term, v[i].tick, HO_SKIPPED, reason);
+        }
+        ok = rc >= 0;
+    }
+out:
+    free(v);
+    free(alive);
+    return ok;
 }
 
 bool dispatch_let_go(const struct rctx *x, const struct jobstate *js, int64_t tick, const char *id)

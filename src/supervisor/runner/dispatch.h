@@ -87,6 +87,14 @@ struct dispatch {
 void dispatch_offer(const struct rctx *x, struct jobstate *js, const char *id, int64_t tick,
                     enum tick_state *state);
 
+/* A pause of js ended without catch-up at until (Unix s): the claim's
+ * markers of its ticks up to until that the pause held (claimed before it,
+ * or handed back by their member) are dropped and recorded skipped
+ * (reason), as control_record_held() records the leader's own. Returns
+ * false when Redis could not say (try again). */
+bool dispatch_record_held(const struct rctx *x, const struct jobstate *js, int64_t until,
+                          const char *reason);
+
 /* The claim's marker of js's tick (run id) is taken back, so that the
  * caller records the tick (not started, skipped) itself. Returns false
  * when it was not (offered already, no answer, not the leader): the tick

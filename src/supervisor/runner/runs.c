@@ -211,6 +211,16 @@ static void finish(const struct rctx *x, struct runs *rs, struct rrun *rr)
             records_skipped_one(x->rec, run->job->name, x->term, run->tick, HO_SKIPPED, run->error);
         }
         outbox_release(x->out, run->job->name, run->member);
+    } else if (rr->handed_back) { /* paused before its go: the leader keeps the tick */
+        move_tick(x, rr, TICK_EV_FORGET);
+        char when[32];
+        log_rfc3339(run->tick, when, sizeof when);
+        cJSON *g = log_fields();
+        cJSON_AddStringToObject(g, "job", run->job->name);
+        cJSON_AddStringToObject(g, "scheduled_at", when);
+        cJSON_AddStringToObject(g, "run_id", run->id);
+        cJSON_AddStringToObject(g, "reason", run->error);
+        log_emit(x->log, LE_HANDED_BACK, g);
     } else if (rr->field[0] != '\0') { /* dispatched here */
         /* A failed run whose job's retries allow another attempt is handed
          * back to the leader (a retry due after the backoff, offered to
@@ -512,7 +522,11 @@ void runs_go(const struct rctx *x, struct runs *rs, bool late, int64_t stepped_n
             int rc = assign_parse(rr->field, rr->avalue, &a)
                          ? assign_started(x->client, x->group, run->job->name, &a)
                          : BATON_EPROTO;
-            if (rc == BATON_ELOST)
+            if (rc == ASSIGN_PAUSED) { /* as the leader holds its own claimed ticks */
+                rr->handed_back = true;
+                why = "its job was paused before the tick's instant: handed back to the leader, "
+                      "which holds it for the pause's end";
+            } else if (rc == BATON_ELOST)
                 why = "its registration lapsed before the tick's instant (the leader may offer "
                       "it to another member): not run here";
             else if (rc != BATON_OK)
