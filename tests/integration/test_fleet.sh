@@ -57,6 +57,37 @@ secs() { awk '{print $1}' "$1" | date -u -f - +%s; }
 # nodes_of FILE: the distinct nodes of the ledger (third column).
 nodes_of() { awk '{print $3}' "$1" | sort -u | tr '\n' ' '; }
 
+# ledger_jobs FILE RUN_ON [SCHEDULE [MORE]]: the jobs.yaml of the ledger
+# job (ledger.sh) into FILE: every second by default; MORE: shell after
+# its line (in $LEDGER).
+ledger_jobs() {
+    cat > "$1" <<EOF
+jobs:
+  - name: ledger
+    schedule: "${3:-* * * * * *}"
+    catchup: 1h
+    run_on: $2
+    shell: "echo \$BATON_SCHEDULED_AT \$BATON_FENCE \$BATON_NODE >> $LEDGER${4:-}"
+EOF
+}
+
+# wait_stopped NODE WHAT: waits (20 s at most) for NODE to stop itself
+# (BATON_TEST_FAULT: state T), or fails saying it never WHAT.
+wait_stopped() {
+    local deadline=$(( $(now_ms) + 20000 ))
+    until [ "$(ps -o stat= -p "$(pid_of "$1")" | cut -c1)" = T ]; do
+        [ "$(now_ms)" -lt "$deadline" ] || fail "$1 never $2"
+        sleep 0.02
+    done
+}
+# accepted_by NODE JOB: the tick (Unix s) of JOB that NODE has accepted,
+# from its assignment in Redis in group $G (a stopped node's log line may
+# not be written yet: its log's writer thread stopped too).
+accepted_by() {
+    rcli hgetall "baton:{$G}:assign:$2" |
+        awk -v n="$1" 'NR % 2 { f = $0; next } $1 == "accepted" && $2 == n { print f }'
+}
+
 only() { [ -z "${FLEET_ONLY:-}" ] || [[ " $FLEET_ONLY " == *" $1 "* ]]; }
 [ -z "${FLEET_ONLY:-}" ] || note "FLEET_ONLY: sections $FLEET_ONLY only"
 
@@ -64,14 +95,7 @@ only() { [ -z "${FLEET_ONLY:-}" ] || [[ " $FLEET_ONLY " == *" $1 "* ]]; }
 if only 1; then
 note "1. run_on: any over 3 nodes: every tick once, on more than one node"
 G=fa LEDGER=$T/any.txt PHASE=any
-cat > "$T/any.yaml" <<EOF
-jobs:
-  - name: ledger
-    schedule: "* * * * * *"
-    catchup: 1h
-    run_on: any
-    shell: "echo \$BATON_SCHEDULED_AT \$BATON_FENCE \$BATON_NODE >> $LEDGER"
-EOF
+ledger_jobs "$T/any.yaml" any
 node n1 $G "$T/any.yaml"
 node n2 $G "$T/any.yaml"
 node n3 $G "$T/any.yaml"
@@ -96,14 +120,7 @@ fi
 if only 2; then
 note "2. run_on: {labels: [reports]}: only the labelled nodes run it"
 G=fl LEDGER=$T/labels.txt PHASE=labels
-cat > "$T/labels.yaml" <<EOF
-jobs:
-  - name: ledger
-    schedule: "* * * * * *"
-    catchup: 1h
-    run_on: {labels: [reports]}
-    shell: "echo \$BATON_SCHEDULED_AT \$BATON_FENCE \$BATON_NODE >> $LEDGER"
-EOF
+ledger_jobs "$T/labels.yaml" '{labels: [reports]}'
 node l1 $G "$T/labels.yaml" "labels: [reports, ssd]"
 node l2 $G "$T/labels.yaml" "labels: [reports]"
 node l3 $G "$T/labels.yaml" "labels: [ssd]"
@@ -226,14 +243,7 @@ fi
 if only 6; then
 note "6. the leader is SIGKILLed, then the next one SIGTERMed, while runs are out on members"
 G=fx LEDGER=$T/lead.txt PHASE=leader
-cat > "$T/lead.yaml" <<EOF
-jobs:
-  - name: ledger
-    schedule: "* * * * * *"
-    catchup: 1h
-    run_on: any
-    shell: "echo \$BATON_SCHEDULED_AT \$BATON_FENCE \$BATON_NODE >> $LEDGER; sleep 0.7"
-EOF
+ledger_jobs "$T/lead.yaml" any "* * * * * *" "; sleep 0.7"
 node x1 $G "$T/lead.yaml"
 node x2 $G "$T/lead.yaml"
 node x3 $G "$T/lead.yaml"
@@ -276,25 +286,14 @@ fi
 if only 7; then
 note "7. the leader stops between a tick's claim and its offer: the next leader offers it"
 G=fo LEDGER=$T/offer.txt PHASE=claim-offer
-cat > "$T/offer.yaml" <<EOF2
-jobs:
-  - name: ledger
-    schedule: "* * * * * *"
-    catchup: 1h
-    run_on: any
-    shell: "echo \$BATON_SCHEDULED_AT \$BATON_FENCE \$BATON_NODE >> $LEDGER"
-EOF2
+ledger_jobs "$T/offer.yaml" any
 start=$(( $(date +%s) + 1 ))
 BATON_TEST_FAULT=stop-before-offer node o1 $G "$T/offer.yaml"
 wait_for_line "$T/o1.out" '"to":"working"' 10 >/dev/null
 node o2 $G "$T/offer.yaml"
 node o3 $G "$T/offer.yaml"
 # o1 claims a tick (its marker is in Redis), then freezes before offering it.
-deadline=$(( $(now_ms) + 10000 ))
-until [ "$(ps -o stat= -p "$(pid_of o1)" | cut -c1)" = T ]; do
-    [ "$(now_ms)" -lt "$deadline" ] || fail "claim-offer: o1 never stopped after a claim"
-    sleep 0.05
-done
+wait_stopped o1 "stopped after a claim"
 wait_for_line "$LEDGER" . 15 >/dev/null
 sleep 4
 kill -KILL "$(pid_of o1)"; wait_exit o1 5
@@ -321,27 +320,14 @@ rec_with() {
 if only 8; then
 note "8. a member accepts a tick and dies before starting it: run elsewhere once, the record names it"
 G=fd LEDGER=$T/died.txt PHASE=died
-cat > "$T/died.yaml" <<EOF2
-jobs:
-  - name: ledger
-    schedule: "* * * * * *"
-    catchup: 1h
-    run_on: {labels: [w]}
-    shell: "echo \$BATON_SCHEDULED_AT \$BATON_FENCE \$BATON_NODE >> $LEDGER"
-EOF2
+ledger_jobs "$T/died.yaml" '{labels: [w]}'
 node dl $G "$T/died.yaml"
 wait_for_line "$T/dl.out" '"to":"working"' 10 >/dev/null
 start=$(( $(date +%s) + 1 ))
 BATON_TEST_FAULT=stop-after-accept node d1 $G "$T/died.yaml" "labels: [w]"
 node d2 $G "$T/died.yaml" "labels: [w]"
-deadline=$(( $(now_ms) + 20000 ))
-until [ "$(ps -o stat= -p "$(pid_of d1)" | cut -c1)" = T ]; do
-    [ "$(now_ms)" -lt "$deadline" ] || fail "died: d1 never accepted a tick"
-    sleep 0.05
-done
-# its log line may not be written yet (the log's writer thread stopped
-# too): the tick from its assignment in Redis
-dtick=$(rcli hgetall "baton:{$G}:assign:ledger" | awk 'NR % 2 { f = $0; next } /^accepted d1 / { print f }')
+wait_stopped d1 "accepted a tick"
+dtick=$(accepted_by d1 ledger)
 [ -n "$dtick" ] || fail "died: d1 stopped, but has accepted nothing in Redis"
 dtick=$(date -u -d "@$dtick" +%Y-%m-%dT%H:%M:%SZ)
 note "  d1 accepted $dtick and stopped"
@@ -363,14 +349,7 @@ fi
 if only 9; then
 note "9. two members in turn accept a tick and die before starting it: recorded, never a third"
 G=fe LEDGER=$T/died2.txt PHASE=died2
-cat > "$T/died2.yaml" <<EOF2
-jobs:
-  - name: ledger
-    schedule: "*/5 * * * * *"
-    catchup: 1h
-    run_on: {labels: [w]}
-    shell: "echo \$BATON_SCHEDULED_AT \$BATON_FENCE \$BATON_NODE >> $LEDGER"
-EOF2
+ledger_jobs "$T/died2.yaml" '{labels: [w]}' "*/5 * * * * *"
 node el $G "$T/died2.yaml"
 wait_for_line "$T/el.out" '"to":"working"' 10 >/dev/null
 BATON_TEST_FAULT=stop-after-accept node e1 $G "$T/died2.yaml" "labels: [w]"
@@ -527,12 +506,8 @@ EOF2
 node pl $G "$T/paused.yaml"
 wait_for_line "$T/pl.out" '"to":"working"' 10 >/dev/null
 BATON_TEST_FAULT=stop-after-accept node pm $G "$T/paused.yaml" "labels: [w]"
-deadline=$(( $(now_ms) + 20000 ))
-until [ "$(ps -o stat= -p "$(pid_of pm)" | cut -c1)" = T ]; do
-    [ "$(now_ms)" -lt "$deadline" ] || fail "paused: pm never accepted a tick"
-    sleep 0.02
-done
-ptick=$(rcli hgetall "baton:{$G}:assign:pj" | awk 'NR % 2 { f = $0; next } /^accepted pm / { print f }')
+wait_stopped pm "accepted a tick"
+ptick=$(accepted_by pm pj)
 [ -n "$ptick" ] || fail "paused: pm stopped, but has accepted nothing in Redis"
 "$B" pause -c "$T/pl.yaml" pj >/dev/null || fail "paused: baton pause"
 kill -CONT "$(pid_of pm)"

@@ -1763,6 +1763,13 @@ static void members_are(const char *a, const char *b)
         fmembers[nmembers++] = (struct fmember){b, 4, "[]", false};
 }
 
+/* job's mark at T0: a leader before claimed its ticks up to T0. */
+static void claimed_up_to_t0(const char *job)
+{
+    fjob(job)->has_mark = true;
+    fjob(job)->mark = T0;
+}
+
 START_TEST(a_claimed_tick_of_a_dispatched_job_is_offered_to_a_member)
 {
     members_are("m1", NULL);
@@ -1785,8 +1792,7 @@ END_TEST
 START_TEST(a_marker_left_by_a_leader_that_died_is_offered_once_by_the_next)
 {
     members_are("m1", NULL);
-    fjob("d")->has_mark = true;
-    fjob("d")->mark = T0;
+    claimed_up_to_t0("d");
     enroll(fjob("d"), "old/1767225600-6-1-3");
     fassign_put("d", T0, ASSIGN_CLAIMED, "old", 1, T0 * 1000 - 200, "1767225600-6-1-3", 0, "");
     struct runner *r = start("jobs:\n" DISPATCHED_YEARLY("d"));
@@ -1805,8 +1811,7 @@ END_TEST
 START_TEST(a_member_lost_before_starting_a_tick_moves_it_once_naming_the_member)
 {
     members_are("m1", "m2");
-    fjob("d")->has_mark = true;
-    fjob("d")->mark = T0;
+    claimed_up_to_t0("d");
     fassign_put("d", T0, ASSIGN_ACCEPTED, "m1", 1, T0 * 1000, "1767225600-6-1-3", 0, "")->reg =
         false;
     struct runner *r = start("jobs:\n" DISPATCHED_YEARLY("d"));
@@ -1832,8 +1837,7 @@ END_TEST
 START_TEST(a_failed_run_handed_back_is_offered_again_to_another_member)
 {
     members_are("m1", "m2");
-    fjob("d")->has_mark = true;
-    fjob("d")->mark = T0;
+    claimed_up_to_t0("d");
     fassign_put("d", T0, ASSIGN_RETRY, "m1", 1, T0 * 1000 + 800, "1767225600-6-1-3", 0, "");
     struct runner *r = start("jobs:\n  - {name: d, schedule: '0 0 0 1 1 *', run_on: any, "
                              "retries: 1, command: ['true']}\n");

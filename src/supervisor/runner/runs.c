@@ -172,6 +172,17 @@ static int64_t retry_delay_ms(const struct job *job, int attempt)
     return d > INT64_C(3600000) ? INT64_C(3600000) : d;
 }
 
+/* run failed: its next attempt comes in delay ms (job_retry). */
+static void log_retry(const struct rctx *x, const struct run *run, int64_t delay)
+{
+    cJSON *g = log_fields();
+    cJSON_AddStringToObject(g, "job", run->job->name);
+    cJSON_AddStringToObject(g, "run_id", run->id);
+    cJSON_AddNumberToObject(g, "next_attempt", run->attempt + 1);
+    cJSON_AddNumberToObject(g, "retry_in_ms", (double)delay);
+    log_emit_facts(x->log, LE_JOB_RETRY, g, &(struct log_facts){.job = run->job->name});
+}
+
 /* rr ended: retried, recorded or held, taken out; its job woken. */
 static void finish(const struct rctx *x, struct runs *rs, struct rrun *rr)
 {
@@ -187,12 +198,7 @@ static void finish(const struct rctx *x, struct runs *rs, struct rrun *rr)
         if (runs_add_retry(&js->runs, run->tick, run->attempt + 1, loop_now() + delay * MS,
                            RUN_TRIGGER_RETRY, next)) {
             rr->tick = next;
-            cJSON *g = log_fields();
-            cJSON_AddStringToObject(g, "job", run->job->name);
-            cJSON_AddStringToObject(g, "run_id", run->id);
-            cJSON_AddNumberToObject(g, "next_attempt", run->attempt + 1);
-            cJSON_AddNumberToObject(g, "retry_in_ms", (double)delay);
-            log_emit_facts(x->log, LE_JOB_RETRY, g, &(struct log_facts){.job = run->job->name});
+            log_retry(x, run, delay);
             retry = true;
         }
     }
@@ -238,14 +244,8 @@ static void finish(const struct rctx *x, struct runs *rs, struct rrun *rr)
             snprintf(why + k, sizeof why - (size_t)k,
                      "offered %d more time(s) before this node took it", rr->moves);
         move_tick(x, rr, rr->tick == TICK_ACCEPTED ? TICK_EV_START_FAILED : TICK_EV_END);
-        if (retry_ms >= 0) {
-            cJSON *g = log_fields();
-            cJSON_AddStringToObject(g, "job", run->job->name);
-            cJSON_AddStringToObject(g, "run_id", run->id);
-            cJSON_AddNumberToObject(g, "next_attempt", run->attempt + 1);
-            cJSON_AddNumberToObject(g, "retry_in_ms", (double)retry_ms);
-            log_emit_facts(x->log, LE_JOB_RETRY, g, &(struct log_facts){.job = run->job->name});
-        }
+        if (retry_ms >= 0)
+            log_retry(x, run, retry_ms);
         records_assigned(x->rec, run, rr->field, why[0] != '\0' ? why : NULL, retry_ms);
     } else {
         if (!retry) /* a prepared run that never went did not start */
