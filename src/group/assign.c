@@ -360,25 +360,29 @@ static const char end_src[] = NOW_LUA PARSE_LUA
     "redis.call('publish', ARGV[5], 'ended ' .. ARGV[4])\n"
     "return 1\n";
 
-/* KEYS: the index (assigned). ARGV: prefix, max. Returns {now, job,
- * field, value, alive, ...} of every job the index names (a job whose
- * hash is empty leaves it), at most max assignments. */
-static const char list_src[] = NOW_LUA PARSE_LUA
-    "local out, n = {now}, 0\n"
-    "for _, job in ipairs(redis.call('smembers', KEYS[1])) do\n"
-    "  local akey = ARGV[1] .. 'assign:' .. job\n"
-    "  local all = redis.call('hgetall', akey)\n"
-    "  if #all == 0 then redis.call('srem', KEYS[1], job) end\n"
-    "  for i = 1, #all, 2 do\n"
-    "    if n >= tonumber(ARGV[2]) then return out end\n"
-    "    out[#out + 1] = job\n"
-    "    out[#out + 1] = all[i]\n"
-    "    out[#out + 1] = all[i + 1]\n"
-    "    out[#out + 1] = reofferable(all[i + 1], ARGV[1] .. 'busy:' .. job) and 0 or 1\n"
-    "    n = n + 1\n"
-    "  end\n"
-    "end\n"
-    "return out\n";
+/* KEYS: the index (assigned). ARGV: prefix, max, due ('1': only those
+ * that need the leader). Returns {now, job, field, value, alive, ...} of
+ * every job the index names (a job whose hash is empty leaves it), at
+ * most max assignments. */
+static const char list_src[] =
+    NOW_LUA PARSE_LUA "local out, n = {now}, 0\n"
+                      "for _, job in ipairs(redis.call('smembers', KEYS[1])) do\n"
+                      "  local akey = ARGV[1] .. 'assign:' .. job\n"
+                      "  local all = redis.call('hgetall', akey)\n"
+                      "  if #all == 0 then redis.call('srem', KEYS[1], job) end\n"
+                      "  for i = 1, #all, 2 do\n"
+                      "    if n >= tonumber(ARGV[2]) then return out end\n"
+                      "    local due = reofferable(all[i + 1], ARGV[1] .. 'busy:' .. job)\n"
+                      "    if due or ARGV[3] ~= '1' then\n"
+                      "      out[#out + 1] = job\n"
+                      "      out[#out + 1] = all[i]\n"
+                      "      out[#out + 1] = all[i + 1]\n"
+                      "      out[#out + 1] = due and 0 or 1\n"
+                      "      n = n + 1\n"
+                      "    end\n"
+                      "  end\n"
+                      "end\n"
+                      "return out\n";
 
 /* KEYS: offers:N. ARGV: max. The offers not past their deadline. */
 static const char offers_src[] =
@@ -617,7 +621,7 @@ out:
 }
 
 int assign_list_all(struct baton_client *c, const char *group, struct assign *v, bool *alive,
-                    size_t max, size_t *n, int64_t *now_ms)
+                    size_t max, bool due_only, size_t *n, int64_t *now_ms)
 {
     char m[24], prefix[160];
     char *index = group_key(group, "assigned");
@@ -629,8 +633,8 @@ int assign_list_all(struct baton_client *c, const char *group, struct assign *v,
     snprintf(m, sizeof m, "%zu", max);
     snprintf(prefix, sizeof prefix, "baton:{%s}:", group);
     const char *keys[1] = {index};
-    const char *args[2] = {prefix, m};
-    rc = baton_client_eval(c, list_src, 1, keys, 2, args, &r);
+    const char *args[3] = {prefix, m, due_only ? "1" : "0"};
+    rc = baton_client_eval(c, list_src, 1, keys, 3, args, &r);
     if (rc == BATON_OK && r == NULL)
         rc = BATON_EPROTO;
     if (rc != BATON_OK)

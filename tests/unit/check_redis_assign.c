@@ -123,17 +123,19 @@ START_TEST(lost_registration_moves)
     bool alive[4];
     size_t n = 0;
     int64_t now = 0;
-    ck_assert_int_eq(assign_list_all(c, G, v, alive, 4, &n, &now), 0);
+    ck_assert_int_eq(assign_list_all(c, G, v, alive, 4, false, &n, &now), 0);
     ck_assert_uint_eq(n, 1);
     ck_assert(alive[0]);
     ck_assert_int_gt(now, 0);
+    ck_assert_int_eq(assign_list_all(c, G, v, alive, 4, true, &n, &now), 0);
+    ck_assert_uint_eq(n, 0); /* nothing due: nothing read */
     tu_sleep_ms(400);
-    ck_assert_int_eq(assign_list_all(c, G, v, alive, 4, &n, &now), 0);
+    ck_assert_int_eq(assign_list_all(c, G, v, alive, 4, true, &n, &now), 0);
     ck_assert_uint_eq(n, 1);
     ck_assert(!alive[0]);
     ck_assert_int_eq(assign_started(c, G, "j", &got), BATON_ELOST);
     ck_assert_int_eq(assign_drop(c, G, "j", LEADER, "tok", got.value, &got), 1);
-    ck_assert_int_eq(assign_list_all(c, G, v, alive, 4, &n, &now), 0);
+    ck_assert_int_eq(assign_list_all(c, G, v, alive, 4, false, &n, &now), 0);
     ck_assert_uint_eq(n, 0);
     baton_client_free(c);
 }
@@ -210,7 +212,7 @@ START_TEST(claim_writes_marker)
     bool alive[8];
     size_t n = 0;
     int64_t now = 0;
-    ck_assert_int_eq(assign_list_all(c, G, v, alive, 8, &n, &now), 0);
+    ck_assert_int_eq(assign_list_all(c, G, v, alive, 8, false, &n, &now), 0);
     ck_assert_uint_eq(n, 2);
     for (size_t i = 0; i < n; i++) {
         ck_assert_int_eq(v[i].state, ASSIGN_CLAIMED);
@@ -227,7 +229,7 @@ START_TEST(claim_writes_marker)
     struct assign m = first("601", "lead", "601-1-1-1");
     ck_assert_int_eq(assign_drop(c, G, "k", LEADER, "tok", "claimed", &m), 1);
     ck_assert_int_eq(tu_redis_int("ZCARD baton:{" G "}:busy:k"), 0);
-    ck_assert_int_eq(assign_list_all(c, G, v, alive, 8, &n, &now), 0);
+    ck_assert_int_eq(assign_list_all(c, G, v, alive, 8, false, &n, &now), 0);
     ck_assert_uint_eq(n, 1);
     ck_assert_str_eq(v[0].job, "j");
     ck_assert(alive[0]);
@@ -254,13 +256,13 @@ START_TEST(retry_and_died)
     bool alive[4];
     size_t n = 0;
     int64_t now = 0;
-    ck_assert_int_eq(assign_list_all(c, G, v, alive, 4, &n, &now), 0);
+    ck_assert_int_eq(assign_list_all(c, G, v, alive, 4, false, &n, &now), 0);
     ck_assert_uint_eq(n, 1);
     ck_assert_int_eq(v[0].state, ASSIGN_RETRY);
     ck_assert(alive[0]);
     ck_assert_int_eq(tu_redis_int("ZCARD baton:{" G "}:busy:j"), 0);
     tu_sleep_ms(400);
-    ck_assert_int_eq(assign_list_all(c, G, v, alive, 4, &n, &now), 0);
+    ck_assert_int_eq(assign_list_all(c, G, v, alive, 4, false, &n, &now), 0);
     ck_assert(!alive[0]);
     struct assign b = first("700", "n2", "700-1-2-9");
     b.attempt = 2;

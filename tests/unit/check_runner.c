@@ -850,16 +850,16 @@ int __wrap_assign_end(struct baton_client *c, const char *group, const char *job
 }
 
 int __wrap_assign_list_all(struct baton_client *c, const char *group, struct assign *v, bool *alive,
-                           size_t max, size_t *n, int64_t *now_ms);
+                           size_t max, bool due_only, size_t *n, int64_t *now_ms);
 int __wrap_assign_list_all(struct baton_client *c, const char *group, struct assign *v, bool *alive,
-                           size_t max, size_t *n, int64_t *now_ms)
+                           size_t max, bool due_only, size_t *n, int64_t *now_ms)
 {
     (void)c, (void)group;
     list_calls++;
     *n = 0;
     *now_ms = server_ms();
     for (int i = 0; i < NASSIGN && *n < max; i++)
-        if (fassigns[i].used) {
+        if (fassigns[i].used && (!due_only || freofferable(&fassigns[i]))) {
             v[*n] = fassigns[i].a;
             snprintf(v[*n].job, sizeof v[*n].job, "%s", fassigns[i].job);
             alive[(*n)++] = !freofferable(&fassigns[i]);

@@ -14,7 +14,7 @@
 #include "runs.h"
 
 #define OFFERS_MAX 32   /* offers read per poll */
-#define LIST_MAX   4096 /* assignments read per tend (one call; the rest at the next) */
+#define LIST_MAX   1024 /* assignments due read per tend (one call; the rest at the next) */
 
 /* ---- the members, as the leader sees them ---- */
 
@@ -279,7 +279,7 @@ bool dispatch_record_held(const struct rctx *x, const struct jobstate *js, int64
     size_t n = 0;
     int64_t server_ms;
     if (token == NULL || v == NULL || alive == NULL || !rctx_may_block(x) ||
-        assign_list_all(x->client, x->group, v, alive, LIST_MAX, &n, &server_ms) != BATON_OK)
+        assign_list_all(x->client, x->group, v, alive, LIST_MAX, true, &n, &server_ms) != BATON_OK)
         goto out;
     ok = true;
     for (size_t i = 0; i < n && ok; i++) {
@@ -517,7 +517,7 @@ void dispatch_tend(const struct rctx *x, struct dispatch *d, int64_t now)
     int64_t server_ms;
     struct fleet f = {0};
     if (v == NULL || alive == NULL ||
-        assign_list_all(x->client, x->group, v, alive, LIST_MAX, &n, &server_ms) != BATON_OK)
+        assign_list_all(x->client, x->group, v, alive, LIST_MAX, true, &n, &server_ms) != BATON_OK)
         goto out;
     for (size_t i = 0; i < n; i++)
         todo += !alive[i];
