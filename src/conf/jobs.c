@@ -328,9 +328,9 @@ static int set_on_success(void *obj, struct schema_ctx *ctx, const struct yamlx_
     return job_cmd_read(ctx->d, n, what, &((struct job *)obj)->on_success);
 }
 
-/* run_on: leader, any, all, or {labels: [...]}, normalized into a string
- * vector (jobs.h). all is read whole, then refused: one run per member is
- * not dispatched in this version (never run on the leader instead). */
+/* run_on: leader, any, all, {labels: [...]} or {labels: [...], all: true},
+ * normalized into a string vector (jobs.h): its word ("leader", "any",
+ * "all", "labels"), then the labels. */
 static int set_run_on(void *obj, struct schema_ctx *ctx, const struct yamlx_node *n,
                       const char *what)
 {
@@ -353,12 +353,20 @@ static int set_run_on(void *obj, struct schema_ctx *ctx, const struct yamlx_node
             return yamlx_errorf(ctx->d, NULL, "out of memory");
         }
     } else if (n->kind == YAMLX_MAP) {
-        const struct yamlx_node *l = yamlx_map_get(n, "labels");
+        const struct yamlx_node *l = yamlx_map_get(n, "labels"), *all = yamlx_map_get(n, "all");
         char w[256], **labels = NULL;
+        bool every = false;
 
-        if (n->npairs != 1 || l == NULL)
+        if (l == NULL || n->npairs != 1 + (all != NULL))
             return yamlx_errorf(ctx->d, n->npairs > 0 ? n->pairs[0].key : n,
-                                "%s: expected {labels: [...]}, the only key of the mapping", what);
+                                "%s: expected {labels: [...]} or {labels: [...], all: true}",
+                                what);
+        if (all != NULL) {
+            if (all->kind != YAMLX_SCALAR ||
+                (strcmp(all->str, "true") != 0 && strcmp(all->str, "false") != 0))
+                return yamlx_errorf(ctx->d, all, "%s.all: expected true or false", what);
+            every = strcmp(all->str, "true") == 0;
+        }
         snprintf(w, sizeof w, "%s.labels", what);
         if (labels_read(ctx->d, l, w, &labels) != 0)
             return -1;
@@ -368,7 +376,8 @@ static int set_run_on(void *obj, struct schema_ctx *ctx, const struct yamlx_node
             return yamlx_errorf(ctx->d, l, "%s: empty (give at least one label, or run_on: any)",
                                 w);
         }
-        if ((v = calloc(nl + 2, sizeof *v)) == NULL || (v[0] = strdup("labels")) == NULL) {
+        if ((v = calloc(nl + 2, sizeof *v)) == NULL ||
+            (v[0] = strdup(every ? "all" : "labels")) == NULL) {
             free(v);
             job_strv_free(labels);
             return yamlx_errorf(ctx->d, NULL, "out of memory");
@@ -378,14 +387,6 @@ static int set_run_on(void *obj, struct schema_ctx *ctx, const struct yamlx_node
     } else
         return yamlx_errorf(ctx->d, n, "%s: expected leader, any, all or {labels: [...]}, got %s",
                             what, yamlx_kind_name(n));
-    if (strcmp(v[0], "all") == 0) {
-        job_strv_free(v);
-        return yamlx_errorf(ctx->d, n,
-                            "%s: `all` is not supported by this version of baton: a run on every "
-                            "member is not dispatched yet (write run_on: any, {labels: [...]} "
-                            "or leader)",
-                            what);
-    }
     job_strv_free(j->run_on);
     j->run_on = v;
     return 0;
@@ -522,13 +523,18 @@ static const struct schema_field job_keys[] = {
             "during a failover run one after another (forbid), together (allow), or only the "
             "newest (replace)."},
     {.key = "run_on", .type = SCHEMA_NODE, .offset = OFF(run_on), .set_node = set_run_on,
-     .def_fn = default_run_on, .def_doc = "`leader`", .type_doc = "leader, any, all or {labels: [...]}",
+     .def_fn = default_run_on, .def_doc = "`leader`",
+     .type_doc = "leader, any, all or {labels: [...]}",
      .doc = "Where the job's runs go: `leader` (the leader's own node), `any` (one live member "
-            "per tick, the least loaded relative to its `capacity`, chosen by the leader), or "
-            "`{labels: [...]}` (one live member carrying every label). A run on a member is "
-            "covered by its own registration and shim; a member lost while it runs is recorded "
-            "`lost` and retried elsewhere per `retries`. `all` is refused by this version; over "
-            "a Redlock quorum only `leader` is accepted."},
+            "per tick, the least loaded relative to its `capacity`, chosen by the leader), "
+            "`{labels: [...]}` (one live member carrying every label), `all` (every live member "
+            "runs each tick once, recorded per node) or `{labels: [...], all: true}` (every live "
+            "member carrying the labels). A run on a member is covered by its own registration "
+            "and shim; a member lost while it runs is recorded `lost` and retried elsewhere per "
+            "`retries`, as is a run that fails; a member that accepted a tick and was lost "
+            "before starting it moves the tick once. Under `all` a node's run is never moved to "
+            "another node. `baton trigger` runs the job on the leader (refused when the leader "
+            "lacks its labels). Over a Redlock quorum only `leader` is accepted."},
     {.key = "catchup", .type = SCHEMA_DURATION, .offset = OFF(catchup_ms), .def = "last",
      .word = "last", .word_value = JOB_CATCHUP_LAST, .min = 0, .max = 7 * MS_DAY,
      .type_doc = "duration or `last`", .expected = "a duration, 0 or last",
@@ -599,11 +605,9 @@ enum job_run_on job_run_on(const struct job *j, char *const **labels)
         return JOB_RUN_ON_LEADER;
     if (strcmp(w, "any") == 0)
         return JOB_RUN_ON_ANY;
-    if (strcmp(w, "all") == 0)
-        return JOB_RUN_ON_ALL;
-    if (labels != NULL)
+    if (labels != NULL && j->run_on[1] != NULL)
         *labels = j->run_on + 1;
-    return JOB_RUN_ON_LABELS;
+    return strcmp(w, "all") == 0 ? JOB_RUN_ON_ALL : JOB_RUN_ON_LABELS;
 }
 
 const char *job_concurrency_name(enum job_concurrency c)

@@ -91,17 +91,17 @@ long assign_choose(const struct assign_node *v, size_t n, const char *const *lab
 /* ------------------------------------------------------------------------ */
 /* Values */
 
-static const char *const state_names[] = {"offered", "accepted", "started"};
+static const char *const state_names[] = {"offered", "accepted", "started", "claimed", "retry"};
 
 const char *assign_state_name(enum assign_state s)
 {
-    return (int)s >= 0 && s <= ASSIGN_STARTED ? state_names[s] : "?";
+    return (int)s >= 0 && s <= ASSIGN_RETRY ? state_names[s] : "?";
 }
 
 bool assign_parse(const char *field, const char *value, struct assign *a)
 {
-    char state[16], node[sizeof a->node], run[sizeof a->run_id];
-    int attempt, moves, used = 0;
+    char state[16], node[sizeof a->node], run[sizeof a->run_id], died[sizeof a->died] = "-";
+    int attempt, moves, used = 0, used2 = 0;
     int64_t at, tick;
     if (strlen(field) >= sizeof a->field || strlen(value) >= sizeof a->value)
         return false;
@@ -114,10 +114,15 @@ bool assign_parse(const char *field, const char *value, struct assign *a)
     /* widths: sizeof - 1 of each buffer */
     if (sscanf(value, "%15s %159s %d %" SCNd64 " %95s %d%n", state, node, &attempt, &at, run,
                &moves, &used) != 6 ||
-        value[used] != '\0' || attempt < 1 || at < 0 || moves < 0)
+        attempt < 1 || at < 0 || moves < 0)
+        return false;
+    /* the 7th part (who died before starting it) is absent from an older
+     * baton's values */
+    if (value[used] != '\0' &&
+        (sscanf(value + used, " %159s%n", died, &used2) != 1 || value[used + used2] != '\0'))
         return false;
     int s = -1;
-    for (int i = 0; i <= ASSIGN_STARTED; i++)
+    for (int i = 0; i <= ASSIGN_RETRY; i++)
         if (strcmp(state, state_names[i]) == 0)
             s = i;
     char *end = NULL;
@@ -130,6 +135,8 @@ bool assign_parse(const char *field, const char *value, struct assign *a)
     snprintf(a->value, sizeof a->value, "%s", value);
     snprintf(a->node, sizeof a->node, "%s", node);
     snprintf(a->run_id, sizeof a->run_id, "%s", run);
+    if (strcmp(died, "-") != 0)
+        snprintf(a->died, sizeof a->died, "%s", died);
     a->tick = tick;
     a->state = (enum assign_state)s;
     a->attempt = attempt;
@@ -140,9 +147,9 @@ bool assign_parse(const char *field, const char *value, struct assign *a)
 
 bool assign_format(struct assign *a)
 {
-    int n =
-        snprintf(a->value, sizeof a->value, "%s %s %d %" PRId64 " %s %d",
-                 assign_state_name(a->state), a->node, a->attempt, a->at_ms, a->run_id, a->moves);
+    int n = snprintf(a->value, sizeof a->value, "%s %s %d %" PRId64 " %s %d %s",
+                     assign_state_name(a->state), a->node, a->attempt, a->at_ms, a->run_id,
+                     a->moves, a->died[0] != '\0' ? a->died : "-");
     return n > 0 && (size_t)n < sizeof a->value;
 }
 
@@ -154,32 +161,55 @@ bool assign_format(struct assign *a)
     "local t = redis.call('time')\n"                                                               \
     "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
 
-/* parse(v) -> state, node, attempt, at, run, moves; reofferable(v, busy):
- * an offer past its deadline, or a run whose registration is gone. */
+/* parse(v) -> state, node, attempt, at, run, moves, died (the node that
+ * accepted it and died before starting it, or '-'; absent from an older
+ * baton's values); reofferable(v, busy): the claim's marker, an offer past
+ * its deadline, a retry due, or a run whose registration is gone;
+ * unindex(job, akey): job leaves the index once akey is empty. */
 #define PARSE_LUA                                                                                  \
     "local function parse(v)\n"                                                                    \
-    "  return string.match(v, '^(%S+) (%S+) (%d+) (%d+) (%S+) (%d+)$')\n"                          \
+    "  local s, node, att, at, run, moves, rest =\n"                                               \
+    "    string.match(v, '^(%S+) (%S+) (%d+) (%d+) (%S+) (%d+)(.*)$')\n"                           \
+    "  if not s then return nil end\n"                                                             \
+    "  local died = '-'\n"                                                                         \
+    "  if rest ~= '' then\n"                                                                       \
+    "    died = string.match(rest, '^ (%S+)$')\n"                                                  \
+    "    if not died then return nil end\n"                                                        \
+    "  end\n"                                                                                      \
+    "  return s, node, att, at, run, moves, died\n"                                                \
     "end\n"                                                                                        \
     "local function reofferable(v, busy)\n"                                                        \
     "  local s, node, _, at, run = parse(v)\n"                                                     \
     "  if not s then return false end\n"                                                           \
-    "  if s == 'offered' then return tonumber(at) <= now end\n"                                    \
+    "  if s == 'claimed' then return true end\n"                                                   \
+    "  if s == 'offered' or s == 'retry' then return tonumber(at) <= now end\n"                    \
     "  local sc = redis.call('zscore', busy, node .. '/' .. run)\n"                                \
     "  return not sc or tonumber(sc) <= now\n"                                                     \
+    "end\n"                                                                                        \
+    "local function unindex(index, job, akey)\n"                                                   \
+    "  if redis.call('hlen', akey) == 0 then redis.call('srem', index, job) end\n"                 \
     "end\n"
 
-/* KEYS: leader, busy:J, assign:J. ARGV: token, field, expect ('' none),
- * from ('' none), prefix, job, mode (offer, drop), and for an offer node,
- * attempt, run_id, moves, offer_ms, events channel. Returns {-1} not the
+/* KEYS: leader, busy:J, assign:J. ARGV: token, field, expect ('' none,
+ * 'claimed' the claim's marker of run_id, or a value), from ('' none),
+ * prefix, job, mode (offer, drop), and for an offer node, attempt, run_id,
+ * moves, offer_ms, events channel, died ('-' none). Returns {-1} not the
  * leader, {0} not done, {1, value} done. */
 static const char offer_src[] =
     "if redis.call('get', KEYS[1]) ~= ARGV[1] then return {-1} end\n" NOW_LUA PARSE_LUA
+    "local index = ARGV[5] .. 'assigned'\n"
     "local cur = redis.call('hget', KEYS[3], ARGV[2])\n"
     "if ARGV[3] == '' then\n"
     "  if cur then return {0} end\n"
     "else\n"
-    "  if cur ~= ARGV[3] or not reofferable(cur, KEYS[2]) then return {0} end\n"
-    "  local _, node, _, _, run = parse(cur)\n"
+    "  if not cur then return {0} end\n"
+    "  local s, node, _, _, run = parse(cur)\n"
+    "  if not s then return {0} end\n"
+    "  if ARGV[3] == 'claimed' then\n"
+    "    if s ~= 'claimed' or run ~= ARGV[10] then return {0} end\n"
+    "  elseif cur ~= ARGV[3] or not reofferable(cur, KEYS[2]) then\n"
+    "    return {0}\n"
+    "  end\n"
     "  redis.call('zrem', KEYS[2], node .. '/' .. run)\n"
     "  redis.call('zrem', ARGV[5] .. 'offers:' .. node, ARGV[6] .. ' ' .. ARGV[2])\n"
     "  redis.call('zrem', ARGV[5] .. 'load:' .. node, ARGV[6] .. ' ' .. run)\n"
@@ -187,12 +217,14 @@ static const char offer_src[] =
     "if ARGV[4] ~= '' then redis.call('zrem', KEYS[2], ARGV[4]) end\n"
     "if ARGV[7] == 'drop' then\n"
     "  redis.call('hdel', KEYS[3], ARGV[2])\n"
+    "  unindex(index, ARGV[6], KEYS[3])\n"
     "  return {1, ''}\n"
     "end\n"
     "local dl = now + tonumber(ARGV[12])\n"
     "local v = 'offered ' .. ARGV[8] .. ' ' .. ARGV[9] .. ' ' .. dl .. ' ' .. ARGV[10] ..\n"
-    "          ' ' .. ARGV[11]\n"
+    "          ' ' .. ARGV[11] .. ' ' .. ARGV[14]\n"
     "redis.call('hset', KEYS[3], ARGV[2], v)\n"
+    "redis.call('sadd', index, ARGV[6])\n"
     "redis.call('zadd', KEYS[2], dl, ARGV[8] .. '/' .. ARGV[10])\n"
     "if redis.call('pttl', KEYS[2]) < tonumber(ARGV[12]) + 3600000 then\n"
     "  redis.call('pexpire', KEYS[2], tonumber(ARGV[12]) + 3600000)\n"
@@ -203,6 +235,42 @@ static const char offer_src[] =
     "redis.call('pexpire', offers, tonumber(ARGV[12]) + 3600000)\n"
     "redis.call('publish', ARGV[13], 'offer ' .. ARGV[8])\n"
     "return {1, v}\n";
+
+/* KEYS: leader, busy:J, assign:J. ARGV: token, tick (the marker's field),
+ * run_id (the marker's), prefix, job, offer_ms, events channel, then
+ * node, run_id pairs. Returns {-1} not the leader, {0} no such marker,
+ * {1, n}: the marker replaced by n offers "<tick>/<node>" (those not
+ * there yet). */
+static const char offer_all_src[] =
+    "if redis.call('get', KEYS[1]) ~= ARGV[1] then return {-1} end\n" NOW_LUA PARSE_LUA
+    "local index = ARGV[4] .. 'assigned'\n"
+    "local cur = redis.call('hget', KEYS[3], ARGV[2])\n"
+    "if not cur then return {0} end\n"
+    "local s, node, att, _, run = parse(cur)\n"
+    "if s ~= 'claimed' or run ~= ARGV[3] then return {0} end\n"
+    "redis.call('zrem', KEYS[2], node .. '/' .. run)\n"
+    "redis.call('hdel', KEYS[3], ARGV[2])\n"
+    "local dl = now + tonumber(ARGV[6])\n"
+    "local n = 0\n"
+    "for i = 8, #ARGV - 1, 2 do\n"
+    "  local field = ARGV[2] .. '/' .. ARGV[i]\n"
+    "  if redis.call('hexists', KEYS[3], field) == 0 then\n"
+    "    redis.call('hset', KEYS[3], field, 'offered ' .. ARGV[i] .. ' ' .. att .. ' ' .. dl ..\n"
+    "               ' ' .. ARGV[i + 1] .. ' 0 -')\n"
+    "    redis.call('zadd', KEYS[2], dl, ARGV[i] .. '/' .. ARGV[i + 1])\n"
+    "    local offers = ARGV[4] .. 'offers:' .. ARGV[i]\n"
+    "    redis.call('zremrangebyscore', offers, '-inf', now)\n"
+    "    redis.call('zadd', offers, dl, ARGV[5] .. ' ' .. field)\n"
+    "    redis.call('pexpire', offers, tonumber(ARGV[6]) + 3600000)\n"
+    "    redis.call('publish', ARGV[7], 'offer ' .. ARGV[i])\n"
+    "    n = n + 1\n"
+    "  end\n"
+    "end\n"
+    "if redis.call('pttl', KEYS[2]) < tonumber(ARGV[6]) + 3600000 then\n"
+    "  redis.call('pexpire', KEYS[2], tonumber(ARGV[6]) + 3600000)\n"
+    "end\n"
+    "unindex(index, ARGV[5], KEYS[3])\n"
+    "return {1, n}\n";
 
 /* The capacity in use of node: its accepted runs whose registration is
  * alive (the others pruned when prune is true). */
@@ -224,8 +292,8 @@ static const char offer_src[] =
 static const char accept_src[] = NOW_LUA PARSE_LUA LOAD_LUA
     "local offer = ARGV[5] .. ' ' .. ARGV[1]\n"
     "local cur = redis.call('hget', KEYS[2], ARGV[1])\n"
-    "local s, node, att, at, run, moves\n"
-    "if cur then s, node, att, at, run, moves = parse(cur) end\n"
+    "local s, node, att, at, run, moves, died\n"
+    "if cur then s, node, att, at, run, moves, died = parse(cur) end\n"
     "if not s or s ~= 'offered' or node ~= ARGV[2] or tonumber(at) <= now then\n"
     "  redis.call('zrem', KEYS[3], offer)\n"
     "  return {0}\n"
@@ -238,42 +306,81 @@ static const char accept_src[] = NOW_LUA PARSE_LUA LOAD_LUA
     "  redis.call('pexpire', KEYS[1], tonumber(ARGV[4]) + 3600000)\n"
     "end\n"
     "redis.call('zadd', KEYS[4], now, ARGV[5] .. ' ' .. run)\n"
-    "local v = 'accepted ' .. node .. ' ' .. att .. ' ' .. now .. ' ' .. run .. ' ' .. moves\n"
+    "local v = 'accepted ' .. node .. ' ' .. att .. ' ' .. now .. ' ' .. run .. ' ' .. moves ..\n"
+    "          ' ' .. died\n"
     "redis.call('hset', KEYS[2], ARGV[1], v)\n"
     "return {1, v}\n";
 
-/* KEYS: busy:J, assign:J. ARGV: field, value (accepted, as accepted).
- * Returns 1 (started), 0 (no longer this run's). */
+/* KEYS: busy:J, assign:J, paused, load:N. ARGV: field, value (accepted,
+ * as accepted), job. Returns 1 (started), 0 (no longer this run's), 2
+ * (the job is paused, or resumed without catch-up past the tick: the
+ * assignment is handed back as the claim's marker, "claimed <node> ...",
+ * its registration and capacity freed, for the leader to keep while the
+ * pause lasts). */
 static const char started_src[] = NOW_LUA PARSE_LUA
     "if redis.call('hget', KEYS[2], ARGV[1]) ~= ARGV[2] or reofferable(ARGV[2], KEYS[1]) then\n"
     "  return 0\n"
+    "end\n"
+    "local tick = tonumber(string.match(ARGV[1], '^%d+'))\n"
+    "for _, name in ipairs({ARGV[3], '*'}) do\n"
+    "  local raw = redis.call('hget', KEYS[3], name)\n"
+    "  local ok, e = false, nil\n"
+    "  if raw then ok, e = pcall(cjson.decode, raw) end\n"
+    "  if ok and type(e) == 'table' and (e.state == 'paused' or\n"
+    "      (e.state == 'resumed' and tonumber(e.at) and tonumber(e.at) >= tick)) then\n"
+    "    local _, node, att, _, run, moves, died = parse(ARGV[2])\n"
+    "    redis.call('zrem', KEYS[1], node .. '/' .. run)\n"
+    "    redis.call('zrem', KEYS[4], ARGV[3] .. ' ' .. run)\n"
+    "    redis.call('hset', KEYS[2], ARGV[1], 'claimed ' .. node .. ' ' .. att .. ' ' .. now ..\n"
+    "               ' ' .. run .. ' ' .. moves .. ' ' .. died)\n"
+    "    return 2\n"
+    "  end\n"
     "end\n"
     "redis.call('hset', KEYS[2], ARGV[1], 'started' .. string.sub(ARGV[2], 9))\n"
     "return 1\n";
 
 /* KEYS: busy:J, assign:J, load:N. ARGV: field, node, run_id, job, ended
- * channel. */
-static const char end_src[] = PARSE_LUA
+ * channel, retry delay ms ('' none), the index key. */
+static const char end_src[] = NOW_LUA PARSE_LUA
     "redis.call('zrem', KEYS[1], ARGV[2] .. '/' .. ARGV[3])\n"
     "redis.call('zrem', KEYS[3], ARGV[4] .. ' ' .. ARGV[3])\n"
     "local cur = redis.call('hget', KEYS[2], ARGV[1])\n"
     "if cur then\n"
-    "  local _, node, _, _, run = parse(cur)\n"
-    "  if node == ARGV[2] and run == ARGV[3] then redis.call('hdel', KEYS[2], ARGV[1]) end\n"
+    "  local _, node, att, _, run, moves, died = parse(cur)\n"
+    "  if node == ARGV[2] and run == ARGV[3] then\n"
+    "    if ARGV[6] ~= '' then\n"
+    "      redis.call('hset', KEYS[2], ARGV[1], 'retry ' .. node .. ' ' .. att .. ' ' ..\n"
+    "                 (now + tonumber(ARGV[6])) .. ' ' .. run .. ' ' .. moves .. ' ' .. died)\n"
+    "    else\n"
+    "      redis.call('hdel', KEYS[2], ARGV[1])\n"
+    "      unindex(ARGV[7], ARGV[4], KEYS[2])\n"
+    "    end\n"
+    "  end\n"
     "end\n"
     "redis.call('publish', ARGV[5], 'ended ' .. ARGV[4])\n"
     "return 1\n";
 
-/* KEYS: assign:J, busy:J. ARGV: max. Returns {now, field, value, alive,
- * ...}. */
+/* KEYS: the index (assigned). ARGV: prefix, max, due ('1': only those
+ * that need the leader). Returns {now, job, field, value, alive, ...} of
+ * every job the index names (a job whose hash is empty leaves it), at
+ * most max assignments. */
 static const char list_src[] =
-    NOW_LUA PARSE_LUA "local out = {now}\n"
-                      "local all = redis.call('hgetall', KEYS[1])\n"
-                      "for i = 1, #all, 2 do\n"
-                      "  if #out >= 1 + 3 * tonumber(ARGV[1]) then break end\n"
-                      "  out[#out + 1] = all[i]\n"
-                      "  out[#out + 1] = all[i + 1]\n"
-                      "  out[#out + 1] = reofferable(all[i + 1], KEYS[2]) and 0 or 1\n"
+    NOW_LUA PARSE_LUA "local out, n = {now}, 0\n"
+                      "for _, job in ipairs(redis.call('smembers', KEYS[1])) do\n"
+                      "  local akey = ARGV[1] .. 'assign:' .. job\n"
+                      "  local all = redis.call('hgetall', akey)\n"
+                      "  if #all == 0 then redis.call('srem', KEYS[1], job) end\n"
+                      "  for i = 1, #all, 2 do\n"
+                      "    if n >= tonumber(ARGV[2]) then return out end\n"
+                      "    local due = reofferable(all[i + 1], ARGV[1] .. 'busy:' .. job)\n"
+                      "    if due or ARGV[3] ~= '1' then\n"
+                      "      out[#out + 1] = job\n"
+                      "      out[#out + 1] = all[i]\n"
+                      "      out[#out + 1] = all[i + 1]\n"
+                      "      out[#out + 1] = due and 0 or 1\n"
+                      "      n = n + 1\n"
+                      "    end\n"
+                      "  end\n"
                       "end\n"
                       "return out\n";
 
@@ -345,7 +452,7 @@ static int offer_or_drop(struct baton_client *c, const char *group, const char *
     snprintf(attempt, sizeof attempt, "%d", a->attempt);
     snprintf(moves, sizeof moves, "%d", a->moves);
     snprintf(ms, sizeof ms, "%" PRId64, offer_ms);
-    const char *args[13] = {token,
+    const char *args[14] = {token,
                             a->field,
                             expect != NULL ? expect : "",
                             from != NULL ? from : "",
@@ -357,14 +464,15 @@ static int offer_or_drop(struct baton_client *c, const char *group, const char *
                             a->run_id,
                             moves,
                             ms,
-                            chan};
+                            chan,
+                            a->died[0] != '\0' ? a->died : "-"};
     /* the leader key is given whole: group_key() would prefix it */
     char *keys[3] = {NULL, group_key(group, "busy:%s", job), group_key(group, "assign:%s", job)};
     int rc = BATON_ENOMEM;
     if (keys[1] == NULL || keys[2] == NULL)
         goto out;
     const char *kk[3] = {leader_key, keys[1], keys[2]};
-    rc = baton_client_eval(c, offer_src, 3, kk, 13, args, &r);
+    rc = baton_client_eval(c, offer_src, 3, kk, 14, args, &r);
     if (rc != BATON_OK)
         goto out;
     long long code = elem_int(r, 0);
@@ -392,6 +500,45 @@ int assign_offer(struct baton_client *c, const char *group, const char *job, con
 {
     a->state = ASSIGN_OFFERED;
     return offer_or_drop(c, group, job, leader_key, token, from, expect, a, offer_ms, false);
+}
+
+int assign_offer_all(struct baton_client *c, const char *group, const char *job,
+                     const char *leader_key, const char *token, const struct assign *m,
+                     const char *const *nodes, const char *const *run_ids, size_t n,
+                     int64_t offer_ms, size_t *offered)
+{
+    char prefix[160], ms[24];
+    char *chan = group_key(group, "events");
+    char *busy = group_key(group, "busy:%s", job), *akey = group_key(group, "assign:%s", job);
+    const char **args = calloc(7 + 2 * n, sizeof *args);
+    struct baton_reply *r = NULL;
+    int rc = BATON_ENOMEM;
+    *offered = 0;
+    if (chan == NULL || busy == NULL || akey == NULL || args == NULL)
+        goto out;
+    snprintf(prefix, sizeof prefix, "baton:{%s}:", group);
+    snprintf(ms, sizeof ms, "%" PRId64, offer_ms);
+    const char *fixed[7] = {token, m->field, m->run_id, prefix, job, ms, chan};
+    memcpy(args, fixed, sizeof fixed);
+    for (size_t i = 0; i < n; i++) {
+        args[7 + 2 * i] = nodes[i];
+        args[8 + 2 * i] = run_ids[i];
+    }
+    const char *keys[3] = {leader_key, busy, akey};
+    rc = baton_client_eval(c, offer_all_src, 3, keys, 7 + 2 * (int)n, args, &r);
+    if (rc != BATON_OK)
+        goto out;
+    long long code = elem_int(r, 0), k = elem_int(r, 1);
+    rc = code == -1 ? BATON_ELOST : code == 0 ? 0 : code == 1 && k >= 0 ? 1 : BATON_EPROTO;
+    if (rc == 1)
+        *offered = (size_t)k;
+out:
+    baton_reply_free(r);
+    free(args);
+    free(chan);
+    free(busy);
+    free(akey);
+    return rc;
 }
 
 int assign_drop(struct baton_client *c, const char *group, const char *job, const char *leader_key,
@@ -433,62 +580,82 @@ out:
 int assign_started(struct baton_client *c, const char *group, const char *job,
                    const struct assign *a)
 {
-    const char *kf[2] = {"busy", "assign"};
-    const char *ka[2] = {job, job};
-    const char *args[2] = {a->field, a->value};
+    char *keys[4] = {group_key(group, "busy:%s", job), group_key(group, "assign:%s", job),
+                     group_key(group, "paused"), group_key(group, "load:%s", a->node)};
+    const char *args[3] = {a->field, a->value, job};
     struct baton_reply *r = NULL;
-    int rc = eval_keys(c, started_src, group, kf, ka, 2, args, 2, &r);
+    int rc = BATON_ENOMEM;
+    if (keys[0] != NULL && keys[1] != NULL && keys[2] != NULL && keys[3] != NULL)
+        rc = baton_client_eval(c, started_src, 4, (const char *const *)keys, 3, args, &r);
     if (rc == BATON_OK)
-        rc = r->type != BATON_REPLY_INTEGER ? BATON_EPROTO
-             : r->integer == 1              ? BATON_OK
-                                            : BATON_ELOST;
+        rc = r == NULL || r->type != BATON_REPLY_INTEGER ? BATON_EPROTO
+             : r->integer == 1                           ? BATON_OK
+             : r->integer == 2                           ? ASSIGN_PAUSED
+                                                         : BATON_ELOST;
+    for (int i = 0; i < 4; i++)
+        free(keys[i]);
     baton_reply_free(r);
     return rc;
 }
 
 int assign_end(struct baton_client *c, const char *group, const char *job, const char *field,
-               const char *node, const char *run_id)
+               const char *node, const char *run_id, int64_t retry_ms)
 {
-    char *chan = group_key(group, "ended");
-    if (chan == NULL)
-        return BATON_ENOMEM;
+    char *chan = group_key(group, "ended"), *index = group_key(group, "assigned");
+    char retry[24] = "";
+    int rc = BATON_ENOMEM;
+    struct baton_reply *r = NULL;
+    if (chan == NULL || index == NULL)
+        goto out;
+    if (retry_ms >= 0)
+        snprintf(retry, sizeof retry, "%" PRId64, retry_ms);
     const char *kf[3] = {"busy", "assign", "load"};
     const char *ka[3] = {job, job, node};
-    const char *args[5] = {field, node, run_id, job, chan};
-    struct baton_reply *r = NULL;
-    int rc = eval_keys(c, end_src, group, kf, ka, 3, args, 5, &r);
+    const char *args[7] = {field, node, run_id, job, chan, retry, index};
+    rc = eval_keys(c, end_src, group, kf, ka, 3, args, 7, &r);
+out:
     baton_reply_free(r);
     free(chan);
+    free(index);
     return rc;
 }
 
-int assign_list(struct baton_client *c, const char *group, const char *job, struct assign *v,
-                bool *alive, size_t max, size_t *n, int64_t *now_ms)
+int assign_list_all(struct baton_client *c, const char *group, struct assign *v, bool *alive,
+                    size_t max, bool due_only, size_t *n, int64_t *now_ms)
 {
-    char m[24];
-    snprintf(m, sizeof m, "%zu", max);
-    const char *kf[2] = {"assign", "busy"};
-    const char *ka[2] = {job, job};
-    const char *args[1] = {m};
+    char m[24], prefix[160];
+    char *index = group_key(group, "assigned");
     struct baton_reply *r = NULL;
+    int rc = BATON_ENOMEM;
     *n = 0;
-    int rc = eval_keys(c, list_src, group, kf, ka, 2, args, 1, &r);
+    if (index == NULL)
+        return rc;
+    snprintf(m, sizeof m, "%zu", max);
+    snprintf(prefix, sizeof prefix, "baton:{%s}:", group);
+    const char *keys[1] = {index};
+    const char *args[3] = {prefix, m, due_only ? "1" : "0"};
+    rc = baton_client_eval(c, list_src, 1, keys, 3, args, &r);
+    if (rc == BATON_OK && r == NULL)
+        rc = BATON_EPROTO;
     if (rc != BATON_OK)
         goto out;
-    if (elem_int(r, 0) < 0 || (r->elements - 1) % 3 != 0) {
+    if (elem_int(r, 0) < 0 || (r->elements - 1) % 4 != 0) {
         rc = BATON_EPROTO;
         goto out;
     }
     *now_ms = elem_int(r, 0);
-    for (size_t i = 1; i + 2 < r->elements && *n < max; i += 3) {
-        const char *f = elem_str(r, i), *val = elem_str(r, i + 1);
-        if (f == NULL || val == NULL || !assign_parse(f, val, &v[*n]))
+    for (size_t i = 1; i + 3 < r->elements && *n < max; i += 4) {
+        const char *j = elem_str(r, i), *f = elem_str(r, i + 1), *val = elem_str(r, i + 2);
+        if (j == NULL || f == NULL || val == NULL || strlen(j) >= sizeof v[*n].job ||
+            !assign_parse(f, val, &v[*n]))
             continue; /* not an assignment's: left alone */
-        alive[*n] = elem_int(r, i + 2) == 1;
+        snprintf(v[*n].job, sizeof v[*n].job, "%s", j);
+        alive[*n] = elem_int(r, i + 3) == 1;
         (*n)++;
     }
 out:
     baton_reply_free(r);
+    free(index);
     return rc;
 }
 

@@ -6,15 +6,24 @@
  *
  * Keys (group G, job J, node N; keys.h):
  *   baton:{G}:assign:J  hash: field -> "<state> <node> <attempt> <at_ms>
- *                       <run_id> <moves>", one per tick dispatched and not
- *                       yet ended; field "<tick>" (run_on: any, labels) or
- *                       "<tick>/<node>" (run_on: all: one per node and
- *                       tick). state: offered (at_ms: the offer's
- *                       deadline), accepted (at_ms: when; the member may
- *                       not have started the command), started (the member
- *                       is about to exec it, or did); moves: how many
- *                       times the tick was offered again (an offer that
- *                       expired, a member lost)
+ *                       <run_id> <moves> <died>", one per tick dispatched
+ *                       and not yet ended; field "<tick>" (run_on: any,
+ *                       labels) or "<tick>/<node>" (run_on: all: one per
+ *                       node and tick). state: claimed (the claim's marker,
+ *                       written by the claim script itself: node is the
+ *                       leader that claimed it, at_ms when), offered
+ *                       (at_ms: the offer's deadline), accepted (at_ms:
+ *                       when; the member may not have started the
+ *                       command), started (the member is about to exec it,
+ *                       or did), retry (the run failed on node, which
+ *                       recorded it: attempt + 1 is due at at_ms); moves:
+ *                       how many times the tick was offered again (an
+ *                       offer that expired, a member lost); died: the
+ *                       member that accepted it and was lost before
+ *                       starting it ('-': none; absent in an older
+ *                       baton's values)
+ *   baton:{G}:assigned  set: the jobs whose assign:J has a field (the
+ *                       leader reads them all in one call)
  *   baton:{G}:offers:N  zset: "<job> <field>" offered to N, by deadline
  *   baton:{G}:load:N    zset: "<job> <run_id>" of the runs N accepted
  *                       (its capacity in use), by the time accepted
@@ -29,14 +38,20 @@
  * The protocol:
  *  1. The leader claims tick T of J as for its own runs (claim.h: the
  *     mark, forbid and busy, catch-up unchanged), registering
- *     "<leader>/<run_id>" under its lease. It then chooses a member
+ *     "<leader>/<run_id>" under its lease; the same script writes the
+ *     tick's marker (claimed) in assign:J, so that a claimed tick is never
+ *     without an entry, whatever dies when. It then chooses a member
  *     (assign_choose(): alive, carrying the job's labels, the least loaded
  *     relative to its capacity, counting accepted runs and outstanding
  *     offers read from Redis, never remembered) and offers the tick
  *     (assign_offer(), under its token): the claim's registration becomes
  *     "<node>/<run_id>" until the deadline, so that a forbid job sees the
  *     tick alive while it is offered, and "offer <node>" is published on
- *     the group's events channel.
+ *     the group's events channel. The first offer takes the marker
+ *     (expect "claimed"), so it is made once, by whichever leader reads
+ *     the marker first; a tick the leader records itself (not started,
+ *     aged out) is recorded only after its marker is dropped (assign_drop
+ *     "claimed").
  *  2. The member hears the offer (or finds it at its next poll of
  *     offers:N) and accepts it (assign_accept()): only while it is still
  *     offered to it, before the deadline, and with load:N under its
@@ -48,9 +63,12 @@
  *     does not start it.
  *  3. At the run's end the member writes the history record (its node,
  *     the dispatch delay) and ends the assignment (assign_end(): removes
- *     the registration, the load entry and the field; "ended <job>").
- *  4. The leader (or the next one: it reads assign:J of every dispatched
- *     job) looks at what is outstanding: an offer past its deadline, or an
+ *     the registration, the load entry and the field; "ended <job>"); a
+ *     run that failed, with retries left, is handed back as a retry due
+ *     after the job's backoff instead of removed.
+ *  4. The leader (or the next one: it reads assign:J of every job the
+ *     index names, in one call) looks at what is outstanding: a marker, a
+ *     retry due, an offer past its deadline, or an
  *     accepted or started run whose registration is gone (its member was
  *     cut off, frozen, killed: its shim stopped the command before the
  *     registration could pass), is offered again or dropped with
@@ -62,13 +80,17 @@
  *     offered again. A run lost after `started` is recorded lost (with its
  *     node) and offered again as a retry per `retries`; one lost while
  *     only accepted never started: it is offered again once, regardless
- *     of retries, and its record says so.
+ *     of retries, with died naming that member (its record says so); a
+ *     second member lost so: recorded not started, naming both.
  *  5. A member that leaves (SIGTERM) stops accepting at once, finishes
  *     what it started within shutdown_grace, and its offers not yet
  *     accepted expire and are offered elsewhere.
- * run_on: all offers field "<tick>/<node>" to each alive member at the
- * tick; such an offer is never moved to another node (it expires: the
- * node was gone or full, and the leader records it not started). */
+ * run_on: all offers field "<tick>/<node>" to each alive member carrying
+ * the labels when the marker is offered (assign_offer_all: the marker and
+ * every offer in one script); such an offer is never moved to another
+ * node: one that expires (the node was gone or full), or a run accepted
+ * and lost before its start, is recorded not started, a run lost while it
+ * ran is recorded lost, and a failed one's retry goes to the same node. */
 #ifndef BATON_ASSIGN_H
 #define BATON_ASSIGN_H
 
@@ -82,7 +104,8 @@
 #define ASSIGN_LABELS_MAX 16   /* labels of a node, and of a job's run_on */
 #define ASSIGN_LABEL_MAX  64   /* characters of a label */
 #define ASSIGN_FIELD_MAX  224  /* "<tick>/<node>" */
-#define ASSIGN_VALUE_MAX  384
+#define ASSIGN_VALUE_MAX  544
+#define ASSIGN_JOB_MAX    129 /* JOB_NAME_MAX + 1 */
 
 /* ---- the choice: a pure function ---- */
 
@@ -114,7 +137,13 @@ uint64_t assign_seed(const char *job, int64_t tick, const char *salt);
 
 /* ---- an assignment's value ---- */
 
-enum assign_state { ASSIGN_OFFERED, ASSIGN_ACCEPTED, ASSIGN_STARTED };
+enum assign_state {
+    ASSIGN_OFFERED,
+    ASSIGN_ACCEPTED,
+    ASSIGN_STARTED,
+    ASSIGN_CLAIMED, /* the claim's marker: claimed, not yet offered */
+    ASSIGN_RETRY,   /* its run failed on node: attempt + 1 is offered at at_ms */
+};
 
 struct assign {
     char field[ASSIGN_FIELD_MAX]; /* "<tick>" or "<tick>/<node>" */
@@ -125,7 +154,10 @@ struct assign {
     int64_t at_ms; /* offered: the deadline; accepted, started: when accepted */
     char run_id[96];
     int moves;
+    char died[160];               /* the member that accepted it and died before starting it
+                                     ("": none) */
     char value[ASSIGN_VALUE_MAX]; /* as read: what a compare-and-set expects */
+    char job[ASSIGN_JOB_MAX];     /* assign_list_all(): its job */
 };
 
 /* Parses field and value into *a. Returns false when they are not an
@@ -139,12 +171,14 @@ const char *assign_state_name(enum assign_state s);
 /* ---- the scripts (one server) ---- */
 
 /* Offers a's tick to a->node (a->state offered; a->at_ms: ignored, the
- * deadline is the server's now + offer_ms), under the leader's token:
- * expect NULL: no assignment of a->field may exist (a first offer), and
- * from, the claim's registration ("<leader>/<run_id>"), is replaced by
- * the offer's; expect a value read before: only while the field still
- * holds it and it is re-offerable (an offer past its deadline; accepted or
- * started with its registration gone). Publishes "offer <node>" on chan.
+ * deadline is the server's now + offer_ms; a->died carried), under the
+ * leader's token: expect NULL: no assignment of a->field may exist, and
+ * from (may be NULL), a registration, is replaced by the offer's; expect
+ * "claimed": only while the field holds the claim's marker of a->run_id
+ * (its registration is replaced); expect a value read before: only while
+ * the field still holds it and it is re-offerable (an offer past its
+ * deadline, a retry due; accepted or started with its registration
+ * gone), whose registration is replaced. Publishes "offer <node>".
  * Returns 1 (offered; a->value and a->at_ms are the new ones), 0 (not:
  * the value changed, or not re-offerable), BATON_ELOST (not the leader),
  * or another BATON_E* code. */
@@ -152,8 +186,20 @@ int assign_offer(struct baton_client *c, const char *group, const char *job, con
                  const char *token, const char *from, const char *expect, struct assign *a,
                  int64_t offer_ms);
 
-/* Drops a (expect: its value as read) under the leader's token, on the
- * same conditions as a re-offer: the field is removed. Returns 1, 0 (not
+/* run_on: all: replaces the claim's marker m (its field "<tick>", its
+ * run id) by an offer "<tick>/<node>" to each of the n nodes (run id
+ * run_ids[i]), in one script under the leader's token; a node's field
+ * already there is left as it is (a retry of an answer lost). n == 0 drops
+ * the marker. Returns 1 (*offered: how many made), 0 (no such marker:
+ * offered or dropped before), BATON_ELOST or BATON_E*. */
+int assign_offer_all(struct baton_client *c, const char *group, const char *job,
+                     const char *leader_key, const char *token, const struct assign *m,
+                     const char *const *nodes, const char *const *run_ids, size_t n,
+                     int64_t offer_ms, size_t *offered);
+
+/* Drops a (expect: its value as read, or "claimed": the marker of
+ * a->run_id) under the leader's token, on the same conditions as an
+ * offer: the field and its registration are removed. Returns 1, 0 (not
  * dropped: changed or not re-offerable), BATON_ELOST or BATON_E*. */
 int assign_drop(struct baton_client *c, const char *group, const char *job, const char *leader_key,
                 const char *token, const char *expect, const struct assign *a);
@@ -172,22 +218,34 @@ enum assign_answer assign_accept(struct baton_client *c, const char *group, cons
                                  const char *field, const char *node, int64_t capacity,
                                  int64_t ttl_ms, struct assign *a);
 
-/* Marks a (accepted by this node) started, before its exec. Returns 0,
+/* Marks a (accepted by this node) started, before its exec, unless its
+ * job is paused (pause.h: paused, or resumed without catch-up past the
+ * tick): then the assignment goes back to the claim's marker (held by the
+ * leader until the pause ends: run then, or recorded skipped), atomically.
+ * Returns 0, ASSIGN_PAUSED (handed back: do not start it, record nothing),
  * BATON_ELOST (no longer this node's: do not start it) or BATON_E*. */
+#define ASSIGN_PAUSED 1
 int assign_started(struct baton_client *c, const char *group, const char *job,
                    const struct assign *a);
 
 /* The end of a's run on its node: unregisters it, frees its capacity,
- * removes the field (if still this run's) and publishes "ended <job>" on
- * the ended channel. Returns 0 or BATON_E*. */
+ * and (if the field is still this run's) removes the field, or, with
+ * retry_ms >= 0 (the run failed and the job's retries allow another
+ * attempt), makes it a retry due retry_ms from now, for the leader to
+ * offer elsewhere; publishes "ended <job>" on the ended channel. Returns
+ * 0 or BATON_E*. */
 int assign_end(struct baton_client *c, const char *group, const char *job, const char *field,
-               const char *node, const char *run_id);
+               const char *node, const char *run_id, int64_t retry_ms);
 
-/* Reads job's assignments (at most max): into v, *n. *now_ms: the
- * server's time of the read. alive[i]: the registration of v[i] is there.
- * Returns 0 or BATON_E*. */
-int assign_list(struct baton_client *c, const char *group, const char *job, struct assign *v,
-                bool *alive, size_t max, size_t *n, int64_t *now_ms);
+/* Reads the assignments of every job with one outstanding (at most max,
+ * in one call: the index baton:{G}:assigned names the jobs), or with
+ * due_only those that need the leader (a marker, a retry due, an offer
+ * past its deadline, a run whose registration is gone): into v (with
+ * their job), *n. *now_ms: the server's time of the read. alive[i]: v[i]
+ * needs nothing from the leader (a live registration, an offer or retry
+ * not yet due). Returns 0 or BATON_E*. */
+int assign_list_all(struct baton_client *c, const char *group, struct assign *v, bool *alive,
+                    size_t max, bool due_only, size_t *n, int64_t *now_ms);
 
 /* The offers to node not yet past their deadline, "<job> <field>" into
  * jobs/fields (each at most max, owned strings: free()). Returns 0 or

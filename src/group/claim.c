@@ -37,7 +37,12 @@
  * and registered by an earlier attempt with the same member (its answer
  * was lost), {5} claimed as skipped by such an attempt, {6} claimed to run
  * by such an attempt whose registration has expired, {7} not claimed:
- * max_running runs of J are alive, {8} not claimed: J's pool is full. */
+ * max_running runs of J are alive, {8} not claimed: J's pool is full.
+ * ARGV[7..9] (a job run on members; assign.h): its assign:J key ('' for
+ * the others), the index key, the job: a claim to run writes the tick's
+ * marker "claimed <node> 1 <now> <run_id> 0 -" there, so that the tick is
+ * offered by whichever leader reads it (one server: such jobs are refused
+ * over a quorum, so the keys built here share the slot). */
 static const char claim_src[] =
     "if redis.call('get', KEYS[1]) ~= ARGV[1] then return {-1} end\n" LIMITS_LUA(
         "3", "5", "5", "6") "if ARGV[3] == 'register' then\n"
@@ -96,6 +101,12 @@ static const char claim_src[] =
                          "local left = redis.call('pttl', KEYS[1])\n"
                          "redis.call('zadd', KEYS[3], now + left, ARGV[4])\n"
                          "redis.call('pexpire', KEYS[3], left + 3600000)\n"
+                         "if ARGV[7] ~= '' then\n"
+                         "  local node, run = string.match(ARGV[4], '^(.*)/([^/]*)$')\n"
+                         "  redis.call('hset', ARGV[7], ARGV[2],\n"
+                         "             'claimed ' .. node .. ' 1 ' .. now .. ' ' .. run .. ' 0 -')\n"
+                         "  redis.call('sadd', ARGV[8], ARGV[9])\n"
+                         "end\n"
                          "return {1, busy}\n";
 
 /* KEYS: busy:J, claimed:J. ARGV: member, tick. The answers of claim_src's
@@ -268,6 +279,7 @@ enum claim_result claim_tick(struct baton_client *c, const char *group, const ch
     static const char *const modes[] = {"run", "wait", "skip-if-busy", "skip", "register"};
     char *last = group_key(group, "last:%s", job), *busy = group_key(group, "busy:%s", job);
     char *claimed = group_key(group, "claimed:%s", job), *pool[LIMITS_POOL_MAX];
+    char *akey = NULL, *index = NULL;
     char tickbuf[24], maxbuf[24], poolbuf[24];
     const char *keys[4 + LIMITS_POOL_MAX];
     size_t npool = 0;
@@ -293,9 +305,14 @@ enum claim_result claim_tick(struct baton_client *c, const char *group, const ch
     keys[1] = last;
     keys[2] = busy;
     keys[3] = claimed;
-    const char *args[6] = {token, tickbuf, modes[mode], member != NULL ? member : "", maxbuf,
-                           poolbuf};
-    int rc = baton_client_eval_all(c, claim_src, 4 + (int)npool, keys, 6, args, &out->answers);
+    bool disp = lim != NULL && lim->dispatch && mode != CLAIM_REGISTER;
+    if (disp && ((akey = group_key(group, "assign:%s", job)) == NULL ||
+                 (index = group_key(group, "assigned")) == NULL))
+        goto out;
+    const char *args[9] = {token,  tickbuf, modes[mode],           member != NULL ? member : "",
+                           maxbuf, poolbuf, disp ? akey : "", disp ? index : "",
+                           job};
+    int rc = baton_client_eval_all(c, claim_src, 4 + (int)npool, keys, 9, args, &out->answers);
     if (rc != BATON_OK && out->answers == NULL) {
         snprintf(out->why, sizeof out->why, "%s", baton_client_errstr(c));
         goto out;
@@ -309,6 +326,8 @@ out:
     free(last);
     free(busy);
     free(claimed);
+    free(akey);
+    free(index);
     return res;
 }
 

@@ -19,7 +19,8 @@
  *                             answer's retry or lookup knows it, on every
  *                             master of a quorum)
  *   baton:{G}:assign:<job>    hash: the job's ticks dispatched to members
- *                             (assign.h; not written yet by the runner)
+ *                             (assign.h; claim.h writes a claim's marker)
+ *   baton:{G}:assigned        set: the jobs with an assign:<job> (assign.h)
  *   baton:{G}:offers:<node>   zset: offers to node, by deadline (assign.h)
  *   baton:{G}:load:<node>     zset: runs node accepted (assign.h)
  *   baton:{G}:runs:<job>      stream: the job's recent runs (history)

@@ -45,6 +45,9 @@ struct claim_limits {
     int pool_limit;               /* 0: no pool */
     const char *const *pool_jobs; /* the pool's jobs (the claimed one among them) */
     size_t npool;                 /* at most LIMITS_POOL_MAX */
+    /* Not a limit: the job runs on members (assign.h): a claim to run also
+     * writes the assignment's marker, in the same script. */
+    bool dispatch;
 };
 
 /* The Lua of the check, for the claim scripts: defines limits_full(now),

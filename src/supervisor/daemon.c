@@ -467,6 +467,7 @@ int daemon_run(const char *config_path)
         .control_poll_ms = d.cfg->poll_ms,
         .kill_margin_ns = KILL_MARGIN_MS * MS,
         .capacity = d.cfg->capacity,
+        .labels = (const char *const *)d.cfg->labels,
         .may_block = presence_may_block,
         .on_idle = on_runs_idle,
         .on_runs_changed = on_runs_changed,
@@ -474,7 +475,9 @@ int daemon_run(const char *config_path)
         .fault_start = fault != NULL && strcmp(fault, "start") == 0,
         .fault_stop_after_claim = fault != NULL && strcmp(fault, "stop-after-claim") == 0,
         .fault_stop_after_preclaim = fault != NULL && strcmp(fault, "stop-after-preclaim") == 0,
-        .fault_slow_prepare = fault != NULL && strcmp(fault, "slow-prepare") == 0};
+        .fault_slow_prepare = fault != NULL && strcmp(fault, "slow-prepare") == 0,
+        .fault_stop_before_offer = fault != NULL && strcmp(fault, "stop-before-offer") == 0,
+        .fault_stop_after_accept = fault != NULL && strcmp(fault, "stop-after-accept") == 0};
     struct hooks_host hh = {.log = d.log,
                             .loop = &d.loop,
                             .timer_id = T_HOOKS,

@@ -152,6 +152,9 @@
       "`job`, `scheduled_at`, `run_id`, `from`, `to`, `attempt`, `reason`",                        \
       "an offer not accepted in time, or a run whose member was lost before it started it, was "   \
       "offered to another member")                                                                 \
+    X(HANDED_BACK, "handed_back", INFO, "`job`, `scheduled_at`, `run_id`, `reason`",              \
+      "a tick this node accepted was paused before its instant: given back to the leader, "      \
+      "which holds it for the pause's end (run then, or recorded skipped)")                      \
     X(LOST, "lost", WARN, "`job`, `scheduled_at`, `run_id`, `member`, `attempt`, `then`",          \
       "a run on a member was lost (its registration lapsed while it ran): recorded lost, then "    \
       "retried on another member while `retries` allow")                                          \

@@ -1,5 +1,5 @@
-# test_fleet.sh -- jobs spread over the fleet (run_on: any and {labels};
-# dispatch.h), through three real supervisors and a real redis-server:
+# test_fleet.sh -- jobs spread over the fleet (run_on: any, {labels} and
+# all; dispatch.h), through real supervisors and a real redis-server:
 #   1. any: an every-second job for ~20 s on 3 nodes: every tick ran
 #      exactly once (the ledger) or is recorded, runs on more than one
 #      node, each record names its node and its dispatch delay;
@@ -13,7 +13,26 @@
 #      lost and retried elsewhere, never run twice at once;
 #   6. the leader is SIGKILLed while it runs a tick itself, then the next
 #      one SIGTERMed, while runs are out on members: no tick doubled, none
-#      missing (the dead leader's own run is recorded lost by the next).
+#      missing (the dead leader's own run is recorded lost by the next);
+#   7. the leader stops (SIGSTOP, then SIGKILL) between a tick's claim and
+#      its offer: the claim's marker is offered by the next leader, the
+#      tick runs once;
+#   8. a member accepts a tick and stops before starting it: the tick
+#      runs on another member once, and its record names the first;
+#   9. two members in turn accept a tick and die before starting it: the
+#      tick is recorded not started naming both, never offered a third
+#      time;
+#  10. a run that fails (exit 1, retries: 1) runs again on another member;
+#  11. 300 dispatched jobs, none due: the leader reads what is
+#      outstanding in one call per pass (Redis commands a second);
+#  12. baton trigger of a job run on members runs it on the leader (the
+#      request's protocol is the leader's; control.h), and is refused,
+#      saying so, when the leader lacks the job's labels;
+#  13. run_on: all and {labels: [w], all: true}: each tick once on every
+#      live (labelled) member, one record per (node, tick);
+#  14. a pause that comes after a tick's claim and its acceptance: the
+#      member hands it back at its instant instead of running it, and a
+#      resume without catch-up records it skipped.
 # FLEET_ONLY="1 4" runs those sections only (said; all by default).
 # Each section starts its own group and stops what it started, by pid.
 . "$BATON_TESTS_DIR/lib/harness.sh"
@@ -38,6 +57,37 @@ secs() { awk '{print $1}' "$1" | date -u -f - +%s; }
 # nodes_of FILE: the distinct nodes of the ledger (third column).
 nodes_of() { awk '{print $3}' "$1" | sort -u | tr '\n' ' '; }
 
+# ledger_jobs FILE RUN_ON [SCHEDULE [MORE]]: the jobs.yaml of the ledger
+# job (ledger.sh) into FILE: every second by default; MORE: shell after
+# its line (in $LEDGER).
+ledger_jobs() {
+    cat > "$1" <<EOF
+jobs:
+  - name: ledger
+    schedule: "${3:-* * * * * *}"
+    catchup: 1h
+    run_on: $2
+    shell: "echo \$BATON_SCHEDULED_AT \$BATON_FENCE \$BATON_NODE >> $LEDGER${4:-}"
+EOF
+}
+
+# wait_stopped NODE WHAT: waits (20 s at most) for NODE to stop itself
+# (BATON_TEST_FAULT: state T), or fails saying it never WHAT.
+wait_stopped() {
+    local deadline=$(( $(now_ms) + 20000 ))
+    until [ "$(ps -o stat= -p "$(pid_of "$1")" | cut -c1)" = T ]; do
+        [ "$(now_ms)" -lt "$deadline" ] || fail "$1 never $2"
+        sleep 0.02
+    done
+}
+# accepted_by NODE JOB: the tick (Unix s) of JOB that NODE has accepted,
+# from its assignment in Redis in group $G (a stopped node's log line may
+# not be written yet: its log's writer thread stopped too).
+accepted_by() {
+    rcli hgetall "baton:{$G}:assign:$2" |
+        awk -v n="$1" 'NR % 2 { f = $0; next } $1 == "accepted" && $2 == n { print f }'
+}
+
 only() { [ -z "${FLEET_ONLY:-}" ] || [[ " $FLEET_ONLY " == *" $1 "* ]]; }
 [ -z "${FLEET_ONLY:-}" ] || note "FLEET_ONLY: sections $FLEET_ONLY only"
 
@@ -45,14 +95,7 @@ only() { [ -z "${FLEET_ONLY:-}" ] || [[ " $FLEET_ONLY " == *" $1 "* ]]; }
 if only 1; then
 note "1. run_on: any over 3 nodes: every tick once, on more than one node"
 G=fa LEDGER=$T/any.txt PHASE=any
-cat > "$T/any.yaml" <<EOF
-jobs:
-  - name: ledger
-    schedule: "* * * * * *"
-    catchup: 1h
-    run_on: any
-    shell: "echo \$BATON_SCHEDULED_AT \$BATON_FENCE \$BATON_NODE >> $LEDGER"
-EOF
+ledger_jobs "$T/any.yaml" any
 node n1 $G "$T/any.yaml"
 node n2 $G "$T/any.yaml"
 node n3 $G "$T/any.yaml"
@@ -77,14 +120,7 @@ fi
 if only 2; then
 note "2. run_on: {labels: [reports]}: only the labelled nodes run it"
 G=fl LEDGER=$T/labels.txt PHASE=labels
-cat > "$T/labels.yaml" <<EOF
-jobs:
-  - name: ledger
-    schedule: "* * * * * *"
-    catchup: 1h
-    run_on: {labels: [reports]}
-    shell: "echo \$BATON_SCHEDULED_AT \$BATON_FENCE \$BATON_NODE >> $LEDGER"
-EOF
+ledger_jobs "$T/labels.yaml" '{labels: [reports]}'
 node l1 $G "$T/labels.yaml" "labels: [reports, ssd]"
 node l2 $G "$T/labels.yaml" "labels: [reports]"
 node l3 $G "$T/labels.yaml" "labels: [ssd]"
@@ -207,14 +243,7 @@ fi
 if only 6; then
 note "6. the leader is SIGKILLed, then the next one SIGTERMed, while runs are out on members"
 G=fx LEDGER=$T/lead.txt PHASE=leader
-cat > "$T/lead.yaml" <<EOF
-jobs:
-  - name: ledger
-    schedule: "* * * * * *"
-    catchup: 1h
-    run_on: any
-    shell: "echo \$BATON_SCHEDULED_AT \$BATON_FENCE \$BATON_NODE >> $LEDGER; sleep 0.7"
-EOF
+ledger_jobs "$T/lead.yaml" any "* * * * * *" "; sleep 0.7"
 node x1 $G "$T/lead.yaml"
 node x2 $G "$T/lead.yaml"
 node x3 $G "$T/lead.yaml"
@@ -251,4 +280,252 @@ rcli xrange "baton:{$G}:runs:ledger" - + | awk -v t="$ktick" -v v="$l" '
     k == "outcome" { o = $0 } k == "node" { n = $0 } k == "scheduled_at" { s = $0 }
     { k = (k == "" ? $0 : "") }
     END { done_(); exit !f }' || fail "leader: $ktick, run by the dead leader $l, is not recorded lost"
+fi
+
+# ---------------------------------------------------------------------
+if only 7; then
+note "7. the leader stops between a tick's claim and its offer: the next leader offers it"
+G=fo LEDGER=$T/offer.txt PHASE=claim-offer
+ledger_jobs "$T/offer.yaml" any
+BATON_TEST_FAULT=stop-before-offer node o1 $G "$T/offer.yaml"
+wait_for_line "$T/o1.out" '"to":"working"' 10 >/dev/null
+# the first tick after o1 leads (the first leader has no mark to catch up
+# from): the one it claims and does not offer
+start=$(( $(date -u -d "$(grep -m1 '"to":"working"' "$T/o1.out" |
+    sed 's/.*"ts":"\([^"]*\)".*/\1/')" +%s) + 1 ))
+node o2 $G "$T/offer.yaml"
+node o3 $G "$T/offer.yaml"
+# o1 claims a tick (its marker is in Redis), then freezes before offering it.
+wait_stopped o1 "stopped after a claim"
+wait_for_line "$LEDGER" . 15 >/dev/null
+sleep 4
+kill -KILL "$(pid_of o1)"; wait_exit o1 5
+end=$(( $(date +%s) - 2 ))
+stop_nodes o2 o3
+check_ledger "$start" "$end" 0 0 0
+note "  $RAN ran, $RECORDED recorded over $((end - start + 1)) s, on: $(nodes_of "$LEDGER")"
+grep -q ' o1$' "$LEDGER" && fail "claim-offer: the frozen o1 ran a tick"
+first=$(date -u -d "@$start" +%Y-%m-%dT%H:%M:%SZ)
+grep -q "^$first " "$LEDGER" || fail "claim-offer: $first, which o1 claimed and never offered, did not run"
+fi
+
+# rec_with GROUP JOB OUTCOME TEXT: a record of JOB with OUTCOME whose
+# reason contains TEXT (a line of its own in redis-cli's XRANGE output).
+rec_with() {
+    rcli xrange "baton:{$1}:runs:$2" - + | awk -v want="$3" -v text="$4" '
+        function done_() { if (o == want && index(r, text) > 0) f = 1; o = r = k = "" }
+        /^[0-9]+-[0-9]+$/ { done_(); next }
+        k == "outcome" { o = $0 } k == "reason" { r = $0 }
+        { k = (k == "" ? $0 : "") }
+        END { done_(); exit !f }'
+}
+
+# ---------------------------------------------------------------------
+if only 8; then
+note "8. a member accepts a tick and dies before starting it: run elsewhere once, the record names it"
+G=fd LEDGER=$T/died.txt PHASE=died
+ledger_jobs "$T/died.yaml" '{labels: [w]}'
+node dl $G "$T/died.yaml"
+wait_for_line "$T/dl.out" '"to":"working"' 10 >/dev/null
+start=$(( $(date +%s) + 1 ))
+BATON_TEST_FAULT=stop-after-accept node d1 $G "$T/died.yaml" "labels: [w]"
+node d2 $G "$T/died.yaml" "labels: [w]"
+wait_stopped d1 "accepted a tick"
+dtick=$(accepted_by d1 ledger)
+[ -n "$dtick" ] || fail "died: d1 stopped, but has accepted nothing in Redis"
+dtick=$(date -u -d "@$dtick" +%Y-%m-%dT%H:%M:%SZ)
+note "  d1 accepted $dtick and stopped"
+deadline=$(( $(now_ms) + 15000 ))
+until grep -q "^$dtick .* d2$" "$LEDGER"; do
+    [ "$(now_ms)" -lt "$deadline" ] || fail "died: $dtick not run on d2"
+    sleep 0.2
+done
+sleep 2
+end=$(( $(date +%s) - 2 ))
+kill -KILL "$(pid_of d1)"; wait_exit d1 5
+stop_nodes dl d2
+check_ledger "$start" "$end" 0 0 0
+rec_with $G ledger ok "d1 accepted it and was lost before it started it" \
+    || fail "died: the record of $dtick does not name d1"
+fi
+
+# ---------------------------------------------------------------------
+if only 9; then
+note "9. two members in turn accept a tick and die before starting it: recorded, never a third"
+G=fe LEDGER=$T/died2.txt PHASE=died2
+ledger_jobs "$T/died2.yaml" '{labels: [w]}' "*/5 * * * * *"
+node el $G "$T/died2.yaml"
+wait_for_line "$T/el.out" '"to":"working"' 10 >/dev/null
+BATON_TEST_FAULT=stop-after-accept node e1 $G "$T/died2.yaml" "labels: [w]"
+BATON_TEST_FAULT=stop-after-accept node e2 $G "$T/died2.yaml" "labels: [w]"
+deadline=$(( $(now_ms) + 30000 ))
+until rec_with $G ledger failed_to_start "accepted it and each was lost before it started it"; do
+    [ "$(now_ms)" -lt "$deadline" ] || fail "died2: no record naming both members"
+    sleep 0.5
+done
+rec_with $G ledger failed_to_start "e1, then e2" || rec_with $G ledger failed_to_start "e2, then e1" \
+    || fail "died2: the record does not name e1 and e2"
+for n in e1 e2; do kill -KILL "$(pid_of $n)"; wait_exit $n 5; done
+stop_nodes el
+[ ! -s "$LEDGER" ] || fail "died2: a tick ran: $(cat "$LEDGER")"
+fi
+
+# ---------------------------------------------------------------------
+if only 10; then
+note "10. a dispatched run that fails is retried per retries on another member"
+G=fr SPAN=$T/retry.txt PHASE=retry
+cat > "$T/retry.yaml" <<EOF2
+jobs:
+  - name: flaky
+    schedule: "*/10 * * * * *"
+    catchup: 0
+    run_on: any
+    retries: 1
+    retry_backoff: 1s
+    shell: "echo \$BATON_SCHEDULED_AT \$BATON_NODE \$BATON_ATTEMPT >> $SPAN; [ \$BATON_ATTEMPT -ge 2 ]"
+EOF2
+node r1 $G "$T/retry.yaml"
+node r2 $G "$T/retry.yaml"
+node r3 $G "$T/retry.yaml"
+deadline=$(( $(now_ms) + 30000 ))
+until awk '$3 == 2' "$SPAN" 2>/dev/null | grep -q .; do
+    [ "$(now_ms)" -lt "$deadline" ] || fail "retry: no attempt 2 in 30 s: $(cat "$SPAN" 2>/dev/null | tr '\n' ' ')"
+    sleep 0.2
+done
+read -r rtick rnode _ <<<"$(awk '$3 == 2' "$SPAN" | head -n1)"
+fnode=$(awk -v t="$rtick" '$1 == t && $3 == 1 {print $2}' "$SPAN")
+note "  $rtick: attempt 1 on $fnode, attempt 2 on $rnode"
+[ -n "$fnode" ] && [ "$fnode" != "$rnode" ] || fail "retry: attempt 2 of $rtick on $rnode, attempt 1 on '$fnode'"
+[ "$(awk -v t="$rtick" '$1 == t' "$SPAN" | wc -l)" -eq 2 ] || fail "retry: $rtick ran $(awk -v t="$rtick" '$1 == t' "$SPAN" | wc -l) times"
+sleep 1
+stop_nodes r1 r2 r3
+fi
+
+# ---------------------------------------------------------------------
+if only 11; then
+note "11. 300 dispatched jobs, none due: the leader's look at what is outstanding is one call"
+G=fn
+{ echo "jobs:"; for i in $(seq 1 300); do
+    printf '  - name: j%d\n    schedule: "0 0 0 1 1 *"\n    run_on: any\n    shell: "true"\n' "$i"
+done; } > "$T/scale.yaml"
+node s1 $G "$T/scale.yaml"
+wait_for_line "$T/s1.out" '"to":"working"' 10 >/dev/null
+sleep 2
+c0=$(rcli info stats | sed -n 's/^total_commands_processed:\([0-9]*\).*/\1/p')
+sleep 3
+c1=$(rcli info stats | sed -n 's/^total_commands_processed:\([0-9]*\).*/\1/p')
+note "  $(( (c1 - c0) / 3 )) Redis commands a second"
+# one call per job per 250 ms would be 1200 a second
+[ $(( (c1 - c0) / 3 )) -lt 200 ] || fail "scale: $(( (c1 - c0) / 3 )) commands a second for 300 idle dispatched jobs"
+stop_nodes s1
+fi
+
+# ---------------------------------------------------------------------
+if only 12; then
+note "12. baton trigger of a job run on members: run on the leader; refused when it lacks the labels"
+G=ft LEDGER=$T/trig.txt
+cat > "$T/trig.yaml" <<EOF2
+jobs:
+  - name: anyjob
+    schedule: "0 0 0 1 1 *"
+    run_on: any
+    shell: "echo any \$BATON_TRIGGER \$BATON_NODE >> $LEDGER"
+  - name: labjob
+    schedule: "0 0 0 1 1 *"
+    run_on: {labels: [w]}
+    shell: "echo lab \$BATON_TRIGGER \$BATON_NODE >> $LEDGER"
+EOF2
+node t1 $G "$T/trig.yaml"
+wait_for_line "$T/t1.out" '"to":"working"' 10 >/dev/null
+node t2 $G "$T/trig.yaml" "labels: [w]"
+"$B" trigger -c "$T/t2.yaml" anyjob --wait >/dev/null 2>"$T/trig-any.err" \
+    || fail "trigger: anyjob: $(cat "$T/trig-any.err")"
+[ "$(cat "$LEDGER")" = "any manual t1" ] || fail "trigger: anyjob ran as: $(cat "$LEDGER")"
+"$B" trigger -c "$T/t2.yaml" labjob --wait >/dev/null 2>"$T/trig-lab.err"; rc=$?
+[ "$rc" -ne 0 ] || fail "trigger: labjob ran on t1, which lacks its label"
+grep -q 'lacks the label "w"' "$T/trig-lab.err" || fail "trigger: labjob: $(cat "$T/trig-lab.err")"
+! grep -q '^lab ' "$LEDGER" || fail "trigger: labjob ran: $(cat "$LEDGER")"
+stop_nodes t1 t2
+fi
+
+# ---------------------------------------------------------------------
+if only 13; then
+note "13. run_on: all (and with labels): every live member runs each tick once, recorded per node"
+G=fa2 EVERY=$T/every.txt
+cat > "$T/every.yaml" <<EOF2
+jobs:
+  - name: every
+    schedule: "* * * * * *"
+    catchup: 0
+    run_on: all
+    shell: "echo every \$BATON_SCHEDULED_AT \$BATON_NODE >> $EVERY"
+  - name: some
+    schedule: "* * * * * *"
+    catchup: 0
+    run_on: {labels: [w], all: true}
+    shell: "echo some \$BATON_SCHEDULED_AT \$BATON_NODE >> $EVERY"
+EOF2
+node a1 $G "$T/every.yaml" "labels: [w]"
+wait_for_line "$T/a1.out" '"to":"working"' 10 >/dev/null
+node a2 $G "$T/every.yaml" "labels: [w]"
+node a3 $G "$T/every.yaml"
+sleep 3 # the members' first heartbeats
+start=$(( $(date +%s) + 1 ))
+sleep 6
+end=$(( $(date +%s) - 2 ))
+stop_nodes a1 a2 a3
+for t in $(seq "$start" "$end"); do
+    at=$(date -u -d "@$t" +%Y-%m-%dT%H:%M:%SZ)
+    got=$(awk -v at="$at" '$1 == "every" && $2 == at {print $3}' "$EVERY" | sort | tr '\n' ' ')
+    [ "$got" = "a1 a2 a3 " ] || fail "all: $at ran on [$got], want each of a1 a2 a3 once"
+    got=$(awk -v at="$at" '$1 == "some" && $2 == at {print $3}' "$EVERY" | sort | tr '\n' ' ')
+    [ "$got" = "a1 a2 " ] || fail "all with labels: $at ran on [$got], want a1 a2 once each"
+done
+note "  $(( end - start + 1 )) ticks, each run on every member (every) and every labelled one (some)"
+# One record per (node, tick), each naming its node.
+recs=$(rcli xrange "baton:{$G}:runs:every" - + | awk -v f="$(date -u -d "@$start" +%Y-%m-%dT%H:%M:%SZ)" \
+    -v t="$(date -u -d "@$end" +%Y-%m-%dT%H:%M:%SZ)" '
+    function done_() { if (s >= f && s <= t && o == "ok") print s, n; o = n = s = k = "" }
+    /^[0-9]+-[0-9]+$/ { done_(); next }
+    k == "outcome" { o = $0 } k == "node" { n = $0 } k == "scheduled_at" { s = $0 }
+    { k = (k == "" ? $0 : "") }
+    END { done_() }' | sort | uniq -c | awk '$1 != 1' | head -n3)
+[ -z "$recs" ] || fail "all: records not one per (node, tick): $recs"
+[ "$(rcli xlen "baton:{$G}:runs:every")" -ge $(( 3 * (end - start + 1) )) ] \
+    || fail "all: $(rcli xlen "baton:{$G}:runs:every") records for $(( end - start + 1 )) ticks on 3 nodes"
+fi
+
+# ---------------------------------------------------------------------
+if only 14; then
+note "14. a pause after a tick's claim and offer: the member hands it back, a plain resume records it skipped"
+G=fp LEDGER=$T/paused.txt
+cat > "$T/paused.yaml" <<EOF2
+jobs:
+  - name: pj
+    schedule: "*/5 * * * * *"
+    catchup: 1h
+    run_on: {labels: [w]}
+    shell: "echo \$BATON_SCHEDULED_AT \$BATON_NODE >> $LEDGER"
+EOF2
+node pl $G "$T/paused.yaml"
+wait_for_line "$T/pl.out" '"to":"working"' 10 >/dev/null
+BATON_TEST_FAULT=stop-after-accept node pm $G "$T/paused.yaml" "labels: [w]"
+wait_stopped pm "accepted a tick"
+ptick=$(accepted_by pm pj)
+[ -n "$ptick" ] || fail "paused: pm stopped, but has accepted nothing in Redis"
+"$B" pause -c "$T/pl.yaml" pj >/dev/null || fail "paused: baton pause"
+kill -CONT "$(pid_of pm)"
+wait_for_line "$T/pm.out" '"event":"handed_back"' 10 >/dev/null || fail "paused: pm did not hand the tick back"
+sleep 1
+"$B" resume -c "$T/pl.yaml" pj >/dev/null || fail "paused: baton resume"
+deadline=$(( $(now_ms) + 10000 ))
+at=$(date -u -d "@$ptick" +%Y-%m-%dT%H:%M:%SZ)
+until history_ranges $G pj | awk -v t="$ptick" '$1 <= t && t <= $2 && $3 == "skipped"' | grep -q .; do
+    [ "$(now_ms)" -lt "$deadline" ] || fail "paused: $at not recorded skipped: $(history_ranges $G pj | tr '\n' ';')"
+    sleep 0.2
+done
+kill -KILL "$(pid_of pm)"; wait_exit pm 5
+stop_nodes pl
+! grep -q "^$at " "$LEDGER" 2>/dev/null || fail "paused: $at ran although paused after its claim"
+note "  $at: handed back by pm, recorded skipped at the resume"
 fi

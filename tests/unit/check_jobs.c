@@ -232,9 +232,8 @@ START_TEST(zones)
 }
 END_TEST
 
-/* run_on: leader is the only value this version runs; any, all and
- * {labels: [...]} are read whole (their errors first) and then refused at
- * the value, never run on the leader instead. */
+/* run_on: leader, any, all, {labels: [...]} and {labels: [...], all:
+ * true}; every bad value said at its place. */
 START_TEST(run_on_values)
 {
     static const struct {
@@ -244,8 +243,11 @@ START_TEST(run_on_values)
         {"leader", NULL, JOB_RUN_ON_LEADER},
         {"any", NULL, JOB_RUN_ON_ANY},
         {"{labels: [reports, ssd]}", NULL, JOB_RUN_ON_LABELS},
-        {"all", "j.yaml:4:13: job \"j\": run_on: `all` is not supported by this version of "
-                "baton: a run on every member is not dispatched yet", JOB_RUN_ON_LEADER},
+        {"all", NULL, JOB_RUN_ON_ALL},
+        {"{labels: [reports, ssd], all: true}", NULL, JOB_RUN_ON_ALL},
+        {"{labels: [reports, ssd], all: false}", NULL, JOB_RUN_ON_LABELS},
+        {"{labels: [a], all: yes}", "j.yaml:4:32: job \"j\": run_on.all: expected true or false",
+         JOB_RUN_ON_LEADER},
         {"anyone", "j.yaml:4:13: job \"j\": run_on: expected leader, any, all or {labels: [...]}, "
                    "got \"anyone\"", JOB_RUN_ON_LEADER},
         {"{labels: []}", "j.yaml:4:22: job \"j\": run_on.labels: empty (give at least one label, "
@@ -253,8 +255,8 @@ START_TEST(run_on_values)
         {"{labels: [a, a]}", "j.yaml:4:26: job \"j\": run_on.labels[1]: \"a\" is given twice", JOB_RUN_ON_LEADER},
         {"{labels: [\"a b\"]}", "j.yaml:4:23: job \"j\": run_on.labels[0]: a label is 1-64 "
                                  "letters, digits, '_', '.' or '-'", JOB_RUN_ON_LEADER},
-        {"{label: [a]}", "j.yaml:4:14: job \"j\": run_on: expected {labels: [...]}, the only key "
-                         "of the mapping", JOB_RUN_ON_LEADER},
+        {"{label: [a]}", "j.yaml:4:14: job \"j\": run_on: expected {labels: [...]} or {labels: "
+                         "[...], all: true}", JOB_RUN_ON_LEADER},
         {"{labels: a}", "j.yaml:4:22: job \"j\": run_on.labels: expected a sequence of labels like "
                         "[reports, ssd], got a string", JOB_RUN_ON_LEADER},
     };
@@ -268,7 +270,7 @@ START_TEST(run_on_values)
             ck_assert_msg(j != NULL, "%s: %s", cases[c].value, err);
             char *const *labels;
             ck_assert_int_eq(job_run_on(&j->v[0], &labels), cases[c].want);
-            if (cases[c].want == JOB_RUN_ON_LABELS)
+            if (strstr(cases[c].value, "labels") != NULL)
                 ck_assert(strcmp(labels[0], "reports") == 0 && strcmp(labels[1], "ssd") == 0 &&
                           labels[2] == NULL);
             jobs_free(j);

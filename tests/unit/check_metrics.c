@@ -191,6 +191,7 @@ static const struct {
     {LE_JOB_START,
      F(.job = "d", .run_trigger = RUN_TRIGGER_SCHEDULE, .lateness_ms = 4, .dispatched = true),
      "baton_dispatch_seconds_bucket{job_name=\"d\",le=\"0.0025\"} 0"},
+    {LE_HANDED_BACK, F(0), "baton_events_total{event=\"handed_back\"} 1"},
     {LE_API_CALL, F(0), "baton_events_total{event=\"api_call\"} 1"},
     {LE_API_TOKENS_RELOAD_FAILED, F(0), "baton_events_total{event=\"api_tokens_reload_failed\"} 1"},
     {LE_LIMIT_WAITED, F(0), "baton_events_total{event=\"limit_waited\"} 1"},

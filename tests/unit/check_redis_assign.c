@@ -10,6 +10,8 @@
 
 #include "assign.h"
 #include "baton.h"
+#include "claim.h"
+#include "runlimits.h"
 #include "testutil.h"
 
 #define G      "ga"
@@ -121,17 +123,19 @@ START_TEST(lost_registration_moves)
     bool alive[4];
     size_t n = 0;
     int64_t now = 0;
-    ck_assert_int_eq(assign_list(c, G, "j", v, alive, 4, &n, &now), 0);
+    ck_assert_int_eq(assign_list_all(c, G, v, alive, 4, false, &n, &now), 0);
     ck_assert_uint_eq(n, 1);
     ck_assert(alive[0]);
     ck_assert_int_gt(now, 0);
+    ck_assert_int_eq(assign_list_all(c, G, v, alive, 4, true, &n, &now), 0);
+    ck_assert_uint_eq(n, 0); /* nothing due: nothing read */
     tu_sleep_ms(400);
-    ck_assert_int_eq(assign_list(c, G, "j", v, alive, 4, &n, &now), 0);
+    ck_assert_int_eq(assign_list_all(c, G, v, alive, 4, true, &n, &now), 0);
     ck_assert_uint_eq(n, 1);
     ck_assert(!alive[0]);
     ck_assert_int_eq(assign_started(c, G, "j", &got), BATON_ELOST);
     ck_assert_int_eq(assign_drop(c, G, "j", LEADER, "tok", got.value, &got), 1);
-    ck_assert_int_eq(assign_list(c, G, "j", v, alive, 4, &n, &now), 0);
+    ck_assert_int_eq(assign_list_all(c, G, v, alive, 4, false, &n, &now), 0);
     ck_assert_uint_eq(n, 0);
     baton_client_free(c);
 }
@@ -157,7 +161,7 @@ START_TEST(capacity_in_redis)
     ck_assert_int_eq(assign_accept(c, G, "k", "401", "n1", 1, 5000, &got2), ASSIGN_FULL);
     ck_assert_int_eq(assign_loads(c, G, nodes, 2, used), 0);
     ck_assert_int_eq(used[0], 2); /* one run, one offer */
-    ck_assert_int_eq(assign_end(c, G, "j", "400", "n1", got.run_id), 0);
+    ck_assert_int_eq(assign_end(c, G, "j", "400", "n1", got.run_id, -1), 0);
     ck_assert_int_eq(tu_redis_int("HLEN baton:{" G "}:assign:j"), 0);
     ck_assert_int_eq(assign_accept(c, G, "k", "401", "n1", 1, 300, &got2), ASSIGN_OK);
     tu_sleep_ms(400); /* its member vanished */
@@ -184,6 +188,116 @@ START_TEST(all_per_node)
 }
 END_TEST
 
+/* The claim of a tick of a job run on members writes its marker in the
+ * same script: the first offer takes the marker (once: a second, or
+ * another leader's, finds it gone); a marker dropped is gone with the
+ * claim's registration; one read lists every job's assignments. */
+START_TEST(claim_writes_marker)
+{
+    struct baton_client *c = setup();
+    struct claim_limits lim = {.dispatch = true};
+    struct claim_reply r;
+    ck_assert_int_eq(
+        claim_tick(c, G, "j", LEADER, "tok", 600, CLAIM_RUN, "lead/600-1-1-1", &lim, &r), CLAIM_OK);
+    claim_reply_free(&r);
+    ck_assert_int_eq(
+        claim_tick(c, G, "k", LEADER, "tok", 601, CLAIM_RUN, "lead/601-1-1-1", &lim, &r), CLAIM_OK);
+    claim_reply_free(&r);
+    /* a job run on the leader: no marker */
+    ck_assert_int_eq(
+        claim_tick(c, G, "l", LEADER, "tok", 602, CLAIM_RUN, "lead/602-1-1-1", NULL, &r), CLAIM_OK);
+    claim_reply_free(&r);
+    ck_assert_int_eq(tu_redis_int("EXISTS baton:{" G "}:assign:l"), 0);
+    struct assign v[8];
+    bool alive[8];
+    size_t n = 0;
+    int64_t now = 0;
+    ck_assert_int_eq(assign_list_all(c, G, v, alive, 8, false, &n, &now), 0);
+    ck_assert_uint_eq(n, 2);
+    for (size_t i = 0; i < n; i++) {
+        ck_assert_int_eq(v[i].state, ASSIGN_CLAIMED);
+        ck_assert_str_eq(v[i].node, "lead");
+        ck_assert(!alive[i]); /* a marker waits for its offer */
+    }
+    struct assign a = first("600", "n1", "600-1-1-1");
+    ck_assert_int_eq(assign_offer(c, G, "j", LEADER, "tok", NULL, "claimed", &a, 5000), 1);
+    ck_assert_int_eq(assign_offer(c, G, "j", LEADER, "tok", NULL, "claimed", &a, 5000), 0);
+    /* the claim's registration became the offer's */
+    char *s = tu_redis("ZSCORE baton:{" G "}:busy:j lead/600-1-1-1");
+    ck_assert_str_eq(s, "(nil)");
+    free(s);
+    struct assign m = first("601", "lead", "601-1-1-1");
+    ck_assert_int_eq(assign_drop(c, G, "k", LEADER, "tok", "claimed", &m), 1);
+    ck_assert_int_eq(tu_redis_int("ZCARD baton:{" G "}:busy:k"), 0);
+    ck_assert_int_eq(assign_list_all(c, G, v, alive, 8, false, &n, &now), 0);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_str_eq(v[0].job, "j");
+    ck_assert(alive[0]);
+    ck_assert_int_eq(tu_redis_int("SISMEMBER baton:{" G "}:assigned k"), 0);
+    baton_client_free(c);
+}
+END_TEST
+
+/* A failed run handed back as a retry: due after its delay, not before
+ * (alive until then); the member that died before starting a tick is
+ * carried by its value. */
+START_TEST(retry_and_died)
+{
+    struct baton_client *c = setup();
+    struct assign a = first("700", "n1", "700-1-1-1"), got;
+    snprintf(a.died, sizeof a.died, "n0");
+    ck_assert_int_eq(assign_offer(c, G, "j", LEADER, "tok", NULL, NULL, &a, 5000), 1);
+    ck_assert_str_eq(a.died, "n0");
+    ck_assert_int_eq(assign_accept(c, G, "j", "700", "n1", 4, 5000, &got), ASSIGN_OK);
+    ck_assert_str_eq(got.died, "n0");
+    ck_assert_int_eq(assign_started(c, G, "j", &got), 0);
+    ck_assert_int_eq(assign_end(c, G, "j", "700", "n1", got.run_id, 300), 0);
+    struct assign v[4];
+    bool alive[4];
+    size_t n = 0;
+    int64_t now = 0;
+    ck_assert_int_eq(assign_list_all(c, G, v, alive, 4, false, &n, &now), 0);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_int_eq(v[0].state, ASSIGN_RETRY);
+    ck_assert(alive[0]);
+    ck_assert_int_eq(tu_redis_int("ZCARD baton:{" G "}:busy:j"), 0);
+    tu_sleep_ms(400);
+    ck_assert_int_eq(assign_list_all(c, G, v, alive, 4, false, &n, &now), 0);
+    ck_assert(!alive[0]);
+    struct assign b = first("700", "n2", "700-1-2-9");
+    b.attempt = 2;
+    ck_assert_int_eq(assign_offer(c, G, "j", LEADER, "tok", NULL, v[0].value, &b, 5000), 1);
+    ck_assert_int_eq(b.died[0], '\0');
+    baton_client_free(c);
+}
+END_TEST
+
+/* A member's start of a paused job's tick hands it back as the claim's
+ * marker (its registration and capacity freed); a resume without
+ * catch-up before the tick does not hold it. */
+START_TEST(started_when_paused_hands_back)
+{
+    struct baton_client *c = setup();
+    struct assign a = first("800", "n1", "800-1-1-1"), got;
+    ck_assert_int_eq(assign_offer(c, G, "j", LEADER, "tok", NULL, NULL, &a, 5000), 1);
+    ck_assert_int_eq(assign_accept(c, G, "j", "800", "n1", 4, 5000, &got), ASSIGN_OK);
+    free(tu_redis("HSET baton:{" G "}:paused j {\"state\":\"paused\",\"since\":1,\"v\":1}"));
+    ck_assert_int_eq(assign_started(c, G, "j", &got), ASSIGN_PAUSED);
+    char *v = tu_redis("HGET baton:{" G "}:assign:j 800");
+    ck_assert_msg(strncmp(v, "claimed n1 1 ", 13) == 0, "%s", v);
+    free(v);
+    ck_assert_int_eq(tu_redis_int("ZCARD baton:{" G "}:busy:j"), 0);
+    ck_assert_int_eq(tu_redis_int("ZCARD baton:{" G "}:load:n1"), 0);
+    /* resumed without catch-up up to 799: tick 800 runs */
+    free(tu_redis("HSET baton:{" G "}:paused j {\"state\":\"resumed\",\"at\":799,\"v\":2}"));
+    struct assign b = first("800", "n1", "800-1-1-1");
+    ck_assert_int_eq(assign_offer(c, G, "j", LEADER, "tok", NULL, "claimed", &b, 5000), 1);
+    ck_assert_int_eq(assign_accept(c, G, "j", "800", "n1", 4, 5000, &got), ASSIGN_OK);
+    ck_assert_int_eq(assign_started(c, G, "j", &got), 0);
+    baton_client_free(c);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("redis_assign");
@@ -194,6 +308,9 @@ static Suite *suite(void)
     tcase_add_test(tc, lost_registration_moves);
     tcase_add_test(tc, capacity_in_redis);
     tcase_add_test(tc, all_per_node);
+    tcase_add_test(tc, claim_writes_marker);
+    tcase_add_test(tc, retry_and_died);
+    tcase_add_test(tc, started_when_paused_hands_back);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -27,12 +27,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "assign.h"
 #include "claim.h"
 #include "history.h"
 #include "jitter.h"
 #include "jobs.h"
 #include "log.h"
 #include "loop.h"
+#include "members.h"
 #include "pause.h"
 #include "proc.h"
 #include "run.h"
@@ -288,6 +290,14 @@ enum claim_result __wrap_claim_tick(struct baton_client *c, const char *group, c
                                     enum claim_mode mode, const char *member,
                                     const struct claim_limits *lim, struct claim_reply *out);
 
+/* The dispatch's model (below): the claim of a job run on members writes
+ * its marker. */
+struct fassign;
+static int64_t server_ms(void);
+static struct fassign *fassign_put(const char *job, int64_t tick, enum assign_state st,
+                                   const char *node, int attempt, int64_t at_ms, const char *run_id,
+                                   int moves, const char *died);
+
 /* The live runs of the jobs of a pool (the script counts them in Redis). */
 static int pool_live(const struct claim_limits *lim)
 {
@@ -342,6 +352,12 @@ enum claim_result __wrap_claim_tick(struct baton_client *c, const char *group, c
         } else {
             enroll(j, member);
             res = CLAIM_OK;
+            if (lim != NULL && lim->dispatch) { /* the marker, in the same script */
+                char node[160];
+                const char *slash = strrchr(member, '/');
+                snprintf(node, sizeof node, "%.*s", (int)(slash - member), member);
+                fassign_put(job, tick, ASSIGN_CLAIMED, node, 1, server_ms(), slash + 1, 0, "");
+            }
         }
     }
     if (fail_claims > 0) { /* applied, but its answer is lost */
@@ -603,6 +619,269 @@ int __wrap_pause_done(struct baton_client *c, const char *group, const char *job
             fpause[i] = fpause[--npause];
             return 0;
         }
+    return 0;
+}
+
+/* ---- the dispatch's data in Redis (assign.h, members.h) ---- */
+
+/* The members' heartbeats: node, capacity, labels (a JSON array). */
+struct fmember {
+    const char *node;
+    int capacity;
+    const char *labels;
+    bool gone; /* its heartbeats stopped long ago */
+};
+static struct fmember fmembers[4] = {{"n", 0, "[]", false}};
+static int nmembers = 1;
+
+/* assign:J of every job: one entry a field. reg: its registration is
+ * alive (a member that dies drops it). */
+#define NASSIGN 64
+struct fassign {
+    bool used;
+    char job[JOB_NAME_MAX + 1];
+    struct assign a;
+    bool reg;
+};
+static struct fassign fassigns[NASSIGN];
+static int list_calls; /* assign_list_all() calls */
+
+static int64_t server_ms(void)
+{
+    return fake_wall_ns / MSEC;
+}
+
+static struct fassign *fassign_find(const char *job, const char *field)
+{
+    for (int i = 0; i < NASSIGN; i++)
+        if (fassigns[i].used && strcmp(fassigns[i].job, job) == 0 &&
+            strcmp(fassigns[i].a.field, field) == 0)
+            return &fassigns[i];
+    return NULL;
+}
+
+/* Puts job's assignment (state, node, attempt, at_ms, run_id; died: "" or
+ * a node) into the model, as a script would write it. */
+static struct fassign *fassign_put(const char *job, int64_t tick, enum assign_state st,
+                                   const char *node, int attempt, int64_t at_ms, const char *run_id,
+                                   int moves, const char *died)
+{
+    char field[32];
+    snprintf(field, sizeof field, "%" PRId64, tick);
+    struct fassign *f = fassign_find(job, field);
+    for (int i = 0; f == NULL && i < NASSIGN; i++)
+        if (!fassigns[i].used)
+            f = &fassigns[i];
+    ck_assert_ptr_nonnull(f);
+    memset(f, 0, sizeof *f);
+    f->used = true;
+    f->reg = st != ASSIGN_RETRY;
+    snprintf(f->job, sizeof f->job, "%s", job);
+    struct assign *a = &f->a;
+    snprintf(a->field, sizeof a->field, "%s", field);
+    a->tick = tick;
+    a->state = st;
+    snprintf(a->node, sizeof a->node, "%s", node);
+    a->attempt = attempt;
+    a->at_ms = at_ms;
+    snprintf(a->run_id, sizeof a->run_id, "%s", run_id);
+    a->moves = moves;
+    snprintf(a->died, sizeof a->died, "%s", died);
+    ck_assert(assign_format(a));
+    return f;
+}
+
+/* What assign.c's reofferable() says of f now. */
+static bool freofferable(const struct fassign *f)
+{
+    switch (f->a.state) {
+    case ASSIGN_CLAIMED: return true;
+    case ASSIGN_OFFERED:
+    case ASSIGN_RETRY: return f->a.at_ms <= server_ms();
+    default: return !f->reg;
+    }
+}
+
+int __wrap_members_read(struct baton_client *c, const char *group, struct member **out, size_t *n);
+int __wrap_members_read(struct baton_client *c, const char *group, struct member **out, size_t *n)
+{
+    (void)c, (void)group;
+    *out = calloc((size_t)nmembers + 1, sizeof **out);
+    *n = (size_t)nmembers;
+    for (int i = 0; i < nmembers; i++) {
+        char info[256];
+        snprintf(info, sizeof info,
+                 "{\"state\":\"working\",\"poll_ms\":1000,\"capacity\":%d,"
+                 "\"labels\":%s}",
+                 fmembers[i].capacity, fmembers[i].labels);
+        (*out)[i].node = strdup(fmembers[i].node);
+        (*out)[i].info_json = strdup(info);
+        (*out)[i].seen_ago_ms = fmembers[i].gone ? 3600000 : 100;
+    }
+    return 0;
+}
+
+int __wrap_assign_loads(struct baton_client *c, const char *group, const char *const *nodes,
+                        size_t n, int64_t *in_use);
+int __wrap_assign_loads(struct baton_client *c, const char *group, const char *const *nodes,
+                        size_t n, int64_t *in_use)
+{
+    (void)c, (void)group;
+    for (size_t i = 0; i < n; i++) {
+        in_use[i] = 0;
+        for (int k = 0; k < NASSIGN; k++) {
+            const struct fassign *f = &fassigns[k];
+            in_use[i] += f->used && strcmp(f->a.node, nodes[i]) == 0 &&
+                         (f->a.state == ASSIGN_OFFERED || f->a.state == ASSIGN_ACCEPTED ||
+                          f->a.state == ASSIGN_STARTED) &&
+                         !freofferable(f);
+        }
+    }
+    return 0;
+}
+
+int __wrap_assign_offer(struct baton_client *c, const char *group, const char *job,
+                        const char *leader_key, const char *token, const char *from,
+                        const char *expect, struct assign *a, int64_t offer_ms);
+int __wrap_assign_offer(struct baton_client *c, const char *group, const char *job,
+                        const char *leader_key, const char *token, const char *from,
+                        const char *expect, struct assign *a, int64_t offer_ms)
+{
+    (void)c, (void)group, (void)leader_key;
+    if (token == NULL || !leading_token)
+        return BATON_ELOST;
+    struct fassign *f = fassign_find(job, a->field);
+    if (expect == NULL ? f != NULL
+        : strcmp(expect, "claimed") == 0
+            ? f == NULL || f->a.state != ASSIGN_CLAIMED || strcmp(f->a.run_id, a->run_id) != 0
+            : f == NULL || strcmp(f->a.value, expect) != 0 || !freofferable(f))
+        return 0;
+    if (f != NULL || from != NULL) { /* the registration replaced */
+        char member[sizeof f->a.node + sizeof f->a.run_id + 2];
+        if (f != NULL)
+            snprintf(member, sizeof member, "%s/%s", f->a.node, f->a.run_id);
+        unenroll(fjob(job), from != NULL ? from : member);
+    }
+    f = fassign_put(job, a->tick, ASSIGN_OFFERED, a->node, a->attempt, server_ms() + offer_ms,
+                    a->run_id, a->moves, a->died);
+    *a = f->a;
+    return 1;
+}
+
+int __wrap_assign_drop(struct baton_client *c, const char *group, const char *job,
+                       const char *leader_key, const char *token, const char *expect,
+                       const struct assign *a);
+int __wrap_assign_drop(struct baton_client *c, const char *group, const char *job,
+                       const char *leader_key, const char *token, const char *expect,
+                       const struct assign *a)
+{
+    (void)c, (void)group, (void)leader_key;
+    if (token == NULL || !leading_token)
+        return BATON_ELOST;
+    struct fassign *f = fassign_find(job, a->field);
+    if (f == NULL || (strcmp(expect, "claimed") == 0
+                          ? f->a.state != ASSIGN_CLAIMED || strcmp(f->a.run_id, a->run_id) != 0
+                          : strcmp(f->a.value, expect) != 0 || !freofferable(f)))
+        return 0;
+    char member[sizeof f->a.node + sizeof f->a.run_id + 2];
+    snprintf(member, sizeof member, "%s/%s", f->a.node, f->a.run_id);
+    unenroll(fjob(job), member);
+    f->used = false;
+    return 1;
+}
+
+enum assign_answer __wrap_assign_accept(struct baton_client *c, const char *group, const char *job,
+                                        const char *field, const char *node, int64_t capacity,
+                                        int64_t ttl_ms, struct assign *a);
+enum assign_answer __wrap_assign_accept(struct baton_client *c, const char *group, const char *job,
+                                        const char *field, const char *node, int64_t capacity,
+                                        int64_t ttl_ms, struct assign *a)
+{
+    (void)c, (void)group, (void)capacity, (void)ttl_ms;
+    struct fassign *f = fassign_find(job, field);
+    if (f == NULL || f->a.state != ASSIGN_OFFERED || strcmp(f->a.node, node) != 0 ||
+        f->a.at_ms <= server_ms())
+        return ASSIGN_GONE;
+    struct assign was = f->a; /* fassign_put() rewrites f */
+    f = fassign_put(job, was.tick, ASSIGN_ACCEPTED, node, was.attempt, server_ms(), was.run_id,
+                    was.moves, was.died);
+    *a = f->a;
+    return ASSIGN_OK;
+}
+
+int __wrap_assign_started(struct baton_client *c, const char *group, const char *job,
+                          const struct assign *a);
+int __wrap_assign_started(struct baton_client *c, const char *group, const char *job,
+                          const struct assign *a)
+{
+    (void)c, (void)group;
+    struct fassign *f = fassign_find(job, a->field);
+    if (f == NULL || strcmp(f->a.value, a->value) != 0 || !f->reg)
+        return BATON_ELOST;
+    struct assign was = f->a;        /* fassign_put() rewrites f */
+    for (int i = 0; i < npause; i++) /* paused: handed back as the claim's marker */
+        if ((strcmp(fpause[i].job, job) == 0 || strcmp(fpause[i].job, "*") == 0) &&
+            (!fpause[i].resumed || fpause[i].resumed_at >= was.tick)) {
+            fassign_put(job, was.tick, ASSIGN_CLAIMED, was.node, was.attempt, server_ms(),
+                        was.run_id, was.moves, was.died);
+            return ASSIGN_PAUSED;
+        }
+    fassign_put(job, was.tick, ASSIGN_STARTED, was.node, was.attempt, was.at_ms, was.run_id,
+                was.moves, was.died);
+    return 0;
+}
+
+int __wrap_assign_end(struct baton_client *c, const char *group, const char *job, const char *field,
+                      const char *node, const char *run_id, int64_t retry_ms);
+int __wrap_assign_end(struct baton_client *c, const char *group, const char *job, const char *field,
+                      const char *node, const char *run_id, int64_t retry_ms)
+{
+    (void)c, (void)group;
+    struct fassign *f = fassign_find(job, field);
+    if (f == NULL || strcmp(f->a.node, node) != 0 || strcmp(f->a.run_id, run_id) != 0)
+        return 0;
+    struct assign was = f->a; /* fassign_put() rewrites f */
+    if (retry_ms >= 0)
+        fassign_put(job, was.tick, ASSIGN_RETRY, was.node, was.attempt, server_ms() + retry_ms,
+                    was.run_id, was.moves, was.died);
+    else
+        f->used = false;
+    return 0;
+}
+
+int __wrap_assign_list_all(struct baton_client *c, const char *group, struct assign *v, bool *alive,
+                           size_t max, bool due_only, size_t *n, int64_t *now_ms);
+int __wrap_assign_list_all(struct baton_client *c, const char *group, struct assign *v, bool *alive,
+                           size_t max, bool due_only, size_t *n, int64_t *now_ms)
+{
+    (void)c, (void)group;
+    list_calls++;
+    *n = 0;
+    *now_ms = server_ms();
+    for (int i = 0; i < NASSIGN && *n < max; i++)
+        if (fassigns[i].used && (!due_only || freofferable(&fassigns[i]))) {
+            v[*n] = fassigns[i].a;
+            snprintf(v[*n].job, sizeof v[*n].job, "%s", fassigns[i].job);
+            alive[(*n)++] = !freofferable(&fassigns[i]);
+        }
+    return 0;
+}
+
+int __wrap_assign_offers(struct baton_client *c, const char *group, const char *node, char **jobs,
+                         char **fields, size_t max, size_t *n);
+int __wrap_assign_offers(struct baton_client *c, const char *group, const char *node, char **jobs,
+                         char **fields, size_t max, size_t *n)
+{
+    (void)c, (void)group;
+    *n = 0;
+    for (int i = 0; i < NASSIGN && *n < max; i++) {
+        const struct fassign *f = &fassigns[i];
+        if (f->used && f->a.state == ASSIGN_OFFERED && strcmp(f->a.node, node) == 0 &&
+            f->a.at_ms > server_ms()) {
+            jobs[*n] = strdup(f->job);
+            fields[(*n)++] = strdup(f->a.field);
+        }
+    }
     return 0;
 }
 
@@ -902,7 +1181,8 @@ END_TEST
 START_TEST(max_running_bounds_a_job_across_the_group)
 {
     duration_ms = 2500;
-    struct runner *r = start(EVERY_SECOND("mr", ", concurrency: allow, catchup: 1h, max_running: 2"));
+    struct runner *r =
+        start(EVERY_SECOND("mr", ", concurrency: allow, catchup: 1h, max_running: 2"));
     for (int i = 0; i < 100; i++) { /* 5 s */
         advance(r, 50);
         ck_assert_int_le(running_now("mr"), 2);
@@ -1466,6 +1746,204 @@ START_TEST(a_missed_jittered_tick_is_late_from_its_delayed_instant)
 }
 END_TEST
 
+/* ---- run_on other than leader (dispatch.h, assign.h) ---- */
+
+#define DISPATCHED(name, extra)                                                                    \
+    "jobs:\n  - {name: " name ", schedule: '* * * * * *', run_on: any, command: ['true']" extra    \
+    "}\n"
+#define DISPATCHED_YEARLY(name)                                                                    \
+    "  - {name: " name ", schedule: '0 0 0 1 1 *', run_on: any, command: ['true']}\n"
+
+static void members_are(const char *a, const char *b)
+{
+    fmembers[0] = (struct fmember){"n", 0, "[]", false};
+    fmembers[1] = (struct fmember){a, 4, "[]", false};
+    nmembers = 2;
+    if (b != NULL)
+        fmembers[nmembers++] = (struct fmember){b, 4, "[]", false};
+}
+
+/* job's mark at T0: a leader before claimed its ticks up to T0. */
+static void claimed_up_to_t0(const char *job)
+{
+    fjob(job)->has_mark = true;
+    fjob(job)->mark = T0;
+}
+
+START_TEST(a_claimed_tick_of_a_dispatched_job_is_offered_to_a_member)
+{
+    members_are("m1", NULL);
+    struct runner *r = start(DISPATCHED("d", ""));
+    advance(r, 700); /* claimed ahead of T0 + 1, offered at once */
+    struct fassign *f = fassign_find("d", "1767225601");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(f->a.state, ASSIGN_OFFERED);
+    ck_assert_str_eq(f->a.node, "m1");
+    ck_assert_int_eq(ran("d", 1), 0);
+    ck_assert(!registered(fjob("d"), "n/1767225601-7-1-1")); /* the offer's now */
+    expect_life("d", 1, "due queued claiming claimed assigned");
+    stop(r);
+}
+END_TEST
+
+/* The exactly-once hole: a leader that dies between a tick's claim and
+ * its offer leaves the claim's marker (written by the claim itself), and
+ * the next leader offers it, once. */
+START_TEST(a_marker_left_by_a_leader_that_died_is_offered_once_by_the_next)
+{
+    members_are("m1", NULL);
+    claimed_up_to_t0("d");
+    enroll(fjob("d"), "old/1767225600-6-1-3");
+    fassign_put("d", T0, ASSIGN_CLAIMED, "old", 1, T0 * 1000 - 200, "1767225600-6-1-3", 0, "");
+    struct runner *r = start("jobs:\n" DISPATCHED_YEARLY("d"));
+    advance(r, 600);
+    struct fassign *f = fassign_find("d", "1767225600");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(f->a.state, ASSIGN_OFFERED);
+    ck_assert_str_eq(f->a.node, "m1");
+    ck_assert_str_eq(f->a.run_id, "1767225600-6-1-3");
+    ck_assert(!registered(fjob("d"), "old/1767225600-6-1-3"));
+    ck_assert_ptr_null(record_of("d", 0));
+    stop(r);
+}
+END_TEST
+
+START_TEST(a_member_lost_before_starting_a_tick_moves_it_once_naming_the_member)
+{
+    members_are("m1", "m2");
+    claimed_up_to_t0("d");
+    fassign_put("d", T0, ASSIGN_ACCEPTED, "m1", 1, T0 * 1000, "1767225600-6-1-3", 0, "")->reg =
+        false;
+    struct runner *r = start("jobs:\n" DISPATCHED_YEARLY("d"));
+    advance(r, 600);
+    struct fassign *f = fassign_find("d", "1767225600");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(f->a.state, ASSIGN_OFFERED);
+    ck_assert_str_eq(f->a.node, "m2");
+    ck_assert_str_eq(f->a.died, "m1");
+    /* m2 accepts it and is lost before starting it too: recorded, naming both */
+    f = fassign_put("d", T0, ASSIGN_ACCEPTED, "m2", 1, T0 * 1000 + 700, "1767225600-6-1-3", 1,
+                    "m1");
+    f->reg = false;
+    advance(r, 600);
+    ck_assert_ptr_null(fassign_find("d", "1767225600"));
+    expect_record("d", 0, "failed_to_start");
+    ck_assert_msg(strstr(record_of("d", 0)->reason, "m1, then m2") != NULL, "%s",
+                  record_of("d", 0)->reason);
+    stop(r);
+}
+END_TEST
+
+START_TEST(a_failed_run_handed_back_is_offered_again_to_another_member)
+{
+    members_are("m1", "m2");
+    claimed_up_to_t0("d");
+    fassign_put("d", T0, ASSIGN_RETRY, "m1", 1, T0 * 1000 + 800, "1767225600-6-1-3", 0, "");
+    struct runner *r = start("jobs:\n  - {name: d, schedule: '0 0 0 1 1 *', run_on: any, "
+                             "retries: 1, command: ['true']}\n");
+    advance(r, 200); /* not yet due */
+    ck_assert_int_eq(fassign_find("d", "1767225600")->a.state, ASSIGN_RETRY);
+    advance(r, 400);
+    struct fassign *f = fassign_find("d", "1767225600");
+    ck_assert_int_eq(f->a.state, ASSIGN_OFFERED);
+    ck_assert_str_eq(f->a.node, "m2");
+    ck_assert_int_eq(f->a.attempt, 2);
+    ck_assert_str_ne(f->a.run_id, "1767225600-6-1-3");
+    stop(r);
+}
+END_TEST
+
+/* The leader is the only member: it accepts its own offer; its run fails
+ * and is handed back as a retry, offered again after the backoff, and the
+ * second attempt runs; no third (retries: 1). */
+START_TEST(a_dispatched_run_that_fails_is_retried_per_retries)
+{
+    fmembers[0] = (struct fmember){"n", 2, "[]", false};
+    nmembers = 1;
+    exit_code = 1;
+    struct runner *r = start("jobs:\n  - {name: d, schedule: '1 0 0 1 1 *', run_on: any, "
+                             "retries: 1, retry_backoff: 1s, catchup: 0, command: ['true']}\n");
+    advance(r, 4000);
+    struct fassign *f = fassign_find("d", "1767225601");
+    ck_assert_msg(ran("d", 1) == 2, "ran %d, %d procs; %s; life %s; %s", ran("d", 1), nprocs,
+                  f != NULL ? f->a.value : "-", life("d", 1),
+                  nrecords > 0 ? records[0].reason : "");
+    ck_assert_str_eq(procs[1].trigger, "retry");
+    ck_assert_ptr_null(fassign_find("d", "1767225601"));
+    ck_assert_int_eq(records_of("d", 1), 2);
+    stop(r);
+}
+END_TEST
+
+/* A pause that comes after a dispatched tick's claim and acceptance: the
+ * member hands the tick back at its go (it does not run), the leader
+ * holds its marker while the pause lasts, and a resume without catch-up
+ * records it skipped; with catch-up it runs. */
+static struct runner *dispatched_paused_after_accept(void)
+{
+    fmembers[0] = (struct fmember){"n", 2, "[]", false};
+    nmembers = 1;
+    struct runner *r = start(DISPATCHED("d", ", catchup: 1h"));
+    advance(r, 480); /* claimed ahead and offered to n */
+    runner_on_message(r, "offer n", 7);
+    advance(r, 10);
+    struct fassign *f = fassign_find("d", "1767225601");
+    ck_assert_msg(f != NULL && f->a.state == ASSIGN_ACCEPTED, "not accepted ahead");
+    fpause[npause++] = (struct pause_entry){
+        .job = "d", .raw = "{\"state\":\"paused\"}", .since_ms = T0 * 1000 + 990};
+    runner_control_changed(r);
+    advance(r, 600); /* past the instant, and a tend or two */
+    ck_assert_int_eq(ran("d", 1), 0);
+    f = fassign_find("d", "1767225601");
+    ck_assert_msg(f != NULL && f->a.state == ASSIGN_CLAIMED, "not handed back: %s",
+                  f != NULL ? f->a.value : "-");
+    ck_assert_ptr_null(record_of("d", 1));
+    return r;
+}
+
+START_TEST(a_pause_after_a_dispatched_claim_is_honoured_then_a_plain_resume_records_it)
+{
+    struct runner *r = dispatched_paused_after_accept();
+    fpause[0] = (struct pause_entry){
+        .job = "d", .raw = "{\"state\":\"resumed\"}", .resumed = true, .resumed_at = T0 + 1};
+    runner_control_changed(r);
+    advance(r, 300);
+    ck_assert_int_eq(ran("d", 1), 0);
+    expect_record("d", 1, "skipped");
+    ck_assert_ptr_null(fassign_find("d", "1767225601"));
+    stop(r);
+}
+END_TEST
+
+START_TEST(a_pause_after_a_dispatched_claim_then_resume_catchup_runs_it)
+{
+    struct runner *r = dispatched_paused_after_accept();
+    npause = 0; /* resume --catchup: the entry is gone */
+    runner_control_changed(r);
+    advance(r, 1500);
+    ck_assert_int_eq(ran("d", 1), 1);
+    expect_record("d", 1, "ok");
+    stop(r);
+}
+END_TEST
+
+START_TEST(the_leader_reads_what_is_outstanding_in_one_call_a_pass)
+{
+    members_are("m1", NULL);
+    char yaml[4096] = "jobs:\n";
+    for (int i = 0; i < 6; i++) {
+        size_t n = strlen(yaml);
+        snprintf(yaml + n, sizeof yaml - n,
+                 "  - {name: d%d, schedule: '0 0 0 1 1 *', run_on: any, command: ['true']}\n", i);
+    }
+    struct runner *r = start(yaml);
+    advance(r, 1000);
+    ck_assert_int_ge(list_calls, 3);
+    ck_assert_int_le(list_calls, 5); /* one a pass (250 ms), not one a job (24) */
+    stop(r);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("runner");
@@ -1504,6 +1982,14 @@ static Suite *suite(void)
     tcase_add_test(tc, a_new_leader_starts_a_jittered_tick_at_the_same_instant_once);
     tcase_add_test(tc, a_manual_run_of_a_jittered_job_starts_at_once_without_a_delay);
     tcase_add_test(tc, a_missed_jittered_tick_is_late_from_its_delayed_instant);
+    tcase_add_test(tc, a_claimed_tick_of_a_dispatched_job_is_offered_to_a_member);
+    tcase_add_test(tc, a_marker_left_by_a_leader_that_died_is_offered_once_by_the_next);
+    tcase_add_test(tc, a_member_lost_before_starting_a_tick_moves_it_once_naming_the_member);
+    tcase_add_test(tc, a_failed_run_handed_back_is_offered_again_to_another_member);
+    tcase_add_test(tc, a_dispatched_run_that_fails_is_retried_per_retries);
+    tcase_add_test(tc, the_leader_reads_what_is_outstanding_in_one_call_a_pass);
+    tcase_add_test(tc, a_pause_after_a_dispatched_claim_is_honoured_then_a_plain_resume_records_it);
+    tcase_add_test(tc, a_pause_after_a_dispatched_claim_then_resume_catchup_runs_it);
     suite_add_tcase(s, tc);
     return s;
 }

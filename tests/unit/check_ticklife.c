@@ -44,6 +44,7 @@ static const char *const lives[] = {
     "due queued claiming claimed assigned accepted running retrying recorded",
     "due queued claiming claimed assigned accepted running retrying not_started",
     "due queued claiming claimed assigned accepted not_started",
+    "due queued claiming claimed assigned accepted left", /* paused: handed back */
     /* not this node's */
     "due queued claiming taken",
     "due queued left",

@@ -557,6 +557,7 @@ static const struct {
                                          "member slow or gone)"},
     [LE_LOST] = {count_lost, "runs_lost_total{job_name} (the run's history record says lost, "
                              "with its member)"},
+    [LE_HANDED_BACK] = {NULL, "only events: the tick is counted where it ends"},
     [LE_API_CALL] = {NULL, "only events: the audit trail of the control API"},
     [LE_API_TOKENS_RELOAD_FAILED] = {NULL, "only events (the old tokens stay: alert on any)"},
     [LE_CLAIM_FAILED] = {count_claim_failed, "redis_errors_total{during=claim}"},

@@ -167,7 +167,14 @@ void claimer_settle(const struct rctx *x, struct claimer *c, struct jobstate *js
     snprintf(member, sizeof member, "%s/%s", x->node, cs->id);
     enum claim_result res = claim_lookup(x->client, x->group, js->job->name, cs->tick, member);
     enum tick_state s = TICK_CLAIMING; /* a lost claim: its answer comes now */
-    if (res == CLAIM_OURS || res == CLAIM_OURS_EXPIRED) {
+    if ((res == CLAIM_OURS || res == CLAIM_OURS_EXPIRED) &&
+        job_run_on(js->job, NULL) != JOB_RUN_ON_LEADER &&
+        !dispatch_let_go(x, js, cs->tick, cs->id)) {
+        /* run on members: its marker is offered by a tend (dispatch.h) */
+        ticklife_move(x, js->job->name, cs->tick, &s, TICK_EV_WON);
+        log_claim(x, js->job->name, cs->tick, LE_CLAIM_RECOVERED, LOG_INFO, NULL,
+                  "offered to a member");
+    } else if (res == CLAIM_OURS || res == CLAIM_OURS_EXPIRED) {
         ticklife_move(x, js->job->name, cs->tick, &s, TICK_EV_VOID);
         log_claim(x, js->job->name, cs->tick, LE_CLAIM_RECOVERED, LOG_INFO, NULL,
                   "recorded not started");
@@ -298,7 +305,8 @@ void claimer_window_went(struct claimer *c, int64_t at)
 /* js's limits (runlimits.h), borrowed from its job and pool. */
 static struct claim_limits limits_of(const struct jobstate *js)
 {
-    struct claim_limits l = {.max_running = js->job->max_running};
+    struct claim_limits l = {.max_running = js->job->max_running,
+                             .dispatch = job_run_on(js->job, NULL) != JOB_RUN_ON_LEADER};
     if (js->pool != NULL) {
         l.pool_limit = js->pool->limit;
         l.pool_jobs = js->pool->jobs;
@@ -467,16 +475,39 @@ bool claimer_head(const struct rctx *x, struct claimer *c, struct runs *rs, stru
         if (res != CLAIM_TAKEN)
             ticks_note_claimed(&js->ticks, h.at);
     }
+    /* A tick run on members: once claimed, its marker is in Redis, and
+     * it is offered (by this leader or the next), or recorded here only
+     * once its marker is taken back (dispatch_let_go): never both. A late
+     * claim is offered all the same (the offer is fenced by the lease in
+     * its script, and the run by its member's registration); a pause
+     * holds the marker until the pause ends (dispatch_tend). */
+    bool disp = job_run_on(js->job, NULL) != JOB_RUN_ON_LEADER;
+    if (disp && (next.step == STEP_START || next.step == STEP_NOT_STARTED)) {
+        if (next.step == STEP_START && v == SV_START) {
+            if (!in->hold) {
+                dispatch_offer(x, js, id, h.at, &state);
+            } else { /* its marker waits for the pause's end; its registration goes */
+                ticklife_move(x, name, h.at, &state, TICK_EV_HOLD);
+                outbox_release(x->out, name, member);
+            }
+            claim_reply_free(&reply);
+            return next.done;
+        }
+        if (!dispatch_let_go(x, js, h.at, id)) { /* the dispatch's now */
+            claim_reply_free(&reply);
+            return next.done;
+        }
+    }
     switch (next.step) {
     case STEP_START:
-        if (late) {
+        if (late && !disp) {
             ticklife_move(x, name, h.at, &state, TICK_EV_START_FAILED);
             records_not_started(x->rec, js->job, x->term, id, member, h.at, missed,
                                 "claimed after the leader's stop point (it was stalled): not "
                                 "started");
             break;
         }
-        if (in->hold) { /* paused after its claim */
+        if (in->hold && !disp) { /* paused after its claim */
             hold_claimed(x, js, h.at, state, member, in->reason);
             break;
         }
@@ -485,10 +516,6 @@ bool claimer_head(const struct rctx *x, struct claimer *c, struct runs *rs, stru
             outbox_release(x->out, name, member);
             records_skipped_one(x->rec, name, x->term, h.at,
                                 v == SV_DROP ? HO_MISSED : HO_SUPERSEDED, sched_reason(js->job, v));
-            break;
-        }
-        if (job_run_on(js->job, NULL) != JOB_RUN_ON_LEADER) { /* run on a member */
-            dispatch_offer(x, x->disp, js, id, member, h.at, &state);
             break;
         }
         struct rrun *rr =

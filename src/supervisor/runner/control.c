@@ -7,6 +7,7 @@
 
 #include "claimer.h"
 #include "control.h"
+#include "dispatch.h"
 #include "facts.h"
 #include "jobtable.h"
 #include "rtime.h"
@@ -96,9 +97,38 @@ static bool manual_known(const struct control *c, const struct runs *rs, const c
 /* Acts on request t as the leader: a pending one is queued on its job (or
  * rejected when there is no such job); one claimed by a run that no longer
  * exists is recovered (trigger_recover). Returns false when Redis failed. */
+/* The first label of js's run_on this node lacks, or NULL. A manual run
+ * of a job run on members runs on the leader (control.h): one whose labels
+ * the leader lacks is refused, not run on the wrong server. */
+static const char *label_missing(const struct rctx *x, const struct jobstate *js)
+{
+    char *const *want;
+    if (job_run_on(js->job, &want) != JOB_RUN_ON_LABELS)
+        return NULL;
+    for (; want != NULL && *want != NULL; want++) {
+        bool has = false;
+        for (const char *const *l = x->labels; l != NULL && *l != NULL && !has; l++)
+            has = strcmp(*l, *want) == 0;
+        if (!has)
+            return *want;
+    }
+    return NULL;
+}
+
 static bool take_trigger(const struct rctx *x, struct control *c, const struct trigger *t)
 {
     struct jobstate *js = jobtable_find(x->jt, t->job);
+    const char *missing = js != NULL ? label_missing(x, js) : NULL;
+    if (t->state == TRIGGER_PENDING && missing != NULL) {
+        char why[JOB_NAME_MAX + 320];
+        snprintf(why, sizeof why,
+                 "a manual run of a job run on members runs on the leader, and the leader "
+                 "(node %s) lacks the label \"%s\" of its run_on: rejected (trigger it while "
+                 "a node with the label leads)",
+                 x->node, missing);
+        log_trigger(x, LE_TRIGGER_REJECTED, t->job, t->id, 0, why);
+        return trigger_reject(x->client, x->group, t->id, why) == BATON_OK;
+    }
     if (t->state == TRIGGER_PENDING) {
         if (js != NULL) {
             add_manual(x, c, js, t, t->attempt);
@@ -390,6 +420,11 @@ bool control_hold(const struct rctx *x, struct control *c, struct claimer *cl, s
     struct sched_range before = ticks_take_skipped(t); /* in tick order: what was decided */
     records_skipped(x->rec, js->job->name, x->term, &before);
     control_record_held(x, js); /* claimed already: older than the queue's */
+    /* run on members: the markers the pause held in Redis (claimed before
+     * it, or handed back by their member) are recorded skipped alike */
+    if (finishing && job_run_on(js->job, NULL) != JOB_RUN_ON_LEADER &&
+        !dispatch_record_held(x, js, until, reason_paused))
+        return false;
     for (struct tick_slot *q; ticks_has_head(t); ticks_pop(t)) {
         q = ticks_head(t);
         ticklife_move(x, js->job->name, q->t.at, &q->state, TICK_EV_SKIP);

@@ -14,7 +14,9 @@
  * after a failover, and its ticks held since their claim run (or are
  * recorded as the catch-up policy says). A paused job can still be run by
  * hand: its requests are claimed like ticks (steps.h) and run under the
- * job's concurrency policy. */
+ * job's concurrency policy. A manual run of a job run on members runs here
+ * too (dispatch.h says why), refused when this node lacks the job's
+ * labels. */
 #ifndef BATON_CONTROL_H
 #define BATON_CONTROL_H
 

@@ -1,5 +1,6 @@
 /* dispatch.c -- see dispatch.h. */
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,13 +8,14 @@
 #include "assign.h"
 #include "dispatch.h"
 #include "facts.h"
+#include "hook.h"
 #include "jobtable.h"
 #include "members.h"
 #include "rtime.h"
 #include "runs.h"
 
-#define OFFERS_MAX 32  /* offers read per poll */
-#define LIST_MAX   256 /* assignments of a job read per tend */
+#define OFFERS_MAX 32   /* offers read per poll */
+#define LIST_MAX   1024 /* assignments due read per tend (one call; the rest at the next) */
 
 /* ---- the members, as the leader sees them ---- */
 
@@ -142,64 +144,171 @@ static void not_started(const struct rctx *x, const struct job *job, const struc
     records_not_started(x->rec, job, x->term, a->run_id, member, a->tick, false, why);
 }
 
-static void add_pending(struct dispatch *d, const char *job, const struct assign *a,
-                        const char *from)
+/* run_on: all: the offers of marker m, one to each live member that
+ * carries the job's labels and takes runs, in one script; none: the tick
+ * is recorded not started. Returns assign_offer_all()'s answer. */
+static int offer_every(const struct rctx *x, const struct fleet *f, const struct job *job,
+                       const struct assign *m, enum tick_state *state)
 {
-    struct dispatch_pending *p = calloc(1, sizeof *p);
-    if (p == NULL || (p->job = strdup(job)) == NULL) {
-        free(p);
-        return;
+    char *const *labels;
+    size_t nl = 0, n = 0, made = 0;
+    job_run_on(job, &labels);
+    while (labels != NULL && labels[nl] != NULL)
+        nl++;
+    const char **nodes = calloc(f->n + 1, sizeof *nodes), **ids = calloc(f->n + 1, sizeof *ids);
+    char(*idv)[sizeof m->run_id] = calloc(f->n + 1, sizeof *idv);
+    char member[sizeof m->node + sizeof m->run_id + 2];
+    int rc = BATON_ENOMEM;
+    snprintf(member, sizeof member, "%s/%s", m->node, m->run_id);
+    if (nodes == NULL || ids == NULL || idv == NULL)
+        goto out;
+    for (size_t i = 0; i < f->n; i++) {
+        const struct assign_node *v = &f->v[i];
+        if (!v->alive || v->capacity <= 0 || !assign_has_labels(v, (const char *const *)labels, nl))
+            continue;
+        /* a run id of its own for each node's run (its history, its output) */
+        snprintf(idv[n], sizeof idv[n], "%.48s.%zu", m->run_id, n + 1);
+        nodes[n] = v->node;
+        ids[n] = idv[n];
+        n++;
     }
-    p->tick = a->tick;
-    p->attempt = a->attempt;
-    snprintf(p->run_id, sizeof p->run_id, "%s", a->run_id);
-    snprintf(p->from, sizeof p->from, "%s", from);
-    p->next = d->pending;
-    d->pending = p;
+    rc = assign_offer_all(x->client, x->group, job->name, baton_election_key(x->election),
+                          baton_election_token(x->election), m, nodes, ids, n, ASSIGN_OFFER_MS,
+                          &made);
+    if (rc == 1 && n == 0)
+        not_started(x, job, m, member, state, why_none);
+    for (size_t i = 0; rc == 1 && i < n; i++) {
+        struct assign a = *m;
+        snprintf(a.field, sizeof a.field, "%" PRId64 "/%s", m->tick, nodes[i]);
+        snprintf(a.node, sizeof a.node, "%s", nodes[i]);
+        snprintf(a.run_id, sizeof a.run_id, "%s", ids[i]);
+        log_assigned(x, job->name, &a);
+    }
+out:
+    free(nodes);
+    free(ids);
+    free(idv);
+    return rc;
 }
 
-/* The first offer of a (its field, tick, attempt and run id set) to a
- * member of f, from the claim's registration. */
-static void first_offer(const struct rctx *x, struct dispatch *d, const struct fleet *f,
-                        const struct job *job, struct assign *a, const char *from,
-                        enum tick_state *state)
+/* The first offer of m, the claim's marker of its tick (node: the leader
+ * that claimed it, whose registration the offer replaces), to a member
+ * of f; *state: the tick's (claimed), assigned after. No member for it:
+ * the marker is dropped and the tick recorded not started. Returns
+ * assign_offer()'s (or assign_drop()'s) answer. */
+static int offer_marker(const struct rctx *x, const struct fleet *f, const struct job *job,
+                        const struct assign *m, enum tick_state *state)
 {
     const char *token = baton_election_token(x->election);
-    long i = fleet_pick(f, job, a->tick, NULL);
-    ticklife_move(x, job->name, a->tick, state, TICK_EV_ASSIGN);
-    if (i < 0 || token == NULL) { /* its registration goes with the record */
-        not_started(x, job, a, from, state, why_none);
-        return;
+    const char *key = baton_election_key(x->election);
+    char member[sizeof m->node + sizeof m->run_id + 2];
+    snprintf(member, sizeof member, "%s/%s", m->node, m->run_id);
+    if (token == NULL)
+        return BATON_ELOST;
+    ticklife_move(x, job->name, m->tick, state, TICK_EV_ASSIGN);
+    if (job_run_on(job, NULL) == JOB_RUN_ON_ALL && strchr(m->field, '/') == NULL)
+        return offer_every(x, f, job, m, state);
+    if (strchr(m->field, '/') != NULL) { /* a node's own (all), handed back: to that node */
+        struct assign a = *m;
+        long i = -1;
+        for (size_t k = 0; k < f->n && i < 0; k++)
+            if (strcmp(f->v[k].node, m->node) == 0 && f->v[k].alive)
+                i = (long)k;
+        if (i >= 0) {
+            int rc = assign_offer(x->client, x->group, job->name, key, token, NULL, "claimed", &a,
+                                  ASSIGN_OFFER_MS);
+            if (rc == 1)
+                log_assigned(x, job->name, &a);
+            return rc;
+        }
+        int rc = assign_drop(x->client, x->group, job->name, key, token, "claimed", m);
+        if (rc == 1)
+            not_started(x, job, m, member, state, why_none);
+        return rc;
     }
-    snprintf(a->node, sizeof a->node, "%s", f->v[i].node);
-    int rc = assign_offer(x->client, x->group, job->name, baton_election_key(x->election), token,
-                          from, NULL, a, ASSIGN_OFFER_MS);
+    long i = fleet_pick(f, job, m->tick, NULL);
+    if (i < 0) {
+        int rc = assign_drop(x->client, x->group, job->name, key, token, "claimed", m);
+        if (rc == 1) /* its registration goes with the record */
+            not_started(x, job, m, member, state, why_none);
+        return rc;
+    }
+    struct assign a = *m;
+    snprintf(a.node, sizeof a.node, "%s", f->v[i].node);
+    a.moves = 0;
+    a.died[0] = '\0';
+    int rc = assign_offer(x->client, x->group, job->name, key, token, NULL, "claimed", &a,
+                          ASSIGN_OFFER_MS);
     if (rc == 1)
-        log_assigned(x, job->name, a);
-    else if (rc == 0) /* made before, by an offer whose answer was lost */
-        ;
-    else if (rc == BATON_ELOST)
-        not_started(x, job, a, from, state,
-                    "claimed, but the lease was lost before it could be offered to a member: "
-                    "not run");
-    else
-        add_pending(d, job->name, a, from); /* it may have applied: made again */
+        log_assigned(x, job->name, &a);
+    return rc;
 }
 
-void dispatch_offer(const struct rctx *x, struct dispatch *d, struct jobstate *js, const char *id,
-                    const char *member, int64_t tick, enum tick_state *state)
+/* The marker of js's tick, claimed by this node under run id. */
+static struct assign marker_of(const struct rctx *x, int64_t tick, const char *id)
 {
-    struct assign a = {.tick = tick, .attempt = 1};
+    struct assign m = {.tick = tick, .attempt = 1, .state = ASSIGN_CLAIMED};
+    snprintf(m.field, sizeof m.field, "%" PRId64, tick);
+    snprintf(m.node, sizeof m.node, "%s", x->node);
+    snprintf(m.run_id, sizeof m.run_id, "%s", id);
+    return m;
+}
+
+void dispatch_offer(const struct rctx *x, struct jobstate *js, const char *id, int64_t tick,
+                    enum tick_state *state)
+{
+    struct assign m = marker_of(x, tick, id);
     struct fleet f;
-    snprintf(a.field, sizeof a.field, "%" PRId64, tick);
-    snprintf(a.run_id, sizeof a.run_id, "%s", id);
-    if (!fleet_read(x, &f)) {
+    if (x->fault_stop_before_offer)
+        raise(SIGSTOP);
+    if (!fleet_read(x, &f)) { /* the marker waits for the next tend */
         ticklife_move(x, js->job->name, tick, state, TICK_EV_ASSIGN);
-        add_pending(d, js->job->name, &a, member);
         return;
     }
-    first_offer(x, d, &f, js->job, &a, member, state);
+    /* Not offered (no answer, the lease lost): the marker stays in Redis,
+     * and the next tend, here or on the next leader, offers it. */
+    offer_marker(x, &f, js->job, &m, state);
     fleet_free(&f);
+}
+
+bool dispatch_record_held(const struct rctx *x, const struct jobstate *js, int64_t until,
+                          const char *reason)
+{
+    const char *token = baton_election_token(x->election);
+    struct assign *v = calloc(LIST_MAX, sizeof *v);
+    bool *alive = calloc(LIST_MAX, sizeof *alive), ok = false;
+    size_t n = 0;
+    int64_t server_ms;
+    if (token == NULL || v == NULL || alive == NULL || !rctx_may_block(x) ||
+        assign_list_all(x->client, x->group, v, alive, LIST_MAX, true, &n, &server_ms) != BATON_OK)
+        goto out;
+    ok = true;
+    for (size_t i = 0; i < n && ok; i++) {
+        if (v[i].state != ASSIGN_CLAIMED || v[i].tick > until ||
+            strcmp(v[i].job, js->job->name) != 0)
+            continue;
+        int rc = assign_drop(x->client, x->group, js->job->name, baton_election_key(x->election),
+                             token, "claimed", &v[i]);
+        if (rc == 1) {
+            enum tick_state s = TICK_HELD;
+            ticklife_move(x, js->job->name, v[i].tick, &s, TICK_EV_SKIP);
+            records_skipped_one(x->rec, js->job->name, x->term, v[i].tick, HO_SKIPPED, reason);
+        }
+        ok = rc >= 0;
+    }
+out:
+    free(v);
+    free(alive);
+    return ok;
+}
+
+bool dispatch_let_go(const struct rctx *x, const struct jobstate *js, int64_t tick, const char *id)
+{
+    const char *token = baton_election_token(x->election);
+    struct assign m = marker_of(x, tick, id);
+    return token != NULL && rctx_may_block(x) &&
+           assign_drop(x->client, x->group, js->job->name, baton_election_key(x->election), token,
+                       "claimed", &m) == 1;
 }
 
 /* Offers outstanding a (as read: its value) again, to another member
@@ -239,6 +348,68 @@ static bool reoffer(const struct rctx *x, const struct fleet *f, const struct jo
     return rc != BATON_ELOST;
 }
 
+/* A run accepted by was->node, whose registration went before it started
+ * it (its member died, or was cut off): offered elsewhere once; the
+ * member that runs it says so in its record. A second member lost so
+ * before starting it: recorded not started, naming both. Returns false
+ * when this node no longer leads. */
+static bool died_before_start(const struct rctx *x, const struct fleet *f, const struct job *job,
+                              const struct assign *was)
+{
+    char why[480];
+    struct assign a = *was;
+    if (was->died[0] == '\0') {
+        snprintf(a.died, sizeof a.died, "%s", was->node);
+        snprintf(why, sizeof why,
+                 "%s accepted it, then was lost before it started it: it runs elsewhere, once",
+                 was->node);
+        return reoffer(x, f, job, was, &a, why);
+    }
+    const char *token = baton_election_token(x->election);
+    enum tick_state state = TICK_ASSIGNED;
+    char member[sizeof was->node + sizeof was->run_id + 2];
+    if (token == NULL)
+        return false;
+    snprintf(member, sizeof member, "%s/%s", was->node, was->run_id);
+    snprintf(why, sizeof why,
+             "%s, then %s, accepted it and each was lost before it started it: not offered "
+             "again, not run",
+             was->died, was->node);
+    int rc = assign_drop(x->client, x->group, job->name, baton_election_key(x->election), token,
+                         was->value, was);
+    if (rc == 1)
+        not_started(x, job, was, member, &state, why);
+    return rc != BATON_ELOST;
+}
+
+/* Offers the next attempt of was's tick (its run lost while it ran, or
+ * failed with a retry due) to another member than was's (run_on: all:
+ * to was's node, alive), under a new run id; a: the offer made. Returns assign_offer()'s answer, or
+ * 0 when there is no member for it (nothing done: *a unset). */
+static int next_attempt(const struct rctx *x, struct dispatch *d, const struct fleet *f,
+                        const struct job *job, const struct assign *was, struct assign *a)
+{
+    long i = -1;
+    if (job_run_on(job, NULL) != JOB_RUN_ON_ALL)
+        i = fleet_pick(f, job, was->tick, was->node);
+    else /* a node's own run: on that node again, while it is alive */
+        for (size_t k = 0; k < f->n && i < 0; k++)
+            if (strcmp(f->v[k].node, was->node) == 0 && f->v[k].alive)
+                i = (long)k;
+    if (i < 0)
+        return 0;
+    *a = *was;
+    d->seq++;
+    a->attempt = was->attempt + 1;
+    a->moves = was->moves + 1;
+    a->died[0] = '\0';
+    snprintf(a->node, sizeof a->node, "%s", f->v[i].node);
+    snprintf(a->run_id, sizeof a->run_id, "%" PRId64 "-%" PRIu64 "-%d-d%" PRIu64, was->tick,
+             x->term, a->attempt, d->seq);
+    return assign_offer(x->client, x->group, job->name, baton_election_key(x->election),
+                        baton_election_token(x->election), NULL, was->value, a, ASSIGN_OFFER_MS);
+}
+
 /* a's run was lost while it ran (its registration gone after started):
  * recorded lost with its node, then offered again as the next attempt
  * while the job's retries allow. Returns false when this node no longer
@@ -247,40 +418,29 @@ static bool lost(const struct rctx *x, struct dispatch *d, const struct fleet *f
                  const struct job *job, const struct assign *was)
 {
     const char *token = baton_election_token(x->election);
-    const char *key = baton_election_key(x->election);
     enum tick_state state = TICK_ASSIGNED;
     char why[320];
-    struct assign a = *was;
-    bool retry = was->attempt <= job->retries;
-    long i = retry ? fleet_pick(f, job, was->tick, was->node) : -1;
-    int rc;
+    struct assign a;
+    int rc = 0;
     snprintf(why, sizeof why,
              "its node %s was lost while it ran (its registration lapsed: the run was stopped "
              "before it could)",
              was->node);
     if (token == NULL)
         return false;
-    if (i >= 0) {
-        d->seq++;
-        a.attempt = was->attempt + 1;
-        a.moves = was->moves + 1;
-        snprintf(a.node, sizeof a.node, "%s", f->v[i].node);
-        snprintf(a.run_id, sizeof a.run_id, "%" PRId64 "-%" PRIu64 "-%d-d%" PRIu64, was->tick,
-                 x->term, a.attempt, d->seq);
-        rc = assign_offer(x->client, x->group, job->name, key, token, NULL, was->value, &a,
-                          ASSIGN_OFFER_MS);
-    } else {
-        rc = assign_drop(x->client, x->group, job->name, key, token, was->value, was);
-    }
+    bool retried = was->attempt <= job->retries && (rc = next_attempt(x, d, f, job, was, &a)) == 1;
+    if (!retried && rc == 0)
+        rc = assign_drop(x->client, x->group, job->name, baton_election_key(x->election), token,
+                         was->value, was);
     if (rc != 1)
         return rc != BATON_ELOST;
     records_lost(x->rec, job->name, x->term, was->tick, was->node, was->run_id, was->attempt, why);
     cJSON *lf = fields(job->name, was->tick, was->run_id);
     cJSON_AddStringToObject(lf, "member", was->node);
     cJSON_AddNumberToObject(lf, "attempt", was->attempt);
-    cJSON_AddStringToObject(lf, "then", i >= 0 ? "retried on another member" : "recorded");
+    cJSON_AddStringToObject(lf, "then", retried ? "retried on another member" : "recorded");
     log_emit_facts_at(x->log, LOG_WARN, LE_LOST, lf, &(struct log_facts){.job = job->name});
-    if (i >= 0) {
+    if (retried) {
         ticklife_move(x, job->name, was->tick, &state, TICK_EV_RETRY);
         log_assigned(x, job->name, &a);
     } else {
@@ -289,40 +449,58 @@ static bool lost(const struct rctx *x, struct dispatch *d, const struct fleet *f
     return true;
 }
 
-/* The offers whose answer was lost, made again. */
-static void tend_pending(const struct rctx *x, struct dispatch *d, const struct fleet *f)
+/* was's run failed on its member, which recorded it and handed it back
+ * as a retry now due: its next attempt offered to another member (or,
+ * none fitting, the retry dropped: the failure is its tick's record).
+ * Returns false when this node no longer leads. */
+static bool retry(const struct rctx *x, struct dispatch *d, const struct fleet *f,
+                  const struct job *job, const struct assign *was)
 {
-    for (struct dispatch_pending **p = &d->pending; *p != NULL;) {
-        struct dispatch_pending *q = *p;
-        struct jobstate *js = jobtable_find(x->jt, q->job);
-        struct assign a = {.tick = q->tick, .attempt = q->attempt};
-        enum tick_state state = TICK_ASSIGNED;
-        const char *token = baton_election_token(x->election);
-        snprintf(a.field, sizeof a.field, "%" PRId64, q->tick);
-        snprintf(a.run_id, sizeof a.run_id, "%s", q->run_id);
-        long i = js != NULL ? fleet_pick(f, js->job, q->tick, NULL) : -1;
-        int rc = 1;
-        if (js != NULL && i >= 0 && token != NULL) {
-            snprintf(a.node, sizeof a.node, "%s", f->v[i].node);
-            rc = assign_offer(x->client, x->group, q->job, baton_election_key(x->election), token,
-                              q->from, NULL, &a, ASSIGN_OFFER_MS);
-            if (rc == 1)
-                log_assigned(x, q->job, &a);
-        } else if (js != NULL) {
-            not_started(x, js->job, &a, q->from, &state, why_none);
-        }
-        if (rc != 1 && rc != 0 && rc != BATON_ELOST) {
-            p = &q->next; /* no answer again: the next tend */
-            continue;
-        }
-        if (rc == BATON_ELOST && js != NULL)
-            not_started(x, js->job, &a, q->from, &state,
-                        "claimed, but the lease was lost before it could be offered to a "
-                        "member: not run");
-        *p = q->next;
-        free(q->job);
-        free(q);
+    const char *token = baton_election_token(x->election);
+    enum tick_state state = TICK_ASSIGNED;
+    struct assign a;
+    if (token == NULL)
+        return false;
+    int rc = next_attempt(x, d, f, job, was, &a);
+    if (rc == 1) {
+        ticklife_move(x, job->name, was->tick, &state, TICK_EV_RETRY);
+        log_assigned(x, job->name, &a);
+    } else if (rc == 0 &&
+               assign_drop(x->client, x->group, job->name, baton_election_key(x->election), token,
+                           was->value, was) == 1) {
+        hooks_retry_dropped(x->hooks, job->name, was->tick);
     }
+    return rc != BATON_ELOST;
+}
+
+/* run_on: all: a node's offer not accepted in time, or its run accepted
+ * and lost before its start, is recorded not started (never moved to
+ * another node). Returns false when this node no longer leads. */
+static bool not_moved(const struct rctx *x, const struct job *job, const struct assign *was)
+{
+    const char *token = baton_election_token(x->election);
+    enum tick_state state = TICK_ASSIGNED;
+    char member[sizeof was->node + sizeof was->run_id + 2], why[400];
+    if (token == NULL)
+        return false;
+    snprintf(member, sizeof member, "%s/%s", was->node, was->run_id);
+    snprintf(why, sizeof why,
+             was->state == ASSIGN_OFFERED
+                 ? "run_on: all: %s did not accept it in time (gone or full): not run there"
+                 : "run_on: all: %s accepted it, then was lost before it started it: not run "
+                   "there",
+             was->node);
+    int rc = assign_drop(x->client, x->group, job->name, baton_election_key(x->election), token,
+                         was->value, was);
+    if (rc == 1)
+        not_started(x, job, was, member, &state, why);
+    return rc != BATON_ELOST;
+}
+
+/* js's tick held by a pause (a marker not yet offered waits for its end). */
+static bool held(const struct jobstate *js, int64_t tick)
+{
+    return js->ctl.pause_until != 0 && tick <= js->ctl.pause_until;
 }
 
 void dispatch_tend(const struct rctx *x, struct dispatch *d, int64_t now)
@@ -332,41 +510,48 @@ void dispatch_tend(const struct rctx *x, struct dispatch *d, int64_t now)
     d->tend_at = now + DISPATCH_TEND_MS * MS;
     if (!rctx_may_block(x))
         return;
-    struct fleet f;
-    if (!fleet_read(x, &f))
-        return;
-    tend_pending(x, d, &f);
+    /* What is outstanding, of every job, in one call (assign_list_all);
+     * the members only when something needs a decision. */
     struct assign *v = calloc(LIST_MAX, sizeof *v);
     bool *alive = calloc(LIST_MAX, sizeof *alive);
-    for (struct jobstate *js = x->jt->states; v != NULL && alive != NULL && js != NULL;
-         js = js->next) {
-        size_t n = 0;
-        int64_t server_ms;
-        if (job_run_on(js->job, NULL) == JOB_RUN_ON_LEADER || !x->leading || !rctx_may_block(x))
+    size_t n = 0, todo = 0;
+    int64_t server_ms;
+    struct fleet f = {0};
+    if (v == NULL || alive == NULL ||
+        assign_list_all(x->client, x->group, v, alive, LIST_MAX, true, &n, &server_ms) != BATON_OK)
+        goto out;
+    for (size_t i = 0; i < n; i++)
+        todo += !alive[i];
+    if (todo == 0 || !fleet_read(x, &f))
+        goto out;
+    bool leads = true;
+    for (size_t i = 0; i < n && leads && x->leading && rctx_may_block(x); i++) {
+        struct jobstate *js = alive[i] ? NULL : jobtable_find(x->jt, v[i].job);
+        if (js == NULL || job_run_on(js->job, NULL) == JOB_RUN_ON_LEADER)
+            continue; /* not a job this leader dispatches: left as it is */
+        struct assign a = v[i];
+        char why[320];
+        enum tick_state state = TICK_CLAIMED;
+        if (job_run_on(js->job, NULL) == JOB_RUN_ON_ALL &&
+            (v[i].state == ASSIGN_OFFERED || v[i].state == ASSIGN_ACCEPTED)) {
+            leads = not_moved(x, js->job, &v[i]);
             continue;
-        if (assign_list(x->client, x->group, js->job->name, v, alive, LIST_MAX, &n, &server_ms) !=
-            BATON_OK)
-            continue;
-        bool leads = true;
-        for (size_t i = 0; i < n && leads; i++) {
-            if (alive[i])
-                continue;
-            struct assign a = v[i];
-            char why[320];
-            if (v[i].state == ASSIGN_OFFERED) {
-                snprintf(why, sizeof why, "%s did not accept it in time", v[i].node);
-                leads = reoffer(x, &f, js->job, &v[i], &a, why);
-            } else if (v[i].state == ASSIGN_ACCEPTED) {
-                snprintf(why, sizeof why,
-                         "%s accepted it, then was lost before it started it: it runs "
-                         "elsewhere, once",
-                         v[i].node);
-                leads = reoffer(x, &f, js->job, &v[i], &a, why);
-            } else {
-                leads = lost(x, d, &f, js->job, &v[i]);
-            }
+        }
+        switch (v[i].state) {
+        case ASSIGN_CLAIMED: /* claimed, never offered (its leader died, or no answer) */
+            if (!held(js, v[i].tick))
+                leads = offer_marker(x, &f, js->job, &v[i], &state) != BATON_ELOST;
+            break;
+        case ASSIGN_OFFERED:
+            snprintf(why, sizeof why, "%s did not accept it in time", v[i].node);
+            leads = reoffer(x, &f, js->job, &v[i], &a, why);
+            break;
+        case ASSIGN_ACCEPTED: leads = died_before_start(x, &f, js->job, &v[i]); break;
+        case ASSIGN_STARTED: leads = lost(x, d, &f, js->job, &v[i]); break;
+        case ASSIGN_RETRY: leads = retry(x, d, &f, js->job, &v[i]); break;
         }
     }
+out:
     free(v);
     free(alive);
     fleet_free(&f);
@@ -419,6 +604,8 @@ void dispatch_poll(const struct rctx *x, struct dispatch *d, struct runs *rs, in
         cJSON_AddNumberToObject(lf, "attempt", a.attempt);
         cJSON_AddNumberToObject(lf, "moves", a.moves);
         log_emit(x->log, LE_ACCEPTED, lf);
+        if (x->fault_stop_after_accept)
+            raise(SIGSTOP);
         runs_accepted(x, rs, js, &a, term_of(a.run_id), sent);
     }
     for (size_t i = 0; i < n; i++) {
@@ -457,14 +644,4 @@ int64_t dispatch_next(const struct rctx *x, const struct dispatch *d)
     if (!d->closed)
         rtime_earliest(&next, d->poll_at);
     return next;
-}
-
-void dispatch_clear(struct dispatch *d)
-{
-    while (d->pending != NULL) {
-        struct dispatch_pending *p = d->pending;
-        d->pending = p->next;
-        free(p->job);
-        free(p);
-    }
 }

@@ -4,25 +4,35 @@
  * made to it accepted and their runs started (runs.h).
  *
  * The leader (dispatch_offer, dispatch_tend): a tick of a job with run_on
- * any or {labels} that it has claimed is offered to a live member chosen
+ * any or {labels} that it has claimed (the claim wrote its marker in the
+ * same script: claim.h, assign.h) is offered to a live member chosen
  * from the last heartbeats (members.h: alive and accepting, carrying the
  * job's labels) and the loads Redis counts (assign_loads), never from its
  * own memory. Every DISPATCH_TEND_MS it reads what is outstanding of every
- * such job (assign_list), its own offers and the last leader's alike (a
- * new leader adopts them: it never dispatches a claimed tick again):
+ * job, in one call (assign_list_all), its own and the last leader's alike
+ * (a new leader adopts them: it never dispatches a claimed tick again):
+ *   - a marker (claimed, never offered: the leader died or stopped between
+ *     the claim and the offer, or the offer's answer was lost) is offered,
+ *     unless the job is paused (it waits for the pause's end);
  *   - an offer not accepted by its deadline is offered again, to another
  *     member when there is one (logged reassigned);
  *   - a run accepted whose registration is gone before it started (its
- *     member died, or was cut off) is offered again elsewhere (reassigned),
- *     and its record says it was;
+ *     member died, or was cut off) is offered again elsewhere once
+ *     (reassigned), and the record of the member that runs it names the
+ *     one that died; a second member lost so: recorded not started,
+ *     naming both;
  *   - a run started whose registration is gone (its shim killed it before
  *     the registration could pass) is recorded `lost` with its node
  *     (logged lost), then offered again as the next attempt while the
  *     job's retries allow;
+ *   - a run that failed, handed back by its member as a retry due (it
+ *     recorded the failure), is offered as the next attempt to another
+ *     member when one fits (else the retry is dropped);
  *   - a tick offered DISPATCH_MOVES_MAX times without being run, or for
  *     which no live member carries the labels, is recorded failed_to_start.
- * An offer whose answer is lost is made again at the next tend while this
- * node leads (expecting no assignment: one that applied is left alone).
+ * Every decision is a compare-and-set on the value read, in a script
+ * fenced by the leader's token: an answer lost leaves Redis as it was or
+ * as decided, and the next tend reads which.
  *
  * Every node (dispatch_poll): woken by "offer <node>" on the group's
  * channel, or every DISPATCH_POLL_MS, it reads its offers and accepts
@@ -31,7 +41,17 @@
  * (dispatch_close) accepts nothing more: its offers expire and go
  * elsewhere; the runs it accepted finish within shutdown_grace.
  *
- * run_on: all is not dispatched in this version (jobs.c refuses it). */
+ * run_on: all (and {labels: [...], all: true}): the marker is replaced by
+ * one offer to each live member carrying the labels, in one script
+ * (assign_offer_all); a node's offer or run is never moved to another
+ * node: expired, or lost before its start, it is recorded not started;
+ * lost while it ran, recorded lost; a retry goes to the same node.
+ *
+ * A manual run (baton trigger) of a job run on members runs on the
+ * leader, as a manual run of any job does (control.h): its request's
+ * protocol (claimed, started, done, recovered when its node dies) is the
+ * leader's, and an operator's run-now needs no member's free capacity; the
+ * leader refuses it, saying so, when it lacks the job's labels. */
 #ifndef BATON_DISPATCH_H
 #define BATON_DISPATCH_H
 
@@ -50,16 +70,6 @@
 struct jobstate;
 struct runs;
 
-/* An offer whose answer was lost: made again at the next tend. */
-struct dispatch_pending {
-    char *job;
-    int64_t tick;
-    int attempt;
-    char run_id[96];             /* as struct assign's */
-    char from[RUN_ID_MAX + 160]; /* the claim's registration */
-    struct dispatch_pending *next;
-};
-
 struct dispatch {
     int64_t capacity; /* this node's (baton.yaml) */
     bool fleet;       /* some job of jobs.yaml runs on members */
@@ -67,14 +77,29 @@ struct dispatch {
     int64_t tend_at;  /* leader: the next look at what is outstanding (0: none) */
     int64_t poll_at;  /* the next read of this node's offers (0: none) */
     uint64_t seq;     /* of the run ids of retries made here */
-    struct dispatch_pending *pending;
 };
 
-/* Offers js's tick, just claimed to run under run id (its registration
- * member, "<leader>/<id>"), to a member; the tick in *state (claimed)
- * moves to assigned, or (no member for it) is recorded not started. */
-void dispatch_offer(const struct rctx *x, struct dispatch *d, struct jobstate *js, const char *id,
-                    const char *member, int64_t tick, enum tick_state *state);
+/* Offers js's tick, just claimed to run under run id (the claim wrote its
+ * marker: claim.h, assign.h), to a member; the tick in *state (claimed)
+ * moves to assigned, or (no member for it) is recorded not started. Not
+ * offered now (no answer, the lease lost), the marker waits for the next
+ * tend, here or on the next leader. */
+void dispatch_offer(const struct rctx *x, struct jobstate *js, const char *id, int64_t tick,
+                    enum tick_state *state);
+
+/* A pause of js ended without catch-up at until (Unix s): the claim's
+ * markers of its ticks up to until that the pause held (claimed before it,
+ * or handed back by their member) are dropped and recorded skipped
+ * (reason), as control_record_held() records the leader's own. Returns
+ * false when Redis could not say (try again). */
+bool dispatch_record_held(const struct rctx *x, const struct jobstate *js, int64_t until,
+                          const char *reason);
+
+/* The claim's marker of js's tick (run id) is taken back, so that the
+ * caller records the tick (not started, skipped) itself. Returns false
+ * when it was not (offered already, no answer, not the leader): the tick
+ * is then the dispatch's to offer or record, not the caller's. */
+bool dispatch_let_go(const struct rctx *x, const struct jobstate *js, int64_t tick, const char *id);
 
 /* What the leader does every DISPATCH_TEND_MS (see the top). */
 void dispatch_tend(const struct rctx *x, struct dispatch *d, int64_t now);
@@ -94,8 +119,5 @@ void dispatch_close(struct dispatch *d);
 
 /* The next time dispatch has something to do (CLOCK_MONOTONIC; 0: none). */
 int64_t dispatch_next(const struct rctx *x, const struct dispatch *d);
-
-/* Frees what waits. */
-void dispatch_clear(struct dispatch *d);
 
 #endif

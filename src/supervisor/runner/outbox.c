@@ -30,6 +30,7 @@ struct outbox_item {
     int exit_code;
     const char *signal;              /* static */
     int64_t started_ms, duration_ms; /* OUT_TRIGGER_DONE: when the command ran */
+    int64_t retry_ms;                /* OUT_ASSIGN_END: a retry due in (-1: none) */
     struct outbox_item *next;
 };
 
@@ -113,7 +114,7 @@ void outbox_release(struct outbox *o, const char *job, const char *member)
 }
 
 void outbox_assign_end(struct outbox *o, const char *job, const char *field, const char *node,
-                       const char *run_id)
+                       const char *run_id, int64_t retry_ms)
 {
     struct outbox_item *it = calloc(1, sizeof *it);
     if (it == NULL || (it->job = strdup(job)) == NULL || (it->field = strdup(field)) == NULL ||
@@ -123,6 +124,7 @@ void outbox_assign_end(struct outbox *o, const char *job, const char *field, con
         return; /* the registration expires on its own; the leader then finds it lost */
     }
     it->kind = OUT_ASSIGN_END;
+    it->retry_ms = retry_ms;
     put(o, it);
 }
 
@@ -157,7 +159,8 @@ static int write_item(struct outbox *o, const struct outbox_item *it)
     switch (it->kind) {
     case OUT_RELEASE: return claim_release(o->client, o->group, it->job, it->member);
     case OUT_ASSIGN_END:
-        return assign_end(o->client, o->group, it->job, it->field, it->node, it->run_id);
+        return assign_end(o->client, o->group, it->job, it->field, it->node, it->run_id,
+                          it->retry_ms);
     case OUT_TRIGGER_STARTED:
         return trigger_started(o->client, o->group, it->trigger_id, it->run_id);
     case OUT_TRIGGER_DONE: {

@@ -38,9 +38,10 @@ void outbox_history(struct outbox *o, const char *job, const struct history_rec 
 /* Queues the end of run member's registration (claim_release). */
 void outbox_release(struct outbox *o, const char *job, const char *member);
 /* Queues the end of a run dispatched to this node (assign_end: its
- * registration, its capacity, its assignment's field). */
+ * registration, its capacity, its assignment's field, or with retry_ms >=
+ * 0 the field made a retry due then). */
 void outbox_assign_end(struct outbox *o, const char *job, const char *field, const char *node,
-                       const char *run_id);
+                       const char *run_id, int64_t retry_ms);
 /* Queues the news of manual run run (request trigger_id): started (rec
  * NULL), or ended with rec's outcome, which also ends its registration. */
 void outbox_trigger(struct outbox *o, const struct run *run, const char *trigger_id,

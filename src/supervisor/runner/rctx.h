@@ -42,6 +42,8 @@ struct rctx {
     void *host;
     /* tests (BATON_TEST_FAULT) */
     bool fault_stop_after_claim, fault_stop_after_preclaim, fault_slow_prepare;
+    bool fault_stop_before_offer, fault_stop_after_accept;
+    const char *const *labels; /* this node's (runner_host) */
 };
 
 static inline bool rctx_may_block(const struct rctx *x)

@@ -62,7 +62,7 @@ void records_run(struct recorder *rc, const struct run *run, const char *trigger
 }
 
 void records_assigned(struct recorder *rc, const struct run *run, const char *field,
-                      const char *reason)
+                      const char *reason, int64_t retry_ms)
 {
     struct history_rec rec;
     run_record(run, rc->node, &rec);
@@ -73,8 +73,8 @@ void records_assigned(struct recorder *rc, const struct run *run, const char *fi
     if ((rec.reason == NULL || rec.reason[0] == '\0') && reason != NULL)
         rec.reason = reason;
     outbox_history(rc->out, run->job->name, &rec);
-    outbox_assign_end(rc->out, run->job->name, field, rc->node, run->id);
-    hooks_run_ended(rc->hooks, run, false);
+    outbox_assign_end(rc->out, run->job->name, field, rc->node, run->id, retry_ms);
+    hooks_run_ended(rc->hooks, run, retry_ms >= 0);
 }
 
 void records_lost(struct recorder *rc, const char *job, uint64_t term, int64_t tick,

@@ -39,9 +39,11 @@ void records_run(struct recorder *rc, const struct run *run, const char *trigger
 
 /* Records a run dispatched to this node (run_on other than leader) that
  * ended, with its dispatch delay (reason, may be NULL: said when the run
- * has none of its own), and ends its assignment (field; assign_end). */
+ * has none of its own), and ends its assignment (field; assign_end), or
+ * with retry_ms >= 0 (it failed, retries allow another attempt) hands it
+ * back to the leader as a retry due then. */
 void records_assigned(struct recorder *rc, const struct run *run, const char *field,
-                      const char *reason);
+                      const char *reason, int64_t retry_ms);
 /* Records job's tick as lost (the leader's word): its run_id's attempt ran
  * on node, which was lost while it ran, because of reason. */
 void records_lost(struct recorder *rc, const char *job, uint64_t term, int64_t tick,

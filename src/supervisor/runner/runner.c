@@ -61,6 +61,7 @@ struct runner {
     struct runner_host h;
     struct rctx x;
     char *node, *group;
+    char **labels; /* this node's, a copy (NULL-terminated) */
     struct jobtable jt;
     struct outbox out;
     struct recorder rec;
@@ -341,7 +342,17 @@ struct runner *runner_new(const struct runner_host *host)
     /* Our own copies: a reload frees the configuration they came from. */
     r->h.node = r->node = strdup(host->node);
     r->h.group = r->group = strdup(host->group);
-    if (r->node == NULL || r->group == NULL) {
+    size_t nl = 0;
+    while (host->labels != NULL && host->labels[nl] != NULL)
+        nl++;
+    r->labels = calloc(nl + 1, sizeof *r->labels);
+    for (size_t i = 0; r->labels != NULL && i < nl; i++)
+        if ((r->labels[i] = strdup(host->labels[i])) == NULL) {
+            runner_free(r);
+            return NULL;
+        }
+    r->h.labels = (const char *const *)r->labels;
+    if (r->node == NULL || r->group == NULL || r->labels == NULL) {
         runner_free(r);
         return NULL;
     }
@@ -363,7 +374,10 @@ struct runner *runner_new(const struct runner_host *host)
                          .host = host->ctx,
                          .fault_stop_after_claim = host->fault_stop_after_claim,
                          .fault_stop_after_preclaim = host->fault_stop_after_preclaim,
-                         .fault_slow_prepare = host->fault_slow_prepare};
+                         .fault_slow_prepare = host->fault_slow_prepare,
+                         .fault_stop_before_offer = host->fault_stop_before_offer,
+                         .fault_stop_after_accept = host->fault_stop_after_accept,
+                         .labels = (const char *const *)r->labels};
     r->out = (struct outbox){.client = host->client,
                              .group = r->group,
                              .log = host->log,
@@ -413,7 +427,6 @@ void runner_free(struct runner *r)
         return;
     r->h.hooks = r->x.hooks = r->rec.hooks = NULL; /* going away: no hook starts now */
     runs_free(&r->runs);
-    dispatch_clear(&r->disp);
     for (struct jobstate *js = r->jt.states; js != NULL; js = js->next)
         control_job_clear(&r->ctl, &js->ctl);
     jobtable_free(&r->jt);
@@ -422,6 +435,9 @@ void runner_free(struct runner *r)
     control_forget_all(&r->ctl);
     free(r->node);
     free(r->group);
+    for (char **l = r->labels; l != NULL && *l != NULL; l++)
+        free(*l);
+    free(r->labels);
     free(r);
 }
 
@@ -602,7 +618,8 @@ void runner_unlead(struct runner *r)
     for (struct jobstate *js = r->jt.states; js != NULL; js = js->next)
         clear_schedule(r, js);
     control_forget_all(&r->ctl);
-    dispatch_clear(&r->disp); /* offers without an answer: the next leader finds them, or not */
+    /* claimed ticks not yet offered: their markers are in Redis, for the
+     * next leader's tend (dispatch.h) */
     runner_on_timer(r);
 }
 

@@ -67,6 +67,7 @@ struct runner_host { /* node and group are copied; the rest is borrowed */
     int64_t control_poll_ms; /* the leader reads pauses and requests this often at least */
     int64_t kill_margin_ns;  /* runs are dead this long before it ends */
     int64_t capacity;        /* the most runs this node takes from the fleet (dispatch.h) */
+    const char *const *labels; /* this node's (NULL-terminated; may be NULL): copied */
     /* True when a blocking Redis call (up to redis_timeout) may start now. */
     bool (*may_block)(void *ctx);
     /* Called when the last run alive ended. */
@@ -90,6 +91,11 @@ struct runner_host { /* node and group are copied; the rest is borrowed */
      * 15 ms more (a sleep after its shim's start), so that the runs of one
      * instant overrun the claim-ahead window. */
     bool fault_slow_prepare;
+    /* tests (BATON_TEST_FAULT=stop-before-offer): SIGSTOP itself after
+     * the claim of a tick run on members, before its offer;
+     * (stop-after-accept): after it accepts an offer, before the run's
+     * start. */
+    bool fault_stop_before_offer, fault_stop_after_accept;
 };
 
 /* Returns: owned (free with runner_free), or NULL on ENOMEM. */

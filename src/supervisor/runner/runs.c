@@ -86,7 +86,7 @@ static struct rrun *start(const struct rctx *x, struct runs *rs, struct jobstate
         if (trigger_id == NULL)
             ticklife_move(x, js->job->name, tick, &state, TICK_EV_START_FAILED);
         if (a != NULL)
-            records_assigned(x->rec, &gone, a->field, NULL);
+            records_assigned(x->rec, &gone, a->field, NULL, -1);
         else
             records_run(x->rec, &gone, trigger_id, false);
         return NULL;
@@ -103,6 +103,7 @@ static struct rrun *start(const struct rctx *x, struct runs *rs, struct jobstate
         snprintf(rr->field, sizeof rr->field, "%s", a->field);
         snprintf(rr->avalue, sizeof rr->avalue, "%s", a->value);
         rr->moves = a->moves;
+        snprintf(rr->died, sizeof rr->died, "%s", a->died);
     }
     rr->tick = state;
     bool started = run_start(&rr->run, &rs->env, js->job, id, tick, attempt, term, trigger, term_at,
@@ -111,7 +112,7 @@ static struct rrun *start(const struct rctx *x, struct runs *rs, struct jobstate
         move_tick(x, rr, started ? TICK_EV_START : TICK_EV_START_FAILED);
     if (!started) {
         if (a != NULL) /* failed_to_start: logged */
-            records_assigned(x->rec, &rr->run, a->field, NULL);
+            records_assigned(x->rec, &rr->run, a->field, NULL, -1);
         else
             records_run(x->rec, &rr->run, trigger_id, false);
         discard(rs, rr);
@@ -171,6 +172,17 @@ static int64_t retry_delay_ms(const struct job *job, int attempt)
     return d > INT64_C(3600000) ? INT64_C(3600000) : d;
 }
 
+/* run failed: its next attempt comes in delay ms (job_retry). */
+static void log_retry(const struct rctx *x, const struct run *run, int64_t delay)
+{
+    cJSON *g = log_fields();
+    cJSON_AddStringToObject(g, "job", run->job->name);
+    cJSON_AddStringToObject(g, "run_id", run->id);
+    cJSON_AddNumberToObject(g, "next_attempt", run->attempt + 1);
+    cJSON_AddNumberToObject(g, "retry_in_ms", (double)delay);
+    log_emit_facts(x->log, LE_JOB_RETRY, g, &(struct log_facts){.job = run->job->name});
+}
+
 /* rr ended: retried, recorded or held, taken out; its job woken. */
 static void finish(const struct rctx *x, struct runs *rs, struct rrun *rr)
 {
@@ -186,12 +198,7 @@ static void finish(const struct rctx *x, struct runs *rs, struct rrun *rr)
         if (runs_add_retry(&js->runs, run->tick, run->attempt + 1, loop_now() + delay * MS,
                            RUN_TRIGGER_RETRY, next)) {
             rr->tick = next;
-            cJSON *g = log_fields();
-            cJSON_AddStringToObject(g, "job", run->job->name);
-            cJSON_AddStringToObject(g, "run_id", run->id);
-            cJSON_AddNumberToObject(g, "next_attempt", run->attempt + 1);
-            cJSON_AddNumberToObject(g, "retry_in_ms", (double)delay);
-            log_emit_facts(x->log, LE_JOB_RETRY, g, &(struct log_facts){.job = run->job->name});
+            log_retry(x, run, delay);
             retry = true;
         }
     }
@@ -210,13 +217,36 @@ static void finish(const struct rctx *x, struct runs *rs, struct rrun *rr)
             records_skipped_one(x->rec, run->job->name, x->term, run->tick, HO_SKIPPED, run->error);
         }
         outbox_release(x->out, run->job->name, run->member);
-    } else if (rr->field[0] != '\0') { /* dispatched here: no retry (the leader's) */
-        char why[96] = "";
-        if (rr->moves > 0)
-            snprintf(why, sizeof why, "offered %d more time(s) before this node took it",
-                     rr->moves);
+    } else if (rr->handed_back) { /* paused before its go: the leader keeps the tick */
+        move_tick(x, rr, TICK_EV_FORGET);
+        char when[32];
+        log_rfc3339(run->tick, when, sizeof when);
+        cJSON *g = log_fields();
+        cJSON_AddStringToObject(g, "job", run->job->name);
+        cJSON_AddStringToObject(g, "scheduled_at", when);
+        cJSON_AddStringToObject(g, "run_id", run->id);
+        cJSON_AddStringToObject(g, "reason", run->error);
+        log_emit(x->log, LE_HANDED_BACK, g);
+    } else if (rr->field[0] != '\0') { /* dispatched here */
+        /* A failed run whose job's retries allow another attempt is handed
+         * back to the leader (a retry due after the backoff, offered to
+         * another member), as the leader retries its own runs. */
+        int64_t retry_ms = failed && rr->tick != TICK_ACCEPTED && run->attempt <= run->job->retries
+                               ? retry_delay_ms(run->job, run->attempt)
+                               : -1;
+        char why[480] = "";
+        int k = 0;
+        if (rr->died[0] != '\0')
+            k = snprintf(why, sizeof why,
+                         "%s accepted it and was lost before it started it: run here instead; ",
+                         rr->died);
+        if (rr->moves > 0 && k >= 0 && (size_t)k < sizeof why)
+            snprintf(why + k, sizeof why - (size_t)k,
+                     "offered %d more time(s) before this node took it", rr->moves);
         move_tick(x, rr, rr->tick == TICK_ACCEPTED ? TICK_EV_START_FAILED : TICK_EV_END);
-        records_assigned(x->rec, run, rr->field, why[0] != '\0' ? why : NULL);
+        if (retry_ms >= 0)
+            log_retry(x, run, retry_ms);
+        records_assigned(x->rec, run, rr->field, why[0] != '\0' ? why : NULL, retry_ms);
     } else {
         if (!retry) /* a prepared run that never went did not start */
             move_tick(x, rr, rr->tick == TICK_CLAIMED ? TICK_EV_START_FAILED : TICK_EV_END);
@@ -492,7 +522,11 @@ void runs_go(const struct rctx *x, struct runs *rs, bool late, int64_t stepped_n
             int rc = assign_parse(rr->field, rr->avalue, &a)
                          ? assign_started(x->client, x->group, run->job->name, &a)
                          : BATON_EPROTO;
-            if (rc == BATON_ELOST)
+            if (rc == ASSIGN_PAUSED) { /* as the leader holds its own claimed ticks */
+                rr->handed_back = true;
+                why = "its job was paused before the tick's instant: handed back to the leader, "
+                      "which holds it for the pause's end";
+            } else if (rc == BATON_ELOST)
                 why = "its registration lapsed before the tick's instant (the leader may offer "
                       "it to another member): not run here";
             else if (rc != BATON_OK)

@@ -63,6 +63,8 @@ struct rrun {
     char field[ASSIGN_FIELD_MAX];
     char avalue[ASSIGN_VALUE_MAX];
     int moves;
+    char died[160];   /* the member that accepted it before and died ("": none) */
+    bool handed_back; /* paused before its go: given back to the leader, not recorded */
     struct rrun *next;
 };
 

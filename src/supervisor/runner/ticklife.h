@@ -167,7 +167,8 @@ enum tick_event {
     X(ASSIGNED, START_FAILED, NOT_STARTED) /* dispatch.c: no member for it, or none took it */     \
     X(ASSIGNED, ACCEPT, ACCEPTED)          /* dispatch.c: on the member that accepts it */         \
     X(ACCEPTED, START, RUNNING)            /* runs.c runs_go: marked started, then its exec */     \
-    X(ACCEPTED, START_FAILED, NOT_STARTED) /* runs.c: not marked started, or its shim failed */
+    X(ACCEPTED, START_FAILED, NOT_STARTED) /* runs.c: not marked started, or its shim failed */ \
+    X(ACCEPTED, FORGET, LEFT)              /* runs.c: paused before its go, handed back */
 
 /* The state after event e in state s, or TICK_REFUSED. */
 enum tick_state tick_next_state(enum tick_state s, enum tick_event e);
