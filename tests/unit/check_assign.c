@@ -107,9 +107,13 @@ START_TEST(values_parse_and_format)
     a.state = ASSIGN_STARTED;
     a.moves = 2;
     ck_assert(assign_format(&a));
-    ck_assert_str_eq(a.value, "started n1 1 1700000000123 1700000000-3-1-7 2");
+    /* no member died before starting it: the 7th part is "-" */
+    ck_assert_str_eq(a.value, "started n1 1 1700000000123 1700000000-3-1-7 2 -");
     ck_assert(assign_parse("1700000000/n1", "accepted n1 2 5 r 0", &a));
     ck_assert_str_eq(assign_state_name(a.state), "accepted");
+    /* the 7th part: the member that accepted it and died before starting it */
+    ck_assert(assign_parse("1700000000", "offered n2 1 5 r 1 d1", &a));
+    ck_assert_str_eq(a.died, "d1");
     /* not an assignment's */
     static const char *const bad[][2] = {
         {"1700000000", "offered n1 1 5 r"},
@@ -117,7 +121,7 @@ START_TEST(values_parse_and_format)
         {"1700000000", "offered n1 0 5 r 0"},
         {"x", "offered n1 1 5 r 0"},
         {"1700000000/n2", "offered n1 1 5 r 0"},
-        {"1700000000", "offered n1 1 5 r 0 extra"},
+        {"1700000000", "offered n1 1 5 r 0 d1 extra"}, /* 7 parts at most */
         {"0", "offered n1 1 5 r 0"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
