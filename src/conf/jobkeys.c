@@ -108,30 +108,29 @@ out_free:
 
 /* Scalar keys, read by set_text. */
 
-static int set_name(void *obj, struct schema_ctx *ctx, const char *text, char *msg, size_t msglen)
+/* Stores text at *field when it follows the job-name rule (a job's name,
+ * a pool's). Returns 0, or -1 with msg set. */
+static int set_rule_name(char **field, const char *text, char *msg, size_t msglen)
 {
-    struct job *j = obj;
     char q[96];
 
-    (void)ctx;
     if (!job_name_ok(text)) {
         snprintf(msg, msglen, "%s: use %s", yamlx_quote(text, q, sizeof q), job_name_rule());
         return -1;
     }
-    return job_str_set(&j->name, text, msg, msglen);
+    return job_str_set(field, text, msg, msglen);
+}
+
+static int set_name(void *obj, struct schema_ctx *ctx, const char *text, char *msg, size_t msglen)
+{
+    (void)ctx;
+    return set_rule_name(&((struct job *)obj)->name, text, msg, msglen);
 }
 
 static int set_pool(void *obj, struct schema_ctx *ctx, const char *text, char *msg, size_t msglen)
 {
-    struct job *j = obj;
-    char q[96];
-
     (void)ctx;
-    if (!job_name_ok(text)) {
-        snprintf(msg, msglen, "%s: use %s", yamlx_quote(text, q, sizeof q), job_name_rule());
-        return -1;
-    }
-    return job_str_set(&j->pool, text, msg, msglen);
+    return set_rule_name(&((struct job *)obj)->pool, text, msg, msglen);
 }
 
 static int set_timezone(void *obj, struct schema_ctx *ctx, const char *text, char *msg,
