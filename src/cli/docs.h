@@ -7,7 +7,7 @@
  * page (a small subset: paragraphs, "- " bullets, fenced code, tables).
  *
  * The configuration reference is the Markdown that `baton check --reference`
- * prints (config.c and jobs.c write it from their tables); it is parsed back
+ * prints (config.c and jobkeys.c write it from their tables); it is parsed back
  * here rather than read from those tables' internals, so that the one text
  * `baton check --reference` shows is also what the man pages show.
  */

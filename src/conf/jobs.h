@@ -9,7 +9,7 @@
  *       schedule: "0 7 * * MON-FRI"
  *       command: ["/usr/local/bin/report", "--daily"]
  *
- * Every job key is one row of a table (jobs.c, `job_keys[]`) that the schema
+ * Every job key is one row of a table (jobkeys.c, `job_keys[]`) that the schema
  * engine (schema.h, shared with baton.yaml) reads for parsing, defaults and
  * the reference; it is exposed read-only through jobs_schema() for tests. Errors are "file:line:col: message" pointing at the
  * offending key or value, prefixed with `job "NAME": ` (or `job N: ` before

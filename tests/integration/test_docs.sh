@@ -36,7 +36,7 @@ done
 known=$("$BATON_BIN" check --reference | sed -n 's/^| `\([a-z_.]*\)` |.*/\1/p' | tr . '\n')
 for name in $(grep -oE '`[a-z][a-z0-9]*(_[a-z0-9]+)+`' "$root/deploy/README.md" | tr -d '`' | sort -u); do
     case $name in
-        baton_*) grep -q "\"$name" "$root/src/supervisor/ops/metrics.c" || fail "deploy/README.md names a metric that does not exist: $name" ;;
+        baton_*) grep -q "\"$name" "$root/src/supervisor/ops/metrics_write.c" || fail "deploy/README.md names a metric that does not exist: $name" ;;
         test_*) [ -f "$root/tests/integration/$name.sh" ] || fail "deploy/README.md names a test that does not exist: $name" ;;
         *) grep -qx "$name" <<<"$known" || fail "deploy/README.md names \`$name\`: no key nor event of 'baton check --reference'" ;;
     esac

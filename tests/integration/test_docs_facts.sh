@@ -23,12 +23,14 @@ rc=$?
 [ ! -s "$T/facts.txt" ] || fail "documents that disagree with the code:
 $(cat "$T/facts.txt")"
 
-note "deploy/operations.md's metrics are the metrics metrics.c writes, every one of them"
-for name in $(grep -oE 'family\(out, "baton_[a-z_]+' src/supervisor/ops/metrics.c | sed 's/.*"//'); do
+note "deploy/operations.md's metrics are the metrics metrics_write.c writes, every one of them"
+families=$(grep -oE 'family\(out, "baton_[a-z_]+' src/supervisor/ops/metrics_write.c | sed 's/.*"//')
+[ -n "$families" ] || fail "no metric family found in src/supervisor/ops/metrics_write.c"
+for name in $families; do
     grep -q "\`$name\`" deploy/operations.md || fail "deploy/operations.md does not list the metric $name"
 done
 for name in $(grep -oE '`baton_[a-z_]+`' deploy/operations.md | tr -d '`' | sort -u); do
-    grep -q "\"$name" src/supervisor/ops/metrics.c || fail "deploy/operations.md lists a metric that does not exist: $name"
+    grep -q "\"$name" src/supervisor/ops/metrics_write.c || fail "deploy/operations.md lists a metric that does not exist: $name"
 done
 
 note "baton(1)'s sample log line is what baton logs prints for its JSON"
