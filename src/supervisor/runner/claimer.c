@@ -16,7 +16,6 @@
 #include "steps.h"
 
 #define BUSY_POLL_MS  500 /* a tick waiting for a run elsewhere looks again this often */
-#define GATE_RETRY_MS 20  /* no blocking call allowed now: look again this soon */
 
 void claimer_run_id(const struct rctx *x, struct claimer *c, int64_t tick, int attempt, char *id,
                     size_t len)

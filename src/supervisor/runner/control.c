@@ -13,9 +13,6 @@
 #include "rtime.h"
 #include "steps.h"
 
-#define GATE_RETRY_MS    20   /* no blocking call allowed now: look again this soon */
-#define CONTROL_RETRY_MS 1000 /* the control keys could not be read: try again then */
-
 static const char reason_paused[] = "paused (baton pause)";
 
 static unsigned hash_id(const char *s)

@@ -2,6 +2,8 @@
  * and drives them, each owning a piece of a job's state (held together in
  * one thin record per job: jobtable.h), and none calling this file:
  *
+ *   turn.c      one job's turn: its ticks decided and claimed, its next
+ *               key; the budget of a turn of the loop
  *   ticks.c     a job's due ticks and what to do with the next (pure)
  *   claimer.c   the claims in Redis and what their answers mean (steps.h),
  *               marks, lost answers, the claim-ahead window
@@ -14,8 +16,9 @@
  *   dispatch.c  run_on other than leader: offers to members and what is
  *               outstanding (the leader), offers accepted (every node)
  *
- * The order of calls is one way: runner -> control -> claimer -> dispatch
- * -> runs -> jobtable -> records -> outbox, ticks and steps below all.
+ * The order of calls is one way: runner -> turn -> control -> claimer ->
+ * dispatch -> runs -> jobtable -> records -> outbox, ticks and steps below
+ * all.
  *
  * A tick's instant is when its run begins: the tick, delayed by its job's
  * jitter (sched_start_ms); everything here that waits for a tick waits
@@ -44,18 +47,11 @@
 #include "pools.h"
 #include "records.h"
 #include "rtime.h"
-#include "runlimits.h"
 #include "runner.h"
 #include "runs.h"
+#include "turn.h"
 
-#define GATE_RETRY_MS    20   /* no blocking call allowed now: look again this soon */
-#define CONTROL_RETRY_MS 1000 /* the control keys could not be read: try again then */
-#define STEP_BACK_MS     1000 /* a prepared run this much past the window: the clock went back */
-/* Starting runs (a claim round trip and a fork each) stops after this long
- * in one turn of the loop and goes on a millisecond later, after the
- * lease's own timers: a catch-up of many jobs at once never holds the
- * loop past the renewal. */
-#define TURN_BUDGET_MS 20
+#define STEP_BACK_MS 1000 /* a prepared run this much past the window: the clock went back */
 
 struct runner {
     struct runner_host h;
@@ -68,102 +64,14 @@ struct runner {
     struct claimer cl;
     struct control ctl;
     struct runs runs;
-    struct pools pools;     /* the waiting ticks of each pool, in order (pools.h) */
+    struct pools pools; /* the waiting ticks of each pool, in order (pools.h) */
     struct dispatch disp;
+    struct turn turn;       /* one job's turn, over the parts above (turn.h) */
     int64_t wall_offset_ms; /* wall - monotonic when the keys were computed */
-    int64_t turn_end;       /* this turn of the loop yields at this time (TURN_BUDGET_MS) */
     int64_t lost_retry_at;  /* not leading, with lost claims to settle: the next try; 0: none */
 };
 
-/* ---- one job's turn ---- */
-
-/* Queues the ticks due for js at wall (ms), recording those the catch-up
- * policy does not run. */
-static void queue_due(struct runner *r, struct jobstate *js, int64_t wall)
-{
-    struct ticks_due d;
-    struct sched_range before;
-    const char *name = js->job->name;
-    ticks_queue_due(&js->ticks, js->job, wall, js->runs.running, &d);
-    for (size_t i = js->ticks.qlen - d.nqueued; i < js->ticks.qlen; i++) {
-        struct tick_slot *q = ticks_at(&js->ticks, i);
-        ticklife_move(&r->x, name, q->t.at, &q->state, TICK_EV_QUEUE);
-    }
-    ticklife_move_range(&r->x, name, &d.dropped, TICK_DUE, TICK_EV_DROP);
-    ticklife_move_range(&r->x, name, &d.superseded, TICK_DUE, TICK_EV_SUPERSEDE);
-    if (d.nmissed > 0 || d.dropped.count != 0 || d.superseded.count != 0) {
-        cJSON *f = log_fields();
-        cJSON_AddStringToObject(f, "job", js->job->name);
-        cJSON_AddNumberToObject(f, "missed_ticks", (double)d.nmissed);
-        if (d.dropped.count != 0)
-            cJSON_AddNumberToObject(f, "outside_window", (double)d.dropped.count);
-        if (d.superseded.count != 0)
-            cJSON_AddNumberToObject(f, "superseded", (double)d.superseded.count);
-        log_emit(r->h.log, LE_CATCH_UP, f);
-    }
-    /* In tick order: the dropped ones are the oldest, then the superseded
-     * (catchup: last), then those that run. */
-    before = ticks_take_skipped(&js->ticks);
-    records_skipped(&r->rec, js->job->name, r->x.term, &before);
-    records_skipped(&r->rec, js->job->name, r->x.term, &d.dropped);
-    records_skipped(&r->rec, js->job->name, r->x.term, &d.superseded);
-    if (d.full != 0) {
-        enum tick_state full = TICK_DUE;
-        ticklife_move(&r->x, name, d.full, &full, TICK_EV_SKIP);
-        if (ticks_skip(&js->ticks, d.full, HO_SKIPPED, ticks_reason_full(), &before))
-            records_skipped(&r->rec, js->job->name, r->x.term, &before);
-    }
-}
-
 /* ---- pools: the order of the ticks that wait for a slot ---- */
-
-/* A waiter's tick still waits: it is its job's head. */
-static bool waiter_live(const struct pool_waiter *w)
-{
-    struct jobstate *js = w->js;
-    return ticks_has_head(&js->ticks) && ticks_head(&js->ticks)->t.at == w->tick;
-}
-
-/* js looks at its head now. */
-static void wake(struct runner *r, struct jobstate *js)
-{
-    js->hold_until = 0;
-    if (r->x.leading)
-        jobtable_set_key(&r->jt, js, loop_now());
-}
-
-/* A slot of pl may be free: its first waiter looks (but not me). */
-static void wake_pool(struct runner *r, struct pool *pl, const struct jobstate *me)
-{
-    struct jobstate *head = pools_head(pl, waiter_live);
-    if (head != NULL && head != me)
-        wake(r, head);
-}
-
-/* js's head tick at waits behind an earlier tick of its pool (first come,
- * first served): true, and it waits in order; false when it may claim. */
-static bool pool_behind(struct jobstate *js, const struct tick_intent *in, int64_t now)
-{
-    if (js->pool == NULL || in->mode == CLAIM_SKIP ||
-        pools_first(js->pool, js, js->job->name, in->at, waiter_live))
-        return false;
-    pools_wait(js->pool, js, js->job->name, in->at, rtime_wall_ms());
-    js->hold_until = now + LIMITS_POLL_MS * MS;
-    return true;
-}
-
-/* After a claim of js's head (dealt: it was dealt with): a tick that found
- * its pool full waits in order; one dealt with, or waiting for its own
- * max_running, lets the next waiter of the pool look. */
-static void pool_after_claim(struct runner *r, struct jobstate *js, int64_t at, bool dealt)
-{
-    if (js->pool == NULL)
-        return;
-    if (js->claim.full && js->claim.full_pool)
-        pools_wait(js->pool, js, js->job->name, at, rtime_wall_ms());
-    else if ((dealt || js->claim.full) && pools_leave(js->pool, js))
-        wake_pool(r, js->pool, js);
-}
 
 /* The pools of the jobs now (after a reload): the ticks that waited keep
  * their order. */
@@ -185,129 +93,6 @@ static void pools_rebuild(struct runner *r)
     pools_clear(&old);
 }
 
-/* Decides js's queue, head after head, claiming what it can in this turn. */
-static void decide_ticks(struct runner *r, struct jobstate *js, int64_t now, int64_t wall)
-{
-    struct sched_range before;
-    for (int claims = 0; r->x.leading && js->hold_until == 0; claims++) {
-        if (!ticks_has_head(&js->ticks))
-            break;
-        if (claims > 0 && loop_now() >= r->turn_end) {
-            js->hold_until = loop_now(); /* the rest next turn (runner_on_timer) */
-            break;
-        }
-        struct tick_intent in =
-            ticks_next(&js->ticks, js->job, js->runs.running, wall, claimer_ahead_ms(&r->cl, js));
-        if (in.step == TS_AT_INSTANT) {
-            js->hold_until = rtime_mono_at_ms(in.start_ms, now, wall);
-            break;
-        }
-        if (in.step == TS_WAIT || in.step == TS_NONE)
-            break; /* a run of ours ends first: its SIGCHLD wakes us */
-        if (in.step == TS_REPLACE) {
-            /* Unclaimed until the old runs are gone: a leader that dies
-             * meanwhile leaves the tick to the next one, not lost. */
-            runs_stop_job(&r->runs, js);
-            break;
-        }
-        if (in.step == TS_RECORD) {
-            ticklife_move(&r->x, js->job->name, in.at, &ticks_head(&js->ticks)->state, in.ev);
-            if (ticks_skip(&js->ticks, in.at, in.outcome, in.reason, &before))
-                records_skipped(&r->rec, js->job->name, r->x.term, &before);
-            ticks_pop(&js->ticks);
-            continue;
-        }
-        if (pool_behind(js, &in, now))
-            break;
-        bool dealt = claimer_head(&r->x, &r->cl, &r->runs, js, &in);
-        pool_after_claim(r, js, in.at, dealt);
-        if (!dealt)
-            break;
-    }
-    before = ticks_take_skipped(&js->ticks);
-    records_skipped(&r->rec, js->job->name, r->x.term, &before);
-}
-
-/* When js next has something to do: its next tick (paused: the resume, or
- * the next record of its skipped ticks), a hold, a retry. */
-static int64_t next_key(const struct runner *r, const struct jobstate *js, int64_t now,
-                        int64_t wall)
-{
-    int64_t key = 0;
-    if (js->ctl.pause_until != 0 && js->ticks.mark_known && js->hold_until == 0) {
-        int64_t at = js->ctl.pause_until != PAUSE_FOREVER ? js->ctl.pause_until
-                                                          : js->ticks.last + PAUSE_FLUSH_S;
-        int64_t t = rtime_mono_at(at, now, wall);
-        rtime_earliest(&key, t > now ? t : now + CONTROL_RETRY_MS * MS);
-    } else if (js->ticks.next_tick != 0 && js->ctl.pause_until == 0) {
-        rtime_earliest(&key,
-                       rtime_mono_at_ms(sched_start_ms(js->job, js->ticks.next_tick), now, wall) -
-                           claimer_ahead_ms(&r->cl, js) * MS);
-    }
-    rtime_earliest(&key, js->hold_until);
-    /* A due retry that could not start (no blocking call allowed, Redis
-     * failing) looks again soon: never a key in the past. */
-    for (const struct retry *t = js->runs.retries; t != NULL; t = t->next)
-        if (t->state != TICK_HELD && !(js->job->concurrency == JOB_FORBID && js->runs.running > 0))
-            rtime_earliest(&key, t->at_ns > now ? t->at_ns : now + GATE_RETRY_MS * MS);
-    return key;
-}
-
-/* Does what js has to do now; sets its key to when it next has something
- * to do. */
-static void process_job(struct runner *r, struct jobstate *js)
-{
-    int64_t now = loop_now(), wall = rtime_wall_ms();
-    if (!r->x.leading) {
-        jobtable_set_key(&r->jt, js, 0);
-        return;
-    }
-    if (js->hold_until != 0 && js->hold_until <= now)
-        js->hold_until = 0;
-    if (!js->ticks.mark_known && js->hold_until == 0 && !claimer_read_marks(&r->x, &r->cl, &js, 1))
-        js->hold_until = now + CLAIM_RETRY_MS * MS;
-    if (js->ticks.mark_known && js->ticks.mark_unset)
-        claimer_write_marks(&r->x, &js, 1);
-    if (js->ticks.mark_known) {
-        claimer_retries(&r->x, &r->cl, &r->runs, js, now);
-        control_manuals(&r->x, &r->ctl, &r->runs, js, now); /* a paused job runs by hand */
-        if (js->ctl.pause_until != 0 && js->hold_until == 0 &&
-            !control_hold(&r->x, &r->ctl, &r->cl, &r->runs, js, wall))
-            js->hold_until = now + CLAIM_RETRY_MS * MS;
-    }
-    if (js->ticks.mark_known && js->ctl.pause_until == 0) {
-        int64_t ahead = claimer_ahead_ms(&r->cl, js);
-        if (js->ticks.next_tick != 0 &&
-            sched_start_ms(js->job, js->ticks.next_tick) <= wall + ahead)
-            queue_due(r, js, wall + ahead);
-        decide_ticks(r, js, now, wall);
-    }
-    jobtable_set_key(&r->jt, js, next_key(r, js, now, wall));
-}
-
-/* Forgets js's schedule (no longer leading, or its definition changed):
- * what is decided is recorded; requests and pauses stay in Redis for the
- * next leader to read. */
-static void clear_schedule(struct runner *r, struct jobstate *js)
-{
-    struct sched_range before = ticks_take_skipped(&js->ticks);
-    if (js->pool != NULL && pools_leave(js->pool, js))
-        wake_pool(r, js->pool, js);
-    claimer_failures_end(&r->x, &js->claim, js->job->name, false);
-    records_skipped(&r->rec, js->job->name, r->x.term, &before);
-    control_record_held(&r->x, js);
-    ticklife_forget(&r->x, js->job->name, &js->ticks);
-    js->hold_until = 0;
-    while (js->runs.retries != NULL) {
-        struct retry *t = js->runs.retries;
-        js->runs.retries = t->next;
-        claimer_let_go(&r->x, &r->cl, js, t, NULL);
-        free(t);
-    }
-    control_job_clear(&r->ctl, &js->ctl);
-    jobtable_set_key(&r->jt, js, 0);
-}
-
 /* ---- the job table ---- */
 
 static void job_changed(void *ctx, struct jobstate *js)
@@ -316,7 +101,7 @@ static void job_changed(void *ctx, struct jobstate *js)
     if (!r->x.leading)
         return;
     /* New or changed while leading: its schedule starts now. */
-    clear_schedule(r, js);
+    turn_clear(&r->turn, js);
     js->ticks.mark_known = true;
     js->ticks.last = rtime_wall_ms() / 1000;
     js->ticks.next_tick = sched_next(js->job, js->ticks.last);
@@ -330,7 +115,7 @@ static void job_gone(void *ctx, struct jobstate *js)
         if (rr->js == js)
             rr->js = NULL;
     claimer_set_lost(&r->cl, &js->claim, false);
-    clear_schedule(r, js);
+    turn_clear(&r->turn, js);
 }
 
 struct runner *runner_new(const struct runner_host *host)
@@ -394,6 +179,7 @@ struct runner *runner_new(const struct runner_host *host)
     r->runs.kill_margin_ns = host->kill_margin_ns;
     r->disp.capacity = host->capacity;
     r->runs.refresh_ms = host->refresh_ms;
+    r->turn = (struct turn){.x = &r->x, .cl = &r->cl, .ctl = &r->ctl, .runs = &r->runs};
     return r;
 }
 
@@ -515,7 +301,7 @@ struct runner_wait *runner_waiting(const struct runner *r, size_t *n)
         const struct pool *pl = &r->pools.v[p];
         for (size_t i = 0; ok && i < pl->nw; i++) {
             struct jobstate *js = pl->w[i].js;
-            if (waiter_live(&pl->w[i]) && !head_full(js))
+            if (turn_waiting(&pl->w[i]) && !head_full(js))
                 ok = wait_add(&v, n, &cap,
                               (struct runner_wait){.job = js->job->name,
                                                    .pool = js->job->pool,
@@ -580,7 +366,7 @@ void runner_lead(struct runner *r, uint64_t term, int64_t lease_deadline_ns)
     r->runs.lease_deadline = lease_deadline_ns;
     r->disp.tend_at = loop_now(); /* what the last leader left outstanding: adopted */
     for (struct jobstate *js = r->jt.states; js != NULL; js = js->next)
-        clear_schedule(r, js);
+        turn_clear(&r->turn, js);
     control_forget_all(&r->ctl);
     /* Every job's mark, CLAIM_MARKS_MAX per read; a job whose mark could
      * not be read reads it itself later. */
@@ -616,7 +402,7 @@ void runner_unlead(struct runner *r)
     runner_stop_scheduling(r);
     r->lost_retry_at = loop_now(); /* claims left undecided: settled from now on */
     for (struct jobstate *js = r->jt.states; js != NULL; js = js->next)
-        clear_schedule(r, js);
+        turn_clear(&r->turn, js);
     control_forget_all(&r->ctl);
     /* claimed ticks not yet offered: their markers are in Redis, for the
      * next leader's tend (dispatch.h) */
@@ -721,18 +507,7 @@ void runner_on_timer(struct runner *r)
     dispatch_poll(&r->x, &r->disp, &r->runs, now);
     if (r->x.leading && r->ctl.at != 0 && r->ctl.at <= now)
         control_read(&r->x, &r->ctl, &r->runs, now);
-    /* Every job that has something to do now, earliest first, for at most
-     * TURN_BUDGET_MS (at least one job). A job that still has something to
-     * do now gets a later key (a hold), or a hold of now when the budget
-     * ran out while it started runs: the loop ends. */
-    r->turn_end = now + TURN_BUDGET_MS * MS;
-    for (int jobs = 0; r->x.leading && r->jt.nheap > 0; jobs++) {
-        int64_t t = loop_now();
-        struct jobstate *top = jobtable_top(&r->jt);
-        if (top->key > t || (jobs > 0 && t >= r->turn_end))
-            break;           /* past the budget: rearm() makes the rest due in 1 ms */
-        process_job(r, top); /* gives it a key in the future, or none */
-    }
+    turn_jobs(&r->turn, now); /* the jobs whose key has come */
     runner_flush(r);
     rearm(r);
 }
@@ -767,9 +542,9 @@ void runner_on_message(struct runner *r, const char *msg, size_t len)
         name[n] = '\0';
         struct jobstate *js = jobtable_find(&r->jt, name);
         if (js != NULL && js->hold_until != 0) /* it waited for a run to end */
-            wake(r, js);
+            turn_wake(&r->turn, js);
         if (js != NULL && js->pool != NULL) /* a slot of its pool is free */
-            wake_pool(r, js->pool, NULL);
+            turn_wake_pool(&r->turn, js->pool, NULL);
     } else if (r->x.leading && ((len > 8 && strncmp(msg, "trigger ", 8) == 0) ||
                                 (len > 7 && strncmp(msg, "paused ", 7) == 0) ||
                                 (len > 8 && strncmp(msg, "resumed ", 8) == 0))) {

@@ -9,8 +9,6 @@
 #include "rtime.h"
 #include "runs.h"
 
-#define GATE_RETRY_MS 20 /* no blocking call allowed now: look again this soon */
-
 /* The fence a run's shim enforces on its own (proc.h): SIGTERM at the stop
  * point of what covers it (the lease, or its own registration after a
  * handover), SIGKILL kill_margin before that ends: what the daemon and the
