@@ -8,6 +8,7 @@
 
 #include "claimer.h"
 #include "dispatch.h"
+#include "finish.h"
 #include "hook.h"
 #include "jobtable.h"
 #include "runlimits.h"
@@ -15,7 +16,7 @@
 #include "rtime.h"
 #include "steps.h"
 
-#define BUSY_POLL_MS  500 /* a tick waiting for a run elsewhere looks again this often */
+#define BUSY_POLL_MS 500 /* a tick waiting for a run elsewhere looks again this often */
 
 void claimer_run_id(const struct rctx *x, struct claimer *c, int64_t tick, int attempt, char *id,
                     size_t len)
@@ -387,14 +388,14 @@ static enum claim_result claim_head(const struct rctx *x, const struct runs *rs,
 
 /* The tick at of paused js, claimed to run before the pause came (its
  * claim's answer was lost until now), in state (claimed): held for the
- * pause's end, as runs_go() holds a prepared run (finish() in runs.c); its
+ * pause's end, as runs_go() holds a prepared run (finish.c); its
  * registration goes (a resume with catch-up registers its run anew). */
 static void hold_claimed(const struct rctx *x, struct jobstate *js, int64_t at,
                          enum tick_state state, const char *member, const char *reason)
 {
     ticklife_move(x, js->job->name, at, &state, TICK_EV_HOLD);
     outbox_release(x->out, js->job->name, member);
-    if (runs_hold(&js->runs, at, state))
+    if (finish_hold(&js->runs, at, state))
         return;
     ticklife_move(x, js->job->name, at, &state, TICK_EV_SKIP); /* out of memory: recorded */
     records_skipped_one(x->rec, js->job->name, x->term, at, HO_SKIPPED, reason);

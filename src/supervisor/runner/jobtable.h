@@ -1,6 +1,6 @@
 /* jobtable.h -- the runner's jobs: one thin record per job of jobs.yaml,
  * which embeds the state each part owns (ticks.h, claimer.h, control.h,
- * runs.h), found by name in a hash, and waiting in a min-heap keyed by
+ * finish.h), found by name in a hash, and waiting in a min-heap keyed by
  * the time it next has something to do, so that a timer costs
  * O(log jobs), never O(jobs). The jobs.yaml generations (job sets) are
  * kept while a record or a run uses them; a reload reconciles the records
@@ -17,7 +17,7 @@
 #include "claimer.h"
 #include "control.h"
 #include "jobs.h"
-#include "runs.h"
+#include "finish.h"
 #include "ticks.h"
 
 struct pool;

@@ -9,6 +9,8 @@
  *               marks, lost answers, the claim-ahead window
  *   control.c   pauses and manual requests
  *   runs.c      the processes: start, go, stop, fences, what covers each
+ *   finish.c    a run's end: retried, held, handed back or recorded; per
+ *               job, its runs alive and the ticks waiting without a claim
  *   records.c   what is recorded of each tick; outbox.c: the writes
  *   jobtable.c  the records, the heap of when each has something to do,
  *               jobs.yaml's generations
@@ -17,8 +19,8 @@
  *               outstanding (the leader), offers accepted (every node)
  *
  * The order of calls is one way: runner -> turn -> control -> claimer ->
- * dispatch -> runs -> jobtable -> records -> outbox, ticks and steps below
- * all.
+ * dispatch -> finish -> runs -> jobtable -> records -> outbox, ticks and
+ * steps below all.
  *
  * A tick's instant is when its run begins: the tick, delayed by its job's
  * jitter (sched_start_ms); everything here that waits for a tick waits
@@ -41,6 +43,7 @@
 #include "claimer.h"
 #include "control.h"
 #include "dispatch.h"
+#include "finish.h"
 #include "hook.h"
 #include "jobtable.h"
 #include "outbox.h"
@@ -525,7 +528,7 @@ void runner_on_sigchld(struct runner *r)
         pid_t pid = waitpid(-1, &st, WNOHANG);
         if (pid <= 0)
             break;
-        if (!runs_reaped(&r->x, &r->runs, pid, st))
+        if (!finish_reaped(&r->x, &r->runs, pid, st))
             hooks_reaped(r->h.hooks, pid, st);
     }
     runner_on_timer(r);
