@@ -63,6 +63,9 @@ struct jobtable {
 struct jobstate *jobtable_find(const struct jobtable *t, const char *name);
 /* Sets js's key (0: nothing to do) and its place in the heap. */
 void jobtable_set_key(struct jobtable *t, struct jobstate *js, int64_t key);
+/* js looks at its head now: its hold is lifted, and (leading) its key is
+ * now. */
+void jobtable_wake(struct jobtable *t, struct jobstate *js, bool leading);
 /* The record with the earliest key, or NULL. */
 struct jobstate *jobtable_top(const struct jobtable *t);
 

@@ -5,8 +5,11 @@
  *   turn.c      one job's turn: its ticks decided and claimed, its next
  *               key; the budget of a turn of the loop
  *   ticks.c     a job's due ticks and what to do with the next (pure)
+ *   marks.c     the high-water marks a leadership starts from
  *   claimer.c   the claims in Redis and what their answers mean (steps.h),
- *               marks, lost answers, the claim-ahead window
+ *               lost answers
+ *   window.c    the claim-ahead window
+ *   waits.c     the pools: the ticks that wait for a slot, in order
  *   control.c   pauses and manual requests
  *   runs.c      the processes: start, go, stop, fences, what covers each
  *   finish.c    a run's end: retried, held, handed back or recorded; per
@@ -18,9 +21,9 @@
  *   dispatch.c  run_on other than leader: offers to members and what is
  *               outstanding (the leader), offers accepted (every node)
  *
- * The order of calls is one way: runner -> turn -> control -> claimer ->
- * dispatch -> finish -> runs -> jobtable -> records -> outbox, ticks and
- * steps below all.
+ * The order of calls is one way: runner -> turn -> control -> marks ->
+ * claimer -> dispatch -> finish -> runs -> waits, window -> jobtable ->
+ * records -> outbox, ticks, pools and steps below all.
  *
  * A tick's instant is when its run begins: the tick, delayed by its job's
  * jitter (sched_start_ms); everything here that waits for a tick waits
@@ -46,6 +49,7 @@
 #include "finish.h"
 #include "hook.h"
 #include "jobtable.h"
+#include "marks.h"
 #include "outbox.h"
 #include "pools.h"
 #include "records.h"
@@ -53,6 +57,7 @@
 #include "runner.h"
 #include "runs.h"
 #include "turn.h"
+#include "waits.h"
 
 #define STEP_BACK_MS 1000 /* a prepared run this much past the window: the clock went back */
 
@@ -64,37 +69,16 @@ struct runner {
     struct jobtable jt;
     struct outbox out;
     struct recorder rec;
+    struct marks marks;
     struct claimer cl;
     struct control ctl;
     struct runs runs;
-    struct pools pools; /* the waiting ticks of each pool, in order (pools.h) */
+    struct pools pools; /* the waiting ticks of each pool, in order (waits.h) */
     struct dispatch disp;
     struct turn turn;       /* one job's turn, over the parts above (turn.h) */
     int64_t wall_offset_ms; /* wall - monotonic when the keys were computed */
     int64_t lost_retry_at;  /* not leading, with lost claims to settle: the next try; 0: none */
 };
-
-/* ---- pools: the order of the ticks that wait for a slot ---- */
-
-/* The pools of the jobs now (after a reload): the ticks that waited keep
- * their order. */
-static void pools_rebuild(struct runner *r)
-{
-    struct pools old = r->pools;
-    r->pools = (struct pools){0};
-    for (struct jobstate *js = r->jt.states; js != NULL; js = js->next)
-        if (js->job->pool != NULL)
-            pools_add(&r->pools, js->job->name, js->job->pool, js->job->pool_limit);
-    for (struct jobstate *js = r->jt.states; js != NULL; js = js->next)
-        js->pool = js->job->pool != NULL ? pools_find(&r->pools, js->job->pool) : NULL;
-    for (size_t i = 0; i < old.n; i++)
-        for (size_t k = 0; k < old.v[i].nw; k++) {
-            struct jobstate *js = old.v[i].w[k].js;
-            if (js->pool != NULL)
-                pools_wait(js->pool, js, js->job->name, old.v[i].w[k].tick, old.v[i].w[k].since_ms);
-        }
-    pools_clear(&old);
-}
 
 /* ---- the job table ---- */
 
@@ -172,7 +156,7 @@ struct runner *runner_new(const struct runner_host *host)
                              .history_len = host->history_len};
     r->rec =
         (struct recorder){.out = &r->out, .log = host->log, .node = r->node, .hooks = host->hooks};
-    r->cl.ahead_ms = PRECLAIM_MS;
+    r->cl.win.ahead_ms = PRECLAIM_MS;
     r->ctl.poll_ms = host->control_poll_ms;
     r->runs.env = (struct run_env){.log = host->log,
                                    .loop = host->loop,
@@ -182,7 +166,8 @@ struct runner *runner_new(const struct runner_host *host)
     r->runs.kill_margin_ns = host->kill_margin_ns;
     r->disp.capacity = host->capacity;
     r->runs.refresh_ms = host->refresh_ms;
-    r->turn = (struct turn){.x = &r->x, .cl = &r->cl, .ctl = &r->ctl, .runs = &r->runs};
+    r->turn = (struct turn){
+        .x = &r->x, .marks = &r->marks, .cl = &r->cl, .ctl = &r->ctl, .runs = &r->runs};
     return r;
 }
 
@@ -191,7 +176,7 @@ int runner_set_jobs(struct runner *r, struct jobs *jobs)
     int rc = jobtable_apply(&r->jt, jobs, job_changed, job_gone, r);
     if (rc != BATON_OK)
         return rc;
-    pools_rebuild(r);
+    waits_rebuild(&r->pools, r->jt.states);
     bool fleet = false;
     for (struct jobstate *js = r->jt.states; js != NULL && !fleet; js = js->next)
         fleet = job_run_on(js->job, NULL) != JOB_RUN_ON_LEADER;
@@ -239,7 +224,7 @@ size_t runner_running(const struct runner *r)
 
 int64_t runner_claim_ahead_ms(const struct runner *r)
 {
-    return r->x.leading ? r->cl.ahead_ms : 0;
+    return r->x.leading ? r->cl.win.ahead_ms : 0;
 }
 
 cJSON *runner_runs_json(const struct runner *r, size_t max)
@@ -247,105 +232,17 @@ cJSON *runner_runs_json(const struct runner *r, size_t max)
     return runs_json(&r->runs, max);
 }
 
-/* Serve order (pools.h): the earlier tick, then the job's name. */
-static int wait_cmp(const void *a, const void *b)
-{
-    const struct runner_wait *x = a, *y = b;
-    if (x->tick != y->tick)
-        return x->tick < y->tick ? -1 : 1;
-    return strcmp(x->job, y->job);
-}
-
-/* js's head waits for a limit: the last claim of it found one reached
- * (a tick dropped or claimed since has left the head). */
-static bool head_full(struct jobstate *js)
-{
-    const struct claim_state *cs = &js->claim;
-    return cs->full && cs->full_tick != 0 && ticks_has_head(&js->ticks) &&
-           ticks_head(&js->ticks)->t.at == cs->full_tick;
-}
-
-/* Appends w to *v (n used of *cap). Returns false on ENOMEM. */
-static bool wait_add(struct runner_wait **v, size_t *n, size_t *cap, struct runner_wait w)
-{
-    if (*n == *cap) {
-        size_t nc = *cap != 0 ? 2 * *cap : 16;
-        struct runner_wait *nv = realloc(*v, nc * sizeof *nv);
-        if (nv == NULL)
-            return false;
-        *v = nv;
-        *cap = nc;
-    }
-    (*v)[(*n)++] = w;
-    return true;
-}
-
 struct runner_wait *runner_waiting(const struct runner *r, size_t *n)
 {
-    struct runner_wait *v = NULL;
-    size_t cap = 0;
-    bool ok = true;
     *n = 0;
-    if (!r->x.leading)
-        return NULL;
-    /* Those a claim answered full (max_running, or the pool's limit)... */
-    for (struct jobstate *js = r->jt.states; ok && js != NULL; js = js->next)
-        if (head_full(js))
-            ok = wait_add(&v, n, &cap,
-                          (struct runner_wait){.job = js->job->name,
-                                               .pool = js->claim.full_pool ? js->job->pool : NULL,
-                                               .limit = js->claim.full_pool ? js->job->pool_limit
-                                                                            : js->job->max_running,
-                                               .tick = js->claim.full_tick,
-                                               .since_ms = js->claim.full_since_ms,
-                                               .queued = js->ticks.qlen});
-    /* ... and those behind an earlier tick of their pool, not asked yet. */
-    for (size_t p = 0; ok && p < r->pools.n; p++) {
-        const struct pool *pl = &r->pools.v[p];
-        for (size_t i = 0; ok && i < pl->nw; i++) {
-            struct jobstate *js = pl->w[i].js;
-            if (turn_waiting(&pl->w[i]) && !head_full(js))
-                ok = wait_add(&v, n, &cap,
-                              (struct runner_wait){.job = js->job->name,
-                                                   .pool = js->job->pool,
-                                                   .limit = js->job->pool_limit,
-                                                   .tick = pl->w[i].tick,
-                                                   .since_ms = pl->w[i].since_ms,
-                                                   .queued = js->ticks.qlen});
-        }
-    }
-    if (!ok) {
-        free(v);
-        *n = 0;
-        return NULL;
-    }
-    if (*n > 1)
-        qsort(v, *n, sizeof *v, wait_cmp);
-    return v;
+    return r->x.leading ? waits_list(&r->pools, r->jt.states, n) : NULL;
 }
 
 cJSON *runner_waiting_json(const struct runner *r, size_t max)
 {
     size_t n;
     struct runner_wait *w = runner_waiting(r, &n);
-    cJSON *a = cJSON_CreateArray();
-    char ts[40];
-    for (size_t i = 0; a != NULL && i < n && i < max; i++) {
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "job", w[i].job);
-        log_rfc3339(w[i].tick, ts, sizeof ts);
-        cJSON_AddStringToObject(o, "scheduled_at", ts);
-        log_rfc3339_ms(w[i].since_ms, ts, sizeof ts);
-        cJSON_AddStringToObject(o, "since", ts);
-        cJSON_AddStringToObject(o, "reason", w[i].pool != NULL ? "pool" : "max_running");
-        if (w[i].pool != NULL)
-            cJSON_AddStringToObject(o, "pool", w[i].pool);
-        else
-            cJSON_AddNullToObject(o, "pool");
-        cJSON_AddNumberToObject(o, "limit", w[i].limit);
-        cJSON_AddNumberToObject(o, "queued", (double)w[i].queued);
-        cJSON_AddItemToArray(a, o);
-    }
+    cJSON *a = waits_json(w, n, max);
     free(w);
     return a;
 }
@@ -362,10 +259,10 @@ void runner_lead(struct runner *r, uint64_t term, int64_t lease_deadline_ns)
     runner_flush(r);
     r->x.leading = true;
     r->x.term = term;
-    r->cl.lead_since = loop_now();
-    r->cl.lead_wall_s = rtime_wall_ms() / 1000;
-    r->cl.no_catchup = baton_election_server_changed(r->h.election);
-    r->cl.no_catchup_logged = false;
+    r->cl.win.lead_since = loop_now();
+    r->marks.lead_wall_s = rtime_wall_ms() / 1000;
+    r->marks.no_catchup = baton_election_server_changed(r->h.election);
+    r->marks.no_catchup_logged = false;
     r->runs.lease_deadline = lease_deadline_ns;
     r->disp.tend_at = loop_now(); /* what the last leader left outstanding: adopted */
     for (struct jobstate *js = r->jt.states; js != NULL; js = js->next)
@@ -378,7 +275,7 @@ void runner_lead(struct runner *r, uint64_t term, int64_t lease_deadline_ns)
         size_t n = 0;
         for (; js != NULL && n < CLAIM_MARKS_MAX; js = js->next)
             batch[n++] = js;
-        if (!claimer_read_marks(&r->x, &r->cl, batch, n))
+        if (!marks_read(&r->x, &r->marks, &r->cl, batch, n))
             break;
     }
     control_read(&r->x, &r->ctl, &r->runs, loop_now());
@@ -445,7 +342,7 @@ void runner_terminate(struct runner *r, bool all, int64_t kill_by_ns)
 
 static void went(void *ctx, int64_t at_ms)
 {
-    claimer_window_went(ctx, at_ms);
+    window_went(ctx, at_ms);
 }
 
 static void rearm(struct runner *r)
@@ -483,7 +380,7 @@ void runner_on_timer(struct runner *r)
 {
     /* First: nothing else stands between an instant and its go. */
     runs_go(&r->x, &r->runs, claimer_late(&r->x), (PRECLAIM_MAX_MS + STEP_BACK_MS) * MS, went,
-            &r->cl);
+            &r->cl.win);
     int64_t now = loop_now(), wall = rtime_wall_ms();
     /* A step of the wall clock moves every tick's monotonic time. */
     int64_t offset = wall - now / MS;
@@ -545,9 +442,9 @@ void runner_on_message(struct runner *r, const char *msg, size_t len)
         name[n] = '\0';
         struct jobstate *js = jobtable_find(&r->jt, name);
         if (js != NULL && js->hold_until != 0) /* it waited for a run to end */
-            turn_wake(&r->turn, js);
+            jobtable_wake(&r->jt, js, r->x.leading);
         if (js != NULL && js->pool != NULL) /* a slot of its pool is free */
-            turn_wake_pool(&r->turn, js->pool, NULL);
+            waits_wake(&r->x, js->pool, NULL);
     } else if (r->x.leading && ((len > 8 && strncmp(msg, "trigger ", 8) == 0) ||
                                 (len > 7 && strncmp(msg, "paused ", 7) == 0) ||
                                 (len > 8 && strncmp(msg, "resumed ", 8) == 0))) {

@@ -46,6 +46,7 @@
 #include "log.h"
 #include "loop.h"
 #include "ticklife.h"
+#include "waits.h" /* struct runner_wait */
 
 struct runner;
 struct hooks;
@@ -59,14 +60,14 @@ struct runner_host { /* node and group are copied; the rest is borrowed */
     const char *node;
     const char *group;
     int64_t history_len;
-    size_t output_bytes;     /* each run's output tail kept with its record (run.h) */
-    struct hooks *hooks;     /* where ended runs go for their hooks (hook.h); may be NULL */
-    int64_t lease_ttl_ms;    /* runs on their own are registered for this long */
-    int64_t refresh_ms;      /* ... and refreshed this often (lease.renew) */
-    int64_t guard_ns;        /* stop point = end of a registration - guard_ns */
-    int64_t control_poll_ms; /* the leader reads pauses and requests this often at least */
-    int64_t kill_margin_ns;  /* runs are dead this long before it ends */
-    int64_t capacity;        /* the most runs this node takes from the fleet (dispatch.h) */
+    size_t output_bytes;       /* each run's output tail kept with its record (run.h) */
+    struct hooks *hooks;       /* where ended runs go for their hooks (hook.h); may be NULL */
+    int64_t lease_ttl_ms;      /* runs on their own are registered for this long */
+    int64_t refresh_ms;        /* ... and refreshed this often (lease.renew) */
+    int64_t guard_ns;          /* stop point = end of a registration - guard_ns */
+    int64_t control_poll_ms;   /* the leader reads pauses and requests this often at least */
+    int64_t kill_margin_ns;    /* runs are dead this long before it ends */
+    int64_t capacity;          /* the most runs this node takes from the fleet (dispatch.h) */
     const char *const *labels; /* this node's (NULL-terminated; may be NULL): copied */
     /* True when a blocking Redis call (up to redis_timeout) may start now. */
     bool (*may_block)(void *ctx);
@@ -144,18 +145,6 @@ size_t runner_assigned(const struct runner *r);
 
 /* Runs alive (of any term). Hooks are not runs (hook.h). */
 size_t runner_running(const struct runner *r);
-
-/* A job whose next tick waits, unclaimed, for a slot of a fleet-wide
- * limit (runlimits.h). Strings borrowed: valid until the next
- * runner_set_jobs(). */
-struct runner_wait {
-    const char *job;
-    const char *pool; /* the pool it waits for; NULL: its max_running */
-    int limit;        /* that pool's limit, or max_running */
-    int64_t tick;     /* the tick that waits (Unix s) */
-    int64_t since_ms; /* Unix ms: the first claim of it that found the limit reached */
-    size_t queued;    /* the job's ticks waiting: this one and those behind it */
-};
 
 /* The jobs whose tick waits for a limit now (none unless leading), in the
  * order a slot goes to them (instant, then job name: pools.h). Returns:

@@ -4,12 +4,12 @@
 #include "claimer.h"
 #include "control.h"
 #include "jobtable.h"
-#include "pools.h"
+#include "marks.h"
 #include "records.h"
 #include "rtime.h"
-#include "runlimits.h"
 #include "runs.h"
 #include "turn.h"
+#include "waits.h"
 
 /* Starting runs (a claim round trip and a fork each) stops after this long
  * in one turn of the loop and goes on a millisecond later, after the
@@ -55,54 +55,6 @@ static void queue_due(struct turn *tn, struct jobstate *js, int64_t wall)
     }
 }
 
-/* A waiter's tick still waits: it is its job's head. */
-bool turn_waiting(const struct pool_waiter *w)
-{
-    struct jobstate *js = w->js;
-    return ticks_has_head(&js->ticks) && ticks_head(&js->ticks)->t.at == w->tick;
-}
-
-/* js looks at its head now. */
-void turn_wake(struct turn *tn, struct jobstate *js)
-{
-    js->hold_until = 0;
-    if (tn->x->leading)
-        jobtable_set_key(tn->x->jt, js, loop_now());
-}
-
-/* A slot of pl may be free: its first waiter looks (but not me). */
-void turn_wake_pool(struct turn *tn, struct pool *pl, const struct jobstate *me)
-{
-    struct jobstate *head = pools_head(pl, turn_waiting);
-    if (head != NULL && head != me)
-        turn_wake(tn, head);
-}
-
-/* js's head tick at waits behind an earlier tick of its pool (first come,
- * first served): true, and it waits in order; false when it may claim. */
-static bool pool_behind(struct jobstate *js, const struct tick_intent *in, int64_t now)
-{
-    if (js->pool == NULL || in->mode == CLAIM_SKIP ||
-        pools_first(js->pool, js, js->job->name, in->at, turn_waiting))
-        return false;
-    pools_wait(js->pool, js, js->job->name, in->at, rtime_wall_ms());
-    js->hold_until = now + LIMITS_POLL_MS * MS;
-    return true;
-}
-
-/* After a claim of js's head (dealt: it was dealt with): a tick that found
- * its pool full waits in order; one dealt with, or waiting for its own
- * max_running, lets the next waiter of the pool look. */
-static void pool_after_claim(struct turn *tn, struct jobstate *js, int64_t at, bool dealt)
-{
-    if (js->pool == NULL)
-        return;
-    if (js->claim.full && js->claim.full_pool)
-        pools_wait(js->pool, js, js->job->name, at, rtime_wall_ms());
-    else if ((dealt || js->claim.full) && pools_leave(js->pool, js))
-        turn_wake_pool(tn, js->pool, js);
-}
-
 /* Decides js's queue, head after head, claiming what it can in this turn. */
 static void decide_ticks(struct turn *tn, struct jobstate *js, int64_t now, int64_t wall)
 {
@@ -114,8 +66,8 @@ static void decide_ticks(struct turn *tn, struct jobstate *js, int64_t now, int6
             js->hold_until = loop_now(); /* the rest next turn (runner_on_timer) */
             break;
         }
-        struct tick_intent in =
-            ticks_next(&js->ticks, js->job, js->runs.running, wall, claimer_ahead_ms(tn->cl, js));
+        struct tick_intent in = ticks_next(&js->ticks, js->job, js->runs.running, wall,
+                                           window_ahead_ms(&tn->cl->win, js));
         if (in.step == TS_AT_INSTANT) {
             js->hold_until = rtime_mono_at_ms(in.start_ms, now, wall);
             break;
@@ -135,10 +87,10 @@ static void decide_ticks(struct turn *tn, struct jobstate *js, int64_t now, int6
             ticks_pop(&js->ticks);
             continue;
         }
-        if (pool_behind(js, &in, now))
+        if (waits_behind(js, &in, now))
             break;
         bool dealt = claimer_head(tn->x, tn->cl, tn->runs, js, &in);
-        pool_after_claim(tn, js, in.at, dealt);
+        waits_after_claim(tn->x, js, in.at, dealt);
         if (!dealt)
             break;
     }
@@ -159,7 +111,7 @@ static int64_t next_key(const struct turn *tn, const struct jobstate *js, int64_
     } else if (js->ticks.next_tick != 0 && js->ctl.pause_until == 0) {
         rtime_earliest(&key,
                        rtime_mono_at_ms(sched_start_ms(js->job, js->ticks.next_tick), now, wall) -
-                           claimer_ahead_ms(tn->cl, js) * MS);
+                           window_ahead_ms(&tn->cl->win, js) * MS);
     }
     rtime_earliest(&key, js->hold_until);
     /* A due retry that could not start (no blocking call allowed, Redis
@@ -181,10 +133,11 @@ static void process_job(struct turn *tn, struct jobstate *js)
     }
     if (js->hold_until != 0 && js->hold_until <= now)
         js->hold_until = 0;
-    if (!js->ticks.mark_known && js->hold_until == 0 && !claimer_read_marks(tn->x, tn->cl, &js, 1))
+    if (!js->ticks.mark_known && js->hold_until == 0 &&
+        !marks_read(tn->x, tn->marks, tn->cl, &js, 1))
         js->hold_until = now + CLAIM_RETRY_MS * MS;
     if (js->ticks.mark_known && js->ticks.mark_unset)
-        claimer_write_marks(tn->x, &js, 1);
+        marks_write(tn->x, &js, 1);
     if (js->ticks.mark_known) {
         claimer_retries(tn->x, tn->cl, tn->runs, js, now);
         control_manuals(tn->x, tn->ctl, tn->runs, js, now); /* a paused job runs by hand */
@@ -193,7 +146,7 @@ static void process_job(struct turn *tn, struct jobstate *js)
             js->hold_until = now + CLAIM_RETRY_MS * MS;
     }
     if (js->ticks.mark_known && js->ctl.pause_until == 0) {
-        int64_t ahead = claimer_ahead_ms(tn->cl, js);
+        int64_t ahead = window_ahead_ms(&tn->cl->win, js);
         if (js->ticks.next_tick != 0 &&
             sched_start_ms(js->job, js->ticks.next_tick) <= wall + ahead)
             queue_due(tn, js, wall + ahead);
@@ -208,8 +161,7 @@ static void process_job(struct turn *tn, struct jobstate *js)
 void turn_clear(struct turn *tn, struct jobstate *js)
 {
     struct sched_range before = ticks_take_skipped(&js->ticks);
-    if (js->pool != NULL && pools_leave(js->pool, js))
-        turn_wake_pool(tn, js->pool, js);
+    waits_leave(tn->x, js);
     claimer_failures_end(tn->x, &js->claim, js->job->name, false);
     records_skipped(tn->x->rec, js->job->name, tn->x->term, &before);
     control_record_held(tn->x, js);

@@ -1,17 +1,18 @@
 /* turn.h -- one job's turn: what the coordinator (runner.c) does with a
  * job whose key (jobtable.h) has come. In one turn a job reads its mark
- * (claimer.h), starts its due retries and its manual runs, holds its ticks
+ * (marks.h), starts its due retries and its manual runs, holds its ticks
  * while it is paused (control.h), queues its ticks due (ticks.h; those the
  * catch-up policy does not run are recorded), and decides its queue head
  * after head: recorded, left to wait (for its instant, a run of ours, or
  * a slot of its pool in order: pools.h), or claimed and carried out
- * (claimer_head); then it gets its next key.
+ * (claimer_head; waits.h); then it gets its next key.
  *
  * This part owns the budget of one turn of the loop: the jobs due are
  * served earliest first for at most TURN_BUDGET_MS (at least one job), so
  * that a catch-up of many jobs never holds the loop past the lease's
  * renewal. The parts it drives are the coordinator's (borrowed); it calls
- * only down (control, claimer, runs, jobtable, records, ticks, pools). */
+ * only down (control, marks, claimer, window, runs, jobtable, records,
+ * ticks, waits). */
 #ifndef BATON_TURN_H
 #define BATON_TURN_H
 
@@ -23,12 +24,12 @@
 struct claimer;
 struct control;
 struct jobstate;
-struct pool;
-struct pool_waiter;
+struct marks;
 struct runs;
 
 struct turn {
     const struct rctx *x; /* the coordinator's; and so are the parts below */
+    struct marks *marks;
     struct claimer *cl;
     struct control *ctl;
     struct runs *runs;
@@ -48,13 +49,5 @@ void turn_jobs(struct turn *tn, int64_t now);
  * next waiter looks), requests and pauses stay in Redis for the next
  * leader to read; js gets no key. */
 void turn_clear(struct turn *tn, struct jobstate *js);
-
-/* js looks at its head now (its hold lifted: a run it waited for ended). */
-void turn_wake(struct turn *tn, struct jobstate *js);
-/* A slot of pl may be free: its first waiter looks (but not me; NULL:
- * any). */
-void turn_wake_pool(struct turn *tn, struct pool *pl, const struct jobstate *me);
-/* True while w's tick still waits: it is its job's head (pools_live_fn). */
-bool turn_waiting(const struct pool_waiter *w);
 
 #endif
