@@ -78,3 +78,21 @@ bool marks_read(const struct rctx *x, struct marks *m, struct claimer *c, struct
     marks_write(x, js, n);
     return true;
 }
+
+void marks_lead(const struct rctx *x, struct marks *m, struct claimer *c, struct jobstate *states,
+                bool server_changed)
+{
+    m->lead_wall_s = rtime_wall_ms() / 1000;
+    m->no_catchup = server_changed;
+    m->no_catchup_logged = false;
+    /* Every job's mark, CLAIM_MARKS_MAX per read; a job whose mark could
+     * not be read reads it itself later. */
+    struct jobstate *batch[CLAIM_MARKS_MAX];
+    for (struct jobstate *js = states; js != NULL;) {
+        size_t n = 0;
+        for (; js != NULL && n < CLAIM_MARKS_MAX; js = js->next)
+            batch[n++] = js;
+        if (!marks_read(x, m, c, batch, n))
+            break;
+    }
+}

@@ -27,6 +27,13 @@ struct marks {
     int64_t lead_wall_s;                /* when this leadership began (Unix s) */
 };
 
+/* A leadership begins, its grant from a server that may lack the last
+ * writes of the term before (server_changed) or not: every job of states
+ * (a list: jobstate.next) reads its mark, CLAIM_MARKS_MAX per read, until
+ * a read fails; a job whose mark could not be read reads it in its turn
+ * (marks_read). */
+void marks_lead(const struct rctx *x, struct marks *m, struct claimer *c, struct jobstate *states,
+                bool server_changed);
 /* Reads the marks of the n jobs of js[] (at most CLAIM_MARKS_MAX) and
  * applies them (ticks.h), settles their lost claims they pass, writes the
  * marks Redis had none of. Returns false when they could not be read. */

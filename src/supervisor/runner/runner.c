@@ -259,25 +259,14 @@ void runner_lead(struct runner *r, uint64_t term, int64_t lease_deadline_ns)
     runner_flush(r);
     r->x.leading = true;
     r->x.term = term;
-    r->cl.win.lead_since = loop_now();
-    r->marks.lead_wall_s = rtime_wall_ms() / 1000;
-    r->marks.no_catchup = baton_election_server_changed(r->h.election);
-    r->marks.no_catchup_logged = false;
+    window_lead(&r->cl.win);
     r->runs.lease_deadline = lease_deadline_ns;
     r->disp.tend_at = loop_now(); /* what the last leader left outstanding: adopted */
     for (struct jobstate *js = r->jt.states; js != NULL; js = js->next)
         turn_clear(&r->turn, js);
     control_forget_all(&r->ctl);
-    /* Every job's mark, CLAIM_MARKS_MAX per read; a job whose mark could
-     * not be read reads it itself later. */
-    struct jobstate *batch[CLAIM_MARKS_MAX];
-    for (struct jobstate *js = r->jt.states; js != NULL;) {
-        size_t n = 0;
-        for (; js != NULL && n < CLAIM_MARKS_MAX; js = js->next)
-            batch[n++] = js;
-        if (!marks_read(&r->x, &r->marks, &r->cl, batch, n))
-            break;
-    }
+    marks_lead(&r->x, &r->marks, &r->cl, r->jt.states,
+               baton_election_server_changed(r->h.election));
     control_read(&r->x, &r->ctl, &r->runs, loop_now());
     int64_t now = loop_now();
     for (struct jobstate *js = r->jt.states; js != NULL; js = js->next)

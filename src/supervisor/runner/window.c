@@ -8,9 +8,7 @@ int64_t window_ahead_ms(const struct claim_window *c, const struct jobstate *js)
     return js->job->concurrency == JOB_ALLOW || js->runs.running == 0 ? c->ahead_ms : 0;
 }
 
-/* The first claim of js's live tick of instant at (Unix ms) came late_ms
- * after it.
- * When a run of the same instant was prepared before it (the batch
+/* When a run of the same instant was prepared before it (the batch
  * outgrew the window, rather than a loop held up or a leadership's first
  * ticks), the window doubles, once per instant. */
 void window_late(const struct rctx *x, struct claim_window *c, const struct jobstate *js,
@@ -39,6 +37,11 @@ void window_went(struct claim_window *c, int64_t at)
     c->went_at = at;
     if (spare > c->ahead_ms / 2 && target < c->ahead_ms)
         c->ahead_ms -= (c->ahead_ms - target + 7) / 8;
+}
+
+void window_lead(struct claim_window *c)
+{
+    c->lead_since = loop_now();
 }
 
 void window_prepared(struct claim_window *c, int64_t at)

@@ -42,6 +42,9 @@ int64_t window_ahead_ms(const struct claim_window *c, const struct jobstate *js)
  * after it: the window may grow (logged claim_ahead). */
 void window_late(const struct rctx *x, struct claim_window *c, const struct jobstate *js,
                  int64_t at, int64_t late_ms);
+/* A leadership begins now (its first late claims do not grow the
+ * window). */
+void window_lead(struct claim_window *c);
 /* A run of instant at (Unix ms) was prepared, now. */
 void window_prepared(struct claim_window *c, int64_t at);
 /* The runs of instant at (Unix ms) went (the window may shrink). */
