@@ -16,8 +16,8 @@
 
 #include "claimer.h"
 #include "control.h"
-#include "jobs.h"
 #include "finish.h"
+#include "jobs.h"
 #include "ticks.h"
 
 struct pool;
