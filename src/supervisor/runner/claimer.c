@@ -8,6 +8,7 @@
 
 #include "claimer.h"
 #include "dispatch.h"
+#include "finish.h"
 #include "hook.h"
 #include "jobtable.h"
 #include "runlimits.h"
@@ -15,8 +16,7 @@
 #include "rtime.h"
 #include "steps.h"
 
-#define BUSY_POLL_MS  500 /* a tick waiting for a run elsewhere looks again this often */
-#define GATE_RETRY_MS 20  /* no blocking call allowed now: look again this soon */
+#define BUSY_POLL_MS 500 /* a tick waiting for a run elsewhere looks again this often */
 
 void claimer_run_id(const struct rctx *x, struct claimer *c, int64_t tick, int attempt, char *id,
                     size_t len)
@@ -28,11 +28,6 @@ void claimer_run_id(const struct rctx *x, struct claimer *c, int64_t tick, int a
 bool claimer_late(const struct rctx *x)
 {
     return loop_now() >= baton_election_deadline_ns(x->election) - x->guard_ns;
-}
-
-int64_t claimer_ahead_ms(const struct claimer *c, const struct jobstate *js)
-{
-    return js->job->concurrency == JOB_ALLOW || js->runs.running == 0 ? c->ahead_ms : 0;
 }
 
 void claimer_set_lost(struct claimer *c, struct claim_state *cs, bool lost)
@@ -68,82 +63,6 @@ void claimer_failures_end(const struct rctx *x, struct claim_state *cs, const ch
     cJSON_AddBoolToObject(f, "answered", answered);
     log_emit(x->log, LE_CLAIM_FAILURES_ENDED, f);
     cs->failures = cs->failing_since = 0;
-}
-
-/* ---- marks ---- */
-
-/* js's mark (has: Redis had one, v its tick), read at now_s. */
-static void take_mark(const struct rctx *x, struct claimer *c, struct jobstate *js, bool has,
-                      int64_t v, int64_t now_s)
-{
-    cJSON *f;
-    switch (ticks_take_mark(&js->ticks, js->job, has, v, c->no_catchup, c->lead_wall_s, now_s)) {
-    case TM_NO_CATCH_UP:
-        if (c->no_catchup_logged)
-            break;
-        f = log_fields();
-        cJSON_AddNumberToObject(f, "term", (double)x->term);
-        cJSON_AddStringToObject(f, "reason",
-                                "Redis failed over, restarted without persistence or lost data "
-                                "since the previous term: what ran before cannot be known");
-        log_emit(x->log, LE_CATCH_UP_SKIPPED, f);
-        c->no_catchup_logged = true;
-        break;
-    case TM_NO_MARK:
-        /* Said even when the server changed (a restart without persistence
-         * loses the marks): without this line, the ticks of the loss window
-         * went unrun with nothing saying so. */
-        if (js->job->catchup_ms != 0 && js->job->enabled) {
-            f = log_fields();
-            cJSON_AddStringToObject(f, "job", js->job->name);
-            log_emit(x->log, LE_NO_HIGH_WATER_MARK, f);
-        }
-        break;
-    case TM_CATCH_UP: break;
-    }
-    if (js->claim.lost && js->claim.tick <= js->ticks.last)
-        claimer_settle(x, c, js);
-}
-
-void claimer_write_marks(const struct rctx *x, struct jobstate **js, size_t n)
-{
-    enum { CHUNK = 256 }; /* claim_start_marks()'s limit */
-    const char *names[CHUNK];
-    int64_t marks[CHUNK];
-    struct jobstate *which[CHUNK];
-    const char *token = baton_election_token(x->election);
-    for (size_t i = 0; i < n;) {
-        size_t k = 0;
-        for (; i < n && k < CHUNK; i++)
-            if (js[i]->ticks.mark_unset) {
-                which[k] = js[i];
-                names[k] = js[i]->job->name;
-                marks[k++] = js[i]->ticks.last;
-            }
-        if (k == 0 || token == NULL || !rctx_may_block(x) ||
-            claim_start_marks(x->client, x->group, baton_election_key(x->election), token, names,
-                              marks, k) != 0)
-            return;
-        for (size_t j = 0; j < k; j++)
-            which[j]->ticks.mark_unset = false;
-    }
-}
-
-bool claimer_read_marks(const struct rctx *x, struct claimer *c, struct jobstate **js, size_t n)
-{
-    const char *names[CLAIM_MARKS_MAX];
-    bool has[CLAIM_MARKS_MAX];
-    int64_t v[CLAIM_MARKS_MAX], now_s = rtime_wall_ms() / 1000;
-    if (n > CLAIM_MARKS_MAX)
-        return false;
-    for (size_t i = 0; i < n; i++)
-        names[i] = js[i]->job->name;
-    if (!rctx_may_block(x) || claim_read_marks(x->client, x->group, names, n, now_s, has, v) != 0)
-        return false;
-    for (size_t i = 0; i < n; i++)
-        take_mark(x, c, js[i], has[i], v[i], now_s);
-    claimer_write_marks(x, js, n);
-    return true;
 }
 
 /* ---- settling lost claims ---- */
@@ -269,39 +188,6 @@ static void note_answer(const struct rctx *x, struct claimer *c, struct jobstate
     }
 }
 
-/* The first claim of js's live tick of instant at (Unix ms) came late_ms
- * after it.
- * When a run of the same instant was prepared before it (the batch
- * outgrew the window, rather than a loop held up or a leadership's first
- * ticks), the window doubles, once per instant. */
-static void window_late(const struct rctx *x, struct claimer *c, const struct jobstate *js,
-                        int64_t at, int64_t late_ms)
-{
-    if (claimer_ahead_ms(c, js) == 0 || c->prep_at != at || c->grown_at == at ||
-        c->ahead_ms >= PRECLAIM_MAX_MS || loop_now() - c->lead_since < PRECLAIM_SETTLE_MS * MS)
-        return;
-    int64_t was = c->ahead_ms;
-    c->ahead_ms = 2 * was < PRECLAIM_MAX_MS ? 2 * was : PRECLAIM_MAX_MS;
-    c->grown_at = at;
-    cJSON *f = log_fields();
-    cJSON_AddNumberToObject(f, "ahead_ms", (double)c->ahead_ms);
-    cJSON_AddNumberToObject(f, "was_ms", (double)was);
-    cJSON_AddStringToObject(f, "job", js->job->name);
-    cJSON_AddNumberToObject(f, "late_ms", (double)late_ms);
-    log_emit(x->log, LE_CLAIM_AHEAD, f);
-}
-
-void claimer_window_went(struct claimer *c, int64_t at)
-{
-    if (c->prep_at != at || c->went_at == at)
-        return;
-    int64_t spare = at - c->prep_done_ms, used = c->ahead_ms - spare;
-    int64_t target = 2 * used > PRECLAIM_MS ? 2 * used : PRECLAIM_MS;
-    c->went_at = at;
-    if (spare > c->ahead_ms / 2 && target < c->ahead_ms)
-        c->ahead_ms -= (c->ahead_ms - target + 7) / 8;
-}
-
 /* js's limits (runlimits.h), borrowed from its job and pool. */
 static struct claim_limits limits_of(const struct jobstate *js)
 {
@@ -388,14 +274,14 @@ static enum claim_result claim_head(const struct rctx *x, const struct runs *rs,
 
 /* The tick at of paused js, claimed to run before the pause came (its
  * claim's answer was lost until now), in state (claimed): held for the
- * pause's end, as runs_go() holds a prepared run (finish() in runs.c); its
+ * pause's end, as runs_go() holds a prepared run (finish.c); its
  * registration goes (a resume with catch-up registers its run anew). */
 static void hold_claimed(const struct rctx *x, struct jobstate *js, int64_t at,
                          enum tick_state state, const char *member, const char *reason)
 {
     ticklife_move(x, js->job->name, at, &state, TICK_EV_HOLD);
     outbox_release(x->out, js->job->name, member);
-    if (runs_hold(&js->runs, at, state))
+    if (finish_hold(&js->runs, at, state))
         return;
     ticklife_move(x, js->job->name, at, &state, TICK_EV_SKIP); /* out of memory: recorded */
     records_skipped_one(x->rec, js->job->name, x->term, at, HO_SKIPPED, reason);
@@ -437,7 +323,7 @@ bool claimer_head(const struct rctx *x, struct claimer *c, struct runs *rs, stru
         js->claim.tick = h.at;
         js->claim.term = x->term;
         if (!in->early && !h.missed) /* its first try, at or after its instant */
-            window_late(x, c, js, start, rtime_wall_ms() - start);
+            window_late(x, &c->win, js, start, rtime_wall_ms() - start);
     }
     char id[RUN_ID_MAX], member[RUN_ID_MAX + 160];
     snprintf(id, sizeof id, "%s", js->claim.id);
@@ -524,8 +410,7 @@ bool claimer_head(const struct rctx *x, struct claimer *c, struct runs *rs, stru
         if (rr != NULL && rr->run.prepared) {
             if (x->fault_slow_prepare)
                 nanosleep(&(struct timespec){.tv_nsec = 15 * MS}, NULL);
-            c->prep_at = start;
-            c->prep_done_ms = rtime_wall_ms();
+            window_prepared(&c->win, start);
             if (x->fault_stop_after_preclaim)
                 raise(SIGSTOP);
         }

@@ -1,19 +1,11 @@
-/* claimer.h -- the runner's claims in Redis (claim.h): the high-water
- * marks a leadership starts from, the claim of a job's next tick and what
- * its answer means (steps.h: start the run, record, wait, retry), retries
- * of ticks already ours, claims whose answer was lost and how they are
- * settled, a run of failed claims said once, and the claim-ahead window.
+/* claimer.h -- the runner's claims in Redis (claim.h): the claim of a
+ * job's next tick and what its answer means (steps.h: start the run,
+ * record, wait, retry), retries of ticks already ours, claims whose answer
+ * was lost and how they are settled, a run of failed claims said once.
  * Per job: its claim in flight (its run id kept across retries, so that a
- * retry after a lost answer is known for the same claim).
- *
- * The claim-ahead window: a live tick is claimed and its run prepared at
- * least PRECLAIM_MS before its instant; the window doubles, up to
- * PRECLAIM_MAX_MS, when a live tick of an instant some of whose runs were
- * prepared in time is claimed after that instant (the batch outgrew the
- * window; logged claim_ahead), and shrinks back by an eighth of its excess
- * at each instant whose preparations ended with more than half of it to
- * spare. Late claims in the first PRECLAIM_SETTLE_MS of a leadership (its
- * first ticks are claimed as the marks are read) do not grow it. */
+ * retry after a lost answer is known for the same claim). How far ahead
+ * of its instant a tick is claimed is the window's (window.h); the marks
+ * a leadership starts from are marks.h's. */
 #ifndef BATON_CLAIMER_H
 #define BATON_CLAIMER_H
 
@@ -25,11 +17,9 @@
 #include "rctx.h"
 #include "run.h"
 #include "ticks.h"
+#include "window.h"
 
-#define PRECLAIM_MS        25
-#define PRECLAIM_MAX_MS    250
-#define PRECLAIM_SETTLE_MS 1000
-#define CLAIM_RETRY_MS     100 /* a claim that failed (Redis unreachable) is retried this often */
+#define CLAIM_RETRY_MS 100 /* a claim that failed (Redis unreachable) is retried this often */
 
 struct jobstate;
 struct retry;
@@ -57,18 +47,9 @@ struct claim_state {
 };
 
 struct claimer {
-    /* The window: its length now (ms); the instant (Unix ms, a tick's
-     * start: sched_start_ms; 0: none) whose runs were prepared last, and when the last of them was (wall ms);
-     * the instants whose late claim grew it and whose go was weighed for a
-     * shrink, last; when this leadership began (CLOCK_MONOTONIC). */
-    int64_t ahead_ms, prep_at, prep_done_ms, grown_at, went_at, lead_since;
-    size_t nlost; /* jobs whose claim is lost */
-    uint64_t seq; /* of the run ids this process makes */
-    /* This term's grant came from a server that may lack the last writes
-     * of the term before (baton_election_server_changed): no catch-up from
-     * before the term (ticks_take_mark); said once. */
-    bool no_catchup, no_catchup_logged;
-    int64_t lead_wall_s; /* when this leadership began (Unix s) */
+    struct claim_window win; /* how far ahead a live tick is claimed (window.h) */
+    size_t nlost;            /* jobs whose claim is lost */
+    uint64_t seq;            /* of the run ids this process makes */
 };
 
 /* A new run id for attempt of tick ("<tick>-<term>-<attempt>-<seq>"). */
@@ -78,17 +59,6 @@ void claimer_run_id(const struct rctx *x, struct claimer *c, int64_t tick, int a
 /* True when now is past the lease's stop point: a claim that has just
  * succeeded is ours, but starting its run could overlap the next leader. */
 bool claimer_late(const struct rctx *x);
-
-/* How long before its instant js's next live tick is claimed (ms): 0 when
- * it cannot be decided ahead (a run of a forbid or replace job is alive
- * here: whether the tick runs or is skipped depends on when that ends). */
-int64_t claimer_ahead_ms(const struct claimer *c, const struct jobstate *js);
-
-/* Reads the marks of the n jobs of js[] and applies them (ticks.h), writes
- * the marks Redis had none of. Returns false when they could not be read. */
-bool claimer_read_marks(const struct rctx *x, struct claimer *c, struct jobstate **js, size_t n);
-/* Writes the marks of those of js[0..n) that Redis had none of. */
-void claimer_write_marks(const struct rctx *x, struct jobstate **js, size_t n);
 
 /* Claims the head of js's queue as intent `in` says, and carries out the
  * step its answer means (steps.h). A head whose last claim's answer was
@@ -134,8 +104,5 @@ void claimer_set_lost(struct claimer *c, struct claim_state *cs, bool lost);
  * the claim was before the tick's instant at_ms (Unix ms: sched_start_ms). */
 void claimer_wait_busy(const struct rctx *x, struct jobstate *js, struct claim_reply *busy,
                        const struct runs *rs, bool ahead, int64_t at_ms, int64_t now);
-
-/* The runs of instant at (Unix ms) went (the window may shrink). */
-void claimer_window_went(struct claimer *c, int64_t at);
 
 #endif

@@ -9,12 +9,10 @@
 #include "control.h"
 #include "dispatch.h"
 #include "facts.h"
+#include "finish.h"
 #include "jobtable.h"
 #include "rtime.h"
 #include "steps.h"
-
-#define GATE_RETRY_MS    20   /* no blocking call allowed now: look again this soon */
-#define CONTROL_RETRY_MS 1000 /* the control keys could not be read: try again then */
 
 static const char reason_paused[] = "paused (baton pause)";
 
@@ -303,7 +301,7 @@ void control_record_held(const struct rctx *x, struct jobstate *js)
 {
     int64_t tick;
     enum tick_state s;
-    while (runs_take_held(&js->runs, &tick, &s)) {
+    while (finish_take_held(&js->runs, &tick, &s)) {
         ticklife_move(x, js->job->name, tick, &s, TICK_EV_SKIP);
         struct sched_range before = ticks_take_skipped(&js->ticks); /* in tick order */
         records_skipped(x->rec, js->job->name, x->term, &before);
@@ -320,16 +318,16 @@ static void resume_catchup(const struct rctx *x, struct jobstate *js, int64_t wa
     int64_t tick;
     enum tick_state s;
     struct runs_job kept = {0};
-    while (runs_take_held(&js->runs, &tick, &s)) {
+    while (finish_take_held(&js->runs, &tick, &s)) {
         enum sched_verdict v = sched_held(js->job, tick, wall);
         if (v == SV_START) {
             enum tick_state resumed = s;
             ticklife_move(x, js->job->name, tick, &resumed, TICK_EV_RESUME);
-            if (runs_add_retry(&kept, tick, 1, loop_now(),
-                               wall - sched_start_ms(js->job, tick) < SCHED_LIVE_SLACK_MS
-                                   ? RUN_TRIGGER_SCHEDULE
-                                   : RUN_TRIGGER_CATCHUP,
-                               resumed))
+            if (finish_add_retry(&kept, tick, 1, loop_now(),
+                                 wall - sched_start_ms(js->job, tick) < SCHED_LIVE_SLACK_MS
+                                     ? RUN_TRIGGER_SCHEDULE
+                                     : RUN_TRIGGER_CATCHUP,
+                                 resumed))
                 continue;
             v = SV_DROP; /* out of memory: it was claimed; recorded */
         }

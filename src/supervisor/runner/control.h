@@ -31,6 +31,7 @@
 #include "trigger.h"
 
 #define PAUSE_FLUSH_S    3600 /* a paused job's skipped ticks are recorded at least this often */
+#define CONTROL_RETRY_MS 1000 /* the control keys could not be read: try again then */
 #define PAUSE_FOREVER    INT64_MAX /* paused, no resume yet */
 #define MANUAL_HASH_SIZE 1024      /* requests waiting are at most TRIGGER_QUEUE_MAX */
 

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "jobtable.h"
+#include "loop.h"
 
 static unsigned hash_name(const char *s)
 {
@@ -81,6 +82,13 @@ void jobtable_set_key(struct jobtable *t, struct jobstate *js, int64_t key)
         t->heap[t->nheap++] = js;
     }
     heap_sift(t, js->heap_pos);
+}
+
+void jobtable_wake(struct jobtable *t, struct jobstate *js, bool leading)
+{
+    js->hold_until = 0;
+    if (leading)
+        jobtable_set_key(t, js, loop_now());
 }
 
 struct jobstate *jobtable_top(const struct jobtable *t)

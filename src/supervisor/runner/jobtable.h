@@ -1,6 +1,6 @@
 /* jobtable.h -- the runner's jobs: one thin record per job of jobs.yaml,
  * which embeds the state each part owns (ticks.h, claimer.h, control.h,
- * runs.h), found by name in a hash, and waiting in a min-heap keyed by
+ * finish.h), found by name in a hash, and waiting in a min-heap keyed by
  * the time it next has something to do, so that a timer costs
  * O(log jobs), never O(jobs). The jobs.yaml generations (job sets) are
  * kept while a record or a run uses them; a reload reconciles the records
@@ -16,8 +16,8 @@
 
 #include "claimer.h"
 #include "control.h"
+#include "finish.h"
 #include "jobs.h"
-#include "runs.h"
 #include "ticks.h"
 
 struct pool;
@@ -63,6 +63,9 @@ struct jobtable {
 struct jobstate *jobtable_find(const struct jobtable *t, const char *name);
 /* Sets js's key (0: nothing to do) and its place in the heap. */
 void jobtable_set_key(struct jobtable *t, struct jobstate *js, int64_t key);
+/* js looks at its head now: its hold is lifted, and (leading) its key is
+ * now. */
+void jobtable_wake(struct jobtable *t, struct jobstate *js, bool leading);
 /* The record with the earliest key, or NULL. */
 struct jobstate *jobtable_top(const struct jobtable *t);
 

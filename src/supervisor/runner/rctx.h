@@ -16,6 +16,8 @@
 #include "records.h"
 #include "ticklife.h"
 
+#define GATE_RETRY_MS 20 /* no blocking call allowed now (rctx_may_block): look again this soon */
+
 struct jobtable;
 struct hooks;
 struct dispatch;

@@ -46,6 +46,7 @@
 #include "log.h"
 #include "loop.h"
 #include "ticklife.h"
+#include "waits.h" /* struct runner_wait */
 
 struct runner;
 struct hooks;
@@ -144,18 +145,6 @@ size_t runner_assigned(const struct runner *r);
 
 /* Runs alive (of any term). Hooks are not runs (hook.h). */
 size_t runner_running(const struct runner *r);
-
-/* A job whose next tick waits, unclaimed, for a slot of a fleet-wide
- * limit (runlimits.h). Strings borrowed: valid until the next
- * runner_set_jobs(). */
-struct runner_wait {
-    const char *job;
-    const char *pool; /* the pool it waits for; NULL: its max_running */
-    int limit;        /* that pool's limit, or max_running */
-    int64_t tick;     /* the tick that waits (Unix s) */
-    int64_t since_ms; /* Unix ms: the first claim of it that found the limit reached */
-    size_t queued;    /* the job's ticks waiting: this one and those behind it */
-};
 
 /* The jobs whose tick waits for a limit now (none unless leading), in the
  * order a slot goes to them (instant, then job name: pools.h). Returns:

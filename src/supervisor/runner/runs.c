@@ -9,8 +9,6 @@
 #include "rtime.h"
 #include "runs.h"
 
-#define GATE_RETRY_MS 20 /* no blocking call allowed now: look again this soon */
-
 /* The fence a run's shim enforces on its own (proc.h): SIGTERM at the stop
  * point of what covers it (the lease, or its own registration after a
  * handover), SIGKILL kill_margin before that ends: what the daemon and the
@@ -36,14 +34,14 @@ static void send_fences(const struct rctx *x, struct runs *rs, bool own)
 }
 
 /* Moves the tick of rr (a tick's run; not a manual one) by ev. */
-static void move_tick(const struct rctx *x, struct rrun *rr, enum tick_event ev)
+void runs_move_tick(const struct rctx *x, struct rrun *rr, enum tick_event ev)
 {
     if (rr->trigger_id[0] == '\0')
         ticklife_move(x, rr->run.job->name, rr->run.tick, &rr->tick, ev);
 }
 
 /* Takes rr out of the list and frees it. */
-static void discard(struct runs *rs, struct rrun *rr)
+void runs_discard(struct runs *rs, struct rrun *rr)
 {
     for (struct rrun **p = &rs->list; *p != NULL; p = &(*p)->next)
         if (*p == rr) {
@@ -109,13 +107,13 @@ static struct rrun *start(const struct rctx *x, struct runs *rs, struct jobstate
     bool started = run_start(&rr->run, &rs->env, js->job, id, tick, attempt, term, trigger, term_at,
                              kill_at, prepared);
     if (!started || !rr->run.prepared) /* a prepared one starts at its go */
-        move_tick(x, rr, started ? TICK_EV_START : TICK_EV_START_FAILED);
+        runs_move_tick(x, rr, started ? TICK_EV_START : TICK_EV_START_FAILED);
     if (!started) {
         if (a != NULL) /* failed_to_start: logged */
             records_assigned(x->rec, &rr->run, a->field, NULL, -1);
         else
             records_run(x->rec, &rr->run, trigger_id, false);
-        discard(rs, rr);
+        runs_discard(rs, rr);
         return NULL;
     }
     rr->js = js;
@@ -164,121 +162,10 @@ size_t runs_assigned(const struct runs *rs)
     return n;
 }
 
-static int64_t retry_delay_ms(const struct job *job, int attempt)
-{
-    int64_t d = job->retry_backoff_ms;
-    for (int i = 1; i < attempt && d < INT64_C(3600000); i++)
-        d *= 2;
-    return d > INT64_C(3600000) ? INT64_C(3600000) : d;
-}
-
-/* run failed: its next attempt comes in delay ms (job_retry). */
-static void log_retry(const struct rctx *x, const struct run *run, int64_t delay)
-{
-    cJSON *g = log_fields();
-    cJSON_AddStringToObject(g, "job", run->job->name);
-    cJSON_AddStringToObject(g, "run_id", run->id);
-    cJSON_AddNumberToObject(g, "next_attempt", run->attempt + 1);
-    cJSON_AddNumberToObject(g, "retry_in_ms", (double)delay);
-    log_emit_facts(x->log, LE_JOB_RETRY, g, &(struct log_facts){.job = run->job->name});
-}
-
-/* rr ended: retried, recorded or held, taken out; its job woken. */
-static void finish(const struct rctx *x, struct runs *rs, struct rrun *rr)
-{
-    struct run *run = &rr->run;
-    struct jobstate *js = rr->js;
-    bool ours = js != NULL && x->leading && !rr->own && js->job == run->job, retry = false;
-    bool failed = run->outcome == HO_FAILED || run->outcome == HO_TIMEOUT;
-    if (failed && ours && rr->trigger_id[0] == '\0' && run->attempt <= js->job->retries &&
-        run->term == x->term) {
-        int64_t delay = retry_delay_ms(run->job, run->attempt);
-        enum tick_state next = rr->tick;
-        ticklife_move(x, run->job->name, run->tick, &next, TICK_EV_RETRY);
-        if (runs_add_retry(&js->runs, run->tick, run->attempt + 1, loop_now() + delay * MS,
-                           RUN_TRIGGER_RETRY, next)) {
-            rr->tick = next;
-            log_retry(x, run, delay);
-            retry = true;
-        }
-    }
-    if (run->outcome == HO_SKIPPED) { /* cancelled before its instant (paused) */
-        /* Held for the pause's end while this leader is on it: a resume
-         * with catch-up runs it; else it is recorded skipped then. */
-        bool hold = ours && js->ctl.pause_until != 0;
-        if (hold)
-            move_tick(x, rr, TICK_EV_HOLD);
-        if (!(hold && runs_hold(&js->runs, run->tick, rr->tick))) {
-            move_tick(x, rr, TICK_EV_SKIP);
-            if (js != NULL) { /* the ticks before it first */
-                struct sched_range before = ticks_take_skipped(&js->ticks);
-                records_skipped(x->rec, run->job->name, x->term, &before);
-            }
-            records_skipped_one(x->rec, run->job->name, x->term, run->tick, HO_SKIPPED, run->error);
-        }
-        outbox_release(x->out, run->job->name, run->member);
-    } else if (rr->handed_back) { /* paused before its go: the leader keeps the tick */
-        move_tick(x, rr, TICK_EV_FORGET);
-        char when[32];
-        log_rfc3339(run->tick, when, sizeof when);
-        cJSON *g = log_fields();
-        cJSON_AddStringToObject(g, "job", run->job->name);
-        cJSON_AddStringToObject(g, "scheduled_at", when);
-        cJSON_AddStringToObject(g, "run_id", run->id);
-        cJSON_AddStringToObject(g, "reason", run->error);
-        log_emit(x->log, LE_HANDED_BACK, g);
-    } else if (rr->field[0] != '\0') { /* dispatched here */
-        /* A failed run whose job's retries allow another attempt is handed
-         * back to the leader (a retry due after the backoff, offered to
-         * another member), as the leader retries its own runs. */
-        int64_t retry_ms = failed && rr->tick != TICK_ACCEPTED && run->attempt <= run->job->retries
-                               ? retry_delay_ms(run->job, run->attempt)
-                               : -1;
-        char why[480] = "";
-        int k = 0;
-        if (rr->died[0] != '\0')
-            k = snprintf(why, sizeof why,
-                         "%s accepted it and was lost before it started it: run here instead; ",
-                         rr->died);
-        if (rr->moves > 0 && k >= 0 && (size_t)k < sizeof why)
-            snprintf(why + k, sizeof why - (size_t)k,
-                     "offered %d more time(s) before this node took it", rr->moves);
-        move_tick(x, rr, rr->tick == TICK_ACCEPTED ? TICK_EV_START_FAILED : TICK_EV_END);
-        if (retry_ms >= 0)
-            log_retry(x, run, retry_ms);
-        records_assigned(x->rec, run, rr->field, why[0] != '\0' ? why : NULL, retry_ms);
-    } else {
-        if (!retry) /* a prepared run that never went did not start */
-            move_tick(x, rr, rr->tick == TICK_CLAIMED ? TICK_EV_START_FAILED : TICK_EV_END);
-        records_run(x->rec, run, rr->trigger_id, retry);
-    }
-    if (js != NULL) {
-        js->runs.running--;
-        if (x->leading)
-            jobtable_set_key(x->jt, js, loop_now());
-    }
-    struct jobset *set = rr->set;
-    discard(rs, rr);
-    jobtable_unref_set(x->jt, set);
-    rctx_runs_changed(x);
-}
-
-bool runs_reaped(const struct rctx *x, struct runs *rs, pid_t pgid, int wstatus)
-{
-    struct rrun *rr = rs->list;
-    while (rr != NULL && rr->run.pgid != pgid)
-        rr = rr->next;
-    if (rr == NULL)
-        return false;
-    run_reaped(&rr->run, wstatus);
-    finish(x, rs, rr);
-    return true;
-}
-
 void runs_free(struct runs *rs)
 {
     while (rs->list != NULL)
-        discard(rs, rs->list); /* SIGKILLs the group (run_dispose) */
+        runs_discard(rs, rs->list); /* SIGKILLs the group (run_dispose) */
 }
 
 bool runs_have_trigger(const struct runs *rs, const char *id)
@@ -538,7 +425,7 @@ void runs_go(const struct rctx *x, struct runs *rs, bool late, int64_t stepped_n
                  run->tick <= rr->js->ctl.pause_until) /* paused after its claim */
             run_cancel(run, HO_SKIPPED, "paused (baton pause)");
         else if (run_go(run)) {
-            move_tick(x, rr, TICK_EV_START);
+            runs_move_tick(x, rr, TICK_EV_START);
             rctx_runs_changed(x);
         }
         went(ctx, run_start_ms(run));
@@ -607,47 +494,4 @@ cJSON *runs_json(const struct runs *rs, size_t max)
         cJSON_InsertItemInArray(a, 0, o); /* the oldest first */
     }
     return a;
-}
-
-bool runs_add_retry(struct runs_job *rj, int64_t tick, int attempt, int64_t at_ns,
-                    enum run_trigger trigger, enum tick_state state)
-{
-    struct retry *t = calloc(1, sizeof *t);
-    if (t == NULL)
-        return false;
-    *t = (struct retry){.tick = tick,
-                        .state = state,
-                        .attempt = attempt,
-                        .at_ns = at_ns,
-                        .trigger = trigger,
-                        .next = rj->retries};
-    rj->retries = t;
-    return true;
-}
-
-bool runs_hold(struct runs_job *rj, int64_t tick, enum tick_state state)
-{
-    struct retry *t = calloc(1, sizeof *t), **q = &rj->retries;
-    if (t == NULL)
-        return false;
-    *t = (struct retry){.tick = tick, .state = state, .attempt = 1, .trigger = RUN_TRIGGER_CATCHUP};
-    while (*q != NULL && !((*q)->state == TICK_HELD && (*q)->tick > tick))
-        q = &(*q)->next;
-    t->next = *q;
-    *q = t;
-    return true;
-}
-
-bool runs_take_held(struct runs_job *rj, int64_t *tick, enum tick_state *state)
-{
-    for (struct retry **q = &rj->retries; *q != NULL; q = &(*q)->next)
-        if ((*q)->state == TICK_HELD) {
-            struct retry *t = *q;
-            *tick = t->tick;
-            *state = t->state;
-            *q = t->next;
-            free(t);
-            return true;
-        }
-    return false;
 }

@@ -4,10 +4,8 @@
  * (claim.h), which this part keeps alive (every lease.renew) and enforces
  * like a lease: a run whose cover cannot be confirmed is stopped before it
  * ends. Every run's shim is told where its fence is (proc.h), so that a
- * stopped or starved baton cannot keep a run past its cover. Per job: how
- * many of its runs are alive here, and the runs of ticks already ours that
- * wait to start without a claim: retries, and ticks a pause held back
- * after their claim.
+ * stopped or starved baton cannot keep a run past its cover. What follows
+ * a run's end (retried, recorded, held) is finish.h's.
  *
  * Runs are a list: their number is bounded by the processes alive, not by
  * the jobs. A run knows its job's record and job set only as opaque
@@ -29,25 +27,6 @@
 
 struct jobstate; /* jobtable.h */
 struct jobset;   /* jobtable.h */
-
-/* A run of a tick of ours to start without a new claim: a retry, or a
- * tick held by a pause that came after its claim (its state held: its
- * prepared run was cancelled before the instant; it waits for the pause's
- * end). */
-struct retry {
-    int64_t tick;
-    enum tick_state state; /* retrying; held; claimed once a pause's end released it */
-    int attempt;
-    int64_t at_ns; /* when it is due (CLOCK_MONOTONIC); not while held */
-    enum run_trigger trigger;
-    struct retry *next;
-};
-
-/* One job's. */
-struct runs_job {
-    int running;           /* its runs alive here */
-    struct retry *retries; /* retries, and held ticks in tick order */
-};
 
 struct rrun {
     struct run run;
@@ -99,11 +78,11 @@ struct rrun *runs_accepted(const struct rctx *x, struct runs *rs, struct jobstat
 /* Runs dispatched to this node, alive. */
 size_t runs_assigned(const struct runs *rs);
 
-/* A child exited: if it is one of the runs, it is reaped, retried when it
- * failed and its job allows (not a manual run: whoever asked sees its
- * outcome), recorded (held, when a pause cancelled it before its instant),
- * and taken out; its job is woken. Returns false when pgid is not a run. */
-bool runs_reaped(const struct rctx *x, struct runs *rs, pid_t pgid, int wstatus);
+/* Moves the tick of rr (a tick's run; not a manual one) by ev. */
+void runs_move_tick(const struct rctx *x, struct rrun *rr, enum tick_event ev);
+/* Takes rr out of the list and frees it (SIGKILL to its group if it
+ * still runs: run_dispose). */
+void runs_discard(struct runs *rs, struct rrun *rr);
 /* Frees every run (SIGKILL to each group). */
 void runs_free(struct runs *rs);
 
@@ -154,16 +133,5 @@ void runs_tick(struct runs *rs, int64_t now);
 /* Up to max of the runs whose command runs now, oldest first, as
  * runner_runs_json() describes them. */
 cJSON *runs_json(const struct runs *rs, size_t max);
-
-/* ---- one job's retries and held ticks ---- */
-
-/* Queues a retry (at at_ns), or a held tick (in tick order among them),
- * its tick in state (held for runs_hold); false when out of memory. */
-bool runs_add_retry(struct runs_job *rj, int64_t tick, int attempt, int64_t at_ns,
-                    enum run_trigger trigger, enum tick_state state);
-bool runs_hold(struct runs_job *rj, int64_t tick, enum tick_state state);
-/* The next held tick (in tick order) and its state, taken out (false:
- * none). */
-bool runs_take_held(struct runs_job *rj, int64_t *tick, enum tick_state *state);
 
 #endif

@@ -1,9 +1,10 @@
 /* ticklife.h -- the life of one tick of a job on this node, as a run's
  * life is in run.h: a small machine whose table (TICK_MOVES) is the only
  * judge of a move. Every part of the runner that moves a tick (ticks.c's
- * queue through runner.c, claimer.c's claims, runs.c's runs, control.c's
- * pauses) does it with ticklife_move() on the state the tick carries: a
- * queue slot (ticks.h), a run (runs.h), a retry or a held tick (runs.h); a
+ * queue through turn.c, claimer.c's claims, runs.c's runs and finish.c's
+ * ends, control.c's pauses) does it with ticklife_move() on the state the
+ * tick carries: a queue slot (ticks.h), a run (runs.h), a retry or a held
+ * tick (finish.h); a
  * range of ticks that all make one move (the catch-up's ranges, a pause's)
  * moves once, as a range. A move the table refuses is a bug: it is logged
  * (tick_move_refused, error), the tick keeps its state, and the runner goes
@@ -126,13 +127,13 @@ enum tick_event {
 /* The table: X(state, event, next state), one row per legal move, with the
  * place that makes it; every other (state, event) is refused. */
 #define TICK_MOVES(X)                                                                              \
-    X(DUE, QUEUE, QUEUED)                  /* runner.c queue_due */                                \
-    X(DUE, DROP, MISSED)                   /* runner.c queue_due: outside the window, catchup 0 */ \
-    X(DUE, SUPERSEDE, SUPERSEDED)          /* runner.c queue_due: catchup last */                  \
+    X(DUE, QUEUE, QUEUED)                  /* turn.c queue_due */                                  \
+    X(DUE, DROP, MISSED)                   /* turn.c queue_due: outside the window, catchup 0 */   \
+    X(DUE, SUPERSEDE, SUPERSEDED)          /* turn.c queue_due: catchup last */                    \
     X(DUE, SKIP, SKIPPED)                  /* queue_due (full), control_hold (paused) */           \
     X(QUEUED, CLAIM, CLAIMING)             /* claimer.c claimer_head */                            \
-    X(QUEUED, DROP, MISSED)                /* runner.c decide_ticks: aged out */                   \
-    X(QUEUED, SUPERSEDE, SUPERSEDED)       /* runner.c decide_ticks: catchup last, replace */      \
+    X(QUEUED, DROP, MISSED)                /* turn.c decide_ticks: aged out */                     \
+    X(QUEUED, SUPERSEDE, SUPERSEDED)       /* turn.c decide_ticks: catchup last, replace */        \
     X(QUEUED, SKIP, SKIPPED)               /* control.c control_hold: paused */                    \
     X(QUEUED, FORGET, LEFT)                /* ticklife_forget */                                   \
     X(CLAIMING, CLAIM, CLAIMING)           /* claimer.c claimer_head: after a lost answer */       \
@@ -146,16 +147,16 @@ enum tick_event {
     X(CLAIMING, NO_ANSWER, CLAIMING)       /* claimer_head: lost, or it leaves a lost one */       \
     X(CLAIMING, FORGET, CLAIMING)          /* ticklife_forget: claimer_settle ends it */           \
     X(CLAIMED, START, RUNNING)             /* runs.c runs_start, runs_go */                        \
-    X(CLAIMED, START_FAILED, NOT_STARTED)  /* claimer_head (late), claimer_let_go, runs.c */       \
-    X(CLAIMED, HOLD, HELD)                 /* runs.c finish, claimer_head: paused first */         \
-    X(CLAIMED, SKIP, SKIPPED)              /* runs.c finish: the same, not held */                 \
+    X(CLAIMED, START_FAILED, NOT_STARTED)  /* claimer_head (late), claimer_let_go, finish.c */     \
+    X(CLAIMED, HOLD, HELD)                 /* finish.c finish, claimer_head: paused first */       \
+    X(CLAIMED, SKIP, SKIPPED)              /* finish.c finish: the same, not held */               \
     X(CLAIMED, DROP, MISSED)               /* claimer_head: answered after it aged, catchup's */   \
     X(CLAIMED, SUPERSEDE, SUPERSEDED)      /* claimer_head: the same, catchup: last */             \
-    X(RUNNING, END, RECORDED)              /* runs.c finish */                                     \
-    X(RUNNING, RETRY, RETRYING)            /* runs.c finish */                                     \
+    X(RUNNING, END, RECORDED)              /* finish.c finish */                                   \
+    X(RUNNING, RETRY, RETRYING)            /* finish.c finish */                                   \
     X(RETRYING, START, RUNNING)            /* runs.c runs_start (claimer_retries) */               \
     X(RETRYING, START_FAILED, NOT_STARTED) /* runs.c runs_start (claimer_retries) */               \
-    X(RETRYING, FORGET, RECORDED)          /* claimer_retries, runner.c clear_schedule */          \
+    X(RETRYING, FORGET, RECORDED)          /* claimer_retries, turn.c turn_clear */                \
     X(HELD, RESUME, CLAIMED)               /* control.c resume_catchup */                          \
     X(HELD, SKIP, SKIPPED)                 /* control.c control_record_held */                     \
     X(HELD, DROP, MISSED)                  /* control.c resume_catchup */                          \
@@ -167,8 +168,8 @@ enum tick_event {
     X(ASSIGNED, START_FAILED, NOT_STARTED) /* dispatch.c: no member for it, or none took it */     \
     X(ASSIGNED, ACCEPT, ACCEPTED)          /* dispatch.c: on the member that accepts it */         \
     X(ACCEPTED, START, RUNNING)            /* runs.c runs_go: marked started, then its exec */     \
-    X(ACCEPTED, START_FAILED, NOT_STARTED) /* runs.c: not marked started, or its shim failed */ \
-    X(ACCEPTED, FORGET, LEFT)              /* runs.c: paused before its go, handed back */
+    X(ACCEPTED, START_FAILED, NOT_STARTED) /* runs.c, finish.c: not marked started, shim failed */ \
+    X(ACCEPTED, FORGET, LEFT)              /* finish.c: paused before its go, handed back */
 
 /* The state after event e in state s, or TICK_REFUSED. */
 enum tick_state tick_next_state(enum tick_state s, enum tick_event e);

@@ -2,8 +2,8 @@
  * with, the next one to wait for, the queue of due ticks (live, or missed:
  * a failover's or a stall's backlog), and the range of ticks that did not
  * run, not yet recorded. Pure: no Redis, no clock reads (callers pass the
- * time), no log; it answers with an intent (ticks_next) and the coordinator
- * (runner.c) acts on it.
+ * time), no log; it answers with an intent (ticks_next) and a job's turn
+ * (turn.c) acts on it.
  *
  * Each queued tick carries its state in the life of a tick (ticklife.h):
  * queued, or claiming while its claim is out; the coordinator moves it,
