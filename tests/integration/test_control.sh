@@ -141,9 +141,22 @@ note "SIGHUP: a revoked token is refused"
 codes=""
 for i in $(seq 1 12); do codes+="$(code -H "Authorization: Bearer bt_guess$i" "$F/status") "; done
 assert_eq "401 401 401 401 401 401 401 401 401 401 429 429 " "$codes" "a burst of wrong tokens"
-curl -s -m 5 -D - -o /dev/null "${AUTH[@]}" "$F/status" | grep -qi '^Retry-After: [0-9]' \
-    || fail "no Retry-After while refused"
+curl -s -m 5 -D - -o /dev/null -H "Authorization: Bearer bt_guess13" "$F/status" \
+    | grep -qi '^Retry-After: [0-9]' || fail "no Retry-After while refused"
 assert_eq 200 "$(code "$F/healthz")" "/healthz while the address is refused"
-note "a burst of wrong tokens: 429 (Retry-After); probes still open"
+# The refusal is of wrong tokens, not of the address: another client behind
+# it (a shared NAT) with a valid token is served; none or a wrong one is not.
+assert_eq 200 "$(code "${AUTH[@]}" "$F/status")" "a valid token from the refused address"
+assert_eq 200 "$(code -H "Authorization: Bearer $RO" "$F/jobs/hello/runs")" \
+    "a valid read token on GET runs from the refused address"
+r=$(call POST "$F/jobs/hello/pause" "${AUTH[@]}" -d '{"reason":"from behind the NAT"}')
+assert_eq 200 "${r%% *}" "a POST with a valid token from the refused address: $r"
+assert_eq 200 "$(code -X POST "${AUTH[@]}" "$F/jobs/hello/resume")" "resume from the refused address"
+assert_eq 429 "$(code "$F/status")" "no token from the refused address"
+assert_eq 429 "$(code -H "Authorization: Bearer bt_guess14" "$F/status")" \
+    "a wrong token from the refused address"
+printf 'GET /status (valid token, refused address) -> %s\n' "$(code "${AUTH[@]}" "$F/status")" >> "$T/bad-inputs"
+printf 'GET /status (no token, refused address) -> %s\n' "$(code "$F/status")" >> "$T/bad-inputs"
+note "a burst of wrong tokens: 429 (Retry-After) for wrong and no tokens; a valid token served; probes still open"
 
 cp "$T/bad-inputs" "${BATON_BUILD_DIR:-$T}/control-bad-inputs.txt" 2>/dev/null || true

@@ -405,15 +405,11 @@ enum http_verdict api_handle(void *ctx, const struct http_request *rq, struct ht
         out->grant = API_GRANT_PUBLIC;
         return HTTP_PASS;
     }
-    int wait_s = blocked_for(a, rq->remote, now);
-    if (wait_s > 0) {
-        refused(a, rq, 429, "too_many_failures");
-        reply_error(out, 429, "too_many_failures",
-                    "too many requests with a wrong token from this address: try again in %d s",
-                    wait_s);
-        out->retry_after_s = wait_s;
-        return HTTP_ANSWER;
-    }
+    /* Every token is checked, even from an address refused for its
+     * failures: a client with a valid token behind the same address (a
+     * shared NAT, a proxy) is not locked out by another's wrong ones. The
+     * refusal still answers every wrong or missing token with 429, so
+     * guessing gains nothing while it lasts (and a token has 256 bits). */
     size_t tlen = 0;
     const char *tok = bearer(rq->authorization, &tlen);
     struct token_entry who;
@@ -425,6 +421,15 @@ enum http_verdict api_handle(void *ctx, const struct http_request *rq, struct ht
         found = true;
     }
     pthread_mutex_unlock(&a->mu);
+    int wait_s = found ? 0 : blocked_for(a, rq->remote, now);
+    if (wait_s > 0) {
+        refused(a, rq, 429, "too_many_failures");
+        reply_error(out, 429, "too_many_failures",
+                    "too many requests with a wrong token from this address: try again in %d s",
+                    wait_s);
+        out->retry_after_s = wait_s;
+        return HTTP_ANSWER;
+    }
     if (!found) {
         /* A browser's first visit has no token: not a failure to count. */
         if (tok != NULL || !page)
