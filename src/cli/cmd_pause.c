@@ -125,9 +125,8 @@ static int parse(const struct cli_cmd *cmd, int argc, char **argv, struct args *
     if (a->job != NULL && a->all)
         return cli_usage(cmd->name, "JOB and --all do not go together");
     if (a->job != NULL && !job_name_ok(a->job))
-        return cli_usage(cmd->name,
-                         "JOB \"%s\": a job name is 1-128 letters, digits, '_', '.' or '-'",
-                         a->job);
+        return cli_usage(
+            cmd->name, "JOB \"%s\": a job name is 1-128 letters, digits, '_', '.' or '-'", a->job);
     if (a->reason != NULL && strlen(a->reason) > 200)
         return cli_usage(cmd->name, "--reason: at most 200 bytes");
     return -1;
@@ -160,7 +159,8 @@ static int cmd_pause(int argc, char **argv)
     rc = open_for("pause", &a, &cfg, &client);
     if (rc != 0)
         return rc;
-    int brc = pause_set(client, cfg->group, a.job, tool_who(who, sizeof who), a.reason, &was);
+    int brc = pause_set(client, cfg->group, a.job, tool_who(who, sizeof who), a.reason,
+                        cfg->history_len, &was);
     if (brc != BATON_OK) {
         rc = tool_redis_error("pause", client, brc, "storing the pause");
     } else if (a.job == NULL) {
@@ -197,7 +197,8 @@ static int cmd_resume(int argc, char **argv)
     const char *then = a.catchup ? "the ticks that fell while paused are caught up within the "
                                    "catch-up window"
                                  : "the ticks that fell while paused stay skipped";
-    int brc = pause_resume(client, cfg->group, a.job, a.catchup, tool_who(who, sizeof who), &n);
+    int brc = pause_resume(client, cfg->group, a.job, a.catchup, tool_who(who, sizeof who),
+                           cfg->history_len, &n);
     if (brc == BATON_OK && a.job != NULL)
         brc = pause_read(client, cfg->group, &l);
     if (brc != BATON_OK) {
@@ -217,8 +218,9 @@ static int cmd_resume(int argc, char **argv)
             printf("resumed %s: %s\n", a.job, then);
         rc = tool_flush("resume");
         if (rc == 0 && all != NULL && !all->resumed)
-            rc = cli_fail("resume", "%s stays paused: every job of group %s is paused "
-                                    "('baton resume --all')",
+            rc = cli_fail("resume",
+                          "%s stays paused: every job of group %s is paused "
+                          "('baton resume --all')",
                           a.job, cfg->group);
     }
     pause_list_free(&l);

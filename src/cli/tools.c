@@ -17,7 +17,6 @@
 #include "tools.h"
 #include "utf8.h"
 
-
 const char *tool_config_path(const char *cmd, const char *given, int *rc)
 {
     const char *path = given != NULL ? given : config_default_path();
@@ -89,8 +88,7 @@ int tool_redis_error(const char *cmd, struct baton_client *c, int rc, const char
     return cli_error(CLI_EXIT_UNAVAILABLE, cmd, "%s (while %s)", why, what);
 }
 
-int tool_open(const char *cmd, const char *given, struct config **cfg,
-              struct baton_client **client)
+int tool_open(const char *cmd, const char *given, struct config **cfg, struct baton_client **client)
 {
     int rc;
     *cfg = NULL;
@@ -114,9 +112,8 @@ int tool_check_job(const char *cmd, const struct config *cfg, const char *job)
         fprintf(stderr, "baton: %s: warning: %s (the leader checks the job)\n", cmd, err);
         return 0;
     }
-    int rc = jobs_find(jobs, job) != NULL
-                 ? 0
-                 : cli_fail(cmd, "no job \"%s\" in %s", job, jobs->path);
+    int rc =
+        jobs_find(jobs, job) != NULL ? 0 : cli_fail(cmd, "no job \"%s\" in %s", job, jobs->path);
     jobs_free(jobs);
     return rc;
 }
@@ -269,12 +266,18 @@ void tool_table_print(const struct tool_table *t, const char *indent, FILE *out)
 {
     size_t width[16] = {0};
     size_t ncols = t->ncols < 16 ? t->ncols : 16;
-    for (size_t r = 0; r < t->nrows; r++)
-        for (size_t c = 0; c < ncols; c++) {
+    for (size_t r = 0; r < t->nrows; r++) {
+        size_t end = ncols; /* the cells that count */
+        while (t->loose_last && end > 0 && t->cells[r * t->ncols + end - 1][0] == '\0')
+            end--;
+        if (t->loose_last && end > 0)
+            end--;
+        for (size_t c = 0; c < end; c++) {
             size_t w = strlen(t->cells[r * t->ncols + c]);
             if (w > width[c])
                 width[c] = w;
         }
+    }
     for (size_t r = 0; r < t->nrows; r++) {
         /* The last non-empty cell ends the line: no trailing blanks. */
         size_t last = ncols;

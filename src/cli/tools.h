@@ -37,8 +37,14 @@ enum {
 };
 
 /* The -c option of the tools, one row of their option tables. */
-#define TOOL_OPT_CONFIG                                                                               {'c', "config", "FILE", "baton.yaml (default ./baton.yaml, then /etc/baton/baton.yaml)"}
-#define TOOL_OPT_JSON_ROW(what) {TOOL_OPT_JSON, "json", NULL, what}
+#define TOOL_OPT_CONFIG                                                                            \
+    {                                                                                              \
+        'c', "config", "FILE", "baton.yaml (default ./baton.yaml, then /etc/baton/baton.yaml)"     \
+    }
+#define TOOL_OPT_JSON_ROW(what)                                                                    \
+    {                                                                                              \
+        TOOL_OPT_JSON, "json", NULL, what                                                          \
+    }
 
 /* The configuration path: given (from -c), else the default one that
  * exists. NULL after printing why (the exit status in *rc: CLI_EXIT_CONFIG
@@ -105,6 +111,9 @@ struct tool_table {
     size_t ncols, nrows, cap;
     char **cells; /* nrows x ncols, owned */
     bool oom;     /* a row could not be stored */
+    /* A row's last non-empty cell (not padded) does not widen its column:
+     * a row that ends early with a long note leaves the others aligned. */
+    bool loose_last;
 };
 
 void tool_table_init(struct tool_table *t, size_t ncols);

@@ -10,6 +10,8 @@
  *   POST /resume-all        {"catchup": BOOL}        baton resume --all
  *   POST /step-down         {"wait": S}              baton step-down
  *   GET  /jobs/JOB/runs?count=N                      baton history JOB --json
+ *        {"job", "runs": [...], "pauses": [...]}: the pauses and resumes
+ *        that concern the job (pauselog.h) apart from its runs
  *   GET  /runs/ID/output[?job=JOB]                   baton history JOB ID --output --json
  *
  * Tokens: `Authorization: Bearer TOKEN`, checked against http.tokens_file
@@ -70,6 +72,7 @@ enum api_grant { API_GRANT_PUBLIC, API_GRANT_READ, API_GRANT_OPERATE };
 struct api_conf {
     const char *tokens_file;
     bool public_read;
+    int64_t history_len; /* history.runs: a pause's records kept (pause.h) */
     const char *group, *node;
     const char *redis_url;
     const struct baton_client_opts *client_opts; /* copied into each worker's client */
