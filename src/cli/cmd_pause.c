@@ -125,8 +125,9 @@ static int parse(const struct cli_cmd *cmd, int argc, char **argv, struct args *
     if (a->job != NULL && a->all)
         return cli_usage(cmd->name, "JOB and --all do not go together");
     if (a->job != NULL && !job_name_ok(a->job))
-        return cli_usage(
-            cmd->name, "JOB \"%s\": a job name is 1-128 letters, digits, '_', '.' or '-'", a->job);
+        return cli_usage(cmd->name,
+                         "JOB \"%s\": a job name is 1-128 letters, digits, '_', '.' or '-'",
+                         a->job);
     if (a->reason != NULL && strlen(a->reason) > 200)
         return cli_usage(cmd->name, "--reason: at most 200 bytes");
     return -1;
@@ -218,9 +219,8 @@ static int cmd_resume(int argc, char **argv)
             printf("resumed %s: %s\n", a.job, then);
         rc = tool_flush("resume");
         if (rc == 0 && all != NULL && !all->resumed)
-            rc = cli_fail("resume",
-                          "%s stays paused: every job of group %s is paused "
-                          "('baton resume --all')",
+            rc = cli_fail("resume", "%s stays paused: every job of group %s is paused "
+                                    "('baton resume --all')",
                           a.job, cfg->group);
     }
     pause_list_free(&l);

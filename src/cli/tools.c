@@ -17,6 +17,7 @@
 #include "tools.h"
 #include "utf8.h"
 
+
 const char *tool_config_path(const char *cmd, const char *given, int *rc)
 {
     const char *path = given != NULL ? given : config_default_path();
@@ -88,7 +89,8 @@ int tool_redis_error(const char *cmd, struct baton_client *c, int rc, const char
     return cli_error(CLI_EXIT_UNAVAILABLE, cmd, "%s (while %s)", why, what);
 }
 
-int tool_open(const char *cmd, const char *given, struct config **cfg, struct baton_client **client)
+int tool_open(const char *cmd, const char *given, struct config **cfg,
+              struct baton_client **client)
 {
     int rc;
     *cfg = NULL;
@@ -112,8 +114,9 @@ int tool_check_job(const char *cmd, const struct config *cfg, const char *job)
         fprintf(stderr, "baton: %s: warning: %s (the leader checks the job)\n", cmd, err);
         return 0;
     }
-    int rc =
-        jobs_find(jobs, job) != NULL ? 0 : cli_fail(cmd, "no job \"%s\" in %s", job, jobs->path);
+    int rc = jobs_find(jobs, job) != NULL
+                 ? 0
+                 : cli_fail(cmd, "no job \"%s\" in %s", job, jobs->path);
     jobs_free(jobs);
     return rc;
 }

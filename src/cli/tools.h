@@ -37,14 +37,8 @@ enum {
 };
 
 /* The -c option of the tools, one row of their option tables. */
-#define TOOL_OPT_CONFIG                                                                            \
-    {                                                                                              \
-        'c', "config", "FILE", "baton.yaml (default ./baton.yaml, then /etc/baton/baton.yaml)"     \
-    }
-#define TOOL_OPT_JSON_ROW(what)                                                                    \
-    {                                                                                              \
-        TOOL_OPT_JSON, "json", NULL, what                                                          \
-    }
+#define TOOL_OPT_CONFIG                                                                               {'c', "config", "FILE", "baton.yaml (default ./baton.yaml, then /etc/baton/baton.yaml)"}
+#define TOOL_OPT_JSON_ROW(what) {TOOL_OPT_JSON, "json", NULL, what}
 
 /* The configuration path: given (from -c), else the default one that
  * exists. NULL after printing why (the exit status in *rc: CLI_EXIT_CONFIG

@@ -205,7 +205,7 @@ static void on_signal(void *ctx, struct loop_watch *w, uint32_t events)
     }
     d->guards.stopping = true;
     runner_close(d->runner); /* no more runs from other nodes' offers */
-    dispatch(d, EV_STOP);    /* stopped: only hooks are left, hurried */
+    dispatch(d, EV_STOP); /* stopped: only hooks are left, hurried */
     if (handing_over)
         log_release(d->log);
 }
@@ -323,7 +323,7 @@ static void reload_apply(struct daemon *d, struct config *cfg, struct jobs *jobs
     log_emit(d->log, LE_RELOADED, f);
     ops_reload_tokens(d->ops); /* http.tokens_file: read again, whatever changed */
     ops_reload_tls(d->ops, cfg->http_tls_cert, cfg->http_tls_key); /* likewise */
-    presence_heartbeat(d); /* the group sees the new jobs' hash now, not at the next poll */
+    presence_heartbeat(d);     /* the group sees the new jobs' hash now, not at the next poll */
 }
 
 /* The reloader's hand-over (reload.h): apply, and read again if asked

@@ -341,11 +341,10 @@ static struct metrics_node *fleet_of(const struct member *m, size_t n,
         const cJSON *cap = cJSON_GetObjectItemCaseSensitive(hb, "capacity");
         const cJSON *used = cJSON_GetObjectItemCaseSensitive(hb, "assigned");
         int64_t runs = cJSON_IsNumber(used) ? (int64_t)used->valuedouble : -1;
-        v[i] =
-            (struct metrics_node){.node = m[i].node,
-                                  .capacity = cJSON_IsNumber(cap) ? (int64_t)cap->valuedouble : -1,
-                                  .runs = members_alive(&m[i]) ? runs : 0, /* gone: none */
-                                  .offers = offers != NULL ? (int64_t)offers->per_node[i] : -1};
+        v[i] = (struct metrics_node){.node = m[i].node,
+                                     .capacity = cJSON_IsNumber(cap) ? (int64_t)cap->valuedouble : -1,
+                                     .runs = members_alive(&m[i]) ? runs : 0, /* gone: none */
+                                     .offers = offers != NULL ? (int64_t)offers->per_node[i] : -1};
         cJSON_Delete(hb);
     }
     return v;

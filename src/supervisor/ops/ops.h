@@ -47,14 +47,14 @@
 #include "loop.h"
 #include "runner.h"
 
-#define OPS_LIVE_S            5
-#define OPS_TICK_MS           1000
-#define OPS_WATCHED_MS        2000
-#define OPS_WATCH_S           60
-#define OPS_HISTORY_BUDGET    32 /* last-run reads per refresh, at most... */
-#define OPS_REFRESH_BUDGET_MS 5  /* ... and no new one after this long */
-#define OPS_TRANSITIONS       20
-#define OPS_STOP_MARGIN_MS    10000 /* releasing the lease, writing the last records */
+#define OPS_LIVE_S         5
+#define OPS_TICK_MS        1000
+#define OPS_WATCHED_MS     2000
+#define OPS_WATCH_S        60
+#define OPS_HISTORY_BUDGET 32 /* last-run reads per refresh, at most... */
+#define OPS_REFRESH_BUDGET_MS 5 /* ... and no new one after this long */
+#define OPS_TRANSITIONS    20
+#define OPS_STOP_MARGIN_MS 10000 /* releasing the lease, writing the last records */
 
 struct ops;
 struct ops_defs;
@@ -68,7 +68,7 @@ struct ops_host { /* node, group and listen are copied; the rest is borrowed */
     struct runner *runner;
     const char *node;
     const char *group;
-    const char *listen;        /* http.listen: "off", host:port or unix:/path */
+    const char *listen; /* http.listen: "off", host:port or unix:/path */
     const char *allowed_hosts; /* http.allowed_hosts: names, comma-separated */
     /* The control API (api.h), with listen not "off": http.control,
      * http.tokens_file, http.public_read; and how its workers reach Redis
