@@ -458,7 +458,10 @@ int pause_resume(struct baton_client *c, const char *group, const char *job, boo
         w[n].json = catchup ? entry_json("cleared", now, 0, 0, NULL, NULL)
                             : entry_json("resumed", now, e->since_ms, now / 1000, by, NULL);
         snprintf(w[n].event, sizeof w[n].event, "resumed %s", e->job);
-        if (!with_record(&w[n], keep, true, now, by, NULL, catchup, job == NULL)) {
+        /* Recorded when it was paused: a pending resume that now catches
+         * up was resumed already, and its record says so */
+        if (!with_record(&w[n], e->resumed ? 0 : keep, true, now, by, NULL, catchup,
+                         job == NULL)) {
             free(w[n].json);
             w[n].json = NULL; /* write_entries answers ENOMEM */
         }

@@ -89,7 +89,8 @@ int pause_set(struct baton_client *c, const char *group, const char *job, const 
 
 /* Resumes job (NULL: every entry, "*" and each job's). Without catchup,
  * the ticks that fell while paused stay skipped (see above). Each entry
- * resumed is recorded in its history as pause_set() says. *resumed gets
+ * that was paused is recorded in its history as pause_set() says (one
+ * already resumed that now catches up is not). *resumed gets
  * how many entries were paused. Returns 0 or BATON_E*. */
 int pause_resume(struct baton_client *c, const char *group, const char *job, bool catchup,
                  const char *by, int64_t keep, int *resumed);
