@@ -31,7 +31,10 @@
  * Beyond the files, what an enabled job needs on this machine is checked:
  * its program (and its hooks' programs) is found and executable (as the
  * runner will look for it, in baton's PATH), its workdir is a directory
- * baton can enter. Each problem is
+ * baton can enter; with http.control, http.tokens_file is read as `baton
+ * run` reads it (a missing file, a mode wider than 0640 and a line that
+ * does not parse, with the file's line and column, are problems), and so
+ * are http.tls's certificate and key. Each problem is
  * one line on stderr, "jobs.yaml:LINE:COL: job "NAME": workdir "/srv/app":
  * No such file or directory" (the job's position), after the listing.
  *
@@ -72,6 +75,8 @@
 #include "proc.h"
 #include "rfc3339.h"
 #include "schedule.h"
+#include "tlsfiles.h"
+#include "tokens.h"
 #include "tools.h"
 #include "utf8.h"
 
@@ -110,6 +115,10 @@ const struct cli_cmd cli_cmd_check = {
         "It also checks what each enabled job needs on this machine: its program is found "
         "in baton's PATH and is executable, its workdir is a directory. Each problem is one "
         "line, \"jobs.yaml:LINE:COL: job NAME: workdir /srv/app: No such file or directory\".\n\n"
+        "With http.control on, it reads http.tokens_file as `baton run` does: a missing file, "
+        "a mode other than 0600 or 0640 and a line that does not parse "
+        "(\"tokens:LINE:COL: message\") are problems; so are http.tls's certificate and key "
+        "(unreadable, or a key that does not match the certificate).\n\n"
         "When a job runs on members carrying labels (run_on: {labels: [...]}), it reads the "
         "group's last heartbeats from Redis and warns (exit status unchanged) of each label no "
         "node carries, alive or seen in the last minutes, nor this node's own labels; when "
@@ -191,6 +200,36 @@ static cJSON *job_problems(const struct jobs *js)
     return list;
 }
 
+/* ---- the files of http ---- */
+
+/* Reads http.tokens_file and http.tls's files as `baton run` does when it
+ * starts its endpoint (tokens_load, tls_files_load: the same code, so the
+ * same refusals: a missing file, a mode wider than 0640, a tokens line
+ * that does not parse, with its file:line:col; a key that does not match
+ * its certificate). Adds each error to list. */
+static void http_problems(cJSON *list, const struct config *cfg)
+{
+    char err[1024], what[1200];
+    if (strcmp(cfg->http_listen, "off") == 0)
+        return;
+    if (cfg->http_control) {
+        struct token_set set = {0};
+        if (tokens_load(cfg->http_tokens_file, &set, err, sizeof err) != 0) {
+            snprintf(what, sizeof what, "%s (http.tokens_file of %s)", err, cfg->path);
+            cJSON_AddItemToArray(list, cJSON_CreateString(what));
+        }
+        tokens_free(&set);
+    }
+    if (http_tls_on(cfg)) {
+        struct tls_files tls = {0};
+        if (tls_files_load(cfg->http_tls_cert, cfg->http_tls_key, &tls, err, sizeof err) != 0) {
+            snprintf(what, sizeof what, "%s (http.tls of %s)", err, cfg->path);
+            cJSON_AddItemToArray(list, cJSON_CreateString(what));
+        }
+        tls_files_free(&tls);
+    }
+}
+
 /* ---- the labels of run_on {labels} ---- */
 
 /* True when label is one of the node's labels (its heartbeat hb). */
@@ -263,8 +302,7 @@ static cJSON *label_warnings(const struct config *cfg, const struct jobs *js)
                      "run_on label \"%s\": no node of group %s carries it (%zu node%s seen, nor "
                      "this node's labels): its ticks are recorded not run until one does",
                      labels[k], cfg->group, n, n == 1 ? "" : "s");
-            snprintf(why, sizeof why, "%s:%d:%d: job \"%s\": ", js->path, j->line, j->col,
-                     j->name);
+            snprintf(why, sizeof why, "%s:%d:%d: job \"%s\": ", js->path, j->line, j->col, j->name);
             char line[5200];
             snprintf(line, sizeof line, "%s%s", why, what);
             cJSON_AddItemToArray(list, cJSON_CreateString(line));
@@ -563,6 +601,8 @@ static int cmd_check(int argc, char **argv)
         goto out_free_config;
     }
     problems = job_problems(jobs);
+    if (problems != NULL)
+        http_problems(problems, cfg);
     cJSON *warnings = label_warnings(cfg, jobs);
     int np = cJSON_GetArraySize(problems);
     for (int i = 0; i < np; i++)

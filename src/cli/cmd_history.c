@@ -15,6 +15,13 @@
  * with jitter shows its tick's delay after STARTED: "...04.805Z (jitter
  * 803ms)" (the run was to begin at SCHEDULED_AT + 803ms).
  *
+ * The pauses and resumes of the job, and those of every job, are rows among
+ * the runs, by time (pauselog.h), the row ending with what happened:
+ *   2026-01-02T07:09:12Z  -  -  -  -  -  paused by ops-bot (token) from 10.0.0.7: freeze
+ *   2026-01-02T07:11:40Z  -  -  -  -  -  resumed every job by alice@web-1 (catch-up)
+ * They are not runs: they are kept in streams of their own (capped at
+ * history.runs as well), and --count counts them with the runs.
+ *
  * A job that is not in jobs.yaml (removed, or another node's file) is still
  * looked up; the header says "(not in jobs.yaml)". No runs: "no runs recorded
  * for JOB". With --json: a JSON array of runs, newest first, each
@@ -23,7 +30,9 @@
  *    "jitter_ms": 803 (only for a run of a job with jitter),
  *    "duration_ms": 3, "outcome": "ok|failed|timeout|killed|skipped",
  *    "result": "exit 0" | "signal TERM" | "", "attempt": 1}
- * (numbers are null when the entry lacks them).
+ * (numbers are null when the entry lacks them); a pause or resume among them
+ * is told by its "kind": {"kind": "pause" | "resume", "id", "at": "...Z",
+ *  "job": JOB | null (every job), "by", "all", "reason" | "catchup"}.
  *
  * With --output [RUN_ID]: the output tail kept with the record of RUN_ID
  * (default: the newest run that started), raw on stdout, nothing else
@@ -53,6 +62,7 @@
 #include "jobs.h"
 #include "log.h"
 #include "pause.h"
+#include "pauselog.h"
 #include "tools.h"
 #include "utf8.h"
 
@@ -65,11 +75,11 @@ static int cmd_history(int argc, char **argv);
 
 static const struct cli_opt opts[] = {
     TOOL_OPT_CONFIG,
-    {'n', "count", "N", "how many runs, 1-10000 (default 20)"},
+    {'n', "count", "N", "how many records (runs and pauses), 1-10000 (default 20)"},
     {OPT_OUTPUT, "output", NULL,
      "print the output kept of the newest run, or of RUN_ID, raw (with --json: its record "
      "with \"output\")"},
-    TOOL_OPT_JSON_ROW("print a JSON array of runs, newest first"),
+    TOOL_OPT_JSON_ROW("print a JSON array of runs (and pauses, with a \"kind\"), newest first"),
     {0},
 };
 
@@ -95,6 +105,12 @@ const struct cli_cmd cli_cmd_history = {
         "outcome, attempt and run id. The leader records every run in Redis, up "
         "to `history.runs` per job. A job no longer in jobs.yaml is still shown while runs "
         "of it are recorded.\n\n"
+        "Among the runs, by time, are the pauses and resumes of the job and of every job "
+        "(`baton pause`, `resume`, and the control API's), each saying who, and why: "
+        "\"paused by ops-bot (token) from 10.0.0.7: month-end freeze\", \"resumed by "
+        "alice@web-1 (catch-up)\". They are not runs (with --json they have a \"kind\": "
+        "pause or resume); up to `history.runs` of them are kept per job, and as many of "
+        "every job's.\n\n"
         "With --output, prints instead what the newest run that started (or run RUN_ID) "
         "wrote on stdout and stderr, as it was kept with its record: the last "
         "`history.output_bytes` of it (16 KiB by default), in the order it came, starting at "
@@ -108,7 +124,37 @@ const struct cli_cmd cli_cmd_history = {
     .run = cmd_history,
 };
 
+/* The stream id's time (ms) of a run's record: when it was recorded. */
+static int64_t rec_ms(const struct history_rec *r)
+{
+    return r->id != NULL ? (int64_t)strtoull(r->id, NULL, 10) : 0;
+}
+
+/* Walks the runs and the pause records together, newest first, at most
+ * count in all: *i and *k are the next of each; returns false at the end,
+ * else true with *is_pause saying which comes next. */
+static bool next_row(const struct history_list *runs, const struct pause_rec_list *pauses,
+                     long count, size_t i, size_t k, bool *is_pause)
+{
+    if ((long)(i + k) >= count || (i >= runs->n && k >= pauses->n))
+        return false;
+    *is_pause = i >= runs->n || (k < pauses->n && pauses->v[k].at_ms >= rec_ms(&runs->v[i]));
+    return true;
+}
+
+/* One pause record as a row: its time, and what happened in OUTCOME (the
+ * row's last cell: it does not widen the column, tool_table.loose_last). */
+static void add_pause_row(struct tool_table *t, const struct pause_rec *p)
+{
+    char at[40], what[1200];
+    log_rfc3339(p->at_ms / 1000, at, sizeof at);
+    const char *row[9] = {at, "-", "-", "-", "-", "-", pause_rec_describe(p, what, sizeof what),
+                          "", ""};
+    tool_table_add(t, row);
+}
+
 static void print_human(const char *job, bool known, const struct history_list *runs,
+                        const struct pause_rec_list *pauses, long count,
                         const struct pause_entry *paused)
 {
     struct tool_table t;
@@ -119,17 +165,25 @@ static void print_human(const char *job, bool known, const struct history_list *
         printf("job %s is paused %s\n", job,
                utf8_term(pause_describe(paused, text, sizeof text), safe, sizeof safe));
     }
-    if (runs->n == 0) {
+    if (runs->n == 0 && pauses->n == 0) {
         printf("no runs recorded for %s%s\n", job, known ? "" : " (not in jobs.yaml)");
         return;
     }
+    size_t shown = runs->n + pauses->n < (size_t)count ? runs->n + pauses->n : (size_t)count;
     printf("job %s%s: the last %zu record%s, newest first\n", job,
-           known ? "" : " (not in jobs.yaml)", runs->n, runs->n == 1 ? "" : "s");
+           known ? "" : " (not in jobs.yaml)", shown, shown == 1 ? "" : "s");
     tool_table_init(&t, 9);
+    t.loose_last = true;
     tool_table_add(&t, (const char *const[]){"SCHEDULED_AT", "NODE", "TERM", "TRIGGER", "STARTED",
                                              "DURATION", "OUTCOME", "ATTEMPT", "RUN_ID"});
-    for (size_t i = 0; i < runs->n; i++) {
-        const struct history_rec *r = &runs->v[i];
+    size_t i = 0, k = 0;
+    bool is_pause;
+    while (next_row(runs, pauses, count, i, k, &is_pause)) {
+        if (is_pause) {
+            add_pause_row(&t, &pauses->v[k++]);
+            continue;
+        }
+        const struct history_rec *r = &runs->v[i++];
         char sched[64], until[32], started[80], term[24], dur[32], outcome[256], attempt[16],
             trigger[200], jit[32];
         log_rfc3339(r->scheduled_at, sched, sizeof sched);
@@ -171,11 +225,14 @@ static void print_human(const char *job, bool known, const struct history_list *
     tool_table_free(&t);
 }
 
-static int print_json(const struct history_list *runs)
+static int print_json(const struct history_list *runs, const struct pause_rec_list *pauses,
+                      long count)
 {
     cJSON *a = cJSON_CreateArray();
-    for (size_t i = 0; a != NULL && i < runs->n; i++) {
-        cJSON *o = history_json(&runs->v[i]);
+    size_t i = 0, k = 0;
+    bool is_pause;
+    while (a != NULL && next_row(runs, pauses, count, i, k, &is_pause)) {
+        cJSON *o = is_pause ? pause_rec_json(&pauses->v[k++]) : history_json(&runs->v[i++]);
         if (o == NULL || !cJSON_AddItemToArray(a, o)) {
             cJSON_Delete(o);
             cJSON_Delete(a);
@@ -245,6 +302,7 @@ static int cmd_history(int argc, char **argv)
     struct baton_client *client = NULL;
     struct history_list runs = {0};
     struct pause_list pauses = {0};
+    struct pause_rec_list records = {0};
     struct cli_parse p;
     long count = HISTORY_COUNT_DEFAULT;
     char err[1024];
@@ -309,6 +367,11 @@ static int cmd_history(int argc, char **argv)
         rc = tool_redis_error("history", client, brc, what);
         goto out;
     }
+    brc = pause_rec_read(client, cfg->group, job, count, &records);
+    if (brc != BATON_OK) {
+        rc = tool_redis_error("history", client, brc, "reading the pauses of the job");
+        goto out;
+    }
     if (!json) {
         brc = pause_read(client, cfg->group, &pauses);
         if (brc != BATON_OK) {
@@ -321,12 +384,13 @@ static int cmd_history(int argc, char **argv)
     if (!known && runs.n == 0) {
         rc = cli_fail("history", "no job \"%s\": not in %s, and no runs recorded", job, jobs->path);
     } else if (json) {
-        rc = print_json(&runs);
+        rc = print_json(&runs, &records, count);
     } else {
-        print_human(job, known, &runs, pause_holding(&pauses, job));
+        print_human(job, known, &runs, &records, count, pause_holding(&pauses, job));
         rc = tool_flush("history");
     }
 out:
+    pause_rec_list_free(&records);
     pause_list_free(&pauses);
     history_list_free(&runs);
     baton_client_free(client);

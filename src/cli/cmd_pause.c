@@ -160,7 +160,8 @@ static int cmd_pause(int argc, char **argv)
     rc = open_for("pause", &a, &cfg, &client);
     if (rc != 0)
         return rc;
-    int brc = pause_set(client, cfg->group, a.job, tool_who(who, sizeof who), a.reason, &was);
+    int brc = pause_set(client, cfg->group, a.job, tool_who(who, sizeof who), a.reason,
+                        cfg->history_len, &was);
     if (brc != BATON_OK) {
         rc = tool_redis_error("pause", client, brc, "storing the pause");
     } else if (a.job == NULL) {
@@ -197,7 +198,8 @@ static int cmd_resume(int argc, char **argv)
     const char *then = a.catchup ? "the ticks that fell while paused are caught up within the "
                                    "catch-up window"
                                  : "the ticks that fell while paused stay skipped";
-    int brc = pause_resume(client, cfg->group, a.job, a.catchup, tool_who(who, sizeof who), &n);
+    int brc = pause_resume(client, cfg->group, a.job, a.catchup, tool_who(who, sizeof who),
+                           cfg->history_len, &n);
     if (brc == BATON_OK && a.job != NULL)
         brc = pause_read(client, cfg->group, &l);
     if (brc != BATON_OK) {

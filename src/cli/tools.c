@@ -269,12 +269,18 @@ void tool_table_print(const struct tool_table *t, const char *indent, FILE *out)
 {
     size_t width[16] = {0};
     size_t ncols = t->ncols < 16 ? t->ncols : 16;
-    for (size_t r = 0; r < t->nrows; r++)
-        for (size_t c = 0; c < ncols; c++) {
+    for (size_t r = 0; r < t->nrows; r++) {
+        size_t end = ncols; /* the cells that count */
+        while (t->loose_last && end > 0 && t->cells[r * t->ncols + end - 1][0] == '\0')
+            end--;
+        if (t->loose_last && end > 0)
+            end--;
+        for (size_t c = 0; c < end; c++) {
             size_t w = strlen(t->cells[r * t->ncols + c]);
             if (w > width[c])
                 width[c] = w;
         }
+    }
     for (size_t r = 0; r < t->nrows; r++) {
         /* The last non-empty cell ends the line: no trailing blanks. */
         size_t last = ncols;

@@ -105,6 +105,9 @@ struct tool_table {
     size_t ncols, nrows, cap;
     char **cells; /* nrows x ncols, owned */
     bool oom;     /* a row could not be stored */
+    /* A row's last non-empty cell (not padded) does not widen its column:
+     * a row that ends early with a long note leaves the others aligned. */
+    bool loose_last;
 };
 
 void tool_table_init(struct tool_table *t, size_t ncols);

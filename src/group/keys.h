@@ -27,6 +27,8 @@
  *   baton:{G}:trigger:<id>    hash: a `baton trigger` request (trigger.h)
  *   baton:{G}:triggers        zset: the requests not yet done, by request time
  *   baton:{G}:paused          hash: job (or "*") -> its pause (pause.h)
+ *   baton:{G}:pauses:<job>    stream: the job's pauses and resumes, who and
+ *                             why (pauselog.h; job "*": those of every job)
  *   baton:{G}:nodes           hash: node -> heartbeat JSON
  *   baton:{G}:seen            hash: node -> last heartbeat (server ms)
  *   baton:{G}:forget          zset: node -> when it is forgotten (server ms)

@@ -9,6 +9,7 @@
 #include "answers.h"
 #include "keys.h"
 #include "pause.h"
+#include "pauselog.h"
 #include "rfc3339.h"
 
 /* The entry's JSON, or nil when it is not readable; its version. */
@@ -25,16 +26,24 @@
     "  return tonumber(o.since) or 0\n"                                                            \
     "end\n"
 
-/* KEYS: paused. ARGV: channel, then (entry, json, event) triples. Each
- * json is written unless the entry holds a later version; each event
- * ("" none) is published. Returns how many were written. */
+/* KEYS: paused, then the pauses:<entry> stream of each entry (pauselog.h).
+ * ARGV: channel, maxlen, then (entry, json, event, record) quads. Each
+ * json is written unless the entry holds a later version; where it is,
+ * its record (a JSON array of fields and values; "" none) is added to the
+ * entry's stream, capped near maxlen; each event ("" none) is published.
+ * Returns how many were written. */
 static const char write_src[] =
-    DECODE "local n = 0\n"
-           "for i = 2, #ARGV, 3 do\n"
+    DECODE "local n, k = 0, 1\n"
+           "for i = 3, #ARGV, 4 do\n"
+           "  k = k + 1\n"
            "  local new, old = decode(ARGV[i + 1]), decode(redis.call('hget', KEYS[1], ARGV[i]))\n"
            "  if not (old and new and ver(old) > ver(new)) then\n"
            "    redis.call('hset', KEYS[1], ARGV[i], ARGV[i + 1])\n"
            "    n = n + 1\n"
+           "    if ARGV[i + 3] ~= '' then\n"
+           "      redis.call('xadd', KEYS[k], 'MAXLEN', '~', ARGV[2], '*',\n"
+           "                 unpack(cjson.decode(ARGV[i + 3])))\n"
+           "    end\n"
            "  end\n"
            "  if ARGV[i + 2] ~= '' then redis.call('publish', ARGV[1], ARGV[i + 2]) end\n"
            "end\n"
@@ -49,12 +58,16 @@ static const char done_src[] =
            "redis.call('hset', KEYS[1], ARGV[1], cjson.encode({state = 'cleared', v = v}))\n"
            "return 1\n";
 
-/* KEYS: paused. ARGV: (entry, ours, previous) triples, previous "" for
- * none. Where an entry still holds ours, the previous value comes back (a
- * tombstone just below ours when there was none, so that no older entry
- * comes back either): the undo of a write that fewer than a majority took. */
+/* KEYS: paused, then each entry's stream. ARGV: (entry, ours, previous,
+ * mark) quads, previous "" for none. Where an entry still holds ours, the
+ * previous value comes back (a tombstone just below ours when there was
+ * none, so that no older entry comes back either), and the record marked
+ * mark ("" none) leaves the entry's stream: the undo of a write that fewer
+ * than a majority took. */
 static const char undo_src[] =
-    DECODE "for i = 1, #ARGV, 3 do\n"
+    DECODE "local k = 1\n"
+           "for i = 1, #ARGV, 4 do\n"
+           "  k = k + 1\n"
            "  if redis.call('hget', KEYS[1], ARGV[i]) == ARGV[i + 1] then\n"
            "    local prev = ARGV[i + 2]\n"
            "    if prev == '' then\n"
@@ -62,6 +75,15 @@ static const char undo_src[] =
            "      prev = cjson.encode({state = 'cleared', v = (o and ver(o) or 1) - 1})\n"
            "    end\n"
            "    redis.call('hset', KEYS[1], ARGV[i], prev)\n"
+           "    if ARGV[i + 3] ~= '' then\n"
+           "      for _, e in ipairs(redis.call('xrevrange', KEYS[k], '+', '-', 'COUNT', 16)) do\n"
+           "        for j = 1, #e[2], 2 do\n"
+           "          if e[2][j] == 'mark' and e[2][j + 1] == ARGV[i + 3] then\n"
+           "            redis.call('xdel', KEYS[k], e[1])\n"
+           "          end\n"
+           "        end\n"
+           "      end\n"
+           "    end\n"
            "  end\n"
            "end\n"
            "return 0\n";
@@ -219,71 +241,119 @@ static int server_ms(struct baton_client *c, int64_t *ms)
     return rc;
 }
 
-/* One write of the write script: entry, its JSON (owned), its event and
- * the value it replaces (NULL: none). */
+/* One write of the write script: entry, its JSON (owned), its event, the
+ * value it replaces (NULL: none), and its history record (pauselog.h:
+ * owned, NULL for none) with the record's mark. */
 struct pw {
     const char *entry;
     char *json;
     char event[300];
     const char *old;
+    char *rec;
+    char mark[24];
 };
 
-/* After a write that fewer than a majority took: every master that still
- * holds it gets the previous value back (best effort: a master whose
- * answer was lost may keep it; the caller reports the failure). */
-static void undo_entries(struct baton_client *c, const char *key, const struct pw *w, size_t n)
+/* The keys of the scripts: paused, then each entry's stream. Returns:
+ * owned (free with keys_free), or NULL on ENOMEM. */
+static char **entry_keys(const char *group, const struct pw *w, size_t n)
 {
-    const char **args = calloc(3 * n, sizeof *args);
+    char **keys = calloc(n + 1, sizeof *keys);
+    if (keys == NULL)
+        return NULL;
+    bool ok = (keys[0] = group_key(group, "paused")) != NULL;
+    for (size_t i = 0; ok && i < n; i++)
+        ok = (keys[1 + i] = group_key(group, "pauses:%s", w[i].entry)) != NULL;
+    if (ok)
+        return keys;
+    for (size_t i = 0; i <= n; i++)
+        free(keys[i]);
+    free(keys);
+    return NULL;
+}
+
+static void keys_free(char **keys, size_t n)
+{
+    for (size_t i = 0; keys != NULL && i <= n; i++)
+        free(keys[i]);
+    free(keys);
+}
+
+/* After a write that fewer than a majority took: every master that still
+ * holds it gets the previous value back, and loses its record (best
+ * effort: a master whose answer was lost may keep it; the caller reports
+ * the failure). */
+static void undo_entries(struct baton_client *c, char **keys, const struct pw *w, size_t n)
+{
+    const char **args = calloc(4 * n, sizeof *args);
     struct baton_answers *a = NULL;
     if (args == NULL)
         return;
     for (size_t i = 0; i < n; i++) {
-        args[3 * i] = w[i].entry;
-        args[3 * i + 1] = w[i].json;
-        args[3 * i + 2] = w[i].old != NULL ? w[i].old : "";
+        args[4 * i] = w[i].entry;
+        args[4 * i + 1] = w[i].json;
+        args[4 * i + 2] = w[i].old != NULL ? w[i].old : "";
+        args[4 * i + 3] = w[i].rec != NULL ? w[i].mark : "";
     }
-    const char *keys[1] = {key};
-    (void)baton_client_eval_all(c, undo_src, 1, keys, (int)(3 * n), args, &a);
+    (void)baton_client_eval_all(c, undo_src, (int)(n + 1), (const char *const *)keys, (int)(4 * n),
+                                args, &a);
     baton_answers_free(a);
     free(args);
 }
 
-/* Writes the entries of w[0..n) to every master; the write holds when a
- * majority applied it, and over a quorum is undone where it applied when
- * fewer did (on one server it applied or not as a whole). Frees each json. */
-static int write_entries(struct baton_client *c, const char *group, struct pw *w, size_t n)
+/* Writes the entries of w[0..n) to every master, each with its record in
+ * its stream capped near keep; the write holds when a majority applied it,
+ * and over a quorum is undone where it applied when fewer did (on one
+ * server it applied or not as a whole). Frees each json and rec. */
+static int write_entries(struct baton_client *c, const char *group, int64_t keep, struct pw *w,
+                         size_t n)
 {
-    char *key = group_key(group, "paused"), *chan = group_key(group, "events");
-    const char **args = calloc(1 + 3 * n, sizeof *args);
+    char *chan = group_key(group, "events"), **keys = entry_keys(group, w, n);
+    const char **args = calloc(2 + 4 * n, sizeof *args);
+    char maxlen[24];
     struct baton_answers *a = NULL;
     int rc = BATON_ENOMEM;
-    if (key != NULL && chan != NULL && args != NULL) {
+    snprintf(maxlen, sizeof maxlen, "%" PRId64, keep > 0 ? keep : 1);
+    if (keys != NULL && chan != NULL && args != NULL) {
         args[0] = chan;
+        args[1] = maxlen;
         for (size_t i = 0; i < n; i++) {
             if (w[i].json == NULL)
                 goto out;
-            args[1 + 3 * i] = w[i].entry;
-            args[2 + 3 * i] = w[i].json;
-            args[3 + 3 * i] = w[i].event;
+            args[2 + 4 * i] = w[i].entry;
+            args[3 + 4 * i] = w[i].json;
+            args[4 + 4 * i] = w[i].event;
+            args[5 + 4 * i] = w[i].rec != NULL ? w[i].rec : "";
         }
-        const char *keys[1] = {key};
-        rc = baton_client_eval_all(c, write_src, 1, keys, (int)(1 + 3 * n), args, &a);
+        rc = baton_client_eval_all(c, write_src, (int)(n + 1), (const char *const *)keys,
+                                   (int)(2 + 4 * n), args, &a);
         int held = a != NULL ? baton_answers_check(c, a) : rc;
         if (held != BATON_OK && held != BATON_ENOTDURABLE && baton_client_quorum(c) > 0) {
-            undo_entries(c, key, w, n);
+            undo_entries(c, keys, w, n);
             (void)baton_answers_check(c, a); /* the write's failure is the detail */
         }
         if (rc == BATON_OK)
             rc = held;
     }
 out:
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         free(w[i].json); /* cJSON allocates with malloc (its default hooks) */
+        free(w[i].rec);
+    }
     baton_answers_free(a);
     free(args);
-    free(key);
+    keys_free(keys, n);
     free(chan);
     return rc;
+}
+
+/* A random id (16 hex digits) into buf; fallback when there is no
+ * randomness. */
+static void random_id(char *buf, size_t len, int64_t fallback)
+{
+    uint64_t id = 0;
+    if (getrandom(&id, sizeof id, 0) != (ssize_t)sizeof id)
+        id = (uint64_t)fallback;
+    snprintf(buf, len, "%016" PRIx64, id);
 }
 
 /* A new entry's JSON (owned, free): state and the fields given. */
@@ -291,11 +361,8 @@ static char *entry_json(const char *state, int64_t v, int64_t since, int64_t at,
                         const char *reason)
 {
     cJSON *o = cJSON_CreateObject();
-    uint64_t id = 0;
     char ids[24];
-    if (getrandom(&id, sizeof id, 0) != (ssize_t)sizeof id)
-        id = (uint64_t)v;
-    snprintf(ids, sizeof ids, "%016" PRIx64, id);
+    random_id(ids, sizeof ids, v);
     cJSON_AddStringToObject(o, "state", state);
     if (since > 0)
         cJSON_AddNumberToObject(o, "since", (double)since);
@@ -312,8 +379,19 @@ static char *entry_json(const char *state, int64_t v, int64_t since, int64_t at,
     return s;
 }
 
+/* Gives w its history record (keep 0: none). Returns false on ENOMEM. */
+static bool with_record(struct pw *w, int64_t keep, bool resume, int64_t now, const char *by,
+                        const char *reason, bool catchup, bool all)
+{
+    if (keep <= 0)
+        return true;
+    random_id(w->mark, sizeof w->mark, now ^ (int64_t)(uintptr_t)w);
+    w->rec = pause_rec_fields(w->entry, resume, now, by, reason, catchup, all, w->mark);
+    return w->rec != NULL;
+}
+
 int pause_set(struct baton_client *c, const char *group, const char *job, const char *by,
-              const char *reason, bool *was_paused)
+              const char *reason, int64_t keep, bool *was_paused)
 {
     struct pause_list l;
     int64_t now = 0;
@@ -328,22 +406,27 @@ int pause_set(struct baton_client *c, const char *group, const char *job, const 
     w.old = e != NULL ? e->raw : NULL;
     if (e != NULL && !e->resumed) {
         /* Paused already: the entry as it is, to every master (a master
-         * that missed it gets it; it keeps its time) */
+         * that missed it gets it; it keeps its time); nothing changed, so
+         * no record */
         *was_paused = true;
         w.json = strdup(e->raw);
     } else if ((rc = server_ms(c, &now)) == BATON_OK) {
         w.json = entry_json("paused", now, now, 0, by, reason != NULL ? reason : "");
+        if (!with_record(&w, keep, false, now, by, reason, false, false))
+            rc = BATON_ENOMEM;
     }
-    if (rc == BATON_OK)
-        rc = write_entries(c, group, &w, 1);
-    else
+    if (rc == BATON_OK) {
+        rc = write_entries(c, group, keep, &w, 1);
+    } else {
         free(w.json);
+        free(w.rec);
+    }
     pause_list_free(&l);
     return rc;
 }
 
 int pause_resume(struct baton_client *c, const char *group, const char *job, bool catchup,
-                 const char *by, int *resumed)
+                 const char *by, int64_t keep, int *resumed)
 {
     struct pause_list l;
     int64_t now = 0;
@@ -375,9 +458,16 @@ int pause_resume(struct baton_client *c, const char *group, const char *job, boo
         w[n].json = catchup ? entry_json("cleared", now, 0, 0, NULL, NULL)
                             : entry_json("resumed", now, e->since_ms, now / 1000, by, NULL);
         snprintf(w[n].event, sizeof w[n].event, "resumed %s", e->job);
+        /* Recorded when it was paused: a pending resume that now catches
+         * up was resumed already, and its record says so */
+        if (!with_record(&w[n], e->resumed ? 0 : keep, true, now, by, NULL, catchup,
+                         job == NULL)) {
+            free(w[n].json);
+            w[n].json = NULL; /* write_entries answers ENOMEM */
+        }
         n++;
     }
-    rc = n > 0 ? write_entries(c, group, w, n) : BATON_OK;
+    rc = n > 0 ? write_entries(c, group, keep, w, n) : BATON_OK;
     free(w);
     pause_list_free(&l);
     return rc;

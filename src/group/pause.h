@@ -14,6 +14,8 @@
  * clears the entry at once: the leader then catches up from the mark, as
  * after a failover. Changes are published on the group's events channel
  * ("paused <job>", "resumed <job>"; job "*" for all), waking the leader.
+ * A pause or resume that changes an entry is also recorded in the job's
+ * history, by whom, when and why (pauselog.h), in the same script.
  *
  * Every entry carries its version v: the masters' time (the latest TIME
  * of those that answer) when the command that wrote it ran, taken once, so
@@ -77,16 +79,21 @@ const char *pause_describe(const struct pause_entry *e, char *buf, size_t len);
 /* Pauses job (NULL: every job), by `by`, with an optional reason. An entry
  * already paused keeps its time (and is written again to every master); a
  * pending resume is replaced (the job is paused again). *was_paused tells
- * whether it was. Returns 0 or BATON_E* (then the detail, naming the
- * masters that did not take it, is the client's errstr). */
+ * whether it was. A pause that changes something is recorded in the
+ * history (pauselog.h), in the same script as the entry, the entry's
+ * stream capped near keep records (history.runs; 0: no record). Returns 0
+ * or BATON_E* (then the detail, naming the masters that did not take it,
+ * is the client's errstr). */
 int pause_set(struct baton_client *c, const char *group, const char *job, const char *by,
-              const char *reason, bool *was_paused);
+              const char *reason, int64_t keep, bool *was_paused);
 
 /* Resumes job (NULL: every entry, "*" and each job's). Without catchup,
- * the ticks that fell while paused stay skipped (see above). *resumed gets
+ * the ticks that fell while paused stay skipped (see above). Each entry
+ * that was paused is recorded in its history as pause_set() says (one
+ * already resumed that now catches up is not). *resumed gets
  * how many entries were paused. Returns 0 or BATON_E*. */
 int pause_resume(struct baton_client *c, const char *group, const char *job, bool catchup,
-                 const char *by, int *resumed);
+                 const char *by, int64_t keep, int *resumed);
 
 /* The leader applied the resume of entry job (or "*"): clears it (a
  * tombstone) where it still holds raw. Returns 0 or BATON_E*. */

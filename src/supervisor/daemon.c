@@ -516,6 +516,7 @@ int daemon_run(const char *config_path)
                           .control = d.cfg->http_control,
                           .tokens_file = d.cfg->http_tokens_file,
                           .public_read = d.cfg->http_public_read,
+                          .history_len = d.cfg->history_len,
                           .tls_cert = d.cfg->http_tls_cert,
                           .tls_key = d.cfg->http_tls_key,
                           .redis_url = d.cfg->redis,

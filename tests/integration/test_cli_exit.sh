@@ -149,6 +149,40 @@ wait_for_line "$T/wd.out" '"level":"error","event":"job_end".*"job":"nowhere".*"
 wait_for_line "$T/wd.out" '"event":"job_end".*"job":"noprog".*"outcome":"failed_to_start","error":"/nonexistent/program: command not found"' 5 >/dev/null
 wait_for_line "$T/wd.out" '"event":"job_end".*"job":"noname".*"error":"no-such-program-here: command not found"' 5 >/dev/null
 
+note "http.tokens_file: check reads it as run does (missing, mode, a line that does not parse)"
+"$B" token new ops --role operate --file "$T/tok-good" >/dev/null 2>&1 || fail "token new"
+cp "$T/tok-good" "$T/tok-644" && chmod 644 "$T/tok-644"
+printf '# tokens\nops operate sha256:%s\nci deploy sha256:zz\n' "$(printf '%064d' 0)" >"$T/tok-bad"
+chmod 600 "$T/tok-bad"
+mkdir -p "$T/tok-dir"
+for k in good none 644 bad dir; do
+    f=$T/tok-$k; [ "$k" = none ] && f=$T/no-such-tokens
+    w "tk$k" "$REDIS_URL" "tk$k" "$T/jobs.yaml" >"$T/tk-$k.yaml"
+    printf 'http: {listen: "127.0.0.1:0", control: true, tokens_file: %s}\n' "$f" >>"$T/tk-$k.yaml"
+done
+"$B" check -c "$T/tk-good.yaml" >/dev/null 2>"$T/err" || fail "check with a good tokens file: $(cat "$T/err")"
+tk() { # KIND EXPECTED-STDERR
+    "$B" check -c "$T/tk-$1.yaml" >"$T/out" 2>"$T/err"
+    assert_eq 78 "$?" "check with tokens file $1"
+    assert_eq "baton: check: $2 (http.tokens_file of $T/tk-$1.yaml)" "$(cat "$T/err")" "check's message ($1)"
+    grep -qx "invalid: 1 problem (on stderr)" "$T/out" || fail "check's verdict ($1): $(tail -n1 "$T/out")"
+    "$B" check -c "$T/tk-$1.yaml" --json 2>/dev/null | grep -q '"valid":false' || fail "check --json ($1)"
+}
+tk none "$T/no-such-tokens: No such file or directory"
+tk 644 "$T/tok-644: mode 0644 is refused for a tokens file: it must be 0600 or 0640 (chmod 600 $T/tok-644)"
+tk bad "$T/tok-bad:3:4: unknown role \"deploy\": read or operate"
+tk dir "$T/tok-dir: not a regular file"
+# http.tls's files likewise (run refuses them at start with the same words).
+w tls "$REDIS_URL" tls "$T/jobs.yaml" >"$T/tls.yaml"
+printf 'http: {listen: "127.0.0.1:0", tls: {cert: %s, key: %s}}\n' "$T/no-cert.pem" "$T/no-key.pem" >>"$T/tls.yaml"
+"$B" check -c "$T/tls.yaml" >/dev/null 2>"$T/err"
+assert_eq 78 "$?" "check with http.tls files missing"
+assert_eq "baton: check: http.tls.cert $T/no-cert.pem: No such file or directory (http.tls of $T/tls.yaml)" \
+    "$(cat "$T/err")" "check's message (http.tls)"
+# The same file stops `baton run`, with the same words.
+timeout 20 "$B" run -c "$T/tk-bad.yaml" >"$T/run.out" 2>"$T/run.err" && fail "run started with a tokens file that does not parse"
+assert_eq "baton: run: $T/tok-bad:3:4: unknown role \"deploy\": read or operate" "$(cat "$T/run.err")" "run's message"
+
 # The shared table: the same codes as cli.h's list, in baton(1)'s EXIT
 # STATUS (the README points there), no more and no fewer, and the 128+N of
 # baton lock.

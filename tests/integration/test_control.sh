@@ -85,9 +85,41 @@ assert_eq 200 "${r%% *}" "pause: $r"
 "$B" status -c "$T/n1.yaml" > "$T/status" 2>&1 || true
 grep -q 'by ops-bot (token) from 127.0.0.1: <script>x</script> freeze' "$T/status" \
     || fail "baton status does not say who paused: $(grep -i paus "$T/status")"
+runs_before=$(rcli xlen 'baton:{ctl}:runs:hello')
+assert_eq 200 "$(code -X POST "${AUTH[@]}" "$F/jobs/hello/pause")" "a second pause (changes nothing)"
 assert_eq 200 "$(code -X POST "${AUTH[@]}" "$L/jobs/hello/resume")" "resume"
 assert_eq 200 "$(code -X POST "${AUTH[@]}" "$L/pause-all" -d '{"reason":"all"}')" "pause-all"
-assert_eq 200 "$(code -X POST "${AUTH[@]}" "$L/resume-all")" "resume-all"
+assert_eq 200 "$(code -X POST "${AUTH[@]}" "$L/resume-all" -d '{"catchup":true}')" "resume-all"
+# Each is in the job's history, who and why, whichever node took it; the
+# second pause is not (it changed nothing); pause-all and resume-all are
+# one record each, shown in the history of every job; none is a run.
+"$B" history -c "$T/n1.yaml" hello -n 50 > "$T/hist" 2>&1 || fail "history: $(cat "$T/hist")"
+h() { grep -cE "^[0-9T:-]+Z +(- +){5}$1\$" "$T/hist"; }
+assert_eq 1 "$(h 'paused by ops-bot \(token\) from 127\.0\.0\.1: <script>x</script> freeze')" \
+    "the pause in baton history: $(grep -E 'paused|resumed' "$T/hist")"
+assert_eq 1 "$(h 'resumed by ops-bot \(token\) from 127\.0\.0\.1')" "the resume in baton history"
+assert_eq 1 "$(h 'paused every job by ops-bot \(token\) from 127\.0\.0\.1: all')" "pause-all in baton history"
+assert_eq 1 "$(h 'resumed every job by ops-bot \(token\) from 127\.0\.0\.1 \(catch-up\)')" \
+    "resume-all in baton history"
+"$B" history -c "$T/n1.yaml" slow -n 50 | grep -cE 'paused every job by ops-bot|resumed every job by ops-bot' \
+    | grep -qx 2 || fail "pause-all and resume-all are not in the history of slow"
+assert_eq "$runs_before" "$(rcli xlen 'baton:{ctl}:runs:hello')" "runs recorded by pausing and resuming"
+r=$(call GET "$L/jobs/hello/runs?count=10" "${AUTH[@]}")
+python3 - "${r#* }" >"$T/py.out" 2>&1 <<'PY' || fail "GET runs: $(cat "$T/py.out"): $r"
+import json, sys
+d = json.loads(sys.argv[1])
+assert all("kind" not in x and "outcome" in x for x in d["runs"]), d["runs"]
+got = [(p["kind"], p["job"], p["all"]) for p in d["pauses"]]
+assert got == [("resume", None, True), ("pause", None, True), ("resume", "hello", False),
+               ("pause", "hello", False)], got
+assert d["pauses"][3]["reason"] == "<script>x</script> freeze" and d["pauses"][2]["catchup"] is False
+assert d["pauses"][0]["catchup"] is True
+assert d["pauses"][3]["by"] == "ops-bot (token) from 127.0.0.1", d["pauses"][3]
+PY
+"$B" history -c "$T/n1.yaml" hello -n 50 --json | python3 -c '
+import json, sys
+kinds = [r.get("kind", "run") for r in json.load(sys.stdin)]
+assert kinds.count("pause") == 2 and kinds.count("resume") == 2, kinds' || fail "history --json kinds"
 r=$(call POST "$F/step-down" "${AUTH[@]}" -d '{"wait":10}')
 assert_eq 200 "${r%% *}" "step-down: $r"
 grep -q '"old_leader":{"node":"n1"' <<<"$r" || fail "step-down: $r"
@@ -141,9 +173,22 @@ note "SIGHUP: a revoked token is refused"
 codes=""
 for i in $(seq 1 12); do codes+="$(code -H "Authorization: Bearer bt_guess$i" "$F/status") "; done
 assert_eq "401 401 401 401 401 401 401 401 401 401 429 429 " "$codes" "a burst of wrong tokens"
-curl -s -m 5 -D - -o /dev/null "${AUTH[@]}" "$F/status" | grep -qi '^Retry-After: [0-9]' \
-    || fail "no Retry-After while refused"
+curl -s -m 5 -D - -o /dev/null -H "Authorization: Bearer bt_guess13" "$F/status" \
+    | grep -qi '^Retry-After: [0-9]' || fail "no Retry-After while refused"
 assert_eq 200 "$(code "$F/healthz")" "/healthz while the address is refused"
-note "a burst of wrong tokens: 429 (Retry-After); probes still open"
+# The refusal is of wrong tokens, not of the address: another client behind
+# it (a shared NAT) with a valid token is served; none or a wrong one is not.
+assert_eq 200 "$(code "${AUTH[@]}" "$F/status")" "a valid token from the refused address"
+assert_eq 200 "$(code -H "Authorization: Bearer $RO" "$F/jobs/hello/runs")" \
+    "a valid read token on GET runs from the refused address"
+r=$(call POST "$F/jobs/hello/pause" "${AUTH[@]}" -d '{"reason":"from behind the NAT"}')
+assert_eq 200 "${r%% *}" "a POST with a valid token from the refused address: $r"
+assert_eq 200 "$(code -X POST "${AUTH[@]}" "$F/jobs/hello/resume")" "resume from the refused address"
+assert_eq 429 "$(code "$F/status")" "no token from the refused address"
+assert_eq 429 "$(code -H "Authorization: Bearer bt_guess14" "$F/status")" \
+    "a wrong token from the refused address"
+printf 'GET /status (valid token, refused address) -> %s\n' "$(code "${AUTH[@]}" "$F/status")" >> "$T/bad-inputs"
+printf 'GET /status (no token, refused address) -> %s\n' "$(code "$F/status")" >> "$T/bad-inputs"
+note "a burst of wrong tokens: 429 (Retry-After) for wrong and no tokens; a valid token served; probes still open"
 
 cp "$T/bad-inputs" "${BATON_BUILD_DIR:-$T}/control-bad-inputs.txt" 2>/dev/null || true

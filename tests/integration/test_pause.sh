@@ -134,6 +134,25 @@ until=$(echo "$line" | sed 's/.*"until":"\([^"]*\)".*/\1/')
 [ "$(ts_ms "$until")" -ge $(( (r_at - 1) * 1000 )) ] || fail "the skipped range ends at $until, before the resume ($r_at)"
 bt history tick -n 5 | grep -q 'skipped x[0-9]*: paused (baton pause)' || fail "history: $(bt history tick -n 5)"
 bt history tick -n 1 | grep -q 'is paused' && fail "history still says paused after the resume"
+# The pause and the resume are in the history, who and why, once each (the
+# second pause changed nothing), and not as runs.
+who=$(id -un)@$(hostname)
+bt history tick -n 200 > "$T/h3.txt"
+assert_eq 1 "$(grep -cE "^[0-9T:-]+Z +(- +){5}paused by $who: db migration\$" "$T/h3.txt")" \
+    "pause rows in the history: $(grep -E 'paused|resumed' "$T/h3.txt")"
+assert_eq 1 "$(grep -cE "^[0-9T:-]+Z +(- +){5}resumed by $who\$" "$T/h3.txt")" \
+    "resume rows in the history: $(grep -E 'paused|resumed' "$T/h3.txt")"
+bt history tick -n 200 --json > "$T/h3.json"
+python3 - "$T/h3.json" "$who" >"$T/py3.out" 2>&1 <<'PY' || fail "history --json: $(cat "$T/py3.out")"
+import json, sys
+recs = json.load(open(sys.argv[1]))
+kinds = [r["kind"] for r in recs if "kind" in r]
+assert kinds == ["resume", "pause"], kinds
+p = [r for r in recs if r.get("kind") == "pause"][0]
+assert p["by"] == sys.argv[2] and p["reason"] == "db migration" and p["job"] == "tick" and not p["all"], p
+assert all("outcome" in r for r in recs if "kind" not in r)
+PY
+assert_eq 0 "$(rcli xrange 'baton:{pz}:runs:tick' - + | grep -c '^kind$')" "pause records among the runs"
 # The next leader does not run them either.
 kill -KILL "$(pid "$L")"; wait_exit "$L.${GEN[$L]}" 5
 L2=$(wait_leader "$L")

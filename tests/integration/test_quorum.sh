@@ -205,11 +205,19 @@ for i in 0 1; do redis-cli -p "${MP[$i]}" ACL SETUSER default +@all >/dev/null; 
 for i in 2 4; do
     v=$(redis-cli -p "${MP[$i]}" hget 'baton:{pz}:paused' '*')
     [[ $v == *'"state":"cleared"'* ]] || fail "master $i kept the pause a minority took: $v"
+    # ... and its record in the history with it
+    assert_eq 0 "$(redis-cli -p "${MP[$i]}" xlen 'baton:{pz}:pauses:*')" "master $i: records of the undone pause"
 done
 out=$("$B" pause -c "$T/pz.yaml" --reason whole --all 2>&1) || fail "baton pause on 4 of 5 masters: $out"
 for i in 0 1 2 4; do
     v=$(redis-cli -p "${MP[$i]}" hget 'baton:{pz}:paused' '*')
     [[ $v == *'"state":"paused"'*'"reason":"whole"'* ]] || fail "master $i missed the pause: $v"
+    assert_eq 1 "$(redis-cli -p "${MP[$i]}" xlen 'baton:{pz}:pauses:*')" "master $i: records of the pause"
 done
-note "a pause 2 of 5 took: exit 69, undone there; again on 4: held"
+# Written to four masters, shown once.
+printf 'jobs:\n  - name: j\n    schedule: "@daily"\n    shell: "true"\n' >"$T/jobs.yaml"
+out=$("$B" history -c "$T/pz.yaml" j 2>&1) || fail "history over the quorum: $out"
+assert_eq 1 "$(grep -c 'paused every job by .*: whole$' <<<"$out")" "the pause in the history over the quorum: $out"
+grep -q 'half' <<<"$out" && fail "the undone pause is in the history: $out"
+note "a pause 2 of 5 took: exit 69, undone there (its record too); again on 4: held, shown once"
 note "total $(( $(now_ms) - t0 )) ms"

@@ -22,6 +22,7 @@
 #include "history.h"
 #include "jobs.h"
 #include "pause.h"
+#include "pauselog.h"
 #include "statuspage.h"
 #include "stepdown.h"
 #include "tokens.h"
@@ -405,15 +406,11 @@ enum http_verdict api_handle(void *ctx, const struct http_request *rq, struct ht
         out->grant = API_GRANT_PUBLIC;
         return HTTP_PASS;
     }
-    int wait_s = blocked_for(a, rq->remote, now);
-    if (wait_s > 0) {
-        refused(a, rq, 429, "too_many_failures");
-        reply_error(out, 429, "too_many_failures",
-                    "too many requests with a wrong token from this address: try again in %d s",
-                    wait_s);
-        out->retry_after_s = wait_s;
-        return HTTP_ANSWER;
-    }
+    /* Every token is checked, even from an address refused for its
+     * failures: a client with a valid token behind the same address (a
+     * shared NAT, a proxy) is not locked out by another's wrong ones. The
+     * refusal still answers every wrong or missing token with 429, so
+     * guessing gains nothing while it lasts (and a token has 256 bits). */
     size_t tlen = 0;
     const char *tok = bearer(rq->authorization, &tlen);
     struct token_entry who;
@@ -425,6 +422,15 @@ enum http_verdict api_handle(void *ctx, const struct http_request *rq, struct ht
         found = true;
     }
     pthread_mutex_unlock(&a->mu);
+    int wait_s = found ? 0 : blocked_for(a, rq->remote, now);
+    if (wait_s > 0) {
+        refused(a, rq, 429, "too_many_failures");
+        reply_error(out, 429, "too_many_failures",
+                    "too many requests with a wrong token from this address: try again in %d s",
+                    wait_s);
+        out->retry_after_s = wait_s;
+        return HTTP_ANSWER;
+    }
     if (!found) {
         /* A browser's first visit has no token: not a failure to count. */
         if (tok != NULL || !page)
@@ -627,7 +633,8 @@ static void do_pause(struct api *a, struct baton_client *c, struct task *t,
 {
     bool was = false;
     const char *job = t->op == OP_PAUSE ? t->job : NULL;
-    int rc = pause_set(c, a->group, job, t->by, t->has_reason ? t->reason : NULL, &was);
+    int rc = pause_set(c, a->group, job, t->by, t->has_reason ? t->reason : NULL,
+                       a->conf.history_len, &was);
     if (rc != BATON_OK) {
         redis_error(out, c, rc);
         return;
@@ -649,7 +656,7 @@ static void do_resume(struct api *a, struct baton_client *c, struct task *t,
     int n = 0;
     struct pause_list l = {0};
     const char *job = t->op == OP_RESUME ? t->job : NULL;
-    int rc = pause_resume(c, a->group, job, t->catchup, t->by, &n);
+    int rc = pause_resume(c, a->group, job, t->catchup, t->by, a->conf.history_len, &n);
     if (rc == BATON_OK && job != NULL)
         rc = pause_read(c, a->group, &l);
     if (rc != BATON_OK) {
@@ -713,8 +720,12 @@ static void do_runs(struct api *a, struct baton_client *c, struct task *t,
                     struct http_response *out)
 {
     struct history_list l = {0};
+    struct pause_rec_list p = {0};
     int rc = history_read(c, a->group, t->job, t->count, &l);
+    if (rc == BATON_OK)
+        rc = pause_rec_read(c, a->group, t->job, t->count, &p);
     if (rc != BATON_OK) {
+        history_list_free(&l);
         redis_error(out, c, rc);
         return;
     }
@@ -723,6 +734,11 @@ static void do_runs(struct api *a, struct baton_client *c, struct task *t,
     cJSON *runs = cJSON_AddArrayToObject(o, "runs");
     for (size_t i = 0; i < l.n; i++)
         cJSON_AddItemToArray(runs, history_json(&l.v[i]));
+    /* Apart from the runs, so that nothing counting runs counts them. */
+    cJSON *pauses = cJSON_AddArrayToObject(o, "pauses");
+    for (size_t i = 0; i < p.n; i++)
+        cJSON_AddItemToArray(pauses, pause_rec_json(&p.v[i]));
+    pause_rec_list_free(&p);
     history_list_free(&l);
     reply_json(out, 200, o);
 }

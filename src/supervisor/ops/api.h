@@ -10,6 +10,8 @@
  *   POST /resume-all        {"catchup": BOOL}        baton resume --all
  *   POST /step-down         {"wait": S}              baton step-down
  *   GET  /jobs/JOB/runs?count=N                      baton history JOB --json
+ *        {"job", "runs": [...], "pauses": [...]}: the pauses and resumes
+ *        that concern the job (pauselog.h) apart from its runs
  *   GET  /runs/ID/output[?job=JOB]                   baton history JOB ID --output --json
  *
  * Tokens: `Authorization: Bearer TOKEN`, checked against http.tokens_file
@@ -20,8 +22,10 @@
  * with the status page's request for one (statuspage_login()), and with
  * one it is passed the token's role (enum api_grant) for its buttons. An address that sent
  * API_FAIL_MAX wrong tokens within API_FAIL_WINDOW_S gets 429 for
- * API_BLOCK_S, whatever it sends (its tokens are not even checked); the
- * table of addresses holds API_ADDRS entries, the oldest forgotten first.
+ * API_BLOCK_S for every request without a valid token (a wrong one, none);
+ * a valid token is still served, so that one client behind a shared
+ * address (NAT, proxy) cannot lock the others out; the table of addresses
+ * holds API_ADDRS entries, the oldest forgotten first.
  *
  * Answers are JSON; errors are {"error": "what went wrong", "code":
  * "a_word"} with 400 (bad body or argument), 401, 403, 404 (no such path,
@@ -52,14 +56,14 @@
 #include "http.h"
 #include "log.h"
 
-#define API_WORKERS       4
-#define API_QUEUE_MAX     32
-#define API_WAIT_MAX_S    60
-#define API_FAIL_MAX      10
-#define API_FAIL_WINDOW_S 60
-#define API_BLOCK_S       30
-#define API_ADDRS         256
-#define API_RUNS_MAX      1000
+#define API_WORKERS           4
+#define API_QUEUE_MAX         32
+#define API_WAIT_MAX_S        60
+#define API_FAIL_MAX          10
+#define API_FAIL_WINDOW_S     60
+#define API_BLOCK_S           30
+#define API_ADDRS             256
+#define API_RUNS_MAX          1000
 #define API_REFUSED_LOG_PER_S 5
 
 /* What api_handle() grants a read path it passes (http_response.grant). */
@@ -68,6 +72,7 @@ enum api_grant { API_GRANT_PUBLIC, API_GRANT_READ, API_GRANT_OPERATE };
 struct api_conf {
     const char *tokens_file;
     bool public_read;
+    int64_t history_len; /* history.runs: a pause's records kept (pause.h) */
     const char *group, *node;
     const char *redis_url;
     const struct baton_client_opts *client_opts; /* copied into each worker's client */

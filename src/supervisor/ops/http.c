@@ -1,20 +1,15 @@
-/* http.c -- see http.h.
+/* http.c -- see http.h. The requests: the Host check, the routes, the
+ * control hook's calls (their bodies read, their connections suspended
+ * while the hook's side carries them out); and the server's life: the
+ * listening socket, the thread, start and stop.
  *
  * libmicrohttpd runs in "external polling" mode with epoll, driven by a
  * thread of ours, and has no listening socket: our thread accepts every
- * connection and hands it over (MHD_add_connection), so it decides which
- * connection makes room for a new one, and it enforces a lifetime on each
- * (libmicrohttpd's own timeout only counts idle time): it shuts down the
- * connection's socket and lets the next MHD_run() close it. The listening
- * socket (close-on-exec, a Unix socket when asked) stays in the thread's
- * epoll set; every descriptor libmicrohttpd opens is close-on-exec as
- * well.
- *
- * TLS (http_tls_replace): libmicrohttpd cannot change a running daemon's
- * certificate, so a new one gets a new daemon. New connections go to it;
- * the old one drains: it serves its connections to their end (their
- * lifetime bounds it: a suspended call's HTTP_CALL_MAX_MS at most), and
- * is stopped once it has none. */
+ * connection and hands it over (http_conns.c says how and why). The
+ * listening socket (close-on-exec, a Unix socket when asked) stays in the
+ * thread's epoll set; every descriptor libmicrohttpd opens is close-on-exec
+ * as well. Its daemons, one per certificate, are started and replaced by
+ * http_tls.c. */
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
@@ -96,20 +91,7 @@ void http_stop(struct http *h)
 
 #include "clock.h"
 #include "dynlib.h"
-
-/* libmicrohttpd's own limit: ours, and room for the connections shut down
- * by the last round of accepts, which it closes on its next run. */
-#define MHD_LIMIT              (2 * HTTP_MAX_CONNS)
-#define ACCEPT_BATCH           16  /* accepts between two runs of libmicrohttpd */
-#define LOOK_AGAIN_MS          100 /* while a connection shut down is not closed yet... */
-#define ACCEPT_PAUSE_MS        100 /* ... or accept() is out of descriptors */
-
-/* libmicrohttpd's calls, opened when a server starts (dynlib.h says why). */
-struct mhd_api {
-#define MHD_FIELD_(field, sym) __typeof__(sym) *field;
-    DYNLIB_MHD_CALLS(MHD_FIELD_)
-#undef MHD_FIELD_
-};
+#include "http_int.h"
 
 static int mhd_load(struct mhd_api *m, char *msg, size_t msglen)
 {
@@ -126,245 +108,10 @@ bool http_available(void)
     return true;
 }
 
-/* One libmicrohttpd daemon: the current one, or one draining after a
- * TLS reload. */
-struct inst {
-    struct MHD_Daemon *d;
-    int epoll_fd;     /* its own, in our epoll set; -1 before */
-    char *cert, *key; /* TLS: the PEM texts it was given (owned), or NULL */
-    size_t key_len;
-};
-
-/* A connection, from our accept to libmicrohttpd's "closed". */
-struct conn {
-    int fd;
-    struct MHD_Daemon *d; /* the daemon serving it */
-    int64_t deadline_ns;  /* shut down at this point */
-    bool shut;            /* shut down: libmicrohttpd closes it on its next run */
-    bool served;          /* a request of it was answered */
-    bool has_peer;        /* TCP: peer is the client's address */
-    struct sockaddr_storage peer;
-    struct conn *prev, *next; /* in the order accepted */
-};
-
-/* A request of a server with a control hook, from its first call to
- * libmicrohttpd's "completed": its body, and its answer when the hook
- * took it (the struct http_call handed out). */
-struct http_call {
-    struct http *h;
-    struct MHD_Connection *c;
-    char *body;
-    size_t len;
-    bool too_big;
-    bool taken;           /* the hook answered HTTP_LATER: suspended */
-    atomic_bool answered; /* http_call_answer() filled resp */
-    struct http_response resp;
-};
-
-struct http {
-    struct mhd_api mhd;
-    struct inst cur;                         /* serves new connections */
-    struct inst draining[HTTP_TLS_DRAINING]; /* the server's thread's; d NULL: free */
-    pthread_mutex_t tls_mu;                  /* guards the two below */
-    struct inst pending;                     /* a reload's daemon, not yet current */
-    int ndraining;                           /* slots in use */
-    bool tls;
-    const struct http_route *routes;
-    void *ctx;
-    struct http_control control; /* fn NULL: none */
-    pthread_t thread;
-    bool started;
-    bool unix_socket;
-    int listen_fd; /* ours: libmicrohttpd never accepts */
-    int ep;        /* ours: the listening socket, libmicrohttpd's epoll fd and wake */
-    int wake;      /* eventfd: stop */
-    atomic_bool stop;
-    /* Touched on the server's thread only: */
-    struct conn *oldest, *newest;
-    struct conn *adding;     /* accepted, being handed to libmicrohttpd */
-    int nconns;              /* in the list, shut or not */
-    int nlive;               /* in the list, not shut */
-    bool listen_armed;       /* the listening socket is watched */
-    int64_t accept_again_ns; /* accept() ran out of descriptors: not before then */
-    char *allowed;           /* the names a TCP server answers to (comma-separated) */
-    char address[300];
-    char unix_path[256]; /* removed at stop */
-};
-
 /* The smaller of two epoll timeouts in ms (-1: none). */
 static int sooner(int a, int b)
 {
     return a < 0 ? b : b < 0 ? a : a < b ? a : b;
-}
-
-static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
-                          enum MHD_ConnectionNotificationCode code)
-{
-    struct http *h = cls;
-    (void)c;
-    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-        struct conn *k = h->adding; /* only admit() hands connections over */
-        h->adding = NULL;
-        *socket_context = k;
-        if (k == NULL)
-            return;
-        k->prev = h->newest;
-        if (h->newest != NULL)
-            h->newest->next = k;
-        else
-            h->oldest = k;
-        h->newest = k;
-        h->nconns++;
-        h->nlive++;
-        return;
-    }
-    struct conn *k = *socket_context;
-    if (k == NULL)
-        return;
-    if (k->prev != NULL)
-        k->prev->next = k->next;
-    else
-        h->oldest = k->next;
-    if (k->next != NULL)
-        k->next->prev = k->prev;
-    else
-        h->newest = k->prev;
-    h->nconns--;
-    if (!k->shut)
-        h->nlive--;
-    free(k);
-    *socket_context = NULL;
-}
-
-/* Shuts k down: libmicrohttpd sees it closed by the peer on its next run,
- * and closes it. */
-static void shut(struct http *h, struct conn *k)
-{
-    shutdown(k->fd, SHUT_RDWR);
-    k->shut = true;
-    h->nlive--;
-}
-
-/* Shuts down the connections past their lifetime. Returns the time to the
- * next deadline in ms (-1: none). */
-static int expire(struct http *h)
-{
-    int64_t now = mono_ns(), next = -1;
-    for (struct conn *k = h->oldest; k != NULL; k = k->next) {
-        if (k->shut)
-            continue;
-        if (now >= k->deadline_ns)
-            shut(h, k);
-        else if (next < 0 || k->deadline_ns - now < next)
-            next = k->deadline_ns - now;
-    }
-    return next < 0 ? -1 : (int)(next / 1000000 + 1);
-}
-
-static bool same_peer(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
-{
-    if (a->ss_family != b->ss_family)
-        return false;
-    if (a->ss_family == AF_INET)
-        return memcmp(&((const struct sockaddr_in *)a)->sin_addr,
-                      &((const struct sockaddr_in *)b)->sin_addr, sizeof(struct in_addr)) == 0;
-    return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
-                  &((const struct sockaddr_in6 *)b)->sin6_addr, sizeof(struct in6_addr)) == 0;
-}
-
-/* Makes room for one more connection from peer (NULL: from anywhere):
- * shuts down the oldest open connection (of peer) that has not had a
- * request answered, else the oldest open one, when there are `limit`. */
-static void make_room(struct http *h, const struct sockaddr_storage *peer, int limit)
-{
-    struct conn *idle = NULL, *any = NULL;
-    int n = 0;
-    for (struct conn *k = h->oldest; k != NULL; k = k->next) {
-        if (k->shut || (peer != NULL && !same_peer(&k->peer, peer)))
-            continue;
-        n++;
-        if (any == NULL)
-            any = k;
-        if (idle == NULL && !k->served)
-            idle = k;
-    }
-    if (n >= limit && any != NULL)
-        shut(h, idle != NULL ? idle : any);
-}
-
-/* Hands an accepted connection to libmicrohttpd, making room for it. */
-static void admit(struct http *h, int fd, const struct sockaddr_storage *ss, socklen_t sl)
-{
-    struct conn *k = calloc(1, sizeof *k);
-    if (k == NULL) {
-        close(fd);
-        return;
-    }
-    k->fd = fd;
-    k->deadline_ns = mono_ns() + (int64_t)HTTP_LIFETIME_MS * 1000000;
-    k->has_peer = !h->unix_socket && (ss->ss_family == AF_INET || ss->ss_family == AF_INET6);
-    if (k->has_peer) {
-        k->peer = *ss;
-        make_room(h, &k->peer, HTTP_MAX_PER_IP);
-    }
-    make_room(h, NULL, HTTP_MAX_CONNS);
-    h->adding = k;
-    /* It closes fd when it refuses it (out of memory). */
-    k->d = h->cur.d;
-    h->mhd.add_connection(h->cur.d, fd, (const struct sockaddr *)ss, sl);
-    if (h->adding != NULL) { /* refused before it was started */
-        h->adding = NULL;
-        free(k);
-    }
-}
-
-/* Whether accept() may run now; -1, or the ms until it may. */
-static int accept_wait(const struct http *h)
-{
-    if (h->nconns >= MHD_LIMIT)
-        return LOOK_AGAIN_MS; /* shut down, not closed yet: after the next run */
-    if (h->accept_again_ns == 0)
-        return -1;
-    int64_t left = h->accept_again_ns - mono_ns();
-    return left <= 0 ? -1 : (int)(left / 1000000 + 1);
-}
-
-/* Watches the listening socket only while accept() may run, so that its
- * readiness never spins the loop. Returns the ms until it may (-1: now). */
-static int arm_listen(struct http *h)
-{
-    int wait = accept_wait(h);
-    bool want = wait < 0;
-    if (want == h->listen_armed)
-        return wait;
-    struct epoll_event e = {.events = want ? EPOLLIN : 0, .data.fd = h->listen_fd};
-    if (epoll_ctl(h->ep, EPOLL_CTL_MOD, h->listen_fd, &e) == 0)
-        h->listen_armed = want;
-    return wait;
-}
-
-/* Accepts what is waiting, at most ACCEPT_BATCH. */
-static void accept_some(struct http *h)
-{
-    h->accept_again_ns = 0;
-    for (int i = 0; i < ACCEPT_BATCH && h->nconns < MHD_LIMIT; i++) {
-        struct sockaddr_storage ss;
-        socklen_t sl = sizeof ss;
-        memset(&ss, 0, sizeof ss);
-        int fd = accept4(h->listen_fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd >= 0) {
-            admit(h, fd, &ss, sl);
-            continue;
-        }
-        if (errno == EAGAIN || errno == EWOULDBLOCK)
-            return;
-        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-            /* The connection waits in the backlog: try again soon. */
-            h->accept_again_ns = mono_ns() + (int64_t)ACCEPT_PAUSE_MS * 1000000;
-            return;
-        }
-        /* EINTR, ECONNABORTED, a network error of that connection: next */
-    }
 }
 
 static enum MHD_Result answer_with(const struct mhd_api *m, struct MHD_Connection *c, int status,
@@ -497,8 +244,8 @@ static enum MHD_Result query_arg(void *cls, enum MHD_ValueKind kind, const char 
 }
 
 /* Frees a call once libmicrohttpd is done with its request. */
-static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
-                         enum MHD_RequestTerminationCode toe)
+void http_on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                       enum MHD_RequestTerminationCode toe)
 {
     const struct http *h = cls;
     struct http_call *call = *con_cls;
@@ -608,9 +355,9 @@ static enum MHD_Result on_control(struct http *h, struct MHD_Connection *c, cons
     return serve_route(h, c, url, out.grant);
 }
 
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
-                                  const char *method, const char *version, const char *upload_data,
-                                  size_t *upload_data_size, void **con_cls)
+enum MHD_Result http_on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                const char *method, const char *version, const char *upload_data,
+                                size_t *upload_data_size, void **con_cls)
 {
     struct http *h = cls;
     size_t len;
@@ -654,168 +401,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     return serve_route(h, c, url, 0);
 }
 
-static void inst_stop(struct http *h, struct inst *in);
-
-/* Starts a daemon for the connections we hand over (tls NULL: plain
- * HTTP) into in. Returns 0, or -1 with msg. */
-static int inst_start(struct http *h, const struct http_tls *tls, struct inst *in, char *msg,
-                      size_t msglen)
-{
-    *in = (struct inst){.epoll_fd = -1};
-    if (tls != NULL) {
-        char tmsg[512];
-        if (h->mhd.is_feature_supported(MHD_FEATURE_TLS) != MHD_YES &&
-            dynlib_mhd_tls(tmsg, sizeof tmsg) != 0) {
-            snprintf(msg, msglen, "%s", tmsg);
-            return -1;
-        }
-        in->cert = strdup(tls->cert);
-        in->key = strdup(tls->key);
-        in->key_len = in->key != NULL ? strlen(in->key) : 0;
-        if (in->cert == NULL || in->key == NULL) {
-            snprintf(msg, msglen, "out of memory");
-            goto fail;
-        }
-    }
-    struct MHD_OptionItem tls_opts[] = {{MHD_OPTION_HTTPS_MEM_KEY, 0, in->key},
-                                        {MHD_OPTION_HTTPS_MEM_CERT, 0, in->cert},
-                                        {MHD_OPTION_END, 0, NULL}};
-    /* No listening socket of its own: the connections are ours to accept
-     * (serve) and to hand over; its limits are above ours, which we keep. */
-    unsigned flags = MHD_USE_EPOLL | MHD_USE_NO_LISTEN_SOCKET;
-    if (h->control.fn != NULL)
-        flags |= MHD_ALLOW_SUSPEND_RESUME; /* its wake-up is in the epoll set serve() watches */
-    if (tls != NULL)
-        flags |= MHD_USE_TLS;
-    in->d = h->mhd.start_daemon(
-        flags, 0, NULL, NULL, on_request, h, MHD_OPTION_CONNECTION_LIMIT, (unsigned)MHD_LIMIT,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_IDLE_S, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-        (size_t)HTTP_MAX_REQUEST, MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_ARRAY,
-        tls != NULL ? tls_opts : &tls_opts[2], MHD_OPTION_END);
-    if (in->d == NULL) {
-        snprintf(msg, msglen,
-                 tls != NULL ? "%s: libmicrohttpd could not start with http.tls's certificate and "
-                               "key (GnuTLS refused them)"
-                             : "%s: libmicrohttpd could not start",
-                 h->address);
-        goto fail;
-    }
-    return 0;
-fail:
-    inst_stop(h, in);
-    return -1;
-}
-
-/* Adds in's own epoll fd to ours. Returns 0, or -1 with msg. */
-static int inst_watch(struct http *h, struct inst *in, char *msg, size_t msglen)
-{
-    const union MHD_DaemonInfo *di = h->mhd.get_daemon_info(in->d, MHD_DAEMON_INFO_EPOLL_FD);
-    struct epoll_event e = {.events = EPOLLIN, .data.fd = di != NULL ? di->epoll_fd : -1};
-    if (di == NULL || epoll_ctl(h->ep, EPOLL_CTL_ADD, di->epoll_fd, &e) != 0) {
-        snprintf(msg, msglen, "%s: %s", h->address, di == NULL ? "no epoll fd" : strerror(errno));
-        return -1;
-    }
-    in->epoll_fd = di->epoll_fd;
-    return 0;
-}
-
-/* Stops in's daemon (closing its connections) and frees what it holds;
- * in is empty after. */
-static void inst_stop(struct http *h, struct inst *in)
-{
-    if (in->epoll_fd >= 0 && h->ep >= 0)
-        epoll_ctl(h->ep, EPOLL_CTL_DEL, in->epoll_fd, NULL);
-    if (in->d != NULL)
-        h->mhd.stop_daemon(in->d);
-    if (in->key != NULL)
-        explicit_bzero(in->key, in->key_len);
-    free(in->key);
-    free(in->cert);
-    *in = (struct inst){.epoll_fd = -1};
-}
-
-/* Server's thread: a reload's daemon becomes the current one, the current
- * one drains. */
-static void take_pending(struct http *h)
-{
-    pthread_mutex_lock(&h->tls_mu);
-    if (h->pending.d == NULL) {
-        pthread_mutex_unlock(&h->tls_mu);
-        return;
-    }
-    for (int i = 0; i < HTTP_TLS_DRAINING; i++) {
-        if (h->draining[i].d != NULL)
-            continue;
-        char msg[128];
-        h->draining[i] = h->cur;
-        h->cur = h->pending;
-        h->pending = (struct inst){.epoll_fd = -1};
-        h->ndraining++;
-        if (inst_watch(h, &h->cur, msg, sizeof msg) != 0) { /* keep the old one serving */
-            struct inst failed = h->cur;
-            h->cur = h->draining[i];
-            h->draining[i] = (struct inst){.epoll_fd = -1};
-            h->ndraining--;
-            inst_stop(h, &failed);
-        }
-        break;
-    }
-    pthread_mutex_unlock(&h->tls_mu);
-}
-
-/* Server's thread: runs the draining daemons, and stops those whose
- * connections have all closed. */
-static void run_draining(struct http *h)
-{
-    for (int i = 0; i < HTTP_TLS_DRAINING; i++) {
-        struct inst *in = &h->draining[i];
-        if (in->d == NULL)
-            continue;
-        h->mhd.run(in->d);
-        bool any = false;
-        for (const struct conn *k = h->oldest; k != NULL && !any; k = k->next)
-            any = k->d == in->d;
-        if (any)
-            continue;
-        pthread_mutex_lock(&h->tls_mu);
-        inst_stop(h, in);
-        h->ndraining--;
-        pthread_mutex_unlock(&h->tls_mu);
-    }
-}
-
-int http_tls_replace(struct http *h, const struct http_tls *tls, char *msg, size_t msglen)
-{
-    struct inst in;
-    if (!h->tls) {
-        snprintf(msg, msglen, "the endpoint serves plain HTTP: TLS needs a restart");
-        return -1;
-    }
-    pthread_mutex_lock(&h->tls_mu);
-    bool full = h->ndraining + (h->pending.d != NULL) >= HTTP_TLS_DRAINING;
-    pthread_mutex_unlock(&h->tls_mu);
-    if (full) {
-        snprintf(msg, msglen,
-                 "%d certificates replaced within %d s still serve their connections: try again "
-                 "later",
-                 HTTP_TLS_DRAINING, HTTP_CALL_MAX_MS / 1000);
-        return -1;
-    }
-    if (inst_start(h, tls, &in, msg, msglen) != 0)
-        return -1;
-    pthread_mutex_lock(&h->tls_mu);
-    struct inst old = h->pending; /* a reload the thread has not taken yet: replaced */
-    h->pending = in;
-    pthread_mutex_unlock(&h->tls_mu);
-    inst_stop(h, &old);
-    uint64_t one = 1;
-    if (write(h->wake, &one, sizeof one) < 0) {
-        /* full: readable already */
-    }
-    return 0;
-}
-
 /* The server's thread. The listening socket is in our own epoll set, so a
  * new client always wakes it: libmicrohttpd's accept, which takes its
  * listening socket out of its set at its connection limit and puts it
@@ -825,8 +410,8 @@ static void *serve(void *arg)
     struct http *h = arg;
     struct epoll_event ev[8];
     while (!atomic_load(&h->stop)) {
-        take_pending(h);
-        int timeout = expire(h);
+        http_take_pending(h);
+        int timeout = http_expire(h);
         MHD_UNSIGNED_LONG_LONG to;
         if (h->mhd.get_timeout(h->cur.d, &to) == MHD_YES)
             timeout = sooner(timeout, to > INT32_MAX ? INT32_MAX : (int)to);
@@ -835,7 +420,7 @@ static void *serve(void *arg)
                 timeout = sooner(timeout, to > INT32_MAX ? INT32_MAX : (int)to);
         if (h->nconns > h->nlive) /* shut down, not closed yet */
             timeout = sooner(timeout, LOOK_AGAIN_MS);
-        timeout = sooner(timeout, arm_listen(h));
+        timeout = sooner(timeout, http_arm_listen(h));
         int n = epoll_wait(h->ep, ev, sizeof ev / sizeof ev[0], timeout);
         bool waiting = false;
         for (int i = 0; i < n; i++) {
@@ -848,9 +433,9 @@ static void *serve(void *arg)
             }
         }
         if (waiting)
-            accept_some(h);
+            http_accept_some(h);
         h->mhd.run(h->cur.d);
-        run_draining(h);
+        http_run_draining(h);
     }
     return NULL;
 }
@@ -998,7 +583,8 @@ int http_start_control(const struct http_listen *l, const char *allowed_hosts,
         goto fail;
     }
     h->tls = tls != NULL;
-    if (inst_start(h, tls, &h->cur, msg, msglen) != 0 || inst_watch(h, &h->cur, msg, msglen) != 0)
+    if (http_inst_start(h, tls, &h->cur, msg, msglen) != 0 ||
+        http_inst_watch(h, &h->cur, msg, msglen) != 0)
         goto fail;
     h->listen_armed = true;
     int err = pthread_create(&h->thread, NULL, serve, h);
@@ -1033,10 +619,10 @@ void http_stop(struct http *h)
         }
         pthread_join(h->thread, NULL);
     }
-    inst_stop(h, &h->cur); /* closes the connections (each notified closed) */
-    inst_stop(h, &h->pending);
+    http_inst_stop(h, &h->cur); /* closes the connections (each notified closed) */
+    http_inst_stop(h, &h->pending);
     for (int i = 0; i < HTTP_TLS_DRAINING; i++)
-        inst_stop(h, &h->draining[i]);
+        http_inst_stop(h, &h->draining[i]);
     if (h->listen_fd >= 0)
         close(h->listen_fd);
     if (h->unix_path[0] != '\0')

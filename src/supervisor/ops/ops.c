@@ -688,6 +688,7 @@ int ops_new(const struct ops_host *host, struct ops **out, char *msg, size_t msg
         if (host->control) {
             struct api_conf ac = {.tokens_file = host->tokens_file,
                                   .public_read = host->public_read,
+                                  .history_len = host->history_len,
                                   .group = host->group,
                                   .node = host->node,
                                   .redis_url = host->redis_url,

@@ -76,6 +76,7 @@ struct ops_host { /* node, group and listen are copied; the rest is borrowed */
     bool control;
     const char *tokens_file;
     bool public_read;
+    int64_t history_len; /* history.runs: a pause's records kept (pauselog.h) */
     /* http.tls: the certificate's and key's paths, or NULL (or "none")
      * for plain HTTP. */
     const char *tls_cert, *tls_key;
