@@ -410,7 +410,9 @@ static const struct schema_field options[] = {
     {.key = "capacity", .type = SCHEMA_INT, .offset = OFF(capacity), .def = "4",
      .min = 0, .max = 1000000,
      .doc = "The most runs this node takes at once from the fleet (jobs whose run_on is not "
-            "leader; the leader's own jobs do not count), published in its heartbeat."},
+            "leader; the leader's own jobs do not count), published in its heartbeat. A SIGHUP "
+            "applies a new value (and new labels) at once; runs taken beyond a lowered one "
+            "finish."},
 };
 /* clang-format on */
 

@@ -300,7 +300,16 @@ static void reload_apply(struct daemon *d, struct config *cfg, struct jobs *jobs
     size_t njobs = jobs->n;
     char hash[JOBS_HASH_HEX];
     jobs_hash_hex(jobs, hash, sizeof hash);
-    if (runner_set_jobs(d->runner, jobs) != BATON_OK) {
+    /* capacity and labels first: if the jobs cannot follow, the old ones
+     * are put back (their strings were just freed: room for them again). */
+    bool node_set = runner_set_node(d->runner, cfg->capacity,
+                                    (const char *const *)cfg->labels) == BATON_OK;
+    if (!node_set || runner_set_jobs(d->runner, jobs) != BATON_OK) {
+        if (node_set)
+            (void)runner_set_node(d->runner, d->cfg->capacity,
+                                  (const char *const *)d->cfg->labels);
+        else
+            jobs_free(jobs);
         cJSON_Delete(f);
         f = log_fields();
         cJSON_AddStringToObject(f, "error", "out of memory");

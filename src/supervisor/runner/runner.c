@@ -105,6 +105,28 @@ static void job_gone(void *ctx, struct jobstate *js)
     turn_clear(&r->turn, js);
 }
 
+static void labels_free(char **labels)
+{
+    for (char **l = labels; l != NULL && *l != NULL; l++)
+        free(*l);
+    free(labels);
+}
+
+/* A NULL-terminated copy of labels (NULL: none), or NULL on ENOMEM. */
+static char **labels_dup(const char *const *labels)
+{
+    size_t n = 0;
+    while (labels != NULL && labels[n] != NULL)
+        n++;
+    char **c = calloc(n + 1, sizeof *c);
+    for (size_t i = 0; c != NULL && i < n; i++)
+        if ((c[i] = strdup(labels[i])) == NULL) {
+            labels_free(c);
+            return NULL;
+        }
+    return c;
+}
+
 struct runner *runner_new(const struct runner_host *host)
 {
     struct runner *r = calloc(1, sizeof *r);
@@ -114,15 +136,7 @@ struct runner *runner_new(const struct runner_host *host)
     /* Our own copies: a reload frees the configuration they came from. */
     r->h.node = r->node = strdup(host->node);
     r->h.group = r->group = strdup(host->group);
-    size_t nl = 0;
-    while (host->labels != NULL && host->labels[nl] != NULL)
-        nl++;
-    r->labels = calloc(nl + 1, sizeof *r->labels);
-    for (size_t i = 0; r->labels != NULL && i < nl; i++)
-        if ((r->labels[i] = strdup(host->labels[i])) == NULL) {
-            runner_free(r);
-            return NULL;
-        }
+    r->labels = labels_dup(host->labels);
     r->h.labels = (const char *const *)r->labels;
     if (r->node == NULL || r->group == NULL || r->labels == NULL) {
         runner_free(r);
@@ -195,6 +209,20 @@ int runner_set_jobs(struct runner *r, struct jobs *jobs)
     return BATON_OK;
 }
 
+int runner_set_node(struct runner *r, int64_t capacity, const char *const *labels)
+{
+    char **c = labels_dup(labels);
+    if (c == NULL)
+        return BATON_ENOMEM;
+    labels_free(r->labels);
+    r->labels = c;
+    r->h.labels = r->x.labels = (const char *const *)c;
+    /* Runs accepted beyond a lowered capacity finish; no new one is taken
+     * until the use is under it (assign_accept counts in Redis). */
+    r->h.capacity = r->disp.capacity = capacity;
+    return BATON_OK;
+}
+
 void runner_free(struct runner *r)
 {
     if (r == NULL)
@@ -209,9 +237,7 @@ void runner_free(struct runner *r)
     control_forget_all(&r->ctl);
     free(r->node);
     free(r->group);
-    for (char **l = r->labels; l != NULL && *l != NULL; l++)
-        free(*l);
-    free(r->labels);
+    labels_free(r->labels);
     free(r);
 }
 

@@ -116,6 +116,13 @@ void runner_free(struct runner *r);
  * running set stays and jobs is freed). */
 int runner_set_jobs(struct runner *r, struct jobs *jobs);
 
+/* Applies a SIGHUP's node settings (baton.yaml): capacity, the most runs of
+ * members' ticks taken at once from now on, and labels (copied;
+ * NULL-terminated, may be NULL), which the leader's checks of manual runs
+ * use; the leader learns both from the next heartbeat. Returns 0, or
+ * BATON_ENOMEM (then the old settings stay). */
+int runner_set_node(struct runner *r, int64_t capacity, const char *const *labels);
+
 /* Starts scheduling as the leader of term whose lease ends at
  * lease_deadline_ns: reads each job's high-water mark and queues the ticks
  * missed since (within its catch-up window), then every tick. */
