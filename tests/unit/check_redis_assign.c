@@ -238,6 +238,47 @@ START_TEST(claim_writes_marker)
 }
 END_TEST
 
+/* A marker waiting for room keeps its registration alive (held), as an
+ * offer does; one whose value changed since it was read is left alone;
+ * only the leader holds. */
+START_TEST(waiting_marker_held)
+{
+    struct baton_client *c = setup();
+    struct claim_limits lim = {.dispatch = true};
+    struct claim_reply r;
+    ck_assert_int_eq(
+        claim_tick(c, G, "j", LEADER, "tok", 700, CLAIM_RUN, "lead/700-1-1-1", &lim, &r), CLAIM_OK);
+    claim_reply_free(&r);
+    ck_assert_int_eq(
+        claim_tick(c, G, "k", LEADER, "tok", 701, CLAIM_RUN, "lead/701-1-1-1", &lim, &r), CLAIM_OK);
+    claim_reply_free(&r);
+    struct assign v[8];
+    bool alive[8];
+    size_t n = 0;
+    int64_t now = 0;
+    ck_assert_int_eq(assign_list_all(c, G, v, alive, 8, false, &n, &now), 0);
+    ck_assert_uint_eq(n, 2);
+    /* the registrations lapse soon (as a lease would) */
+    free(tu_redis("ZADD baton:{" G "}:busy:j 1 lead/700-1-1-1"));
+    free(tu_redis("ZADD baton:{" G "}:busy:k 1 lead/701-1-1-1"));
+    /* k's marker is offered meanwhile: its value changed */
+    struct assign moved = first("701", "n1", "701-1-1-1");
+    ck_assert_int_eq(assign_offer(c, G, "k", LEADER, "tok", NULL, "claimed", &moved, 5000), 1);
+    const struct assign *w[2] = {&v[0], &v[1]};
+    char *s;
+    ck_assert_int_eq(assign_hold(c, G, LEADER, "tok", w, 2, 60000), 0);
+    s = tu_redis("ZSCORE baton:{" G "}:busy:j lead/700-1-1-1");
+    ck_assert_int_gt(strtoll(s, NULL, 10), now + 50000);
+    free(s);
+    s = tu_redis("ZSCORE baton:{" G "}:busy:k lead/701-1-1-1");
+    ck_assert_str_eq(s, "(nil)");
+    free(s);
+    free(tu_redis("SET " LEADER " other PX 60000"));
+    ck_assert_int_eq(assign_hold(c, G, LEADER, "tok", w, 2, 60000), BATON_ELOST);
+    baton_client_free(c);
+}
+END_TEST
+
 /* A failed run handed back as a retry: due after its delay, not before
  * (alive until then); the member that died before starting a tick is
  * carried by its value. */
@@ -309,6 +350,7 @@ static Suite *suite(void)
     tcase_add_test(tc, capacity_in_redis);
     tcase_add_test(tc, all_per_node);
     tcase_add_test(tc, claim_writes_marker);
+    tcase_add_test(tc, waiting_marker_held);
     tcase_add_test(tc, retry_and_died);
     tcase_add_test(tc, started_when_paused_hands_back);
     suite_add_tcase(s, tc);

@@ -13,6 +13,7 @@
 #include "members.h"
 #include "rtime.h"
 #include "runs.h"
+#include "schedule.h"
 
 #define OFFERS_MAX 32   /* offers read per poll */
 #define LIST_MAX   1024 /* assignments due read per tend (one call; the rest at the next) */
@@ -25,26 +26,33 @@ struct fleet {
     struct assign_node *v;
     cJSON **info;        /* each heartbeat, parsed (the labels point into it) */
     const char **labels; /* every node's, one block */
+    int64_t read_at;     /* when read (CLOCK_MONOTONIC) */
 };
 
 static void fleet_free(struct fleet *f)
 {
+    if (f == NULL)
+        return;
     for (size_t i = 0; f->info != NULL && i < f->n; i++)
         cJSON_Delete(f->info[i]);
     free(f->info);
     free(f->labels);
     free(f->v);
     members_free(f->m, f->n);
-    memset(f, 0, sizeof *f);
+    free(f);
 }
 
 /* Reads the members' last heartbeats and what Redis counts of their
- * loads. Returns false when Redis could not say. */
-static bool fleet_read(const struct rctx *x, struct fleet *f)
+ * loads; the credits of the nodes of was (may be NULL) carried over.
+ * Returns: owned (fleet_free), or NULL when Redis could not say. */
+static struct fleet *fleet_read(const struct rctx *x, const struct fleet *was)
 {
-    memset(f, 0, sizeof *f);
-    if (members_read(x->client, x->group, &f->m, &f->n) != BATON_OK)
-        return false;
+    struct fleet *f = calloc(1, sizeof *f);
+    if (f == NULL || members_read(x->client, x->group, &f->m, &f->n) != BATON_OK) {
+        free(f);
+        return NULL;
+    }
+    f->read_at = loop_now();
     f->v = calloc(f->n + 1, sizeof *f->v);
     f->info = calloc(f->n + 1, sizeof *f->info);
     f->labels = calloc(f->n * ASSIGN_LABELS_MAX + 1, sizeof *f->labels);
@@ -68,6 +76,9 @@ static bool fleet_read(const struct rctx *x, struct fleet *f)
         /* An older baton says no capacity: it takes nothing. */
         a->capacity = cJSON_IsNumber(cap) ? (int64_t)cap->valuedouble : 0;
         a->alive = members_alive(&f->m[i]) && !cJSON_IsFalse(acc);
+        for (size_t k = 0; was != NULL && k < was->n; k++)
+            if (strcmp(was->v[k].node, a->node) == 0)
+                a->credit = was->v[k].credit;
     }
     if (ok && f->n > 0 && assign_loads(x->client, x->group, names, f->n, in_use) != BATON_OK)
         ok = false;
@@ -75,38 +86,72 @@ static bool fleet_read(const struct rctx *x, struct fleet *f)
         f->v[i].in_use = in_use[i];
     free(names);
     free(in_use);
-    if (!ok)
+    if (!ok) {
         fleet_free(f);
-    return ok;
+        f = NULL;
+    }
+    return f;
 }
 
-/* The member to offer job's tick to (avoid: the one that let it down),
- * with room first; when none has room, the least loaded that carries the
- * labels anyway (its offer waits to be accepted, or expires and moves on).
- * Returns its index, or -1 when no live member carries the labels. */
-static long fleet_pick(const struct fleet *f, const struct job *job, int64_t tick,
-                       const char *avoid)
+/* The members as the leader last read them, read again when that is
+ * DISPATCH_FLEET_MS old, or DISPATCH_ROOM_MS old when room is wanted (no
+ * member had it; once a tend, or a claimed tick, at most): not once a
+ * tick, whatever the number of nodes; between two reads the offers made
+ * count in their members' in_use. NULL when Redis could not say. */
+static struct fleet *fleet_get(const struct rctx *x, struct dispatch *d, bool room)
 {
-    char *const *labels;
-    size_t nl = 0;
-    job_run_on(job, &labels);
-    while (labels != NULL && labels[nl] != NULL)
-        nl++;
-    uint64_t seed = assign_seed(job->name, tick, NULL);
-    const char *const *l = (const char *const *)labels;
-    long i = assign_choose(f->v, f->n, l, nl, avoid, seed);
-    if (i >= 0 || f->n == 0)
-        return i;
-    struct assign_node *v = calloc(f->n, sizeof *v);
-    if (v == NULL)
-        return -1;
-    for (size_t k = 0; k < f->n; k++) {
-        v[k] = f->v[k];
-        v[k].in_use = 0;
+    int64_t now = loop_now(), age = d->view != NULL ? now - d->view->read_at : 0;
+    if (d->view != NULL && age < DISPATCH_FLEET_MS * MS &&
+        (!room || !d->reread || age < DISPATCH_ROOM_MS * MS))
+        return d->view;
+    d->reread = false;
+    struct fleet *f = fleet_read(x, d->view);
+    if (f != NULL) {
+        fleet_free(d->view);
+        d->view = f;
     }
-    i = assign_choose(v, f->n, l, nl, avoid, seed);
-    free(v);
+    return f;
+}
+
+/* job's labels (run_on), and how many. */
+static size_t job_labels(const struct job *job, const char *const **labels)
+{
+    char *const *l;
+    size_t nl = 0;
+    job_run_on(job, &l);
+    while (l != NULL && l[nl] != NULL)
+        nl++;
+    *labels = (const char *const *)l;
+    return nl;
+}
+
+/* The member to offer job's tick to (avoid: the one that let it down, if
+ * another fits), with room (the members read again once when none has);
+ * *fp: the view chosen from. Returns its index in (*fp)->v,
+ * ASSIGN_NO_ROOM (the tick waits for room) or ASSIGN_NO_MEMBER. */
+static long fleet_pick(const struct rctx *x, struct dispatch *d, const struct job *job,
+                       int64_t tick, const char *avoid, struct fleet **fp)
+{
+    const char *const *l;
+    size_t nl = job_labels(job, &l);
+    uint64_t seed = assign_seed(job->name, tick, NULL);
+    long i = ASSIGN_NO_MEMBER;
+    for (int pass = 0; pass < 2 && (pass == 0 || i == ASSIGN_NO_ROOM); pass++) {
+        *fp = fleet_get(x, d, pass == 1);
+        if (*fp == NULL)
+            return ASSIGN_NO_ROOM; /* Redis could not say: it waits */
+        i = assign_choose((*fp)->v, (*fp)->n, l, nl, avoid, seed);
+    }
     return i;
+}
+
+/* f->v[i] was offered job's tick (fleet_pick with avoid): its share and
+ * in_use count it. */
+static void fleet_charge(struct fleet *f, const struct job *job, const char *avoid, long i)
+{
+    const char *const *l;
+    size_t nl = job_labels(job, &l);
+    assign_charge(f->v, f->n, l, nl, avoid, i);
 }
 
 /* ---- the log ---- */
@@ -136,6 +181,31 @@ static const char why_moves[] = "offered to members too many times, none of whic
 
 /* ---- the leader ---- */
 
+static void accept_own(const struct rctx *x, struct dispatch *d, const char *job,
+                       const char *field);
+
+/* a, an offer of job's tick, was made to f->v[i] (chosen by fleet_pick
+ * with avoid): its share and in_use count it, and an offer to this node is
+ * accepted at once (its loop would hear "offer" only after its turn of
+ * claims, and the offers made to it meanwhile would look like load). */
+static void offered(const struct rctx *x, struct dispatch *d, struct fleet *f,
+                    const struct job *job, const char *avoid, long i, const struct assign *a)
+{
+    fleet_charge(f, job, avoid, i);
+    if (strcmp(a->node, x->node) == 0)
+        accept_own(x, d, job->name, a->field);
+}
+
+/* A tick waits for a member with room: the next tend comes within
+ * DISPATCH_WAIT_MS, or at once when a run ends (dispatch_ended). */
+static void wait_room(struct dispatch *d)
+{
+    int64_t soon = loop_now() + DISPATCH_WAIT_MS * MS;
+    d->waiting++;
+    if (d->tend_at == 0 || d->tend_at > soon)
+        d->tend_at = soon;
+}
+
 /* The tick of job in *state (assigned) is not run: recorded so. */
 static void not_started(const struct rctx *x, const struct job *job, const struct assign *a,
                         const char *member, enum tick_state *state, const char *why)
@@ -147,14 +217,14 @@ static void not_started(const struct rctx *x, const struct job *job, const struc
 /* run_on: all: the offers of marker m, one to each live member that
  * carries the job's labels and takes runs, in one script; none: the tick
  * is recorded not started. Returns assign_offer_all()'s answer. */
-static int offer_every(const struct rctx *x, const struct fleet *f, const struct job *job,
+static int offer_every(const struct rctx *x, struct dispatch *d, const struct job *job,
                        const struct assign *m, enum tick_state *state)
 {
-    char *const *labels;
-    size_t nl = 0, n = 0, made = 0;
-    job_run_on(job, &labels);
-    while (labels != NULL && labels[nl] != NULL)
-        nl++;
+    const char *const *labels;
+    size_t nl = job_labels(job, &labels), n = 0, made = 0;
+    const struct fleet *f = fleet_get(x, d, false);
+    if (f == NULL)
+        return BATON_EPROTO; /* Redis could not say: the marker waits for the next tend */
     const char **nodes = calloc(f->n + 1, sizeof *nodes), **ids = calloc(f->n + 1, sizeof *ids);
     char(*idv)[sizeof m->run_id] = calloc(f->n + 1, sizeof *idv);
     char member[sizeof m->node + sizeof m->run_id + 2];
@@ -164,7 +234,7 @@ static int offer_every(const struct rctx *x, const struct fleet *f, const struct
         goto out;
     for (size_t i = 0; i < f->n; i++) {
         const struct assign_node *v = &f->v[i];
-        if (!v->alive || v->capacity <= 0 || !assign_has_labels(v, (const char *const *)labels, nl))
+        if (!v->alive || v->capacity <= 0 || !assign_has_labels(v, labels, nl))
             continue;
         /* a run id of its own for each node's run (its history, its output) */
         snprintf(idv[n], sizeof idv[n], "%.48s.%zu", m->run_id, n + 1);
@@ -183,6 +253,8 @@ static int offer_every(const struct rctx *x, const struct fleet *f, const struct
         snprintf(a.node, sizeof a.node, "%s", nodes[i]);
         snprintf(a.run_id, sizeof a.run_id, "%s", ids[i]);
         log_assigned(x, job->name, &a);
+        if (strcmp(a.node, x->node) == 0)
+            accept_own(x, d, job->name, a.field);
     }
 out:
     free(nodes);
@@ -196,7 +268,7 @@ out:
  * of f; *state: the tick's (claimed), assigned after. No member for it:
  * the marker is dropped and the tick recorded not started. Returns
  * assign_offer()'s (or assign_drop()'s) answer. */
-static int offer_marker(const struct rctx *x, const struct fleet *f, const struct job *job,
+static int offer_marker(const struct rctx *x, struct dispatch *d, const struct job *job,
                         const struct assign *m, enum tick_state *state)
 {
     const char *token = baton_election_token(x->election);
@@ -207,10 +279,13 @@ static int offer_marker(const struct rctx *x, const struct fleet *f, const struc
         return BATON_ELOST;
     ticklife_move(x, job->name, m->tick, state, TICK_EV_ASSIGN);
     if (job_run_on(job, NULL) == JOB_RUN_ON_ALL && strchr(m->field, '/') == NULL)
-        return offer_every(x, f, job, m, state);
+        return offer_every(x, d, job, m, state);
+    struct fleet *f;
     if (strchr(m->field, '/') != NULL) { /* a node's own (all), handed back: to that node */
         struct assign a = *m;
         long i = -1;
+        if ((f = fleet_get(x, d, false)) == NULL)
+            return BATON_EPROTO; /* the marker waits for the next tend */
         for (size_t k = 0; k < f->n && i < 0; k++)
             if (strcmp(f->v[k].node, m->node) == 0 && f->v[k].alive)
                 i = (long)k;
@@ -219,6 +294,8 @@ static int offer_marker(const struct rctx *x, const struct fleet *f, const struc
                                   ASSIGN_OFFER_MS);
             if (rc == 1)
                 log_assigned(x, job->name, &a);
+            if (rc == 1 && strcmp(a.node, x->node) == 0)
+                accept_own(x, d, job->name, a.field);
             return rc;
         }
         int rc = assign_drop(x->client, x->group, job->name, key, token, "claimed", m);
@@ -226,7 +303,11 @@ static int offer_marker(const struct rctx *x, const struct fleet *f, const struc
             not_started(x, job, m, member, state, why_none);
         return rc;
     }
-    long i = fleet_pick(f, job, m->tick, NULL);
+    long i = fleet_pick(x, d, job, m->tick, NULL, &f);
+    if (i == ASSIGN_NO_ROOM) { /* the marker waits in Redis for room */
+        wait_room(d);
+        return 0;
+    }
     if (i < 0) {
         int rc = assign_drop(x->client, x->group, job->name, key, token, "claimed", m);
         if (rc == 1) /* its registration goes with the record */
@@ -239,8 +320,10 @@ static int offer_marker(const struct rctx *x, const struct fleet *f, const struc
     a.died[0] = '\0';
     int rc = assign_offer(x->client, x->group, job->name, key, token, NULL, "claimed", &a,
                           ASSIGN_OFFER_MS);
-    if (rc == 1)
+    if (rc == 1) {
         log_assigned(x, job->name, &a);
+        offered(x, d, f, job, NULL, i, &a);
+    }
     return rc;
 }
 
@@ -258,17 +341,20 @@ void dispatch_offer(const struct rctx *x, struct jobstate *js, const char *id, i
                     enum tick_state *state)
 {
     struct assign m = marker_of(x, tick, id);
-    struct fleet f;
+    struct dispatch *d = x->disp;
     if (x->fault_stop_before_offer)
         raise(SIGSTOP);
-    if (!fleet_read(x, &f)) { /* the marker waits for the next tend */
+    d->reread = true;
+    if (d->waiting > 0 && job_run_on(js->job, NULL) != JOB_RUN_ON_ALL) {
+        /* older ticks wait for room: this one waits behind them, first come
+         * first served (the tend offers them in tick order) */
         ticklife_move(x, js->job->name, tick, state, TICK_EV_ASSIGN);
+        wait_room(d);
         return;
     }
     /* Not offered (no answer, the lease lost): the marker stays in Redis,
      * and the next tend, here or on the next leader, offers it. */
-    offer_marker(x, &f, js->job, &m, state);
-    fleet_free(&f);
+    offer_marker(x, d, js->job, &m, state);
 }
 
 bool dispatch_record_held(const struct rctx *x, const struct jobstate *js, int64_t until,
@@ -314,7 +400,7 @@ bool dispatch_let_go(const struct rctx *x, const struct jobstate *js, int64_t ti
 /* Offers outstanding a (as read: its value) again, to another member
  * than the one that let it down; why: for the log. Returns false when
  * this node no longer leads. */
-static bool reoffer(const struct rctx *x, const struct fleet *f, const struct job *job,
+static bool reoffer(const struct rctx *x, struct dispatch *d, const struct job *job,
                     const struct assign *was, struct assign *a, const char *why)
 {
     const char *token = baton_election_token(x->election);
@@ -324,7 +410,13 @@ static bool reoffer(const struct rctx *x, const struct fleet *f, const struct jo
     snprintf(member, sizeof member, "%s/%s", was->node, was->run_id);
     if (token == NULL)
         return false;
-    long i = a->moves >= DISPATCH_MOVES_MAX ? -1 : fleet_pick(f, job, a->tick, was->node);
+    struct fleet *f = NULL;
+    long i = a->moves >= DISPATCH_MOVES_MAX ? ASSIGN_NO_MEMBER
+                                            : fleet_pick(x, d, job, a->tick, was->node, &f);
+    if (i == ASSIGN_NO_ROOM) { /* it waits for room, as it is */
+        wait_room(d);
+        return true;
+    }
     if (i < 0) {
         int rc = assign_drop(x->client, x->group, job->name, key, token, was->value, was);
         if (rc == 1)
@@ -344,6 +436,7 @@ static bool reoffer(const struct rctx *x, const struct fleet *f, const struct jo
         cJSON_AddNumberToObject(lf, "attempt", a->attempt);
         cJSON_AddStringToObject(lf, "reason", why);
         log_emit_facts(x->log, LE_REASSIGNED, lf, &(struct log_facts){.job = job->name});
+        offered(x, d, f, job, was->node, i, a);
     }
     return rc != BATON_ELOST;
 }
@@ -353,7 +446,7 @@ static bool reoffer(const struct rctx *x, const struct fleet *f, const struct jo
  * member that runs it says so in its record. A second member lost so
  * before starting it: recorded not started, naming both. Returns false
  * when this node no longer leads. */
-static bool died_before_start(const struct rctx *x, const struct fleet *f, const struct job *job,
+static bool died_before_start(const struct rctx *x, struct dispatch *d, const struct job *job,
                               const struct assign *was)
 {
     char why[480];
@@ -363,7 +456,7 @@ static bool died_before_start(const struct rctx *x, const struct fleet *f, const
         snprintf(why, sizeof why,
                  "%s accepted it, then was lost before it started it: it runs elsewhere, once",
                  was->node);
-        return reoffer(x, f, job, was, &a, why);
+        return reoffer(x, d, job, was, &a, why);
     }
     const char *token = baton_election_token(x->election);
     enum tick_state state = TICK_ASSIGNED;
@@ -382,22 +475,32 @@ static bool died_before_start(const struct rctx *x, const struct fleet *f, const
     return rc != BATON_ELOST;
 }
 
+#define NEXT_WAIT 2 /* next_attempt(): no member has room: it waits */
+
 /* Offers the next attempt of was's tick (its run lost while it ran, or
  * failed with a retry due) to another member than was's (run_on: all:
- * to was's node, alive), under a new run id; a: the offer made. Returns assign_offer()'s answer, or
- * 0 when there is no member for it (nothing done: *a unset). */
-static int next_attempt(const struct rctx *x, struct dispatch *d, const struct fleet *f,
-                        const struct job *job, const struct assign *was, struct assign *a)
+ * to was's node, alive), under a new run id; a: the offer made, to
+ * (*fp)->v[*ip]. Returns assign_offer()'s answer, 0 when there is no
+ * member for it, or NEXT_WAIT when none has room (nothing done: *a
+ * unset). */
+static int next_attempt(const struct rctx *x, struct dispatch *d, const struct job *job,
+                        const struct assign *was, struct assign *a, struct fleet **fp, long *ip)
 {
-    long i = -1;
+    long i = ASSIGN_NO_MEMBER;
     if (job_run_on(job, NULL) != JOB_RUN_ON_ALL)
-        i = fleet_pick(f, job, was->tick, was->node);
+        i = fleet_pick(x, d, job, was->tick, was->node, fp);
+    else if ((*fp = fleet_get(x, d, false)) == NULL)
+        i = ASSIGN_NO_ROOM;
     else /* a node's own run: on that node again, while it is alive */
-        for (size_t k = 0; k < f->n && i < 0; k++)
-            if (strcmp(f->v[k].node, was->node) == 0 && f->v[k].alive)
+        for (size_t k = 0; k < (*fp)->n && i < 0; k++)
+            if (strcmp((*fp)->v[k].node, was->node) == 0 && (*fp)->v[k].alive)
                 i = (long)k;
+    *ip = i;
+    if (i == ASSIGN_NO_ROOM)
+        return NEXT_WAIT;
     if (i < 0)
         return 0;
+    struct fleet *f = *fp;
     *a = *was;
     d->seq++;
     a->attempt = was->attempt + 1;
@@ -414,13 +517,15 @@ static int next_attempt(const struct rctx *x, struct dispatch *d, const struct f
  * recorded lost with its node, then offered again as the next attempt
  * while the job's retries allow. Returns false when this node no longer
  * leads. */
-static bool lost(const struct rctx *x, struct dispatch *d, const struct fleet *f,
-                 const struct job *job, const struct assign *was)
+static bool lost(const struct rctx *x, struct dispatch *d, const struct job *job,
+                 const struct assign *was)
 {
     const char *token = baton_election_token(x->election);
     enum tick_state state = TICK_ASSIGNED;
     char why[320];
     struct assign a;
+    struct fleet *f = NULL;
+    long i = -1;
     int rc = 0;
     snprintf(why, sizeof why,
              "its node %s was lost while it ran (its registration lapsed: the run was stopped "
@@ -428,7 +533,13 @@ static bool lost(const struct rctx *x, struct dispatch *d, const struct fleet *f
              was->node);
     if (token == NULL)
         return false;
-    bool retried = was->attempt <= job->retries && (rc = next_attempt(x, d, f, job, was, &a)) == 1;
+    if (was->attempt <= job->retries)
+        rc = next_attempt(x, d, job, was, &a, &f, &i);
+    if (rc == NEXT_WAIT) { /* recorded when its next attempt is offered */
+        wait_room(d);
+        return true;
+    }
+    bool retried = rc == 1;
     if (!retried && rc == 0)
         rc = assign_drop(x->client, x->group, job->name, baton_election_key(x->election), token,
                          was->value, was);
@@ -443,6 +554,7 @@ static bool lost(const struct rctx *x, struct dispatch *d, const struct fleet *f
     if (retried) {
         ticklife_move(x, job->name, was->tick, &state, TICK_EV_RETRY);
         log_assigned(x, job->name, &a);
+        offered(x, d, f, job, was->node, i, &a);
     } else {
         ticklife_move(x, job->name, was->tick, &state, TICK_EV_LOST);
     }
@@ -453,18 +565,23 @@ static bool lost(const struct rctx *x, struct dispatch *d, const struct fleet *f
  * as a retry now due: its next attempt offered to another member (or,
  * none fitting, the retry dropped: the failure is its tick's record).
  * Returns false when this node no longer leads. */
-static bool retry(const struct rctx *x, struct dispatch *d, const struct fleet *f,
-                  const struct job *job, const struct assign *was)
+static bool retry(const struct rctx *x, struct dispatch *d, const struct job *job,
+                  const struct assign *was)
 {
     const char *token = baton_election_token(x->election);
     enum tick_state state = TICK_ASSIGNED;
     struct assign a;
+    struct fleet *f = NULL;
+    long i = -1;
     if (token == NULL)
         return false;
-    int rc = next_attempt(x, d, f, job, was, &a);
-    if (rc == 1) {
+    int rc = next_attempt(x, d, job, was, &a, &f, &i);
+    if (rc == NEXT_WAIT) {
+        wait_room(d);
+    } else if (rc == 1) {
         ticklife_move(x, job->name, was->tick, &state, TICK_EV_RETRY);
         log_assigned(x, job->name, &a);
+        offered(x, d, f, job, was->node, i, &a);
     } else if (rc == 0 &&
                assign_drop(x->client, x->group, job->name, baton_election_key(x->election), token,
                            was->value, was) == 1) {
@@ -503,58 +620,150 @@ static bool held(const struct jobstate *js, int64_t tick)
     return js->ctl.pause_until != 0 && tick <= js->ctl.pause_until;
 }
 
+/* Oldest tick first, then by job and field: the order ticks waiting for
+ * room are served in (the same on every leader). */
+static int by_tick(const void *pa, const void *pb)
+{
+    const struct assign *a = pa, *b = pb;
+    if (a->tick != b->tick)
+        return a->tick < b->tick ? -1 : 1;
+    int c = strcmp(a->job, b->job);
+    return c != 0 ? c : strcmp(a->field, b->field);
+}
+
+/* The registrations of the n ticks in w that wait for room (markers,
+ * offers past their deadline) held for a lease more, at most every
+ * DISPATCH_TEND_MS: a forbid job, and max_running, see such a tick alive
+ * as they see an offered one. */
+static void hold(const struct rctx *x, struct dispatch *d, const struct assign *const *w, size_t n,
+                 int64_t now)
+{
+    const char *token = baton_election_token(x->election);
+    if (n == 0 || token == NULL || now - d->held_at < DISPATCH_TEND_MS * MS)
+        return;
+    d->held_at = now;
+    assign_hold(x->client, x->group, baton_election_key(x->election), token, w, n, x->lease_ttl_ms);
+}
+
+static const char why_aged[] =
+    "it waited to be offered (no member had room, or its leader was lost) past its catch-up "
+    "window: not run";
+
+/* Marker m of job, not offered yet (it waited for room, or its leader
+ * was lost), is decided as a held tick is (sched_held): aged out of the
+ * catch-up window, recorded missed; with catchup: last and a newer tick
+ * due, superseded (not for forbid: its newer ticks were skipped while it
+ * waited alive, so it runs). Returns true when it is not to be offered
+ * (*leads false when this node no longer leads). */
+static bool aged(const struct rctx *x, const struct job *job, const struct assign *m, bool *leads)
+{
+    enum sched_verdict v = sched_held(job, m->tick, rtime_wall_ms());
+    const char *token = baton_election_token(x->election);
+    if (v == SV_SUPERSEDE && job->concurrency == JOB_FORBID)
+        v = SV_START;
+    if (token == NULL) {
+        *leads = false;
+        return true;
+    }
+    if (v == SV_START)
+        return false;
+    int rc = assign_drop(x->client, x->group, job->name, baton_election_key(x->election), token,
+                         "claimed", m);
+    if (rc == 1) {
+        enum tick_state s = TICK_CLAIMED;
+        ticklife_move(x, job->name, m->tick, &s, v == SV_DROP ? TICK_EV_DROP : TICK_EV_SUPERSEDE);
+        records_skipped_one(x->rec, job->name, x->term, m->tick,
+                            v == SV_DROP ? HO_MISSED : HO_SUPERSEDED,
+                            v == SV_DROP ? why_aged : sched_reason(job, v));
+    }
+    *leads = rc != BATON_ELOST;
+    return true;
+}
+
+/* Decides v (its job's js), due: returns false when this node no longer
+ * leads. */
+static bool tend_one(const struct rctx *x, struct dispatch *d, struct jobstate *js,
+                     struct assign *v)
+{
+    struct assign a = *v;
+    char why[320];
+    enum tick_state state = TICK_CLAIMED;
+    if (job_run_on(js->job, NULL) == JOB_RUN_ON_ALL &&
+        (v->state == ASSIGN_OFFERED || v->state == ASSIGN_ACCEPTED))
+        return not_moved(x, js->job, v);
+    switch (v->state) {
+    case ASSIGN_CLAIMED: { /* claimed, never offered (its leader died, no answer, no room) */
+        bool leads = true;
+        if (held(js, v->tick) || aged(x, js->job, v, &leads))
+            return leads;
+        return offer_marker(x, d, js->job, v, &state) != BATON_ELOST;
+    }
+    case ASSIGN_OFFERED:
+        snprintf(why, sizeof why, "%s did not accept it in time", v->node);
+        return reoffer(x, d, js->job, v, &a, why);
+    case ASSIGN_ACCEPTED: return died_before_start(x, d, js->job, v);
+    case ASSIGN_STARTED: return lost(x, d, js->job, v);
+    case ASSIGN_RETRY: return retry(x, d, js->job, v);
+    }
+    return true;
+}
+
 void dispatch_tend(const struct rctx *x, struct dispatch *d, int64_t now)
 {
+    if (!x->leading && d->view != NULL) { /* a next term starts its shares anew */
+        fleet_free(d->view);
+        d->view = NULL;
+        d->waiting = 0;
+    }
     if (!x->leading || !d->fleet || d->tend_at == 0 || now < d->tend_at)
         return;
     d->tend_at = now + DISPATCH_TEND_MS * MS;
     if (!rctx_may_block(x))
         return;
     /* What is outstanding, of every job, in one call (assign_list_all);
-     * the members only when something needs a decision. */
+     * what needs a decision, oldest tick first. */
     struct assign *v = calloc(LIST_MAX, sizeof *v);
+    const struct assign **w = calloc(LIST_MAX, sizeof *w);
     bool *alive = calloc(LIST_MAX, sizeof *alive);
-    size_t n = 0, todo = 0;
+    size_t n = 0, todo = 0, nw = 0;
     int64_t server_ms;
-    struct fleet f = {0};
-    if (v == NULL || alive == NULL ||
+    if (v == NULL || w == NULL || alive == NULL ||
         assign_list_all(x->client, x->group, v, alive, LIST_MAX, true, &n, &server_ms) != BATON_OK)
         goto out;
     for (size_t i = 0; i < n; i++)
-        todo += !alive[i];
-    if (todo == 0 || !fleet_read(x, &f))
-        goto out;
+        if (!alive[i])
+            v[todo++] = v[i];
+    qsort(v, todo, sizeof *v, by_tick);
+    d->waiting = 0;
+    d->reread = true;
     bool leads = true;
-    for (size_t i = 0; i < n && leads && x->leading && rctx_may_block(x); i++) {
-        struct jobstate *js = alive[i] ? NULL : jobtable_find(x->jt, v[i].job);
+    for (size_t i = 0; i < todo && leads && x->leading && rctx_may_block(x); i++) {
+        struct jobstate *js = jobtable_find(x->jt, v[i].job);
         if (js == NULL || job_run_on(js->job, NULL) == JOB_RUN_ON_LEADER)
             continue; /* not a job this leader dispatches: left as it is */
-        struct assign a = v[i];
-        char why[320];
-        enum tick_state state = TICK_CLAIMED;
-        if (job_run_on(js->job, NULL) == JOB_RUN_ON_ALL &&
-            (v[i].state == ASSIGN_OFFERED || v[i].state == ASSIGN_ACCEPTED)) {
-            leads = not_moved(x, js->job, &v[i]);
-            continue;
-        }
-        switch (v[i].state) {
-        case ASSIGN_CLAIMED: /* claimed, never offered (its leader died, or no answer) */
-            if (!held(js, v[i].tick))
-                leads = offer_marker(x, &f, js->job, &v[i], &state) != BATON_ELOST;
-            break;
-        case ASSIGN_OFFERED:
-            snprintf(why, sizeof why, "%s did not accept it in time", v[i].node);
-            leads = reoffer(x, &f, js->job, &v[i], &a, why);
-            break;
-        case ASSIGN_ACCEPTED: leads = died_before_start(x, &f, js->job, &v[i]); break;
-        case ASSIGN_STARTED: leads = lost(x, d, &f, js->job, &v[i]); break;
-        case ASSIGN_RETRY: leads = retry(x, d, &f, js->job, &v[i]); break;
-        }
+        size_t before = d->waiting;
+        leads = tend_one(x, d, js, &v[i]);
+        if (d->waiting > before && (v[i].state == ASSIGN_CLAIMED || v[i].state == ASSIGN_OFFERED))
+            w[nw++] = &v[i];
     }
+    if (leads && x->leading)
+        hold(x, d, w, nw, now);
 out:
     free(v);
+    free(w);
     free(alive);
-    fleet_free(&f);
+}
+
+void dispatch_ended(struct dispatch *d)
+{
+    if (d->waiting > 0) /* a member may have room now */
+        d->tend_at = loop_now();
+}
+
+void dispatch_free(struct dispatch *d)
+{
+    fleet_free(d->view);
+    d->view = NULL;
 }
 
 /* ---- every node ---- */
@@ -571,7 +780,41 @@ static uint64_t term_of(const char *id)
     return *end == '-' ? (uint64_t)t : 0;
 }
 
-void dispatch_poll(const struct rctx *x, struct dispatch *d, struct runs *rs, int64_t now)
+/* Accepts the offer "<job> <field>" made to this node, and starts its
+ * run (runs_accepted). Returns assign_accept()'s answer (ASSIGN_GONE: not
+ * a job of this node's jobs.yaml run on members, or Redis may not be
+ * called now). */
+static enum assign_answer accept_one(const struct rctx *x, struct dispatch *d, const char *job,
+                                     const char *field)
+{
+    struct jobstate *js = jobtable_find(x->jt, job);
+    struct assign a;
+    if (js == NULL || job_run_on(js->job, NULL) == JOB_RUN_ON_LEADER || !rctx_may_block(x))
+        return ASSIGN_GONE; /* not this node's to run: it expires and moves on */
+    int64_t sent = loop_now();
+    enum assign_answer ans =
+        assign_accept(x->client, x->group, job, field, x->node, d->capacity, x->lease_ttl_ms, &a);
+    if (ans != ASSIGN_OK)
+        return ans;
+    enum tick_state state = TICK_ASSIGNED;
+    ticklife_move(x, job, a.tick, &state, TICK_EV_ACCEPT);
+    cJSON *lf = fields(job, a.tick, a.run_id);
+    cJSON_AddNumberToObject(lf, "attempt", a.attempt);
+    cJSON_AddNumberToObject(lf, "moves", a.moves);
+    log_emit(x->log, LE_ACCEPTED, lf);
+    if (x->fault_stop_after_accept)
+        raise(SIGSTOP);
+    runs_accepted(x, d->rs, js, &a, term_of(a.run_id), sent);
+    return ASSIGN_OK;
+}
+
+static void accept_own(const struct rctx *x, struct dispatch *d, const char *job, const char *field)
+{
+    if (d->fleet && !d->closed && d->rs != NULL)
+        accept_one(x, d, job, field);
+}
+
+void dispatch_poll(const struct rctx *x, struct dispatch *d, int64_t now)
 {
     if (!d->fleet || d->closed || d->poll_at == 0 || now < d->poll_at)
         return;
@@ -584,29 +827,10 @@ void dispatch_poll(const struct rctx *x, struct dispatch *d, struct runs *rs, in
         n = 0;
     bool full = false;
     for (size_t i = 0; i < n; i++) {
-        struct jobstate *js = jobtable_find(x->jt, jobs[i]);
-        struct assign a;
-        if (full || js == NULL || job_run_on(js->job, NULL) == JOB_RUN_ON_LEADER ||
-            !rctx_may_block(x))
-            continue; /* not this node's to run: it expires and moves on */
-        int64_t sent = loop_now();
-        enum assign_answer ans = assign_accept(x->client, x->group, jobs[i], fieldv[i], x->node,
-                                               d->capacity, x->lease_ttl_ms, &a);
-        if (ans == ASSIGN_FULL || ans == ASSIGN_ERROR) {
-            full = true;
-            continue;
-        }
-        if (ans != ASSIGN_OK)
-            continue;
-        enum tick_state state = TICK_ASSIGNED;
-        ticklife_move(x, jobs[i], a.tick, &state, TICK_EV_ACCEPT);
-        cJSON *lf = fields(jobs[i], a.tick, a.run_id);
-        cJSON_AddNumberToObject(lf, "attempt", a.attempt);
-        cJSON_AddNumberToObject(lf, "moves", a.moves);
-        log_emit(x->log, LE_ACCEPTED, lf);
-        if (x->fault_stop_after_accept)
-            raise(SIGSTOP);
-        runs_accepted(x, rs, js, &a, term_of(a.run_id), sent);
+        if (full)
+            continue; /* at capacity: the rest expire and move on */
+        enum assign_answer ans = accept_one(x, d, jobs[i], fieldv[i]);
+        full = ans == ASSIGN_FULL || ans == ASSIGN_ERROR;
     }
     for (size_t i = 0; i < n; i++) {
         free(jobs[i]);

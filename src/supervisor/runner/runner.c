@@ -393,6 +393,7 @@ struct runner *runner_new(const struct runner_host *host)
                                    .fault_start = host->fault_start};
     r->runs.kill_margin_ns = host->kill_margin_ns;
     r->disp.capacity = host->capacity;
+    r->disp.rs = &r->runs;
     r->runs.refresh_ms = host->refresh_ms;
     return r;
 }
@@ -427,6 +428,7 @@ void runner_free(struct runner *r)
         return;
     r->h.hooks = r->x.hooks = r->rec.hooks = NULL; /* going away: no hook starts now */
     runs_free(&r->runs);
+    dispatch_free(&r->disp);
     for (struct jobstate *js = r->jt.states; js != NULL; js = js->next)
         control_job_clear(&r->ctl, &js->ctl);
     jobtable_free(&r->jt);
@@ -718,7 +720,7 @@ void runner_on_timer(struct runner *r)
     runs_tend(&r->x, &r->runs, now);
     runs_fence_lease(&r->x, &r->runs, now);
     dispatch_tend(&r->x, &r->disp, now);
-    dispatch_poll(&r->x, &r->disp, &r->runs, now);
+    dispatch_poll(&r->x, &r->disp, now);
     if (r->x.leading && r->ctl.at != 0 && r->ctl.at <= now)
         control_read(&r->x, &r->ctl, &r->runs, now);
     /* Every job that has something to do now, earliest first, for at most
@@ -770,6 +772,8 @@ void runner_on_message(struct runner *r, const char *msg, size_t len)
             wake(r, js);
         if (js != NULL && js->pool != NULL) /* a slot of its pool is free */
             wake_pool(r, js->pool, NULL);
+        if (r->x.leading) /* a member may have room */
+            dispatch_ended(&r->disp);
     } else if (r->x.leading && ((len > 8 && strncmp(msg, "trigger ", 8) == 0) ||
                                 (len > 7 && strncmp(msg, "paused ", 7) == 0) ||
                                 (len > 8 && strncmp(msg, "resumed ", 8) == 0))) {
