@@ -844,6 +844,12 @@ void dispatch_heard(const struct rctx *x, struct dispatch *d, const char *node, 
         d->poll_at = loop_now();
 }
 
+void dispatch_missed(struct dispatch *d)
+{
+    if (d->fleet && !d->closed)
+        d->poll_at = loop_now();
+}
+
 void dispatch_jobs(struct dispatch *d, bool fleet)
 {
     d->fleet = fleet;

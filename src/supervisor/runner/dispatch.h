@@ -43,7 +43,10 @@
  * as decided, and the next tend reads which.
  *
  * Every node (dispatch_poll): woken by "offer <node>" on the group's
- * channel, or every DISPATCH_POLL_MS, it reads its offers and accepts
+ * channel, or when its subscription was made again (messages may have
+ * been lost: dispatch_missed), or every DISPATCH_POLL_MS (a safety net:
+ * an offer not accepted in time moves on anyway; a poll every 500 ms of
+ * every node was most of what grew with the nodes), it reads its offers and accepts
  * them (assign_accept: under its capacity counted in Redis) for the jobs
  * its jobs.yaml has with run_on other than leader. A node told to stop
  * (dispatch_close) accepts nothing more: its offers expire and go
@@ -75,7 +78,7 @@
 #define DISPATCH_WAIT_MS   20   /* ... and this often while ticks wait for room */
 #define DISPATCH_FLEET_MS  1000 /* the leader reads the members this often at most */
 #define DISPATCH_ROOM_MS   10   /* ... or this often when none had room */
-#define DISPATCH_POLL_MS   500  /* a node reads its offers this often at least */
+#define DISPATCH_POLL_MS   5000 /* a node reads its offers this often at least */
 #define DISPATCH_MOVES_MAX 30   /* offered this many times without a run: recorded */
 
 struct jobstate;
@@ -134,6 +137,10 @@ void dispatch_free(struct dispatch *d);
 
 /* "offer <node>" was heard: node's offers are read now if it is ours. */
 void dispatch_heard(const struct rctx *x, struct dispatch *d, const char *node, size_t len);
+
+/* Messages may have been lost (the subscription was made again): this
+ * node's offers are read now. */
+void dispatch_missed(struct dispatch *d);
 
 /* The jobs changed: whether any runs on members (polling starts or
  * stops). */
