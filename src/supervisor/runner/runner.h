@@ -59,14 +59,14 @@ struct runner_host { /* node and group are copied; the rest is borrowed */
     const char *node;
     const char *group;
     int64_t history_len;
-    size_t output_bytes;       /* each run's output tail kept with its record (run.h) */
-    struct hooks *hooks;       /* where ended runs go for their hooks (hook.h); may be NULL */
-    int64_t lease_ttl_ms;      /* runs on their own are registered for this long */
-    int64_t refresh_ms;        /* ... and refreshed this often (lease.renew) */
-    int64_t guard_ns;          /* stop point = end of a registration - guard_ns */
-    int64_t control_poll_ms;   /* the leader reads pauses and requests this often at least */
-    int64_t kill_margin_ns;    /* runs are dead this long before it ends */
-    int64_t capacity;          /* the most runs this node takes from the fleet (dispatch.h) */
+    size_t output_bytes;     /* each run's output tail kept with its record (run.h) */
+    struct hooks *hooks;     /* where ended runs go for their hooks (hook.h); may be NULL */
+    int64_t lease_ttl_ms;    /* runs on their own are registered for this long */
+    int64_t refresh_ms;      /* ... and refreshed this often (lease.renew) */
+    int64_t guard_ns;        /* stop point = end of a registration - guard_ns */
+    int64_t control_poll_ms; /* the leader reads pauses and requests this often at least */
+    int64_t kill_margin_ns;  /* runs are dead this long before it ends */
+    int64_t capacity;        /* the most runs this node takes from the fleet (dispatch.h) */
     const char *const *labels; /* this node's (NULL-terminated; may be NULL): copied */
     /* True when a blocking Redis call (up to redis_timeout) may start now. */
     bool (*may_block)(void *ctx);
