@@ -130,8 +130,9 @@ void presence_watch(struct daemon *d)
     if (d->sub_added && baton_election_watch_complete(d->election))
         return;
     if (baton_election_watch(d->election) != BATON_OK)
-        return;         /* campaigns and polls keep working; we retry next time */
-    if (d->sub_added) { /* made again: what was published meanwhile is read */
+        return; /* campaigns and polls keep working; we retry next time */
+    if (d->sub_added) {
+        /* Made again: what was published meanwhile is read. */
         runner_control_changed(d->runner);
         return;
     }

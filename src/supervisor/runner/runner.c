@@ -68,7 +68,7 @@ struct runner {
     struct claimer cl;
     struct control ctl;
     struct runs runs;
-    struct pools pools; /* the waiting ticks of each pool, in order (pools.h) */
+    struct pools pools;     /* the waiting ticks of each pool, in order (pools.h) */
     struct dispatch disp;
     int64_t wall_offset_ms; /* wall - monotonic when the keys were computed */
     int64_t turn_end;       /* this turn of the loop yields at this time (TURN_BUDGET_MS) */
