@@ -11,8 +11,10 @@
  *   jobtable.c  the records, the heap of when each has something to do,
  *               jobs.yaml's generations
  *
- *   dispatch.c  run_on other than leader: offers to members and what is
- *               outstanding (the leader), offers accepted (every node)
+ *   dispatch.c  run_on other than leader: offers to members (the leader;
+ *               fleet.c: the members as it sees them), what is outstanding
+ *               (dispatch_tend.c), offers accepted (dispatch_member.c:
+ *               every node)
  *
  * The order of calls is one way: runner -> control -> claimer -> dispatch
  * -> runs -> jobtable -> records -> outbox, ticks and steps below all.
