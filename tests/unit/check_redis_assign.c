@@ -192,17 +192,25 @@ END_TEST
  * same script: the first offer takes the marker (once: a second, or
  * another leader's, finds it gone); a marker dropped is gone with the
  * claim's registration; one read lists every job's assignments. */
+/* The leader "lead" claims job's tick to run, dispatched (its marker
+ * written). */
+static void claim_marked(struct baton_client *c, const char *job, int64_t tick)
+{
+    struct claim_limits lim = {.dispatch = true};
+    struct claim_reply r;
+    char member[64];
+    snprintf(member, sizeof member, "lead/%lld-1-1-1", (long long)tick);
+    ck_assert_int_eq(claim_tick(c, G, job, LEADER, "tok", tick, CLAIM_RUN, member, &lim, &r),
+                     CLAIM_OK);
+    claim_reply_free(&r);
+}
+
 START_TEST(claim_writes_marker)
 {
     struct baton_client *c = setup();
-    struct claim_limits lim = {.dispatch = true};
     struct claim_reply r;
-    ck_assert_int_eq(
-        claim_tick(c, G, "j", LEADER, "tok", 600, CLAIM_RUN, "lead/600-1-1-1", &lim, &r), CLAIM_OK);
-    claim_reply_free(&r);
-    ck_assert_int_eq(
-        claim_tick(c, G, "k", LEADER, "tok", 601, CLAIM_RUN, "lead/601-1-1-1", &lim, &r), CLAIM_OK);
-    claim_reply_free(&r);
+    claim_marked(c, "j", 600);
+    claim_marked(c, "k", 601);
     /* a job run on the leader: no marker */
     ck_assert_int_eq(
         claim_tick(c, G, "l", LEADER, "tok", 602, CLAIM_RUN, "lead/602-1-1-1", NULL, &r), CLAIM_OK);
@@ -244,14 +252,8 @@ END_TEST
 START_TEST(waiting_marker_held)
 {
     struct baton_client *c = setup();
-    struct claim_limits lim = {.dispatch = true};
-    struct claim_reply r;
-    ck_assert_int_eq(
-        claim_tick(c, G, "j", LEADER, "tok", 700, CLAIM_RUN, "lead/700-1-1-1", &lim, &r), CLAIM_OK);
-    claim_reply_free(&r);
-    ck_assert_int_eq(
-        claim_tick(c, G, "k", LEADER, "tok", 701, CLAIM_RUN, "lead/701-1-1-1", &lim, &r), CLAIM_OK);
-    claim_reply_free(&r);
+    claim_marked(c, "j", 700);
+    claim_marked(c, "k", 701);
     struct assign v[8];
     bool alive[8];
     size_t n = 0;
