@@ -240,8 +240,12 @@ bool dispatch_let_go(const struct rctx *x, const struct jobstate *js, int64_t ti
 
 void dispatch_ended(struct dispatch *d)
 {
-    if (d->waiting > 0) /* a member may have room now */
-        d->tend_at = loop_now();
+    /* A member may have room now: a tend, but not more often than every
+     * DISPATCH_WAIT_MS (runs may end by the hundred a second, and a tend
+     * reads all that is outstanding). */
+    int64_t at = d->tended_at + DISPATCH_WAIT_MS * MS;
+    if (d->waiting > 0 && (d->tend_at == 0 || d->tend_at > at))
+        d->tend_at = at > loop_now() ? at : loop_now();
 }
 
 void dispatch_free(struct dispatch *d)

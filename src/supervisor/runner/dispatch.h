@@ -96,6 +96,7 @@ struct dispatch {
     struct fleet *view; /* leader: the members as last read, and their shares (owned) */
     size_t waiting;     /* leader: ticks that waited for room at the last look */
     bool reread;        /* leader: the members may be read again for room */
+    int64_t tended_at;  /* leader: the last tend */
     int64_t held_at;    /* leader: the last hold of their registrations */
 };
 

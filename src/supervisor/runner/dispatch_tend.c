@@ -335,6 +335,7 @@ void dispatch_tend(const struct rctx *x, struct dispatch *d, int64_t now)
     if (!x->leading || !d->fleet || d->tend_at == 0 || now < d->tend_at)
         return;
     d->tend_at = now + DISPATCH_TEND_MS * MS;
+    d->tended_at = now;
     if (!rctx_may_block(x))
         return;
     /* What is outstanding, of every job, in one call (assign_list_all);
