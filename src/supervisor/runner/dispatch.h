@@ -75,7 +75,7 @@
 #include "ticklife.h"
 
 #define DISPATCH_TEND_MS   250  /* the leader reads what is outstanding this often */
-#define DISPATCH_WAIT_MS   20   /* ... and this often while ticks wait for room */
+#define DISPATCH_WAIT_MS   40   /* ... and this often while ticks wait for room */
 #define DISPATCH_FLEET_MS  1000 /* the leader reads the members this often at most */
 #define DISPATCH_ROOM_MS   10   /* ... or this often when none had room */
 #define DISPATCH_POLL_MS   5000 /* a node reads its offers this often at least */
