@@ -430,7 +430,8 @@ static const struct schema_field job_keys[] = {
      .def_fn = default_run_on, .def_doc = "`leader`",
      .type_doc = "leader, any, all or {labels: [...]}",
      .doc = "Where the job's runs go: `leader` (the leader's own node), `any` (one live member "
-            "per tick, the least loaded relative to its `capacity`, chosen by the leader), "
+            "per tick with room, in proportion to its `capacity`, chosen by the leader; with "
+            "none, the tick waits, oldest first), "
             "`{labels: [...]}` (one live member carrying every label), `all` (every live member "
             "runs each tick once, recorded per node) or `{labels: [...], all: true}` (every live "
             "member carrying the labels). A run on a member is covered by its own registration "

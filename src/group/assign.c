@@ -50,42 +50,65 @@ uint64_t assign_seed(const char *job, int64_t tick, const char *salt)
     return mix(fnv(fnv(fnv(UINT64_C(14695981039346656037), job), t), salt != NULL ? salt : ""));
 }
 
-/* -1, 0, 1 as a's load relative to its capacity is below, equal to, or
- * above b's (in_use / capacity, compared without division). */
-static int load_cmp(const struct assign_node *a, const struct assign_node *b)
+/* c may be chosen: alive, taking runs, with room, carrying the labels,
+ * and not avoid (NULL: none). */
+static bool fits(const struct assign_node *c, const char *const *labels, size_t nlabels,
+                 const char *avoid)
 {
-    /* capacity <= 1e6 and in_use below it (config bounds): no overflow */
-    int64_t l = a->in_use * b->capacity, r = b->in_use * a->capacity;
-    return l < r ? -1 : l > r;
+    return c->alive && c->capacity > 0 && c->in_use < c->capacity &&
+           assign_has_labels(c, labels, nlabels) && (avoid == NULL || strcmp(c->node, avoid) != 0);
 }
 
-static long choose(const struct assign_node *v, size_t n, const char *const *labels, size_t nlabels,
-                   const char *avoid, uint64_t seed)
+/* The avoid that applies: avoid, unless no other node fits. */
+static const char *avoiding(const struct assign_node *v, size_t n, const char *const *labels,
+                            size_t nlabels, const char *avoid)
 {
-    long best = -1;
-    uint64_t best_h = 0;
-    for (size_t i = 0; i < n; i++) {
-        const struct assign_node *c = &v[i];
-        if (!c->alive || c->capacity <= 0 || c->in_use >= c->capacity ||
-            !assign_has_labels(c, labels, nlabels) ||
-            (avoid != NULL && strcmp(c->node, avoid) == 0))
-            continue;
-        uint64_t h = mix(fnv(seed, c->node));
-        int cmp = best < 0 ? -1 : load_cmp(c, &v[best]);
-        if (cmp < 0 ||
-            (cmp == 0 && (h < best_h || (h == best_h && strcmp(c->node, v[best].node) < 0)))) {
-            best = (long)i;
-            best_h = h;
-        }
-    }
-    return best;
+    for (size_t i = 0; avoid != NULL && i < n; i++)
+        if (fits(&v[i], labels, nlabels, avoid))
+            return avoid;
+    return NULL;
 }
 
 long assign_choose(const struct assign_node *v, size_t n, const char *const *labels, size_t nlabels,
                    const char *avoid, uint64_t seed)
 {
-    long i = choose(v, n, labels, nlabels, avoid, seed);
-    return i >= 0 || avoid == NULL ? i : choose(v, n, labels, nlabels, NULL, seed);
+    long best = -1;
+    uint64_t best_h = 0;
+    bool carried = false;
+    avoid = avoiding(v, n, labels, nlabels, avoid);
+    for (size_t i = 0; i < n; i++) {
+        const struct assign_node *c = &v[i];
+        carried = carried || (c->alive && c->capacity > 0 && assign_has_labels(c, labels, nlabels));
+        if (!fits(c, labels, nlabels, avoid))
+            continue;
+        /* credits are bounded by the capacities' sum (<= 1e6 a node): no overflow */
+        uint64_t h = mix(fnv(seed, c->node));
+        int64_t mine = c->credit + c->capacity,
+                theirs = best < 0 ? 0 : v[best].credit + v[best].capacity;
+        if (best < 0 || mine > theirs ||
+            (mine == theirs &&
+             (h < best_h || (h == best_h && strcmp(c->node, v[best].node) < 0)))) {
+            best = (long)i;
+            best_h = h;
+        }
+    }
+    return best >= 0 ? best : carried ? ASSIGN_NO_ROOM : ASSIGN_NO_MEMBER;
+}
+
+void assign_charge(struct assign_node *v, size_t n, const char *const *labels, size_t nlabels,
+                   const char *avoid, long chosen)
+{
+    int64_t total = 0;
+    avoid = avoiding(v, n, labels, nlabels, avoid);
+    for (size_t i = 0; i < n; i++)
+        if (fits(&v[i], labels, nlabels, avoid)) {
+            v[i].credit += v[i].capacity;
+            total += v[i].capacity;
+        }
+    if (chosen >= 0 && (size_t)chosen < n) {
+        v[chosen].credit -= total;
+        v[chosen].in_use++;
+    }
 }
 
 /* ------------------------------------------------------------------------ */
@@ -310,6 +333,28 @@ static const char accept_src[] = NOW_LUA PARSE_LUA LOAD_LUA
     "          ' ' .. died\n"
     "redis.call('hset', KEYS[2], ARGV[1], v)\n"
     "return {1, v}\n";
+
+/* KEYS: leader. ARGV: token, prefix, ttl_ms, then (job, field, value)
+ * triples. Returns -1 not the leader, 1 done. */
+static const char hold_src[] =
+    "if redis.call('get', KEYS[1]) ~= ARGV[1] then return -1 end\n" NOW_LUA PARSE_LUA
+    "local ttl = tonumber(ARGV[3])\n"
+    "for i = 4, #ARGV - 2, 3 do\n"
+    "  local busy = ARGV[2] .. 'busy:' .. ARGV[i]\n"
+    "  if redis.call('hget', ARGV[2] .. 'assign:' .. ARGV[i], ARGV[i + 1]) == ARGV[i + 2] then\n"
+    "    local s, node, _, _, run = parse(ARGV[i + 2])\n"
+    "    if s == 'claimed' or s == 'offered' then\n"
+    "      local sc = redis.call('zscore', busy, node .. '/' .. run)\n"
+    "      if not sc or tonumber(sc) < now + ttl then\n"
+    "        redis.call('zadd', busy, now + ttl, node .. '/' .. run)\n"
+    "      end\n"
+    "      if redis.call('pttl', busy) < ttl + 3600000 then\n"
+    "        redis.call('pexpire', busy, ttl + 3600000)\n"
+    "      end\n"
+    "    end\n"
+    "  end\n"
+    "end\n"
+    "return 1\n";
 
 /* KEYS: busy:J, assign:J, paused, load:N. ARGV: field, value (accepted,
  * as accepted), job. Returns 1 (started), 0 (no longer this run's), 2
@@ -546,6 +591,36 @@ int assign_drop(struct baton_client *c, const char *group, const char *job, cons
 {
     struct assign copy = *a;
     return offer_or_drop(c, group, job, leader_key, token, NULL, expect, &copy, 0, true);
+}
+
+int assign_hold(struct baton_client *c, const char *group, const char *leader_key,
+                const char *token, const struct assign *const *w, size_t n, int64_t ttl_ms)
+{
+    char prefix[160], ttl[24];
+    const char **args = calloc(3 + 3 * n, sizeof *args);
+    struct baton_reply *r = NULL;
+    int rc = BATON_ENOMEM;
+    if (args == NULL)
+        return rc;
+    snprintf(prefix, sizeof prefix, "baton:{%s}:", group);
+    snprintf(ttl, sizeof ttl, "%" PRId64, ttl_ms);
+    args[0] = token;
+    args[1] = prefix;
+    args[2] = ttl;
+    for (size_t i = 0; i < n; i++) {
+        args[3 + 3 * i] = w[i]->job;
+        args[4 + 3 * i] = w[i]->field;
+        args[5 + 3 * i] = w[i]->value;
+    }
+    const char *keys[1] = {leader_key};
+    rc = baton_client_eval(c, hold_src, 1, keys, 3 + 3 * (int)n, args, &r);
+    if (rc == BATON_OK)
+        rc = r == NULL || r->type != BATON_REPLY_INTEGER ? BATON_EPROTO
+             : r->integer == -1                          ? BATON_ELOST
+                                                         : BATON_OK;
+    baton_reply_free(r);
+    free(args);
+    return rc;
 }
 
 enum assign_answer assign_accept(struct baton_client *c, const char *group, const char *job,

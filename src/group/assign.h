@@ -41,10 +41,13 @@
  *     "<leader>/<run_id>" under its lease; the same script writes the
  *     tick's marker (claimed) in assign:J, so that a claimed tick is never
  *     without an entry, whatever dies when. It then chooses a member
- *     (assign_choose(): alive, carrying the job's labels, the least loaded
- *     relative to its capacity, counting accepted runs and outstanding
- *     offers read from Redis, never remembered) and offers the tick
- *     (assign_offer(), under its token): the claim's registration becomes
+ *     (assign_choose(): alive, carrying the job's labels, with room by
+ *     the accepted runs and outstanding offers read from Redis (and the
+ *     offers made since the read), in proportion to capacity among those)
+ *     and offers the tick (assign_offer(), under its token); when every
+ *     member that carries the labels is full, the marker waits in Redis
+ *     (its registration held: assign_hold()) and is offered when one has
+ *     room, oldest tick first. The claim's registration becomes
  *     "<node>/<run_id>" until the deadline, so that a forbid job sees the
  *     tick alive while it is offered, and "offer <node>" is published on
  *     the group's events channel. The first offer takes the marker
@@ -109,7 +112,8 @@
 
 /* ---- the choice: a pure function ---- */
 
-/* A member as the leader sees it: its heartbeat, and what Redis counts. */
+/* A member as the leader sees it: its heartbeat, what Redis counts, and
+ * the leader's account of its share. */
 struct assign_node {
     const char *node;
     const char *const *labels; /* borrowed */
@@ -117,20 +121,38 @@ struct assign_node {
     int64_t capacity; /* the most runs it takes at once (its heartbeat) */
     int64_t in_use;   /* its accepted runs and outstanding offers (Redis) */
     bool alive;       /* members_alive(), and not stopping */
+    int64_t credit;   /* how far it is behind its share (assign_charge); 0 at first */
 };
 
 /* True when n carries every one of the labels (none: true). */
 bool assign_has_labels(const struct assign_node *n, const char *const *labels, size_t nlabels);
 
+#define ASSIGN_NO_MEMBER (-1) /* no alive member that takes runs carries the labels */
+#define ASSIGN_NO_ROOM   (-2) /* some do, and every one of them is full */
+
 /* The member to offer a tick to: among the alive nodes with room (in_use <
- * capacity) that carry every label, the least loaded relative to its
- * capacity (in_use / capacity); ties go to the lowest hash of (seed,
- * node), so that ticks (seed: a hash of job and tick) spread over equal
- * nodes, and every leader chooses alike. avoid (may be NULL): a node that
- * let the tick down (its offer expired, its run was lost), chosen only if
- * no other fits. Returns the index in v, or -1 when none fits. */
+ * capacity) that carry every label, the one furthest behind its share of
+ * the ticks offered, shares in proportion to capacity: a smooth weighted
+ * round robin, the largest credit + capacity (assign_charge() keeps the
+ * credits). The spread is then fair, or proportional to capacity, over any
+ * run of ticks whatever the runs' lengths and however late a member
+ * accepts (a load read at the instant of each tick is not: short runs all
+ * end at 0, and a member slow to accept looks busy); in_use only says who
+ * has room. Ties go to the lowest hash of (seed, node), so that ticks
+ * (seed: a hash of job and tick) spread over equal nodes, and leaders with
+ * the same credits (a new one: all 0) choose alike. avoid (may be NULL): a
+ * node that let the tick down (its offer expired, its run was lost),
+ * chosen only if no other fits. Returns the index in v, ASSIGN_NO_ROOM or
+ * ASSIGN_NO_MEMBER. */
 long assign_choose(const struct assign_node *v, size_t n, const char *const *labels, size_t nlabels,
                    const char *avoid, uint64_t seed);
+
+/* v[chosen] was offered the tick that assign_choose() chose with the same
+ * v, labels and avoid: every node that could have been chosen gains its
+ * capacity in credit, chosen loses their sum and counts the offer in
+ * in_use (the credits of all of them together stay 0). */
+void assign_charge(struct assign_node *v, size_t n, const char *const *labels, size_t nlabels,
+                   const char *avoid, long chosen);
 
 /* A 64-bit hash of (job, tick, salt) for assign_choose()'s seed. */
 uint64_t assign_seed(const char *job, int64_t tick, const char *salt);
@@ -203,6 +225,15 @@ int assign_offer_all(struct baton_client *c, const char *group, const char *job,
  * dropped: changed or not re-offerable), BATON_ELOST or BATON_E*. */
 int assign_drop(struct baton_client *c, const char *group, const char *job, const char *leader_key,
                 const char *token, const char *expect, const struct assign *a);
+
+/* The registrations of the n assignments w (each as read: its job and
+ * value) that wait for a member with room (the claim's marker, an offer
+ * past its deadline) are held until ttl_ms from now, under the leader's
+ * token, so that forbid and max_running see the tick alive while it waits;
+ * one whose value changed is left as it is. Returns 0, BATON_ELOST (not
+ * the leader) or BATON_E*. */
+int assign_hold(struct baton_client *c, const char *group, const char *leader_key,
+                const char *token, const struct assign *const *w, size_t n, int64_t ttl_ms);
 
 enum assign_answer {
     ASSIGN_OK,    /* accepted: the run is this node's, registered for ttl */

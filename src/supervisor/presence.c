@@ -131,8 +131,11 @@ void presence_watch(struct daemon *d)
         return;
     if (baton_election_watch(d->election) != BATON_OK)
         return; /* campaigns and polls keep working; we retry next time */
-    if (d->sub_added)
+    if (d->sub_added) {
+        /* Made again: what was published meanwhile is read. */
+        runner_control_changed(d->runner);
         return;
+    }
     d->sub_watch.fd = baton_election_watch_fd(d->election); /* cb and ctx: daemon.c's */
     if (loop_add(&d->loop, &d->sub_watch) == 0) {
         d->sub_added = true;

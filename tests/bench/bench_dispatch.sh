@@ -21,7 +21,9 @@
 #
 # --smoke: dispatch 8 s, spread 15 s each, scale 4 x 300 jobs for 10 s.
 # Full: dispatch 60 s, spread 300 s each, scale 20 x 10,000 for 60 s.
-# usage: bench_dispatch.sh [--smoke] [--only dispatch,spread,scale]
+# --scale N,J,W: scale with N supervisors, J jobs, a window of W s (the
+# curve over N: run it at 5, 10, 20 with the same J and W).
+# usage: bench_dispatch.sh [--smoke] [--only dispatch,spread,scale] [--scale N,J,W]
 # Needs BATON_BIN and BATON_TESTS_DIR, python3.
 BATON_TESTS_DIR=${BATON_TESTS_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 . "$BATON_TESTS_DIR/lib/harness.sh" || exit 2
@@ -31,7 +33,8 @@ while [ $# -gt 0 ]; do
     case $1 in
     --smoke) DISP_S=8 SPREAD_S=15 SCALE_N=4 SCALE_J=300 SCALE_W=10 ;;
     --only) ONLY=$2; shift ;;
-    *) echo "usage: bench_dispatch.sh [--smoke] [--only dispatch,spread,scale]" >&2; exit 2 ;;
+    --scale) IFS=, read -r SCALE_N SCALE_J SCALE_W <<< "$2"; shift ;;
+    *) echo "usage: bench_dispatch.sh [--smoke] [--only dispatch,spread,scale] [--scale N,J,W]" >&2; exit 2 ;;
     esac
     shift
 done

@@ -15,30 +15,34 @@ static const char *const reports_ssd[] = {"reports", "ssd"};
 
 #define NODE(name, labels, nl, cap, used, alive)                                                   \
     {                                                                                              \
-        name, labels, nl, cap, used, alive                                                         \
+        name, labels, nl, cap, used, alive, 0                                                      \
     }
 
-START_TEST(least_loaded_relative_to_capacity)
+/* Room gates the choice: a full member, a dead one, one that takes
+ * nothing are never chosen; every one full is said apart from none. */
+START_TEST(room_first)
 {
     struct assign_node v[] = {
-        NODE("a", none, 0, 4, 2, true), /* 0.5 */
-        NODE("b", none, 0, 8, 2, true), /* 0.25 */
-        NODE("c", none, 0, 1, 0, true), /* 0 */
+        NODE("a", none, 0, 4, 2, true),
+        NODE("b", none, 0, 8, 2, true),
+        NODE("c", none, 0, 1, 0, true),
     };
-    ck_assert_int_eq(assign_choose(v, 3, NULL, 0, NULL, 1), 2);
-    v[2].in_use = 1; /* full */
-    ck_assert_int_eq(assign_choose(v, 3, NULL, 0, NULL, 1), 1);
-    v[1].alive = false;
+    ck_assert_int_eq(assign_choose(v, 3, NULL, 0, NULL, 1), 1); /* the largest share first */
+    v[1].in_use = 8;                                            /* full */
     ck_assert_int_eq(assign_choose(v, 3, NULL, 0, NULL, 1), 0);
-    v[0].in_use = 4;
-    ck_assert_int_eq(assign_choose(v, 3, NULL, 0, NULL, 1), -1); /* no room anywhere */
+    v[0].alive = false;
+    ck_assert_int_eq(assign_choose(v, 3, NULL, 0, NULL, 1), 2);
+    v[2].in_use = 1;
+    ck_assert_int_eq(assign_choose(v, 3, NULL, 0, NULL, 1), ASSIGN_NO_ROOM);
+    v[1].alive = v[2].alive = false;
+    ck_assert_int_eq(assign_choose(v, 3, NULL, 0, NULL, 1), ASSIGN_NO_MEMBER);
 }
 END_TEST
 
 START_TEST(capacity_zero_takes_nothing)
 {
     struct assign_node v[] = {NODE("a", none, 0, 0, 0, true)};
-    ck_assert_int_eq(assign_choose(v, 1, NULL, 0, NULL, 7), -1);
+    ck_assert_int_eq(assign_choose(v, 1, NULL, 0, NULL, 7), ASSIGN_NO_MEMBER);
 }
 END_TEST
 
@@ -48,14 +52,14 @@ START_TEST(labels_all_required)
     const char *const rs[] = {"ssd", "reports"};
     struct assign_node v[] = {
         NODE("a", none, 0, 4, 0, true),
-        NODE("b", r, 1, 4, 3, true),
+        NODE("b", r, 1, 4, 4, true),
         NODE("c", rs, 2, 4, 2, true),
     };
     ck_assert_int_eq(assign_choose(v, 3, reports, 1, NULL, 1), 2);
     ck_assert_int_eq(assign_choose(v, 3, reports_ssd, 2, NULL, 1), 2);
     v[2].alive = false;
-    ck_assert_int_eq(assign_choose(v, 3, reports, 1, NULL, 1), 1);
-    ck_assert_int_eq(assign_choose(v, 3, reports_ssd, 2, NULL, 1), -1);
+    ck_assert_int_eq(assign_choose(v, 3, reports, 1, NULL, 1), ASSIGN_NO_ROOM); /* b is full */
+    ck_assert_int_eq(assign_choose(v, 3, reports_ssd, 2, NULL, 1), ASSIGN_NO_MEMBER);
     ck_assert(assign_has_labels(&v[0], NULL, 0));
     ck_assert(!assign_has_labels(&v[0], reports, 1));
 }
@@ -67,6 +71,45 @@ START_TEST(avoid_unless_alone)
     ck_assert_int_eq(assign_choose(v, 2, NULL, 0, "a", 1), 1);
     v[1].alive = false;
     ck_assert_int_eq(assign_choose(v, 2, NULL, 0, "a", 1), 0); /* the only one left */
+}
+END_TEST
+
+/* Ticks offered one after another (chosen, charged): the shares are in
+ * proportion to capacity, exactly over a whole round, however the runs
+ * end (here at once) and however late one member accepts (n1's offers
+ * stay in its in_use all along: a load read at each tick would send it
+ * almost nothing, the spread bench's leader of before). */
+START_TEST(shares_follow_capacity)
+{
+    struct assign_node v[] = {NODE("n1", none, 0, 64, 0, true), NODE("n2", none, 0, 64, 0, true),
+                              NODE("n3", none, 0, 64, 0, true), NODE("n4", none, 0, 64, 0, true)};
+    int count[4] = {0};
+    for (int t = 0; t < 200; t++) {
+        uint64_t seed = assign_seed("job", 1700000000 + t, NULL);
+        long i = assign_choose(v, 4, NULL, 0, NULL, seed);
+        ck_assert_int_ge(i, 0);
+        assign_charge(v, 4, NULL, 0, NULL, i);
+        count[i]++;
+        for (int k = 1; k < 4; k++)
+            v[k].in_use = 0; /* their runs ended; n1 has accepted nothing yet */
+    }
+    for (int k = 0; k < 4; k++)
+        ck_assert_int_eq(count[k], 50);
+    struct assign_node w[] = {NODE("c1", none, 0, 1, 0, true), NODE("c2", none, 0, 2, 0, true),
+                              NODE("c4", none, 0, 4, 0, true), NODE("c8", none, 0, 8, 0, true)};
+    int got[4] = {0};
+    for (int t = 0; t < 1500; t++) {
+        long i = assign_choose(w, 4, NULL, 0, NULL, assign_seed("job", t, NULL));
+        ck_assert_int_ge(i, 0);
+        assign_charge(w, 4, NULL, 0, NULL, i);
+        got[i]++;
+        for (int k = 0; k < 4; k++)
+            w[k].in_use = 0;
+    }
+    ck_assert_int_eq(got[0], 100);
+    ck_assert_int_eq(got[1], 200);
+    ck_assert_int_eq(got[2], 400);
+    ck_assert_int_eq(got[3], 800);
 }
 END_TEST
 
@@ -134,7 +177,8 @@ static Suite *suite(void)
     Suite *s = suite_create("assign");
     TCase *tc = tcase_create("choose");
     tcase_set_timeout(tc, 30);
-    tcase_add_test(tc, least_loaded_relative_to_capacity);
+    tcase_add_test(tc, room_first);
+    tcase_add_test(tc, shares_follow_capacity);
     tcase_add_test(tc, capacity_zero_takes_nothing);
     tcase_add_test(tc, labels_all_required);
     tcase_add_test(tc, avoid_unless_alone);

@@ -192,17 +192,25 @@ END_TEST
  * same script: the first offer takes the marker (once: a second, or
  * another leader's, finds it gone); a marker dropped is gone with the
  * claim's registration; one read lists every job's assignments. */
+/* The leader "lead" claims job's tick to run, dispatched (its marker
+ * written). */
+static void claim_marked(struct baton_client *c, const char *job, int64_t tick)
+{
+    struct claim_limits lim = {.dispatch = true};
+    struct claim_reply r;
+    char member[64];
+    snprintf(member, sizeof member, "lead/%lld-1-1-1", (long long)tick);
+    ck_assert_int_eq(claim_tick(c, G, job, LEADER, "tok", tick, CLAIM_RUN, member, &lim, &r),
+                     CLAIM_OK);
+    claim_reply_free(&r);
+}
+
 START_TEST(claim_writes_marker)
 {
     struct baton_client *c = setup();
-    struct claim_limits lim = {.dispatch = true};
     struct claim_reply r;
-    ck_assert_int_eq(
-        claim_tick(c, G, "j", LEADER, "tok", 600, CLAIM_RUN, "lead/600-1-1-1", &lim, &r), CLAIM_OK);
-    claim_reply_free(&r);
-    ck_assert_int_eq(
-        claim_tick(c, G, "k", LEADER, "tok", 601, CLAIM_RUN, "lead/601-1-1-1", &lim, &r), CLAIM_OK);
-    claim_reply_free(&r);
+    claim_marked(c, "j", 600);
+    claim_marked(c, "k", 601);
     /* a job run on the leader: no marker */
     ck_assert_int_eq(
         claim_tick(c, G, "l", LEADER, "tok", 602, CLAIM_RUN, "lead/602-1-1-1", NULL, &r), CLAIM_OK);
@@ -234,6 +242,47 @@ START_TEST(claim_writes_marker)
     ck_assert_str_eq(v[0].job, "j");
     ck_assert(alive[0]);
     ck_assert_int_eq(tu_redis_int("SISMEMBER baton:{" G "}:assigned k"), 0);
+    baton_client_free(c);
+}
+END_TEST
+
+/* A marker waiting for room keeps its registration alive (held), as an
+ * offer does; one whose value changed since it was read is left alone;
+ * only the leader holds. */
+START_TEST(waiting_marker_held)
+{
+    struct baton_client *c = setup();
+    claim_marked(c, "j", 700);
+    claim_marked(c, "k", 701);
+    /* the markers as the leader reads them (at_ms: their claim, the
+     * server's time) */
+    struct assign v[2];
+    const char *jobs[2] = {"j", "k"}, *fields[2] = {"700", "701"};
+    for (int i = 0; i < 2; i++) {
+        char cmd[64];
+        snprintf(cmd, sizeof cmd, "HGET baton:{" G "}:assign:%s %s", jobs[i], fields[i]);
+        char *val = tu_redis(cmd);
+        ck_assert(assign_parse(fields[i], val, &v[i]));
+        snprintf(v[i].job, sizeof v[i].job, "%s", jobs[i]);
+        free(val);
+    }
+    /* the registrations lapse soon (as a lease would) */
+    free(tu_redis("ZADD baton:{" G "}:busy:j 1 lead/700-1-1-1"));
+    free(tu_redis("ZADD baton:{" G "}:busy:k 1 lead/701-1-1-1"));
+    /* k's marker is offered meanwhile: its value changed */
+    struct assign moved = first("701", "n1", "701-1-1-1");
+    ck_assert_int_eq(assign_offer(c, G, "k", LEADER, "tok", NULL, "claimed", &moved, 5000), 1);
+    const struct assign *w[2] = {&v[0], &v[1]};
+    char *s;
+    ck_assert_int_eq(assign_hold(c, G, LEADER, "tok", w, 2, 60000), 0);
+    s = tu_redis("ZSCORE baton:{" G "}:busy:j lead/700-1-1-1");
+    ck_assert_int_gt(strtoll(s, NULL, 10), v[0].at_ms + 50000);
+    free(s);
+    s = tu_redis("ZSCORE baton:{" G "}:busy:k lead/701-1-1-1");
+    ck_assert_str_eq(s, "(nil)");
+    free(s);
+    free(tu_redis("SET " LEADER " other PX 60000"));
+    ck_assert_int_eq(assign_hold(c, G, LEADER, "tok", w, 2, 60000), BATON_ELOST);
     baton_client_free(c);
 }
 END_TEST
@@ -309,6 +358,7 @@ static Suite *suite(void)
     tcase_add_test(tc, capacity_in_redis);
     tcase_add_test(tc, all_per_node);
     tcase_add_test(tc, claim_writes_marker);
+    tcase_add_test(tc, waiting_marker_held);
     tcase_add_test(tc, retry_and_died);
     tcase_add_test(tc, started_when_paused_hands_back);
     suite_add_tcase(s, tc);

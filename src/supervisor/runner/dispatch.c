@@ -1,117 +1,18 @@
-/* dispatch.c -- see dispatch.h. */
+/* dispatch.c -- see dispatch.h: the leader's offers (a tick just
+ * claimed, a marker, run_on: all), the log lines and records they share
+ * with the tend (dispatch_tend.c), and what the leader holds. The members
+ * as the leader sees them are fleet.c's; a node's side is
+ * dispatch_member.c's. */
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "assign.h"
-#include "dispatch.h"
-#include "facts.h"
-#include "hook.h"
+#include "dispatch_int.h"
 #include "jobtable.h"
-#include "members.h"
-#include "rtime.h"
-#include "runs.h"
 
-#define OFFERS_MAX 32   /* offers read per poll */
-#define LIST_MAX   1024 /* assignments due read per tend (one call; the rest at the next) */
-
-/* ---- the members, as the leader sees them ---- */
-
-struct fleet {
-    struct member *m;
-    size_t n;
-    struct assign_node *v;
-    cJSON **info;        /* each heartbeat, parsed (the labels point into it) */
-    const char **labels; /* every node's, one block */
-};
-
-static void fleet_free(struct fleet *f)
-{
-    for (size_t i = 0; f->info != NULL && i < f->n; i++)
-        cJSON_Delete(f->info[i]);
-    free(f->info);
-    free(f->labels);
-    free(f->v);
-    members_free(f->m, f->n);
-    memset(f, 0, sizeof *f);
-}
-
-/* Reads the members' last heartbeats and what Redis counts of their
- * loads. Returns false when Redis could not say. */
-static bool fleet_read(const struct rctx *x, struct fleet *f)
-{
-    memset(f, 0, sizeof *f);
-    if (members_read(x->client, x->group, &f->m, &f->n) != BATON_OK)
-        return false;
-    f->v = calloc(f->n + 1, sizeof *f->v);
-    f->info = calloc(f->n + 1, sizeof *f->info);
-    f->labels = calloc(f->n * ASSIGN_LABELS_MAX + 1, sizeof *f->labels);
-    const char **names = calloc(f->n + 1, sizeof *names);
-    int64_t *in_use = calloc(f->n + 1, sizeof *in_use);
-    bool ok =
-        f->v != NULL && f->info != NULL && f->labels != NULL && names != NULL && in_use != NULL;
-    for (size_t i = 0; ok && i < f->n; i++) {
-        struct assign_node *a = &f->v[i];
-        cJSON *o = f->info[i] = cJSON_Parse(f->m[i].info_json);
-        const cJSON *cap = cJSON_GetObjectItemCaseSensitive(o, "capacity");
-        const cJSON *acc = cJSON_GetObjectItemCaseSensitive(o, "accepting");
-        const cJSON *l = cJSON_GetObjectItemCaseSensitive(o, "labels"), *e;
-        a->node = names[i] = f->m[i].node;
-        a->labels = f->labels + i * ASSIGN_LABELS_MAX;
-        cJSON_ArrayForEach(e, l)
-        {
-            if (cJSON_IsString(e) && a->nlabels < ASSIGN_LABELS_MAX)
-                f->labels[i * ASSIGN_LABELS_MAX + a->nlabels++] = e->valuestring;
-        }
-        /* An older baton says no capacity: it takes nothing. */
-        a->capacity = cJSON_IsNumber(cap) ? (int64_t)cap->valuedouble : 0;
-        a->alive = members_alive(&f->m[i]) && !cJSON_IsFalse(acc);
-    }
-    if (ok && f->n > 0 && assign_loads(x->client, x->group, names, f->n, in_use) != BATON_OK)
-        ok = false;
-    for (size_t i = 0; ok && i < f->n; i++)
-        f->v[i].in_use = in_use[i];
-    free(names);
-    free(in_use);
-    if (!ok)
-        fleet_free(f);
-    return ok;
-}
-
-/* The member to offer job's tick to (avoid: the one that let it down),
- * with room first; when none has room, the least loaded that carries the
- * labels anyway (its offer waits to be accepted, or expires and moves on).
- * Returns its index, or -1 when no live member carries the labels. */
-static long fleet_pick(const struct fleet *f, const struct job *job, int64_t tick,
-                       const char *avoid)
-{
-    char *const *labels;
-    size_t nl = 0;
-    job_run_on(job, &labels);
-    while (labels != NULL && labels[nl] != NULL)
-        nl++;
-    uint64_t seed = assign_seed(job->name, tick, NULL);
-    const char *const *l = (const char *const *)labels;
-    long i = assign_choose(f->v, f->n, l, nl, avoid, seed);
-    if (i >= 0 || f->n == 0)
-        return i;
-    struct assign_node *v = calloc(f->n, sizeof *v);
-    if (v == NULL)
-        return -1;
-    for (size_t k = 0; k < f->n; k++) {
-        v[k] = f->v[k];
-        v[k].in_use = 0;
-    }
-    i = assign_choose(v, f->n, l, nl, avoid, seed);
-    free(v);
-    return i;
-}
-
-/* ---- the log ---- */
-
-static cJSON *fields(const char *job, int64_t tick, const char *run_id)
+cJSON *dispatch_log_fields(const char *job, int64_t tick, const char *run_id)
 {
     char when[32];
     log_rfc3339(tick, when, sizeof when);
@@ -122,23 +23,37 @@ static cJSON *fields(const char *job, int64_t tick, const char *run_id)
     return f;
 }
 
-static void log_assigned(const struct rctx *x, const char *job, const struct assign *a)
+void dispatch_log_assigned(const struct rctx *x, const char *job, const struct assign *a)
 {
-    cJSON *f = fields(job, a->tick, a->run_id);
+    cJSON *f = dispatch_log_fields(job, a->tick, a->run_id);
     cJSON_AddStringToObject(f, "member", a->node);
     cJSON_AddNumberToObject(f, "attempt", a->attempt);
     log_emit(x->log, LE_ASSIGNED, f);
 }
 
-static const char why_none[] =
+const char dispatch_why_none[] =
     "no live member carries the job's labels and takes runs (capacity): not run";
-static const char why_moves[] = "offered to members too many times, none of which ran it: not run";
+const char dispatch_why_moves[] =
+    "offered to members too many times, none of which ran it: not run";
 
-/* ---- the leader ---- */
+void dispatch_offered(const struct rctx *x, struct dispatch *d, struct fleet *f,
+                      const struct job *job, const char *avoid, long i, const struct assign *a)
+{
+    fleet_charge(f, job, avoid, i);
+    if (strcmp(a->node, x->node) == 0)
+        dispatch_accept_own(x, d, job->name, a->field);
+}
 
-/* The tick of job in *state (assigned) is not run: recorded so. */
-static void not_started(const struct rctx *x, const struct job *job, const struct assign *a,
-                        const char *member, enum tick_state *state, const char *why)
+void dispatch_wait_room(struct dispatch *d)
+{
+    int64_t soon = loop_now() + DISPATCH_WAIT_MS * MS;
+    d->waiting++;
+    if (d->tend_at == 0 || d->tend_at > soon)
+        d->tend_at = soon;
+}
+
+void dispatch_not_started(const struct rctx *x, const struct job *job, const struct assign *a,
+                          const char *member, enum tick_state *state, const char *why)
 {
     ticklife_move(x, job->name, a->tick, state, TICK_EV_START_FAILED);
     records_not_started(x->rec, job, x->term, a->run_id, member, a->tick, false, why);
@@ -147,14 +62,14 @@ static void not_started(const struct rctx *x, const struct job *job, const struc
 /* run_on: all: the offers of marker m, one to each live member that
  * carries the job's labels and takes runs, in one script; none: the tick
  * is recorded not started. Returns assign_offer_all()'s answer. */
-static int offer_every(const struct rctx *x, const struct fleet *f, const struct job *job,
+static int offer_every(const struct rctx *x, struct dispatch *d, const struct job *job,
                        const struct assign *m, enum tick_state *state)
 {
-    char *const *labels;
-    size_t nl = 0, n = 0, made = 0;
-    job_run_on(job, &labels);
-    while (labels != NULL && labels[nl] != NULL)
-        nl++;
+    const char *const *labels;
+    size_t nl = fleet_job_labels(job, &labels), n = 0, made = 0;
+    const struct fleet *f = fleet_get(x, d, false);
+    if (f == NULL)
+        return BATON_EPROTO; /* Redis could not say: the marker waits for the next tend */
     const char **nodes = calloc(f->n + 1, sizeof *nodes), **ids = calloc(f->n + 1, sizeof *ids);
     char(*idv)[sizeof m->run_id] = calloc(f->n + 1, sizeof *idv);
     char member[sizeof m->node + sizeof m->run_id + 2];
@@ -164,7 +79,7 @@ static int offer_every(const struct rctx *x, const struct fleet *f, const struct
         goto out;
     for (size_t i = 0; i < f->n; i++) {
         const struct assign_node *v = &f->v[i];
-        if (!v->alive || v->capacity <= 0 || !assign_has_labels(v, (const char *const *)labels, nl))
+        if (!v->alive || v->capacity <= 0 || !assign_has_labels(v, labels, nl))
             continue;
         /* a run id of its own for each node's run (its history, its output) */
         snprintf(idv[n], sizeof idv[n], "%.48s.%zu", m->run_id, n + 1);
@@ -176,13 +91,15 @@ static int offer_every(const struct rctx *x, const struct fleet *f, const struct
                           baton_election_token(x->election), m, nodes, ids, n, ASSIGN_OFFER_MS,
                           &made);
     if (rc == 1 && n == 0)
-        not_started(x, job, m, member, state, why_none);
+        dispatch_not_started(x, job, m, member, state, dispatch_why_none);
     for (size_t i = 0; rc == 1 && i < n; i++) {
         struct assign a = *m;
         snprintf(a.field, sizeof a.field, "%" PRId64 "/%s", m->tick, nodes[i]);
         snprintf(a.node, sizeof a.node, "%s", nodes[i]);
         snprintf(a.run_id, sizeof a.run_id, "%s", ids[i]);
-        log_assigned(x, job->name, &a);
+        dispatch_log_assigned(x, job->name, &a);
+        if (strcmp(a.node, x->node) == 0)
+            dispatch_accept_own(x, d, job->name, a.field);
     }
 out:
     free(nodes);
@@ -191,13 +108,8 @@ out:
     return rc;
 }
 
-/* The first offer of m, the claim's marker of its tick (node: the leader
- * that claimed it, whose registration the offer replaces), to a member
- * of f; *state: the tick's (claimed), assigned after. No member for it:
- * the marker is dropped and the tick recorded not started. Returns
- * assign_offer()'s (or assign_drop()'s) answer. */
-static int offer_marker(const struct rctx *x, const struct fleet *f, const struct job *job,
-                        const struct assign *m, enum tick_state *state)
+int dispatch_offer_marker(const struct rctx *x, struct dispatch *d, const struct job *job,
+                          const struct assign *m, enum tick_state *state)
 {
     const char *token = baton_election_token(x->election);
     const char *key = baton_election_key(x->election);
@@ -207,10 +119,13 @@ static int offer_marker(const struct rctx *x, const struct fleet *f, const struc
         return BATON_ELOST;
     ticklife_move(x, job->name, m->tick, state, TICK_EV_ASSIGN);
     if (job_run_on(job, NULL) == JOB_RUN_ON_ALL && strchr(m->field, '/') == NULL)
-        return offer_every(x, f, job, m, state);
+        return offer_every(x, d, job, m, state);
+    struct fleet *f;
     if (strchr(m->field, '/') != NULL) { /* a node's own (all), handed back: to that node */
         struct assign a = *m;
         long i = -1;
+        if ((f = fleet_get(x, d, false)) == NULL)
+            return BATON_EPROTO; /* the marker waits for the next tend */
         for (size_t k = 0; k < f->n && i < 0; k++)
             if (strcmp(f->v[k].node, m->node) == 0 && f->v[k].alive)
                 i = (long)k;
@@ -218,19 +133,25 @@ static int offer_marker(const struct rctx *x, const struct fleet *f, const struc
             int rc = assign_offer(x->client, x->group, job->name, key, token, NULL, "claimed", &a,
                                   ASSIGN_OFFER_MS);
             if (rc == 1)
-                log_assigned(x, job->name, &a);
+                dispatch_log_assigned(x, job->name, &a);
+            if (rc == 1 && strcmp(a.node, x->node) == 0)
+                dispatch_accept_own(x, d, job->name, a.field);
             return rc;
         }
         int rc = assign_drop(x->client, x->group, job->name, key, token, "claimed", m);
         if (rc == 1)
-            not_started(x, job, m, member, state, why_none);
+            dispatch_not_started(x, job, m, member, state, dispatch_why_none);
         return rc;
     }
-    long i = fleet_pick(f, job, m->tick, NULL);
+    long i = fleet_pick(x, d, job, m->tick, NULL, &f);
+    if (i == ASSIGN_NO_ROOM) { /* the marker waits in Redis for room */
+        dispatch_wait_room(d);
+        return 0;
+    }
     if (i < 0) {
         int rc = assign_drop(x->client, x->group, job->name, key, token, "claimed", m);
         if (rc == 1) /* its registration goes with the record */
-            not_started(x, job, m, member, state, why_none);
+            dispatch_not_started(x, job, m, member, state, dispatch_why_none);
         return rc;
     }
     struct assign a = *m;
@@ -239,8 +160,10 @@ static int offer_marker(const struct rctx *x, const struct fleet *f, const struc
     a.died[0] = '\0';
     int rc = assign_offer(x->client, x->group, job->name, key, token, NULL, "claimed", &a,
                           ASSIGN_OFFER_MS);
-    if (rc == 1)
-        log_assigned(x, job->name, &a);
+    if (rc == 1) {
+        dispatch_log_assigned(x, job->name, &a);
+        dispatch_offered(x, d, f, job, NULL, i, &a);
+    }
     return rc;
 }
 
@@ -258,29 +181,33 @@ void dispatch_offer(const struct rctx *x, struct jobstate *js, const char *id, i
                     enum tick_state *state)
 {
     struct assign m = marker_of(x, tick, id);
-    struct fleet f;
+    struct dispatch *d = x->disp;
     if (x->fault_stop_before_offer)
         raise(SIGSTOP);
-    if (!fleet_read(x, &f)) { /* the marker waits for the next tend */
+    d->reread = true;
+    if (d->waiting > 0 && job_run_on(js->job, NULL) != JOB_RUN_ON_ALL) {
+        /* older ticks wait for room: this one waits behind them, first come
+         * first served (the tend offers them in tick order) */
         ticklife_move(x, js->job->name, tick, state, TICK_EV_ASSIGN);
+        dispatch_wait_room(d);
         return;
     }
     /* Not offered (no answer, the lease lost): the marker stays in Redis,
      * and the next tend, here or on the next leader, offers it. */
-    offer_marker(x, &f, js->job, &m, state);
-    fleet_free(&f);
+    dispatch_offer_marker(x, d, js->job, &m, state);
 }
 
 bool dispatch_record_held(const struct rctx *x, const struct jobstate *js, int64_t until,
                           const char *reason)
 {
     const char *token = baton_election_token(x->election);
-    struct assign *v = calloc(LIST_MAX, sizeof *v);
-    bool *alive = calloc(LIST_MAX, sizeof *alive), ok = false;
+    struct assign *v = calloc(DISPATCH_LIST_MAX, sizeof *v);
+    bool *alive = calloc(DISPATCH_LIST_MAX, sizeof *alive), ok = false;
     size_t n = 0;
     int64_t server_ms;
     if (token == NULL || v == NULL || alive == NULL || !rctx_may_block(x) ||
-        assign_list_all(x->client, x->group, v, alive, LIST_MAX, true, &n, &server_ms) != BATON_OK)
+        assign_list_all(x->client, x->group, v, alive, DISPATCH_LIST_MAX, true, &n, &server_ms) !=
+            BATON_OK)
         goto out;
     ok = true;
     for (size_t i = 0; i < n && ok; i++) {
@@ -311,337 +238,18 @@ bool dispatch_let_go(const struct rctx *x, const struct jobstate *js, int64_t ti
                        "claimed", &m) == 1;
 }
 
-/* Offers outstanding a (as read: its value) again, to another member
- * than the one that let it down; why: for the log. Returns false when
- * this node no longer leads. */
-static bool reoffer(const struct rctx *x, const struct fleet *f, const struct job *job,
-                    const struct assign *was, struct assign *a, const char *why)
+void dispatch_ended(struct dispatch *d)
 {
-    const char *token = baton_election_token(x->election);
-    const char *key = baton_election_key(x->election);
-    enum tick_state state = TICK_ASSIGNED;
-    char member[sizeof was->node + sizeof was->run_id + 2];
-    snprintf(member, sizeof member, "%s/%s", was->node, was->run_id);
-    if (token == NULL)
-        return false;
-    long i = a->moves >= DISPATCH_MOVES_MAX ? -1 : fleet_pick(f, job, a->tick, was->node);
-    if (i < 0) {
-        int rc = assign_drop(x->client, x->group, job->name, key, token, was->value, was);
-        if (rc == 1)
-            not_started(x, job, a, member, &state,
-                        a->moves >= DISPATCH_MOVES_MAX ? why_moves : why_none);
-        return rc != BATON_ELOST;
-    }
-    snprintf(a->node, sizeof a->node, "%s", f->v[i].node);
-    a->moves++;
-    int rc = assign_offer(x->client, x->group, job->name, key, token, NULL, was->value, a,
-                          ASSIGN_OFFER_MS);
-    if (rc == 1) {
-        ticklife_move(x, job->name, a->tick, &state, TICK_EV_REASSIGN);
-        cJSON *lf = fields(job->name, a->tick, a->run_id);
-        cJSON_AddStringToObject(lf, "from", was->node);
-        cJSON_AddStringToObject(lf, "to", a->node);
-        cJSON_AddNumberToObject(lf, "attempt", a->attempt);
-        cJSON_AddStringToObject(lf, "reason", why);
-        log_emit_facts(x->log, LE_REASSIGNED, lf, &(struct log_facts){.job = job->name});
-    }
-    return rc != BATON_ELOST;
+    /* A member may have room now: a tend, but not more often than every
+     * DISPATCH_WAIT_MS (runs may end by the hundred a second, and a tend
+     * reads all that is outstanding). */
+    int64_t at = d->tended_at + DISPATCH_WAIT_MS * MS;
+    if (d->waiting > 0 && (d->tend_at == 0 || d->tend_at > at))
+        d->tend_at = at > loop_now() ? at : loop_now();
 }
 
-/* A run accepted by was->node, whose registration went before it started
- * it (its member died, or was cut off): offered elsewhere once; the
- * member that runs it says so in its record. A second member lost so
- * before starting it: recorded not started, naming both. Returns false
- * when this node no longer leads. */
-static bool died_before_start(const struct rctx *x, const struct fleet *f, const struct job *job,
-                              const struct assign *was)
+void dispatch_free(struct dispatch *d)
 {
-    char why[480];
-    struct assign a = *was;
-    if (was->died[0] == '\0') {
-        snprintf(a.died, sizeof a.died, "%s", was->node);
-        snprintf(why, sizeof why,
-                 "%s accepted it, then was lost before it started it: it runs elsewhere, once",
-                 was->node);
-        return reoffer(x, f, job, was, &a, why);
-    }
-    const char *token = baton_election_token(x->election);
-    enum tick_state state = TICK_ASSIGNED;
-    char member[sizeof was->node + sizeof was->run_id + 2];
-    if (token == NULL)
-        return false;
-    snprintf(member, sizeof member, "%s/%s", was->node, was->run_id);
-    snprintf(why, sizeof why,
-             "%s, then %s, accepted it and each was lost before it started it: not offered "
-             "again, not run",
-             was->died, was->node);
-    int rc = assign_drop(x->client, x->group, job->name, baton_election_key(x->election), token,
-                         was->value, was);
-    if (rc == 1)
-        not_started(x, job, was, member, &state, why);
-    return rc != BATON_ELOST;
-}
-
-/* Offers the next attempt of was's tick (its run lost while it ran, or
- * failed with a retry due) to another member than was's (run_on: all:
- * to was's node, alive), under a new run id; a: the offer made. Returns assign_offer()'s answer, or
- * 0 when there is no member for it (nothing done: *a unset). */
-static int next_attempt(const struct rctx *x, struct dispatch *d, const struct fleet *f,
-                        const struct job *job, const struct assign *was, struct assign *a)
-{
-    long i = -1;
-    if (job_run_on(job, NULL) != JOB_RUN_ON_ALL)
-        i = fleet_pick(f, job, was->tick, was->node);
-    else /* a node's own run: on that node again, while it is alive */
-        for (size_t k = 0; k < f->n && i < 0; k++)
-            if (strcmp(f->v[k].node, was->node) == 0 && f->v[k].alive)
-                i = (long)k;
-    if (i < 0)
-        return 0;
-    *a = *was;
-    d->seq++;
-    a->attempt = was->attempt + 1;
-    a->moves = was->moves + 1;
-    a->died[0] = '\0';
-    snprintf(a->node, sizeof a->node, "%s", f->v[i].node);
-    snprintf(a->run_id, sizeof a->run_id, "%" PRId64 "-%" PRIu64 "-%d-d%" PRIu64, was->tick,
-             x->term, a->attempt, d->seq);
-    return assign_offer(x->client, x->group, job->name, baton_election_key(x->election),
-                        baton_election_token(x->election), NULL, was->value, a, ASSIGN_OFFER_MS);
-}
-
-/* a's run was lost while it ran (its registration gone after started):
- * recorded lost with its node, then offered again as the next attempt
- * while the job's retries allow. Returns false when this node no longer
- * leads. */
-static bool lost(const struct rctx *x, struct dispatch *d, const struct fleet *f,
-                 const struct job *job, const struct assign *was)
-{
-    const char *token = baton_election_token(x->election);
-    enum tick_state state = TICK_ASSIGNED;
-    char why[320];
-    struct assign a;
-    int rc = 0;
-    snprintf(why, sizeof why,
-             "its node %s was lost while it ran (its registration lapsed: the run was stopped "
-             "before it could)",
-             was->node);
-    if (token == NULL)
-        return false;
-    bool retried = was->attempt <= job->retries && (rc = next_attempt(x, d, f, job, was, &a)) == 1;
-    if (!retried && rc == 0)
-        rc = assign_drop(x->client, x->group, job->name, baton_election_key(x->election), token,
-                         was->value, was);
-    if (rc != 1)
-        return rc != BATON_ELOST;
-    records_lost(x->rec, job->name, x->term, was->tick, was->node, was->run_id, was->attempt, why);
-    cJSON *lf = fields(job->name, was->tick, was->run_id);
-    cJSON_AddStringToObject(lf, "member", was->node);
-    cJSON_AddNumberToObject(lf, "attempt", was->attempt);
-    cJSON_AddStringToObject(lf, "then", retried ? "retried on another member" : "recorded");
-    log_emit_facts_at(x->log, LOG_WARN, LE_LOST, lf, &(struct log_facts){.job = job->name});
-    if (retried) {
-        ticklife_move(x, job->name, was->tick, &state, TICK_EV_RETRY);
-        log_assigned(x, job->name, &a);
-    } else {
-        ticklife_move(x, job->name, was->tick, &state, TICK_EV_LOST);
-    }
-    return true;
-}
-
-/* was's run failed on its member, which recorded it and handed it back
- * as a retry now due: its next attempt offered to another member (or,
- * none fitting, the retry dropped: the failure is its tick's record).
- * Returns false when this node no longer leads. */
-static bool retry(const struct rctx *x, struct dispatch *d, const struct fleet *f,
-                  const struct job *job, const struct assign *was)
-{
-    const char *token = baton_election_token(x->election);
-    enum tick_state state = TICK_ASSIGNED;
-    struct assign a;
-    if (token == NULL)
-        return false;
-    int rc = next_attempt(x, d, f, job, was, &a);
-    if (rc == 1) {
-        ticklife_move(x, job->name, was->tick, &state, TICK_EV_RETRY);
-        log_assigned(x, job->name, &a);
-    } else if (rc == 0 &&
-               assign_drop(x->client, x->group, job->name, baton_election_key(x->election), token,
-                           was->value, was) == 1) {
-        hooks_retry_dropped(x->hooks, job->name, was->tick);
-    }
-    return rc != BATON_ELOST;
-}
-
-/* run_on: all: a node's offer not accepted in time, or its run accepted
- * and lost before its start, is recorded not started (never moved to
- * another node). Returns false when this node no longer leads. */
-static bool not_moved(const struct rctx *x, const struct job *job, const struct assign *was)
-{
-    const char *token = baton_election_token(x->election);
-    enum tick_state state = TICK_ASSIGNED;
-    char member[sizeof was->node + sizeof was->run_id + 2], why[400];
-    if (token == NULL)
-        return false;
-    snprintf(member, sizeof member, "%s/%s", was->node, was->run_id);
-    snprintf(why, sizeof why,
-             was->state == ASSIGN_OFFERED
-                 ? "run_on: all: %s did not accept it in time (gone or full): not run there"
-                 : "run_on: all: %s accepted it, then was lost before it started it: not run "
-                   "there",
-             was->node);
-    int rc = assign_drop(x->client, x->group, job->name, baton_election_key(x->election), token,
-                         was->value, was);
-    if (rc == 1)
-        not_started(x, job, was, member, &state, why);
-    return rc != BATON_ELOST;
-}
-
-/* js's tick held by a pause (a marker not yet offered waits for its end). */
-static bool held(const struct jobstate *js, int64_t tick)
-{
-    return js->ctl.pause_until != 0 && tick <= js->ctl.pause_until;
-}
-
-void dispatch_tend(const struct rctx *x, struct dispatch *d, int64_t now)
-{
-    if (!x->leading || !d->fleet || d->tend_at == 0 || now < d->tend_at)
-        return;
-    d->tend_at = now + DISPATCH_TEND_MS * MS;
-    if (!rctx_may_block(x))
-        return;
-    /* What is outstanding, of every job, in one call (assign_list_all);
-     * the members only when something needs a decision. */
-    struct assign *v = calloc(LIST_MAX, sizeof *v);
-    bool *alive = calloc(LIST_MAX, sizeof *alive);
-    size_t n = 0, todo = 0;
-    int64_t server_ms;
-    struct fleet f = {0};
-    if (v == NULL || alive == NULL ||
-        assign_list_all(x->client, x->group, v, alive, LIST_MAX, true, &n, &server_ms) != BATON_OK)
-        goto out;
-    for (size_t i = 0; i < n; i++)
-        todo += !alive[i];
-    if (todo == 0 || !fleet_read(x, &f))
-        goto out;
-    bool leads = true;
-    for (size_t i = 0; i < n && leads && x->leading && rctx_may_block(x); i++) {
-        struct jobstate *js = alive[i] ? NULL : jobtable_find(x->jt, v[i].job);
-        if (js == NULL || job_run_on(js->job, NULL) == JOB_RUN_ON_LEADER)
-            continue; /* not a job this leader dispatches: left as it is */
-        struct assign a = v[i];
-        char why[320];
-        enum tick_state state = TICK_CLAIMED;
-        if (job_run_on(js->job, NULL) == JOB_RUN_ON_ALL &&
-            (v[i].state == ASSIGN_OFFERED || v[i].state == ASSIGN_ACCEPTED)) {
-            leads = not_moved(x, js->job, &v[i]);
-            continue;
-        }
-        switch (v[i].state) {
-        case ASSIGN_CLAIMED: /* claimed, never offered (its leader died, or no answer) */
-            if (!held(js, v[i].tick))
-                leads = offer_marker(x, &f, js->job, &v[i], &state) != BATON_ELOST;
-            break;
-        case ASSIGN_OFFERED:
-            snprintf(why, sizeof why, "%s did not accept it in time", v[i].node);
-            leads = reoffer(x, &f, js->job, &v[i], &a, why);
-            break;
-        case ASSIGN_ACCEPTED: leads = died_before_start(x, &f, js->job, &v[i]); break;
-        case ASSIGN_STARTED: leads = lost(x, d, &f, js->job, &v[i]); break;
-        case ASSIGN_RETRY: leads = retry(x, d, &f, js->job, &v[i]); break;
-        }
-    }
-out:
-    free(v);
-    free(alive);
-    fleet_free(&f);
-}
-
-/* ---- every node ---- */
-
-/* The term in run id "<tick>-<term>-<attempt>-<seq>" (0 when it has
- * none). */
-static uint64_t term_of(const char *id)
-{
-    const char *p = strchr(id, '-');
-    char *end;
-    if (p == NULL)
-        return 0;
-    unsigned long long t = strtoull(p + 1, &end, 10);
-    return *end == '-' ? (uint64_t)t : 0;
-}
-
-void dispatch_poll(const struct rctx *x, struct dispatch *d, struct runs *rs, int64_t now)
-{
-    if (!d->fleet || d->closed || d->poll_at == 0 || now < d->poll_at)
-        return;
-    d->poll_at = now + DISPATCH_POLL_MS * MS;
-    if (!rctx_may_block(x))
-        return;
-    char *jobs[OFFERS_MAX], *fieldv[OFFERS_MAX];
-    size_t n = 0;
-    if (assign_offers(x->client, x->group, x->node, jobs, fieldv, OFFERS_MAX, &n) != BATON_OK)
-        n = 0;
-    bool full = false;
-    for (size_t i = 0; i < n; i++) {
-        struct jobstate *js = jobtable_find(x->jt, jobs[i]);
-        struct assign a;
-        if (full || js == NULL || job_run_on(js->job, NULL) == JOB_RUN_ON_LEADER ||
-            !rctx_may_block(x))
-            continue; /* not this node's to run: it expires and moves on */
-        int64_t sent = loop_now();
-        enum assign_answer ans = assign_accept(x->client, x->group, jobs[i], fieldv[i], x->node,
-                                               d->capacity, x->lease_ttl_ms, &a);
-        if (ans == ASSIGN_FULL || ans == ASSIGN_ERROR) {
-            full = true;
-            continue;
-        }
-        if (ans != ASSIGN_OK)
-            continue;
-        enum tick_state state = TICK_ASSIGNED;
-        ticklife_move(x, jobs[i], a.tick, &state, TICK_EV_ACCEPT);
-        cJSON *lf = fields(jobs[i], a.tick, a.run_id);
-        cJSON_AddNumberToObject(lf, "attempt", a.attempt);
-        cJSON_AddNumberToObject(lf, "moves", a.moves);
-        log_emit(x->log, LE_ACCEPTED, lf);
-        if (x->fault_stop_after_accept)
-            raise(SIGSTOP);
-        runs_accepted(x, rs, js, &a, term_of(a.run_id), sent);
-    }
-    for (size_t i = 0; i < n; i++) {
-        free(jobs[i]);
-        free(fieldv[i]);
-    }
-}
-
-void dispatch_heard(const struct rctx *x, struct dispatch *d, const char *node, size_t len)
-{
-    if (d->fleet && !d->closed && strlen(x->node) == len && memcmp(node, x->node, len) == 0)
-        d->poll_at = loop_now();
-}
-
-void dispatch_jobs(struct dispatch *d, bool fleet)
-{
-    d->fleet = fleet;
-    if (fleet && d->poll_at == 0)
-        d->poll_at = loop_now();
-    if (fleet && d->tend_at == 0)
-        d->tend_at = loop_now();
-}
-
-void dispatch_close(struct dispatch *d)
-{
-    d->closed = true;
-}
-
-int64_t dispatch_next(const struct rctx *x, const struct dispatch *d)
-{
-    int64_t next = 0;
-    if (!d->fleet)
-        return 0;
-    if (x->leading)
-        rtime_earliest(&next, d->tend_at);
-    if (!d->closed)
-        rtime_earliest(&next, d->poll_at);
-    return next;
+    fleet_free(d->view);
+    d->view = NULL;
 }

@@ -6,16 +6,23 @@
  * The leader (dispatch_offer, dispatch_tend): a tick of a job with run_on
  * any or {labels} that it has claimed (the claim wrote its marker in the
  * same script: claim.h, assign.h) is offered to a live member chosen
- * from the last heartbeats (members.h: alive and accepting, carrying the
- * job's labels) and the loads Redis counts (assign_loads), never from its
- * own memory. Every DISPATCH_TEND_MS it reads what is outstanding of every
+ * from the heartbeats (members.h: alive and accepting, carrying the job's
+ * labels) with room by the loads Redis counts (assign_loads) and the
+ * offers made since, in proportion to capacity (assign_choose); the
+ * members are read every DISPATCH_FLEET_MS, or DISPATCH_ROOM_MS when none
+ * had room, not once a tick. No member with room: the marker waits in
+ * Redis (its registration held, so that forbid and max_running count it)
+ * and the ticks that wait are offered oldest first, by the tend, every
+ * DISPATCH_WAIT_MS and whenever a run ends; a tick claimed meanwhile
+ * waits behind them. An offer made to the leader itself is accepted at
+ * once. Every DISPATCH_TEND_MS it reads what is outstanding of every
  * job, in one call (assign_list_all), its own and the last leader's alike
  * (a new leader adopts them: it never dispatches a claimed tick again):
  *   - a marker (claimed, never offered: the leader died or stopped between
  *     the claim and the offer, or the offer's answer was lost) is offered,
  *     unless the job is paused (it waits for the pause's end);
  *   - an offer not accepted by its deadline is offered again, to another
- *     member when there is one (logged reassigned);
+ *     member when there is one (logged reassigned), when one has room;
  *   - a run accepted whose registration is gone before it started (its
  *     member died, or was cut off) is offered again elsewhere once
  *     (reassigned), and the record of the member that runs it names the
@@ -27,7 +34,8 @@
  *     job's retries allow;
  *   - a run that failed, handed back by its member as a retry due (it
  *     recorded the failure), is offered as the next attempt to another
- *     member when one fits (else the retry is dropped);
+ *     member when one fits, once one has room (none carries the labels:
+ *     the retry is dropped);
  *   - a tick offered DISPATCH_MOVES_MAX times without being run, or for
  *     which no live member carries the labels, is recorded failed_to_start.
  * Every decision is a compare-and-set on the value read, in a script
@@ -35,7 +43,10 @@
  * as decided, and the next tend reads which.
  *
  * Every node (dispatch_poll): woken by "offer <node>" on the group's
- * channel, or every DISPATCH_POLL_MS, it reads its offers and accepts
+ * channel, or when its subscription was made again (messages may have
+ * been lost: dispatch_missed), or every DISPATCH_POLL_MS (a safety net:
+ * an offer not accepted in time moves on anyway; a poll every 500 ms of
+ * every node was most of what grew with the nodes), it reads its offers and accepts
  * them (assign_accept: under its capacity counted in Redis) for the jobs
  * its jobs.yaml has with run_on other than leader. A node told to stop
  * (dispatch_close) accepts nothing more: its offers expire and go
@@ -63,20 +74,30 @@
 #include "run.h"
 #include "ticklife.h"
 
-#define DISPATCH_TEND_MS   250 /* the leader reads what is outstanding this often */
-#define DISPATCH_POLL_MS   500 /* a node reads its offers this often at least */
-#define DISPATCH_MOVES_MAX 30  /* offered this many times without a run: recorded */
+#define DISPATCH_TEND_MS   250  /* the leader reads what is outstanding this often */
+#define DISPATCH_WAIT_MS   40   /* ... and this often while ticks wait for room */
+#define DISPATCH_FLEET_MS  1000 /* the leader reads the members this often at most */
+#define DISPATCH_ROOM_MS   10   /* ... or this often when none had room */
+#define DISPATCH_POLL_MS   5000 /* a node reads its offers this often at least */
+#define DISPATCH_MOVES_MAX 30   /* offered this many times without a run: recorded */
 
 struct jobstate;
 struct runs;
+struct fleet;
 
 struct dispatch {
-    int64_t capacity; /* this node's (baton.yaml) */
-    bool fleet;       /* some job of jobs.yaml runs on members */
-    bool closed;      /* stopping: accepts no more offers */
-    int64_t tend_at;  /* leader: the next look at what is outstanding (0: none) */
-    int64_t poll_at;  /* the next read of this node's offers (0: none) */
-    uint64_t seq;     /* of the run ids of retries made here */
+    int64_t capacity;   /* this node's (baton.yaml) */
+    bool fleet;         /* some job of jobs.yaml runs on members */
+    bool closed;        /* stopping: accepts no more offers */
+    int64_t tend_at;    /* leader: the next look at what is outstanding (0: none) */
+    int64_t poll_at;    /* the next read of this node's offers (0: none) */
+    uint64_t seq;       /* of the run ids of retries made here */
+    struct runs *rs;    /* this node's runs (the coordinator's): where accepted runs go */
+    struct fleet *view; /* leader: the members as last read, and their shares (owned) */
+    size_t waiting;     /* leader: ticks that waited for room at the last look */
+    bool reread;        /* leader: the members may be read again for room */
+    int64_t tended_at;  /* leader: the last tend */
+    int64_t held_at;    /* leader: the last hold of their registrations */
 };
 
 /* Offers js's tick, just claimed to run under run id (the claim wrote its
@@ -104,11 +125,23 @@ bool dispatch_let_go(const struct rctx *x, const struct jobstate *js, int64_t ti
 /* What the leader does every DISPATCH_TEND_MS (see the top). */
 void dispatch_tend(const struct rctx *x, struct dispatch *d, int64_t now);
 
-/* Reads this node's offers and accepts what it can (see the top). */
-void dispatch_poll(const struct rctx *x, struct dispatch *d, struct runs *rs, int64_t now);
+/* Reads this node's offers and accepts what it can (see the top); the
+ * runs go to d->rs. */
+void dispatch_poll(const struct rctx *x, struct dispatch *d, int64_t now);
+
+/* A run ended somewhere ("ended <job>"): ticks waiting for room are looked
+ * at now. */
+void dispatch_ended(struct dispatch *d);
+
+/* Frees what d holds (the leader's view of the members). */
+void dispatch_free(struct dispatch *d);
 
 /* "offer <node>" was heard: node's offers are read now if it is ours. */
 void dispatch_heard(const struct rctx *x, struct dispatch *d, const char *node, size_t len);
+
+/* Messages may have been lost (the subscription was made again): this
+ * node's offers are read now. */
+void dispatch_missed(struct dispatch *d);
 
 /* The jobs changed: whether any runs on members (polling starts or
  * stops). */

@@ -18,8 +18,10 @@
  *   jobtable.c  the records, the heap of when each has something to do,
  *               jobs.yaml's generations
  *
- *   dispatch.c  run_on other than leader: offers to members and what is
- *               outstanding (the leader), offers accepted (every node)
+ *   dispatch.c  run_on other than leader: offers to members (the leader;
+ *               fleet.c: the members as it sees them), what is outstanding
+ *               (dispatch_tend.c), offers accepted (dispatch_member.c:
+ *               every node)
  *
  * The order of calls is one way: runner -> turn -> control -> marks ->
  * claimer -> dispatch -> finish -> runs -> waits, window -> jobtable ->
@@ -179,6 +181,7 @@ struct runner *runner_new(const struct runner_host *host)
                                    .fault_start = host->fault_start};
     r->runs.kill_margin_ns = host->kill_margin_ns;
     r->disp.capacity = host->capacity;
+    r->disp.rs = &r->runs;
     r->runs.refresh_ms = host->refresh_ms;
     r->turn = (struct turn){
         .x = &r->x, .marks = &r->marks, .cl = &r->cl, .ctl = &r->ctl, .runs = &r->runs};
@@ -229,6 +232,7 @@ void runner_free(struct runner *r)
         return;
     r->h.hooks = r->x.hooks = r->rec.hooks = NULL; /* going away: no hook starts now */
     runs_free(&r->runs);
+    dispatch_free(&r->disp);
     for (struct jobstate *js = r->jt.states; js != NULL; js = js->next)
         control_job_clear(&r->ctl, &js->ctl);
     jobtable_free(&r->jt);
@@ -419,7 +423,7 @@ void runner_on_timer(struct runner *r)
     runs_tend(&r->x, &r->runs, now);
     runs_fence_lease(&r->x, &r->runs, now);
     dispatch_tend(&r->x, &r->disp, now);
-    dispatch_poll(&r->x, &r->disp, &r->runs, now);
+    dispatch_poll(&r->x, &r->disp, now);
     if (r->x.leading && r->ctl.at != 0 && r->ctl.at <= now)
         control_read(&r->x, &r->ctl, &r->runs, now);
     turn_jobs(&r->turn, now); /* the jobs whose key has come */
@@ -460,6 +464,8 @@ void runner_on_message(struct runner *r, const char *msg, size_t len)
             jobtable_wake(&r->jt, js, r->x.leading);
         if (js != NULL && js->pool != NULL) /* a slot of its pool is free */
             waits_wake(&r->x, js->pool, NULL);
+        if (r->x.leading) /* a member may have room */
+            dispatch_ended(&r->disp);
     } else if (r->x.leading && ((len > 8 && strncmp(msg, "trigger ", 8) == 0) ||
                                 (len > 7 && strncmp(msg, "paused ", 7) == 0) ||
                                 (len > 8 && strncmp(msg, "resumed ", 8) == 0))) {
@@ -477,8 +483,8 @@ void runner_on_message(struct runner *r, const char *msg, size_t len)
 
 void runner_control_changed(struct runner *r)
 {
-    if (r->x.leading) {
+    dispatch_missed(&r->disp); /* offers published meanwhile */
+    if (r->x.leading)
         r->ctl.at = loop_now();
-        runner_on_timer(r);
-    }
+    runner_on_timer(r);
 }

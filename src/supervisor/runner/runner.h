@@ -190,7 +190,7 @@ void runner_on_sigchld(struct runner *r);
  * "paused <job>", "resumed <job>"). */
 void runner_on_message(struct runner *r, const char *msg, size_t len);
 /* Messages may have been lost (the subscription was made again): the
- * leader reads pauses and requests now. */
+ * leader reads pauses and requests now, every node its offers. */
 void runner_control_changed(struct runner *r);
 
 #endif /* BATON_RUNNER_H */
