@@ -3,7 +3,7 @@
 # supervisors and a real redis-server:
 #   1. a member started with capacity 0 takes no tick of an every-second
 #      `run_on: any` job (the leader has capacity 0 too: the ticks are
-#      recorded not run); raised to 1 by SIGHUP, it runs them (before:
+#      recorded missed); raised to 1 by SIGHUP, it runs them (before:
 #      its heartbeat said 1 while it accepted under 0: nothing ran);
 #      lowered to 0 again, it takes no new one;
 #   2. the leader without the label of a `{labels: [w]}` job refuses to
