@@ -20,15 +20,30 @@
 #     stopped leading;
 #   - fences never go down as time goes up.
 #
-# CHAOS_RUN_ON=leader|any|label: where the ledger job runs (default: all
-# three policies on the leader, then a short forbid round, CHAOS_FLEET_SECONDS
-# (default 12), on any and on a label). any: every node a member of
-# capacity 1; label: run_on {labels: [chaos]}, carried by n1 and n2 only.
+# CHAOS_RUN_ON=leader|any|label|all: where the ledger job runs (default:
+# all three policies on the leader, then a short forbid round,
+# CHAOS_FLEET_SECONDS (default 12), on any, on a label and on all). any:
+# every node a member of capacity 1; label: run_on {labels: [chaos]},
+# carried by n1 and n2 only; all: run_on all, each node's run once.
 # On members, each run also writes its start and end with its node: no
 # node may ever run more than its capacity at once (0 over capacity), and
 # a run recorded lost (its member frozen or killed: its registration
 # lapsed) or not started for want of a member carrying the label counts as
 # recorded, as a failed_to_start of the claim does.
+# all: the guarantee is once per (node, tick), and the ledger is checked
+# per (node, tick) (check_ledger_members, tests/lib/ledger.sh, where the
+# rule is written in full): no node ran a tick twice; a node "in the
+# group" for a tick -- its process running, not stopped, not being killed
+# or shut down, and redis-server up, throughout [tick - 2 s, tick + lease
+# + 2 s], and started 1 s or more before -- ran it, or a record says why
+# (about the whole tick: skipped while a run lived, superseded, a claim
+# that did not start; about that node: its offer not accepted in time, or
+# accepted and lost before its start, or its run lost); a node out of the
+# group around a tick may or may not have run it (both are right); fences
+# never go down; no node over its capacity. The test records when it
+# sends each fault (faults-*.txt) for this; the check is first run on a
+# made-up ledger with one defect at a time (selftest_all), each of which
+# it must find.
 # CHAOS_POLICY=forbid|allow|replace runs one policy (default: all three);
 # CHAOS_SEED replays a run. tests/bench/bench_chaos.sh runs 5 minutes each.
 # CHAOS_QUORUM=1 runs the same over a Redlock quorum of five masters (AOF,
