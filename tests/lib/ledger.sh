@@ -50,20 +50,26 @@ check_ledger() {
 
 # ---- run_on: all: once per (node, tick) ----
 #
-# history_members GROUP JOB: JOB's history as "first last outcome node
-# started_ms end_ms" lines, node the one member a record is about: the
-# member named by a "run_on: all: NODE ..." reason (a node's offer not
-# accepted in time, or accepted and lost before its start: the leader
-# writes it), else the record's node for a run that started, a run lost,
-# or a node's own run id ("<marker>.<n>"); "*" for a record about the
-# whole tick (skipped, missed, superseded, a claim that did not start).
+# history_members GROUP JOB [LOGS...]: JOB's history as "first last
+# outcome node started_ms end_ms" lines, node the one member a record is
+# about: the member its run id was offered to, as the leaders' "assigned"
+# lines in LOGS say (a node's own run id of run_on: all, "<marker>.<n>",
+# whoever wrote the record: the member, or the leader recording it not
+# started); else the member named by a "run_on: all: NODE ..." reason;
+# else the record's node for a run that started or a run lost; "*" for a
+# record about the whole tick (skipped, missed, superseded, a claim that
+# did not start).
 history_members() {
-    local raw
-    raw=$(rcli xrange "baton:{$1}:runs:$2" - + | awk '
+    local g=$1 job=$2 raw; shift 2
+    raw=$({ [ $# -eq 0 ] || grep -h '"event":"assigned"' "$@" |
+                sed -n 's/.*"run_id":"\([^"]*\)".*"member":"\([^"]*\)".*/@ \1 \2/p'
+            rcli xrange "baton:{$g}:runs:$job" - + ; } | awk '
+        $1 == "@" && NF == 3 { to[$2] = $3; next }
         function out() {
             if (s == "") return
             m = "*"
-            if (r ~ /^run_on: all: [^ ]+ /) { m = substr(r, 14); sub(/ .*/, "", m) }
+            if (id in to) m = to[id]
+            else if (r ~ /^run_on: all: [^ ]+ /) { m = substr(r, 14); sub(/ .*/, "", m) }
             else if (o == "lost" || st != "" || id ~ /\.[0-9]+$/) m = nd
             print s, (u == "" ? s : u), o, m, (st == "" ? "1970-01-01T00:00:00Z" : st), d + 0
         }
