@@ -7,9 +7,11 @@
 # --quorum: the same over a Redlock quorum of five masters (the test's
 # CHAOS_QUORUM mode: one master restarted instead of the server).
 #
-# --run-on leader|any|label: where the ledger job runs (test_chaos.sh's
-# CHAOS_RUN_ON: on members, 0 over capacity besides); none: the three
-# policies on the leader, then a short forbid round on any and on a label.
+# --run-on leader|any|label|all: where the ledger job runs (test_chaos.sh's
+# CHAOS_RUN_ON: on members, 0 over capacity besides; all: once per (node,
+# tick), every node in the group around a tick ran it or a record says
+# why); none: the three policies on the leader, then a short forbid round
+# on any, on a label and on all.
 #
 # usage: bench_chaos.sh [--smoke] [--seconds S] [--policy P] [--quorum] [--run-on R]
 # Needs BATON_BIN and BATON_TESTS_DIR.

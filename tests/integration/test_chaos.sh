@@ -20,15 +20,31 @@
 #     stopped leading;
 #   - fences never go down as time goes up.
 #
-# CHAOS_RUN_ON=leader|any|label: where the ledger job runs (default: all
-# three policies on the leader, then a short forbid round, CHAOS_FLEET_SECONDS
-# (default 12), on any and on a label). any: every node a member of
-# capacity 1; label: run_on {labels: [chaos]}, carried by n1 and n2 only.
+# CHAOS_RUN_ON=leader|any|label|all: where the ledger job runs (default:
+# all three policies on the leader, then a short forbid round,
+# CHAOS_FLEET_SECONDS (default 12; 6 on all, with 7 s without faults at
+# its end), on any, on a label and on all). any:
+# every node a member of capacity 1; label: run_on {labels: [chaos]},
+# carried by n1 and n2 only; all: run_on all, each node's run once.
 # On members, each run also writes its start and end with its node: no
 # node may ever run more than its capacity at once (0 over capacity), and
 # a run recorded lost (its member frozen or killed: its registration
 # lapsed) or not started for want of a member carrying the label counts as
 # recorded, as a failed_to_start of the claim does.
+# all: the guarantee is once per (node, tick), and the ledger is checked
+# per (node, tick) (check_ledger_members, tests/lib/ledger.sh, where the
+# rule is written in full): no node ran a tick twice; a node "in the
+# group" for a tick -- its process running, not stopped, not being killed
+# or shut down, and redis-server up, throughout [tick - 2 s, tick + lease
+# + 2 s], and started 1 s or more before -- ran it, or a record says why
+# (about the whole tick: skipped while a run lived, superseded, a claim
+# that did not start; about that node: its offer not accepted in time, or
+# accepted and lost before its start, or its run lost); a node out of the
+# group around a tick may or may not have run it (both are right); fences
+# never go down; no node over its capacity. The test records when it
+# sends each fault (faults-*.txt) for this; the check is first run on a
+# made-up ledger with one defect at a time (selftest_all), each of which
+# it must find.
 # CHAOS_POLICY=forbid|allow|replace runs one policy (default: all three);
 # CHAOS_SEED replays a run. tests/bench/bench_chaos.sh runs 5 minutes each.
 # CHAOS_QUORUM=1 runs the same over a Redlock quorum of five masters (AOF,
@@ -41,6 +57,7 @@
 # running job with it (by design: no orphans), and the ledger job lives ~2
 # ms; this test is about which ticks are scheduled, not about that luck.
 . "$BATON_TESTS_DIR/lib/harness.sh"
+. "$BATON_TESTS_DIR/lib/ledger.sh"
 B=$BATON_BIN
 SECONDS_TOTAL=${CHAOS_SECONDS:-25}
 POLICIES=${CHAOS_POLICY:-forbid allow replace}
@@ -94,11 +111,52 @@ mid_second() { # sleep until the next X.5 s
 # ms ahead and prepares its run): the fault is then skipped, not sent.
 still_mid_second() { local ms=$(( $(date +%s%3N) % 1000 )); [ "$ms" -ge 200 ] && [ "$ms" -le 800 ]; }
 
+# check_capacity: no node ran more than its capacity (1) at once: a run
+# without its end line died with its node and is left out. (run_policy's
+# $caps, $policy, $on.)
+check_capacity() {
+    local over
+    over=$(awk 'NR == FNR { if ($2 == "-") done[$4] = 1; next }
+        !($4 in done) { next }
+        $2 == "+" { n[$3]++; if (n[$3] > 1) { print $3 " at " $1; exit } }
+        $2 == "-" { n[$3]-- }' "$caps" <(sort -n "$caps"))
+    [ -z "$over" ] || fail "$policy on $on: a node ran more than its capacity: $over"
+}
+
+# check_all: run_on: all's checks (check_ledger_members, tests/lib/
+# ledger.sh: once per (node, tick), each node in the group around a tick
+# ran it or a record says why) and capacity, and its summary line.
+# (run_policy's $ledger, $faults, $group, $policy, $on and fault counts.)
+check_all() {
+    local res ran checked down rec nsi
+    history_members "$group" ledger "$T/$policy-$on"-n*.out > "$T/history-$policy-$on.txt"
+    if ! res=$(check_ledger_members "$ledger" "$T/history-$policy-$on.txt" "$faults" "n1 n2 n3" \
+               $(( ${LEASE%s} * 1000 )) "$policy"); then
+        { echo "faults:"; cat "$faults"; echo "ledger (tail):"; sort "$ledger" | tail -n 30
+          echo "history (first last outcome node started_ms end_ms, tail):"
+          tail -n 30 "$T/history-$policy-$on.txt"; } >&2
+        fail "$policy on all: (node, tick) pairs doubled, missing or under a lower fence (above): $res"
+    fi
+    read -r ran checked down rec nsi _ <<<"$res"
+    [ "$checked" -ge 3 ] ||
+        fail "$policy on all: only $checked (node, tick) pairs had their node in the group around the tick: the check checked too little"
+    check_capacity
+    local first last terms_seen
+    first=$(head -n1 "$ledger.ran" | cut -d' ' -f1)
+    last=$(tail -n1 "$ledger.ran" | cut -d' ' -f1)
+    terms_seen=$(awk '{print $2}' "$ledger" | sort -un | wc -l)
+    note "  $policy on all: $kills SIGKILL ($backlogs with everyone frozen), $terms SIGTERM, $stops SIGSTOP, redis restarted; $((last - first + 1)) s x 3 nodes: $ran (node, tick) ran once, $checked checked with the node in the group, $rec recorded ($nsi failed_to_start on a node in the group), $down left out with their node down, 0 doubled, 0 missing, under $terms_seen terms"
+    printf '{"quorum":false,"run_on":"all","over_capacity":0,"policy":"%s","seconds":%d,"nodes":3,"ran":%d,"checked_in_group":%d,"recorded":%d,"not_started_in_group":%d,"out_of_group":%d,"doubled":0,"missing":0,"fence_regressions":0,"sigkill":%d,"sigterm":%d,"sigstop":%d,"backlogs":%d,"redis_restarts":1,"terms":%d}\n' \
+        "$policy" $((last - first + 1)) "$ran" "$checked" "$rec" "$nsi" "$down" "$kills" "$terms" "$stops" "$backlogs" "$terms_seen" \
+        >> "$T/summary.jsonl"
+}
+
 run_policy() {
     local policy=$1 on=${2:-leader} secs=${3:-$SECONDS_TOTAL}
     local group=chaos-$1-$on
     local ledger=$T/ledger-$policy-$on.txt caps=$T/caps-$policy-$on.txt run_on=leader
-    case $on in any) run_on=any ;; label) run_on="{labels: [chaos]}" ;; esac
+    local faults=$T/faults-$policy-$on.txt
+    case $on in any) run_on=any ;; label) run_on="{labels: [chaos]}" ;; all) run_on=all ;; esac
     cat > "$T/jobs-$policy.yaml" <<EOF
 jobs:
   - name: ledger
@@ -127,8 +185,12 @@ jobs: $T/jobs-$policy.yaml
 capacity: 1
 $labels
 EOF
+        fault start "$n"
         spawn "$policy-$on-$n.${GEN[$n]}" "$B" run -c "$T/$policy-$on-$n.yaml"
     }
+    # fault WHAT NODE: the time of a fault (or a start, a SIGCONT), for the
+    # check of run_on: all (which nodes were in the group around a tick)
+    fault() { local ms; at_ms ms; echo "$ms $1 ${2:--}" >> "$faults"; }
     pid() { pid_of "$policy-$on-$1.${GEN[$1]}"; }
     # True when a node started tick $1's run and died (SIGKILL: its log
     # ends without "stopped") before the run ended: the run died with it
@@ -155,35 +217,45 @@ EOF
         sleep $(( RANDOM % 2 + 1 ))
         mid_second
         if [ $restarted_redis -eq 0 ] && [ "$(now_ms)" -ge "$half" ]; then
+            fault redis-down
             chaos_restart_redis
+            fault redis-up
             restarted_redis=1
             continue
         fi
         n=n$(( RANDOM % 3 + 1 ))
         still_mid_second || continue
         case $(( RANDOM % 4 )) in
-        0) kill -KILL "$(pid $n)"; wait_exit "$policy-$on-$n.${GEN[$n]}" 5; kills=$((kills + 1)); start $n ;;
-        1) kill -TERM "$(pid $n)"; wait_exit "$policy-$on-$n.${GEN[$n]}" 10
+        0) fault kill $n; kill -KILL "$(pid $n)"; wait_exit "$policy-$on-$n.${GEN[$n]}" 5; kills=$((kills + 1)); start $n ;;
+        1) fault term $n; kill -TERM "$(pid $n)"; wait_exit "$policy-$on-$n.${GEN[$n]}" 10
            assert_eq 0 "$EXIT_CODE" "exit status of $n after SIGTERM"; terms=$((terms + 1)); start $n ;;
-        2) kill -STOP "$(pid $n)"; sleep "$STOP_S"; kill -CONT "$(pid $n)"; stops=$((stops + 1)) ;;
+        2) fault stop $n; kill -STOP "$(pid $n)"; sleep "$STOP_S"; kill -CONT "$(pid $n)"; fault cont $n
+           stops=$((stops + 1)) ;;
         3) # nobody leads for a while: a backlog of several ticks for the next leader
            local l m; l=$(leader_of "$group")
            [ -n "$l" ] || continue
-           for m in n1 n2 n3; do [ "$m" = "$l" ] || kill -STOP "$(pid $m)"; done
+           for m in n1 n2 n3; do [ "$m" = "$l" ] || { fault stop $m; kill -STOP "$(pid $m)"; }; done
            if ! still_mid_second; then
-               for m in n1 n2 n3; do [ "$m" = "$l" ] || kill -CONT "$(pid $m)"; done
+               for m in n1 n2 n3; do [ "$m" = "$l" ] || { kill -CONT "$(pid $m)"; fault cont $m; }; done
                continue
            fi
-           kill -KILL "$(pid "$l")"; wait_exit "$policy-$on-$l.${GEN[$l]}" 5; sleep "$BACKLOG_S"
-           for m in n1 n2 n3; do [ "$m" = "$l" ] || kill -CONT "$(pid $m)"; done
+           fault kill "$l"; kill -KILL "$(pid "$l")"; wait_exit "$policy-$on-$l.${GEN[$l]}" 5; sleep "$BACKLOG_S"
+           for m in n1 n2 n3; do [ "$m" = "$l" ] || { kill -CONT "$(pid $m)"; fault cont $m; }; done
            start "$l"; kills=$((kills + 1)); backlogs=$((backlogs + 1)) ;;
         esac
     done
-    sleep 2
-    for n in n1 n2 n3; do kill -TERM "$(pid $n)"; done
+    # all: a quiet stretch at the end, so that some ticks have every node
+    # in the group throughout their window (check_all wants one tick of
+    # each node: 3 pairs; after a node's start, its ticks from 3 s on are)
+    if [ "$on" = all ]; then sleep 7; else sleep 2; fi
+    for n in n1 n2 n3; do fault term $n; kill -TERM "$(pid $n)"; done
     for n in n1 n2 n3; do wait_exit "$policy-$on-$n.${GEN[$n]}" 10; done
 
     [ -s "$ledger" ] || fail "$policy: empty ledger"
+    if [ "$on" = all ]; then
+        check_all
+        return
+    fi
     local dups
     dups=$(awk '{print $1}' "$ledger" | sort | uniq -d)
     [ -z "$dups" ] || fail "$policy: ticks run twice: $(echo $dups | head -c 300)"
@@ -230,14 +302,7 @@ EOF
     [ -z "$missing" ] || fail "$policy: ticks neither run nor allowed to be left out:$missing"
     sort "$ledger" | awk '$2 < f {print "fence went down at " $1; bad=1} {f=$2} END{exit bad}' \
         || fail "$policy: a later tick ran under a lower fence"
-    # No node ran more than its capacity (1) at once: a run without its end
-    # line died with its node and is left out.
-    local over
-    over=$(awk 'NR == FNR { if ($2 == "-") done[$4] = 1; next }
-        !($4 in done) { next }
-        $2 == "+" { n[$3]++; if (n[$3] > 1) { print $3 " at " $1; exit } }
-        $2 == "-" { n[$3]-- }' "$caps" <(sort -n "$caps"))
-    [ "$on" = leader ] || [ -z "$over" ] || fail "$policy on $on: a node ran more than its capacity: $over"
+    [ "$on" = leader ] || check_capacity
     local got terms_seen
     got=$(wc -l < "$ledger")
     terms_seen=$(awk '{print $2}' "$ledger" | sort -un | wc -l)
@@ -247,17 +312,64 @@ EOF
         >> "$T/summary.jsonl"
 }
 
+# selftest_all: check_ledger_members on a made-up run (ticks 100..120 of
+# n1, n2, n3; n2 killed at 108.5 s and started again at 109 s: out of the
+# group for ticks 106..111), clean and then with one defect each: each
+# defect must be found, and what the rule allows must pass.
+selftest_all() {
+    local d=$T/selftest t n
+    mkdir -p "$d"
+    printf '90000 start n1\n90000 start n2\n90000 start n3\n108500 kill n2\n109000 start n2\n130000 term n1\n130000 term n2\n130000 term n3\n' > "$d/faults"
+    for t in $(seq 100 120); do
+        for n in n1 n2 n3; do
+            [ "$n" = n2 ] && [ "$t" -ge 107 ] && [ "$t" -le 110 ] && continue
+            echo "$(date -u -d "@$t" +%Y-%m-%dT%H:%M:%SZ) $(( t < 110 ? 5 : 7 )) $n"
+        done
+    done > "$d/clean"
+    : > "$d/none"
+    echo "103 103 failed_to_start n1 0 0" > "$d/n1-not-started"
+    echo "103 103 skipped * 0 0" > "$d/skipped"
+    printf '103 103 skipped * 0 0\n102 102 ok n2 102900 103400\n' > "$d/skipped-alive"
+    echo "103 103 missed * 0 0" > "$d/missed"
+    local iso103 iso104 iso115
+    iso103=$(date -u -d @103 +%Y-%m-%dT%H:%M:%SZ) iso104=$(date -u -d @104 +%Y-%m-%dT%H:%M:%SZ)
+    iso115=$(date -u -d @115 +%Y-%m-%dT%H:%M:%SZ)
+    grep -v "^$iso103 5 n1\$" "$d/clean" > "$d/n1-103-gone"
+    { cat "$d/clean"; echo "$iso104 5 n3"; } > "$d/n3-104-twice"
+    sed "s/^$iso115 7 n1\$/$iso115 6 n1/" "$d/clean" > "$d/fence-down"
+    local case ledger history want
+    while read -r case ledger history want; do
+        cp "$d/$ledger" "$d/ledger"
+        if check_ledger_members "$d/ledger" "$d/$history" "$d/faults" "n1 n2 n3" 1000 forbid >/dev/null 2>&1; then
+            [ "$want" = pass ] || fail "selftest of check_ledger_members: $case passed"
+        else
+            [ "$want" = fail ] || fail "selftest of check_ledger_members: $case failed"
+        fi
+    done <<EOF
+clean,n2-out-of-the-group clean none pass
+n1-in-the-group-missing n1-103-gone none fail
+n1-missing,recorded-not-started n1-103-gone n1-not-started pass
+n1-missing,skipped-with-no-run-alive n1-103-gone skipped fail
+n1-missing,skipped-while-a-run-lived n1-103-gone skipped-alive pass
+n1-missing,missed n1-103-gone missed fail
+doubled n3-104-twice none fail
+fence-down fence-down none fail
+EOF
+}
+
 for p in $POLICIES; do
     case $p in forbid|allow|replace) ;; *) fail "CHAOS_POLICY: $p is not forbid, allow or replace" ;; esac
 done
+case ${CHAOS_RUN_ON:-} in '' | all) selftest_all ;; esac
 case ${CHAOS_RUN_ON:-} in
 '') for p in $POLICIES; do run_policy "$p"; done
     if [ -z "$QUORUM" ]; then # over a quorum, run_on other than leader is refused
         run_policy forbid any "${CHAOS_FLEET_SECONDS:-12}"
         run_policy forbid label "${CHAOS_FLEET_SECONDS:-12}"
+        run_policy forbid all "${CHAOS_FLEET_SECONDS:-6}" # and 7 s quiet at its end
     fi ;;
-leader|any|label) for p in $POLICIES; do run_policy "$p" "$CHAOS_RUN_ON"; done ;;
-*) fail "CHAOS_RUN_ON: $CHAOS_RUN_ON is not leader, any or label" ;;
+leader|any|label|all) for p in $POLICIES; do run_policy "$p" "$CHAOS_RUN_ON"; done ;;
+*) fail "CHAOS_RUN_ON: $CHAOS_RUN_ON is not leader, any, label or all" ;;
 esac
 [ -n "${CHAOS_SUMMARY:-}" ] && cp "$T/summary.jsonl" "$CHAOS_SUMMARY"
 note "ok"
