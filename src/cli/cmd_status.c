@@ -31,9 +31,10 @@
  *   POOL     RUNNING  LIMIT
  *   exports  3        3
  *
- *   waiting for a slot (the leader's, first served first):
- *   JOB    TICK                  WAITS FOR        SINCE                     WAITED  QUEUED
- *   dump   2026-01-02T07:10:04Z  pool exports (3)  2026-01-02T07:10:04.003Z  1.2s    2
+ *   waiting for a slot or a member with room (the leader's, first served first):
+ *   JOB     TICK                  WAITS FOR           SINCE                     WAITED  QUEUED
+ *   dump    2026-01-02T07:10:04Z  pool exports (3)    2026-01-02T07:10:04.003Z  1.2s    2
+ *   resize  2026-01-02T07:10:03Z  a member with room  2026-01-02T07:10:03.001Z  2.2s    1
  *
  *   offered to members, not yet accepted (run_on other than leader):
  *   JOB     TICK                  OFFERED TO
@@ -112,7 +113,9 @@ const struct cli_cmd cli_cmd_status = {
         "ticks queued), in the order the slots go to them, from the leader's heartbeat.\n\n"
         "With jobs that run on members (run_on any or labels), under offered to members, each "
         "tick offered to a node and not yet accepted (its job, tick and node), read from "
-        "Redis; a run accepted shows under running now, on the node that runs it.\n\n"
+        "Redis; a run accepted shows under running now, on the node that runs it. A tick "
+        "claimed while no member that may run it has room waits, oldest first: it is listed "
+        "with the ticks waiting, waiting for a member with room.\n\n"
         "Nodes heartbeat every `poll`. One whose heartbeat is overdue (more than 2 x poll + "
         "2s) shows as unresponsive. A node that stopped is listed as stopped for 1 minute, "
         "then removed; one not heard from is removed after 5 minutes (or 3 x its poll, if "
@@ -463,9 +466,11 @@ static void print_limits(const struct status *s)
             &t, (const char *const[]){"JOB", "TICK", "WAITS FOR", "SINCE", "WAITED", "QUEUED"});
         cJSON_ArrayForEach(e, waiting)
         {
-            const char *pool = hb_string(e, "pool");
+            const char *pool = hb_string(e, "pool"), *reason = hb_string(e, "reason");
             double limit = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(e, "limit"));
-            if (pool != NULL)
+            if (reason != NULL && strcmp(reason, "room") == 0)
+                snprintf(c, sizeof c, "a member with room");
+            else if (pool != NULL)
                 snprintf(c, sizeof c, "pool %.*s (%.0f)", 16, pool, limit);
             else
                 snprintf(c, sizeof c, "max_running (%.0f)", limit);
@@ -478,7 +483,8 @@ static void print_limits(const struct status *s)
                            (const char *const[]){hb_string(e, "job"), hb_string(e, "scheduled_at"),
                                                  c, hb_string(e, "since"), a, d});
         }
-        printf("\nwaiting for a slot (the leader's, first served first):\n");
+        printf("\nwaiting for a slot or a member with room (the leader's, first served "
+               "first):\n");
         tool_table_print(&t, "", stdout);
         tool_table_free(&t);
     }

@@ -45,10 +45,12 @@
  *                 and the runs an earlier leader left, not one leader's
  *                 memory; null when the read failed)
  *     "waiting": [{"job", "scheduled_at", "since", "waited_ms",
- *                  "reason": "pool" | "max_running", "pool", "limit",
+ *                  "reason": "pool" | "max_running" | "room", "pool", "limit",
  *                  "queued"}, ...]
  *                (ticks waiting, unclaimed, for a slot of a fleet-wide limit,
- *                 in the order slots go to them, from the leader's heartbeat
+ *                 in the order slots go to them, then claimed ticks waiting
+ *                 for a member with room, oldest first: limit null; from
+ *                 the leader's heartbeat
  *                 (only the leader knows them; at most a heartbeat's age
  *                 late, at most 50); queued: that job's ticks waiting)
  *     "offers": [{"node", "job", "scheduled_at", "tick"}, ...]

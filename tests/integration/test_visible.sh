@@ -10,10 +10,11 @@
 #   3. `baton history` says what started each run (schedule, manual by ...);
 #   4. without a leader, no next run is presented as planned;
 #   5. a job on members (run_on {labels}): the node running it with its
-#      capacity in use, labels and the tick offered while it is full, in
-#      status (text, --json), /status, the page and /metrics (capacity,
-#      dispatch delay, offers reassigned; promtool), and history's node
-#      and dispatch delay.
+#      capacity in use, labels and the ticks that wait for room while it
+#      is full (never offered to it), in status (text, --json), /status,
+#      the page and /metrics (capacity, ticks waiting for room, dispatch
+#      delay, no offer moved; promtool), and history's node and dispatch
+#      delay.
 . "$BATON_TESTS_DIR/lib/harness.sh"
 B=$BATON_BIN
 command -v chromium >/dev/null || fail "chromium is not installed (bash deploy/setup.sh --deps-only installs it)"
@@ -122,11 +123,11 @@ grep -qE '^tick .* none planned \(no leader\)$' "$T/s4.txt" || fail "status with
 grep -qE '^tick .*20[0-9-]+T[0-9:]+Z$' "$T/s4.txt" && fail "a next run presented as planned: $(grep '^tick' "$T/s4.txt")"
 
 # ---------------------------------------------------------------------
-note "5. a job on members: who runs it, capacity in use, the offer waiting, the metrics"
+note "5. a job on members: who runs it, capacity in use, the ticks waiting for room, the metrics"
 cat > "$T/fleet-jobs.yaml" <<EOF
 jobs:
-  - {name: render, schedule: "*/2 * * * * *", concurrency: allow, run_on: {labels: [gpu]},
-     shell: "sleep 3"}
+  - {name: render, schedule: "*/2 * * * * *", concurrency: allow, catchup: 1h,
+     run_on: {labels: [gpu]}, shell: "sleep 5"}
 EOF
 for n in lead gpu1; do
     extra=
@@ -141,13 +142,14 @@ done
 wait_for_line "$T/lead.out" '"to":"working"' 5 >/dev/null
 laddr=$(wait_for_line "$T/lead.out" '"event":"http_listening"' 5 | sed 's/.*"listen":"\([^"]*\)".*/\1/')
 gaddr=$(wait_for_line "$T/gpu1.out" '"event":"http_listening"' 5 | sed 's/.*"listen":"\([^"]*\)".*/\1/')
-# gpu1 (capacity 1) runs a tick for 3 s; the next tick, 2 s later, is
-# offered to it while it is full, and moved again when the offer expires.
-wait_for_line "$T/lead.out" '"event":"reassigned".*"job":"render"' 15 >/dev/null || fail "no offer of render reassigned"
+# gpu1 (capacity 1) runs a tick for 5 s; the ticks every 2 s meanwhile
+# wait, claimed, for it to have room (never offered to it while it is
+# full), oldest first, and the leader lists them.
+wait_for_line "$T/lead.out" '"event":"assigned".*"job":"render"' 15 >/dev/null || fail "render never offered"
 fs() { "$B" status -c "$T/lead.yaml" "$@"; }
-for _ in $(seq 1 60); do
+for _ in $(seq 1 80); do
     fs --json > "$T/f.json"
-    grep -q '"offers":\[{' "$T/f.json" && grep -q '"assigned":1' "$T/f.json" && break
+    grep -q '"reason":"room"' "$T/f.json" && grep -q '"assigned":1' "$T/f.json" && break
     sleep 0.1
 done
 python3 - "$T/f.json" <<'PY' || fail "status --json of the fleet: $(cat "$T/f.json")"
@@ -159,26 +161,30 @@ assert n["gpu1"]["labels"] == ["gpu", "fast"] and n["gpu1"]["accepting"] is True
 assert n["lead"]["labels"] == [] and n["lead"]["assigned"] == 0, n["lead"]
 job = [j for j in d["jobs"] if j["name"] == "render"][0]
 assert [r["node"] for r in job["running"]] == ["gpu1"], job["running"]
-assert d["offers"] and {(o["node"], o["job"]) for o in d["offers"]} == {("gpu1", "render")}, d["offers"]
-assert d["offers"][0]["scheduled_at"].endswith("Z"), d["offers"]
+w = [x for x in d["waiting"] if x["job"] == "render"]
+assert w and all(x["reason"] == "room" and x["limit"] is None for x in w), d["waiting"]
+assert w[0]["scheduled_at"].endswith("Z") and w[0]["queued"] == len(w), w
+assert all(o["job"] != "render" or o["node"] != "gpu1" for o in d["offers"]), d["offers"]
 PY
 fs > "$T/f.txt"
 grep -qE '^gpu1 +waiting .* 1/1 +gpu,fast' "$T/f.txt" || fail "gpu1's row: $(cat "$T/f.txt")"
-sed -n '/^offered to members/,/^$/p' "$T/f.txt" | grep -qE '^render +20[0-9-]+T[0-9:]+Z +gpu1$' ||
-    fail "status lists no offer: $(cat "$T/f.txt")"
+sed -n '/^waiting for a slot or a member with room/,/^$/p' "$T/f.txt" |
+    grep -qE '^render +20[0-9-]+T[0-9:]+Z +a member with room ' ||
+    fail "status lists no tick waiting for room: $(cat "$T/f.txt")"
 sed -n '/^running now:/,/^$/p' "$T/f.txt" | grep -qE '^render +gpu1 +schedule ' || fail "status's running: $(cat "$T/f.txt")"
 for _ in $(seq 1 80); do # the view reads the nodes every poll (1 s while watched)
     curl -s -m 5 "http://$laddr/status" > "$T/f.http.json"
-    grep -q '"offers":\[{' "$T/f.http.json" && grep -q '"assigned":1' "$T/f.http.json" && break
+    grep -q '"reason":"room"' "$T/f.http.json" && grep -q '"assigned":1' "$T/f.http.json" && break
     sleep 0.1
 done
 grep -q '"capacity":1,"assigned":1,"accepting":true,"labels":\["gpu","fast"\]' "$T/f.http.json" ||
     fail "/status: gpu1's capacity: $(cat "$T/f.http.json")"
-grep -q '"offers":\[{"node":"gpu1","job":"render"' "$T/f.http.json" || fail "/status: no offer: $(cat "$T/f.http.json")"
+grep -q '"waiting":\[{"job":"render"' "$T/f.http.json" || fail "/status: no tick waiting: $(cat "$T/f.http.json")"
 curl -s -m 5 "http://$laddr/" > "$T/f.html"
 grep -q '<td class="warn">1/1</td><td>gpu, fast</td>' "$T/f.html" ||
     fail "the page: gpu1's capacity: $(grep -o '<table id="nodes">.*' "$T/f.html" | head -c 800)"
-grep -q '<table id="offers">' "$T/f.html" || fail "the page shows no offer"
+grep -q '<table id="waiting">' "$T/f.html" && grep -q '<td>a member with room</td>' "$T/f.html" ||
+    fail "the page shows no tick waiting for room"
 curl -s -m 5 "http://$laddr/metrics" > "$T/f.lead.prom"
 curl -s -m 5 "http://$gaddr/metrics" > "$T/f.gpu1.prom"
 for f in lead gpu1; do
@@ -186,8 +192,10 @@ for f in lead gpu1; do
 done
 grep -qx 'baton_fleet_capacity{node="gpu1"} 1' "$T/f.lead.prom" || fail "lead's metrics: no capacity of gpu1: $(grep fleet "$T/f.lead.prom")"
 grep -qx 'baton_fleet_runs{node="gpu1"} 1' "$T/f.lead.prom" || fail "lead's metrics: gpu1's runs: $(grep fleet "$T/f.lead.prom")"
-grep -qE '^baton_offers_reassigned_total\{job_name="render"\} [1-9]' "$T/f.lead.prom" ||
-    fail "lead's metrics: no reassigned: $(grep reassigned "$T/f.lead.prom")"
+grep -qE '^baton_ticks_waiting\{job_name="render",reason="room"\} [1-9]' "$T/f.lead.prom" ||
+    fail "lead's metrics: no tick waiting for room: $(grep ticks_waiting "$T/f.lead.prom")"
+grep -qx 'baton_offers_reassigned_total{job_name="render"} 0' "$T/f.lead.prom" ||
+    fail "lead's metrics: an offer moved (none should go to a full member): $(grep reassigned "$T/f.lead.prom")"
 grep -qE '^baton_dispatch_seconds_count\{job_name="render"\} [1-9]' "$T/f.gpu1.prom" ||
     fail "gpu1's metrics: no dispatch delay: $(grep dispatch "$T/f.gpu1.prom")"
 grep -q '^baton_dispatch_seconds_count{job_name="render"}' "$T/f.lead.prom" && fail "the leader counts a dispatch it did not run"

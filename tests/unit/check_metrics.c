@@ -394,8 +394,13 @@ START_TEST(limits)
     struct limits_pool p[2] = {{.name = "exports", .limit = 3, .runs = 2},
                                {.name = "unread", .limit = 1, .runs = -1}};
     metrics_set_pools(m, p, 2);
-    struct metrics_wait w[1] = {{.job = "a", .pool = true, .ticks = 4}};
-    metrics_set_waiting(m, w, 1);
+    metrics_add_job(m, "f");
+    metrics_job_fleet(m, "f", true);
+    /* a job on members waiting for room: one entry a tick, added up */
+    struct metrics_wait w[3] = {{.job = "a", .reason = METRICS_WAIT_POOL, .ticks = 4},
+                                {.job = "f", .reason = METRICS_WAIT_ROOM, .ticks = 1},
+                                {.job = "f", .reason = METRICS_WAIT_ROOM, .ticks = 1}};
+    metrics_set_waiting(m, w, 3);
     struct metrics *c = metrics_dup(m);
     char *text = render(c);
     ck_assert(has_line(text, "baton_pool_limit{pool=\"exports\"} 3"));
@@ -404,13 +409,16 @@ START_TEST(limits)
     ck_assert_ptr_null(strstr(text, "baton_pool_runs{pool=\"unread\"}"));
     ck_assert(has_line(text, "baton_ticks_waiting{job_name=\"a\",reason=\"pool\"} 4"));
     ck_assert(has_line(text, "baton_ticks_waiting{job_name=\"m\",reason=\"max_running\"} 0"));
+    ck_assert(has_line(text, "baton_ticks_waiting{job_name=\"f\",reason=\"room\"} 2"));
+    ck_assert_ptr_null(strstr(text, "baton_ticks_waiting{job_name=\"a\",reason=\"room\"}"));
     ck_assert_ptr_null(strstr(text, "baton_ticks_waiting{job_name=\"free\""));
     ck_assert_ptr_null(strstr(text, "baton_ticks_waiting{job_name=\"a\",reason=\"max_running\"}"));
     free(text);
     metrics_free(c);
-    w[0] = (struct metrics_wait){.job = "m", .pool = false, .ticks = 1};
+    w[0] = (struct metrics_wait){.job = "m", .reason = METRICS_WAIT_MAX_RUNNING, .ticks = 1};
     metrics_set_waiting(m, w, 1);
     text = render(m);
+    ck_assert(has_line(text, "baton_ticks_waiting{job_name=\"f\",reason=\"room\"} 0"));
     ck_assert(has_line(text, "baton_ticks_waiting{job_name=\"a\",reason=\"pool\"} 0"));
     ck_assert(has_line(text, "baton_ticks_waiting{job_name=\"m\",reason=\"max_running\"} 1"));
     free(text);

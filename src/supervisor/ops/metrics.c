@@ -412,12 +412,9 @@ void metrics_set_pools(struct metrics *m, const struct limits_pool *v, size_t n)
 void metrics_set_waiting(struct metrics *m, const struct metrics_wait *w, size_t n)
 {
     for (size_t i = 0; i < m->njobs; i++)
-        m->jobs[i].waiting = 0;
-    for (size_t i = 0; i < n; i++) {
-        struct mjob *j = job_slot(m, w[i].job);
-        j->waiting = w[i].ticks;
-        j->waiting_pool = w[i].pool;
-    }
+        memset(m->jobs[i].waiting, 0, sizeof m->jobs[i].waiting);
+    for (size_t i = 0; i < n; i++)
+        job_slot(m, w[i].job)->waiting[w[i].reason] += w[i].ticks;
 }
 
 /* What each event kind counts, one row per kind: every event counts in

@@ -73,10 +73,16 @@ struct limits_pool;
 void metrics_set_pools(struct metrics *m, const struct limits_pool *v, size_t n);
 /* The jobs whose ticks wait for a limit now (the leader's; none elsewhere):
  * every other job's count is 0. */
+enum metrics_wait_reason {
+    METRICS_WAIT_POOL,        /* a slot of its pool */
+    METRICS_WAIT_MAX_RUNNING, /* one of its max_running */
+    METRICS_WAIT_ROOM,        /* a member with room (run_on other than leader) */
+    METRICS_WAIT_REASONS
+};
 struct metrics_wait {
     const char *job;
-    bool pool;    /* for its pool; else for its max_running */
-    size_t ticks; /* its ticks waiting */
+    enum metrics_wait_reason reason;
+    size_t ticks; /* its ticks waiting for that (entries of a job and reason add up) */
 };
 void metrics_set_waiting(struct metrics *m, const struct metrics_wait *w, size_t n);
 

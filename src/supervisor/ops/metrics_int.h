@@ -52,8 +52,7 @@ struct mjob {
     uint64_t triggers[NTRIGGER_OUTCOMES]; /* trigger_*, by outcome */
     bool paused;                          /* its own pause (job_paused, or metrics_set_pauses) */
     bool limit_pool, limit_max;           /* it has a pool, a max_running (metrics_job_limits) */
-    bool waiting_pool;                    /* its ticks wait for its pool (else its max_running) */
-    uint64_t waiting;                     /* its ticks waiting for a limit (metrics_set_waiting) */
+    uint64_t waiting[METRICS_WAIT_REASONS]; /* its ticks waiting, by reason (metrics_set_waiting) */
     bool fleet;                           /* it runs on members (metrics_job_fleet) */
     uint64_t reassigned, lost;            /* reassigned, lost (the leader's) */
     struct histo dispatch;                /* job_start of its dispatched ticks (the member's) */

@@ -223,18 +223,23 @@ static void write_jobs(const struct metrics *m, FILE *out)
         fprintf(out, "\"} %d\n", m->jobs[i].paused || m->all_paused);
     }
     family(out, "baton_ticks_waiting", "gauge",
-           "Ticks of the job waiting, unclaimed, for a slot of a fleet-wide limit, by reason "
-           "(pool: its pool is full; max_running: its own runs are at the limit): the leader's "
-           "count, 0 on the other nodes.");
+           "Ticks of the job waiting, by reason (pool: unclaimed, its pool is full; max_running: "
+           "unclaimed, its own runs are at the limit; room: claimed, for a member with room, "
+           "run_on other than leader): the leader's count, 0 on the other nodes.");
+    static const char *const reasons[METRICS_WAIT_REASONS] = {
+        [METRICS_WAIT_POOL] = "pool",
+        [METRICS_WAIT_MAX_RUNNING] = "max_running",
+        [METRICS_WAIT_ROOM] = "room"};
     for (size_t i = 0; i < m->njobs; i++) {
         const struct mjob *j = &m->jobs[i];
-        for (int pool = 1; pool >= 0; pool--) {
-            if (!(pool ? j->limit_pool : j->limit_max))
+        const bool has[METRICS_WAIT_REASONS] = {j->limit_pool, j->limit_max, j->fleet};
+        for (int r = 0; r < METRICS_WAIT_REASONS; r++) {
+            if (!has[r])
                 continue;
             fputs("baton_ticks_waiting{job_name=\"", out);
             label(out, j->name);
-            fprintf(out, "\",reason=\"%s\"} %llu\n", pool ? "pool" : "max_running",
-                    (unsigned long long)(j->waiting_pool == (pool != 0) ? j->waiting : 0));
+            fprintf(out, "\",reason=\"%s\"} %llu\n", reasons[r],
+                    (unsigned long long)j->waiting[r]);
         }
     }
     write_dispatch(m, out);

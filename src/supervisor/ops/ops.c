@@ -507,8 +507,12 @@ static void track_waiting(struct ops *o)
         return;
     }
     for (size_t i = 0; i < n; i++)
-        mw[i] =
-            (struct metrics_wait){.job = w[i].job, .pool = w[i].pool != NULL, .ticks = w[i].queued};
+        mw[i] = (struct metrics_wait){
+            .job = w[i].job,
+            .reason = w[i].room             ? METRICS_WAIT_ROOM
+                      : w[i].pool != NULL ? METRICS_WAIT_POOL
+                                          : METRICS_WAIT_MAX_RUNNING,
+            .ticks = w[i].room ? 1 : w[i].queued}; /* room: one entry a tick */
     pthread_mutex_lock(&o->mu);
     metrics_set_waiting(o->metrics, mw, n);
     pthread_mutex_unlock(&o->mu);

@@ -563,13 +563,19 @@ static void limits_tables(FILE *f, const cJSON *doc)
         fputs("</td><td>", f);
         esc(f, str(w, "scheduled_at"));
         fputs("</td><td>", f);
-        if (str(w, "pool") != NULL) {
-            fputs("pool ", f);
-            esc(f, str(w, "pool"));
+        const char *reason = str(w, "reason");
+        if (reason != NULL && strcmp(reason, "room") == 0) {
+            fputs("a member with room", f);
         } else {
-            fputs("max_running", f);
+            if (str(w, "pool") != NULL) {
+                fputs("pool ", f);
+                esc(f, str(w, "pool"));
+            } else {
+                fputs("max_running", f);
+            }
+            fprintf(f, " (%.0f)", limit);
         }
-        fprintf(f, " (%.0f)</td><td title=\"since ", limit);
+        fputs("</td><td title=\"since ", f);
         esc(f, str(w, "since"));
         fprintf(f, "\">%s</td><td>%.0f</td></tr>\n", span(waited, b, sizeof b), queued);
     }

@@ -11,6 +11,7 @@
 
 #include "dispatch_int.h"
 #include "jobtable.h"
+#include "waits.h"
 
 cJSON *dispatch_log_fields(const char *job, int64_t tick, const char *run_id)
 {
@@ -246,6 +247,26 @@ void dispatch_ended(struct dispatch *d)
     int64_t at = d->tended_at + DISPATCH_WAIT_MS * MS;
     if (d->waiting > 0 && (d->tend_at == 0 || d->tend_at > at))
         d->tend_at = at > loop_now() ? at : loop_now();
+}
+
+size_t dispatch_waiting(const struct dispatch *d, const struct jobtable *jt,
+                        struct runner_wait *out, size_t max)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < d->nwaits && n < max; i++) {
+        const struct jobstate *js = jobtable_find(jt, d->waits[i].job);
+        if (js == NULL)
+            continue; /* gone with a reload: the next look drops it */
+        size_t queued = 0;
+        for (size_t k = 0; k < d->nwaits; k++)
+            queued += strcmp(d->waits[k].job, d->waits[i].job) == 0;
+        out[n++] = (struct runner_wait){.job = js->job->name,
+                                        .room = true,
+                                        .tick = d->waits[i].tick,
+                                        .since_ms = d->waits[i].since_ms,
+                                        .queued = queued};
+    }
+    return n;
 }
 
 void dispatch_free(struct dispatch *d)

@@ -84,6 +84,17 @@
 struct jobstate;
 struct runs;
 struct fleet;
+struct jobtable;
+struct runner_wait;
+
+#define DISPATCH_WAITS_MAX 64 /* ticks waiting for room the leader lists (status) */
+
+/* A tick that waited for a member with room at the leader's last look. */
+struct dispatch_wait {
+    char job[129];    /* JOB_NAME_MAX + 1 */
+    int64_t tick;     /* Unix s */
+    int64_t since_ms; /* Unix ms: the first look that found it waiting */
+};
 
 struct dispatch {
     int64_t capacity;   /* this node's (baton.yaml) */
@@ -98,6 +109,8 @@ struct dispatch {
     bool reread;        /* leader: the members may be read again for room */
     int64_t tended_at;  /* leader: the last tend */
     int64_t held_at;    /* leader: the last hold of their registrations */
+    struct dispatch_wait waits[DISPATCH_WAITS_MAX]; /* leader: the first nwaits of those */
+    size_t nwaits;
 };
 
 /* Offers js's tick, just claimed to run under run id (the claim wrote its
@@ -132,6 +145,14 @@ void dispatch_poll(const struct rctx *x, struct dispatch *d, int64_t now);
 /* A run ended somewhere ("ended <job>"): ticks waiting for room are looked
  * at now. */
 void dispatch_ended(struct dispatch *d);
+
+/* The ticks that waited for room at the leader's last look (none when not
+ * leading), oldest first, as runner_wait (waits.h: room) into out[0..max)
+ * for `baton status` and the metrics: job names borrowed from jt (valid
+ * until the next runner_set_jobs()); queued: that job's ticks in the list.
+ * Returns how many were written. */
+size_t dispatch_waiting(const struct dispatch *d, const struct jobtable *jt,
+                        struct runner_wait *out, size_t max);
 
 /* Frees what d holds (the leader's view of the members). */
 void dispatch_free(struct dispatch *d);

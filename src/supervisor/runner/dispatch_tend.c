@@ -262,6 +262,26 @@ static void hold(const struct rctx *x, struct dispatch *d, const struct assign *
     assign_hold(x->client, x->group, baton_election_key(x->election), token, w, n, x->lease_ttl_ms);
 }
 
+/* The n ticks in w (oldest first) that wait for room now become d's list
+ * for status; one listed at the last look keeps when it began to wait. */
+static void note_waits(struct dispatch *d, const struct assign *const *w, size_t n)
+{
+    struct dispatch_wait v[DISPATCH_WAITS_MAX];
+    size_t nv = 0;
+    int64_t wall = rtime_wall_ms();
+    for (size_t i = 0; i < n && nv < DISPATCH_WAITS_MAX; i++) {
+        struct dispatch_wait *e = &v[nv++];
+        snprintf(e->job, sizeof e->job, "%s", w[i]->job);
+        e->tick = w[i]->tick;
+        e->since_ms = wall;
+        for (size_t k = 0; k < d->nwaits; k++)
+            if (d->waits[k].tick == e->tick && strcmp(d->waits[k].job, e->job) == 0)
+                e->since_ms = d->waits[k].since_ms;
+    }
+    memcpy(d->waits, v, nv * sizeof *v);
+    d->nwaits = nv;
+}
+
 static const char why_aged[] =
     "it waited to be offered (no member had room, or its leader was lost) past its catch-up "
     "window: not run";
@@ -332,6 +352,8 @@ void dispatch_tend(const struct rctx *x, struct dispatch *d, int64_t now)
         d->view = NULL;
         d->waiting = 0;
     }
+    if (!x->leading)
+        d->nwaits = 0;
     if (!x->leading || !d->fleet || d->tend_at == 0 || now < d->tend_at)
         return;
     d->tend_at = now + DISPATCH_TEND_MS * MS;
@@ -367,6 +389,7 @@ void dispatch_tend(const struct rctx *x, struct dispatch *d, int64_t now)
     }
     if (leads && x->leading)
         hold(x, d, w, nw, now);
+    note_waits(d, w, nw);
 out:
     free(v);
     free(w);

@@ -265,7 +265,17 @@ cJSON *runner_runs_json(const struct runner *r, size_t max)
 struct runner_wait *runner_waiting(const struct runner *r, size_t *n)
 {
     *n = 0;
-    return r->x.leading ? waits_list(&r->pools, r->jt.states, n) : NULL;
+    if (!r->x.leading)
+        return NULL;
+    struct runner_wait *l = waits_list(&r->pools, r->jt.states, n);
+    if (r->disp.nwaits == 0)
+        return l;
+    /* then those that wait for a member with room, oldest first */
+    struct runner_wait *v = realloc(l, (*n + r->disp.nwaits) * sizeof *v);
+    if (v == NULL)
+        return l;
+    *n += dispatch_waiting(&r->disp, &r->jt, v + *n, r->disp.nwaits);
+    return v;
 }
 
 cJSON *runner_waiting_json(const struct runner *r, size_t max)

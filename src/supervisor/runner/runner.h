@@ -154,11 +154,13 @@ size_t runner_assigned(const struct runner *r);
 size_t runner_running(const struct runner *r);
 
 /* The jobs whose tick waits for a limit now (none unless leading), in the
- * order a slot goes to them (instant, then job name: pools.h). Returns:
- * owned array (free()) of *n, or NULL when none (or ENOMEM: *n 0). */
+ * order a slot goes to them (instant, then job name: pools.h), then the
+ * ticks that wait for a member with room (dispatch_waiting: room), oldest
+ * first. Returns: owned array (free()) of *n, or NULL when none (or
+ * ENOMEM: *n 0). */
 struct runner_wait *runner_waiting(const struct runner *r, size_t *n);
 /* The same as a heartbeat carries it for `baton status` (status.h): at most
- * max {"job","scheduled_at","since","reason":"pool"|"max_running","pool",
+ * max {"job","scheduled_at","since","reason":"pool"|"max_running"|"room","pool",
  * "limit","queued"}. Returns: owned array (cJSON_Delete), or NULL on ENOMEM. */
 cJSON *runner_waiting_json(const struct runner *r, size_t max);
 

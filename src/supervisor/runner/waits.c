@@ -160,12 +160,17 @@ cJSON *waits_json(const struct runner_wait *w, size_t n, size_t max)
         cJSON_AddStringToObject(o, "scheduled_at", ts);
         log_rfc3339_ms(w[i].since_ms, ts, sizeof ts);
         cJSON_AddStringToObject(o, "since", ts);
-        cJSON_AddStringToObject(o, "reason", w[i].pool != NULL ? "pool" : "max_running");
+        cJSON_AddStringToObject(o, "reason", w[i].room                ? "room"
+                                             : w[i].pool != NULL ? "pool"
+                                                                 : "max_running");
         if (w[i].pool != NULL)
             cJSON_AddStringToObject(o, "pool", w[i].pool);
         else
             cJSON_AddNullToObject(o, "pool");
-        cJSON_AddNumberToObject(o, "limit", w[i].limit);
+        if (w[i].room)
+            cJSON_AddNullToObject(o, "limit");
+        else
+            cJSON_AddNumberToObject(o, "limit", w[i].limit);
         cJSON_AddNumberToObject(o, "queued", (double)w[i].queued);
         cJSON_AddItemToArray(a, o);
     }

@@ -22,11 +22,13 @@ struct rctx;
 struct tick_intent;
 
 /* A job whose next tick waits, unclaimed, for a slot of a fleet-wide
- * limit (runlimits.h). Strings borrowed: valid until the next
- * runner_set_jobs(). */
+ * limit (runlimits.h), or a claimed tick of a job run on members that
+ * waits for one with room (dispatch.h). Strings borrowed: valid until the
+ * next runner_set_jobs(). */
 struct runner_wait {
     const char *job;
-    const char *pool; /* the pool it waits for; NULL: its max_running */
+    bool room;        /* it waits for a member with room (dispatch.h); pool NULL, limit 0 */
+    const char *pool; /* the pool it waits for; NULL: its max_running (or room) */
     int limit;        /* that pool's limit, or max_running */
     int64_t tick;     /* the tick that waits (Unix s) */
     int64_t since_ms; /* Unix ms: the first claim of it that found the limit reached */
