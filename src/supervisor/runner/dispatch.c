@@ -140,8 +140,11 @@ int dispatch_offer_marker(const struct rctx *x, struct dispatch *d, const struct
             return rc;
         }
         int rc = assign_drop(x->client, x->group, job->name, key, token, "claimed", m);
+        char why[sizeof m->node + 96];
+        snprintf(why, sizeof why, "its node %s handed it back and is no longer live: not run",
+                 m->node);
         if (rc == 1)
-            dispatch_not_started(x, job, m, member, state, dispatch_why_none);
+            dispatch_not_started(x, job, m, member, state, why);
         return rc;
     }
     long i = fleet_pick(x, d, job, m->tick, NULL, &f);
