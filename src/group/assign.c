@@ -234,6 +234,7 @@ static const char offer_src[] =
     "    return {0}\n"
     "  end\n"
     "  redis.call('zrem', KEYS[2], node .. '/' .. run)\n"
+    "  redis.call('zrem', KEYS[2], node .. '/' .. run .. '/wait')\n"
     "  redis.call('zrem', ARGV[5] .. 'offers:' .. node, ARGV[6] .. ' ' .. ARGV[2])\n"
     "  redis.call('zrem', ARGV[5] .. 'load:' .. node, ARGV[6] .. ' ' .. run)\n"
     "end\n"
@@ -335,7 +336,11 @@ static const char accept_src[] = NOW_LUA PARSE_LUA LOAD_LUA
     "return {1, v}\n";
 
 /* KEYS: leader. ARGV: token, prefix, ttl_ms, then (job, field, value)
- * triples. Returns -1 not the leader, 1 done. */
+ * triples. A marker or an offer is held by its own registration; a run
+ * lost, accepted and lost, or a retry, whose next attempt waits, by
+ * "<node>/<run_id>/wait" (its own is gone: that is how it was found
+ * lost; the offer or drop of the value removes it). Returns -1 not the
+ * leader, 1 done. */
 static const char hold_src[] =
     "if redis.call('get', KEYS[1]) ~= ARGV[1] then return -1 end\n" NOW_LUA PARSE_LUA
     "local ttl = tonumber(ARGV[3])\n"
@@ -343,11 +348,11 @@ static const char hold_src[] =
     "  local busy = ARGV[2] .. 'busy:' .. ARGV[i]\n"
     "  if redis.call('hget', ARGV[2] .. 'assign:' .. ARGV[i], ARGV[i + 1]) == ARGV[i + 2] then\n"
     "    local s, node, _, _, run = parse(ARGV[i + 2])\n"
-    "    if s == 'claimed' or s == 'offered' then\n"
-    "      local sc = redis.call('zscore', busy, node .. '/' .. run)\n"
-    "      if not sc or tonumber(sc) < now + ttl then\n"
-    "        redis.call('zadd', busy, now + ttl, node .. '/' .. run)\n"
-    "      end\n"
+    "    if s then\n"
+    "      local m = node .. '/' .. run\n"
+    "      if s ~= 'claimed' and s ~= 'offered' then m = m .. '/wait' end\n"
+    "      local sc = redis.call('zscore', busy, m)\n"
+    "      if not sc or tonumber(sc) < now + ttl then redis.call('zadd', busy, now + ttl, m) end\n"
     "      if redis.call('pttl', busy) < ttl + 3600000 then\n"
     "        redis.call('pexpire', busy, ttl + 3600000)\n"
     "      end\n"

@@ -228,9 +228,11 @@ int assign_drop(struct baton_client *c, const char *group, const char *job, cons
 
 /* The registrations of the n assignments w (each as read: its job and
  * value) that wait for a member with room (the claim's marker, an offer
- * past its deadline) are held until ttl_ms from now, under the leader's
- * token, so that forbid and max_running see the tick alive while it waits;
- * one whose value changed is left as it is. Returns 0, BATON_ELOST (not
+ * past its deadline; a run lost, or a retry, whose next attempt waits:
+ * registered as "<node>/<run_id>/wait", removed by the value's offer or
+ * drop) are held until ttl_ms from now, under the leader's token, so that
+ * forbid and max_running see the tick alive while it waits; one whose
+ * value changed is left as it is. Returns 0, BATON_ELOST (not
  * the leader) or BATON_E*. */
 int assign_hold(struct baton_client *c, const char *group, const char *leader_key,
                 const char *token, const struct assign *const *w, size_t n, int64_t ttl_ms);

@@ -287,6 +287,88 @@ START_TEST(waiting_marker_held)
 }
 END_TEST
 
+/* The next attempt of a run lost after its start, or of a failed run's
+ * retry, that waits for a member with room is held as "<node>/<run>/wait"
+ * (its own registration is gone): a forbid job's next tick finds the job
+ * busy, max_running counts it; the attempt's offer, or the drop, removes
+ * it. */
+static bool next_claim_busy(struct baton_client *c, int64_t tick)
+{
+    struct claim_limits lim = {.dispatch = true};
+    struct claim_reply r;
+    char member[64];
+    snprintf(member, sizeof member, "lead/%lld-1-1-1", (long long)tick);
+    enum claim_result res =
+        claim_tick(c, G, "j", LEADER, "tok", tick, CLAIM_RUN_OR_WAIT, member, &lim, &r);
+    claim_reply_free(&r);
+    ck_assert(res == CLAIM_BUSY || res == CLAIM_OK);
+    return res == CLAIM_BUSY;
+}
+
+/* The one assignment of j, as the leader's tend reads it (due). */
+static struct assign due_one(struct baton_client *c)
+{
+    struct assign v[4];
+    bool alive[4];
+    size_t n = 0;
+    int64_t now = 0;
+    ck_assert_int_eq(assign_list_all(c, G, v, alive, 4, true, &n, &now), 0);
+    ck_assert_uint_eq(n, 1);
+    ck_assert(!alive[0]);
+    return v[0];
+}
+
+START_TEST(waiting_next_attempt_held)
+{
+    struct baton_client *c = setup();
+    struct assign a = first("900", "n1", "900-1-1-1"), got;
+    ck_assert_int_eq(assign_offer(c, G, "j", LEADER, "tok", NULL, NULL, &a, 5000), 1);
+    ck_assert_int_eq(assign_accept(c, G, "j", "900", "n1", 4, 5000, &got), ASSIGN_OK);
+    ck_assert_int_eq(assign_started(c, G, "j", &got), 0);
+    /* n1 is lost: its registration lapsed */
+    free(tu_redis("ZADD baton:{" G "}:busy:j 1 n1/900-1-1-1"));
+    struct assign lost = due_one(c);
+    ck_assert_int_eq(lost.state, ASSIGN_STARTED);
+    const struct assign *w[1] = {&lost};
+    ck_assert_int_eq(assign_hold(c, G, LEADER, "tok", w, 1, 60000), 0);
+    ck_assert(next_claim_busy(c, 901));
+    /* max_running 1 (allow) counts it too */
+    struct claim_limits one = {.max_running = 1, .dispatch = true};
+    struct claim_reply cr;
+    ck_assert_int_eq(
+        claim_tick(c, G, "j", LEADER, "tok", 901, CLAIM_RUN, "lead/901-1-1-1", &one, &cr),
+        CLAIM_FULL);
+    claim_reply_free(&cr);
+    /* the listing still finds it lost (its own registration is gone) */
+    struct assign again = due_one(c);
+    ck_assert_str_eq(again.value, lost.value);
+    /* its next attempt offered: the hold is gone, the offer registered */
+    struct assign b = first("900", "n2", "900-1-2-2");
+    b.attempt = 2;
+    ck_assert_int_eq(assign_offer(c, G, "j", LEADER, "tok", NULL, lost.value, &b, 5000), 1);
+    char *s = tu_redis("ZSCORE baton:{" G "}:busy:j n1/900-1-1-1/wait");
+    ck_assert_str_eq(s, "(nil)");
+    free(s);
+    ck_assert_int_eq(assign_accept(c, G, "j", "900", "n2", 4, 5000, &got), ASSIGN_OK);
+    ck_assert_int_eq(assign_started(c, G, "j", &got), 0);
+    /* it fails and is handed back as a retry, due now, that waits */
+    ck_assert_int_eq(assign_end(c, G, "j", "900", "n2", got.run_id, 0), 0);
+    tu_sleep_ms(5);
+    struct assign r = due_one(c);
+    ck_assert_int_eq(r.state, ASSIGN_RETRY);
+    ck_assert(!next_claim_busy(c, 902)); /* before the hold: nothing alive */
+    free(tu_redis("DEL baton:{" G "}:busy:j"));
+    free(tu_redis("HDEL baton:{" G "}:assign:j 902"));
+    w[0] = &r;
+    ck_assert_int_eq(assign_hold(c, G, LEADER, "tok", w, 1, 60000), 0);
+    ck_assert(next_claim_busy(c, 903));
+    /* dropped: the hold goes with it */
+    ck_assert_int_eq(assign_drop(c, G, "j", LEADER, "tok", r.value, &r), 1);
+    ck_assert_int_eq(tu_redis_int("ZCARD baton:{" G "}:busy:j"), 0);
+    baton_client_free(c);
+}
+END_TEST
+
 /* A failed run handed back as a retry: due after its delay, not before
  * (alive until then); the member that died before starting a tick is
  * carried by its value. */
@@ -360,6 +442,7 @@ static Suite *suite(void)
     tcase_add_test(tc, claim_writes_marker);
     tcase_add_test(tc, waiting_marker_held);
     tcase_add_test(tc, retry_and_died);
+    tcase_add_test(tc, waiting_next_attempt_held);
     tcase_add_test(tc, started_when_paused_hands_back);
     suite_add_tcase(s, tc);
     return s;

@@ -768,6 +768,29 @@ int __wrap_assign_offer(struct baton_client *c, const char *group, const char *j
     return 1;
 }
 
+/* As the script: a marker or an offer held by its own registration, the
+ * next attempt of a run lost or failed by "<node>/<run_id>/wait" (kept
+ * in the model by the job: the offer or drop of the tick removes it). */
+int __wrap_assign_hold(struct baton_client *c, const char *group, const char *leader_key,
+                       const char *token, const struct assign *const *w, size_t n, int64_t ttl_ms);
+int __wrap_assign_hold(struct baton_client *c, const char *group, const char *leader_key,
+                       const char *token, const struct assign *const *w, size_t n, int64_t ttl_ms)
+{
+    (void)c, (void)group, (void)leader_key, (void)ttl_ms;
+    if (token == NULL || !leading_token)
+        return BATON_ELOST;
+    for (size_t i = 0; i < n; i++) {
+        struct fassign *f = fassign_find(w[i]->job, w[i]->field);
+        char member[sizeof f->a.node + sizeof f->a.run_id + 8];
+        if (f == NULL || strcmp(f->a.value, w[i]->value) != 0)
+            continue;
+        snprintf(member, sizeof member, "%s/%s%s", f->a.node, f->a.run_id,
+                 f->a.state == ASSIGN_CLAIMED || f->a.state == ASSIGN_OFFERED ? "" : "/wait");
+        enroll(fjob(w[i]->job), member);
+    }
+    return 0;
+}
+
 int __wrap_assign_drop(struct baton_client *c, const char *group, const char *job,
                        const char *leader_key, const char *token, const char *expect,
                        const struct assign *a);
@@ -1853,6 +1876,28 @@ START_TEST(a_failed_run_handed_back_is_offered_again_to_another_member)
 }
 END_TEST
 
+/* A run lost after its start whose next attempt finds no member with
+ * room: held alive while it waits (forbid: the job's next tick is
+ * skipped, not run beside it once room comes). */
+START_TEST(a_lost_run_waiting_for_room_keeps_a_forbid_job_busy)
+{
+    members_are("m1", NULL);
+    fmembers[1].capacity = 1;
+    claimed_up_to_t0("d");
+    fassign_put("x", T0, ASSIGN_STARTED, "m1", 1, T0 * 1000, "1767225600-6-1-9", 0, "");
+    fassign_put("d", T0, ASSIGN_STARTED, "m1", 1, T0 * 1000, "1767225600-6-1-3", 0, "")->reg =
+        false;
+    struct runner *r = start("jobs:\n  - {name: d, schedule: '* * * * * *', run_on: any, "
+                             "retries: 1, command: ['true']}\n" DISPATCHED_YEARLY("x"));
+    advance(r, 1500);
+    ck_assert_int_eq(fassign_find("d", "1767225600")->a.state, ASSIGN_STARTED); /* waits */
+    ck_assert(registered(fjob("d"), "m1/1767225600-6-1-3/wait"));
+    struct fassign *next = fassign_find("d", "1767225601");
+    ck_assert_msg(next == NULL, "the next tick: %s", next != NULL ? next->a.value : "");
+    stop(r);
+}
+END_TEST
+
 /* The leader is the only member: it accepts its own offer; its run fails
  * and is handed back as a retry, offered again after the backoff, and the
  * second attempt runs; no third (retries: 1). */
@@ -1987,6 +2032,7 @@ static Suite *suite(void)
     tcase_add_test(tc, a_member_lost_before_starting_a_tick_moves_it_once_naming_the_member);
     tcase_add_test(tc, a_failed_run_handed_back_is_offered_again_to_another_member);
     tcase_add_test(tc, a_dispatched_run_that_fails_is_retried_per_retries);
+    tcase_add_test(tc, a_lost_run_waiting_for_room_keeps_a_forbid_job_busy);
     tcase_add_test(tc, the_leader_reads_what_is_outstanding_in_one_call_a_pass);
     tcase_add_test(tc, a_pause_after_a_dispatched_claim_is_honoured_then_a_plain_resume_records_it);
     tcase_add_test(tc, a_pause_after_a_dispatched_claim_then_resume_catchup_runs_it);

@@ -249,9 +249,10 @@ static int by_tick(const void *pa, const void *pb)
 }
 
 /* The registrations of the n ticks in w that wait for room (markers,
- * offers past their deadline) held for a lease more, at most every
- * DISPATCH_TEND_MS: a forbid job, and max_running, see such a tick alive
- * as they see an offered one. */
+ * offers past their deadline, the next attempt of a run lost or failed:
+ * assign_hold) held for a lease more, at most every DISPATCH_TEND_MS: a
+ * forbid job, and max_running, see such a tick alive as they see an
+ * offered one. */
 static void hold(const struct rctx *x, struct dispatch *d, const struct assign *const *w, size_t n,
                  int64_t now)
 {
@@ -384,7 +385,7 @@ void dispatch_tend(const struct rctx *x, struct dispatch *d, int64_t now)
             continue; /* not a job this leader dispatches: left as it is */
         size_t before = d->waiting;
         leads = tend_one(x, d, js, &v[i]);
-        if (d->waiting > before && (v[i].state == ASSIGN_CLAIMED || v[i].state == ASSIGN_OFFERED))
+        if (d->waiting > before) /* a marker, an offer, or a run's next attempt */
             w[nw++] = &v[i];
     }
     if (leads && x->leading)
