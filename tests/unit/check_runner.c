@@ -220,7 +220,8 @@ struct fjob {
     char name[JOB_NAME_MAX + 1];
     bool has_mark;
     int64_t mark;
-    char busy[8][RUN_ID_MAX + 160];
+    /* members: node/run_id, or node/run_id/wait (struct assign's parts) */
+    char busy[8][sizeof((struct assign *)0)->node + sizeof((struct assign *)0)->run_id + 8];
     int nbusy;
     char skipped_by[RUN_ID_MAX + 160]; /* the member of the last claim as skipped */
 };
