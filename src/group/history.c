@@ -153,8 +153,7 @@ void history_command_free(struct history_command *c)
 
 static const char empty[] = "";
 
-/* Parses a whole decimal number; false (and *v untouched) otherwise. */
-static bool number(const char *s, int64_t *v)
+bool history_number(const char *s, int64_t *v)
 {
     char *end = NULL;
     errno = 0;
@@ -189,19 +188,19 @@ bool history_parse(const struct baton_reply *e, struct history_rec *r)
             return false;
         const char *k = name->str, *v = val->str;
         int64_t x, ms;
-        if (strcmp(k, "v") == 0 && number(v, &x))
+        if (strcmp(k, "v") == 0 && history_number(v, &x))
             r->version = (int)x;
         else if (strcmp(k, "run_id") == 0)
             r->run_id = v;
         else if (strcmp(k, "node") == 0)
             r->node = v;
-        else if (strcmp(k, "term") == 0 && number(v, &x))
+        else if (strcmp(k, "term") == 0 && history_number(v, &x))
             r->term = (uint64_t)x;
         else if (strcmp(k, "scheduled_at") == 0 && log_parse_rfc3339_ms(v, &ms))
             r->scheduled_at = ms / 1000;
         else if (strcmp(k, "until") == 0)
             until = v;
-        else if (strcmp(k, "ticks") == 0 && number(v, &x))
+        else if (strcmp(k, "ticks") == 0 && history_number(v, &x))
             r->ticks = x;
         else if (strcmp(k, "trigger") == 0)
             r->trigger = v;
@@ -209,16 +208,16 @@ bool history_parse(const struct baton_reply *e, struct history_rec *r)
             r->by = v;
         else if (strcmp(k, "started") == 0 && log_parse_rfc3339_ms(v, &ms))
             r->started_ms = ms;
-        else if (strcmp(k, "duration_ms") == 0 && number(v, &x))
+        else if (strcmp(k, "duration_ms") == 0 && history_number(v, &x))
             r->duration_ms = x;
-        else if (strcmp(k, "jitter_ms") == 0 && number(v, &x))
+        else if (strcmp(k, "jitter_ms") == 0 && history_number(v, &x))
             r->jitter_ms = x;
-        else if (strcmp(k, "attempt") == 0 && number(v, &x))
+        else if (strcmp(k, "attempt") == 0 && history_number(v, &x))
             r->attempt = (int)x;
         else if (strcmp(k, "outcome") == 0) {
             r->outcome_name = v;
             r->outcome_known = history_outcome_parse(v, &r->outcome);
-        } else if (strcmp(k, "exit_code") == 0 && number(v, &x))
+        } else if (strcmp(k, "exit_code") == 0 && history_number(v, &x))
             r->exit_code = (int)x;
         else if (strcmp(k, "signal") == 0)
             r->signal = v;
@@ -230,9 +229,9 @@ bool history_parse(const struct baton_reply *e, struct history_rec *r)
             r->has_output = true;
             r->output = v;
             r->output_len = val->len;
-        } else if (strcmp(k, "output_dropped") == 0 && number(v, &x))
+        } else if (strcmp(k, "output_dropped") == 0 && history_number(v, &x))
             r->output_dropped = x;
-        else if (strcmp(k, "dispatch_ms") == 0 && number(v, &x)) {
+        else if (strcmp(k, "dispatch_ms") == 0 && history_number(v, &x)) {
             r->dispatched = true;
             r->dispatch_ms = x;
         }
@@ -242,7 +241,7 @@ bool history_parse(const struct baton_reply *e, struct history_rec *r)
     /* Version 1 wrote only "exit N" / "signal X". */
     if (r->exit_code < 0 && r->signal[0] == '\0') {
         int64_t x;
-        if (strncmp(result, "exit ", 5) == 0 && number(result + 5, &x))
+        if (strncmp(result, "exit ", 5) == 0 && history_number(result + 5, &x))
             r->exit_code = (int)x;
         else if (strncmp(result, "signal ", 7) == 0)
             r->signal = result + 7;

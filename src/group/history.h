@@ -138,6 +138,11 @@ int history_read(struct baton_client *c, const char *group, const char *job, lon
 /* Frees what history_read() returned; a zeroed struct is a no-op. */
 void history_list_free(struct history_list *l);
 
+/* Parses s, a whole decimal number as the history's fields hold them
+ * (optional '-', digits, nothing else): true with *v set, else false and
+ * *v untouched. */
+bool history_number(const char *s, int64_t *v);
+
 /* Fills r from one stream entry [id, [field, value, ...]]. Strings are
  * borrowed from e. Returns false when e is not an entry. */
 bool history_parse(const struct baton_reply *e, struct history_rec *r);

@@ -1,11 +1,11 @@
 /* pauselog.c -- see pauselog.h. */
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "answers.h"
+#include "history.h"
 #include "keys.h"
 #include "pause.h"
 #include "pauselog.h"
@@ -36,18 +36,6 @@ char *pause_rec_fields(const char *entry, bool resume, int64_t at_ms, const char
     return s;
 }
 
-/* Parses a whole decimal number; false (and *v untouched) otherwise. */
-static bool number(const char *s, int64_t *v)
-{
-    char *end = NULL;
-    errno = 0;
-    long long x = strtoll(s, &end, 10);
-    if (s[0] == '\0' || errno != 0 || *end != '\0')
-        return false;
-    *v = x;
-    return true;
-}
-
 /* Fills r from one stream entry [id, [field, value, ...]]. Returns false
  * when e is not an entry, or not a pause record. */
 static bool parse_rec(const struct baton_reply *e, struct pause_rec *r)
@@ -72,7 +60,7 @@ static bool parse_rec(const struct baton_reply *e, struct pause_rec *r)
             r->resume = strcmp(v, "resume") == 0;
         } else if (strcmp(k, "job") == 0)
             r->job = v;
-        else if (strcmp(k, "at") == 0 && number(v, &x))
+        else if (strcmp(k, "at") == 0 && history_number(v, &x))
             r->at_ms = x;
         else if (strcmp(k, "by") == 0)
             r->by = v;
