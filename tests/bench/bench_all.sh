@@ -10,7 +10,8 @@
 #   fleet       bench_fleet.sh: 100 supervisors, 10,000 jobs, one Redis
 #   dispatch    bench_dispatch.sh: run_on any/labels: dispatch delay beside
 #               leader-local, spread over 4 nodes, 20 supervisors x 10,000
-#               jobs on any against run_on leader
+#               jobs on any against run_on leader, the leader's cost per
+#               tick on any with 10 and with 100 supervisors
 #   supervisor  bench_supervisor.sh: handover with 3 nodes, idle footprint
 #   tls         bench_tls.sh: TLS against plain TCP, durable grants
 #   quorum      bench_quorum.sh: a Redlock quorum of five masters, beside
@@ -91,7 +92,7 @@ else
     part supervisor 900 bash "$B/bench_supervisor.sh"
     part tls 600 bash "$B/bench_tls.sh" --seconds 8 --threads 16
     part quorum 900 bash "$B/bench_quorum.sh" --seconds 5 --rounds 1
-    part dispatch 1800 bash "$B/bench_dispatch.sh"
+    part dispatch 2700 bash "$B/bench_dispatch.sh"
 fi
 
 [ ${#PARTS[@]} -gt 0 ] || fail "no part ran (--only names none of peers, jobs, fleet, supervisor, tls, quorum, dispatch)"
@@ -320,6 +321,20 @@ doc=$(jq -s -c --arg date "$(date -u +%Y-%m-%d)" --argjson smoke "$smoke" \
              $d.scale.leader.redis_commands_per_tick; "run_on leader, same fleet"; "(reported)"; null),
          row("dispatch"; "on any: start lateness p99 (ms)"; $d.scale.any.lateness_ms.p99;
              $d.scale.leader.lateness_ms.p99; "run_on leader, same fleet"; "(reported)"; null)
+        else empty end),
+       (if $d.growth then
+         row("dispatch"; "\($d.growth.nodes[1]) x \($d.growth.jobs) jobs on any: leader CPU per tick (us)";
+             ($d.growth.large.leader_cpu_ms_per_tick | if . == null then null else . * 1000 end);
+             ($d.growth.small.leader_cpu_ms_per_tick | if . == null then null else . * 1000 end);
+             "the same jobs on \($d.growth.nodes[0]) nodes, same run"; "ratio <= 1.25";
+             ($d.growth.cpu_ratio != null and $d.growth.cpu_ratio <= 1.25)),
+         row("dispatch"; "\($d.growth.nodes[1]) x \($d.growth.jobs) jobs on any: Redis commands per tick";
+             $d.growth.large.redis_commands_per_tick; $d.growth.small.redis_commands_per_tick;
+             "the same jobs on \($d.growth.nodes[0]) nodes, same run"; "ratio <= 1.25";
+             ($d.growth.commands_ratio != null and $d.growth.commands_ratio <= 1.25)),
+         row("dispatch"; "\($d.growth.nodes[1]) x \($d.growth.jobs) jobs on any: start lateness p99 (ms)";
+             $d.growth.large.lateness_ms.p99; $d.growth.small.lateness_ms.p99;
+             "the same jobs on \($d.growth.nodes[0]) nodes, same run"; "(reported)"; null)
         else empty end)
       else empty end)
    ]),

@@ -18,23 +18,34 @@
 #             leader: the leader's CPU, Redis commands per tick (INFO
 #             commandstats, over the ticks of the window), start lateness
 #             p99 (job_start's lateness_ms, every node's).
+#   growth    the scale case on `any` with N1 and then N2 supervisors (the
+#             same jobs and window): the leader's CPU per tick and Redis
+#             commands per tick at each, and N2's over N1's. Target: they
+#             do not grow with the nodes (each ratio at most 1.25).
 #
-# --smoke: dispatch 8 s, spread 15 s each, scale 4 x 300 jobs for 10 s.
-# Full: dispatch 60 s, spread 300 s each, scale 20 x 10,000 for 60 s.
+# --smoke: dispatch 8 s, spread 15 s each, scale 4 x 300 jobs for 10 s,
+# growth 2 and 6 x 300 jobs for 10 s.
+# Full: dispatch 60 s, spread 300 s each, scale 20 x 10,000 for 60 s,
+# growth 10 and 100 x 10,000 for 60 s.
 # --scale N,J,W: scale with N supervisors, J jobs, a window of W s (the
 # curve over N: run it at 5, 10, 20 with the same J and W).
-# usage: bench_dispatch.sh [--smoke] [--only dispatch,spread,scale] [--scale N,J,W]
+# --growth N1,N2,J,W: growth's two fleets, jobs and window.
+# usage: bench_dispatch.sh [--smoke] [--only dispatch,spread,scale,growth] [--scale N,J,W]
+#        [--growth N1,N2,J,W]
 # Needs BATON_BIN and BATON_TESTS_DIR, python3.
 BATON_TESTS_DIR=${BATON_TESTS_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 . "$BATON_TESTS_DIR/lib/harness.sh" || exit 2
+note() { echo "[$TEST_NAME] $*" >&2; } # stdout is the JSON alone (bench_all parses it)
 B=$BATON_BIN
-DISP_S=60 SPREAD_S=300 SCALE_N=20 SCALE_J=10000 SCALE_W=60 ONLY=dispatch,spread,scale
+DISP_S=60 SPREAD_S=300 SCALE_N=20 SCALE_J=10000 SCALE_W=60 ONLY=dispatch,spread,scale,growth
+GROW_N1=10 GROW_N2=100 GROW_J=10000 GROW_W=60
 while [ $# -gt 0 ]; do
     case $1 in
-    --smoke) DISP_S=8 SPREAD_S=15 SCALE_N=4 SCALE_J=300 SCALE_W=10 ;;
+    --smoke) DISP_S=8 SPREAD_S=15 SCALE_N=4 SCALE_J=300 SCALE_W=10 GROW_N1=2 GROW_N2=6 GROW_J=300 GROW_W=10 ;;
     --only) ONLY=$2; shift ;;
     --scale) IFS=, read -r SCALE_N SCALE_J SCALE_W <<< "$2"; shift ;;
-    *) echo "usage: bench_dispatch.sh [--smoke] [--only dispatch,spread,scale] [--scale N,J,W]" >&2; exit 2 ;;
+    --growth) IFS=, read -r GROW_N1 GROW_N2 GROW_J GROW_W <<< "$2"; shift ;;
+    *) echo "usage: bench_dispatch.sh [--smoke] [--only dispatch,spread,scale,growth] [--scale N,J,W] [--growth N1,N2,J,W]" >&2; exit 2 ;;
     esac
     shift
 done
@@ -146,9 +157,10 @@ if want spread; then
 fi
 
 # ---------------------------------------------------------------------
-# scale RUN_ON: SCALE_N supervisors, SCALE_J jobs each every minute.
+# scale RUN_ON [TAG]: SCALE_N supervisors, SCALE_J jobs each every minute
+# (TAG: a group of its own).
 scale() {
-    local on=$1 g=scale-$1 i l pid c0 c1 t0 t1 calls0 calls1
+    local on=$1 g=scale-$1${2:+-$2} i l pid c0 c1 t0 t1 calls0 calls1
     { echo "jobs:"; for i in $(seq 1 "$SCALE_J"); do echo "  - {name: j$i, schedule: \"$((i % 60)) * * * * *\", run_on: $on, command: [\"true\"]}"; done; } > "$T/$g-jobs.yaml"
     for i in $(seq 1 "$SCALE_N"); do node "$g" "n$i" "$T/$g-jobs.yaml" 64; [ "$i" = 1 ] && wait_leader "$g" >/dev/null; done
     sleep 5
@@ -173,6 +185,7 @@ print(json.dumps({"run_on": sys.argv[2], "window_s": round(ms / 1000, 1), "runs"
                   "runs_expected": round(runs_expected), "leader_cpu_percent": round(100.0 * ticks_cpu / hz / (ms / 1000), 1),
                   "redis_commands_per_tick": round(calls / runs_expected, 1) if runs_expected else None,
                   "redis_commands_per_s": round(calls / (ms / 1000)),
+                  "leader_cpu_ms_per_tick": round(1000.0 * ticks_cpu / hz / runs_expected, 4) if runs_expected else None,
                   "lateness_ms": {"p50": q(0.5), "p99": q(0.99), "max": late[-1] if late else None}}))
 PY
 }
@@ -182,6 +195,25 @@ if want scale; then
     note "scale: the same fleet, run_on: leader"
     b=$(scale leader) || fail "scale leader: no figures"
     add scale "{\"nodes\": $SCALE_N, \"jobs\": $SCALE_J, \"any\": $a, \"leader\": $b}"
+fi
+if want growth; then
+    SCALE_J=$GROW_J SCALE_W=$GROW_W
+    note "growth: $GROW_N1 supervisors, $GROW_J jobs on any, $GROW_W s"
+    SCALE_N=$GROW_N1; a=$(scale any "g$GROW_N1") || fail "growth $GROW_N1: no figures"
+    note "growth: $GROW_N2 supervisors, the same jobs"
+    SCALE_N=$GROW_N2; b=$(scale any "g$GROW_N2") || fail "growth $GROW_N2: no figures"
+    r=$(python3 - "$a" "$b" "$GROW_N1" "$GROW_N2" "$GROW_J" <<'PY'
+import json, sys
+a, b = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+def ratio(k):
+    return round(b[k] / a[k], 3) if a.get(k) and b.get(k) is not None else None
+cmd, cpu = ratio("redis_commands_per_tick"), ratio("leader_cpu_ms_per_tick")
+print(json.dumps({"nodes": [int(sys.argv[3]), int(sys.argv[4])], "jobs": int(sys.argv[5]),
+                  "small": a, "large": b, "commands_ratio": cmd, "cpu_ratio": cpu, "target_ratio": 1.25,
+                  "met": cmd is not None and cpu is not None and cmd <= 1.25 and cpu <= 1.25}))
+PY
+) || fail "growth: no figures"
+    add growth "$r"
 fi
 add machine "{\"cores\": $(nproc), \"load_before\": $LOAD_BEFORE, \"load_after\": $(load)}"
 echo "$OUT"
