@@ -10,7 +10,6 @@
 
 #define OUTBOX_MAX     1000 /* bookkeeping writes waiting, at most */
 #define FLUSH_RETRY_MS 1000 /* a write could not be made: try again then */
-#define GATE_RETRY_MS  20   /* no blocking call allowed now: look again this soon */
 
 enum outbox_kind {
     OUT_HISTORY,         /* a history record */

@@ -14,9 +14,8 @@
 #include "baton_election.h"
 #include "log.h"
 #include "records.h"
+#include "rtime.h"
 #include "ticklife.h"
-
-#define GATE_RETRY_MS 20 /* no blocking call allowed now (rctx_may_block): look again this soon */
 
 struct jobtable;
 struct hooks;

@@ -8,6 +8,8 @@
 #include "clock.h"
 #include "loop.h"
 
+#define GATE_RETRY_MS 20 /* no blocking call allowed now (rctx_may_block): look again this soon */
+
 static inline int64_t rtime_wall_ms(void)
 {
     return loop_wall_ns() / MS;

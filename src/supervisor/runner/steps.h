@@ -1,8 +1,9 @@
 /* steps.h -- one table for what a claim's answer means: the next step of
  * a tick's claim, and of a manual run's (trigger.h claims a request the way
  * claim.h claims a tick), and the move it is in the tick's life
- * (ticklife.h). The coordinator (runner.c) looks the step up here and
- * carries it out; no other code decides on a claim's result.
+ * (ticklife.h). The claimer (claimer.c: a tick's claim) and control.c (a
+ * manual run's) look the step up here and carry it out; no other code
+ * decides on a claim's result.
  *
  *   result            a tick                      a manual run     the tick
  *   ok, ours          start its run               start its run    won
