@@ -274,9 +274,37 @@ static void reload_apply(struct daemon *d, struct config *cfg, struct jobs *jobs
     for (int i = 0; i < NFIXED; i++)
         if (differs[i])
             cJSON_AddItemToArray(kept, cJSON_CreateString(fixed[i]));
-    if (cJSON_GetArraySize(kept) > 0) {
+    bool keep = cJSON_GetArraySize(kept) > 0;
+    if (keep)
         cJSON_AddItemToObject(f, "restart_needed_for", kept);
-        /* Keep the running values: move them over (no allocation to fail). */
+    else
+        cJSON_Delete(kept);
+    size_t njobs = jobs->n;
+    char hash[JOBS_HASH_HEX];
+    jobs_hash_hex(jobs, hash, sizeof hash);
+    /* capacity and labels first: if the jobs cannot follow, the old ones
+     * are put back. */
+    bool node_set = runner_set_node(d->runner, cfg->capacity,
+                                    (const char *const *)cfg->labels) == BATON_OK;
+    if (!node_set || runner_set_jobs(d->runner, jobs) != BATON_OK) {
+        if (node_set)
+            (void)runner_set_node(d->runner, d->cfg->capacity,
+                                  (const char *const *)d->cfg->labels);
+        else
+            jobs_free(jobs);
+        cJSON_Delete(f);
+        f = log_fields();
+        cJSON_AddStringToObject(f, "error", "out of memory");
+        cJSON_AddStringToObject(f, "then", "keeping the running configuration");
+        log_emit(d->log, LE_RELOAD_FAILED, f);
+        config_free(cfg);
+        ops_defs_unref(defs);
+        return;
+    }
+    /* Keep the running values of what needs a restart: moved over (no
+     * allocation to fail), only now that nothing can fail, so that a
+     * failure above leaves the running configuration whole. */
+    if (keep) {
         for (int i = 0; i < NSTRINGS; i++) {
             free(*mine[i]);
             *mine[i] = *running[i];
@@ -294,30 +322,6 @@ static void reload_apply(struct daemon *d, struct config *cfg, struct jobs *jobs
             d->cfg->http_tls_cert = c;
             d->cfg->http_tls_key = k;
         }
-    } else {
-        cJSON_Delete(kept);
-    }
-    size_t njobs = jobs->n;
-    char hash[JOBS_HASH_HEX];
-    jobs_hash_hex(jobs, hash, sizeof hash);
-    /* capacity and labels first: if the jobs cannot follow, the old ones
-     * are put back (their strings were just freed: room for them again). */
-    bool node_set = runner_set_node(d->runner, cfg->capacity,
-                                    (const char *const *)cfg->labels) == BATON_OK;
-    if (!node_set || runner_set_jobs(d->runner, jobs) != BATON_OK) {
-        if (node_set)
-            (void)runner_set_node(d->runner, d->cfg->capacity,
-                                  (const char *const *)d->cfg->labels);
-        else
-            jobs_free(jobs);
-        cJSON_Delete(f);
-        f = log_fields();
-        cJSON_AddStringToObject(f, "error", "out of memory");
-        cJSON_AddStringToObject(f, "then", "keeping the running configuration");
-        log_emit(d->log, LE_RELOAD_FAILED, f);
-        config_free(cfg);
-        ops_defs_unref(defs);
-        return;
     }
     /* The runner owns the jobs; the view has its copy (defs). */
     ops_set_jobs(d->ops, jobs, defs, cfg->shutdown_grace_ms);
