@@ -191,6 +191,46 @@ START_TEST(url_cluster)
 }
 END_TEST
 
+/* CRC-16/XMODEM by its definition, a bit at a time: the reference that
+ * cluster.c's byte table is held to. */
+static uint16_t crc16_bitwise(const unsigned char *p, size_t n)
+{
+    uint16_t crc = 0;
+    for (size_t i = 0; i < n; i++) {
+        crc ^= (uint16_t)(p[i] << 8);
+        for (int b = 0; b < 8; b++)
+            crc = (crc & 0x8000) ? (uint16_t)((crc << 1) ^ 0x1021) : (uint16_t)(crc << 1);
+    }
+    return crc;
+}
+
+/* The key slot computed with the table is the definition's: the check
+ * value of CRC-16/XMODEM, every byte value alone and in all positions,
+ * keys of every length up to 64 (no '{': the whole key is hashed). */
+START_TEST(crc16_table_matches_bitwise)
+{
+    ck_assert_uint_eq(baton__key_slot("123456789", 9), 0x31c3 & 16383);
+    unsigned char key[64];
+    for (int b = 0; b < 256; b++) {
+        key[0] = (unsigned char)(b == '{' ? 0 : b);
+        ck_assert_uint_eq(baton__key_slot((const char *)key, 1), crc16_bitwise(key, 1) & 16383);
+    }
+    uint32_t x = 2463534242u; /* xorshift32: the same keys every run */
+    for (size_t len = 0; len <= sizeof key; len++) {
+        for (int round = 0; round < 50; round++) {
+            for (size_t i = 0; i < len; i++) {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                key[i] = (unsigned char)(x & 0xff) == '{' ? 'x' : (unsigned char)(x & 0xff);
+            }
+            ck_assert_uint_eq(baton__key_slot((const char *)key, len),
+                              crc16_bitwise(key, len) & 16383);
+        }
+    }
+}
+END_TEST
+
 /* The slot of a command's key: its first key (EVAL: the first of KEYS),
  * none for commands without one. */
 START_TEST(cluster_command_slots)
@@ -625,6 +665,7 @@ static Suite *suite(void)
     tcase_add_test(tc, url_cluster);
     tcase_add_test(tc, url_quorum);
     tcase_add_test(tc, cluster_command_slots);
+    tcase_add_test(tc, crc16_table_matches_bitwise);
     tcase_add_test(tc, url_errors_hide_password);
     tcase_add_test(tc, sha1_vectors);
     tcase_add_test(tc, decimal_strings);
