@@ -66,13 +66,12 @@ struct baton__cluster {
 
 /* CRC-16/XMODEM (polynomial 0x1021, initial value 0), which Redis Cluster
  * uses for key slots, a byte at a time: crc16_table[b] is the CRC of the
- * byte b followed by a zero byte, i.e. b << 8 shifted through the
- * polynomial eight times (check_lib's crc16_table_matches_bitwise holds it
+ * one byte b, i.e. b << 8 shifted through the polynomial eight times (check_lib's crc16_table_matches_bitwise holds it
  * to that definition). Every script call computes its key's slot (call.c:
  * the cluster's route, and the pipe lane on one server), so this is on
  * every lock cycle's path: the bitwise form took a tenth of the client's
- * CPU with 50 asynchronous cycles in flight. */
-/* clang-format off: eight to a row, as they are generated */
+ * CPU with 50 asynchronous cycles in flight. Eight to a row, as generated. */
+/* clang-format off */
 static const uint16_t crc16_table[256] = {
     0x0000, 0x1021, 0x2042, 0x3063, 0x4084, 0x50a5, 0x60c6, 0x70e7,
     0x8108, 0x9129, 0xa14a, 0xb16b, 0xc18c, 0xd1ad, 0xe1ce, 0xf1ef,
