@@ -403,9 +403,10 @@ START_TEST(url_errors_hide_password)
 }
 END_TEST
 
-/* Commands are formatted by baton__resp_format: byte for byte what
- * hiredis's redisFormatCommandArgv makes, for empty, binary and long
- * arguments, with the prefix room left untouched. */
+/* Commands are formatted by baton__resp_format and
+ * baton__conn_append_cmd: byte for byte what hiredis's
+ * redisFormatCommandArgv makes, for empty, binary and long arguments, with
+ * the prefix room left untouched (or the prefix given in front). */
 START_TEST(resp_format_matches_hiredis)
 {
     static char big[100000];
@@ -438,6 +439,37 @@ START_TEST(resp_format_matches_hiredis)
         redisFreeCommand(want);
         free(got);
     }
+    /* The same bytes formatted straight into a connection's output (the
+     * loop's path), one command after another, odd ones behind a prefix
+     * (ASKING's place), the output growing from empty. */
+    struct baton__conn *cn = calloc(1, sizeof *cn);
+    char *expect = NULL;
+    size_t elen = 0;
+    ck_assert_ptr_nonnull(cn);
+    for (int round = 0; round < 2; round++) {
+        for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+            const char *pre = i % 2 ? "*1\r\n$6\r\nASKING\r\n" : NULL;
+            size_t plen = pre != NULL ? strlen(pre) : 0;
+            char *want = NULL;
+            int n = redisFormatCommandArgv(&want, cmds[i].argc, cmds[i].argv, cmds[i].lens);
+            ck_assert_int_gt(n, 0);
+            expect = realloc(expect, elen + plen + (size_t)n);
+            ck_assert_ptr_nonnull(expect);
+            memcpy(expect + elen, pre != NULL ? pre : "", plen);
+            memcpy(expect + elen + plen, want, (size_t)n);
+            elen += plen + (size_t)n;
+            redisFreeCommand(want);
+            ck_assert_int_eq(baton__conn_append_cmd(cn, pre, plen, cmds[i].argc,
+                                                    (const char *const *)cmds[i].argv,
+                                                    cmds[i].lens),
+                             BATON_OK);
+            ck_assert_uint_eq(cn->olen, elen);
+            ck_assert_msg(memcmp(cn->obuf, expect, elen) == 0, "output differs after %zu", i);
+        }
+    }
+    free(expect);
+    free(cn->obuf);
+    free(cn);
 }
 END_TEST
 
