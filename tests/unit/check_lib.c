@@ -604,6 +604,72 @@ START_TEST(helper_job_queued_once)
 }
 END_TEST
 
+/* baton__loop_calloc/cfree: on the loop thread a block given back is
+ * the next one of its size, zeroed; another size, or another thread, gets
+ * calloc()'s; blocks given back beyond the few kept are freed, and the
+ * client's free frees the kept ones (the ASan build's leak check). */
+struct tspare {
+    struct baton__task task;
+    struct baton__loop *l;
+    bool reused, zeroed, other_size_fresh;
+    sem_t ran;
+};
+
+static void tspare_run(struct baton__task *t)
+{
+    struct tspare *s = BATON__OWNER(t, struct tspare, task);
+    enum { SIZE = 2000, MANY = 40 };
+    unsigned char *a = baton__loop_calloc(s->l, SIZE);
+    if (a == NULL) { /* (asserted on the test's thread: all false) */
+        sem_post(&s->ran);
+        return;
+    }
+    memset(a, 0xab, SIZE);
+    baton__loop_cfree(s->l, a, SIZE);
+    unsigned char *b = baton__loop_calloc(s->l, SIZE);
+    s->reused = b == a;
+    s->zeroed = true;
+    for (int i = 0; i < SIZE; i++)
+        s->zeroed = s->zeroed && b[i] == 0;
+    unsigned char *o = baton__loop_calloc(s->l, SIZE / 2); /* none kept of this size */
+    s->other_size_fresh = o != NULL;
+    baton__loop_cfree(s->l, o, SIZE / 2); /* not kept: freed */
+    baton__loop_cfree(s->l, b, SIZE);
+    /* Many given back at once: some kept, the rest freed (no leak). */
+    void *p[MANY];
+    for (int i = 0; i < MANY; i++)
+        p[i] = baton__loop_calloc(s->l, SIZE);
+    for (int i = 0; i < MANY; i++)
+        baton__loop_cfree(s->l, p[i], SIZE);
+    sem_post(&s->ran);
+}
+
+START_TEST(loop_spare_blocks)
+{
+    struct baton_client *c = NULL;
+    struct baton_client_opts co = {.lazy = true};
+    ck_assert_int_eq(baton_client_new("redis://127.0.0.1:1/0", &co, &c), BATON_OK);
+    struct baton__loop *l = baton__loop_of(c);
+    ck_assert_ptr_nonnull(l);
+    struct tspare s = {.task.run = tspare_run, .l = l};
+    sem_init(&s.ran, 0, 0);
+    ck_assert(baton__loop_post(l, &s.task));
+    sem_wait(&s.ran);
+    ck_assert(s.reused);
+    ck_assert(s.zeroed);
+    ck_assert(s.other_size_fresh);
+    /* Off the loop thread: calloc() and free(), never the loop's list. */
+    unsigned char *x = baton__loop_calloc(l, 2000);
+    ck_assert_ptr_nonnull(x);
+    for (int i = 0; i < 2000; i++)
+        ck_assert_uint_eq(x[i], 0);
+    baton__loop_cfree(l, x, 2000);
+    baton__loop_cfree(NULL, baton__loop_calloc(NULL, 64), 64);
+    baton_client_free(c);
+    sem_destroy(&s.ran);
+}
+END_TEST
+
 START_TEST(client_errors)
 {
     struct baton_client *c = NULL;
@@ -698,6 +764,7 @@ static Suite *suite(void)
     tcase_add_test(tc, url_quorum);
     tcase_add_test(tc, cluster_command_slots);
     tcase_add_test(tc, crc16_table_matches_bitwise);
+    tcase_add_test(tc, loop_spare_blocks);
     tcase_add_test(tc, url_errors_hide_password);
     tcase_add_test(tc, sha1_vectors);
     tcase_add_test(tc, decimal_strings);
