@@ -100,7 +100,9 @@ void baton__conn_free(struct baton__conn *cn)
     free(cn);
 }
 
-int baton__conn_append_raw(struct baton__conn *cn, const char *buf, size_t len)
+/* Room for len more bytes of output. Returns 0 or BATON_ENOMEM (the
+ * output as it was). */
+static int reserve(struct baton__conn *cn, size_t len)
 {
     if (cn->olen + len > cn->ocap) {
         size_t cap = cn->ocap ? cn->ocap : 256;
@@ -112,6 +114,13 @@ int baton__conn_append_raw(struct baton__conn *cn, const char *buf, size_t len)
         cn->obuf = grown;
         cn->ocap = cap;
     }
+    return BATON_OK;
+}
+
+int baton__conn_append_raw(struct baton__conn *cn, const char *buf, size_t len)
+{
+    if (reserve(cn, len) != BATON_OK)
+        return BATON_ENOMEM;
     memcpy(cn->obuf + cn->olen, buf, len);
     cn->olen += len;
     return BATON_OK;
@@ -141,16 +150,18 @@ static size_t len_digits(size_t v)
     return n;
 }
 
-int baton__resp_format(char **out, size_t prefix, int argc, const char *const *argv,
-                       const size_t *lens, size_t *len)
+/* The length of a command in RESP. */
+static size_t resp_len(int argc, const size_t *lens)
 {
-    size_t total = prefix + 1 + len_digits((size_t)argc) + 2;
+    size_t total = 1 + len_digits((size_t)argc) + 2;
     for (int i = 0; i < argc; i++)
         total += 1 + len_digits(lens[i]) + 2 + lens[i] + 2;
-    char *buf = malloc(total), *p;
-    if (buf == NULL)
-        return BATON_ENOMEM;
-    p = buf + prefix;
+    return total;
+}
+
+/* Writes the command in RESP at p (resp_len bytes). */
+static void resp_put(char *p, int argc, const char *const *argv, const size_t *lens)
+{
     *p++ = '*';
     p = put_len(p, (size_t)argc);
     *p++ = '\r';
@@ -165,20 +176,37 @@ int baton__resp_format(char **out, size_t prefix, int argc, const char *const *a
         *p++ = '\r';
         *p++ = '\n';
     }
+}
+
+int baton__resp_format(char **out, size_t prefix, int argc, const char *const *argv,
+                       const size_t *lens, size_t *len)
+{
+    size_t total = prefix + resp_len(argc, lens);
+    char *buf = malloc(total);
+    if (buf == NULL)
+        return BATON_ENOMEM;
+    resp_put(buf + prefix, argc, argv, lens);
     *out = buf;
     *len = total;
     return BATON_OK;
 }
 
+int baton__conn_append_cmd(struct baton__conn *cn, const char *pre, size_t plen, int argc,
+                           const char *const *argv, const size_t *lens)
+{
+    size_t n = resp_len(argc, lens);
+    if (reserve(cn, plen + n) != BATON_OK)
+        return BATON_ENOMEM;
+    if (plen > 0)
+        memcpy(cn->obuf + cn->olen, pre, plen);
+    resp_put(cn->obuf + cn->olen + plen, argc, argv, lens);
+    cn->olen += plen + n;
+    return BATON_OK;
+}
+
 int baton__conn_append(struct baton__conn *cn, int argc, const char **argv, const size_t *lens)
 {
-    char *cmd = NULL;
-    size_t n = 0;
-    if (baton__resp_format(&cmd, 0, argc, argv, lens, &n) != BATON_OK)
-        return BATON_ENOMEM;
-    int rc = baton__conn_append_raw(cn, cmd, n);
-    free(cmd);
-    return rc;
+    return baton__conn_append_cmd(cn, NULL, 0, argc, argv, lens);
 }
 
 int baton__conn_write_some(struct baton__conn *cn)

@@ -26,6 +26,10 @@
  * its result back as a task. The helper never waits for the loop, so the
  * loop never waits for it.
  *
+ * Memory: the objects made and freed many times a second on this thread
+ * (the asynchronous operations) are given back to it and reused
+ * (baton__loop_calloc): a few of one size are kept, freed with the loop.
+ *
  * Stopping (baton_client_free): posts are refused from then on (a blocking
  * caller gets BATON_EINVAL, "the client was freed"); the loop fails every
  * request still pending or in flight, fires every timer at once, and runs
@@ -42,7 +46,29 @@
 
 #include "loop_int.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#endif
+
 #define MAX_EVENTS 64
+
+/* A block kept for reuse (baton__loop_calloc): its first bytes link it.
+ * Under AddressSanitizer the rest is poisoned while it is kept, so that a
+ * use after baton__loop_cfree() is caught as a use after free() is. */
+struct spare {
+    struct spare *next;
+};
+/* A cycle's callback starts the next operation before its own is given
+ * back, so a handful covers any number in flight; what is beyond is freed
+ * at once (at most 16 operations, about 40 KB, kept). */
+#define SPARES_MAX 16
+#if defined(__SANITIZE_ADDRESS__)
+#define SPARE_POISON(b, size)   ASAN_POISON_MEMORY_REGION((b) + 1, (size) - sizeof *(b))
+#define SPARE_UNPOISON(b, size) ASAN_UNPOISON_MEMORY_REGION((b) + 1, (size) - sizeof *(b))
+#else
+#define SPARE_POISON(b, size)   ((void)(b), (void)(size))
+#define SPARE_UNPOISON(b, size) ((void)(b), (void)(size))
+#endif
 
 struct baton__loop {
     struct baton_client *c;
@@ -69,6 +95,11 @@ struct baton__loop {
     int ndirty, capdirty;
     bool stopping;
     const struct baton__loop_conns *conns; /* NULL until a connection is made */
+    /* Blocks of spare_size bytes given back on this thread, kept for the
+     * next baton__loop_calloc() of that size (at most SPARES_MAX). */
+    struct spare *spares;
+    int nspares;
+    size_t spare_size;
 };
 
 /* Waits up to wait_ns (-1: no limit) for events, the wait rounded up to a
@@ -207,6 +238,35 @@ static void run_ready(struct baton__loop *l)
 bool baton__loop_here(const struct baton__loop *l)
 {
     return l != NULL && pthread_equal(pthread_self(), l->thread);
+}
+
+void *baton__loop_calloc(struct baton__loop *l, size_t size)
+{
+    if (baton__loop_here(l) && l->spares != NULL && size == l->spare_size) {
+        struct spare *b = l->spares;
+        l->spares = b->next;
+        l->nspares--;
+        SPARE_UNPOISON(b, size);
+        return memset(b, 0, size);
+    }
+    return calloc(1, size);
+}
+
+void baton__loop_cfree(struct baton__loop *l, void *p, size_t size)
+{
+    if (p == NULL)
+        return;
+    if (!baton__loop_here(l) || l->stopping || size < sizeof(struct spare) ||
+        l->nspares >= SPARES_MAX || (l->spare_size != 0 && size != l->spare_size)) {
+        free(p);
+        return;
+    }
+    struct spare *b = p;
+    SPARE_POISON(b, size);
+    l->spare_size = size;
+    b->next = l->spares;
+    l->spares = b;
+    l->nspares++;
 }
 
 bool baton__loop_post(struct baton__loop *l, struct baton__task *t)
@@ -505,6 +565,11 @@ void baton__loop_free(struct baton_client *c)
     close(l->efd);
     free(l->heap);
     free(l->dirty);
+    for (struct spare *b = l->spares, *next; b != NULL; b = next) {
+        next = b->next;
+        SPARE_UNPOISON(b, l->spare_size);
+        free(b);
+    }
     pthread_cond_destroy(&l->hcv);
     pthread_mutex_destroy(&l->mu);
     free(l);

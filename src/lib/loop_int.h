@@ -56,6 +56,15 @@ struct baton__loop *baton__loop_of(struct baton_client *c);
 bool baton__loop_post(struct baton__loop *l, struct baton__task *t);
 /* True on l's thread. Any thread. */
 bool baton__loop_here(const struct baton__loop *l);
+/* For an object of size bytes that is made and freed on the loop thread
+ * many times a second (an asynchronous lock operation): on l's thread, a
+ * block of that size freed there before (one size is kept: the first
+ * given back), zeroed; elsewhere, or none kept, calloc(). Returns owned
+ * or NULL; give it back with baton__loop_cfree(l, p, size), from any
+ * thread (the loop thread keeps it; another thread frees it). l may be
+ * NULL (then calloc() and free()). */
+void *baton__loop_calloc(struct baton__loop *l, size_t size);
+void baton__loop_cfree(struct baton__loop *l, void *p, size_t size);
 /* Stops the loop (failing what is pending, see loop.c) and the helper, and
  * waits for both. baton_client_free() only. */
 void baton__loop_stop(struct baton_client *c);

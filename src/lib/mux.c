@@ -280,14 +280,11 @@ static void give_up(struct baton__mux *m, int rc)
 
 /* ---- output ---- */
 
-static void append(struct baton__mux *m, struct baton__mreq *q)
+static const char asking[] = "*1\r\n$6\r\nASKING\r\n";
+
+/* q, its command now in the connection's output, in flight. */
+static void in_flight(struct baton__mux *m, struct baton__mreq *q)
 {
-    if (baton__conn_append_raw(m->cn, q->cmd, q->len) != BATON_OK) {
-        fail_q(m, q, BATON_ENOMEM, "out of memory");
-        return;
-    }
-    free(q->cmd);
-    q->cmd = NULL;
     q->where = Q_FLIGHT;
     link_tail(&m->head, &m->tail, q);
     if (m->unstamped == NULL)
@@ -313,6 +310,19 @@ static void append(struct baton__mux *m, struct baton__mreq *q)
     }
     if (baton__io_dirty(m->c->loop, &m->io) != BATON_OK)
         give_up(m, BATON_ENOMEM);
+}
+
+/* A request that waited for the connection: its command, formatted when
+ * it was submitted (format), into the output. */
+static void append(struct baton__mux *m, struct baton__mreq *q)
+{
+    if (baton__conn_append_raw(m->cn, q->cmd, q->len) != BATON_OK) {
+        fail_q(m, q, BATON_ENOMEM, "out of memory");
+        return;
+    }
+    free(q->cmd);
+    q->cmd = NULL;
+    in_flight(m, q);
 }
 
 /* Writes the turn's WAIT behind its durable requests. */
@@ -550,16 +560,16 @@ static void expired(struct baton__timer *t)
     }
 }
 
-/* Formats q's commands (ASKING, the command) into q->cmd. */
+/* Formats q's commands (ASKING, the command) into q->cmd: a request that
+ * waits for a connection (its arguments are the caller's until submit
+ * returns). */
 static int format(struct baton__mreq *q)
 {
-    static const char asking[] = "*1\r\n$6\r\nASKING\r\n";
     struct baton__req *rq = q->rq;
     size_t pre = rq->asking ? sizeof asking - 1 : 0;
     if (baton__resp_format(&q->cmd, pre, rq->argc, rq->argv, rq->lens, &q->len) != BATON_OK)
         return BATON_ENOMEM;
     memcpy(q->cmd, asking, pre);
-    q->want = rq->asking ? 2 : 1;
     return BATON_OK;
 }
 
@@ -587,14 +597,26 @@ void baton__mux_submit(struct baton_client *c, struct baton__mux *m, struct bato
         fail_later(m, q, BATON_EINVAL, freed_msg);
         return;
     }
-    if (format(q) != BATON_OK || baton__timer_arm(l, &q->timer, rq->deadline_ns) != BATON_OK) {
+    q->want = rq->asking ? 2 : 1;
+    if (baton__timer_arm(l, &q->timer, rq->deadline_ns) != BATON_OK) {
         fail_later(m, q, BATON_ENOMEM, "out of memory");
         return;
     }
     if (m->cn != NULL && atomic_load(&m->cn->stale))
         give_up(m, BATON_EIO); /* its server is no master: the next connection finds the one */
     if (m->cn != NULL) {
-        append(m, q);
+        /* Formatted straight into the connection's output: no copy of its
+         * own to allocate, fill, copy and free (every call's path). */
+        if (baton__conn_append_cmd(m->cn, asking, rq->asking ? sizeof asking - 1 : 0, rq->argc,
+                                   rq->argv, rq->lens) != BATON_OK) {
+            fail_later(m, q, BATON_ENOMEM, "out of memory");
+            return;
+        }
+        in_flight(m, q);
+        return;
+    }
+    if (format(q) != BATON_OK) {
+        fail_later(m, q, BATON_ENOMEM, "out of memory");
         return;
     }
     /* It waits for the next attempt: the one started now, or after the one

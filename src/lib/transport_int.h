@@ -152,6 +152,11 @@ int baton__conn_append_raw(struct baton__conn *cn, const char *buf, size_t len);
  * or BATON_ENOMEM. */
 int baton__resp_format(char **out, size_t prefix, int argc, const char *const *argv,
                        const size_t *lens, size_t *len);
+/* Queues plen bytes of pre (ASKING in RESP, or nothing), then the command
+ * formatted as baton__resp_format() does, straight into the output: no
+ * copy of its own. Returns 0 or BATON_ENOMEM (the output unchanged). */
+int baton__conn_append_cmd(struct baton__conn *cn, const char *pre, size_t plen, int argc,
+                           const char *const *argv, const size_t *lens);
 int baton__conn_write_some(struct baton__conn *cn);
 int baton__conn_fill(struct baton__conn *cn);
 int baton__conn_next_reply(struct baton__conn *cn, redisReply **reply);

@@ -40,6 +40,9 @@
  *     seconds), baton, the ideal, the Redis list, in a row, five times;
  *     each lock's figures are over its five slices.
  *
+ * Each case also reports this process's CPU per cycle (client_cpu_us_per_cycle;
+ * with every case, async_client_cpu_us_per_cycle): the client's cost alone.
+ *
  * usage: bench_lock [--url URL] [--seconds S] [--smoke]
  *                   [--only raw|lib|own|async|pipelined|floor|hot]
  * (floor: the two-script fenced cycle of run_pipelined(true), alone.)
@@ -52,6 +55,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "baton.h"
@@ -69,6 +73,37 @@ static const char *only = ""; /* "raw", "lib", "own", "async", "pipelined", "flo
 static int64_t run_ns(void)
 {
     return (int64_t)(seconds * 1e9);
+}
+
+/* The CPU this process has used (user + system, every thread), in s. */
+static double cpu_s(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0)
+        return 0;
+    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+/* What one uncontended case cost this process: its CPU (user + system,
+ * every thread: the callers', the client's loop and renewer) per cycle, in
+ * us. The client's own cost, apart from Redis's and from whatever else
+ * runs on the machine (a machine-wide busy figure mixes them). */
+struct case_cost {
+    double cpu0, wall0, cpu_us_per_cycle;
+};
+
+static void cost_start(struct case_cost *k)
+{
+    k->cpu0 = cpu_s();
+    k->wall0 = (double)tu_now_ns() / 1e9;
+}
+
+/* cps: the case's cycles/s, over its own (nearly the same) wall time. */
+static void cost_end(struct case_cost *k, double cps)
+{
+    double cycles = cps * ((double)tu_now_ns() / 1e9 - k->wall0);
+    k->cpu_us_per_cycle = cycles > 0 ? (cpu_s() - k->cpu0) * 1e6 / cycles : 0;
 }
 
 /* ---- 1. uncontended ---- */
@@ -682,24 +717,44 @@ int main(int argc, char **argv)
     }
     int errors = 0;
     double ceiling = 0, lib = 0, own = 0, async = 0, piped = 0;
-    if (*only == '\0' || strcmp(only, "raw") == 0)
+    struct case_cost kc = {0}, kasync = {0};
+    if (*only == '\0' || strcmp(only, "raw") == 0) {
+        cost_start(&kc);
         ceiling = run_uncontended(raw_main, NULL, &errors);
-    if (*only == '\0' || strcmp(only, "lib") == 0)
+        cost_end(&kc, ceiling);
+    }
+    if (*only == '\0' || strcmp(only, "lib") == 0) {
+        cost_start(&kc);
         lib = run_uncontended(lib_main, c, &errors);
-    if (*only == '\0' || strcmp(only, "own") == 0)
+        cost_end(&kc, lib);
+    }
+    if (*only == '\0' || strcmp(only, "own") == 0) {
+        cost_start(&kc);
         own = run_uncontended(lib_main, NULL, &errors);
-    if (*only == '\0' || strcmp(only, "async") == 0)
+        cost_end(&kc, own);
+    }
+    if (*only == '\0' || strcmp(only, "async") == 0) {
+        cost_start(&kasync);
         async = run_async(c, &errors);
-    if (*only == '\0' || strcmp(only, "pipelined") == 0)
+        cost_end(&kasync, async);
+        kc = kasync;
+    }
+    if (*only == '\0' || strcmp(only, "pipelined") == 0) {
+        cost_start(&kc);
         piped = run_pipelined(false, &errors);
-    if (strcmp(only, "floor") == 0)
+        cost_end(&kc, piped);
+    }
+    if (strcmp(only, "floor") == 0) {
+        cost_start(&kc);
         piped = run_pipelined(true, &errors);
+        cost_end(&kc, piped);
+    }
     baton_client_free(c);
     if (*only != '\0' && strcmp(only, "hot") != 0) {
         printf("{\"bench\":\"lock\",\"only\":\"%s\",\"seconds\":%.1f,\"cycles_per_sec\":%.0f,"
-               "\"ctx_switches\":%lld,\"errors\":%d}\n",
-               only, seconds, ceiling + lib + own + async + piped, (long long)tu_ctx_switches(),
-               errors);
+               "\"client_cpu_us_per_cycle\":%.3f,\"ctx_switches\":%lld,\"errors\":%d}\n",
+               only, seconds, ceiling + lib + own + async + piped, kc.cpu_us_per_cycle,
+               (long long)tu_ctx_switches(), errors);
         return errors == 0 ? 0 : 1;
     }
 
@@ -730,9 +785,9 @@ int main(int argc, char **argv)
            "\"baton_acquire_release_per_sec\":%.0f,\"ratio\":%.3f,\"target_ratio\":0.85,"
            "\"a_client_per_thread_per_sec\":%.0f,\"a_client_per_thread_ratio\":%.3f,"
            "\"async_50_in_flight_per_sec\":%.0f,\"pipelined_raw_limit_per_sec\":%.0f,"
-           "\"async_over_pipelined_limit\":%.3f},\n",
+           "\"async_over_pipelined_limit\":%.3f,\"async_client_cpu_us_per_cycle\":%.3f},\n",
            seconds, UNCONTENDED_THREADS, ceiling, lib, ratio, own, ceiling > 0 ? own / ceiling : 0,
-           async, piped, piped > 0 ? async / piped : 0);
+           async, piped, piped > 0 ? async / piped : 0, kasync.cpu_us_per_cycle);
     print_hot("hot_key", &hot, ",\"target_p99_ms\":2.0");
     print_hot("hot_key_ideal_in_process_token", &ideal, "");
     print_hot("hot_key_redis_fifo_token", &fifo, "");

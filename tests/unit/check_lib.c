@@ -191,6 +191,46 @@ START_TEST(url_cluster)
 }
 END_TEST
 
+/* CRC-16/XMODEM by its definition, a bit at a time: the reference that
+ * cluster.c's byte table is held to. */
+static uint16_t crc16_bitwise(const unsigned char *p, size_t n)
+{
+    uint16_t crc = 0;
+    for (size_t i = 0; i < n; i++) {
+        crc ^= (uint16_t)(p[i] << 8);
+        for (int b = 0; b < 8; b++)
+            crc = (crc & 0x8000) ? (uint16_t)((crc << 1) ^ 0x1021) : (uint16_t)(crc << 1);
+    }
+    return crc;
+}
+
+/* The key slot computed with the table is the definition's: the check
+ * value of CRC-16/XMODEM, every byte value alone and in all positions,
+ * keys of every length up to 64 (no '{': the whole key is hashed). */
+START_TEST(crc16_table_matches_bitwise)
+{
+    ck_assert_uint_eq(baton__key_slot("123456789", 9), 0x31c3 & 16383);
+    unsigned char key[64];
+    for (int b = 0; b < 256; b++) {
+        key[0] = (unsigned char)(b == '{' ? 0 : b);
+        ck_assert_uint_eq(baton__key_slot((const char *)key, 1), crc16_bitwise(key, 1) & 16383);
+    }
+    uint32_t x = 2463534242u; /* xorshift32: the same keys every run */
+    for (size_t len = 0; len <= sizeof key; len++) {
+        for (int round = 0; round < 50; round++) {
+            for (size_t i = 0; i < len; i++) {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                key[i] = (unsigned char)(x & 0xff) == '{' ? 'x' : (unsigned char)(x & 0xff);
+            }
+            ck_assert_uint_eq(baton__key_slot((const char *)key, len),
+                              crc16_bitwise(key, len) & 16383);
+        }
+    }
+}
+END_TEST
+
 /* The slot of a command's key: its first key (EVAL: the first of KEYS),
  * none for commands without one. */
 START_TEST(cluster_command_slots)
@@ -363,9 +403,10 @@ START_TEST(url_errors_hide_password)
 }
 END_TEST
 
-/* Commands are formatted by baton__resp_format: byte for byte what
- * hiredis's redisFormatCommandArgv makes, for empty, binary and long
- * arguments, with the prefix room left untouched. */
+/* Commands are formatted by baton__resp_format and
+ * baton__conn_append_cmd: byte for byte what hiredis's
+ * redisFormatCommandArgv makes, for empty, binary and long arguments, with
+ * the prefix room left untouched (or the prefix given in front). */
 START_TEST(resp_format_matches_hiredis)
 {
     static char big[100000];
@@ -398,6 +439,37 @@ START_TEST(resp_format_matches_hiredis)
         redisFreeCommand(want);
         free(got);
     }
+    /* The same bytes formatted straight into a connection's output (the
+     * loop's path), one command after another, odd ones behind a prefix
+     * (ASKING's place), the output growing from empty. */
+    struct baton__conn *cn = calloc(1, sizeof *cn);
+    char *expect = NULL;
+    size_t elen = 0;
+    ck_assert_ptr_nonnull(cn);
+    for (int round = 0; round < 2; round++) {
+        for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+            const char *pre = i % 2 ? "*1\r\n$6\r\nASKING\r\n" : NULL;
+            size_t plen = pre != NULL ? strlen(pre) : 0;
+            char *want = NULL;
+            int n = redisFormatCommandArgv(&want, cmds[i].argc, cmds[i].argv, cmds[i].lens);
+            ck_assert_int_gt(n, 0);
+            expect = realloc(expect, elen + plen + (size_t)n);
+            ck_assert_ptr_nonnull(expect);
+            memcpy(expect + elen, pre != NULL ? pre : "", plen);
+            memcpy(expect + elen + plen, want, (size_t)n);
+            elen += plen + (size_t)n;
+            redisFreeCommand(want);
+            ck_assert_int_eq(baton__conn_append_cmd(cn, pre, plen, cmds[i].argc,
+                                                    (const char *const *)cmds[i].argv,
+                                                    cmds[i].lens),
+                             BATON_OK);
+            ck_assert_uint_eq(cn->olen, elen);
+            ck_assert_msg(memcmp(cn->obuf, expect, elen) == 0, "output differs after %zu", i);
+        }
+    }
+    free(expect);
+    free(cn->obuf);
+    free(cn);
 }
 END_TEST
 
@@ -532,6 +604,72 @@ START_TEST(helper_job_queued_once)
 }
 END_TEST
 
+/* baton__loop_calloc/cfree: on the loop thread a block given back is
+ * the next one of its size, zeroed; another size, or another thread, gets
+ * calloc()'s; blocks given back beyond the few kept are freed, and the
+ * client's free frees the kept ones (the ASan build's leak check). */
+struct tspare {
+    struct baton__task task;
+    struct baton__loop *l;
+    bool reused, zeroed, other_size_fresh;
+    sem_t ran;
+};
+
+static void tspare_run(struct baton__task *t)
+{
+    struct tspare *s = BATON__OWNER(t, struct tspare, task);
+    enum { SIZE = 2000, MANY = 40 };
+    unsigned char *a = baton__loop_calloc(s->l, SIZE);
+    if (a == NULL) { /* (asserted on the test's thread: all false) */
+        sem_post(&s->ran);
+        return;
+    }
+    memset(a, 0xab, SIZE);
+    baton__loop_cfree(s->l, a, SIZE);
+    unsigned char *b = baton__loop_calloc(s->l, SIZE);
+    s->reused = b == a;
+    s->zeroed = true;
+    for (int i = 0; i < SIZE; i++)
+        s->zeroed = s->zeroed && b[i] == 0;
+    unsigned char *o = baton__loop_calloc(s->l, SIZE / 2); /* none kept of this size */
+    s->other_size_fresh = o != NULL;
+    baton__loop_cfree(s->l, o, SIZE / 2); /* not kept: freed */
+    baton__loop_cfree(s->l, b, SIZE);
+    /* Many given back at once: some kept, the rest freed (no leak). */
+    void *p[MANY];
+    for (int i = 0; i < MANY; i++)
+        p[i] = baton__loop_calloc(s->l, SIZE);
+    for (int i = 0; i < MANY; i++)
+        baton__loop_cfree(s->l, p[i], SIZE);
+    sem_post(&s->ran);
+}
+
+START_TEST(loop_spare_blocks)
+{
+    struct baton_client *c = NULL;
+    struct baton_client_opts co = {.lazy = true};
+    ck_assert_int_eq(baton_client_new("redis://127.0.0.1:1/0", &co, &c), BATON_OK);
+    struct baton__loop *l = baton__loop_of(c);
+    ck_assert_ptr_nonnull(l);
+    struct tspare s = {.task.run = tspare_run, .l = l};
+    sem_init(&s.ran, 0, 0);
+    ck_assert(baton__loop_post(l, &s.task));
+    sem_wait(&s.ran);
+    ck_assert(s.reused);
+    ck_assert(s.zeroed);
+    ck_assert(s.other_size_fresh);
+    /* Off the loop thread: calloc() and free(), never the loop's list. */
+    unsigned char *x = baton__loop_calloc(l, 2000);
+    ck_assert_ptr_nonnull(x);
+    for (int i = 0; i < 2000; i++)
+        ck_assert_uint_eq(x[i], 0);
+    baton__loop_cfree(l, x, 2000);
+    baton__loop_cfree(NULL, baton__loop_calloc(NULL, 64), 64);
+    baton_client_free(c);
+    sem_destroy(&s.ran);
+}
+END_TEST
+
 START_TEST(client_errors)
 {
     struct baton_client *c = NULL;
@@ -625,6 +763,8 @@ static Suite *suite(void)
     tcase_add_test(tc, url_cluster);
     tcase_add_test(tc, url_quorum);
     tcase_add_test(tc, cluster_command_slots);
+    tcase_add_test(tc, crc16_table_matches_bitwise);
+    tcase_add_test(tc, loop_spare_blocks);
     tcase_add_test(tc, url_errors_hide_password);
     tcase_add_test(tc, sha1_vectors);
     tcase_add_test(tc, decimal_strings);
