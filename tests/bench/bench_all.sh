@@ -122,7 +122,13 @@ doc=$(jq -s -c --arg date "$(date -u +%Y-%m-%d)" --argjson smoke "$smoke" \
           "Redis (same run), of \(.baton.machine_cores) cores; the hypervisor took \(.baton.machine_steal_cores)\(
             if (.baton.machine_steal_cores_dropped // []) == [] then ""
             else " (measured again after runs where it took \(.baton.machine_steal_cores_dropped | map(tostring) | join(", ")))" end)";
-          "(the limit: the client and Redis on the machine'"'"'s cores)"; null)
+          "(the limit: the client and Redis on the machine'"'"'s cores)"; null),
+      (if .baton.client_cpu_us_per_cycle != null then
+        row("peers"; "\(what): the client'"'"'s own CPU per cycle (us), against Redis'"'"'s";
+            .baton.client_cpu_us_per_cycle; .baton.redis_cpu_us_per_cycle;
+            "Redis CPU per baton cycle (same run); the cores busy above include every other process";
+            "(where a cycle'"'"'s CPU goes)"; null)
+       else empty end)
     else empty end;
   ($p.peers.result.round_figures[0] // null) as $pr |
   ($p.peers.result.peers_run // false) as $peers_run |

@@ -276,6 +276,7 @@ round_doc() {
   def row(x; name): if x == null then null else
       {who: name, cycles_per_sec: x.cycles_per_sec, redis_cpu_us_per_cycle: cpu_us(x; cyc(x)),
        client_ctx_switches_per_cycle: per(x.ctx_switches; cyc(x)),
+       client_cpu_us_per_cycle: x.client_cpu_us_per_cycle,
        redis_ctx_switches_per_cycle: per(x.redis_ctx; cyc(x)),
        machine_busy_cores: x.machine_busy_cores, machine_steal_cores: x.machine_steal_cores,
        machine_steal_cores_dropped: x.machine_steal_cores_dropped, machine_cores: x.machine_cores,
