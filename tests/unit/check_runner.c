@@ -645,7 +645,8 @@ struct fassign {
     bool reg;
 };
 static struct fassign fassigns[NASSIGN];
-static int list_calls; /* assign_list_all() calls */
+static int list_calls;      /* assign_list_all() calls */
+static int held_in_backoff; /* retries held by assign_hold() before they were due */
 
 static int64_t server_ms(void)
 {
@@ -757,11 +758,15 @@ int __wrap_assign_offer(struct baton_client *c, const char *group, const char *j
             ? f == NULL || f->a.state != ASSIGN_CLAIMED || strcmp(f->a.run_id, a->run_id) != 0
             : f == NULL || strcmp(f->a.value, expect) != 0 || !freofferable(f))
         return 0;
-    if (f != NULL || from != NULL) { /* the registration replaced */
-        char member[sizeof f->a.node + sizeof f->a.run_id + 2];
+    if (f != NULL || from != NULL) { /* the registration replaced, and a hold */
+        char member[sizeof f->a.node + sizeof f->a.run_id + 8];
         if (f != NULL)
             snprintf(member, sizeof member, "%s/%s", f->a.node, f->a.run_id);
         unenroll(fjob(job), from != NULL ? from : member);
+        if (f != NULL) {
+            snprintf(member, sizeof member, "%s/%s/wait", f->a.node, f->a.run_id);
+            unenroll(fjob(job), member);
+        }
     }
     f = fassign_put(job, a->tick, ASSIGN_OFFERED, a->node, a->attempt, server_ms() + offer_ms,
                     a->run_id, a->moves, a->died);
@@ -788,6 +793,7 @@ int __wrap_assign_hold(struct baton_client *c, const char *group, const char *le
         snprintf(member, sizeof member, "%s/%s%s", f->a.node, f->a.run_id,
                  f->a.state == ASSIGN_CLAIMED || f->a.state == ASSIGN_OFFERED ? "" : "/wait");
         enroll(fjob(w[i]->job), member);
+        held_in_backoff += f->a.state == ASSIGN_RETRY && f->a.at_ms > server_ms();
     }
     return 0;
 }
@@ -807,8 +813,10 @@ int __wrap_assign_drop(struct baton_client *c, const char *group, const char *jo
                           ? f->a.state != ASSIGN_CLAIMED || strcmp(f->a.run_id, a->run_id) != 0
                           : strcmp(f->a.value, expect) != 0 || !freofferable(f)))
         return 0;
-    char member[sizeof f->a.node + sizeof f->a.run_id + 2];
+    char member[sizeof f->a.node + sizeof f->a.run_id + 8];
     snprintf(member, sizeof member, "%s/%s", f->a.node, f->a.run_id);
+    unenroll(fjob(job), member);
+    snprintf(member, sizeof member, "%s/%s/wait", f->a.node, f->a.run_id);
     unenroll(fjob(job), member);
     f->used = false;
     return 1;
@@ -865,11 +873,17 @@ int __wrap_assign_end(struct baton_client *c, const char *group, const char *job
     if (f == NULL || strcmp(f->a.node, node) != 0 || strcmp(f->a.run_id, run_id) != 0)
         return 0;
     struct assign was = f->a; /* fassign_put() rewrites f */
-    if (retry_ms >= 0)
+    char member[sizeof was.node + sizeof was.run_id + 8];
+    snprintf(member, sizeof member, "%s/%s", node, run_id);
+    unenroll(fjob(job), member);
+    if (retry_ms >= 0) { /* held busy through its backoff */
         fassign_put(job, was.tick, ASSIGN_RETRY, was.node, was.attempt, server_ms() + retry_ms,
                     was.run_id, was.moves, was.died);
-    else
+        snprintf(member, sizeof member, "%s/%s/wait", node, run_id);
+        enroll(fjob(job), member);
+    } else {
         f->used = false;
+    }
     return 0;
 }
 
@@ -883,7 +897,8 @@ int __wrap_assign_list_all(struct baton_client *c, const char *group, struct ass
     *n = 0;
     *now_ms = server_ms();
     for (int i = 0; i < NASSIGN && *n < max; i++)
-        if (fassigns[i].used && (!due_only || freofferable(&fassigns[i]))) {
+        if (fassigns[i].used &&
+            (!due_only || freofferable(&fassigns[i]) || fassigns[i].a.state == ASSIGN_RETRY)) {
             v[*n] = fassigns[i].a;
             snprintf(v[*n].job, sizeof v[*n].job, "%s", fassigns[i].job);
             alive[(*n)++] = !freofferable(&fassigns[i]);
@@ -1921,6 +1936,33 @@ START_TEST(a_dispatched_run_that_fails_is_retried_per_retries)
 }
 END_TEST
 
+/* A dispatched run that fails, with retries left: its retry keeps a
+ * forbid job busy through the backoff (held in Redis, assign_end), so the
+ * ticks that come meanwhile are skipped as busy, not run beside it; the
+ * retry then runs. */
+START_TEST(a_dispatched_retry_in_its_backoff_keeps_a_forbid_job_busy)
+{
+    fmembers[0] = (struct fmember){"n", 2, "[]", false};
+    nmembers = 1;
+    exit_code = 1;
+    struct runner *r = start("jobs:\n  - {name: d, schedule: '* * * * * *', run_on: any, "
+                             "concurrency: forbid, retries: 1, retry_backoff: 3s, "
+                             "command: ['true']}\n");
+    advance(r, 1000); /* T0 + 1 runs and fails at T0 + 1.1: its retry due at T0 + 4.1 */
+    ck_assert_int_eq(ran("d", 1), 1);
+    advance(r, 2400); /* T0 + 2, T0 + 3 come in the backoff */
+    ck_assert_int_eq(ran("d", 2), 0);
+    ck_assert_int_eq(ran("d", 3), 0);
+    expect_record("d", 2, "skipped");
+    ck_assert_msg(strstr(record_of("d", 2)->reason, "still alive") != NULL, "%s",
+                  record_of("d", 2)->reason);
+    ck_assert_int_gt(held_in_backoff, 0); /* the tend keeps it held (a long backoff) */
+    advance(r, 1000);                     /* the retry, offered after its backoff, runs */
+    ck_assert_int_eq(ran("d", 1), 2);
+    stop(r);
+}
+END_TEST
+
 /* A pause that comes after a dispatched tick's claim and acceptance: the
  * member hands the tick back at its go (it does not run), the leader
  * holds its marker while the pause lasts, and a resume without catch-up
@@ -2034,6 +2076,7 @@ static Suite *suite(void)
     tcase_add_test(tc, a_failed_run_handed_back_is_offered_again_to_another_member);
     tcase_add_test(tc, a_dispatched_run_that_fails_is_retried_per_retries);
     tcase_add_test(tc, a_lost_run_waiting_for_room_keeps_a_forbid_job_busy);
+    tcase_add_test(tc, a_dispatched_retry_in_its_backoff_keeps_a_forbid_job_busy);
     tcase_add_test(tc, the_leader_reads_what_is_outstanding_in_one_call_a_pass);
     tcase_add_test(tc, a_pause_after_a_dispatched_claim_is_honoured_then_a_plain_resume_records_it);
     tcase_add_test(tc, a_pause_after_a_dispatched_claim_then_resume_catchup_runs_it);
