@@ -224,6 +224,7 @@ struct fjob {
     char busy[8][sizeof((struct assign *)0)->node + sizeof((struct assign *)0)->run_id + 8];
     int nbusy;
     char skipped_by[RUN_ID_MAX + 160]; /* the member of the last claim as skipped */
+    int claims;                        /* claim_tick() calls */
 };
 static struct fjob fjobs[NJOBS];
 static bool leading_token = true, server_changed;
@@ -317,6 +318,7 @@ enum claim_result __wrap_claim_tick(struct baton_client *c, const char *group, c
     memset(out, 0, sizeof *out);
     out->majority = 1;
     struct fjob *j = fjob(job);
+    j->claims++;
     if (token == NULL || !leading_token || refuse_claims)
         return CLAIM_NOT_LEADER;
     if (fail_claims > 0 && !fail_applies) {
@@ -529,6 +531,7 @@ enum claim_result __wrap_trigger_claim(struct baton_client *c, const char *group
     memset(out, 0, sizeof *out);
     out->majority = 1;
     struct fjob *j = fjob(job);
+    j->claims++;
     for (int i = 0; i < ntrig; i++) {
         if (strcmp(ftrig[i].id, id) != 0)
             continue;
@@ -1914,6 +1917,35 @@ START_TEST(a_lost_run_waiting_for_room_keeps_a_forbid_job_busy)
 }
 END_TEST
 
+/* A forbid job's missed tick claimed while members are full: its marker
+ * waits held, registered under the leader's own name; the next missed
+ * tick (forbid's backlog: run or wait) finds it alive and looks again at
+ * BUSY_POLL_MS, not every GATE_RETRY_MS as if it were one of the leader's
+ * ended runs. */
+START_TEST(a_marker_waiting_for_room_is_not_taken_for_an_ended_run_of_the_leader)
+{
+    members_are("m1", NULL);
+    fmembers[1].capacity = 1;
+    fjob("d")->has_mark = true;
+    fjob("d")->mark = T0 - 3;
+    fassign_put("x", T0, ASSIGN_STARTED, "m1", 1, T0 * 1000, "1767225600-6-1-9", 0, "");
+    struct runner *r =
+        start("jobs:\n  - {name: d, schedule: '* * * * * *', run_on: any, concurrency: forbid, "
+              "catchup: 1h, command: ['true']}\n" DISPATCHED_YEARLY("x"));
+    advance(r, 300);
+    struct fassign *m = fassign_find("d", "1767225598");
+    ck_assert_msg(m != NULL && m->a.state == ASSIGN_CLAIMED, "T0 - 2: %s",
+                  m != NULL ? m->a.value : "-");
+    ck_assert_ptr_null(fassign_find("d", "1767225599"));
+    int before = fjob("d")->claims;
+    advance(r, 1000);
+    int claims = fjob("d")->claims - before;
+    ck_assert_msg(claims <= 4, "%d claims of T0 - 1 in a second", claims);
+    ck_assert_ptr_null(fassign_find("d", "1767225599")); /* still waits behind it */
+    stop(r);
+}
+END_TEST
+
 /* The leader is the only member: it accepts its own offer; its run fails
  * and is handed back as a retry, offered again after the backoff, and the
  * second attempt runs; no third (retries: 1). */
@@ -2076,6 +2108,7 @@ static Suite *suite(void)
     tcase_add_test(tc, a_failed_run_handed_back_is_offered_again_to_another_member);
     tcase_add_test(tc, a_dispatched_run_that_fails_is_retried_per_retries);
     tcase_add_test(tc, a_lost_run_waiting_for_room_keeps_a_forbid_job_busy);
+    tcase_add_test(tc, a_marker_waiting_for_room_is_not_taken_for_an_ended_run_of_the_leader);
     tcase_add_test(tc, a_dispatched_retry_in_its_backoff_keeps_a_forbid_job_busy);
     tcase_add_test(tc, the_leader_reads_what_is_outstanding_in_one_call_a_pass);
     tcase_add_test(tc, a_pause_after_a_dispatched_claim_is_honoured_then_a_plain_resume_records_it);

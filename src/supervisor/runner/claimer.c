@@ -121,13 +121,14 @@ void claimer_settle(const struct rctx *x, struct claimer *c, struct jobstate *js
 
 /* ---- claims ---- */
 
-/* Leaves out of reply the runs of ours that have ended: they count for
- * nothing. */
-static void live_busy(const struct rctx *x, const struct runs *rs, struct claim_reply *reply)
+/* Leaves out of reply (of job) the runs of ours that have ended
+ * (runs_stale): they count for nothing. */
+static void live_busy(const struct rctx *x, const struct runs *rs, const char *job,
+                      struct claim_reply *reply)
 {
     size_t live = 0;
     for (size_t i = 0; i < reply->nbusy; i++)
-        if (!runs_stale(rs, x->node, reply->busy[i]))
+        if (!runs_stale(x, rs, job, reply->busy[i]))
             reply->busy[live++] = reply->busy[i];
     reply->nbusy = live;
 }
@@ -135,7 +136,7 @@ static void live_busy(const struct rctx *x, const struct runs *rs, struct claim_
 void claimer_wait_busy(const struct rctx *x, struct jobstate *js, struct claim_reply *busy,
                        const struct runs *rs, bool ahead, int64_t at_ms, int64_t now)
 {
-    live_busy(x, rs, busy);
+    live_busy(x, rs, js->job->name, busy);
     if (ahead) { /* decided at its instant, as if it had not been claimed ahead */
         js->hold_until = rtime_mono_at_ms(at_ms, now, rtime_wall_ms());
     } else if (busy->nbusy == 0) { /* only our own ended runs: try again at once */
@@ -264,7 +265,7 @@ static enum claim_result claim_head(const struct rctx *x, const struct runs *rs,
                    ask ? CLAIM_RUN_OR_WAIT : mode, member, &lim, reply);
     if (!ask || res != CLAIM_BUSY || reply->partial)
         return res;
-    live_busy(x, rs, reply);
+    live_busy(x, rs, job, reply);
     if (reply->nbusy == 0)
         mode = CLAIM_RUN;
     claim_reply_free(reply);

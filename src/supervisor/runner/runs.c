@@ -6,6 +6,7 @@
 #include "facts.h"
 #include "hook.h"
 #include "jobtable.h"
+#include "outbox.h"
 #include "rtime.h"
 #include "runs.h"
 
@@ -176,15 +177,15 @@ bool runs_have_trigger(const struct runs *rs, const char *id)
     return false;
 }
 
-bool runs_stale(const struct runs *rs, const char *node, const char *member)
+bool runs_stale(const struct rctx *x, const struct runs *rs, const char *job, const char *member)
 {
-    size_t nl = strlen(node);
-    if (strncmp(member, node, nl) != 0 || member[nl] != '/')
+    size_t nl = strlen(x->node);
+    if (strncmp(member, x->node, nl) != 0 || member[nl] != '/')
         return false;
     for (const struct rrun *rr = rs->list; rr != NULL; rr = rr->next)
         if (strcmp(rr->run.member, member) == 0)
             return false;
-    return true;
+    return outbox_ends(x->out, job, member);
 }
 
 void runs_stop_job(struct runs *rs, const struct jobstate *js)
