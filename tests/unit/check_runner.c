@@ -235,7 +235,7 @@ static bool fail_writes;   /* history records and releases fail (Redis unreachab
 static int refreshes_handover;
 
 struct record {
-    char job[JOB_NAME_MAX + 1], outcome[24], trigger[16], reason[200];
+    char job[JOB_NAME_MAX + 1], outcome[24], trigger[16], reason[200], node[160];
     int64_t at, until, jitter_ms;
 };
 static struct record records[256];
@@ -472,6 +472,8 @@ int __wrap_history_write(struct baton_client *c, const struct history_command *c
             snprintf(r->trigger, sizeof r->trigger, "%s", v);
         else if (strcmp(k, "reason") == 0)
             snprintf(r->reason, sizeof r->reason, "%s", v);
+        else if (strcmp(k, "node") == 0)
+            snprintf(r->node, sizeof r->node, "%s", v);
         else if (strcmp(k, "scheduled_at") == 0 && strptime(v, "%Y-%m-%dT%H:%M:%SZ", &tm))
             r->at = (int64_t)timegm(&tm);
         else if (strcmp(k, "until") == 0 && strptime(v, "%Y-%m-%dT%H:%M:%SZ", &tm))
@@ -1946,6 +1948,44 @@ START_TEST(a_marker_waiting_for_room_is_not_taken_for_an_ended_run_of_the_leader
 }
 END_TEST
 
+/* run_on: all: a node's own assignment of a tick that is not run there
+ * (handed back by the node, which is no longer live; or its offer not
+ * accepted in time) is recorded not started under that node's name, as
+ * its run would have been. */
+static struct fassign *node_own(const char *job, enum assign_state st, const char *node,
+                                int64_t at_ms)
+{
+    char run_id[64];
+    snprintf(run_id, sizeof run_id, "1767225600-6-1-3.%s", node);
+    struct fassign *f = fassign_put(job, T0, st, node, 1, at_ms, run_id, 0, "");
+    snprintf(f->a.field, sizeof f->a.field, "%" PRId64 "/%s", T0, node);
+    return f;
+}
+
+START_TEST(an_all_tick_not_run_on_its_node_is_recorded_under_that_node)
+{
+    members_are("m1", NULL);
+    fmembers[1].gone = true;
+    claimed_up_to_t0("h");
+    claimed_up_to_t0("o");
+    node_own("h", ASSIGN_CLAIMED, "m1", T0 * 1000 - 100); /* handed back (a pause) */
+    node_own("o", ASSIGN_OFFERED, "m1", T0 * 1000 + 100); /* its deadline passes */
+    struct runner *r =
+        start("jobs:\n"
+              "  - {name: h, schedule: '0 0 0 1 1 *', run_on: all, command: ['true']}\n"
+              "  - {name: o, schedule: '0 0 0 1 1 *', run_on: all, command: ['true']}\n");
+    advance(r, 600);
+    ck_assert_ptr_null(fassign_find("h", "1767225600/m1"));
+    expect_record("h", 0, "failed_to_start");
+    ck_assert_msg(strstr(record_of("h", 0)->reason, "m1 handed it back") != NULL, "%s",
+                  record_of("h", 0)->reason);
+    ck_assert_str_eq(record_of("h", 0)->node, "m1");
+    expect_record("o", 0, "failed_to_start");
+    ck_assert_str_eq(record_of("o", 0)->node, "m1");
+    stop(r);
+}
+END_TEST
+
 /* The leader is the only member: it accepts its own offer; its run fails
  * and is handed back as a retry, offered again after the backoff, and the
  * second attempt runs; no third (retries: 1). */
@@ -2108,6 +2148,7 @@ static Suite *suite(void)
     tcase_add_test(tc, a_failed_run_handed_back_is_offered_again_to_another_member);
     tcase_add_test(tc, a_dispatched_run_that_fails_is_retried_per_retries);
     tcase_add_test(tc, a_lost_run_waiting_for_room_keeps_a_forbid_job_busy);
+    tcase_add_test(tc, an_all_tick_not_run_on_its_node_is_recorded_under_that_node);
     tcase_add_test(tc, a_marker_waiting_for_room_is_not_taken_for_an_ended_run_of_the_leader);
     tcase_add_test(tc, a_dispatched_retry_in_its_backoff_keeps_a_forbid_job_busy);
     tcase_add_test(tc, the_leader_reads_what_is_outstanding_in_one_call_a_pass);

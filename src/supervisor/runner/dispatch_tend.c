@@ -208,8 +208,8 @@ static bool retry(const struct rctx *x, struct dispatch *d, const struct job *jo
 }
 
 /* run_on: all: a node's offer not accepted in time, or its run accepted
- * and lost before its start, is recorded not started (never moved to
- * another node). Returns false when this node no longer leads. */
+ * and lost before its start, is recorded not started, naming that node
+ * (never moved to another node). Returns false when this node no longer leads. */
 static bool not_moved(const struct rctx *x, const struct job *job, const struct assign *was)
 {
     const char *token = baton_election_token(x->election);
@@ -227,7 +227,7 @@ static bool not_moved(const struct rctx *x, const struct job *job, const struct 
     int rc = assign_drop(x->client, x->group, job->name, baton_election_key(x->election), token,
                          was->value, was);
     if (rc == 1)
-        dispatch_not_started(x, job, was, member, &state, why);
+        dispatch_not_run_there(x, job, was, member, &state, why);
     return rc != BATON_ELOST;
 }
 

@@ -118,3 +118,12 @@ void records_not_started(struct recorder *rc, const struct job *job, uint64_t te
                       &(struct log_facts){.job = job->name, .outcome = HO_FAILED_TO_START});
     records_run(rc, &gone, NULL, false);
 }
+
+void records_not_started_on(struct recorder *rc, const char *node, const struct job *job,
+                            uint64_t term, const char *id, const char *member, int64_t tick,
+                            bool missed, const char *why)
+{
+    struct recorder on = *rc; /* the same writers; the record's node is node */
+    on.node = node;
+    records_not_started(&on, job, term, id, member, tick, missed, why);
+}

@@ -53,5 +53,10 @@ void records_lost(struct recorder *rc, const char *job, uint64_t term, int64_t t
  * term, as failed to start because of why (logged job_end). */
 void records_not_started(struct recorder *rc, const struct job *job, uint64_t term, const char *id,
                          const char *member, int64_t tick, bool missed, const char *why);
+/* records_not_started() of a tick that was node's own to run (run_on:
+ * all), not this node's: the record names node. */
+void records_not_started_on(struct recorder *rc, const char *node, const struct job *job,
+                            uint64_t term, const char *id, const char *member, int64_t tick,
+                            bool missed, const char *why);
 
 #endif
