@@ -1517,6 +1517,52 @@ START_TEST(a_failed_run_is_retried_as_the_same_tick)
 }
 END_TEST
 
+/* A failed run's retry keeps its job busy through the backoff, as a
+ * fleet run's does (its run's registration kept, refreshed with the
+ * lease): a forbid job's ticks that come meanwhile are skipped as busy,
+ * and max_running counts it; the retry then runs and the registration
+ * goes. */
+START_TEST(a_retry_in_its_backoff_keeps_a_forbid_job_busy)
+{
+    exit_code = 1;
+    struct runner *r = start(EVERY_SECOND("again", ", concurrency: forbid, retries: 1, "
+                                                   "retry_backoff: 3s"));
+    advance(r, 1000); /* T0 + 1 runs and fails at T0 + 1.1: its retry due at T0 + 4.1 */
+    ck_assert_int_eq(ran("again", 1), 1);
+    char held[sizeof fjob("again")->busy[0]] = "";
+    int nheld = fjob("again")->nbusy; /* the failed run's registration, kept */
+    if (nheld > 0)
+        snprintf(held, sizeof held, "%s", fjob("again")->busy[0]);
+    advance(r, 2400);
+    ck_assert_int_eq(ran("again", 2), 0);
+    ck_assert_int_eq(ran("again", 3), 0);
+    expect_record("again", 2, "skipped");
+    ck_assert_msg(strstr(record_of("again", 2)->reason, "still alive") != NULL, "%s",
+                  record_of("again", 2)->reason);
+    ck_assert_int_eq(nheld, 1);
+    ck_assert_msg(strncmp(held, "n/1767225601-", 13) == 0, "%s", held);
+    advance(r, 1000);
+    ck_assert_int_eq(ran("again", 1), 2);
+    ck_assert(!registered(fjob("again"), held));
+    stop(r);
+}
+END_TEST
+
+START_TEST(a_retry_in_its_backoff_counts_for_max_running)
+{
+    exit_code = 1;
+    struct runner *r = start(EVERY_SECOND("cap", ", concurrency: allow, max_running: 1, "
+                                                 "retries: 1, retry_backoff: 3s"));
+    advance(r, 1000);
+    ck_assert_int_eq(ran("cap", 1), 1);
+    advance(r, 2400);
+    ck_assert_int_eq(ran("cap", 2), 0); /* waits for the slot its retry holds */
+    advance(r, 1000);
+    ck_assert_int_eq(ran("cap", 1), 2);
+    stop(r);
+}
+END_TEST
+
 START_TEST(a_lost_claim_is_settled_once_this_node_stops_leading)
 {
     fail_claims = 1000;
@@ -2128,6 +2174,8 @@ static Suite *suite(void)
     tcase_add_test(tc, replace_supersedes_every_queued_tick_but_the_newest);
     tcase_add_test(tc, a_missed_tick_waits_queued_while_a_run_is_alive_elsewhere);
     tcase_add_test(tc, a_failed_run_is_retried_as_the_same_tick);
+    tcase_add_test(tc, a_retry_in_its_backoff_keeps_a_forbid_job_busy);
+    tcase_add_test(tc, a_retry_in_its_backoff_counts_for_max_running);
     tcase_add_test(tc, a_lost_claim_is_settled_once_this_node_stops_leading);
     tcase_add_test(tc, a_tick_missed_while_paused_runs_when_resumed_with_catchup);
     tcase_add_test(tc, a_tick_that_came_due_while_paused_is_recorded_skipped_at_a_plain_resume);

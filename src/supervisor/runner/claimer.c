@@ -457,7 +457,11 @@ void claimer_retries(const struct rctx *x, struct claimer *c, struct runs *rs, s
         struct claim_reply reply;
         claimer_run_id(x, c, t->tick, t->attempt, id, sizeof id);
         snprintf(member, sizeof member, "%s/%s", x->node, id);
+        /* A retry that holds its run's registration holds its slot too:
+         * registered beside it, then that one released. */
         struct claim_limits lim = limits_of(js);
+        if (t->member[0] != '\0')
+            lim = (struct claim_limits){.dispatch = lim.dispatch};
         enum claim_result res =
             claim_tick(x->client, x->group, js->job->name, baton_election_key(x->election), token,
                        t->tick, CLAIM_REGISTER, member, &lim, &reply);
@@ -474,10 +478,13 @@ void claimer_retries(const struct rctx *x, struct claimer *c, struct runs *rs, s
             continue;
         }
         *p = t->next;
-        if (res == CLAIM_OK)
+        if (res == CLAIM_OK) {
             runs_start(x, rs, js, id, t->tick, t->attempt, t->trigger, NULL, false, t->state);
-        else
+            if (t->member[0] != '\0')
+                outbox_release(x->out, js->job->name, t->member);
+        } else {
             claimer_let_go(x, c, js, t, id);
+        }
         free(t);
     }
 }
@@ -493,6 +500,8 @@ void claimer_let_go(const struct rctx *x, struct claimer *c, struct jobstate *js
                     const char *id)
 {
     const char *name = js->job->name;
+    if (t->member[0] != '\0') /* the hold of its backoff */
+        outbox_release(x->out, name, t->member);
     if (t->state != TICK_CLAIMED) { /* a retry: its tick is recorded (the attempt before) */
         ticklife_move(x, name, t->tick, &t->state, TICK_EV_FORGET);
         hooks_retry_dropped(x->hooks, name, t->tick);

@@ -55,7 +55,7 @@ void records_run(struct recorder *rc, const struct run *run, const char *trigger
     run_record(run, rc->node, &rec);
     if (trigger_id != NULL && trigger_id[0] != '\0')
         outbox_trigger(rc->out, run, trigger_id, &rec);
-    else
+    else if (!retry_follows) /* else its retry holds it (finish.h) */
         outbox_release(rc->out, run->job->name, run->member);
     outbox_history(rc->out, run->job->name, &rec);
     hooks_run_ended(rc->hooks, run, retry_follows);

@@ -31,9 +31,10 @@ void records_skipped_one(struct recorder *rc, const char *job, uint64_t term, in
                          enum history_outcome o, const char *reason);
 
 /* Records an ended run (or one that never started) and ends its
- * registration; a manual run's request (trigger_id not "") is done with its
- * outcome. The run then goes to its hook (deferred while a retry follows:
- * hook.h). */
+ * registration (kept while a retry follows: the retry holds the job busy
+ * through its backoff with it, finish.h); a manual run's request
+ * (trigger_id not "") is done with its outcome. The run then goes to its
+ * hook (deferred while a retry follows: hook.h). */
 void records_run(struct recorder *rc, const struct run *run, const char *trigger_id,
                  bool retry_follows);
 

@@ -101,7 +101,8 @@ void runs_stop_job(struct runs *rs, const struct jobstate *js);
 void runs_stop_member(struct runs *rs, const char *member, size_t len);
 
 /* The lease was renewed to deadline: the shims hear it, and the leader's
- * runs' registrations are extended (when a blocking call may start). */
+ * runs' registrations are extended (when a blocking call may start), and
+ * those its retries hold through their backoff (finish.h). */
 void runs_lease_renewed(const struct rctx *x, struct runs *rs, int64_t deadline);
 /* A graceful handover: registers the runs covered by the lease on their
  * own. Returns 0 or the error (they stay covered by the lease only). */
