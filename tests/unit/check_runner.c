@@ -1548,6 +1548,23 @@ START_TEST(a_retry_in_its_backoff_keeps_a_forbid_job_busy)
 }
 END_TEST
 
+/* The leader stops leading during a retry's backoff: the retry is let go
+ * (its tick was recorded), and so is the registration it held. */
+START_TEST(a_retry_let_go_releases_what_it_held)
+{
+    exit_code = 1;
+    struct runner *r = start(EVERY_SECOND("gone", ", concurrency: forbid, retries: 1, "
+                                                  "retry_backoff: 3s"));
+    advance(r, 1000);
+    ck_assert_int_eq(ran("gone", 1), 1);
+    ck_assert_int_eq(fjob("gone")->nbusy, 1);
+    runner_unlead(r);
+    advance(r, 100);
+    ck_assert_int_eq(fjob("gone")->nbusy, 0);
+    stop(r);
+}
+END_TEST
+
 START_TEST(a_retry_in_its_backoff_counts_for_max_running)
 {
     exit_code = 1;
@@ -2176,6 +2193,7 @@ static Suite *suite(void)
     tcase_add_test(tc, a_failed_run_is_retried_as_the_same_tick);
     tcase_add_test(tc, a_retry_in_its_backoff_keeps_a_forbid_job_busy);
     tcase_add_test(tc, a_retry_in_its_backoff_counts_for_max_running);
+    tcase_add_test(tc, a_retry_let_go_releases_what_it_held);
     tcase_add_test(tc, a_lost_claim_is_settled_once_this_node_stops_leading);
     tcase_add_test(tc, a_tick_missed_while_paused_runs_when_resumed_with_catchup);
     tcase_add_test(tc, a_tick_that_came_due_while_paused_is_recorded_skipped_at_a_plain_resume);
