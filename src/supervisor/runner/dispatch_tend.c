@@ -1,7 +1,8 @@
 /* dispatch_tend.c -- see dispatch.h: what the leader does every
  * DISPATCH_TEND_MS (dispatch_tend): what is outstanding read in one call,
  * oldest tick first, each decided (offered again, recorded, retried), and
- * the registrations of ticks that wait for room held. */
+ * the registrations of ticks that wait for room, or for their retry's
+ * backoff, held. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
