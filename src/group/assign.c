@@ -180,6 +180,11 @@ bool assign_format(struct assign *a)
 /* Scripts. Keys other than KEYS[] are built from ARGV's prefix
  * "baton:{G}:": the same slot ({G}), one server only. */
 
+#define ASSIGN_STR_(x) #x
+#define ASSIGN_STR(x)  ASSIGN_STR_(x)
+/* ASSIGN_OFFER_MS, for the scripts */
+#define OFFER_MS_LUA "local offer_ms = " ASSIGN_STR(ASSIGN_OFFER_MS) "\n"
+
 #define NOW_LUA                                                                                    \
     "local t = redis.call('time')\n"                                                               \
     "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
@@ -337,10 +342,10 @@ static const char accept_src[] = NOW_LUA PARSE_LUA LOAD_LUA
 
 /* KEYS: leader. ARGV: token, prefix, ttl_ms, then (job, field, value)
  * triples. A marker or an offer is held by its own registration; a run
- * lost, accepted and lost, or a retry, whose next attempt waits, by
- * "<node>/<run_id>/wait" (its own is gone: that is how it was found
- * lost; the offer or drop of the value removes it). Returns -1 not the
- * leader, 1 done. */
+ * lost, accepted and lost, or a retry (in its backoff, or due), whose
+ * next attempt waits, by "<node>/<run_id>/wait" (its own is gone: that is
+ * how it was found lost, or the run's end removed it; the offer or drop
+ * of the value removes it). Returns -1 not the leader, 1 done. */
 static const char hold_src[] =
     "if redis.call('get', KEYS[1]) ~= ARGV[1] then return -1 end\n" NOW_LUA PARSE_LUA
     "local ttl = tonumber(ARGV[3])\n"
@@ -390,17 +395,29 @@ static const char started_src[] = NOW_LUA PARSE_LUA
     "return 1\n";
 
 /* KEYS: busy:J, assign:J, load:N. ARGV: field, node, run_id, job, ended
- * channel, retry delay ms ('' none), the index key. */
-static const char end_src[] = NOW_LUA PARSE_LUA
-    "redis.call('zrem', KEYS[1], ARGV[2] .. '/' .. ARGV[3])\n"
+ * channel, retry delay ms ('' none), the index key. A retry made is held
+ * as "<node>/<run_id>/wait" until its due instant plus what was left of
+ * the run's registration (at least ASSIGN_OFFER_MS): a forbid job's next
+ * tick, and max_running, see it through its backoff; the leader's tend
+ * holds it on (assign_hold), and its offer or drop removes it. */
+static const char end_src[] = NOW_LUA PARSE_LUA OFFER_MS_LUA
+    "local m = ARGV[2] .. '/' .. ARGV[3]\n"
+    "local left = tonumber(redis.call('zscore', KEYS[1], m) or now) - now\n"
+    "redis.call('zrem', KEYS[1], m)\n"
     "redis.call('zrem', KEYS[3], ARGV[4] .. ' ' .. ARGV[3])\n"
     "local cur = redis.call('hget', KEYS[2], ARGV[1])\n"
     "if cur then\n"
     "  local _, node, att, _, run, moves, died = parse(cur)\n"
     "  if node == ARGV[2] and run == ARGV[3] then\n"
     "    if ARGV[6] ~= '' then\n"
-    "      redis.call('hset', KEYS[2], ARGV[1], 'retry ' .. node .. ' ' .. att .. ' ' ..\n"
-    "                 (now + tonumber(ARGV[6])) .. ' ' .. run .. ' ' .. moves .. ' ' .. died)\n"
+    "      local due = now + tonumber(ARGV[6])\n"
+    "      redis.call('hset', KEYS[2], ARGV[1], 'retry ' .. node .. ' ' .. att .. ' ' .. due ..\n"
+    "                 ' ' .. run .. ' ' .. moves .. ' ' .. died)\n"
+    "      local hold = due + math.max(left, offer_ms)\n"
+    "      redis.call('zadd', KEYS[1], hold, m .. '/wait')\n"
+    "      if redis.call('pttl', KEYS[1]) < hold - now + 3600000 then\n"
+    "        redis.call('pexpire', KEYS[1], hold - now + 3600000)\n"
+    "      end\n"
     "    else\n"
     "      redis.call('hdel', KEYS[2], ARGV[1])\n"
     "      unindex(ARGV[7], ARGV[4], KEYS[2])\n"
@@ -411,9 +428,10 @@ static const char end_src[] = NOW_LUA PARSE_LUA
     "return 1\n";
 
 /* KEYS: the index (assigned). ARGV: prefix, max, due ('1': only those
- * that need the leader). Returns {now, job, field, value, alive, ...} of
- * every job the index names (a job whose hash is empty leaves it), at
- * most max assignments. */
+ * that need the leader, and the retries in their backoff, whose hold the
+ * leader keeps). Returns {now, job, field, value, alive, ...} of every
+ * job the index names (a job whose hash is empty leaves it), at most max
+ * assignments. */
 static const char list_src[] =
     NOW_LUA PARSE_LUA "local out, n = {now}, 0\n"
                       "for _, job in ipairs(redis.call('smembers', KEYS[1])) do\n"
@@ -423,7 +441,8 @@ static const char list_src[] =
                       "  for i = 1, #all, 2 do\n"
                       "    if n >= tonumber(ARGV[2]) then return out end\n"
                       "    local due = reofferable(all[i + 1], ARGV[1] .. 'busy:' .. job)\n"
-                      "    if due or ARGV[3] ~= '1' then\n"
+                      "    local retry = string.sub(all[i + 1], 1, 6) == 'retry '\n"
+                      "    if due or retry or ARGV[3] ~= '1' then\n"
                       "      out[#out + 1] = job\n"
                       "      out[#out + 1] = all[i]\n"
                       "      out[#out + 1] = all[i + 1]\n"

@@ -68,7 +68,9 @@
  *     the dispatch delay) and ends the assignment (assign_end(): removes
  *     the registration, the load entry and the field; "ended <job>"); a
  *     run that failed, with retries left, is handed back as a retry due
- *     after the job's backoff instead of removed.
+ *     after the job's backoff instead of removed, held busy through the
+ *     backoff ("<node>/<run_id>/wait": forbid and max_running see it, as
+ *     they would the run) until its next attempt is offered or dropped.
  *  4. The leader (or the next one: it reads assign:J of every job the
  *     index names, in one call) looks at what is outstanding: a marker, a
  *     retry due, an offer past its deadline, or an
@@ -228,12 +230,12 @@ int assign_drop(struct baton_client *c, const char *group, const char *job, cons
 
 /* The registrations of the n assignments w (each as read: its job and
  * value) that wait for a member with room (the claim's marker, an offer
- * past its deadline; a run lost, or a retry, whose next attempt waits:
- * registered as "<node>/<run_id>/wait", removed by the value's offer or
- * drop) are held until ttl_ms from now, under the leader's token, so that
- * forbid and max_running see the tick alive while it waits; one whose
- * value changed is left as it is. Returns 0, BATON_ELOST (not
- * the leader) or BATON_E*. */
+ * past its deadline; a run lost, or a retry, whose next attempt waits),
+ * or a retry in its backoff (those registered as "<node>/<run_id>/wait",
+ * removed by the value's offer or drop), are held until ttl_ms from now,
+ * under the leader's token, so that forbid and max_running see the tick
+ * alive while it waits; one whose value changed is left as it is.
+ * Returns 0, BATON_ELOST (not the leader) or BATON_E*. */
 int assign_hold(struct baton_client *c, const char *group, const char *leader_key,
                 const char *token, const struct assign *const *w, size_t n, int64_t ttl_ms);
 
@@ -265,16 +267,20 @@ int assign_started(struct baton_client *c, const char *group, const char *job,
  * and (if the field is still this run's) removes the field, or, with
  * retry_ms >= 0 (the run failed and the job's retries allow another
  * attempt), makes it a retry due retry_ms from now, for the leader to
- * offer elsewhere; publishes "ended <job>" on the ended channel. Returns
- * 0 or BATON_E*. */
+ * offer elsewhere, registered as "<node>/<run_id>/wait" until then plus
+ * what was left of the run's registration (at least ASSIGN_OFFER_MS: the
+ * leader's tend holds it on, assign_hold), so that the job is busy
+ * through the backoff; publishes "ended <job>" on the ended channel.
+ * Returns 0 or BATON_E*. */
 int assign_end(struct baton_client *c, const char *group, const char *job, const char *field,
                const char *node, const char *run_id, int64_t retry_ms);
 
 /* Reads the assignments of every job with one outstanding (at most max,
  * in one call: the index baton:{G}:assigned names the jobs), or with
  * due_only those that need the leader (a marker, a retry due, an offer
- * past its deadline, a run whose registration is gone): into v (with
- * their job), *n. *now_ms: the server's time of the read. alive[i]: v[i]
+ * past its deadline, a run whose registration is gone, and a retry in its
+ * backoff, alive, whose hold the leader keeps): into v (with their job),
+ * *n. *now_ms: the server's time of the read. alive[i]: v[i]
  * needs nothing from the leader (a live registration, an offer or retry
  * not yet due). Returns 0 or BATON_E*. */
 int assign_list_all(struct baton_client *c, const char *group, struct assign *v, bool *alive,

@@ -351,14 +351,13 @@ START_TEST(waiting_next_attempt_held)
     free(s);
     ck_assert_int_eq(assign_accept(c, G, "j", "900", "n2", 4, 5000, &got), ASSIGN_OK);
     ck_assert_int_eq(assign_started(c, G, "j", &got), 0);
-    /* it fails and is handed back as a retry, due now, that waits */
+    /* it fails and is handed back as a retry, due now, that waits: held
+     * by the end itself until the leader's hold takes over */
     ck_assert_int_eq(assign_end(c, G, "j", "900", "n2", got.run_id, 0), 0);
     tu_sleep_ms(5);
     struct assign r = due_one(c);
     ck_assert_int_eq(r.state, ASSIGN_RETRY);
-    ck_assert(!next_claim_busy(c, 902)); /* before the hold: nothing alive */
-    free(tu_redis("DEL baton:{" G "}:busy:j"));
-    free(tu_redis("HDEL baton:{" G "}:assign:j 902"));
+    ck_assert(next_claim_busy(c, 902));
     w[0] = &r;
     ck_assert_int_eq(assign_hold(c, G, LEADER, "tok", w, 1, 60000), 0);
     ck_assert(next_claim_busy(c, 903));
@@ -391,7 +390,7 @@ START_TEST(retry_and_died)
     ck_assert_uint_eq(n, 1);
     ck_assert_int_eq(v[0].state, ASSIGN_RETRY);
     ck_assert(alive[0]);
-    ck_assert_int_eq(tu_redis_int("ZCARD baton:{" G "}:busy:j"), 0);
+    ck_assert_int_eq(tu_redis_int("ZCARD baton:{" G "}:busy:j"), 1); /* its backoff's hold */
     tu_sleep_ms(400);
     ck_assert_int_eq(assign_list_all(c, G, v, alive, 4, false, &n, &now), 0);
     ck_assert(!alive[0]);
@@ -399,6 +398,63 @@ START_TEST(retry_and_died)
     b.attempt = 2;
     ck_assert_int_eq(assign_offer(c, G, "j", LEADER, "tok", NULL, v[0].value, &b, 5000), 1);
     ck_assert_int_eq(b.died[0], '\0');
+    char *s = tu_redis("ZSCORE baton:{" G "}:busy:j n1/700-1-1-1/wait"); /* the hold went */
+    ck_assert_str_eq(s, "(nil)");
+    free(s);
+    baton_client_free(c);
+}
+END_TEST
+
+/* A failed run's retry keeps the job busy through its backoff, as its
+ * run did: held as "<node>/<run>/wait" by the end itself until the retry
+ * is due plus what was left of the run's registration, listed for the
+ * leader's hold (a new leader's too: it is all in Redis), and gone with
+ * the retry's offer or drop; a forbid job's next tick finds the job busy, and
+ * max_running counts it. */
+START_TEST(retry_held_through_backoff)
+{
+    struct baton_client *c = setup();
+    struct assign a = first("950", "n1", "950-1-1-1"), got;
+    ck_assert_int_eq(assign_offer(c, G, "j", LEADER, "tok", NULL, NULL, &a, 5000), 1);
+    ck_assert_int_eq(assign_accept(c, G, "j", "950", "n1", 4, 5000, &got), ASSIGN_OK);
+    ck_assert_int_eq(assign_started(c, G, "j", &got), 0);
+    ck_assert_int_eq(assign_end(c, G, "j", "950", "n1", got.run_id, 60000), 0);
+    char *s = tu_redis("ZSCORE baton:{" G "}:busy:j n1/950-1-1-1/wait");
+    ck_assert_str_ne(s, "(nil)");
+    int64_t held = strtoll(s, NULL, 10);
+    free(s);
+    ck_assert_str_eq((s = tu_redis("ZSCORE baton:{" G "}:busy:j n1/950-1-1-1")), "(nil)");
+    free(s);
+    /* listed (due or not) for the leader's hold, alive */
+    struct assign v[4];
+    bool alive[4];
+    size_t n = 0;
+    int64_t now = 0;
+    ck_assert_int_eq(assign_list_all(c, G, v, alive, 4, true, &n, &now), 0);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_int_eq(v[0].state, ASSIGN_RETRY);
+    ck_assert(alive[0]);
+    /* due in a minute, held past it by the run's registration left (~5 s) */
+    ck_assert_int_ge(held, v[0].at_ms + 4000);
+    ck_assert_int_le(held, v[0].at_ms + 5000);
+    ck_assert(next_claim_busy(c, 951)); /* forbid: the next tick is busy */
+    struct claim_limits one = {.max_running = 1, .dispatch = true};
+    struct claim_reply cr;
+    ck_assert_int_eq(
+        claim_tick(c, G, "j", LEADER, "tok", 951, CLAIM_RUN, "lead/951-1-1-1", &one, &cr),
+        CLAIM_FULL);
+    claim_reply_free(&cr);
+    /* a new leader (another token) holds it on from what it lists */
+    free(tu_redis("SET " LEADER " tok2 PX 60000"));
+    const struct assign *w[1] = {&v[0]};
+    ck_assert_int_eq(assign_hold(c, G, LEADER, "tok2", w, 1, 600000), 0);
+    s = tu_redis("ZSCORE baton:{" G "}:busy:j n1/950-1-1-1/wait");
+    ck_assert_int_gt(strtoll(s, NULL, 10), held + 500000);
+    free(s);
+    /* dropped (or offered: retry_and_died): the hold goes with it */
+    free(tu_redis("SET " LEADER " tok PX 60000"));
+    ck_assert_int_eq(assign_drop(c, G, "j", LEADER, "tok", v[0].value, &v[0]), 0); /* not due */
+    ck_assert_int_eq(tu_redis_int("ZCARD baton:{" G "}:busy:j"), 1);
     baton_client_free(c);
 }
 END_TEST
@@ -443,6 +499,7 @@ static Suite *suite(void)
     tcase_add_test(tc, waiting_marker_held);
     tcase_add_test(tc, retry_and_died);
     tcase_add_test(tc, waiting_next_attempt_held);
+    tcase_add_test(tc, retry_held_through_backoff);
     tcase_add_test(tc, started_when_paused_hands_back);
     suite_add_tcase(s, tc);
     return s;

@@ -224,6 +224,7 @@ struct fjob {
     char busy[8][sizeof((struct assign *)0)->node + sizeof((struct assign *)0)->run_id + 8];
     int nbusy;
     char skipped_by[RUN_ID_MAX + 160]; /* the member of the last claim as skipped */
+    int claims;                        /* claim_tick() calls */
 };
 static struct fjob fjobs[NJOBS];
 static bool leading_token = true, server_changed;
@@ -234,7 +235,7 @@ static bool fail_writes;   /* history records and releases fail (Redis unreachab
 static int refreshes_handover;
 
 struct record {
-    char job[JOB_NAME_MAX + 1], outcome[24], trigger[16], reason[200];
+    char job[JOB_NAME_MAX + 1], outcome[24], trigger[16], reason[200], node[160];
     int64_t at, until, jitter_ms;
 };
 static struct record records[256];
@@ -317,6 +318,7 @@ enum claim_result __wrap_claim_tick(struct baton_client *c, const char *group, c
     memset(out, 0, sizeof *out);
     out->majority = 1;
     struct fjob *j = fjob(job);
+    j->claims++;
     if (token == NULL || !leading_token || refuse_claims)
         return CLAIM_NOT_LEADER;
     if (fail_claims > 0 && !fail_applies) {
@@ -470,6 +472,8 @@ int __wrap_history_write(struct baton_client *c, const struct history_command *c
             snprintf(r->trigger, sizeof r->trigger, "%s", v);
         else if (strcmp(k, "reason") == 0)
             snprintf(r->reason, sizeof r->reason, "%s", v);
+        else if (strcmp(k, "node") == 0)
+            snprintf(r->node, sizeof r->node, "%s", v);
         else if (strcmp(k, "scheduled_at") == 0 && strptime(v, "%Y-%m-%dT%H:%M:%SZ", &tm))
             r->at = (int64_t)timegm(&tm);
         else if (strcmp(k, "until") == 0 && strptime(v, "%Y-%m-%dT%H:%M:%SZ", &tm))
@@ -529,6 +533,7 @@ enum claim_result __wrap_trigger_claim(struct baton_client *c, const char *group
     memset(out, 0, sizeof *out);
     out->majority = 1;
     struct fjob *j = fjob(job);
+    j->claims++;
     for (int i = 0; i < ntrig; i++) {
         if (strcmp(ftrig[i].id, id) != 0)
             continue;
@@ -645,7 +650,8 @@ struct fassign {
     bool reg;
 };
 static struct fassign fassigns[NASSIGN];
-static int list_calls; /* assign_list_all() calls */
+static int list_calls;      /* assign_list_all() calls */
+static int held_in_backoff; /* retries held by assign_hold() before they were due */
 
 static int64_t server_ms(void)
 {
@@ -757,11 +763,15 @@ int __wrap_assign_offer(struct baton_client *c, const char *group, const char *j
             ? f == NULL || f->a.state != ASSIGN_CLAIMED || strcmp(f->a.run_id, a->run_id) != 0
             : f == NULL || strcmp(f->a.value, expect) != 0 || !freofferable(f))
         return 0;
-    if (f != NULL || from != NULL) { /* the registration replaced */
-        char member[sizeof f->a.node + sizeof f->a.run_id + 2];
+    if (f != NULL || from != NULL) { /* the registration replaced, and a hold */
+        char member[sizeof f->a.node + sizeof f->a.run_id + 8];
         if (f != NULL)
             snprintf(member, sizeof member, "%s/%s", f->a.node, f->a.run_id);
         unenroll(fjob(job), from != NULL ? from : member);
+        if (f != NULL) {
+            snprintf(member, sizeof member, "%s/%s/wait", f->a.node, f->a.run_id);
+            unenroll(fjob(job), member);
+        }
     }
     f = fassign_put(job, a->tick, ASSIGN_OFFERED, a->node, a->attempt, server_ms() + offer_ms,
                     a->run_id, a->moves, a->died);
@@ -788,6 +798,7 @@ int __wrap_assign_hold(struct baton_client *c, const char *group, const char *le
         snprintf(member, sizeof member, "%s/%s%s", f->a.node, f->a.run_id,
                  f->a.state == ASSIGN_CLAIMED || f->a.state == ASSIGN_OFFERED ? "" : "/wait");
         enroll(fjob(w[i]->job), member);
+        held_in_backoff += f->a.state == ASSIGN_RETRY && f->a.at_ms > server_ms();
     }
     return 0;
 }
@@ -807,8 +818,10 @@ int __wrap_assign_drop(struct baton_client *c, const char *group, const char *jo
                           ? f->a.state != ASSIGN_CLAIMED || strcmp(f->a.run_id, a->run_id) != 0
                           : strcmp(f->a.value, expect) != 0 || !freofferable(f)))
         return 0;
-    char member[sizeof f->a.node + sizeof f->a.run_id + 2];
+    char member[sizeof f->a.node + sizeof f->a.run_id + 8];
     snprintf(member, sizeof member, "%s/%s", f->a.node, f->a.run_id);
+    unenroll(fjob(job), member);
+    snprintf(member, sizeof member, "%s/%s/wait", f->a.node, f->a.run_id);
     unenroll(fjob(job), member);
     f->used = false;
     return 1;
@@ -865,11 +878,17 @@ int __wrap_assign_end(struct baton_client *c, const char *group, const char *job
     if (f == NULL || strcmp(f->a.node, node) != 0 || strcmp(f->a.run_id, run_id) != 0)
         return 0;
     struct assign was = f->a; /* fassign_put() rewrites f */
-    if (retry_ms >= 0)
+    char member[sizeof was.node + sizeof was.run_id + 8];
+    snprintf(member, sizeof member, "%s/%s", node, run_id);
+    unenroll(fjob(job), member);
+    if (retry_ms >= 0) { /* held busy through its backoff */
         fassign_put(job, was.tick, ASSIGN_RETRY, was.node, was.attempt, server_ms() + retry_ms,
                     was.run_id, was.moves, was.died);
-    else
+        snprintf(member, sizeof member, "%s/%s/wait", node, run_id);
+        enroll(fjob(job), member);
+    } else {
         f->used = false;
+    }
     return 0;
 }
 
@@ -883,7 +902,8 @@ int __wrap_assign_list_all(struct baton_client *c, const char *group, struct ass
     *n = 0;
     *now_ms = server_ms();
     for (int i = 0; i < NASSIGN && *n < max; i++)
-        if (fassigns[i].used && (!due_only || freofferable(&fassigns[i]))) {
+        if (fassigns[i].used &&
+            (!due_only || freofferable(&fassigns[i]) || fassigns[i].a.state == ASSIGN_RETRY)) {
             v[*n] = fassigns[i].a;
             snprintf(v[*n].job, sizeof v[*n].job, "%s", fassigns[i].job);
             alive[(*n)++] = !freofferable(&fassigns[i]);
@@ -1497,6 +1517,69 @@ START_TEST(a_failed_run_is_retried_as_the_same_tick)
 }
 END_TEST
 
+/* A failed run's retry keeps its job busy through the backoff, as a
+ * fleet run's does (its run's registration kept, refreshed with the
+ * lease): a forbid job's ticks that come meanwhile are skipped as busy,
+ * and max_running counts it; the retry then runs and the registration
+ * goes. */
+START_TEST(a_retry_in_its_backoff_keeps_a_forbid_job_busy)
+{
+    exit_code = 1;
+    struct runner *r = start(EVERY_SECOND("again", ", concurrency: forbid, retries: 1, "
+                                                   "retry_backoff: 3s"));
+    advance(r, 1000); /* T0 + 1 runs and fails at T0 + 1.1: its retry due at T0 + 4.1 */
+    ck_assert_int_eq(ran("again", 1), 1);
+    char held[sizeof fjob("again")->busy[0]] = "";
+    int nheld = fjob("again")->nbusy; /* the failed run's registration, kept */
+    if (nheld > 0)
+        snprintf(held, sizeof held, "%s", fjob("again")->busy[0]);
+    advance(r, 2400);
+    ck_assert_int_eq(ran("again", 2), 0);
+    ck_assert_int_eq(ran("again", 3), 0);
+    expect_record("again", 2, "skipped");
+    ck_assert_msg(strstr(record_of("again", 2)->reason, "still alive") != NULL, "%s",
+                  record_of("again", 2)->reason);
+    ck_assert_int_eq(nheld, 1);
+    ck_assert_msg(strncmp(held, "n/1767225601-", 13) == 0, "%s", held);
+    advance(r, 1000);
+    ck_assert_int_eq(ran("again", 1), 2);
+    ck_assert(!registered(fjob("again"), held));
+    stop(r);
+}
+END_TEST
+
+/* The leader stops leading during a retry's backoff: the retry is let go
+ * (its tick was recorded), and so is the registration it held. */
+START_TEST(a_retry_let_go_releases_what_it_held)
+{
+    exit_code = 1;
+    struct runner *r = start(EVERY_SECOND("gone", ", concurrency: forbid, retries: 1, "
+                                                  "retry_backoff: 3s"));
+    advance(r, 1000);
+    ck_assert_int_eq(ran("gone", 1), 1);
+    ck_assert_int_eq(fjob("gone")->nbusy, 1);
+    runner_unlead(r);
+    advance(r, 100);
+    ck_assert_int_eq(fjob("gone")->nbusy, 0);
+    stop(r);
+}
+END_TEST
+
+START_TEST(a_retry_in_its_backoff_counts_for_max_running)
+{
+    exit_code = 1;
+    struct runner *r = start(EVERY_SECOND("cap", ", concurrency: allow, max_running: 1, "
+                                                 "retries: 1, retry_backoff: 3s"));
+    advance(r, 1000);
+    ck_assert_int_eq(ran("cap", 1), 1);
+    advance(r, 2400);
+    ck_assert_int_eq(ran("cap", 2), 0); /* waits for the slot its retry holds */
+    advance(r, 1000);
+    ck_assert_int_eq(ran("cap", 1), 2);
+    stop(r);
+}
+END_TEST
+
 START_TEST(a_lost_claim_is_settled_once_this_node_stops_leading)
 {
     fail_claims = 1000;
@@ -1899,6 +1982,73 @@ START_TEST(a_lost_run_waiting_for_room_keeps_a_forbid_job_busy)
 }
 END_TEST
 
+/* A forbid job's missed tick claimed while members are full: its marker
+ * waits held, registered under the leader's own name; the next missed
+ * tick (forbid's backlog: run or wait) finds it alive and looks again at
+ * BUSY_POLL_MS, not every GATE_RETRY_MS as if it were one of the leader's
+ * ended runs. */
+START_TEST(a_marker_waiting_for_room_is_not_taken_for_an_ended_run_of_the_leader)
+{
+    members_are("m1", NULL);
+    fmembers[1].capacity = 1;
+    fjob("d")->has_mark = true;
+    fjob("d")->mark = T0 - 3;
+    fassign_put("x", T0, ASSIGN_STARTED, "m1", 1, T0 * 1000, "1767225600-6-1-9", 0, "");
+    struct runner *r =
+        start("jobs:\n  - {name: d, schedule: '* * * * * *', run_on: any, concurrency: forbid, "
+              "catchup: 1h, command: ['true']}\n" DISPATCHED_YEARLY("x"));
+    advance(r, 300);
+    struct fassign *m = fassign_find("d", "1767225598");
+    ck_assert_msg(m != NULL && m->a.state == ASSIGN_CLAIMED, "T0 - 2: %s",
+                  m != NULL ? m->a.value : "-");
+    ck_assert_ptr_null(fassign_find("d", "1767225599"));
+    int before = fjob("d")->claims;
+    advance(r, 1000);
+    int claims = fjob("d")->claims - before;
+    ck_assert_msg(claims <= 4, "%d claims of T0 - 1 in a second", claims);
+    ck_assert_ptr_null(fassign_find("d", "1767225599")); /* still waits behind it */
+    stop(r);
+}
+END_TEST
+
+/* run_on: all: a node's own assignment of a tick that is not run there
+ * (handed back by the node, which is no longer live; or its offer not
+ * accepted in time) is recorded not started under that node's name, as
+ * its run would have been. */
+static struct fassign *node_own(const char *job, enum assign_state st, const char *node,
+                                int64_t at_ms)
+{
+    char run_id[64];
+    snprintf(run_id, sizeof run_id, "1767225600-6-1-3.%s", node);
+    struct fassign *f = fassign_put(job, T0, st, node, 1, at_ms, run_id, 0, "");
+    snprintf(f->a.field, sizeof f->a.field, "%" PRId64 "/%s", T0, node);
+    return f;
+}
+
+START_TEST(an_all_tick_not_run_on_its_node_is_recorded_under_that_node)
+{
+    members_are("m1", NULL);
+    fmembers[1].gone = true;
+    claimed_up_to_t0("h");
+    claimed_up_to_t0("o");
+    node_own("h", ASSIGN_CLAIMED, "m1", T0 * 1000 - 100); /* handed back (a pause) */
+    node_own("o", ASSIGN_OFFERED, "m1", T0 * 1000 + 100); /* its deadline passes */
+    struct runner *r =
+        start("jobs:\n"
+              "  - {name: h, schedule: '0 0 0 1 1 *', run_on: all, command: ['true']}\n"
+              "  - {name: o, schedule: '0 0 0 1 1 *', run_on: all, command: ['true']}\n");
+    advance(r, 600);
+    ck_assert_ptr_null(fassign_find("h", "1767225600/m1"));
+    expect_record("h", 0, "failed_to_start");
+    ck_assert_msg(strstr(record_of("h", 0)->reason, "m1 handed it back") != NULL, "%s",
+                  record_of("h", 0)->reason);
+    ck_assert_str_eq(record_of("h", 0)->node, "m1");
+    expect_record("o", 0, "failed_to_start");
+    ck_assert_str_eq(record_of("o", 0)->node, "m1");
+    stop(r);
+}
+END_TEST
+
 /* The leader is the only member: it accepts its own offer; its run fails
  * and is handed back as a retry, offered again after the backoff, and the
  * second attempt runs; no third (retries: 1). */
@@ -1917,6 +2067,33 @@ START_TEST(a_dispatched_run_that_fails_is_retried_per_retries)
     ck_assert_str_eq(procs[1].trigger, "retry");
     ck_assert_ptr_null(fassign_find("d", "1767225601"));
     ck_assert_int_eq(records_of("d", 1), 2);
+    stop(r);
+}
+END_TEST
+
+/* A dispatched run that fails, with retries left: its retry keeps a
+ * forbid job busy through the backoff (held in Redis, assign_end), so the
+ * ticks that come meanwhile are skipped as busy, not run beside it; the
+ * retry then runs. */
+START_TEST(a_dispatched_retry_in_its_backoff_keeps_a_forbid_job_busy)
+{
+    fmembers[0] = (struct fmember){"n", 2, "[]", false};
+    nmembers = 1;
+    exit_code = 1;
+    struct runner *r = start("jobs:\n  - {name: d, schedule: '* * * * * *', run_on: any, "
+                             "concurrency: forbid, retries: 1, retry_backoff: 3s, "
+                             "command: ['true']}\n");
+    advance(r, 1000); /* T0 + 1 runs and fails at T0 + 1.1: its retry due at T0 + 4.1 */
+    ck_assert_int_eq(ran("d", 1), 1);
+    advance(r, 2400); /* T0 + 2, T0 + 3 come in the backoff */
+    ck_assert_int_eq(ran("d", 2), 0);
+    ck_assert_int_eq(ran("d", 3), 0);
+    expect_record("d", 2, "skipped");
+    ck_assert_msg(strstr(record_of("d", 2)->reason, "still alive") != NULL, "%s",
+                  record_of("d", 2)->reason);
+    ck_assert_int_gt(held_in_backoff, 0); /* the tend keeps it held (a long backoff) */
+    advance(r, 1000);                     /* the retry, offered after its backoff, runs */
+    ck_assert_int_eq(ran("d", 1), 2);
     stop(r);
 }
 END_TEST
@@ -2014,6 +2191,9 @@ static Suite *suite(void)
     tcase_add_test(tc, replace_supersedes_every_queued_tick_but_the_newest);
     tcase_add_test(tc, a_missed_tick_waits_queued_while_a_run_is_alive_elsewhere);
     tcase_add_test(tc, a_failed_run_is_retried_as_the_same_tick);
+    tcase_add_test(tc, a_retry_in_its_backoff_keeps_a_forbid_job_busy);
+    tcase_add_test(tc, a_retry_in_its_backoff_counts_for_max_running);
+    tcase_add_test(tc, a_retry_let_go_releases_what_it_held);
     tcase_add_test(tc, a_lost_claim_is_settled_once_this_node_stops_leading);
     tcase_add_test(tc, a_tick_missed_while_paused_runs_when_resumed_with_catchup);
     tcase_add_test(tc, a_tick_that_came_due_while_paused_is_recorded_skipped_at_a_plain_resume);
@@ -2034,6 +2214,9 @@ static Suite *suite(void)
     tcase_add_test(tc, a_failed_run_handed_back_is_offered_again_to_another_member);
     tcase_add_test(tc, a_dispatched_run_that_fails_is_retried_per_retries);
     tcase_add_test(tc, a_lost_run_waiting_for_room_keeps_a_forbid_job_busy);
+    tcase_add_test(tc, an_all_tick_not_run_on_its_node_is_recorded_under_that_node);
+    tcase_add_test(tc, a_marker_waiting_for_room_is_not_taken_for_an_ended_run_of_the_leader);
+    tcase_add_test(tc, a_dispatched_retry_in_its_backoff_keeps_a_forbid_job_busy);
     tcase_add_test(tc, the_leader_reads_what_is_outstanding_in_one_call_a_pass);
     tcase_add_test(tc, a_pause_after_a_dispatched_claim_is_honoured_then_a_plain_resume_records_it);
     tcase_add_test(tc, a_pause_after_a_dispatched_claim_then_resume_catchup_runs_it);

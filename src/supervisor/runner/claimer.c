@@ -121,13 +121,14 @@ void claimer_settle(const struct rctx *x, struct claimer *c, struct jobstate *js
 
 /* ---- claims ---- */
 
-/* Leaves out of reply the runs of ours that have ended: they count for
- * nothing. */
-static void live_busy(const struct rctx *x, const struct runs *rs, struct claim_reply *reply)
+/* Leaves out of reply (of job) the runs of ours that have ended
+ * (runs_stale): they count for nothing. */
+static void live_busy(const struct rctx *x, const struct runs *rs, const char *job,
+                      struct claim_reply *reply)
 {
     size_t live = 0;
     for (size_t i = 0; i < reply->nbusy; i++)
-        if (!runs_stale(rs, x->node, reply->busy[i]))
+        if (!runs_stale(x, rs, job, reply->busy[i]))
             reply->busy[live++] = reply->busy[i];
     reply->nbusy = live;
 }
@@ -135,7 +136,7 @@ static void live_busy(const struct rctx *x, const struct runs *rs, struct claim_
 void claimer_wait_busy(const struct rctx *x, struct jobstate *js, struct claim_reply *busy,
                        const struct runs *rs, bool ahead, int64_t at_ms, int64_t now)
 {
-    live_busy(x, rs, busy);
+    live_busy(x, rs, js->job->name, busy);
     if (ahead) { /* decided at its instant, as if it had not been claimed ahead */
         js->hold_until = rtime_mono_at_ms(at_ms, now, rtime_wall_ms());
     } else if (busy->nbusy == 0) { /* only our own ended runs: try again at once */
@@ -264,7 +265,7 @@ static enum claim_result claim_head(const struct rctx *x, const struct runs *rs,
                    ask ? CLAIM_RUN_OR_WAIT : mode, member, &lim, reply);
     if (!ask || res != CLAIM_BUSY || reply->partial)
         return res;
-    live_busy(x, rs, reply);
+    live_busy(x, rs, job, reply);
     if (reply->nbusy == 0)
         mode = CLAIM_RUN;
     claim_reply_free(reply);
@@ -456,7 +457,11 @@ void claimer_retries(const struct rctx *x, struct claimer *c, struct runs *rs, s
         struct claim_reply reply;
         claimer_run_id(x, c, t->tick, t->attempt, id, sizeof id);
         snprintf(member, sizeof member, "%s/%s", x->node, id);
+        /* A retry that holds its run's registration holds its slot too:
+         * registered beside it, then that one released. */
         struct claim_limits lim = limits_of(js);
+        if (t->member[0] != '\0')
+            lim = (struct claim_limits){.dispatch = lim.dispatch};
         enum claim_result res =
             claim_tick(x->client, x->group, js->job->name, baton_election_key(x->election), token,
                        t->tick, CLAIM_REGISTER, member, &lim, &reply);
@@ -473,10 +478,13 @@ void claimer_retries(const struct rctx *x, struct claimer *c, struct runs *rs, s
             continue;
         }
         *p = t->next;
-        if (res == CLAIM_OK)
+        if (res == CLAIM_OK) {
             runs_start(x, rs, js, id, t->tick, t->attempt, t->trigger, NULL, false, t->state);
-        else
+            if (t->member[0] != '\0')
+                outbox_release(x->out, js->job->name, t->member);
+        } else {
             claimer_let_go(x, c, js, t, id);
+        }
         free(t);
     }
 }
@@ -492,6 +500,8 @@ void claimer_let_go(const struct rctx *x, struct claimer *c, struct jobstate *js
                     const char *id)
 {
     const char *name = js->job->name;
+    if (t->member[0] != '\0') /* the hold of its backoff */
+        outbox_release(x->out, name, t->member);
     if (t->state != TICK_CLAIMED) { /* a retry: its tick is recorded (the attempt before) */
         ticklife_move(x, name, t->tick, &t->state, TICK_EV_FORGET);
         hooks_retry_dropped(x->hooks, name, t->tick);

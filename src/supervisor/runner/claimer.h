@@ -71,13 +71,17 @@ bool claimer_late(const struct rctx *x);
 bool claimer_head(const struct rctx *x, struct claimer *c, struct runs *rs, struct jobstate *js,
                   const struct tick_intent *in);
 /* Starts js's retries (and released held ticks) that are due at now:
- * registered like any run, without a claim (the tick is ours). */
+ * registered like any run, without a claim (the tick is ours); a retry
+ * that holds its failed run's registration (finish.h) holds its slot:
+ * registered without the limits' check, that registration then
+ * released. */
 void claimer_retries(const struct rctx *x, struct claimer *c, struct runs *rs, struct jobstate *js,
                      int64_t now);
 
 /* js's retry t is let go before its run starts (taken out of js's list;
  * freeing it is the caller's): a retry is forgotten (its tick was recorded
- * with the attempt before; its hook goes now). A tick that a resume with
+ * with the attempt before; its hook goes now; the registration it held
+ * is released). A tick that a resume with
  * catch-up released (claimed, not yet run) is recorded not started: the
  * mark is past it, so no later leader would run it, as for every claimed
  * tick whose run does not start. id: the run id whose registration was

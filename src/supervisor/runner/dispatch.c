@@ -60,6 +60,13 @@ void dispatch_not_started(const struct rctx *x, const struct job *job, const str
     records_not_started(x->rec, job, x->term, a->run_id, member, a->tick, false, why);
 }
 
+void dispatch_not_run_there(const struct rctx *x, const struct job *job, const struct assign *a,
+                            const char *member, enum tick_state *state, const char *why)
+{
+    ticklife_move(x, job->name, a->tick, state, TICK_EV_START_FAILED);
+    records_not_started_on(x->rec, a->node, job, x->term, a->run_id, member, a->tick, false, why);
+}
+
 /* run_on: all: the offers of marker m, one to each live member that
  * carries the job's labels and takes runs, in one script; none: the tick
  * is recorded not started. Returns assign_offer_all()'s answer. */
@@ -144,7 +151,7 @@ int dispatch_offer_marker(const struct rctx *x, struct dispatch *d, const struct
         snprintf(why, sizeof why, "its node %s handed it back and is no longer live: not run",
                  m->node);
         if (rc == 1)
-            dispatch_not_started(x, job, m, member, state, why);
+            dispatch_not_run_there(x, job, m, member, state, why);
         return rc;
     }
     long i = fleet_pick(x, d, job, m->tick, NULL, &f);

@@ -35,7 +35,8 @@
  *   - a run that failed, handed back by its member as a retry due (it
  *     recorded the failure), is offered as the next attempt to another
  *     member when one fits, once one has room (none carries the labels:
- *     the retry is dropped);
+ *     the retry is dropped); until it is due, its hold (the job busy
+ *     through the backoff: assign_end) is kept alive (assign_hold);
  *   - a tick offered DISPATCH_MOVES_MAX times without being run, or for
  *     which no live member carries the labels, is recorded failed_to_start.
  * Every decision is a compare-and-set on the value read, in a script

@@ -28,6 +28,10 @@ void dispatch_log_assigned(const struct rctx *x, const char *job, const struct a
  * the registration named in the record; why: static). */
 void dispatch_not_started(const struct rctx *x, const struct job *job, const struct assign *a,
                           const char *member, enum tick_state *state, const char *why);
+/* dispatch_not_started() of a node's own tick (run_on: all: a->node's to
+ * run): the record names a->node, not this node. */
+void dispatch_not_run_there(const struct rctx *x, const struct job *job, const struct assign *a,
+                            const char *member, enum tick_state *state, const char *why);
 
 /* a, an offer of job's tick, was made to f->v[i] (chosen by fleet_pick
  * with avoid): its share and in_use count it, and an offer to this node is

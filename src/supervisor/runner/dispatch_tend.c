@@ -1,7 +1,8 @@
 /* dispatch_tend.c -- see dispatch.h: what the leader does every
  * DISPATCH_TEND_MS (dispatch_tend): what is outstanding read in one call,
  * oldest tick first, each decided (offered again, recorded, retried), and
- * the registrations of ticks that wait for room held. */
+ * the registrations of ticks that wait for room, or for their retry's
+ * backoff, held. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -208,8 +209,8 @@ static bool retry(const struct rctx *x, struct dispatch *d, const struct job *jo
 }
 
 /* run_on: all: a node's offer not accepted in time, or its run accepted
- * and lost before its start, is recorded not started (never moved to
- * another node). Returns false when this node no longer leads. */
+ * and lost before its start, is recorded not started, naming that node
+ * (never moved to another node). Returns false when this node no longer leads. */
 static bool not_moved(const struct rctx *x, const struct job *job, const struct assign *was)
 {
     const char *token = baton_election_token(x->election);
@@ -227,7 +228,7 @@ static bool not_moved(const struct rctx *x, const struct job *job, const struct 
     int rc = assign_drop(x->client, x->group, job->name, baton_election_key(x->election), token,
                          was->value, was);
     if (rc == 1)
-        dispatch_not_started(x, job, was, member, &state, why);
+        dispatch_not_run_there(x, job, was, member, &state, why);
     return rc != BATON_ELOST;
 }
 
@@ -250,9 +251,9 @@ static int by_tick(const void *pa, const void *pb)
 
 /* The registrations of the n ticks in w that wait for room (markers,
  * offers past their deadline, the next attempt of a run lost or failed:
- * assign_hold) held for a lease more, at most every DISPATCH_TEND_MS: a
- * forbid job, and max_running, see such a tick alive as they see an
- * offered one. */
+ * assign_hold), or for their retry's backoff, held for a lease more, at
+ * most every DISPATCH_TEND_MS: a forbid job, and max_running, see such a
+ * tick alive as they see an offered one. */
 static void hold(const struct rctx *x, struct dispatch *d, const struct assign *const *w, size_t n,
                  int64_t now)
 {
@@ -366,15 +367,25 @@ void dispatch_tend(const struct rctx *x, struct dispatch *d, int64_t now)
     struct assign *v = calloc(DISPATCH_LIST_MAX, sizeof *v);
     const struct assign **w = calloc(DISPATCH_LIST_MAX, sizeof *w);
     bool *alive = calloc(DISPATCH_LIST_MAX, sizeof *alive);
-    size_t n = 0, todo = 0, nw = 0;
+    size_t n = 0, todo = 0, nw = 0, nb = 0, backoff = 0;
     int64_t server_ms;
     if (v == NULL || w == NULL || alive == NULL ||
         assign_list_all(x->client, x->group, v, alive, DISPATCH_LIST_MAX, true, &n, &server_ms) !=
             BATON_OK)
         goto out;
+    /* What needs a decision first, then the retries in their backoff
+     * (alive: listed to be held). */
     for (size_t i = 0; i < n; i++)
-        if (!alive[i])
-            v[todo++] = v[i];
+        if (!alive[i]) {
+            struct assign t = v[todo];
+            v[todo] = v[i];
+            v[i] = t;
+            alive[i] = alive[todo];
+            alive[todo++] = false;
+        }
+    for (size_t i = todo; i < n; i++)
+        if (v[i].state == ASSIGN_RETRY)
+            v[todo + backoff++] = v[i];
     qsort(v, todo, sizeof *v, by_tick);
     d->waiting = 0;
     d->reread = true;
@@ -388,8 +399,13 @@ void dispatch_tend(const struct rctx *x, struct dispatch *d, int64_t now)
         if (d->waiting > before) /* a marker, an offer, or a run's next attempt */
             w[nw++] = &v[i];
     }
+    for (size_t i = todo; i < todo + backoff; i++) {
+        const struct jobstate *js = jobtable_find(x->jt, v[i].job);
+        if (js != NULL && job_run_on(js->job, NULL) != JOB_RUN_ON_LEADER)
+            w[nw + nb++] = &v[i]; /* after the waits: held, not listed as waiting */
+    }
     if (leads && x->leading)
-        hold(x, d, w, nw, now);
+        hold(x, d, w, nw + nb, now);
     note_waits(d, w, nw);
 out:
     free(v);

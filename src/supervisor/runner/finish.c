@@ -40,6 +40,8 @@ static void finish(const struct rctx *x, struct runs *rs, struct rrun *rr)
         ticklife_move(x, run->job->name, run->tick, &next, TICK_EV_RETRY);
         if (finish_add_retry(&js->runs, run->tick, run->attempt + 1, loop_now() + delay * MS,
                              RUN_TRIGGER_RETRY, next)) {
+            /* its registration holds the job busy until the retry's own */
+            snprintf(js->runs.retries->member, sizeof js->runs.retries->member, "%s", run->member);
             rr->tick = next;
             log_retry(x, run, delay);
             retry = true;

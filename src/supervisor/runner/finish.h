@@ -32,6 +32,12 @@ struct retry {
     int attempt;
     int64_t at_ns; /* when it is due (CLOCK_MONOTONIC); not while held */
     enum run_trigger trigger;
+    /* A retry of a failed run of this leader: that run's registration,
+     * kept (refreshed with the lease) through the backoff, so that a
+     * forbid job's next tick finds the job busy and max_running counts it,
+     * as a fleet run's retry is held (assign.h); released once the retry
+     * is registered, or let go. "": none. */
+    char member[RUN_ID_MAX + 160];
     struct retry *next;
 };
 

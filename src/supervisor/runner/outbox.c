@@ -220,3 +220,21 @@ bool outbox_unregisters(const struct outbox *o, const char *job)
             return true;
     return false;
 }
+
+bool outbox_ends(const struct outbox *o, const char *job, const char *member)
+{
+    for (const struct outbox_item *it = o->head; it != NULL && o->nunreg > 0; it = it->next) {
+        if (!unregisters(it) || strcmp(it->job, job) != 0)
+            continue;
+        if (it->kind != OUT_ASSIGN_END) {
+            if (strcmp(it->member, member) == 0)
+                return true;
+            continue;
+        }
+        size_t nl = strlen(it->node); /* a retry's end holds the job on: not ended */
+        if (it->retry_ms < 0 && strncmp(member, it->node, nl) == 0 && member[nl] == '/' &&
+            strcmp(member + nl + 1, it->run_id) == 0)
+            return true;
+    }
+    return false;
+}

@@ -50,6 +50,11 @@ void outbox_trigger(struct outbox *o, const struct run *run, const char *trigger
 /* True when a write that ends a registration of job (a run's release, a
  * manual run's end) waits here: that run still looks alive to a claim. */
 bool outbox_unregisters(const struct outbox *o, const char *job);
+/* True when member ("<node>/<run_id>") of job is a run that has ended for
+ * good and the write that ends its registration waits here (a release, a
+ * manual run's end, a dispatched run's end without a retry: a retry's end
+ * holds the job busy through its backoff, assign_end). */
+bool outbox_ends(const struct outbox *o, const char *job, const char *member);
 
 /* Writes what waits, in order, while may_block(ctx) allows. */
 void outbox_flush(struct outbox *o, bool (*may_block)(void *ctx), void *ctx);

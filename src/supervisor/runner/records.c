@@ -55,7 +55,7 @@ void records_run(struct recorder *rc, const struct run *run, const char *trigger
     run_record(run, rc->node, &rec);
     if (trigger_id != NULL && trigger_id[0] != '\0')
         outbox_trigger(rc->out, run, trigger_id, &rec);
-    else
+    else if (!retry_follows) /* else its retry holds it (finish.h) */
         outbox_release(rc->out, run->job->name, run->member);
     outbox_history(rc->out, run->job->name, &rec);
     hooks_run_ended(rc->hooks, run, retry_follows);
@@ -117,4 +117,13 @@ void records_not_started(struct recorder *rc, const struct job *job, uint64_t te
     log_emit_facts_at(rc->log, LOG_ERROR, LE_JOB_END, f,
                       &(struct log_facts){.job = job->name, .outcome = HO_FAILED_TO_START});
     records_run(rc, &gone, NULL, false);
+}
+
+void records_not_started_on(struct recorder *rc, const char *node, const struct job *job,
+                            uint64_t term, const char *id, const char *member, int64_t tick,
+                            bool missed, const char *why)
+{
+    struct recorder on = *rc; /* the same writers; the record's node is node */
+    on.node = node;
+    records_not_started(&on, job, term, id, member, tick, missed, why);
 }

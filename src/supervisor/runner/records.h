@@ -31,9 +31,10 @@ void records_skipped_one(struct recorder *rc, const char *job, uint64_t term, in
                          enum history_outcome o, const char *reason);
 
 /* Records an ended run (or one that never started) and ends its
- * registration; a manual run's request (trigger_id not "") is done with its
- * outcome. The run then goes to its hook (deferred while a retry follows:
- * hook.h). */
+ * registration (kept while a retry follows: the retry holds the job busy
+ * through its backoff with it, finish.h); a manual run's request
+ * (trigger_id not "") is done with its outcome. The run then goes to its
+ * hook (deferred while a retry follows: hook.h). */
 void records_run(struct recorder *rc, const struct run *run, const char *trigger_id,
                  bool retry_follows);
 
@@ -53,5 +54,10 @@ void records_lost(struct recorder *rc, const char *job, uint64_t term, int64_t t
  * term, as failed to start because of why (logged job_end). */
 void records_not_started(struct recorder *rc, const struct job *job, uint64_t term, const char *id,
                          const char *member, int64_t tick, bool missed, const char *why);
+/* records_not_started() of a tick that was node's own to run (run_on:
+ * all), not this node's: the record names node. */
+void records_not_started_on(struct recorder *rc, const char *node, const struct job *job,
+                            uint64_t term, const char *id, const char *member, int64_t tick,
+                            bool missed, const char *why);
 
 #endif

@@ -6,6 +6,7 @@
 #include "facts.h"
 #include "hook.h"
 #include "jobtable.h"
+#include "outbox.h"
 #include "rtime.h"
 #include "runs.h"
 
@@ -176,15 +177,15 @@ bool runs_have_trigger(const struct runs *rs, const char *id)
     return false;
 }
 
-bool runs_stale(const struct runs *rs, const char *node, const char *member)
+bool runs_stale(const struct rctx *x, const struct runs *rs, const char *job, const char *member)
 {
-    size_t nl = strlen(node);
-    if (strncmp(member, node, nl) != 0 || member[nl] != '/')
+    size_t nl = strlen(x->node);
+    if (strncmp(member, x->node, nl) != 0 || member[nl] != '/')
         return false;
     for (const struct rrun *rr = rs->list; rr != NULL; rr = rr->next)
         if (strcmp(rr->run.member, member) == 0)
             return false;
-    return true;
+    return outbox_ends(x->out, job, member);
 }
 
 void runs_stop_job(struct runs *rs, const struct jobstate *js)
@@ -230,6 +231,38 @@ static size_t entries(struct runs *rs, bool own, struct claim_entry **out, struc
     return n;
 }
 
+/* The registrations that the retries of this leader's failed runs keep
+ * through their backoff (finish.h), as claim entries. Returns how many
+ * (an owned array in *out; none when out of memory). */
+static size_t held_entries(const struct rctx *x, struct claim_entry **out)
+{
+    size_t n = 0, i = 0;
+    *out = NULL;
+    for (const struct jobstate *js = x->jt->states; js != NULL; js = js->next)
+        for (const struct retry *t = js->runs.retries; t != NULL; t = t->next)
+            n += t->member[0] != '\0';
+    if (n == 0 || (*out = calloc(n, sizeof **out)) == NULL)
+        return 0;
+    for (const struct jobstate *js = x->jt->states; js != NULL; js = js->next)
+        for (const struct retry *t = js->runs.retries; t != NULL; t = t->next)
+            if (t->member[0] != '\0')
+                (*out)[i++] = (struct claim_entry){.job = js->job->name, .member = t->member};
+    return n;
+}
+
+/* Extends the n registrations e with the lease (lost: they were gone). */
+static void refresh_lease(const struct rctx *x, const struct claim_entry *e, size_t n)
+{
+    const char *token = baton_election_token(x->election);
+    if (n == 0 || token == NULL || !rctx_may_block(x))
+        return;
+    bool *lost = calloc(n, sizeof *lost);
+    if (lost != NULL)
+        claim_refresh(x->client, x->group, baton_election_key(x->election), token, REFRESH_LEASE,
+                      x->lease_ttl_ms, e, n, lost);
+    free(lost);
+}
+
 void runs_lease_renewed(const struct rctx *x, struct runs *rs, int64_t deadline)
 {
     struct claim_entry *e;
@@ -237,16 +270,12 @@ void runs_lease_renewed(const struct rctx *x, struct runs *rs, int64_t deadline)
     rs->lease_deadline = deadline;
     send_fences(x, rs, false);
     size_t n = entries(rs, false, &e, &which);
-    const char *token = baton_election_token(x->election);
-    if (n > 0 && token != NULL && rctx_may_block(x)) {
-        bool *lost = calloc(n, sizeof *lost);
-        if (lost != NULL)
-            claim_refresh(x->client, x->group, baton_election_key(x->election), token,
-                          REFRESH_LEASE, x->lease_ttl_ms, e, n, lost);
-        free(lost);
-    }
+    refresh_lease(x, e, n);
     free(e);
     free(which);
+    n = held_entries(x, &e);
+    refresh_lease(x, e, n);
+    free(e);
 }
 
 int runs_handover(const struct rctx *x, struct runs *rs, int64_t deadline)

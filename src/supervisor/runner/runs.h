@@ -88,9 +88,12 @@ void runs_free(struct runs *rs);
 
 /* True when request id is a run here. */
 bool runs_have_trigger(const struct runs *rs, const char *id);
-/* True when member ("<node>/<run_id>") of node is a run of ours that has
- * ended (its unregistration still waits in the outbox). */
-bool runs_stale(const struct runs *rs, const char *node, const char *member);
+/* True when member ("<node>/<run_id>") of job is a run of this node that
+ * has ended: not one of rs alive, and the write that ends its
+ * registration still waits in the outbox (outbox_ends). Other entries
+ * under this node's name are alive: a claim's marker the dispatch holds
+ * while it waits for room, a "/wait" hold (a lost run's, a retry's). */
+bool runs_stale(const struct rctx *x, const struct runs *rs, const char *job, const char *member);
 /* SIGTERMs js's running runs (concurrency: replace; their SIGCHLD wakes
  * the job). */
 void runs_stop_job(struct runs *rs, const struct jobstate *js);
@@ -98,7 +101,8 @@ void runs_stop_job(struct runs *rs, const struct jobstate *js);
 void runs_stop_member(struct runs *rs, const char *member, size_t len);
 
 /* The lease was renewed to deadline: the shims hear it, and the leader's
- * runs' registrations are extended (when a blocking call may start). */
+ * runs' registrations are extended (when a blocking call may start), and
+ * those its retries hold through their backoff (finish.h). */
 void runs_lease_renewed(const struct rctx *x, struct runs *rs, int64_t deadline);
 /* A graceful handover: registers the runs covered by the lease on their
  * own. Returns 0 or the error (they stay covered by the lease only). */
