@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "facts.h"
-#include "hook.h"
 #include "jobtable.h"
 #include "outbox.h"
 #include "rtime.h"
