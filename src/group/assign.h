@@ -16,7 +16,10 @@
  *                       when; the member may not have started the
  *                       command), started (the member is about to exec it,
  *                       or did), retry (the run failed on node, which
- *                       recorded it: attempt + 1 is due at at_ms); moves:
+ *                       recorded it: attempt + 1 is due at at_ms),
+ *                       skipped (run_on: all, forbid: node's earlier run
+ *                       was alive at the offer; at_ms: then; the leader
+ *                       records it skipped there and drops it); moves:
  *                       how many times the tick was offered again (an
  *                       offer that expired, a member lost); died: the
  *                       member that accepted it and was lost before
@@ -93,7 +96,13 @@
  * every offer in one script); such an offer is never moved to another
  * node: one that expires (the node was gone or full), or a run accepted
  * and lost before its start, is recorded not started, a run lost while it
- * ran is recorded lost, and a failed one's retry goes to the same node. */
+ * ran is recorded lost, and a failed one's retry goes to the same node.
+ * concurrency forbid and replace apply per node under all: the tick is
+ * claimed without looking at the runs alive, and the offers' script skips
+ * (forbid) each node whose earlier run is still alive, leaving "skipped"
+ * for the leader to record against that node; under replace the node,
+ * offered a tick while its own earlier run lives, stops that run and
+ * accepts once it has ended (dispatch_member.c). */
 #ifndef BATON_ASSIGN_H
 #define BATON_ASSIGN_H
 
@@ -165,6 +174,8 @@ enum assign_state {
     ASSIGN_STARTED,
     ASSIGN_CLAIMED, /* the claim's marker: claimed, not yet offered */
     ASSIGN_RETRY,   /* its run failed on node: attempt + 1 is offered at at_ms */
+    ASSIGN_SKIPPED, /* run_on: all, forbid: node's earlier run was alive at the offer: for
+                       the leader to record skipped there (at_ms: when decided) */
 };
 
 struct assign {
@@ -212,12 +223,19 @@ int assign_offer(struct baton_client *c, const char *group, const char *job, con
  * run id) by an offer "<tick>/<node>" to each of the n nodes (run id
  * run_ids[i]), in one script under the leader's token; a node's field
  * already there is left as it is (a retry of an answer lost). n == 0 drops
- * the marker. Returns 1 (*offered: how many made), 0 (no such marker:
+ * the marker. With forbid, concurrency per node: a node with a live
+ * registration of the job in busy:J (an earlier tick's offer, run, or next
+ * attempt waiting; the markers of other ticks, which name the leader that
+ * claimed them, do not count) is not offered the tick: its field is
+ * written "skipped <node> ..." instead (ASSIGN_SKIPPED, due at once: the
+ * leader, this one or the next, records it and drops it), decided in the
+ * same script as the offers. Returns 1 (*offered: how many offers made;
+ * skipped[i], n of them: nodes[i] was skipped), 0 (no such marker:
  * offered or dropped before), BATON_ELOST or BATON_E*. */
 int assign_offer_all(struct baton_client *c, const char *group, const char *job,
                      const char *leader_key, const char *token, const struct assign *m,
-                     const char *const *nodes, const char *const *run_ids, size_t n,
-                     int64_t offer_ms, size_t *offered);
+                     const char *const *nodes, const char *const *run_ids, size_t n, bool forbid,
+                     int64_t offer_ms, size_t *offered, bool *skipped);
 
 /* Drops a (expect: its value as read, or "claimed": the marker of
  * a->run_id) under the leader's token, on the same conditions as an

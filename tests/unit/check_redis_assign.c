@@ -246,6 +246,79 @@ START_TEST(claim_writes_marker)
 }
 END_TEST
 
+/* run_on: all with forbid applies per node (assign_offer_all): a node with
+ * a live registration of the job (an earlier tick's offer not yet
+ * accepted, or its run) is not offered the tick but left "skipped" for the
+ * leader to record (listed due, dropped once); a node whose only
+ * registration is another tick's marker (it named the leader that claimed
+ * it) is offered; without forbid every node is offered. */
+START_TEST(all_forbid_per_node)
+{
+    struct baton_client *c = setup();
+    const char *nodes[3] = {"n1", "n2", "n3"};
+    const char *ids700[3] = {"700-1-1-1.1", "700-1-1-1.2", "700-1-1-1.3"};
+    const char *ids702[3] = {"702-1-1-1.1", "702-1-1-1.2", "702-1-1-1.3"};
+    const char *ids703[3] = {"703-1-1-1.1", "703-1-1-1.2", "703-1-1-1.3"};
+    bool skipped[3];
+    size_t made = 0;
+    struct assign got;
+    struct claim_reply r;
+    struct claim_limits lim = {.dispatch = true};
+
+    claim_marked(c, "j", 700);
+    struct assign m = first("700", "lead", "700-1-1-1");
+    ck_assert_int_eq(assign_offer_all(c, G, "j", LEADER, "tok", &m, nodes, ids700, 3, true, 5000,
+                                      &made, skipped),
+                     1);
+    ck_assert_uint_eq(made, 3); /* nobody busy: every node offered */
+    ck_assert(!skipped[0] && !skipped[1] && !skipped[2]);
+    ck_assert_int_eq(assign_accept(c, G, "j", "700/n2", "n2", 1, 5000, &got), ASSIGN_OK);
+    ck_assert_int_eq(assign_accept(c, G, "j", "700/n3", "n3", 1, 5000, &got), ASSIGN_OK);
+    assign_end(c, G, "j", "700/n3", "n3", "700-1-1-1.3", -1); /* n3's run ended */
+    /* a marker of tick 701 claimed by n3 as leader, waiting (never offered) */
+    ck_assert_int_eq(claim_tick(c, G, "j", LEADER, "tok", 701, CLAIM_RUN, "n3/701-1-1-1", &lim, &r),
+                     CLAIM_OK);
+    claim_reply_free(&r);
+    claim_marked(c, "j", 702);
+    m = first("702", "lead", "702-1-1-1");
+    ck_assert_int_eq(assign_offer_all(c, G, "j", LEADER, "tok", &m, nodes, ids702, 3, true, 5000,
+                                      &made, skipped),
+                     1);
+    ck_assert_uint_eq(made, 1);
+    ck_assert(skipped[0] && skipped[1] && !skipped[2]); /* n1 offered 700, n2 runs it */
+    ck_assert_int_eq(assign_accept(c, G, "j", "702/n1", "n1", 4, 5000, &got), ASSIGN_GONE);
+    ck_assert_int_eq(assign_accept(c, G, "j", "702/n3", "n3", 4, 5000, &got), ASSIGN_OK);
+    /* the skipped ones are due for the leader, once */
+    struct assign v[16];
+    bool alive[16];
+    size_t n = 0, nskipped = 0;
+    int64_t now = 0;
+    ck_assert_int_eq(assign_list_all(c, G, v, alive, 16, true, &n, &now), 0);
+    for (size_t i = 0; i < n; i++) {
+        if (v[i].state != ASSIGN_SKIPPED)
+            continue;
+        nskipped++;
+        ck_assert(!alive[i]);
+        ck_assert_int_eq(v[i].tick, 702);
+        ck_assert(strcmp(v[i].node, "n1") == 0 || strcmp(v[i].node, "n2") == 0);
+        ck_assert_str_eq(v[i].run_id, strcmp(v[i].node, "n1") == 0 ? ids702[0] : ids702[1]);
+        ck_assert_int_eq(assign_drop(c, G, "j", LEADER, "tok", v[i].value, &v[i]), 1);
+        ck_assert_int_eq(assign_drop(c, G, "j", LEADER, "tok", v[i].value, &v[i]), 0);
+    }
+    ck_assert_uint_eq(nskipped, 2);
+    ck_assert_int_eq(tu_redis_int("HEXISTS baton:{" G "}:assign:j 702/n1"), 0);
+    /* without forbid (allow, replace): every node is offered, busy or not */
+    claim_marked(c, "j", 703);
+    m = first("703", "lead", "703-1-1-1");
+    ck_assert_int_eq(assign_offer_all(c, G, "j", LEADER, "tok", &m, nodes, ids703, 3, false, 5000,
+                                      &made, skipped),
+                     1);
+    ck_assert_uint_eq(made, 3);
+    ck_assert(!skipped[0] && !skipped[1] && !skipped[2]);
+    baton_client_free(c);
+}
+END_TEST
+
 /* A marker waiting for room keeps its registration alive (held), as an
  * offer does; one whose value changed since it was read is left alone;
  * only the leader holds. */
@@ -440,6 +513,7 @@ static Suite *suite(void)
     tcase_add_test(tc, capacity_in_redis);
     tcase_add_test(tc, all_per_node);
     tcase_add_test(tc, claim_writes_marker);
+    tcase_add_test(tc, all_forbid_per_node);
     tcase_add_test(tc, waiting_marker_held);
     tcase_add_test(tc, retry_and_died);
     tcase_add_test(tc, waiting_next_attempt_held);

@@ -62,7 +62,9 @@ void dispatch_not_started(const struct rctx *x, const struct job *job, const str
 
 /* run_on: all: the offers of marker m, one to each live member that
  * carries the job's labels and takes runs, in one script; none: the tick
- * is recorded not started. Returns assign_offer_all()'s answer. */
+ * is recorded not started. forbid: a member whose earlier run lives is
+ * skipped by the script, and the tend, at once, records it
+ * (dispatch_skipped). Returns assign_offer_all()'s answer. */
 static int offer_every(const struct rctx *x, struct dispatch *d, const struct job *job,
                        const struct assign *m, enum tick_state *state)
 {
@@ -73,10 +75,11 @@ static int offer_every(const struct rctx *x, struct dispatch *d, const struct jo
         return BATON_EPROTO; /* Redis could not say: the marker waits for the next tend */
     const char **nodes = calloc(f->n + 1, sizeof *nodes), **ids = calloc(f->n + 1, sizeof *ids);
     char(*idv)[sizeof m->run_id] = calloc(f->n + 1, sizeof *idv);
+    bool *skipped = calloc(f->n + 1, sizeof *skipped);
     char member[sizeof m->node + sizeof m->run_id + 2];
     int rc = BATON_ENOMEM;
     snprintf(member, sizeof member, "%s/%s", m->node, m->run_id);
-    if (nodes == NULL || ids == NULL || idv == NULL)
+    if (nodes == NULL || ids == NULL || idv == NULL || skipped == NULL)
         goto out;
     for (size_t i = 0; i < f->n; i++) {
         const struct assign_node *v = &f->v[i];
@@ -89,12 +92,16 @@ static int offer_every(const struct rctx *x, struct dispatch *d, const struct jo
         n++;
     }
     rc = assign_offer_all(x->client, x->group, job->name, baton_election_key(x->election),
-                          baton_election_token(x->election), m, nodes, ids, n, ASSIGN_OFFER_MS,
-                          &made);
+                          baton_election_token(x->election), m, nodes, ids, n,
+                          job->concurrency == JOB_FORBID, ASSIGN_OFFER_MS, &made, skipped);
     if (rc == 1 && n == 0)
         dispatch_not_started(x, job, m, member, state, dispatch_why_none);
     for (size_t i = 0; rc == 1 && i < n; i++) {
         struct assign a = *m;
+        if (skipped[i]) { /* recorded by the tend, now (here or on the next leader) */
+            d->tend_at = loop_now();
+            continue;
+        }
         snprintf(a.field, sizeof a.field, "%" PRId64 "/%s", m->tick, nodes[i]);
         snprintf(a.node, sizeof a.node, "%s", nodes[i]);
         snprintf(a.run_id, sizeof a.run_id, "%s", ids[i]);
@@ -106,7 +113,28 @@ out:
     free(nodes);
     free(ids);
     free(idv);
+    free(skipped);
     return rc;
+}
+
+bool dispatch_skipped(const struct rctx *x, const struct job *job, const struct assign *v)
+{
+    const char *token = baton_election_token(x->election);
+    char why[sizeof v->node + 128];
+    if (token == NULL)
+        return false;
+    snprintf(why, sizeof why,
+             "run_on: all: %s was still running an earlier tick of the job (concurrency: "
+             "forbid): skipped there",
+             v->node);
+    int rc = assign_drop(x->client, x->group, job->name, baton_election_key(x->election), token,
+                         v->value, v);
+    if (rc == 1) {
+        enum tick_state s = TICK_ASSIGNED;
+        ticklife_move(x, job->name, v->tick, &s, TICK_EV_SKIP);
+        records_skipped_node(x->rec, job->name, x->term, v->tick, v->node, v->run_id, why);
+    }
+    return rc != BATON_ELOST;
 }
 
 int dispatch_offer_marker(const struct rctx *x, struct dispatch *d, const struct job *job,
