@@ -644,10 +644,10 @@ jobs:
     run_on: all
     shell: "$(slow k3 30)"
 EOF2
-node k1 $G "$T/pernode.yaml" "capacity: 8"
+node k1 $G "$T/pernode.yaml" "capacity: 8" "shutdown_grace: 1s"
 wait_for_line "$T/k1.out" '"to":"working"' 10 >/dev/null || fail "per node: k1 never led"
-node k2 $G "$T/pernode.yaml" "capacity: 8"
-node k3 $G "$T/pernode.yaml" "capacity: 8"
+node k2 $G "$T/pernode.yaml" "capacity: 8" "shutdown_grace: 1s"
+node k3 $G "$T/pernode.yaml" "capacity: 8" "shutdown_grace: 1s" # repl: its 30 s run is cut short at the stop
 for n in k2 k3; do wait_for_line "$T/$n.out" '"event":"following"' 10 >/dev/null; done
 sleep 3 # the members' first heartbeats
 start=$(( $(date +%s) + 1 ))
