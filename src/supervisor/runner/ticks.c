@@ -101,7 +101,7 @@ void ticks_queue_due(struct ticks *t, const struct job *job, int64_t wall_ms, in
     int64_t missed[SCHED_CATCHUP_MAX];
     struct sched_due d;
     size_t room = QUEUE_MAX - t->qlen;
-    if (job_run_on(job, NULL) == JOB_RUN_ON_ALL)
+    if (job_run_on(job, NULL) == JOB_RUN_ON_ALL && job->concurrency == JOB_FORBID)
         running = 0; /* this node's own share: forbid applies per node (ticks_next) */
     sched_due(job, t->last, wall_ms, missed, room < SCHED_CATCHUP_MAX ? room : SCHED_CATCHUP_MAX,
               &d);
@@ -165,8 +165,8 @@ struct tick_intent ticks_next(struct ticks *t, const struct job *job, int runnin
      * forbid and replace apply per node, at the offers (assign.h): a live
      * tick is claimed to run whatever runs live; a missed one (forbid's
      * backlog) still waits for the runs alive, as do ticks claimed ahead
-     * (decided at their instant). */
-    bool per_node = job_run_on(job, NULL) == JOB_RUN_ON_ALL;
+     * (decided at their instant). allow is unchanged (fleet-wide). */
+    bool per_node = job_run_on(job, NULL) == JOB_RUN_ON_ALL && job->concurrency != JOB_ALLOW;
     if (per_node)
         running = 0;
     struct sched_tick *h = &ticks_head(t)->t;
