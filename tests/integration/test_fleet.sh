@@ -619,11 +619,11 @@ fi
 if only 17; then
 note "17. run_on: all: forbid and replace per node, one node slow: the others run every tick"
 G=fpn SPAN=$T/pernode.txt
-# slow NODE SECONDS: shell that logs the run's start and end (its node,
-# tick, ns) and sleeps SECONDS on NODE only (a stop ends the sleep: the
-# end is logged all the same).
+# slow NODE SECONDS [STOP]: shell that logs the run's start and end (its
+# node, tick, ns) and sleeps SECONDS on NODE only; a SIGTERM ends the sleep,
+# and the run STOP seconds later (0: at once), its end logged all the same.
 slow() {
-    printf '%s' "echo \$BATON_JOB \$BATON_NODE \$BATON_SCHEDULED_AT start \$(date +%s%N) >> $SPAN; if [ \$BATON_NODE = $1 ]; then trap 'echo \$BATON_JOB \$BATON_NODE \$BATON_SCHEDULED_AT end \$(date +%s%N) >> $SPAN; exit 1' TERM; sleep $2 & wait; fi; echo \$BATON_JOB \$BATON_NODE \$BATON_SCHEDULED_AT end \$(date +%s%N) >> $SPAN"
+    printf '%s' "echo \$BATON_JOB \$BATON_NODE \$BATON_SCHEDULED_AT start \$(date +%s%N) >> $SPAN; if [ \$BATON_NODE = $1 ]; then trap 'sleep ${3:-0}; echo \$BATON_JOB \$BATON_NODE \$BATON_SCHEDULED_AT end \$(date +%s%N) >> $SPAN; exit 1' TERM; sleep $2 & wait; fi; echo \$BATON_JOB \$BATON_NODE \$BATON_SCHEDULED_AT end \$(date +%s%N) >> $SPAN"
 }
 cat > "$T/pernode.yaml" <<EOF2
 jobs:
@@ -642,7 +642,7 @@ jobs:
     catchup: 0
     concurrency: replace
     run_on: all
-    shell: "$(slow k3 30)"
+    shell: "$(slow k3 30 1.5)"
 EOF2
 node k1 $G "$T/pernode.yaml" "capacity: 8" "shutdown_grace: 1s"
 wait_for_line "$T/k1.out" '"to":"working"' 10 >/dev/null || fail "per node: k1 never led"
@@ -667,13 +667,13 @@ for j in slowlead slowfollow repl; do
         got=$(ran "$j" "$n" | sort -n)
         dups=$(uniq -d <<<"$got" | tr '\n' ' ')
         [ -z "$dups" ] || fail "per node: $n ran $j's ticks twice: $dups"
-        [ "$n" = "$slowest" ] && [ "$j" != repl ] && continue
-        # every tick, here: on the node that is not slow (before: each tick
-        # that found the slow node's run alive was skipped on all nodes),
-        # and on the replace job's slow node (its old run stopped)
+        [ "$n" = "$slowest" ] && continue
+        # every tick on the nodes that are not slow (before, forbid: each
+        # tick that found the slow node's run alive was skipped on all
+        # nodes; replace: each waited for the slow node's run to stop, 1.5
+        # s, and was missed)
         for t in $(seq "$start" "$end"); do
             grep -qx "$t" <<<"$got" && continue
-            [ "$j" = repl ] && [ "$n" = "$slowest" ] && [ "$t" -eq "$start" ] && continue
             fail "per node: $n did not run $j at $(date -u -d "@$t" +%T) (ran: $(tr '\n' ' ' <<<"$got"); records: $(awk -v t="$t" '$1 <= t && t <= $2' "$T/pernode-$j.txt" | tr '\n' ';'))"
         done
     done
@@ -708,5 +708,17 @@ for j in slowlead slowfollow; do
         || fail "per node: no tick_skipped line of $j names $n"
     note "  $j: k1 k2 k3 ran $(ran "$j" k1 | wc -l) $(ran "$j" k2 | wc -l) $(ran "$j" k3 | wc -l) of $((end - start + 1)) ticks; $n skipped $skips, each recorded naming it"
 done
+# replace: the slow node's run is stopped by its next tick, which runs
+# there once it has ended (its stop takes 1.5 s, longer than the period:
+# some of its offers expire meanwhile, each recorded about it)
+got=$(ran repl k3)
+[ -n "$got" ] || fail "per node: k3 never ran repl"
+for t in $(seq "$start" "$end"); do
+    grep -qx "$t" <<<"$got" && continue
+    awk -v t="$t" '$1 <= t && t <= $2 && $4 == "k3" {f = 1} END {exit !f}' "$T/pernode-repl.txt" ||
+        fail "per node: k3 neither ran repl at $(date -u -d "@$t" +%T) nor has a record of it"
+done
+grep -h '"event":"job_end"' "$T/k3.out" | grep '"job":"repl"' | grep -q '"stopped_because":"replaced"' ||
+    fail "per node: k3's run of repl was never stopped as replaced"
 note "  repl: k1 k2 k3 ran $(ran repl k1 | wc -l) $(ran repl k2 | wc -l) $(ran repl k3 | wc -l) of $((end - start + 1)) ticks (k3's runs stopped by the next one, never two at once)"
 fi
