@@ -291,10 +291,10 @@ int assign_end(struct baton_client *c, const char *group, const char *job, const
 /* Reads the assignments of every job with one outstanding (at most max,
  * in one call: the index baton:{G}:assigned names the jobs), or with
  * due_only those that need the leader (a marker, a retry due, an offer
- * past its deadline, a run whose registration is gone): into v (with
- * their job), *n. *now_ms: the server's time of the read. alive[i]: v[i]
- * needs nothing from the leader (a live registration, an offer or retry
- * not yet due). Returns 0 or BATON_E*. */
+ * past its deadline, a run whose registration is gone, a node's tick
+ * skipped): into v (with their job), *n. *now_ms: the server's time of
+ * the read. alive[i]: v[i] needs nothing from the leader (a live
+ * registration, an offer or retry not yet due). Returns 0 or BATON_E*. */
 int assign_list_all(struct baton_client *c, const char *group, struct assign *v, bool *alive,
                     size_t max, bool due_only, size_t *n, int64_t *now_ms);
 
