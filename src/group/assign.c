@@ -264,10 +264,11 @@ static const char offer_src[] =
 
 /* KEYS: leader, busy:J, assign:J. ARGV: token, tick (the marker's field),
  * run_id (the marker's), prefix, job, offer_ms, events channel, policy
- * ('forbid': per node, see assign.h; else every node is offered), then
- * node, run_id pairs. Returns {-1} not the leader, {0} no such marker,
- * {1, n, {i...}}: the marker replaced by n offers "<tick>/<node>" (to the
- * nodes not there yet) and fields "skipped" for the pairs i (1-based). */
+ * ('forbid', 'replace': per node, see assign.h; 'allow': every node is
+ * offered), then node, run_id pairs. Returns {-1} not the leader, {0} no
+ * such marker, {1, n, {i...}, g}: the marker replaced by n offers
+ * "<tick>/<node>" (to the nodes not there yet), fields "skipped" for the
+ * pairs i (1-based), and g older offers given way (replace). */
 static const char offer_all_src[] =
     "if redis.call('get', KEYS[1]) ~= ARGV[1] then return {-1} end\n" NOW_LUA PARSE_LUA
     "local index = ARGV[4] .. 'assigned'\n"
@@ -277,7 +278,18 @@ static const char offer_all_src[] =
     "if s ~= 'claimed' or run ~= ARGV[3] then return {0} end\n"
     "redis.call('zrem', KEYS[2], node .. '/' .. run)\n"
     "redis.call('hdel', KEYS[3], ARGV[2])\n"
-    "local busy = {}\n"
+    "local busy, older, g = {}, {}, 0\n"
+    "if ARGV[8] == 'replace' then\n"
+    "  local all = redis.call('hgetall', KEYS[3])\n"
+    "  for i = 1, #all, 2 do\n"
+    "    local t, on = string.match(all[i], '^(%d+)/(.+)$')\n"
+    "    local st = t and tonumber(t) < tonumber(ARGV[2]) and parse(all[i + 1])\n"
+    "    if st == 'offered' then\n"
+    "      older[on] = older[on] or {}\n"
+    "      table.insert(older[on], {all[i], all[i + 1]})\n"
+    "    end\n"
+    "  end\n"
+    "end\n"
     "if ARGV[8] == 'forbid' then\n"
     "  local markers = {}\n"
     "  for _, v in ipairs(redis.call('hvals', KEYS[3])) do\n"
@@ -299,6 +311,14 @@ static const char offer_all_src[] =
     "               ' ' .. ARGV[i + 1] .. ' 0 -')\n"
     "    k[#k + 1] = (i - 7) / 2\n"
     "  else\n"
+    "    for _, o in ipairs(older[ARGV[i]] or {}) do\n"
+    "      local _, on, oa, _, orun, om, od = parse(o[2])\n"
+    "      redis.call('zrem', KEYS[2], on .. '/' .. orun)\n"
+    "      redis.call('zrem', ARGV[4] .. 'offers:' .. on, ARGV[5] .. ' ' .. o[1])\n"
+    "      redis.call('hset', KEYS[3], o[1], 'skipped ' .. on .. ' ' .. oa .. ' ' .. now ..\n"
+    "                 ' ' .. orun .. ' ' .. om .. ' ' .. od)\n"
+    "      g = g + 1\n"
+    "    end\n"
     "    redis.call('hset', KEYS[3], field, 'offered ' .. ARGV[i] .. ' ' .. att .. ' ' .. dl ..\n"
     "               ' ' .. ARGV[i + 1] .. ' 0 -')\n"
     "    redis.call('zadd', KEYS[2], dl, ARGV[i] .. '/' .. ARGV[i + 1])\n"
@@ -315,7 +335,7 @@ static const char offer_all_src[] =
     "  redis.call('pexpire', KEYS[2], tonumber(ARGV[6]) + 3600000)\n"
     "end\n"
     "unindex(index, ARGV[5], KEYS[3])\n"
-    "return {1, n, k}\n";
+    "return {1, n, k, g}\n";
 
 /* The capacity in use of node: its accepted runs whose registration is
  * alive (the others pruned when prune is true). */
@@ -575,24 +595,25 @@ int assign_offer(struct baton_client *c, const char *group, const char *job, con
 
 int assign_offer_all(struct baton_client *c, const char *group, const char *job,
                      const char *leader_key, const char *token, const struct assign *m,
-                     const char *const *nodes, const char *const *run_ids, size_t n, bool forbid,
-                     int64_t offer_ms, size_t *offered, bool *skipped)
+                     const char *const *nodes, const char *const *run_ids, size_t n,
+                     enum assign_per_node policy, int64_t offer_ms, size_t *offered, bool *skipped,
+                     size_t *gave_way)
 {
+    static const char *const policies[] = {"allow", "forbid", "replace"};
     char prefix[160], ms[24];
     char *chan = group_key(group, "events");
     char *busy = group_key(group, "busy:%s", job), *akey = group_key(group, "assign:%s", job);
     const char **args = calloc(8 + 2 * n, sizeof *args);
     struct baton_reply *r = NULL;
     int rc = BATON_ENOMEM;
-    *offered = 0;
+    *offered = *gave_way = 0;
     for (size_t i = 0; i < n; i++)
         skipped[i] = false;
     if (chan == NULL || busy == NULL || akey == NULL || args == NULL)
         goto out;
     snprintf(prefix, sizeof prefix, "baton:{%s}:", group);
     snprintf(ms, sizeof ms, "%" PRId64, offer_ms);
-    const char *fixed[8] = {token, m->field, m->run_id, prefix,
-                            job,   ms,       chan,      forbid ? "forbid" : "all"};
+    const char *fixed[8] = {token, m->field, m->run_id, prefix, job, ms, chan, policies[policy]};
     memcpy(args, fixed, sizeof fixed);
     for (size_t i = 0; i < n; i++) {
         args[8 + 2 * i] = nodes[i];
@@ -602,9 +623,10 @@ int assign_offer_all(struct baton_client *c, const char *group, const char *job,
     rc = baton_client_eval(c, offer_all_src, 3, keys, 8 + 2 * (int)n, args, &r);
     if (rc != BATON_OK)
         goto out;
-    long long code = elem_int(r, 0), made = elem_int(r, 1);
+    long long code = elem_int(r, 0), made = elem_int(r, 1), gave = elem_int(r, 3);
     const struct baton_reply *left = code == 1 && r->elements > 2 ? r->element[2] : NULL;
-    bool ok = code == 1 && made >= 0 && left != NULL && left->type == BATON_REPLY_ARRAY;
+    bool ok =
+        code == 1 && made >= 0 && gave >= 0 && left != NULL && left->type == BATON_REPLY_ARRAY;
     rc = code == -1 ? BATON_ELOST : code == 0 ? 0 : ok ? 1 : BATON_EPROTO;
     for (size_t i = 0; rc == 1 && i < left->elements; i++) {
         long long k = elem_int(left, i);
@@ -613,8 +635,10 @@ int assign_offer_all(struct baton_client *c, const char *group, const char *job,
         else
             skipped[k - 1] = true;
     }
-    if (rc == 1)
+    if (rc == 1) {
         *offered = (size_t)made;
+        *gave_way = (size_t)gave;
+    }
 out:
     baton_reply_free(r);
     free(args);

@@ -39,9 +39,10 @@
 # + 2 s], and started 1 s or more before -- ran it, or a record says why
 # (about the whole tick: superseded, a claim that did not start; about
 # that node: skipped while its own earlier run lived -- forbid applies per
-# node on all, and a whole tick skipped is a defect --, its offer not
-# accepted in time, or accepted and lost before its start, or its run
-# lost); a node out of the group around a tick may or may not have run it
+# node on all, and a whole tick skipped is a defect --, superseded there
+# by a newer tick (replace, per node too), its offer not accepted in
+# time, or accepted and lost before its start, or its run lost); a node
+# out of the group around a tick may or may not have run it
 # (both are right); fences never go down; no node over its capacity. The
 # test records when it sends each fault (faults-*.txt) for this; the check
 # is first run on a made-up ledger with one defect at a time

@@ -109,7 +109,8 @@ history_members() {
 #     (replace: superseded, killed; failed_to_start: a claim that did not
 #     start, no live member) or about n (forbid, which applies per node
 #     on all: skipped while n's own earlier run was alive during t;
-#     failed_to_start: its offer not accepted in time, or accepted and
+#     replace, per node too: superseded, a newer tick offered to n before
+#     it took t; failed_to_start: its offer not accepted in time, or accepted and
 #     lost before its start; lost; killed after it started: it ran, once,
 #     before writing its line). Missed, a run's end without its line, a
 #     whole tick skipped (forbid never skips a tick on every node for one

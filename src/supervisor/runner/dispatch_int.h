@@ -49,9 +49,11 @@ void dispatch_wait_room(struct dispatch *d);
 int dispatch_offer_marker(const struct rctx *x, struct dispatch *d, const struct job *job,
                           const struct assign *m, enum tick_state *state);
 
-/* run_on: all, forbid: v, a node's tick skipped by the offers' script
- * (ASSIGN_SKIPPED: its earlier run lived), is dropped and recorded skipped
- * against that node. Returns false when this node no longer leads. */
+/* run_on: all: v, a node's tick skipped by the offers' script
+ * (ASSIGN_SKIPPED: forbid, its earlier run lived; replace, a newer tick
+ * came before it took this one), is dropped and recorded skipped (or
+ * superseded) against that node. Returns false when this node no longer
+ * leads. */
 bool dispatch_skipped(const struct rctx *x, const struct job *job, const struct assign *v);
 
 /* Accepts the offer "<job> <field>" just made to this node, at once,

@@ -49,7 +49,8 @@ void records_skipped_one(struct recorder *rc, const char *job, uint64_t term, in
 }
 
 void records_skipped_node(struct recorder *rc, const char *job, uint64_t term, int64_t tick,
-                          const char *node, const char *run_id, const char *reason)
+                          const char *node, const char *run_id, enum history_outcome o,
+                          const char *reason)
 {
     char when[32];
     log_rfc3339(tick, when, sizeof when);
@@ -58,12 +59,11 @@ void records_skipped_node(struct recorder *rc, const char *job, uint64_t term, i
     cJSON_AddStringToObject(f, "scheduled_at", when);
     cJSON_AddStringToObject(f, "until", when);
     cJSON_AddNumberToObject(f, "ticks", 1);
-    cJSON_AddStringToObject(f, "outcome", history_outcome_name(HO_SKIPPED));
+    cJSON_AddStringToObject(f, "outcome", history_outcome_name(o));
     cJSON_AddStringToObject(f, "reason", reason);
     cJSON_AddStringToObject(f, "member", node);
-    log_emit_facts_at(
-        rc->log, LOG_INFO, LE_TICK_SKIPPED, f,
-        &(struct log_facts){.job = job, .outcome = HO_SKIPPED, .ticks = 1, .reason = reason});
+    log_emit_facts_at(rc->log, LOG_INFO, LE_TICK_SKIPPED, f,
+                      &(struct log_facts){.job = job, .outcome = o, .ticks = 1, .reason = reason});
     struct history_rec rec = {.run_id = run_id,
                               .node = node,
                               .term = term,
@@ -71,7 +71,7 @@ void records_skipped_node(struct recorder *rc, const char *job, uint64_t term, i
                               .until = tick,
                               .ticks = 1,
                               .trigger = "schedule",
-                              .outcome = HO_SKIPPED,
+                              .outcome = o,
                               .exit_code = -1,
                               .signal = "",
                               .reason = reason};
