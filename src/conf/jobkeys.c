@@ -425,7 +425,10 @@ static const struct schema_field job_keys[] = {
      .doc = "When a tick comes while a run of the job is alive anywhere in the group: forbid "
             "skips the tick, allow overlaps, replace stops the old run first. Ticks missed "
             "during a failover run one after another (forbid), together (allow), or only the "
-            "newest (replace)."},
+            "newest (replace). With `run_on: all` forbid and replace apply per node: a node "
+            "whose own run of an earlier tick is still alive skips the tick (recorded skipped "
+            "naming it) or stops that run and then runs the tick, while the other nodes run it; "
+            "missed ticks still wait for every node's runs to end."},
     {.key = "run_on", .type = SCHEMA_NODE, .offset = OFF(run_on), .set_node = set_run_on,
      .def_fn = default_run_on, .def_doc = "`leader`",
      .type_doc = "leader, any, all or {labels: [...]}",
@@ -487,7 +490,9 @@ static const struct schema_field job_keys[] = {
      .def_doc = "none", .min = 1, .max = 10000,
      .doc = "With `concurrency: allow`: at most this many runs of the job at once across the "
             "group; a tick waits for one to end. An error with forbid or replace (they keep one); "
-            "from defaults: it applies to allow jobs only."},
+            "from defaults: it applies to allow jobs only. With `run_on: all` it stays "
+            "fleet-wide: a tick waits while that many runs of the job are alive on all nodes "
+            "together, then goes to every node."},
 };
 /* clang-format on */
 

@@ -114,11 +114,12 @@ void assign_charge(struct assign_node *v, size_t n, const char *const *labels, s
 /* ------------------------------------------------------------------------ */
 /* Values */
 
-static const char *const state_names[] = {"offered", "accepted", "started", "claimed", "retry"};
+static const char *const state_names[] = {"offered", "accepted", "started",
+                                          "claimed", "retry",    "skipped"};
 
 const char *assign_state_name(enum assign_state s)
 {
-    return (int)s >= 0 && s <= ASSIGN_RETRY ? state_names[s] : "?";
+    return (int)s >= 0 && s <= ASSIGN_SKIPPED ? state_names[s] : "?";
 }
 
 bool assign_parse(const char *field, const char *value, struct assign *a)
@@ -145,7 +146,7 @@ bool assign_parse(const char *field, const char *value, struct assign *a)
         (sscanf(value + used, " %159s%n", died, &used2) != 1 || value[used + used2] != '\0'))
         return false;
     int s = -1;
-    for (int i = 0; i <= ASSIGN_RETRY; i++)
+    for (int i = 0; i <= ASSIGN_SKIPPED; i++)
         if (strcmp(state, state_names[i]) == 0)
             s = i;
     char *end = NULL;
@@ -191,8 +192,9 @@ bool assign_format(struct assign *a)
 
 /* parse(v) -> state, node, attempt, at, run, moves, died (the node that
  * accepted it and died before starting it, or '-'; absent from an older
- * baton's values); reofferable(v, busy): the claim's marker, an offer past
- * its deadline, a retry due, or a run whose registration is gone;
+ * baton's values); reofferable(v, busy): the claim's marker, a node's
+ * tick skipped (run_on: all), an offer past its deadline, a retry due, or
+ * a run whose registration is gone;
  * unindex(job, akey): job leaves the index once akey is empty. */
 #define PARSE_LUA                                                                                  \
     "local function parse(v)\n"                                                                    \
@@ -209,7 +211,7 @@ bool assign_format(struct assign *a)
     "local function reofferable(v, busy)\n"                                                        \
     "  local s, node, _, at, run = parse(v)\n"                                                     \
     "  if not s then return false end\n"                                                           \
-    "  if s == 'claimed' then return true end\n"                                                   \
+    "  if s == 'claimed' or s == 'skipped' then return true end\n"                                 \
     "  if s == 'offered' or s == 'retry' then return tonumber(at) <= now end\n"                    \
     "  local sc = redis.call('zscore', busy, node .. '/' .. run)\n"                                \
     "  return not sc or tonumber(sc) <= now\n"                                                     \
@@ -266,10 +268,12 @@ static const char offer_src[] =
     "return {1, v}\n";
 
 /* KEYS: leader, busy:J, assign:J. ARGV: token, tick (the marker's field),
- * run_id (the marker's), prefix, job, offer_ms, events channel, then
- * node, run_id pairs. Returns {-1} not the leader, {0} no such marker,
- * {1, n}: the marker replaced by n offers "<tick>/<node>" (those not
- * there yet). */
+ * run_id (the marker's), prefix, job, offer_ms, events channel, policy
+ * ('forbid', 'replace': per node, see assign.h; 'allow': every node is
+ * offered), then node, run_id pairs. Returns {-1} not the leader, {0} no
+ * such marker, {1, n, {i...}, g}: the marker replaced by n offers
+ * "<tick>/<node>" (to the nodes not there yet), fields "skipped" for the
+ * pairs i (1-based), and g older offers given way (replace). */
 static const char offer_all_src[] =
     "if redis.call('get', KEYS[1]) ~= ARGV[1] then return {-1} end\n" NOW_LUA PARSE_LUA
     "local index = ARGV[4] .. 'assigned'\n"
@@ -279,11 +283,47 @@ static const char offer_all_src[] =
     "if s ~= 'claimed' or run ~= ARGV[3] then return {0} end\n"
     "redis.call('zrem', KEYS[2], node .. '/' .. run)\n"
     "redis.call('hdel', KEYS[3], ARGV[2])\n"
+    "local busy, older, g = {}, {}, 0\n"
+    "if ARGV[8] == 'replace' then\n"
+    "  local all = redis.call('hgetall', KEYS[3])\n"
+    "  for i = 1, #all, 2 do\n"
+    "    local t, on = string.match(all[i], '^(%d+)/(.+)$')\n"
+    "    local st = t and tonumber(t) < tonumber(ARGV[2]) and parse(all[i + 1])\n"
+    "    if st == 'offered' then\n"
+    "      older[on] = older[on] or {}\n"
+    "      table.insert(older[on], {all[i], all[i + 1]})\n"
+    "    end\n"
+    "  end\n"
+    "end\n"
+    "if ARGV[8] == 'forbid' then\n"
+    "  local markers = {}\n"
+    "  for _, v in ipairs(redis.call('hvals', KEYS[3])) do\n"
+    "    local ms, _, _, _, mr = parse(v)\n"
+    "    if ms == 'claimed' then markers[mr] = true end\n"
+    "  end\n"
+    "  for _, e in ipairs(redis.call('zrangebyscore', KEYS[2], '(' .. now, '+inf')) do\n"
+    "    local bn, br = string.match((string.gsub(e, '/wait$', '')), '^(.*)/([^/]*)$')\n"
+    "    if bn and not markers[br] then busy[bn] = true end\n"
+    "  end\n"
+    "end\n"
     "local dl = now + tonumber(ARGV[6])\n"
-    "local n = 0\n"
-    "for i = 8, #ARGV - 1, 2 do\n"
+    "local n, k = 0, {}\n"
+    "for i = 9, #ARGV - 1, 2 do\n"
     "  local field = ARGV[2] .. '/' .. ARGV[i]\n"
-    "  if redis.call('hexists', KEYS[3], field) == 0 then\n"
+    "  if redis.call('hexists', KEYS[3], field) == 1 then\n"
+    "  elseif busy[ARGV[i]] then\n"
+    "    redis.call('hset', KEYS[3], field, 'skipped ' .. ARGV[i] .. ' ' .. att .. ' ' .. now ..\n"
+    "               ' ' .. ARGV[i + 1] .. ' 0 -')\n"
+    "    k[#k + 1] = (i - 7) / 2\n"
+    "  else\n"
+    "    for _, o in ipairs(older[ARGV[i]] or {}) do\n"
+    "      local _, on, oa, _, orun, om, od = parse(o[2])\n"
+    "      redis.call('zrem', KEYS[2], on .. '/' .. orun)\n"
+    "      redis.call('zrem', ARGV[4] .. 'offers:' .. on, ARGV[5] .. ' ' .. o[1])\n"
+    "      redis.call('hset', KEYS[3], o[1], 'skipped ' .. on .. ' ' .. oa .. ' ' .. now ..\n"
+    "                 ' ' .. orun .. ' ' .. om .. ' ' .. od)\n"
+    "      g = g + 1\n"
+    "    end\n"
     "    redis.call('hset', KEYS[3], field, 'offered ' .. ARGV[i] .. ' ' .. att .. ' ' .. dl ..\n"
     "               ' ' .. ARGV[i + 1] .. ' 0 -')\n"
     "    redis.call('zadd', KEYS[2], dl, ARGV[i] .. '/' .. ARGV[i + 1])\n"
@@ -295,11 +335,12 @@ static const char offer_all_src[] =
     "    n = n + 1\n"
     "  end\n"
     "end\n"
+    "if n + #k > 0 then redis.call('sadd', index, ARGV[5]) end\n"
     "if redis.call('pttl', KEYS[2]) < tonumber(ARGV[6]) + 3600000 then\n"
     "  redis.call('pexpire', KEYS[2], tonumber(ARGV[6]) + 3600000)\n"
     "end\n"
     "unindex(index, ARGV[5], KEYS[3])\n"
-    "return {1, n}\n";
+    "return {1, n, k, g}\n";
 
 /* The capacity in use of node: its accepted runs whose registration is
  * alive (the others pruned when prune is true). */
@@ -574,33 +615,49 @@ int assign_offer(struct baton_client *c, const char *group, const char *job, con
 int assign_offer_all(struct baton_client *c, const char *group, const char *job,
                      const char *leader_key, const char *token, const struct assign *m,
                      const char *const *nodes, const char *const *run_ids, size_t n,
-                     int64_t offer_ms, size_t *offered)
+                     enum assign_per_node policy, int64_t offer_ms, size_t *offered, bool *skipped,
+                     size_t *gave_way)
 {
+    static const char *const policies[] = {"allow", "forbid", "replace"};
     char prefix[160], ms[24];
     char *chan = group_key(group, "events");
     char *busy = group_key(group, "busy:%s", job), *akey = group_key(group, "assign:%s", job);
-    const char **args = calloc(7 + 2 * n, sizeof *args);
+    const char **args = calloc(8 + 2 * n, sizeof *args);
     struct baton_reply *r = NULL;
     int rc = BATON_ENOMEM;
-    *offered = 0;
+    *offered = *gave_way = 0;
+    for (size_t i = 0; i < n; i++)
+        skipped[i] = false;
     if (chan == NULL || busy == NULL || akey == NULL || args == NULL)
         goto out;
     snprintf(prefix, sizeof prefix, "baton:{%s}:", group);
     snprintf(ms, sizeof ms, "%" PRId64, offer_ms);
-    const char *fixed[7] = {token, m->field, m->run_id, prefix, job, ms, chan};
+    const char *fixed[8] = {token, m->field, m->run_id, prefix, job, ms, chan, policies[policy]};
     memcpy(args, fixed, sizeof fixed);
     for (size_t i = 0; i < n; i++) {
-        args[7 + 2 * i] = nodes[i];
-        args[8 + 2 * i] = run_ids[i];
+        args[8 + 2 * i] = nodes[i];
+        args[9 + 2 * i] = run_ids[i];
     }
     const char *keys[3] = {leader_key, busy, akey};
-    rc = baton_client_eval(c, offer_all_src, 3, keys, 7 + 2 * (int)n, args, &r);
+    rc = baton_client_eval(c, offer_all_src, 3, keys, 8 + 2 * (int)n, args, &r);
     if (rc != BATON_OK)
         goto out;
-    long long code = elem_int(r, 0), k = elem_int(r, 1);
-    rc = code == -1 ? BATON_ELOST : code == 0 ? 0 : code == 1 && k >= 0 ? 1 : BATON_EPROTO;
-    if (rc == 1)
-        *offered = (size_t)k;
+    long long code = elem_int(r, 0), made = elem_int(r, 1), gave = elem_int(r, 3);
+    const struct baton_reply *left = code == 1 && r->elements > 2 ? r->element[2] : NULL;
+    bool ok =
+        code == 1 && made >= 0 && gave >= 0 && left != NULL && left->type == BATON_REPLY_ARRAY;
+    rc = code == -1 ? BATON_ELOST : code == 0 ? 0 : ok ? 1 : BATON_EPROTO;
+    for (size_t i = 0; rc == 1 && i < left->elements; i++) {
+        long long k = elem_int(left, i);
+        if (k < 1 || (size_t)k > n)
+            rc = BATON_EPROTO;
+        else
+            skipped[k - 1] = true;
+    }
+    if (rc == 1) {
+        *offered = (size_t)made;
+        *gave_way = (size_t)gave;
+    }
 out:
     baton_reply_free(r);
     free(args);

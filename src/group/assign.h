@@ -16,7 +16,12 @@
  *                       when; the member may not have started the
  *                       command), started (the member is about to exec it,
  *                       or did), retry (the run failed on node, which
- *                       recorded it: attempt + 1 is due at at_ms); moves:
+ *                       recorded it: attempt + 1 is due at at_ms),
+ *                       skipped (run_on: all: forbid: node's earlier run
+ *                       was alive at the offer; replace: a newer tick was
+ *                       offered to node before it accepted this one;
+ *                       at_ms: then; the leader records it skipped,
+ *                       or superseded, there and drops it); moves:
  *                       how many times the tick was offered again (an
  *                       offer that expired, a member lost); died: the
  *                       member that accepted it and was lost before
@@ -95,7 +100,15 @@
  * every offer in one script); such an offer is never moved to another
  * node: one that expires (the node was gone or full), or a run accepted
  * and lost before its start, is recorded not started, a run lost while it
- * ran is recorded lost, and a failed one's retry goes to the same node. */
+ * ran is recorded lost, and a failed one's retry goes to the same node.
+ * concurrency forbid and replace apply per node under all: the tick is
+ * claimed without looking at the runs alive, and the offers' script skips
+ * (forbid) each node whose earlier run is still alive, leaving "skipped"
+ * for the leader to record against that node; under replace the node,
+ * offered a tick while its own earlier run lives, stops that run and
+ * accepts once it has ended (dispatch_member.c), and an older tick
+ * offered to it and not yet accepted is left "skipped" by the newer
+ * one's offer, recorded superseded there. */
 #ifndef BATON_ASSIGN_H
 #define BATON_ASSIGN_H
 
@@ -167,6 +180,16 @@ enum assign_state {
     ASSIGN_STARTED,
     ASSIGN_CLAIMED, /* the claim's marker: claimed, not yet offered */
     ASSIGN_RETRY,   /* its run failed on node: attempt + 1 is offered at at_ms */
+    ASSIGN_SKIPPED, /* run_on: all: not run on node (forbid: its earlier run lived;
+                       replace: a newer tick came first): for the leader to record
+                       (at_ms: when decided) */
+};
+
+/* concurrency, per node, of a run_on: all job's offers (assign_offer_all). */
+enum assign_per_node {
+    ASSIGN_NODE_ALLOW,   /* every node is offered the tick */
+    ASSIGN_NODE_FORBID,  /* not a node whose earlier run lives */
+    ASSIGN_NODE_REPLACE, /* and an older tick not yet accepted there gives way */
 };
 
 struct assign {
@@ -214,12 +237,24 @@ int assign_offer(struct baton_client *c, const char *group, const char *job, con
  * run id) by an offer "<tick>/<node>" to each of the n nodes (run id
  * run_ids[i]), in one script under the leader's token; a node's field
  * already there is left as it is (a retry of an answer lost). n == 0 drops
- * the marker. Returns 1 (*offered: how many made), 0 (no such marker:
- * offered or dropped before), BATON_ELOST or BATON_E*. */
+ * the marker. With forbid, concurrency per node: a node with a live
+ * registration of the job in busy:J (an earlier tick's offer, run, or next
+ * attempt waiting; the markers of other ticks, which name the leader that
+ * claimed them, do not count) is not offered the tick: its field is
+ * written "skipped <node> ..." instead (ASSIGN_SKIPPED, due at once: the
+ * leader, this one or the next, records it and drops it), decided in the
+ * same script as the offers. With replace, an offer to a node turns that
+ * node's offers of older ticks not yet accepted into "skipped" fields
+ * (superseded: the node runs the newest; its earlier run, if alive, is
+ * the node's to stop). Returns 1 (*offered: how many offers made;
+ * skipped[i], n of them: nodes[i] was skipped; *gave_way: how many older
+ * offers were turned), 0 (no such marker: offered or dropped before),
+ * BATON_ELOST or BATON_E*. */
 int assign_offer_all(struct baton_client *c, const char *group, const char *job,
                      const char *leader_key, const char *token, const struct assign *m,
                      const char *const *nodes, const char *const *run_ids, size_t n,
-                     int64_t offer_ms, size_t *offered);
+                     enum assign_per_node policy, int64_t offer_ms, size_t *offered,
+                     bool *skipped, size_t *gave_way);
 
 /* Drops a (expect: its value as read, or "claimed": the marker of
  * a->run_id) under the leader's token, on the same conditions as an
@@ -278,11 +313,11 @@ int assign_end(struct baton_client *c, const char *group, const char *job, const
 /* Reads the assignments of every job with one outstanding (at most max,
  * in one call: the index baton:{G}:assigned names the jobs), or with
  * due_only those that need the leader (a marker, a retry due, an offer
- * past its deadline, a run whose registration is gone, and a retry in its
- * backoff, alive, whose hold the leader keeps): into v (with their job),
- * *n. *now_ms: the server's time of the read. alive[i]: v[i]
- * needs nothing from the leader (a live registration, an offer or retry
- * not yet due). Returns 0 or BATON_E*. */
+ * past its deadline, a run whose registration is gone, a node's tick
+ * skipped, and a retry in its backoff, alive, whose hold the leader
+ * keeps): into v (with their job), *n. *now_ms: the server's time of the
+ * read. alive[i]: v[i] needs nothing from the leader (a live
+ * registration, an offer or retry not yet due). Returns 0 or BATON_E*. */
 int assign_list_all(struct baton_client *c, const char *group, struct assign *v, bool *alive,
                     size_t max, bool due_only, size_t *n, int64_t *now_ms);
 

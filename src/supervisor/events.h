@@ -95,7 +95,7 @@
       "from now, without catch-up")                                                                \
     X(TICK_SKIPPED, "tick_skipped", VAR,                                                           \
       "`job`, `scheduled_at`, `until`, `ticks`, `outcome` (skipped, superseded, missed), "         \
-      "`reason`",                                                                                  \
+      "`reason`, `member` (run_on: all: the one node the record is about)",                         \
       "ticks that do not run, and why (info; warn for missed ticks)")                              \
     X(TICK_MOVE_REFUSED, "tick_move_refused", ERROR, "`job`, `scheduled_at`, `state`, `because`",  \
       "a move in a tick's life that its table refuses (a bug: alert on any); the tick keeps "      \

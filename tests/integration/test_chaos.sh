@@ -37,14 +37,16 @@
 # group" for a tick -- its process running, not stopped, not being killed
 # or shut down, and redis-server up, throughout [tick - 2 s, tick + lease
 # + 2 s], and started 1 s or more before -- ran it, or a record says why
-# (about the whole tick: skipped while a run lived, superseded, a claim
-# that did not start; about that node: its offer not accepted in time, or
-# accepted and lost before its start, or its run lost); a node out of the
-# group around a tick may or may not have run it (both are right); fences
-# never go down; no node over its capacity. The test records when it
-# sends each fault (faults-*.txt) for this; the check is first run on a
-# made-up ledger with one defect at a time (selftest_all), each of which
-# it must find.
+# (about the whole tick: superseded, a claim that did not start; about
+# that node: skipped while its own earlier run lived -- forbid applies per
+# node on all, and a whole tick skipped is a defect --, superseded there
+# by a newer tick (replace, per node too), its offer not accepted in
+# time, or accepted and lost before its start, or its run lost); a node
+# out of the group around a tick may or may not have run it
+# (both are right); fences never go down; no node over its capacity. The
+# test records when it sends each fault (faults-*.txt) for this; the check
+# is first run on a made-up ledger with one defect at a time
+# (selftest_all), each of which it must find.
 # CHAOS_POLICY=forbid|allow|replace runs one policy (default: all three);
 # CHAOS_SEED replays a run. tests/bench/bench_chaos.sh runs 5 minutes each.
 # CHAOS_QUORUM=1 runs the same over a Redlock quorum of five masters (AOF,
@@ -330,6 +332,9 @@ selftest_all() {
     echo "103 103 failed_to_start n1 0 0" > "$d/n1-not-started"
     echo "103 103 skipped * 0 0" > "$d/skipped"
     printf '103 103 skipped * 0 0\n102 102 ok n2 102900 103400\n' > "$d/skipped-alive"
+    printf '103 103 skipped n1 0 0\n102 102 ok n1 102900 103400\n' > "$d/n1-skipped-own-alive"
+    printf '103 103 skipped n1 0 0\n102 102 ok n2 102900 103400\n' > "$d/n1-skipped-other-alive"
+    printf '103 103 skipped n2 0 0\n102 102 ok n2 102900 103400\n' > "$d/n2-skipped-alive"
     echo "103 103 missed * 0 0" > "$d/missed"
     local iso103 iso104 iso115
     iso103=$(date -u -d @103 +%Y-%m-%dT%H:%M:%SZ) iso104=$(date -u -d @104 +%Y-%m-%dT%H:%M:%SZ)
@@ -350,7 +355,10 @@ clean,n2-out-of-the-group clean none pass
 n1-in-the-group-missing n1-103-gone none fail
 n1-missing,recorded-not-started n1-103-gone n1-not-started pass
 n1-missing,skipped-with-no-run-alive n1-103-gone skipped fail
-n1-missing,skipped-while-a-run-lived n1-103-gone skipped-alive pass
+n1-missing,whole-tick-skipped-while-a-run-lived n1-103-gone skipped-alive fail
+n1-missing,n1-skipped-while-its-run-lived n1-103-gone n1-skipped-own-alive pass
+n1-missing,n1-skipped-while-only-n2's-run-lived n1-103-gone n1-skipped-other-alive fail
+n1-missing,only-n2-skipped n1-103-gone n2-skipped-alive fail
 n1-missing,missed n1-103-gone missed fail
 doubled n3-104-twice none fail
 fence-down fence-down none fail

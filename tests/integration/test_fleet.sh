@@ -39,6 +39,14 @@
 #      a tick that finds no member with room waits for the first one
 #      (never offered to a full one), so that nearly every tick runs,
 #      none twice, no node over its capacity.
+#  17. run_on: all applies forbid and replace per node: a job whose run
+#      outlasts its period on one node only (the leader for one job, a
+#      follower for another): the other nodes run every tick, the slow
+#      node skips the ticks that come while its run lives, each recorded
+#      skipped naming it; with replace the slow node's old run is stopped
+#      and the new one runs there (a tick offered while it stops gives
+#      way to the next, recorded superseded there), the others untouched;
+#      no node ever runs two of a job at once.
 # FLEET_ONLY="1 4" runs those sections only (said; all by default).
 # Each section starts its own group and stops what it started, by pid.
 . "$BATON_TESTS_DIR/lib/harness.sh"
@@ -606,4 +614,119 @@ rec=$(grep -h '"event":"tick_skipped"' "$T"/q?.out | grep -o '"reason":"[^"]*"' 
 # next ticks skipped as alive meanwhile (a quarter of them). Now it waits
 # for the first member with room: generous for a loaded machine, 90 %.
 [ "$ran" -ge $(( want * 9 / 10 )) ] || fail "pressure: only $ran of $want ticks ran"
+fi
+
+# ---------------------------------------------------------------------
+if only 17; then
+note "17. run_on: all: forbid and replace per node, one node slow: the others run every tick"
+G=fpn SPAN=$T/pernode.txt
+# slow NODE SECONDS [STOP]: shell that logs the run's start and end (its
+# node, tick, ns) and sleeps SECONDS on NODE only; a SIGTERM ends the sleep,
+# and the run STOP seconds later (0: at once), its end logged all the same.
+slow() {
+    printf '%s' "echo \$BATON_JOB \$BATON_NODE \$BATON_SCHEDULED_AT start \$(date +%s%N) >> $SPAN; if [ \$BATON_NODE = $1 ]; then trap 'sleep ${3:-0}; echo \$BATON_JOB \$BATON_NODE \$BATON_SCHEDULED_AT end \$(date +%s%N) >> $SPAN; exit 1' TERM; sleep $2 & wait; fi; echo \$BATON_JOB \$BATON_NODE \$BATON_SCHEDULED_AT end \$(date +%s%N) >> $SPAN"
+}
+cat > "$T/pernode.yaml" <<EOF2
+jobs:
+  - name: slowlead
+    schedule: "* * * * * *"
+    catchup: 0
+    run_on: all
+    shell: "$(slow k1 2.5)"
+  - name: slowfollow
+    schedule: "* * * * * *"
+    catchup: 0
+    run_on: all
+    shell: "$(slow k2 2.5)"
+  - name: repl
+    schedule: "* * * * * *"
+    catchup: 0
+    concurrency: replace
+    run_on: all
+    shell: "$(slow k3 30 1.5)"
+EOF2
+node k1 $G "$T/pernode.yaml" "capacity: 8" "shutdown_grace: 1s"
+wait_for_line "$T/k1.out" '"to":"working"' 10 >/dev/null || fail "per node: k1 never led"
+node k2 $G "$T/pernode.yaml" "capacity: 8" "shutdown_grace: 1s"
+node k3 $G "$T/pernode.yaml" "capacity: 8" "shutdown_grace: 1s" # repl: its 30 s run is cut short at the stop
+for n in k2 k3; do wait_for_line "$T/$n.out" '"event":"following"' 10 >/dev/null; done
+sleep 3 # the members' first heartbeats
+start=$(( $(date +%s) + 1 ))
+sleep 9
+end=$(( $(date +%s) - 3 ))
+sleep 1
+stop_nodes k2 k3 k1
+# ran JOB NODE: the ticks in [start, end] NODE started JOB, one a line
+ran() {
+    awk -v j="$1" -v n="$2" '$1 == j && $2 == n && $4 == "start" {print $3}' "$SPAN" |
+        date -u -f - +%s | awk -v s="$start" -v e="$end" '$1 >= s && $1 <= e'
+}
+for j in slowlead slowfollow repl; do
+    slowest=$(case $j in slowlead) echo k1 ;; slowfollow) echo k2 ;; repl) echo k3 ;; esac)
+    history_members "$G" "$j" > "$T/pernode-$j.txt"
+    for n in k1 k2 k3; do
+        got=$(ran "$j" "$n" | sort -n)
+        dups=$(uniq -d <<<"$got" | tr '\n' ' ')
+        [ -z "$dups" ] || fail "per node: $n ran $j's ticks twice: $dups"
+        [ "$n" = "$slowest" ] && continue
+        # every tick on the nodes that are not slow (before, forbid: each
+        # tick that found the slow node's run alive was skipped on all
+        # nodes; replace: each waited for the slow node's run to stop, 1.5
+        # s, and was missed)
+        for t in $(seq "$start" "$end"); do
+            grep -qx "$t" <<<"$got" && continue
+            fail "per node: $n did not run $j at $(date -u -d "@$t" +%T) (ran: $(tr '\n' ' ' <<<"$got"); records: $(awk -v t="$t" '$1 <= t && t <= $2' "$T/pernode-$j.txt" | tr '\n' ';'))"
+        done
+    done
+    # no node runs two of the job at once
+    for n in k1 k2 k3; do
+        awk -v j="$j" -v n="$n" '$1 == j && $2 == n' "$SPAN" | sort -k5,5n | awk -v w="$j on $n" '
+            $4 == "start" { open++; if (open > 1) { print w ": two at once at " $3; bad = 1 } }
+            $4 == "end" { open-- }
+            END { exit bad }' || fail "per node: $j ran twice at once on $n"
+    done
+    # no record about the whole tick skipped: only the slow node's own
+    whole=$(awk -v s="$start" -v e="$end" '$1 >= s && $1 <= e && $3 == "skipped" && $4 != "'"$slowest"'"' "$T/pernode-$j.txt" | head -n 3 | tr '\n' ';')
+    [ -z "$whole" ] || fail "per node: $j skipped beyond its slow node $slowest: $whole"
+done
+# forbid: the slow node ran some ticks, and each other one is recorded
+# skipped about it, saying why
+for j in slowlead slowfollow; do
+    n=$(case $j in slowlead) echo k1 ;; *) echo k2 ;; esac)
+    got=$(ran "$j" "$n")
+    [ -n "$got" ] || fail "per node: $n never ran $j"
+    skips=0
+    for t in $(seq "$start" "$end"); do
+        grep -qx "$t" <<<"$got" && continue
+        awk -v t="$t" -v n="$n" '$1 <= t && t <= $2 && $3 == "skipped" && $4 == n {f = 1} END {exit !f}' \
+            "$T/pernode-$j.txt" || fail "per node: $n neither ran $j at $(date -u -d "@$t" +%T) nor has it recorded skipped there"
+        skips=$((skips + 1))
+    done
+    [ "$skips" -ge 1 ] || fail "per node: $n ran every tick of $j (its run outlasts the period: forbid skips)"
+    rcli xrange "baton:{$G}:runs:$j" - + | grep -q "run_on: all: $n was still running an earlier tick" \
+        || fail "per node: $j's skipped records do not say why ($n's run was alive)"
+    grep -h '"event":"tick_skipped"' "$T"/k?.out | grep "\"job\":\"$j\"" | grep -q "\"member\":\"$n\"" \
+        || fail "per node: no tick_skipped line of $j names $n"
+    note "  $j: k1 k2 k3 ran $(ran "$j" k1 | wc -l) $(ran "$j" k2 | wc -l) $(ran "$j" k3 | wc -l) of $((end - start + 1)) ticks; $n skipped $skips, each recorded naming it"
+done
+# replace: the slow node's run is stopped by its next tick, which runs
+# there once it has ended (its stop takes 1.5 s, longer than the period:
+# a tick offered to it meanwhile gives way to the next one, recorded
+# superseded there; an offer that expired first, not started there)
+got=$(ran repl k3) supers=0
+[ -n "$got" ] || fail "per node: k3 never ran repl"
+for t in $(seq "$start" "$end"); do
+    grep -qx "$t" <<<"$got" && continue
+    o=$(awk -v t="$t" '$1 <= t && t <= $2 && $4 == "k3" {print $3; exit}' "$T/pernode-repl.txt")
+    case $o in
+    superseded) supers=$((supers + 1)) ;;
+    failed_to_start) ;;
+    *) fail "per node: k3 neither ran repl at $(date -u -d "@$t" +%T) nor has it recorded superseded there (${o:-no record})" ;;
+    esac
+done
+[ "$supers" -ge 1 ] || [ "$(wc -l <<<"$got")" -eq $((end - start + 1)) ] \
+    || fail "per node: none of k3's ticks of repl was superseded by a newer one"
+grep -h '"event":"job_end"' "$T/k3.out" | grep '"job":"repl"' | grep -q '"stopped_because":"replaced"' ||
+    fail "per node: k3's run of repl was never stopped as replaced"
+note "  repl: k1 k2 k3 ran $(ran repl k1 | wc -l) $(ran repl k2 | wc -l) $(ran repl k3 | wc -l) of $((end - start + 1)) ticks (k3's runs stopped by the next one, never two at once)"
 fi

@@ -106,13 +106,16 @@ history_members() {
 #     a backlog offered after its return): either is right, doubled is
 #     not;
 #   - an "in" node ran t, or a record says why: about the whole tick
-#     (forbid: skipped while a run was alive, checked as for the other
-#     policies; replace: superseded, killed; failed_to_start: a claim
-#     that did not start, no live member) or about n (failed_to_start:
-#     its offer not accepted in time, or accepted and lost before its
-#     start; lost; killed after it started: it ran, once, before writing
-#     its line). Missed, a run's end without its line, or no record at
-#     all: missing;
+#     (replace: superseded, killed; failed_to_start: a claim that did not
+#     start, no live member) or about n (forbid, which applies per node
+#     on all: skipped while n's own earlier run was alive during t;
+#     replace, per node too: superseded, a newer tick offered to n before
+#     it took t; failed_to_start: its offer not accepted in time, or accepted and
+#     lost before its start; lost; killed after it started: it ran, once,
+#     before writing its line). Missed, a run's end without its line, a
+#     whole tick skipped (forbid never skips a tick on every node for one
+#     node's run), a node skipped while no run of its own lived, or no
+#     record at all: missing;
 #   - sorted by tick, the fences never go down.
 # Prints one line "ran in down recorded not_started_in doubled missing
 # fence_regressions" (pairs: ran, checked "in", left out while down,
@@ -153,8 +156,9 @@ check_ledger_members() {
                 if (hs[i] <= t && t <= hu[i] && (hm[i] == n || hm[i] == "*")) return i
             return 0
         }
-        function alive_at(t,   i) { # a run of the job alive during tick t
-            for (i = 1; i <= h; i++) if (hst[i] > 0 && hst[i] <= t * 1000 + 1000 && he[i] >= t * 1000) return 1
+        function alive_at(t, n,   i) { # a run of the job on n alive during tick t
+            for (i = 1; i <= h; i++)
+                if (hm[i] == n && hst[i] > 0 && hst[i] <= t * 1000 + 1000 && he[i] >= t * 1000) return 1
             return 0
         }
         END {
@@ -164,7 +168,7 @@ check_ledger_members() {
                 if ((t, n) in ran) { r++; if (is_in(n, t)) checked++; continue }
                 i = why(n, t); o = i ? ho[i] : ""
                 ok = 0
-                if (o == "skipped") ok = policy == "forbid" && alive_at(t)
+                if (o == "skipped") ok = policy == "forbid" && hm[i] == n && alive_at(t, n)
                 else if (o == "superseded" || (o == "killed" && hst[i] == 0)) ok = policy == "replace"
                 else if (o == "killed" || o == "lost" || o == "failed_to_start") ok = 1
                 if (!is_in(n, t)) { if (ok) rec++; else down++; continue }

@@ -246,6 +246,134 @@ START_TEST(claim_writes_marker)
 }
 END_TEST
 
+/* run_on: all with forbid applies per node (assign_offer_all): a node with
+ * a live registration of the job (an earlier tick's offer not yet
+ * accepted, or its run) is not offered the tick but left "skipped" for the
+ * leader to record (listed due, dropped once); a node whose only
+ * registration is another tick's marker (it named the leader that claimed
+ * it) is offered; without forbid every node is offered. */
+START_TEST(all_forbid_per_node)
+{
+    struct baton_client *c = setup();
+    const char *nodes[3] = {"n1", "n2", "n3"};
+    const char *ids700[3] = {"700-1-1-1.1", "700-1-1-1.2", "700-1-1-1.3"};
+    const char *ids702[3] = {"702-1-1-1.1", "702-1-1-1.2", "702-1-1-1.3"};
+    const char *ids703[3] = {"703-1-1-1.1", "703-1-1-1.2", "703-1-1-1.3"};
+    bool skipped[3];
+    size_t made = 0, gave = 0;
+    struct assign got;
+    struct claim_reply r;
+    struct claim_limits lim = {.dispatch = true};
+
+    claim_marked(c, "j", 700);
+    struct assign m = first("700", "lead", "700-1-1-1");
+    ck_assert_int_eq(assign_offer_all(c, G, "j", LEADER, "tok", &m, nodes, ids700, 3,
+                                      ASSIGN_NODE_FORBID, 5000, &made, skipped, &gave),
+                     1);
+    ck_assert_uint_eq(made, 3); /* nobody busy: every node offered */
+    ck_assert(!skipped[0] && !skipped[1] && !skipped[2]);
+    ck_assert_int_eq(assign_accept(c, G, "j", "700/n2", "n2", 1, 5000, &got), ASSIGN_OK);
+    ck_assert_int_eq(assign_accept(c, G, "j", "700/n3", "n3", 1, 5000, &got), ASSIGN_OK);
+    assign_end(c, G, "j", "700/n3", "n3", "700-1-1-1.3", -1); /* n3's run ended */
+    /* a marker of tick 701 claimed by n3 as leader, waiting (never offered) */
+    ck_assert_int_eq(claim_tick(c, G, "j", LEADER, "tok", 701, CLAIM_RUN, "n3/701-1-1-1", &lim, &r),
+                     CLAIM_OK);
+    claim_reply_free(&r);
+    claim_marked(c, "j", 702);
+    m = first("702", "lead", "702-1-1-1");
+    ck_assert_int_eq(assign_offer_all(c, G, "j", LEADER, "tok", &m, nodes, ids702, 3,
+                                      ASSIGN_NODE_FORBID, 5000, &made, skipped, &gave),
+                     1);
+    ck_assert_uint_eq(made, 1);
+    ck_assert(skipped[0] && skipped[1] && !skipped[2]); /* n1 offered 700, n2 runs it */
+    ck_assert_int_eq(assign_accept(c, G, "j", "702/n1", "n1", 4, 5000, &got), ASSIGN_GONE);
+    ck_assert_int_eq(assign_accept(c, G, "j", "702/n3", "n3", 4, 5000, &got), ASSIGN_OK);
+    /* the skipped ones are due for the leader, once */
+    struct assign v[16];
+    bool alive[16];
+    size_t n = 0, nskipped = 0;
+    int64_t now = 0;
+    ck_assert_int_eq(assign_list_all(c, G, v, alive, 16, true, &n, &now), 0);
+    for (size_t i = 0; i < n; i++) {
+        if (v[i].state != ASSIGN_SKIPPED)
+            continue;
+        nskipped++;
+        ck_assert(!alive[i]);
+        ck_assert_int_eq(v[i].tick, 702);
+        ck_assert(strcmp(v[i].node, "n1") == 0 || strcmp(v[i].node, "n2") == 0);
+        ck_assert_str_eq(v[i].run_id, strcmp(v[i].node, "n1") == 0 ? ids702[0] : ids702[1]);
+        ck_assert_int_eq(assign_drop(c, G, "j", LEADER, "tok", v[i].value, &v[i]), 1);
+        ck_assert_int_eq(assign_drop(c, G, "j", LEADER, "tok", v[i].value, &v[i]), 0);
+    }
+    ck_assert_uint_eq(nskipped, 2);
+    ck_assert_int_eq(tu_redis_int("HEXISTS baton:{" G "}:assign:j 702/n1"), 0);
+    /* without forbid (allow, replace): every node is offered, busy or not */
+    claim_marked(c, "j", 703);
+    m = first("703", "lead", "703-1-1-1");
+    ck_assert_int_eq(assign_offer_all(c, G, "j", LEADER, "tok", &m, nodes, ids703, 3,
+                                      ASSIGN_NODE_ALLOW, 5000, &made, skipped, &gave),
+                     1);
+    ck_assert_uint_eq(made, 3);
+    ck_assert(!skipped[0] && !skipped[1] && !skipped[2]);
+    ck_assert_uint_eq(gave, 0);
+    baton_client_free(c);
+}
+END_TEST
+
+/* run_on: all with replace: every node is offered each tick, busy or not;
+ * a node's offer of an older tick not yet accepted gives way to the newer
+ * one (left "skipped", due for the leader to record superseded, its
+ * registration and offer gone: it can no longer be accepted); one already
+ * accepted is the node's to stop, left as it is. */
+START_TEST(all_replace_per_node)
+{
+    struct baton_client *c = setup();
+    const char *nodes[3] = {"n1", "n2", "n3"};
+    const char *ids704[3] = {"704-1-1-1.1", "704-1-1-1.2", "704-1-1-1.3"};
+    const char *ids705[3] = {"705-1-1-1.1", "705-1-1-1.2", "705-1-1-1.3"};
+    bool skipped[3];
+    size_t made = 0, gave = 0;
+    struct assign got;
+
+    claim_marked(c, "r", 704);
+    struct assign m = first("704", "lead", "704-1-1-1");
+    ck_assert_int_eq(assign_offer_all(c, G, "r", LEADER, "tok", &m, nodes, ids704, 3,
+                                      ASSIGN_NODE_REPLACE, 5000, &made, skipped, &gave),
+                     1);
+    ck_assert_uint_eq(made, 3);
+    ck_assert_uint_eq(gave, 0);
+    ck_assert_int_eq(assign_accept(c, G, "r", "704/n2", "n2", 4, 5000, &got), ASSIGN_OK);
+    claim_marked(c, "r", 705);
+    m = first("705", "lead", "705-1-1-1");
+    ck_assert_int_eq(assign_offer_all(c, G, "r", LEADER, "tok", &m, nodes, ids705, 3,
+                                      ASSIGN_NODE_REPLACE, 5000, &made, skipped, &gave),
+                     1);
+    ck_assert_uint_eq(made, 3); /* n2 too, its run of 704 alive */
+    ck_assert(!skipped[0] && !skipped[1] && !skipped[2]);
+    ck_assert_uint_eq(gave, 2); /* 704 on n1 and n3, never accepted */
+    ck_assert_int_eq(assign_accept(c, G, "r", "704/n1", "n1", 4, 5000, &got), ASSIGN_GONE);
+    ck_assert_int_eq(assign_accept(c, G, "r", "705/n1", "n1", 4, 5000, &got), ASSIGN_OK);
+    char *s = tu_redis("ZSCORE baton:{" G "}:busy:r n3/704-1-1-1.3");
+    ck_assert_str_eq(s, "(nil)");
+    free(s);
+    struct assign v[16];
+    bool alive[16];
+    size_t n = 0, gone = 0;
+    int64_t now = 0;
+    ck_assert_int_eq(assign_list_all(c, G, v, alive, 16, true, &n, &now), 0);
+    for (size_t i = 0; i < n; i++) {
+        if (v[i].state != ASSIGN_SKIPPED)
+            continue;
+        gone++;
+        ck_assert_int_eq(v[i].tick, 704);
+        ck_assert(strcmp(v[i].node, "n2") != 0);
+    }
+    ck_assert_uint_eq(gone, 2);
+    ck_assert_int_eq(tu_redis_int("HEXISTS baton:{" G "}:assign:r 704/n2"), 1);
+    baton_client_free(c);
+}
+END_TEST
+
 /* A marker waiting for room keeps its registration alive (held), as an
  * offer does; one whose value changed since it was read is left alone;
  * only the leader holds. */
@@ -496,6 +624,8 @@ static Suite *suite(void)
     tcase_add_test(tc, capacity_in_redis);
     tcase_add_test(tc, all_per_node);
     tcase_add_test(tc, claim_writes_marker);
+    tcase_add_test(tc, all_forbid_per_node);
+    tcase_add_test(tc, all_replace_per_node);
     tcase_add_test(tc, waiting_marker_held);
     tcase_add_test(tc, retry_and_died);
     tcase_add_test(tc, waiting_next_attempt_held);

@@ -69,21 +69,28 @@ void dispatch_not_run_there(const struct rctx *x, const struct job *job, const s
 
 /* run_on: all: the offers of marker m, one to each live member that
  * carries the job's labels and takes runs, in one script; none: the tick
- * is recorded not started. Returns assign_offer_all()'s answer. */
+ * is recorded not started. forbid: a member whose earlier run lives is
+ * skipped by the script; replace: a member's older tick not yet accepted
+ * gives way; the tend, at once, records them (dispatch_skipped). Returns
+ * assign_offer_all()'s answer. */
 static int offer_every(const struct rctx *x, struct dispatch *d, const struct job *job,
                        const struct assign *m, enum tick_state *state)
 {
     const char *const *labels;
-    size_t nl = fleet_job_labels(job, &labels), n = 0, made = 0;
+    size_t nl = fleet_job_labels(job, &labels), n = 0, made = 0, gave = 0;
+    enum assign_per_node policy = job->concurrency == JOB_FORBID    ? ASSIGN_NODE_FORBID
+                                  : job->concurrency == JOB_REPLACE ? ASSIGN_NODE_REPLACE
+                                                                    : ASSIGN_NODE_ALLOW;
     const struct fleet *f = fleet_get(x, d, false);
     if (f == NULL)
         return BATON_EPROTO; /* Redis could not say: the marker waits for the next tend */
     const char **nodes = calloc(f->n + 1, sizeof *nodes), **ids = calloc(f->n + 1, sizeof *ids);
     char(*idv)[sizeof m->run_id] = calloc(f->n + 1, sizeof *idv);
+    bool *skipped = calloc(f->n + 1, sizeof *skipped);
     char member[sizeof m->node + sizeof m->run_id + 2];
     int rc = BATON_ENOMEM;
     snprintf(member, sizeof member, "%s/%s", m->node, m->run_id);
-    if (nodes == NULL || ids == NULL || idv == NULL)
+    if (nodes == NULL || ids == NULL || idv == NULL || skipped == NULL)
         goto out;
     for (size_t i = 0; i < f->n; i++) {
         const struct assign_node *v = &f->v[i];
@@ -96,12 +103,18 @@ static int offer_every(const struct rctx *x, struct dispatch *d, const struct jo
         n++;
     }
     rc = assign_offer_all(x->client, x->group, job->name, baton_election_key(x->election),
-                          baton_election_token(x->election), m, nodes, ids, n, ASSIGN_OFFER_MS,
-                          &made);
+                          baton_election_token(x->election), m, nodes, ids, n, policy,
+                          ASSIGN_OFFER_MS, &made, skipped, &gave);
+    if (rc == 1 && gave > 0) /* recorded by the tend, now (here or on the next leader) */
+        d->tend_at = loop_now();
     if (rc == 1 && n == 0)
         dispatch_not_started(x, job, m, member, state, dispatch_why_none);
     for (size_t i = 0; rc == 1 && i < n; i++) {
         struct assign a = *m;
+        if (skipped[i]) { /* recorded by the tend, now (here or on the next leader) */
+            d->tend_at = loop_now();
+            continue;
+        }
         snprintf(a.field, sizeof a.field, "%" PRId64 "/%s", m->tick, nodes[i]);
         snprintf(a.node, sizeof a.node, "%s", nodes[i]);
         snprintf(a.run_id, sizeof a.run_id, "%s", ids[i]);
@@ -113,7 +126,32 @@ out:
     free(nodes);
     free(ids);
     free(idv);
+    free(skipped);
     return rc;
+}
+
+bool dispatch_skipped(const struct rctx *x, const struct job *job, const struct assign *v)
+{
+    const char *token = baton_election_token(x->election);
+    char why[sizeof v->node + 128];
+    bool replace = job->concurrency == JOB_REPLACE;
+    if (token == NULL)
+        return false;
+    snprintf(why, sizeof why,
+             replace ? "run_on: all: %s was offered a newer tick before it took this one "
+                       "(concurrency: replace): superseded there"
+                     : "run_on: all: %s was still running an earlier tick of the job "
+                       "(concurrency: forbid): skipped there",
+             v->node);
+    int rc = assign_drop(x->client, x->group, job->name, baton_election_key(x->election), token,
+                         v->value, v);
+    if (rc == 1) {
+        enum tick_state s = TICK_ASSIGNED;
+        ticklife_move(x, job->name, v->tick, &s, replace ? TICK_EV_SUPERSEDE : TICK_EV_SKIP);
+        records_skipped_node(x->rec, job->name, x->term, v->tick, v->node, v->run_id,
+                             replace ? HO_SUPERSEDED : HO_SKIPPED, why);
+    }
+    return rc != BATON_ELOST;
 }
 
 int dispatch_offer_marker(const struct rctx *x, struct dispatch *d, const struct job *job,

@@ -58,6 +58,11 @@
  * (assign_offer_all); a node's offer or run is never moved to another
  * node: expired, or lost before its start, it is recorded not started;
  * lost while it ran, recorded lost; a retry goes to the same node.
+ * forbid and replace apply per node there: with forbid the same script
+ * leaves a node whose earlier run lives "skipped" instead of an offer,
+ * recorded skipped against that node by the tend (dispatch_skipped);
+ * with replace the node stops its earlier run and accepts the offer once
+ * that run has ended (dispatch_member.c).
  *
  * A manual run (baton trigger) of a job run on members runs on the
  * leader, as a manual run of any job does (control.h): its request's

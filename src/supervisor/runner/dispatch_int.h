@@ -53,6 +53,13 @@ void dispatch_wait_room(struct dispatch *d);
 int dispatch_offer_marker(const struct rctx *x, struct dispatch *d, const struct job *job,
                           const struct assign *m, enum tick_state *state);
 
+/* run_on: all: v, a node's tick skipped by the offers' script
+ * (ASSIGN_SKIPPED: forbid, its earlier run lived; replace, a newer tick
+ * came before it took this one), is dropped and recorded skipped (or
+ * superseded) against that node. Returns false when this node no longer
+ * leads. */
+bool dispatch_skipped(const struct rctx *x, const struct job *job, const struct assign *v);
+
 /* Accepts the offer "<job> <field>" just made to this node, at once,
  * unless it is stopping (dispatch_member.c). */
 void dispatch_accept_own(const struct rctx *x, struct dispatch *d, const char *job,

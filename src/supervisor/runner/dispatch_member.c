@@ -13,7 +13,8 @@
 #include "jobtable.h"
 #include "runs.h"
 
-#define OFFERS_MAX 32 /* offers read per poll */
+#define OFFERS_MAX      32 /* offers read per poll */
+#define REPLACE_POLL_MS 50 /* an offer waiting for this node's earlier run to end looks again */
 
 /* The term in run id "<tick>-<term>-<attempt>-<seq>" (0 when it has
  * none). */
@@ -38,6 +39,14 @@ static enum assign_answer accept_one(const struct rctx *x, struct dispatch *d, c
     struct assign a;
     if (js == NULL || job_run_on(js->job, NULL) == JOB_RUN_ON_LEADER || !rctx_may_block(x))
         return ASSIGN_GONE; /* not this node's to run: it expires and moves on */
+    if (job_run_on(js->job, NULL) == JOB_RUN_ON_ALL && js->job->concurrency == JOB_REPLACE &&
+        js->runs.running > 0) {
+        /* replace, per node: this node's earlier run stops first; the
+         * offer is accepted once it has ended (its deadline allowing) */
+        runs_stop_job(d->rs, js);
+        d->poll_at = loop_now() + REPLACE_POLL_MS * MS;
+        return ASSIGN_GONE;
+    }
     int64_t sent = loop_now();
     enum assign_answer ans =
         assign_accept(x->client, x->group, job, field, x->node, d->capacity, x->lease_ttl_ms, &a);

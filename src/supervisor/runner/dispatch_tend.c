@@ -343,6 +343,7 @@ static bool tend_one(const struct rctx *x, struct dispatch *d, struct jobstate *
     case ASSIGN_ACCEPTED: return died_before_start(x, d, js->job, v);
     case ASSIGN_STARTED: return lost(x, d, js->job, v);
     case ASSIGN_RETRY: return retry(x, d, js->job, v);
+    case ASSIGN_SKIPPED: return dispatch_skipped(x, js->job, v); /* run_on: all, forbid */
     }
     return true;
 }

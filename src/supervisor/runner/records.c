@@ -48,6 +48,36 @@ void records_skipped_one(struct recorder *rc, const char *job, uint64_t term, in
     records_skipped(rc, job, term, &one);
 }
 
+void records_skipped_node(struct recorder *rc, const char *job, uint64_t term, int64_t tick,
+                          const char *node, const char *run_id, enum history_outcome o,
+                          const char *reason)
+{
+    char when[32];
+    log_rfc3339(tick, when, sizeof when);
+    cJSON *f = log_fields();
+    cJSON_AddStringToObject(f, "job", job);
+    cJSON_AddStringToObject(f, "scheduled_at", when);
+    cJSON_AddStringToObject(f, "until", when);
+    cJSON_AddNumberToObject(f, "ticks", 1);
+    cJSON_AddStringToObject(f, "outcome", history_outcome_name(o));
+    cJSON_AddStringToObject(f, "reason", reason);
+    cJSON_AddStringToObject(f, "member", node);
+    log_emit_facts_at(rc->log, LOG_INFO, LE_TICK_SKIPPED, f,
+                      &(struct log_facts){.job = job, .outcome = o, .ticks = 1, .reason = reason});
+    struct history_rec rec = {.run_id = run_id,
+                              .node = node,
+                              .term = term,
+                              .scheduled_at = tick,
+                              .until = tick,
+                              .ticks = 1,
+                              .trigger = "schedule",
+                              .outcome = o,
+                              .exit_code = -1,
+                              .signal = "",
+                              .reason = reason};
+    outbox_history(rc->out, job, &rec);
+}
+
 void records_run(struct recorder *rc, const struct run *run, const char *trigger_id,
                  bool retry_follows)
 {

@@ -30,6 +30,13 @@ void records_skipped(struct recorder *rc, const char *job, uint64_t term,
 void records_skipped_one(struct recorder *rc, const char *job, uint64_t term, int64_t tick,
                          enum history_outcome o, const char *reason);
 
+/* run_on: all: records tick of job as not run (o: skipped, superseded) on
+ * node alone (its would-be run id; reason: why), decided in term; the
+ * other nodes' runs of the tick are recorded as theirs. */
+void records_skipped_node(struct recorder *rc, const char *job, uint64_t term, int64_t tick,
+                          const char *node, const char *run_id, enum history_outcome o,
+                          const char *reason);
+
 /* Records an ended run (or one that never started) and ends its
  * registration (kept while a retry follows: the retry holds the job busy
  * through its backoff with it, finish.h); a manual run's request

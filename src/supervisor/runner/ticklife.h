@@ -166,6 +166,8 @@ enum tick_event {
     X(ASSIGNED, RETRY, ASSIGNED)           /* dispatch.c tend: lost while it ran, retried */       \
     X(ASSIGNED, LOST, RECORDED)            /* dispatch.c tend: lost while it ran, no retry */      \
     X(ASSIGNED, START_FAILED, NOT_STARTED) /* dispatch.c: no member for it, or none took it */     \
+    X(ASSIGNED, SKIP, SKIPPED)             /* dispatch.c dispatch_skipped (all, forbid) */         \
+    X(ASSIGNED, SUPERSEDE, SUPERSEDED)     /* dispatch.c dispatch_skipped (all, replace) */        \
     X(ASSIGNED, ACCEPT, ACCEPTED)          /* dispatch.c: on the member that accepts it */         \
     X(ACCEPTED, START, RUNNING)            /* runs.c runs_go: marked started, then its exec */     \
     X(ACCEPTED, START_FAILED, NOT_STARTED) /* runs.c, finish.c: not marked started, shim failed */ \

@@ -101,6 +101,8 @@ void ticks_queue_due(struct ticks *t, const struct job *job, int64_t wall_ms, in
     int64_t missed[SCHED_CATCHUP_MAX];
     struct sched_due d;
     size_t room = QUEUE_MAX - t->qlen;
+    if (job_run_on(job, NULL) == JOB_RUN_ON_ALL && job->concurrency == JOB_FORBID)
+        running = 0; /* this node's own share: forbid applies per node (ticks_next) */
     sched_due(job, t->last, wall_ms, missed, room < SCHED_CATCHUP_MAX ? room : SCHED_CATCHUP_MAX,
               &d);
     size_t before = t->qlen;
@@ -159,6 +161,14 @@ struct tick_intent ticks_next(struct ticks *t, const struct job *job, int runnin
 {
     if (t->qlen == 0)
         return (struct tick_intent){.step = TS_NONE};
+    /* run_on: all: this node's runs of the job are its own share, and
+     * forbid and replace apply per node, at the offers (assign.h): a live
+     * tick is claimed to run whatever runs live; a missed one (forbid's
+     * backlog) still waits for the runs alive, as do ticks claimed ahead
+     * (decided at their instant). allow is unchanged (fleet-wide). */
+    bool per_node = job_run_on(job, NULL) == JOB_RUN_ON_ALL && job->concurrency != JOB_ALLOW;
+    if (per_node)
+        running = 0;
     struct sched_tick *h = &ticks_head(t)->t;
     /* Its claim's answer was lost: it may be ours already, so neither its
      * age nor the catch-up policy decides it behind that claim. */
@@ -200,6 +210,10 @@ struct tick_intent ticks_next(struct ticks *t, const struct job *job, int runnin
         in.mode = CLAIM_RUN_OR_WAIT; /* forbid's backlog; replace: runs elsewhere */
     if (in.early && in.mode == CLAIM_RUN_OR_SKIP)
         in.mode = CLAIM_RUN_OR_WAIT; /* busy elsewhere: decided at its instant */
+    else if (per_node && !in.early &&
+             (in.mode == CLAIM_RUN_OR_SKIP ||
+              (in.mode == CLAIM_RUN_OR_WAIT && job->concurrency == JOB_REPLACE)))
+        in.mode = CLAIM_RUN;
     in.reason = in.mode == CLAIM_SKIP          ? sched_reason(job, SV_SKIP)
                 : in.mode == CLAIM_RUN_OR_SKIP ? reason_busy
                                                : NULL;
