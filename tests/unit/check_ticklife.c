@@ -40,6 +40,8 @@ static const char *const lives[] = {
     /* run on a member (dispatch.h): on the leader, and on the member */
     "due queued claiming claimed assigned recorded", /* lost while it ran */
     "due queued claiming claimed assigned not_started",
+    "due queued claiming claimed assigned skipped",    /* all, forbid: its node still ran */
+    "due queued claiming claimed assigned superseded", /* all, replace: a newer tick there */
     "due queued claiming claimed assigned accepted running recorded",
     "due queued claiming claimed assigned accepted running retrying recorded",
     "due queued claiming claimed assigned accepted running retrying not_started",
