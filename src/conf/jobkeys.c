@@ -485,14 +485,13 @@ static const struct schema_field job_keys[] = {
      .def_doc = "none",
      .doc = "A pool of the top-level `pools:`: at most its limit of runs of its jobs at once "
             "across the group; a tick that finds it full waits for a run to end (first come, "
-            "first served)."},
+            "first served). An error with `run_on: all`."},
     {.key = "max_running", .type = SCHEMA_INT, .offset = OFF(max_running), .width = sizeof(int),
      .def_doc = "none", .min = 1, .max = 10000,
      .doc = "With `concurrency: allow`: at most this many runs of the job at once across the "
             "group; a tick waits for one to end. An error with forbid or replace (they keep one); "
-            "from defaults: it applies to allow jobs only. With `run_on: all` it stays "
-            "fleet-wide: a tick waits while that many runs of the job are alive on all nodes "
-            "together, then goes to every node."},
+            "from defaults: it applies to allow jobs only. An error with `run_on: all` (each "
+            "tick runs on every node at once: no limit across the group can hold)."},
 };
 /* clang-format on */
 

@@ -234,12 +234,31 @@ static int check_jitter(struct jparse *p, const struct job *j, const struct yaml
  * limit copied), and max_running, set by the job itself (own_max) with
  * forbid or replace, is refused: those keep at most one run of the job in
  * the group already, so a limit there would say something that is not so;
- * set by defaults:, it applies to the allow jobs only. */
+ * set by defaults:, it applies to the allow jobs only. A run_on: all job
+ * runs each tick on every node at once, so no fleet-wide limit can hold
+ * for it: a pool, or its own max_running, is refused (max_running from
+ * defaults: does not apply to it). */
 static int check_limits(struct jparse *p, struct job *j, const struct yamlx_node *pool_at,
                         const struct yamlx_node *own_max, const char *prefix)
 {
     char q[96];
+    bool all = job_run_on(j, NULL) == JOB_RUN_ON_ALL;
 
+    if (all && j->pool != NULL)
+        return yamlx_errorf(p->d, pool_at,
+                            "%spool: a run_on: all job runs each tick on every node at once, so "
+                            "a pool's limit across the group cannot hold for it (concurrency: "
+                            "forbid keeps one run per node); drop pool: here",
+                            prefix);
+    if (all && j->max_running > 0) {
+        if (own_max != NULL)
+            return yamlx_errorf(p->d, own_max,
+                                "%smax_running: a run_on: all job runs each tick on every node at "
+                                "once, so a limit across the group cannot hold for it "
+                                "(concurrency: forbid keeps one run per node)",
+                                prefix);
+        j->max_running = 0;
+    }
     if (j->pool != NULL) {
         struct job_pool *pl = NULL;
         for (size_t i = 0; i < p->set->npools && pl == NULL; i++)

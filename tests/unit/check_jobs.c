@@ -1314,6 +1314,14 @@ static const struct {
     {"jobs_max_running_forbid.yaml",
      "jobs_max_running_forbid.yaml:5:18: job \"report\": max_running: needs concurrency: allow (with "
      "forbid at most one run of the job is alive in the group already)"},
+    {"jobs_all_pool.yaml",
+     "jobs_all_pool.yaml:7:11: job \"sweep\": pool: a run_on: all job runs each tick on every node "
+     "at once, so a pool's limit across the group cannot hold for it (concurrency: forbid keeps "
+     "one run per node); drop pool: here"},
+    {"jobs_all_max_running.yaml",
+     "jobs_all_max_running.yaml:7:18: job \"sweep\": max_running: a run_on: all job runs each "
+     "tick on every node at once, so a limit across the group cannot hold for it (concurrency: "
+     "forbid keeps one run per node)"},
     {"jobs_pool_too_many.yaml",
      "jobs_pool_too_many.yaml:1:9: pools: \"exports\": used by more than 256 jobs (job \"j257\" "
      "is the 257th); a claim counts each job of its pool: split it"},
