@@ -168,12 +168,12 @@ enum baton__script_id {
 const char *baton__script_source(enum baton__script_id id);
 
 /* argv of a script call (EVALSHA sha or EVAL source, numkeys, keys, args)
- * into argv and lens (room for BATON__SCRIPT_MAX_ARGS). Returns argc, or
- * -1 when there are too many. */
-#define BATON__SCRIPT_MAX_ARGS 64 /* the multi-lock script: 3 per key + 4 */
+ * into argv and lens (room entries each). Returns argc, or -1 when there
+ * are more than room. */
+#define BATON__SCRIPT_MAX_ARGS 64 /* the library's own scripts (the multi-lock: 3 per key + 4) */
 int baton__script_argv(const char *verb, const char *script, int nkeys, const char *const *keys,
                        int nargs, const char *const *args, const char **argv, size_t *lens,
-                       char nkeys_buf[BATON__I64_LEN]);
+                       char nkeys_buf[BATON__I64_LEN], size_t room);
 
 /* ---- sha1.c ---- */
 

@@ -39,6 +39,7 @@
  * as the base of the validity, the server's run id. A cluster (routing)
  * and durable calls (one WAIT answers for a batch) always take the loop. */
 #include <errno.h>
+#include <limits.h>
 #include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -223,7 +224,8 @@ static void send(struct baton__call *k)
     char nk[BATON__I64_LEN];
     const char *src = baton__script_source(k->id);
     int argc = baton__script_argv(k->evaled ? "EVAL" : "EVALSHA", k->evaled ? src : c->sha[k->id],
-                                  k->nkeys, k->keys, k->nargs, k->args, argv, lens, nk);
+                                  k->nkeys, k->keys, k->nargs, k->args, argv, lens, nk,
+                                  BATON__SCRIPT_MAX_ARGS);
     k->rq = (struct baton__req){.argc = argc,
                                 .argv = argv,
                                 .lens = lens,
@@ -467,19 +469,37 @@ int baton__eval(struct baton_client *c, struct baton__conn *cn, const char *sha,
                 int nkeys, const char *const *keys, int nargs, const char *const *args,
                 int wait_replicas, redisReply **reply, int64_t deadline, char *err, size_t errlen)
 {
-    const char *argv[BATON__SCRIPT_MAX_ARGS];
-    size_t lens[BATON__SCRIPT_MAX_ARGS];
+    /* The library's own scripts fit the stack's room; a caller's script
+     * (baton_client_eval: a dispatch naming every member) may need more. */
+    const char *argv_room[BATON__SCRIPT_MAX_ARGS], **argv = argv_room;
+    size_t lens_room[BATON__SCRIPT_MAX_ARGS], *lens = lens_room;
     char nk[BATON__I64_LEN];
     redisReply *r = NULL;
     long long acked = -1;
     int rc;
 
     *reply = NULL;
-    int argc = baton__script_argv("EVALSHA", sha, nkeys, keys, nargs, args, argv, lens, nk);
-    if (argc < 0)
+    if (nkeys < 0 || nargs < 0 || nkeys > INT_MAX - 3 - nargs)
         return BATON_EINVAL;
-    if ((rc = baton__conn_command(cn, argc, argv, lens, &r, deadline)) != BATON_OK)
-        return io_error(c, cn, rc, err, errlen);
+    size_t room = (size_t)nkeys + (size_t)nargs + 3;
+    if (room > BATON__SCRIPT_MAX_ARGS) {
+        argv = malloc(room * sizeof *argv);
+        lens = malloc(room * sizeof *lens);
+        if (argv == NULL || lens == NULL) {
+            rc = BATON_ENOMEM;
+            baton__set_error(err, errlen, "%s: out of memory", c->url.redacted);
+            goto out;
+        }
+    }
+    int argc = baton__script_argv("EVALSHA", sha, nkeys, keys, nargs, args, argv, lens, nk, room);
+    if (argc < 0) {
+        rc = BATON_EINVAL;
+        goto out;
+    }
+    if ((rc = baton__conn_command(cn, argc, argv, lens, &r, deadline)) != BATON_OK) {
+        rc = io_error(c, cn, rc, err, errlen);
+        goto out;
+    }
     if (baton__is_noscript(r)) {
         /* A restarted or flushed server: EVAL runs the script and loads it. */
         freeReplyObject(r);
@@ -488,8 +508,10 @@ int baton__eval(struct baton_client *c, struct baton__conn *cn, const char *sha,
         argv[1] = src;
         lens[0] = 4;
         lens[1] = strlen(src);
-        if ((rc = baton__conn_command(cn, argc, argv, lens, &r, deadline)) != BATON_OK)
-            return io_error(c, cn, rc, err, errlen);
+        if ((rc = baton__conn_command(cn, argc, argv, lens, &r, deadline)) != BATON_OK) {
+            rc = io_error(c, cn, rc, err, errlen);
+            goto out;
+        }
     }
     /* WAIT on the same connection, right after the script (a script of a
      * tool is seldom known to the server yet: WAIT is not pipelined behind
@@ -502,7 +524,8 @@ int baton__eval(struct baton_client *c, struct baton__conn *cn, const char *sha,
         wait_argv(wait_replicas, baton__wait_ms_until(deadline), nb, mb, wargv, wlens);
         if ((rc = baton__conn_command(cn, 3, wargv, wlens, &w, deadline)) != BATON_OK) {
             freeReplyObject(r);
-            return io_error(c, cn, rc, err, errlen);
+            rc = io_error(c, cn, rc, err, errlen);
+            goto out;
         }
         if (w->type == REDIS_REPLY_INTEGER)
             acked = w->integer;
@@ -510,8 +533,15 @@ int baton__eval(struct baton_client *c, struct baton__conn *cn, const char *sha,
     }
     if (r->type != REDIS_REPLY_ERROR && wait_replicas > 0 && acked < wait_replicas) {
         freeReplyObject(r);
-        return baton__not_durable(c, acked, err, errlen);
+        rc = baton__not_durable(c, acked, err, errlen);
+        goto out;
     }
     *reply = r; /* an error reply too: the caller looks for redirections */
-    return BATON_OK;
+    rc = BATON_OK;
+out:
+    if (argv != argv_room)
+        free(argv);
+    if (lens != lens_room)
+        free(lens);
+    return rc;
 }

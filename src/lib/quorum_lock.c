@@ -40,7 +40,8 @@ static int script_argv(const struct baton_client *c, enum baton__script_id id, i
                        const char *const *keys, int nargs, const char *const *args,
                        const char **argv, size_t *lens, char nk[BATON__I64_LEN])
 {
-    return baton__script_argv("EVALSHA", c->sha[id], nkeys, keys, nargs, args, argv, lens, nk);
+    return baton__script_argv("EVALSHA", c->sha[id], nkeys, keys, nargs, args, argv, lens, nk,
+                              BATON__SCRIPT_MAX_ARGS);
 }
 
 static bool reply_u64(const redisReply *r, uint64_t *v)

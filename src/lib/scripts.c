@@ -510,10 +510,10 @@ const char *baton__script_source(enum baton__script_id id)
 
 int baton__script_argv(const char *verb, const char *script, int nkeys, const char *const *keys,
                        int nargs, const char *const *args, const char **argv, size_t *lens,
-                       char nkeys_buf[BATON__I64_LEN])
+                       char nkeys_buf[BATON__I64_LEN], size_t room)
 {
     int argc = 0;
-    if (nkeys < 0 || nargs < 0 || nkeys + nargs + 3 > BATON__SCRIPT_MAX_ARGS)
+    if (nkeys < 0 || nargs < 0 || (size_t)nkeys + (size_t)nargs + 3 > room)
         return -1;
     baton__i64_str(nkeys, nkeys_buf);
     argv[argc++] = verb;

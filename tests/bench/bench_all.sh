@@ -333,11 +333,14 @@ doc=$(jq -s -c --arg date "$(date -u +%Y-%m-%d)" --argjson smoke "$smoke" \
              ($d.growth.large.leader_cpu_ms_per_tick | if . == null then null else . * 1000 end);
              ($d.growth.small.leader_cpu_ms_per_tick | if . == null then null else . * 1000 end);
              "the same jobs on \($d.growth.nodes[0]) nodes, same run"; "ratio <= 1.25";
-             ($d.growth.cpu_ratio != null and $d.growth.cpu_ratio <= 1.25)),
+             ($d.growth.met and $d.growth.cpu_ratio <= 1.25)),
          row("dispatch"; "\($d.growth.nodes[1]) x \($d.growth.jobs) jobs on any: Redis commands per tick";
              $d.growth.large.redis_commands_per_tick; $d.growth.small.redis_commands_per_tick;
              "the same jobs on \($d.growth.nodes[0]) nodes, same run"; "ratio <= 1.25";
-             ($d.growth.commands_ratio != null and $d.growth.commands_ratio <= 1.25)),
+             ($d.growth.met and $d.growth.commands_ratio <= 1.25)),
+         row("dispatch"; "\($d.growth.nodes[1]) x \($d.growth.jobs) jobs on any: runs in the window";
+             $d.growth.large.runs; $d.growth.large.runs_expected; "the ticks due in it";
+             ">= 95 % of them"; $d.growth.large.complete),
          row("dispatch"; "\($d.growth.nodes[1]) x \($d.growth.jobs) jobs on any: start lateness p99 (ms)";
              $d.growth.large.lateness_ms.p99; $d.growth.small.lateness_ms.p99;
              "the same jobs on \($d.growth.nodes[0]) nodes, same run"; "(reported)"; null)

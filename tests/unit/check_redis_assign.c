@@ -205,6 +205,44 @@ static void claim_marked(struct baton_client *c, const char *job, int64_t tick)
     claim_reply_free(&r);
 }
 
+/* A fleet of more members than a script call of the library's own takes
+ * (64 arguments): the loads of 200 nodes are read in one call, and an
+ * all tick is offered to 100 nodes in one (before, both calls were
+ * refused by the client: the leader of 60 members or more never offered
+ * a tick on any, nor one on all beyond 28). */
+START_TEST(a_fleet_of_many_members)
+{
+    enum { NN = 200, NALL = 100 };
+    struct baton_client *c = setup();
+    static char names[NN][16], ids[NALL][32];
+    const char *nodes[NN], *run_ids[NALL];
+    int64_t used[NN];
+    bool skipped[NALL];
+    size_t made = 0, gave = 0;
+    for (int i = 0; i < NN; i++) {
+        snprintf(names[i], sizeof names[i], "n%d", i);
+        nodes[i] = names[i];
+    }
+    struct assign a = first("450", "n150", "450-1-1-1");
+    ck_assert_int_eq(assign_offer(c, G, "j", LEADER, "tok", NULL, NULL, &a, 5000), 1);
+    ck_assert_int_eq(assign_loads(c, G, nodes, NN, used), 0);
+    for (int i = 0; i < NN; i++)
+        ck_assert_int_eq(used[i], i == 150 ? 1 : 0);
+    claim_marked(c, "k", 451);
+    for (int i = 0; i < NALL; i++) {
+        snprintf(ids[i], sizeof ids[i], "451-1-1-1.%d", i);
+        run_ids[i] = ids[i];
+    }
+    struct assign m = first("451", "lead", "451-1-1-1");
+    ck_assert_int_eq(assign_offer_all(c, G, "k", LEADER, "tok", &m, nodes, run_ids, NALL,
+                                      ASSIGN_NODE_FORBID, 5000, &made, skipped, &gave),
+                     1);
+    ck_assert_uint_eq(made, NALL);
+    ck_assert_int_eq(tu_redis_int("HLEN baton:{" G "}:assign:k"), NALL);
+    baton_client_free(c);
+}
+END_TEST
+
 START_TEST(claim_writes_marker)
 {
     struct baton_client *c = setup();
@@ -623,6 +661,7 @@ static Suite *suite(void)
     tcase_add_test(tc, lost_registration_moves);
     tcase_add_test(tc, capacity_in_redis);
     tcase_add_test(tc, all_per_node);
+    tcase_add_test(tc, a_fleet_of_many_members);
     tcase_add_test(tc, claim_writes_marker);
     tcase_add_test(tc, all_forbid_per_node);
     tcase_add_test(tc, all_replace_per_node);
