@@ -28,7 +28,8 @@
 #
 # usage: bench_all.sh [--smoke] [--only PART,PART...] [--json FILE]
 # Needs BATON_BIN, BATON_BUILD_DIR and BATON_TESTS_DIR (defaults: the werror
-# build tree beside tests/), jq.
+# build tree beside tests/; a full run refuses a tree built with coverage or
+# sanitizers), jq.
 set -u
 BATON_TESTS_DIR=${BATON_TESTS_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 BATON_BUILD_DIR=${BATON_BUILD_DIR:-$(cd "$BATON_TESTS_DIR/.." && pwd)/build/werror}
@@ -46,6 +47,12 @@ while [ $# -gt 0 ]; do
     shift
 done
 command -v jq >/dev/null || fail "jq is not installed (apt-get install jq)"
+# Figures come from an uninstrumented build: gcov's atomic counters (the
+# werror tree of tests/run.sh) or the sanitizers cost several times the
+# CPU of what they measure (the cron bench ran at a quarter of its speed).
+if [ "$smoke" = 0 ] && grep -Eq '^BATON_(COVERAGE|SANITIZE):BOOL=ON' "$BATON_BUILD_DIR/CMakeCache.txt" 2>/dev/null; then
+    fail "$BATON_BUILD_DIR is instrumented (coverage or sanitizers): figures from it are not baton's; build one without: cmake -S . -B build/bench -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBATON_WERROR=ON -DBATON_HTTP=ON -DBATON_SYSTEMD=ON && cmake --build build/bench -j2, then BATON_BUILD_DIR=build/bench"
+fi
 B=$BATON_TESTS_DIR/bench
 load() { cut -d' ' -f1 /proc/loadavg; }
 
