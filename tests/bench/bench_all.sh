@@ -267,6 +267,12 @@ doc=$(jq -s -c --arg date "$(date -u +%Y-%m-%d)" --argjson smoke "$smoke" \
            null; ""; "(reported)"; null),
        row("fleet"; "every-second jobs: start lateness p99 (ms, to the go)";
            $f.window.every_second_lateness_ms.p99; null; ""; "(reported)"; null),
+       (if $f.window.every_second_lateness_with_hogs_ms then
+         row("fleet"; "every-second jobs with two CPU hogs beside the fleet: start lateness p99 (ms)";
+             $f.window.every_second_lateness_with_hogs_ms.p99; $f.window.every_second_lateness_ms.p99;
+             "the same jobs without the hogs (same run)"; "<= 15";
+             cmp($f.window.every_second_lateness_with_hogs_ms.p99; "<="; 15))
+        else empty end),
        row("fleet"; "Redis memory after an hour of history (MB)"; ($f.history_hour.redis_used_memory_kb / 1024);
            $f.history_hour.bound_mb; "bound at history.runs 100 (MB)"; "within the bound";
            cmp($f.history_hour.redis_used_memory_kb / 1024; "<="; $f.history_hour.bound_mb)),
